@@ -1,0 +1,270 @@
+import { createActor, type Actor, type InspectionEvent, type Observer } from 'xstate';
+import {
+  decide,
+  loopMachine,
+  type LoopSnapshot,
+} from '../machines/loop.machine.js';
+import { coherentCut, incoherence } from './conversation.js';
+import { IllegalFeedError, InvalidFeedError, InvalidSnapshotError } from './errors.js';
+import { feedProblem } from './feed-problems.js';
+import type { LoopEvent } from './loop-events.js';
+import {
+  AssistantMessageSchema,
+  DEFAULT_POLICY,
+  LoopErrorInfoSchema,
+  MessageSchema,
+  PolicySchema,
+  ToolMessageSchema,
+  UserMessageSchema,
+  type AssistantMessage,
+  type LoopContext,
+  type LoopErrorInfo,
+  type LoopState,
+  type Message,
+  type Outcome,
+  type Policy,
+  type PolicyInput,
+  type Step,
+  type ToolMessage,
+  type UserMessage,
+} from './schemas.js';
+import { restoreLoopSnapshot, toLoopSnapshotJSON, type LoopSnapshotJSON } from './loop-snapshot.js';
+import type { z } from 'zod';
+
+export interface LoopMachineOptions {
+  /** Committed messages to start from; must be coherent. */
+  history?: Message[];
+  /** XState inspection observer, e.g. from `@statelyai/inspect` or `summarizingInspector`. */
+  inspect?: Observer<InspectionEvent> | ((event: InspectionEvent) => void);
+}
+
+/**
+ * The imperative face of the brain for hosts that drive it themselves: the seed's API in
+ * camelCase over the XState actor. An illegal feed throws and leaves the machine unchanged.
+ */
+export class LoopMachine {
+  readonly actor: Actor<typeof loopMachine>;
+  /** The policy of the latest `nextStep`: a compaction feed judges its stall against it. */
+  #policy: Policy = DEFAULT_POLICY;
+
+  constructor(options: LoopMachineOptions = {}, restored?: LoopSnapshot) {
+    const history = options.history?.map((message) => parseFeed('history', MessageSchema, message));
+    const broken = history && incoherence(history);
+    if (broken) throw new InvalidFeedError('history', `starting history is not coherent: ${broken}`);
+    this.actor = createActor(loopMachine, {
+      input: { history: history ?? [] },
+      ...(restored && { snapshot: restored }),
+      ...(options.inspect && { inspect: options.inspect }),
+    }).start();
+  }
+
+  /** Rebuilds a machine from `toJSON()` output or from XState's `getPersistedSnapshot()`. */
+  static restore(json: unknown, options: Omit<LoopMachineOptions, 'history'> = {}): LoopMachine {
+    const { state, context } = restoreLoopSnapshot(json);
+    return new LoopMachine(options, loopMachine.resolveState({ value: state, context }));
+  }
+
+  // ── the step ──────────────────────────────────────────────────────────────
+
+  /** What to do next under `policy`. Asking twice with nothing in between answers the same. */
+  nextStep(policy: PolicyInput = {}): Step {
+    const resolved = parseFeed('nextStep', PolicySchema, policy);
+    this.#policy = resolved;
+    const snapshot = this.#snapshot;
+    const decision = decide(snapshot.value, snapshot.context, resolved);
+    const step = decision.step(snapshot.context);
+    // Only decisions that move the brain are sent, so the inspector shows each move once.
+    if (decision.target) this.actor.send({ type: 'next', policy: resolved });
+    return step;
+  }
+
+  // ── feeds ─────────────────────────────────────────────────────────────────
+
+  acceptInput(message: UserMessage): void {
+    this.#feed({ type: 'acceptInput', message: parseFeed('acceptInput', UserMessageSchema, message) });
+  }
+
+  modelResponse(response: AssistantMessage, contextTokens: number, availableTools: readonly string[]): void {
+    this.#feed({
+      type: 'modelResponse',
+      response: parseFeed('modelResponse', AssistantMessageSchema, response),
+      contextTokens,
+      availableTools,
+    });
+  }
+
+  toolResults(messages: readonly ToolMessage[]): void {
+    this.#feed({
+      type: 'toolResults',
+      messages: messages.map((message) => parseFeed('toolResults', ToolMessageSchema, message)),
+    });
+  }
+
+  compactionResult(compacted: readonly Message[], before: number, after: number, policy?: PolicyInput): void {
+    this.#feed({
+      type: 'compactionResult',
+      compacted: compacted.map((message) => parseFeed('compactionResult', MessageSchema, message)),
+      before,
+      after,
+      contextWindow: this.#window(policy),
+    });
+  }
+
+  compactionNoop(before: number, after: number, policy?: PolicyInput): void {
+    this.#feed({ type: 'compactionNoop', before, after, contextWindow: this.#window(policy) });
+  }
+
+  /** Appends to pending without refreshing the estimate: call `setContextTokens` after big ones. */
+  inject(message: Message): void {
+    this.#feed({ type: 'inject', message: parseFeed('inject', MessageSchema, message) });
+  }
+
+  setContextTokens(tokens: number): void {
+    this.#feed({ type: 'setContextTokens', tokens });
+  }
+
+  cancel(): void {
+    this.#feed({ type: 'cancel' });
+  }
+
+  fail(error: LoopErrorInfo): void {
+    this.#feed({ type: 'fail', error: parseFeed('fail', LoopErrorInfoSchema, error) });
+  }
+
+  /** Ends the run with `Sealed(reason)` at once. Idempotent: on a finished run it does nothing. */
+  seal(reason: string): void {
+    if (this.isTerminal()) return;
+    this.#feed({ type: 'seal', reason });
+  }
+
+  /** A user message for the running turn, delivered at the next coherent point. */
+  steer(message: UserMessage): void {
+    this.#feed({ type: 'steer', message: parseFeed('steer', UserMessageSchema, message) });
+  }
+
+  // ── maintenance ───────────────────────────────────────────────────────────
+
+  commitPending(): void {
+    this.#feed({ type: 'commitPending' });
+  }
+
+  discardPending(): void {
+    this.#feed({ type: 'discardPending' });
+  }
+
+  /** Commits the longest coherent prefix of pending and drops the unanswered rest. */
+  salvagePending(): { committed: number; dropped: number } {
+    const { history, pending } = this.#snapshot.context;
+    this.#feed({ type: 'salvagePending' });
+    const committed = this.#snapshot.context.history.length - history.length;
+    return { committed, dropped: pending.length - committed };
+  }
+
+  /** Drops committed history past `len`, snapped down to a coherent cut. Returns how many went. */
+  rewindTo(len: number): number {
+    const before = this.#snapshot.context.history.length;
+    this.#feed({ type: 'rewindTo', len });
+    return before - this.#snapshot.context.history.length;
+  }
+
+  /** Takes a pruned copy of the conversation (same shape, lighter contents). No state change. */
+  adoptPruned(messages: readonly Message[]): void {
+    this.#feed({
+      type: 'adoptPruned',
+      messages: messages.map((message) => parseFeed('adoptPruned', MessageSchema, message)),
+    });
+  }
+
+  // ── reads ─────────────────────────────────────────────────────────────────
+
+  history(): readonly Message[] {
+    return this.#snapshot.context.history;
+  }
+
+  /** History + pending: exactly what the next request would send. */
+  fullHistory(): Message[] {
+    const { history, pending } = this.#snapshot.context;
+    return history.concat(pending);
+  }
+
+  state(): LoopState {
+    return stateOf(this.#snapshot);
+  }
+
+  turnsTaken(): number {
+    return this.#snapshot.context.turnsTaken;
+  }
+
+  totalToolCalls(): number {
+    return this.#snapshot.context.totalToolCalls;
+  }
+
+  isTerminal(): boolean {
+    return this.#snapshot.value === 'Terminal';
+  }
+
+  isCancelled(): boolean {
+    return this.#snapshot.context.cancelled;
+  }
+
+  contextTokens(): number {
+    return this.#snapshot.context.contextTokens;
+  }
+
+  lastCoherentLen(): number {
+    return coherentCut(this.fullHistory(), Infinity);
+  }
+
+  toJSON(): LoopSnapshotJSON {
+    return toLoopSnapshotJSON(this.#snapshot.value, this.#snapshot.context);
+  }
+
+  // ── internals ─────────────────────────────────────────────────────────────
+
+  get #snapshot(): LoopSnapshot {
+    return this.actor.getSnapshot();
+  }
+
+  #window(policy: PolicyInput | undefined): number {
+    return policy ? PolicySchema.parse(policy).contextWindow : this.#policy.contextWindow;
+  }
+
+  /** Sends a feed if the brain takes it; otherwise throws the precise reason, changing nothing. */
+  #feed(event: LoopEvent): void {
+    const snapshot = this.#snapshot;
+    if (!snapshot.can(event)) throw rejection(snapshot, event);
+    this.actor.send(event);
+  }
+}
+
+function rejection(snapshot: LoopSnapshot, event: LoopEvent): Error {
+  const state = snapshot.value;
+  const handled = loopMachine.states[state]!.ownEvents.includes(event.type);
+  const problem = handled ? feedProblem(snapshot.context, event) : null;
+  if (problem?.kind === 'invalid') return new InvalidFeedError(event.type, problem.problem);
+  return new IllegalFeedError(event.type, state, problem?.problem);
+}
+
+function parseFeed<S extends z.ZodType>(feed: string, schema: S, value: unknown): z.output<S> {
+  const parsed = schema.safeParse(value);
+  if (parsed.success) return parsed.data;
+  const issue = parsed.error.issues[0]!;
+  const where = issue.path.length ? ` at ${issue.path.join('.')}` : '';
+  throw new InvalidFeedError(feed, `malformed argument${where}: ${issue.message}`);
+}
+
+export function stateOf(snapshot: { value: LoopSnapshot['value']; context: LoopContext }): LoopState {
+  const { context } = snapshot;
+  switch (snapshot.value) {
+    case 'Start':
+      return { type: 'Start' };
+    case 'AwaitingModel':
+      return { type: 'AwaitingModel', turn: context.turnsTaken + 1 };
+    case 'AwaitingTools':
+      return { type: 'AwaitingTools', turn: context.turnsTaken };
+    case 'AwaitingCompaction':
+      return { type: 'AwaitingCompaction', reason: context.compactionReason! };
+    case 'Terminal':
+      return { type: 'Terminal', outcome: context.outcome as Outcome };
+  }
+}
