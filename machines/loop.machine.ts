@@ -441,3 +441,5 @@ export const loopMachine = loopSetup.createMachine({
 });
 
 export type LoopSnapshot = SnapshotFrom<typeof loopMachine>;
+
+export { coherentCut };

@@ -14,3 +14,20 @@ export {
 } from '../machines/loop.machine.js';
 export type { Model, ModelRequest, ModelReply, ToolDefinition, FinishReason, Usage } from './model.js';
 export { ModelError } from './model.js';
+export {
+  createAgentMachine,
+  type AgentMachine,
+  type AgentActor,
+  type AgentInput,
+  type AgentOutput,
+  type AgentContext,
+  type AgentEvent,
+  type AgentEmitted,
+} from '../machines/agent.machine.js';
+export type { AgentConfig, Compactor, CompactionRequest, CompactionResult } from './agent/config.js';
+export type { Operation, OperationContext, PreparedRequest } from './agent/operation.js';
+export { defineTool, toolDefinitions, ToolSet, type Tool, type ToolContext } from './tools/define-tool.js';
+export { runToolCalls, type RunToolCallsOptions } from './tools/run-tools.js';
+export { withRetry, isRetryable, type RetryOptions } from './models/retry.js';
+export { scriptedModel, type ScriptEntry, type ScriptedReply } from './models/scripted.js';
+export { estimateTokens } from './tokens.js';

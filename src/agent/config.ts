@@ -1,0 +1,34 @@
+import type { Model } from '../model.js';
+import type { RetryOptions } from '../models/retry.js';
+import type { CompactionReason, Message, PolicyInput } from '../schemas.js';
+import type { Tool } from '../tools/define-tool.js';
+import type { Operation } from './operation.js';
+
+export interface CompactionRequest {
+  /** The whole conversation (history + pending) to compact. */
+  messages: readonly Message[];
+  reason: CompactionReason;
+  tokensBefore: number;
+  model: Model;
+  signal: AbortSignal;
+}
+
+/** A compacted conversation and its size, or null when the compactor changed nothing. */
+export type CompactionResult = { messages: Message[]; tokensAfter: number } | null;
+
+/** Rewrites a conversation that fills the window. Plain function: replace it freely. */
+export type Compactor = (request: CompactionRequest) => Promise<CompactionResult>;
+
+export interface AgentConfig {
+  model: Model;
+  tools?: readonly Tool[];
+  /** Composed in order before every model call; see `Operation`. */
+  operations?: readonly Operation[];
+  compactor?: Compactor;
+  /** How many tool calls run at once. Default 4. */
+  toolConcurrency?: number;
+  /** Retry policy for model calls; `false` turns retries off. */
+  retry?: RetryOptions | false;
+  /** The starting policy; an `agent.policy` event changes it for the very next step. */
+  policy?: PolicyInput;
+}

@@ -1,0 +1,127 @@
+import { fromPromise, type AnyActorRef } from 'xstate';
+import type { Model, ModelReply } from '../model.js';
+import type { CompactionReason, Message, ToolMessage } from '../schemas.js';
+import { runToolCalls } from '../tools/run-tools.js';
+import type { ToolSet } from '../tools/define-tool.js';
+import { conversationOf, stepOf, type BrainState } from './brain-state.js';
+import type { Compactor } from './config.js';
+import type { Operation, OperationContext, PreparedRequest } from './operation.js';
+import type { Policy } from '../schemas.js';
+
+/**
+ * The driver's IO, as invoked actors. Their inputs are deliberately tiny (an idempotency key
+ * and a turn number): XState stores an invoked actor's input in every snapshot and replays it
+ * on restore, so the conversation is read from the parent when the call starts instead.
+ */
+
+/** The part of the driver's context services read. */
+export interface DriverView {
+  sessionId: string;
+  brain: BrainState;
+  policy: Policy;
+  toolJournal: readonly ToolMessage[];
+}
+
+export interface ServiceInput {
+  /** Stable across retries and across a restore that repeats the call. */
+  key: string;
+  turn: number;
+}
+
+/** Events services send to the driver while they work. */
+export type ServiceEvent =
+  | { type: 'service.textDelta'; turn: number; delta: string }
+  | { type: 'service.toolStarted'; call: import('../schemas.js').ToolCall }
+  | { type: 'service.toolFinished'; call: import('../schemas.js').ToolCall; result: ToolMessage };
+
+// An invoked actor's `_parent` is the driver that invoked it: the one way to read the driver's
+// current context without copying the conversation into the child's persisted input.
+function driverView(self: AnyActorRef): DriverView {
+  const parent = self._parent;
+  if (!parent) throw new Error('loopchart services must be invoked by the agent machine');
+  return parent.getSnapshot().context as DriverView;
+}
+
+const tell = (self: AnyActorRef, event: ServiceEvent) => self._parent?.send(event);
+
+export interface ServiceDeps {
+  model: Model;
+  tools: ToolSet;
+  operations: readonly Operation[];
+  compactor: Compactor | undefined;
+  toolConcurrency: number;
+}
+
+export function prepareRequest(deps: ServiceDeps, ctx: OperationContext): PreparedRequest {
+  const parts = deps.operations.flatMap((op) => {
+    const text = op.prompt?.(ctx);
+    return text ? [{ role: 'system' as const, content: text }] : [];
+  });
+  let request: PreparedRequest = { messages: [...parts, ...ctx.messages], tools: [...deps.tools.definitions] };
+  for (const op of deps.operations) request = op.beforeModelCall?.(request, ctx) ?? request;
+  return request;
+}
+
+export function modelService(deps: ServiceDeps) {
+  return fromPromise<ModelReply, ServiceInput>(async ({ input, self, signal }) => {
+    const view = driverView(self);
+    const ctx: OperationContext = { sessionId: view.sessionId, turn: input.turn, messages: conversationOf(view.brain) };
+    const request = prepareRequest(deps, ctx);
+    const reply = await deps.model.generate({
+      ...request,
+      signal,
+      idempotencyKey: input.key,
+      onTextDelta: (delta) => tell(self, { type: 'service.textDelta', turn: input.turn, delta }),
+    });
+    for (const op of deps.operations) op.afterReply?.(reply, ctx);
+    return reply;
+  });
+}
+
+/**
+ * Runs the pending calls that have no journaled result yet: after a restore, calls that had
+ * finished before the process stopped are not run again.
+ */
+export function toolsService(deps: ServiceDeps) {
+  return fromPromise<ToolMessage[], ServiceInput>(async ({ input, self, signal }) => {
+    const view = driverView(self);
+    const step = stepOf(view.brain, view.policy);
+    if (step.type !== 'CallTools') throw new Error(`tools invoked while the brain says ${step.type}`);
+    const done = new Map(view.toolJournal.map((result) => [result.toolCallId, result]));
+    const ctx: OperationContext = { sessionId: view.sessionId, turn: input.turn, messages: conversationOf(view.brain) };
+    for (const op of deps.operations) op.beforeTools?.(step.calls, ctx);
+    const fresh = await runToolCalls(
+      step.calls.filter(({ call }) => !done.has(call.id)),
+      deps.tools,
+      {
+        concurrency: deps.toolConcurrency,
+        signal,
+        idempotencyKey: (call) => `${view.sessionId}:${call.id}`,
+        onStart: (call) => tell(self, { type: 'service.toolStarted', call }),
+        onFinish: (call, result) => tell(self, { type: 'service.toolFinished', call, result }),
+      },
+    );
+    const byId = new Map(fresh.map((result) => [result.toolCallId, result]));
+    return step.calls.map(({ call }) => done.get(call.id) ?? byId.get(call.id)!);
+  });
+}
+
+export interface CompactionOutput {
+  reason: CompactionReason;
+  before: number;
+  after: number;
+  /** Absent when nothing was rewritten. */
+  messages?: Message[];
+}
+
+export function compactorService(deps: ServiceDeps) {
+  return fromPromise<CompactionOutput, ServiceInput & { reason: CompactionReason }>(async ({ input, self, signal }) => {
+    const view = driverView(self);
+    const before = view.brain.context.contextTokens;
+    const messages = conversationOf(view.brain);
+    const result = deps.compactor
+      ? await deps.compactor({ messages, reason: input.reason, tokensBefore: before, model: deps.model, signal })
+      : null;
+    return result ? { reason: input.reason, before, after: result.tokensAfter, messages: result.messages } : { reason: input.reason, before, after: before };
+  });
+}
