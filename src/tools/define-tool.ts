@@ -1,0 +1,116 @@
+import { z } from 'zod';
+import type { ToolDefinition } from '../model.js';
+import { DuplicateToolError, InvalidToolError } from './errors.js';
+
+/** What a running tool gets besides its arguments. */
+export interface ToolContext {
+  /** Aborted when the tool times out or the run is cancelled; pass it on to fetch, child processes... */
+  readonly signal: AbortSignal;
+  readonly toolCallId: string;
+  /** Stable across a restore that repeats this call: hand it to external APIs that deduplicate. */
+  readonly idempotencyKey: string;
+}
+
+/**
+ * The model-facing metadata of a tool. Names follow the rule OpenAI and Anthropic share, so a tool
+ * that works with one provider works with the others.
+ */
+export const ToolMetaSchema = z.object({
+  name: z.string().regex(/^[a-zA-Z0-9_-]{1,64}$/, 'must be 1-64 characters of a-z, A-Z, 0-9, _ or -'),
+  description: z.string(),
+  timeoutMs: z.number().int().positive().optional(),
+});
+export type ToolMeta = z.infer<typeof ToolMetaSchema>;
+
+export interface ToolSpec<S extends z.ZodType, O = unknown> extends ToolMeta {
+  /** Validates the model's arguments; its JSON Schema (input side) is what the model sees. */
+  input: S;
+  /**
+   * Returns the result for the model: a string as is, anything else as JSON. Throwing (or timing
+   * out) becomes an error result the model can read; the loop goes on.
+   */
+  execute(args: z.output<S>, ctx: ToolContext): O;
+}
+
+/**
+ * A defined tool. The parameters default to any schema and any result so that lists of differently
+ * typed tools type-check; `execute` is a method so that its argument stays assignable in such lists.
+ */
+export interface Tool<S extends z.ZodType = z.ZodType, O = unknown> extends Readonly<ToolSpec<S, O>> {
+  readonly definition: ToolDefinition;
+}
+
+export function defineTool<S extends z.ZodType, O>(spec: ToolSpec<S, O>): Tool<S, O> {
+  const meta = ToolMetaSchema.safeParse(spec);
+  if (!meta.success) throw new InvalidToolError(String(spec.name), z.prettifyError(meta.error));
+  return Object.freeze({
+    name: spec.name,
+    description: spec.description,
+    input: spec.input,
+    execute: spec.execute,
+    timeoutMs: spec.timeoutMs,
+    // Built once here so a schema mistake fails at definition time, not at the first model call.
+    definition: Object.freeze({
+      name: spec.name,
+      description: spec.description,
+      inputSchema: argumentsSchema(spec.name, spec.input),
+    }),
+  });
+}
+
+function argumentsSchema(name: string, input: z.ZodType): Record<string, unknown> {
+  let schema: Record<string, unknown>;
+  try {
+    // The input side: fields with defaults are optional for the model.
+    schema = { ...z.toJSONSchema(input, { io: 'input' }) };
+  } catch (error) {
+    throw new InvalidToolError(name, `its input schema has no JSON Schema form: ${(error as Error).message}`, {
+      cause: error,
+    });
+  }
+  if (schema.type !== 'object') {
+    throw new InvalidToolError(name, 'its input schema must describe an object: providers send tool arguments as a JSON object');
+  }
+  // Some providers (Gemini) reject the `$schema` key inside a function declaration.
+  delete schema.$schema;
+  return schema;
+}
+
+export function toolDefinitions(tools: Iterable<Tool>): ToolDefinition[] {
+  return Array.from(tools, (tool) => tool.definition);
+}
+
+/** Tools indexed by name. Immutable: build a new set to change the tools. */
+export class ToolSet implements Iterable<Tool> {
+  readonly #byName = new Map<string, Tool>();
+  /** For the model request, in the order the tools were given. */
+  readonly definitions: readonly ToolDefinition[];
+
+  constructor(tools: Iterable<Tool>) {
+    for (const tool of tools) {
+      if (this.#byName.has(tool.name)) throw new DuplicateToolError(tool.name);
+      this.#byName.set(tool.name, tool);
+    }
+    this.definitions = Object.freeze(toolDefinitions(this.#byName.values()));
+  }
+
+  get(name: string): Tool | undefined {
+    return this.#byName.get(name);
+  }
+
+  has(name: string): boolean {
+    return this.#byName.has(name);
+  }
+
+  get names(): string[] {
+    return [...this.#byName.keys()];
+  }
+
+  get size(): number {
+    return this.#byName.size;
+  }
+
+  [Symbol.iterator](): Iterator<Tool> {
+    return this.#byName.values();
+  }
+}

@@ -1,0 +1,49 @@
+import { LoopchartError } from '../errors.js';
+
+/** Two tools share a name: the model could not tell them apart, so a tool set refuses it. */
+export class DuplicateToolError extends LoopchartError {
+  readonly toolName: string;
+  constructor(toolName: string) {
+    super('DuplicateTool', `tool name "${toolName}" is used by more than one tool; tool names must be unique`);
+    this.toolName = toolName;
+  }
+}
+
+/** A tool definition that no provider would accept (bad name, arguments not a JSON object...). */
+export class InvalidToolError extends LoopchartError {
+  readonly toolName: string;
+  constructor(toolName: string, problem: string, options?: { cause?: unknown }) {
+    super('InvalidTool', `tool "${toolName}": ${problem}`, options);
+    this.toolName = toolName;
+  }
+}
+
+/** A file tool was asked for a path that resolves (lexically or through a symlink) outside its root. */
+export class PathOutsideRootError extends LoopchartError {
+  readonly path: string;
+  constructor(path: string) {
+    super('PathOutsideRoot', `path "${path}" is outside the allowed root directory`);
+    this.path = path;
+  }
+}
+
+/** The calculator could not read or evaluate an expression; `position` is the 0-based column. */
+export class ExpressionError extends LoopchartError {
+  readonly position: number | undefined;
+  constructor(message: string, position?: number) {
+    super('InvalidExpression', position === undefined ? message : `${message} at position ${position}`);
+    this.position = position;
+  }
+}
+
+/**
+ * A file tool hit a file-system problem (missing file, directory where a file was expected...). The
+ * message names the path as the model gave it, never the absolute path on the host.
+ */
+export class FileToolError extends LoopchartError {
+  readonly path: string;
+  constructor(path: string, problem: string, options?: { cause?: unknown }) {
+    super('FileTool', `${path}: ${problem}`, options);
+    this.path = path;
+  }
+}

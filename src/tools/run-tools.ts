@@ -1,0 +1,177 @@
+import type { z } from 'zod';
+import type { PendingToolCall, ToolCall, ToolMessage } from '../schemas.js';
+import { ToolSet, type Tool } from './define-tool.js';
+
+export interface RunToolCallsOptions {
+  /** How many tools may run at once. Default 4. */
+  concurrency?: number;
+  /** Cancels the batch: in-flight tools are aborted, unfinished calls get an interrupted result. */
+  signal?: AbortSignal;
+  /** Computed for every call to run before any of them starts, so a throwing key function runs nothing. */
+  idempotencyKey(call: ToolCall): string;
+  /** A call was taken up (validation included). Every call that starts also finishes. */
+  onStart?(call: ToolCall): void;
+  /**
+   * A result now exists for this call: fires at once, not at the end of the batch, so a journal can
+   * record it before a crash. Also fires for calls interrupted before they started; never for
+   * `preAnswered` calls, whose results existed before the batch.
+   */
+  onFinish?(call: ToolCall, result: ToolMessage): void;
+}
+
+export const DEFAULT_TOOL_CONCURRENCY = 4;
+export const INTERRUPTED_CONTENT = 'interrupted: the run was cancelled before this tool call finished';
+
+/**
+ * Runs a batch of tool calls and returns one result per call, in call order. It never rejects for a
+ * tool's sake (bad arguments, a throw, a timeout, cancellation all become `isError` results) so the
+ * history always pairs every call with a result; the caller decides what the outcome is. It rejects
+ * only when one of the caller's own hooks threw, after every call has its result.
+ */
+export async function runToolCalls(
+  calls: readonly PendingToolCall[],
+  tools: ToolSet | Iterable<Tool>,
+  options: RunToolCallsOptions,
+): Promise<ToolMessage[]> {
+  const toolSet = tools instanceof ToolSet ? tools : new ToolSet(tools);
+  const concurrency = options.concurrency ?? DEFAULT_TOOL_CONCURRENCY;
+  if (!Number.isInteger(concurrency) || concurrency < 1) {
+    throw new RangeError(`concurrency must be a positive integer, got ${concurrency}`);
+  }
+  const { signal } = options;
+  const results: Array<ToolMessage | undefined> = calls.map((pending) => pending.preAnswered);
+  const toRun = calls.flatMap((pending, index) =>
+    pending.preAnswered ? [] : [{ index, call: pending.call, key: options.idempotencyKey(pending.call) }],
+  );
+
+  let hookError: { error: unknown } | undefined;
+  const hook = (fn: () => void): void => {
+    try {
+      fn();
+    } catch (error) {
+      hookError ??= { error };
+    }
+  };
+  const finish = (index: number, call: ToolCall, result: ToolMessage): void => {
+    results[index] = result;
+    hook(() => options.onFinish?.(call, result));
+  };
+
+  // One abort listener for the whole batch (a listener per call would trip Node's leak warning
+  // past 10 concurrent calls); it interrupts whatever is in flight.
+  const inFlight = new Set<Interrupt>();
+  const onAbort = (): void => {
+    for (const interrupt of inFlight) interrupt(signal?.reason);
+  };
+  signal?.addEventListener('abort', onAbort, { once: true });
+
+  let next = 0;
+  const worker = async (): Promise<void> => {
+    while (next < toRun.length && !signal?.aborted) {
+      const { index, call, key } = toRun[next++]!;
+      hook(() => options.onStart?.(call));
+      finish(index, call, await runOne(call, toolSet, key, signal, inFlight));
+    }
+  };
+  try {
+    await Promise.all(Array.from({ length: Math.min(concurrency, toRun.length) }, worker));
+  } finally {
+    signal?.removeEventListener('abort', onAbort);
+  }
+
+  // Calls never reached because the batch was cancelled.
+  for (const { index, call } of toRun) {
+    if (!results[index]) finish(index, call, errorResult(call, INTERRUPTED_CONTENT));
+  }
+  if (hookError) throw hookError.error;
+  return results as ToolMessage[];
+}
+
+type Interrupt = (reason: unknown) => void;
+
+async function runOne(
+  call: ToolCall,
+  tools: ToolSet,
+  idempotencyKey: string,
+  outer: AbortSignal | undefined,
+  inFlight: Set<Interrupt>,
+): Promise<ToolMessage> {
+  const tool = tools.get(call.name);
+  if (!tool) {
+    return errorResult(call, `unknown tool "${call.name}"; available tools: ${tools.names.join(', ') || '(none)'}`);
+  }
+  const parsed = tool.input.safeParse(call.args);
+  if (!parsed.success) return errorResult(call, invalidArguments(tool.name, parsed.error));
+  // An onStart hook may have cancelled the batch.
+  if (outer?.aborted) return errorResult(call, INTERRUPTED_CONTENT);
+
+  const controller = new AbortController();
+  return new Promise<ToolMessage>((resolve) => {
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    let settled = false;
+    // First outcome wins; a tool that ignores its signal keeps running but can no longer answer.
+    const settle = (result: ToolMessage): void => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
+      inFlight.delete(interrupt);
+      resolve(result);
+    };
+    const interrupt: Interrupt = (reason) => {
+      settle(errorResult(call, INTERRUPTED_CONTENT));
+      controller.abort(reason);
+    };
+    inFlight.add(interrupt);
+    if (tool.timeoutMs !== undefined) {
+      const ms = tool.timeoutMs;
+      timer = setTimeout(() => {
+        const message = `tool "${tool.name}" timed out after ${ms} ms`;
+        settle(errorResult(call, message));
+        controller.abort(new DOMException(message, 'TimeoutError'));
+      }, ms);
+    }
+    // The executor form also catches a tool that throws synchronously.
+    new Promise<unknown>((run) => run(tool.execute(parsed.data, { signal: controller.signal, toolCallId: call.id, idempotencyKey }))).then(
+      (value) => settle(valueResult(call, value)),
+      (error: unknown) => settle(errorResult(call, errorText(error))),
+    );
+  });
+}
+
+function valueResult(call: ToolCall, value: unknown): ToolMessage {
+  let content: string;
+  try {
+    // `undefined` (a tool with nothing to say) has no JSON text.
+    content = typeof value === 'string' ? value : (JSON.stringify(value) ?? '');
+  } catch (error) {
+    return errorResult(call, `tool "${call.name}" returned a value with no JSON form: ${errorText(error)}`);
+  }
+  return { role: 'tool', toolCallId: call.id, toolName: call.name, content };
+}
+
+function errorResult(call: ToolCall, content: string): ToolMessage {
+  return { role: 'tool', toolCallId: call.id, toolName: call.name, content, isError: true };
+}
+
+function errorText(error: unknown): string {
+  if (error instanceof Error) return error.message || error.name;
+  try {
+    return String(error);
+  } catch {
+    // A thrown object whose toString itself throws: still owed a result.
+    return 'the tool failed with an unprintable error';
+  }
+}
+
+/** One line per zod issue with its path, the form a model reliably corrects itself from. */
+function invalidArguments(toolName: string, error: z.ZodError): string {
+  const lines = error.issues.map((issue) => `- ${issuePath(issue.path)}: ${issue.message}`);
+  return `invalid arguments for tool "${toolName}":\n${lines.join('\n')}`;
+}
+
+function issuePath(path: readonly PropertyKey[]): string {
+  if (path.length === 0) return '(arguments)';
+  return path
+    .map((key, i) => (typeof key === 'number' ? `[${key}]` : i === 0 ? String(key) : `.${String(key)}`))
+    .join('');
+}

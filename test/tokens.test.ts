@@ -1,0 +1,60 @@
+import { countTokens } from 'gpt-tokenizer/encoding/o200k_base';
+import { describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import type { Message } from '../src/schemas.js';
+import { countTextTokens, estimateMessageTokens, estimateTokens, estimateToolTokens } from '../src/tokens.js';
+import { defineTool } from '../src/tools/define-tool.js';
+
+describe('estimateTokens', () => {
+  it('counts content with o200k plus 3 per message and 3 to prime the reply (OpenAI counting guide)', () => {
+    const messages: Message[] = [
+      { role: 'system', content: 'You are a careful assistant.' },
+      { role: 'user', content: 'How many files are in the folder?' },
+      { role: 'assistant', content: 'Let me look.' },
+    ];
+    const content = messages.reduce((sum, m) => sum + countTokens(m.content), 0);
+    expect(estimateTokens(messages)).toBe(content + 3 * messages.length + 3);
+    expect(estimateTokens([])).toBe(3);
+  });
+
+  it('counts tool calls as name plus JSON arguments and tool results as their content', () => {
+    const call: Message = {
+      role: 'assistant',
+      content: '',
+      toolCalls: [{ id: 'c1', name: 'read_file', args: { path: 'notes/todo.txt' } }],
+    };
+    expect(estimateMessageTokens(call)).toBe(
+      3 + 3 + countTokens('read_file') + countTokens('{"path":"notes/todo.txt"}'),
+    );
+    const result: Message = { role: 'tool', toolCallId: 'c1', toolName: 'read_file', content: 'buy milk' };
+    expect(estimateMessageTokens(result)).toBe(3 + countTokens('buy milk'));
+  });
+
+  it('adds the tool definitions when given', () => {
+    const tool = defineTool({
+      name: 'read_file',
+      description: 'Reads a file.',
+      input: z.object({ path: z.string() }),
+      execute: () => '',
+    });
+    const messages: Message[] = [{ role: 'user', content: 'hi' }];
+    const toolTokens = estimateToolTokens([tool.definition]);
+    expect(toolTokens).toBeGreaterThan(countTokens(JSON.stringify(tool.definition.inputSchema)));
+    expect(estimateTokens(messages, [tool.definition])).toBe(estimateTokens(messages) + toolTokens);
+    expect(estimateToolTokens([])).toBe(0);
+  });
+
+  it('counts special-token text as plain text instead of throwing', () => {
+    const text = 'a user pasted <|endoftext|> and <|im_start|>';
+    expect(() => countTokens(text)).toThrow();
+    expect(countTextTokens(text)).toBeGreaterThan(5);
+    expect(estimateTokens([{ role: 'user', content: text }])).toBe(countTextTokens(text) + 6);
+  });
+
+  it('gives the same count for an equal message whether or not it was seen before', () => {
+    const message: Message = { role: 'user', content: 'the same words twice' };
+    const first = estimateMessageTokens(message);
+    expect(estimateMessageTokens(message)).toBe(first);
+    expect(estimateMessageTokens({ ...message })).toBe(first);
+  });
+});

@@ -1,0 +1,95 @@
+import { describe, expect, expectTypeOf, it } from 'vitest';
+import { z } from 'zod';
+import { LoopchartError } from '../../src/errors.js';
+import { defineTool, toolDefinitions, ToolSet, type ToolContext } from '../../src/tools/define-tool.js';
+import { DuplicateToolError, InvalidToolError } from '../../src/tools/errors.js';
+
+const echo = defineTool({
+  name: 'echo',
+  description: 'Repeats a text.',
+  input: z.object({ text: z.string().describe('what to repeat'), times: z.number().int().min(1).default(1) }),
+  execute: ({ text, times }) => text.repeat(times),
+});
+
+describe('defineTool', () => {
+  it('types execute arguments as the schema output', () => {
+    defineTool({
+      name: 't',
+      description: '',
+      input: z.object({ n: z.number(), tag: z.string().optional() }),
+      execute(args, ctx) {
+        expectTypeOf(args).toEqualTypeOf<{ n: number; tag?: string | undefined }>();
+        expectTypeOf(ctx).toEqualTypeOf<ToolContext>();
+        return args.n;
+      },
+    });
+  });
+
+  it('exports the input-side JSON Schema, without $schema', () => {
+    expect(echo.definition).toEqual({
+      name: 'echo',
+      description: 'Repeats a text.',
+      inputSchema: {
+        type: 'object',
+        properties: {
+          text: { type: 'string', description: 'what to repeat' },
+          times: { type: 'integer', minimum: 1, maximum: Number.MAX_SAFE_INTEGER, default: 1 },
+        },
+        // `times` has a default, so the model may leave it out.
+        required: ['text'],
+      },
+    });
+  });
+
+  it('refuses a name providers would reject', () => {
+    const bad = () => defineTool({ name: 'read file', description: '', input: z.object({}), execute: () => '' });
+    expect(bad).toThrow(InvalidToolError);
+    expect(bad).toThrow(/read file.*a-z/s);
+  });
+
+  it('refuses a non-positive timeout', () => {
+    expect(() => defineTool({ name: 'x', description: '', input: z.object({}), timeoutMs: 0, execute: () => '' })).toThrow(
+      InvalidToolError,
+    );
+  });
+
+  it('refuses arguments that are not an object', () => {
+    expect(() => defineTool({ name: 'x', description: '', input: z.string(), execute: () => '' })).toThrow(
+      /must describe an object/,
+    );
+  });
+
+  it('refuses a schema with no JSON Schema form, at definition time', () => {
+    expect(() => defineTool({ name: 'x', description: '', input: z.object({ at: z.date() }), execute: () => '' })).toThrow(
+      /no JSON Schema form/,
+    );
+  });
+});
+
+describe('ToolSet', () => {
+  const other = defineTool({ name: 'other', description: 'd', input: z.object({}), execute: () => 'ok' });
+
+  it('indexes tools by name and keeps their order for definitions', () => {
+    const set = new ToolSet([echo, other]);
+    expect(set.get('echo')).toBe(echo);
+    expect(set.has('missing')).toBe(false);
+    expect(set.names).toEqual(['echo', 'other']);
+    expect(set.size).toBe(2);
+    expect([...set]).toEqual([echo, other]);
+    expect(set.definitions).toEqual(toolDefinitions([echo, other]));
+  });
+
+  it('throws a typed error for a duplicate name', () => {
+    const twin = defineTool({ name: 'echo', description: 'another', input: z.object({}), execute: () => '' });
+    let caught: unknown;
+    try {
+      new ToolSet([echo, other, twin]);
+    } catch (error) {
+      caught = error;
+    }
+    expect(caught).toBeInstanceOf(DuplicateToolError);
+    expect(caught).toBeInstanceOf(LoopchartError);
+    expect(caught).toMatchObject({ code: 'DuplicateTool', toolName: 'echo', name: 'DuplicateToolError' });
+    expect((caught as Error).message).toContain('"echo"');
+  });
+});
