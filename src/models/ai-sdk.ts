@@ -1,0 +1,199 @@
+import type {
+  APICallError,
+  JSONParseError,
+  LanguageModelV2,
+  LanguageModelV2StreamPart,
+  LanguageModelV2Usage,
+  TypeValidationError,
+} from '@ai-sdk/provider';
+import type { ToolCall } from '../schemas.js';
+import type { Model, ModelReply, ModelRequest, Usage } from '../model.js';
+import { ModelError } from '../model.js';
+import { toLanguageModelPrompt, toLanguageModelTools } from './ai-sdk-prompt.js';
+import { CallGuard } from './call-guard.js';
+import { parseArguments, streamedError } from './chat-chunks.js';
+import { MalformedStreamError } from './errors.js';
+import { replyFinishReason } from './finish-reason.js';
+import { httpModelError, parseRetryAfter, providerMessage } from './http-status.js';
+
+/*
+ * Why `languageModel.doStream()` and not `streamText()`:
+ * - doStream is the provider contract (LanguageModelV2, AI SDK 5; `ai@6` moves to V3 and needs
+ *   Node 22), so every provider package works, and we get raw parts: text deltas, complete tool
+ *   calls with their JSON text, the finish part with usage.
+ * - streamText would retry on its own (maxRetries: 2 by default) under our retry wrapper, run a
+ *   multi-step tool loop we do not want (the brain owns the loop), and report failures through
+ *   stream parts and an onError callback instead of the APICallError we need for status,
+ *   isRetryable and the retry-after header.
+ * - The cost is building the provider-level prompt ourselves (ai-sdk-prompt.ts), a small mapping.
+ */
+
+export interface AiSdkModelOptions {
+  /**
+   * Longest silence tolerated between stream parts (and before the stream starts), default
+   * 60 000 ms. The SDK has no read timeout of its own; a stalled provider would hang forever.
+   */
+  readTimeoutMs?: number;
+}
+
+const DEFAULT_READ_TIMEOUT_MS = 60_000;
+
+/** A Model over any AI SDK 5 provider model (`@ai-sdk/openai`, `@ai-sdk/anthropic`, `createOpenAICompatible`…). */
+export function aiSdkModel(languageModel: LanguageModelV2, options: AiSdkModelOptions = {}): Model {
+  const readTimeoutMs = options.readTimeoutMs ?? DEFAULT_READ_TIMEOUT_MS;
+  return {
+    name: `${languageModel.provider}:${languageModel.modelId}`,
+    async generate(request: ModelRequest): Promise<ModelReply> {
+      const guard = new CallGuard(request.signal, readTimeoutMs);
+      try {
+        guard.throwIfStopped();
+        const hasTools = request.tools.length > 0;
+        let stream: ReadableStream<LanguageModelV2StreamPart>;
+        try {
+          ({ stream } = await guard.race(
+            languageModel.doStream({
+              prompt: toLanguageModelPrompt(request.messages),
+              ...(hasTools ? { tools: toLanguageModelTools(request.tools), toolChoice: { type: 'auto' } } : {}),
+              abortSignal: guard.signal,
+              // HTTP providers send it; others ignore headers.
+              headers: { 'Idempotency-Key': request.idempotencyKey },
+            }),
+          ));
+        } catch (error) {
+          throw guard.stopReason() ?? toModelError(error, languageModel, false);
+        }
+        guard.touch();
+        return await consume(stream, guard, request, languageModel);
+      } finally {
+        guard.dispose();
+      }
+    },
+  };
+}
+
+async function consume(
+  stream: ReadableStream<LanguageModelV2StreamPart>,
+  guard: CallGuard,
+  request: ModelRequest,
+  languageModel: LanguageModelV2,
+): Promise<ModelReply> {
+  const reader = stream.getReader();
+  // A provider (or a mock) may ignore the abort signal: cancelling the reader ends a pending read.
+  guard.onAbort(() => void reader.cancel().catch(() => {}));
+  let text = '';
+  const toolCalls: ToolCall[] = [];
+  let finish: { reason: string; usage: LanguageModelV2Usage } | undefined;
+  let ended = false;
+  try {
+    for (;;) {
+      let result: Awaited<ReturnType<typeof reader.read>>;
+      try {
+        result = await reader.read();
+      } catch (error) {
+        throw guard.stopReason() ?? toModelError(error, languageModel, true);
+      }
+      if (result.done) {
+        ended = true;
+        break;
+      }
+      guard.touch();
+      const part = result.value;
+      switch (part.type) {
+        case 'text-delta':
+          if (part.delta.length === 0) break;
+          text += part.delta;
+          request.onTextDelta?.(part.delta);
+          break;
+        case 'tool-call':
+          // Provider-executed tools (web search and the like) already ran; they are not ours to run.
+          if (part.providerExecuted) break;
+          toolCalls.push({ id: part.toolCallId, name: part.toolName, args: parseArguments(part.input) });
+          break;
+        case 'finish':
+          finish = { reason: part.finishReason, usage: part.usage };
+          break;
+        case 'error':
+          throw toModelError(part.error, languageModel, false);
+        default:
+          // stream-start, response-metadata, text-start/end, tool-input-*, reasoning, sources, raw:
+          // nothing the reply carries.
+          break;
+      }
+    }
+    // A cancelled reader reports `done`: that is an abort or a timeout, not a finished reply.
+    guard.throwIfStopped();
+  } finally {
+    if (!ended) reader.cancel().catch(() => {});
+  }
+  if (finish === undefined) {
+    throw new ModelError('the provider stream ended without a finish part', { retryable: true });
+  }
+  const reply: ModelReply = {
+    message: toolCalls.length > 0 ? { role: 'assistant', content: text, toolCalls } : { role: 'assistant', content: text },
+    finishReason: replyFinishReason(finish.reason, toolCalls.length > 0),
+  };
+  const usage = toUsage(finish.usage);
+  if (usage !== undefined) reply.usage = usage;
+  return reply;
+}
+
+function toUsage(usage: LanguageModelV2Usage): Usage | undefined {
+  if (usage.inputTokens === undefined && usage.outputTokens === undefined) return undefined;
+  return { inputTokens: usage.inputTokens ?? 0, outputTokens: usage.outputTokens ?? 0 };
+}
+
+/**
+ * Any failure the SDK reports, as a ModelError the retry wrapper understands.
+ * `transport` is true for errors thrown while reading the stream (a dropped connection),
+ * which are worth another attempt even when their type is unknown.
+ */
+export function toModelError(error: unknown, languageModel: LanguageModelV2, transport: boolean): ModelError {
+  if (error instanceof ModelError) return error;
+  if (isAiSdkError<APICallError>(error, 'AI_APICallError')) {
+    const headers = lowerCaseKeys(error.responseHeaders);
+    const retryAfterMs = parseRetryAfter((name) => headers[name]);
+    if (error.statusCode === undefined) {
+      return new ModelError(`could not reach the provider: ${error.message}`, {
+        retryable: error.isRetryable,
+        retryAfterMs,
+        cause: error,
+      });
+    }
+    return httpModelError({
+      status: error.statusCode,
+      message: (error.responseBody !== undefined ? providerMessage(error.responseBody) : undefined) ?? error.message,
+      retryAfterMs,
+      model: languageModel.modelId,
+      url: error.url,
+      retryable: error.isRetryable,
+      cause: error,
+    });
+  }
+  if (isAiSdkError<JSONParseError>(error, 'AI_JSONParseError')) return new MalformedStreamError(clip(error.text), { cause: error });
+  if (isAiSdkError<TypeValidationError>(error, 'AI_TypeValidationError')) return new MalformedStreamError(clip(JSON.stringify(error.value) ?? String(error.value)), { cause: error });
+  if (error instanceof Error) {
+    return new ModelError(`${languageModel.provider} failed: ${error.message}`, { retryable: transport, cause: error });
+  }
+  // A provider's own error object inside the stream, e.g. `{ message, type: 'server_error' }`.
+  return streamedError(error);
+}
+
+/**
+ * The check `APICallError.isInstance` performs: AI SDK errors carry a global-registry symbol
+ * `vercel.ai.error.<name>` set to true, so the test works across duplicate package copies.
+ * Doing it here keeps `@ai-sdk/provider` a type-only import: loopchart needs no runtime
+ * dependency on the SDK, and a user's provider package brings its own copy.
+ */
+function isAiSdkError<T>(error: unknown, name: string): error is T {
+  return typeof error === 'object' && error !== null && (error as Record<symbol, unknown>)[Symbol.for(`vercel.ai.error.${name}`)] === true;
+}
+
+function lowerCaseKeys(headers: Record<string, string> | undefined): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [key, value] of Object.entries(headers ?? {})) out[key.toLowerCase()] = value;
+  return out;
+}
+
+function clip(text: string): string {
+  return text.length > 200 ? `${text.slice(0, 200)}…` : text;
+}

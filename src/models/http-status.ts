@@ -1,0 +1,109 @@
+import { ModelError } from '../model.js';
+
+/**
+ * HTTP status → ModelError, shared by both adapters so the retry policy sees the same fields
+ * whichever client made the call.
+ */
+
+/**
+ * 408 and 5xx (529 is Anthropic's "overloaded") are transient; 429 is a rate limit that clears.
+ * 409 is retryable because with an Idempotency-Key it means "a request with this key is still in
+ * flight": trying again later returns the stored result instead of running the call twice.
+ */
+export function isRetryableStatus(status: number): boolean {
+  return status === 408 || status === 409 || status === 429 || status >= 500;
+}
+
+/**
+ * Delay the server asked for, in ms: `retry-after-ms` (OpenAI, precise) wins over `retry-after`
+ * (seconds, possibly fractional, or an HTTP date). Absent or unreadable → undefined.
+ */
+export function parseRetryAfter(
+  get: (name: string) => string | null | undefined,
+  now: number = Date.now(),
+): number | undefined {
+  const ms = get('retry-after-ms');
+  if (ms != null && ms.trim() !== '') {
+    const value = Number(ms);
+    if (Number.isFinite(value) && value >= 0) return Math.round(value);
+  }
+  const header = get('retry-after');
+  if (header == null || header.trim() === '') return undefined;
+  const seconds = Number(header);
+  if (Number.isFinite(seconds)) return seconds >= 0 ? Math.round(seconds * 1000) : undefined;
+  const date = Date.parse(header);
+  return Number.isNaN(date) ? undefined : Math.max(0, date - now);
+}
+
+/** Pulls a human message out of a provider's error body: `{error:{message}}`, `{error:"…"}`, `{message}`, `{detail}`. */
+export function providerMessage(body: string): string | undefined {
+  const trimmed = body.trim();
+  if (trimmed === '') return undefined;
+  try {
+    const parsed: unknown = JSON.parse(trimmed);
+    const found = messageIn(parsed);
+    if (found) return found;
+  } catch {
+    // Not JSON (a proxy's HTML page, plain text): fall through to the raw text.
+  }
+  return trimmed.length > 500 ? `${trimmed.slice(0, 500)}…` : trimmed;
+}
+
+function messageIn(value: unknown): string | undefined {
+  if (typeof value === 'string') return value;
+  if (value === null || typeof value !== 'object') return undefined;
+  const record = value as Record<string, unknown>;
+  for (const key of ['error', 'message', 'detail'] as const) {
+    const inner = record[key];
+    if (typeof inner === 'string' && inner !== '') return inner;
+    if (inner !== null && typeof inner === 'object') {
+      const nested = messageIn(inner);
+      if (nested) return nested;
+    }
+  }
+  return undefined;
+}
+
+export interface HttpErrorContext {
+  status: number;
+  /** The provider's own words, when it sent any. */
+  message: string | undefined;
+  retryAfterMs: number | undefined;
+  model: string;
+  /** Where the request went, for 404 hints. */
+  url: string;
+  /** Overrides the status-based judgement (the AI SDK's providers decide `isRetryable` themselves). */
+  retryable?: boolean;
+  cause?: unknown;
+}
+
+/** A typed, actionable error for a failed HTTP call: what the provider said plus what to check. */
+export function httpModelError(ctx: HttpErrorContext): ModelError {
+  const said = ctx.message ? `: ${ctx.message}` : '';
+  let text: string;
+  switch (ctx.status) {
+    case 400:
+      text = `the provider rejected the request (400 Bad Request)${said}`;
+      break;
+    case 401:
+      text = `authentication failed (401 Unauthorized)${said}. Check the API key (apiKey option / OPENAI_API_KEY).`;
+      break;
+    case 403:
+      text = `access denied (403 Forbidden)${said}. The API key may not have access to model "${ctx.model}".`;
+      break;
+    case 404:
+      text = `not found (404)${said}. Check the model name "${ctx.model}" and the baseURL (request went to ${ctx.url}).`;
+      break;
+    case 429:
+      text = `rate limited (429)${said}`;
+      break;
+    default:
+      text = `the provider returned HTTP ${ctx.status}${said}`;
+  }
+  return new ModelError(text, {
+    status: ctx.status,
+    retryable: ctx.retryable ?? isRetryableStatus(ctx.status),
+    retryAfterMs: ctx.retryAfterMs,
+    cause: ctx.cause,
+  });
+}

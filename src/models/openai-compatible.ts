@@ -1,0 +1,176 @@
+import type { Model, ModelReply, ModelRequest } from '../model.js';
+import { ModelError } from '../model.js';
+import { CallGuard } from './call-guard.js';
+import { ChatChunkAssembler, preview } from './chat-chunks.js';
+import { MalformedStreamError } from './errors.js';
+import { httpModelError, parseRetryAfter, providerMessage } from './http-status.js';
+import { toWireMessages, toWireTools } from './openai-wire.js';
+import { SseParser, type SseEvent } from './sse.js';
+
+export interface OpenAICompatibleOptions {
+  /** e.g. https://api.openai.com/v1, http://localhost:11434/v1 (Ollama), http://localhost:8000/v1 (vLLM). */
+  baseURL: string;
+  /** Sent as `Authorization: Bearer …`; local servers usually need none. */
+  apiKey?: string;
+  model: string;
+  /** Extra headers on every request (e.g. OpenRouter's HTTP-Referer). */
+  headers?: Record<string, string>;
+  /** Longest silence tolerated between bytes (and before the response headers). Default 60 000 ms. */
+  readTimeoutMs?: number;
+  /** Replaces the global fetch (tests, proxies, instrumentation). */
+  fetch?: typeof globalThis.fetch;
+}
+
+const DEFAULT_READ_TIMEOUT_MS = 60_000;
+
+/**
+ * A Model that speaks the Chat Completions streaming API with no dependency beyond `fetch`.
+ * It never retries: it reports `status` / `retryable` / `retryAfterMs` and the retry wrapper decides.
+ */
+export function openAICompatibleModel(options: OpenAICompatibleOptions): Model {
+  const url = `${options.baseURL.replace(/\/+$/, '')}/chat/completions`;
+  const readTimeoutMs = options.readTimeoutMs ?? DEFAULT_READ_TIMEOUT_MS;
+  const doFetch = options.fetch ?? globalThis.fetch;
+  const baseHeaders: Record<string, string> = {
+    'content-type': 'application/json',
+    accept: 'text/event-stream',
+    ...(options.apiKey ? { authorization: `Bearer ${options.apiKey}` } : {}),
+    // Lower-cased so a user's `Authorization` replaces ours instead of being joined to it by fetch.
+    ...Object.fromEntries(Object.entries(options.headers ?? {}).map(([k, v]) => [k.toLowerCase(), v])),
+  };
+
+  return {
+    name: `openai-compatible:${options.model}`,
+    async generate(request: ModelRequest): Promise<ModelReply> {
+      const guard = new CallGuard(request.signal, readTimeoutMs);
+      try {
+        guard.throwIfStopped();
+        const body = JSON.stringify({
+          model: options.model,
+          messages: toWireMessages(request.messages),
+          // An empty `tools` array is rejected by OpenAI ("[] is too short"): omit it instead.
+          ...(request.tools.length > 0 ? { tools: toWireTools(request.tools) } : {}),
+          stream: true,
+          stream_options: { include_usage: true },
+        });
+        let response: Response;
+        try {
+          response = await doFetch(url, {
+            method: 'POST',
+            headers: { ...baseHeaders, 'idempotency-key': request.idempotencyKey },
+            body,
+            signal: guard.signal,
+          });
+        } catch (error) {
+          throw guard.stopReason() ?? new ModelError(`could not reach ${url}: ${describe(error)}`, { retryable: true, cause: error });
+        }
+        guard.touch();
+        if (!response.ok) throw await failedResponse(response, guard, options.model, url);
+
+        const assembler = new ChatChunkAssembler({
+          onTextDelta: request.onTextDelta,
+          fallbackIdPrefix: `call_${request.idempotencyKey}`,
+        });
+        const contentType = response.headers.get('content-type') ?? '';
+        // A server that ignores `stream: true` answers with one JSON completion; accept it.
+        if (contentType.includes('application/json')) {
+          assembler.push(parseChunk(await readText(response, guard)));
+          return assembler.reply();
+        }
+        await readStream(response, guard, assembler);
+        return assembler.reply();
+      } finally {
+        guard.dispose();
+      }
+    },
+  };
+}
+
+async function readStream(response: Response, guard: CallGuard, assembler: ChatChunkAssembler): Promise<void> {
+  if (response.body === null) throw new ModelError('the provider sent an empty response body', { retryable: true });
+  const reader = response.body.getReader();
+  let sawDone = false;
+  const parser = new SseParser((event: SseEvent) => {
+    // One network read can hold many events: once the caller aborts (even from inside
+    // onTextDelta) no further delta may be delivered.
+    if (guard.signal.aborted) guard.throwIfStopped();
+    if (sawDone) return;
+    if (event.data === '[DONE]') {
+      sawDone = true;
+      return;
+    }
+    if (event.type === 'error') throw errorEvent(event.data);
+    assembler.push(parseChunk(event.data));
+  });
+  let finishedReading = false;
+  try {
+    while (!sawDone) {
+      let result: Awaited<ReturnType<typeof reader.read>>;
+      try {
+        result = await reader.read();
+      } catch (error) {
+        throw guard.stopReason() ?? new ModelError(`the connection was lost mid-stream: ${describe(error)}`, { retryable: true, cause: error });
+      }
+      if (result.done) {
+        finishedReading = true;
+        parser.end();
+        break;
+      }
+      guard.touch();
+      parser.push(result.value);
+    }
+  } finally {
+    // After [DONE] or an error there may be bytes left: cancel so the socket is released now.
+    if (!finishedReading) reader.cancel().catch(() => {});
+  }
+  // Without [DONE] the reply still counts when a finish reason arrived (some servers omit [DONE]);
+  // otherwise the connection was cut and another attempt may succeed.
+  if (!sawDone && !assembler.finished) {
+    throw new ModelError('the stream ended before the model finished (no finish_reason, no [DONE])', { retryable: true });
+  }
+}
+
+function parseChunk(data: string): unknown {
+  try {
+    return JSON.parse(data) as unknown;
+  } catch (error) {
+    throw new MalformedStreamError(preview(data), { cause: error });
+  }
+}
+
+/** An SSE `event: error` frame (some proxies use these instead of an `{"error":…}` chunk). */
+function errorEvent(data: string): ModelError {
+  return new ModelError(`the provider reported an error mid-stream: ${providerMessage(data) ?? 'no details'}`, { retryable: false });
+}
+
+async function failedResponse(response: Response, guard: CallGuard, model: string, url: string): Promise<Error> {
+  let text = '';
+  try {
+    text = await readText(response, guard);
+  } catch {
+    // A cancel or timeout while reading the error body still wins; otherwise report the status alone.
+    const stopped = guard.stopReason();
+    if (stopped) return stopped;
+  }
+  return httpModelError({
+    status: response.status,
+    message: providerMessage(text) ?? (response.statusText || undefined),
+    retryAfterMs: parseRetryAfter((name) => response.headers.get(name)),
+    model,
+    url,
+  });
+}
+
+async function readText(response: Response, guard: CallGuard): Promise<string> {
+  try {
+    return await response.text();
+  } catch (error) {
+    throw guard.stopReason() ?? new ModelError(`the connection was lost reading the response: ${describe(error)}`, { retryable: true, cause: error });
+  }
+}
+
+function describe(error: unknown): string {
+  if (!(error instanceof Error)) return String(error);
+  const cause = error.cause instanceof Error ? ` (${error.cause.message})` : '';
+  return `${error.message}${cause}`;
+}
