@@ -31,3 +31,8 @@ export { runToolCalls, type RunToolCallsOptions } from './tools/run-tools.js';
 export { withRetry, isRetryable, type RetryOptions } from './models/retry.js';
 export { scriptedModel, type ScriptEntry, type ScriptedReply } from './models/scripted.js';
 export { estimateTokens } from './tokens.js';
+export { listDirTool, readFileTool, writeFileTool, calculatorTool } from './tools/builtin.js';
+export { DuplicateToolError, InvalidToolError } from './tools/errors.js';
+export { openAICompatibleModel, type OpenAICompatibleOptions } from './models/openai-compatible.js';
+export { aiSdkModel } from './models/ai-sdk.js';
+export { MalformedStreamError, ReadTimeoutError } from './models/errors.js';
