@@ -19,6 +19,13 @@ import {
   type ServiceInput,
 } from '../src/agent/services.js';
 import { interruptedResult } from '../src/agent/interrupt.js';
+import {
+  InvalidConfigError,
+  PruningSchema,
+  pendingPrune,
+  pruneLineProblem,
+  type Pruning,
+} from '../src/agent/pruning.js';
 import type { ModelReply, Usage } from '../src/model.js';
 import { withRetry } from '../src/models/retry.js';
 import {
@@ -84,6 +91,8 @@ export type AgentEmitted =
   | { type: 'tool.finished'; call: ToolCall; result: ToolMessage }
   | { type: 'turn.finished'; turn: number; reply: ModelReply }
   | { type: 'compaction.finished'; reason: CompactionOutput['reason']; before: number; after: number; rewritten: boolean }
+  | { type: 'prune.finished'; pruned: number; tokensSaved: number; before: number; after: number }
+  | { type: 'policy.rejected'; reason: string }
   | { type: 'run.finished'; output: AgentOutput };
 
 const NO_USAGE: Usage = { inputTokens: 0, outputTokens: 0 };
@@ -126,8 +135,18 @@ const errorInfo = (type: string, error: unknown) => ({
   message: error instanceof Error ? error.message : String(error),
 });
 
+/** A policy the pruning configuration allows, or a typed error saying why not. */
+function checkedPolicy(policy: PolicyInput | undefined, pruning: Pruning | undefined): Policy {
+  const resolved = PolicySchema.parse(policy ?? {});
+  const problem = pruneLineProblem(pruning, resolved);
+  if (problem) throw new InvalidConfigError(problem);
+  return resolved;
+}
+
 export function createAgentMachine(config: AgentConfig) {
   const operations = config.operations ?? [];
+  const pruning = config.pruning && PruningSchema.parse(config.pruning);
+  const defaultPolicy = checkedPolicy(config.policy, pruning);
   // Built once: a tool name contributed twice (config or operations) fails here, loudly.
   const tools = new ToolSet([...(config.tools ?? []), ...operations.flatMap((op) => op.tools ?? [])]);
   const deps: ServiceDeps = {
@@ -159,6 +178,9 @@ export function createAgentMachine(config: AgentConfig) {
       callLLM: stepIs('CallLLM'),
       callTools: stepIs('CallTools'),
       compact: stepIs('Compact'),
+      shouldPrune: ({ context }) => pendingPrune(context.brain, context.policy, pruning) !== null,
+      policyFitsPruning: ({ event }) =>
+        event.type === 'policy' && pruneLineProblem(pruning, PolicySchema.parse(event.policy)) === null,
     },
     actions: {
       beginRun: assign(({ context, event }) => {
@@ -172,6 +194,21 @@ export function createAgentMachine(config: AgentConfig) {
         };
       }),
       takeStep: assign({ brain: ({ context }) => takeStep(context.brain, context.policy) }),
+      prune: assign(({ context }) => {
+        const { messages, tokensSaved } = pendingPrune(context.brain, context.policy, pruning)!;
+        const brain = feedBrain(context.brain, { type: 'adoptPruned', messages });
+        const tokens = Math.max(0, context.brain.context.contextTokens - tokensSaved);
+        return { brain: feedBrain(brain, { type: 'setContextTokens', tokens }) };
+      }),
+      emitPruned: emit(({ context }) => {
+        const { pruned, tokensSaved } = pendingPrune(context.brain, context.policy, pruning)!;
+        const before = context.brain.context.contextTokens;
+        return { type: 'prune.finished' as const, pruned, tokensSaved, before, after: Math.max(0, before - tokensSaved) };
+      }),
+      rejectPolicy: emit(({ event }) => ({
+        type: 'policy.rejected' as const,
+        reason: event.type === 'policy' ? (pruneLineProblem(pruning, PolicySchema.parse(event.policy)) ?? '') : '',
+      })),
       acceptReply: assign(({ context }, reply: ModelReply) => {
         const conversation = conversationOf(context.brain);
         const tokens = reply.usage
@@ -183,6 +220,7 @@ export function createAgentMachine(config: AgentConfig) {
             response: reply.message,
             contextTokens: tokens,
             availableTools: tools.names,
+            finishReason: reply.finishReason,
           }),
           runUsage: addUsage(context.runUsage, reply.usage),
           sessionUsage: addUsage(context.sessionUsage, reply.usage),
@@ -270,7 +308,7 @@ export function createAgentMachine(config: AgentConfig) {
     context: ({ input }) => ({
       sessionId: input?.sessionId ?? 'session',
       brain: freshBrain(input?.history ?? []),
-      policy: PolicySchema.parse(input?.policy ?? {}),
+      policy: input?.policy ? checkedPolicy(input.policy, pruning) : defaultPolicy,
       toolJournal: [],
       once: input?.prompt !== undefined,
       queued: input?.prompt === undefined ? null : asUserMessage(input.prompt),
@@ -281,7 +319,7 @@ export function createAgentMachine(config: AgentConfig) {
     }),
     initial: 'Idle',
     on: {
-      policy: { actions: 'changePolicy' },
+      policy: [{ guard: 'policyFitsPruning', actions: 'changePolicy' }, { actions: 'rejectPolicy' }],
     },
     states: {
       Idle: {
@@ -302,6 +340,8 @@ export function createAgentMachine(config: AgentConfig) {
           /** Asks the brain; the policy is re-read here on every step. */
           Start: {
             always: [
+              // Pruning comes before any decision, so it always runs before summarizing.
+              { guard: 'shouldPrune', target: 'Start', reenter: true, actions: ['emitPruned', 'prune'] },
               { guard: 'callLLM', target: 'AwaitingModel', actions: 'takeStep' },
               { guard: 'callTools', target: 'AwaitingTools' },
               { guard: 'compact', target: 'AwaitingCompaction', actions: 'takeStep' },

@@ -269,7 +269,10 @@ const loopSetup = setup({
     concludeCompleted: assign({
       outcome: ({ event }) => {
         assertEvent(event, 'modelResponse');
-        return { type: 'Completed' as const, finalText: event.response.content };
+        const { finishReason } = event;
+        return finishReason && finishReason !== 'stop'
+          ? { type: 'Completed' as const, finalText: event.response.content, finishReason }
+          : { type: 'Completed' as const, finalText: event.response.content };
       },
     }),
     acceptToolResults: assign(({ context, event }) => {

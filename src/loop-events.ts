@@ -1,3 +1,4 @@
+import type { FinishReason } from './model.js';
 import type {
   AssistantMessage,
   LoopErrorInfo,
@@ -19,6 +20,8 @@ export type LoopEvent =
       response: AssistantMessage;
       contextTokens: number;
       availableTools: readonly string[];
+      /** Why the model stopped; anything but 'stop' is carried into a Completed outcome. */
+      finishReason?: FinishReason;
     }
   | { type: 'toolResults'; messages: readonly ToolMessage[] }
   | {

@@ -8,6 +8,7 @@ import { coherentCut, incoherence } from './conversation.js';
 import { IllegalFeedError, InvalidFeedError, InvalidSnapshotError } from './errors.js';
 import { feedProblem } from './feed-problems.js';
 import type { LoopEvent } from './loop-events.js';
+import type { FinishReason } from './model.js';
 import {
   AssistantMessageSchema,
   DEFAULT_POLICY,
@@ -84,12 +85,18 @@ export class LoopMachine {
     this.#feed({ type: 'acceptInput', message: parseFeed('acceptInput', UserMessageSchema, message) });
   }
 
-  modelResponse(response: AssistantMessage, contextTokens: number, availableTools: readonly string[]): void {
+  modelResponse(
+    response: AssistantMessage,
+    contextTokens: number,
+    availableTools: readonly string[],
+    finishReason?: FinishReason,
+  ): void {
     this.#feed({
       type: 'modelResponse',
       response: parseFeed('modelResponse', AssistantMessageSchema, response),
       contextTokens,
       availableTools,
+      ...(finishReason && { finishReason }),
     });
   }
 

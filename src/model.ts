@@ -1,4 +1,4 @@
-import type { AssistantMessage, Message } from './schemas.js';
+import type { AssistantMessage, FinishReason, Message } from './schemas.js';
 import { LoopchartError } from './errors.js';
 
 /** A tool as the model sees it: name, description and a JSON Schema for its arguments. */
@@ -8,8 +8,7 @@ export interface ToolDefinition {
   inputSchema: Record<string, unknown>;
 }
 
-/** Why the model stopped, normalized across providers. */
-export type FinishReason = 'stop' | 'length' | 'content-filter' | 'tool-calls' | 'cancelled' | 'other';
+export type { FinishReason };
 
 export interface Usage {
   inputTokens: number;

@@ -44,8 +44,17 @@ export type PendingToolCall = z.infer<typeof PendingToolCallSchema>;
 export const LoopErrorInfoSchema = z.object({ type: z.string().min(1), message: z.string() });
 export type LoopErrorInfo = z.infer<typeof LoopErrorInfoSchema>;
 
+/** Why a model stopped, normalized across providers. */
+export const FinishReasonSchema = z.enum(['stop', 'length', 'content-filter', 'tool-calls', 'cancelled', 'other']);
+export type FinishReason = z.infer<typeof FinishReasonSchema>;
+
 export const OutcomeSchema = z.discriminatedUnion('type', [
-  z.object({ type: z.literal('Completed'), finalText: z.string() }),
+  z.object({
+    type: z.literal('Completed'),
+    finalText: z.string(),
+    /** Present when the last reply stopped for another reason than a natural stop (e.g. 'length'). */
+    finishReason: FinishReasonSchema.exclude(['stop']).optional(),
+  }),
   z.object({ type: z.literal('Cancelled') }),
   z.object({ type: z.literal('MaxTurnsExceeded') }),
   z.object({ type: z.literal('Sealed'), reason: z.string() }),

@@ -3,6 +3,7 @@ import type { RetryOptions } from '../models/retry.js';
 import type { CompactionReason, Message, PolicyInput } from '../schemas.js';
 import type { Tool } from '../tools/define-tool.js';
 import type { Operation } from './operation.js';
+import type { PruningInput } from './pruning.js';
 
 export interface CompactionRequest {
   /** The whole conversation (history + pending) to compact. */
@@ -29,6 +30,11 @@ export interface AgentConfig {
   toolConcurrency?: number;
   /** Retry policy for model calls; `false` turns retries off. */
   retry?: RetryOptions | false;
-  /** The starting policy; an `agent.policy` event changes it for the very next step. */
+  /** The starting policy; a `policy` event changes it for the very next step. */
   policy?: PolicyInput;
+  /**
+   * Prune old tool results when the estimate crosses `threshold` percent of the window, before
+   * any summarizing: the line must sit strictly below `compactThreshold`.
+   */
+  pruning?: PruningInput;
 }
