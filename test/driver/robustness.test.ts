@@ -1,0 +1,89 @@
+/**
+ * Bad input from outside (a service's output, an event's payload) must end the run with a clear
+ * outcome or be refused, never kill the actor: a dead session actor loses its conversation.
+ */
+import { describe, expect, it } from 'vitest';
+import { createActor } from 'xstate';
+import { createAgentMachine } from '../../machines/agent.machine.js';
+import type { Compactor } from '../../src/agent/config.js';
+import { scriptedModel } from '../../src/models/scripted.js';
+import type { Message } from '../../src/schemas.js';
+import { echoTool, holdable, runFinished, runInSession, tick } from '../support/driver.js';
+
+const user = (content: string): Message => ({ role: 'user', content });
+
+describe('bad service output fails the run, the session survives', () => {
+  it('a model reply with the same tool call id twice: Failed(ModelError), run discarded, actor alive', async () => {
+    const model = scriptedModel([
+      { text: 'fine' },
+      {
+        toolCalls: [
+          { name: 'echo', args: { text: 'a' }, id: 'dup' },
+          { name: 'echo', args: { text: 'b' }, id: 'dup' },
+        ],
+      },
+    ]);
+    const actor = createActor(createAgentMachine({ model, tools: [echoTool] }));
+    actor.subscribe({ error: () => {} }); // an actor error must not surface as an unhandled one here
+    actor.start();
+    const first = await runInSession(actor, 'one');
+    actor.send({ type: 'input', message: 'two' });
+    await tick(20);
+
+    const snapshot = actor.getSnapshot();
+    expect(snapshot.status).toBe('active');
+    expect(snapshot.value).toBe('Idle');
+    expect(snapshot.context.lastOutput?.outcome).toEqual({
+      type: 'Failed',
+      error: { type: 'ModelError', message: expect.stringContaining("tool call id 'dup' appears twice") },
+    });
+    expect(snapshot.context.lastOutput?.messages).toEqual(first.messages);
+  });
+
+  it('a compactor returning an incoherent conversation: Failed(CompactionError), actor alive', async () => {
+    const compactor: Compactor = async ({ messages }) => ({
+      // Drops the tool results but keeps the call: no provider would accept this.
+      messages: messages.filter((m) => m.role !== 'tool'),
+      tokensAfter: 10,
+    });
+    const model = scriptedModel([
+      { toolCalls: [{ name: 'echo', args: { text: 'x' } }], usage: { inputTokens: 900, outputTokens: 0 } },
+      { text: 'never' },
+    ]);
+    const actor = createActor(createAgentMachine({ model, tools: [echoTool], compactor }), {
+      input: { policy: { contextWindow: 1000 } },
+    });
+    actor.subscribe({ error: () => {} });
+    actor.start();
+    actor.send({ type: 'input', message: 'go' });
+    await tick(20);
+
+    const snapshot = actor.getSnapshot();
+    expect(snapshot.status).toBe('active');
+    expect(snapshot.value).toBe('Idle');
+    expect(snapshot.context.lastOutput?.outcome).toEqual({
+      type: 'Failed',
+      error: { type: 'CompactionError', message: expect.stringContaining("tool call 'call_1_0' at position 1 has no result") },
+    });
+    expect(snapshot.context.lastOutput?.messages).toEqual([]);
+  });
+});
+
+describe('bad events are refused, the run goes on', () => {
+  it('a policy event with an invalid policy leaves the policy unchanged and the actor alive', async () => {
+    const h = holdable(scriptedModel([{ text: 'ok' }]));
+    const entered = h.hold();
+    const actor = createActor(createAgentMachine({ model: h.model }), { input: { policy: { maxTurns: 3 } } });
+    actor.subscribe({ error: () => {} });
+    actor.start();
+    actor.send({ type: 'input', message: 'go' });
+    await entered;
+    actor.send({ type: 'policy', policy: { maxTurns: -1 } });
+    expect(actor.getSnapshot().status).toBe('active');
+    expect(actor.getSnapshot().context.policy.maxTurns).toBe(3);
+    h.release();
+    const output = await runFinished(actor, 1);
+    expect(output.outcome).toEqual({ type: 'Completed', finalText: 'ok' });
+    expect(output.messages).toEqual([user('go'), { role: 'assistant', content: 'ok' }]);
+  });
+});
