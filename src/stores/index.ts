@@ -1,0 +1,17 @@
+export type { SessionStore, SessionSummary, StepWrite, StoredSession } from './session-store.js';
+export { StepWriteSchema } from './session-store.js';
+export {
+  CorruptSessionError,
+  InvalidWriteError,
+  SessionBusyError,
+  SessionNotFoundError,
+  StoreBusyError,
+  StoreSchemaVersionError,
+} from './errors.js';
+export type { CorruptPart } from './errors.js';
+export { MemoryBacking, MemorySessionStore } from './memory.js';
+export { DEFAULT_SQLITE_PATH, SqliteSessionStore } from './sqlite.js';
+export type { SqliteStoreOptions } from './sqlite.js';
+export { PostgresSessionStore } from './postgres.js';
+export type { PostgresStoreOptions } from './postgres.js';
+export { openSessionStore } from './open.js';

@@ -1,0 +1,24 @@
+import type { SessionStore } from './session-store.js';
+
+/**
+ * One string picks a store, for the CLI, examples and child processes:
+ *   undefined or ''            the embedded default, SQLite at `.loopchart/loopchart.db`
+ *   'memory:'                  a fresh in-memory store
+ *   'postgres://…' / 'postgresql://…'   PostgreSQL (tables in `options.schema`, default `loopchart`)
+ *   'sqlite:PATH' or any other PATH      SQLite at PATH
+ * Backends are imported on demand: through this function a PostgreSQL user never loads the
+ * native SQLite addon, nor a SQLite user `pg`.
+ */
+export async function openSessionStore(location?: string, options: { schema?: string } = {}): Promise<SessionStore> {
+  if (location === 'memory:') {
+    const { MemorySessionStore } = await import('./memory.js');
+    return new MemorySessionStore();
+  }
+  if (location !== undefined && /^postgres(ql)?:\/\//.test(location)) {
+    const { PostgresSessionStore } = await import('./postgres.js');
+    return new PostgresSessionStore({ connectionString: location, ...(options.schema ? { schema: options.schema } : {}) });
+  }
+  const { SqliteSessionStore } = await import('./sqlite.js');
+  const path = location?.startsWith('sqlite:') ? location.slice('sqlite:'.length) : location;
+  return new SqliteSessionStore(path ? { path } : {});
+}

@@ -1,0 +1,67 @@
+import type Database from 'better-sqlite3';
+import { StoreSchemaVersionError } from './errors.js';
+
+/**
+ * The SQLite layout and its migrations. `meta.schema_version` says which layout a file has;
+ * opening a file runs the missing migrations in one write transaction and refuses a file
+ * from a newer loopchart instead of guessing at it.
+ */
+
+/** MIGRATIONS[i] takes a file from version i to i + 1; the last index + 1 is the current version. */
+const MIGRATIONS: readonly string[] = [
+  `
+  -- The small state row: one per session, rewritten by every step.
+  CREATE TABLE sessions (
+    session_id    TEXT PRIMARY KEY,
+    version       INTEGER NOT NULL,
+    message_count INTEGER NOT NULL,
+    state         TEXT NOT NULL,
+    created_at    INTEGER NOT NULL,  -- ms since epoch
+    updated_at    INTEGER NOT NULL
+  );
+  -- No index on updated_at: every step would move its entry (more pages per step) to speed up
+  -- list(), which is rare and scans only these small rows.
+
+  -- The append-only log. A rowid table (not WITHOUT ROWID) because tool outputs can be large
+  -- and SQLite keeps big rows best out of the primary-key b-tree; the primary key index still
+  -- gives load its ordered range scan and truncation its position range.
+  CREATE TABLE messages (
+    session_id TEXT NOT NULL,
+    position   INTEGER NOT NULL,
+    message    TEXT NOT NULL,
+    PRIMARY KEY (session_id, position)
+  );
+
+  -- Tool results recorded the moment each tool finishes, outside the step transaction.
+  CREATE TABLE tool_journal (
+    session_id   TEXT NOT NULL,
+    turn_key     TEXT NOT NULL,
+    tool_call_id TEXT NOT NULL,
+    result       TEXT NOT NULL,
+    recorded_at  INTEGER NOT NULL,
+    PRIMARY KEY (session_id, turn_key, tool_call_id)
+  );
+  `,
+];
+
+export const SQLITE_SCHEMA_VERSION = MIGRATIONS.length;
+
+/** Creates or migrates the schema of an open database. Safe against a second process doing the same. */
+export function migrateSqlite(db: Database.Database, where: string): void {
+  // IMMEDIATE takes the write lock before reading the version, so two processes opening a new
+  // file at once cannot both run the same migration.
+  db.transaction(() => {
+    db.exec('CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)');
+    const row = db.prepare("SELECT value FROM meta WHERE key = 'schema_version'").get() as { value: string } | undefined;
+    const found = row === undefined ? 0 : Number(row.value);
+    if (!Number.isInteger(found) || found < 0 || found > SQLITE_SCHEMA_VERSION) {
+      throw new StoreSchemaVersionError(where, String(row?.value), SQLITE_SCHEMA_VERSION);
+    }
+    for (let version = found; version < SQLITE_SCHEMA_VERSION; version++) db.exec(MIGRATIONS[version]!);
+    if (found !== SQLITE_SCHEMA_VERSION) {
+      db.prepare("INSERT INTO meta (key, value) VALUES ('schema_version', ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value").run(
+        String(SQLITE_SCHEMA_VERSION),
+      );
+    }
+  }).immediate();
+}

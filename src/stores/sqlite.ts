@@ -1,0 +1,185 @@
+import { mkdirSync } from 'node:fs';
+import { dirname, resolve } from 'node:path';
+import Database from 'better-sqlite3';
+import type { ToolMessage } from '../schemas.js';
+import { decodeJournalEntry, decodeSession } from './decode.js';
+import type { LogRow } from './decode.js';
+import { CorruptSessionError, StoreBusyError } from './errors.js';
+import type { SessionStore, SessionSummary, StepWrite, StoredSession } from './session-store.js';
+import { migrateSqlite } from './sqlite-schema.js';
+import { checkSessionId, encodeJournalEntry, encodeStep, planStep } from './step.js';
+import type { EncodedStep } from './step.js';
+
+/** The embedded default: one file under the working directory. */
+export const DEFAULT_SQLITE_PATH = '.loopchart/loopchart.db';
+
+export interface SqliteStoreOptions {
+  /** Database file; default `.loopchart/loopchart.db` (its folder is created). ':memory:' works too. */
+  path?: string;
+  /**
+   * FULL (default) fsyncs the WAL at every commit: a committed step survives power loss and
+   * OS crashes. NORMAL syncs only at checkpoints: a committed step still survives the process
+   * being killed (SIGKILL included — the WAL write is in the OS page cache before commit
+   * returns), but the last steps can roll back on power loss. We default to FULL because a
+   * step is taken once per model call or tool batch (milliseconds to seconds), so one fsync
+   * per step is noise there, while a rolled-back step is a repeated tool side effect.
+   */
+  synchronous?: 'FULL' | 'NORMAL';
+  /** How long a writer waits for another connection's write lock before StoreBusyError. Default 5000. */
+  busyTimeoutMs?: number;
+}
+
+interface HeadRow {
+  version: number;
+  message_count: number;
+  state: string;
+}
+
+interface SummaryRow {
+  session_id: string;
+  version: number;
+  message_count: number;
+  created_at: number;
+  updated_at: number;
+}
+
+function isBusy(error: unknown): boolean {
+  return error instanceof Database.SqliteError && error.code.startsWith('SQLITE_BUSY');
+}
+
+function prepareStatements(db: Database.Database) {
+  return {
+    head: db.prepare('SELECT version, message_count, state FROM sessions WHERE session_id = ?'),
+    log: db.prepare('SELECT position, message FROM messages WHERE session_id = ? ORDER BY position'),
+    insertSession: db.prepare(
+      'INSERT INTO sessions (session_id, version, message_count, state, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?)',
+    ),
+    updateSession: db.prepare(
+      'UPDATE sessions SET version = ?, message_count = ?, state = ?, updated_at = ? WHERE session_id = ? AND version = ?',
+    ),
+    truncate: db.prepare('DELETE FROM messages WHERE session_id = ? AND position >= ?'),
+    insertMessage: db.prepare('INSERT INTO messages (session_id, position, message) VALUES (?, ?, ?)'),
+    list: db.prepare(
+      'SELECT session_id, version, message_count, created_at, updated_at FROM sessions ORDER BY updated_at DESC, session_id',
+    ),
+    journalInsert: db.prepare(
+      `INSERT INTO tool_journal (session_id, turn_key, tool_call_id, result, recorded_at) VALUES (?, ?, ?, ?, ?)
+       ON CONFLICT (session_id, turn_key, tool_call_id) DO NOTHING`,
+    ),
+    journalRead: db.prepare(
+      'SELECT tool_call_id, result FROM tool_journal WHERE session_id = ? AND turn_key = ? ORDER BY rowid',
+    ),
+    journalClearTurn: db.prepare('DELETE FROM tool_journal WHERE session_id = ? AND turn_key = ?'),
+    journalClearAll: db.prepare('DELETE FROM tool_journal WHERE session_id = ?'),
+  };
+}
+
+export class SqliteSessionStore implements SessionStore {
+  readonly path: string;
+  private readonly db: Database.Database;
+  private readonly sql: ReturnType<typeof prepareStatements>;
+  private readonly applyTxn: (sessionId: string, step: EncodedStep) => number;
+  private readonly loadTxn: (sessionId: string) => StoredSession | undefined;
+
+  constructor(options: SqliteStoreOptions = {}) {
+    const path = options.path ?? DEFAULT_SQLITE_PATH;
+    this.path = path === ':memory:' ? path : resolve(path);
+    if (this.path !== ':memory:') mkdirSync(dirname(this.path), { recursive: true });
+    this.db = new Database(this.path, { timeout: options.busyTimeoutMs ?? 5000 });
+    try {
+      // WAL: readers never block the writer and a commit appends to one file; it is also what
+      // makes the NORMAL/FULL trade-off above hold.
+      this.db.pragma('journal_mode = WAL');
+      this.db.pragma(`synchronous = ${options.synchronous ?? 'FULL'}`);
+      migrateSqlite(this.db, `SQLite store ${this.path}`);
+      this.sql = prepareStatements(this.db);
+    } catch (error) {
+      this.db.close();
+      throw isBusy(error) ? new StoreBusyError(`SQLite store ${this.path}`, { cause: error }) : error;
+    }
+    this.applyTxn = this.db.transaction((sessionId: string, step: EncodedStep) => this.applyLocked(sessionId, step)).immediate;
+    // A deferred read transaction: the head row and the log come from one snapshot even if
+    // another process commits a step between the two SELECTs.
+    this.loadTxn = this.db.transaction((sessionId: string) => this.loadSnapshot(sessionId)).deferred;
+  }
+
+  async load(sessionId: string): Promise<StoredSession | undefined> {
+    checkSessionId(sessionId);
+    return this.guard(() => this.loadTxn(sessionId));
+  }
+
+  async apply(sessionId: string, write: StepWrite): Promise<number> {
+    const step = encodeStep(sessionId, write);
+    // BEGIN IMMEDIATE takes the file's write lock before the version is read, so the check
+    // and the write are one critical section across processes, not just connections.
+    return this.guard(() => this.applyTxn(sessionId, step));
+  }
+
+  async list(): Promise<SessionSummary[]> {
+    const rows = this.guard(() => this.sql.list.all() as SummaryRow[]);
+    return rows.map((row) => ({
+      sessionId: row.session_id,
+      version: row.version,
+      messageCount: row.message_count,
+      createdAt: new Date(row.created_at),
+      updatedAt: new Date(row.updated_at),
+    }));
+  }
+
+  async journalToolResult(sessionId: string, turnKey: string, result: ToolMessage): Promise<void> {
+    const entry = encodeJournalEntry(sessionId, turnKey, result);
+    this.guard(() => this.sql.journalInsert.run(sessionId, turnKey, entry.toolCallId, entry.json, Date.now()));
+  }
+
+  async journaledToolResults(sessionId: string, turnKey: string): Promise<ToolMessage[]> {
+    checkSessionId(sessionId);
+    const rows = this.guard(() => this.sql.journalRead.all(sessionId, turnKey) as Array<{ tool_call_id: string; result: string }>);
+    return rows.map((row) => decodeJournalEntry(sessionId, turnKey, row.tool_call_id, row.result));
+  }
+
+  async close(): Promise<void> {
+    if (this.db.open) this.db.close();
+  }
+
+  private loadSnapshot(sessionId: string): StoredSession | undefined {
+    const head = this.sql.head.get(sessionId) as HeadRow | undefined;
+    if (!head) return undefined;
+    const rows = this.sql.log.all(sessionId) as LogRow[];
+    return decodeSession(sessionId, { version: head.version, messageCount: head.message_count, stateJson: head.state }, rows);
+  }
+
+  private applyLocked(sessionId: string, step: EncodedStep): number {
+    const head = this.sql.head.get(sessionId) as HeadRow | undefined;
+    const plan = planStep(sessionId, head && { version: head.version, messageCount: head.message_count }, step);
+    const now = Date.now();
+    if (plan.deleteFrom !== undefined) this.sql.truncate.run(sessionId, plan.deleteFrom);
+    step.rows.forEach((json, i) => {
+      try {
+        this.sql.insertMessage.run(sessionId, plan.start + i, json);
+      } catch (error) {
+        // Only rows past message_count can collide: left there by hand or by a foreign writer.
+        if (error instanceof Database.SqliteError && error.code === 'SQLITE_CONSTRAINT_PRIMARYKEY') {
+          throw new CorruptSessionError(sessionId, { kind: 'log' }, `a stray row already sits at position ${plan.start + i}`, { cause: error });
+        }
+        throw error;
+      }
+    });
+    if (plan.create) {
+      this.sql.insertSession.run(sessionId, plan.version, plan.messageCount, step.stateJson, now, now);
+    } else {
+      this.sql.updateSession.run(plan.version, plan.messageCount, step.stateJson, now, sessionId, step.expectedVersion);
+    }
+    if (step.clearJournal === 'all') this.sql.journalClearAll.run(sessionId);
+    else for (const turnKey of step.clearJournal ?? []) this.sql.journalClearTurn.run(sessionId, turnKey);
+    return plan.version;
+  }
+
+  private guard<T>(work: () => T): T {
+    try {
+      return work();
+    } catch (error) {
+      if (isBusy(error)) throw new StoreBusyError(`SQLite store ${this.path}`, { cause: error });
+      throw error;
+    }
+  }
+}

@@ -1,0 +1,115 @@
+import type { z } from 'zod';
+import { ToolMessageSchema } from '../schemas.js';
+import { InvalidWriteError, SessionBusyError, SessionNotFoundError } from './errors.js';
+import { StepWriteSchema } from './session-store.js';
+import type { StepWrite } from './session-store.js';
+
+/**
+ * The store-independent half of `apply`: validation and serialization happen here, before
+ * any transaction opens, so a bad write costs no lock and every backend rejects exactly the
+ * same writes with exactly the same errors.
+ */
+
+/** A validated step, serialized to the rows the backends write. */
+export interface EncodedStep {
+  expectedVersion: number;
+  stateJson: string;
+  /** Positions >= this are deleted first; undefined = keep the log. */
+  truncateTo: number | undefined;
+  /** JSON of the messages to write from the (possibly truncated) end of the log. */
+  rows: string[];
+  clearJournal: 'all' | string[] | undefined;
+}
+
+export function issuesText(error: z.ZodError): string {
+  return error.issues
+    .map((issue) => `${issue.path.length > 0 ? issue.path.join('.') : '(root)'}: ${issue.message}`)
+    .join('; ');
+}
+
+export function encodeStep(sessionId: string, write: StepWrite): EncodedStep {
+  checkSessionId(sessionId);
+  const parsed = StepWriteSchema.safeParse(write);
+  if (!parsed.success) throw new InvalidWriteError(sessionId, `invalid step: ${issuesText(parsed.error)}`);
+  const step = parsed.data;
+  if (step.replaceLog && (step.truncateTo !== undefined || step.append)) {
+    throw new InvalidWriteError(sessionId, 'replaceLog replaces the whole log; do not combine it with truncateTo or append');
+  }
+  let stateJson: string | undefined;
+  try {
+    stateJson = JSON.stringify(step.state);
+  } catch (error) {
+    throw new InvalidWriteError(sessionId, `state is not JSON-serializable: ${(error as Error).message}`);
+  }
+  if (stateJson === undefined) throw new InvalidWriteError(sessionId, 'state is not a JSON value');
+  // replaceLog is truncate-to-0 + append: one code path in every backend.
+  const messages = step.replaceLog ?? step.append ?? [];
+  return {
+    expectedVersion: step.expectedVersion,
+    stateJson,
+    truncateTo: step.replaceLog ? 0 : step.truncateTo,
+    rows: messages.map((message) => JSON.stringify(message)),
+    clearJournal: step.clearJournal,
+  };
+}
+
+/** The stored head of a session: what the version check and the positions need. */
+export interface SessionHead {
+  version: number;
+  messageCount: number;
+}
+
+/** What a backend does for a step, once the version check passed. */
+export interface StepPlan {
+  create: boolean;
+  /**
+   * Delete log positions >= this (set whenever the step truncates, even at the end of the log:
+   * the range delete is one index probe, and it also sweeps away stray rows past the end).
+   */
+  deleteFrom: number | undefined;
+  /** Position of rows[0]. */
+  start: number;
+  messageCount: number;
+  version: number;
+}
+
+/** The version check and position arithmetic; throws the typed errors of `apply`. */
+export function planStep(sessionId: string, head: SessionHead | undefined, step: EncodedStep): StepPlan {
+  if (step.expectedVersion === 0) {
+    if (head) throw new SessionBusyError(sessionId, 0, head.version);
+    if (step.truncateTo !== undefined && step.truncateTo > 0) {
+      throw new InvalidWriteError(sessionId, `truncateTo ${step.truncateTo} on a new session (its log is empty)`);
+    }
+    return { create: true, deleteFrom: undefined, start: 0, messageCount: step.rows.length, version: 1 };
+  }
+  if (!head) throw new SessionNotFoundError(sessionId);
+  if (head.version !== step.expectedVersion) throw new SessionBusyError(sessionId, step.expectedVersion, head.version);
+  const keep = step.truncateTo ?? head.messageCount;
+  if (keep > head.messageCount) {
+    throw new InvalidWriteError(sessionId, `truncateTo ${keep} is past the end of the log (${head.messageCount} messages)`);
+  }
+  return {
+    create: false,
+    deleteFrom: step.truncateTo,
+    start: keep,
+    messageCount: keep + step.rows.length,
+    version: head.version + 1,
+  };
+}
+
+export function checkSessionId(sessionId: string): void {
+  if (typeof sessionId !== 'string' || sessionId.length === 0) {
+    throw new InvalidWriteError(String(sessionId), 'session id must be a non-empty string');
+  }
+}
+
+/** Validates a journal write and serializes the result. */
+export function encodeJournalEntry(sessionId: string, turnKey: string, result: unknown): { toolCallId: string; json: string } {
+  checkSessionId(sessionId);
+  if (typeof turnKey !== 'string' || turnKey.length === 0) {
+    throw new InvalidWriteError(sessionId, 'journal turnKey must be a non-empty string');
+  }
+  const parsed = ToolMessageSchema.safeParse(result);
+  if (!parsed.success) throw new InvalidWriteError(sessionId, `invalid tool result: ${issuesText(parsed.error)}`);
+  return { toolCallId: parsed.data.toolCallId, json: JSON.stringify(parsed.data) };
+}
