@@ -2,6 +2,7 @@ import { assign, emit, setup, type ActorRefFrom } from 'xstate';
 import {
   conversationOf,
   feedBrain,
+  feedOrFail,
   freshBrain,
   stepOf,
   takeStep,
@@ -11,6 +12,7 @@ import type { AgentConfig } from '../src/agent/config.js';
 import {
   compactorService,
   modelService,
+  promptParts,
   toolsService,
   type CompactionOutput,
   type DriverView,
@@ -39,7 +41,7 @@ import {
   type ToolMessage,
   type UserMessage,
 } from '../src/schemas.js';
-import { estimateTokens } from '../src/tokens.js';
+import { estimateMessageTokens, estimateTokens } from '../src/tokens.js';
 import { DEFAULT_TOOL_CONCURRENCY } from '../src/tools/run-tools.js';
 import { ToolSet } from '../src/tools/define-tool.js';
 
@@ -75,6 +77,8 @@ export interface AgentContext extends DriverView {
   runUsage: Usage;
   sessionUsage: Usage;
   lastOutput: AgentOutput | null;
+  /** Tokens of the operations' prompt parts counted in the brain's estimate. */
+  extrasTokens: number;
 }
 
 export type AgentEvent =
@@ -144,6 +148,14 @@ function checkedPolicy(policy: PolicyInput | undefined, pruning: Pruning | undef
 }
 
 export function createAgentMachine(config: AgentConfig) {
+  /** A policy event changes only the fields it names. */
+  const mergedPolicy = (context: AgentContext, change: PolicyInput): Policy =>
+    PolicySchema.parse({ ...context.policy, ...change });
+  const policyProblem = (context: AgentContext, change: PolicyInput): string | null => {
+    const parsed = PolicySchema.safeParse({ ...context.policy, ...change });
+    if (!parsed.success) return `invalid policy: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`;
+    return pruneLineProblem(pruning, parsed.data);
+  };
   const operations = config.operations ?? [];
   const pruning = config.pruning && PruningSchema.parse(config.pruning);
   const defaultPolicy = checkedPolicy(config.policy, pruning);
@@ -156,6 +168,20 @@ export function createAgentMachine(config: AgentConfig) {
     compactor: config.compactor,
     toolConcurrency: config.toolConcurrency ?? DEFAULT_TOOL_CONCURRENCY,
   };
+  const extrasCache = new WeakMap<object, number>();
+  /** Size of the prompt parts the next model call will carry (seed 000: counted before deciding). */
+  const extrasFor = (context: AgentContext): number => {
+    const brain = context.brain;
+    if (operations.length === 0 || (brain.value !== 'Start' && brain.value !== 'AwaitingModel')) return context.extrasTokens;
+    let tokens = extrasCache.get(brain.context);
+    if (tokens === undefined) {
+      const ctx = { sessionId: context.sessionId, turn: brain.context.turnsTaken + 1, messages: conversationOf(brain) };
+      const parts = promptParts(operations, ctx);
+      tokens = parts.reduce((sum, part) => sum + estimateMessageTokens(part), 0);
+      extrasCache.set(brain.context, tokens);
+    }
+    return tokens;
+  };
   const keyOf = (context: AgentContext, turn: number, what: string) =>
     `${context.sessionId}:run-${context.runIndex}:turn-${turn}:${what}`;
 
@@ -163,7 +189,7 @@ export function createAgentMachine(config: AgentConfig) {
     types: {
       context: {} as AgentContext,
       events: {} as AgentEvent,
-      input: {} as AgentInput | undefined,
+      input: {} as AgentInput | void,
       output: {} as AgentOutput,
       emitted: {} as AgentEmitted,
     },
@@ -179,8 +205,8 @@ export function createAgentMachine(config: AgentConfig) {
       callTools: stepIs('CallTools'),
       compact: stepIs('Compact'),
       shouldPrune: ({ context }) => pendingPrune(context.brain, context.policy, pruning) !== null,
-      policyFitsPruning: ({ event }) =>
-        event.type === 'policy' && pruneLineProblem(pruning, PolicySchema.parse(event.policy)) === null,
+      extrasChanged: ({ context }) => extrasFor(context) !== context.extrasTokens,
+      policyAcceptable: ({ context, event }) => event.type === 'policy' && policyProblem(context, event.policy) === null,
     },
     actions: {
       beginRun: assign(({ context, event }) => {
@@ -194,6 +220,11 @@ export function createAgentMachine(config: AgentConfig) {
         };
       }),
       takeStep: assign({ brain: ({ context }) => takeStep(context.brain, context.policy) }),
+      refreshExtras: assign(({ context }) => {
+        const extrasTokens = extrasFor(context);
+        const tokens = Math.max(0, context.brain.context.contextTokens - context.extrasTokens + extrasTokens);
+        return { brain: feedBrain(context.brain, { type: 'setContextTokens', tokens }), extrasTokens };
+      }),
       prune: assign(({ context }) => {
         const { messages, tokensSaved } = pendingPrune(context.brain, context.policy, pruning)!;
         const brain = feedBrain(context.brain, { type: 'adoptPruned', messages });
@@ -205,9 +236,9 @@ export function createAgentMachine(config: AgentConfig) {
         const before = context.brain.context.contextTokens;
         return { type: 'prune.finished' as const, pruned, tokensSaved, before, after: Math.max(0, before - tokensSaved) };
       }),
-      rejectPolicy: emit(({ event }) => ({
+      rejectPolicy: emit(({ context, event }) => ({
         type: 'policy.rejected' as const,
-        reason: event.type === 'policy' ? (pruneLineProblem(pruning, PolicySchema.parse(event.policy)) ?? '') : '',
+        reason: event.type === 'policy' ? (policyProblem(context, event.policy) ?? '') : '',
       })),
       acceptReply: assign(({ context }, reply: ModelReply) => {
         const conversation = conversationOf(context.brain);
@@ -215,13 +246,17 @@ export function createAgentMachine(config: AgentConfig) {
           ? reply.usage.inputTokens + reply.usage.outputTokens
           : estimateTokens([...conversation, reply.message], tools.definitions);
         return {
-          brain: feedBrain(context.brain, {
-            type: 'modelResponse',
-            response: reply.message,
-            contextTokens: tokens,
-            availableTools: tools.names,
-            finishReason: reply.finishReason,
-          }),
+          brain: feedOrFail(
+            context.brain,
+            {
+              type: 'modelResponse',
+              response: reply.message,
+              contextTokens: tokens,
+              availableTools: tools.names,
+              finishReason: reply.finishReason,
+            },
+            'ModelError',
+          ),
           runUsage: addUsage(context.runUsage, reply.usage),
           sessionUsage: addUsage(context.sessionUsage, reply.usage),
         };
@@ -241,12 +276,15 @@ export function createAgentMachine(config: AgentConfig) {
       acceptCompaction: assign(({ context }, { before, after, messages }: CompactionOutput) => {
         const contextWindow = context.policy.contextWindow;
         return {
-          brain: feedBrain(
+          brain: feedOrFail(
             context.brain,
             messages
               ? { type: 'compactionResult', compacted: messages, before, after, contextWindow }
               : { type: 'compactionNoop', before, after, contextWindow },
+            'CompactionError',
           ),
+          // A rewritten conversation is measured without prompt parts; they are counted afresh.
+          extrasTokens: messages ? 0 : context.extrasTokens,
         };
       }),
       emitCompactionFinished: emit((_, { reason, before, after, messages }: CompactionOutput) => ({
@@ -273,10 +311,12 @@ export function createAgentMachine(config: AgentConfig) {
       }),
       steerRun: assign({
         brain: ({ context, event }) =>
-          event.type === 'steer' ? feedBrain(context.brain, { type: 'steer', message: asUserMessage(event.message) }) : context.brain,
+          event.type === 'steer' || event.type === 'input'
+            ? feedBrain(context.brain, { type: 'steer', message: asUserMessage(event.message) })
+            : context.brain,
       }),
       changePolicy: assign({
-        policy: ({ event }) => (event.type === 'policy' ? PolicySchema.parse(event.policy) : undefined!),
+        policy: ({ context, event }) => (event.type === 'policy' ? mergedPolicy(context, event.policy) : context.policy),
       }),
       journalToolResult: assign({
         toolJournal: ({ context, event }) =>
@@ -316,10 +356,11 @@ export function createAgentMachine(config: AgentConfig) {
       runUsage: NO_USAGE,
       sessionUsage: NO_USAGE,
       lastOutput: null,
+      extrasTokens: 0,
     }),
     initial: 'Idle',
     on: {
-      policy: [{ guard: 'policyFitsPruning', actions: 'changePolicy' }, { actions: 'rejectPolicy' }],
+      policy: [{ guard: 'policyAcceptable', actions: 'changePolicy' }, { actions: 'rejectPolicy' }],
     },
     states: {
       Idle: {
@@ -332,6 +373,8 @@ export function createAgentMachine(config: AgentConfig) {
           cancel: { target: '.Start', actions: 'cancelRun' },
           seal: { target: '.Start', actions: 'sealRun' },
           steer: { actions: 'steerRun' },
+          // A user message sent while a run goes is steering: delivered at the next coherent point.
+          input: { actions: 'steerRun' },
           'service.textDelta': { actions: 'emitTextDelta' },
           'service.toolStarted': { actions: 'emitToolStarted' },
           'service.toolFinished': { actions: ['journalToolResult', 'emitToolFinished'] },
@@ -341,6 +384,7 @@ export function createAgentMachine(config: AgentConfig) {
           Start: {
             always: [
               // Pruning comes before any decision, so it always runs before summarizing.
+              { guard: 'extrasChanged', target: 'Start', reenter: true, actions: 'refreshExtras' },
               { guard: 'shouldPrune', target: 'Start', reenter: true, actions: ['emitPruned', 'prune'] },
               { guard: 'callLLM', target: 'AwaitingModel', actions: 'takeStep' },
               { guard: 'callTools', target: 'AwaitingTools' },

@@ -193,7 +193,7 @@ const loopSetup = setup({
   types: {
     context: {} as LoopContext,
     events: {} as LoopEvent,
-    input: {} as LoopInput | undefined,
+    input: {} as LoopInput | void,
   },
   guards: loopGuards,
   actions: {

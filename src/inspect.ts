@@ -19,13 +19,17 @@ export function summarizingInspector(
   return (event) => {
     if (event.type !== '@xstate.snapshot') return deliver(event);
     const snapshot = event.snapshot as { context?: unknown };
-    const context = snapshot.context;
-    if (typeof context !== 'object' || context === null) return deliver(event);
-    const summarized = Object.fromEntries(
-      Object.entries(context).map(([key, value]) =>
-        isMessageList(value) ? [key, { count: value.length, last: value.slice(-keep) }] : [key, value],
-      ),
-    );
-    deliver({ ...event, snapshot: { ...snapshot, context: summarized } as unknown as typeof event.snapshot });
+    if (typeof snapshot.context !== 'object' || snapshot.context === null) return deliver(event);
+    const context = summarize(snapshot.context, keep, MAX_DEPTH);
+    deliver({ ...event, snapshot: { ...snapshot, context } as unknown as typeof event.snapshot });
   };
+}
+
+/** Deep enough for the driver, which carries the brain's context inside its own. */
+const MAX_DEPTH = 4;
+
+function summarize(value: unknown, keep: number, depth: number): unknown {
+  if (isMessageList(value)) return { count: value.length, last: value.slice(-keep) };
+  if (depth === 0 || typeof value !== 'object' || value === null || Array.isArray(value)) return value;
+  return Object.fromEntries(Object.entries(value).map(([key, inner]) => [key, summarize(inner, keep, depth - 1)]));
 }

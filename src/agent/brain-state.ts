@@ -36,6 +36,16 @@ export function feedBrain(brain: BrainState, event: LoopEvent): BrainState {
   return { value: next.value, context: next.context };
 }
 
+/**
+ * Applies a feed whose payload came from outside (a model reply, a compactor's output); if the
+ * brain refuses the payload, the run fails with `errorType` instead of the actor crashing.
+ */
+export function feedOrFail(brain: BrainState, event: LoopEvent, errorType: string): BrainState {
+  const problem = feedProblem(brain.context, event);
+  if (problem?.kind !== 'invalid') return feedBrain(brain, event);
+  return feedBrain(brain, { type: 'fail', error: { type: errorType, message: `${event.type}: ${problem.problem}` } });
+}
+
 export function stepOf(brain: BrainState, policy: Policy): Step {
   return decide(brain.value, brain.context, policy).step(brain.context);
 }

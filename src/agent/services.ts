@@ -42,7 +42,10 @@ function driverView(self: AnyActorRef): DriverView {
   return parent.getSnapshot().context as DriverView;
 }
 
-const tell = (self: AnyActorRef, event: ServiceEvent) => self._parent?.send(event);
+/** Reports progress to the driver, unless the driver has already moved on (the call was aborted). */
+const tell = (self: AnyActorRef, signal: AbortSignal, event: ServiceEvent) => {
+  if (!signal.aborted) self._parent?.send(event);
+};
 
 export interface ServiceDeps {
   model: Model;
@@ -52,11 +55,16 @@ export interface ServiceDeps {
   toolConcurrency: number;
 }
 
-export function prepareRequest(deps: ServiceDeps, ctx: OperationContext): PreparedRequest {
-  const parts = deps.operations.flatMap((op) => {
+/** The operations' prompt parts for this call: sent before the conversation, never stored. */
+export function promptParts(operations: readonly Operation[], ctx: OperationContext): Message[] {
+  return operations.flatMap((op) => {
     const text = op.prompt?.(ctx);
     return text ? [{ role: 'system' as const, content: text }] : [];
   });
+}
+
+export function prepareRequest(deps: ServiceDeps, ctx: OperationContext): PreparedRequest {
+  const parts = promptParts(deps.operations, ctx);
   let request: PreparedRequest = { messages: [...parts, ...ctx.messages], tools: [...deps.tools.definitions] };
   for (const op of deps.operations) request = op.beforeModelCall?.(request, ctx) ?? request;
   return request;
@@ -71,7 +79,7 @@ export function modelService(deps: ServiceDeps) {
       ...request,
       signal,
       idempotencyKey: input.key,
-      onTextDelta: (delta) => tell(self, { type: 'service.textDelta', turn: input.turn, delta }),
+      onTextDelta: (delta) => tell(self, signal, { type: 'service.textDelta', turn: input.turn, delta }),
     });
     for (const op of deps.operations) op.afterReply?.(reply, ctx);
     return reply;
@@ -90,6 +98,12 @@ export function toolsService(deps: ServiceDeps) {
     const done = new Map(view.toolJournal.map((result) => [result.toolCallId, result]));
     const ctx: OperationContext = { sessionId: view.sessionId, turn: input.turn, messages: conversationOf(view.brain) };
     for (const op of deps.operations) op.beforeTools?.(step.calls, ctx);
+    // Calls the brain answered itself (unknown tools) still show up in a UI's trace.
+    for (const { call, preAnswered } of step.calls) {
+      if (!preAnswered || done.has(call.id)) continue;
+      tell(self, signal, { type: 'service.toolStarted', call });
+      tell(self, signal, { type: 'service.toolFinished', call, result: preAnswered });
+    }
     const fresh = await runToolCalls(
       step.calls.filter(({ call }) => !done.has(call.id)),
       deps.tools,
@@ -97,8 +111,8 @@ export function toolsService(deps: ServiceDeps) {
         concurrency: deps.toolConcurrency,
         signal,
         idempotencyKey: (call) => `${view.sessionId}:${call.id}`,
-        onStart: (call) => tell(self, { type: 'service.toolStarted', call }),
-        onFinish: (call, result) => tell(self, { type: 'service.toolFinished', call, result }),
+        onStart: (call) => tell(self, signal, { type: 'service.toolStarted', call }),
+        onFinish: (call, result) => tell(self, signal, { type: 'service.toolFinished', call, result }),
       },
     );
     const byId = new Map(fresh.map((result) => [result.toolCallId, result]));

@@ -106,7 +106,7 @@ describe('inspection', () => {
     ]);
     const brainValues = events
       .filter((e) => e.type === '@xstate.snapshot' && e.actorRef === actor)
-      .map((e) => (e as { snapshot: { context: { brain: { value: string } } } }).snapshot.context.brain.value);
+      .map((e) => (e as unknown as { snapshot: { context: { brain: { value: string } } } }).snapshot.context.brain.value);
     expect(dedupe(brainValues)).toEqual(['AwaitingModel', 'AwaitingTools', 'AwaitingModel', 'Terminal']);
     // The IO shows as invoked child actors named after the services.
     const children = events

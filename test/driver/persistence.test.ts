@@ -73,7 +73,8 @@ async function uninterrupted(): Promise<AgentOutput> {
   return output;
 }
 
-const roundTrip = (snapshot: Snapshot<unknown>) => JSON.parse(JSON.stringify(snapshot)) as Snapshot<unknown>;
+// JSON.parse gives `any`, which is what a snapshot read back from storage is.
+const roundTrip = (snapshot: Snapshot<unknown>) => JSON.parse(JSON.stringify(snapshot));
 
 /** The inputs of the invoked service actors in a persisted snapshot. */
 const childInputs = (persisted: unknown) =>
