@@ -36,3 +36,7 @@ export { DuplicateToolError, InvalidToolError } from './tools/errors.js';
 export { openAICompatibleModel, type OpenAICompatibleOptions } from './models/openai-compatible.js';
 export { aiSdkModel } from './models/ai-sdk.js';
 export { MalformedStreamError, ReadTimeoutError } from './models/errors.js';
+export * from './stores/index.js';
+export { pruneToolResults, prunedMarker, type PruneOptions, type PruneResult } from './compaction/prune.js';
+export { summarizingCompactor, type SummarizingCompactorOptions } from './compaction/summarize.js';
+export { InvalidConfigError, type PruningInput } from './agent/pruning.js';
