@@ -1,3 +1,4 @@
+import { outputOf } from '../machines/agent.machine.js';
 /**
  * The driver's cost, beside what a person would write by hand.
  *
@@ -191,7 +192,7 @@ async function startSessions(agent: ReturnType<typeof createAgentMachine>, count
   await Promise.all(finished);
   for (const actor of actors) {
     const snapshot = actor.getSnapshot();
-    if (snapshot.value !== 'Idle' || snapshot.context.lastOutput?.outcome.type !== 'Completed') throw new Error('session did not complete');
+    if (snapshot.value !== 'Idle' || outputOf(snapshot.context)?.outcome.type !== 'Completed') throw new Error('session did not complete');
   }
   return actors;
 }

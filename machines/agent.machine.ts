@@ -21,6 +21,7 @@ import {
   type ServiceInput,
 } from '../src/agent/services.js';
 import { interruptedResult } from '../src/agent/interrupt.js';
+import { serviceKey as keyOf } from '../src/agent/keys.js';
 import {
   InvalidConfigError,
   PruningSchema,
@@ -76,7 +77,8 @@ export interface AgentContext extends DriverView {
   runIndex: number;
   runUsage: Usage;
   sessionUsage: Usage;
-  lastOutput: AgentOutput | null;
+  /** How the last run ended; its messages are the brain's history (never stored twice). */
+  lastRun: { outcome: Outcome; usage: Usage } | null;
   /** Tokens of the operations' prompt parts counted in the brain's estimate. */
   extrasTokens: number;
 }
@@ -87,6 +89,8 @@ export type AgentEvent =
   | { type: 'steer'; message: string | UserMessage }
   | { type: 'seal'; reason: string }
   | { type: 'policy'; policy: PolicyInput }
+  /** Continues a run that was in flight when the session was stored (see durable sessions). */
+  | { type: 'resume' }
   | ServiceEvent;
 
 export type AgentEmitted =
@@ -98,6 +102,15 @@ export type AgentEmitted =
   | { type: 'prune.finished'; pruned: number; tokensSaved: number; before: number; after: number }
   | { type: 'policy.rejected'; reason: string }
   | { type: 'run.finished'; output: AgentOutput };
+
+/** The last run's output: its outcome and usage, with the conversation as it stands after it. */
+export function outputOf(context: AgentContext): AgentOutput | null {
+  return context.lastRun && { ...context.lastRun, messages: context.brain.context.history };
+}
+
+/** A stored brain that is neither finished nor fresh: a run to continue from its last decision. */
+export const runInFlight = (brain: BrainState): boolean =>
+  brain.value !== 'Terminal' && (brain.value !== 'Start' || brain.context.pending.length > 0);
 
 const NO_USAGE: Usage = { inputTokens: 0, outputTokens: 0 };
 const addUsage = (a: Usage, b: Usage | undefined): Usage =>
@@ -182,8 +195,6 @@ export function createAgentMachine(config: AgentConfig) {
     }
     return tokens;
   };
-  const keyOf = (context: AgentContext, turn: number, what: string) =>
-    `${context.sessionId}:run-${context.runIndex}:turn-${turn}:${what}`;
 
   return setup({
     types: {
@@ -200,6 +211,7 @@ export function createAgentMachine(config: AgentConfig) {
     },
     guards: {
       promptQueued: ({ context }) => context.queued !== null,
+      runInFlight: ({ context }) => runInFlight(context.brain),
       singleRun: ({ context }) => context.once,
       callLLM: stepIs('CallLLM'),
       callTools: stepIs('CallTools'),
@@ -336,12 +348,9 @@ export function createAgentMachine(config: AgentConfig) {
       }),
       finishRun: assign(({ context }) => {
         const brain = finishBrain(context.brain);
-        return {
-          brain,
-          lastOutput: { outcome: brain.context.outcome!, messages: brain.context.history, usage: context.runUsage },
-        };
+        return { brain, lastRun: { outcome: brain.context.outcome!, usage: context.runUsage } };
       }),
-      emitRunFinished: emit(({ context }) => ({ type: 'run.finished' as const, output: context.lastOutput! })),
+      emitRunFinished: emit(({ context }) => ({ type: 'run.finished' as const, output: outputOf(context)! })),
     },
   }).createMachine({
     id: 'agent',
@@ -355,7 +364,7 @@ export function createAgentMachine(config: AgentConfig) {
       runIndex: 0,
       runUsage: NO_USAGE,
       sessionUsage: NO_USAGE,
-      lastOutput: null,
+      lastRun: null,
       extrasTokens: 0,
     }),
     initial: 'Idle',
@@ -365,7 +374,10 @@ export function createAgentMachine(config: AgentConfig) {
     states: {
       Idle: {
         always: { guard: 'promptQueued', target: 'Running', actions: 'beginRun' },
-        on: { input: { target: 'Running', actions: 'beginRun' } },
+        on: {
+          input: { target: 'Running', actions: 'beginRun' },
+          resume: { guard: 'runInFlight', target: 'Running' },
+        },
       },
       Running: {
         initial: 'Start',
@@ -449,7 +461,7 @@ export function createAgentMachine(config: AgentConfig) {
       },
       Done: { type: 'final' },
     },
-    output: ({ context }) => context.lastOutput!,
+    output: ({ context }) => outputOf(context)!,
   });
 }
 

@@ -1,4 +1,4 @@
-import type { AssistantMessage, FinishReason, Message } from './schemas.js';
+import type { AssistantMessage, FinishReason, Message, Usage } from './schemas.js';
 import { LoopchartError } from './errors.js';
 
 /** A tool as the model sees it: name, description and a JSON Schema for its arguments. */
@@ -10,10 +10,7 @@ export interface ToolDefinition {
 
 export type { FinishReason };
 
-export interface Usage {
-  inputTokens: number;
-  outputTokens: number;
-}
+export type { Usage };
 
 export interface ModelRequest {
   /** The whole conversation to send (history + pending), provider-valid. */

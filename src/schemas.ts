@@ -48,6 +48,12 @@ export type LoopErrorInfo = z.infer<typeof LoopErrorInfoSchema>;
 export const FinishReasonSchema = z.enum(['stop', 'length', 'content-filter', 'tool-calls', 'cancelled', 'other']);
 export type FinishReason = z.infer<typeof FinishReasonSchema>;
 
+export const UsageSchema = z.object({
+  inputTokens: z.number().int().nonnegative(),
+  outputTokens: z.number().int().nonnegative(),
+});
+export type Usage = z.infer<typeof UsageSchema>;
+
 export const OutcomeSchema = z.discriminatedUnion('type', [
   z.object({
     type: z.literal('Completed'),

@@ -5,6 +5,7 @@ import { runToolCalls } from '../tools/run-tools.js';
 import type { ToolSet } from '../tools/define-tool.js';
 import { conversationOf, stepOf, type BrainState } from './brain-state.js';
 import type { Compactor } from './config.js';
+import { durabilityOf } from './durability.js';
 import type { Operation, OperationContext, PreparedRequest } from './operation.js';
 import type { Policy } from '../schemas.js';
 
@@ -72,6 +73,7 @@ export function prepareRequest(deps: ServiceDeps, ctx: OperationContext): Prepar
 
 export function modelService(deps: ServiceDeps) {
   return fromPromise<ModelReply, ServiceInput>(async ({ input, self, signal }) => {
+    await durabilityOf(self._parent)?.flush();
     const view = driverView(self);
     const ctx: OperationContext = { sessionId: view.sessionId, turn: input.turn, messages: conversationOf(view.brain) };
     const request = prepareRequest(deps, ctx);
@@ -92,6 +94,8 @@ export function modelService(deps: ServiceDeps) {
  */
 export function toolsService(deps: ServiceDeps) {
   return fromPromise<ToolMessage[], ServiceInput>(async ({ input, self, signal }) => {
+    const durable = durabilityOf(self._parent);
+    await durable?.flush();
     const view = driverView(self);
     const step = stepOf(view.brain, view.policy);
     if (step.type !== 'CallTools') throw new Error(`tools invoked while the brain says ${step.type}`);
@@ -112,7 +116,11 @@ export function toolsService(deps: ServiceDeps) {
         signal,
         idempotencyKey: (call) => `${view.sessionId}:${call.id}`,
         onStart: (call) => tell(self, signal, { type: 'service.toolStarted', call }),
-        onFinish: (call, result) => tell(self, signal, { type: 'service.toolFinished', call, result }),
+        onFinish: (call, result) => {
+          // Journal first: a result that reached the driver but not the store would be run again.
+          if (!signal.aborted) durable?.journal(input.key, result);
+          tell(self, signal, { type: 'service.toolFinished', call, result });
+        },
       },
     );
     const byId = new Map(fresh.map((result) => [result.toolCallId, result]));
@@ -130,6 +138,7 @@ export interface CompactionOutput {
 
 export function compactorService(deps: ServiceDeps) {
   return fromPromise<CompactionOutput, ServiceInput & { reason: CompactionReason }>(async ({ input, self, signal }) => {
+    await durabilityOf(self._parent)?.flush();
     const view = driverView(self);
     const before = view.brain.context.contextTokens;
     const messages = conversationOf(view.brain);

@@ -1,3 +1,4 @@
+import { outputOf } from '../../machines/agent.machine.js';
 /**
  * Bad input from outside (a service's output, an event's payload) must end the run with a clear
  * outcome or be refused, never kill the actor: a dead session actor loses its conversation.
@@ -33,11 +34,11 @@ describe('bad service output fails the run, the session survives', () => {
     const snapshot = actor.getSnapshot();
     expect(snapshot.status).toBe('active');
     expect(snapshot.value).toBe('Idle');
-    expect(snapshot.context.lastOutput?.outcome).toEqual({
+    expect(outputOf(snapshot.context)?.outcome).toEqual({
       type: 'Failed',
       error: { type: 'ModelError', message: expect.stringContaining("tool call id 'dup' appears twice") },
     });
-    expect(snapshot.context.lastOutput?.messages).toEqual(first.messages);
+    expect(outputOf(snapshot.context)?.messages).toEqual(first.messages);
   });
 
   it('a compactor returning an incoherent conversation: Failed(CompactionError), actor alive', async () => {
@@ -61,11 +62,11 @@ describe('bad service output fails the run, the session survives', () => {
     const snapshot = actor.getSnapshot();
     expect(snapshot.status).toBe('active');
     expect(snapshot.value).toBe('Idle');
-    expect(snapshot.context.lastOutput?.outcome).toEqual({
+    expect(outputOf(snapshot.context)?.outcome).toEqual({
       type: 'Failed',
       error: { type: 'CompactionError', message: expect.stringContaining("tool call 'call_1_0' at position 1 has no result") },
     });
-    expect(snapshot.context.lastOutput?.messages).toEqual([]);
+    expect(outputOf(snapshot.context)?.messages).toEqual([]);
   });
 });
 

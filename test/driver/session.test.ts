@@ -1,3 +1,4 @@
+import { outputOf } from '../../machines/agent.machine.js';
 /** A long-lived session actor: idle between runs, each `input` starts a run over the committed history. */
 import { describe, expect, it } from 'vitest';
 import { createActor } from 'xstate';
@@ -26,7 +27,7 @@ describe('a session', () => {
     actor.start();
     expect(actor.getSnapshot().value).toBe('Idle');
     expect(actor.getSnapshot().status).toBe('active');
-    expect(actor.getSnapshot().context.lastOutput).toBeNull();
+    expect(outputOf(actor.getSnapshot().context)).toBeNull();
 
     const first = await runInSession(actor, 'first');
     const run1: Message[] = [
@@ -41,7 +42,7 @@ describe('a session', () => {
       usage: { inputTokens: 30, outputTokens: 3 },
     });
     expect(actor.getSnapshot().value).toBe('Idle');
-    expect(actor.getSnapshot().context.lastOutput).toEqual(first);
+    expect(outputOf(actor.getSnapshot().context)).toEqual(first);
 
     const second = await runInSession(actor, 'second');
     expect(second).toEqual({

@@ -1,3 +1,4 @@
+import { outputOf } from '../../machines/agent.machine.js';
 /**
  * Helpers for the driver's end-to-end tests (machines/agent.machine.ts): running an actor to its
  * end, waiting for states, recording models, gated tools, and the provider-validity check shared
@@ -64,7 +65,7 @@ export async function runFinished(actor: AgentActor, run: number): Promise<Agent
   if (snapshot.status !== 'active') {
     throw new Error(`session actor ended with status ${snapshot.status}: ${String((snapshot as { error?: unknown }).error)}`);
   }
-  return snapshot.context.lastOutput!;
+  return outputOf(snapshot.context)!;
 }
 
 /** Sends one input to a session actor and waits for that run's output. */

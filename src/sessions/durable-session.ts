@@ -1,0 +1,173 @@
+import { createActor, type InspectionEvent, type Observer } from 'xstate';
+import {
+  outputOf,
+  type AgentActor,
+  type AgentContext,
+  type AgentEvent,
+  type AgentMachine,
+  type AgentOutput,
+} from '../../machines/agent.machine.js';
+import { attachDurability, type Durability } from '../agent/durability.js';
+import { serviceKey } from '../agent/keys.js';
+import type { Message } from '../schemas.js';
+import type { SessionStore } from '../stores/session-store.js';
+import { logEffect, type WrittenLog } from './log-delta.js';
+import { decodeRow, encodeRow } from './session-row.js';
+
+export interface OpenSessionOptions {
+  machine: AgentMachine;
+  store: SessionStore;
+  sessionId: string;
+  /** Conversation to start a new session from (ignored when the session exists). */
+  history?: Message[];
+  inspect?: Observer<InspectionEvent> | ((event: InspectionEvent) => void);
+}
+
+/**
+ * An agent session persisted step by step (seed 003: the application owns the state; the
+ * store is its session loader and effect handler). Every change of the driver's context is one
+ * transaction with an optimistic version check; services wait for it before doing IO, so a
+ * decision is stored before it is acted on, and tool results are journaled as they finish.
+ * A process killed anywhere reopens the session and continues from the brain's last decision.
+ */
+export class DurableSession {
+  readonly actor: AgentActor;
+  readonly sessionId: string;
+  readonly #store: SessionStore;
+  #version: number;
+  #written: { log: WrittenLog; row: string; awaitingToolsKey: string | null };
+  #queue: Promise<void> = Promise.resolve();
+  #failure: Error | undefined;
+  #failed: Promise<never>;
+  #fail!: (error: Error) => void;
+
+  private constructor(options: OpenSessionOptions, context: AgentContext | undefined, version: number) {
+    this.sessionId = options.sessionId;
+    this.#store = options.store;
+    this.#version = version;
+    this.#failed = new Promise<never>((_, reject) => (this.#fail = reject));
+    this.#failed.catch(() => {});
+    this.actor = createActor(options.machine, {
+      ...(context
+        ? { snapshot: persistedIdle(context) as never }
+        : { input: { sessionId: options.sessionId, history: options.history ?? [] } }),
+      ...(options.inspect && { inspect: options.inspect }),
+    });
+    this.#written = context
+      ? { log: logOf(context), row: JSON.stringify(encodeRow(context)), awaitingToolsKey: toolsKey(context) }
+      : { log: { history: [], pending: [] }, row: '', awaitingToolsKey: null };
+    const durability: Durability = {
+      flush: () => this.flush(),
+      journal: (batchKey, result) => this.#enqueue(() => this.#store.journalToolResult(this.sessionId, batchKey, result)),
+    };
+    attachDurability(this.actor, durability);
+    this.actor.subscribe({ next: (snapshot) => this.#persist(snapshot.context), error: (error) => this.#stop(error as Error) });
+  }
+
+  /** Loads the session, or creates it, and starts its actor; a run in flight continues at once. */
+  static async open(options: OpenSessionOptions): Promise<DurableSession> {
+    const stored = await options.store.load(options.sessionId);
+    let context: AgentContext | undefined;
+    if (stored) {
+      context = decodeRow(options.sessionId, stored.state, stored.messages);
+      const key = toolsKey(context);
+      if (key) context = { ...context, toolJournal: await options.store.journaledToolResults(options.sessionId, key) };
+    }
+    const session = new DurableSession(options, context, stored?.version ?? 0);
+    session.actor.start();
+    if (!stored) session.#persist(session.actor.getSnapshot().context);
+    session.actor.send({ type: 'resume' });
+    await session.flush();
+    return session;
+  }
+
+  send(event: AgentEvent): void {
+    if (this.#failure) throw this.#failure;
+    this.actor.send(event);
+  }
+
+  /** Resolves with the output of the run once the session is idle again and stored. */
+  async whenIdle(): Promise<AgentOutput | null> {
+    await Promise.race([
+      this.#failed,
+      new Promise<void>((resolve) => {
+        const check = (value: unknown) => value === 'Idle' && (resolve(), true);
+        if (check(this.actor.getSnapshot().value)) return;
+        const subscription = this.actor.subscribe((snapshot) => check(snapshot.value) && subscription.unsubscribe());
+      }),
+    ]);
+    await this.flush();
+    return outputOf(this.actor.getSnapshot().context);
+  }
+
+  /** Resolves when every step decided so far is stored; rejects with the write error if one failed. */
+  async flush(): Promise<void> {
+    this.#persist(this.actor.getSnapshot().context);
+    await Promise.race([this.#failed, this.#queue]);
+  }
+
+  /** Stops the actor after the pending writes; the store stays open (it may serve other sessions). */
+  async close(): Promise<void> {
+    try {
+      await this.flush();
+    } finally {
+      this.actor.stop();
+    }
+  }
+
+  #persist(context: AgentContext): void {
+    if (this.#failure) return;
+    const rowValue = encodeRow(context);
+    const row = JSON.stringify(rowValue);
+    const log = logOf(context);
+    const written = this.#written;
+    if (row === written.row && log.history === written.log.history && log.pending === written.log.pending) return;
+    const effect = logEffect(written.log, log);
+    const key = toolsKey(context);
+    // Once a batch's results are in the log (or dropped), its journal entries go in the same step.
+    const clearJournal = written.awaitingToolsKey && written.awaitingToolsKey !== key ? [written.awaitingToolsKey] : undefined;
+    const expectedVersion = this.#version++;
+    this.#written = { log, row, awaitingToolsKey: key };
+    this.#enqueue(async () => {
+      await this.#store.apply(this.sessionId, { expectedVersion, state: rowValue, ...effect, ...(clearJournal && { clearJournal }) });
+    });
+  }
+
+  #enqueue(write: () => Promise<unknown>): void {
+    this.#queue = this.#queue.then(async () => {
+      if (this.#failure) return;
+      try {
+        await write();
+      } catch (error) {
+        this.#stop(error as Error);
+      }
+    });
+  }
+
+  /** A write that failed (another process won the session, the disk is gone): stop acting at once. */
+  #stop(error: Error): void {
+    if (this.#failure) return;
+    this.#failure = error;
+    this.#fail(error);
+    this.actor.stop();
+  }
+}
+
+const logOf = (context: AgentContext): WrittenLog => ({
+  history: context.brain.context.history,
+  pending: context.brain.context.pending,
+});
+
+/** The journal batch of the tool calls the brain is waiting for, if it is waiting for any. */
+function toolsKey(context: AgentContext): string | null {
+  return context.brain.value === 'AwaitingTools' ? serviceKey(context, context.brain.context.turnsTaken, 'tools') : null;
+}
+
+/**
+ * The driver's snapshot for a stored context: Idle, with nothing invoked. The `resume` event
+ * then takes the brain's last decision again, which re-invokes whatever was in flight with the
+ * same idempotency key: the driver's own state is never stored, only the brain's.
+ */
+function persistedIdle(context: AgentContext) {
+  return { status: 'active', value: 'Idle', context, children: {}, historyValue: {} };
+}

@@ -1,0 +1,112 @@
+import { z } from 'zod';
+import type { AgentContext } from '../../machines/agent.machine.js';
+import type { BrainState } from '../agent/brain-state.js';
+import { LoopchartError } from '../errors.js';
+import { restoreLoopSnapshot } from '../loop-snapshot.js';
+import {
+  LOOP_SNAPSHOT_VERSION,
+  LoopContextSchema,
+  OutcomeSchema,
+  PolicySchema,
+  StateNameSchema,
+  UsageSchema,
+  type Message,
+} from '../schemas.js';
+
+/**
+ * The small state row a durable session stores per step: the driver's context without the
+ * conversation, which lives in the append-only log (history first, then pending).
+ */
+export const SESSION_ROW_VERSION = 1;
+
+const count = z.number().int().nonnegative();
+
+export const SessionRowSchema = z.object({
+  rowVersion: z.literal(SESSION_ROW_VERSION),
+  brain: z.object({
+    value: StateNameSchema,
+    /** Where the log splits into committed history and the run's pending messages. */
+    historyLength: count,
+    context: LoopContextSchema.omit({ history: true, pending: true }),
+  }),
+  policy: PolicySchema,
+  runIndex: count,
+  runUsage: UsageSchema,
+  sessionUsage: UsageSchema,
+  extrasTokens: count,
+  lastRun: z.object({ outcome: OutcomeSchema, usage: UsageSchema }).nullable(),
+});
+export type SessionRow = z.infer<typeof SessionRowSchema>;
+
+/** A stored row that this build cannot read: named, with the session, never silently dropped. */
+export class SessionRowError extends LoopchartError {
+  readonly sessionId: string;
+  constructor(sessionId: string, problem: string, options?: { cause?: unknown }) {
+    super('SessionRow', `session '${sessionId}': ${problem}`, options);
+    this.sessionId = sessionId;
+  }
+}
+
+export function encodeRow(context: AgentContext): SessionRow {
+  const { history, pending: _pending, ...brainRest } = context.brain.context;
+  return {
+    rowVersion: SESSION_ROW_VERSION,
+    brain: { value: context.brain.value, historyLength: history.length, context: brainRest },
+    policy: context.policy,
+    runIndex: context.runIndex,
+    runUsage: context.runUsage,
+    sessionUsage: context.sessionUsage,
+    extrasTokens: context.extrasTokens,
+    lastRun: context.lastRun,
+  };
+}
+
+/**
+ * Rebuilds the driver's context from a row and the log, checking both: the row with zod, the
+ * brain as a whole with the same checks `LoopMachine.restore` applies.
+ */
+export function decodeRow(
+  sessionId: string,
+  raw: unknown,
+  log: Message[],
+): AgentContext {
+  const version = (raw as { rowVersion?: unknown } | null)?.rowVersion;
+  if (version !== SESSION_ROW_VERSION) {
+    throw new SessionRowError(
+      sessionId,
+      `unknown state row version ${JSON.stringify(version)} (this build reads version ${SESSION_ROW_VERSION})`,
+    );
+  }
+  const parsed = SessionRowSchema.safeParse(raw);
+  if (!parsed.success) throw new SessionRowError(sessionId, `bad state row: ${z.prettifyError(parsed.error)}`);
+  const row = parsed.data;
+  if (row.brain.historyLength > log.length) {
+    throw new SessionRowError(sessionId, `state row says ${row.brain.historyLength} history messages, the log has ${log.length}`);
+  }
+  let brain: BrainState;
+  try {
+    const restored = restoreLoopSnapshot({
+      version: LOOP_SNAPSHOT_VERSION,
+      state: row.brain.value,
+      ...row.brain.context,
+      history: log.slice(0, row.brain.historyLength),
+      pending: log.slice(row.brain.historyLength),
+    });
+    brain = { value: restored.state, context: restored.context };
+  } catch (error) {
+    throw new SessionRowError(sessionId, (error as Error).message, { cause: error });
+  }
+  return {
+    sessionId,
+    brain,
+    policy: row.policy,
+    toolJournal: [],
+    once: false,
+    queued: null,
+    runIndex: row.runIndex,
+    runUsage: row.runUsage,
+    sessionUsage: row.sessionUsage,
+    lastRun: row.lastRun,
+    extrasTokens: row.extrasTokens,
+  };
+}
