@@ -5,6 +5,7 @@ import {
   feedOrFail,
   freshBrain,
   stepOf,
+  stepTypeOf,
   takeStep,
   type BrainState,
 } from '../src/agent/brain-state.js';
@@ -119,7 +120,7 @@ const asUserMessage = (message: string | UserMessage): UserMessage =>
   typeof message === 'string' ? { role: 'user', content: message } : message;
 
 const stepIs = (type: Step['type']) => ({ context }: { context: AgentContext }) =>
-  stepOf(context.brain, context.policy).type === type;
+  stepTypeOf(context.brain, context.policy) === type;
 
 /** The run's input: a fresh brain over the committed conversation, with the estimate refreshed. */
 function startRun(context: AgentContext, message: UserMessage, definitions: ServiceDeps['tools']['definitions']): BrainState {

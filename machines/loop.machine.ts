@@ -77,6 +77,8 @@ export const loopGuards = {
 type GuardName = keyof typeof loopGuards;
 
 interface Decision {
+  /** The kind of step this entry yields, known without building the step. */
+  type: Step['type'];
   /** The states in which this entry of the decision order is considered. */
   states: readonly StateName[];
   guard?: GuardName;
@@ -91,8 +93,9 @@ const MODEL_SIDE: readonly StateName[] = ['Start', 'AwaitingModel'];
 
 /** The decision order (seed 001: terminal, then cancelled, then the rest). First hit wins. */
 export const decisionOrder: readonly Decision[] = [
-  { states: ['Terminal'], step: (context) => ({ type: 'Done', outcome: context.outcome! }) },
+  { type: 'Done', states: ['Terminal'], step: (context) => ({ type: 'Done', outcome: structuredClone(context.outcome!) }) },
   {
+    type: 'Done',
     states: RUNNING,
     guard: 'cancelRequested',
     target: 'Terminal',
@@ -100,14 +103,18 @@ export const decisionOrder: readonly Decision[] = [
     step: () => ({ type: 'Done', outcome: { type: 'Cancelled' } }),
   },
   {
+    type: 'CallTools',
     states: ['AwaitingTools'],
-    step: (context) => ({ type: 'CallTools', turn: context.turnsTaken, calls: context.pendingTools }),
+    // A copy: a driver editing the step it was handed must not edit the brain.
+    step: (context) => ({ type: 'CallTools', turn: context.turnsTaken, calls: structuredClone(context.pendingTools) }),
   },
   {
+    type: 'Compact',
     states: ['AwaitingCompaction'],
     step: (context) => ({ type: 'Compact', reason: context.compactionReason! }),
   },
   {
+    type: 'Done',
     states: MODEL_SIDE,
     guard: 'turnLimitReached',
     target: 'Terminal',
@@ -115,6 +122,7 @@ export const decisionOrder: readonly Decision[] = [
     step: () => ({ type: 'Done', outcome: { type: 'MaxTurnsExceeded' } }),
   },
   {
+    type: 'Compact',
     states: MODEL_SIDE,
     guard: 'atEmergencyLine',
     target: 'AwaitingCompaction',
@@ -122,6 +130,7 @@ export const decisionOrder: readonly Decision[] = [
     step: () => ({ type: 'Compact', reason: 'Emergency' }),
   },
   {
+    type: 'Compact',
     states: MODEL_SIDE,
     guard: 'aboveCompactThreshold',
     target: 'AwaitingCompaction',
@@ -129,6 +138,7 @@ export const decisionOrder: readonly Decision[] = [
     step: () => ({ type: 'Compact', reason: 'ThresholdExceeded' }),
   },
   {
+    type: 'CallLLM',
     states: MODEL_SIDE,
     target: 'AwaitingModel',
     step: (context) => ({ type: 'CallLLM', turn: context.turnsTaken + 1 }),
@@ -353,7 +363,7 @@ const runningFeeds = {
   setContextTokens: { guard: 'feedIsValid', actions: 'adoptEstimate' },
   cancel: { actions: 'requestCancel' },
   fail: { guard: 'feedIsValid', target: 'Terminal', actions: 'concludeFailed' },
-  seal: { target: 'Terminal', actions: 'concludeSealed' },
+  seal: { guard: 'feedIsValid', target: 'Terminal', actions: 'concludeSealed' },
   steer: { guard: 'feedIsValid', actions: 'queueSteering' },
   adoptPruned: { guard: 'feedIsValid', actions: 'adoptPruned' },
 } as const;

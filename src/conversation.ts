@@ -22,18 +22,36 @@ export function coherentCut(messages: readonly Message[], limit: number): number
 }
 
 /**
- * Why `messages` cannot be sent to a provider as they are, or null when they can:
- * each tool call answered exactly once, after it, and no tool result without its call.
+ * The brain's invariant, with a reason: null when every tool call in `messages` is answered
+ * (what `coherentCut` measures), else which call is not. History always satisfies it.
+ */
+export function unansweredCall(messages: readonly Message[]): string | null {
+  const cut = coherentCut(messages, Infinity);
+  if (cut === messages.length) return null;
+  const answered = new Set<string>();
+  for (let i = messages.length - 1; i >= cut; i--) {
+    const message = messages[i]!;
+    if (message.role === 'tool') answered.add(message.toolCallId);
+    if (message.role !== 'assistant') continue;
+    const open = message.toolCalls?.find((call) => !answered.has(call.id));
+    if (open) return `tool call '${open.id}' at position ${i} has no result`;
+  }
+  return `the conversation is not coherent after position ${cut}`;
+}
+
+/**
+ * Stricter, for conversations that come from outside (a compactor, a starting history): what
+ * a provider accepts. Every tool call answered exactly once after it, no result without an
+ * open call. Ids may repeat across turns (some local models always say 'call_0'), never
+ * while open.
  */
 export function incoherence(messages: readonly Message[]): string | null {
   const open = new Map<string, number>();
-  const seen = new Set<string>();
   for (let i = 0; i < messages.length; i++) {
     const message = messages[i]!;
     if (message.role === 'assistant') {
       for (const call of message.toolCalls ?? []) {
-        if (seen.has(call.id)) return `tool call id '${call.id}' is used twice (position ${i})`;
-        seen.add(call.id);
+        if (open.has(call.id)) return `tool call id '${call.id}' is used twice while unanswered (position ${i})`;
         open.set(call.id, i);
       }
     } else if (message.role === 'tool') {

@@ -1,4 +1,4 @@
-import { incoherence } from './conversation.js';
+import { incoherence, unansweredCall } from './conversation.js';
 import type { LoopEvent } from './loop-events.js';
 import type { LoopContext, Message } from './schemas.js';
 
@@ -20,6 +20,9 @@ export function feedProblem(context: LoopContext, event: LoopEvent): FeedProblem
     case 'modelResponse': {
       if (event.response.role !== 'assistant') return invalid(`expected an assistant message, got role '${event.response.role}'`);
       if (!isCount(event.contextTokens)) return invalid(`contextTokens must be a non-negative integer, got ${event.contextTokens}`);
+      if (!Array.isArray(event.availableTools) || event.availableTools.some((name) => typeof name !== 'string')) {
+        return invalid('availableTools must be a list of tool names');
+      }
       const ids = new Set<string>();
       for (const call of event.response.toolCalls ?? []) {
         if (ids.has(call.id)) return invalid(`tool call id '${call.id}' appears twice in one reply`);
@@ -41,11 +44,13 @@ export function feedProblem(context: LoopContext, event: LoopEvent): FeedProblem
     }
     case 'setContextTokens':
       return isCount(event.tokens) ? null : invalid(`tokens must be a non-negative integer, got ${event.tokens}`);
+    case 'seal':
+      return typeof event.reason === 'string' ? null : invalid('reason must be a string');
     case 'fail':
       return event.error.type ? null : invalid('error.type must be a non-empty string');
     case 'commitPending': {
-      // History is coherent by construction, so pending alone decides.
-      const broken = incoherence(context.pending);
+      // History keeps the invariant by construction, so pending alone decides.
+      const broken = unansweredCall(context.pending);
       return broken ? invalid(`pending is not coherent (${broken}); use salvagePending`) : null;
     }
     case 'rewindTo':

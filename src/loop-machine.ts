@@ -12,6 +12,7 @@ import type { FinishReason } from './model.js';
 import {
   AssistantMessageSchema,
   DEFAULT_POLICY,
+  FinishReasonSchema,
   LoopErrorInfoSchema,
   MessageSchema,
   PolicySchema,
@@ -30,7 +31,9 @@ import {
   type UserMessage,
 } from './schemas.js';
 import { restoreLoopSnapshot, toLoopSnapshotJSON, type LoopSnapshotJSON } from './loop-snapshot.js';
-import type { z } from 'zod';
+import { z } from 'zod';
+
+const ToolNamesSchema = z.array(z.string());
 
 export interface LoopMachineOptions {
   /** Committed messages to start from; must be coherent. */
@@ -82,7 +85,7 @@ export class LoopMachine {
   // ── feeds ─────────────────────────────────────────────────────────────────
 
   acceptInput(message: UserMessage): void {
-    this.#feed({ type: 'acceptInput', message: parseFeed('acceptInput', UserMessageSchema, message) });
+    this.#feed({ type: 'acceptInput', message: this.#parse('acceptInput', UserMessageSchema, message) });
   }
 
   modelResponse(
@@ -93,37 +96,37 @@ export class LoopMachine {
   ): void {
     this.#feed({
       type: 'modelResponse',
-      response: parseFeed('modelResponse', AssistantMessageSchema, response),
+      response: this.#parse('modelResponse', AssistantMessageSchema, response),
       contextTokens,
-      availableTools,
-      ...(finishReason && { finishReason }),
+      availableTools: this.#parse('modelResponse', ToolNamesSchema, availableTools),
+      ...(finishReason && { finishReason: this.#parse('modelResponse', FinishReasonSchema, finishReason) }),
     });
   }
 
   toolResults(messages: readonly ToolMessage[]): void {
     this.#feed({
       type: 'toolResults',
-      messages: messages.map((message) => parseFeed('toolResults', ToolMessageSchema, message)),
+      messages: messages.map((message) => this.#parse('toolResults', ToolMessageSchema, message)),
     });
   }
 
   compactionResult(compacted: readonly Message[], before: number, after: number, policy?: PolicyInput): void {
     this.#feed({
       type: 'compactionResult',
-      compacted: compacted.map((message) => parseFeed('compactionResult', MessageSchema, message)),
+      compacted: compacted.map((message) => this.#parse('compactionResult', MessageSchema, message)),
       before,
       after,
-      contextWindow: this.#window(policy),
+      contextWindow: this.#window('compactionResult', policy),
     });
   }
 
   compactionNoop(before: number, after: number, policy?: PolicyInput): void {
-    this.#feed({ type: 'compactionNoop', before, after, contextWindow: this.#window(policy) });
+    this.#feed({ type: 'compactionNoop', before, after, contextWindow: this.#window('compactionNoop', policy) });
   }
 
   /** Appends to pending without refreshing the estimate: call `setContextTokens` after big ones. */
   inject(message: Message): void {
-    this.#feed({ type: 'inject', message: parseFeed('inject', MessageSchema, message) });
+    this.#feed({ type: 'inject', message: this.#parse('inject', MessageSchema, message) });
   }
 
   setContextTokens(tokens: number): void {
@@ -135,18 +138,18 @@ export class LoopMachine {
   }
 
   fail(error: LoopErrorInfo): void {
-    this.#feed({ type: 'fail', error: parseFeed('fail', LoopErrorInfoSchema, error) });
+    this.#feed({ type: 'fail', error: this.#parse('fail', LoopErrorInfoSchema, error) });
   }
 
   /** Ends the run with `Sealed(reason)` at once. Idempotent: on a finished run it does nothing. */
   seal(reason: string): void {
     if (this.isTerminal()) return;
-    this.#feed({ type: 'seal', reason });
+    this.#feed({ type: 'seal', reason: this.#parse('seal', z.string(), reason) });
   }
 
   /** A user message for the running turn, delivered at the next coherent point. */
   steer(message: UserMessage): void {
-    this.#feed({ type: 'steer', message: parseFeed('steer', UserMessageSchema, message) });
+    this.#feed({ type: 'steer', message: this.#parse('steer', UserMessageSchema, message) });
   }
 
   // ── maintenance ───────────────────────────────────────────────────────────
@@ -178,7 +181,7 @@ export class LoopMachine {
   adoptPruned(messages: readonly Message[]): void {
     this.#feed({
       type: 'adoptPruned',
-      messages: messages.map((message) => parseFeed('adoptPruned', MessageSchema, message)),
+      messages: messages.map((message) => this.#parse('adoptPruned', MessageSchema, message)),
     });
   }
 
@@ -232,8 +235,15 @@ export class LoopMachine {
     return this.actor.getSnapshot();
   }
 
-  #window(policy: PolicyInput | undefined): number {
-    return policy ? PolicySchema.parse(policy).contextWindow : this.#policy.contextWindow;
+  #window(feed: LoopEvent['type'], policy: PolicyInput | undefined): number {
+    return policy ? this.#parse(feed, PolicySchema, policy).contextWindow : this.#policy.contextWindow;
+  }
+
+  /** Validates an argument; a feed the current state refuses anyway reports that first. */
+  #parse<S extends z.ZodType>(feed: LoopEvent['type'], schema: S, value: unknown): z.output<S> {
+    const state = this.#snapshot.value;
+    if (!loopMachine.states[state]!.ownEvents.includes(feed)) throw new IllegalFeedError(feed, state);
+    return parseFeed(feed, schema, value);
   }
 
   /** Sends a feed if the brain takes it; otherwise throws the precise reason, changing nothing. */

@@ -1,4 +1,4 @@
-import { incoherence } from './conversation.js';
+import { unansweredCall } from './conversation.js';
 import { InvalidSnapshotError } from './errors.js';
 import {
   LOOP_SNAPSHOT_VERSION,
@@ -76,6 +76,6 @@ function contradiction(state: StateName, context: LoopContext): string | null {
   if (state !== 'AwaitingTools' && state !== 'Terminal' && context.pendingTools.length > 0) {
     return `state is ${state} but tool calls are pending`;
   }
-  const broken = incoherence(context.history);
+  const broken = unansweredCall(context.history);
   return broken ? `history is not coherent: ${broken}` : null;
 }

@@ -1,4 +1,4 @@
-import { transition } from 'xstate';
+import { createActor } from 'xstate';
 import { decide, emptyLoopContext, loopMachine, type LoopSnapshot } from '../../machines/loop.machine.js';
 import { IllegalFeedError, InvalidFeedError } from '../errors.js';
 import { feedProblem } from '../feed-problems.js';
@@ -20,19 +20,49 @@ export const freshBrain = (history: Message[] = []): BrainState => ({
   context: emptyLoopContext(history),
 });
 
-const snapshotOf = (brain: BrainState): LoopSnapshot =>
-  loopMachine.resolveState({ value: brain.value, context: brain.context });
+// Snapshots are rebuilt from plain data only when the driver was restored: otherwise the one
+// the last transition produced is found by its context, which is never shared.
+const snapshots = new WeakMap<LoopContext, LoopSnapshot>();
+const snapshotOf = (brain: BrainState): LoopSnapshot => {
+  let snapshot = snapshots.get(brain.context);
+  if (!snapshot || snapshot.value !== brain.value) {
+    snapshot = loopMachine.resolveState({ value: brain.value, context: brain.context });
+    snapshots.set(brain.context, snapshot);
+  }
+  return snapshot;
+};
+
+// XState's pure `transition()` builds a throwaway actor per call; the brain has no children,
+// no delayed events and only `assign` actions, so one inert scope serves every transition.
+let scope: Parameters<typeof loopMachine.transition>[2] | undefined;
+function inertScope(): Parameters<typeof loopMachine.transition>[2] {
+  if (scope) return scope;
+  const self = createActor(loopMachine);
+  scope = {
+    self,
+    system: self.system,
+    id: '',
+    sessionId: '',
+    logger: () => {},
+    defer: () => {},
+    emit: () => {},
+    stopChild: () => {},
+    actionExecutor: () => {},
+  } as unknown as Parameters<typeof loopMachine.transition>[2];
+  return scope;
+}
 
 /** Applies one feed; a feed the brain refuses is a driver bug and throws the brain's typed error. */
 export function feedBrain(brain: BrainState, event: LoopEvent): BrainState {
-  const snapshot = snapshotOf(brain);
-  if (!snapshot.can(event)) {
-    const problem = feedProblem(brain.context, event);
+  const handled = loopMachine.states[brain.value]!.ownEvents.includes(event.type);
+  const problem = handled ? feedProblem(brain.context, event) : null;
+  if (!handled || problem) {
     throw problem?.kind === 'invalid'
       ? new InvalidFeedError(event.type, problem.problem)
       : new IllegalFeedError(event.type, brain.value, problem?.problem);
   }
-  const [next] = transition(loopMachine, snapshot, event);
+  const next = loopMachine.transition(snapshotOf(brain), event, inertScope());
+  snapshots.set(next.context, next);
   return { value: next.value, context: next.context };
 }
 
@@ -44,6 +74,11 @@ export function feedOrFail(brain: BrainState, event: LoopEvent, errorType: strin
   const problem = feedProblem(brain.context, event);
   if (problem?.kind !== 'invalid') return feedBrain(brain, event);
   return feedBrain(brain, { type: 'fail', error: { type: errorType, message: `${event.type}: ${problem.problem}` } });
+}
+
+/** The kind of the next step, without building it. */
+export function stepTypeOf(brain: BrainState, policy: Policy): Step['type'] {
+  return decide(brain.value, brain.context, policy).type;
 }
 
 export function stepOf(brain: BrainState, policy: Policy): Step {
