@@ -136,7 +136,9 @@ export function traceAgent(actor: AgentLike, options: TraceOptions = {}): Trace 
   // Snapshots tell when a model call starts (and when it stops without a reply: cancel, error).
   function onSnapshot(snapshot: ReturnType<AgentLike['getSnapshot']>): void {
     const value = snapshot.value;
-    const next = typeof value === 'string' ? value : Object.values(value)[0] ?? '';
+    // { Running: 'AwaitingModel' } or { Running: { AwaitingTools: 'Executing' } }: the brain's name is the first level.
+    const running = typeof value === 'string' ? value : Object.values(value)[0];
+    const next = typeof running === 'string' ? running : Object.keys(running ?? {})[0] ?? '';
     if (next === phase) return;
     phase = next;
     if (next === 'AwaitingModel') waitingForModel(snapshot.context.brain.context.turnsTaken + 1);

@@ -11,6 +11,7 @@ import {
 } from '../src/agent/brain-state.js';
 import type { AgentConfig } from '../src/agent/config.js';
 import {
+  approvalService,
   compactorService,
   modelService,
   promptParts,
@@ -22,6 +23,14 @@ import {
   type ServiceInput,
 } from '../src/agent/services.js';
 import { interruptedResult } from '../src/agent/interrupt.js';
+import {
+  NO_APPROVALS,
+  decisionFor,
+  deniedResult,
+  recordDecision,
+  type ApprovalEvent,
+} from '../src/agent/approvals.js';
+import { BudgetSchema, PricesSchema, budgetExceeded, costUsd } from '../src/agent/budget.js';
 import { serviceKey as keyOf } from '../src/agent/keys.js';
 import {
   InvalidConfigError,
@@ -67,6 +76,8 @@ export interface AgentOutput {
   /** The committed conversation after the run: what survives, coherent. */
   messages: Message[];
   usage: Usage;
+  /** The run's cost, when the config gives prices. */
+  costUsd?: number;
 }
 
 export interface AgentContext extends DriverView {
@@ -79,9 +90,11 @@ export interface AgentContext extends DriverView {
   runUsage: Usage;
   sessionUsage: Usage;
   /** How the last run ended; its messages are the brain's history (never stored twice). */
-  lastRun: { outcome: Outcome; usage: Usage } | null;
+  lastRun: { outcome: Outcome; usage: Usage; costUsd?: number } | null;
   /** Tokens of the operations' prompt parts counted in the brain's estimate. */
   extrasTokens: number;
+  /** When the current run started (ms since the epoch): the driver's only clock read, for budgets. */
+  runStartedAt: number;
 }
 
 export type AgentEvent =
@@ -92,6 +105,7 @@ export type AgentEvent =
   | { type: 'policy'; policy: PolicyInput }
   /** Continues a run that was in flight when the session was stored (see durable sessions). */
   | { type: 'resume' }
+  | ApprovalEvent
   | ServiceEvent;
 
 export type AgentEmitted =
@@ -102,6 +116,7 @@ export type AgentEmitted =
   | { type: 'compaction.finished'; reason: CompactionOutput['reason']; before: number; after: number; rewritten: boolean }
   | { type: 'prune.finished'; pruned: number; tokensSaved: number; before: number; after: number }
   | { type: 'policy.rejected'; reason: string }
+  | { type: 'approval.requested'; calls: ToolCall[] }
   | { type: 'run.finished'; output: AgentOutput };
 
 /** The last run's output: its outcome and usage, with the conversation as it stands after it. */
@@ -132,12 +147,22 @@ function startRun(context: AgentContext, message: UserMessage, definitions: Serv
   return brain;
 }
 
-/** Results for every pending call: journaled ones as they are, the rest interrupted. */
-function finalizeInterruptedTools(context: AgentContext): BrainState {
+/** Each call's result if it has one yet: finished, pre-answered by the brain, or denied. */
+function batchResults(context: AgentContext): { call: ToolCall; result: ToolMessage | undefined }[] {
   const step = stepOf(context.brain, context.policy);
-  if (step.type !== 'CallTools') return context.brain;
+  if (step.type !== 'CallTools') return [];
   const done = new Map(context.toolJournal.map((result) => [result.toolCallId, result]));
-  const results = step.calls.map(({ call, preAnswered }) => done.get(call.id) ?? preAnswered ?? interruptedResult(call));
+  return step.calls.map(({ call, preAnswered }) => {
+    const decision = decisionFor(context.approvals, call);
+    const denied = decision && !decision.approved ? deniedResult(call, decision) : undefined;
+    return { call, result: done.get(call.id) ?? preAnswered ?? denied };
+  });
+}
+
+/** Feeds the finished batch; calls without a result (a cancelled or sealed run) are interrupted. */
+function feedBatch(context: AgentContext): BrainState {
+  if (context.brain.value !== 'AwaitingTools') return context.brain;
+  const results = batchResults(context).map(({ call, result }) => result ?? interruptedResult(call));
   return feedBrain(context.brain, { type: 'toolResults', messages: results });
 }
 
@@ -173,6 +198,18 @@ export function createAgentMachine(config: AgentConfig) {
   const operations = config.operations ?? [];
   const pruning = config.pruning && PruningSchema.parse(config.pruning);
   const defaultPolicy = checkedPolicy(config.policy, pruning);
+  const budget = config.budget && BudgetSchema.parse(config.budget);
+  const prices = config.prices && PricesSchema.parse(config.prices);
+  if (budget?.maxCostUsd !== undefined && !prices) throw new InvalidConfigError('budget.maxCostUsd needs prices');
+  /** Checked after tool results and before each model call, when the brain is between steps. */
+  const overBudget = (context: AgentContext): string | null =>
+    context.brain.value === 'Start' || context.brain.value === 'AwaitingModel'
+      ? budgetExceeded(budget, prices, {
+          usage: context.runUsage,
+          toolCalls: context.brain.context.totalToolCalls,
+          elapsedMs: Date.now() - context.runStartedAt,
+        })
+      : null;
   // Built once: a tool name contributed twice (config or operations) fails here, loudly.
   const tools = new ToolSet([...(config.tools ?? []), ...operations.flatMap((op) => op.tools ?? [])]);
   const deps: ServiceDeps = {
@@ -208,12 +245,18 @@ export function createAgentMachine(config: AgentConfig) {
     actors: {
       model: modelService(deps),
       tools: toolsService(deps),
+      approvals: approvalService(deps),
       compactor: compactorService(deps),
     },
     guards: {
       promptQueued: ({ context }) => context.queued !== null,
       runInFlight: ({ context }) => runInFlight(context.brain),
       singleRun: ({ context }) => context.once,
+      runOverBudget: ({ context }) => overBudget(context) !== null,
+      approvalsPossible: () => [...tools].some((tool) => tool.needsApproval !== undefined && tool.needsApproval !== false),
+      batchComplete: ({ context }) => batchResults(context).every(({ result }) => result !== undefined),
+      nothingWaiting: ({ context }) =>
+        batchResults(context).every(({ call, result }) => result !== undefined || !context.approvals.waiting.includes(call.id) || decisionFor(context.approvals, call) !== undefined),
       callLLM: stepIs('CallLLM'),
       callTools: stepIs('CallTools'),
       compact: stepIs('Compact'),
@@ -230,9 +273,36 @@ export function createAgentMachine(config: AgentConfig) {
           runIndex: context.runIndex + 1,
           runUsage: NO_USAGE,
           toolJournal: [],
+          approvals: { ...context.approvals, waiting: [], decisions: {} },
+          runStartedAt: Date.now(),
         };
       }),
       takeStep: assign({ brain: ({ context }) => takeStep(context.brain, context.policy) }),
+      sealOverBudget: assign({
+        brain: ({ context }) => feedBrain(context.brain, { type: 'seal', reason: overBudget(context)! }),
+      }),
+      awaitApproval: assign({
+        approvals: ({ context }, waiting: string[]) => ({ ...context.approvals, waiting }),
+      }),
+      emitApprovalRequested: emit(({ context }) => ({
+        type: 'approval.requested' as const,
+        calls: batchResults(context)
+          .filter(({ call, result }) => result === undefined && context.approvals.waiting.includes(call.id) && !decisionFor(context.approvals, call))
+          .map(({ call }) => call),
+      })),
+      recordDecision: assign({
+        approvals: ({ context, event }) => {
+          if (event.type !== 'approve' && event.type !== 'deny') return context.approvals;
+          const step = stepOf(context.brain, context.policy);
+          return step.type === 'CallTools' ? recordDecision(context.approvals, step.calls, event) : context.approvals;
+        },
+      }),
+      journalResults: assign({
+        toolJournal: ({ context }, results: ToolMessage[]) => {
+          const known = new Set(context.toolJournal.map((result) => result.toolCallId));
+          return [...context.toolJournal, ...results.filter((result) => !known.has(result.toolCallId))];
+        },
+      }),
       refreshExtras: assign(({ context }) => {
         const extrasTokens = extrasFor(context);
         const tokens = Math.max(0, context.brain.context.contextTokens - context.extrasTokens + extrasTokens);
@@ -279,12 +349,13 @@ export function createAgentMachine(config: AgentConfig) {
         turn: context.brain.context.turnsTaken,
         reply,
       })),
-      acceptToolResults: assign(({ context }, results: ToolMessage[]) => {
+      acceptToolResults: assign(({ context }) => {
+        const results = batchResults(context).map(({ result }) => result!);
         let brain = feedBrain(context.brain, { type: 'toolResults', messages: results });
         // Refresh the estimate after tool results (seed 000): the last reply's size plus what came back.
         const tokens = context.brain.context.contextTokens + estimateTokens(results);
         brain = feedBrain(brain, { type: 'setContextTokens', tokens });
-        return { brain, toolJournal: [] };
+        return { brain, toolJournal: [], approvals: { ...context.approvals, waiting: [], decisions: {} } };
       }),
       acceptCompaction: assign(({ context }, { before, after, messages }: CompactionOutput) => {
         const contextWindow = context.policy.contextWindow;
@@ -312,15 +383,17 @@ export function createAgentMachine(config: AgentConfig) {
           feedBrain(context.brain, { type: 'fail', error: errorInfo(type, error) }),
       }),
       cancelRun: assign({
-        brain: ({ context }) => feedBrain(finalizeInterruptedTools(context), { type: 'cancel' }),
+        brain: ({ context }) => feedBrain(feedBatch(context), { type: 'cancel' }),
         toolJournal: [],
+        approvals: ({ context }) => ({ ...context.approvals, waiting: [], decisions: {} }),
       }),
       sealRun: assign({
         brain: ({ context, event }) => {
           if (event.type !== 'seal' || context.brain.value === 'Terminal') return context.brain;
-          return feedBrain(finalizeInterruptedTools(context), { type: 'seal', reason: event.reason });
+          return feedBrain(feedBatch(context), { type: 'seal', reason: event.reason });
         },
         toolJournal: [],
+        approvals: ({ context }) => ({ ...context.approvals, waiting: [], decisions: {} }),
       }),
       steerRun: assign({
         brain: ({ context, event }) =>
@@ -349,7 +422,11 @@ export function createAgentMachine(config: AgentConfig) {
       }),
       finishRun: assign(({ context }) => {
         const brain = finishBrain(context.brain);
-        return { brain, lastRun: { outcome: brain.context.outcome!, usage: context.runUsage } };
+        const cost = costUsd(context.runUsage, prices);
+        return {
+          brain,
+          lastRun: { outcome: brain.context.outcome!, usage: context.runUsage, ...(cost !== undefined && { costUsd: cost }) },
+        };
       }),
       emitRunFinished: emit(({ context }) => ({ type: 'run.finished' as const, output: outputOf(context)! })),
     },
@@ -367,6 +444,8 @@ export function createAgentMachine(config: AgentConfig) {
       sessionUsage: NO_USAGE,
       lastRun: null,
       extrasTokens: 0,
+      approvals: NO_APPROVALS,
+      runStartedAt: 0,
     }),
     initial: 'Idle',
     on: {
@@ -386,6 +465,8 @@ export function createAgentMachine(config: AgentConfig) {
           cancel: { target: '.Start', actions: 'cancelRun' },
           seal: { target: '.Start', actions: 'sealRun' },
           steer: { actions: 'steerRun' },
+          approve: { actions: 'recordDecision' },
+          deny: { actions: 'recordDecision' },
           // A user message sent while a run goes is steering: delivered at the next coherent point.
           input: { actions: 'steerRun' },
           'service.textDelta': { actions: 'emitTextDelta' },
@@ -396,6 +477,8 @@ export function createAgentMachine(config: AgentConfig) {
           /** Asks the brain; the policy is re-read here on every step. */
           Start: {
             always: [
+              // Budgets are checked between steps: going past one seals the run (seed 004).
+              { guard: 'runOverBudget', target: 'Start', reenter: true, actions: 'sealOverBudget' },
               // Pruning comes before any decision, so it always runs before summarizing.
               { guard: 'extrasChanged', target: 'Start', reenter: true, actions: 'refreshExtras' },
               { guard: 'shouldPrune', target: 'Start', reenter: true, actions: ['emitPruned', 'prune'] },
@@ -423,14 +506,51 @@ export function createAgentMachine(config: AgentConfig) {
             },
           },
           AwaitingTools: {
-            invoke: {
-              src: 'tools',
-              input: ({ context }): ServiceInput => {
-                const turn = context.brain.context.turnsTaken;
-                return { turn, key: keyOf(context, turn, 'tools') };
+            initial: 'Routing',
+            states: {
+              Routing: {
+                always: [{ guard: 'approvalsPossible', target: 'CheckingApprovals' }, { target: 'Executing' }],
               },
-              onDone: { target: 'Start', actions: { type: 'acceptToolResults', params: ({ event }) => event.output } },
-              onError: { target: 'Start', actions: { type: 'failWith', params: ({ event }) => ({ type: 'ToolError', error: event.error }) } },
+              CheckingApprovals: {
+                invoke: {
+                  src: 'approvals',
+                  input: ({ context }): ServiceInput => {
+                    const turn = context.brain.context.turnsTaken;
+                    return { turn, key: keyOf(context, turn, 'tools') };
+                  },
+                  onDone: { target: 'Executing', actions: { type: 'awaitApproval', params: ({ event }) => event.output } },
+                  onError: {
+                    target: '#agent.Running.Start',
+                    actions: { type: 'failWith', params: ({ event }) => ({ type: 'ToolError', error: event.error }) },
+                  },
+                },
+              },
+              /** Runs every call that may run now; calls waiting for a human wait. */
+              Executing: {
+                invoke: {
+                  src: 'tools',
+                  input: ({ context }): ServiceInput => {
+                    const turn = context.brain.context.turnsTaken;
+                    return { turn, key: keyOf(context, turn, 'tools') };
+                  },
+                  onDone: { target: 'Collecting', actions: { type: 'journalResults', params: ({ event }) => event.output } },
+                  onError: {
+                    target: '#agent.Running.Start',
+                    actions: { type: 'failWith', params: ({ event }) => ({ type: 'ToolError', error: event.error }) },
+                  },
+                },
+              },
+              Collecting: {
+                always: [
+                  { guard: 'batchComplete', target: '#agent.Running.Start', actions: 'acceptToolResults' },
+                  { target: 'AwaitingApproval' },
+                ],
+              },
+              /** The run yields here until every waiting call has a decision (approve / deny events). */
+              AwaitingApproval: {
+                entry: 'emitApprovalRequested',
+                always: { guard: 'nothingWaiting', target: 'Executing' },
+              },
             },
           },
           AwaitingCompaction: {

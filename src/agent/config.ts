@@ -4,6 +4,7 @@ import type { CompactionReason, Message, PolicyInput } from '../schemas.js';
 import type { Tool } from '../tools/define-tool.js';
 import type { Operation } from './operation.js';
 import type { PruningInput } from './pruning.js';
+import type { Budget, Prices } from './budget.js';
 
 export interface CompactionRequest {
   /** The whole conversation (history + pending) to compact. */
@@ -37,4 +38,8 @@ export interface AgentConfig {
    * any summarizing: the line must sit strictly below `compactThreshold`.
    */
   pruning?: PruningInput;
+  /** Limits per run, checked between steps; going past one seals the run with the reason. */
+  budget?: Budget;
+  /** Token prices, for cost accounting and `budget.maxCostUsd`. */
+  prices?: Prices;
 }

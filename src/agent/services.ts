@@ -6,6 +6,7 @@ import type { ToolSet } from '../tools/define-tool.js';
 import { conversationOf, stepOf, type BrainState } from './brain-state.js';
 import type { Compactor } from './config.js';
 import { durabilityOf } from './durability.js';
+import { callsNeedingApproval, decisionFor, isWaiting, type Approvals } from './approvals.js';
 import type { Operation, OperationContext, PreparedRequest } from './operation.js';
 import type { Policy } from '../schemas.js';
 
@@ -21,6 +22,7 @@ export interface DriverView {
   brain: BrainState;
   policy: Policy;
   toolJournal: readonly ToolMessage[];
+  approvals: Approvals;
 }
 
 export interface ServiceInput {
@@ -89,8 +91,9 @@ export function modelService(deps: ServiceDeps) {
 }
 
 /**
- * Runs the pending calls that have no journaled result yet: after a restore, calls that had
- * finished before the process stopped are not run again.
+ * Runs the pending calls that may run now and have no result yet: not journaled (after a
+ * restore, calls that had finished are not run again), not pre-answered, not denied, not
+ * waiting for approval. Returns only the results it produced; the driver assembles the batch.
  */
 export function toolsService(deps: ServiceDeps) {
   return fromPromise<ToolMessage[], ServiceInput>(async ({ input, self, signal }) => {
@@ -100,6 +103,11 @@ export function toolsService(deps: ServiceDeps) {
     const step = stepOf(view.brain, view.policy);
     if (step.type !== 'CallTools') throw new Error(`tools invoked while the brain says ${step.type}`);
     const done = new Map(view.toolJournal.map((result) => [result.toolCallId, result]));
+    const runnable = step.calls.filter(({ call, preAnswered }) => {
+      if (preAnswered || done.has(call.id)) return false;
+      const decision = decisionFor(view.approvals, call);
+      return decision ? decision.approved : !isWaiting(view.approvals, call);
+    });
     const ctx: OperationContext = { sessionId: view.sessionId, turn: input.turn, messages: conversationOf(view.brain) };
     for (const op of deps.operations) op.beforeTools?.(step.calls, ctx);
     // Calls the brain answered itself (unknown tools) still show up in a UI's trace.
@@ -108,8 +116,8 @@ export function toolsService(deps: ServiceDeps) {
       tell(self, signal, { type: 'service.toolStarted', call });
       tell(self, signal, { type: 'service.toolFinished', call, result: preAnswered });
     }
-    const fresh = await runToolCalls(
-      step.calls.filter(({ call }) => !done.has(call.id)),
+    return runToolCalls(
+      runnable,
       deps.tools,
       {
         concurrency: deps.toolConcurrency,
@@ -123,8 +131,17 @@ export function toolsService(deps: ServiceDeps) {
         },
       },
     );
-    const byId = new Map(fresh.map((result) => [result.toolCallId, result]));
-    return step.calls.map(({ call }) => done.get(call.id) ?? byId.get(call.id)!);
+  });
+}
+
+/** Which calls of the batch wait for a human: asks each tool's `needsApproval` (may be async). */
+export function approvalService(deps: ServiceDeps) {
+  return fromPromise<string[], ServiceInput>(async ({ self }) => {
+    const view = driverView(self);
+    const step = stepOf(view.brain, view.policy);
+    if (step.type !== 'CallTools') return [];
+    const finished = new Set(view.toolJournal.map((result) => result.toolCallId));
+    return callsNeedingApproval(step.calls, deps.tools, view.approvals, view.sessionId, finished);
   });
 }
 

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import type { AgentContext } from '../../machines/agent.machine.js';
+import { ApprovalsSchema } from '../agent/approvals.js';
 import type { BrainState } from '../agent/brain-state.js';
 import { LoopchartError } from '../errors.js';
 import { restoreLoopSnapshot } from '../loop-snapshot.js';
@@ -34,7 +35,9 @@ export const SessionRowSchema = z.object({
   runUsage: UsageSchema,
   sessionUsage: UsageSchema,
   extrasTokens: count,
-  lastRun: z.object({ outcome: OutcomeSchema, usage: UsageSchema }).nullable(),
+  lastRun: z.object({ outcome: OutcomeSchema, usage: UsageSchema, costUsd: z.number().optional() }).nullable(),
+  approvals: ApprovalsSchema,
+  runStartedAt: count,
 });
 export type SessionRow = z.infer<typeof SessionRowSchema>;
 
@@ -58,6 +61,8 @@ export function encodeRow(context: AgentContext): SessionRow {
     sessionUsage: context.sessionUsage,
     extrasTokens: context.extrasTokens,
     lastRun: context.lastRun,
+    approvals: context.approvals,
+    runStartedAt: context.runStartedAt,
   };
 }
 
@@ -108,5 +113,7 @@ export function decodeRow(
     sessionUsage: row.sessionUsage,
     lastRun: row.lastRun,
     extrasTokens: row.extrasTokens,
+    approvals: row.approvals,
+    runStartedAt: row.runStartedAt,
   };
 }

@@ -30,6 +30,16 @@ export interface ToolSpec<S extends z.ZodType, O = unknown> extends ToolMeta {
    * out) becomes an error result the model can read; the loop goes on.
    */
   execute(args: z.output<S>, ctx: ToolContext): O;
+  /**
+   * Whether a call must wait for a human's approval before it runs (seed 003: an approval
+   * step yields until the decision is saved). A function sees the validated arguments.
+   */
+  needsApproval?: boolean | ((args: z.output<S>, ctx: ApprovalContext) => boolean | Promise<boolean>);
+}
+
+export interface ApprovalContext {
+  readonly toolCallId: string;
+  readonly sessionId: string;
 }
 
 /**
@@ -49,6 +59,7 @@ export function defineTool<S extends z.ZodType, O>(spec: ToolSpec<S, O>): Tool<S
     input: spec.input,
     execute: spec.execute,
     timeoutMs: spec.timeoutMs,
+    needsApproval: spec.needsApproval,
     // Built once here so a schema mistake fails at definition time, not at the first model call.
     definition: Object.freeze({
       name: spec.name,

@@ -100,7 +100,7 @@ describe('inspection', () => {
 
     expect(dedupe(rootStateValues(events, actor.sessionId))).toEqual([
       { Running: 'AwaitingModel' },
-      { Running: 'AwaitingTools' },
+      { Running: { AwaitingTools: 'Executing' } },
       { Running: 'AwaitingModel' },
       'Done',
     ]);

@@ -1,0 +1,82 @@
+import { z } from 'zod';
+import type { PendingToolCall, ToolCall, ToolMessage } from '../schemas.js';
+import type { ToolSet } from '../tools/define-tool.js';
+
+/**
+ * Human approval of tool calls (seed 003: an approval step yields while a request awaits a
+ * decision and lets it run once the decision is saved). Decisions live in the driver's context,
+ * so they are persisted with it: a decision is never asked for twice, not after a restore.
+ */
+export const DecisionSchema = z.object({ approved: z.boolean(), reason: z.string().optional() });
+export type Decision = z.infer<typeof DecisionSchema>;
+
+export const ApprovalsSchema = z.object({
+  /** Calls of the current batch that wait for a decision. */
+  waiting: z.array(z.string()),
+  /** Decisions for calls of the current batch, by tool call id. */
+  decisions: z.record(z.string(), DecisionSchema),
+  /** "Always for this session": a standing decision per tool name. */
+  standing: z.record(z.string(), z.enum(['approve', 'deny'])),
+});
+export type Approvals = z.infer<typeof ApprovalsSchema>;
+
+export const NO_APPROVALS: Approvals = { waiting: [], decisions: {}, standing: {} };
+
+export type ApprovalEvent =
+  | { type: 'approve'; toolCallId: string; always?: boolean; reason?: string }
+  | { type: 'deny'; toolCallId: string; always?: boolean; reason?: string };
+
+/** The decision that applies to a call: its own, else the session's standing one for its tool. */
+export function decisionFor(approvals: Approvals, call: ToolCall): Decision | undefined {
+  const own = approvals.decisions[call.id];
+  if (own) return own;
+  const standing = approvals.standing[call.name];
+  return standing && { approved: standing === 'approve', reason: 'standing decision for this session' };
+}
+
+export const isWaiting = (approvals: Approvals, call: ToolCall): boolean =>
+  approvals.waiting.includes(call.id) && decisionFor(approvals, call) === undefined;
+
+export const deniedResult = (call: ToolCall, decision: Decision): ToolMessage => ({
+  role: 'tool',
+  toolCallId: call.id,
+  toolName: call.name,
+  content: `denied: ${decision.reason ?? 'the user did not approve this tool call'}`,
+  isError: true,
+});
+
+/** Records a decision once: a second decision for the same call, or for a call not in the batch, changes nothing. */
+export function recordDecision(approvals: Approvals, calls: readonly PendingToolCall[], event: ApprovalEvent): Approvals {
+  const call = calls.find((pending) => pending.call.id === event.toolCallId)?.call;
+  if (!call || approvals.decisions[call.id]) return approvals;
+  const decision: Decision = { approved: event.type === 'approve', ...(event.reason !== undefined && { reason: event.reason }) };
+  return {
+    ...approvals,
+    decisions: { ...approvals.decisions, [call.id]: decision },
+    standing: event.always ? { ...approvals.standing, [call.name]: event.type === 'approve' ? 'approve' : 'deny' } : approvals.standing,
+  };
+}
+
+/** Which undecided calls of a batch need approval, asking each tool's `needsApproval`. */
+export async function callsNeedingApproval(
+  calls: readonly PendingToolCall[],
+  tools: ToolSet,
+  approvals: Approvals,
+  sessionId: string,
+  finished: ReadonlySet<string>,
+): Promise<string[]> {
+  const waiting: string[] = [];
+  for (const { call, preAnswered } of calls) {
+    if (preAnswered || finished.has(call.id) || decisionFor(approvals, call)) continue;
+    const rule = tools.get(call.name)?.needsApproval;
+    if (rule === undefined || rule === false) continue;
+    if (rule === true) {
+      waiting.push(call.id);
+      continue;
+    }
+    // Arguments the tool would reject never run, so they need no approval: the runner reports them.
+    const args = tools.get(call.name)!.input.safeParse(call.args);
+    if (args.success && (await rule(args.data, { toolCallId: call.id, sessionId }))) waiting.push(call.id);
+  }
+  return waiting;
+}
