@@ -40,7 +40,6 @@ import {
   type Pruning,
 } from '../src/agent/pruning.js';
 import type { ModelReply, Usage } from '../src/model.js';
-import { withRetry } from '../src/models/retry.js';
 import {
   PolicySchema,
   type Message,
@@ -110,6 +109,8 @@ export type AgentEvent =
 
 export type AgentEmitted =
   | { type: 'text.delta'; turn: number; delta: string }
+  /** A model call failed and is tried again: text streamed for this turn so far is void. */
+  | { type: 'model.retry'; turn: number; retry: number; delayMs: number; error: unknown }
   | { type: 'tool.started'; call: ToolCall }
   | { type: 'tool.finished'; call: ToolCall; result: ToolMessage }
   | { type: 'turn.finished'; turn: number; reply: ModelReply }
@@ -213,7 +214,8 @@ export function createAgentMachine(config: AgentConfig) {
   // Built once: a tool name contributed twice (config or operations) fails here, loudly.
   const tools = new ToolSet([...(config.tools ?? []), ...operations.flatMap((op) => op.tools ?? [])]);
   const deps: ServiceDeps = {
-    model: config.retry === false ? config.model : withRetry(config.model, config.retry),
+    model: config.model,
+    retry: config.retry ?? {},
     tools,
     operations,
     compactor: config.compactor,
@@ -412,6 +414,11 @@ export function createAgentMachine(config: AgentConfig) {
         if (event.type !== 'service.textDelta') throw new Error('unreachable');
         return { type: 'text.delta' as const, turn: event.turn, delta: event.delta };
       }),
+      emitRetry: emit(({ event }) => {
+        if (event.type !== 'service.retry') throw new Error('unreachable');
+        const { turn, retry, delayMs, error } = event;
+        return { type: 'model.retry' as const, turn, retry, delayMs, error };
+      }),
       emitToolStarted: emit(({ event }) => {
         if (event.type !== 'service.toolStarted') throw new Error('unreachable');
         return { type: 'tool.started' as const, call: event.call };
@@ -470,6 +477,7 @@ export function createAgentMachine(config: AgentConfig) {
           // A user message sent while a run goes is steering: delivered at the next coherent point.
           input: { actions: 'steerRun' },
           'service.textDelta': { actions: 'emitTextDelta' },
+          'service.retry': { actions: 'emitRetry' },
           'service.toolStarted': { actions: 'emitToolStarted' },
           'service.toolFinished': { actions: ['journalToolResult', 'emitToolFinished'] },
         },

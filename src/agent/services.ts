@@ -2,6 +2,7 @@ import { fromPromise, type AnyActorRef } from 'xstate';
 import type { Model, ModelReply } from '../model.js';
 import type { CompactionReason, Message, ToolMessage } from '../schemas.js';
 import { runToolCalls } from '../tools/run-tools.js';
+import { withRetry, type RetryOptions } from '../models/retry.js';
 import type { ToolSet } from '../tools/define-tool.js';
 import { conversationOf, stepOf, type BrainState } from './brain-state.js';
 import type { Compactor } from './config.js';
@@ -34,6 +35,7 @@ export interface ServiceInput {
 /** Events services send to the driver while they work. */
 export type ServiceEvent =
   | { type: 'service.textDelta'; turn: number; delta: string }
+  | { type: 'service.retry'; turn: number; retry: number; delayMs: number; error: unknown }
   | { type: 'service.toolStarted'; call: import('../schemas.js').ToolCall }
   | { type: 'service.toolFinished'; call: import('../schemas.js').ToolCall; result: ToolMessage };
 
@@ -52,6 +54,8 @@ const tell = (self: AnyActorRef, signal: AbortSignal, event: ServiceEvent) => {
 
 export interface ServiceDeps {
   model: Model;
+  /** Retry policy for model calls; false turns retries off. */
+  retry: RetryOptions | false;
   tools: ToolSet;
   operations: readonly Operation[];
   compactor: Compactor | undefined;
@@ -79,7 +83,19 @@ export function modelService(deps: ServiceDeps) {
     const view = driverView(self);
     const ctx: OperationContext = { sessionId: view.sessionId, turn: input.turn, messages: conversationOf(view.brain) };
     const request = prepareRequest(deps, ctx);
-    const reply = await deps.model.generate({
+    // Wrapped per call so the driver hears of each retry: a UI must drop the text streamed so far.
+    const retry = deps.retry;
+    const model =
+      retry === false
+        ? deps.model
+        : withRetry(deps.model, {
+            ...retry,
+            onRetry: (attempt) => {
+              tell(self, signal, { type: 'service.retry', turn: input.turn, ...attempt });
+              retry.onRetry?.(attempt);
+            },
+          });
+    const reply = await model.generate({
       ...request,
       signal,
       idempotencyKey: input.key,
@@ -145,6 +161,8 @@ export function approvalService(deps: ServiceDeps) {
   });
 }
 
+const retrying = (deps: ServiceDeps): Model => (deps.retry === false ? deps.model : withRetry(deps.model, deps.retry));
+
 export interface CompactionOutput {
   reason: CompactionReason;
   before: number;
@@ -160,7 +178,7 @@ export function compactorService(deps: ServiceDeps) {
     const before = view.brain.context.contextTokens;
     const messages = conversationOf(view.brain);
     const result = deps.compactor
-      ? await deps.compactor({ messages, reason: input.reason, tokensBefore: before, model: deps.model, signal })
+      ? await deps.compactor({ messages, reason: input.reason, tokensBefore: before, model: retrying(deps), signal })
       : null;
     return result ? { reason: input.reason, before, after: result.tokensAfter, messages: result.messages } : { reason: input.reason, before, after: before };
   });
