@@ -1,9 +1,14 @@
 /**
- * `npm start`: an agent answers a question about the files of a folder, offline, with the real
- * list_dir / read_file / calculator tools on the scripted model, and prints a live trace.
+ * `npm start`: an agent answers a question about the files of a folder with the real
+ * list_dir / read_file / calculator tools, and prints a live trace. Offline (the scripted model)
+ * unless the environment names a real model.
  *
  *   npm start                                   # the fixture folder examples/fixtures
  *   npm start -- src/tools "What is in here?"   # any folder; the rest of the line is the question
+ *   OPENAI_BASE_URL=http://localhost:11434/v1 LOOPCHART_MODEL=qwen3 npm start   # a real model
+ *
+ * A real model is used when OPENAI_BASE_URL is set (with OPENAI_API_KEY and LOOPCHART_MODEL,
+ * default gpt-4o-mini); see `chooseModel` in folder-agent.ts.
  *
  * Exits 0 when the run is Completed, 130 when cancelled (Ctrl+C), 1 otherwise.
  */

@@ -2,15 +2,17 @@
  * The demo's agent, shared by `demo.ts` and `inspect.ts`: it answers a question about the files
  * of a folder with the real `list_dir`, `read_file` and `calculator` tools.
  *
- * Offline it runs on the scripted model, whose replies are functions of the conversation: it
- * lists the folder, reads up to three of its files, adds their line counts with the calculator
- * and answers with text built from what the tools actually returned. Point it at another folder
- * and the answer changes with the files.
+ * With OPENAI_BASE_URL set it runs on that endpoint (see `chooseModel`). Otherwise it runs offline
+ * on the scripted model, whose replies are functions of the conversation: it lists the folder,
+ * reads up to three of its files, adds their line counts with the calculator and answers with text
+ * built from what the tools actually returned. Point it at another folder and the answer changes
+ * with the files.
  */
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import {
   createAgentMachine,
+  openAICompatibleModel,
   scriptedModel,
   type AgentInput,
   type AssistantMessage,
@@ -37,14 +39,36 @@ const SYSTEM_PROMPT =
 const THINKING_MS = 500;
 const STREAMING_MS = 300;
 
+/** The model name asked for when `OPENAI_BASE_URL` is set and `LOOPCHART_MODEL` is not. */
+export const DEFAULT_REAL_MODEL = 'gpt-4o-mini';
+
 /**
- * The model the demo runs on. Today it is always the offline scripted model. This is the one place
- * to plug in a real model later (when `LOOPCHART_MODEL` / `OPENAI_BASE_URL` are set); nothing
- * else in the demo depends on which model answers.
+ * The model the demo runs on: a real one when the environment names an endpoint, else the offline
+ * scripted model. Nothing else in the demo depends on which model answers.
+ *
+ *   OPENAI_BASE_URL   any Chat Completions endpoint: https://api.openai.com/v1, Ollama's
+ *                     http://localhost:11434/v1, vLLM, LM Studio, OpenRouter...
+ *   OPENAI_API_KEY    sent as a bearer token (optional: local servers usually need none)
+ *   LOOPCHART_MODEL   the model name (default gpt-4o-mini)
+ *
+ * A key or a model name without a base URL does not switch on a real model (a key left in the
+ * environment must not make the offline demo spend money): the demo says so and stays scripted.
  */
-export function chooseModel(folderLabel: string): Model {
-  if (process.env.LOOPCHART_MODEL || process.env.OPENAI_BASE_URL) {
-    process.stderr.write('note: LOOPCHART_MODEL / OPENAI_BASE_URL are set, but the demo is not wired to real models yet: using the scripted model\n');
+export function chooseModel(folderLabel: string, env: NodeJS.ProcessEnv = process.env): Model {
+  const baseURL = env.OPENAI_BASE_URL?.trim();
+  if (baseURL) {
+    const apiKey = env.OPENAI_API_KEY?.trim();
+    return openAICompatibleModel({
+      baseURL,
+      model: env.LOOPCHART_MODEL?.trim() || DEFAULT_REAL_MODEL,
+      ...(apiKey ? { apiKey } : {}),
+    });
+  }
+  if (env.LOOPCHART_MODEL?.trim() || env.OPENAI_API_KEY?.trim()) {
+    process.stderr.write(
+      'note: LOOPCHART_MODEL / OPENAI_API_KEY are set but OPENAI_BASE_URL is not: using the scripted model ' +
+        '(set OPENAI_BASE_URL, e.g. https://api.openai.com/v1, to use a real model)\n',
+    );
   }
   const model = scriptedModel(folderAnalystScript(folderLabel), { name: 'scripted-folder-analyst', delayMs: STREAMING_MS });
   return withThinkingTime(model, THINKING_MS);

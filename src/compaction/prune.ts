@@ -21,8 +21,10 @@ export const prunedMarker = (tokens: number) => `${MARKER_PREFIX}${tokens} token
 
 /**
  * Replaces the contents of old tool results outside a protected recent tail with a short
- * marker. Message count, roles and tool-call ids stay as they were, so no tool call is ever
- * separated from its result and the brain can adopt the result with `adoptPruned`.
+ * marker. The tail is the shortest suffix holding `protectTokens` tokens, and always includes
+ * the results that follow the last assistant message (the model has not seen them yet).
+ * Message count, roles and tool-call ids stay as they were, so no tool call is ever separated
+ * from its result and the brain can adopt the result with `adoptPruned`.
  * Pure; returns `pruned: 0` (and the same array) when there is nothing to prune.
  */
 export function pruneToolResults(messages: readonly Message[], options: PruneOptions): PruneResult {
@@ -32,6 +34,9 @@ export function pruneToolResults(messages: readonly Message[], options: PruneOpt
     boundary -= 1;
     tail += estimateMessageTokens(messages[boundary]!);
   }
+  // Results after the model's last message are ones it has not read yet: never old, whatever
+  // their size (a parallel call's large last result must not cost its siblings their content).
+  boundary = Math.min(boundary, lastAssistant(messages) + 1);
   let out: Message[] | undefined;
   let pruned = 0;
   let tokensSaved = 0;
@@ -48,4 +53,9 @@ export function pruneToolResults(messages: readonly Message[], options: PruneOpt
     tokensSaved += saved;
   }
   return { messages: out ?? (messages as Message[]), pruned, tokensSaved };
+}
+
+function lastAssistant(messages: readonly Message[]): number {
+  for (let i = messages.length - 1; i >= 0; i--) if (messages[i]!.role === 'assistant') return i;
+  return -1;
 }

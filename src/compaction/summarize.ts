@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { coherentCut } from '../conversation.js';
 import type { Model } from '../model.js';
 import type { Message } from '../schemas.js';
@@ -27,29 +28,50 @@ const DEFAULT_INSTRUCTIONS =
 export function summarizingCompactor(options: SummarizingCompactorOptions = {}): Compactor {
   const keepTokens = options.keepTokens ?? 2_000;
   return async ({ messages, model, signal }) => {
-    const head = leadingContext(messages);
-    const cut = tailStart(messages, head, keepTokens);
-    if (cut <= head) return null;
+    const frame = leadingSystems(messages);
+    const cut = tailStart(messages, frame, keepTokens);
+    // The task: kept verbatim when it would otherwise be summarized away, even when an assistant
+    // greeting comes before it. Beyond the cut it is part of the tail anyway.
+    const task = firstUser(messages, frame);
+    const keepTask = task !== -1 && task < cut;
+    const summarized = messages.slice(frame, cut).filter((_, i) => !keepTask || frame + i !== task);
+    if (summarized.length === 0) return null;
+    const text = transcript(summarized);
+    const instructions = options.instructions ?? DEFAULT_INSTRUCTIONS;
     const reply = await (options.model ?? model).generate({
       messages: [
-        { role: 'system', content: options.instructions ?? DEFAULT_INSTRUCTIONS },
-        { role: 'user', content: transcript(messages.slice(head, cut)) },
+        { role: 'system', content: instructions },
+        { role: 'user', content: text },
       ],
       tools: [],
       signal,
-      idempotencyKey: `summary:${cut}:${messages.length}`,
+      // Stable across retries and a restore that repeats the pass (same conversation, same key),
+      // and different for every other conversation: a key built from positions alone repeats
+      // when a later pass sees a conversation of the same shape, and an idempotent provider
+      // would then answer with the earlier summary.
+      idempotencyKey: `summary:${digest(instructions, text)}`,
     });
     const summary: Message = { role: 'assistant', content: `Summary of the earlier conversation:\n${reply.message.content}` };
-    const compacted = [...messages.slice(0, head), summary, ...messages.slice(cut)];
+    const compacted = [
+      ...messages.slice(0, frame),
+      ...(keepTask ? [messages[task]!] : []),
+      summary,
+      ...messages.slice(cut),
+    ];
     return { messages: compacted, tokensAfter: estimateTokens(compacted) };
   };
 }
 
-/** System messages at the start and the first user message: the frame the summary must not lose. */
-function leadingContext(messages: readonly Message[]): number {
+/** How many system messages open the conversation: the frame the summary must not lose. */
+function leadingSystems(messages: readonly Message[]): number {
   let i = 0;
   while (i < messages.length && messages[i]!.role === 'system') i++;
-  return i < messages.length && messages[i]!.role === 'user' ? i + 1 : i;
+  return i;
+}
+
+function firstUser(messages: readonly Message[], from: number): number {
+  for (let i = from; i < messages.length; i++) if (messages[i]!.role === 'user') return i;
+  return -1;
 }
 
 /** Where the verbatim tail starts: about `keepTokens` from the end, snapped to a coherent cut. */
@@ -60,8 +82,13 @@ function tailStart(messages: readonly Message[], head: number, keepTokens: numbe
     start -= 1;
     kept += estimateMessageTokens(messages[start]!);
   }
-  // The summary replaces [head, cut); cutting coherently keeps every tool call with its result.
-  return coherentCut(messages, start);
+  // The summary replaces [head, cut); cutting coherently keeps every tool call with its result,
+  // so a tool-call group straddling `start` moves into the tail whole.
+  return Math.max(head, coherentCut(messages, start));
+}
+
+function digest(instructions: string, text: string): string {
+  return createHash('sha256').update(instructions).update('\0').update(text).digest('hex').slice(0, 32);
 }
 
 function transcript(messages: readonly Message[]): string {
@@ -69,7 +96,7 @@ function transcript(messages: readonly Message[]): string {
     .map((m) => {
       if (m.role === 'tool') return `[tool ${m.toolName} result${m.isError ? ' (error)' : ''}]: ${m.content}`;
       if (m.role === 'assistant' && m.toolCalls?.length) {
-        const calls = m.toolCalls.map((c) => `${c.name}(${JSON.stringify(c.args)})`).join(', ');
+        const calls = m.toolCalls.map((c) => `${c.name}(${c.args === undefined ? '' : JSON.stringify(c.args)})`).join(', ');
         return `assistant: ${m.content}${m.content ? ' ' : ''}[called ${calls}]`;
       }
       return `${m.role}: ${m.content}`;
