@@ -262,7 +262,7 @@ export function createAgentMachine(config: AgentConfig) {
       callLLM: stepIs('CallLLM'),
       callTools: stepIs('CallTools'),
       compact: stepIs('Compact'),
-      shouldPrune: ({ context }) => pendingPrune(context.brain, context.policy, pruning) !== null,
+      shouldPrune: ({ context }) => pendingPrune(context.brain, context.policy, pruning, config.pruner) !== null,
       extrasChanged: ({ context }) => extrasFor(context) !== context.extrasTokens,
       policyAcceptable: ({ context, event }) => event.type === 'policy' && policyProblem(context, event.policy) === null,
     },
@@ -311,13 +311,13 @@ export function createAgentMachine(config: AgentConfig) {
         return { brain: feedBrain(context.brain, { type: 'setContextTokens', tokens }), extrasTokens };
       }),
       prune: assign(({ context }) => {
-        const { messages, tokensSaved } = pendingPrune(context.brain, context.policy, pruning)!;
+        const { messages, tokensSaved } = pendingPrune(context.brain, context.policy, pruning, config.pruner)!;
         const brain = feedBrain(context.brain, { type: 'adoptPruned', messages });
         const tokens = Math.max(0, context.brain.context.contextTokens - tokensSaved);
         return { brain: feedBrain(brain, { type: 'setContextTokens', tokens }) };
       }),
       emitPruned: emit(({ context }) => {
-        const { pruned, tokensSaved } = pendingPrune(context.brain, context.policy, pruning)!;
+        const { pruned, tokensSaved } = pendingPrune(context.brain, context.policy, pruning, config.pruner)!;
         const before = context.brain.context.contextTokens;
         return { type: 'prune.finished' as const, pruned, tokensSaved, before, after: Math.max(0, before - tokensSaved) };
       }),

@@ -1,4 +1,5 @@
-import type { Model } from '../model.js';
+import type { PruneOptions, PruneResult } from '../compaction/prune.js';
+import type { Model, ToolDefinition } from '../model.js';
 import type { RetryOptions } from '../models/retry.js';
 import type { CompactionReason, Message, PolicyInput } from '../schemas.js';
 import type { Tool } from '../tools/define-tool.js';
@@ -10,12 +11,22 @@ export interface CompactionRequest {
   /** The whole conversation (history + pending) to compact. */
   messages: readonly Message[];
   reason: CompactionReason;
+  /** The brain's estimate of the next request, tool definitions and prompt parts included. */
   tokensBefore: number;
+  /** The window the compacted conversation must fit, for a compactor that sizes its own requests. */
+  contextWindow: number;
+  /** The tools the agent advertises (the driver counts them into the estimate itself). */
+  tools: readonly ToolDefinition[];
+  /** Stable across a restore that repeats this compaction: pass it on to the summary call. */
+  idempotencyKey: string;
   model: Model;
   signal: AbortSignal;
 }
 
-/** A compacted conversation and its size, or null when the compactor changed nothing. */
+/**
+ * A compacted conversation and the estimate of its messages alone (`estimateTokens(messages)`;
+ * the driver adds the tool definitions), or null when the compactor changed nothing.
+ */
 export type CompactionResult = { messages: Message[]; tokensAfter: number } | null;
 
 /** Rewrites a conversation that fills the window. Plain function: replace it freely. */
@@ -38,6 +49,8 @@ export interface AgentConfig {
    * any summarizing: the line must sit strictly below `compactThreshold`.
    */
   pruning?: PruningInput;
+  /** The pruning pass itself; default `pruneToolResults`. Must keep count, roles and tool-call ids. */
+  pruner?: (messages: readonly Message[], options: PruneOptions) => PruneResult;
   /** Limits per run, checked between steps; going past one seals the run with the reason. */
   budget?: Budget;
   /** Token prices, for cost accounting and `budget.maxCostUsd`. */

@@ -1,7 +1,7 @@
 import { z } from 'zod';
-import { pruneToolResults, type PruneResult } from '../compaction/prune.js';
+import { pruneToolResults, type PruneOptions, type PruneResult } from '../compaction/prune.js';
 import { LoopchartError } from '../errors.js';
-import type { Policy } from '../schemas.js';
+import type { Message, Policy } from '../schemas.js';
 import { conversationOf, type BrainState } from './brain-state.js';
 
 export const PruningSchema = z.object({
@@ -30,12 +30,17 @@ export function pruneLineProblem(pruning: Pruning | undefined, policy: Policy): 
 const cache = new WeakMap<object, PruneResult | null>();
 
 /** The prune the driver would apply now, or null when the estimate is under the line or nothing is prunable. */
-export function pendingPrune(brain: BrainState, policy: Policy, pruning: Pruning | undefined): PruneResult | null {
+export function pendingPrune(
+  brain: BrainState,
+  policy: Policy,
+  pruning: Pruning | undefined,
+  pruner: (messages: readonly Message[], options: PruneOptions) => PruneResult = pruneToolResults,
+): PruneResult | null {
   if (!pruning || policy.contextWindow === 0) return null;
   if (brain.value !== 'Start' && brain.value !== 'AwaitingModel') return null;
   if (brain.context.contextTokens * 100 <= policy.contextWindow * pruning.threshold) return null;
   if (cache.has(brain.context)) return cache.get(brain.context)!;
-  const result = pruneToolResults(conversationOf(brain), { protectTokens: pruning.protectTokens });
+  const result = pruner(conversationOf(brain), { protectTokens: pruning.protectTokens });
   const useful = result.pruned > 0 ? result : null;
   cache.set(brain.context, useful);
   return useful;

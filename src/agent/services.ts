@@ -3,6 +3,7 @@ import type { Model, ModelReply } from '../model.js';
 import type { CompactionReason, Message, ToolMessage } from '../schemas.js';
 import { runToolCalls } from '../tools/run-tools.js';
 import { withRetry, type RetryOptions } from '../models/retry.js';
+import { estimateToolTokens } from '../tokens.js';
 import type { ToolSet } from '../tools/define-tool.js';
 import { conversationOf, stepOf, type BrainState } from './brain-state.js';
 import type { Compactor } from './config.js';
@@ -178,8 +179,20 @@ export function compactorService(deps: ServiceDeps) {
     const before = view.brain.context.contextTokens;
     const messages = conversationOf(view.brain);
     const result = deps.compactor
-      ? await deps.compactor({ messages, reason: input.reason, tokensBefore: before, model: retrying(deps), signal })
+      ? await deps.compactor({
+          messages,
+          reason: input.reason,
+          tokensBefore: before,
+          contextWindow: view.policy.contextWindow,
+          tools: deps.tools.definitions,
+          idempotencyKey: input.key,
+          model: retrying(deps),
+          signal,
+        })
       : null;
-    return result ? { reason: input.reason, before, after: result.tokensAfter, messages: result.messages } : { reason: input.reason, before, after: before };
+    if (!result) return { reason: input.reason, before, after: before };
+    // Same measure as every other estimate the brain reads: the request, tool definitions included.
+    const after = result.tokensAfter + estimateToolTokens(deps.tools.definitions);
+    return { reason: input.reason, before, after, messages: result.messages };
   });
 }

@@ -48,7 +48,16 @@ function conversation(): Message[] {
 }
 
 function request(messages: readonly Message[], model: Model, signal = new AbortController().signal): CompactionRequest {
-  return { messages, model, signal, reason: 'ThresholdExceeded', tokensBefore: estimateTokens(messages) };
+  return {
+    messages,
+    model,
+    signal,
+    reason: 'ThresholdExceeded',
+    tokensBefore: estimateTokens(messages),
+    contextWindow: 8_000,
+    tools: [],
+    idempotencyKey: 'session:run-1:turn-3:compaction',
+  };
 }
 
 /** keepTokens that makes the backwards walk stop exactly at `index` (the tail's first message before snapping). */

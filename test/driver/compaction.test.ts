@@ -6,7 +6,7 @@ import type { CompactionRequest, CompactionResult, Compactor } from '../../src/a
 import type { Model } from '../../src/model.js';
 import { scriptedModel, type ScriptEntry } from '../../src/models/scripted.js';
 import type { AssistantMessage, Message, ToolMessage } from '../../src/schemas.js';
-import { estimateTokens } from '../../src/tokens.js';
+import { estimateTokens, estimateToolTokens } from '../../src/tokens.js';
 import {
   echoTool,
   providerValid,
@@ -82,7 +82,8 @@ describe('threshold compaction', () => {
     ]);
     expect(seen[0]!.signal.aborted).toBe(false);
     expect(events.filter((e) => e.type === 'compaction.finished')).toEqual([
-      { type: 'compaction.finished', reason: 'ThresholdExceeded', before, after: 300, rewritten: true },
+      // The compactor measures its messages; the driver adds the tool definitions, as in every estimate.
+      { type: 'compaction.finished', reason: 'ThresholdExceeded', before, after: 300 + estimateToolTokens([echoTool.definition]), rewritten: true },
     ]);
     const compacted = [user('fill'), a1, echoResult('call_1_0', '[pruned]')];
     expect(model.seen[1]!.messages).toEqual(compacted);
@@ -140,7 +141,7 @@ describe('emergency compaction', () => {
     const before = afterResults(950);
     expect(seen.map((s) => [s.reason, s.tokensBefore, s.messages])).toEqual([['Emergency', before, [user('fill'), a1, r1]]]);
     expect(events.filter((e) => e.type === 'compaction.finished')).toEqual([
-      { type: 'compaction.finished', reason: 'Emergency', before, after: 200, rewritten: true },
+      { type: 'compaction.finished', reason: 'Emergency', before, after: 200 + estimateToolTokens([echoTool.definition]), rewritten: true },
     ]);
     expect(output.outcome).toEqual({ type: 'Completed', finalText: 'done' });
     expect(output.messages).toEqual([user('fill'), a1, echoResult('call_1_0', '[pruned]'), { role: 'assistant', content: 'done' }]);
