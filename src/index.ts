@@ -40,3 +40,8 @@ export * from './stores/index.js';
 export { pruneToolResults, prunedMarker, type PruneOptions, type PruneResult } from './compaction/prune.js';
 export { summarizingCompactor, type SummarizingCompactorOptions } from './compaction/summarize.js';
 export { InvalidConfigError, type PruningInput } from './agent/pruning.js';
+export { DurableSession, type OpenSessionOptions } from './sessions/durable-session.js';
+export { SessionRowError, SESSION_ROW_VERSION } from './sessions/session-row.js';
+export type { Approvals, ApprovalEvent } from './agent/approvals.js';
+export type { Budget, Prices } from './agent/budget.js';
+export { outputOf } from '../machines/agent.machine.js';
