@@ -21,12 +21,18 @@ export function logEffect(before: WrittenLog, after: WrittenLog): LogEffect {
     after.history === before.history
       ? before.history.length + sharedPrefix(before.pending, after.pending)
       : sharedPrefixOfLogs(before, after);
-  const append = [...after.history, ...after.pending].slice(common);
+  const append = tail(after, common);
   if (common === 0 && oldLength > 0) return { replaceLog: append };
   return {
     ...(common < oldLength && { truncateTo: common }),
     ...(append.length > 0 && { append }),
   };
+}
+
+/** The log from position `from` on, without copying the part before it. */
+function tail(log: WrittenLog, from: number): Message[] {
+  const { history, pending } = log;
+  return from >= history.length ? pending.slice(from - history.length) : history.slice(from).concat(pending);
 }
 
 function sharedPrefix(a: readonly Message[], b: readonly Message[]): number {
