@@ -125,8 +125,11 @@ export function toolsService(deps: ServiceDeps) {
       const decision = decisionFor(view.approvals, call);
       return decision ? decision.approved : !isWaiting(view.approvals, call);
     });
-    const ctx: OperationContext = { sessionId: view.sessionId, turn: input.turn, messages: conversationOf(view.brain) };
-    for (const op of deps.operations) op.beforeTools?.(step.calls, ctx);
+    const hooks = deps.operations.filter((op) => op.beforeTools);
+    if (hooks.length) {
+      const ctx: OperationContext = { sessionId: view.sessionId, turn: input.turn, messages: conversationOf(view.brain) };
+      for (const op of hooks) op.beforeTools!(step.calls, ctx);
+    }
     // Calls the brain answered itself (unknown tools) still show up in a UI's trace.
     for (const { call, preAnswered } of step.calls) {
       if (!preAnswered || done.has(call.id)) continue;
