@@ -24,7 +24,8 @@ import {
   type ToolMessage,
 } from '../src/index.js';
 import { sleep } from '../src/models/sleep.js';
-import { calculatorTool, DirListingSchema, listDirTool, readFileTool, type DirEntry } from '../src/tools/builtin.js';
+import { calculatorTool, DirListingSchema, listDirTool, readFileTool, writeFileTool, type DirEntry } from '../src/tools/builtin.js';
+import { defineTool, type Tool } from '../src/tools/define-tool.js';
 
 /** The folder `npm start` asks about when none is given: a small, stable fixture. */
 export const DEFAULT_FOLDER = fileURLToPath(new URL('./fixtures', import.meta.url));
@@ -95,22 +96,44 @@ export interface FolderAgent {
   model: Model;
 }
 
-export function createFolderAgent(options: { folder?: string; question?: string } = {}): FolderAgent {
+export interface FolderAgentOptions {
+  folder?: string;
+  question?: string;
+  /**
+   * Adds `write_file`, rooted at this directory (never the folder asked about) and asking for
+   * approval before every write: the agent then writes its answer to `report.md` there.
+   */
+  reportRoot?: string;
+}
+
+/** The file the agent writes its answer to when it has `write_file`. */
+export const REPORT_FILE = 'report.md';
+
+export function createFolderAgent(options: FolderAgentOptions = {}): FolderAgent {
   const folder = path.resolve(options.folder ?? DEFAULT_FOLDER);
   const relative = path.relative(process.cwd(), folder);
   const label = relative === '' ? '.' : relative.startsWith('..') ? folder : relative;
   const model = chooseModel(label);
-  const machine = createAgentMachine({
-    model,
-    tools: [listDirTool({ root: folder }), readFileTool({ root: folder }), calculatorTool()],
-    policy: { maxTurns: 10 },
-  });
+  const tools: Tool[] = [listDirTool({ root: folder }), readFileTool({ root: folder }), calculatorTool()];
+  if (options.reportRoot) tools.push(needingApproval(writeFileTool({ root: options.reportRoot })));
+  const machine = createAgentMachine({ model, tools, policy: { maxTurns: 10 } });
+  const system = options.reportRoot ? `${SYSTEM_PROMPT} ${REPORT_PROMPT}` : SYSTEM_PROMPT;
   const input: AgentInput = {
     sessionId: 'demo',
-    history: [{ role: 'system', content: SYSTEM_PROMPT }],
+    history: [{ role: 'system', content: system }],
     prompt: options.question ?? DEFAULT_QUESTION,
   };
   return { machine, input, folder, label, model };
+}
+
+const REPORT_PROMPT =
+  `Before your final answer, write that answer to ${REPORT_FILE} with write_file (the user approves each write); ` +
+  'if the write is denied, answer without it.';
+
+/** The same tool, asking a human before each call runs. */
+function needingApproval(tool: Tool): Tool {
+  const { name, description, input, execute, timeoutMs } = tool;
+  return defineTool({ name, description, input, execute, ...(timeoutMs !== undefined && { timeoutMs }), needsApproval: true });
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -149,7 +172,8 @@ export function folderAnalystScript(folderLabel: string): ScriptEntry[] {
     };
   };
 
-  const answer: ScriptEntry = (request) => {
+  /** The answer, built from what the tools returned. */
+  const answerText = (request: ModelRequest): string => {
     const listing = listingOf(request)!;
     const read = filesRead(request);
     const sum = lastResult(request, 'calculator');
@@ -162,10 +186,26 @@ export function folderAnalystScript(folderLabel: string): ScriptEntry[] {
       largest ? `The largest file is ${largest.name}, ${largest.size} bytes.` : '',
       files.length > read.length ? `I did not read the other ${files.length - read.length} file(s).` : '',
     ];
-    return { text: sentences.filter(Boolean).join(' ') };
+    return sentences.filter(Boolean).join(' ');
   };
 
-  return [listFolder, readFiles, addUp, answer];
+  // With write_file (demo --approve), the answer goes to the report first; a human approves the write.
+  const answer: ScriptEntry = (request) => {
+    const text = answerText(request);
+    if (!request.tools.some((tool) => tool.name === 'write_file')) return { text };
+    return {
+      text: `Writing the answer to ${REPORT_FILE}.`,
+      toolCalls: [{ name: 'write_file', args: { path: REPORT_FILE, content: `${text}\n` } }],
+    };
+  };
+
+  const afterReport: ScriptEntry = (request) => {
+    const written = lastResult(request, 'write_file');
+    const note = !written ? '' : written.isError ? ` I did not write ${REPORT_FILE} (${written.content}).` : ` The report is in ${REPORT_FILE}.`;
+    return { text: `${answerText(request)}${note}` };
+  };
+
+  return [listFolder, readFiles, addUp, answer, afterReport];
 }
 
 /** A tool call and its result, as they appear in the conversation. */
