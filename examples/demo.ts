@@ -142,8 +142,8 @@ function askOnTerminal(agent: AgentActor, onInterrupt: () => void): { close(): v
       console.log(`  ✓ ${call.name} approved${always ? ' (always, for this session)' : ''}`);
     } else {
       const reason = answer === null ? 'no answer (stdin closed)' : 'the user said no on the terminal';
+      // The trace prints the denial: it is the call's result.
       agent.send({ type: 'deny', toolCallId: call.id, reason });
-      console.log(`  ✗ ${call.name} denied: ${reason}`);
     }
   };
   agent.on('approval.requested', ({ calls }) => {

@@ -1,4 +1,4 @@
-import { assign, emit, setup, type ActorRefFrom } from 'xstate';
+import { assign, emit, enqueueActions, setup, type ActorRefFrom } from 'xstate';
 import {
   conversationOf,
   feedBrain,
@@ -15,6 +15,7 @@ import {
   compactorService,
   modelService,
   promptParts,
+  runnableCalls,
   toolsService,
   type CompactionOutput,
   type DriverView,
@@ -257,6 +258,10 @@ export function createAgentMachine(config: AgentConfig) {
       runOverBudget: ({ context }) => overBudget(context) !== null,
       approvalsPossible: () => [...tools].some((tool) => tool.needsApproval !== undefined && tool.needsApproval !== false),
       batchComplete: ({ context }) => batchResults(context).every(({ result }) => result !== undefined),
+      callsRunnable: ({ context }) => {
+        const step = stepOf(context.brain, context.policy);
+        return step.type === 'CallTools' && runnableCalls(context, step.calls).length > 0;
+      },
       nothingWaiting: ({ context }) =>
         batchResults(context).every(({ call, result }) => result !== undefined || !context.approvals.waiting.includes(call.id) || decisionFor(context.approvals, call) !== undefined),
       callLLM: stepIs('CallLLM'),
@@ -292,12 +297,21 @@ export function createAgentMachine(config: AgentConfig) {
           .filter(({ call, result }) => result === undefined && context.approvals.waiting.includes(call.id) && !decisionFor(context.approvals, call))
           .map(({ call }) => call),
       })),
-      recordDecision: assign({
-        approvals: ({ context, event }) => {
-          if (event.type !== 'approve' && event.type !== 'deny') return context.approvals;
-          const step = stepOf(context.brain, context.policy);
-          return step.type === 'CallTools' ? recordDecision(context.approvals, step.calls, event) : context.approvals;
-        },
+      recordDecision: enqueueActions(({ context, event, enqueue }) => {
+        if (event.type !== 'approve' && event.type !== 'deny') return;
+        const step = stepOf(context.brain, context.policy);
+        if (step.type !== 'CallTools') return;
+        const approvals = recordDecision(context.approvals, step.calls, event);
+        if (approvals === context.approvals) return;
+        enqueue.assign({ approvals });
+        // A denial is the call's result: listeners see it like any other.
+        const finished = new Set(context.toolJournal.map((result) => result.toolCallId));
+        for (const { call, preAnswered } of step.calls) {
+          const decision = decisionFor(approvals, call);
+          if (preAnswered || finished.has(call.id) || decisionFor(context.approvals, call) || decision?.approved !== false) continue;
+          enqueue.emit({ type: 'tool.started', call });
+          enqueue.emit({ type: 'tool.finished', call, result: deniedResult(call, decision) });
+        }
       }),
       journalResults: assign({
         toolJournal: ({ context }, results: ToolMessage[]) => {
@@ -517,7 +531,7 @@ export function createAgentMachine(config: AgentConfig) {
             initial: 'Routing',
             states: {
               Routing: {
-                always: [{ guard: 'approvalsPossible', target: 'CheckingApprovals' }, { target: 'Executing' }],
+                always: [{ guard: 'approvalsPossible', target: 'CheckingApprovals' }, { target: 'Working' }],
               },
               CheckingApprovals: {
                 invoke: {
@@ -526,38 +540,54 @@ export function createAgentMachine(config: AgentConfig) {
                     const turn = context.brain.context.turnsTaken;
                     return { turn, key: keyOf(context, turn, 'tools') };
                   },
-                  onDone: { target: 'Executing', actions: { type: 'awaitApproval', params: ({ event }) => event.output } },
+                  onDone: { target: 'Working', actions: { type: 'awaitApproval', params: ({ event }) => event.output } },
                   onError: {
                     target: '#agent.Running.Start',
                     actions: { type: 'failWith', params: ({ event }) => ({ type: 'ToolError', error: event.error }) },
                   },
                 },
               },
-              /** Runs every call that may run now; calls waiting for a human wait. */
-              Executing: {
-                invoke: {
-                  src: 'tools',
-                  input: ({ context }): ServiceInput => {
-                    const turn = context.brain.context.turnsTaken;
-                    return { turn, key: keyOf(context, turn, 'tools') };
+              /** Calls that may run do, while calls that need a human wait for a decision. */
+              Working: {
+                type: 'parallel',
+                always: { guard: 'batchComplete', target: '#agent.Running.Start', actions: 'acceptToolResults' },
+                states: {
+                  Execution: {
+                    initial: 'Executing',
+                    states: {
+                      Executing: {
+                        invoke: {
+                          src: 'tools',
+                          input: ({ context }): ServiceInput => {
+                            const turn = context.brain.context.turnsTaken;
+                            return { turn, key: keyOf(context, turn, 'tools') };
+                          },
+                          onDone: { target: 'Paused', actions: { type: 'journalResults', params: ({ event }) => event.output } },
+                          onError: {
+                            target: '#agent.Running.Start',
+                            actions: { type: 'failWith', params: ({ event }) => ({ type: 'ToolError', error: event.error }) },
+                          },
+                        },
+                      },
+                      /** Nothing may run now; an approval makes a call runnable again. */
+                      Paused: { always: { guard: 'callsRunnable', target: 'Executing' } },
+                    },
                   },
-                  onDone: { target: 'Collecting', actions: { type: 'journalResults', params: ({ event }) => event.output } },
-                  onError: {
-                    target: '#agent.Running.Start',
-                    actions: { type: 'failWith', params: ({ event }) => ({ type: 'ToolError', error: event.error }) },
+                  Approval: {
+                    initial: 'Checking',
+                    states: {
+                      Checking: {
+                        always: [{ guard: 'nothingWaiting', target: 'Settled' }, { target: 'AwaitingApproval' }],
+                      },
+                      /** The run yields here until every waiting call has a decision (approve / deny events). */
+                      AwaitingApproval: {
+                        entry: 'emitApprovalRequested',
+                        always: { guard: 'nothingWaiting', target: 'Settled' },
+                      },
+                      Settled: {},
+                    },
                   },
                 },
-              },
-              Collecting: {
-                always: [
-                  { guard: 'batchComplete', target: '#agent.Running.Start', actions: 'acceptToolResults' },
-                  { target: 'AwaitingApproval' },
-                ],
-              },
-              /** The run yields here until every waiting call has a decision (approve / deny events). */
-              AwaitingApproval: {
-                entry: 'emitApprovalRequested',
-                always: { guard: 'nothingWaiting', target: 'Executing' },
               },
             },
           },

@@ -1,6 +1,6 @@
 import { fromPromise, type AnyActorRef } from 'xstate';
 import type { Model, ModelReply } from '../model.js';
-import type { CompactionReason, Message, ToolMessage } from '../schemas.js';
+import type { CompactionReason, Message, PendingToolCall, ToolMessage } from '../schemas.js';
 import { runToolCalls } from '../tools/run-tools.js';
 import { withRetry, type RetryOptions } from '../models/retry.js';
 import { estimateToolTokens } from '../tokens.js';
@@ -120,11 +120,7 @@ export function toolsService(deps: ServiceDeps) {
     const step = stepOf(view.brain, view.policy);
     if (step.type !== 'CallTools') throw new Error(`tools invoked while the brain says ${step.type}`);
     const done = new Map(view.toolJournal.map((result) => [result.toolCallId, result]));
-    const runnable = step.calls.filter(({ call, preAnswered }) => {
-      if (preAnswered || done.has(call.id)) return false;
-      const decision = decisionFor(view.approvals, call);
-      return decision ? decision.approved : !isWaiting(view.approvals, call);
-    });
+    const runnable = runnableCalls(view, step.calls);
     const hooks = deps.operations.filter((op) => op.beforeTools);
     if (hooks.length) {
       const ctx: OperationContext = { sessionId: view.sessionId, turn: input.turn, messages: conversationOf(view.brain) };
@@ -151,6 +147,16 @@ export function toolsService(deps: ServiceDeps) {
         },
       },
     );
+  });
+}
+
+/** The calls that may run now: no result yet, not pre-answered, not denied, not waiting for a human. */
+export function runnableCalls(view: Pick<DriverView, 'toolJournal' | 'approvals'>, calls: readonly PendingToolCall[]): PendingToolCall[] {
+  const done = new Set(view.toolJournal.map((result) => result.toolCallId));
+  return calls.filter(({ call, preAnswered }) => {
+    if (preAnswered || done.has(call.id)) return false;
+    const decision = decisionFor(view.approvals, call);
+    return decision ? decision.approved : !isWaiting(view.approvals, call);
   });
 }
 

@@ -100,7 +100,7 @@ describe('inspection', () => {
 
     expect(dedupe(rootStateValues(events, actor.sessionId))).toEqual([
       { Running: 'AwaitingModel' },
-      { Running: { AwaitingTools: 'Executing' } },
+      { Running: { AwaitingTools: { Working: { Execution: 'Executing', Approval: 'Settled' } } } },
       { Running: 'AwaitingModel' },
       'Done',
     ]);

@@ -45,12 +45,12 @@ describe('npm start -- --approve', () => {
     const run = await demo(['--approve', '--out', out], 'n\n');
     expect(run.code, `${run.stdout}\n${run.stderr}`).toBe(0);
     expect(run.stdout).toMatch(QUESTION);
-    expect(run.stdout).toContain('✗ write_file denied: the user said no on the terminal');
     // The model read the denial (an isError result) and answered without writing.
     expect(run.stdout).toContain('I did not write report.md (denied: the user said no on the terminal).');
     expect(run.stdout).toContain('27 lines in all');
     expect(run.stdout).toMatch(/✓ Completed/);
-    expect(run.stdout).not.toMatch(/→ write_file/);
+    // The trace shows the denial as the call's result; the tool itself never ran.
+    expect(run.stdout).toMatch(/✗ write_file .*denied: the user said no on the terminal/);
     expect(existsSync(join(out, 'report.md'))).toBe(false);
   });
 
@@ -62,7 +62,7 @@ describe('npm start -- --approve', () => {
     try {
       expect(relative(REPO, scratch!).startsWith('..')).toBe(true);
       expect(relative(tmpdir(), scratch!).startsWith('..')).toBe(false);
-      expect(run.stdout).toContain('✗ write_file denied: no answer (stdin closed)');
+      expect(run.stdout).toMatch(/✗ write_file .*denied: no answer \(stdin closed\)/);
       expect(existsSync(join(scratch!, 'report.md'))).toBe(false);
     } finally {
       rmSync(scratch!, { recursive: true, force: true });

@@ -19,7 +19,8 @@ const CHILD = fileURLToPath(new URL('./fixtures/hitl-child.ts', import.meta.url)
 const root = mkdtempSync(join(tmpdir(), 'loopchart-hitl-'));
 afterAll(() => rmSync(root, { recursive: true, force: true }));
 
-const AWAITING = { Running: { AwaitingTools: 'AwaitingApproval' } };
+// The full state value while calls wait and nothing else may run.
+const AWAITING = { Running: { AwaitingTools: { Working: { Execution: 'Paused', Approval: 'AwaitingApproval' } } } };
 
 let counter = 0;
 function newSession() {
@@ -146,7 +147,8 @@ describe('an approval survives the process that asked for it', () => {
     // B decides the report, then dies while the notes call still waits.
     const b = await phase(session, { phase: 'decide', after: 'kill', decisions: [{ type: 'approve', toolCallId: 'call_1_1' }] });
     expect(tagged(b, 'WAITING')).toEqual(['call_1_1', 'call_1_2']);
-    expect(Object.fromEntries(effects(session))).toEqual({ call_1_0: 1 });
+    // An approved call runs at once, without waiting for the other decision: by the kill it has run.
+    expect(Object.fromEntries(effects(session))).toEqual({ call_1_0: 1, call_1_1: 1 });
 
     const c = await phase(session, { phase: 'decide', after: 'finish', decisions: [{ type: 'deny', toolCallId: 'call_1_2' }] });
     expect(tagged(c, 'STATE')).toEqual(AWAITING);

@@ -16,7 +16,7 @@ export { deferred, providerValid, WAIT_MS };
 export const user = (content: string): Message => ({ role: 'user', content });
 
 /** The driver's state while calls wait for a human. */
-export const AWAITING_APPROVAL = { Running: { AwaitingTools: 'AwaitingApproval' } } as const;
+export const AWAITING_APPROVAL = { Running: { AwaitingTools: { Working: { Approval: 'AwaitingApproval' } } } } as const;
 
 /**
  * A model that records every request it gets (copied at call time) and whether each one was
