@@ -1,14 +1,17 @@
 import { createActor, type InspectionEvent, type Observer } from 'xstate';
 import {
   outputOf,
+  runInFlight,
   type AgentActor,
   type AgentContext,
   type AgentEvent,
   type AgentMachine,
   type AgentOutput,
 } from '../../machines/agent.machine.js';
+import { feedBrain } from '../agent/brain-state.js';
 import { attachDurability, type Durability } from '../agent/durability.js';
 import { serviceKey } from '../agent/keys.js';
+import { LoopchartError } from '../errors.js';
 import type { Message } from '../schemas.js';
 import type { SessionStore } from '../stores/session-store.js';
 import { logEffect, type WrittenLog } from './log-delta.js';
@@ -21,6 +24,21 @@ export interface OpenSessionOptions {
   /** Conversation to start a new session from (ignored when the session exists). */
   history?: Message[];
   inspect?: Observer<InspectionEvent> | ((event: InspectionEvent) => void);
+  /**
+   * Continue a run that was in flight when the session was stored (default true). With false the
+   * session opens at rest whatever it holds, for maintenance (a rewind refuses a run in flight
+   * instead of driving it); send `{ type: 'resume' }` to continue the run later.
+   */
+  resume?: boolean;
+}
+
+/** A maintenance step (say a rewind) that needs the session at rest was asked for while a run is in flight. */
+export class SessionNotIdleError extends LoopchartError {
+  readonly sessionId: string;
+  constructor(sessionId: string, what: string) {
+    super('SessionNotIdle', `session '${sessionId}': cannot ${what} while a run is in flight; let it finish (resume it) or cancel it first`);
+    this.sessionId = sessionId;
+  }
 }
 
 /**
@@ -31,9 +49,11 @@ export interface OpenSessionOptions {
  * A process killed anywhere reopens the session and continues from the brain's last decision.
  */
 export class DurableSession {
-  readonly actor: AgentActor;
   readonly sessionId: string;
+  readonly #options: OpenSessionOptions;
   readonly #store: SessionStore;
+  #actor: AgentActor;
+  #subscription: { unsubscribe(): void } | undefined;
   #version: number;
   #written: { log: WrittenLog; row: string; awaitingToolsKey: string | null };
   #queue: Promise<void> = Promise.resolve();
@@ -43,28 +63,43 @@ export class DurableSession {
 
   private constructor(options: OpenSessionOptions, context: AgentContext | undefined, version: number) {
     this.sessionId = options.sessionId;
+    this.#options = options;
     this.#store = options.store;
     this.#version = version;
     this.#failed = new Promise<never>((_, reject) => (this.#fail = reject));
     this.#failed.catch(() => {});
-    this.actor = createActor(options.machine, {
+    this.#written = context
+      ? { log: logOf(context), row: JSON.stringify(encodeRow(context)), awaitingToolsKey: toolsKey(context) }
+      : { log: { history: [], pending: [] }, row: '', awaitingToolsKey: null };
+    this.#actor = this.#createActor(context);
+  }
+
+  /**
+   * The driver actor of this session. A `rewindTo` replaces it with one over the rewound
+   * conversation: listeners attached to the previous actor must be attached again.
+   */
+  get actor(): AgentActor {
+    return this.#actor;
+  }
+
+  #createActor(context: AgentContext | undefined): AgentActor {
+    const options = this.#options;
+    const actor = createActor(options.machine, {
       ...(context
         ? { snapshot: persistedIdle(context) as never }
         : { input: { sessionId: options.sessionId, history: options.history ?? [] } }),
       ...(options.inspect && { inspect: options.inspect }),
     });
-    this.#written = context
-      ? { log: logOf(context), row: JSON.stringify(encodeRow(context)), awaitingToolsKey: toolsKey(context) }
-      : { log: { history: [], pending: [] }, row: '', awaitingToolsKey: null };
     const durability: Durability = {
       flush: () => this.flush(),
       journal: (batchKey, result) => this.#enqueue(() => this.#store.journalToolResult(this.sessionId, batchKey, result)),
     };
-    attachDurability(this.actor, durability);
-    this.actor.subscribe({ next: (snapshot) => this.#persist(snapshot.context), error: (error) => this.#stop(error as Error) });
+    attachDurability(actor, durability);
+    this.#subscription = actor.subscribe({ next: (snapshot) => this.#persist(snapshot.context), error: (error) => this.#stop(error as Error) });
+    return actor;
   }
 
-  /** Loads the session, or creates it, and starts its actor; a run in flight continues at once. */
+  /** Loads the session, or creates it, and starts its actor; a run in flight continues at once (unless `resume: false`). */
   static async open(options: OpenSessionOptions): Promise<DurableSession> {
     const stored = await options.store.load(options.sessionId);
     let context: AgentContext | undefined;
@@ -76,7 +111,7 @@ export class DurableSession {
     const session = new DurableSession(options, context, stored?.version ?? 0);
     session.actor.start();
     if (!stored) session.#persist(session.actor.getSnapshot().context);
-    session.actor.send({ type: 'resume' });
+    if (options.resume !== false) session.actor.send({ type: 'resume' });
     await session.flush();
     return session;
   }
@@ -104,6 +139,33 @@ export class DurableSession {
   async flush(): Promise<void> {
     this.#persist(this.actor.getSnapshot().context);
     await Promise.race([this.#failed, this.#queue]);
+  }
+
+  /**
+   * Drops committed history past `length`, snapped down to a coherent cut (a tool call never
+   * loses its result), in one stored step that truncates the log. Legal only while the session
+   * is Idle with no run in flight (SessionNotIdleError otherwise; nothing is written). Resolves
+   * with how many messages were dropped once the step is stored. The session's usage and its
+   * last run's outcome stay as they were; the next run measures the shorter conversation afresh.
+   */
+  async rewindTo(length: number): Promise<number> {
+    if (this.#failure) throw this.#failure;
+    await this.flush();
+    const { value, context } = this.#actor.getSnapshot();
+    if (value !== 'Idle' || runInFlight(context.brain)) throw new SessionNotIdleError(this.sessionId, 'rewind');
+    // The brain's own rewind: validates `length` (InvalidFeedError) and snaps it to a coherent cut.
+    const brain = feedBrain(context.brain, { type: 'rewindTo', len: length });
+    const dropped = context.brain.context.history.length - brain.context.history.length;
+    if (dropped === 0) return 0;
+    const rewound: AgentContext = { ...context, brain };
+    // The driver has no event for this, so a new actor takes over from the rewound context.
+    this.#subscription?.unsubscribe();
+    this.#actor.stop();
+    this.#actor = this.#createActor(rewound);
+    this.#actor.start();
+    this.#persist(rewound);
+    await this.flush();
+    return dropped;
   }
 
   /** Stops the actor after the pending writes; the store stays open (it may serve other sessions). */

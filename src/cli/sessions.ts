@@ -1,0 +1,180 @@
+import { createAgentMachine, runInFlight, type AgentContext } from '../../machines/agent.machine.js';
+import type { Model } from '../model.js';
+import { DurableSession, SessionNotIdleError } from '../sessions/durable-session.js';
+import { decodeRow } from '../sessions/session-row.js';
+import type { SessionStore, StoredSession } from '../stores/session-store.js';
+import { loadAgentMachine } from './agent.js';
+import { CliError, UsageError } from './errors.js';
+import { openExisting, type StoreLocation } from './store.js';
+import { describeOutcome, describeState, formatMessage, formatTranscript } from './transcript.js';
+
+export interface Io {
+  out(line: string): void;
+  err(line: string): void;
+}
+
+export interface CommandOptions {
+  location: StoreLocation;
+  schema?: string;
+  agent?: string;
+  full: boolean;
+  io: Io;
+}
+
+/** Runs `work` on the store, or fails with a clear message when there is none. */
+async function withStore<T>(options: CommandOptions, work: (store: SessionStore) => Promise<T>, missing: () => T): Promise<T> {
+  const store = await openExisting(options.location, options.schema);
+  if (!store) return missing();
+  try {
+    return await work(store);
+  } finally {
+    await store.close();
+  }
+}
+
+const noStore = (location: StoreLocation) => (): never => {
+  throw new CliError(`no session store at ${location.label}`);
+};
+
+/** The stored session decoded and validated; typed errors (corrupt rows) pass through. */
+async function loadSession(store: SessionStore, sessionId: string, location: StoreLocation): Promise<{ stored: StoredSession; context: AgentContext }> {
+  const stored = await store.load(sessionId);
+  if (!stored) throw new CliError(`no session '${sessionId}' in ${location.label}`);
+  return { stored, context: decodeRow(sessionId, stored.state, stored.messages) };
+}
+
+const timestamp = (date: Date) => date.toISOString().replace(/\.\d{3}Z$/, 'Z');
+
+export async function listSessions(options: CommandOptions): Promise<number> {
+  const { io, location } = options;
+  return withStore(
+    options,
+    async (store) => {
+      const sessions = await store.list();
+      if (sessions.length === 0) {
+        io.out(`no sessions in ${location.label}`);
+        return 0;
+      }
+      const rows = [
+        ['SESSION', 'VERSION', 'MESSAGES', 'UPDATED'],
+        ...sessions.map((s) => [s.sessionId, String(s.version), String(s.messageCount), timestamp(s.updatedAt)]),
+      ];
+      const widths = rows[0]!.map((_, column) => Math.max(...rows.map((row) => row[column]!.length)));
+      for (const row of rows) io.out(row.map((cell, column) => (column === row.length - 1 ? cell : cell.padEnd(widths[column]!))).join('  '));
+      return 0;
+    },
+    () => {
+      io.out(`no sessions: ${location.label} does not exist`);
+      return 0;
+    },
+  );
+}
+
+export async function showSession(sessionId: string, options: CommandOptions): Promise<number> {
+  const { io, location } = options;
+  return withStore(
+    options,
+    async (store) => {
+      const { stored, context } = await loadSession(store, sessionId, location);
+      const usage = context.sessionUsage;
+      io.out(`session ${sessionId} · version ${stored.version} · ${stored.messages.length} messages · ${location.label}`);
+      io.out(`state: ${describeState(context, runInFlight(context.brain))}`);
+      io.out(`usage: ${usage.inputTokens} input + ${usage.outputTokens} output tokens over ${context.runIndex} run(s)`);
+      io.out('');
+      io.out(stored.messages.length === 0 ? '(no messages)' : formatTranscript(context, { full: options.full }));
+      return 0;
+    },
+    noStore(location),
+  );
+}
+
+/** True once the run stands still waiting for a human's approve/deny. */
+const awaitingApproval = (value: unknown) => JSON.stringify(value).includes('"AwaitingApproval"');
+
+export async function resumeSession(sessionId: string, options: CommandOptions): Promise<number> {
+  const { io, location } = options;
+  return withStore(
+    options,
+    async (store) => {
+      const { context } = await loadSession(store, sessionId, location);
+      if (!runInFlight(context.brain)) {
+        io.out(`session ${sessionId}: no run in flight (${describeState(context, false)}); nothing to resume`);
+        return 0;
+      }
+      const { machine, name } = await loadAgentMachine(options.agent);
+      io.out(`resuming session ${sessionId} with ${name}`);
+      io.out(`state: ${describeState(context, true)}`);
+      const committedBefore = context.brain.context.history.length;
+      const session = await DurableSession.open({ machine, store, sessionId });
+      try {
+        const stalled = new Promise<'approval'>((resolve) => {
+          const check = (value: unknown) => awaitingApproval(value) && (resolve('approval'), true);
+          if (check(session.actor.getSnapshot().value)) return;
+          const subscription = session.actor.subscribe((snapshot) => check(snapshot.value) && subscription.unsubscribe());
+        });
+        const ended = await Promise.race([session.whenIdle(), stalled]);
+        if (ended === 'approval') {
+          await session.flush();
+          const { approvals } = session.actor.getSnapshot().context;
+          const waiting = approvals.waiting.filter((id) => !approvals.decisions[id]);
+          throw new CliError(
+            `session ${sessionId}: the run waits for approval of tool call(s) ${waiting.join(', ')}; ` +
+              'approve or deny them from the application that owns the session (the CLI does not decide for you)',
+          );
+        }
+        const output = ended;
+        const now = session.actor.getSnapshot().context;
+        const history = now.brain.context.history;
+        io.out(`run ${now.runIndex} committed ${history.length - committedBefore} message(s):`);
+        history.slice(committedBefore).forEach((message, i) => io.out(formatMessage(message, committedBefore + i, { full: options.full })));
+        const outcome = output?.outcome ?? now.lastRun?.outcome;
+        io.out(`outcome: ${outcome ? describeOutcome(outcome) : 'unknown'}`);
+        return outcome?.type === 'Failed' ? 1 : 0;
+      } finally {
+        await session.close().catch(() => {});
+      }
+    },
+    noStore(location),
+  );
+}
+
+/** Drives nothing: a rewind opens the session at rest, so any agent will do. */
+const NO_MODEL: Model = {
+  name: 'none',
+  generate: () => Promise.reject(new Error('the loopchart CLI does not run models while rewinding')),
+};
+
+export async function rewindSession(sessionId: string, length: string, options: CommandOptions): Promise<number> {
+  const { io, location } = options;
+  if (!/^\d+$/.test(length)) throw new UsageError(`N must be a whole number of messages to keep, got '${length}'`);
+  const keep = Number(length);
+  return withStore(
+    options,
+    async (store) => {
+      const { context } = await loadSession(store, sessionId, location);
+      const before = context.brain.context.history.length;
+      // resume: false: a run in flight is refused (SessionNotIdleError), never driven from here.
+      const session = await DurableSession.open({ machine: createAgentMachine({ model: NO_MODEL }), store, sessionId, resume: false });
+      let dropped: number;
+      try {
+        dropped = await session.rewindTo(keep);
+      } catch (error) {
+        if (error instanceof SessionNotIdleError) {
+          throw new CliError(`${error.message} (loopchart sessions resume ${sessionId})`, { cause: error });
+        }
+        throw error;
+      } finally {
+        await session.close();
+      }
+      const after = before - dropped;
+      if (dropped === 0) {
+        io.out(`session ${sessionId}: nothing dropped; the history has ${before} message(s)`);
+      } else {
+        const snapped = after < keep ? ` (cut at ${after}: keeping ${keep} would separate a tool call from its result)` : '';
+        io.out(`session ${sessionId}: dropped ${dropped} message(s); the history has ${after} now${snapped}`);
+      }
+      return 0;
+    },
+    noStore(location),
+  );
+}

@@ -1,0 +1,36 @@
+import { existsSync } from 'node:fs';
+import { openSessionStore } from '../stores/open.js';
+import type { SessionStore } from '../stores/session-store.js';
+
+/** Where `--store` points, parsed the way `openSessionStore` reads it. */
+export type StoreLocation =
+  | { kind: 'sqlite'; path: string; label: string }
+  | { kind: 'memory'; label: string }
+  | { kind: 'postgres'; url: string; label: string };
+
+const DEFAULT_SQLITE_PATH = '.loopchart/loopchart.db';
+
+export function parseLocation(location: string | undefined): StoreLocation {
+  if (location === 'memory:') return { kind: 'memory', label: 'memory:' };
+  if (location !== undefined && /^postgres(ql)?:\/\//.test(location)) {
+    // Never echo a password.
+    return { kind: 'postgres', url: location, label: location.replace(/^(postgres(?:ql)?:\/\/[^:/@]*):[^@]*@/, '$1:***@') };
+  }
+  const path = (location?.startsWith('sqlite:') ? location.slice('sqlite:'.length) : location) || DEFAULT_SQLITE_PATH;
+  return { kind: 'sqlite', path, label: path };
+}
+
+/**
+ * Opens the store, or returns undefined for a SQLite file that does not exist: reading commands
+ * must not create an empty database as a side effect.
+ */
+export async function openExisting(location: StoreLocation, schema: string | undefined): Promise<SessionStore | undefined> {
+  switch (location.kind) {
+    case 'sqlite':
+      return existsSync(location.path) ? openSessionStore(location.path) : undefined;
+    case 'memory':
+      return openSessionStore('memory:');
+    case 'postgres':
+      return openSessionStore(location.url, schema ? { schema } : {});
+  }
+}

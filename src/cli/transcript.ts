@@ -1,0 +1,81 @@
+import type { AgentContext } from '../../machines/agent.machine.js';
+import type { Message, Outcome } from '../schemas.js';
+
+/** How much of a tool result (or of a call's arguments) `show` prints unless asked for all. */
+export const PREVIEW_CHARS = 200;
+
+export interface TranscriptOptions {
+  /** Print tool results and arguments in full. */
+  full?: boolean;
+}
+
+const ROLE_WIDTH = 'assistant'.length;
+
+/** One line of at most `max` characters: newlines shown as ⏎, the rest cut with its length. */
+export function preview(text: string, max: number | undefined): string {
+  const line = text.replace(/\r?\n/g, '⏎');
+  if (max === undefined || line.length <= max) return line;
+  return `${line.slice(0, max)}… [${text.length} chars]`;
+}
+
+const indentRest = (text: string, indent: string) => text.replace(/\n/g, `\n${indent}`);
+
+/** A message as `show` prints it: its position, role, text, the calls it makes, a result's source. */
+export function formatMessage(message: Message, position: number, options: TranscriptOptions = {}): string {
+  const max = options.full ? undefined : PREVIEW_CHARS;
+  const head = `${String(position).padStart(4)}  ${message.role.padEnd(ROLE_WIDTH)}  `;
+  const indent = ' '.repeat(head.length);
+  switch (message.role) {
+    case 'tool': {
+      const flag = message.isError ? ' (error)' : '';
+      return `${head}${message.toolName} [${message.toolCallId}]${flag}: ${preview(message.content, max)}`;
+    }
+    case 'assistant': {
+      const lines = [`${head}${message.content === '' ? '(no text)' : indentRest(message.content, indent)}`];
+      for (const call of message.toolCalls ?? []) {
+        lines.push(`${indent}→ ${call.name} ${preview(JSON.stringify(call.args) ?? 'undefined', max)} [${call.id}]`);
+      }
+      return lines.join('\n');
+    }
+    default:
+      return `${head}${indentRest(message.content, indent)}`;
+  }
+}
+
+export function describeOutcome(outcome: Outcome, max = PREVIEW_CHARS): string {
+  switch (outcome.type) {
+    case 'Completed':
+      return `Completed: ${preview(outcome.finalText, max)}`;
+    case 'Sealed':
+      return `Sealed: ${outcome.reason}`;
+    case 'Failed':
+      return `Failed: ${outcome.error.type}: ${outcome.error.message}`;
+    default:
+      return outcome.type;
+  }
+}
+
+/** What the session is doing, in one line: at rest (and how its last run ended) or mid-run. */
+export function describeState(context: AgentContext, inFlight: boolean): string {
+  const brain = context.brain;
+  if (!inFlight) {
+    const last = context.lastRun ? `last run (${context.runIndex}) ${describeOutcome(context.lastRun.outcome, 80)}` : 'no run yet';
+    return `at rest; ${last}`;
+  }
+  const waiting = context.approvals.waiting.filter((id) => !context.approvals.decisions[id]);
+  const parts = [`run ${context.runIndex} in flight: ${brain.value} after ${brain.context.turnsTaken} turn(s)`];
+  if (brain.value === 'AwaitingTools') parts.push(`${brain.context.pendingTools.length} tool call(s) pending`);
+  if (waiting.length > 0) parts.push(`waiting for approval of ${waiting.join(', ')}`);
+  return parts.join('; ');
+}
+
+/** The whole transcript: committed history, then the pending messages of a run in flight. */
+export function formatTranscript(context: AgentContext, options: TranscriptOptions = {}): string {
+  const { history, pending } = context.brain.context;
+  const lines = history.map((message, i) => formatMessage(message, i, options));
+  if (pending.length > 0) {
+    lines.push('      -- run in flight: not committed yet --');
+    pending.forEach((message, i) => lines.push(formatMessage(message, history.length + i, options)));
+  }
+  return lines.join('\n');
+}
