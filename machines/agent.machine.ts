@@ -53,6 +53,7 @@ import {
   type UserMessage,
 } from '../src/schemas.js';
 import { estimateMessageTokens, estimateTokens } from '../src/tokens.js';
+import { feedProblem } from '../src/feed-problems.js';
 import { DEFAULT_TOOL_CONCURRENCY } from '../src/tools/run-tools.js';
 import { ToolSet } from '../src/tools/define-tool.js';
 
@@ -105,6 +106,8 @@ export type AgentEvent =
   | { type: 'policy'; policy: PolicyInput }
   /** Continues a run that was in flight when the session was stored (see durable sessions). */
   | { type: 'resume' }
+  /** Between runs: drops committed history past `len`, snapped to a coherent cut. */
+  | { type: 'rewind'; len: number }
   | ApprovalEvent
   | ServiceEvent;
 
@@ -254,6 +257,8 @@ export function createAgentMachine(config: AgentConfig) {
     guards: {
       promptQueued: ({ context }) => context.queued !== null,
       runInFlight: ({ context }) => runInFlight(context.brain),
+      rewindable: ({ context, event }) =>
+        event.type === 'rewind' && feedProblem(context.brain.context, { type: 'rewindTo', len: event.len }) === null,
       singleRun: ({ context }) => context.once,
       runOverBudget: ({ context }) => overBudget(context) !== null,
       approvalsPossible: () => [...tools].some((tool) => tool.needsApproval !== undefined && tool.needsApproval !== false),
@@ -285,6 +290,10 @@ export function createAgentMachine(config: AgentConfig) {
         };
       }),
       takeStep: assign({ brain: ({ context }) => takeStep(context.brain, context.policy) }),
+      rewindBrain: assign({
+        brain: ({ context, event }) =>
+          event.type === 'rewind' ? feedBrain(context.brain, { type: 'rewindTo', len: event.len }) : context.brain,
+      }),
       sealOverBudget: assign({
         brain: ({ context }) => feedBrain(context.brain, { type: 'seal', reason: overBudget(context)! }),
       }),
@@ -478,6 +487,7 @@ export function createAgentMachine(config: AgentConfig) {
         on: {
           input: { target: 'Running', actions: 'beginRun' },
           resume: { guard: 'runInFlight', target: 'Running' },
+          rewind: { guard: 'rewindable', actions: 'rewindBrain' },
         },
       },
       Running: {

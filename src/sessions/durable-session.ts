@@ -8,10 +8,10 @@ import {
   type AgentMachine,
   type AgentOutput,
 } from '../../machines/agent.machine.js';
-import { feedBrain } from '../agent/brain-state.js';
 import { attachDurability, type Durability } from '../agent/durability.js';
 import { serviceKey } from '../agent/keys.js';
-import { LoopchartError } from '../errors.js';
+import { InvalidFeedError, LoopchartError } from '../errors.js';
+import { feedProblem } from '../feed-problems.js';
 import type { Message } from '../schemas.js';
 import type { SessionStore } from '../stores/session-store.js';
 import { logEffect, type WrittenLog } from './log-delta.js';
@@ -30,6 +30,11 @@ export interface OpenSessionOptions {
    * instead of driving it); send `{ type: 'resume' }` to continue the run later.
    */
   resume?: boolean;
+  /**
+   * Called with the actor before it starts, so listeners (`actor.on(...)`) hear what a resumed
+   * run emits at once, such as the `approval.requested` of calls that were already waiting.
+   */
+  attach?: (actor: AgentActor) => void;
 }
 
 /** A maintenance step (say a rewind) that needs the session at rest was asked for while a run is in flight. */
@@ -49,11 +54,9 @@ export class SessionNotIdleError extends LoopchartError {
  * A process killed anywhere reopens the session and continues from the brain's last decision.
  */
 export class DurableSession {
+  readonly actor: AgentActor;
   readonly sessionId: string;
-  readonly #options: OpenSessionOptions;
   readonly #store: SessionStore;
-  #actor: AgentActor;
-  #subscription: { unsubscribe(): void } | undefined;
   #version: number;
   #written: { log: WrittenLog; row: string; awaitingToolsKey: string | null };
   #queue: Promise<void> = Promise.resolve();
@@ -63,7 +66,6 @@ export class DurableSession {
 
   private constructor(options: OpenSessionOptions, context: AgentContext | undefined, version: number) {
     this.sessionId = options.sessionId;
-    this.#options = options;
     this.#store = options.store;
     this.#version = version;
     this.#failed = new Promise<never>((_, reject) => (this.#fail = reject));
@@ -71,20 +73,7 @@ export class DurableSession {
     this.#written = context
       ? { log: logOf(context), row: JSON.stringify(encodeRow(context)), awaitingToolsKey: toolsKey(context) }
       : { log: { history: [], pending: [] }, row: '', awaitingToolsKey: null };
-    this.#actor = this.#createActor(context);
-  }
-
-  /**
-   * The driver actor of this session. A `rewindTo` replaces it with one over the rewound
-   * conversation: listeners attached to the previous actor must be attached again.
-   */
-  get actor(): AgentActor {
-    return this.#actor;
-  }
-
-  #createActor(context: AgentContext | undefined): AgentActor {
-    const options = this.#options;
-    const actor = createActor(options.machine, {
+    this.actor = createActor(options.machine, {
       ...(context
         ? { snapshot: persistedIdle(context) as never }
         : { input: { sessionId: options.sessionId, history: options.history ?? [] } }),
@@ -94,9 +83,8 @@ export class DurableSession {
       flush: () => this.flush(),
       journal: (batchKey, result) => this.#enqueue(() => this.#store.journalToolResult(this.sessionId, batchKey, result)),
     };
-    attachDurability(actor, durability);
-    this.#subscription = actor.subscribe({ next: (snapshot) => this.#persist(snapshot.context), error: (error) => this.#stop(error as Error) });
-    return actor;
+    attachDurability(this.actor, durability);
+    this.actor.subscribe({ next: (snapshot) => this.#persist(snapshot.context), error: (error) => this.#stop(error as Error) });
   }
 
   /** Loads the session, or creates it, and starts its actor; a run in flight continues at once (unless `resume: false`). */
@@ -109,6 +97,7 @@ export class DurableSession {
       if (key) context = { ...context, toolJournal: await options.store.journaledToolResults(options.sessionId, key) };
     }
     const session = new DurableSession(options, context, stored?.version ?? 0);
+    options.attach?.(session.actor);
     session.actor.start();
     if (!stored) session.#persist(session.actor.getSnapshot().context);
     if (options.resume !== false) session.actor.send({ type: 'resume' });
@@ -151,21 +140,14 @@ export class DurableSession {
   async rewindTo(length: number): Promise<number> {
     if (this.#failure) throw this.#failure;
     await this.flush();
-    const { value, context } = this.#actor.getSnapshot();
+    const { value, context } = this.actor.getSnapshot();
     if (value !== 'Idle' || runInFlight(context.brain)) throw new SessionNotIdleError(this.sessionId, 'rewind');
-    // The brain's own rewind: validates `length` (InvalidFeedError) and snaps it to a coherent cut.
-    const brain = feedBrain(context.brain, { type: 'rewindTo', len: length });
-    const dropped = context.brain.context.history.length - brain.context.history.length;
-    if (dropped === 0) return 0;
-    const rewound: AgentContext = { ...context, brain };
-    // The driver has no event for this, so a new actor takes over from the rewound context.
-    this.#subscription?.unsubscribe();
-    this.#actor.stop();
-    this.#actor = this.#createActor(rewound);
-    this.#actor.start();
-    this.#persist(rewound);
+    // The brain's own check: a bad length is an InvalidFeedError, and nothing is sent.
+    const problem = feedProblem(context.brain.context, { type: 'rewindTo', len: length });
+    if (problem) throw new InvalidFeedError('rewindTo', problem.problem);
+    this.actor.send({ type: 'rewind', len: length });
     await this.flush();
-    return dropped;
+    return context.brain.context.history.length - this.actor.getSnapshot().context.brain.context.history.length;
   }
 
   /** Stops the actor after the pending writes; the store stays open (it may serve other sessions). */

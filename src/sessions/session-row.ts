@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import type { AgentContext } from '../../machines/agent.machine.js';
-import { ApprovalsSchema } from '../agent/approvals.js';
+import { ApprovalsSchema, NO_APPROVALS } from '../agent/approvals.js';
 import type { BrainState } from '../agent/brain-state.js';
 import { LoopchartError } from '../errors.js';
 import { restoreLoopSnapshot } from '../loop-snapshot.js';
@@ -18,7 +18,32 @@ import {
  * The small state row a durable session stores per step: the driver's context without the
  * conversation, which lives in the append-only log (history first, then pending).
  */
-export const SESSION_ROW_VERSION = 1;
+export const SESSION_ROW_VERSION = 2;
+
+/**
+ * How a row of an older version becomes the current one: each entry lifts version n to n + 1.
+ * A row is migrated when read; the next step stores it in the current version.
+ */
+const ROW_MIGRATIONS: Record<number, (row: Record<string, unknown>) => Record<string, unknown>> = {
+  // Version 2 added tool approvals and the run's start time (budgets).
+  1: (row) => ({ ...row, rowVersion: 2, approvals: NO_APPROVALS, runStartedAt: 0 }),
+};
+
+function migrate(sessionId: string, raw: unknown): unknown {
+  let row = raw as Record<string, unknown> | null;
+  let version = row?.rowVersion;
+  while (typeof version === 'number' && version < SESSION_ROW_VERSION && ROW_MIGRATIONS[version]) {
+    row = ROW_MIGRATIONS[version]!(row!);
+    version = row.rowVersion;
+  }
+  if (version !== SESSION_ROW_VERSION) {
+    throw new SessionRowError(
+      sessionId,
+      `unknown state row version ${JSON.stringify(version)} (this build reads versions 1 to ${SESSION_ROW_VERSION})`,
+    );
+  }
+  return row;
+}
 
 const count = z.number().int().nonnegative();
 
@@ -75,14 +100,7 @@ export function decodeRow(
   raw: unknown,
   log: Message[],
 ): AgentContext {
-  const version = (raw as { rowVersion?: unknown } | null)?.rowVersion;
-  if (version !== SESSION_ROW_VERSION) {
-    throw new SessionRowError(
-      sessionId,
-      `unknown state row version ${JSON.stringify(version)} (this build reads version ${SESSION_ROW_VERSION})`,
-    );
-  }
-  const parsed = SessionRowSchema.safeParse(raw);
+  const parsed = SessionRowSchema.safeParse(migrate(sessionId, raw));
   if (!parsed.success) throw new SessionRowError(sessionId, `bad state row: ${z.prettifyError(parsed.error)}`);
   const row = parsed.data;
   if (row.brain.historyLength > log.length) {
