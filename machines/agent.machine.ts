@@ -192,6 +192,9 @@ function checkedPolicy(policy: PolicyInput | undefined, pruning: Pruning | undef
 }
 
 export function createAgentMachine(config: AgentConfig) {
+  const operations = config.operations ?? [];
+  const pruning = config.pruning && PruningSchema.parse(config.pruning);
+  const defaultPolicy = checkedPolicy(config.policy, pruning);
   /** A policy event changes only the fields it names. */
   const mergedPolicy = (context: AgentContext, change: PolicyInput): Policy =>
     PolicySchema.parse({ ...context.policy, ...change });
@@ -200,9 +203,6 @@ export function createAgentMachine(config: AgentConfig) {
     if (!parsed.success) return `invalid policy: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`;
     return pruneLineProblem(pruning, parsed.data);
   };
-  const operations = config.operations ?? [];
-  const pruning = config.pruning && PruningSchema.parse(config.pruning);
-  const defaultPolicy = checkedPolicy(config.policy, pruning);
   const budget = config.budget && BudgetSchema.parse(config.budget);
   const prices = config.prices && PricesSchema.parse(config.prices);
   if (budget?.maxCostUsd !== undefined && !prices) throw new InvalidConfigError('budget.maxCostUsd needs prices');
