@@ -4,7 +4,7 @@ import {
   feedBrain,
   feedOrFail,
   freshBrain,
-  stepOf,
+  pendingCalls,
   stepTypeOf,
   takeStep,
   type BrainState,
@@ -154,10 +154,8 @@ function startRun(context: AgentContext, message: UserMessage, definitions: Serv
 
 /** Each call's result if it has one yet: finished, pre-answered by the brain, or denied. */
 function batchResults(context: AgentContext): { call: ToolCall; result: ToolMessage | undefined }[] {
-  const step = stepOf(context.brain, context.policy);
-  if (step.type !== 'CallTools') return [];
   const done = new Map(context.toolJournal.map((result) => [result.toolCallId, result]));
-  return step.calls.map(({ call, preAnswered }) => {
+  return pendingCalls(context.brain).map(({ call, preAnswered }) => {
     const decision = decisionFor(context.approvals, call);
     const denied = decision && !decision.approved ? deniedResult(call, decision) : undefined;
     return { call, result: done.get(call.id) ?? preAnswered ?? denied };
@@ -264,8 +262,7 @@ export function createAgentMachine(config: AgentConfig) {
       approvalsPossible: () => [...tools].some((tool) => tool.needsApproval !== undefined && tool.needsApproval !== false),
       batchComplete: ({ context }) => batchResults(context).every(({ result }) => result !== undefined),
       callsRunnable: ({ context }) => {
-        const step = stepOf(context.brain, context.policy);
-        return step.type === 'CallTools' && runnableCalls(context, step.calls).length > 0;
+        return runnableCalls(context, pendingCalls(context.brain)).length > 0;
       },
       nothingWaiting: ({ context }) =>
         batchResults(context).every(({ call, result }) => result !== undefined || !context.approvals.waiting.includes(call.id) || decisionFor(context.approvals, call) !== undefined),
@@ -308,14 +305,13 @@ export function createAgentMachine(config: AgentConfig) {
       })),
       recordDecision: enqueueActions(({ context, event, enqueue }) => {
         if (event.type !== 'approve' && event.type !== 'deny') return;
-        const step = stepOf(context.brain, context.policy);
-        if (step.type !== 'CallTools') return;
-        const approvals = recordDecision(context.approvals, step.calls, event);
+        const calls = pendingCalls(context.brain);
+        const approvals = recordDecision(context.approvals, calls, event);
         if (approvals === context.approvals) return;
         enqueue.assign({ approvals });
         // A denial is the call's result: listeners see it like any other.
         const finished = new Set(context.toolJournal.map((result) => result.toolCallId));
-        for (const { call, preAnswered } of step.calls) {
+        for (const { call, preAnswered } of calls) {
           const decision = decisionFor(approvals, call);
           if (preAnswered || finished.has(call.id) || decisionFor(context.approvals, call) || decision?.approved !== false) continue;
           enqueue.emit({ type: 'tool.started', call });

@@ -3,7 +3,7 @@ import { decide, emptyLoopContext, loopMachine, type LoopSnapshot } from '../../
 import { IllegalFeedError, InvalidFeedError } from '../errors.js';
 import { feedProblem } from '../feed-problems.js';
 import type { LoopEvent } from '../loop-events.js';
-import type { LoopContext, Message, Policy, StateName, Step } from '../schemas.js';
+import type { LoopContext, Message, PendingToolCall, Policy, StateName, Step } from '../schemas.js';
 
 /**
  * The brain as the driver carries it: plain data (state name + context) inside the driver's
@@ -52,9 +52,17 @@ function inertScope(): Parameters<typeof loopMachine.transition>[2] {
   return scope;
 }
 
+// XState computes `ownEvents` on every read; the machine never changes, so once per state is enough.
+const handled = new Map<StateName, ReadonlySet<string>>();
+function handledEvents(state: StateName): ReadonlySet<string> {
+  let events = handled.get(state);
+  if (!events) handled.set(state, (events = new Set(loopMachine.states[state]!.ownEvents)));
+  return events;
+}
+
 /** Applies one feed; a feed the brain refuses is a driver bug and throws the brain's typed error. */
 export function feedBrain(brain: BrainState, event: LoopEvent): BrainState {
-  const handled = loopMachine.states[brain.value]!.ownEvents.includes(event.type);
+  const handled = handledEvents(brain.value).has(event.type);
   const problem = handled ? feedProblem(brain.context, event) : null;
   if (!handled || problem) {
     throw problem?.kind === 'invalid'
@@ -75,6 +83,13 @@ export function feedOrFail(brain: BrainState, event: LoopEvent, errorType: strin
   if (problem?.kind !== 'invalid') return feedBrain(brain, event);
   return feedBrain(brain, { type: 'fail', error: { type: errorType, message: `${event.type}: ${problem.problem}` } });
 }
+
+/**
+ * The tool calls the brain waits for (none outside AwaitingTools). The brain's own array, for
+ * the driver's read-only use: `stepOf` hands callers a copy, this is the hot path.
+ */
+export const pendingCalls = (brain: BrainState): readonly PendingToolCall[] =>
+  brain.value === 'AwaitingTools' ? brain.context.pendingTools : [];
 
 /** The kind of the next step, without building it. */
 export function stepTypeOf(brain: BrainState, policy: Policy): Step['type'] {

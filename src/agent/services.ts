@@ -5,7 +5,7 @@ import { runToolCalls } from '../tools/run-tools.js';
 import { withRetry, type RetryOptions } from '../models/retry.js';
 import { estimateToolTokens } from '../tokens.js';
 import type { ToolSet } from '../tools/define-tool.js';
-import { conversationOf, stepOf, type BrainState } from './brain-state.js';
+import { conversationOf, pendingCalls, type BrainState } from './brain-state.js';
 import type { Compactor } from './config.js';
 import { durabilityOf } from './durability.js';
 import { callsNeedingApproval, decisionFor, isWaiting, type Approvals } from './approvals.js';
@@ -117,17 +117,17 @@ export function toolsService(deps: ServiceDeps) {
     const durable = durabilityOf(self._parent);
     await durable?.flush();
     const view = driverView(self);
-    const step = stepOf(view.brain, view.policy);
-    if (step.type !== 'CallTools') throw new Error(`tools invoked while the brain says ${step.type}`);
+    if (view.brain.value !== 'AwaitingTools') throw new Error(`tools invoked while the brain is ${view.brain.value}`);
+    const calls = pendingCalls(view.brain);
     const done = new Map(view.toolJournal.map((result) => [result.toolCallId, result]));
-    const runnable = runnableCalls(view, step.calls);
+    const runnable = runnableCalls(view, calls);
     const hooks = deps.operations.filter((op) => op.beforeTools);
     if (hooks.length) {
       const ctx: OperationContext = { sessionId: view.sessionId, turn: input.turn, messages: conversationOf(view.brain) };
-      for (const op of hooks) op.beforeTools!(step.calls, ctx);
+      for (const op of hooks) op.beforeTools!(calls, ctx);
     }
     // Calls the brain answered itself (unknown tools) still show up in a UI's trace.
-    for (const { call, preAnswered } of step.calls) {
+    for (const { call, preAnswered } of calls) {
       if (!preAnswered || done.has(call.id)) continue;
       tell(self, signal, { type: 'service.toolStarted', call });
       tell(self, signal, { type: 'service.toolFinished', call, result: preAnswered });
@@ -164,10 +164,9 @@ export function runnableCalls(view: Pick<DriverView, 'toolJournal' | 'approvals'
 export function approvalService(deps: ServiceDeps) {
   return fromPromise<string[], ServiceInput>(async ({ self }) => {
     const view = driverView(self);
-    const step = stepOf(view.brain, view.policy);
-    if (step.type !== 'CallTools') return [];
+    const calls = pendingCalls(view.brain);
     const finished = new Set(view.toolJournal.map((result) => result.toolCallId));
-    return callsNeedingApproval(step.calls, deps.tools, view.approvals, view.sessionId, finished);
+    return callsNeedingApproval(calls, deps.tools, view.approvals, view.sessionId, finished);
   });
 }
 
