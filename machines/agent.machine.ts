@@ -122,7 +122,8 @@ export type AgentEmitted =
   | { type: 'prune.finished'; pruned: number; tokensSaved: number; before: number; after: number }
   | { type: 'policy.rejected'; reason: string }
   | { type: 'approval.requested'; calls: ToolCall[] }
-  | { type: 'run.finished'; output: AgentOutput };
+  /** The run's output, with what the whole session has used so far (cost when prices are given). */
+  | { type: 'run.finished'; output: AgentOutput; sessionUsage: Usage; sessionCostUsd?: number };
 
 /** The last run's output: its outcome and usage, with the conversation as it stands after it. */
 export function outputOf(context: AgentContext): AgentOutput | null {
@@ -454,7 +455,15 @@ export function createAgentMachine(config: AgentConfig) {
           lastRun: { outcome: brain.context.outcome!, usage: context.runUsage, ...(cost !== undefined && { costUsd: cost }) },
         };
       }),
-      emitRunFinished: emit(({ context }) => ({ type: 'run.finished' as const, output: outputOf(context)! })),
+      emitRunFinished: emit(({ context }) => {
+        const sessionCostUsd = costUsd(context.sessionUsage, prices);
+        return {
+          type: 'run.finished' as const,
+          output: outputOf(context)!,
+          sessionUsage: context.sessionUsage,
+          ...(sessionCostUsd !== undefined && { sessionCostUsd }),
+        };
+      }),
     },
   }).createMachine({
     id: 'agent',

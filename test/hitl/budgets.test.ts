@@ -205,6 +205,9 @@ describe('usage and cost, per run and per session', () => {
     expect(turns.map((e) => e.reply.usage)).toEqual([usage(100, 10), usage(120, 5), usage(200, 20), usage(250, 7)]);
     expect(actor.getSnapshot().context.sessionUsage).toEqual(usage(670, 42));
     expect(actor.getSnapshot().context.runUsage).toEqual(usage(450, 27));
+    // run.finished also carries the session so far, tokens and cost.
+    expect(finished.map((e) => e.sessionUsage)).toEqual([usage(220, 15), usage(670, 42)]);
+    expect(finished[1]!.sessionCostUsd).toBeCloseTo((670 * 3 + 42 * 15) / 1e6, 12);
     expect(model.invalid()).toEqual([]);
   });
 
