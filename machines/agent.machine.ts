@@ -239,6 +239,16 @@ export function createAgentMachine(config: AgentConfig) {
     return tokens;
   };
 
+  /** The tool batch's services share one input: the turn and the batch's key (also its journal key). */
+  const toolBatchInput = ({ context }: { context: AgentContext }): ServiceInput => {
+    const turn = context.brain.context.turnsTaken;
+    return { turn, key: keyOf(context, turn, 'tools') };
+  };
+  const toolFailure = {
+    target: '#agent.Running.Start',
+    actions: { type: 'failWith', params: ({ event }: { event: { error: unknown } }) => ({ type: 'ToolError', error: event.error }) },
+  } as const;
+
   return setup({
     types: {
       context: {} as AgentContext,
@@ -551,15 +561,9 @@ export function createAgentMachine(config: AgentConfig) {
               CheckingApprovals: {
                 invoke: {
                   src: 'approvals',
-                  input: ({ context }): ServiceInput => {
-                    const turn = context.brain.context.turnsTaken;
-                    return { turn, key: keyOf(context, turn, 'tools') };
-                  },
+                  input: toolBatchInput,
                   onDone: { target: 'Working', actions: { type: 'awaitApproval', params: ({ event }) => event.output } },
-                  onError: {
-                    target: '#agent.Running.Start',
-                    actions: { type: 'failWith', params: ({ event }) => ({ type: 'ToolError', error: event.error }) },
-                  },
+                  onError: toolFailure,
                 },
               },
               /** Calls that may run do, while calls that need a human wait for a decision. */
@@ -573,15 +577,9 @@ export function createAgentMachine(config: AgentConfig) {
                       Executing: {
                         invoke: {
                           src: 'tools',
-                          input: ({ context }): ServiceInput => {
-                            const turn = context.brain.context.turnsTaken;
-                            return { turn, key: keyOf(context, turn, 'tools') };
-                          },
+                          input: toolBatchInput,
                           onDone: { target: 'Paused', actions: { type: 'journalResults', params: ({ event }) => event.output } },
-                          onError: {
-                            target: '#agent.Running.Start',
-                            actions: { type: 'failWith', params: ({ event }) => ({ type: 'ToolError', error: event.error }) },
-                          },
+                          onError: toolFailure,
                         },
                       },
                       /** Nothing may run now; an approval makes a call runnable again. */
