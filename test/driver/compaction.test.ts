@@ -289,3 +289,45 @@ describe('the token estimate the compaction lines read', () => {
     expect(output.outcome).toEqual({ type: 'Completed', finalText: 'ok' });
   });
 });
+
+describe('the pruning pass', () => {
+  it('runs a replaced pruner above the prune line, before any compaction, and the model sees its result', async () => {
+    const model = recording(
+      scriptedModel([
+        { toolCalls: [{ name: 'echo', args: { text: 'x' } }], usage: { inputTokens: 600, outputTokens: 10 } },
+        { toolCalls: [{ name: 'echo', args: { text: 'y' } }], usage: { inputTokens: 650, outputTokens: 10 } },
+        { text: 'done', usage: { inputTokens: 100, outputTokens: 5 } },
+      ]),
+    );
+    const calls: number[] = [];
+    const compactor: Compactor = async () => {
+      throw new Error('pruning should have been enough');
+    };
+    const actor = createActor(
+      createAgentMachine({
+        model,
+        tools: [echoTool],
+        compactor,
+        pruning: { threshold: 50, protectTokens: 0 },
+        // A pruner of our own: blanks every tool result but the last, and says it saved 300 tokens.
+        pruner: (messages) => {
+          calls.push(messages.length);
+          const last = messages.findLastIndex((m) => m.role === 'tool');
+          const pruned = messages.map((m, i) => (m.role === 'tool' && i !== last && m.content !== '-' ? { ...m, content: '-' } : m));
+          const count = pruned.filter((m, i) => m !== messages[i]).length;
+          return { messages: pruned, pruned: count, tokensSaved: count * 300 };
+        },
+      }),
+      { input: { prompt: 'go', policy: { contextWindow: 1000 } } },
+    );
+    const events = collect(actor);
+    const output = await runToCompletion(actor);
+
+    expect(output.outcome).toEqual({ type: 'Completed', finalText: 'done' });
+    // Asked above the 50% line only, and adopted once: the second time there was nothing to prune.
+    expect(events.filter((e) => e.type === 'prune.finished').map((e) => (e as { pruned: number }).pruned)).toEqual([1]);
+    expect(calls.length).toBeGreaterThanOrEqual(1);
+    expect(model.seen[2]!.messages.filter((m) => m.role === 'tool').map((m) => m.content)).toEqual(['-', 'y']);
+    expect(events.some((e) => e.type === 'compaction.finished')).toBe(false);
+  });
+});

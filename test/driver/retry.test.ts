@@ -2,6 +2,7 @@
 import { describe, expect, it } from 'vitest';
 import { createActor } from 'xstate';
 import { createAgentMachine } from '../../machines/agent.machine.js';
+import { ModelError, type Model } from '../../src/model.js';
 import { scriptedModel } from '../../src/models/scripted.js';
 import type { Message } from '../../src/schemas.js';
 import { echoTool, fakeSleep, recording, runInSession, runToCompletion } from '../support/driver.js';
@@ -29,6 +30,36 @@ describe('retries', () => {
     expect(model.seen.map((r) => r.messages)).toEqual([[user('hi')], [user('hi')], [user('hi')]]);
     // Full jitter: floor(0.5 * 100 * 2^attempt).
     expect(delays).toEqual([50, 100]);
+  });
+
+  it('emits model.retry after text streamed by the failed attempt, so a UI can drop that text', async () => {
+    let attempt = 0;
+    const model: Model = {
+      name: 'flaky',
+      async generate(request) {
+        attempt += 1;
+        if (attempt === 1) {
+          request.onTextDelta?.('half an ans');
+          throw new ModelError('overloaded', { status: 529, retryable: true });
+        }
+        request.onTextDelta?.('a whole answer');
+        return { message: { role: 'assistant', content: 'a whole answer' }, finishReason: 'stop' };
+      },
+    };
+    const { sleep } = fakeSleep();
+    const user = { onRetry: [] as number[] };
+    const actor = createActor(
+      createAgentMachine({ model, retry: { sleep, random: () => 0.5, baseDelayMs: 100, onRetry: (a) => user.onRetry.push(a.retry) } }),
+      { input: { prompt: 'hi' } },
+    );
+    const seen: string[] = [];
+    actor.on('text.delta', (e) => seen.push(`delta:${e.turn}:${e.delta}`));
+    actor.on('model.retry', (e) => seen.push(`retry:${e.turn}:${e.retry}:${e.delayMs}:${(e.error as Error).message}`));
+    const output = await runToCompletion(actor);
+    expect(seen).toEqual(['delta:1:half an ans', 'retry:1:1:50:overloaded', 'delta:1:a whole answer']);
+    // The caller's own onRetry still runs.
+    expect(user.onRetry).toEqual([1]);
+    expect(output.outcome).toEqual({ type: 'Completed', finalText: 'a whole answer' });
   });
 
   it("honours the provider's retry-after", async () => {
