@@ -6,7 +6,7 @@ import {
 } from '../machines/loop.machine.js';
 import { coherentCut, incoherence } from './conversation.js';
 import { IllegalFeedError, InvalidFeedError, InvalidSnapshotError } from './errors.js';
-import { feedProblem } from './feed-problems.js';
+import { acceptsFeed, feedRejection } from './feed-rejection.js';
 import type { LoopEvent } from './loop-events.js';
 import type { FinishReason } from './model.js';
 import {
@@ -242,24 +242,18 @@ export class LoopMachine {
   /** Validates an argument; a feed the current state refuses anyway reports that first. */
   #parse<S extends z.ZodType>(feed: LoopEvent['type'], schema: S, value: unknown): z.output<S> {
     const state = this.#snapshot.value;
-    if (!loopMachine.states[state]!.ownEvents.includes(feed)) throw new IllegalFeedError(feed, state);
+    if (!acceptsFeed(state, feed)) throw new IllegalFeedError(feed, state);
     return parseFeed(feed, schema, value);
   }
 
   /** Sends a feed if the brain takes it; otherwise throws the precise reason, changing nothing. */
   #feed(event: LoopEvent): void {
     const snapshot = this.#snapshot;
-    if (!snapshot.can(event)) throw rejection(snapshot, event);
+    if (!snapshot.can(event)) {
+      throw feedRejection(snapshot.value, snapshot.context, event) ?? new IllegalFeedError(event.type, snapshot.value);
+    }
     this.actor.send(event);
   }
-}
-
-function rejection(snapshot: LoopSnapshot, event: LoopEvent): Error {
-  const state = snapshot.value;
-  const handled = loopMachine.states[state]!.ownEvents.includes(event.type);
-  const problem = handled ? feedProblem(snapshot.context, event) : null;
-  if (problem?.kind === 'invalid') return new InvalidFeedError(event.type, problem.problem);
-  return new IllegalFeedError(event.type, state, problem?.problem);
 }
 
 function parseFeed<S extends z.ZodType>(feed: string, schema: S, value: unknown): z.output<S> {

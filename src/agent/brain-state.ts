@@ -1,7 +1,7 @@
 import { createActor } from 'xstate';
 import { decide, emptyLoopContext, loopMachine, type LoopSnapshot } from '../../machines/loop.machine.js';
-import { IllegalFeedError, InvalidFeedError } from '../errors.js';
 import { feedProblem } from '../feed-problems.js';
+import { feedRejection } from '../feed-rejection.js';
 import type { LoopEvent } from '../loop-events.js';
 import type { LoopContext, Message, PendingToolCall, Policy, StateName, Step } from '../schemas.js';
 
@@ -52,23 +52,10 @@ function inertScope(): Parameters<typeof loopMachine.transition>[2] {
   return scope;
 }
 
-// XState computes `ownEvents` on every read; the machine never changes, so once per state is enough.
-const handled = new Map<StateName, ReadonlySet<string>>();
-function handledEvents(state: StateName): ReadonlySet<string> {
-  let events = handled.get(state);
-  if (!events) handled.set(state, (events = new Set(loopMachine.states[state]!.ownEvents)));
-  return events;
-}
-
 /** Applies one feed; a feed the brain refuses is a driver bug and throws the brain's typed error. */
 export function feedBrain(brain: BrainState, event: LoopEvent): BrainState {
-  const handled = handledEvents(brain.value).has(event.type);
-  const problem = handled ? feedProblem(brain.context, event) : null;
-  if (!handled || problem) {
-    throw problem?.kind === 'invalid'
-      ? new InvalidFeedError(event.type, problem.problem)
-      : new IllegalFeedError(event.type, brain.value, problem?.problem);
-  }
+  const rejected = feedRejection(brain.value, brain.context, event);
+  if (rejected) throw rejected;
   const next = loopMachine.transition(snapshotOf(brain), event, inertScope());
   snapshots.set(next.context, next);
   return { value: next.value, context: next.context };
