@@ -1,6 +1,6 @@
 import { createActor } from 'xstate';
 import { decide, emptyLoopContext, loopMachine, type LoopSnapshot } from '../../machines/loop.machine.js';
-import { feedProblem } from '../feed-problems.js';
+import { InvalidFeedError } from '../errors.js';
 import { feedRejection } from '../feed-rejection.js';
 import type { LoopEvent } from '../loop-events.js';
 import type { LoopContext, Message, PendingToolCall, Policy, StateName, Step } from '../schemas.js';
@@ -56,6 +56,11 @@ function inertScope(): Parameters<typeof loopMachine.transition>[2] {
 export function feedBrain(brain: BrainState, event: LoopEvent): BrainState {
   const rejected = feedRejection(brain.value, brain.context, event);
   if (rejected) throw rejected;
+  return transitionBrain(brain, event);
+}
+
+/** The transition itself, for feeds already checked. */
+function transitionBrain(brain: BrainState, event: LoopEvent): BrainState {
   const next = loopMachine.transition(snapshotOf(brain), event, inertScope());
   snapshots.set(next.context, next);
   return { value: next.value, context: next.context };
@@ -66,9 +71,10 @@ export function feedBrain(brain: BrainState, event: LoopEvent): BrainState {
  * brain refuses the payload, the run fails with `errorType` instead of the actor crashing.
  */
 export function feedOrFail(brain: BrainState, event: LoopEvent, errorType: string): BrainState {
-  const problem = feedProblem(brain.context, event);
-  if (problem?.kind !== 'invalid') return feedBrain(brain, event);
-  return feedBrain(brain, { type: 'fail', error: { type: errorType, message: `${event.type}: ${problem.problem}` } });
+  const rejected = feedRejection(brain.value, brain.context, event);
+  if (!rejected) return transitionBrain(brain, event);
+  if (!(rejected instanceof InvalidFeedError)) throw rejected;
+  return feedBrain(brain, { type: 'fail', error: { type: errorType, message: rejected.message } });
 }
 
 /**
