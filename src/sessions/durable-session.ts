@@ -61,6 +61,8 @@ export class DurableSession {
   #written: { log: WrittenLog; row: string; awaitingToolsKey: string | null };
   #queue: Promise<void> = Promise.resolve();
   #failure: Error | undefined;
+  /** The last context `#persist` looked at. */
+  #seen: AgentContext | undefined;
   #failed: Promise<never>;
   #fail!: (error: Error) => void;
 
@@ -160,7 +162,9 @@ export class DurableSession {
   }
 
   #persist(context: AgentContext): void {
-    if (this.#failure) return;
+    // Events that change nothing (text deltas, progress) keep the context object: nothing to encode.
+    if (this.#failure || context === this.#seen) return;
+    this.#seen = context;
     const rowValue = encodeRow(context);
     const row = JSON.stringify(rowValue);
     const log = logOf(context);
