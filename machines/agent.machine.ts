@@ -28,6 +28,7 @@ import {
   NO_APPROVALS,
   decisionFor,
   deniedResult,
+  isWaiting,
   recordDecision,
   type ApprovalEvent,
 } from '../src/agent/approvals.js';
@@ -163,6 +164,12 @@ function batchResults(context: AgentContext): { call: ToolCall; result: ToolMess
   });
 }
 
+/** The calls of the batch that have no result and wait for a human's decision. */
+const waitingCalls = (context: AgentContext): ToolCall[] =>
+  batchResults(context)
+    .filter(({ call, result }) => result === undefined && isWaiting(context.approvals, call))
+    .map(({ call }) => call);
+
 /** Feeds the finished batch; calls without a result (a cancelled or sealed run) are interrupted. */
 function feedBatch(context: AgentContext): BrainState {
   if (context.brain.value !== 'AwaitingTools') return context.brain;
@@ -275,8 +282,7 @@ export function createAgentMachine(config: AgentConfig) {
       callsRunnable: ({ context }) => {
         return runnableCalls(context, pendingCalls(context.brain)).length > 0;
       },
-      nothingWaiting: ({ context }) =>
-        batchResults(context).every(({ call, result }) => result !== undefined || !context.approvals.waiting.includes(call.id) || decisionFor(context.approvals, call) !== undefined),
+      nothingWaiting: ({ context }) => waitingCalls(context).length === 0,
       callLLM: stepIs('CallLLM'),
       callTools: stepIs('CallTools'),
       compact: stepIs('Compact'),
@@ -310,9 +316,7 @@ export function createAgentMachine(config: AgentConfig) {
       }),
       emitApprovalRequested: emit(({ context }) => ({
         type: 'approval.requested' as const,
-        calls: batchResults(context)
-          .filter(({ call, result }) => result === undefined && context.approvals.waiting.includes(call.id) && !decisionFor(context.approvals, call))
-          .map(({ call }) => call),
+        calls: waitingCalls(context),
       })),
       recordDecision: enqueueActions(({ context, event, enqueue }) => {
         if (event.type !== 'approve' && event.type !== 'deny') return;
