@@ -161,23 +161,6 @@ export function nextStep(snapshot: LoopSnapshot, policy: Policy): Step {
   return decide(snapshot.value, snapshot.context, policy).step(snapshot.context);
 }
 
-/** The `next` transitions of one state: the decision order, filtered to that state. */
-function nextTransitions(state: StateName) {
-  return decisionOrder
-    .filter((decision) => decision.states.includes(state))
-    .map(({ guard, target, action }) => ({
-      ...(guard && { guard }),
-      ...(target && { target }),
-      actions: action ? [action] : [],
-    }));
-}
-
-const conclude = (outcome: Outcome) => assign<LoopContext, LoopEvent, undefined, LoopEvent, never>({ outcome });
-const beginCompaction = (reason: CompactionReason) =>
-  assign<LoopContext, LoopEvent, undefined, LoopEvent, never>({
-    compactionReason: reason,
-    lastCompactionTokens: ({ context }) => context.contextTokens,
-  });
 
 export interface LoopInput {
   /** Committed messages to start from, e.g. a session's history for its next run. */
@@ -199,6 +182,289 @@ export const emptyLoopContext = (history: Message[] = []): LoopContext => ({
   outcome: null,
 });
 
+/**
+ * How a list grows by appending. The statechart copies (its snapshots are immutable); the
+ * driver's reducer may pass an appender that extends lists it owns in place, so a turn costs
+ * the same at message 10 and at message 10,000.
+ */
+export type Append = <T>(list: readonly T[], items: readonly T[]) => T[];
+export const copyingAppend: Append = (list, items) => list.concat(items);
+
+type Update = (context: LoopContext, event: LoopEvent, append: Append) => Partial<LoopContext>;
+
+const conclude = (outcome: Outcome): Update => () => ({ outcome });
+const beginCompaction = (reason: CompactionReason): Update => (context) => ({
+  compactionReason: reason,
+  lastCompactionTokens: context.contextTokens,
+});
+
+/**
+ * The brain's actions as pure context updates, by name. The statechart wraps each in `assign`;
+ * `reduceLoop` applies the very same functions, so both move the brain identically.
+ */
+export const loopUpdates = {
+  concludeCancelled: conclude({ type: 'Cancelled' }),
+  concludeMaxTurns: conclude({ type: 'MaxTurnsExceeded' }),
+  beginEmergencyCompaction: beginCompaction('Emergency'),
+  beginThresholdCompaction: beginCompaction('ThresholdExceeded'),
+  beginRun: (_context, event) => {
+    assertEvent(event, 'acceptInput');
+    return {
+      pending: [event.message],
+      pendingTools: [],
+      turnsTaken: 0,
+      totalToolCalls: 0,
+      deferredCompaction: false,
+      compactionReason: null,
+      steering: [],
+    };
+  },
+  appendToPending: (context, event, append) => {
+    assertEvent(event, ['inject', 'steer']);
+    return { pending: append(context.pending, [event.message]) };
+  },
+  adoptEstimate: (_context, event) => {
+    assertEvent(event, 'setContextTokens');
+    return { contextTokens: event.tokens };
+  },
+  requestCancel: () => ({ cancelled: true }),
+  concludeFailed: (_context, event) => {
+    assertEvent(event, 'fail');
+    return { outcome: { type: 'Failed', error: { type: event.error.type, message: event.error.message } } };
+  },
+  concludeSealed: (_context, event) => {
+    assertEvent(event, 'seal');
+    return { outcome: { type: 'Sealed', reason: event.reason } };
+  },
+  queueSteering: (context, event) => {
+    assertEvent(event, 'steer');
+    return { steering: [...context.steering, event.message] };
+  },
+  deliverSteering: (context, _event, append) =>
+    context.steering.length ? { pending: append(context.pending, context.steering), steering: [] } : {},
+  acceptReply: (context, event, append) => {
+    assertEvent(event, 'modelResponse');
+    return {
+      pending: append(context.pending, [event.response]),
+      contextTokens: event.contextTokens,
+      turnsTaken: context.turnsTaken + 1,
+    };
+  },
+  classifyToolCalls: (_context, event) => {
+    assertEvent(event, 'modelResponse');
+    const advertised = new Set(event.availableTools);
+    return {
+      pendingTools: (event.response.toolCalls ?? []).map((call) =>
+        advertised.has(call.name) ? { call } : { call, preAnswered: unavailableToolResult(call) },
+      ),
+    };
+  },
+  concludeCompleted: (_context, event) => {
+    assertEvent(event, 'modelResponse');
+    const { finishReason } = event;
+    return {
+      outcome:
+        finishReason && finishReason !== 'stop'
+          ? { type: 'Completed', finalText: event.response.content, finishReason }
+          : { type: 'Completed', finalText: event.response.content },
+    };
+  },
+  acceptToolResults: (context, event, append) => {
+    assertEvent(event, 'toolResults');
+    const byId = new Map(event.messages.map((message) => [message.toolCallId, message]));
+    // Results go in call order whatever order they finished in: the transcript stays stable.
+    const results = context.pendingTools.map((pending) => byId.get(pending.call.id)!);
+    return {
+      pending: append(context.pending, results),
+      pendingTools: [],
+      totalToolCalls: context.totalToolCalls + results.length,
+    };
+  },
+  deferCompaction: (_context, event) => {
+    assertEvent(event, ['compactionResult', 'compactionNoop']);
+    return { deferredCompaction: true, contextTokens: event.after };
+  },
+  concludeStalled: (_context, event) => {
+    assertEvent(event, ['compactionResult', 'compactionNoop']);
+    return {
+      outcome: {
+        type: 'Failed',
+        error: {
+          type: 'CompactionStalled',
+          message: `compaction made no progress (${event.before} tokens before, ${event.after} after)`,
+        },
+      },
+    };
+  },
+  adoptCompacted: (_context, event) => {
+    assertEvent(event, 'compactionResult');
+    return {
+      history: coalesceAdjacentAssistants(event.compacted),
+      pending: [],
+      contextTokens: event.after,
+      deferredCompaction: false,
+    };
+  },
+  adoptCompactionEstimate: (_context, event) => {
+    assertEvent(event, 'compactionNoop');
+    return { contextTokens: event.after };
+  },
+  endCompactionPass: () => ({ compactionReason: null }),
+  commitPending: (context) => ({
+    history: context.pending.length ? context.history.concat(context.pending) : context.history,
+    pending: [],
+  }),
+  discardPending: () => ({ pending: [] }),
+  salvagePending: (context) => {
+    const keep = coherentCut(context.pending, Infinity);
+    return {
+      history: keep ? context.history.concat(context.pending.slice(0, keep)) : context.history,
+      pending: [],
+    };
+  },
+  rewindHistory: (context, event) => {
+    assertEvent(event, 'rewindTo');
+    if (event.len >= context.history.length) return {};
+    return {
+      history: context.history.slice(0, coherentCut(context.history, event.len)),
+      deferredCompaction: false,
+      // The estimate described the longer conversation; the driver measures afresh.
+      contextTokens: 0,
+    };
+  },
+  adoptPruned: (context, event) => {
+    assertEvent(event, 'adoptPruned');
+    const split = context.history.length;
+    return { history: event.messages.slice(0, split), pending: event.messages.slice(split) };
+  },
+} satisfies Record<string, Update>;
+
+type ActionName = keyof typeof loopUpdates;
+
+/** One transition of the brain: all `guards` must hold; first match wins, as in XState. */
+export interface LoopTransition {
+  readonly guards: readonly GuardName[];
+  readonly target?: StateName;
+  readonly actions: readonly ActionName[];
+}
+
+type TransitionTable = Readonly<Record<StateName, Partial<Record<LoopEvent['type'], readonly LoopTransition[]>>>>;
+
+const when = (guards: GuardName[], actions: ActionName[], target?: StateName): LoopTransition => ({
+  guards,
+  actions,
+  ...(target && { target }),
+});
+
+/** The `next` transitions of one state: the decision order, filtered to that state. */
+function nextTransitions(state: StateName): LoopTransition[] {
+  return decisionOrder
+    .filter((decision) => decision.states.includes(state))
+    .map(({ guard, target, action }) => when(guard ? [guard] : [], action ? [action] : [], target));
+}
+
+/** Feeds every non-terminal state accepts. */
+const runningFeeds = {
+  acceptInput: [when(['feedIsValid'], ['beginRun'], 'Start')],
+  inject: [when(['feedIsValid'], ['appendToPending'])],
+  setContextTokens: [when(['feedIsValid'], ['adoptEstimate'])],
+  cancel: [when([], ['requestCancel'])],
+  fail: [when(['feedIsValid'], ['concludeFailed'], 'Terminal')],
+  seal: [when(['feedIsValid'], ['concludeSealed'], 'Terminal')],
+  steer: [when(['feedIsValid'], ['queueSteering'])],
+  adoptPruned: [when(['feedIsValid'], ['adoptPruned'])],
+};
+
+/** Maintenance that needs no turn in flight: at rest in Start, or after the run ended. */
+const maintenanceFeeds = {
+  commitPending: [when(['feedIsValid'], ['commitPending'])],
+  discardPending: [when([], ['discardPending'])],
+  salvagePending: [when([], ['salvagePending'])],
+  rewindTo: [when(['feedIsValid'], ['rewindHistory'])],
+};
+
+const compactionOutcomes = (progress: 'adoptCompacted' | 'adoptCompactionEstimate') => [
+  when(['feedIsValid', 'compactionMadeNoProgress', 'stallIsDeferrable'], ['deferCompaction', 'deliverSteering'], 'Start'),
+  when(['feedIsValid', 'compactionMadeNoProgress'], ['concludeStalled'], 'Terminal'),
+  when(['feedIsValid'], [progress, 'deliverSteering'], 'Start'),
+];
+
+/**
+ * Every transition of the brain, by state and event: the one table the statechart and the
+ * pure `reduceLoop` are both generated from.
+ */
+export const loopTransitions: TransitionTable = {
+  Start: {
+    ...runningFeeds,
+    ...maintenanceFeeds,
+    // At rest the conversation is coherent, so steering is delivered at once.
+    steer: [when(['feedIsValid'], ['appendToPending'])],
+    next: nextTransitions('Start'),
+  },
+  AwaitingModel: {
+    ...runningFeeds,
+    next: nextTransitions('AwaitingModel'),
+    modelResponse: [
+      when(['feedIsValid', 'replyHasToolCalls'], ['acceptReply', 'classifyToolCalls'], 'AwaitingTools'),
+      // In-turn steering (seed 004): a queued user message keeps the run going.
+      when(['feedIsValid', 'steeringQueued'], ['acceptReply', 'deliverSteering'], 'Start'),
+      when(['feedIsValid'], ['acceptReply', 'concludeCompleted'], 'Terminal'),
+    ],
+  },
+  AwaitingTools: {
+    ...runningFeeds,
+    next: nextTransitions('AwaitingTools'),
+    toolResults: [when(['feedIsValid'], ['acceptToolResults', 'deliverSteering'], 'Start')],
+  },
+  AwaitingCompaction: {
+    ...runningFeeds,
+    next: nextTransitions('AwaitingCompaction'),
+    compactionResult: compactionOutcomes('adoptCompacted'),
+    compactionNoop: compactionOutcomes('adoptCompactionEstimate'),
+  },
+  Terminal: {
+    ...maintenanceFeeds,
+    next: nextTransitions('Terminal'),
+  },
+};
+
+/** Actions run when a state is left for another one. */
+const exitActions: Partial<Record<StateName, readonly ActionName[]>> = {
+  AwaitingCompaction: ['endCompactionPass'],
+};
+
+/**
+ * Whether `state` has any transition for this feed that does something, whatever its payload
+ * (XState's notion of the events a state handles: one that neither moves nor acts is not one).
+ */
+export const acceptsFeed = (state: StateName, type: LoopEvent['type']): boolean =>
+  loopTransitions[state][type]?.some(({ target, actions }) => target !== undefined || actions.length > 0) ?? false;
+
+/**
+ * The brain's transition as a pure function over plain data: the state it moves to and the new
+ * context, or null when no transition is enabled (XState would ignore the event). Generated
+ * from `loopTransitions` with XState's semantics (first enabled transition wins, guards read the
+ * context before any action, exit actions run before the transition's own), and checked against
+ * the statechart by a property test.
+ */
+export function reduceLoop(
+  state: StateName,
+  context: LoopContext,
+  event: LoopEvent,
+  append: Append = copyingAppend,
+): { value: StateName; context: LoopContext } | null {
+  const candidates = loopTransitions[state][event.type];
+  if (!candidates) return null;
+  const args: GuardArgs = { context, event };
+  const chosen = candidates.find(({ guards }) => guards.every((guard) => loopGuards[guard](args)));
+  if (!chosen) return null;
+  const leaving = chosen.target !== undefined && chosen.target !== state;
+  const actions = leaving && exitActions[state] ? [...exitActions[state], ...chosen.actions] : chosen.actions;
+  let next = context;
+  for (const action of actions) next = { ...next, ...loopUpdates[action](next, event, append) };
+  return { value: chosen.target ?? state, context: next };
+}
+
 const loopSetup = setup({
   types: {
     context: {} as LoopContext,
@@ -206,250 +472,37 @@ const loopSetup = setup({
     input: {} as LoopInput | void,
   },
   guards: loopGuards,
-  actions: {
-    concludeCancelled: conclude({ type: 'Cancelled' }),
-    concludeMaxTurns: conclude({ type: 'MaxTurnsExceeded' }),
-    beginEmergencyCompaction: beginCompaction('Emergency'),
-    beginThresholdCompaction: beginCompaction('ThresholdExceeded'),
-    beginRun: assign(({ event }) => {
-      assertEvent(event, 'acceptInput');
-      return {
-        pending: [event.message],
-        pendingTools: [],
-        turnsTaken: 0,
-        totalToolCalls: 0,
-        deferredCompaction: false,
-        compactionReason: null,
-        steering: [],
-      };
-    }),
-    appendToPending: assign({
-      pending: ({ context, event }) => {
-        assertEvent(event, ['inject', 'steer']);
-        return [...context.pending, event.message];
-      },
-    }),
-    adoptEstimate: assign({
-      contextTokens: ({ event }) => {
-        assertEvent(event, 'setContextTokens');
-        return event.tokens;
-      },
-    }),
-    requestCancel: assign({ cancelled: true }),
-    concludeFailed: assign({
-      outcome: ({ event }) => {
-        assertEvent(event, 'fail');
-        return { type: 'Failed' as const, error: { type: event.error.type, message: event.error.message } };
-      },
-    }),
-    concludeSealed: assign({
-      outcome: ({ event }) => {
-        assertEvent(event, 'seal');
-        return { type: 'Sealed' as const, reason: event.reason };
-      },
-    }),
-    queueSteering: assign({
-      steering: ({ context, event }) => {
-        assertEvent(event, 'steer');
-        return [...context.steering, event.message];
-      },
-    }),
-    deliverSteering: assign(({ context }) =>
-      context.steering.length
-        ? { pending: [...context.pending, ...context.steering], steering: [] }
-        : {},
-    ),
-    acceptReply: assign(({ context, event }) => {
-      assertEvent(event, 'modelResponse');
-      return {
-        pending: [...context.pending, event.response],
-        contextTokens: event.contextTokens,
-        turnsTaken: context.turnsTaken + 1,
-      };
-    }),
-    classifyToolCalls: assign({
-      pendingTools: ({ event }) => {
-        assertEvent(event, 'modelResponse');
-        const advertised = new Set(event.availableTools);
-        return (event.response.toolCalls ?? []).map((call) =>
-          advertised.has(call.name) ? { call } : { call, preAnswered: unavailableToolResult(call) },
-        );
-      },
-    }),
-    concludeCompleted: assign({
-      outcome: ({ event }) => {
-        assertEvent(event, 'modelResponse');
-        const { finishReason } = event;
-        return finishReason && finishReason !== 'stop'
-          ? { type: 'Completed' as const, finalText: event.response.content, finishReason }
-          : { type: 'Completed' as const, finalText: event.response.content };
-      },
-    }),
-    acceptToolResults: assign(({ context, event }) => {
-      assertEvent(event, 'toolResults');
-      const byId = new Map(event.messages.map((message) => [message.toolCallId, message]));
-      // Results go in call order whatever order they finished in: the transcript stays stable.
-      const results = context.pendingTools.map((pending) => byId.get(pending.call.id)!);
-      return {
-        pending: [...context.pending, ...results],
-        pendingTools: [],
-        totalToolCalls: context.totalToolCalls + results.length,
-      };
-    }),
-    deferCompaction: assign(({ event }) => {
-      assertEvent(event, ['compactionResult', 'compactionNoop']);
-      return { deferredCompaction: true, contextTokens: event.after };
-    }),
-    concludeStalled: assign({
-      outcome: ({ event }) => {
-        assertEvent(event, ['compactionResult', 'compactionNoop']);
-        return {
-          type: 'Failed' as const,
-          error: {
-            type: 'CompactionStalled',
-            message: `compaction made no progress (${event.before} tokens before, ${event.after} after)`,
-          },
-        };
-      },
-    }),
-    adoptCompacted: assign(({ event }) => {
-      assertEvent(event, 'compactionResult');
-      return {
-        history: coalesceAdjacentAssistants(event.compacted),
-        pending: [],
-        contextTokens: event.after,
-        deferredCompaction: false,
-      };
-    }),
-    adoptCompactionEstimate: assign(({ event }) => {
-      assertEvent(event, 'compactionNoop');
-      return { contextTokens: event.after };
-    }),
-    endCompactionPass: assign({ compactionReason: null }),
-    commitPending: assign(({ context }) => ({
-      history: context.pending.length ? context.history.concat(context.pending) : context.history,
-      pending: [],
-    })),
-    discardPending: assign({ pending: [] }),
-    salvagePending: assign(({ context }) => {
-      const keep = coherentCut(context.pending, Infinity);
-      return {
-        history: keep ? context.history.concat(context.pending.slice(0, keep)) : context.history,
-        pending: [],
-      };
-    }),
-    rewindHistory: assign(({ context, event }) => {
-      assertEvent(event, 'rewindTo');
-      if (event.len >= context.history.length) return {};
-      return {
-        history: context.history.slice(0, coherentCut(context.history, event.len)),
-        deferredCompaction: false,
-        // The estimate described the longer conversation; the driver measures afresh.
-        contextTokens: 0,
-      };
-    }),
-    adoptPruned: assign(({ context, event }) => {
-      assertEvent(event, 'adoptPruned');
-      const split = context.history.length;
-      return { history: event.messages.slice(0, split), pending: event.messages.slice(split) };
-    }),
-  },
+  actions: Object.fromEntries(
+    Object.entries(loopUpdates).map(([name, update]) => [
+      name,
+      assign<LoopContext, LoopEvent, undefined, LoopEvent, never>(({ context, event }) =>
+        (update as Update)(context, event, copyingAppend),
+      ),
+    ]),
+  ) as Record<ActionName, ReturnType<typeof assign<LoopContext, LoopEvent, undefined, LoopEvent, never>>>,
 });
 
-/** Feeds every non-terminal state accepts. */
-const runningFeeds = {
-  acceptInput: { guard: 'feedIsValid', target: 'Start', actions: 'beginRun' },
-  inject: { guard: 'feedIsValid', actions: 'appendToPending' },
-  setContextTokens: { guard: 'feedIsValid', actions: 'adoptEstimate' },
-  cancel: { actions: 'requestCancel' },
-  fail: { guard: 'feedIsValid', target: 'Terminal', actions: 'concludeFailed' },
-  seal: { guard: 'feedIsValid', target: 'Terminal', actions: 'concludeSealed' },
-  steer: { guard: 'feedIsValid', actions: 'queueSteering' },
-  adoptPruned: { guard: 'feedIsValid', actions: 'adoptPruned' },
-} as const;
+const toXState = ({ guards, target, actions }: LoopTransition) => ({
+  ...(guards.length === 1 ? { guard: guards[0] } : guards.length > 1 ? { guard: and([...guards]) } : {}),
+  ...(target && { target }),
+  actions: [...actions],
+});
 
-/** Maintenance that needs no turn in flight: at rest in Start, or after the run ended. */
-const maintenanceFeeds = {
-  commitPending: { guard: 'feedIsValid', actions: 'commitPending' },
-  discardPending: { actions: 'discardPending' },
-  salvagePending: { actions: 'salvagePending' },
-  rewindTo: { guard: 'feedIsValid', actions: 'rewindHistory' },
-} as const;
-
-const compactionOutcomes = (progress: 'adoptCompacted' | 'adoptCompactionEstimate') => [
-  {
-    guard: and(['feedIsValid', 'compactionMadeNoProgress', 'stallIsDeferrable']),
-    target: 'Start',
-    actions: ['deferCompaction', 'deliverSteering'],
-  },
-  {
-    guard: and(['feedIsValid', 'compactionMadeNoProgress']),
-    target: 'Terminal',
-    actions: 'concludeStalled',
-  },
-  { guard: 'feedIsValid', target: 'Start', actions: [progress, 'deliverSteering'] },
-] as const;
+const stateConfig = (state: StateName) => ({
+  on: Object.fromEntries(Object.entries(loopTransitions[state]).map(([type, list]) => [type, list!.map(toXState)])),
+  ...(exitActions[state] && { exit: [...exitActions[state]] }),
+});
 
 export const loopMachine = loopSetup.createMachine({
   id: 'loop',
   initial: 'Start',
   context: ({ input }) => emptyLoopContext(input?.history ?? []),
   states: {
-    Start: {
-      on: {
-        ...runningFeeds,
-        ...maintenanceFeeds,
-        // At rest the conversation is coherent, so steering is delivered at once.
-        steer: { guard: 'feedIsValid', actions: 'appendToPending' },
-        next: nextTransitions('Start'),
-      },
-    },
-    AwaitingModel: {
-      on: {
-        ...runningFeeds,
-        next: nextTransitions('AwaitingModel'),
-        modelResponse: [
-          {
-            guard: and(['feedIsValid', 'replyHasToolCalls']),
-            target: 'AwaitingTools',
-            actions: ['acceptReply', 'classifyToolCalls'],
-          },
-          // In-turn steering (seed 004): a queued user message keeps the run going.
-          {
-            guard: and(['feedIsValid', 'steeringQueued']),
-            target: 'Start',
-            actions: ['acceptReply', 'deliverSteering'],
-          },
-          { guard: 'feedIsValid', target: 'Terminal', actions: ['acceptReply', 'concludeCompleted'] },
-        ],
-      },
-    },
-    AwaitingTools: {
-      on: {
-        ...runningFeeds,
-        next: nextTransitions('AwaitingTools'),
-        toolResults: {
-          guard: 'feedIsValid',
-          target: 'Start',
-          actions: ['acceptToolResults', 'deliverSteering'],
-        },
-      },
-    },
-    AwaitingCompaction: {
-      exit: 'endCompactionPass',
-      on: {
-        ...runningFeeds,
-        next: nextTransitions('AwaitingCompaction'),
-        compactionResult: compactionOutcomes('adoptCompacted'),
-        compactionNoop: compactionOutcomes('adoptCompactionEstimate'),
-      },
-    },
-    Terminal: {
-      on: {
-        ...maintenanceFeeds,
-        next: nextTransitions('Terminal'),
-      },
-    },
+    Start: stateConfig('Start'),
+    AwaitingModel: stateConfig('AwaitingModel'),
+    AwaitingTools: stateConfig('AwaitingTools'),
+    AwaitingCompaction: stateConfig('AwaitingCompaction'),
+    Terminal: stateConfig('Terminal'),
   },
 });
 

@@ -1,18 +1,10 @@
-import { loopMachine } from '../machines/loop.machine.js';
+import { acceptsFeed } from '../machines/loop.machine.js';
+
+export { acceptsFeed };
 import { IllegalFeedError, InvalidFeedError } from './errors.js';
 import { feedProblem } from './feed-problems.js';
 import type { LoopEvent } from './loop-events.js';
 import type { LoopContext, StateName } from './schemas.js';
-
-// XState computes `ownEvents` on every read; the machine never changes, so once per state is enough.
-const handled = new Map<StateName, ReadonlySet<string>>();
-
-/** Whether `state` has any transition for this feed, whatever its payload. */
-export function acceptsFeed(state: StateName, type: LoopEvent['type']): boolean {
-  let events = handled.get(state);
-  if (!events) handled.set(state, (events = new Set(loopMachine.states[state]!.ownEvents)));
-  return events.has(type);
-}
 
 /**
  * The typed error a feed earns in this state, or null when the brain takes it: the one place
