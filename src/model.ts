@@ -1,3 +1,5 @@
+import { z } from 'zod';
+import { AssistantMessageSchema, FinishReasonSchema, ToolCallSchema } from './schemas.js';
 import type { AssistantMessage, FinishReason, Message, Usage } from './schemas.js';
 import { LoopchartError } from './errors.js';
 
@@ -52,4 +54,145 @@ export class ModelError extends LoopchartError {
     this.retryable = options.retryable;
     this.retryAfterMs = options.retryAfterMs;
   }
+}
+
+/**
+ * The largest token count a provider may report for one call. No model has a window within three
+ * orders of magnitude of it; anything above is a broken counter, not a usage figure. Keeping
+ * counts this small also keeps every sum of them (a session's usage) an exact safe integer.
+ */
+export const MAX_REPORTED_TOKENS = 1_000_000_000;
+
+/**
+ * The rule for a provider's usage numbers, applied where they enter (both HTTP adapters, the
+ * scripted model, and the driver for custom models):
+ * - a fractional count is rounded to the nearest integer (some proxies average or scale counts);
+ * - a count that is missing (or null) while the other one is present counts as 0;
+ * - anything else that is not a finite number in [0, MAX_REPORTED_TOKENS] (negative, NaN,
+ *   Infinity, 1e300, a string, an object) drops the whole usage: half a usage would mislead
+ *   budgets and the compaction lines, and without usage the driver estimates with the tokenizer.
+ *
+ * @example
+ * normalizeUsage({ inputTokens: 10.5, outputTokens: 3 }); // { inputTokens: 11, outputTokens: 3 }
+ * normalizeUsage({ inputTokens: -1, outputTokens: 3 });   // undefined
+ */
+export function normalizeUsage(raw: unknown): Usage | undefined {
+  if (raw === null || typeof raw !== 'object') return undefined;
+  const { inputTokens, outputTokens } = raw as { inputTokens?: unknown; outputTokens?: unknown };
+  if (inputTokens == null && outputTokens == null) return undefined;
+  const input = tokenCount(inputTokens);
+  const output = tokenCount(outputTokens);
+  if (input === undefined || output === undefined) return undefined;
+  return { inputTokens: input, outputTokens: output };
+}
+
+function tokenCount(value: unknown): number | undefined {
+  if (value == null) return 0;
+  if (typeof value !== 'number' || !Number.isFinite(value) || value < 0) return undefined;
+  const rounded = Math.round(value);
+  return rounded <= MAX_REPORTED_TOKENS ? rounded : undefined;
+}
+
+const FINISH_REASONS: ReadonlySet<string> = new Set(FinishReasonSchema.options);
+
+/**
+ * Our finish reason for whatever a model reported: one of ours stays, anything else (an unknown
+ * provider string, a number, nothing) is `'other'`. The finish reason only informs the caller
+ * (the loop acts on the message), so an unknown one is no reason to fail a reply.
+ *
+ * @example
+ * normalizeModelFinishReason('bogus'); // 'other'
+ */
+export function normalizeModelFinishReason(raw: unknown): FinishReason {
+  return typeof raw === 'string' && FINISH_REASONS.has(raw) ? (raw as FinishReason) : 'other';
+}
+
+/**
+ * How deep a tool call's arguments may nest. Real arguments stay within a dozen levels; a reply
+ * nested thousands deep would overflow the stack of every later `JSON.stringify` (tokenizer,
+ * stores, wire) long after it entered.
+ */
+export const MAX_ARGS_DEPTH = 100;
+
+/**
+ * Whether `value` is JSON data (null, boolean, finite number, string, arrays and plain objects
+ * of those) nesting at most `maxDepth` levels. Iterative, so a hostile depth cannot overflow it.
+ *
+ * @example
+ * isJsonData({ a: [1, 'x', null] }); // true
+ * isJsonData({ f: () => 1 });        // false
+ */
+export function isJsonData(value: unknown, maxDepth: number = MAX_ARGS_DEPTH): boolean {
+  const stack: Array<{ value: unknown; depth: number }> = [{ value, depth: 0 }];
+  while (stack.length > 0) {
+    const { value: item, depth } = stack.pop()!;
+    if (item === null || typeof item === 'string' || typeof item === 'boolean') continue;
+    if (typeof item === 'number') {
+      if (!Number.isFinite(item)) return false;
+      continue;
+    }
+    if (typeof item !== 'object' || depth >= maxDepth) return false;
+    if (Array.isArray(item)) {
+      for (const element of item) stack.push({ value: element, depth: depth + 1 });
+      continue;
+    }
+    const proto: unknown = Object.getPrototypeOf(item);
+    if (proto !== Object.prototype && proto !== null) return false;
+    for (const key of Object.keys(item)) stack.push({ value: (item as Record<string, unknown>)[key], depth: depth + 1 });
+  }
+  return true;
+}
+
+const ReplyToolCallSchema = ToolCallSchema.extend({
+  args: z.unknown().refine((args) => isJsonData(args), {
+    message: `arguments must be JSON data nested at most ${MAX_ARGS_DEPTH} levels deep`,
+  }),
+});
+
+/**
+ * A model reply as it enters loopchart, checked and normalised: the message must be a
+ * provider-valid assistant message (string content, tool calls with an id, a name and JSON
+ * arguments); the finish reason and usage are normalised, never refused (see
+ * `normalizeModelFinishReason`, `normalizeUsage`). Both adapters and the scripted model pass
+ * their replies through it, and the driver checks custom models' replies with it.
+ *
+ * @example
+ * const reply = ModelReplySchema.parse({
+ *   message: { role: 'assistant', content: 'hi' },
+ *   finishReason: 'bogus',
+ *   usage: { inputTokens: 10.5, outputTokens: 2 },
+ * });
+ * // reply.finishReason === 'other', reply.usage → { inputTokens: 11, outputTokens: 2 }
+ */
+export const ModelReplySchema = z
+  .object({
+    message: AssistantMessageSchema.extend({ toolCalls: z.array(ReplyToolCallSchema).optional() }),
+    finishReason: z.unknown().optional(),
+    usage: z.unknown().optional(),
+  })
+  .transform(({ message, finishReason, usage }): ModelReply => {
+    const normalizedUsage = normalizeUsage(usage);
+    const reply: ModelReply = { message, finishReason: normalizeModelFinishReason(finishReason) };
+    if (normalizedUsage !== undefined) reply.usage = normalizedUsage;
+    return reply;
+  });
+
+/** A model returned something that is not a reply (see `ModelReplySchema`). Not retryable. */
+export class InvalidModelReplyError extends ModelError {
+  constructor(problem: string, options: { cause?: unknown } = {}) {
+    super(`the model returned an invalid reply: ${problem}`, { retryable: false, cause: options.cause });
+  }
+}
+
+/**
+ * Checks and normalises a model reply (see `ModelReplySchema`), or throws InvalidModelReplyError
+ * saying what was wrong.
+ *
+ * @example
+ * const reply = parseModelReply(await customModel.generate(request));
+ */
+export function parseModelReply(value: unknown): ModelReply {
+  const parsed = ModelReplySchema.safeParse(value);
+  if (!parsed.success) throw new InvalidModelReplyError(z.prettifyError(parsed.error), { cause: parsed.error });
+  return parsed.data;
 }

@@ -7,14 +7,14 @@ import type {
   TypeValidationError,
 } from '@ai-sdk/provider';
 import type { ToolCall } from '../schemas.js';
-import type { Model, ModelReply, ModelRequest, Usage } from '../model.js';
-import { ModelError } from '../model.js';
+import type { Model, ModelReply, ModelRequest } from '../model.js';
+import { ModelError, parseModelReply } from '../model.js';
 import { toLanguageModelPrompt, toLanguageModelTools } from './ai-sdk-prompt.js';
-import { CallGuard } from './call-guard.js';
+import { CallGuard, DEFAULT_MODEL_DEADLINE_MS, timeoutOption } from './call-guard.js';
 import { parseArguments, streamedError } from './chat-chunks.js';
 import { MalformedStreamError } from './errors.js';
 import { replyFinishReason } from './finish-reason.js';
-import { httpModelError, parseRetryAfter, providerMessage } from './http-status.js';
+import { describeError, httpModelError, parseRetryAfter, providerMessage } from './http-status.js';
 
 /*
  * Why `languageModel.doStream()` and not `streamText()`:
@@ -34,6 +34,12 @@ export interface AiSdkModelOptions {
    * 60 000 ms. The SDK has no read timeout of its own; a stalled provider would hang forever.
    */
   readTimeoutMs?: number;
+  /**
+   * Longest a whole call may take, stream included, default 600 000 ms (10 minutes); `Infinity`
+   * turns it off. Past it the call fails with ModelDeadlineError (not retryable), even while data
+   * keeps arriving: endless keep-alive comments or endless text would otherwise hold it open.
+   */
+  deadlineMs?: number;
 }
 
 const DEFAULT_READ_TIMEOUT_MS = 60_000;
@@ -41,10 +47,11 @@ const DEFAULT_READ_TIMEOUT_MS = 60_000;
 /** A Model over any AI SDK 5 provider model (`@ai-sdk/openai`, `@ai-sdk/anthropic`, `createOpenAICompatible`…). */
 export function aiSdkModel(languageModel: LanguageModelV2, options: AiSdkModelOptions = {}): Model {
   const readTimeoutMs = options.readTimeoutMs ?? DEFAULT_READ_TIMEOUT_MS;
+  const deadlineMs = timeoutOption('deadlineMs', options.deadlineMs, DEFAULT_MODEL_DEADLINE_MS);
   return {
     name: `${languageModel.provider}:${languageModel.modelId}`,
     async generate(request: ModelRequest): Promise<ModelReply> {
-      const guard = new CallGuard(request.signal, readTimeoutMs);
+      const guard = new CallGuard(request.signal, readTimeoutMs, deadlineMs);
       try {
         guard.throwIfStopped();
         const hasTools = request.tools.length > 0;
@@ -125,21 +132,18 @@ async function consume(
   } finally {
     if (!ended) reader.cancel().catch(() => {});
   }
-  if (finish === undefined) {
-    throw new ModelError('the provider stream ended without a finish part', { retryable: true });
+  // The provider flushes a cut stream as a finish part with reason 'unknown' (and any half-received
+  // tool calls as complete ones): that reply is not the model's, so none of it may reach the loop.
+  if (finish === undefined || finish.reason === 'unknown') {
+    const why = finish === undefined ? 'no finish part' : 'the provider reported finish reason "unknown"';
+    throw new ModelError(`the stream ended before the model finished (${why})`, { retryable: true });
   }
-  const reply: ModelReply = {
+  return parseModelReply({
     message: toolCalls.length > 0 ? { role: 'assistant', content: text, toolCalls } : { role: 'assistant', content: text },
     finishReason: replyFinishReason(finish.reason, toolCalls.length > 0),
-  };
-  const usage = toUsage(finish.usage);
-  if (usage !== undefined) reply.usage = usage;
-  return reply;
-}
-
-function toUsage(usage: LanguageModelV2Usage): Usage | undefined {
-  if (usage.inputTokens === undefined && usage.outputTokens === undefined) return undefined;
-  return { inputTokens: usage.inputTokens ?? 0, outputTokens: usage.outputTokens ?? 0 };
+    // A provider's counts as sent: parseModelReply applies the one usage rule (normalizeUsage).
+    usage: { inputTokens: finish.usage.inputTokens, outputTokens: finish.usage.outputTokens },
+  });
 }
 
 /**
@@ -150,6 +154,14 @@ function toUsage(usage: LanguageModelV2Usage): Usage | undefined {
 export function toModelError(error: unknown, languageModel: LanguageModelV2, transport: boolean): ModelError {
   if (error instanceof ModelError) return error;
   if (isAiSdkError<APICallError>(error, 'AI_APICallError')) {
+    // The request succeeded and reading the body failed: a cut connection, not an HTTP failure.
+    // Reported like openAICompatibleModel reports it: no status, retryable.
+    if (error.statusCode !== undefined && error.statusCode >= 200 && error.statusCode < 300) {
+      return new ModelError(`the connection was lost mid-stream: ${describeError(error.cause ?? error)}`, {
+        retryable: true,
+        cause: error,
+      });
+    }
     const headers = lowerCaseKeys(error.responseHeaders);
     const retryAfterMs = parseRetryAfter((name) => headers[name]);
     if (error.statusCode === undefined) {
@@ -172,7 +184,8 @@ export function toModelError(error: unknown, languageModel: LanguageModelV2, tra
   if (isAiSdkError<JSONParseError>(error, 'AI_JSONParseError')) return new MalformedStreamError(clip(error.text), { cause: error });
   if (isAiSdkError<TypeValidationError>(error, 'AI_TypeValidationError')) return new MalformedStreamError(clip(JSON.stringify(error.value) ?? String(error.value)), { cause: error });
   if (error instanceof Error) {
-    return new ModelError(`${languageModel.provider} failed: ${error.message}`, { retryable: transport, cause: error });
+    if (transport) return new ModelError(`the connection was lost mid-stream: ${describeError(error)}`, { retryable: true, cause: error });
+    return new ModelError(`${languageModel.provider} failed: ${error.message}`, { retryable: false, cause: error });
   }
   // A provider's own error object inside the stream, e.g. `{ message, type: 'server_error' }`.
   return streamedError(error);

@@ -1,4 +1,19 @@
-import { abortError, ReadTimeoutError } from './errors.js';
+import { abortError, ModelDeadlineError, ReadTimeoutError } from './errors.js';
+
+/** Default overall deadline of one model call, stream included (see ModelDeadlineError). */
+export const DEFAULT_MODEL_DEADLINE_MS = 10 * 60_000;
+
+/**
+ * Checks a timeout option: a positive number of ms, or `Infinity` to turn the timeout off.
+ * Throws a RangeError at construction so a typo does not silently mean "no timeout".
+ */
+export function timeoutOption(name: string, value: number | undefined, fallback: number): number {
+  if (value === undefined) return fallback;
+  if (typeof value !== 'number' || Number.isNaN(value) || value <= 0) {
+    throw new RangeError(`${name} must be a positive number of milliseconds (or Infinity for none), got ${String(value)}`);
+  }
+  return value;
+}
 
 /**
  * One model call's cancellation: the caller's signal plus an idle timer, folded into one
@@ -7,19 +22,24 @@ import { abortError, ReadTimeoutError } from './errors.js';
  * The timer measures silence, not duration: `touch()` on every chunk restarts it (Node's
  * `Timeout#refresh` re-arms without allocating), so a long healthy stream lives while a stalled
  * one is cut after `readTimeoutMs` of nothing. It also covers the wait for response headers.
+ * A second timer, never restarted, ends the whole call after `deadlineMs` however busy it is.
  */
 export class CallGuard {
   private readonly controller = new AbortController();
   private readonly outer: AbortSignal;
   private readonly readTimeoutMs: number;
+  private readonly deadlineMs: number;
   private timer: NodeJS.Timeout | undefined;
+  private deadlineTimer: NodeJS.Timeout | undefined;
   private timedOut = false;
+  private pastDeadline = false;
   private readonly listeners: Array<() => void> = [];
   private readonly onOuterAbort = (): void => this.abort(this.outer.reason);
 
-  constructor(outer: AbortSignal, readTimeoutMs: number) {
+  constructor(outer: AbortSignal, readTimeoutMs: number, deadlineMs: number = DEFAULT_MODEL_DEADLINE_MS) {
     this.outer = outer;
     this.readTimeoutMs = readTimeoutMs;
+    this.deadlineMs = deadlineMs;
     if (outer.aborted) {
       this.controller.abort(outer.reason);
       return;
@@ -30,6 +50,13 @@ export class CallGuard {
         this.timedOut = true;
         this.abort(new ReadTimeoutError(this.readTimeoutMs));
       }, readTimeoutMs);
+    }
+    // setTimeout caps delays at 2^31-1 ms (about 24.8 days); beyond that there is no deadline.
+    if (Number.isFinite(deadlineMs) && deadlineMs > 0 && deadlineMs <= 2 ** 31 - 1) {
+      this.deadlineTimer = setTimeout(() => {
+        this.pastDeadline = true;
+        this.abort(new ModelDeadlineError(this.deadlineMs));
+      }, deadlineMs);
     }
   }
 
@@ -67,25 +94,32 @@ export class CallGuard {
 
   /**
    * Why the call stopped, with the caller's abort winning over a timeout that raced it:
-   * an AbortError for a cancel, a ReadTimeoutError for silence, undefined when neither happened
+   * an AbortError for a cancel, a ModelDeadlineError for a call that ran too long, a
+   * ReadTimeoutError for silence, undefined when none happened
    * (then the transport failed on its own and the caller maps that error).
    */
   stopReason(): Error | undefined {
     if (this.outer.aborted) return abortError(this.outer);
+    if (this.pastDeadline) return new ModelDeadlineError(this.deadlineMs);
     if (this.timedOut) return new ReadTimeoutError(this.readTimeoutMs);
     return undefined;
   }
 
   /** Releases the timer and the listener on the caller's signal; aborts the transport if still open. */
   dispose(): void {
-    if (this.timer !== undefined) clearTimeout(this.timer);
+    this.clearTimers();
     this.outer.removeEventListener('abort', this.onOuterAbort);
     // Closing the transport after a complete reply is harmless; after an early exit it frees the socket.
     if (!this.controller.signal.aborted) this.controller.abort();
   }
 
-  private abort(reason: unknown): void {
+  private clearTimers(): void {
     if (this.timer !== undefined) clearTimeout(this.timer);
+    if (this.deadlineTimer !== undefined) clearTimeout(this.deadlineTimer);
+  }
+
+  private abort(reason: unknown): void {
+    this.clearTimers();
     if (this.controller.signal.aborted) return;
     this.controller.abort(reason);
     for (const fn of this.listeners.splice(0)) fn();

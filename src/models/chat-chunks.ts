@@ -1,6 +1,6 @@
 import type { ToolCall } from '../schemas.js';
-import type { ModelReply, Usage } from '../model.js';
-import { ModelError } from '../model.js';
+import type { ModelReply } from '../model.js';
+import { isJsonData, ModelError, parseModelReply } from '../model.js';
 import { MalformedStreamError } from './errors.js';
 import { replyFinishReason } from './finish-reason.js';
 import { isRetryableStatus, providerMessage } from './http-status.js';
@@ -28,7 +28,8 @@ export class ChatChunkAssembler {
   private readonly calls: PartialCall[] = [];
   private readonly byIndex = new Map<number, PartialCall>();
   private rawFinishReason: string | undefined;
-  private usage: Usage | undefined;
+  /** The provider's usage fields as sent; `parseModelReply` judges them once, in `reply()`. */
+  private usage: { inputTokens: unknown; outputTokens: unknown } | undefined;
   private readonly onTextDelta: ((delta: string) => void) | undefined;
   /** Prefix for ids a server left out; deterministic so a repeated call produces the same ids. */
   private readonly fallbackIdPrefix: string;
@@ -70,15 +71,14 @@ export class ChatChunkAssembler {
       }
       return { id: call.id ?? `${this.fallbackIdPrefix}_${i}`, name: call.name, args: parseArguments(call.args) };
     });
-    const reply: ModelReply = {
+    return parseModelReply({
       message:
         toolCalls.length > 0
           ? { role: 'assistant', content: this.text, toolCalls }
           : { role: 'assistant', content: this.text },
       finishReason: replyFinishReason(this.rawFinishReason, toolCalls.length > 0),
-    };
-    if (this.usage !== undefined) reply.usage = this.usage;
-    return reply;
+      usage: this.usage,
+    });
   }
 
   private takeDelta(delta: Json): void {
@@ -122,27 +122,25 @@ export class ChatChunkAssembler {
   }
 
   private takeUsage(usage: Json): void {
-    const input = usage.prompt_tokens;
-    const output = usage.completion_tokens;
-    if (typeof input !== 'number' && typeof output !== 'number') return;
-    this.usage = {
-      inputTokens: typeof input === 'number' ? input : 0,
-      outputTokens: typeof output === 'number' ? output : 0,
-    };
+    if (usage.prompt_tokens === undefined && usage.completion_tokens === undefined) return;
+    this.usage = { inputTokens: usage.prompt_tokens, outputTokens: usage.completion_tokens };
   }
 }
 
 /**
  * The joined argument text as JSON. Empty means "no arguments" (models send "" for parameterless
- * tools). Unparsable text stays the raw string so the tool validator reports exactly what came.
+ * tools). Unparsable text, and JSON nested deeper than `MAX_ARGS_DEPTH`, stay the raw string so
+ * the tool validator reports exactly what came and the run goes on.
  */
 export function parseArguments(text: string): unknown {
   if (text.trim() === '') return {};
+  let parsed: unknown;
   try {
-    return JSON.parse(text) as unknown;
+    parsed = JSON.parse(text) as unknown;
   } catch {
     return text;
   }
+  return isJsonData(parsed) ? parsed : text;
 }
 
 /** An `{"error": …}` object inside an otherwise healthy stream (OpenAI and vLLM send these). */

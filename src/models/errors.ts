@@ -23,6 +23,20 @@ export class ReadTimeoutError extends ModelError {
 }
 
 /**
+ * The whole call took longer than its deadline (`deadlineMs`, default 10 minutes), however busy the
+ * stream was: endless keep-alive comments or endless text keep a read timeout happy forever.
+ * Not retryable: the attempt already used a whole deadline, and a retry wrapper repeating it would
+ * multiply the wait by its attempt count. Raise `deadlineMs` for models that legitimately run longer.
+ */
+export class ModelDeadlineError extends ModelError {
+  readonly deadlineMs: number;
+  constructor(deadlineMs: number) {
+    super(`the model call passed its deadline of ${deadlineMs} ms`, { retryable: false });
+    this.deadlineMs = deadlineMs;
+  }
+}
+
+/**
  * The error a cancelled call rejects with. Callers (and `fetch` conventions) recognise an abort by
  * `name === 'AbortError'`, so a custom abort reason is kept as `cause` rather than thrown as is.
  */

@@ -77,9 +77,26 @@ export interface HttpErrorContext {
   cause?: unknown;
 }
 
+/** A transport error in one line: its message and its cause's (undici hides the socket error there). */
+export function describeError(error: unknown): string {
+  if (!(error instanceof Error)) return safeString(error);
+  const cause = error.cause instanceof Error ? ` (${error.cause.message})` : '';
+  return `${error.message}${cause}`;
+}
+
+function safeString(value: unknown): string {
+  try {
+    return String(value);
+  } catch {
+    return 'an unprintable error';
+  }
+}
+
 /** A typed, actionable error for a failed HTTP call: what the provider said plus what to check. */
 export function httpModelError(ctx: HttpErrorContext): ModelError {
-  const said = ctx.message ? `: ${ctx.message}` : '';
+  // Providers end their messages with a period; ours add sentences after it, so drop theirs
+  // rather than print "api-keys.. Check the API key".
+  const said = ctx.message ? `: ${ctx.message.replace(/[\s.]+$/, '')}` : '';
   let text: string;
   switch (ctx.status) {
     case 400:

@@ -1,9 +1,9 @@
 import type { Model, ModelReply, ModelRequest } from '../model.js';
 import { ModelError } from '../model.js';
-import { CallGuard } from './call-guard.js';
+import { CallGuard, DEFAULT_MODEL_DEADLINE_MS, timeoutOption } from './call-guard.js';
 import { ChatChunkAssembler, preview } from './chat-chunks.js';
 import { MalformedStreamError } from './errors.js';
-import { httpModelError, parseRetryAfter, providerMessage } from './http-status.js';
+import { describeError, httpModelError, parseRetryAfter, providerMessage } from './http-status.js';
 import { toWireMessages, toWireTools } from './openai-wire.js';
 import { SseParser, type SseEvent } from './sse.js';
 
@@ -17,6 +17,12 @@ export interface OpenAICompatibleOptions {
   headers?: Record<string, string>;
   /** Longest silence tolerated between bytes (and before the response headers). Default 60 000 ms. */
   readTimeoutMs?: number;
+  /**
+   * Longest a whole call may take, stream included, default 600 000 ms (10 minutes); `Infinity`
+   * turns it off. Past it the call fails with ModelDeadlineError (not retryable), even while data
+   * keeps arriving: endless keep-alive comments or endless text would otherwise hold it open.
+   */
+  deadlineMs?: number;
   /** Replaces the global fetch (tests, proxies, instrumentation). */
   fetch?: typeof globalThis.fetch;
 }
@@ -30,6 +36,7 @@ const DEFAULT_READ_TIMEOUT_MS = 60_000;
 export function openAICompatibleModel(options: OpenAICompatibleOptions): Model {
   const url = `${options.baseURL.replace(/\/+$/, '')}/chat/completions`;
   const readTimeoutMs = options.readTimeoutMs ?? DEFAULT_READ_TIMEOUT_MS;
+  const deadlineMs = timeoutOption('deadlineMs', options.deadlineMs, DEFAULT_MODEL_DEADLINE_MS);
   const doFetch = options.fetch ?? globalThis.fetch;
   const baseHeaders: Record<string, string> = {
     'content-type': 'application/json',
@@ -42,7 +49,7 @@ export function openAICompatibleModel(options: OpenAICompatibleOptions): Model {
   return {
     name: `openai-compatible:${options.model}`,
     async generate(request: ModelRequest): Promise<ModelReply> {
-      const guard = new CallGuard(request.signal, readTimeoutMs);
+      const guard = new CallGuard(request.signal, readTimeoutMs, deadlineMs);
       try {
         guard.throwIfStopped();
         const body = JSON.stringify({
@@ -62,7 +69,7 @@ export function openAICompatibleModel(options: OpenAICompatibleOptions): Model {
             signal: guard.signal,
           });
         } catch (error) {
-          throw guard.stopReason() ?? new ModelError(`could not reach ${url}: ${describe(error)}`, { retryable: true, cause: error });
+          throw guard.stopReason() ?? new ModelError(`could not reach ${url}: ${describeError(error)}`, { retryable: true, cause: error });
         }
         guard.touch();
         if (!response.ok) throw await failedResponse(response, guard, options.model, url);
@@ -109,7 +116,7 @@ async function readStream(response: Response, guard: CallGuard, assembler: ChatC
       try {
         result = await reader.read();
       } catch (error) {
-        throw guard.stopReason() ?? new ModelError(`the connection was lost mid-stream: ${describe(error)}`, { retryable: true, cause: error });
+        throw guard.stopReason() ?? new ModelError(`the connection was lost mid-stream: ${describeError(error)}`, { retryable: true, cause: error });
       }
       if (result.done) {
         finishedReading = true;
@@ -165,12 +172,6 @@ async function readText(response: Response, guard: CallGuard): Promise<string> {
   try {
     return await response.text();
   } catch (error) {
-    throw guard.stopReason() ?? new ModelError(`the connection was lost reading the response: ${describe(error)}`, { retryable: true, cause: error });
+    throw guard.stopReason() ?? new ModelError(`the connection was lost reading the response: ${describeError(error)}`, { retryable: true, cause: error });
   }
-}
-
-function describe(error: unknown): string {
-  if (!(error instanceof Error)) return String(error);
-  const cause = error.cause instanceof Error ? ` (${error.cause.message})` : '';
-  return `${error.message}${cause}`;
 }

@@ -1,6 +1,15 @@
 import { z } from 'zod';
 import { LoopchartError } from '../errors.js';
-import { ModelError, type FinishReason, type Model, type ModelReply, type ModelRequest } from '../model.js';
+import {
+  isJsonData,
+  MAX_ARGS_DEPTH,
+  MAX_REPORTED_TOKENS,
+  ModelError,
+  type FinishReason,
+  type Model,
+  type ModelReply,
+  type ModelRequest,
+} from '../model.js';
 import type { AssistantMessage, Message, ToolCall } from '../schemas.js';
 import { estimateMessageTokens, estimateTokens } from '../tokens.js';
 import { abortError } from './errors.js';
@@ -10,17 +19,25 @@ import { sleep } from './sleep.js';
 const FINISH_REASONS = ['stop', 'length', 'content-filter', 'tool-calls', 'cancelled', 'other'] as const satisfies readonly FinishReason[];
 
 const delayMs = z.number().nonnegative().optional();
+/**
+ * A script is the author's own data, so a usage outside what `normalizeUsage` keeps (fractional,
+ * negative, above MAX_REPORTED_TOKENS) is refused loudly rather than rounded or dropped.
+ */
+const scriptedTokens = z.number().int().nonnegative().max(MAX_REPORTED_TOKENS);
+const scriptedArgs = z.unknown().refine((args) => args === undefined || isJsonData(args), {
+  message: `arguments must be JSON data nested at most ${MAX_ARGS_DEPTH} levels deep`,
+});
 
 /** One model reply. Strict, so a misspelt key (`toolcalls`) is an error rather than a silent text reply. */
 export const ScriptedReplySchema = z.strictObject({
   text: z.string().optional(),
   toolCalls: z
-    .array(z.strictObject({ name: z.string().min(1), args: z.unknown(), id: z.string().min(1).optional() }))
+    .array(z.strictObject({ name: z.string().min(1), args: scriptedArgs, id: z.string().min(1).optional() }))
     .optional(),
   /** Default: `tool-calls` when there are tool calls, else `stop`. */
   finishReason: z.enum(FINISH_REASONS).optional(),
   /** Default: estimated with the tokenizer. */
-  usage: z.strictObject({ inputTokens: z.number().int().nonnegative(), outputTokens: z.number().int().nonnegative() }).optional(),
+  usage: z.strictObject({ inputTokens: scriptedTokens, outputTokens: scriptedTokens }).optional(),
   /** Time the reply takes, spread over its text chunks: room to cancel during a model call. */
   delayMs,
 });
@@ -186,7 +203,9 @@ function assistantMessage(reply: Exclude<ScriptedOutcome, { error: unknown }>, t
   const message: AssistantMessage = { role: 'assistant', content: reply.text ?? '' };
   if (reply.toolCalls && reply.toolCalls.length > 0) {
     message.toolCalls = reply.toolCalls.map(
-      (call, i): ToolCall => ({ id: call.id ?? `call_${turn}_${i}`, name: call.name, args: call.args }),
+      // No arguments means an empty object, as providers send for a parameterless tool: `undefined`
+      // has no JSON form and would not survive a snapshot.
+      (call, i): ToolCall => ({ id: call.id ?? `call_${turn}_${i}`, name: call.name, args: call.args ?? {} }),
     );
   }
   return message;

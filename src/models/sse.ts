@@ -7,7 +7,12 @@
  * (`: keep-alive`), joins multi-line `data:` fields with "\n" and dispatches on a blank line.
  * It is callback-based so a long stream allocates nothing but the event strings themselves.
  * `[DONE]` is not special here: it is an ordinary event whose data the consumer interprets.
+ *
+ * Linear and bounded: each pushed piece is scanned once, an unfinished line is kept as a list of
+ * pieces joined once when its end arrives, and a line longer than `maxLineLength` or an event whose
+ * data exceeds `maxEventLength` fails with MalformedStreamError instead of growing without end.
  */
+import { MalformedStreamError } from './errors.js';
 
 export interface SseEvent {
   /** The `event:` field, or "message" when the server sent none. */
@@ -17,16 +22,34 @@ export interface SseEvent {
   id: string | undefined;
 }
 
+/**
+ * Longest line accepted, in characters (UTF-16 code units) after decoding: 8 Mi. A chat chunk is
+ * a few hundred characters; the largest legitimate line is one chunk carrying a whole tool call's
+ * arguments (a file's content, say), which stays far below this.
+ */
+export const MAX_SSE_LINE_LENGTH = 8 * 1024 * 1024;
+/** Longest event data accepted (all its `data:` lines joined), in characters: 16 Mi. */
+export const MAX_SSE_EVENT_LENGTH = 16 * 1024 * 1024;
+
+export interface SseLimits {
+  /** Default MAX_SSE_LINE_LENGTH. */
+  maxLineLength?: number;
+  /** Default MAX_SSE_EVENT_LENGTH. */
+  maxEventLength?: number;
+}
+
 const LF = 10;
-const CR = 13;
 const COLON = 58;
 const SPACE = 32;
 
 export class SseParser {
   private readonly decoder = new TextDecoder('utf-8');
   private readonly onEvent: (event: SseEvent) => void;
-  /** The tail of the stream after the last complete line. */
-  private pending = '';
+  private readonly maxLineLength: number;
+  private readonly maxEventLength: number;
+  /** The unfinished line after the last complete one, in the pieces it arrived in. */
+  private pending: string[] = [];
+  private pendingLength = 0;
   private data: string | undefined;
   private eventType = '';
   private lastId: string | undefined;
@@ -34,8 +57,10 @@ export class SseParser {
   private skipLeadingLF = false;
   private started = false;
 
-  constructor(onEvent: (event: SseEvent) => void) {
+  constructor(onEvent: (event: SseEvent) => void, limits: SseLimits = {}) {
     this.onEvent = onEvent;
+    this.maxLineLength = limits.maxLineLength ?? MAX_SSE_LINE_LENGTH;
+    this.maxEventLength = limits.maxEventLength ?? MAX_SSE_EVENT_LENGTH;
   }
 
   /** Feeds raw bytes from the network. */
@@ -43,7 +68,7 @@ export class SseParser {
     this.pushText(this.decoder.decode(bytes, { stream: true }));
   }
 
-  /** Feeds already-decoded text. */
+  /** Feeds already-decoded text. Throws MalformedStreamError past a limit. */
   pushText(text: string): void {
     if (text.length === 0) return;
     if (!this.started) {
@@ -54,21 +79,21 @@ export class SseParser {
       this.skipLeadingLF = false;
       if (text.charCodeAt(0) === LF) text = text.slice(1);
     }
-    const buf = this.pending.length === 0 ? text : this.pending + text;
-    const len = buf.length;
+    const len = text.length;
     let pos = 0;
-    // Bare CR is rare: look for it once and only again after passing it, so the common LF-only
-    // stream pays for one extra scan per push, not per line.
-    let cr = buf.indexOf('\r');
+    // Each search runs again only once the cursor has passed its last hit, so a piece is scanned
+    // once for LF and once for CR however its lines fall (a missing one is never searched again).
+    let lf = text.indexOf('\n');
+    let cr = text.indexOf('\r');
     while (pos < len) {
-      const lf = buf.indexOf('\n', pos);
-      if (cr !== -1 && cr < pos) cr = buf.indexOf('\r', pos);
+      if (lf !== -1 && lf < pos) lf = text.indexOf('\n', pos);
+      if (cr !== -1 && cr < pos) cr = text.indexOf('\r', pos);
       let end: number;
       let next: number;
       if (cr !== -1 && (lf === -1 || cr < lf)) {
         end = cr;
         if (cr + 1 < len) {
-          next = buf.charCodeAt(cr + 1) === LF ? cr + 2 : cr + 1;
+          next = text.charCodeAt(cr + 1) === LF ? cr + 2 : cr + 1;
         } else {
           next = len;
           this.skipLeadingLF = true;
@@ -79,10 +104,24 @@ export class SseParser {
       } else {
         break;
       }
-      this.line(buf, pos, end);
+      if (this.pendingLength === 0) {
+        this.checkLine(end - pos);
+        this.line(text, pos, end);
+      } else {
+        this.checkLine(this.pendingLength + end - pos);
+        this.pending.push(text.slice(pos, end));
+        const line = this.pending.join('');
+        this.pending = [];
+        this.pendingLength = 0;
+        this.line(line, 0, line.length);
+      }
       pos = next;
     }
-    this.pending = pos === 0 ? buf : pos >= len ? '' : buf.slice(pos);
+    if (pos < len) {
+      this.checkLine(this.pendingLength + len - pos);
+      this.pending.push(pos === 0 ? text : text.slice(pos));
+      this.pendingLength += len - pos;
+    }
   }
 
   /**
@@ -93,11 +132,26 @@ export class SseParser {
   end(): boolean {
     const rest = this.decoder.decode();
     if (rest.length > 0) this.pushText(rest);
-    const discarded = this.pending.length > 0 || this.data !== undefined;
-    this.pending = '';
+    const discarded = this.pendingLength > 0 || this.data !== undefined;
+    this.pending = [];
+    this.pendingLength = 0;
     this.data = undefined;
     this.eventType = '';
     return discarded;
+  }
+
+  private checkLine(length: number): void {
+    if (length > this.maxLineLength) {
+      throw new MalformedStreamError(`a server-sent-events line is longer than ${this.maxLineLength} characters`);
+    }
+  }
+
+  private appendData(value: string): void {
+    const length = this.data === undefined ? value.length : this.data.length + 1 + value.length;
+    if (length > this.maxEventLength) {
+      throw new MalformedStreamError(`a server-sent event carries more than ${this.maxEventLength} characters of data`);
+    }
+    this.data = this.data === undefined ? value : `${this.data}\n${value}`;
   }
 
   private line(buf: string, start: number, end: number): void {
@@ -108,25 +162,26 @@ export class SseParser {
     // Fast path: nearly every line of a chat stream is "data: …".
     if (buf.startsWith('data:', start)) {
       const from = buf.charCodeAt(start + 5) === SPACE && start + 5 < end ? start + 6 : start + 5;
-      const value = buf.slice(from, end);
-      this.data = this.data === undefined ? value : `${this.data}\n${value}`;
+      this.appendData(buf.slice(from, end));
       return;
     }
     if (buf.charCodeAt(start) === COLON) return; // comment / keep-alive
-    const colon = buf.indexOf(':', start);
+    // Searched within the line only: a search running on into the rest of the piece would make
+    // a piece of many colon-less lines quadratic.
+    const text = buf.slice(start, end);
+    const colon = text.indexOf(':');
     let field: string;
     let value: string;
-    if (colon === -1 || colon >= end) {
-      field = buf.slice(start, end);
+    if (colon === -1) {
+      field = text;
       value = '';
     } else {
-      field = buf.slice(start, colon);
-      const from = buf.charCodeAt(colon + 1) === SPACE && colon + 1 < end ? colon + 2 : colon + 1;
-      value = buf.slice(from, end);
+      field = text.slice(0, colon);
+      value = text.slice(text.charCodeAt(colon + 1) === SPACE ? colon + 2 : colon + 1);
     }
     switch (field) {
       case 'data':
-        this.data = this.data === undefined ? value : `${this.data}\n${value}`;
+        this.appendData(value);
         break;
       case 'event':
         this.eventType = value;
