@@ -1,0 +1,136 @@
+import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
+import type { LanguageModelV2StreamPart } from '@ai-sdk/provider';
+import { convertArrayToReadableStream, MockLanguageModelV2 } from 'ai/test';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import type { ModelRequest, ToolDefinition } from '../../src/model.js';
+import { ModelError } from '../../src/model.js';
+import { aiSdkModel, type AiSdkModelOptions } from '../../src/models/ai-sdk.js';
+import { ModelDeadlineError } from '../../src/models/errors.js';
+import { openAICompatibleModel } from '../../src/models/openai-compatible.js';
+import { UsageSchema } from '../../src/schemas.js';
+import { startChatServer, TEST_MODEL, type ChatServer } from '../support/chat-server.js';
+
+const weather: ToolDefinition = {
+  name: 'get_weather',
+  description: 'Weather for a city',
+  inputSchema: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] },
+};
+
+function request(deltas: string[] = []): ModelRequest {
+  return {
+    messages: [{ role: 'user', content: 'hi' }],
+    tools: [weather],
+    signal: new AbortController().signal,
+    idempotencyKey: 'k',
+    onTextDelta: (d) => deltas.push(d),
+  };
+}
+
+async function failure(promise: Promise<unknown>): Promise<unknown> {
+  return promise.then(
+    () => {
+      throw new Error('expected the call to fail');
+    },
+    (error: unknown) => error,
+  );
+}
+
+function streaming(parts: LanguageModelV2StreamPart[]) {
+  return new MockLanguageModelV2({ doStream: async () => ({ stream: convertArrayToReadableStream(parts) }) });
+}
+
+function finishWith(inputTokens: number | undefined, outputTokens: number | undefined) {
+  return streaming([
+    { type: 'text-delta', id: '1', delta: 'ok' },
+    { type: 'finish', finishReason: 'stop', usage: { inputTokens, outputTokens, totalTokens: undefined } },
+  ]);
+}
+
+describe('aiSdkModel: numbers from the provider are normalised where they enter', () => {
+  it('a fractional usage is rounded, so it passes its own schema', async () => {
+    const reply = await aiSdkModel(finishWith(1.5, 1)).generate(request());
+    expect(reply.usage).toEqual({ inputTokens: 2, outputTokens: 1 });
+    expect(UsageSchema.safeParse(reply.usage).success).toBe(true);
+  });
+
+  it.each([
+    [-100, 1],
+    [1e300, 1],
+    [Number.NaN, 1],
+    [1, Number.POSITIVE_INFINITY],
+  ])('an impossible usage (%d, %d) is dropped', async (input, output) => {
+    const reply = await aiSdkModel(finishWith(input, output)).generate(request());
+    expect(reply).not.toHaveProperty('usage');
+  });
+});
+
+describe('aiSdkModel against a real HTTP server', () => {
+  let server: ChatServer;
+  beforeAll(async () => {
+    server = await startChatServer();
+  });
+  afterAll(() => server.close());
+  afterEach(() => {
+    expect(server.queued, 'unconsumed scripted behaviours').toBe(0);
+    server.requests.length = 0;
+  });
+
+  function model(options: AiSdkModelOptions = {}) {
+    const provider = createOpenAICompatible({ name: 'local', baseURL: server.baseURL, apiKey: 'sk-test', includeUsage: true });
+    return aiSdkModel(provider.chatModel(TEST_MODEL), options);
+  }
+
+  it('a stream cut before its finish reason is a retryable error, and its half tool call never comes out', async () => {
+    // The server ends the body cleanly but without a finish_reason: the provider flushes the
+    // half-received tool call and a finish part with reason "unknown".
+    server.enqueue({
+      type: 'reply',
+      text: ['Let me '],
+      toolCalls: [{ id: 'c1', name: 'get_weather', arguments: { city: 'Paris' } }],
+      finishReason: null,
+      usage: null,
+      done: false,
+    });
+    const error = await failure(model().generate(request()));
+    expect(error).toBeInstanceOf(ModelError);
+    expect(error).toMatchObject({ retryable: true, status: undefined });
+    expect((error as Error).message).toMatch(/^the stream ended before the model finished/);
+  });
+
+  it('a stream cut before its finish reason fails the same way without tool calls', async () => {
+    server.enqueue({ type: 'reply', text: ['cut ', 'mid-'], finishReason: null, usage: null, done: true });
+    const error = await failure(model().generate(request()));
+    expect((error as Error).message).toMatch(/^the stream ended before the model finished/);
+  });
+
+  it('a lost connection is reported like openAICompatibleModel reports it: no status, retryable', async () => {
+    server.enqueue({ type: 'disconnect', afterFrames: 2 }, { type: 'disconnect', afterFrames: 2 });
+    const viaSdk = await failure(model().generate(request()));
+    const viaHttp = await failure(openAICompatibleModel({ baseURL: server.baseURL, model: TEST_MODEL }).generate(request()));
+    for (const error of [viaSdk, viaHttp]) {
+      expect(error).toBeInstanceOf(ModelError);
+      expect(error).toMatchObject({ status: undefined, retryable: true });
+      expect((error as Error).message).toMatch(/^the connection was lost mid-stream: /);
+    }
+    expect((viaSdk as Error).message).not.toContain('HTTP 200');
+  });
+
+  it('a provider message ending in a period does not end up with two', async () => {
+    server.enqueue({
+      type: 'error',
+      status: 401,
+      body: { error: { message: 'Incorrect API key provided. You can find your API key at https://platform.openai.com/account/api-keys.' } },
+    });
+    const error = await failure(model().generate(request()));
+    expect((error as Error).message).toContain('/account/api-keys. Check the API key');
+    expect((error as Error).message).not.toContain('..');
+  });
+
+  it('endless keep-alive comments end with a non-retryable ModelDeadlineError', async () => {
+    const frames = Array.from({ length: 400 }, () => ': keep-alive\n\n');
+    server.enqueue({ type: 'frames', frames, delayMs: 20 });
+    const error = await failure(model({ readTimeoutMs: 2_000, deadlineMs: 400 }).generate(request()));
+    expect(error).toBeInstanceOf(ModelDeadlineError);
+    expect(error).toMatchObject({ retryable: false });
+  });
+});
