@@ -1,4 +1,4 @@
-import type Database from 'better-sqlite3';
+import type { SqliteConnection } from './sqlite-driver.js';
 import { StoreSchemaVersionError } from './errors.js';
 
 /**
@@ -47,10 +47,10 @@ const MIGRATIONS: readonly string[] = [
 export const SQLITE_SCHEMA_VERSION = MIGRATIONS.length;
 
 /** Creates or migrates the schema of an open database. Safe against a second process doing the same. */
-export function migrateSqlite(db: Database.Database, where: string): void {
+export function migrateSqlite(db: SqliteConnection, where: string): void {
   // IMMEDIATE takes the write lock before reading the version, so two processes opening a new
   // file at once cannot both run the same migration.
-  db.transaction(() => {
+  db.transaction('immediate', () => {
     db.exec('CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)');
     const row = db.prepare("SELECT value FROM meta WHERE key = 'schema_version'").get() as { value: string } | undefined;
     const found = row === undefined ? 0 : Number(row.value);
@@ -63,5 +63,5 @@ export function migrateSqlite(db: Database.Database, where: string): void {
         String(SQLITE_SCHEMA_VERSION),
       );
     }
-  }).immediate();
+  });
 }

@@ -1,12 +1,12 @@
 import { mkdirSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
-import Database from 'better-sqlite3';
 import type { ToolMessage } from '../schemas.js';
 import { decodeJournalEntry, decodeSession } from './decode.js';
 import type { LogRow } from './decode.js';
 import { CorruptSessionError, StoreBusyError } from './errors.js';
 import type { SessionStore, SessionSummary, StepWrite, StoredSession } from './session-store.js';
 import { migrateSqlite } from './sqlite-schema.js';
+import { openSqlite, sqliteFailure, type SqliteConnection, type SqliteDriverName } from './sqlite-driver.js';
 import { checkSessionId, encodeJournalEntry, encodeStep, planStep } from './step.js';
 import type { EncodedStep } from './step.js';
 
@@ -27,6 +27,11 @@ export interface SqliteStoreOptions {
   synchronous?: 'FULL' | 'NORMAL';
   /** How long a writer waits for another connection's write lock before StoreBusyError. Default 5000. */
   busyTimeoutMs?: number;
+  /**
+   * The SQLite binding. Default: the built-in `node:sqlite` on Node 22.5+ (22.13+ without a
+   * flag), else better-sqlite3 (an optional dependency). Both store the same file format.
+   */
+  driver?: SqliteDriverName;
 }
 
 interface HeadRow {
@@ -43,11 +48,9 @@ interface SummaryRow {
   updated_at: number;
 }
 
-function isBusy(error: unknown): boolean {
-  return error instanceof Database.SqliteError && error.code.startsWith('SQLITE_BUSY');
-}
+const isBusy = (error: unknown): boolean => sqliteFailure(error) === 'busy';
 
-function prepareStatements(db: Database.Database) {
+function prepareStatements(db: SqliteConnection) {
   return {
     head: db.prepare('SELECT version, message_count, state FROM sessions WHERE session_id = ?'),
     log: db.prepare('SELECT position, message FROM messages WHERE session_id = ? ORDER BY position'),
@@ -76,7 +79,9 @@ function prepareStatements(db: Database.Database) {
 
 export class SqliteSessionStore implements SessionStore {
   readonly path: string;
-  private readonly db: Database.Database;
+  /** The binding this store runs on. */
+  readonly driver: SqliteDriverName;
+  private readonly db: SqliteConnection;
   private readonly sql: ReturnType<typeof prepareStatements>;
   private readonly applyTxn: (sessionId: string, step: EncodedStep) => number;
   private readonly loadTxn: (sessionId: string) => StoredSession | undefined;
@@ -85,22 +90,23 @@ export class SqliteSessionStore implements SessionStore {
     const path = options.path ?? DEFAULT_SQLITE_PATH;
     this.path = path === ':memory:' ? path : resolve(path);
     if (this.path !== ':memory:') mkdirSync(dirname(this.path), { recursive: true });
-    this.db = new Database(this.path, { timeout: options.busyTimeoutMs ?? 5000 });
+    this.db = openSqlite(this.path, { busyTimeoutMs: options.busyTimeoutMs ?? 5000, ...(options.driver && { driver: options.driver }) });
+    this.driver = this.db.driver;
     try {
       // WAL: readers never block the writer and a commit appends to one file; it is also what
       // makes the NORMAL/FULL trade-off above hold.
-      this.db.pragma('journal_mode = WAL');
-      this.db.pragma(`synchronous = ${options.synchronous ?? 'FULL'}`);
+      this.db.exec('PRAGMA journal_mode = WAL');
+      this.db.exec(`PRAGMA synchronous = ${options.synchronous === 'NORMAL' ? 'NORMAL' : 'FULL'}`);
       migrateSqlite(this.db, `SQLite store ${this.path}`);
       this.sql = prepareStatements(this.db);
     } catch (error) {
       this.db.close();
       throw isBusy(error) ? new StoreBusyError(`SQLite store ${this.path}`, { cause: error }) : error;
     }
-    this.applyTxn = this.db.transaction((sessionId: string, step: EncodedStep) => this.applyLocked(sessionId, step)).immediate;
+    this.applyTxn = (sessionId, step) => this.db.transaction('immediate', () => this.applyLocked(sessionId, step));
     // A deferred read transaction: the head row and the log come from one snapshot even if
     // another process commits a step between the two SELECTs.
-    this.loadTxn = this.db.transaction((sessionId: string) => this.loadSnapshot(sessionId)).deferred;
+    this.loadTxn = (sessionId) => this.db.transaction('deferred', () => this.loadSnapshot(sessionId));
   }
 
   async load(sessionId: string): Promise<StoredSession | undefined> {
@@ -138,7 +144,7 @@ export class SqliteSessionStore implements SessionStore {
   }
 
   async close(): Promise<void> {
-    if (this.db.open) this.db.close();
+    this.db.close();
   }
 
   private loadSnapshot(sessionId: string): StoredSession | undefined {
@@ -158,7 +164,7 @@ export class SqliteSessionStore implements SessionStore {
         this.sql.insertMessage.run(sessionId, plan.start + i, json);
       } catch (error) {
         // Only rows past message_count can collide: left there by hand or by a foreign writer.
-        if (error instanceof Database.SqliteError && error.code === 'SQLITE_CONSTRAINT_PRIMARYKEY') {
+        if (sqliteFailure(error) === 'primary-key') {
           throw new CorruptSessionError(sessionId, { kind: 'log' }, `a stray row already sits at position ${plan.start + i}`, { cause: error });
         }
         throw error;
