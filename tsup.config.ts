@@ -1,11 +1,26 @@
 import { defineConfig } from 'tsup';
 
 export default defineConfig({
-  entry: { index: 'src/index.ts', cli: 'src/cli.ts' },
+  // One entry per public subpath (package.json "exports"); the CLI is the bin.
+  entry: {
+    index: 'src/index.ts',
+    sqlite: 'src/sqlite.ts',
+    postgres: 'src/postgres.ts',
+    'ai-sdk': 'src/ai-sdk.ts',
+    testing: 'src/testing.ts',
+    cli: 'src/cli.ts',
+  },
   format: ['esm', 'cjs'],
   dts: true,
   sourcemap: true,
   clean: true,
+  // Shared code goes to chunks in both formats, so `loopchart` and `loopchart/sqlite` share one
+  // copy of each class (instanceof holds across subpaths of the same format).
+  splitting: true,
+  // import.meta.url in the CommonJS build (the SQLite driver's createRequire).
+  shims: true,
+  // Class names stay as written: error names and `isInstance` compare them across builds.
+  keepNames: true,
   target: 'node20',
   tsconfig: 'tsconfig.build.json',
 });

@@ -13,16 +13,15 @@ import { fileURLToPath } from 'node:url';
 import {
   createAgentMachine,
   openAICompatibleModel,
-  scriptedModel,
   type AgentInput,
   type AssistantMessage,
   type Message,
   type Model,
   type ModelRequest,
-  type ScriptEntry,
   type ToolCall,
   type ToolMessage,
 } from '../src/index.js';
+import { scriptedModel, type ScriptEntry } from '../src/testing.js';
 import { sleep } from '../src/models/sleep.js';
 import { calculatorTool, DirListingSchema, listDirTool, readFileTool, writeFileTool, type DirEntry } from '../src/tools/builtin.js';
 import { defineTool, type Tool } from '../src/tools/define-tool.js';

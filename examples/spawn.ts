@@ -12,13 +12,12 @@
 import { assign, createActor, fromPromise, setup, toPromise, type AnyActorRef } from 'xstate';
 import {
   createAgentMachine,
-  scriptedModel,
   type AgentActor,
   type AgentOutput,
   type Message,
-  type ScriptEntry,
   type ToolMessage,
 } from '../src/index.js';
+import { scriptedModel, type ScriptEntry } from '../src/testing.js';
 import { listDirTool, readFileTool, DirListingSchema } from '../src/tools/builtin.js';
 import { DEFAULT_FOLDER } from './folder-agent.js';
 import { cut, traceAgent, type Trace } from './trace.js';

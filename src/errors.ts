@@ -1,12 +1,52 @@
 import type { StateName } from './schemas.js';
 
-/** Base class of every error loopchart throws on purpose; `code` is stable for `switch`es. */
+/**
+ * Marks every loopchart error. A registered symbol (`Symbol.for`) is the same in every copy of
+ * the package in a process, ESM and CommonJS builds alike, where `instanceof` is not.
+ */
+const MARKER = Symbol.for('loopchart.error');
+
+/**
+ * Base class of every error loopchart throws on purpose; `code` is stable for `switch`es.
+ *
+ * @example
+ * ```ts
+ * try {
+ *   machine.acceptInput({ role: 'user', content: 'hi' });
+ * } catch (error) {
+ *   if (LoopchartError.isInstance(error) && error.code === 'IllegalFeed') console.error(error.message);
+ *   else throw error;
+ * }
+ * ```
+ */
 export class LoopchartError extends Error {
   readonly code: string;
+  /** The names of this error's classes, own first: what `isInstance` compares. */
+  declare readonly [MARKER]: readonly string[];
   constructor(code: string, message: string, options?: { cause?: unknown }) {
     super(message, options);
     this.name = new.target.name;
     this.code = code;
+    const classes: string[] = [];
+    for (let c: unknown = new.target; typeof c === 'function' && c !== Error; c = Object.getPrototypeOf(c)) classes.push(c.name);
+    Object.defineProperty(this, MARKER, { value: Object.freeze(classes) });
+  }
+
+  /**
+   * True for an error of this class (or a subclass) thrown by any copy of loopchart (ESM or
+   * CommonJS, another install in `node_modules`), where `instanceof` only knows its own copy.
+   * Works on every subclass: `SessionBusyError.isInstance(error)`.
+   *
+   * @example
+   * ```ts
+   * if (LoopchartError.isInstance(error)) console.error(`${error.code}: ${error.message}`);
+   * if (SessionBusyError.isInstance(error)) retryLater();
+   * ```
+   */
+  static isInstance<T extends abstract new (...args: never[]) => LoopchartError>(this: T, error: unknown): error is InstanceType<T> {
+    if (typeof error !== 'object' || error === null) return false;
+    const classes = (error as Record<symbol, unknown>)[MARKER];
+    return Array.isArray(classes) && classes.includes(this.name);
   }
 }
 

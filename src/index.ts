@@ -1,17 +1,15 @@
+/**
+ * `loopchart`: the brain, the driver, tools, models, compaction and sessions. Database drivers
+ * and optional integrations live in subpaths that load only when imported:
+ * `loopchart/sqlite`, `loopchart/postgres`, `loopchart/ai-sdk`, `loopchart/testing`.
+ */
 export * from './schemas.js';
 export * from './errors.js';
 export type { LoopEvent, LoopEventType } from './loop-events.js';
-export { coherentCut, coalesceAdjacentAssistants } from './conversation.js';
+export { coherentCut } from './conversation.js';
 export { LoopMachine, type LoopMachineOptions } from './loop-machine.js';
 export { summarizingInspector } from './inspect.js';
-export {
-  loopMachine,
-  nextStep,
-  decisionOrder,
-  loopGuards,
-  type LoopSnapshot,
-  type LoopInput,
-} from '../machines/loop.machine.js';
+export { loopMachine, nextStep, decisionOrder, type LoopSnapshot, type LoopInput } from '../machines/loop.machine.js';
 export type { Model, ModelRequest, ModelReply, ToolDefinition, FinishReason, Usage } from './model.js';
 export { ModelError } from './model.js';
 export {
@@ -26,22 +24,30 @@ export {
 } from '../machines/agent.machine.js';
 export type { AgentConfig, Compactor, CompactionRequest, CompactionResult } from './agent/config.js';
 export type { Operation, OperationContext, PreparedRequest } from './agent/operation.js';
-export { defineTool, toolDefinitions, ToolSet, type Tool, type ToolContext } from './tools/define-tool.js';
-export { runToolCalls, type RunToolCallsOptions } from './tools/run-tools.js';
-export { withRetry, isRetryable, type RetryOptions } from './models/retry.js';
-export { scriptedModel, type ScriptEntry, type ScriptedReply } from './models/scripted.js';
+export { defineTool, type Tool, type ToolContext, type ToolSpec, type ApprovalContext } from './tools/define-tool.js';
+export { withRetry, type RetryOptions } from './models/retry.js';
 export { estimateTokens } from './tokens.js';
 export { listDirTool, readFileTool, writeFileTool, calculatorTool } from './tools/builtin.js';
 export { DuplicateToolError, InvalidToolError } from './tools/errors.js';
 export { openAICompatibleModel, type OpenAICompatibleOptions } from './models/openai-compatible.js';
-export { aiSdkModel } from './models/ai-sdk.js';
 export { MalformedStreamError, ReadTimeoutError } from './models/errors.js';
-export * from './stores/index.js';
-export { pruneToolResults, prunedMarker, type PruneOptions, type PruneResult } from './compaction/prune.js';
+export type { SessionStore, SessionSummary, StepWrite, StoredSession } from './stores/session-store.js';
+export {
+  CorruptSessionError,
+  InvalidWriteError,
+  SessionBusyError,
+  SessionNotFoundError,
+  StoreBusyError,
+  StoreSchemaVersionError,
+  type CorruptPart,
+} from './stores/errors.js';
+export { SqliteDriverUnavailableError } from './stores/sqlite-driver.js';
+export { MemorySessionStore } from './stores/memory.js';
+export { openSessionStore } from './stores/open.js';
+export { pruneToolResults, type PruneOptions, type PruneResult } from './compaction/prune.js';
 export { summarizingCompactor, type SummarizingCompactorOptions } from './compaction/summarize.js';
 export { InvalidConfigError, type PruningInput } from './agent/pruning.js';
-export { DurableSession, type OpenSessionOptions } from './sessions/durable-session.js';
-export { SessionRowError, SESSION_ROW_VERSION } from './sessions/session-row.js';
+export { DurableSession, SessionNotIdleError, type OpenSessionOptions } from './sessions/durable-session.js';
+export { SessionRowError } from './sessions/session-row.js';
 export type { Approvals, ApprovalEvent } from './agent/approvals.js';
 export type { Budget, Prices } from './agent/budget.js';
-export { outputOf } from '../machines/agent.machine.js';

@@ -69,7 +69,22 @@ export function defineTool<S extends z.ZodType, O>(spec: ToolSpec<S, O>): Tool<S
   });
 }
 
+/**
+ * A zod 3 schema has `_def` but not zod 4's `_zod`. zod 4 cannot read it (its JSON Schema
+ * conversion dies on `undefined.def`), so say what it is and how to get a zod 4 one.
+ */
+function zod3Problem(input: unknown): string | undefined {
+  if (typeof input !== 'object' || input === null || '_zod' in input) return undefined;
+  if (!('_def' in input)) return 'its input schema is not a zod schema';
+  return (
+    'its input schema is a zod 3 schema; loopchart needs zod 4 schemas. ' +
+    "Install zod 4 (npm install zod@^4) and import { z } from 'zod', or with zod 3.25 import { z } from 'zod/v4'"
+  );
+}
+
 function argumentsSchema(name: string, input: z.ZodType): Record<string, unknown> {
+  const wrongZod = zod3Problem(input);
+  if (wrongZod) throw new InvalidToolError(name, wrongZod);
   let schema: Record<string, unknown>;
   try {
     // The input side: fields with defaults are optional for the model.

@@ -1,0 +1,128 @@
+/**
+ * The package as a new user gets it: `npm pack` (which builds through `prepack`), the tarball
+ * installed into a fresh project next to its peers, then strict TypeScript (no skipLibCheck)
+ * under three module settings, ESM and CommonJS scripts that complete a run and a durable
+ * session, and a check of what `import 'loopchart'` loads.
+ */
+import { execFileSync, spawnSync } from 'node:child_process';
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+const repo = fileURLToPath(new URL('../..', import.meta.url));
+const fixtures = fileURLToPath(new URL('./fixtures', import.meta.url));
+const manifest = JSON.parse(readFileSync(join(repo, 'package.json'), 'utf8')) as {
+  exports: Record<string, string | Record<string, Record<string, string>>>;
+  devDependencies: Record<string, string>;
+};
+
+let root: string;
+let consumer: string;
+const npm = process.platform === 'win32' ? 'npm.cmd' : 'npm';
+
+function node(args: string[], env: Record<string, string> = {}) {
+  return spawnSync(process.execPath, args, { cwd: consumer, encoding: 'utf8', timeout: 60_000, env: { ...process.env, ...env } });
+}
+
+beforeAll(() => {
+  root = mkdtempSync(join(tmpdir(), 'loopchart-consumer-'));
+  // prepack builds dist/ first: the tarball is what `npm publish` would upload.
+  execFileSync(npm, ['pack', '--pack-destination', root], { cwd: repo, stdio: ['ignore', 'pipe', 'pipe'], timeout: 300_000 });
+  const tarball = join(root, readdirSync(root).find((file) => file.endsWith('.tgz'))!);
+  consumer = join(root, 'consumer');
+  mkdirSync(consumer);
+  writeFileSync(join(consumer, 'package.json'), JSON.stringify({ name: 'consumer', private: true }));
+  const dev = manifest.devDependencies;
+  // The peers and tools at the versions this repo tests with (so they come from npm's cache).
+  const wanted = ['xstate', 'zod', 'typescript', '@types/node', 'pg', '@types/pg'].map((name) => `${name}@${dev[name]}`);
+  execFileSync(npm, ['install', '--no-audit', '--no-fund', '--prefer-offline', tarball, ...wanted], {
+    cwd: consumer,
+    stdio: ['ignore', 'pipe', 'pipe'],
+    timeout: 540_000,
+  });
+});
+
+afterAll(() => {
+  if (root) rmSync(root, { recursive: true, force: true });
+});
+
+describe('the packed tarball', () => {
+  it('ships every file its exports name, the LICENSE and the README, and no sources or tests', () => {
+    const installed = join(consumer, 'node_modules', 'loopchart');
+    const targets = Object.values(manifest.exports).flatMap((entry) =>
+      typeof entry === 'string' ? [entry] : Object.values(entry).flatMap((conditions) => Object.values(conditions)),
+    );
+    expect(targets.length).toBeGreaterThan(10);
+    for (const target of targets) expect(existsSync(join(installed, target)), target).toBe(true);
+    for (const file of ['LICENSE', 'README.md', 'dist/cli.js']) expect(existsSync(join(installed, file)), file).toBe(true);
+    for (const dir of ['src', 'test', 'machines', 'examples']) expect(existsSync(join(installed, dir)), dir).toBe(false);
+  });
+
+  it.each(['esm-node16', 'cjs-node16', 'bundler'])('typechecks in a strict %s project without skipLibCheck', (fixture) => {
+    const dir = join(consumer, fixture);
+    cpSync(join(fixtures, fixture), dir, { recursive: true });
+    cpSync(join(fixtures, 'uses.ts'), join(dir, 'index.ts'));
+    const tsconfig = JSON.parse(readFileSync(join(dir, 'tsconfig.json'), 'utf8')) as { compilerOptions: Record<string, unknown> };
+    expect(tsconfig.compilerOptions.strict).toBe(true);
+    expect(tsconfig.compilerOptions.skipLibCheck).toBeUndefined();
+    const tsc = node([join(consumer, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', dir]);
+    expect(tsc.stdout + tsc.stderr).toBe('');
+    expect(tsc.status).toBe(0);
+  });
+
+  it.each(['run.mjs', 'run.cjs'])('%s completes an agent run and a durable session on SQLite', (script) => {
+    cpSync(join(fixtures, 'scripts', script), join(consumer, script));
+    const result = node([script, join(root, `${script}.db`)]);
+    expect(result.stderr.replace(/.*ExperimentalWarning: SQLite.*\n|.*--trace-warnings.*\n/g, '')).toBe('');
+    expect(result.status).toBe(0);
+    const [major, minor] = process.versions.node.split('.').map(Number) as [number, number];
+    expect(JSON.parse(result.stdout)).toEqual({
+      run: { type: 'Completed', finalText: 'five' },
+      durable: { type: 'Completed', finalText: 'five' },
+      storedMessages: 4,
+      driver: major > 22 || (major === 22 && minor >= 13) ? 'node:sqlite' : 'better-sqlite3',
+      busy: 'SessionBusy',
+    });
+  });
+
+  const drivers = /better-sqlite3|node_modules\/pg\//;
+
+  it("require('loopchart') loads neither better-sqlite3 nor pg (require.cache)", () => {
+    const probe = `require('loopchart'); console.log(JSON.stringify(Object.keys(require.cache)));`;
+    const result = node(['-e', probe]);
+    expect(result.status, result.stderr).toBe(0);
+    const loaded = JSON.parse(result.stdout) as string[];
+    expect(loaded.some((file) => file.includes('node_modules/loopchart/dist/index.cjs'))).toBe(true);
+    expect(loaded.some((file) => file.includes('node_modules/xstate/'))).toBe(true);
+    expect(loaded.filter((file) => drivers.test(file))).toEqual([]);
+  });
+
+  it("import 'loopchart' loads neither better-sqlite3 nor pg (ESM loader and require.cache)", () => {
+    const record = join(root, 'esm-loads.txt');
+    writeFileSync(record, '');
+    const probe = `await import('loopchart'); const { createRequire } = await import('node:module'); console.log(JSON.stringify(Object.keys(createRequire(import.meta.url).cache)));`;
+    const result = node(['--import', join(fixtures, 'scripts', 'record-loads.mjs'), '--input-type=module', '-e', probe], { LOOPCHART_RECORD: record });
+    expect(result.status, result.stderr).toBe(0);
+    const resolved = readFileSync(record, 'utf8').split('\n').filter(Boolean);
+    expect(resolved.some((url) => url.includes('node_modules/loopchart/dist/index.js'))).toBe(true);
+    expect(resolved.filter((url) => drivers.test(url))).toEqual([]);
+    expect((JSON.parse(result.stdout) as string[]).filter((file) => drivers.test(file))).toEqual([]);
+  });
+
+  it('loopchart/sqlite loads better-sqlite3 only when a store is opened on it', () => {
+    const probe = `
+      const { SqliteSessionStore } = require('loopchart/sqlite');
+      const loaded = () => Object.keys(require.cache).filter((f) => ${drivers}.test(f));
+      const before = loaded();
+      const store = new SqliteSessionStore({ path: ':memory:', driver: 'better-sqlite3' });
+      store.close();
+      console.log(JSON.stringify({ before, after: loaded() }));`;
+    const result = node(['-e', probe]);
+    const out = result.status === 0 ? (JSON.parse(result.stdout) as { before: string[]; after: string[] }) : undefined;
+    expect(out?.before, result.stderr).toEqual([]);
+    // better-sqlite3 is built for the Node that installed it: opening it then loads it.
+    expect(out?.after.some((file) => file.includes('better-sqlite3'))).toBe(true);
+  });
+});
