@@ -1,3 +1,4 @@
+import { jsonValueFault } from './json-value.js';
 import type { AssistantMessage, Message, ToolCall, ToolMessage } from './schemas.js';
 
 /**
@@ -39,29 +40,106 @@ export function unansweredCall(messages: readonly Message[]): string | null {
   return `the conversation is not coherent after position ${cut}`;
 }
 
+/** Where a conversation stops being one a provider accepts, and why. */
+export interface ConversationFault {
+  /** Position of the offending message. */
+  index: number;
+  /** The offending field inside that message, e.g. `toolCallId` or `toolCalls[1].id`; '' for the whole message. */
+  field: string;
+  /** What is wrong, naming the call id and the positions involved. */
+  problem: string;
+}
+
 /**
- * Stricter, for conversations that come from outside (a compactor, a starting history): what
- * a provider accepts. Every tool call answered exactly once after it, no result without an
- * open call. Ids may repeat across turns (some local models always say 'call_0'), never
- * while open.
+ * Checks `messages` the way a provider reads them: the results of an assistant message's tool
+ * calls come right after it, each call answered exactly once, before any other message; no
+ * result answers a call that is not open; ids are unique among the calls open at once (they
+ * may repeat across turns: some local models always say 'call_0'); every call's arguments are
+ * plain JSON. With `openTail` the last assistant message's calls may still be unanswered at
+ * the end (a turn waiting for its tools); without it every call must be answered. Linear.
+ *
+ * @example
+ * conversationFault([{ role: 'tool', toolCallId: 'x', toolName: 'read', content: '' }]);
+ * // { index: 0, field: 'toolCallId', problem: "tool result at position 0 answers no open tool call ('x')" }
  */
-export function incoherence(messages: readonly Message[]): string | null {
-  const open = new Map<string, number>();
+export function conversationFault(
+  messages: readonly Message[],
+  options: { openTail?: boolean } = {},
+): ConversationFault | null {
+  /** The calls of the latest assistant message that has some: id -> answered yet. */
+  let block = new Map<string, boolean>();
+  let blockAt = -1;
+  let open = 0;
   for (let i = 0; i < messages.length; i++) {
     const message = messages[i]!;
-    if (message.role === 'assistant') {
-      for (const call of message.toolCalls ?? []) {
-        if (open.has(call.id)) return `tool call id '${call.id}' is used twice while unanswered (position ${i})`;
-        open.set(call.id, i);
+    if (message.role === 'tool') {
+      const id = message.toolCallId;
+      const answered = block.get(id);
+      if (answered === false) {
+        block.set(id, true);
+        open--;
+        continue;
       }
-    } else if (message.role === 'tool') {
-      if (!open.delete(message.toolCallId)) {
-        return `tool result at position ${i} answers no open tool call ('${message.toolCallId}')`;
+      const problem =
+        answered === true
+          ? `tool result at position ${i} answers tool call '${id}' (position ${blockAt}) a second time`
+          : `tool result at position ${i} answers no open tool call ('${id}')`;
+      return { index: i, field: 'toolCallId', problem };
+    }
+    const calls = message.role === 'assistant' ? (message.toolCalls ?? []) : [];
+    for (let k = 0; k < calls.length; k++) {
+      const id = calls[k]!.id;
+      if (block.get(id) === false) {
+        const first = blockAt === i ? 'an earlier call in this message' : `its call at position ${blockAt}`;
+        return {
+          index: i,
+          field: `toolCalls[${k}].id`,
+          problem: `tool call id '${id}' at position ${i} is used again while ${first} is unanswered`,
+        };
+      }
+      // A new block opens only once the last one is answered; otherwise this message is
+      // refused below as coming in between.
+      if (open === 0 && blockAt !== i) {
+        block = new Map();
+        blockAt = i;
+      }
+      if (blockAt === i) {
+        block.set(id, false);
+        open++;
       }
     }
+    if (open > 0 && blockAt !== i) {
+      const id = firstOpen(block);
+      return {
+        index: i,
+        field: '',
+        problem: `${message.role} message at position ${i} comes between tool call '${id}' (position ${blockAt}) and its result`,
+      };
+    }
+    for (let k = 0; k < calls.length; k++) {
+      const fault = jsonValueFault(calls[k]!.args, `toolCalls[${k}].args`);
+      if (fault) return { index: i, field: fault.path, problem: `${fault.problem} (position ${i})` };
+    }
   }
-  const [id, position] = open.entries().next().value ?? [];
-  return id === undefined ? null : `tool call '${id}' at position ${position} has no result`;
+  if (open > 0 && !options.openTail) {
+    const id = firstOpen(block);
+    const k = (messages[blockAt] as AssistantMessage).toolCalls!.findIndex((call) => call.id === id);
+    return { index: blockAt, field: `toolCalls[${k}]`, problem: `tool call '${id}' at position ${blockAt} has no result` };
+  }
+  return null;
+}
+
+function firstOpen(block: Map<string, boolean>): string {
+  for (const [id, answered] of block) if (!answered) return id;
+  return '';
+}
+
+/**
+ * `conversationFault` as one sentence, for conversations that come from outside (a compactor,
+ * a starting history): null when a provider would accept them as they are.
+ */
+export function incoherence(messages: readonly Message[]): string | null {
+  return conversationFault(messages)?.problem ?? null;
 }
 
 /** The result the brain gives on the model's behalf when it asks for a tool nobody advertised. */

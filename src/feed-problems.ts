@@ -1,4 +1,5 @@
-import { incoherence, unansweredCall } from './conversation.js';
+import { conversationFault, incoherence, unansweredCall } from './conversation.js';
+import { jsonValueFault } from './json-value.js';
 import type { LoopEvent } from './loop-events.js';
 import type { LoopContext, Message } from './schemas.js';
 
@@ -9,7 +10,8 @@ import type { LoopContext, Message } from './schemas.js';
  */
 export type FeedProblem = { kind: 'illegal' | 'invalid'; problem: string };
 
-const isCount = (n: number) => Number.isInteger(n) && n >= 0;
+// Safe integers only: a count past 2^53 is not exact, and the snapshot schema refuses it.
+const isCount = (n: number) => Number.isSafeInteger(n) && n >= 0;
 
 export function feedProblem(context: LoopContext, event: LoopEvent): FeedProblem | null {
   const invalid = (problem: string): FeedProblem => ({ kind: 'invalid', problem });
@@ -24,12 +26,18 @@ export function feedProblem(context: LoopContext, event: LoopEvent): FeedProblem
         return invalid('availableTools must be a list of tool names');
       }
       const ids = new Set<string>();
-      for (const call of event.response.toolCalls ?? []) {
-        if (ids.has(call.id)) return invalid(`tool call id '${call.id}' appears twice in one reply`);
+      const calls = event.response.toolCalls ?? [];
+      for (let k = 0; k < calls.length; k++) {
+        const call = calls[k]!;
+        if (ids.has(call.id)) return invalid(`tool call id '${call.id}' appears twice in one reply (call ${k})`);
         ids.add(call.id);
+        const args = jsonValueFault(call.args, `response.toolCalls[${k}].args`);
+        if (args) return invalid(`${args.path}: ${args.problem}`);
       }
       return null;
     }
+    case 'inject':
+      return injectProblem(context, event.message);
     case 'toolResults':
       return toolResultsProblem(context, event.messages);
     case 'compactionResult': {
@@ -102,11 +110,48 @@ function prunedProblem(context: LoopContext, messages: readonly Message[]): Feed
       return invalid(`message ${i} changed role or tool-call ids (pruning may change contents only)`);
     }
   }
-  return null;
+  // Same shape, so the order still holds; only the arguments can have become unserializable.
+  const fault = conversationFault(messages, { openTail: true });
+  return fault ? invalid(`message ${fault.index}${fault.field ? `.${fault.field}` : ''}: ${fault.problem}`) : null;
 }
 
 function shapeKey(message: Message): string {
   if (message.role === 'assistant') return `assistant:${(message.toolCalls ?? []).map((c) => c.id).join(',')}`;
   if (message.role === 'tool') return `tool:${message.toolCallId}`;
   return message.role;
+}
+
+/**
+ * `inject` appends to pending as is, so it may not break the order a provider needs: nothing
+ * goes between a turn's tool calls and their results, no result answers a call that is not
+ * open, and no call is opened that nothing would dispatch. Outside AwaitingTools the
+ * conversation has no open call, so an injected tool result always answers nothing.
+ */
+function injectProblem(context: LoopContext, message: Message): FeedProblem | null {
+  const { pendingTools } = context;
+  if (pendingTools.length > 0) {
+    const position = context.history.length + context.pending.length - 1;
+    const more = pendingTools.length > 1 ? ` (and ${pendingTools.length - 1} more)` : '';
+    return {
+      kind: 'illegal',
+      problem:
+        `tool call '${pendingTools[0]!.call.id}'${more} of the reply at position ${position} awaits its result; ` +
+        'an injected message would come between them (steer queues a user message until they are answered)',
+    };
+  }
+  const position = context.history.length + context.pending.length;
+  if (message.role === 'tool') {
+    return {
+      kind: 'invalid',
+      problem: `tool result for '${message.toolCallId}' (position ${position}) answers no open tool call; results come through toolResults`,
+    };
+  }
+  const opened = message.role === 'assistant' ? message.toolCalls?.[0] : undefined;
+  if (opened) {
+    return {
+      kind: 'invalid',
+      problem: `an injected assistant message may not open tool calls ('${opened.id}' at position ${position}): nothing would dispatch them`,
+    };
+  }
+  return null;
 }

@@ -7,6 +7,8 @@ export * from './schemas.js';
 export * from './errors.js';
 export type { LoopEvent, LoopEventType } from './loop-events.js';
 export { coherentCut } from './conversation.js';
+export { loopSnapshotProblem, parseLoopSnapshot, type ParsedLoopSnapshot } from './loop-snapshot.js';
+export { jsonValueProblem, MAX_JSON_DEPTH, type JsonValueLimits } from './json-value.js';
 export { LoopMachine, type LoopMachineOptions } from './loop-machine.js';
 export { summarizingInspector } from './inspect.js';
 export { loopMachine, nextStep, decisionOrder, type LoopSnapshot, type LoopInput } from '../machines/loop.machine.js';

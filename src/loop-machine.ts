@@ -30,7 +30,7 @@ import {
   type ToolMessage,
   type UserMessage,
 } from './schemas.js';
-import { restoreLoopSnapshot, toLoopSnapshotJSON, type LoopSnapshotJSON } from './loop-snapshot.js';
+import { parseLoopSnapshot, toLoopSnapshotJSON, type LoopSnapshotJSON } from './loop-snapshot.js';
 import { z } from 'zod';
 
 const ToolNamesSchema = z.array(z.string());
@@ -64,7 +64,7 @@ export class LoopMachine {
 
   /** Rebuilds a machine from `toJSON()` output or from XState's `getPersistedSnapshot()`. */
   static restore(json: unknown, options: Omit<LoopMachineOptions, 'history'> = {}): LoopMachine {
-    const { state, context } = restoreLoopSnapshot(json);
+    const { state, context } = parseLoopSnapshot(json);
     return new LoopMachine(options, loopMachine.resolveState({ value: state, context }));
   }
 

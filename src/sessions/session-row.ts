@@ -3,7 +3,7 @@ import type { AgentContext } from '../../machines/agent.machine.js';
 import { ApprovalsSchema, NO_APPROVALS } from '../agent/approvals.js';
 import type { BrainState } from '../agent/brain-state.js';
 import { LoopchartError } from '../errors.js';
-import { restoreLoopSnapshot } from '../loop-snapshot.js';
+import { parseLoopSnapshot } from '../loop-snapshot.js';
 import {
   LOOP_SNAPSHOT_VERSION,
   LoopContextSchema,
@@ -108,7 +108,7 @@ export function decodeRow(
   }
   let brain: BrainState;
   try {
-    const restored = restoreLoopSnapshot({
+    const restored = parseLoopSnapshot({
       version: LOOP_SNAPSHOT_VERSION,
       state: row.brain.value,
       ...row.brain.context,

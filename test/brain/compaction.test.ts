@@ -1,6 +1,7 @@
 /** compactionResult / compactionNoop: the no-progress guard, the deferred latch, the coalescer. */
 import { describe, expect, it } from 'vitest';
 import { LoopMachine } from '../../src/loop-machine.js';
+import { coalesceAdjacentAssistants } from '../../src/conversation.js';
 import type { Message } from '../../src/schemas.js';
 import {
   ALL_STATES,
@@ -145,7 +146,11 @@ describe('the adjacent-assistant coalescer on adopted history', () => {
 
   it('does not merge into a first assistant that has tool calls, even when directly adjacent', () => {
     const c: Message[] = [user('u'), asst('a', [call('t')]), asst('b'), toolMsg('t')];
-    expect(adopt(c)).toEqual(c);
+    expect(coalesceAdjacentAssistants(c)).toEqual(c);
+    // Such a conversation never reaches the coalescer: a provider refuses a message between a call and its result.
+    const m = compacting('Emergency');
+    const e = expectInvalid(m, 'compactionResult', () => m.compactionResult(c, 960, 100));
+    expect(e.message).toContain("assistant message at position 2 comes between tool call 't' (position 1) and its result");
   });
 
   it('does not merge assistants separated by another message', () => {

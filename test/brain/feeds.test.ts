@@ -273,7 +273,7 @@ describe('toolResults', () => {
 });
 
 describe('inject', () => {
-  for (const s of NON_TERMINAL) {
+  for (const s of NON_TERMINAL.filter((state) => state !== 'AwaitingTools')) {
     it(`in ${s} appends to pending without touching the estimate or the state`, () => {
       const m = ALL_STATES[s]();
       m.setContextTokens(321);
@@ -296,6 +296,24 @@ describe('inject', () => {
   it('rejects a malformed message', () => {
     const m = inStart();
     expectInvalid(m, 'inject', () => m.inject({ role: 'user' } as unknown as Message));
+  });
+
+  it('is illegal in AwaitingTools: nothing may come between the calls and their results; the message names the call and its position', () => {
+    const m = inAwaitingTools();
+    const e = expectIllegal(m, 'inject', 'AwaitingTools', () => m.inject(sys('extra')));
+    expect(e.message).toContain("tool call 'c1' of the reply at position 2 awaits its result");
+  });
+
+  it('refuses a tool result, which would answer no open call, naming the id and where it would go', () => {
+    const m = inStart();
+    const e = expectInvalid(m, 'inject', () => m.inject(toolMsg('nobody-called-me')));
+    expect(e.message).toContain("tool result for 'nobody-called-me' (position 2) answers no open tool call");
+  });
+
+  it('refuses an assistant message that opens tool calls nothing would dispatch', () => {
+    const m = inStart();
+    const e = expectInvalid(m, 'inject', () => m.inject(asst('', [call('q')])));
+    expect(e.message).toContain("'q' at position 2");
   });
 });
 

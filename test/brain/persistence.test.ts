@@ -195,10 +195,10 @@ describe('LoopMachine.restore from toJSON', () => {
     expect(r.nextStep()).toEqual({ type: 'CallLLM', turn: 2 });
   });
 
-  it('whatever salvagePending commits still restores (an injected orphan tool result)', () => {
-    const m = inStart();
-    m.inject(toolMsg('nobody-called-me'));
-    m.salvagePending();
+  it('whatever salvagePending commits still restores (a failed turn with unanswered calls)', () => {
+    const m = inAwaitingTools();
+    m.fail({ type: 'X', message: 'tools crashed' });
+    expect(m.salvagePending()).toEqual({ committed: 1, dropped: 1 });
     const r = LoopMachine.restore(snap(m));
     expect(r.toJSON()).toEqual(m.toJSON());
   });

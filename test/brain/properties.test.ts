@@ -6,6 +6,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { createActor } from 'xstate';
 import { LoopMachine } from '../../src/loop-machine.js';
+import { loopSnapshotProblem } from '../../src/loop-snapshot.js';
 import { coherentCut, loopMachine, nextStep as pureNextStep } from '../../machines/loop.machine.js';
 import {
   DEFAULT_POLICY,
@@ -240,7 +241,13 @@ function makeActions(opts: RunOpts): Action[] {
       when: (m) => nonTerminal(m) && (opts.injectInAwaitingTools || stateOf(m) !== 'AwaitingTools'),
       run: (m, op) => {
         const s = m.state();
-        m.inject(op.a % 2 ? user(`inj${op.b}`) : sys(`inj${op.b}`));
+        const message = op.a % 2 ? user(`inj${op.b}`) : sys(`inj${op.b}`);
+        if (s.type === 'AwaitingTools') {
+          // Between a call and its results a message would break the provider's order.
+          expectIllegal(m, 'inject', 'AwaitingTools', () => m.inject(message));
+          return;
+        }
+        m.inject(message);
         expect(m.state()).toEqual(s);
       },
     },
@@ -397,7 +404,7 @@ function pick(actions: Action[], m: LoopMachine, k: number): Action {
 
 // ------------------------------------------------------------------ invariants
 
-function checkInvariants(m: LoopMachine, opts: { providerShape: boolean }): void {
+function checkInvariants(m: LoopMachine): void {
   const c = ctxOf(m);
   const fh = m.fullHistory();
   // fullHistory is exactly history + pending
@@ -410,9 +417,12 @@ function checkInvariants(m: LoopMachine, opts: { providerShape: boolean }): void
   if (c.state === 'Start') {
     expect(coherentCut(fh, Infinity)).toBe(fh.length);
     expect(refCoherentCut(fh, Infinity)).toBe(fh.length);
-    if (opts.providerShape) expect(providerValid(fh), JSON.stringify(fh)).toBe(true);
+    expect(providerValid(fh), JSON.stringify(fh)).toBe(true);
   }
-  if (opts.providerShape) expect(providerValid(c.history), JSON.stringify(c.history)).toBe(true);
+  expect(providerValid(c.history), JSON.stringify(c.history)).toBe(true);
+  // the one snapshot validation accepts every snapshot the machine makes
+  expect(loopSnapshotProblem(m.toJSON())).toBeNull();
+  expect(loopSnapshotProblem(m.actor.getPersistedSnapshot())).toBeNull();
   // reads agree with the persisted form
   expect(m.lastCoherentLen()).toBe(refCoherentCut(fh, Infinity));
   expect(m.isTerminal()).toBe(c.state === 'Terminal');
@@ -450,11 +460,11 @@ function runOps(history: Message[], ops: Op[], opts: RunOpts): void {
   const actions = makeActions(opts);
   const m = new LoopMachine({ history });
   const ids = { n: 0 };
-  checkInvariants(m, { providerShape: !opts.injectInAwaitingTools });
+  checkInvariants(m);
   for (const op of ops) {
     const a = pick(actions, m, op.k);
     a.run(m, op, ids);
-    checkInvariants(m, { providerShape: !opts.injectInAwaitingTools });
+    checkInvariants(m);
   }
 }
 
@@ -470,7 +480,7 @@ describe('random legal feed sequences', () => {
     );
   });
 
-  it('keep coherence even with messages injected between a tool call and its results', () => {
+  it('keep coherence and provider shape when injects are tried between a tool call and its results (refused)', () => {
     fc.assert(
       fc.property(fc.constantFrom(...STARTING_HISTORIES), fc.array(opArb, { maxLength: 60, size: 'max' }), (history, ops) => {
         runOps(history, ops, { injectInAwaitingTools: true });
