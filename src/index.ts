@@ -53,3 +53,4 @@ export { DurableSession, SessionNotIdleError, type OpenSessionOptions } from './
 export { SessionRowError } from './sessions/session-row.js';
 export type { Approvals, ApprovalEvent } from './agent/approvals.js';
 export type { Budget, Prices } from './agent/budget.js';
+export { runAgent, streamAgent, type RunAgentOptions, type RunAgentResult, type AgentStreamEvent } from './run-agent.js';
