@@ -21,6 +21,8 @@ export default defineConfig({
   shims: true,
   // Class names stay as written: error names and `isInstance` compare them across builds.
   keepNames: true,
+  // Loaded only to run an --agent .ts module, from the user's own install.
+  external: ['tsx'],
   target: 'node20',
   tsconfig: 'tsconfig.build.json',
 });

@@ -1,10 +1,13 @@
 /**
  * `npm start`: an agent answers a question about the files of a folder with the real
- * list_dir / read_file / calculator tools, and prints a live trace. Offline (the scripted model)
- * unless the environment names a real model.
+ * list_dir / read_file / calculator tools, and prints a live trace. The run is a durable session
+ * in the embedded store (SQLite at `.loopchart/loopchart.db`, or $LOOPCHART_STORE): the demo
+ * prints the session's id and the commands that list, show and resume it. Offline (the scripted
+ * model) unless the environment names a real model.
  *
  *   npm start                                   # the fixture folder examples/fixtures
  *   npm start -- src/tools "What is in here?"   # any folder; the rest of the line is the question
+ *   npm start -- --resume demo-…                # continue a demo that was killed mid-run
  *   OPENAI_BASE_URL=http://localhost:11434/v1 LOOPCHART_MODEL=qwen3 npm start   # a real model
  *   npm start -- --approve                      # adds write_file, which asks before each write
  *   npm start -- --approve --out DIR            # ...rooted at DIR (default: a new temporary folder)
@@ -19,17 +22,18 @@
  *
  * Exits 0 when the run is Completed, 130 when cancelled (Ctrl+C), 1 otherwise.
  */
+import { randomBytes } from 'node:crypto';
 import { mkdirSync, mkdtempSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
-import { createActor, toPromise } from 'xstate';
-import type { AgentActor, ToolCall } from '../src/index.js';
+import { DurableSession, openSessionStore, type AgentActor, type ToolCall } from '../src/index.js';
+import { DEMO_SESSION_PREFIX } from '../src/cli/agent.js';
 import { createFolderAgent, DEFAULT_QUESTION } from './folder-agent.js';
-import { cut, exitCodeOf, traceAgent } from './trace.js';
+import { cut, exitCodeOf, traceAgent, type Trace } from './trace.js';
 
-const USAGE = 'usage: tsx examples/demo.ts [--approve [--out DIR]] [folder] [question...]';
-const { approve, out, positional } = parseFlags(process.argv.slice(2));
+const USAGE = 'usage: tsx examples/demo.ts [--resume ID] [--approve [--out DIR]] [folder] [question...]';
+const { approve, out, resume, positional } = parseFlags(process.argv.slice(2));
 const [folderArg, ...questionWords] = positional;
 if (folderArg === '--help' || folderArg === '-h') {
   console.log(USAGE);
@@ -49,48 +53,80 @@ if (approve) {
 
 const agent = createFolderAgent({ folder: folderArg, question: questionWords.join(' ') || DEFAULT_QUESTION, reportRoot });
 const toolNames = ['list_dir', 'read_file', 'calculator', ...(approve ? ['write_file (asks first)'] : [])];
+const storeLocation = process.env.LOOPCHART_STORE || undefined;
+const store = await openSessionStore(storeLocation);
+// The id records that the demo agent made the session: `loopchart sessions resume` runs the
+// demo agent only on such sessions.
+const sessionId = resume ?? `${DEMO_SESSION_PREFIX}${new Date().toISOString().replace(/\D/g, '').slice(0, 14)}-${randomBytes(3).toString('hex')}`;
+if (resume !== undefined && !(await store.load(resume))) {
+  console.error(`no session ${resume} in ${storeLocation ?? '.loopchart/loopchart.db'}\n${USAGE}`);
+  await store.close();
+  process.exit(2);
+}
+
 console.log(`loopchart demo · model: ${agent.model.name} · tools: ${toolNames.join(', ')}`);
 console.log(`folder:   ${agent.label}`);
 if (reportRoot) console.log(`writes:   ${reportRoot}`);
-console.log(`question: ${agent.input.prompt}\n`);
+const storeFlag = storeLocation ? ` --store ${storeLocation}` : '';
+const again = [approve ? '--approve' : '', out ? `--out ${out}` : '', folderArg ?? ''].filter(Boolean).join(' ');
+console.log(`session:  ${sessionId} (${resume ? 'resumed' : 'new'}, stored in ${storeLocation ?? '.loopchart/loopchart.db'})`);
+console.log(`  list:   npx loopchart sessions list${storeFlag}`);
+console.log(`  show:   npx loopchart sessions show ${sessionId}${storeFlag}`);
+console.log(`  resume: npm start -- --resume ${sessionId}${again ? ` ${again}` : ''}   (or npx loopchart sessions resume ${sessionId}${storeFlag})`);
+if (!resume) console.log(`question: ${agent.input.prompt}\n`);
+else console.log('');
 
-const actor = createActor(agent.machine, { input: agent.input });
-// Listen before start(): the run begins on entry.
-const trace = traceAgent(actor);
-const cancel = () => actor.send({ type: 'cancel' });
+let trace: Trace | undefined;
+let approvals: { close(): void } | undefined;
+let session: DurableSession | undefined;
+const cancel = () => session?.send({ type: 'cancel' });
 // Ctrl+C cancels the run: in-flight calls are aborted and the history stays coherent.
 process.once('SIGINT', cancel);
-const approvals = approve ? askOnTerminal(actor, cancel) : undefined;
-
-actor.start();
 try {
-  const output = await toPromise(actor);
-  trace.stop();
-  process.exitCode = exitCodeOf(output);
+  session = await DurableSession.open({
+    machine: agent.machine,
+    store,
+    sessionId,
+    history: agent.input.history ?? [],
+    // Listen before the actor starts: a resumed run goes on at once.
+    attach: (actor) => {
+      trace = traceAgent(actor);
+      approvals = approve ? askOnTerminal(actor, () => actor.send({ type: 'cancel' })) : undefined;
+    },
+  });
+  if (!resume) session.send({ type: 'input', message: String(agent.input.prompt) });
+  const output = await session.whenIdle();
+  trace?.stop();
+  process.exitCode = output ? exitCodeOf(output) : 1;
 } catch (error) {
-  trace.stop();
-  console.error('the agent actor crashed:', error);
+  trace?.stop();
+  console.error('the demo failed:', error instanceof Error ? error.message : error);
   process.exitCode = 1;
 } finally {
   approvals?.close();
+  await session?.close().catch(() => {});
+  await store.close();
 }
 
-function parseFlags(args: string[]): { approve: boolean; out: string | undefined; positional: string[] } {
+function parseFlags(args: string[]): { approve: boolean; out: string | undefined; resume: string | undefined; positional: string[] } {
   let approve = false;
   let out: string | undefined;
+  let resume: string | undefined;
   const positional: string[] = [];
   for (let i = 0; i < args.length; i++) {
     const arg = args[i]!;
     if (arg === '--approve') approve = true;
     else if (arg === '--out' && i + 1 < args.length) out = args[++i];
     else if (arg.startsWith('--out=')) out = arg.slice('--out='.length);
+    else if (arg === '--resume' && i + 1 < args.length) resume = args[++i];
+    else if (arg.startsWith('--resume=')) resume = arg.slice('--resume='.length);
     else positional.push(arg);
   }
   if (out !== undefined && !approve) {
     console.error(`--out needs --approve\n${USAGE}`);
     process.exit(2);
   }
-  return { approve, out, positional };
+  return { approve, out, resume, positional };
 }
 
 /**

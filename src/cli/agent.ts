@@ -1,30 +1,37 @@
-import { resolve } from 'node:path';
+import { extname, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { createAgentMachine, type AgentMachine } from '../../machines/agent.machine.js';
 import type { AgentConfig } from '../agent/config.js';
 import { CliError } from './errors.js';
 
+/** Session ids the demo (`npm start`) gives its sessions: the record of which agent made them. */
+export const DEMO_SESSION_PREFIX = 'demo-';
+
+const TYPESCRIPT = new Set(['.ts', '.mts', '.cts']);
+
 /**
  * The agent a resumed run continues with: the one in `--agent <module>` (its export `agent`, or
- * its default export: an AgentConfig, or a function returning one), else the demo's folder agent
- * (`examples/folder-agent.ts`: list_dir / read_file / calculator over examples/fixtures, on the
- * scripted model unless OPENAI_BASE_URL names a real endpoint).
+ * its default export: an AgentConfig, or a function returning one). Without `--agent` only a
+ * session the demo made (id `demo-…`) may continue, with the demo's folder agent: any other
+ * session would get a nonsense run committed by an agent that never saw it.
  *
  * A run continues with whatever config it is given: resume a session with the tools it was
  * started with, or its pending calls answer "unknown tool".
  */
-export async function loadAgentMachine(modulePath: string | undefined): Promise<{ machine: AgentMachine; name: string }> {
+export async function loadAgentMachine(modulePath: string | undefined, sessionId: string): Promise<{ machine: AgentMachine; name: string }> {
   if (!modulePath) {
+    if (!sessionId.startsWith(DEMO_SESSION_PREFIX)) {
+      throw new CliError(
+        `session ${sessionId} was not made by the demo agent, so it will not be resumed with it. ` +
+          `Name the agent that made it: loopchart sessions resume ${sessionId} --agent ./agent.ts ` +
+          '(a module exporting `agent`: an AgentConfig, or a function returning one)',
+        { exitCode: 2 },
+      );
+    }
     const { createFolderAgent } = await import('../../examples/folder-agent.js');
     return { machine: createFolderAgent().machine, name: 'the demo folder agent (examples/folder-agent.ts)' };
   }
-  const url = pathToFileURL(resolve(modulePath)).href;
-  let module: Record<string, unknown>;
-  try {
-    module = (await import(url)) as Record<string, unknown>;
-  } catch (error) {
-    throw new CliError(`cannot load the agent module ${modulePath}: ${(error as Error).message}`, { cause: error });
-  }
+  const module = await importAgentModule(modulePath);
   let config = module.agent ?? module.default;
   if (typeof config === 'function') config = await (config as () => unknown)();
   if (!config || typeof config !== 'object' || !('model' in config)) {
@@ -32,3 +39,40 @@ export async function loadAgentMachine(modulePath: string | undefined): Promise<
   }
   return { machine: createAgentMachine(config as AgentConfig), name: modulePath };
 }
+
+/**
+ * Imports the agent module. A TypeScript module runs where Node strips types itself (23.6+,
+ * 22.18+) or through tsx when it is installed; otherwise the error says which of those to do.
+ */
+async function importAgentModule(modulePath: string): Promise<Record<string, unknown>> {
+  const url = pathToFileURL(resolve(modulePath)).href;
+  try {
+    return (await import(url)) as Record<string, unknown>;
+  } catch (error) {
+    const code = (error as { code?: unknown }).code;
+    if (code === 'ERR_UNKNOWN_FILE_EXTENSION' && TYPESCRIPT.has(extname(modulePath))) return importWithTsx(modulePath, url, error);
+    throw new CliError(`cannot load the agent module ${modulePath}: ${firstLine(error)}`, { cause: error });
+  }
+}
+
+async function importWithTsx(modulePath: string, url: string, original: unknown): Promise<Record<string, unknown>> {
+  let tsImport: (specifier: string, parent: string) => Promise<unknown>;
+  try {
+    ({ tsImport } = (await import('tsx/esm/api')) as { tsImport: typeof tsImport });
+  } catch {
+    throw new CliError(
+      `cannot load the agent module ${modulePath}: this Node (${process.version}) does not run TypeScript by itself. ` +
+        'Do one of: install tsx next to loopchart (npm install --save-dev tsx) and run the same command again; ' +
+        'run the CLI through tsx (npx tsx node_modules/loopchart/dist/cli.js sessions resume …); ' +
+        'use Node 22.18 or later (or 23.6+), which runs .ts modules natively; or compile the module to .js and pass that',
+      { cause: original },
+    );
+  }
+  try {
+    return (await tsImport(url, import.meta.url)) as Record<string, unknown>;
+  } catch (error) {
+    throw new CliError(`cannot load the agent module ${modulePath}: ${firstLine(error)}`, { cause: error });
+  }
+}
+
+const firstLine = (error: unknown) => String((error as Error)?.message ?? error).split('\n')[0];

@@ -1,6 +1,7 @@
 import { parseArgs } from 'node:util';
 import { LoopchartError } from '../errors.js';
 import { CliError, UsageError } from './errors.js';
+import { escapeLine } from './escape.js';
 import { listSessions, resumeSession, rewindSession, showSession, type CommandOptions, type Io } from './sessions.js';
 import { parseLocation } from './store.js';
 
@@ -13,27 +14,61 @@ commands:
   rewind ID N       drop committed history past N messages, snapped to a coherent cut
 
 options:
-  --store LOCATION  a SQLite file (default .loopchart/loopchart.db), sqlite:PATH, or postgres://...
+  --store LOCATION  a SQLite file (default: $LOOPCHART_STORE, else .loopchart/loopchart.db),
+                    sqlite:PATH, or postgres://...
   --schema NAME     the PostgreSQL schema holding the tables (default loopchart)
-  --agent MODULE    resume with this agent: a module exporting \`agent\` (an AgentConfig, or a
-                    function returning one); default: the demo folder agent (examples/folder-agent.ts)
+  --agent MODULE    resume with this agent: a module (.js, .mjs; .ts/.mts with tsx installed or on
+                    Node 22.18+) exporting \`agent\` (an AgentConfig, or a function returning one).
+                    Required unless the demo (npm start) made the session (its id starts with demo-)
   --full            show tool results and arguments in full
   -h, --help        this text
 
-exit codes: 0 done, 1 error (unknown or corrupt session, busy, a resumed run that failed), 2 bad usage`;
+exit codes: 0 done, 1 error (unknown or corrupt session, busy, an unreachable or unreadable store, a resumed
+            run that failed), 2 bad usage (a resume without --agent of a session the demo did not make)`;
+
+/** Network errors that mean the database server is not there (or not answering). */
+const UNREACHABLE = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'ECONNRESET']);
+
+/**
+ * What a failure says on stderr: always one line (escaped: messages carry stored ids), never a
+ * stack. LOOPCHART_DEBUG=1 adds the stack of an unexpected error.
+ */
+function describeFailure(error: unknown, argv: string[]): string {
+  if (error instanceof CliError || LoopchartError.isInstance(error)) return error.message;
+  const e = error as { code?: unknown; message?: unknown; name?: unknown } | null;
+  const code = typeof e?.code === 'string' ? e.code : undefined;
+  // An AggregateError (a host with IPv4 and IPv6 addresses) has an empty message of its own.
+  const first = (error as { errors?: unknown[] } | null)?.errors?.[0] as { message?: unknown } | undefined;
+  const text = typeof e?.message === 'string' && e.message !== '' ? e.message : typeof first?.message === 'string' ? first.message : String(error);
+  const message = text.split('\n')[0]!;
+  const store = storeLabel(argv);
+  if (code && UNREACHABLE.has(code)) return `cannot reach the database at ${store}: ${message} (${code})`;
+  // SQLite (either driver) and PostgreSQL errors that name the database itself.
+  if (code?.startsWith('SQLITE_') || code === 'ERR_SQLITE_ERROR' || (code && /^(28|3D|53|57|08)/.test(code))) {
+    return `the store at ${store} failed: ${message}${code.startsWith('SQLITE_') || /^\w{5}$/.test(code) ? ` (${code})` : ''}`;
+  }
+  const name = typeof e?.name === 'string' ? e.name : 'Error';
+  return `unexpected error: ${name}: ${message} (LOOPCHART_DEBUG=1 prints the stack)`;
+}
+
+/** The --store the user gave, with any password hidden, for messages. */
+function storeLabel(argv: string[]): string {
+  try {
+    return parseLocation(parse(argv).values.store ?? process.env.LOOPCHART_STORE).label;
+  } catch {
+    return 'the store';
+  }
+}
 
 /** Runs one CLI invocation and returns its exit code; never throws. */
 export async function main(argv: string[], io: Io): Promise<number> {
   try {
     return await run(argv, io);
   } catch (error) {
-    if (error instanceof UsageError) {
-      io.err(`loopchart: ${error.message}`);
-      io.err(USAGE);
-    } else if (error instanceof CliError || error instanceof LoopchartError) {
-      io.err(`loopchart: ${error.message}`);
-    } else {
-      io.err(`loopchart: unexpected error: ${(error as Error)?.stack ?? String(error)}`);
+    io.err(`loopchart: ${escapeLine(describeFailure(error, argv))}`);
+    if (error instanceof UsageError) io.err(USAGE);
+    if (process.env.LOOPCHART_DEBUG && !(error instanceof CliError) && !LoopchartError.isInstance(error)) {
+      io.err(String((error as Error)?.stack ?? error));
     }
     return error instanceof CliError ? error.exitCode : 1;
   }
@@ -54,7 +89,7 @@ async function run(argv: string[], io: Io): Promise<number> {
   const [group, command, ...rest] = positionals;
   if (group !== 'sessions' || !command) throw new UsageError(group === undefined ? 'no command given' : `unknown command '${[group, command].filter(Boolean).join(' ')}'`);
   const options: CommandOptions = {
-    location: parseLocation(values.store),
+    location: parseLocation(values.store ?? process.env.LOOPCHART_STORE),
     ...(values.schema !== undefined && { schema: values.schema }),
     ...(values.agent !== undefined && { agent: values.agent }),
     full: values.full ?? false,

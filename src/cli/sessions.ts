@@ -5,6 +5,7 @@ import { decodeRow } from '../sessions/session-row.js';
 import type { SessionStore, StoredSession } from '../stores/session-store.js';
 import { loadAgentMachine } from './agent.js';
 import { CliError, UsageError } from './errors.js';
+import { escapeLine } from './escape.js';
 import { openExisting, type StoreLocation } from './store.js';
 import { describeOutcome, describeState, formatMessage, formatTranscript } from './transcript.js';
 
@@ -39,7 +40,7 @@ const noStore = (location: StoreLocation) => (): never => {
 /** The stored session decoded and validated; typed errors (corrupt rows) pass through. */
 async function loadSession(store: SessionStore, sessionId: string, location: StoreLocation): Promise<{ stored: StoredSession; context: AgentContext }> {
   const stored = await store.load(sessionId);
-  if (!stored) throw new CliError(`no session '${sessionId}' in ${location.label}`);
+  if (!stored) throw new CliError(`no session '${escapeLine(sessionId)}' in ${escapeLine(location.label)}`);
   return { stored, context: decodeRow(sessionId, stored.state, stored.messages) };
 }
 
@@ -57,7 +58,7 @@ export async function listSessions(options: CommandOptions): Promise<number> {
       }
       const rows = [
         ['SESSION', 'VERSION', 'MESSAGES', 'UPDATED'],
-        ...sessions.map((s) => [s.sessionId, String(s.version), String(s.messageCount), timestamp(s.updatedAt)]),
+        ...sessions.map((s) => [escapeLine(s.sessionId), String(s.version), String(s.messageCount), timestamp(s.updatedAt)]),
       ];
       const widths = rows[0]!.map((_, column) => Math.max(...rows.map((row) => row[column]!.length)));
       for (const row of rows) io.out(row.map((cell, column) => (column === row.length - 1 ? cell : cell.padEnd(widths[column]!))).join('  '));
@@ -77,7 +78,7 @@ export async function showSession(sessionId: string, options: CommandOptions): P
     async (store) => {
       const { stored, context } = await loadSession(store, sessionId, location);
       const usage = context.sessionUsage;
-      io.out(`session ${sessionId} · version ${stored.version} · ${stored.messages.length} messages · ${location.label}`);
+      io.out(`session ${escapeLine(sessionId)} · version ${stored.version} · ${stored.messages.length} messages · ${location.label}`);
       io.out(`state: ${describeState(context, runInFlight(context.brain))}`);
       io.out(`usage: ${usage.inputTokens} input + ${usage.outputTokens} output tokens over ${context.runIndex} run(s)`);
       io.out('');
@@ -98,11 +99,11 @@ export async function resumeSession(sessionId: string, options: CommandOptions):
     async (store) => {
       const { context } = await loadSession(store, sessionId, location);
       if (!runInFlight(context.brain)) {
-        io.out(`session ${sessionId}: no run in flight (${describeState(context, false)}); nothing to resume`);
+        io.out(`session ${escapeLine(sessionId)}: no run in flight (${describeState(context, false)}); nothing to resume`);
         return 0;
       }
-      const { machine, name } = await loadAgentMachine(options.agent);
-      io.out(`resuming session ${sessionId} with ${name}`);
+      const { machine, name } = await loadAgentMachine(options.agent, sessionId);
+      io.out(`resuming session ${escapeLine(sessionId)} with ${escapeLine(name)}`);
       io.out(`state: ${describeState(context, true)}`);
       const committedBefore = context.brain.context.history.length;
       const session = await DurableSession.open({ machine, store, sessionId });
@@ -168,10 +169,10 @@ export async function rewindSession(sessionId: string, length: string, options: 
       }
       const after = before - dropped;
       if (dropped === 0) {
-        io.out(`session ${sessionId}: nothing dropped; the history has ${before} message(s)`);
+        io.out(`session ${escapeLine(sessionId)}: nothing dropped; the history has ${before} message(s)`);
       } else {
         const snapped = after < keep ? ` (cut at ${after}: keeping ${keep} would separate a tool call from its result)` : '';
-        io.out(`session ${sessionId}: dropped ${dropped} message(s); the history has ${after} now${snapped}`);
+        io.out(`session ${escapeLine(sessionId)}: dropped ${dropped} message(s); the history has ${after} now${snapped}`);
       }
       return 0;
     },

@@ -1,5 +1,6 @@
 import type { AgentContext } from '../../machines/agent.machine.js';
 import type { Message, Outcome } from '../schemas.js';
+import { escapeLine, escapeText } from './escape.js';
 
 /** How much of a tool result (or of a call's arguments) `show` prints unless asked for all. */
 export const PREVIEW_CHARS = 200;
@@ -11,9 +12,9 @@ export interface TranscriptOptions {
 
 const ROLE_WIDTH = 'assistant'.length;
 
-/** One line of at most `max` characters: newlines shown as ⏎, the rest cut with its length. */
+/** One line of at most `max` characters: newlines shown as ⏎, controls escaped, the rest cut with its length. */
 export function preview(text: string, max: number | undefined): string {
-  const line = text.replace(/\r?\n/g, '⏎');
+  const line = escapeLine(text.replace(/\r?\n/g, '⏎'));
   if (max === undefined || line.length <= max) return line;
   return `${line.slice(0, max)}… [${text.length} chars]`;
 }
@@ -28,17 +29,17 @@ export function formatMessage(message: Message, position: number, options: Trans
   switch (message.role) {
     case 'tool': {
       const flag = message.isError ? ' (error)' : '';
-      return `${head}${message.toolName} [${message.toolCallId}]${flag}: ${preview(message.content, max)}`;
+      return `${head}${escapeLine(message.toolName)} [${escapeLine(message.toolCallId)}]${flag}: ${preview(message.content, max)}`;
     }
     case 'assistant': {
-      const lines = [`${head}${message.content === '' ? '(no text)' : indentRest(message.content, indent)}`];
+      const lines = [`${head}${message.content === '' ? '(no text)' : indentRest(escapeText(message.content), indent)}`];
       for (const call of message.toolCalls ?? []) {
-        lines.push(`${indent}→ ${call.name} ${preview(JSON.stringify(call.args) ?? 'undefined', max)} [${call.id}]`);
+        lines.push(`${indent}→ ${escapeLine(call.name)} ${preview(JSON.stringify(call.args) ?? 'undefined', max)} [${escapeLine(call.id)}]`);
       }
       return lines.join('\n');
     }
     default:
-      return `${head}${indentRest(message.content, indent)}`;
+      return `${head}${indentRest(escapeText(message.content), indent)}`;
   }
 }
 
@@ -47,9 +48,9 @@ export function describeOutcome(outcome: Outcome, max = PREVIEW_CHARS): string {
     case 'Completed':
       return `Completed: ${preview(outcome.finalText, max)}`;
     case 'Sealed':
-      return `Sealed: ${outcome.reason}`;
+      return `Sealed: ${escapeLine(outcome.reason)}`;
     case 'Failed':
-      return `Failed: ${outcome.error.type}: ${outcome.error.message}`;
+      return `Failed: ${escapeLine(outcome.error.type)}: ${escapeLine(outcome.error.message)}`;
     default:
       return outcome.type;
   }
@@ -65,7 +66,7 @@ export function describeState(context: AgentContext, inFlight: boolean): string 
   const waiting = context.approvals.waiting.filter((id) => !context.approvals.decisions[id]);
   const parts = [`run ${context.runIndex} in flight: ${brain.value} after ${brain.context.turnsTaken} turn(s)`];
   if (brain.value === 'AwaitingTools') parts.push(`${brain.context.pendingTools.length} tool call(s) pending`);
-  if (waiting.length > 0) parts.push(`waiting for approval of ${waiting.join(', ')}`);
+  if (waiting.length > 0) parts.push(`waiting for approval of ${waiting.map(escapeLine).join(', ')}`);
   return parts.join('; ');
 }
 

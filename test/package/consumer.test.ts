@@ -111,6 +111,30 @@ describe('the packed tarball', () => {
     expect((JSON.parse(result.stdout) as string[]).filter((file) => drivers.test(file))).toEqual([]);
   });
 
+  it('the installed CLI loads a TypeScript --agent module, or says exactly how to', () => {
+    const db = join(root, 'cli.db');
+    for (const file of ['agent.ts', 'leave-midrun.mjs']) cpSync(join(fixtures, 'scripts', file), join(consumer, file));
+    const left = node(['leave-midrun.mjs', db]);
+    expect(left.status, left.stderr).toBe(0);
+    const cli = join(consumer, 'node_modules', '.bin', 'loopchart');
+    const resume = () => node([cli, 'sessions', 'resume', 'midrun', '--store', db, '--agent', 'agent.ts']);
+    // Node strips TypeScript types itself from 23.6 (22.18 on the 22 line).
+    const native = typeof (process.features as { typescript?: unknown }).typescript === 'string';
+    if (!native) {
+      const refused = resume();
+      expect(refused.status).toBe(1);
+      expect(refused.stderr.trim().split('\n')).toHaveLength(1);
+      expect(refused.stderr).toContain('cannot load the agent module agent.ts: this Node');
+      expect(refused.stderr).toContain('npm install --save-dev tsx');
+      expect(refused.stderr).toContain('Node 22.18 or later');
+      execFileSync(npm, ['install', '--no-audit', '--no-fund', '--prefer-offline', `tsx@${manifest.devDependencies.tsx}`], { cwd: consumer, stdio: 'pipe' });
+    }
+    const resumed = resume();
+    expect(resumed.status, resumed.stderr).toBe(0);
+    expect(resumed.stdout).toContain('resuming session midrun with agent.ts');
+    expect(resumed.stdout).toContain('outcome: Completed: resumed and done');
+  });
+
   it('loopchart/sqlite loads better-sqlite3 only when a store is opened on it', () => {
     const probe = `
       const { SqliteSessionStore } = require('loopchart/sqlite');

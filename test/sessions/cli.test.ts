@@ -5,7 +5,7 @@
  * directory. The sessions it works on are prepared in this process: finished, left mid-run,
  * left mid-run by the demo's folder agent, and corrupt.
  */
-import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -28,6 +28,7 @@ const AGENT = fileURLToPath(new URL('./fixtures/cli-agent.ts', import.meta.url))
 const APPROVAL_AGENT = fileURLToPath(new URL('./fixtures/cli-approval-agent.ts', import.meta.url));
 const cli = tsxCommand(CLI);
 const SYSTEM: Message = { role: 'system', content: 'You fetch pages.' };
+const HOSTILE = '\x1b[2J\x1b]0;pwned\x07\rline\u202eevil\x9b31m';
 
 const dir = mkdtempSync(join(tmpdir(), 'loopchart-cli-'));
 const db = join(dir, 'sessions.db');
@@ -69,7 +70,7 @@ beforeAll(async () => {
   // The demo's folder agent, stopped while its third model call (of four) is under way: its
   // model "thinks" for most of a second, the window to stop it in.
   const demo = createFolderAgent();
-  const session = await DurableSession.open({ machine: demo.machine, store, sessionId: 'demo', history: demo.input.history ?? [] });
+  const session = await DurableSession.open({ machine: demo.machine, store, sessionId: 'demo-1', history: demo.input.history ?? [] });
   session.send({ type: 'input', message: DEFAULT_QUESTION });
   await until(() => {
     const { brain } = session.actor.getSnapshot().context;
@@ -82,6 +83,12 @@ beforeAll(async () => {
   asking.send({ type: 'input', message: 'Fetch both pages.' });
   await until(() => JSON.stringify(asking.actor.getSnapshot().value).includes('AwaitingApproval'));
   await asking.close();
+
+  // Text that would drive a terminal: clear the screen, retitle the window, overwrite a line, reorder text.
+  const hostile = await DurableSession.open({ machine: createAgentMachine(cliAgent()), store, sessionId: 'hostile', history: [SYSTEM] });
+  hostile.send({ type: 'input', message: `${HOSTILE}Fetch both pages.` });
+  await hostile.whenIdle();
+  await hostile.close();
 
   // A row from a newer loopchart.
   const corrupt = await DurableSession.open({ machine: createAgentMachine(cliAgent()), store, sessionId: 'bad', history: [SYSTEM] });
@@ -118,7 +125,7 @@ describe('loopchart sessions list', () => {
     for (const s of sessions) {
       expect(out).toMatch(new RegExp(`^${s.sessionId}\\s+${s.version}\\s+${s.messageCount}\\s+\\d{4}-\\d\\d-\\d\\dT\\d\\d:\\d\\d:\\d\\dZ$`, 'm'));
     }
-    expect(sessions.map((s) => s.sessionId).sort()).toEqual(['asking', 'bad', 'demo', 'finished', 'inflight', 'midrun']);
+    expect(sessions.map((s) => s.sessionId).sort()).toEqual(['asking', 'bad', 'demo-1', 'finished', 'hostile', 'inflight', 'midrun']);
   });
 
   it('says so when the store file does not exist, without creating it', async () => {
@@ -175,6 +182,38 @@ describe('loopchart sessions show', () => {
     expect(code).toBe(1);
     expect(out).toBe('');
     expect(err.trim()).toBe(`loopchart: no session 'ghost' in ${db}`);
+  });
+});
+
+describe('output from the store is escaped', () => {
+  it('show prints control characters and escape sequences of messages as visible escapes', async () => {
+    const { code, out, err } = await inStore('sessions', 'show', 'hostile');
+    expect(code, err).toBe(0);
+    // No ESC, BEL, CR, C1 CSI or bidi override reaches the terminal...
+    expect(out).not.toMatch(/[\x1b\x07\r\x9b\u202e]/);
+    // ...they are shown instead, in place.
+    expect(out).toContain('\\x1b[2J\\x1b]0;pwned\\x07\\x0dline\\u202eevil\\x9b31mFetch both pages.');
+  });
+});
+
+describe('store failures are one line, not a stack', () => {
+  it('an unreachable PostgreSQL server: the address and the reason, exit 1', async () => {
+    const { code, out, err } = await loopchart(['sessions', 'list', '--store', 'postgres://someone:secret@127.0.0.1:1/db']);
+    expect(code).toBe(1);
+    expect(out).toBe('');
+    expect(err.trim().split('\n')).toHaveLength(1);
+    expect(err.trim()).toMatch(/^loopchart: cannot reach the database at postgres:\/\/someone:\*\*\*@127\.0\.0\.1:1\/db: .*ECONNREFUSED/);
+    expect(err).not.toContain('secret');
+  });
+
+  it('a file that is not a SQLite database: named, exit 1', async () => {
+    const file = join(dir, 'not-a-db.db');
+    writeFileSync(file, 'this is not a database, just text long enough to fill a header page'.repeat(100));
+    const { code, err } = await loopchart(['sessions', 'list', '--store', file]);
+    expect(code).toBe(1);
+    expect(err.trim().split('\n')).toHaveLength(1);
+    expect(err.trim()).toMatch(new RegExp(`^loopchart: (the store at ${file.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')} failed: )?.*not a database`));
+    expect(err).not.toMatch(/^\s+at /m);
   });
 });
 
@@ -236,14 +275,29 @@ describe('loopchart sessions resume', () => {
     expect(messages.filter((m) => m.role === 'tool').map((m) => m.content.slice(0, 9))).toEqual(['page one:', 'page two:']);
   });
 
-  it('resumes with the demo folder agent by default', async () => {
-    const { code, out, err } = await inStore('sessions', 'resume', 'demo');
+  it('refuses to resume without --agent a session the demo did not make, and leaves it as it was', async () => {
+    const before = await stored('inflight');
+    const { code, out, err } = await inStore('sessions', 'resume', 'inflight');
+    expect(code).toBe(2);
+    expect(out).toBe('');
+    expect(err.trim()).toBe(
+      'loopchart: session inflight was not made by the demo agent, so it will not be resumed with it. ' +
+        'Name the agent that made it: loopchart sessions resume inflight --agent ./agent.ts ' +
+        '(a module exporting `agent`: an AgentConfig, or a function returning one)',
+    );
+    const after = await stored('inflight');
+    expect(after.version).toBe(before.version);
+    expect(after.messages).toEqual(before.messages);
+  });
+
+  it('resumes a session the demo made (id demo-…) with the demo folder agent by default', async () => {
+    const { code, out, err } = await inStore('sessions', 'resume', 'demo-1');
     expect(code, err).toBe(0);
-    expect(out).toContain('resuming session demo with the demo folder agent (examples/folder-agent.ts)');
+    expect(out).toContain('resuming session demo-1 with the demo folder agent (examples/folder-agent.ts)');
     expect(out).toContain('state: run 1 in flight: AwaitingModel after 2 turn(s)');
     expect(out).toContain('→ calculator');
     expect(out.split('\n').at(-1)).toMatch(/^outcome: Completed: .*lines in all/);
-    const { context } = await stored('demo');
+    const { context } = await stored('demo-1');
     expect(context.lastRun?.outcome.type).toBe('Completed');
     expect(context.brain.context.history.filter((m) => m.role === 'tool').map((m) => m.role === 'tool' && m.toolName)).toEqual([
       'list_dir',
