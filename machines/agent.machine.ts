@@ -1,68 +1,45 @@
-import { assign, emit, enqueueActions, setup, type ActorRefFrom } from 'xstate';
-import {
-  conversationOf,
-  feedBrain,
-  feedOrFail,
-  freshBrain,
-  pendingCalls,
-  stepTypeOf,
-  takeStep,
-  type BrainState,
-} from '../src/agent/brain-state.js';
+import { and, assign, emit, enqueueActions, sendTo, setup, type ActorRefFrom, type AnyStateMachine } from 'xstate';
+import { feedBrain, freshBrain, pendingCalls, stepTypeOf, takeStep, type BrainState } from '../src/agent/brain-state.js';
 import type { AgentConfig } from '../src/agent/config.js';
-import {
-  approvalService,
-  compactorService,
-  modelService,
-  promptParts,
-  runnableCalls,
-  toolsService,
-  type CompactionOutput,
-  type DriverView,
-  type ServiceDeps,
-  type ServiceEvent,
-  type ServiceInput,
-} from '../src/agent/services.js';
-import { interruptedResult } from '../src/agent/interrupt.js';
-import {
-  NO_APPROVALS,
-  decisionFor,
-  deniedResult,
-  isWaiting,
-  recordDecision,
-  type ApprovalEvent,
-} from '../src/agent/approvals.js';
+import { NO_APPROVALS, decisionFor, deniedResult, isWaiting, recordDecision } from '../src/agent/approvals.js';
 import { BudgetSchema, PricesSchema, budgetExceeded, costUsd } from '../src/agent/budget.js';
+import { parseAgentContext, type AgentContext } from '../src/agent/context.js';
+import { externalEventProblem, externalEventTypes, type ExternalEvent } from '../src/agent/events.js';
+import { composeExecutors, inProcessExecutor, type Executor } from '../src/agent/executor.js';
+import { fromIo, ioLogic, promptParts, type IoDeps, type IoEvent, type IoRequest } from '../src/agent/io.js';
 import { serviceKey as keyOf } from '../src/agent/keys.js';
+import { InvalidConfigError, PruningSchema, pendingPrune, pruneLineProblem, type Pruning } from '../src/agent/pruning.js';
 import {
-  InvalidConfigError,
-  PruningSchema,
-  pendingPrune,
-  pruneLineProblem,
-  type Pruning,
-} from '../src/agent/pruning.js';
+  NO_USAGE,
+  applyCompaction,
+  applyReply,
+  applyToolResults,
+  asUserMessage,
+  batchComplete,
+  batchResults,
+  errorInfo,
+  finishBrain,
+  interruptBatch,
+  journalResult,
+  startRun,
+  waitingCalls,
+} from '../src/agent/run-rules.js';
 import type { ModelReply, Usage } from '../src/model.js';
-import {
-  PolicySchema,
-  type Message,
-  type Outcome,
-  type Policy,
-  type PolicyInput,
-  type Step,
-  type ToolCall,
-  type ToolMessage,
-  type UserMessage,
-} from '../src/schemas.js';
-import { estimateMessageTokens, estimateTokens } from '../src/tokens.js';
+import { PolicySchema, type Outcome, type Policy, type PolicyInput, type Step, type ToolCall, type ToolMessage, type UserMessage, type Message } from '../src/schemas.js';
+import { estimateMessageTokens } from '../src/tokens.js';
 import { feedProblem } from '../src/feed-problems.js';
 import { DEFAULT_TOOL_CONCURRENCY } from '../src/tools/run-tools.js';
 import { ToolSet } from '../src/tools/define-tool.js';
+import type { CompactionReason } from '../src/schemas.js';
 
 /**
  * The driver: owns one conversation, asks the brain for the next step under the current
- * policy, invokes the matching service and feeds the result back. Its own state is only which
- * IO is in flight, and its states carry the brain's names, so the inspector shows the brain.
+ * policy, hands the matching side effect to its IO and feeds the result back. Its own state is
+ * only which IO is in flight, and its states carry the brain's names, so the inspector shows
+ * the brain. The rules live in `src/agent/run-rules.ts`; here every action is one line.
  */
+
+export type { AgentContext };
 
 export interface AgentInput {
   sessionId?: string;
@@ -71,6 +48,11 @@ export interface AgentInput {
   /** Committed conversation to continue from. */
   history?: Message[];
   policy?: PolicyInput;
+  /**
+   * A stored session's state to continue from (what `DurableSession` passes): the actor starts
+   * at rest on it, and a `resume` event continues a run that was in flight.
+   */
+  stored?: AgentContext;
 }
 
 export interface AgentOutput {
@@ -82,35 +64,7 @@ export interface AgentOutput {
   costUsd?: number;
 }
 
-export interface AgentContext extends DriverView {
-  /** Single-run mode: finish with the first run's output instead of idling. */
-  once: boolean;
-  /** A prompt given as input, started on entry. */
-  queued: UserMessage | null;
-  /** Runs started in this session; part of every idempotency key. */
-  runIndex: number;
-  runUsage: Usage;
-  sessionUsage: Usage;
-  /** How the last run ended; its messages are the brain's history (never stored twice). */
-  lastRun: { outcome: Outcome; usage: Usage; costUsd?: number } | null;
-  /** Tokens of the operations' prompt parts counted in the brain's estimate. */
-  extrasTokens: number;
-  /** When the current run started (ms since the epoch): the driver's only clock read, for budgets. */
-  runStartedAt: number;
-}
-
-export type AgentEvent =
-  | { type: 'input'; message: string | UserMessage }
-  | { type: 'cancel' }
-  | { type: 'steer'; message: string | UserMessage }
-  | { type: 'seal'; reason: string }
-  | { type: 'policy'; policy: PolicyInput }
-  /** Continues a run that was in flight when the session was stored (see durable sessions). */
-  | { type: 'resume' }
-  /** Between runs: drops committed history past `len`, snapped to a coherent cut. */
-  | { type: 'rewind'; len: number }
-  | ApprovalEvent
-  | ServiceEvent;
+export type AgentEvent = ExternalEvent | IoEvent;
 
 export type AgentEmitted =
   | { type: 'text.delta'; turn: number; delta: string }
@@ -119,9 +73,11 @@ export type AgentEmitted =
   | { type: 'tool.started'; call: ToolCall }
   | { type: 'tool.finished'; call: ToolCall; result: ToolMessage }
   | { type: 'turn.finished'; turn: number; reply: ModelReply }
-  | { type: 'compaction.finished'; reason: CompactionOutput['reason']; before: number; after: number; rewritten: boolean }
+  | { type: 'compaction.finished'; reason: CompactionReason; before: number; after: number; rewritten: boolean }
   | { type: 'prune.finished'; pruned: number; tokensSaved: number; before: number; after: number }
   | { type: 'policy.rejected'; reason: string }
+  /** An event sent to the actor was refused: it changed nothing. */
+  | { type: 'event.rejected'; event: string; reason: string }
   | { type: 'approval.requested'; calls: ToolCall[] }
   /** The run's output, with what the whole session has used so far (cost when prices are given). */
   | { type: 'run.finished'; output: AgentOutput; sessionUsage: Usage; sessionCostUsd?: number };
@@ -135,59 +91,8 @@ export function outputOf(context: AgentContext): AgentOutput | null {
 export const runInFlight = (brain: BrainState): boolean =>
   brain.value !== 'Terminal' && (brain.value !== 'Start' || brain.context.pending.length > 0);
 
-const NO_USAGE: Usage = { inputTokens: 0, outputTokens: 0 };
-const addUsage = (a: Usage, b: Usage | undefined): Usage =>
-  b ? { inputTokens: a.inputTokens + b.inputTokens, outputTokens: a.outputTokens + b.outputTokens } : a;
-const asUserMessage = (message: string | UserMessage): UserMessage =>
-  typeof message === 'string' ? { role: 'user', content: message } : message;
-
-const stepIs = (type: Step['type']) => ({ context }: { context: AgentContext }) =>
-  stepTypeOf(context.brain, context.policy) === type;
-
-/** The run's input: a fresh brain over the committed conversation, with the estimate refreshed. */
-function startRun(context: AgentContext, message: UserMessage, definitions: ServiceDeps['tools']['definitions']): BrainState {
-  const previous = context.brain;
-  let brain = feedBrain(freshBrain(previous.context.history), { type: 'acceptInput', message });
-  const anchor = previous.context.contextTokens;
-  const tokens = anchor > 0 ? anchor + estimateTokens([message]) : estimateTokens(conversationOf(brain), definitions);
-  brain = feedBrain(brain, { type: 'setContextTokens', tokens });
-  return brain;
-}
-
-/** Each call's result if it has one yet: finished, pre-answered by the brain, or denied. */
-function batchResults(context: AgentContext): { call: ToolCall; result: ToolMessage | undefined }[] {
-  const done = new Map(context.toolJournal.map((result) => [result.toolCallId, result]));
-  return pendingCalls(context.brain).map(({ call, preAnswered }) => {
-    const decision = decisionFor(context.approvals, call);
-    const denied = decision && !decision.approved ? deniedResult(call, decision) : undefined;
-    return { call, result: done.get(call.id) ?? preAnswered ?? denied };
-  });
-}
-
-/** The calls of the batch that have no result and wait for a human's decision. */
-const waitingCalls = (context: AgentContext): ToolCall[] =>
-  batchResults(context)
-    .filter(({ call, result }) => result === undefined && isWaiting(context.approvals, call))
-    .map(({ call }) => call);
-
-/** Feeds the finished batch; calls without a result (a cancelled or sealed run) are interrupted. */
-function feedBatch(context: AgentContext): BrainState {
-  if (context.brain.value !== 'AwaitingTools') return context.brain;
-  const results = batchResults(context).map(({ call, result }) => result ?? interruptedResult(call));
-  return feedBrain(context.brain, { type: 'toolResults', messages: results });
-}
-
-/** Run exits (seed 000 + issue 3): Completed commits, Failed discards, the rest salvage. */
-function finishBrain(brain: BrainState): BrainState {
-  const outcome = brain.context.outcome!;
-  const exit = outcome.type === 'Completed' ? 'commitPending' : outcome.type === 'Failed' ? 'discardPending' : 'salvagePending';
-  return feedBrain(brain, { type: exit });
-}
-
-const errorInfo = (type: string, error: unknown) => ({
-  type,
-  message: error instanceof Error ? error.message : String(error),
-});
+/** Tool calls one reply may ask for by default; the excess gets error results instead of running. */
+export const DEFAULT_MAX_TOOL_CALLS_PER_REPLY = 128;
 
 /** A policy the pruning configuration allows, or a typed error saying why not. */
 function checkedPolicy(policy: PolicyInput | undefined, pruning: Pruning | undefined): Policy {
@@ -197,66 +102,106 @@ function checkedPolicy(policy: PolicyInput | undefined, pruning: Pruning | undef
   return resolved;
 }
 
+type Args = { context: AgentContext; event: AgentEvent };
+/** The event as its type says it is: for actions behind a guard that checked it. */
+const as = <T extends AgentEvent['type']>(event: AgentEvent, _type: T) => event as Extract<AgentEvent, { type: T }>;
+
+/**
+ * Builds the agent machine for one configuration: model, tools, operations, compactor, limits.
+ *
+ * @example
+ * ```ts
+ * import { createActor } from 'xstate';
+ * import { createAgentMachine, defineTool, scriptedModel } from 'loopchart';
+ *
+ * const agent = createAgentMachine({ model: scriptedModel(['Hello!']), instructions: 'Be brief.' });
+ * const actor = createActor(agent, { input: { prompt: 'Hi' } }).start();
+ * actor.subscribe({ complete: () => console.log(actor.getSnapshot().output?.outcome) });
+ * ```
+ */
 export function createAgentMachine(config: AgentConfig) {
   const operations = config.operations ?? [];
   const pruning = config.pruning && PruningSchema.parse(config.pruning);
   const defaultPolicy = checkedPolicy(config.policy, pruning);
-  /** A policy event changes only the fields it names. */
-  const mergedPolicy = (context: AgentContext, change: PolicyInput): Policy =>
-    PolicySchema.parse({ ...context.policy, ...change });
-  const policyProblem = (context: AgentContext, change: PolicyInput): string | null => {
-    const parsed = PolicySchema.safeParse({ ...context.policy, ...change });
-    if (!parsed.success) return `invalid policy: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`;
-    return pruneLineProblem(pruning, parsed.data);
-  };
   const budget = config.budget && BudgetSchema.parse(config.budget);
   const prices = config.prices && PricesSchema.parse(config.prices);
   if (budget?.maxCostUsd !== undefined && !prices) throw new InvalidConfigError('budget.maxCostUsd needs prices');
-  /** Checked after tool results and before each model call, when the brain is between steps. */
-  const overBudget = (context: AgentContext): string | null =>
-    context.brain.value === 'Start' || context.brain.value === 'AwaitingModel'
-      ? budgetExceeded(budget, prices, {
-          usage: context.runUsage,
-          toolCalls: context.brain.context.totalToolCalls,
-          elapsedMs: Date.now() - context.runStartedAt,
-        })
-      : null;
+  const maxCalls = config.maxToolCallsPerReply ?? DEFAULT_MAX_TOOL_CALLS_PER_REPLY;
+  if (!Number.isInteger(maxCalls) || maxCalls < 1) throw new InvalidConfigError(`maxToolCallsPerReply must be a positive integer, got ${maxCalls}`);
+  if (config.instructions !== undefined && typeof config.instructions !== 'string') throw new InvalidConfigError('instructions must be a string');
+  const instructions: Message | undefined = config.instructions ? { role: 'system', content: config.instructions } : undefined;
+  const instructionsTokens = instructions ? estimateMessageTokens(instructions) : 0;
   // Built once: a tool name contributed twice (config or operations) fails here, loudly.
   const tools = new ToolSet([...(config.tools ?? []), ...operations.flatMap((op) => op.tools ?? [])]);
-  const deps: ServiceDeps = {
+  const toolInfo = { definitions: tools.definitions, names: tools.names };
+  const approvalsConfigured = [...tools].some((tool) => tool.needsApproval !== undefined && tool.needsApproval !== false);
+  const deps: IoDeps = {
     model: config.model,
     retry: config.retry ?? {},
     tools,
     operations,
     compactor: config.compactor,
     toolConcurrency: config.toolConcurrency ?? DEFAULT_TOOL_CONCURRENCY,
+    instructions,
+    executor: config.executor ?? inProcessExecutor,
   };
+
+  /** A policy event changes only the fields it names. */
+  const policyProblem = (context: AgentContext, change: PolicyInput): string | null => {
+    const parsed = PolicySchema.safeParse({ ...context.policy, ...change });
+    if (!parsed.success) return `invalid policy: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`;
+    return pruneLineProblem(pruning, parsed.data);
+  };
+  /** Checked after tool results and before each model call, when the brain is between steps. */
+  const overBudget = (context: AgentContext): string | null =>
+    budget && (context.brain.value === 'Start' || context.brain.value === 'AwaitingModel')
+      ? budgetExceeded(budget, prices, {
+          usage: context.runUsage,
+          toolCalls: context.brain.context.totalToolCalls,
+          elapsedMs: Date.now() - context.runStartedAt,
+        })
+      : null;
   const extrasCache = new WeakMap<object, number>();
-  /** Size of the prompt parts the next model call will carry (seed 000: counted before deciding). */
+  /** Size of the instructions and prompt parts the next model call carries (seed 000: counted before deciding). */
   const extrasFor = (context: AgentContext): number => {
     const brain = context.brain;
-    if (operations.length === 0 || (brain.value !== 'Start' && brain.value !== 'AwaitingModel')) return context.extrasTokens;
+    if (brain.value !== 'Start' && brain.value !== 'AwaitingModel') return context.extrasTokens;
+    if (operations.length === 0) return instructionsTokens;
     let tokens = extrasCache.get(brain.context);
     if (tokens === undefined) {
-      const ctx = { sessionId: context.sessionId, turn: brain.context.turnsTaken + 1, messages: conversationOf(brain) };
-      const parts = promptParts(operations, ctx);
-      tokens = parts.reduce((sum, part) => sum + estimateMessageTokens(part), 0);
+      const ctx = { sessionId: context.sessionId, turn: brain.context.turnsTaken + 1, messages: brain.context.history.concat(brain.context.pending) };
+      tokens = promptParts(operations, ctx).reduce((sum, part) => sum + estimateMessageTokens(part), instructionsTokens);
       extrasCache.set(brain.context, tokens);
     }
     return tokens;
   };
+  const stepIs = (type: Step['type']) => ({ context }: Args) => stepTypeOf(context.brain, context.policy) === type;
+  const conversation = (context: AgentContext) => ({ history: context.brain.context.history, pending: context.brain.context.pending });
+  const batchKey = (context: AgentContext) => keyOf(context, context.brain.context.turnsTaken, 'tools');
+  /** The calls that may run now: no result yet, not answered up front, not waiting for a human. */
+  const runnable = (context: AgentContext): ToolCall[] =>
+    batchResults(context, maxCalls)
+      .filter(({ call, result }) => result === undefined && (decisionFor(context.approvals, call)?.approved ?? !isWaiting(context.approvals, call)))
+      .map(({ call }) => call);
+  /**
+   * Calls of the batch that may need a human's decision and were not asked about yet (a
+   * restored batch keeps its waiting list): the approval check runs only for these.
+   */
+  const undecided = (context: AgentContext): ToolCall[] =>
+    approvalsConfigured
+      ? runnable(context).filter((call) => {
+          const rule = tools.get(call.name)?.needsApproval;
+          return rule !== undefined && rule !== false && !decisionFor(context.approvals, call) && !context.approvals.waiting.includes(call.id);
+        })
+      : [];
+  const fromCurrent = (key: (context: AgentContext) => string) => ({ context, event }: Args) =>
+    fromIo(event) && (event as { key: string }).key === key(context);
+  const modelKey = (context: AgentContext) => keyOf(context, context.brain.context.turnsTaken + 1, 'model');
+  const compactionKey = (context: AgentContext) => keyOf(context, context.brain.context.turnsTaken, 'compaction');
+  const approvalKey = (context: AgentContext) => `${batchKey(context)}:approvals`;
+  const resetBatch = (context: AgentContext) => ({ toolJournal: [], approvals: { ...context.approvals, waiting: [], decisions: {} } });
 
-  /** The tool batch's services share one input: the turn and the batch's key (also its journal key). */
-  const toolBatchInput = ({ context }: { context: AgentContext }): ServiceInput => {
-    const turn = context.brain.context.turnsTaken;
-    return { turn, key: keyOf(context, turn, 'tools') };
-  };
-  const toolFailure = {
-    target: '#agent.Running.Start',
-    actions: { type: 'failWith', params: ({ event }: { event: { error: unknown } }) => ({ type: 'ToolError', error: event.error }) },
-  } as const;
-
-  return setup({
+  const machine = setup({
     types: {
       context: {} as AgentContext,
       events: {} as AgentEvent,
@@ -264,81 +209,45 @@ export function createAgentMachine(config: AgentConfig) {
       output: {} as AgentOutput,
       emitted: {} as AgentEmitted,
     },
-    actors: {
-      model: modelService(deps),
-      tools: toolsService(deps),
-      approvals: approvalService(deps),
-      compactor: compactorService(deps),
-    },
+    actors: { io: ioLogic(deps) },
     guards: {
+      wellFormed: ({ event }) => !fromIo(event) && externalEventProblem(event) === null,
       promptQueued: ({ context }) => context.queued !== null,
       runInFlight: ({ context }) => runInFlight(context.brain),
-      rewindable: ({ context, event }) =>
-        event.type === 'rewind' && feedProblem(context.brain.context, { type: 'rewindTo', len: event.len }) === null,
+      rewindable: ({ context, event }) => feedProblem(context.brain.context, { type: 'rewindTo', len: as(event, 'rewind').len }) === null,
       singleRun: ({ context }) => context.once,
       runOverBudget: ({ context }) => overBudget(context) !== null,
-      approvalsPossible: () => [...tools].some((tool) => tool.needsApproval !== undefined && tool.needsApproval !== false),
-      batchComplete: ({ context }) => batchResults(context).every(({ result }) => result !== undefined),
-      callsRunnable: ({ context }) => {
-        return runnableCalls(context, pendingCalls(context.brain)).length > 0;
-      },
-      nothingWaiting: ({ context }) => waitingCalls(context).length === 0,
+      extrasChanged: ({ context }) => extrasFor(context) !== context.extrasTokens,
+      shouldPrune: ({ context }) => pendingPrune(context.brain, context.policy, pruning, config.pruner) !== null,
       callLLM: stepIs('CallLLM'),
       callTools: stepIs('CallTools'),
       compact: stepIs('Compact'),
-      shouldPrune: ({ context }) => pendingPrune(context.brain, context.policy, pruning, config.pruner) !== null,
-      extrasChanged: ({ context }) => extrasFor(context) !== context.extrasTokens,
-      policyAcceptable: ({ context, event }) => event.type === 'policy' && policyProblem(context, event.policy) === null,
+      policyAcceptable: ({ context, event }) => policyProblem(context, as(event, 'policy').policy) === null,
+      needsApprovalCheck: ({ context }) => undecided(context).length > 0,
+      batchComplete: ({ context }) => batchComplete(context, maxCalls),
+      callsRunnable: ({ context }) => runnable(context).length > 0,
+      nothingRunnable: ({ context }) => runnable(context).length === 0,
+      nothingWaiting: ({ context }) => waitingCalls(context, maxCalls).length === 0,
+      someoneWaiting: ({ context }) => waitingCalls(context, maxCalls).length > 0,
+      currentModelCall: fromCurrent(modelKey),
+      currentBatch: fromCurrent(batchKey),
+      currentApprovalCheck: fromCurrent(approvalKey),
+      currentCompaction: fromCurrent(compactionKey),
+      /** Unknown types from outside; XState's own events and the IO's late reports pass silently. */
+      unknownExternal: ({ event }) => !fromIo(event) && !event.type.startsWith('xstate.'),
     },
     actions: {
-      beginRun: assign(({ context, event }) => {
-        const message = event.type === 'input' ? asUserMessage(event.message) : context.queued!;
-        return {
-          brain: startRun(context, message, tools.definitions),
-          queued: null,
-          runIndex: context.runIndex + 1,
-          runUsage: NO_USAGE,
-          toolJournal: [],
-          approvals: { ...context.approvals, waiting: [], decisions: {} },
-          runStartedAt: Date.now(),
-        };
-      }),
-      takeStep: assign({ brain: ({ context }) => takeStep(context.brain, context.policy) }),
-      rewindBrain: assign({
-        brain: ({ context, event }) =>
-          event.type === 'rewind' ? feedBrain(context.brain, { type: 'rewindTo', len: event.len }) : context.brain,
-      }),
-      sealOverBudget: assign({
-        brain: ({ context }) => feedBrain(context.brain, { type: 'seal', reason: overBudget(context)! }),
-      }),
-      awaitApproval: assign({
-        approvals: ({ context }, waiting: string[]) => ({ ...context.approvals, waiting }),
-      }),
-      emitApprovalRequested: emit(({ context }) => ({
-        type: 'approval.requested' as const,
-        calls: waitingCalls(context),
+      beginRun: assign(({ context, event }) => ({
+        brain: startRun(context.brain, event.type === 'input' ? asUserMessage(event.message) : context.queued!, toolInfo.definitions),
+        queued: null,
+        runIndex: context.runIndex + 1,
+        runUsage: NO_USAGE,
+        ...resetBatch(context),
+        runStartedAt: Date.now(),
       })),
-      recordDecision: enqueueActions(({ context, event, enqueue }) => {
-        if (event.type !== 'approve' && event.type !== 'deny') return;
-        const calls = pendingCalls(context.brain);
-        const approvals = recordDecision(context.approvals, calls, event);
-        if (approvals === context.approvals) return;
-        enqueue.assign({ approvals });
-        // A denial is the call's result: listeners see it like any other.
-        const finished = new Set(context.toolJournal.map((result) => result.toolCallId));
-        for (const { call, preAnswered } of calls) {
-          const decision = decisionFor(approvals, call);
-          if (preAnswered || finished.has(call.id) || decisionFor(context.approvals, call) || decision?.approved !== false) continue;
-          enqueue.emit({ type: 'tool.started', call });
-          enqueue.emit({ type: 'tool.finished', call, result: deniedResult(call, decision) });
-        }
-      }),
-      journalResults: assign({
-        toolJournal: ({ context }, results: ToolMessage[]) => {
-          const known = new Set(context.toolJournal.map((result) => result.toolCallId));
-          return [...context.toolJournal, ...results.filter((result) => !known.has(result.toolCallId))];
-        },
-      }),
+      takeStep: assign({ brain: ({ context }) => takeStep(context.brain, context.policy) }),
+      rewindBrain: assign({ brain: ({ context, event }) => feedBrain(context.brain, { type: 'rewindTo', len: as(event, 'rewind').len }) }),
+      sealOverBudget: assign({ brain: ({ context }) => feedBrain(context.brain, { type: 'seal', reason: overBudget(context)! }) }),
       refreshExtras: assign(({ context }) => {
         const extrasTokens = extrasFor(context);
         const tokens = Math.max(0, context.brain.context.contextTokens - context.extrasTokens + extrasTokens);
@@ -347,127 +256,127 @@ export function createAgentMachine(config: AgentConfig) {
       prune: assign(({ context }) => {
         const { messages, tokensSaved } = pendingPrune(context.brain, context.policy, pruning, config.pruner)!;
         const brain = feedBrain(context.brain, { type: 'adoptPruned', messages });
-        const tokens = Math.max(0, context.brain.context.contextTokens - tokensSaved);
-        return { brain: feedBrain(brain, { type: 'setContextTokens', tokens }) };
+        return { brain: feedBrain(brain, { type: 'setContextTokens', tokens: Math.max(0, context.brain.context.contextTokens - tokensSaved) }) };
       }),
       emitPruned: emit(({ context }) => {
         const { pruned, tokensSaved } = pendingPrune(context.brain, context.policy, pruning, config.pruner)!;
         const before = context.brain.context.contextTokens;
         return { type: 'prune.finished' as const, pruned, tokensSaved, before, after: Math.max(0, before - tokensSaved) };
       }),
-      rejectPolicy: emit(({ context, event }) => ({
-        type: 'policy.rejected' as const,
-        reason: event.type === 'policy' ? (policyProblem(context, event.policy) ?? '') : '',
+      requestModel: sendTo('io', ({ context }): IoRequest => ({
+        type: 'model',
+        key: modelKey(context),
+        turn: context.brain.context.turnsTaken + 1,
+        sessionId: context.sessionId,
+        conversation: conversation(context),
       })),
-      acceptReply: assign(({ context }, reply: ModelReply) => {
-        const conversation = conversationOf(context.brain);
-        const tokens = reply.usage
-          ? reply.usage.inputTokens + reply.usage.outputTokens
-          : estimateTokens([...conversation, reply.message], tools.definitions);
-        return {
-          brain: feedOrFail(
-            context.brain,
-            {
-              type: 'modelResponse',
-              response: reply.message,
-              contextTokens: tokens,
-              availableTools: tools.names,
-              finishReason: reply.finishReason,
-            },
-            'ModelError',
-          ),
-          runUsage: addUsage(context.runUsage, reply.usage),
-          sessionUsage: addUsage(context.sessionUsage, reply.usage),
-        };
-      }),
-      emitTurnFinished: emit(({ context }, reply: ModelReply) => ({
+      requestTools: sendTo('io', ({ context }): IoRequest => ({
+        type: 'tools',
+        key: batchKey(context),
+        turn: context.brain.context.turnsTaken,
+        sessionId: context.sessionId,
+        calls: runnable(context),
+        batch: pendingCalls(context.brain),
+        conversation: conversation(context),
+      })),
+      requestApprovals: sendTo('io', ({ context }): IoRequest => ({
+        type: 'approvals',
+        key: approvalKey(context),
+        turn: context.brain.context.turnsTaken,
+        sessionId: context.sessionId,
+        calls: undecided(context),
+      })),
+      requestCompaction: sendTo('io', ({ context }): IoRequest => ({
+        type: 'compaction',
+        key: compactionKey(context),
+        turn: context.brain.context.turnsTaken,
+        reason: context.brain.context.compactionReason!,
+        conversation: conversation(context),
+        tokensBefore: context.brain.context.contextTokens,
+        contextWindow: context.policy.contextWindow,
+      })),
+      abortIo: sendTo('io', { type: 'abort' } satisfies IoRequest),
+      acceptReply: assign(({ context, event }) => applyReply(context, as(event, 'io.replied').reply, toolInfo)),
+      emitTurnFinished: emit(({ context, event }) => ({
         type: 'turn.finished' as const,
         turn: context.brain.context.turnsTaken,
-        reply,
+        reply: as(event, 'io.replied').reply,
       })),
-      acceptToolResults: assign(({ context }) => {
-        const results = batchResults(context).map(({ result }) => result!);
-        let brain = feedBrain(context.brain, { type: 'toolResults', messages: results });
-        // Refresh the estimate after tool results (seed 000): the last reply's size plus what came back.
-        const tokens = context.brain.context.contextTokens + estimateTokens(results);
-        brain = feedBrain(brain, { type: 'setContextTokens', tokens });
-        return { brain, toolJournal: [], approvals: { ...context.approvals, waiting: [], decisions: {} } };
+      journalToolResult: assign({ toolJournal: ({ context, event }) => journalResult(context.toolJournal, as(event, 'io.toolFinished').result) }),
+      emitToolStarted: emit(({ event }) => ({ type: 'tool.started' as const, call: as(event, 'io.toolStarted').call })),
+      emitToolFinished: emit(({ event }) => {
+        const { call, result } = as(event, 'io.toolFinished');
+        return { type: 'tool.finished' as const, call, result };
       }),
-      acceptCompaction: assign(({ context }, { before, after, messages }: CompactionOutput) => {
-        const contextWindow = context.policy.contextWindow;
+      acceptToolResults: assign(({ context }) => ({ brain: applyToolResults(context, maxCalls), ...resetBatch(context) })),
+      awaitApproval: assign({
+        approvals: ({ context, event }) => ({ ...context.approvals, waiting: [...context.approvals.waiting, ...as(event, 'io.approvalsChecked').waiting] }),
+      }),
+      emitApprovalRequested: emit(({ context }) => ({ type: 'approval.requested' as const, calls: waitingCalls(context, maxCalls) })),
+      recordDecision: enqueueActions(({ context, event, enqueue }) => {
+        const decision = event.type === 'approve' || event.type === 'deny' ? event : null;
+        if (!decision) return;
+        const calls = pendingCalls(context.brain);
+        const approvals = recordDecision(context.approvals, calls, decision);
+        if (approvals === context.approvals) return;
+        enqueue.assign({ approvals });
+        // A denial is the call's result: listeners see it like any other.
+        const finished = new Set(context.toolJournal.map((result) => result.toolCallId));
+        for (const { call, preAnswered } of calls) {
+          const made = decisionFor(approvals, call);
+          if (preAnswered || finished.has(call.id) || decisionFor(context.approvals, call) || made?.approved !== false) continue;
+          enqueue.emit({ type: 'tool.started', call });
+          enqueue.emit({ type: 'tool.finished', call, result: deniedResult(call, made) });
+        }
+      }),
+      acceptCompaction: assign(({ context, event }) => {
+        const { output } = as(event, 'io.compacted');
         return {
-          brain: feedOrFail(
-            context.brain,
-            messages
-              ? { type: 'compactionResult', compacted: messages, before, after, contextWindow }
-              : { type: 'compactionNoop', before, after, contextWindow },
-            'CompactionError',
-          ),
+          brain: applyCompaction(context.brain, output, context.policy.contextWindow),
           // A rewritten conversation is measured without prompt parts; they are counted afresh.
-          extrasTokens: messages ? 0 : context.extrasTokens,
+          extrasTokens: output.messages ? 0 : context.extrasTokens,
         };
       }),
-      emitCompactionFinished: emit((_, { reason, before, after, messages }: CompactionOutput) => ({
-        type: 'compaction.finished' as const,
-        reason,
-        before,
-        after,
-        rewritten: messages !== undefined,
-      })),
+      emitCompactionFinished: emit(({ event }) => {
+        const { reason, output } = as(event, 'io.compacted');
+        return { type: 'compaction.finished' as const, reason, before: output.before, after: output.after, rewritten: output.messages !== undefined };
+      }),
       failWith: assign({
-        brain: ({ context }, { type, error }: { type: string; error: unknown }) =>
-          feedBrain(context.brain, { type: 'fail', error: errorInfo(type, error) }),
+        brain: ({ context, event }, type: string) => feedBrain(context.brain, { type: 'fail', error: errorInfo(type, as(event, 'io.failed').error) }),
       }),
-      cancelRun: assign({
-        brain: ({ context }) => feedBrain(feedBatch(context), { type: 'cancel' }),
-        toolJournal: [],
-        approvals: ({ context }) => ({ ...context.approvals, waiting: [], decisions: {} }),
-      }),
-      sealRun: assign({
-        brain: ({ context, event }) => {
-          if (event.type !== 'seal' || context.brain.value === 'Terminal') return context.brain;
-          return feedBrain(feedBatch(context), { type: 'seal', reason: event.reason });
-        },
-        toolJournal: [],
-        approvals: ({ context }) => ({ ...context.approvals, waiting: [], decisions: {} }),
-      }),
+      cancelRun: assign(({ context }) => ({ brain: feedBrain(interruptBatch(context, maxCalls), { type: 'cancel' }), ...resetBatch(context) })),
+      sealRun: assign(({ context, event }) => ({
+        brain:
+          context.brain.value === 'Terminal'
+            ? context.brain
+            : feedBrain(interruptBatch(context, maxCalls), { type: 'seal', reason: as(event, 'seal').reason }),
+        ...resetBatch(context),
+      })),
       steerRun: assign({
-        brain: ({ context, event }) =>
-          event.type === 'steer' || event.type === 'input'
-            ? feedBrain(context.brain, { type: 'steer', message: asUserMessage(event.message) })
-            : context.brain,
+        brain: ({ context, event }) => feedBrain(context.brain, { type: 'steer', message: asUserMessage(as(event, 'steer').message) }),
       }),
-      changePolicy: assign({
-        policy: ({ context, event }) => (event.type === 'policy' ? mergedPolicy(context, event.policy) : context.policy),
-      }),
-      journalToolResult: assign({
-        toolJournal: ({ context, event }) =>
-          event.type === 'service.toolFinished' ? [...context.toolJournal, event.result] : context.toolJournal,
-      }),
+      changePolicy: assign({ policy: ({ context, event }) => PolicySchema.parse({ ...context.policy, ...as(event, 'policy').policy }) }),
+      rejectPolicy: emit(({ context, event }) => ({
+        type: 'policy.rejected' as const,
+        reason: externalEventProblem(event) ?? policyProblem(context, as(event, 'policy').policy) ?? '',
+      })),
+      rejectEvent: emit(({ event, self }) => ({
+        type: 'event.rejected' as const,
+        event: String(event.type).slice(0, 100),
+        reason: externalEventProblem(event) ?? `not accepted now (the agent is ${JSON.stringify(self.getSnapshot().value)})`,
+      })),
       emitTextDelta: emit(({ event }) => {
-        if (event.type !== 'service.textDelta') throw new Error('unreachable');
-        return { type: 'text.delta' as const, turn: event.turn, delta: event.delta };
+        const { turn, delta } = as(event, 'io.textDelta');
+        return { type: 'text.delta' as const, turn, delta };
       }),
       emitRetry: emit(({ event }) => {
-        if (event.type !== 'service.retry') throw new Error('unreachable');
-        const { turn, retry, delayMs, error } = event;
+        const { turn, retry, delayMs, error } = as(event, 'io.retry');
         return { type: 'model.retry' as const, turn, retry, delayMs, error };
-      }),
-      emitToolStarted: emit(({ event }) => {
-        if (event.type !== 'service.toolStarted') throw new Error('unreachable');
-        return { type: 'tool.started' as const, call: event.call };
-      }),
-      emitToolFinished: emit(({ event }) => {
-        if (event.type !== 'service.toolFinished') throw new Error('unreachable');
-        return { type: 'tool.finished' as const, call: event.call, result: event.result };
       }),
       finishRun: assign(({ context }) => {
         const brain = finishBrain(context.brain);
         const cost = costUsd(context.runUsage, prices);
-        return {
-          brain,
-          lastRun: { outcome: brain.context.outcome!, usage: context.runUsage, ...(cost !== undefined && { costUsd: cost }) },
-        };
+        return { brain, lastRun: { outcome: brain.context.outcome!, usage: context.runUsage, ...(cost !== undefined && { costUsd: cost }) } };
       }),
       emitRunFinished: emit(({ context }) => {
         const sessionCostUsd = costUsd(context.sessionUsage, prices);
@@ -481,48 +390,53 @@ export function createAgentMachine(config: AgentConfig) {
     },
   }).createMachine({
     id: 'agent',
-    context: ({ input }) => ({
-      sessionId: input?.sessionId ?? 'session',
-      brain: freshBrain(input?.history ?? []),
-      policy: input?.policy ? checkedPolicy(input.policy, pruning) : defaultPolicy,
-      toolJournal: [],
-      once: input?.prompt !== undefined,
-      queued: input?.prompt === undefined ? null : asUserMessage(input.prompt),
-      runIndex: 0,
-      runUsage: NO_USAGE,
-      sessionUsage: NO_USAGE,
-      lastRun: null,
-      extrasTokens: 0,
-      approvals: NO_APPROVALS,
-      runStartedAt: 0,
-    }),
+    context: ({ input }) =>
+      input?.stored ?? {
+        sessionId: input?.sessionId ?? 'session',
+        brain: freshBrain(input?.history ?? []),
+        policy: input?.policy ? checkedPolicy(input.policy, pruning) : defaultPolicy,
+        toolJournal: [],
+        once: input?.prompt !== undefined,
+        queued: input?.prompt === undefined ? null : asUserMessage(input.prompt),
+        runIndex: 0,
+        runUsage: NO_USAGE,
+        sessionUsage: NO_USAGE,
+        lastRun: null,
+        extrasTokens: 0,
+        approvals: NO_APPROVALS,
+        runStartedAt: 0,
+      },
+    // One IO actor for the agent's life: it runs every side effect through the executor.
+    invoke: { id: 'io', src: 'io' },
     initial: 'Idle',
     on: {
-      policy: [{ guard: 'policyAcceptable', actions: 'changePolicy' }, { actions: 'rejectPolicy' }],
+      policy: [{ guard: and(['wellFormed', 'policyAcceptable']), actions: 'changePolicy' }, { actions: 'rejectPolicy' }],
+      // Whatever no state took: refused, reported, nothing changed.
+      ...Object.fromEntries(externalEventTypes.filter((type) => type !== 'policy').map((type) => [type, { actions: 'rejectEvent' }])),
+      '*': { guard: 'unknownExternal', actions: 'rejectEvent' },
     },
     states: {
       Idle: {
         always: { guard: 'promptQueued', target: 'Running', actions: 'beginRun' },
         on: {
-          input: { target: 'Running', actions: 'beginRun' },
-          resume: { guard: 'runInFlight', target: 'Running' },
-          rewind: { guard: 'rewindable', actions: 'rewindBrain' },
+          input: { guard: 'wellFormed', target: 'Running', actions: 'beginRun' },
+          // Nothing to continue is not an error: a session opened at rest is resumed as a matter of course.
+          resume: [{ guard: and(['wellFormed', 'runInFlight']), target: 'Running' }, { guard: 'wellFormed' }],
+          rewind: { guard: and(['wellFormed', 'rewindable']), actions: 'rewindBrain' },
         },
       },
       Running: {
         initial: 'Start',
         on: {
-          cancel: { target: '.Start', actions: 'cancelRun' },
-          seal: { target: '.Start', actions: 'sealRun' },
-          steer: { actions: 'steerRun' },
-          approve: { actions: 'recordDecision' },
-          deny: { actions: 'recordDecision' },
+          cancel: { guard: 'wellFormed', target: '.Start', actions: ['abortIo', 'cancelRun'] },
+          seal: { guard: 'wellFormed', target: '.Start', actions: ['abortIo', 'sealRun'] },
+          steer: { guard: 'wellFormed', actions: 'steerRun' },
           // A user message sent while a run goes is steering: delivered at the next coherent point.
-          input: { actions: 'steerRun' },
-          'service.textDelta': { actions: 'emitTextDelta' },
-          'service.retry': { actions: 'emitRetry' },
-          'service.toolStarted': { actions: 'emitToolStarted' },
-          'service.toolFinished': { actions: ['journalToolResult', 'emitToolFinished'] },
+          input: { guard: 'wellFormed', actions: 'steerRun' },
+          approve: { guard: 'wellFormed', actions: 'recordDecision' },
+          deny: { guard: 'wellFormed', actions: 'recordDecision' },
+          'io.textDelta': { guard: 'currentModelCall', actions: 'emitTextDelta' },
+          'io.retry': { guard: 'currentModelCall', actions: 'emitRetry' },
         },
         states: {
           /** Asks the brain; the policy is re-read here on every step. */
@@ -540,51 +454,59 @@ export function createAgentMachine(config: AgentConfig) {
             ],
           },
           AwaitingModel: {
-            invoke: {
-              src: 'model',
-              input: ({ context }): ServiceInput => {
-                const turn = context.brain.context.turnsTaken + 1;
-                return { turn, key: keyOf(context, turn, 'model') };
-              },
-              onDone: {
-                target: 'Start',
-                actions: [
-                  { type: 'acceptReply', params: ({ event }) => event.output },
-                  { type: 'emitTurnFinished', params: ({ event }) => event.output },
-                ],
-              },
-              onError: { target: 'Start', actions: { type: 'failWith', params: ({ event }) => ({ type: 'ModelError', error: event.error }) } },
+            entry: 'requestModel',
+            on: {
+              'io.attached': { actions: 'requestModel' },
+              'io.replied': { guard: 'currentModelCall', target: 'Start', actions: ['acceptReply', 'emitTurnFinished'] },
+              'io.failed': { guard: 'currentModelCall', target: 'Start', actions: { type: 'failWith', params: 'ModelError' } },
             },
           },
           AwaitingTools: {
             initial: 'Routing',
+            always: { guard: 'batchComplete', target: 'Start', actions: 'acceptToolResults' },
+            on: {
+              'io.toolStarted': { guard: 'currentBatch', actions: 'emitToolStarted' },
+              'io.toolFinished': { guard: 'currentBatch', actions: ['journalToolResult', 'emitToolFinished'] },
+              'io.failed': { guard: 'currentBatch', target: 'Start', actions: { type: 'failWith', params: 'ToolError' } },
+            },
             states: {
+              /** The approval region is entered only when a call of this batch may need a decision. */
               Routing: {
-                always: [{ guard: 'approvalsPossible', target: 'CheckingApprovals' }, { target: 'Working' }],
+                always: [
+                  { guard: 'needsApprovalCheck', target: 'CheckingApprovals' },
+                  // A restored batch whose calls still wait goes straight back to waiting.
+                  { guard: 'someoneWaiting', target: 'Working' },
+                  { target: 'Executing' },
+                ],
+              },
+              Executing: {
+                entry: 'requestTools',
+                on: { 'io.attached': { actions: 'requestTools' } },
               },
               CheckingApprovals: {
-                invoke: {
-                  src: 'approvals',
-                  input: toolBatchInput,
-                  onDone: { target: 'Working', actions: { type: 'awaitApproval', params: ({ event }) => event.output } },
-                  onError: toolFailure,
+                entry: 'requestApprovals',
+                on: {
+                  'io.attached': { actions: 'requestApprovals' },
+                  'io.approvalsChecked': { guard: 'currentApprovalCheck', target: 'Working', actions: 'awaitApproval' },
+                  'io.failed': { guard: 'currentApprovalCheck', target: '#agent.Running.Start', actions: { type: 'failWith', params: 'ToolError' } },
                 },
               },
               /** Calls that may run do, while calls that need a human wait for a decision. */
               Working: {
                 type: 'parallel',
-                always: { guard: 'batchComplete', target: '#agent.Running.Start', actions: 'acceptToolResults' },
+                on: {
+                  // A decision may make a call runnable while others still run: hand it over at once.
+                  approve: { guard: 'wellFormed', actions: ['recordDecision', 'requestTools'] },
+                  deny: { guard: 'wellFormed', actions: 'recordDecision' },
+                },
                 states: {
                   Execution: {
                     initial: 'Executing',
                     states: {
                       Executing: {
-                        invoke: {
-                          src: 'tools',
-                          input: toolBatchInput,
-                          onDone: { target: 'Paused', actions: { type: 'journalResults', params: ({ event }) => event.output } },
-                          onError: toolFailure,
-                        },
+                        entry: 'requestTools',
+                        always: { guard: 'nothingRunnable', target: 'Paused' },
+                        on: { 'io.attached': { actions: 'requestTools' } },
                       },
                       /** Nothing may run now; an approval makes a call runnable again. */
                       Paused: { always: { guard: 'callsRunnable', target: 'Executing' } },
@@ -593,9 +515,7 @@ export function createAgentMachine(config: AgentConfig) {
                   Approval: {
                     initial: 'Checking',
                     states: {
-                      Checking: {
-                        always: [{ guard: 'nothingWaiting', target: 'Settled' }, { target: 'AwaitingApproval' }],
-                      },
+                      Checking: { always: [{ guard: 'nothingWaiting', target: 'Settled' }, { target: 'AwaitingApproval' }] },
                       /** The run yields here until every waiting call has a decision (approve / deny events). */
                       AwaitingApproval: {
                         entry: 'emitApprovalRequested',
@@ -609,23 +529,11 @@ export function createAgentMachine(config: AgentConfig) {
             },
           },
           AwaitingCompaction: {
-            invoke: {
-              src: 'compactor',
-              input: ({ context }) => {
-                const turn = context.brain.context.turnsTaken;
-                return { turn, key: keyOf(context, turn, 'compaction'), reason: context.brain.context.compactionReason! };
-              },
-              onDone: {
-                target: 'Start',
-                actions: [
-                  { type: 'acceptCompaction', params: ({ event }) => event.output },
-                  { type: 'emitCompactionFinished', params: ({ event }) => event.output },
-                ],
-              },
-              onError: {
-                target: 'Start',
-                actions: { type: 'failWith', params: ({ event }) => ({ type: 'CompactionError', error: event.error }) },
-              },
+            entry: 'requestCompaction',
+            on: {
+              'io.attached': { actions: 'requestCompaction' },
+              'io.compacted': { guard: 'currentCompaction', target: 'Start', actions: ['acceptCompaction', 'emitCompactionFinished'] },
+              'io.failed': { guard: 'currentCompaction', target: 'Start', actions: { type: 'failWith', params: 'CompactionError' } },
             },
           },
         },
@@ -638,6 +546,35 @@ export function createAgentMachine(config: AgentConfig) {
       Done: { type: 'final' },
     },
     output: ({ context }) => outputOf(context)!,
+  });
+  return hardened(machine, deps);
+}
+
+/** An agent machine whose executor a host can wrap (see `withExecutor`). */
+export type WithExecutor<M> = M & {
+  /**
+   * The same agent with its executor wrapped: `wrap` receives the current executor and returns
+   * the one to use. Composes: wrapping twice nests the wrappers (the later one outside).
+   */
+  withExecutor(wrap: (inner: Executor) => Executor): WithExecutor<M>;
+};
+
+/**
+ * The agent machine with what XState's machine lacks for it: a persisted snapshot is checked
+ * before it runs (`InvalidSnapshotError` naming the path), and `withExecutor` wraps the
+ * executor for a host such as `DurableSession`.
+ */
+function hardened<M extends AnyStateMachine>(machine: M, deps: IoDeps): WithExecutor<M> {
+  const restore = machine.restoreSnapshot.bind(machine);
+  return Object.assign(machine, {
+    restoreSnapshot: ((snapshot, scope) => {
+      const persisted = snapshot as { context?: unknown };
+      return restore({ ...persisted, context: parseAgentContext(persisted.context) } as never, scope);
+    }) as M['restoreSnapshot'],
+    withExecutor(wrap: (inner: Executor) => Executor): WithExecutor<M> {
+      const next = { ...deps, executor: composeExecutors(deps.executor, wrap) };
+      return hardened(machine.provide({ actors: { io: ioLogic(next) } }) as M, next);
+    },
   });
 }
 

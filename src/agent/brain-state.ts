@@ -1,5 +1,4 @@
-import { createActor } from 'xstate';
-import { decide, emptyLoopContext, loopMachine, type LoopSnapshot } from '../../machines/loop.machine.js';
+import { decide, emptyLoopContext, reduceLoop, type Append } from '../../machines/loop.machine.js';
 import { InvalidFeedError } from '../errors.js';
 import { feedRejection } from '../feed-rejection.js';
 import type { LoopEvent } from '../loop-events.js';
@@ -7,8 +6,9 @@ import type { LoopContext, Message, PendingToolCall, Policy, StateName, Step } f
 
 /**
  * The brain as the driver carries it: plain data (state name + context) inside the driver's
- * context, advanced with XState's pure `transition`. Plain data persists with the driver's
- * snapshot as is, and a pure transition is synchronous, so the driver never reads a stale brain.
+ * context, advanced by `reduceLoop`, the pure transition generated from the statechart's own
+ * table. Plain data persists with the driver's snapshot as is, and the driver never reads a
+ * stale brain.
  */
 export interface BrainState {
   value: StateName;
@@ -20,50 +20,29 @@ export const freshBrain = (history: Message[] = []): BrainState => ({
   context: emptyLoopContext(history),
 });
 
-// Snapshots are rebuilt from plain data only when the driver was restored: otherwise the one
-// the last transition produced is found by its context, which is never shared.
-const snapshots = new WeakMap<LoopContext, LoopSnapshot>();
-const snapshotOf = (brain: BrainState): LoopSnapshot => {
-  let snapshot = snapshots.get(brain.context);
-  if (!snapshot || snapshot.value !== brain.value) {
-    snapshot = loopMachine.resolveState({ value: brain.value, context: brain.context });
-    snapshots.set(brain.context, snapshot);
+/**
+ * Lists the driver grew itself. It appends to those in place, so a turn costs the same at
+ * message 10 and at message 10,000; any other list (a caller's history, a restored snapshot's)
+ * is copied once, and the copy is the driver's from then on. The price: a list read from an
+ * earlier snapshot may have grown since; copy it if you keep it across events.
+ */
+const owned = new WeakSet<readonly unknown[]>();
+export const appendOwned: Append = <T>(list: readonly T[], items: readonly T[]): T[] => {
+  if (owned.has(list)) {
+    const mutable = list as T[];
+    for (const item of items) mutable.push(item);
+    return mutable;
   }
-  return snapshot;
+  const copy = list.concat(items);
+  owned.add(copy);
+  return copy;
 };
-
-// XState's pure `transition()` builds a throwaway actor per call; the brain has no children,
-// no delayed events and only `assign` actions, so one inert scope serves every transition.
-let scope: Parameters<typeof loopMachine.transition>[2] | undefined;
-function inertScope(): Parameters<typeof loopMachine.transition>[2] {
-  if (scope) return scope;
-  const self = createActor(loopMachine);
-  scope = {
-    self,
-    system: self.system,
-    id: '',
-    sessionId: '',
-    logger: () => {},
-    defer: () => {},
-    emit: () => {},
-    stopChild: () => {},
-    actionExecutor: () => {},
-  } as unknown as Parameters<typeof loopMachine.transition>[2];
-  return scope;
-}
 
 /** Applies one feed; a feed the brain refuses is a driver bug and throws the brain's typed error. */
 export function feedBrain(brain: BrainState, event: LoopEvent): BrainState {
   const rejected = feedRejection(brain.value, brain.context, event);
   if (rejected) throw rejected;
-  return transitionBrain(brain, event);
-}
-
-/** The transition itself, for feeds already checked. */
-function transitionBrain(brain: BrainState, event: LoopEvent): BrainState {
-  const next = loopMachine.transition(snapshotOf(brain), event, inertScope());
-  snapshots.set(next.context, next);
-  return { value: next.value, context: next.context };
+  return reduceLoop(brain.value, brain.context, event, appendOwned) ?? brain;
 }
 
 /**
@@ -72,7 +51,7 @@ function transitionBrain(brain: BrainState, event: LoopEvent): BrainState {
  */
 export function feedOrFail(brain: BrainState, event: LoopEvent, errorType: string): BrainState {
   const rejected = feedRejection(brain.value, brain.context, event);
-  if (!rejected) return transitionBrain(brain, event);
+  if (!rejected) return reduceLoop(brain.value, brain.context, event, appendOwned) ?? brain;
   if (!(rejected instanceof InvalidFeedError)) throw rejected;
   return feedBrain(brain, { type: 'fail', error: { type: errorType, message: rejected.message } });
 }
@@ -89,16 +68,10 @@ export function stepTypeOf(brain: BrainState, policy: Policy): Step['type'] {
   return decide(brain.value, brain.context, policy).type;
 }
 
-export function stepOf(brain: BrainState, policy: Policy): Step {
-  return decide(brain.value, brain.context, policy).step(brain.context);
-}
-
-/** Takes the decision `stepOf` reports, moving the brain as the statechart would. */
+/** Takes the decision `stepTypeOf` reports, moving the brain as the statechart would. */
 export function takeStep(brain: BrainState, policy: Policy): BrainState {
-  return decide(brain.value, brain.context, policy).target
-    ? feedBrain(brain, { type: 'next', policy })
-    : brain;
+  return decide(brain.value, brain.context, policy).target ? feedBrain(brain, { type: 'next', policy }) : brain;
 }
 
-export const conversationOf = (brain: BrainState): Message[] =>
-  brain.context.history.concat(brain.context.pending);
+/** The whole conversation (history, then pending) as a new list. */
+export const conversationOf = (brain: BrainState): Message[] => brain.context.history.concat(brain.context.pending);

@@ -3,6 +3,7 @@ import type { Model, ToolDefinition } from '../model.js';
 import type { RetryOptions } from '../models/retry.js';
 import type { CompactionReason, Message, PolicyInput } from '../schemas.js';
 import type { Tool } from '../tools/define-tool.js';
+import type { Executor } from './executor.js';
 import type { Operation } from './operation.js';
 import type { PruningInput } from './pruning.js';
 import type { Budget, Prices } from './budget.js';
@@ -34,6 +35,11 @@ export type Compactor = (request: CompactionRequest) => Promise<CompactionResult
 
 export interface AgentConfig {
   model: Model;
+  /**
+   * The system prompt: sent first on every model call, counted in the context estimate, never
+   * stored in the conversation (so changing it takes effect on the next call).
+   */
+  instructions?: string;
   tools?: readonly Tool[];
   /** Composed in order before every model call; see `Operation`. */
   operations?: readonly Operation[];
@@ -55,4 +61,11 @@ export interface AgentConfig {
   budget?: Budget;
   /** Token prices, for cost accounting and `budget.maxCostUsd`. */
   prices?: Prices;
+  /**
+   * Runs every side effect (model, tool, compaction and approval calls); default in-process.
+   * See `Executor`: wrap it to log, trace, journal or hand effects to a durable engine.
+   */
+  executor?: Executor;
+  /** Tool calls one reply may ask for; the excess get error results instead of running. Default 128. */
+  maxToolCallsPerReply?: number;
 }

@@ -8,13 +8,13 @@ import {
   type AgentMachine,
   type AgentOutput,
 } from '../../machines/agent.machine.js';
-import { attachDurability, type Durability } from '../agent/durability.js';
+import type { Executor, SideEffect } from '../agent/executor.js';
 import { serviceKey } from '../agent/keys.js';
 import { InvalidFeedError, LoopchartError } from '../errors.js';
 import { feedProblem } from '../feed-problems.js';
-import type { Message } from '../schemas.js';
+import type { Message, ToolMessage } from '../schemas.js';
 import type { SessionStore } from '../stores/session-store.js';
-import { logEffect, type WrittenLog } from './log-delta.js';
+import { logEffect, logNow, type WrittenLog } from './log-delta.js';
 import { decodeRow, encodeRow } from './session-row.js';
 
 export interface OpenSessionOptions {
@@ -49,9 +49,23 @@ export class SessionNotIdleError extends LoopchartError {
 /**
  * An agent session persisted step by step (seed 003: the application owns the state; the
  * store is its session loader and effect handler). Every change of the driver's context is one
- * transaction with an optimistic version check; services wait for it before doing IO, so a
- * decision is stored before it is acted on, and tool results are journaled as they finish.
- * A process killed anywhere reopens the session and continues from the brain's last decision.
+ * transaction with an optimistic version check. Its guarantees go through the agent's executor
+ * seam: before any side effect runs, every step decided so far is stored; each tool result is
+ * journaled the moment it exists; on resume, journaled results are replayed instead of run
+ * again. A process killed anywhere reopens the session and continues from the brain's last
+ * decision.
+ *
+ * @example
+ * ```ts
+ * import { DurableSession, createAgentMachine, openSessionStore, scriptedModel } from 'loopchart';
+ *
+ * const store = await openSessionStore('.loopchart/loopchart.db');
+ * const machine = createAgentMachine({ model: scriptedModel(['Hello again.']) });
+ * const session = await DurableSession.open({ machine, store, sessionId: 'support-42' });
+ * session.send({ type: 'input', message: 'Hello?' });
+ * console.log((await session.whenIdle())?.outcome);
+ * await session.close();
+ * ```
  */
 export class DurableSession {
   readonly actor: AgentActor;
@@ -65,27 +79,29 @@ export class DurableSession {
   #seen: AgentContext | undefined;
   #failed: Promise<never>;
   #fail!: (error: Error) => void;
+  /** Tool results journaled before the session was opened, by batch key and call id: replayed, not run. */
+  readonly #replay: Map<string, Map<string, ToolMessage>>;
 
-  private constructor(options: OpenSessionOptions, context: AgentContext | undefined, version: number) {
+  private constructor(
+    options: OpenSessionOptions,
+    context: AgentContext | undefined,
+    version: number,
+    replay: Map<string, Map<string, ToolMessage>>,
+  ) {
     this.sessionId = options.sessionId;
     this.#store = options.store;
     this.#version = version;
     this.#failed = new Promise<never>((_, reject) => (this.#fail = reject));
     this.#failed.catch(() => {});
+    this.#replay = replay;
     this.#written = context
       ? { log: logOf(context), row: JSON.stringify(encodeRow(context)), awaitingToolsKey: toolsKey(context) }
-      : { log: { history: [], pending: [] }, row: '', awaitingToolsKey: null };
-    this.actor = createActor(options.machine, {
-      ...(context
-        ? { snapshot: persistedIdle(context) as never }
-        : { input: { sessionId: options.sessionId, history: options.history ?? [] } }),
+      : { log: logNow([], []), row: '', awaitingToolsKey: null };
+    const machine = options.machine.withExecutor((inner) => this.#durable(inner));
+    this.actor = createActor(machine, {
+      input: context ? { stored: context } : { sessionId: options.sessionId, history: options.history ?? [] },
       ...(options.inspect && { inspect: options.inspect }),
     });
-    const durability: Durability = {
-      flush: () => this.flush(),
-      journal: (batchKey, result) => this.#enqueue(() => this.#store.journalToolResult(this.sessionId, batchKey, result)),
-    };
-    attachDurability(this.actor, durability);
     this.actor.subscribe({ next: (snapshot) => this.#persist(snapshot.context), error: (error) => this.#stop(error as Error) });
   }
 
@@ -93,12 +109,16 @@ export class DurableSession {
   static async open(options: OpenSessionOptions): Promise<DurableSession> {
     const stored = await options.store.load(options.sessionId);
     let context: AgentContext | undefined;
+    const replay = new Map<string, Map<string, ToolMessage>>();
     if (stored) {
       context = decodeRow(options.sessionId, stored.state, stored.messages);
       const key = toolsKey(context);
-      if (key) context = { ...context, toolJournal: await options.store.journaledToolResults(options.sessionId, key) };
+      if (key) {
+        const journaled = await options.store.journaledToolResults(options.sessionId, key);
+        replay.set(key, new Map(journaled.map((result) => [result.toolCallId, result])));
+      }
     }
-    const session = new DurableSession(options, context, stored?.version ?? 0);
+    const session = new DurableSession(options, context, stored?.version ?? 0, replay);
     options.attach?.(session.actor);
     session.actor.start();
     if (!stored) session.#persist(session.actor.getSnapshot().context);
@@ -161,6 +181,26 @@ export class DurableSession {
     }
   }
 
+  /**
+   * The durability wrapper around the agent's executor: nothing runs before the steps that
+   * decided it are stored; a tool result is journaled before the driver sees it (the write is
+   * queued ahead of any step that uses it); a result journaled before a crash is replayed.
+   */
+  #durable(inner: Executor): Executor {
+    return async (effect, perform) => {
+      await this.flush();
+      if (effect.kind !== 'tool') return inner(effect, perform);
+      const { batchKey, call } = (effect as SideEffect<'tool'>).input;
+      const recorded = this.#replay.get(batchKey)?.get(call.id);
+      if (recorded) return recorded as never;
+      const result = await inner(effect, perform);
+      if (!effect.signal.aborted) {
+        this.#enqueue(() => this.#store.journalToolResult(this.sessionId, batchKey, result as ToolMessage));
+      }
+      return result;
+    };
+  }
+
   #persist(context: AgentContext): void {
     // Events that change nothing (text deltas, progress) keep the context object: nothing to encode.
     if (this.#failure || context === this.#seen) return;
@@ -169,7 +209,9 @@ export class DurableSession {
     const row = JSON.stringify(rowValue);
     const log = logOf(context);
     const written = this.#written;
-    if (row === written.row && log.history === written.log.history && log.pending === written.log.pending) return;
+    const logUnchanged =
+      log.history === written.log.history && log.pending === written.log.pending && log.pendingLength === written.log.pendingLength;
+    if (row === written.row && logUnchanged) return;
     const effect = logEffect(written.log, log);
     const key = toolsKey(context);
     // Once a batch's results are in the log (or dropped), its journal entries go in the same step.
@@ -201,21 +243,9 @@ export class DurableSession {
   }
 }
 
-const logOf = (context: AgentContext): WrittenLog => ({
-  history: context.brain.context.history,
-  pending: context.brain.context.pending,
-});
+const logOf = (context: AgentContext): WrittenLog => logNow(context.brain.context.history, context.brain.context.pending);
 
 /** The journal batch of the tool calls the brain is waiting for, if it is waiting for any. */
 function toolsKey(context: AgentContext): string | null {
   return context.brain.value === 'AwaitingTools' ? serviceKey(context, context.brain.context.turnsTaken, 'tools') : null;
-}
-
-/**
- * The driver's snapshot for a stored context: Idle, with nothing invoked. The `resume` event
- * then takes the brain's last decision again, which re-invokes whatever was in flight with the
- * same idempotency key: the driver's own state is never stored, only the brain's.
- */
-function persistedIdle(context: AgentContext) {
-  return { status: 'active', value: 'Idle', context, children: {}, historyValue: {} };
 }

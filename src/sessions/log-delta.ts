@@ -1,10 +1,21 @@
 import type { Message } from '../schemas.js';
 
-/** The log as last written: the brain's two arrays, kept by reference. */
+/**
+ * The log as last written: the brain's two arrays, kept by reference, with pending's length
+ * then (the driver grows pending in place, so the array alone does not say what was written).
+ */
 export interface WrittenLog {
   history: readonly Message[];
   pending: readonly Message[];
+  pendingLength: number;
 }
+
+/** The log as the brain holds it now. */
+export const logNow = (history: readonly Message[], pending: readonly Message[]): WrittenLog => ({
+  history,
+  pending,
+  pendingLength: pending.length,
+});
 
 export type LogEffect = { truncateTo?: number; append?: Message[] } | { replaceLog: Message[] };
 
@@ -16,11 +27,13 @@ export type LogEffect = { truncateTo?: number; append?: Message[] } | { replaceL
  * long the conversation is.
  */
 export function logEffect(before: WrittenLog, after: WrittenLog): LogEffect {
-  const oldLength = before.history.length + before.pending.length;
+  const oldLength = before.history.length + before.pendingLength;
   const common =
-    after.history === before.history
-      ? before.history.length + sharedPrefix(before.pending, after.pending)
-      : sharedPrefixOfLogs(before, after);
+    after.history !== before.history
+      ? sharedPrefixOfLogs(before, after)
+      : after.pending === before.pending
+        ? oldLength // grown in place: only appended to
+        : before.history.length + sharedPrefix(before.pending, before.pendingLength, after.pending);
   const append = tail(after, common);
   if (common === 0 && oldLength > 0) return { replaceLog: append };
   return {
@@ -35,8 +48,8 @@ function tail(log: WrittenLog, from: number): Message[] {
   return from >= history.length ? pending.slice(from - history.length) : history.slice(from).concat(pending);
 }
 
-function sharedPrefix(a: readonly Message[], b: readonly Message[]): number {
-  const end = Math.min(a.length, b.length);
+function sharedPrefix(a: readonly Message[], aLength: number, b: readonly Message[]): number {
+  const end = Math.min(aLength, b.length);
   let i = 0;
   while (i < end && a[i] === b[i]) i++;
   return i;
@@ -44,7 +57,7 @@ function sharedPrefix(a: readonly Message[], b: readonly Message[]): number {
 
 function sharedPrefixOfLogs(before: WrittenLog, after: WrittenLog): number {
   const at = (log: WrittenLog, i: number) => (i < log.history.length ? log.history[i] : log.pending[i - log.history.length]);
-  const end = Math.min(before.history.length + before.pending.length, after.history.length + after.pending.length);
+  const end = Math.min(before.history.length + before.pendingLength, after.history.length + after.pending.length);
   let i = 0;
   while (i < end && at(before, i) === at(after, i)) i++;
   return i;

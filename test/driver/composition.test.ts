@@ -1,6 +1,6 @@
 /** The agent inside a larger statechart, operations composed around it, and inspection of a run. */
 import { describe, expect, it } from 'vitest';
-import { assign, createActor, sendTo, setup, waitFor, type InspectionEvent } from 'xstate';
+import { assign, createActor, sendTo, setup, waitFor, type AnyActorRef, type InspectionEvent } from 'xstate';
 import { z } from 'zod';
 import { createAgentMachine, type AgentOutput } from '../../machines/agent.machine.js';
 import type { Operation } from '../../src/agent/operation.js';
@@ -100,7 +100,8 @@ describe('inspection', () => {
 
     expect(dedupe(rootStateValues(events, actor.sessionId))).toEqual([
       { Running: 'AwaitingModel' },
-      { Running: { AwaitingTools: { Working: { Execution: 'Executing', Approval: 'Settled' } } } },
+      // No approvals configured: the batch runs without entering the approval region.
+      { Running: { AwaitingTools: 'Executing' } },
       { Running: 'AwaitingModel' },
       'Done',
     ]);
@@ -108,11 +109,15 @@ describe('inspection', () => {
       .filter((e) => e.type === '@xstate.snapshot' && e.actorRef === actor)
       .map((e) => (e as unknown as { snapshot: { context: { brain: { value: string } } } }).snapshot.context.brain.value);
     expect(dedupe(brainValues)).toEqual(['AwaitingModel', 'AwaitingTools', 'AwaitingModel', 'Terminal']);
-    // The IO shows as invoked child actors named after the services.
-    const children = events
-      .filter((e) => e.type === '@xstate.actor' && e.actorRef !== actor)
-      .map((e) => (e.actorRef as unknown as { src: unknown }).src);
-    expect(children).toEqual(['model', 'tools', 'model']);
+    // One IO actor for the agent's life; the inspector sees each request the chart hands it.
+    const idOf = (e: InspectionEvent) => (e.actorRef as AnyActorRef).id;
+    const children = events.filter((e) => e.type === '@xstate.actor' && e.actorRef !== actor).map(idOf);
+    expect(children).toEqual(['io']);
+    const requests = events
+      .filter((e) => e.type === '@xstate.event' && idOf(e) === 'io' && e.actorRef !== actor)
+      .map((e) => (e as { event: { type: string } }).event.type)
+      .filter((type) => !type.startsWith('xstate.'));
+    expect(requests).toEqual(['model', 'tools', 'model']);
   });
 
   it('summarizingInspector summarizes the conversation the driver carries', async () => {

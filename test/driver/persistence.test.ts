@@ -111,8 +111,8 @@ describe('a session persisted mid-run', () => {
     actorA.stop();
     expect(a.h.seen.map((r) => r.idempotencyKey)).toEqual([`${SESSION}:run-1:turn-1:model`, `${SESSION}:run-1:turn-2:model`]);
     expect(a.h.seen[1]!.signal.aborted).toBe(true);
-    // The invoked model actor's input is tiny: never the conversation.
-    expect(childInputs(persisted)).toEqual([{ turn: 2, key: `${SESSION}:run-1:turn-2:model` }]);
+    // The only child is the IO actor, and it holds no input: the conversation never lands in a snapshot.
+    expect(childInputs(persisted)).toEqual([undefined]);
 
     // Process B: same code and config, fresh objects.
     const b = processWith();
@@ -125,8 +125,8 @@ describe('a session persisted mid-run', () => {
     expect(output).toEqual(reference);
     expect(providerValid(output.messages)).toBe(true);
     // Tools of turn 1 ran in A only; B ran turn 2's echo.
-    expect(a.runs.echo).toEqual([`${SESSION}:call_1_0`]);
-    expect(b.runs.echo).toEqual([`${SESSION}:call_2_0`]);
+    expect(a.runs.echo).toEqual([`${SESSION}:run-1:turn-1:tools:call_1_0`]);
+    expect(b.runs.echo).toEqual([`${SESSION}:run-1:turn-2:tools:call_2_0`]);
     expect(b.runs.fetch).toEqual([]);
   });
 
@@ -149,8 +149,8 @@ describe('a session persisted mid-run', () => {
     expect(live.context.toolJournal).toEqual([{ role: 'tool', toolCallId: 'call_1_0', toolName: 'echo', content: 'a' }]);
     const persisted = roundTrip(actorA.getPersistedSnapshot());
     actorA.stop();
-    expect(a.runs.fetch).toEqual([`${SESSION}:call_1_1`]);
-    expect(childInputs(persisted)).toEqual([{ turn: 1, key: `${SESSION}:run-1:turn-1:tools` }]);
+    expect(a.runs.fetch).toEqual([`${SESSION}:run-1:turn-1:tools:call_1_1`]);
+    expect(childInputs(persisted)).toEqual([undefined]);
 
     const b = processWith({ blocking: false });
     const actorB = createActor(b.machine, { snapshot: persisted });
@@ -160,8 +160,8 @@ describe('a session persisted mid-run', () => {
     const output = await runFinished(actorB, 1);
 
     expect(output).toEqual(reference);
-    expect(b.runs.fetch).toEqual([`${SESSION}:call_1_1`]);
-    expect(b.runs.echo).toEqual([`${SESSION}:call_2_0`]);
+    expect(b.runs.fetch).toEqual([`${SESSION}:run-1:turn-1:tools:call_1_1`]);
+    expect(b.runs.echo).toEqual([`${SESSION}:run-1:turn-2:tools:call_2_0`]);
     expect(finishedInB).toEqual(['call_1_1', 'call_2_0']);
     expect(b.h.seen.map((r) => r.idempotencyKey)).toEqual([`${SESSION}:run-1:turn-2:model`, `${SESSION}:run-1:turn-3:model`]);
   });

@@ -183,7 +183,9 @@ async function check(
     if (keys.length < 1 + must || keys.length > 1 + must + may) {
       problems.push(`${k}: ${id} ran ${keys.length} time(s), expected ${1 + must}${may ? `..${1 + must + may}` : ''}`);
     }
-    if (keys.some((key) => key !== `${sessionId}:${id}`)) problems.push(`${k}: ${id} ran with keys ${keys.join(', ')}`);
+    // The executor's key for a tool call: the session, the run, the turn's batch and the call.
+    const keyShape = new RegExp(`^${sessionId}:run-\\d+:turn-\\d+:tools:${id}$`);
+    if (keys.some((key) => !keyShape.test(key))) problems.push(`${k}: ${id} ran with keys ${keys.join(', ')}`);
   }
   for (const id of effects.keys()) if (!reference.calls.includes(id)) problems.push(`${k}: unexpected call ${id}`);
   return problems;

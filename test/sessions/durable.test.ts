@@ -301,7 +301,7 @@ describe.each(backends)('a session persisted while awaiting tools, finished in a
       expect.arrayContaining(['quick A call_1_0', 'quick A call_1_1', 'slow B call_1_2', 'model A turn-1', 'model B turn-2']),
     );
     expect(done).toHaveLength(5);
-    for (const e of done.filter((e) => e.what !== 'model')) expect(e.key).toBe(`${sessionId}:${e.id}`);
+    for (const e of done.filter((e) => e.what !== 'model')) expect(e.key).toBe(`${sessionId}:run-1:turn-1:tools:${e.id}`);
 
     // The transcript holds A's two results and B's one, each once.
     const { stored } = await storedContext(inspect, sessionId);

@@ -1,0 +1,61 @@
+import { z } from 'zod';
+import { InvalidSnapshotError } from '../errors.js';
+import { restoreLoopSnapshot } from '../loop-snapshot.js';
+import { LOOP_SNAPSHOT_VERSION, OutcomeSchema, PolicySchema, ToolMessageSchema, UsageSchema, UserMessageSchema } from '../schemas.js';
+import { ApprovalsSchema } from './approvals.js';
+import type { BrainState } from './brain-state.js';
+
+const count = z.number().int().nonnegative();
+
+/**
+ * The driver's context: everything a persisted agent snapshot holds. The brain is checked as a
+ * whole by the brain's own restore (provider-valid history, pending consistent with the calls
+ * it waits for); the rest by this schema.
+ */
+export const AgentContextSchema = z.object({
+  sessionId: z.string(),
+  brain: z.object({ value: z.string(), context: z.record(z.string(), z.unknown()) }),
+  policy: PolicySchema,
+  /** Results of the current tool batch that have arrived. */
+  toolJournal: z.array(ToolMessageSchema),
+  approvals: ApprovalsSchema,
+  /** Single-run mode: finish with the first run's output instead of idling. */
+  once: z.boolean(),
+  /** A prompt given as input, started on entry. */
+  queued: UserMessageSchema.nullable(),
+  /** Runs started in this session; part of every idempotency key. */
+  runIndex: count,
+  runUsage: UsageSchema,
+  sessionUsage: UsageSchema,
+  /** How the last run ended; its messages are the brain's history (never stored twice). */
+  lastRun: z.object({ outcome: OutcomeSchema, usage: UsageSchema, costUsd: z.number().optional() }).nullable(),
+  /** Tokens of the instructions and prompt parts counted in the brain's estimate. */
+  extrasTokens: count,
+  /** When the current run started (ms since the epoch): the driver's only clock read, for budgets. */
+  runStartedAt: count,
+});
+
+export type AgentContext = Omit<z.infer<typeof AgentContextSchema>, 'brain' | 'toolJournal'> & {
+  brain: BrainState;
+  toolJournal: readonly z.infer<typeof ToolMessageSchema>[];
+};
+
+/**
+ * A driver context that came from outside (a persisted snapshot), checked before anything runs
+ * on it. Throws `InvalidSnapshotError` naming the path of the first problem.
+ */
+export function parseAgentContext(value: unknown): AgentContext {
+  const parsed = AgentContextSchema.safeParse(value);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0]!;
+    throw new InvalidSnapshotError(`context.${issue.path.join('.')}: ${issue.message}`);
+  }
+  const { brain, ...rest } = parsed.data;
+  let restored;
+  try {
+    restored = restoreLoopSnapshot({ version: LOOP_SNAPSHOT_VERSION, state: brain.value, ...brain.context });
+  } catch (error) {
+    throw new InvalidSnapshotError(`context.brain: ${(error as Error).message.replace(/^cannot restore loop snapshot: /, '')}`);
+  }
+  return { ...rest, brain: { value: restored.state, context: restored.context } };
+}

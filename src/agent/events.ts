@@ -1,0 +1,42 @@
+import { z } from 'zod';
+import { PolicySchema, UserMessageSchema } from '../schemas.js';
+
+/**
+ * The events anyone may send to an agent actor, as schemas: the one check every external event
+ * passes before the chart acts on it. A refused event changes nothing; the actor emits
+ * `event.rejected` with the event's type and the reason.
+ */
+
+const message = z.union([z.string(), UserMessageSchema]);
+const decision = {
+  toolCallId: z.string().min(1),
+  always: z.boolean().optional(),
+  reason: z.string().optional(),
+};
+
+export const ExternalEventSchemas = {
+  input: z.object({ type: z.literal('input'), message }),
+  cancel: z.object({ type: z.literal('cancel') }),
+  steer: z.object({ type: z.literal('steer'), message }),
+  seal: z.object({ type: z.literal('seal'), reason: z.string() }),
+  policy: z.object({ type: z.literal('policy'), policy: PolicySchema.partial() }),
+  resume: z.object({ type: z.literal('resume') }),
+  rewind: z.object({ type: z.literal('rewind'), len: z.number().int().nonnegative() }),
+  approve: z.object({ type: z.literal('approve'), ...decision }),
+  deny: z.object({ type: z.literal('deny'), ...decision }),
+} as const;
+
+export type ExternalEventType = keyof typeof ExternalEventSchemas;
+export type ExternalEvent = { [T in ExternalEventType]: z.input<(typeof ExternalEventSchemas)[T]> }[ExternalEventType];
+
+const schemas = new Map<string, z.ZodType>(Object.entries(ExternalEventSchemas));
+
+/** Why an external event is malformed, or null when its payload is what its type needs. */
+export function externalEventProblem(event: { type: string }): string | null {
+  const schema = schemas.get(event.type);
+  if (!schema) return `unknown event type '${String(event.type).slice(0, 100)}'`;
+  const parsed = schema.safeParse(event);
+  return parsed.success ? null : z.prettifyError(parsed.error);
+}
+
+export const externalEventTypes = [...schemas.keys()] as ExternalEventType[];

@@ -1,0 +1,323 @@
+import { fromCallback } from 'xstate';
+import type { Model, ModelReply } from '../model.js';
+import { withRetry, type RetryAttempt, type RetryOptions } from '../models/retry.js';
+import type { CompactionReason, Message, PendingToolCall, ToolCall, ToolMessage } from '../schemas.js';
+import { estimateToolTokens } from '../tokens.js';
+import { runToolCalls } from '../tools/run-tools.js';
+import type { ToolSet } from '../tools/define-tool.js';
+import type { Compactor } from './config.js';
+import type { Executor, SideEffect, SideEffectKind, SideEffectOutputs } from './executor.js';
+import type { Operation, OperationContext, PreparedRequest } from './operation.js';
+import { parseReply } from './reply.js';
+
+/**
+ * The driver's IO: one long-lived child actor per agent that takes requests from the chart
+ * (`sendTo`), hands each side effect to the executor, and reports back with events. Requests
+ * carry the conversation by reference, never as an actor's input, so nothing of it lands in a
+ * persisted snapshot; one actor for the agent's whole life means no actor per call.
+ */
+
+export interface IoDeps {
+  model: Model;
+  retry: RetryOptions | false;
+  tools: ToolSet;
+  operations: readonly Operation[];
+  compactor: Compactor | undefined;
+  toolConcurrency: number;
+  /** The system prompt, sent first on every model call and never stored in the conversation. */
+  instructions: Message | undefined;
+  executor: Executor;
+}
+
+/** The conversation as the brain holds it: two lists, read only. */
+export interface ConversationRef {
+  readonly history: readonly Message[];
+  readonly pending: readonly Message[];
+}
+
+/** What the chart asks of its IO. Each request's `key` is the idempotency key of its step. */
+export type IoRequest =
+  | { type: 'model'; key: string; turn: number; sessionId: string; conversation: ConversationRef }
+  | { type: 'tools'; key: string; turn: number; sessionId: string; calls: readonly ToolCall[]; batch: readonly PendingToolCall[]; conversation: ConversationRef }
+  | { type: 'approvals'; key: string; turn: number; sessionId: string; calls: readonly ToolCall[] }
+  | {
+      type: 'compaction';
+      key: string;
+      turn: number;
+      reason: CompactionReason;
+      conversation: ConversationRef;
+      tokensBefore: number;
+      contextWindow: number;
+    }
+  /** Stops everything in flight: the run no longer needs it. */
+  | { type: 'abort' };
+
+/** What the IO reports. Only events the IO actor made are accepted (see `fromIo`). */
+export type IoEvent =
+  /** The IO actor started: fresh, or restored with its agent. The chart re-issues what it waits for. */
+  | { type: 'io.attached' }
+  | { type: 'io.textDelta'; key: string; turn: number; delta: string }
+  | ({ type: 'io.retry'; key: string; turn: number } & RetryAttempt)
+  | { type: 'io.replied'; key: string; reply: ModelReply }
+  | { type: 'io.toolStarted'; key: string; call: ToolCall }
+  | { type: 'io.toolFinished'; key: string; call: ToolCall; result: ToolMessage }
+  | { type: 'io.approvalsChecked'; key: string; waiting: string[] }
+  | { type: 'io.compacted'; key: string; reason: CompactionReason; output: SideEffectOutputs['compaction'] }
+  | { type: 'io.failed'; key: string; kind: SideEffectKind; error: unknown };
+
+// Events are trusted by identity: only objects this module created pass, so an `io.*` event
+// sent from outside the agent can neither satisfy a tool call nor end a turn.
+const made = new WeakSet<object>();
+const trusted = <E extends IoEvent>(event: E): E => (made.add(event), event);
+
+/** Whether an event was sent by an agent's IO actor (and not by anyone else). */
+export const fromIo = (event: object): boolean => made.has(event);
+
+/** The operations' prompt parts for this call: sent before the conversation, never stored. */
+export function promptParts(operations: readonly Operation[], ctx: OperationContext): Message[] {
+  return operations.flatMap((op) => {
+    const text = op.prompt?.(ctx);
+    return text ? [{ role: 'system' as const, content: text }] : [];
+  });
+}
+
+/**
+ * The conversation as one list for a request, kept per agent and grown in place while the
+ * brain only appends: a turn does not copy the conversation. Callers get it read-only.
+ */
+function conversationView(prefix: Message | undefined) {
+  let history: readonly Message[] | undefined;
+  let pending: readonly Message[] | undefined;
+  let taken = 0;
+  let view: Message[] = [];
+  return ({ history: h, pending: p }: ConversationRef): readonly Message[] => {
+    if (!prefix && h.length === 0) return p;
+    if (!prefix && p.length === 0) return h;
+    if (h !== history || p !== pending || p.length < taken) {
+      view = prefix ? [prefix, ...h] : [...h];
+      history = h;
+      pending = p;
+      taken = 0;
+    }
+    for (; taken < p.length; taken++) view.push(p[taken]!);
+    return view;
+  };
+}
+
+export function ioLogic(deps: IoDeps) {
+  const retrying = (onRetry?: (attempt: RetryAttempt) => void): Model =>
+    deps.retry === false
+      ? deps.model
+      : withRetry(deps.model, {
+          ...deps.retry,
+          onRetry: (attempt) => {
+            onRetry?.(attempt);
+            if (deps.retry !== false) deps.retry.onRetry?.(attempt);
+          },
+        });
+  const beforeTools = deps.operations.filter((op) => op.beforeTools);
+
+  return fromCallback<IoRequest>(({ sendBack, receive }) => {
+    const inFlight = new Map<string, AbortController>();
+    // The conversation alone (what operations and compactors read), and as a request's messages.
+    const view = conversationView(undefined);
+    const requestView = conversationView(deps.instructions);
+    const send = (controller: AbortController, event: IoEvent) => {
+      if (!controller.signal.aborted) sendBack(trusted(event));
+    };
+
+    /** Runs one request's work under its own controller; a request already in flight is not started twice. */
+    const start = (key: string, work: (controller: AbortController) => Promise<void>) => {
+      if (inFlight.has(key)) return;
+      const controller = new AbortController();
+      inFlight.set(key, controller);
+      void work(controller).finally(() => inFlight.get(key) === controller && inFlight.delete(key));
+    };
+    const execute = <K extends SideEffectKind>(
+      effect: SideEffect<K>,
+      perform: () => Promise<SideEffectOutputs[K]>,
+    ): Promise<SideEffectOutputs[K]> => deps.executor(effect, perform);
+    const fail = (controller: AbortController, key: string, kind: SideEffectKind, error: unknown) =>
+      send(controller, { type: 'io.failed', key, kind, error });
+
+    /**
+     * Tool batches by key. A batch may be asked for more than once (a decision makes calls
+     * runnable while others still run, a restore re-issues it): each call runs once, and no more
+     * than `toolConcurrency` of a batch run at a time.
+     */
+    const batches = new Map<string, { controller: AbortController; started: Set<string>; queue: ToolCall[]; active: number }>();
+    const runTools = (request: Extract<IoRequest, { type: 'tools' }>) => {
+      const { key, turn, sessionId } = request;
+      let batch = batches.get(key);
+      if (!batch) {
+        // One batch at a time: a new one means the chart is done with the others.
+        for (const other of batches.keys()) inFlight.delete(other);
+        batches.clear();
+        const controller = new AbortController();
+        batch = { controller, started: new Set(), queue: [], active: 0 };
+        batches.set(key, batch);
+        inFlight.set(key, controller);
+        if (beforeTools.length) {
+          try {
+            const ctx: OperationContext = { sessionId, turn, messages: view(request.conversation) };
+            for (const op of beforeTools) op.beforeTools!(request.batch, ctx);
+          } catch (error) {
+            return fail(controller, key, 'tool', error);
+          }
+        }
+      }
+      const current = batch;
+      const { controller } = current;
+      for (const call of request.calls) {
+        if (current.started.has(call.id)) continue;
+        current.started.add(call.id);
+        current.queue.push(call);
+      }
+      const runOne = async (call: ToolCall) => {
+        send(controller, { type: 'io.toolStarted', key, call });
+        const callKey = `${key}:${call.id}`;
+        const result = await execute(
+          { key: callKey, kind: 'tool', input: { turn, call, batchKey: key }, signal: controller.signal },
+          async () => (await runToolCalls([{ call }], deps.tools, { signal: controller.signal, idempotencyKey: () => callKey }))[0]!,
+        );
+        send(controller, { type: 'io.toolFinished', key, call, result });
+      };
+      const pump = () => {
+        while (current.active < deps.toolConcurrency && current.queue.length && !controller.signal.aborted) {
+          const call = current.queue.shift()!;
+          current.active++;
+          runOne(call)
+            .catch((error) => fail(controller, key, 'tool', error))
+            .finally(() => {
+              current.active--;
+              pump();
+            });
+        }
+      };
+      pump();
+    };
+
+    let received = false;
+    receive((request) => {
+      received = true;
+      switch (request.type) {
+        case 'abort':
+          for (const controller of inFlight.values()) controller.abort();
+          inFlight.clear();
+          batches.clear();
+          return;
+        case 'model':
+          return start(request.key, async (controller) => {
+            const { key, turn, sessionId } = request;
+            const signal = controller.signal;
+            try {
+              const ctx: OperationContext = {
+                sessionId,
+                turn,
+                get messages() {
+                  return view(request.conversation);
+                },
+              };
+              const request_ = deps.operations.length
+                ? prepareRequest(deps, ctx)
+                : { messages: requestView(request.conversation) as Message[], tools: deps.tools.definitions as PreparedRequest['tools'] };
+              const model = retrying((attempt) => send(controller, { type: 'io.retry', key, turn, ...attempt }));
+              const raw = await execute({ key, kind: 'model', input: { turn, request: request_ }, signal }, () =>
+                model.generate({
+                  ...request_,
+                  signal,
+                  idempotencyKey: key,
+                  onTextDelta: (delta) => send(controller, { type: 'io.textDelta', key, turn, delta }),
+                }),
+              );
+              const reply = parseReply(raw);
+              for (const op of deps.operations) op.afterReply?.(reply, ctx);
+              send(controller, { type: 'io.replied', key, reply });
+            } catch (error) {
+              fail(controller, key, 'model', error);
+            }
+          });
+        case 'tools':
+          return runTools(request);
+        case 'approvals':
+          return start(request.key, async (controller) => {
+            const { key, turn, sessionId } = request;
+            try {
+              const waiting: string[] = [];
+              for (const call of request.calls) {
+                const tool = deps.tools.get(call.name);
+                const rule = tool?.needsApproval;
+                if (!tool || rule === undefined || rule === false) continue;
+                if (rule === true) {
+                  waiting.push(call.id);
+                  continue;
+                }
+                // Arguments the tool would reject never run, so they need no approval: the runner reports them.
+                const args = tool.input.safeParse(call.args);
+                if (!args.success) continue;
+                const asks = await execute(
+                  { key: `${key}:${call.id}:approval`, kind: 'approval', input: { turn, call }, signal: controller.signal },
+                  async () => Boolean(await rule(args.data, { toolCallId: call.id, sessionId })),
+                );
+                if (asks) waiting.push(call.id);
+              }
+              send(controller, { type: 'io.approvalsChecked', key, waiting });
+            } catch (error) {
+              fail(controller, key, 'approval', error);
+            }
+          });
+        case 'compaction':
+          return start(request.key, async (controller) => {
+            const { key, turn, reason, tokensBefore, contextWindow } = request;
+            const signal = controller.signal;
+            try {
+              const messages = view(request.conversation);
+              const output = await execute(
+                { key, kind: 'compaction', input: { turn, reason, messages, tokensBefore }, signal },
+                async () => {
+                  const result = deps.compactor
+                    ? await deps.compactor({
+                        messages,
+                        reason,
+                        tokensBefore,
+                        contextWindow,
+                        tools: deps.tools.definitions,
+                        idempotencyKey: key,
+                        model: retrying(),
+                        signal,
+                      })
+                    : null;
+                  if (!result) return { before: tokensBefore, after: tokensBefore };
+                  // Same measure as every other estimate the brain reads: tool definitions included.
+                  return { before: tokensBefore, after: result.tokensAfter + estimateToolTokens(deps.tools.definitions), messages: result.messages };
+                },
+              );
+              send(controller, { type: 'io.compacted', key, reason, output });
+            } catch (error) {
+              fail(controller, key, 'compaction', error);
+            }
+          });
+      }
+    });
+    // A restored agent waits for IO that no one started: when no request came with this actor's
+    // start (a fresh agent's first one is already in the mailbox), say so, and the chart re-issues
+    // what it waits for with the same keys.
+    queueMicrotask(() => {
+      if (!received) sendBack(trusted({ type: 'io.attached' }));
+    });
+    return () => {
+      for (const controller of inFlight.values()) controller.abort();
+    };
+  });
+}
+
+/** The request for one model call: instructions and prompt parts first, then the operations' rewrites. */
+function prepareRequest(deps: IoDeps, ctx: OperationContext): PreparedRequest {
+  const parts = promptParts(deps.operations, ctx);
+  let request: PreparedRequest = {
+    messages: [...(deps.instructions ? [deps.instructions] : []), ...parts, ...ctx.messages],
+    tools: [...deps.tools.definitions],
+  };
+  for (const op of deps.operations) request = op.beforeModelCall?.(request, ctx) ?? request;
+  return request;
+}

@@ -1,0 +1,187 @@
+import { decisionFor, deniedResult, isWaiting, type Approvals } from './approvals.js';
+import { appendOwned, feedBrain, feedOrFail, freshBrain, pendingCalls, type BrainState } from './brain-state.js';
+import { interruptedResult } from './interrupt.js';
+import type { ModelReply, ToolDefinition, Usage } from '../model.js';
+import type { Message, ToolCall, ToolMessage, UserMessage } from '../schemas.js';
+import { estimateTokens } from '../tokens.js';
+import type { SideEffectOutputs } from './executor.js';
+
+/**
+ * The driver's rules as pure functions over its state: what a reply, a tool result, a
+ * compaction or the end of a run does to the brain and the counters. The chart calls them from
+ * one-line actions; they read nothing else and change nothing in place but the lists the
+ * driver owns (see `appendOwned`).
+ */
+
+/** The part of the driver's state the rules read. */
+export interface RunState {
+  brain: BrainState;
+  /** Results of the current tool batch that have arrived, in arrival order. */
+  toolJournal: readonly ToolMessage[];
+  approvals: Approvals;
+  runUsage: Usage;
+  sessionUsage: Usage;
+}
+
+export const NO_USAGE: Usage = { inputTokens: 0, outputTokens: 0 };
+export const addUsage = (a: Usage, b: Usage | undefined): Usage =>
+  b ? { inputTokens: a.inputTokens + b.inputTokens, outputTokens: a.outputTokens + b.outputTokens } : a;
+
+export const asUserMessage = (message: string | UserMessage): UserMessage =>
+  typeof message === 'string' ? { role: 'user', content: message } : message;
+
+/**
+ * A new run over the committed conversation, with the estimate refreshed: the last estimate
+ * plus the new message when there is one, else the whole request measured afresh.
+ */
+export function startRun(previous: BrainState, message: UserMessage, tools: readonly ToolDefinition[]): BrainState {
+  const brain = feedBrain(freshBrain(previous.context.history), { type: 'acceptInput', message });
+  const anchor = previous.context.contextTokens;
+  const tokens = anchor > 0 ? anchor + estimateTokens([message]) : estimateTokens(conversationOf(brain), tools);
+  return feedBrain(brain, { type: 'setContextTokens', tokens });
+}
+
+const conversationOf = (brain: BrainState): Message[] => brain.context.history.concat(brain.context.pending);
+
+/**
+ * A model reply fed to the brain. The context size is the provider's count when it reports
+ * usage, else an estimate of the whole request; a reply the brain refuses fails the run.
+ */
+export function applyReply(
+  state: RunState,
+  reply: ModelReply,
+  tools: { definitions: readonly ToolDefinition[]; names: readonly string[] },
+): Pick<RunState, 'brain' | 'runUsage' | 'sessionUsage'> {
+  const tokens = reply.usage
+    ? reply.usage.inputTokens + reply.usage.outputTokens
+    : estimateTokens([...conversationOf(state.brain), reply.message], tools.definitions);
+  const brain = feedOrFail(
+    state.brain,
+    {
+      type: 'modelResponse',
+      response: reply.message,
+      contextTokens: tokens,
+      availableTools: tools.names,
+      ...(reply.finishReason && { finishReason: reply.finishReason }),
+    },
+    'ModelError',
+  );
+  return { brain, runUsage: addUsage(state.runUsage, reply.usage), sessionUsage: addUsage(state.sessionUsage, reply.usage) };
+}
+
+/** The result a call past the per-reply limit gets instead of running. */
+export const overLimitResult = (call: ToolCall, limit: number): ToolMessage => ({
+  role: 'tool',
+  toolCallId: call.id,
+  toolName: call.name,
+  content: `error: not run, the reply asked for more than ${limit} tool calls at once`,
+  isError: true,
+});
+
+/**
+ * The result a call of the batch has without running: pre-answered by the brain (an unknown
+ * tool), past the per-reply limit, or denied by a human. Undefined: it must run (or wait).
+ */
+export function answeredWithoutRunning(
+  call: ToolCall,
+  index: number,
+  preAnswered: ToolMessage | undefined,
+  approvals: Approvals,
+  maxCalls: number,
+): ToolMessage | undefined {
+  if (preAnswered) return preAnswered;
+  if (index >= maxCalls) return overLimitResult(call, maxCalls);
+  const decision = decisionFor(approvals, call);
+  return decision && !decision.approved ? deniedResult(call, decision) : undefined;
+}
+
+/** Each call of the batch with its result if it has one yet. Linear in the batch. */
+export function batchResults(state: RunState, maxCalls: number): { call: ToolCall; result: ToolMessage | undefined }[] {
+  const done = new Map(state.toolJournal.map((result) => [result.toolCallId, result]));
+  return pendingCalls(state.brain).map(({ call, preAnswered }, index) => ({
+    call,
+    result: done.get(call.id) ?? answeredWithoutRunning(call, index, preAnswered, state.approvals, maxCalls),
+  }));
+}
+
+/**
+ * Whether every call of the batch has its result. Counts instead of matching ids: the journal
+ * only ever holds results of this batch's runnable calls, once each (the driver checks both),
+ * so a batch of n calls costs O(n) in all rather than per result.
+ */
+export function batchComplete(state: RunState, maxCalls: number): boolean {
+  const calls = pendingCalls(state.brain);
+  if (state.toolJournal.length === calls.length) return true;
+  const { waiting, decisions, standing } = state.approvals;
+  if (waiting.length === 0 && Object.keys(decisions).length === 0 && Object.keys(standing).length === 0) {
+    return state.toolJournal.length + answeredUpFront(state.brain, maxCalls) === calls.length;
+  }
+  return batchResults(state, maxCalls).every(({ result }) => result !== undefined);
+}
+
+const upFront = new WeakMap<object, number>();
+/** How many calls of the batch are answered before anything runs (unknown tools, over the limit). */
+function answeredUpFront(brain: BrainState, maxCalls: number): number {
+  const calls = pendingCalls(brain);
+  let count = upFront.get(calls);
+  if (count === undefined) {
+    count = calls.filter(({ preAnswered }, index) => preAnswered !== undefined || index >= maxCalls).length;
+    upFront.set(calls, count);
+  }
+  return count;
+}
+
+/** The calls of the batch without a result that wait for a human's decision. */
+export const waitingCalls = (state: RunState, maxCalls: number): ToolCall[] =>
+  batchResults(state, maxCalls)
+    .filter(({ call, result }) => result === undefined && isWaiting(state.approvals, call))
+    .map(({ call }) => call);
+
+/** Adds one finished result to the batch's journal, unless it is there already. */
+export function journalResult(journal: readonly ToolMessage[], result: ToolMessage): readonly ToolMessage[] {
+  return journal.some((known) => known.toolCallId === result.toolCallId) ? journal : appendOwned(journal, [result]);
+}
+
+/** Feeds the finished batch, with the estimate refreshed: the last reply's size plus what came back (seed 000). */
+export function applyToolResults(state: RunState, maxCalls: number): BrainState {
+  const results = batchResults(state, maxCalls).map(({ result }) => result!);
+  const brain = feedBrain(state.brain, { type: 'toolResults', messages: results });
+  return feedBrain(brain, { type: 'setContextTokens', tokens: state.brain.context.contextTokens + estimateTokens(results) });
+}
+
+/** Feeds what the batch has so far when the run stops mid-batch: calls without a result are interrupted. */
+export function interruptBatch(state: RunState, maxCalls: number): BrainState {
+  if (state.brain.value !== 'AwaitingTools') return state.brain;
+  const results = batchResults(state, maxCalls).map(({ call, result }) => result ?? interruptedResult(call));
+  return feedBrain(state.brain, { type: 'toolResults', messages: results });
+}
+
+/** A compactor's answer fed to the brain; an answer the brain refuses fails the run. */
+export function applyCompaction(brain: BrainState, output: SideEffectOutputs['compaction'], contextWindow: number): BrainState {
+  const { before, after, messages } = output;
+  return feedOrFail(
+    brain,
+    messages
+      ? { type: 'compactionResult', compacted: messages, before, after, contextWindow }
+      : { type: 'compactionNoop', before, after, contextWindow },
+    'CompactionError',
+  );
+}
+
+/** Run exits (seed 000): Completed commits, Failed discards, the rest salvage. */
+export function finishBrain(brain: BrainState): BrainState {
+  const outcome = brain.context.outcome!;
+  const exit = outcome.type === 'Completed' ? 'commitPending' : outcome.type === 'Failed' ? 'discardPending' : 'salvagePending';
+  return feedBrain(brain, { type: exit });
+}
+
+/** A thrown value as the brain's error info, whatever was thrown (a getter that throws included). */
+export function errorInfo(type: string, error: unknown): { type: string; message: string } {
+  let message: string;
+  try {
+    message = error instanceof Error ? String(error.message) : String(error);
+  } catch {
+    message = 'an error whose message could not be read';
+  }
+  return { type, message };
+}
