@@ -1,12 +1,13 @@
-import { outputOf } from '../machines/agent.machine.js';
 /**
  * The driver's cost, beside what a person would write by hand.
  *
  * 1. µs per turn with an instant model (a ready reply with one tool call per turn, text on the last
- *    turn) and an instant tool, for runs of 10, 100 and 1,000 turns: the agent actor against a
- *    hand-written async loop making the same calls (call the model, validate and run the tool,
- *    push the messages, repeat). The difference is the framework's overhead per turn.
- * 2. Heap per idle session actor with 1,000 sessions alive, each after one short completed run,
+ *    turn) and an instant tool, for runs of 10, 100, 1,000 and 5,000 turns: a hand-written async
+ *    loop making the same calls (call the model, validate and run the tool, push the messages,
+ *    repeat), the floor (a minimal XState actor doing the same), the agent actor, and the agent in
+ *    a `DurableSession` over the memory store and over SQLite (`synchronous = NORMAL`).
+ * 2. Peak heap growth during one 5,000-turn run, floor and agent.
+ * 3. Heap per idle session actor with 1,000 sessions alive, each after one short completed run,
  *    against 1,000 plain objects holding copies of the same messages.
  *
  * Heap numbers need a callable GC: run with `node --expose-gc` (`tsx --expose-gc bench/run.ts
@@ -15,16 +16,23 @@ import { outputOf } from '../machines/agent.machine.js';
  */
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
-import { createActor, toPromise } from 'xstate';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createActor, setup, toPromise } from 'xstate';
 import { z } from 'zod';
-import { createAgentMachine, type AgentActor } from '../machines/agent.machine.js';
+import { createAgentMachine, outputOf, type AgentActor } from '../machines/agent.machine.js';
 import type { Model, ModelReply, ModelRequest } from '../src/model.js';
+import { DurableSession } from '../src/sessions/durable-session.js';
+import { MemorySessionStore } from '../src/stores/memory.js';
+import type { SessionStore } from '../src/stores/session-store.js';
+import { SqliteSessionStore } from '../src/stores/sqlite.js';
 import type { Message, ToolMessage } from '../src/schemas.js';
 import { defineTool, type Tool } from '../src/tools/define-tool.js';
 import { median, printTable } from './support.js';
 
 const RUNS = 7;
-const TURN_COUNTS = [10, 100, 1_000];
+const TURN_COUNTS = [10, 100, 1_000, 5_000];
 /** Turns measured per sample: short runs are repeated so every sample times about this many turns. */
 const TURNS_PER_SAMPLE = 1_000;
 const SESSIONS = 1_000;
@@ -102,57 +110,171 @@ async function handLoop(model: Model, tools: readonly Tool[], prompt: string, ma
 }
 
 // ---------------------------------------------------------------------------------------------
-// 1. Overhead per turn.
+// 1. Cost per turn.
+
+/**
+ * The floor: the least an XState actor can do to drive the same model and tool. One long-lived
+ * actor, no children, messages pushed in place, the same validation as the hand loop; its
+ * entry actions start the IO and feed the result back as an event.
+ */
+function floorMachine(model: Model, tools: readonly Tool[]) {
+  const byName = new Map(tools.map((tool) => [tool.name, tool]));
+  const definitions = tools.map((tool) => tool.definition);
+  const controller = new AbortController();
+  type Ctx = { messages: Message[]; turn: number; reply: ModelReply | null };
+  type Ev = { type: 'replied'; reply: ModelReply } | { type: 'ran'; results: ToolMessage[] };
+  return setup({
+    types: { context: {} as Ctx, events: {} as Ev, input: {} as { prompt: string }, output: {} as Message[] },
+    actions: {
+      callModel: ({ context, self }) => {
+        context.turn++;
+        void model
+          .generate({ messages: context.messages, tools: definitions, signal: controller.signal, idempotencyKey: `floor:${context.turn}` })
+          .then((reply) => self.send({ type: 'replied', reply }));
+      },
+      runTools: ({ context, self }) => {
+        const calls = context.reply!.message.toolCalls ?? [];
+        void Promise.all(
+          calls.map(async (call): Promise<ToolMessage> => {
+            const tool = byName.get(call.name);
+            const parsed = tool?.input.safeParse(call.args);
+            if (!tool || !parsed?.success) return { role: 'tool', toolCallId: call.id, toolName: call.name, content: 'bad call', isError: true };
+            const value = await tool.execute(parsed.data, { signal: controller.signal, toolCallId: call.id, idempotencyKey: call.id });
+            return { role: 'tool', toolCallId: call.id, toolName: call.name, content: typeof value === 'string' ? value : JSON.stringify(value) };
+          }),
+        ).then((results) => self.send({ type: 'ran', results }));
+      },
+    },
+    guards: { hasCalls: ({ event }) => event.type === 'replied' && (event.reply.message.toolCalls?.length ?? 0) > 0 },
+  }).createMachine({
+    context: ({ input }) => ({ messages: [{ role: 'user', content: input.prompt }], turn: 0, reply: null }),
+    initial: 'model',
+    states: {
+      model: {
+        entry: 'callModel',
+        on: {
+          replied: [
+            {
+              guard: 'hasCalls',
+              target: 'tools',
+              actions: ({ context, event }) => {
+                context.messages.push(event.reply.message);
+                context.reply = event.reply;
+              },
+            },
+            { target: 'done', actions: ({ context, event }) => void context.messages.push(event.reply.message) },
+          ],
+        },
+      },
+      tools: {
+        entry: 'runTools',
+        on: { ran: { target: 'model', actions: ({ context, event }) => void context.messages.push(...event.results) } },
+      },
+      done: { type: 'final' },
+    },
+    output: ({ context }) => context.messages,
+  });
+}
+
+type Runner = (turns: number) => Promise<void>;
+
+function runners(): Record<string, Runner> {
+  const model = instantModel();
+  const floor = floorMachine(model, [echo]);
+  const agent = createAgentMachine({ model, tools: [echo], policy: { maxTurns: 1_000_000 } });
+  const expectTurns = (what: string, messages: readonly Message[], turns: number) => {
+    if (messages.length !== 2 * turns) throw new Error(`${what}: ${messages.length} messages after ${turns} turns`);
+  };
+  const durable = (open: () => SessionStore): Runner => async (turns) => {
+    model.reset(turns);
+    const store = open();
+    const session = await DurableSession.open({ machine: agent, store, sessionId: `bench-${++sessions}` });
+    session.send({ type: 'input', message: 'go' });
+    const output = await session.whenIdle();
+    await session.close();
+    await store.close();
+    expectTurns('durable', output!.messages, turns);
+  };
+  let sessions = 0;
+  const dir = mkdtempSync(join(tmpdir(), 'loopchart-bench-'));
+  return {
+    'hand-written loop': async (turns) => {
+      model.reset(turns);
+      expectTurns('hand', await handLoop(model, [echo], 'go', 1_000_000), turns);
+    },
+    'floor (minimal XState actor)': async (turns) => {
+      model.reset(turns);
+      expectTurns('floor', await toPromise(createActor(floor, { input: { prompt: 'go' } }).start()), turns);
+    },
+    'agent actor': async (turns) => {
+      model.reset(turns);
+      const output = await toPromise(createActor(agent, { input: { prompt: 'go' } }).start());
+      if (output.outcome.type !== 'Completed') throw new Error(`agent: ${output.outcome.type}`);
+      expectTurns('agent', output.messages, turns);
+    },
+    'durable, memory store': durable(() => new MemorySessionStore()),
+    'durable, SQLite NORMAL': durable(() => new SqliteSessionStore({ path: join(dir, `s-${sessions}.db`), synchronous: 'NORMAL' })),
+  };
+}
+
+/** µs per turn of one sample: short runs are repeated so every sample times about TURNS_PER_SAMPLE turns. */
+async function sample(run: Runner, turns: number): Promise<number> {
+  const repeats = Math.max(1, Math.round(TURNS_PER_SAMPLE / turns));
+  const start = process.hrtime.bigint();
+  for (let r = 0; r < repeats; r++) await run(turns);
+  return Number(process.hrtime.bigint() - start) / 1000 / (repeats * turns);
+}
 
 async function perTurn(): Promise<void> {
-  const model = instantModel();
-  const agent = createAgentMachine({ model, tools: [echo], policy: { maxTurns: 1_000_000 } });
+  const all = runners();
+  const names = Object.keys(all);
   const rows: (string | number)[][] = [];
-
   for (const turns of TURN_COUNTS) {
-    const repeats = Math.max(1, Math.round(TURNS_PER_SAMPLE / turns));
-    const micros = (start: bigint) => Number(process.hrtime.bigint() - start) / 1000 / (repeats * turns);
-
-    const handSample = async () => {
-      const start = process.hrtime.bigint();
-      for (let r = 0; r < repeats; r++) {
-        model.reset(turns);
-        const messages = await handLoop(model, [echo], 'go', 1_000_000);
-        if (messages.length !== 2 * turns) throw new Error(`hand loop: ${messages.length} messages`);
+    const times = new Map(names.map((name) => [name, [] as number[]]));
+    // Interleaved, so a burst of load on the shared machine hits every column alike.
+    for (let i = 0; i < RUNS + 1; i++) {
+      for (const name of names) {
+        const micros = await sample(all[name]!, turns);
+        if (i > 0) times.get(name)!.push(micros); // the first round warms up
       }
-      return micros(start);
-    };
-    const driverSample = async () => {
-      const start = process.hrtime.bigint();
-      for (let r = 0; r < repeats; r++) {
-        model.reset(turns);
-        const actor = createActor(agent, { input: { prompt: 'go' } }).start();
-        const output = await toPromise(actor);
-        if (output.outcome.type !== 'Completed' || output.messages.length !== 2 * turns) {
-          throw new Error(`driver: ${output.outcome.type}, ${output.messages.length} messages`);
-        }
-      }
-      return micros(start);
-    };
-    // Interleaved, so a burst of load on the shared machine hits both columns alike.
-    for (let i = 0; i < 2; i++) await handSample(), await driverSample();
-    const handTimes: number[] = [];
-    const driverTimes: number[] = [];
-    for (let i = 0; i < RUNS; i++) {
-      handTimes.push(await handSample());
-      driverTimes.push(await driverSample());
     }
-    const hand = median(handTimes);
-    const driver = median(driverTimes);
-
-    rows.push([turns, hand, driver, driver - hand, `${(driver / hand).toFixed(1)}x`]);
+    const m = (name: string) => median(times.get(name)!);
+    const agent = m('agent actor');
+    const floor = m('floor (minimal XState actor)');
+    rows.push([
+      turns,
+      ...names.map(m),
+      `${(agent / floor).toFixed(2)}x`,
+      m('durable, SQLite NORMAL') - agent,
+    ]);
   }
-
   printTable(
     `driver: µs per turn (instant model, 1 tool call per turn, instant tool), median of ${RUNS} interleaved samples of ~${TURNS_PER_SAMPLE} turns each`,
-    ['turns per run', 'hand-written loop', 'agent actor', 'overhead', 'actor/hand'],
+    ['turns per run', ...names, 'agent/floor', 'SQLite − agent'],
     rows,
   );
+}
+
+/** Peak heap growth while one long run goes, sampled every few turns (after a GC before it starts). */
+async function peakHeap(): Promise<void> {
+  const { gc } = collector();
+  const turns = TURN_COUNTS.at(-1)!;
+  const all = runners();
+  const rows: (string | number)[][] = [];
+  for (const name of ['floor (minimal XState actor)', 'agent actor']) {
+    await all[name]!(100);
+    await heapUsedAfterGc(gc);
+    const base = process.memoryUsage().heapUsed;
+    let peak = base;
+    const timer = setInterval(() => (peak = Math.max(peak, process.memoryUsage().heapUsed)), 1);
+    const probe = setInterval(() => {}, 0); // keeps the event loop turning between awaits
+    await all[name]!(turns);
+    clearInterval(timer);
+    clearInterval(probe);
+    peak = Math.max(peak, process.memoryUsage().heapUsed);
+    rows.push([name, ((peak - base) / 1e6).toFixed(1), ((await heapUsedAfterGc(gc)) - base) / 1e6]);
+  }
+  printTable(`driver: heap during one ${turns.toLocaleString('en-US')}-turn run (MB above the heap after a GC before it)`, ['what', 'peak growth MB', 'retained after GC MB'], rows);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -242,5 +364,6 @@ async function perSession(): Promise<void> {
 
 export async function run(): Promise<void> {
   await perTurn();
+  await peakHeap();
   await perSession();
 }
