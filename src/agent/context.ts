@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { InvalidSnapshotError } from '../errors.js';
-import { restoreLoopSnapshot } from '../loop-snapshot.js';
+import { parseLoopSnapshot } from '../loop-snapshot.js';
 import { LOOP_SNAPSHOT_VERSION, OutcomeSchema, PolicySchema, ToolMessageSchema, UsageSchema, UserMessageSchema } from '../schemas.js';
 import { ApprovalsSchema } from './approvals.js';
 import type { BrainState } from './brain-state.js';
@@ -51,11 +51,10 @@ export function parseAgentContext(value: unknown): AgentContext {
     throw new InvalidSnapshotError(`context.${issue.path.join('.')}: ${issue.message}`);
   }
   const { brain, ...rest } = parsed.data;
-  let restored;
   try {
-    restored = restoreLoopSnapshot({ version: LOOP_SNAPSHOT_VERSION, state: brain.value, ...brain.context });
+    const restored = parseLoopSnapshot({ version: LOOP_SNAPSHOT_VERSION, state: brain.value, ...brain.context });
+    return { ...rest, brain: { value: restored.state, context: restored.context } };
   } catch (error) {
-    throw new InvalidSnapshotError(`context.brain: ${(error as Error).message.replace(/^cannot restore loop snapshot: /, '')}`);
+    throw new InvalidSnapshotError(`context.brain.${(error as Error).message.replace(/^cannot restore loop snapshot: /, '')}`);
   }
-  return { ...rest, brain: { value: restored.state, context: restored.context } };
 }

@@ -1,5 +1,5 @@
 import { fromCallback } from 'xstate';
-import type { Model, ModelReply } from '../model.js';
+import { parseModelReply, type Model, type ModelReply } from '../model.js';
 import { withRetry, type RetryAttempt, type RetryOptions } from '../models/retry.js';
 import type { CompactionReason, Message, PendingToolCall, ToolCall, ToolMessage } from '../schemas.js';
 import { estimateToolTokens } from '../tokens.js';
@@ -8,7 +8,7 @@ import type { ToolSet } from '../tools/define-tool.js';
 import type { Compactor } from './config.js';
 import type { Executor, SideEffect, SideEffectKind, SideEffectOutputs } from './executor.js';
 import type { Operation, OperationContext, PreparedRequest } from './operation.js';
-import { parseReply } from './reply.js';
+
 
 /**
  * The driver's IO: one long-lived child actor per agent that takes requests from the chart
@@ -126,12 +126,16 @@ export function ioLogic(deps: IoDeps) {
       if (!controller.signal.aborted) sendBack(trusted(event));
     };
 
-    /** Runs one request's work under its own controller; a request already in flight is not started twice. */
+    /**
+     * Runs one request's work under its own controller; a request already in flight is not
+     * started twice. Work begins a microtask later, after the chart's current step, so an event
+     * sent in the same breath (a cancel right after start) still comes first.
+     */
     const start = (key: string, work: (controller: AbortController) => Promise<void>) => {
       if (inFlight.has(key)) return;
       const controller = new AbortController();
       inFlight.set(key, controller);
-      void work(controller).finally(() => inFlight.get(key) === controller && inFlight.delete(key));
+      void later(controller, () => work(controller)).finally(() => inFlight.get(key) === controller && inFlight.delete(key));
     };
     const execute = <K extends SideEffectKind>(
       effect: SideEffect<K>,
@@ -174,6 +178,8 @@ export function ioLogic(deps: IoDeps) {
         current.queue.push(call);
       }
       const runOne = async (call: ToolCall) => {
+        await null; // after the chart's current step, as every request (see `start`)
+        if (controller.signal.aborted) return;
         send(controller, { type: 'io.toolStarted', key, call });
         const callKey = `${key}:${call.id}`;
         const result = await execute(
@@ -230,7 +236,7 @@ export function ioLogic(deps: IoDeps) {
                   onTextDelta: (delta) => send(controller, { type: 'io.textDelta', key, turn, delta }),
                 }),
               );
-              const reply = parseReply(raw);
+              const reply = parseModelReply(raw);
               for (const op of deps.operations) op.afterReply?.(reply, ctx);
               send(controller, { type: 'io.replied', key, reply });
             } catch (error) {
@@ -309,6 +315,12 @@ export function ioLogic(deps: IoDeps) {
       for (const controller of inFlight.values()) controller.abort();
     };
   });
+}
+
+/** Runs `work` a microtask from now, unless the request was aborted by then. */
+async function later(controller: AbortController, work: () => Promise<void>): Promise<void> {
+  await null;
+  if (!controller.signal.aborted) await work();
 }
 
 /** The request for one model call: instructions and prompt parts first, then the operations' rewrites. */
