@@ -163,7 +163,7 @@ export function toModelError(error: unknown, languageModel: LanguageModelV2, tra
       });
     }
     const headers = lowerCaseKeys(error.responseHeaders);
-    const retryAfterMs = parseRetryAfter((name) => headers[name]);
+    const retryAfterMs = parseRetryAfter((name) => headers.get(name));
     if (error.statusCode === undefined) {
       return new ModelError(`could not reach the provider: ${error.message}`, {
         retryable: error.isRetryable,
@@ -201,9 +201,10 @@ function isAiSdkError<T>(error: unknown, name: string): error is T {
   return typeof error === 'object' && error !== null && (error as Record<symbol, unknown>)[Symbol.for(`vercel.ai.error.${name}`)] === true;
 }
 
-function lowerCaseKeys(headers: Record<string, string> | undefined): Record<string, string> {
-  const out: Record<string, string> = {};
-  for (const [key, value] of Object.entries(headers ?? {})) out[key.toLowerCase()] = value;
+/** Header names are the server's choice: a Map, so `__proto__` or `constructor` are plain names. */
+function lowerCaseKeys(headers: Record<string, string> | undefined): Map<string, string> {
+  const out = new Map<string, string>();
+  for (const [key, value] of Object.entries(headers ?? {})) out.set(key.toLowerCase(), value);
   return out;
 }
 

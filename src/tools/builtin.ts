@@ -1,4 +1,5 @@
-import { mkdir, open, readdir, stat, writeFile } from 'node:fs/promises';
+import { constants } from 'node:fs';
+import { mkdir, open, readdir, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { z } from 'zod';
 import { evaluateExpression } from './arithmetic.js';
@@ -89,7 +90,8 @@ export function readFileTool(options: RootOptions & { maxBytes?: number }) {
         if (!info.isFile()) throw new FileToolError(requested, 'not a regular file');
         const { size } = info;
         // Only the first maxBytes are read, so a huge file costs no more than a small one.
-        const handle = await open(file, 'r');
+        // No link may appear between the check and the open: O_NOFOLLOW refuses one (ELOOP).
+        const handle = await open(file, constants.O_RDONLY | constants.O_NOFOLLOW);
         try {
           const buffer = Buffer.alloc(Math.min(size, maxBytes));
           const { bytesRead } = await handle.read(buffer, 0, buffer.length, 0);
@@ -117,7 +119,13 @@ export function writeFileTool(options: RootOptions) {
       return onPath(requested, async () => {
         const file = await resolveInRoot(root, requested);
         await mkdir(path.dirname(file), { recursive: true });
-        await writeFile(file, content, 'utf8');
+        // The resolved path holds no link; O_NOFOLLOW refuses one planted after the check.
+        const handle = await open(file, constants.O_WRONLY | constants.O_CREAT | constants.O_TRUNC | constants.O_NOFOLLOW, 0o666);
+        try {
+          await handle.writeFile(content, 'utf8');
+        } finally {
+          await handle.close();
+        }
         return `wrote ${Buffer.byteLength(content, 'utf8')} bytes to ${requested}`;
       });
     },

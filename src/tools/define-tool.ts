@@ -18,7 +18,12 @@ export interface ToolContext {
 export const ToolMetaSchema = z.object({
   name: z.string().regex(/^[a-zA-Z0-9_-]{1,64}$/, 'must be 1-64 characters of a-z, A-Z, 0-9, _ or -'),
   description: z.string(),
-  timeoutMs: z.number().int().positive().optional(),
+  /**
+   * Longest one call may run, in ms. Default: the runner's `defaultTimeoutMs`
+   * (DEFAULT_TOOL_TIMEOUT_MS, 5 minutes). `Infinity` turns the timeout off for this tool; it is the
+   * only way to, so a forgotten or mistyped value never means "wait forever".
+   */
+  timeoutMs: z.union([z.number().int().positive(), z.literal(Number.POSITIVE_INFINITY)]).optional(),
 });
 export type ToolMeta = z.infer<typeof ToolMetaSchema>;
 

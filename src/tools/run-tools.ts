@@ -7,6 +7,11 @@ export interface RunToolCallsOptions {
   concurrency?: number;
   /** Cancels the batch: in-flight tools are aborted, unfinished calls get an interrupted result. */
   signal?: AbortSignal;
+  /**
+   * Timeout for tools that set no `timeoutMs` of their own, in ms. Default DEFAULT_TOOL_TIMEOUT_MS
+   * (5 minutes); `Infinity` turns it off.
+   */
+  defaultTimeoutMs?: number;
   /** Computed for every call to run before any of them starts, so a throwing key function runs nothing. */
   idempotencyKey(call: ToolCall): string;
   /** A call was taken up (validation included). Every call that starts also finishes. */
@@ -20,6 +25,14 @@ export interface RunToolCallsOptions {
 }
 
 export const DEFAULT_TOOL_CONCURRENCY = 4;
+/**
+ * Every tool call has a timeout unless one is switched off explicitly (`timeoutMs: Infinity` on the
+ * tool, or `defaultTimeoutMs: Infinity` for the batch): a hung tool would otherwise hold the run,
+ * and its session, forever. Five minutes leaves room for builds and test runs.
+ */
+export const DEFAULT_TOOL_TIMEOUT_MS = 5 * 60_000;
+/** setTimeout's longest delay; a longer timeout is no timeout at all. */
+const MAX_TIMER_MS = 2 ** 31 - 1;
 export const INTERRUPTED_CONTENT = 'interrupted: the run was cancelled before this tool call finished';
 
 /**
@@ -37,6 +50,10 @@ export async function runToolCalls(
   const concurrency = options.concurrency ?? DEFAULT_TOOL_CONCURRENCY;
   if (!Number.isInteger(concurrency) || concurrency < 1) {
     throw new RangeError(`concurrency must be a positive integer, got ${concurrency}`);
+  }
+  const defaultTimeoutMs = options.defaultTimeoutMs ?? DEFAULT_TOOL_TIMEOUT_MS;
+  if (typeof defaultTimeoutMs !== 'number' || Number.isNaN(defaultTimeoutMs) || defaultTimeoutMs <= 0) {
+    throw new RangeError(`defaultTimeoutMs must be a positive number of ms (or Infinity for none), got ${String(defaultTimeoutMs)}`);
   }
   const { signal } = options;
   const results: Array<ToolMessage | undefined> = calls.map((pending) => pending.preAnswered);
@@ -70,7 +87,7 @@ export async function runToolCalls(
     while (next < toRun.length && !signal?.aborted) {
       const { index, call, key } = toRun[next++]!;
       hook(() => options.onStart?.(call));
-      finish(index, call, await runOne(call, toolSet, key, signal, inFlight));
+      finish(index, call, await runOne(call, toolSet, key, signal, inFlight, defaultTimeoutMs));
     }
   };
   try {
@@ -95,12 +112,19 @@ async function runOne(
   idempotencyKey: string,
   outer: AbortSignal | undefined,
   inFlight: Set<Interrupt>,
+  defaultTimeoutMs: number,
 ): Promise<ToolMessage> {
   const tool = tools.get(call.name);
   if (!tool) {
     return errorResult(call, `unknown tool "${call.name}"; available tools: ${tools.names.join(', ') || '(none)'}`);
   }
-  const parsed = tool.input.safeParse(call.args);
+  let parsed: ReturnType<typeof tool.input.safeParse>;
+  try {
+    parsed = tool.input.safeParse(call.args);
+  } catch (error) {
+    // A refinement or transform in the tool's own schema threw: that is the tool failing.
+    return errorResult(call, `tool "${tool.name}" failed validating its arguments: ${errorText(error)}`);
+  }
   if (!parsed.success) return errorResult(call, invalidArguments(tool.name, parsed.error));
   // An onStart hook may have cancelled the batch.
   if (outer?.aborted) return errorResult(call, INTERRUPTED_CONTENT);
@@ -122,8 +146,8 @@ async function runOne(
       controller.abort(reason);
     };
     inFlight.add(interrupt);
-    if (tool.timeoutMs !== undefined) {
-      const ms = tool.timeoutMs;
+    const ms = tool.timeoutMs ?? defaultTimeoutMs;
+    if (ms <= MAX_TIMER_MS) {
       timer = setTimeout(() => {
         const message = `tool "${tool.name}" timed out after ${ms} ms`;
         settle(errorResult(call, message));
@@ -153,12 +177,21 @@ function errorResult(call: ToolCall, content: string): ToolMessage {
   return { role: 'tool', toolCallId: call.id, toolName: call.name, content, isError: true };
 }
 
+/**
+ * The text of anything a tool threw. It must itself never throw, or the call would never settle:
+ * a thrown value may be null, a symbol, an Error whose `message` getter throws, or a Proxy whose
+ * every trap (even the `instanceof` check) throws.
+ */
 function errorText(error: unknown): string {
-  if (error instanceof Error) return error.message || error.name;
   try {
+    if (error instanceof Error) {
+      const message: unknown = error.message;
+      if (typeof message === 'string' && message !== '') return message;
+      const name: unknown = error.name;
+      return typeof name === 'string' && name !== '' ? name : 'the tool failed';
+    }
     return String(error);
   } catch {
-    // A thrown object whose toString itself throws: still owed a result.
     return 'the tool failed with an unprintable error';
   }
 }

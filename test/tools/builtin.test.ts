@@ -25,6 +25,12 @@ beforeAll(async () => {
   await writeFile(path.join(outside, 'secret.txt'), 'top secret');
   await symlink(outside, path.join(root, 'escape'));
   await symlink(path.join(root, 'a.txt'), path.join(root, 'alias.txt'));
+  // Link chains, resolved hop by hop: one ends outside, one ends inside after a detour.
+  await mkdir(path.join(root, 'chain'));
+  await symlink('hop2', path.join(root, 'chain', 'hop1'));
+  await symlink('../chain/hop3', path.join(root, 'chain', 'hop2'));
+  await symlink('../../outside/secret.txt', path.join(root, 'chain', 'hop3'));
+  await symlink('../docs/../b.txt', path.join(root, 'chain', 'home'));
 });
 
 afterAll(async () => {
@@ -52,6 +58,7 @@ describe('list_dir', () => {
         { name: 'alias.txt', type: 'symlink' },
         { name: 'b.txt', type: 'file', size: 6 },
         { name: 'blob.bin', type: 'file', size: 4 },
+        { name: 'chain', type: 'directory' },
         { name: 'docs', type: 'directory' },
         { name: 'escape', type: 'symlink' },
       ],
@@ -63,7 +70,7 @@ describe('list_dir', () => {
     expect(sub).toEqual({ path: 'docs', entries: [{ name: 'readme.md', type: 'file', size: 14 }] });
     const capped = await listDirTool({ root, maxEntries: 2 }).execute({ path: '.' }, ctx());
     expect(capped.entries.map((e) => e.name)).toEqual(['a.txt', 'alias.txt']);
-    expect(capped.omitted).toBe(4);
+    expect(capped.omitted).toBe(5);
   });
 
   it('refuses paths outside the root: parent, absolute, symlinked, sneaking back out', async () => {
@@ -92,6 +99,14 @@ describe('read_file', () => {
       const result = await call(tools(), 'read_file', { path: p });
       expect(result).toMatchObject({ isError: true, content: `path "${p}" is outside the allowed root directory` });
     }
+  });
+
+  it('follows a link chain hop by hop: refused when it ends outside, read when it ends inside', async () => {
+    expect(await call(tools(), 'read_file', { path: 'chain/hop1' })).toMatchObject({
+      isError: true,
+      content: 'path "chain/hop1" is outside the allowed root directory',
+    });
+    expect(await call(tools(), 'read_file', { path: 'chain/home' })).toMatchObject({ content: 'bravo\n' });
   });
 
   it('cuts a long file at maxBytes without splitting a character, and says so', async () => {
@@ -135,6 +150,12 @@ describe('write_file', () => {
     }
     await expect(readFile(path.join(outside, 'pwned.txt'))).rejects.toMatchObject({ code: 'ENOENT' });
     await expect(readFile(path.join(outside, 'deeper', 'pwned.txt'))).rejects.toMatchObject({ code: 'ENOENT' });
+  });
+
+  it('does not overwrite a file outside through a chain of links that each look local', async () => {
+    const result = await call(tools(), 'write_file', { path: 'chain/hop1', content: 'overwritten' });
+    expect(result.isError).toBe(true);
+    expect(await readFile(path.join(outside, 'secret.txt'), 'utf8')).toBe('top secret');
   });
 });
 

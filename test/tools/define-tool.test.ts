@@ -1,6 +1,7 @@
 import { describe, expect, expectTypeOf, it } from 'vitest';
 import { z } from 'zod';
 import { LoopchartError } from '../../src/errors.js';
+import { runToolCalls } from '../../src/tools/run-tools.js';
 import { defineTool, toolDefinitions, ToolSet, type ToolContext } from '../../src/tools/define-tool.js';
 import { DuplicateToolError, InvalidToolError } from '../../src/tools/errors.js';
 
@@ -91,5 +92,19 @@ describe('ToolSet', () => {
     expect(caught).toBeInstanceOf(LoopchartError);
     expect(caught).toMatchObject({ code: 'DuplicateTool', toolName: 'echo', name: 'DuplicateToolError' });
     expect((caught as Error).message).toContain('"echo"');
+  });
+
+  it('treats names that are also Object.prototype keys as plain names', async () => {
+    const names = ['constructor', 'toString', '__proto__', 'valueOf', 'hasOwnProperty'];
+    const tools = names.map((name) => defineTool({ name, description: '', input: z.object({}), execute: () => `ran ${name}` }));
+    const set = new ToolSet(tools);
+    expect(set.names).toEqual(names);
+    for (const tool of tools) expect(set.get(tool.name)).toBe(tool);
+    expect(set.has('isPrototypeOf')).toBe(false);
+    const calls = names.map((name, i) => ({ call: { id: i === 0 ? '__proto__' : name, name, args: {} } }));
+    const results = await runToolCalls(calls, set, { idempotencyKey: (call) => call.id });
+    expect(results.map((r) => [r.toolCallId, r.content, r.isError])).toEqual(
+      names.map((name, i) => [i === 0 ? '__proto__' : name, `ran ${name}`, undefined]),
+    );
   });
 });
