@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { coherentCut } from '../conversation.js';
-import type { Model } from '../model.js';
+import { ModelError, type FinishReason, type Model } from '../model.js';
 import type { Message } from '../schemas.js';
 import { estimateMessageTokens, estimateTokens } from '../tokens.js';
 import type { Compactor } from '../agent/config.js';
@@ -24,6 +24,8 @@ const DEFAULT_INSTRUCTIONS =
  * kept as they are. The summary is an assistant message, so when the tail opens with an
  * assistant turn the brain's coalescer folds the two into one.
  * Returns null (nothing rewritten) when there is nothing before the tail to summarize.
+ * Throws InvalidSummaryError when the summary is empty or was cut short: the summarized turns
+ * would be lost, so the compaction fails and the driver's failure path decides what happens.
  */
 export function summarizingCompactor(options: SummarizingCompactorOptions = {}): Compactor {
   const keepTokens = options.keepTokens ?? 2_000;
@@ -51,6 +53,7 @@ export function summarizingCompactor(options: SummarizingCompactorOptions = {}):
       // would then answer with the earlier summary.
       idempotencyKey: `summary:${digest(instructions, text)}`,
     });
+    checkSummary(reply.message.content, reply.finishReason);
     const summary: Message = { role: 'assistant', content: `Summary of the earlier conversation:\n${reply.message.content}` };
     const compacted = [
       ...messages.slice(0, frame),
@@ -60,6 +63,41 @@ export function summarizingCompactor(options: SummarizingCompactorOptions = {}):
     ];
     return { messages: compacted, tokensAfter: estimateTokens(compacted) };
   };
+}
+
+/**
+ * The model's summary could not replace the turns it was asked to summarize: it was empty
+ * (`reason: 'empty'`, retryable, another attempt may well answer) or cut short by the output
+ * limit or a content filter (`reason: 'truncated'`, not retryable, the same request would be cut
+ * again). Nothing is rewritten.
+ *
+ * @example
+ * try {
+ *   await compactor(request);
+ * } catch (error) {
+ *   if (error instanceof InvalidSummaryError && error.reason === 'truncated') {
+ *     // raise the summary model's output limit, or keep more turns verbatim (keepTokens)
+ *   }
+ * }
+ */
+export class InvalidSummaryError extends ModelError {
+  readonly reason: 'empty' | 'truncated';
+  readonly finishReason: FinishReason;
+  constructor(reason: 'empty' | 'truncated', finishReason: FinishReason) {
+    super(
+      reason === 'empty'
+        ? 'compaction failed: the model returned an empty summary'
+        : `compaction failed: the summary was cut short (finish reason "${finishReason}")`,
+      { retryable: reason === 'empty' },
+    );
+    this.reason = reason;
+    this.finishReason = finishReason;
+  }
+}
+
+function checkSummary(content: string, finishReason: FinishReason): void {
+  if (finishReason === 'length' || finishReason === 'content-filter') throw new InvalidSummaryError('truncated', finishReason);
+  if (content.trim() === '') throw new InvalidSummaryError('empty', finishReason);
 }
 
 /** How many system messages open the conversation: the frame the summary must not lose. */
