@@ -28,9 +28,10 @@ export type ApprovalEvent =
 
 /** The decision that applies to a call: its own, else the session's standing one for its tool. */
 export function decisionFor(approvals: Approvals, call: ToolCall): Decision | undefined {
-  const own = approvals.decisions[call.id];
+  // Ids and names are the model's choice: `toString` or `constructor` must not find Object.prototype's.
+  const own = Object.hasOwn(approvals.decisions, call.id) ? approvals.decisions[call.id] : undefined;
   if (own) return own;
-  const standing = approvals.standing[call.name];
+  const standing = Object.hasOwn(approvals.standing, call.name) ? approvals.standing[call.name] : undefined;
   return standing && { approved: standing === 'approve', reason: 'standing decision for this session' };
 }
 
@@ -48,7 +49,7 @@ export const deniedResult = (call: ToolCall, decision: Decision): ToolMessage =>
 /** Records a decision once: a second decision for the same call, or for a call not in the batch, changes nothing. */
 export function recordDecision(approvals: Approvals, calls: readonly PendingToolCall[], event: ApprovalEvent): Approvals {
   const call = calls.find((pending) => pending.call.id === event.toolCallId)?.call;
-  if (!call || approvals.decisions[call.id]) return approvals;
+  if (!call || Object.hasOwn(approvals.decisions, call.id)) return approvals;
   const decision: Decision = { approved: event.type === 'approve', ...(event.reason !== undefined && { reason: event.reason }) };
   return {
     ...approvals,
