@@ -119,15 +119,14 @@ export function batchComplete(state: RunState, maxCalls: number): boolean {
   return batchResults(state, maxCalls).every(({ result }) => result !== undefined);
 }
 
-const upFront = new WeakMap<object, number>();
+const upFront = new WeakMap<object, { maxCalls: number; count: number }>();
 /** How many calls of the batch are answered before anything runs (unknown tools, over the limit). */
 function answeredUpFront(brain: BrainState, maxCalls: number): number {
   const calls = pendingCalls(brain);
-  let count = upFront.get(calls);
-  if (count === undefined) {
-    count = calls.filter(({ preAnswered }, index) => preAnswered !== undefined || index >= maxCalls).length;
-    upFront.set(calls, count);
-  }
+  const cached = upFront.get(calls);
+  if (cached?.maxCalls === maxCalls) return cached.count;
+  const count = calls.filter(({ preAnswered }, index) => preAnswered !== undefined || index >= maxCalls).length;
+  upFront.set(calls, { maxCalls, count });
   return count;
 }
 

@@ -31,6 +31,12 @@ export interface OpenSessionOptions {
    */
   resume?: boolean;
   /**
+   * Wraps the session's durable executor, for what must see every effect as the run sees it,
+   * replayed ones included (a tracer): `(durable) => traced(durable)`. The machine's own executor
+   * runs inside the durability layer.
+   */
+  wrapExecutor?: (durable: Executor) => Executor;
+  /**
    * Called with the actor before it starts, so listeners (`actor.on(...)`) hear what a resumed
    * run emits at once, such as the `approval.requested` of calls that were already waiting.
    */
@@ -97,7 +103,8 @@ export class DurableSession {
     this.#written = context
       ? { log: logOf(context), row: JSON.stringify(encodeRow(context)), awaitingToolsKey: toolsKey(context) }
       : { log: logNow([], []), row: '', awaitingToolsKey: null };
-    const machine = options.machine.withExecutor((inner) => this.#durable(inner));
+    const outer = options.wrapExecutor;
+    const machine = options.machine.withExecutor((inner) => (outer ? outer(this.#durable(inner)) : this.#durable(inner)));
     this.actor = createActor(machine, {
       input: context ? { stored: context } : { sessionId: options.sessionId, history: options.history ?? [] },
       ...(options.inspect && { inspect: options.inspect }),

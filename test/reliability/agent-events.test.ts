@@ -9,12 +9,12 @@ import { createActor } from 'xstate';
 import { z } from 'zod';
 import { createAgentMachine, type AgentActor, type AgentEmitted } from '../../machines/agent.machine.js';
 import { scriptedModel } from '../../src/models/scripted.js';
-import { defineTool } from '../../src/tools/define-tool.js';
+import { defineTool, type Tool } from '../../src/tools/define-tool.js';
 import { providerValid, runFinished, runInSession, runToCompletion, tick } from '../support/driver.js';
 
 const echo = defineTool({ name: 'echo', description: 'Echoes', input: z.object({ text: z.string() }), execute: ({ text }) => text });
 
-function session(replies: Parameters<typeof scriptedModel>[0], tools = [echo]) {
+function session(replies: Parameters<typeof scriptedModel>[0], tools: readonly Tool[] = [echo]) {
   const actor = createActor(createAgentMachine({ model: scriptedModel(replies), tools, retry: false }), { input: { sessionId: 's' } });
   const rejected: Extract<AgentEmitted, { type: 'event.rejected' }>[] = [];
   actor.on('event.rejected', (e) => rejected.push(e));

@@ -33,7 +33,7 @@ const TAMPERED: [string, Tamper, RegExp][] = [
   ['contextWindow -1', (s) => (s.context.policy.contextWindow = -1), /context\.policy\.contextWindow/],
   ['a negative run index', (s) => (s.context.runIndex = -1), /context\.runIndex/],
   ['usage that is not a count', (s) => (s.context.sessionUsage = { inputTokens: 1.5, outputTokens: 0 }), /context\.sessionUsage/],
-  ['a brain state that does not exist', (s) => ((s.context.brain as { value: string }).value = 'Dreaming'), /context\.brain/],
+  ['a brain state that does not exist', (s) => ((s.context.brain as unknown as { value: string }).value = 'Dreaming'), /context\.brain/],
 ];
 
 describe('a persisted agent snapshot from outside', () => {

@@ -1,0 +1,107 @@
+/**
+ * The driver's rules as pure functions (issue 9): each one over plain state, without an actor.
+ */
+import { describe, expect, it } from 'vitest';
+import { NO_APPROVALS } from '../../src/agent/approvals.js';
+import { feedBrain, freshBrain, type BrainState } from '../../src/agent/brain-state.js';
+import {
+  NO_USAGE,
+  applyReply,
+  applyToolResults,
+  batchComplete,
+  errorInfo,
+  finishBrain,
+  interruptBatch,
+  journalResult,
+  startRun,
+  type RunState,
+} from '../../src/agent/run-rules.js';
+import { DEFAULT_POLICY, type ToolMessage } from '../../src/schemas.js';
+import { estimateTokens } from '../../src/tokens.js';
+import { INTERRUPTED_CONTENT } from '../../src/tools/run-tools.js';
+
+const tools = { definitions: [], names: ['echo'] };
+const result = (id: string, content = 'ok'): ToolMessage => ({ role: 'tool', toolCallId: id, toolName: 'echo', content });
+
+/** A run awaiting the tools of one reply with `ids` (unknown tools for ids starting with `u`). */
+function awaitingTools(ids: string[]): RunState {
+  let brain: BrainState = startRun(freshBrain(), { role: 'user', content: 'go' }, []);
+  brain = feedBrain(brain, { type: 'next', policy: DEFAULT_POLICY });
+  const state = { brain, toolJournal: [], approvals: NO_APPROVALS, runUsage: NO_USAGE, sessionUsage: NO_USAGE };
+  const reply = { message: { role: 'assistant' as const, content: '', toolCalls: ids.map((id) => ({ id, name: id.startsWith('u') ? 'unknown' : 'echo', args: {} })) }, finishReason: 'tool-calls' as const };
+  return { ...state, ...applyReply(state, reply, tools) };
+}
+
+describe('applyReply', () => {
+  it("takes the provider's count as the context size and adds usage to the run and the session", () => {
+    const state = awaitingTools([]);
+    const next = applyReply({ ...awaitingTools([]), brain: feedBrain(startRun(freshBrain(), { role: 'user', content: 'x' }, []), { type: 'next', policy: DEFAULT_POLICY }) }, { message: { role: 'assistant', content: 'hi' }, finishReason: 'stop', usage: { inputTokens: 40, outputTokens: 2 } }, tools);
+    expect(next.brain.context.contextTokens).toBe(42);
+    expect(next.runUsage).toEqual({ inputTokens: 40, outputTokens: 2 });
+    expect(state.runUsage).toEqual(NO_USAGE);
+  });
+
+  it('without usage, estimates the whole request', () => {
+    const start = feedBrain(startRun(freshBrain(), { role: 'user', content: 'x' }, []), { type: 'next', policy: DEFAULT_POLICY });
+    const reply = { message: { role: 'assistant' as const, content: 'an answer' }, finishReason: 'stop' as const };
+    const next = applyReply({ brain: start, toolJournal: [], approvals: NO_APPROVALS, runUsage: NO_USAGE, sessionUsage: NO_USAGE }, reply, tools);
+    expect(next.brain.context.contextTokens).toBe(estimateTokens([{ role: 'user', content: 'x' }, reply.message]));
+  });
+
+  it('a reply the brain refuses fails the run with ModelError instead of throwing', () => {
+    const start = feedBrain(startRun(freshBrain(), { role: 'user', content: 'x' }, []), { type: 'next', policy: DEFAULT_POLICY });
+    const calls = [{ id: 'same', name: 'echo', args: {} }, { id: 'same', name: 'echo', args: {} }];
+    const next = applyReply({ brain: start, toolJournal: [], approvals: NO_APPROVALS, runUsage: NO_USAGE, sessionUsage: NO_USAGE }, { message: { role: 'assistant', content: '', toolCalls: calls }, finishReason: 'tool-calls' }, tools);
+    expect(next.brain.context.outcome).toMatchObject({ type: 'Failed', error: { type: 'ModelError' } });
+  });
+});
+
+describe('a tool batch', () => {
+  it('is complete when every call has a result: journaled, answered up front, or over the limit', () => {
+    const state = awaitingTools(['a', 'u1', 'b']);
+    expect(batchComplete(state, 10)).toBe(false);
+    expect(batchComplete({ ...state, toolJournal: [result('a')] }, 10)).toBe(false);
+    expect(batchComplete({ ...state, toolJournal: [result('a'), result('b')] }, 10)).toBe(true);
+    // With a limit of 1 only `a` runs: `u1` is answered by the brain, `b` is over the limit.
+    expect(batchComplete({ ...state, toolJournal: [result('a')] }, 1)).toBe(true);
+  });
+
+  it('a standing denial answers a call without running it', () => {
+    const state = awaitingTools(['a']);
+    expect(batchComplete({ ...state, approvals: { ...NO_APPROVALS, standing: { echo: 'deny' } } }, 10)).toBe(true);
+  });
+
+  it('feeds results in call order whatever order they arrived in, and grows the estimate by what came back', () => {
+    const state = awaitingTools(['a', 'b']);
+    const brain = applyToolResults({ ...state, toolJournal: [result('b', 'B'), result('a', 'A')] }, 10);
+    expect(brain.context.pending.slice(-2)).toEqual([result('a', 'A'), result('b', 'B')]);
+    expect(brain.context.contextTokens).toBe(state.brain.context.contextTokens + estimateTokens([result('a', 'A'), result('b', 'B')]));
+  });
+
+  it('interrupted mid-batch: finished calls keep their results, the rest are interrupted', () => {
+    const brain = interruptBatch({ ...awaitingTools(['a', 'b']), toolJournal: [result('a')] }, 10);
+    expect(brain.context.pending.slice(-2)).toEqual([result('a'), { ...result('b', INTERRUPTED_CONTENT), isError: true }]);
+  });
+
+  it('journals a result once', () => {
+    const once = journalResult([], result('a'));
+    expect(journalResult(once, result('a', 'again'))).toBe(once);
+  });
+});
+
+describe('finishing a run', () => {
+  it('Completed commits, Failed discards, the rest salvage', () => {
+    const failed = feedBrain(awaitingTools(['a']).brain, { type: 'fail', error: { type: 'X', message: 'm' } });
+    expect(finishBrain(failed).context.history).toEqual([]);
+    const sealed = feedBrain(awaitingTools(['a']).brain, { type: 'seal', reason: 'enough' });
+    expect(finishBrain(sealed).context.history).toEqual([{ role: 'user', content: 'go' }]);
+  });
+});
+
+describe('errorInfo', () => {
+  it('reads any thrown value, a message getter that throws included', () => {
+    const hostile = Object.defineProperty(new Error('x'), 'message', { get: () => { throw new Error('gotcha'); } });
+    expect(errorInfo('ToolError', hostile)).toEqual({ type: 'ToolError', message: 'an error whose message could not be read' });
+    expect(errorInfo('ToolError', null)).toEqual({ type: 'ToolError', message: 'null' });
+  });
+});
