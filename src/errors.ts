@@ -1,6 +1,41 @@
 import type { StateName } from './schemas.js';
 
 /**
+ * Every `code` a loopchart error can carry: one list, so a `switch (error.code)` can be
+ * exhaustive and a new error class cannot invent a code without adding it here.
+ */
+export const ERROR_CODES = [
+  // The brain (LoopMachine and the agent actor's feeds).
+  'IllegalFeed',
+  'InvalidFeed',
+  'InvalidSnapshot',
+  // Configuration of an agent, a tool, a script.
+  'InvalidConfig',
+  'InvalidTool',
+  'DuplicateTool',
+  'InvalidScript',
+  // A model call (every ModelError subclass: malformed stream, read timeout, deadline, bad reply).
+  'ModelError',
+  // Builtin tools.
+  'PathOutsideRoot',
+  'FileTool',
+  'InvalidExpression',
+  // Stores and durable sessions.
+  'SessionBusy',
+  'SessionNotFound',
+  'SessionNotIdle',
+  'SessionRow',
+  'CorruptSession',
+  'InvalidWrite',
+  'StoreBusy',
+  'StoreSchemaVersion',
+  'SqliteDriverUnavailable',
+] as const;
+
+/** The union of every loopchart error `code`. */
+export type LoopchartErrorCode = (typeof ERROR_CODES)[number];
+
+/**
  * Marks every loopchart error. A registered symbol (`Symbol.for`) is the same in every copy of
  * the package in a process, ESM and CommonJS builds alike, where `instanceof` is not.
  */
@@ -20,10 +55,10 @@ const MARKER = Symbol.for('loopchart.error');
  * ```
  */
 export class LoopchartError extends Error {
-  readonly code: string;
+  readonly code: LoopchartErrorCode;
   /** The names of this error's classes, own first: what `isInstance` compares. */
   declare readonly [MARKER]: readonly string[];
-  constructor(code: string, message: string, options?: { cause?: unknown }) {
+  constructor(code: LoopchartErrorCode, message: string, options?: { cause?: unknown }) {
     super(message, options);
     this.name = new.target.name;
     this.code = code;

@@ -13,7 +13,7 @@ export { LoopMachine, type LoopMachineOptions } from './loop-machine.js';
 export { summarizingInspector } from './inspect.js';
 export { loopMachine, nextStep, decisionOrder, type LoopSnapshot, type LoopInput } from '../machines/loop.machine.js';
 export type { Model, ModelRequest, ModelReply, ToolDefinition, FinishReason, Usage } from './model.js';
-export { ModelError } from './model.js';
+export { InvalidModelReplyError, ModelError } from './model.js';
 export {
   createAgentMachine,
   type AgentMachine,
@@ -30,9 +30,9 @@ export { defineTool, type Tool, type ToolContext, type ToolSpec, type ApprovalCo
 export { withRetry, type RetryOptions } from './models/retry.js';
 export { estimateTokens } from './tokens.js';
 export { listDirTool, readFileTool, writeFileTool, calculatorTool } from './tools/builtin.js';
-export { DuplicateToolError, InvalidToolError } from './tools/errors.js';
+export { DuplicateToolError, ExpressionError, FileToolError, InvalidToolError, PathOutsideRootError } from './tools/errors.js';
 export { openAICompatibleModel, type OpenAICompatibleOptions } from './models/openai-compatible.js';
-export { MalformedStreamError, ReadTimeoutError } from './models/errors.js';
+export { MalformedStreamError, ModelDeadlineError, ReadTimeoutError } from './models/errors.js';
 export type { SessionStore, SessionSummary, StepWrite, StoredSession } from './stores/session-store.js';
 export {
   CorruptSessionError,

@@ -111,6 +111,26 @@ describe('the packed tarball', () => {
     expect((JSON.parse(result.stdout) as string[]).filter((file) => drivers.test(file))).toEqual([]);
   });
 
+  it('isInstance holds across the ESM and CommonJS copies loaded in one process; instanceof does not', () => {
+    const probe = `
+      import { createRequire } from 'node:module';
+      import { SessionBusyError, LoopchartError, IllegalFeedError } from 'loopchart';
+      const cjs = createRequire(import.meta.url)('loopchart/testing');
+      const store = new cjs.MemorySessionStore();
+      await store.apply('s', { expectedVersion: 0, state: {} });
+      const error = await store.apply('s', { expectedVersion: 0, state: {} }).catch((e) => e);
+      console.log(JSON.stringify({
+        instanceOf: error instanceof SessionBusyError,
+        busy: SessionBusyError.isInstance(error),
+        base: LoopchartError.isInstance(error),
+        other: IllegalFeedError.isInstance(error),
+        code: error.code,
+      }));`;
+    const result = node(['--input-type=module', '-e', probe]);
+    expect(result.status, result.stderr).toBe(0);
+    expect(JSON.parse(result.stdout)).toEqual({ instanceOf: false, busy: true, base: true, other: false, code: 'SessionBusy' });
+  });
+
   it('the installed CLI loads a TypeScript --agent module, or says exactly how to', () => {
     const db = join(root, 'cli.db');
     for (const file of ['agent.ts', 'leave-midrun.mjs']) cpSync(join(fixtures, 'scripts', file), join(consumer, file));
