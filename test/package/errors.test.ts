@@ -71,6 +71,7 @@ describe('errors in one place', () => {
 
   it('isInstance recognises an error from another copy of the module, where instanceof does not', async () => {
     // A second instance of the same modules, as the CommonJS build beside the ESM one would be.
+    // @ts-expect-error: the query string makes vitest load a fresh instance; TypeScript knows no such file.
     const copy = (await import('../../src/stores/errors.js?second-copy')) as typeof import('../../src/stores/errors.js');
     const foreign = new copy.SessionBusyError('s', 1, 2);
     expect(foreign instanceof root.SessionBusyError).toBe(false);

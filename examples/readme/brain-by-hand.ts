@@ -1,5 +1,5 @@
-// Driving the brain by hand: you do the IO, the brain decides. Run: npx tsx examples/brain-by-hand.ts
-import { LoopMachine } from '../src/index.js';
+// examples/readme/brain-by-hand.ts
+import { LoopMachine } from 'loopchart';
 
 const brain = new LoopMachine();
 brain.acceptInput({ role: 'user', content: 'What is 6 * 7?' });
@@ -22,4 +22,7 @@ for (let step = brain.nextStep(); ; step = brain.nextStep()) {
   }
 }
 brain.commitPending();
-console.log(`${brain.history().length} messages committed`);
+console.log(`${brain.history().length} messages committed`); // 4 messages committed
+const saved = JSON.stringify(brain.toJSON()); // resume anywhere:
+const again = LoopMachine.restore(JSON.parse(saved));
+console.log(`restored: ${again.history().length} messages, ${again.turnsTaken()} turns`); // restored: 4 messages, 2 turns

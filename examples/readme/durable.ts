@@ -1,0 +1,12 @@
+// examples/readme/durable.ts
+import { createAgentMachine, DurableSession, openSessionStore } from 'loopchart';
+import { scriptedModel } from 'loopchart/testing';
+
+const machine = createAgentMachine({ model: scriptedModel([{ text: 'The export failed on a timeout.' }]) });
+const store = await openSessionStore(); // SQLite at .loopchart/loopchart.db (default)
+const session = await DurableSession.open({ machine, store, sessionId: 'ticket-42' });
+session.send({ type: 'input', message: 'Why did the export fail?' });
+const output = await session.whenIdle(); // stored when it resolves
+console.log(output?.outcome); // { type: 'Completed', finalText: 'The export failed on a timeout.' }
+await session.close();
+await store.close();

@@ -1,0 +1,18 @@
+// examples/readme/real-model.ts
+import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
+import { openAICompatibleModel, runAgent } from 'loopchart';
+import { aiSdkModel } from 'loopchart/ai-sdk';
+
+const baseURL = process.env.OPENAI_BASE_URL ?? 'http://localhost:11434/v1';
+
+// Dependency-free, Chat Completions over fetch with SSE streaming:
+const http = openAICompatibleModel({ baseURL, apiKey: process.env.OPENAI_API_KEY, model: 'gpt-4o-mini' });
+
+// Any AI SDK 5 provider (LanguageModelV2); needs @ai-sdk/provider installed:
+const provider = createOpenAICompatible({ name: 'local', baseURL, includeUsage: true });
+const sdk = aiSdkModel(provider.chatModel('gpt-4o-mini'));
+
+for (const model of [http, sdk]) {
+  const { outcome, text } = await runAgent({ model, prompt: 'Say hello.', signal: AbortSignal.timeout(30_000) });
+  console.log(model.name, outcome.type, text);
+}

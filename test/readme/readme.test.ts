@@ -1,0 +1,82 @@
+/**
+ * Every TypeScript block in README.md is a file under examples/readme/ (its first line names it):
+ * the test keeps the two identical, `npm run typecheck` type-checks the files (they import
+ * `loopchart` by name, mapped to src/ by tsconfig `paths`), and this test runs each one and
+ * checks the output its `console.log(...) // expected` comments promise.
+ */
+import { spawn } from 'node:child_process';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, describe, expect, it } from 'vitest';
+import { startChatServer } from '../support/chat-server.js';
+
+const REPO = fileURLToPath(new URL('../../', import.meta.url));
+const TSX = new URL('../../node_modules/tsx/dist/loader.mjs', import.meta.url).href;
+const readme = readFileSync(join(REPO, 'README.md'), 'utf8');
+const blocks = [...readme.matchAll(/```ts\n([\s\S]*?)```/g)].map((m) => m[1]!);
+const snippetDir = join(REPO, 'examples', 'readme');
+const cwd = mkdtempSync(join(tmpdir(), 'loopchart-readme-'));
+afterAll(() => rmSync(cwd, { recursive: true, force: true }));
+
+const pathOf = (block: string) => /^\/\/ (examples\/readme\/[\w-]+\.ts)\n/.exec(block)?.[1];
+
+function run(file: string, env: Record<string, string>): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  const base: NodeJS.ProcessEnv = { ...process.env, TSX_TSCONFIG_PATH: join(REPO, 'tsconfig.json'), ...env };
+  for (const name of ['OPENAI_API_KEY', 'LOOPCHART_STORE', ...(env.OPENAI_BASE_URL ? [] : ['OPENAI_BASE_URL'])]) delete base[name];
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, ['--import', TSX, join(REPO, file)], { cwd, env: base, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString('utf8')));
+    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error(`${file} did not finish within 30 s\n${stdout}\n${stderr}`));
+    }, 30_000);
+    child.on('error', reject);
+    child.on('close', (code) => {
+      clearTimeout(timer);
+      resolve({ code, stdout, stderr });
+    });
+  });
+}
+
+describe('README snippets', () => {
+  it('every TypeScript block names its file on its first line, and the file is the block, byte for byte', () => {
+    expect(blocks.length).toBeGreaterThanOrEqual(6);
+    for (const block of blocks) {
+      const path = pathOf(block);
+      expect(path, `a README block without its file:\n${block.slice(0, 200)}`).toBeDefined();
+      expect(readFileSync(join(REPO, path!), 'utf8'), path).toBe(block);
+    }
+  });
+
+  it('every file in examples/readme/ is shown in the README', () => {
+    const shown = new Set(blocks.map(pathOf));
+    for (const file of readdirSync(snippetDir)) expect(shown, file).toContain(`examples/readme/${file}`);
+  });
+
+  it.each(readdirSync(snippetDir).map((file) => `examples/readme/${file}`))('%s runs and prints what its comments say', async (file) => {
+    const env: Record<string, string> = {};
+    const server = file.endsWith('real-model.ts') ? await startChatServer() : undefined;
+    if (server) {
+      server.enqueue({ type: 'reply', text: ['Hello from HTTP.'] }, { type: 'reply', text: ['Hello from the AI SDK.'] });
+      env.OPENAI_BASE_URL = server.baseURL;
+    }
+    try {
+      const result = await run(file, env);
+      expect(result.code, `${result.stdout}\n${result.stderr}`).toBe(0);
+      const source = readFileSync(join(REPO, file), 'utf8');
+      const promised = [...source.matchAll(/console\.log\(.*\); \/\/ (.+)$/gm)].map((m) => m[1]!);
+      for (const text of promised) expect(result.stdout, file).toContain(text);
+      if (server) {
+        expect(result.stdout).toContain('Completed Hello from HTTP.');
+        expect(result.stdout).toContain('Completed Hello from the AI SDK.');
+      }
+    } finally {
+      await server?.close();
+    }
+  });
+});
