@@ -31,7 +31,20 @@ export interface ModelReply {
   usage?: Usage;
 }
 
-/** Anything that can answer a model request: the scripted model, the AI SDK adapter, the HTTP adapter. */
+/**
+ * Anything that can answer a model request: the scripted model, the AI SDK adapter, the HTTP adapter.
+ * @example
+ * ```ts
+ * const echo: Model = {
+ *   name: 'echo',
+ *   async generate(request) {
+ *     const last = request.messages.at(-1);
+ *     return { message: { role: 'assistant', content: `you said: ${last?.content ?? ''}` }, finishReason: 'stop' };
+ *   },
+ * };
+ * const { text } = await runAgent({ model: echo, prompt: 'hello' }); // 'you said: hello'
+ * ```
+ */
 export interface Model {
   readonly name: string;
   generate(request: ModelRequest): Promise<ModelReply>;

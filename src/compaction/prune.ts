@@ -26,6 +26,11 @@ export const prunedMarker = (tokens: number) => `${MARKER_PREFIX}${tokens} token
  * Message count, roles and tool-call ids stay as they were, so no tool call is ever separated
  * from its result and the brain can adopt the result with `adoptPruned`.
  * Pure; returns `pruned: 0` (and the same array) when there is nothing to prune.
+ *
+ * @example
+ * ```ts
+ * const { messages: pruned, pruned: count, tokensSaved } = pruneToolResults(history, { protectTokens: 4_000 });
+ * ```
  */
 export function pruneToolResults(messages: readonly Message[], options: PruneOptions): PruneResult {
   let tail = 0;

@@ -26,6 +26,15 @@ const DEFAULT_INSTRUCTIONS =
  * Returns null (nothing rewritten) when there is nothing before the tail to summarize.
  * Throws InvalidSummaryError when the summary is empty or was cut short: the summarized turns
  * would be lost, so the compaction fails and the driver's failure path decides what happens.
+ *
+ * @example
+ * ```ts
+ * const agent = createAgentMachine({
+ *   model,
+ *   policy: { contextWindow: 128_000, compactThreshold: 80 },
+ *   compactor: summarizingCompactor({ keepTokens: 2_000 }),
+ * });
+ * ```
  */
 export function summarizingCompactor(options: SummarizingCompactorOptions = {}): Compactor {
   const keepTokens = options.keepTokens ?? 2_000;

@@ -40,6 +40,15 @@ export class MemoryBacking {
   readonly journal = new Map<string, Map<string, MemoryJournalEntry>>();
 }
 
+/**
+ * A SessionStore in this process's memory: for tests, and for sessions that need not outlive the
+ * process.
+ * @example
+ * ```ts
+ * const backing = new MemoryBacking();               // outlives a store instance, like a file would
+ * const session = await DurableSession.open({ machine, store: new MemorySessionStore(backing), sessionId: 't1' });
+ * ```
+ */
 export class MemorySessionStore implements SessionStore {
   readonly backing: MemoryBacking;
 

@@ -8,6 +8,13 @@ import type { SessionStore } from './session-store.js';
  *   'sqlite:PATH' or any other PATH      SQLite at PATH
  * Backends are imported on demand: through this function a PostgreSQL user never loads the
  * native SQLite addon, nor a SQLite user `pg`.
+ *
+ * @example
+ * ```ts
+ * const store = await openSessionStore();                          // SQLite at .loopchart/loopchart.db
+ * const shared = await openSessionStore(process.env.DATABASE_URL); // postgres://… when set
+ * const scratch = await openSessionStore('memory:');
+ * ```
  */
 export async function openSessionStore(location?: string, options: { schema?: string } = {}): Promise<SessionStore> {
   if (location === 'memory:') {

@@ -38,6 +38,16 @@ function strayRowError(sessionId: string, error: unknown): unknown {
  * check is the UPDATE itself (`WHERE version = $expected`): under READ COMMITTED a concurrent
  * committed step makes the row re-checked against the new version, so of two writers that
  * loaded the same version exactly one updates the row and the other matches none.
+ *
+ * @example
+ * ```ts
+ * import { PostgresSessionStore } from 'loopchart/postgres';
+ *
+ * const store = new PostgresSessionStore({ connectionString: process.env.DATABASE_URL, schema: 'loopchart' });
+ * const session = await DurableSession.open({ machine, store, sessionId: 'ticket-42' });
+ * await session.close();
+ * await store.close();
+ * ```
  */
 export class PostgresSessionStore implements SessionStore {
   readonly schema: string;

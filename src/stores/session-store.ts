@@ -58,6 +58,18 @@ export interface SessionSummary {
   updatedAt: Date;
 }
 
+/**
+ * Where durable sessions live: an append-only message log and a small state row per session, each
+ * step one transaction with an optimistic version check (`SessionBusyError` when another writer
+ * won). Implementations: `MemorySessionStore`, `SqliteSessionStore` (`loopchart/sqlite`),
+ * `PostgresSessionStore` (`loopchart/postgres`); all pass one conformance suite.
+ * @example
+ * ```ts
+ * const store: SessionStore = new MemorySessionStore();
+ * const version = await store.apply('s1', { expectedVersion: 0, state: { step: 1 }, append: [{ role: 'user', content: 'hi' }] });
+ * const stored = await store.load('s1'); // { version: 1, state: { step: 1 }, messages: [...] }
+ * ```
+ */
 export interface SessionStore {
   /** The session, or undefined if it was never created. Throws CorruptSessionError on bad rows. */
   load(sessionId: string): Promise<StoredSession | undefined>;

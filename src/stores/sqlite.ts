@@ -77,6 +77,16 @@ function prepareStatements(db: SqliteConnection) {
   };
 }
 
+/**
+ * The embedded session store: one SQLite file (WAL), safe for several processes on one machine.
+ * @example
+ * ```ts
+ * import { SqliteSessionStore } from 'loopchart/sqlite';
+ *
+ * const store = new SqliteSessionStore({ path: '.loopchart/loopchart.db' }); // driver: node:sqlite or better-sqlite3
+ * const session = await DurableSession.open({ machine, store, sessionId: 'ticket-42' });
+ * ```
+ */
 export class SqliteSessionStore implements SessionStore {
   readonly path: string;
   /** The binding this store runs on. */

@@ -55,6 +55,22 @@ export interface Tool<S extends z.ZodType = z.ZodType, O = unknown> extends Read
   readonly definition: ToolDefinition;
 }
 
+/**
+ * A tool the model can call: its name and description, a zod 4 schema for the arguments (what the
+ * model sees as JSON Schema, and what validates its arguments), and `execute`. Throws
+ * `InvalidToolError` for a name no provider accepts, a schema without an object JSON Schema, or a
+ * zod 3 schema.
+ * @example
+ * ```ts
+ * const add = defineTool({
+ *   name: 'add',
+ *   description: 'Adds two numbers.',
+ *   input: z.object({ a: z.number(), b: z.number() }),
+ *   execute: ({ a, b }) => a + b,   // the result goes to the model as JSON (a string as is)
+ *   timeoutMs: 5_000,
+ * });
+ * ```
+ */
 export function defineTool<S extends z.ZodType, O>(spec: ToolSpec<S, O>): Tool<S, O> {
   const meta = ToolMetaSchema.safeParse(spec);
   if (!meta.success) throw new InvalidToolError(String(spec.name), z.prettifyError(meta.error));
