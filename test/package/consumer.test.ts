@@ -18,6 +18,10 @@ const manifest = JSON.parse(readFileSync(join(repo, 'package.json'), 'utf8')) as
   devDependencies: Record<string, string>;
 };
 
+const [major, minor] = process.versions.node.split('.').map(Number) as [number, number];
+/** Node with node:sqlite unflagged: the consumer installs without optional dependencies (no native compile). */
+const builtinSqlite = major > 22 || (major === 22 && minor >= 13);
+
 let root: string;
 let consumer: string;
 const npm = process.platform === 'win32' ? 'npm.cmd' : 'npm';
@@ -37,7 +41,8 @@ beforeAll(() => {
   const dev = manifest.devDependencies;
   // The peers and tools at the versions this repo tests with (so they come from npm's cache).
   const wanted = ['xstate', 'zod', 'typescript', '@types/node', 'pg', '@types/pg'].map((name) => `${name}@${dev[name]}`);
-  execFileSync(npm, ['install', '--no-audit', '--no-fund', '--prefer-offline', tarball, ...wanted], {
+  const omit = builtinSqlite ? ['--omit=optional'] : [];
+  execFileSync(npm, ['install', '--no-audit', '--no-fund', '--prefer-offline', ...omit, tarball, ...wanted], {
     cwd: consumer,
     stdio: ['ignore', 'pipe', 'pipe'],
     timeout: 540_000,
@@ -77,12 +82,11 @@ describe('the packed tarball', () => {
     const result = node([script, join(root, `${script}.db`)]);
     expect(result.stderr.replace(/.*ExperimentalWarning: SQLite.*\n|.*--trace-warnings.*\n/g, '')).toBe('');
     expect(result.status).toBe(0);
-    const [major, minor] = process.versions.node.split('.').map(Number) as [number, number];
     expect(JSON.parse(result.stdout)).toEqual({
       run: { type: 'Completed', finalText: 'five' },
       durable: { type: 'Completed', finalText: 'five' },
       storedMessages: 4,
-      driver: major > 22 || (major === 22 && minor >= 13) ? 'node:sqlite' : 'better-sqlite3',
+      driver: builtinSqlite ? 'node:sqlite' : 'better-sqlite3',
       busy: 'SessionBusy',
     });
   });
@@ -155,7 +159,16 @@ describe('the packed tarball', () => {
     expect(resumed.stdout).toContain('outcome: Completed: resumed and done');
   });
 
-  it('loopchart/sqlite loads better-sqlite3 only when a store is opened on it', () => {
+  it.skipIf(!builtinSqlite)('installed without optional dependencies: no better-sqlite3, and asking for it names the fix', () => {
+    expect(existsSync(join(consumer, 'node_modules', 'better-sqlite3'))).toBe(false);
+    const probe = `
+      const { SqliteSessionStore } = require('loopchart/sqlite');
+      try { new SqliteSessionStore({ path: ':memory:', driver: 'better-sqlite3' }); } catch (e) { console.log(e.code + ': ' + e.message); }`;
+    const result = node(['-e', probe]);
+    expect(result.stdout).toMatch(/^SqliteDriverUnavailable: .*npm install better-sqlite3/);
+  });
+
+  it.skipIf(builtinSqlite)('loopchart/sqlite loads better-sqlite3 only when a store is opened on it', () => {
     const probe = `
       const { SqliteSessionStore } = require('loopchart/sqlite');
       const loaded = () => Object.keys(require.cache).filter((f) => ${drivers}.test(f));
