@@ -5,8 +5,9 @@ import type { Usage } from './model.js';
 import type { Message, Outcome } from './schemas.js';
 
 /**
- * One run of an agent, without XState: the agent's configuration (`model`, `tools`, ...) plus
- * what to ask and how to stop it.
+ * One run of an agent, without XState: the agent's configuration (`model`, `tools`,
+ * `instructions` — the system prompt, sent on every call and never stored — ...) plus what to ask
+ * and how to stop it.
  */
 export interface RunAgentOptions extends AgentConfig {
   /** The user's message that starts the run. */
@@ -85,6 +86,7 @@ function outputOf(actor: AgentActor): Promise<AgentOutput> {
  * const { text, outcome, usage } = await runAgent({
  *   model: openAICompatibleModel({ baseURL: 'http://localhost:11434/v1', model: 'qwen3' }),
  *   tools: [add],
+ *   instructions: 'You are a careful calculator.',
  *   prompt: 'What is 2 + 3?',
  *   signal: AbortSignal.timeout(60_000),
  * });

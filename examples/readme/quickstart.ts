@@ -18,6 +18,7 @@ const model: Model = process.env.OPENAI_BASE_URL
 const { text, outcome, messages, usage } = await runAgent({
   model,
   tools: [add],
+  instructions: 'You are a careful calculator. Use the add tool.',
   prompt: 'What is 2 + 3?',
   signal: AbortSignal.timeout(60_000),
 });

@@ -42,6 +42,19 @@ describe('runAgent', () => {
     expect(result.usage).toMatchObject({ inputTokens: 30, outputTokens: 8 });
   });
 
+  it('passes instructions through: sent to the model as the system prompt, not stored in the messages', async () => {
+    const seen: string[][] = [];
+    const model = scriptedModel([
+      (request) => {
+        seen.push(request.messages.map((m) => `${m.role}:${m.content}`));
+        return { text: 'ok' };
+      },
+    ]);
+    const result = await runAgent({ model, prompt: 'hi', instructions: 'Be brief.' });
+    expect(seen[0]).toEqual(['system:Be brief.', 'user:hi']);
+    expect(result.messages.map((m) => m.role)).toEqual(['user', 'assistant']);
+  });
+
   it('continues from a given history', async () => {
     const history = [
       { role: 'user' as const, content: 'hi' },
