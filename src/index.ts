@@ -47,7 +47,7 @@ export { SqliteDriverUnavailableError } from './stores/sqlite-driver.js';
 export { MemorySessionStore } from './stores/memory.js';
 export { openSessionStore } from './stores/open.js';
 export { pruneToolResults, type PruneOptions, type PruneResult } from './compaction/prune.js';
-export { summarizingCompactor, type SummarizingCompactorOptions } from './compaction/summarize.js';
+export { InvalidSummaryError, summarizingCompactor, type SummarizingCompactorOptions } from './compaction/summarize.js';
 export { InvalidConfigError, type PruningInput } from './agent/pruning.js';
 export { DurableSession, SessionNotIdleError, type OpenSessionOptions } from './sessions/durable-session.js';
 export { SessionRowError } from './sessions/session-row.js';
