@@ -43,6 +43,15 @@ export {
   StoreSchemaVersionError,
   type CorruptPart,
 } from './stores/errors.js';
+export {
+  InvalidSessionIdError,
+  MAX_SESSION_ID_LENGTH,
+  StoreCorruptError,
+  StoreError,
+  StoreFullError,
+  StoreUnavailableError,
+} from './stores/errors.js';
+export { sessionIdProblem } from './stores/step.js';
 export { SqliteDriverUnavailableError } from './stores/sqlite-driver.js';
 export { MemorySessionStore } from './stores/memory.js';
 export { openSessionStore } from './stores/open.js';

@@ -103,3 +103,74 @@ export class StoreBusyError extends LoopchartError {
     super('StoreBusy', `${where} stayed locked by another writer; try again later`, options);
   }
 }
+
+/** The longest session id every store takes, in UTF-16 code units (what `string.length` counts). */
+export const MAX_SESSION_ID_LENGTH = 256;
+
+/**
+ * A session id that breaks the one id rule every store applies before any query: a non-empty
+ * string of at most `MAX_SESSION_ID_LENGTH` code units, well-formed Unicode (no lone surrogate,
+ * which a database would store as U+FFFD and so merge with another id) and no control
+ * character (C0, DEL, C1; NUL included). Nothing was read or written.
+ *
+ * @example
+ * try { await store.load('a\uD800'); } catch (e) { if (e instanceof InvalidSessionIdError) console.log(e.code); }
+ */
+export class InvalidSessionIdError extends LoopchartError {
+  /** The refused id, as given (it may hold anything: print `message`, which escapes it). */
+  readonly sessionId: unknown;
+  readonly problem: string;
+  constructor(sessionId: unknown, problem: string) {
+    super('InvalidSessionId', `invalid session id ${describeId(sessionId)}: ${problem}`);
+    this.sessionId = sessionId;
+    this.problem = problem;
+  }
+}
+
+/**
+ * At most 40 code units, quoted, with every control character (DEL and C1 too, which JSON
+ * leaves as they are) and lone surrogate written as \u…: safe to print on a terminal.
+ */
+function describeId(sessionId: unknown): string {
+  if (typeof sessionId !== 'string') return `of type ${typeof sessionId}`;
+  const shown = JSON.stringify(sessionId.slice(0, 40)).replace(
+    /[\u007f-\u009f]/g,
+    (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`,
+  );
+  return sessionId.length > 40 ? `${shown}… (${sessionId.length} code units)` : shown;
+}
+
+/**
+ * The storage under a store failed: what the database or its driver reported, as a loopchart
+ * error with a stable `code` and the driver's error as `cause`. The subclasses name the
+ * failures an operator acts on differently; this class itself (code `StoreFailed`) is the rest.
+ */
+export class StoreError extends LoopchartError {
+  /** Which store, e.g. `SQLite store /srv/app/loopchart.db` or `PostgreSQL store (schema loopchart)`. */
+  readonly where: string;
+  constructor(where: string, problem: string, options?: { cause?: unknown; code?: string }) {
+    super(options?.code ?? 'StoreFailed', `${where}: ${problem}`, options);
+    this.where = where;
+  }
+}
+
+/** The database file is damaged or is not a database at all. Restore it from a backup. */
+export class StoreCorruptError extends StoreError {
+  constructor(where: string, detail: string, options?: { cause?: unknown }) {
+    super(where, `the database is corrupt or not a database (${detail})`, { ...options, code: 'StoreCorrupt' });
+  }
+}
+
+/** The disk (or the database's size limit) is full. Nothing of the failed write was kept. */
+export class StoreFullError extends StoreError {
+  constructor(where: string, detail: string, options?: { cause?: unknown }) {
+    super(where, `the database is full (${detail}); nothing of this write was kept`, { ...options, code: 'StoreFull' });
+  }
+}
+
+/** The database cannot be reached or opened: a refused or lost connection, a file that cannot be opened. */
+export class StoreUnavailableError extends StoreError {
+  constructor(where: string, detail: string, options?: { cause?: unknown }) {
+    super(where, `the database is unavailable (${detail})`, { ...options, code: 'StoreUnavailable' });
+  }
+}

@@ -7,7 +7,14 @@ export {
   SessionNotFoundError,
   StoreBusyError,
   StoreSchemaVersionError,
+  InvalidSessionIdError,
+  MAX_SESSION_ID_LENGTH,
+  StoreCorruptError,
+  StoreError,
+  StoreFullError,
+  StoreUnavailableError,
 } from './errors.js';
+export { sessionIdProblem } from './step.js';
 export type { CorruptPart } from './errors.js';
 export { MemoryBacking, MemorySessionStore } from './memory.js';
 export { DEFAULT_SQLITE_PATH, SqliteSessionStore } from './sqlite.js';

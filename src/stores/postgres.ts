@@ -4,7 +4,8 @@ import type { Pool, PoolClient, QueryResult, QueryResultRow } from 'pg';
 import type { ToolMessage } from '../schemas.js';
 import { decodeJournalEntry, decodeSession } from './decode.js';
 import type { LogRow } from './decode.js';
-import { CorruptSessionError, SessionBusyError } from './errors.js';
+import { LoopchartError } from '../errors.js';
+import { CorruptSessionError, SessionBusyError, StoreCorruptError, StoreError, StoreFullError, StoreUnavailableError } from './errors.js';
 import { migratePostgres, quoteSchema } from './postgres-schema.js';
 import type { SessionStore, SessionSummary, StepWrite, StoredSession } from './session-store.js';
 import { checkSessionId, encodeJournalEntry, encodeStep, planStep } from './step.js';
@@ -25,6 +26,31 @@ interface HeadRow {
   version: number;
   message_count: number;
   state: string;
+}
+
+/** Node's socket errors that mean the server cannot be reached. */
+const UNREACHABLE = new Set(['ECONNREFUSED', 'ECONNRESET', 'ENOTFOUND', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'EAI_AGAIN', 'EPIPE']);
+/** SQLSTATEs beyond class 08 that mean the server is going or gone, or takes no connection. */
+const GONE = new Set(['57P01', '57P02', '57P03', '53300']);
+
+/**
+ * What pg threw, as the loopchart store error it means (the pg error kept as `cause`): an
+ * unreachable or lost server, a full disk, damaged data, or any other failure. loopchart's own
+ * errors pass through unchanged.
+ */
+function postgresStoreError(where: string, error: unknown): unknown {
+  if (LoopchartError.isInstance(error)) return error;
+  const code = (error as { code?: unknown } | null)?.code;
+  const message = error instanceof Error ? error.message : String(error);
+  const detail = typeof code === 'string' ? `${code}: ${message}` : message;
+  if (typeof code === 'string' && (UNREACHABLE.has(code) || GONE.has(code) || code.startsWith('08'))) {
+    return new StoreUnavailableError(where, detail, { cause: error });
+  }
+  // pg reports a dropped connection or a connect timeout without a code.
+  if (code === undefined && /connection|timeout/i.test(message)) return new StoreUnavailableError(where, detail, { cause: error });
+  if (code === '53100') return new StoreFullError(where, detail, { cause: error });
+  if (code === 'XX001' || code === 'XX002') return new StoreCorruptError(where, detail, { cause: error });
+  return new StoreError(where, detail, { cause: error });
 }
 
 /** A unique violation on the log's primary key: only rows past message_count can collide. */
@@ -58,10 +84,13 @@ export class PostgresSessionStore implements SessionStore {
   private readonly tag: string;
   private readyPromise: Promise<void> | undefined;
   private closed = false;
+  /** Names the store in errors without the connection string (it may hold a password). */
+  private readonly where: string;
 
   constructor(options: PostgresStoreOptions) {
     this.schema = options.schema ?? 'loopchart';
     this.s = quoteSchema(this.schema);
+    this.where = `PostgreSQL store (schema ${this.schema})`;
     this.tag = `lc_${createHash('sha1').update(this.schema).digest('hex').slice(0, 10)}_`;
     if (options.pool) {
       this.pool = options.pool;
@@ -77,79 +106,89 @@ export class PostgresSessionStore implements SessionStore {
   }
 
   async load(sessionId: string): Promise<StoredSession | undefined> {
-    checkSessionId(sessionId);
-    await this.ready();
-    // REPEATABLE READ: the head row and the log come from one snapshot even if a step commits
-    // between the two SELECTs.
-    return this.transaction('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY', async (client) => {
-      const head = await this.query<HeadRow>(client, 'head', `SELECT version, message_count, state FROM ${this.s}.sessions WHERE session_id = $1`, [
-        sessionId,
-      ]);
-      const row = head.rows[0];
-      if (!row) return undefined;
-      const log = await this.query<LogRow>(
-        client,
-        'log',
-        `SELECT position, message FROM ${this.s}.messages WHERE session_id = $1 ORDER BY position`,
-        [sessionId],
-      );
-      return decodeSession(sessionId, { version: row.version, messageCount: row.message_count, stateJson: row.state }, log.rows);
+    return this.guard(async () => {
+      checkSessionId(sessionId);
+      await this.ready();
+      // REPEATABLE READ: the head row and the log come from one snapshot even if a step commits
+      // between the two SELECTs.
+      return this.transaction('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY', async (client) => {
+        const head = await this.query<HeadRow>(client, 'head', `SELECT version, message_count, state FROM ${this.s}.sessions WHERE session_id = $1`, [
+          sessionId,
+        ]);
+        const row = head.rows[0];
+        if (!row) return undefined;
+        const log = await this.query<LogRow>(
+          client,
+          'log',
+          `SELECT position, message FROM ${this.s}.messages WHERE session_id = $1 ORDER BY position`,
+          [sessionId],
+        );
+        return decodeSession(sessionId, { version: row.version, messageCount: row.message_count, stateJson: row.state }, log.rows);
+      });
     });
   }
 
   async apply(sessionId: string, write: StepWrite): Promise<number> {
-    const step = encodeStep(sessionId, write);
-    // Rules of a create that need no database (e.g. truncateTo on an empty log) fail before any round trip.
-    if (step.expectedVersion === 0) planStep(sessionId, undefined, step);
-    await this.ready();
-    if (step.expectedVersion !== 0 && step.truncateTo !== undefined) {
-      return this.transaction('BEGIN', (client) => this.applyWithTruncation(client, sessionId, step));
-    }
-    return this.applyInOneStatement(sessionId, step);
+    return this.guard(async () => {
+      const step = encodeStep(sessionId, write);
+      // Rules of a create that need no database (e.g. truncateTo on an empty log) fail before any round trip.
+      if (step.expectedVersion === 0) planStep(sessionId, undefined, step);
+      await this.ready();
+      if (step.expectedVersion !== 0 && step.truncateTo !== undefined) {
+        return this.transaction('BEGIN', (client) => this.applyWithTruncation(client, sessionId, step));
+      }
+      return this.applyInOneStatement(sessionId, step);
+    });
   }
 
   async list(): Promise<SessionSummary[]> {
-    await this.ready();
-    const result = await this.pool.query<{
-      session_id: string;
-      version: number;
-      message_count: number;
-      created_at: Date;
-      updated_at: Date;
-    }>(
-      `SELECT session_id, version, message_count, created_at, updated_at FROM ${this.s}.sessions ORDER BY updated_at DESC, session_id`,
-    );
-    return result.rows.map((row) => ({
-      sessionId: row.session_id,
-      version: row.version,
-      messageCount: row.message_count,
-      createdAt: row.created_at,
-      updatedAt: row.updated_at,
-    }));
+    return this.guard(async () => {
+      await this.ready();
+      const result = await this.pool.query<{
+        session_id: string;
+        version: number;
+        message_count: number;
+        created_at: Date;
+        updated_at: Date;
+      }>(
+        `SELECT session_id, version, message_count, created_at, updated_at FROM ${this.s}.sessions ORDER BY updated_at DESC, session_id`,
+      );
+      return result.rows.map((row) => ({
+        sessionId: row.session_id,
+        version: row.version,
+        messageCount: row.message_count,
+        createdAt: row.created_at,
+        updatedAt: row.updated_at,
+      }));
+    });
   }
 
   async journalToolResult(sessionId: string, turnKey: string, result: ToolMessage): Promise<void> {
-    const entry = encodeJournalEntry(sessionId, turnKey, result);
-    await this.ready();
-    await this.query(
-      this.pool,
-      'journal_insert',
-      `INSERT INTO ${this.s}.tool_journal (session_id, turn_key, tool_call_id, result) VALUES ($1, $2, $3, $4)
-       ON CONFLICT (session_id, turn_key, tool_call_id) DO NOTHING`,
-      [sessionId, turnKey, entry.toolCallId, entry.json],
-    );
+    return this.guard(async () => {
+      const entry = encodeJournalEntry(sessionId, turnKey, result);
+      await this.ready();
+      await this.query(
+        this.pool,
+        'journal_insert',
+        `INSERT INTO ${this.s}.tool_journal (session_id, turn_key, tool_call_id, result) VALUES ($1, $2, $3, $4)
+         ON CONFLICT (session_id, turn_key, tool_call_id) DO NOTHING`,
+        [sessionId, turnKey, entry.toolCallId, entry.json],
+      );
+    });
   }
 
   async journaledToolResults(sessionId: string, turnKey: string): Promise<ToolMessage[]> {
-    checkSessionId(sessionId);
-    await this.ready();
-    const result = await this.query<{ tool_call_id: string; result: string }>(
-      this.pool,
-      'journal_read',
-      `SELECT tool_call_id, result FROM ${this.s}.tool_journal WHERE session_id = $1 AND turn_key = $2 ORDER BY seq`,
-      [sessionId, turnKey],
-    );
-    return result.rows.map((row) => decodeJournalEntry(sessionId, turnKey, row.tool_call_id, row.result));
+    return this.guard(async () => {
+      checkSessionId(sessionId);
+      await this.ready();
+      const result = await this.query<{ tool_call_id: string; result: string }>(
+        this.pool,
+        'journal_read',
+        `SELECT tool_call_id, result FROM ${this.s}.tool_journal WHERE session_id = $1 AND turn_key = $2 ORDER BY seq`,
+        [sessionId, turnKey],
+      );
+      return result.rows.map((row) => decodeJournalEntry(sessionId, turnKey, row.tool_call_id, row.result));
+    });
   }
 
   async close(): Promise<void> {
@@ -261,8 +300,17 @@ export class PostgresSessionStore implements SessionStore {
     return new SessionBusyError(sessionId, step.expectedVersion, row?.version ?? 0);
   }
 
+  /** Every public call runs here: what pg throws leaves as a loopchart store error. */
+  private async guard<T>(work: () => Promise<T>): Promise<T> {
+    try {
+      return await work();
+    } catch (error) {
+      throw postgresStoreError(this.where, error);
+    }
+  }
+
   private ready(): Promise<void> {
-    if (this.closed) return Promise.reject(new Error('PostgresSessionStore is closed'));
+    if (this.closed) return Promise.reject(new StoreError(this.where, 'the store is closed', { code: 'StoreClosed' }));
     this.readyPromise ??= this.transaction('BEGIN', (client) => migratePostgres(client, this.schema)).catch((error: unknown) => {
       // Not cached: a server that was down at first use should not poison the store forever.
       this.readyPromise = undefined;

@@ -23,8 +23,11 @@ export interface SqliteConnection {
   close(): void;
 }
 
-/** What a driver error means to the store, whichever binding raised it. */
-export type SqliteFailure = 'busy' | 'primary-key' | 'other';
+/**
+ * What a driver error means to the store, whichever binding raised it; 'other' is any other
+ * SQLite error, and null is an error that did not come from SQLite at all.
+ */
+export type SqliteFailure = 'busy' | 'primary-key' | 'corrupt' | 'full' | 'cantopen' | 'other';
 
 /** No usable SQLite binding: Node is older than 22.5 and better-sqlite3 is not installed (or not built). */
 export class SqliteDriverUnavailableError extends LoopchartError {
@@ -36,25 +39,39 @@ export class SqliteDriverUnavailableError extends LoopchartError {
 }
 
 // Extended result codes are the primary code in the low byte.
-const SQLITE_BUSY = 5;
 const SQLITE_CONSTRAINT_PRIMARYKEY = 1555;
+const PRIMARY_CODES: ReadonlyMap<number, SqliteFailure> = new Map([
+  [5, 'busy'], // SQLITE_BUSY
+  [11, 'corrupt'], // SQLITE_CORRUPT
+  [26, 'corrupt'], // SQLITE_NOTADB
+  [13, 'full'], // SQLITE_FULL
+  [14, 'cantopen'], // SQLITE_CANTOPEN
+]);
+const SYMBOLIC_CODES: ReadonlyMap<string, SqliteFailure> = new Map([
+  ['SQLITE_BUSY', 'busy'],
+  ['SQLITE_CORRUPT', 'corrupt'],
+  ['SQLITE_NOTADB', 'corrupt'],
+  ['SQLITE_FULL', 'full'],
+  ['SQLITE_CANTOPEN', 'cantopen'],
+]);
 
-/** Classifies an error from either binding without loading either. */
-export function sqliteFailure(error: unknown): SqliteFailure {
+/** Classifies an error from either binding without loading either; null when SQLite did not raise it. */
+export function sqliteFailure(error: unknown): SqliteFailure | null {
   const e = error as { code?: unknown; errcode?: unknown } | null;
-  if (!e || typeof e !== 'object') return 'other';
+  if (!e || typeof e !== 'object') return null;
   // node:sqlite: code ERR_SQLITE_ERROR with the numeric extended code in `errcode`.
   if (typeof e.errcode === 'number') {
-    if ((e.errcode & 0xff) === SQLITE_BUSY) return 'busy';
     if (e.errcode === SQLITE_CONSTRAINT_PRIMARYKEY) return 'primary-key';
-    return 'other';
+    return PRIMARY_CODES.get(e.errcode & 0xff) ?? 'other';
   }
-  // better-sqlite3: SqliteError with the symbolic extended code.
-  if (typeof e.code === 'string') {
-    if (e.code.startsWith('SQLITE_BUSY')) return 'busy';
+  if (e.code === 'ERR_SQLITE_ERROR') return 'other';
+  // better-sqlite3: SqliteError with the symbolic extended code (SQLITE_BUSY_SNAPSHOT, …).
+  if (typeof e.code === 'string' && e.code.startsWith('SQLITE_')) {
     if (e.code === 'SQLITE_CONSTRAINT_PRIMARYKEY') return 'primary-key';
+    const primary = /^SQLITE_[A-Z]+/.exec(e.code)![0];
+    return SYMBOLIC_CODES.get(primary) ?? 'other';
   }
-  return 'other';
+  return null;
 }
 
 interface NodeSqliteModule {

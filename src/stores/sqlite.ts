@@ -3,7 +3,8 @@ import { dirname, resolve } from 'node:path';
 import type { ToolMessage } from '../schemas.js';
 import { decodeJournalEntry, decodeSession } from './decode.js';
 import type { LogRow } from './decode.js';
-import { CorruptSessionError, StoreBusyError } from './errors.js';
+import { LoopchartError } from '../errors.js';
+import { CorruptSessionError, StoreBusyError, StoreCorruptError, StoreError, StoreFullError, StoreUnavailableError } from './errors.js';
 import type { SessionStore, SessionSummary, StepWrite, StoredSession } from './session-store.js';
 import { migrateSqlite } from './sqlite-schema.js';
 import { openSqlite, sqliteFailure, type SqliteConnection, type SqliteDriverName } from './sqlite-driver.js';
@@ -48,7 +49,27 @@ interface SummaryRow {
   updated_at: number;
 }
 
-const isBusy = (error: unknown): boolean => sqliteFailure(error) === 'busy';
+/**
+ * A driver error as the loopchart store error it means, the driver's error kept as `cause`;
+ * loopchart's own errors and errors that did not come from SQLite pass through unchanged.
+ */
+function storeError(where: string, error: unknown): unknown {
+  const failure = sqliteFailure(error);
+  if (failure === null || LoopchartError.isInstance(error)) return error;
+  const detail = (error as Error).message;
+  switch (failure) {
+    case 'busy':
+      return new StoreBusyError(where, { cause: error });
+    case 'corrupt':
+      return new StoreCorruptError(where, detail, { cause: error });
+    case 'full':
+      return new StoreFullError(where, detail, { cause: error });
+    case 'cantopen':
+      return new StoreUnavailableError(where, detail, { cause: error });
+    default:
+      return new StoreError(where, detail, { cause: error });
+  }
+}
 
 function prepareStatements(db: SqliteConnection) {
   return {
@@ -100,7 +121,12 @@ export class SqliteSessionStore implements SessionStore {
     const path = options.path ?? DEFAULT_SQLITE_PATH;
     this.path = path === ':memory:' ? path : resolve(path);
     if (this.path !== ':memory:') mkdirSync(dirname(this.path), { recursive: true });
-    this.db = openSqlite(this.path, { busyTimeoutMs: options.busyTimeoutMs ?? 5000, ...(options.driver && { driver: options.driver }) });
+    const where = `SQLite store ${this.path}`;
+    try {
+      this.db = openSqlite(this.path, { busyTimeoutMs: options.busyTimeoutMs ?? 5000, ...(options.driver && { driver: options.driver }) });
+    } catch (error) {
+      throw storeError(where, error);
+    }
     this.driver = this.db.driver;
     try {
       // WAL: readers never block the writer and a commit appends to one file; it is also what
@@ -111,7 +137,7 @@ export class SqliteSessionStore implements SessionStore {
       this.sql = prepareStatements(this.db);
     } catch (error) {
       this.db.close();
-      throw isBusy(error) ? new StoreBusyError(`SQLite store ${this.path}`, { cause: error }) : error;
+      throw storeError(where, error);
     }
     this.applyTxn = (sessionId, step) => this.db.transaction('immediate', () => this.applyLocked(sessionId, step));
     // A deferred read transaction: the head row and the log come from one snapshot even if
@@ -194,8 +220,7 @@ export class SqliteSessionStore implements SessionStore {
     try {
       return work();
     } catch (error) {
-      if (isBusy(error)) throw new StoreBusyError(`SQLite store ${this.path}`, { cause: error });
-      throw error;
+      throw storeError(`SQLite store ${this.path}`, error);
     }
   }
 }

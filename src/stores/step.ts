@@ -1,6 +1,6 @@
 import type { z } from 'zod';
 import { ToolMessageSchema } from '../schemas.js';
-import { InvalidWriteError, SessionBusyError, SessionNotFoundError } from './errors.js';
+import { InvalidSessionIdError, InvalidWriteError, MAX_SESSION_ID_LENGTH, SessionBusyError, SessionNotFoundError } from './errors.js';
 import { StepWriteSchema } from './session-store.js';
 import type { StepWrite } from './session-store.js';
 
@@ -97,10 +97,36 @@ export function planStep(sessionId: string, head: SessionHead | undefined, step:
   };
 }
 
-export function checkSessionId(sessionId: string): void {
-  if (typeof sessionId !== 'string' || sessionId.length === 0) {
-    throw new InvalidWriteError(String(sessionId), 'session id must be a non-empty string');
+// With the u flag a paired surrogate is one code point, so \p{Cs} matches lone surrogates only.
+const LONE_SURROGATE = /\p{Cs}/u;
+const CONTROL = /\p{Cc}/u;
+
+/**
+ * Why `sessionId` breaks the one id rule of every store, or null when it is fine: a non-empty
+ * string of at most `MAX_SESSION_ID_LENGTH` code units, well-formed Unicode, no control
+ * character. Pure, for callers that check an id before they reach a store (a CLI argument).
+ *
+ * @example
+ * sessionIdProblem('support/42'); // null
+ * sessionIdProblem('a\u0000b');  // 'it holds a control character at index 1'
+ */
+export function sessionIdProblem(sessionId: unknown): string | null {
+  if (typeof sessionId !== 'string') return 'a session id must be a string';
+  if (sessionId.length === 0) return 'a session id must not be empty';
+  if (sessionId.length > MAX_SESSION_ID_LENGTH) {
+    return `it is ${sessionId.length} code units long; the limit is ${MAX_SESSION_ID_LENGTH}`;
   }
+  const surrogate = LONE_SURROGATE.exec(sessionId);
+  if (surrogate) return `it holds a lone surrogate at index ${surrogate.index} (not well-formed Unicode)`;
+  const control = CONTROL.exec(sessionId);
+  if (control) return `it holds a control character at index ${control.index}`;
+  return null;
+}
+
+/** Every store calls this before any query: the id rule of `sessionIdProblem`, as a typed error. */
+export function checkSessionId(sessionId: string): void {
+  const problem = sessionIdProblem(sessionId);
+  if (problem) throw new InvalidSessionIdError(sessionId, problem);
 }
 
 /** Validates a journal write and serializes the result. */

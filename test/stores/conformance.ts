@@ -4,7 +4,9 @@ import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import type { Message, ToolMessage } from '../../src/schemas.js';
 import {
   CorruptSessionError,
+  InvalidSessionIdError,
   InvalidWriteError,
+  MAX_SESSION_ID_LENGTH,
   SessionBusyError,
   SessionNotFoundError,
   StoreSchemaVersionError,
@@ -299,7 +301,6 @@ export function describeSessionStoreConformance(name: string, harness: StoreHarn
           ['BigInt state', () => store.apply('s', { expectedVersion: 1, state: { n: 1n } })],
           ['undefined state', () => store.apply('s', { expectedVersion: 1, state: undefined })],
           ['negative version', () => store.apply('s', { expectedVersion: -1, state: 'x' })],
-          ['empty session id', () => store.apply('', { expectedVersion: 0, state: 'x' })],
           ['truncate a new session', () => store.apply('t', { expectedVersion: 0, state: 'x', truncateTo: 1 })],
           ['bad journal entry', () => store.journalToolResult('s', 'k', { role: 'tool', toolCallId: '', toolName: 'x', content: '' })],
           ['empty turn key', () => store.journalToolResult('s', '', toolResult('c', 'x'))],
@@ -311,6 +312,57 @@ export function describeSessionStoreConformance(name: string, harness: StoreHarn
         expect(await store.load('s')).toEqual(before);
         expect(await store.load('t')).toBeUndefined();
         expect(await store.journaledToolResults('s', 'k')).toEqual([]);
+      });
+    });
+
+    describe('session ids', () => {
+      const BAD_IDS: Array<[string, string]> = [
+        ['empty', ''],
+        ['a lone high surrogate', 'a\uD800'],
+        ['another lone high surrogate', 'a\uDBFF'],
+        ['a lone low surrogate', '\uDC00b'],
+        ['a NUL', 'a\u0000b'],
+        ['a C0 control', 'bell\u0007'],
+        ['DEL', 'x\u007F'],
+        ['a C1 control', 'x\u009B[31m'],
+        ['one code unit past the limit', 'x'.repeat(MAX_SESSION_ID_LENGTH + 1)],
+        ['1 MB', 'y'.repeat(1 << 20)],
+      ];
+
+      it('one rule for every call: refused with InvalidSessionIdError before any query, nothing written', async () => {
+        const store = await setup();
+        await store.apply('keep', { expectedVersion: 0, state: 'k', append: [user('a')] });
+        for (const [what, id] of BAD_IDS) {
+          const calls: Array<[string, () => Promise<unknown>]> = [
+            ['load', () => store.load(id)],
+            ['apply', () => store.apply(id, { expectedVersion: 0, state: 'x', append: [user('x')] })],
+            ['journalToolResult', () => store.journalToolResult(id, 'k', toolResult('c', 'x'))],
+            ['journaledToolResults', () => store.journaledToolResults(id, 'k')],
+          ];
+          for (const [call, attempt] of calls) {
+            const error = await rejection(attempt());
+            expect(error, `${call} with ${what}`).toBeInstanceOf(InvalidSessionIdError);
+            expect(error).toMatchObject({ code: 'InvalidSessionId', sessionId: id });
+            // The message escapes the id and cuts it short: a 1 MB id is not echoed back.
+            expect((error as Error).message.length).toBeLessThan(300);
+            expect((error as Error).message).not.toMatch(/[\u0000-\u001f\u007f-\u009f]/);
+          }
+        }
+        expect((await store.list()).map((s) => s.sessionId)).toEqual(['keep']);
+      });
+
+      it('ids at the edge of the rule work and stay apart: the limit, astral characters, SQL, prototype names', async () => {
+        const store = await setup();
+        const ids = ['x'.repeat(MAX_SESSION_ID_LENGTH), 'emoji 😀 𝄞', "'; DROP TABLE sessions; --", '__proto__', 'constructor', 'toString', 'a b/c\\d'];
+        for (const [i, id] of ids.entries()) {
+          await store.apply(id, { expectedVersion: 0, state: i, append: [user(`for ${i}`)] });
+          await store.journalToolResult(id, 'k', toolResult('c', `r${i}`));
+        }
+        for (const [i, id] of ids.entries()) {
+          expect(await store.load(id)).toEqual({ sessionId: id, version: 1, state: i, messages: [user(`for ${i}`)] });
+          expect(await store.journaledToolResults(id, 'k')).toEqual([toolResult('c', `r${i}`)]);
+        }
+        expect((await store.list()).map((s) => s.sessionId).sort()).toEqual([...ids].sort());
       });
     });
 
