@@ -148,8 +148,8 @@ function describeId(sessionId: unknown): string {
 export class StoreError extends LoopchartError {
   /** Which store, e.g. `SQLite store /srv/app/loopchart.db` or `PostgreSQL store (schema loopchart)`. */
   readonly where: string;
-  constructor(where: string, problem: string, options?: { cause?: unknown; code?: string }) {
-    super(options?.code ?? 'StoreFailed', `${where}: ${problem}`, options);
+  constructor(where: string, problem: string, options?: { cause?: unknown; code?: string; message?: string }) {
+    super(options?.code ?? 'StoreFailed', options?.message ?? `${where}: ${problem}`, options);
     this.where = where;
   }
 }
@@ -170,7 +170,9 @@ export class StoreFullError extends StoreError {
 
 /** The database cannot be reached or opened: a refused or lost connection, a file that cannot be opened. */
 export class StoreUnavailableError extends StoreError {
+  /** `where` names the database: its path, or its address with any password masked. */
   constructor(where: string, detail: string, options?: { cause?: unknown }) {
-    super(where, `the database is unavailable (${detail})`, { ...options, code: 'StoreUnavailable' });
+    const problem = `the database is unavailable (${detail})`;
+    super(where, problem, { ...options, code: 'StoreUnavailable', message: `cannot reach the database at ${where}: ${detail}` });
   }
 }

@@ -53,6 +53,17 @@ function postgresStoreError(where: string, error: unknown): unknown {
   return new StoreError(where, detail, { cause: error });
 }
 
+/** The connection string for messages: the password masked, so an error can be printed or logged. */
+function maskedAddress(connectionString: string | undefined): string {
+  try {
+    const url = new URL(connectionString ?? '');
+    if (url.password) url.password = '***';
+    return url.toString();
+  } catch {
+    return 'PostgreSQL (connection string not shown)';
+  }
+}
+
 /** A unique violation on the log's primary key: only rows past message_count can collide. */
 function strayRowError(sessionId: string, error: unknown): unknown {
   if ((error as { code?: string }).code !== '23505') return error;
@@ -90,7 +101,7 @@ export class PostgresSessionStore implements SessionStore {
   constructor(options: PostgresStoreOptions) {
     this.schema = options.schema ?? 'loopchart';
     this.s = quoteSchema(this.schema);
-    this.where = `PostgreSQL store (schema ${this.schema})`;
+    this.where = options.pool ? `the given pool (schema ${this.schema})` : maskedAddress(options.connectionString);
     this.tag = `lc_${createHash('sha1').update(this.schema).digest('hex').slice(0, 10)}_`;
     if (options.pool) {
       this.pool = options.pool;

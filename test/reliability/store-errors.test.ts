@@ -118,7 +118,7 @@ describe('PostgreSQL', () => {
     ];
     for (const call of calls) {
       const error = await failure(call);
-      expectStoreError(error, StoreUnavailableError, 'StoreUnavailable', 'PostgreSQL store (schema lc_unreachable)');
+      expectStoreError(error, StoreUnavailableError, 'StoreUnavailable', `cannot reach the database at postgres://app:***@127.0.0.1:${port}/db: `);
       expect((error as Error).message).toContain('ECONNREFUSED');
       expect((error as Error).message).not.toContain('s3cret');
     }
