@@ -13,8 +13,35 @@ export type FeedProblem = { kind: 'illegal' | 'invalid'; problem: string };
 // Safe integers only: a count past 2^53 is not exact, and the snapshot schema refuses it.
 const isCount = (n: number) => Number.isSafeInteger(n) && n >= 0;
 
+/**
+ * Why the machine, in a state that handles this feed, cannot take it now whatever its payload:
+ * checked before the payload, so a refused feed is an IllegalFeedError even when its argument
+ * is malformed too.
+ */
+export function feedIllegality(context: LoopContext, type: LoopEvent['type']): string | null {
+  switch (type) {
+    case 'rewindTo':
+      return context.pending.length > 0 ? 'a turn is in flight (pending is not empty)' : null;
+    case 'inject': {
+      // Only AwaitingTools has pending calls among the states that take inject.
+      const { pendingTools } = context;
+      if (pendingTools.length === 0) return null;
+      const position = context.history.length + context.pending.length - 1;
+      const more = pendingTools.length > 1 ? ` (and ${pendingTools.length - 1} more)` : '';
+      return (
+        `tool call '${pendingTools[0]!.call.id}'${more} of the reply at position ${position} awaits its result; ` +
+        'an injected message would come between them (steer queues a user message until they are answered)'
+      );
+    }
+    default:
+      return null;
+  }
+}
+
 export function feedProblem(context: LoopContext, event: LoopEvent): FeedProblem | null {
   const invalid = (problem: string): FeedProblem => ({ kind: 'invalid', problem });
+  const illegal = feedIllegality(context, event.type);
+  if (illegal) return { kind: 'illegal', problem: illegal };
   switch (event.type) {
     case 'acceptInput':
     case 'steer':
@@ -62,10 +89,7 @@ export function feedProblem(context: LoopContext, event: LoopEvent): FeedProblem
       return broken ? invalid(`pending is not coherent (${broken}); use salvagePending`) : null;
     }
     case 'rewindTo':
-      if (!isCount(event.len)) return invalid(`len must be a non-negative integer, got ${event.len}`);
-      return context.pending.length > 0
-        ? { kind: 'illegal', problem: 'a turn is in flight (pending is not empty)' }
-        : null;
+      return isCount(event.len) ? null : invalid(`len must be a non-negative integer, got ${event.len}`);
     case 'adoptPruned':
       return prunedProblem(context, event.messages);
     default:
@@ -82,17 +106,23 @@ function compactionCountsProblem(before: number, after: number): string | null {
 
 function toolResultsProblem(context: LoopContext, messages: readonly Message[]): FeedProblem | null {
   const invalid = (problem: string): FeedProblem => ({ kind: 'invalid', problem });
-  const expected = new Set(context.pendingTools.map((pending) => pending.call.id));
+  // Call id -> its index in the reply: ids are the model's strings, so a Map, never an object.
+  const expected = new Map(context.pendingTools.map((pending, k) => [pending.call.id, k]));
   const answered = new Set<string>();
-  for (const message of messages) {
-    if (message.role !== 'tool') return invalid(`expected tool messages, got role '${message.role}'`);
+  for (let i = 0; i < messages.length; i++) {
+    const message = messages[i]!;
+    if (message.role !== 'tool') return invalid(`results[${i}]: expected a tool message, got role '${message.role}'`);
     const id = message.toolCallId;
-    if (!expected.has(id)) return invalid(`result for '${id}', which is not a pending tool call`);
-    if (answered.has(id)) return invalid(`two results for tool call '${id}'`);
+    if (!expected.has(id)) return invalid(`results[${i}] answers '${id}', which is not a pending tool call`);
+    if (answered.has(id)) return invalid(`results[${i}] answers tool call '${id}' (call ${expected.get(id)}) a second time`);
     answered.add(id);
   }
-  const missing = [...expected].filter((id) => !answered.has(id));
-  return missing.length ? invalid(`no result for pending tool call(s) ${missing.map((id) => `'${id}'`).join(', ')}`) : null;
+  if (answered.size === expected.size) return null;
+  const position = context.history.length + context.pending.length - 1;
+  const missing = [...expected].filter(([id]) => !answered.has(id));
+  const named = missing.slice(0, 3).map(([id, k]) => `'${id}' (call ${k})`).join(', ');
+  const more = missing.length > 3 ? ` and ${missing.length - 3} more` : '';
+  return invalid(`no result for pending tool call ${named}${more} of the reply at position ${position}`);
 }
 
 /** A pruned conversation may change contents only: same length, roles and tool-call ids. */
@@ -123,22 +153,11 @@ function shapeKey(message: Message): string {
 
 /**
  * `inject` appends to pending as is, so it may not break the order a provider needs: nothing
- * goes between a turn's tool calls and their results, no result answers a call that is not
- * open, and no call is opened that nothing would dispatch. Outside AwaitingTools the
- * conversation has no open call, so an injected tool result always answers nothing.
+ * goes between a turn's tool calls and their results (`feedIllegality`), no result answers a
+ * call that is not open, and no call is opened that nothing would dispatch. Outside
+ * AwaitingTools the conversation has no open call, so an injected tool result answers nothing.
  */
 function injectProblem(context: LoopContext, message: Message): FeedProblem | null {
-  const { pendingTools } = context;
-  if (pendingTools.length > 0) {
-    const position = context.history.length + context.pending.length - 1;
-    const more = pendingTools.length > 1 ? ` (and ${pendingTools.length - 1} more)` : '';
-    return {
-      kind: 'illegal',
-      problem:
-        `tool call '${pendingTools[0]!.call.id}'${more} of the reply at position ${position} awaits its result; ` +
-        'an injected message would come between them (steer queues a user message until they are answered)',
-    };
-  }
   const position = context.history.length + context.pending.length;
   if (message.role === 'tool') {
     return {

@@ -6,6 +6,7 @@ import {
 } from '../machines/loop.machine.js';
 import { coherentCut, incoherence } from './conversation.js';
 import { IllegalFeedError, InvalidFeedError, InvalidSnapshotError } from './errors.js';
+import { feedIllegality } from './feed-problems.js';
 import { acceptsFeed, feedRejection } from './feed-rejection.js';
 import type { LoopEvent } from './loop-events.js';
 import type { FinishReason } from './model.js';
@@ -84,6 +85,12 @@ export class LoopMachine {
 
   // ── feeds ─────────────────────────────────────────────────────────────────
 
+  /**
+   * Starts a run with this user message. Legal in every state but Terminal, as seed 000 says
+   * ("clears pending, pushes the user message, resets counters"): called in the middle of a
+   * run it drops that run's pending turn (and queued steering) and keeps history. Commit or
+   * salvage first to keep the turn.
+   */
   acceptInput(message: UserMessage): void {
     this.#feed({ type: 'acceptInput', message: this.#parse('acceptInput', UserMessageSchema, message) });
   }
@@ -124,7 +131,13 @@ export class LoopMachine {
     this.#feed({ type: 'compactionNoop', before, after, contextWindow: this.#window('compactionNoop', policy) });
   }
 
-  /** Appends to pending without refreshing the estimate: call `setContextTokens` after big ones. */
+  /**
+   * Appends to pending without refreshing the estimate: call `setContextTokens` after big ones.
+   * Refused where the message would break the order a provider needs: while tool calls await
+   * their results (IllegalFeedError; `steer` queues a user message instead), a tool result
+   * (it would answer no open call) and an assistant message with tool calls (nothing would
+   * dispatch them) (InvalidFeedError).
+   */
   inject(message: Message): void {
     this.#feed({ type: 'inject', message: this.#parse('inject', MessageSchema, message) });
   }
@@ -243,6 +256,8 @@ export class LoopMachine {
   #parse<S extends z.ZodType>(feed: LoopEvent['type'], schema: S, value: unknown): z.output<S> {
     const state = this.#snapshot.value;
     if (!acceptsFeed(state, feed)) throw new IllegalFeedError(feed, state);
+    const illegal = feedIllegality(this.#snapshot.context, feed);
+    if (illegal) throw new IllegalFeedError(feed, state, illegal);
     return parseFeed(feed, schema, value);
   }
 
