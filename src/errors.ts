@@ -30,6 +30,13 @@ export const ERROR_CODES = [
   'StoreBusy',
   'StoreSchemaVersion',
   'SqliteDriverUnavailable',
+  'InvalidSessionId',
+  // The storage under a store (StoreError and its subclasses).
+  'StoreFailed',
+  'StoreCorrupt',
+  'StoreFull',
+  'StoreUnavailable',
+  'StoreClosed',
 ] as const;
 
 /** The union of every loopchart error `code`. */

@@ -1,4 +1,4 @@
-import { LoopchartError } from '../errors.js';
+import { LoopchartError, type LoopchartErrorCode } from '../errors.js';
 
 /**
  * Another writer got there first: the stored version is not the one this writer loaded.
@@ -148,7 +148,7 @@ function describeId(sessionId: unknown): string {
 export class StoreError extends LoopchartError {
   /** Which store, e.g. `SQLite store /srv/app/loopchart.db` or `PostgreSQL store (schema loopchart)`. */
   readonly where: string;
-  constructor(where: string, problem: string, options?: { cause?: unknown; code?: string; message?: string }) {
+  constructor(where: string, problem: string, options?: { cause?: unknown; code?: LoopchartErrorCode; message?: string }) {
     super(options?.code ?? 'StoreFailed', options?.message ?? `${where}: ${problem}`, options);
     this.where = where;
   }
