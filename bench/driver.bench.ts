@@ -31,8 +31,9 @@ import type { Message, ToolMessage } from '../src/schemas.js';
 import { defineTool, type Tool } from '../src/tools/define-tool.js';
 import { median, printTable } from './support.js';
 
-const RUNS = 7;
-const TURN_COUNTS = [10, 100, 1_000, 5_000];
+const RUNS = Number(process.env.BENCH_RUNS ?? 7);
+/** `BENCH_TURNS=1000` measures one run length only (a quick look while working on the driver). */
+const TURN_COUNTS = process.env.BENCH_TURNS ? process.env.BENCH_TURNS.split(',').map(Number) : [10, 100, 1_000, 5_000];
 /** Turns measured per sample: short runs are repeated so every sample times about this many turns. */
 const TURNS_PER_SAMPLE = 1_000;
 const SESSIONS = 1_000;
@@ -364,6 +365,7 @@ async function perSession(): Promise<void> {
 
 export async function run(): Promise<void> {
   await perTurn();
+  if (process.env.BENCH_TURNS) return; // the quick look: per-turn table only
   await peakHeap();
   await perSession();
 }

@@ -224,6 +224,7 @@ export function createAgentMachine(config: AgentConfig) {
       compact: stepIs('Compact'),
       policyAcceptable: ({ context, event }) => policyProblem(context, as(event, 'policy').policy) === null,
       needsApprovalCheck: ({ context }) => undecided(context).length > 0,
+      noApprovalsConfigured: () => !approvalsConfigured,
       batchComplete: ({ context }) => batchComplete(context, maxCalls),
       callsRunnable: ({ context }) => runnable(context).length > 0,
       nothingRunnable: ({ context }) => runnable(context).length === 0,
@@ -270,7 +271,8 @@ export function createAgentMachine(config: AgentConfig) {
         sessionId: context.sessionId,
         conversation: conversation(context),
       })),
-      requestTools: sendTo('io', ({ context }): IoRequest => ({
+      /** Hands the runnable calls to the IO; `announce`: the IO reports each start (else the chart did, see announceBatch). */
+      requestTools: sendTo('io', ({ context }, announce: boolean): IoRequest => ({
         type: 'tools',
         key: batchKey(context),
         turn: context.brain.context.turnsTaken,
@@ -278,7 +280,19 @@ export function createAgentMachine(config: AgentConfig) {
         calls: runnable(context),
         batch: pendingCalls(context.brain),
         conversation: conversation(context),
+        announce,
       })),
+      /**
+       * A new batch, on the common path: every call shows up in a UI's trace at once. Calls answered
+       * up front (an unknown tool, past the per-reply limit) start and finish here; the others start,
+       * handed to the IO in the same step.
+       */
+      announceBatch: enqueueActions(({ context, enqueue }) => {
+        for (const { call, result } of batchResults(context, maxCalls)) {
+          enqueue.emit({ type: 'tool.started', call });
+          if (result) enqueue.emit({ type: 'tool.finished', call, result });
+        }
+      }),
       requestApprovals: sendTo('io', ({ context }): IoRequest => ({
         type: 'approvals',
         key: approvalKey(context),
@@ -448,6 +462,8 @@ export function createAgentMachine(config: AgentConfig) {
               { guard: 'extrasChanged', target: 'Start', reenter: true, actions: 'refreshExtras' },
               { guard: 'shouldPrune', target: 'Start', reenter: true, actions: ['emitPruned', 'prune'] },
               { guard: 'callLLM', target: 'AwaitingModel', actions: 'takeStep' },
+              // Without approvals configured, a batch goes straight to work (no approval region).
+              { guard: and(['callTools', 'noApprovalsConfigured']), target: 'AwaitingTools.Executing' },
               { guard: 'callTools', target: 'AwaitingTools' },
               { guard: 'compact', target: 'AwaitingCompaction', actions: 'takeStep' },
               { target: '#agent.Terminal', actions: 'takeStep' },
@@ -480,8 +496,8 @@ export function createAgentMachine(config: AgentConfig) {
                 ],
               },
               Executing: {
-                entry: 'requestTools',
-                on: { 'io.attached': { actions: 'requestTools' } },
+                entry: ['announceBatch', { type: 'requestTools', params: false }],
+                on: { 'io.attached': { actions: { type: 'requestTools', params: true } } },
               },
               CheckingApprovals: {
                 entry: 'requestApprovals',
@@ -496,7 +512,7 @@ export function createAgentMachine(config: AgentConfig) {
                 type: 'parallel',
                 on: {
                   // A decision may make a call runnable while others still run: hand it over at once.
-                  approve: { guard: 'wellFormed', actions: ['recordDecision', 'requestTools'] },
+                  approve: { guard: 'wellFormed', actions: ['recordDecision', { type: 'requestTools', params: true }] },
                   deny: { guard: 'wellFormed', actions: 'recordDecision' },
                 },
                 states: {
@@ -504,9 +520,9 @@ export function createAgentMachine(config: AgentConfig) {
                     initial: 'Executing',
                     states: {
                       Executing: {
-                        entry: 'requestTools',
+                        entry: { type: 'requestTools', params: true },
                         always: { guard: 'nothingRunnable', target: 'Paused' },
-                        on: { 'io.attached': { actions: 'requestTools' } },
+                        on: { 'io.attached': { actions: { type: 'requestTools', params: true } } },
                       },
                       /** Nothing may run now; an approval makes a call runnable again. */
                       Paused: { always: { guard: 'callsRunnable', target: 'Executing' } },

@@ -38,7 +38,17 @@ export interface ConversationRef {
 /** What the chart asks of its IO. Each request's `key` is the idempotency key of its step. */
 export type IoRequest =
   | { type: 'model'; key: string; turn: number; sessionId: string; conversation: ConversationRef }
-  | { type: 'tools'; key: string; turn: number; sessionId: string; calls: readonly ToolCall[]; batch: readonly PendingToolCall[]; conversation: ConversationRef }
+  | {
+      type: 'tools';
+      key: string;
+      turn: number;
+      sessionId: string;
+      calls: readonly ToolCall[];
+      batch: readonly PendingToolCall[];
+      conversation: ConversationRef;
+      /** Report each call's start (`io.toolStarted`); false when the chart announced them itself. */
+      announce: boolean;
+    }
   | { type: 'approvals'; key: string; turn: number; sessionId: string; calls: readonly ToolCall[] }
   | {
       type: 'compaction';
@@ -105,62 +115,76 @@ function conversationView(prefix: Message | undefined) {
 }
 
 export function ioLogic(deps: IoDeps) {
-  const retrying = (onRetry?: (attempt: RetryAttempt) => void): Model =>
-    deps.retry === false
-      ? deps.model
-      : withRetry(deps.model, {
-          ...deps.retry,
-          onRetry: (attempt) => {
-            onRetry?.(attempt);
-            if (deps.retry !== false) deps.retry.onRetry?.(attempt);
-          },
-        });
   const beforeTools = deps.operations.filter((op) => op.beforeTools);
 
   return fromCallback<IoRequest>(({ sendBack, receive }) => {
-    const inFlight = new Map<string, AbortController>();
+    /**
+     * One controller for whatever the run has in flight; `abort` (cancel, seal) aborts it and
+     * starts a new one. Work holds the controller it started under, so a late report from
+     * aborted work is dropped.
+     */
+    let run = new AbortController();
+    /** Keys of requests in flight: a request asked for again (a restore re-issuing it) is not started twice. */
+    const inFlight = new Set<string>();
     // The conversation alone (what operations and compactors read), and as a request's messages.
     const view = conversationView(undefined);
     const requestView = conversationView(deps.instructions);
     const send = (controller: AbortController, event: IoEvent) => {
       if (!controller.signal.aborted) sendBack(trusted(event));
     };
+    // One retrying model for the agent's life; each model call says where its retries are reported.
+    let reportRetry: ((attempt: RetryAttempt) => void) | undefined;
+    const model: Model =
+      deps.retry === false
+        ? deps.model
+        : withRetry(deps.model, {
+            ...deps.retry,
+            onRetry: (attempt) => {
+              reportRetry?.(attempt);
+              if (deps.retry !== false) deps.retry.onRetry?.(attempt);
+            },
+          });
 
     /**
-     * Runs one request's work under its own controller; a request already in flight is not
-     * started twice. Work begins a microtask later, after the chart's current step, so an event
-     * sent in the same breath (a cancel right after start) still comes first.
+     * Runs one request's work; work begins a microtask later, after the chart's current step, so
+     * an event sent in the same breath (a cancel right after start) still comes first.
      */
     const start = (key: string, work: (controller: AbortController) => Promise<void>) => {
       if (inFlight.has(key)) return;
-      const controller = new AbortController();
-      inFlight.set(key, controller);
-      void later(controller, () => work(controller)).finally(() => inFlight.get(key) === controller && inFlight.delete(key));
+      const controller = run;
+      inFlight.add(key);
+      void later(controller, () => work(controller)).finally(() => inFlight.delete(key));
     };
     const execute = <K extends SideEffectKind>(
       effect: SideEffect<K>,
       perform: () => Promise<SideEffectOutputs[K]>,
     ): Promise<SideEffectOutputs[K]> => deps.executor(effect, perform);
+    /** A request's last word: it is no longer in flight by the time the chart hears it. */
+    const finish = (controller: AbortController, key: string, event: IoEvent) => {
+      inFlight.delete(key);
+      send(controller, event);
+    };
     const fail = (controller: AbortController, key: string, kind: SideEffectKind, error: unknown) =>
-      send(controller, { type: 'io.failed', key, kind, error });
+      finish(controller, key, { type: 'io.failed', key, kind, error });
 
     /**
      * Tool batches by key. A batch may be asked for more than once (a decision makes calls
      * runnable while others still run, a restore re-issues it): each call runs once, and no more
      * than `toolConcurrency` of a batch run at a time.
      */
-    const batches = new Map<string, { controller: AbortController; started: Set<string>; queue: ToolCall[]; active: number }>();
+    const batches = new Map<
+      string,
+      { controller: AbortController; started: Set<string>; queue: { call: ToolCall; announce: boolean }[]; next: number; active: number }
+    >();
     const runTools = (request: Extract<IoRequest, { type: 'tools' }>) => {
       const { key, turn, sessionId } = request;
       let batch = batches.get(key);
       if (!batch) {
         // One batch at a time: a new one means the chart is done with the others.
-        for (const other of batches.keys()) inFlight.delete(other);
         batches.clear();
-        const controller = new AbortController();
-        batch = { controller, started: new Set(), queue: [], active: 0 };
+        const controller = run;
+        batch = { controller, started: new Set(), queue: [], next: 0, active: 0 };
         batches.set(key, batch);
-        inFlight.set(key, controller);
         if (beforeTools.length) {
           try {
             const ctx: OperationContext = { sessionId, turn, messages: view(request.conversation) };
@@ -175,32 +199,47 @@ export function ioLogic(deps: IoDeps) {
       for (const call of request.calls) {
         if (current.started.has(call.id)) continue;
         current.started.add(call.id);
-        current.queue.push(call);
+        current.queue.push({ call, announce: request.announce });
       }
-      const runOne = async (call: ToolCall) => {
+      const runOne = async (call: ToolCall, announce: boolean): Promise<ToolMessage | undefined> => {
         await null; // after the chart's current step, as every request (see `start`)
-        if (controller.signal.aborted) return;
-        send(controller, { type: 'io.toolStarted', key, call });
+        if (controller.signal.aborted) return undefined;
+        if (announce) send(controller, { type: 'io.toolStarted', key, call });
         const callKey = `${key}:${call.id}`;
-        const result = await execute(
+        return execute(
           { key: callKey, kind: 'tool', input: { turn, call, batchKey: key }, signal: controller.signal },
           async () => (await runToolCalls([{ call }], deps.tools, { signal: controller.signal, idempotencyKey: () => callKey }))[0]!,
         );
-        send(controller, { type: 'io.toolFinished', key, call, result });
       };
       const pump = () => {
-        while (current.active < deps.toolConcurrency && current.queue.length && !controller.signal.aborted) {
-          const call = current.queue.shift()!;
+        while (current.active < deps.toolConcurrency && current.next < current.queue.length && !controller.signal.aborted) {
+          const { call, announce } = current.queue[current.next++]!;
           current.active++;
-          runOne(call)
-            .catch((error) => fail(controller, key, 'tool', error))
-            .finally(() => {
+          runOne(call, announce).then(
+            (result) => {
+              // Off the books before the chart hears it: the call is no longer in flight.
               current.active--;
+              if (result) send(controller, { type: 'io.toolFinished', key, call, result });
               pump();
-            });
+            },
+            (error) => {
+              current.active--;
+              fail(controller, key, 'tool', error);
+            },
+          );
         }
       };
       pump();
+    };
+
+    /** Aborts what is in flight, and only that: a finished call's signal never fires later. */
+    const abortRun = () => {
+      const busy = inFlight.size > 0 || [...batches.values()].some((batch) => batch.active > 0 || batch.next < batch.queue.length);
+      inFlight.clear();
+      batches.clear();
+      if (!busy) return;
+      run.abort();
+      run = new AbortController();
     };
 
     let received = false;
@@ -208,9 +247,7 @@ export function ioLogic(deps: IoDeps) {
       received = true;
       switch (request.type) {
         case 'abort':
-          for (const controller of inFlight.values()) controller.abort();
-          inFlight.clear();
-          batches.clear();
+          abortRun();
           return;
         case 'model':
           return start(request.key, async (controller) => {
@@ -227,7 +264,7 @@ export function ioLogic(deps: IoDeps) {
               const request_ = deps.operations.length
                 ? prepareRequest(deps, ctx)
                 : { messages: requestView(request.conversation) as Message[], tools: deps.tools.definitions as PreparedRequest['tools'] };
-              const model = retrying((attempt) => send(controller, { type: 'io.retry', key, turn, ...attempt }));
+              reportRetry = (attempt) => send(controller, { type: 'io.retry', key, turn, ...attempt });
               const raw = await execute({ key, kind: 'model', input: { turn, request: request_ }, signal }, () =>
                 model.generate({
                   ...request_,
@@ -238,7 +275,7 @@ export function ioLogic(deps: IoDeps) {
               );
               const reply = parseModelReply(raw);
               for (const op of deps.operations) op.afterReply?.(reply, ctx);
-              send(controller, { type: 'io.replied', key, reply });
+              finish(controller, key, { type: 'io.replied', key, reply });
             } catch (error) {
               fail(controller, key, 'model', error);
             }
@@ -267,7 +304,7 @@ export function ioLogic(deps: IoDeps) {
                 );
                 if (asks) waiting.push(call.id);
               }
-              send(controller, { type: 'io.approvalsChecked', key, waiting });
+              finish(controller, key, { type: 'io.approvalsChecked', key, waiting });
             } catch (error) {
               fail(controller, key, 'approval', error);
             }
@@ -281,6 +318,7 @@ export function ioLogic(deps: IoDeps) {
               const output = await execute(
                 { key, kind: 'compaction', input: { turn, reason, messages, tokensBefore }, signal },
                 async () => {
+                  reportRetry = undefined; // a summary call's retries are not the turn's
                   const result = deps.compactor
                     ? await deps.compactor({
                         messages,
@@ -289,7 +327,7 @@ export function ioLogic(deps: IoDeps) {
                         contextWindow,
                         tools: deps.tools.definitions,
                         idempotencyKey: key,
-                        model: retrying(),
+                        model,
                         signal,
                       })
                     : null;
@@ -298,7 +336,7 @@ export function ioLogic(deps: IoDeps) {
                   return { before: tokensBefore, after: result.tokensAfter + estimateToolTokens(deps.tools.definitions), messages: result.messages };
                 },
               );
-              send(controller, { type: 'io.compacted', key, reason, output });
+              finish(controller, key, { type: 'io.compacted', key, reason, output });
             } catch (error) {
               fail(controller, key, 'compaction', error);
             }
@@ -311,9 +349,7 @@ export function ioLogic(deps: IoDeps) {
     queueMicrotask(() => {
       if (!received) sendBack(trusted({ type: 'io.attached' }));
     });
-    return () => {
-      for (const controller of inFlight.values()) controller.abort();
-    };
+    return abortRun;
   });
 }
 
