@@ -23,7 +23,19 @@ export {
   type AgentContext,
   type AgentEvent,
   type AgentEmitted,
+  type WithExecutor,
+  DEFAULT_MAX_TOOL_CALLS_PER_REPLY,
 } from '../machines/agent.machine.js';
+export {
+  composeExecutors,
+  inProcessExecutor,
+  type Executor,
+  type SideEffect,
+  type SideEffectKind,
+  type SideEffectInputs,
+  type SideEffectOutputs,
+} from './agent/executor.js';
+export { ExternalEventSchemas, type ExternalEvent } from './agent/events.js';
 export type { AgentConfig, Compactor, CompactionRequest, CompactionResult } from './agent/config.js';
 export type { Operation, OperationContext, PreparedRequest } from './agent/operation.js';
 export { defineTool, type Tool, type ToolContext, type ToolSpec, type ApprovalContext } from './tools/define-tool.js';
