@@ -1,3 +1,4 @@
+import { setMaxListeners } from 'node:events';
 import { fromCallback } from 'xstate';
 import { parseModelReply, type Model, type ModelReply } from '../model.js';
 import { withRetry, type RetryAttempt, type RetryOptions } from '../models/retry.js';
@@ -123,7 +124,7 @@ export function ioLogic(deps: IoDeps) {
      * starts a new one. Work holds the controller it started under, so a late report from
      * aborted work is dropped.
      */
-    let run = new AbortController();
+    let run = runController(deps.toolConcurrency);
     /** Keys of requests in flight: a request asked for again (a restore re-issuing it) is not started twice. */
     const inFlight = new Set<string>();
     // The conversation alone (what operations and compactors read), and as a request's messages.
@@ -239,7 +240,7 @@ export function ioLogic(deps: IoDeps) {
       batches.clear();
       if (!busy) return;
       run.abort();
-      run = new AbortController();
+      run = runController(deps.toolConcurrency);
     };
 
     let received = false;
@@ -351,6 +352,17 @@ export function ioLogic(deps: IoDeps) {
     });
     return abortRun;
   });
+}
+
+/**
+ * The controller of a run's IO. Every call of a batch listens to its signal at once (each tool
+ * call runs with it), so Node's leak warning would fire past ten concurrent calls: the limit is
+ * what the run may really have in flight.
+ */
+function runController(toolConcurrency: number): AbortController {
+  const controller = new AbortController();
+  setMaxListeners(toolConcurrency * 2 + 10, controller.signal);
+  return controller;
 }
 
 /** Runs `work` a microtask from now, unless the request was aborted by then. */

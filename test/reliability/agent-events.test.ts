@@ -155,3 +155,23 @@ describe('a reply with too many tool calls', () => {
     expect(() => createAgentMachine({ model: scriptedModel([]), maxToolCallsPerReply: 0 })).toThrow(/maxToolCallsPerReply/);
   });
 });
+
+describe('a large batch', () => {
+  it('2,000 calls at concurrency 16: every call answered once, in call order, and no listener-leak warning', async () => {
+    const warnings: Error[] = [];
+    const onWarning = (warning: Error) => warnings.push(warning);
+    process.on('warning', onWarning);
+    try {
+      const calls = Array.from({ length: 2_000 }, (_, i) => ({ id: `c${i}`, name: 'echo', args: { text: `t${i}` } }));
+      const agent = createAgentMachine({ model: scriptedModel([{ toolCalls: calls }, { text: 'done' }]), tools: [echo], toolConcurrency: 16, maxToolCallsPerReply: 2_000 });
+      const output = await runToCompletion(createActor(agent, { input: { prompt: 'go' } }));
+      const results = output.messages.filter((m) => m.role === 'tool');
+      expect(results.map((m) => (m.role === 'tool' ? m.toolCallId : ''))).toEqual(calls.map((c) => c.id));
+      expect(results.every((m) => m.role === 'tool' && !m.isError)).toBe(true);
+      await tick(10);
+      expect(warnings.filter((w) => w.name === 'MaxListenersExceededWarning')).toEqual([]);
+    } finally {
+      process.off('warning', onWarning);
+    }
+  });
+});
