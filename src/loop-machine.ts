@@ -5,7 +5,7 @@ import {
   type LoopSnapshot,
 } from '../machines/loop.machine.js';
 import { coherentCut, incoherence } from './conversation.js';
-import { IllegalFeedError, InvalidFeedError, InvalidSnapshotError } from './errors.js';
+import { IllegalFeedError, InvalidFeedError } from './errors.js';
 import { feedIllegality } from './feed-problems.js';
 import { acceptsFeed, feedRejection } from './feed-rejection.js';
 import type { LoopEvent } from './loop-events.js';
