@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { AssistantMessageSchema, FinishReasonSchema, ToolCallSchema } from './schemas.js';
 import type { AssistantMessage, FinishReason, Message, Usage } from './schemas.js';
 import { LoopchartError } from './errors.js';
+import { jsonValueProblem } from './json-value.js';
 
 /** A tool as the model sees it: name, description and a JSON Schema for its arguments. */
 export interface ToolDefinition {
@@ -121,44 +122,13 @@ export function normalizeModelFinishReason(raw: unknown): FinishReason {
 }
 
 /**
- * How deep a tool call's arguments may nest. Real arguments stay within a dozen levels; a reply
- * nested thousands deep would overflow the stack of every later `JSON.stringify` (tokenizer,
- * stores, wire) long after it entered.
+ * Arguments must be plain JSON within MAX_JSON_DEPTH, the rule every stored snapshot is checked
+ * against: a reply accepted here can always be persisted and restored.
  */
-export const MAX_ARGS_DEPTH = 100;
-
-/**
- * Whether `value` is JSON data (null, boolean, finite number, string, arrays and plain objects
- * of those) nesting at most `maxDepth` levels. Iterative, so a hostile depth cannot overflow it.
- *
- * @example
- * isJsonData({ a: [1, 'x', null] }); // true
- * isJsonData({ f: () => 1 });        // false
- */
-export function isJsonData(value: unknown, maxDepth: number = MAX_ARGS_DEPTH): boolean {
-  const stack: Array<{ value: unknown; depth: number }> = [{ value, depth: 0 }];
-  while (stack.length > 0) {
-    const { value: item, depth } = stack.pop()!;
-    if (item === null || typeof item === 'string' || typeof item === 'boolean') continue;
-    if (typeof item === 'number') {
-      if (!Number.isFinite(item)) return false;
-      continue;
-    }
-    if (typeof item !== 'object' || depth >= maxDepth) return false;
-    if (Array.isArray(item)) {
-      for (const element of item) stack.push({ value: element, depth: depth + 1 });
-      continue;
-    }
-    const proto: unknown = Object.getPrototypeOf(item);
-    if (proto !== Object.prototype && proto !== null) return false;
-    for (const key of Object.keys(item)) stack.push({ value: (item as Record<string, unknown>)[key], depth: depth + 1 });
-  }
-  return true;
-}
-
 const ReplyToolCallSchema = ToolCallSchema.extend({
-  args: z.unknown().refine((args) => isJsonData(args), {
-    message: `arguments must be JSON data nested at most ${MAX_ARGS_DEPTH} levels deep`,
+  args: z.unknown().superRefine((args, ctx) => {
+    const problem = jsonValueProblem(args, 'args');
+    if (problem !== null) ctx.addIssue({ code: 'custom', message: problem });
   }),
 });
 

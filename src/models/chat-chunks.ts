@@ -1,6 +1,7 @@
 import type { ToolCall } from '../schemas.js';
 import type { ModelReply } from '../model.js';
-import { isJsonData, ModelError, parseModelReply } from '../model.js';
+import { jsonValueProblem } from '../json-value.js';
+import { ModelError, parseModelReply } from '../model.js';
 import { MalformedStreamError } from './errors.js';
 import { replyFinishReason } from './finish-reason.js';
 import { isRetryableStatus, providerMessage } from './http-status.js';
@@ -129,7 +130,7 @@ export class ChatChunkAssembler {
 
 /**
  * The joined argument text as JSON. Empty means "no arguments" (models send "" for parameterless
- * tools). Unparsable text, and JSON nested deeper than `MAX_ARGS_DEPTH`, stay the raw string so
+ * tools). Unparsable text, and JSON nested deeper than `MAX_JSON_DEPTH`, stay the raw string so
  * the tool validator reports exactly what came and the run goes on.
  */
 export function parseArguments(text: string): unknown {
@@ -140,7 +141,7 @@ export function parseArguments(text: string): unknown {
   } catch {
     return text;
   }
-  return isJsonData(parsed) ? parsed : text;
+  return jsonValueProblem(parsed) === null ? parsed : text;
 }
 
 /** An `{"error": …}` object inside an otherwise healthy stream (OpenAI and vLLM send these). */

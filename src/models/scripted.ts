@@ -1,8 +1,7 @@
 import { z } from 'zod';
 import { LoopchartError } from '../errors.js';
+import { jsonValueProblem } from '../json-value.js';
 import {
-  isJsonData,
-  MAX_ARGS_DEPTH,
   MAX_REPORTED_TOKENS,
   ModelError,
   type FinishReason,
@@ -24,8 +23,9 @@ const delayMs = z.number().nonnegative().optional();
  * negative, above MAX_REPORTED_TOKENS) is refused loudly rather than rounded or dropped.
  */
 const scriptedTokens = z.number().int().nonnegative().max(MAX_REPORTED_TOKENS);
-const scriptedArgs = z.unknown().refine((args) => args === undefined || isJsonData(args), {
-  message: `arguments must be JSON data nested at most ${MAX_ARGS_DEPTH} levels deep`,
+const scriptedArgs = z.unknown().superRefine((args, ctx) => {
+  const problem = args === undefined ? null : jsonValueProblem(args, 'args');
+  if (problem !== null) ctx.addIssue({ code: 'custom', message: problem });
 });
 
 /** One model reply. Strict, so a misspelt key (`toolcalls`) is an error rather than a silent text reply. */

@@ -7,6 +7,7 @@ import {
   normalizeUsage,
   parseModelReply,
 } from '../../src/model.js';
+import { MAX_JSON_DEPTH } from '../../src/json-value.js';
 import { UsageSchema } from '../../src/schemas.js';
 
 const text = { role: 'assistant', content: 'ok' } as const;
@@ -77,11 +78,12 @@ describe('ModelReplySchema: provider numbers are normalised where a reply enters
     expect((caught as Error).message).toMatch(/^the model returned an invalid reply: /);
   });
 
-  it('accepts arguments up to 100 levels deep', () => {
-    const reply = parseModelReply({
-      message: { role: 'assistant', content: '', toolCalls: [{ id: 'c1', name: 't', args: nested(99) }] },
+  it('accepts arguments exactly as deep as a stored snapshot may hold them, and no deeper', () => {
+    const at = (depth: number) => ({
+      message: { role: 'assistant', content: '', toolCalls: [{ id: 'c1', name: 't', args: nested(depth) }] },
       finishReason: 'tool-calls',
     });
-    expect(reply.message.toolCalls).toHaveLength(1);
+    expect(parseModelReply(at(MAX_JSON_DEPTH)).message.toolCalls).toHaveLength(1);
+    expect(() => parseModelReply(at(MAX_JSON_DEPTH + 1))).toThrow(InvalidModelReplyError);
   });
 });
