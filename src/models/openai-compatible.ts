@@ -23,11 +23,22 @@ export interface OpenAICompatibleOptions {
    * keeps arriving: endless keep-alive comments or endless text would otherwise hold it open.
    */
   deadlineMs?: number;
+  /**
+   * Most bytes one response may carry once decompressed, default 268 435 456 (256 MiB): a
+   * 128K-token reply streamed one token per chunk is about 30 MB. Past it the call fails with
+   * MalformedStreamError, so a hostile or broken server (say 1 MB of gzip that unpacks to 1 GiB)
+   * cannot fill memory. Each SSE line and event has its own limit too (MAX_SSE_LINE_LENGTH,
+   * MAX_SSE_EVENT_LENGTH).
+   */
+  maxResponseBytes?: number;
   /** Replaces the global fetch (tests, proxies, instrumentation). */
   fetch?: typeof globalThis.fetch;
 }
 
 const DEFAULT_READ_TIMEOUT_MS = 60_000;
+const DEFAULT_MAX_RESPONSE_BYTES = 256 * 1024 * 1024;
+/** An error body is read for its message only; beyond this it is not worth holding. */
+const MAX_ERROR_BODY_BYTES = 64 * 1024;
 
 /**
  * A Model that speaks the Chat Completions streaming API with no dependency beyond `fetch`.
@@ -37,6 +48,10 @@ export function openAICompatibleModel(options: OpenAICompatibleOptions): Model {
   const url = `${options.baseURL.replace(/\/+$/, '')}/chat/completions`;
   const readTimeoutMs = options.readTimeoutMs ?? DEFAULT_READ_TIMEOUT_MS;
   const deadlineMs = timeoutOption('deadlineMs', options.deadlineMs, DEFAULT_MODEL_DEADLINE_MS);
+  const maxResponseBytes = options.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES;
+  if (!Number.isInteger(maxResponseBytes) || maxResponseBytes <= 0) {
+    throw new RangeError(`maxResponseBytes must be a positive integer, got ${String(maxResponseBytes)}`);
+  }
   const doFetch = options.fetch ?? globalThis.fetch;
   const baseHeaders: Record<string, string> = {
     'content-type': 'application/json',
@@ -81,10 +96,10 @@ export function openAICompatibleModel(options: OpenAICompatibleOptions): Model {
         const contentType = response.headers.get('content-type') ?? '';
         // A server that ignores `stream: true` answers with one JSON completion; accept it.
         if (contentType.includes('application/json')) {
-          assembler.push(parseChunk(await readText(response, guard)));
+          assembler.push(parseChunk(await readText(response, guard, maxResponseBytes)));
           return assembler.reply();
         }
-        await readStream(response, guard, assembler);
+        await readStream(response, guard, assembler, maxResponseBytes);
         return assembler.reply();
       } finally {
         guard.dispose();
@@ -93,10 +108,11 @@ export function openAICompatibleModel(options: OpenAICompatibleOptions): Model {
   };
 }
 
-async function readStream(response: Response, guard: CallGuard, assembler: ChatChunkAssembler): Promise<void> {
+async function readStream(response: Response, guard: CallGuard, assembler: ChatChunkAssembler, maxBytes: number): Promise<void> {
   if (response.body === null) throw new ModelError('the provider sent an empty response body', { retryable: true });
   const reader = response.body.getReader();
   let sawDone = false;
+  let received = 0;
   const parser = new SseParser((event: SseEvent) => {
     // One network read can hold many events: once the caller aborts (even from inside
     // onTextDelta) no further delta may be delivered.
@@ -124,6 +140,8 @@ async function readStream(response: Response, guard: CallGuard, assembler: ChatC
         break;
       }
       guard.touch();
+      received += result.value.byteLength;
+      if (received > maxBytes) throw tooLarge(maxBytes);
       parser.push(result.value);
     }
   } finally {
@@ -153,7 +171,7 @@ function errorEvent(data: string): ModelError {
 async function failedResponse(response: Response, guard: CallGuard, model: string, url: string): Promise<Error> {
   let text = '';
   try {
-    text = await readText(response, guard);
+    text = await readText(response, guard, MAX_ERROR_BODY_BYTES);
   } catch {
     // A cancel or timeout while reading the error body still wins; otherwise report the status alone.
     const stopped = guard.stopReason();
@@ -168,10 +186,37 @@ async function failedResponse(response: Response, guard: CallGuard, model: strin
   });
 }
 
-async function readText(response: Response, guard: CallGuard): Promise<string> {
+/** A whole (non-streamed) body as text, read in pieces so it can be refused past `maxBytes`. */
+async function readText(response: Response, guard: CallGuard, maxBytes: number): Promise<string> {
+  if (response.body === null) return '';
+  const reader = response.body.getReader();
+  const decoder = new TextDecoder();
+  const parts: string[] = [];
+  let received = 0;
+  let finished = false;
   try {
-    return await response.text();
-  } catch (error) {
-    throw guard.stopReason() ?? new ModelError(`the connection was lost reading the response: ${describeError(error)}`, { retryable: true, cause: error });
+    for (;;) {
+      let result: Awaited<ReturnType<typeof reader.read>>;
+      try {
+        result = await reader.read();
+      } catch (error) {
+        throw guard.stopReason() ?? new ModelError(`the connection was lost reading the response: ${describeError(error)}`, { retryable: true, cause: error });
+      }
+      if (result.done) {
+        finished = true;
+        parts.push(decoder.decode());
+        return parts.join('');
+      }
+      guard.touch();
+      received += result.value.byteLength;
+      if (received > maxBytes) throw tooLarge(maxBytes);
+      parts.push(decoder.decode(result.value, { stream: true }));
+    }
+  } finally {
+    if (!finished) reader.cancel().catch(() => {});
   }
+}
+
+function tooLarge(maxBytes: number): MalformedStreamError {
+  return new MalformedStreamError(`the response passed ${maxBytes} bytes (maxResponseBytes)`);
 }

@@ -1,7 +1,10 @@
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { gzipSync } from 'node:zlib';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { ModelRequest } from '../../src/model.js';
 import { ModelError } from '../../src/model.js';
-import { ModelDeadlineError } from '../../src/models/errors.js';
+import { MalformedStreamError, ModelDeadlineError } from '../../src/models/errors.js';
 import { openAICompatibleModel, type OpenAICompatibleOptions } from '../../src/models/openai-compatible.js';
 import { UsageSchema } from '../../src/schemas.js';
 import { replyFrames, startChatServer, TEST_MODEL, type ChatServer } from '../support/chat-server.js';
@@ -112,5 +115,35 @@ describe('openAICompatibleModel: an overall deadline besides the read timeout', 
     expect(() => model({ deadlineMs: 0 })).toThrow(RangeError);
     expect(() => model({ deadlineMs: Number.NaN })).toThrow(RangeError);
     expect(() => model({ deadlineMs: Infinity })).not.toThrow();
+  });
+});
+
+describe('openAICompatibleModel: the whole response is bounded, not only each line', () => {
+  it('many small events past maxResponseBytes fail with MalformedStreamError', async () => {
+    const text = Array.from({ length: 2_000 }, () => 'x'.repeat(100));
+    server.enqueue({ type: 'reply', text });
+    const error = await failure(model({ maxResponseBytes: 64 * 1024 }).generate(request()));
+    expect(error).toBeInstanceOf(MalformedStreamError);
+    expect((error as Error).message).toContain('the response passed 65536 bytes');
+  });
+
+  it.each(['text/event-stream', 'application/json'])('a gzip bomb (%s) is refused once its unpacked bytes pass the limit', async (contentType) => {
+    // 64 MiB that gzip packs into about 64 KB.
+    const body = gzipSync(Buffer.alloc(64 * 1024 * 1024, 'a'));
+    const bomb = createServer((_req, res) => {
+      res.writeHead(200, { 'content-type': contentType, 'content-encoding': 'gzip', 'content-length': body.length });
+      res.end(body);
+    });
+    await new Promise<void>((resolve) => bomb.listen(0, '127.0.0.1', resolve));
+    try {
+      const { port } = bomb.address() as AddressInfo;
+      const bombed = openAICompatibleModel({ baseURL: `http://127.0.0.1:${port}/v1`, model: TEST_MODEL, maxResponseBytes: 1024 * 1024 });
+      const error = await failure(bombed.generate(request()));
+      expect(error).toBeInstanceOf(MalformedStreamError);
+      expect((error as Error).message).toContain('the response passed 1048576 bytes');
+    } finally {
+      bomb.closeAllConnections();
+      await new Promise((resolve) => bomb.close(resolve));
+    }
   });
 });
