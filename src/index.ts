@@ -75,3 +75,4 @@ export { SessionRowError } from './sessions/session-row.js';
 export type { Approvals, ApprovalEvent } from './agent/approvals.js';
 export type { Budget, Prices } from './agent/budget.js';
 export { runAgent, streamAgent, type RunAgentOptions, type RunAgentResult, type AgentStreamEvent } from './run-agent.js';
+export * from './reliability.js';

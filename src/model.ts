@@ -74,6 +74,9 @@ export class ModelError extends LoopchartError {
  * The largest token count a provider may report for one call. No model has a window within three
  * orders of magnitude of it; anything above is a broken counter, not a usage figure. Keeping
  * counts this small also keeps every sum of them (a session's usage) an exact safe integer.
+ *
+ * @example
+ * normalizeUsage({ inputTokens: MAX_REPORTED_TOKENS + 1, outputTokens: 0 }); // undefined
  */
 export const MAX_REPORTED_TOKENS = 1_000_000_000;
 
@@ -160,7 +163,16 @@ export const ModelReplySchema = z
     return reply;
   });
 
-/** A model returned something that is not a reply (see `ModelReplySchema`). Not retryable. */
+/**
+ * A model returned something that is not a reply (see `ModelReplySchema`). Not retryable.
+ *
+ * @example
+ * try {
+ *   parseModelReply({ message: { role: 'assistant', content: null } });
+ * } catch (error) {
+ *   if (error instanceof InvalidModelReplyError) console.error(error.message); // says which field
+ * }
+ */
 export class InvalidModelReplyError extends ModelError {
   constructor(problem: string, options: { cause?: unknown } = {}) {
     super(`the model returned an invalid reply: ${problem}`, { retryable: false, cause: options.cause });

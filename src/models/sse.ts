@@ -26,9 +26,17 @@ export interface SseEvent {
  * Longest line accepted, in characters (UTF-16 code units) after decoding: 8 Mi. A chat chunk is
  * a few hundred characters; the largest legitimate line is one chunk carrying a whole tool call's
  * arguments (a file's content, say), which stays far below this.
+ *
+ * @example
+ * new SseParser(onEvent).pushText(`data: ${'x'.repeat(MAX_SSE_LINE_LENGTH)}`); // throws MalformedStreamError
  */
 export const MAX_SSE_LINE_LENGTH = 8 * 1024 * 1024;
-/** Longest event data accepted (all its `data:` lines joined), in characters: 16 Mi. */
+/**
+ * Longest event data accepted (all its `data:` lines joined), in characters: 16 Mi.
+ *
+ * @example
+ * new SseParser(onEvent, { maxEventLength: MAX_SSE_EVENT_LENGTH / 4 }); // a stricter parser
+ */
 export const MAX_SSE_EVENT_LENGTH = 16 * 1024 * 1024;
 
 export interface SseLimits {

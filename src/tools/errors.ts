@@ -18,7 +18,13 @@ export class InvalidToolError extends LoopchartError {
   }
 }
 
-/** A file tool was asked for a path that resolves (lexically or through a symlink) outside its root. */
+/**
+ * A file tool was asked for a path whose real location (lexically, through a symlink or a chain
+ * of them, existing or not) is outside its root.
+ *
+ * @example
+ * await readFileTool({ root }).execute({ path: '../etc/passwd' }, ctx); // rejects with PathOutsideRootError
+ */
 export class PathOutsideRootError extends LoopchartError {
   readonly path: string;
   constructor(path: string) {
@@ -38,7 +44,12 @@ export class ExpressionError extends LoopchartError {
 
 /**
  * A file tool hit a file-system problem (missing file, directory where a file was expected...). The
- * message names the path as the model gave it, never the absolute path on the host.
+ * message names the path as the model gave it, never the absolute path on the host; the fs
+ * error that caused it is kept as `cause` for the host's own logs.
+ *
+ * @example
+ * await readFileTool({ root }).execute({ path: 'loop' }, ctx);
+ * // rejects with FileToolError "loop: too many levels of symbolic links"
  */
 export class FileToolError extends LoopchartError {
   readonly path: string;

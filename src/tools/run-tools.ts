@@ -29,6 +29,10 @@ export const DEFAULT_TOOL_CONCURRENCY = 4;
  * Every tool call has a timeout unless one is switched off explicitly (`timeoutMs: Infinity` on the
  * tool, or `defaultTimeoutMs: Infinity` for the batch): a hung tool would otherwise hold the run,
  * and its session, forever. Five minutes leaves room for builds and test runs.
+ *
+ * @example
+ * defineTool({ name: 'build', description: 'runs the build', input: z.object({}), timeoutMs: 2 * DEFAULT_TOOL_TIMEOUT_MS, execute });
+ * defineTool({ name: 'watch', description: 'waits for a human', input: z.object({}), timeoutMs: Infinity, execute });
  */
 export const DEFAULT_TOOL_TIMEOUT_MS = 5 * 60_000;
 /** setTimeout's longest delay; a longer timeout is no timeout at all. */
