@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { AssistantMessageSchema, FinishReasonSchema, ToolCallSchema } from './schemas.js';
 import type { AssistantMessage, FinishReason, Message, Usage } from './schemas.js';
 import { LoopchartError } from './errors.js';
-import { jsonValueProblem } from './json-value.js';
+import { jsonValueFault } from './json-value.js';
 
 /** A tool as the model sees it: name, description and a JSON Schema for its arguments. */
 export interface ToolDefinition {
@@ -125,12 +125,26 @@ export function normalizeModelFinishReason(raw: unknown): FinishReason {
 }
 
 /**
+ * Why tool-call arguments are not plain JSON within MAX_JSON_DEPTH, or null. The place is
+ * shortened: for a value nested thousands deep it would be most of the message.
+ *
+ * @example
+ * argumentsProblem({ f: () => 1 }); // 'the arguments are not plain JSON: a function is not JSON (at args.f)'
+ */
+export function argumentsProblem(args: unknown): string | null {
+  const fault = jsonValueFault(args, 'args');
+  if (fault === null) return null;
+  const where = fault.path.length > 80 ? `${fault.path.slice(0, 80)}…` : fault.path;
+  return `the arguments are not plain JSON: ${fault.problem} (at ${where})`;
+}
+
+/**
  * Arguments must be plain JSON within MAX_JSON_DEPTH, the rule every stored snapshot is checked
  * against: a reply accepted here can always be persisted and restored.
  */
 const ReplyToolCallSchema = ToolCallSchema.extend({
   args: z.unknown().superRefine((args, ctx) => {
-    const problem = jsonValueProblem(args, 'args');
+    const problem = argumentsProblem(args);
     if (problem !== null) ctx.addIssue({ code: 'custom', message: problem });
   }),
 });

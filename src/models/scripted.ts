@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { LoopchartError } from '../errors.js';
-import { jsonValueProblem } from '../json-value.js';
 import {
+  argumentsProblem,
   MAX_REPORTED_TOKENS,
   ModelError,
   type FinishReason,
@@ -24,7 +24,7 @@ const delayMs = z.number().nonnegative().optional();
  */
 const scriptedTokens = z.number().int().nonnegative().max(MAX_REPORTED_TOKENS);
 const scriptedArgs = z.unknown().superRefine((args, ctx) => {
-  const problem = args === undefined ? null : jsonValueProblem(args, 'args');
+  const problem = args === undefined ? null : argumentsProblem(args);
   if (problem !== null) ctx.addIssue({ code: 'custom', message: problem });
 });
 
