@@ -1,5 +1,5 @@
 import { and, assign, emit, enqueueActions, sendTo, setup, type ActorRefFrom, type AnyStateMachine } from 'xstate';
-import { feedBrain, freshBrain, pendingCalls, stepTypeOf, takeStep, type BrainState } from '../src/agent/brain-state.js';
+import { conversationOf, feedBrain, freshBrain, pendingCalls, stepTypeOf, takeStep, type BrainState } from '../src/agent/brain-state.js';
 import type { AgentConfig } from '../src/agent/config.js';
 import { NO_APPROVALS, decisionFor, deniedResult, isWaiting, recordDecision } from '../src/agent/approvals.js';
 import { BudgetSchema, PricesSchema, budgetExceeded, costUsd } from '../src/agent/budget.js';
@@ -12,6 +12,7 @@ import { InvalidConfigError, PruningSchema, pendingPrune, pruneLineProblem, type
 import {
   NO_USAGE,
   applyCompaction,
+  applyPrune,
   applyReply,
   applyToolResults,
   asUserMessage,
@@ -23,6 +24,7 @@ import {
   journalResult,
   startRun,
   waitingCalls,
+  withExtras,
 } from '../src/agent/run-rules.js';
 import type { ModelReply, Usage } from '../src/model.js';
 import { PolicySchema, type Outcome, type Policy, type PolicyInput, type Step, type ToolCall, type ToolMessage, type UserMessage, type Message } from '../src/schemas.js';
@@ -169,7 +171,7 @@ export function createAgentMachine(config: AgentConfig) {
     if (operations.length === 0) return instructionsTokens;
     let tokens = extrasCache.get(brain.context);
     if (tokens === undefined) {
-      const ctx = { sessionId: context.sessionId, turn: brain.context.turnsTaken + 1, messages: brain.context.history.concat(brain.context.pending) };
+      const ctx = { sessionId: context.sessionId, turn: brain.context.turnsTaken + 1, messages: conversationOf(brain) };
       tokens = promptParts(operations, ctx).reduce((sum, part) => sum + estimateMessageTokens(part), instructionsTokens);
       extrasCache.set(brain.context, tokens);
     }
@@ -249,16 +251,8 @@ export function createAgentMachine(config: AgentConfig) {
       takeStep: assign({ brain: ({ context }) => takeStep(context.brain, context.policy) }),
       rewindBrain: assign({ brain: ({ context, event }) => feedBrain(context.brain, { type: 'rewindTo', len: as(event, 'rewind').len }) }),
       sealOverBudget: assign({ brain: ({ context }) => feedBrain(context.brain, { type: 'seal', reason: overBudget(context)! }) }),
-      refreshExtras: assign(({ context }) => {
-        const extrasTokens = extrasFor(context);
-        const tokens = Math.max(0, context.brain.context.contextTokens - context.extrasTokens + extrasTokens);
-        return { brain: feedBrain(context.brain, { type: 'setContextTokens', tokens }), extrasTokens };
-      }),
-      prune: assign(({ context }) => {
-        const { messages, tokensSaved } = pendingPrune(context.brain, context.policy, pruning, config.pruner)!;
-        const brain = feedBrain(context.brain, { type: 'adoptPruned', messages });
-        return { brain: feedBrain(brain, { type: 'setContextTokens', tokens: Math.max(0, context.brain.context.contextTokens - tokensSaved) }) };
-      }),
+      refreshExtras: assign(({ context }) => ({ brain: withExtras(context.brain, context.extrasTokens, extrasFor(context)), extrasTokens: extrasFor(context) })),
+      prune: assign({ brain: ({ context }) => applyPrune(context.brain, pendingPrune(context.brain, context.policy, pruning, config.pruner)!) }),
       emitPruned: emit(({ context }) => {
         const { pruned, tokensSaved } = pendingPrune(context.brain, context.policy, pruning, config.pruner)!;
         const before = context.brain.context.contextTokens;

@@ -1,5 +1,5 @@
 import { decisionFor, deniedResult, isWaiting, type Approvals } from './approvals.js';
-import { appendOwned, feedBrain, feedOrFail, freshBrain, pendingCalls, type BrainState } from './brain-state.js';
+import { appendOwned, conversationOf, feedBrain, feedOrFail, freshBrain, pendingCalls, type BrainState } from './brain-state.js';
 import { interruptedResult } from './interrupt.js';
 import type { ModelReply, ToolDefinition, Usage } from '../model.js';
 import type { Message, ToolCall, ToolMessage, UserMessage } from '../schemas.js';
@@ -40,8 +40,6 @@ export function startRun(previous: BrainState, message: UserMessage, tools: read
   const tokens = anchor > 0 ? anchor + estimateTokens([message]) : estimateTokens(conversationOf(brain), tools);
   return feedBrain(brain, { type: 'setContextTokens', tokens });
 }
-
-const conversationOf = (brain: BrainState): Message[] => brain.context.history.concat(brain.context.pending);
 
 /**
  * A model reply fed to the brain. The context size is the provider's count when it reports
@@ -165,6 +163,20 @@ export function applyCompaction(brain: BrainState, output: SideEffectOutputs['co
       : { type: 'compactionNoop', before, after, contextWindow },
     'CompactionError',
   );
+}
+
+/**
+ * The estimate with the instructions and prompt parts of the next call counted anew (seed 000:
+ * refreshed before a model call that carries them): the old extras out, the new ones in.
+ */
+export function withExtras(brain: BrainState, before: number, after: number): BrainState {
+  return feedBrain(brain, { type: 'setContextTokens', tokens: Math.max(0, brain.context.contextTokens - before + after) });
+}
+
+/** A pruning pass adopted: the pruned conversation, and the estimate less what it saved. */
+export function applyPrune(brain: BrainState, prune: { messages: readonly Message[]; tokensSaved: number }): BrainState {
+  const pruned = feedBrain(brain, { type: 'adoptPruned', messages: prune.messages });
+  return feedBrain(pruned, { type: 'setContextTokens', tokens: Math.max(0, brain.context.contextTokens - prune.tokensSaved) });
 }
 
 /** Run exits (seed 000): Completed commits, Failed discards, the rest salvage. */

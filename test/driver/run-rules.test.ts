@@ -6,6 +6,7 @@ import { NO_APPROVALS } from '../../src/agent/approvals.js';
 import { feedBrain, freshBrain, type BrainState } from '../../src/agent/brain-state.js';
 import {
   NO_USAGE,
+  applyPrune,
   applyReply,
   applyToolResults,
   batchComplete,
@@ -14,6 +15,7 @@ import {
   interruptBatch,
   journalResult,
   startRun,
+  withExtras,
   type RunState,
 } from '../../src/agent/run-rules.js';
 import { DEFAULT_POLICY, type ToolMessage } from '../../src/schemas.js';
@@ -103,5 +105,20 @@ describe('errorInfo', () => {
     const hostile = Object.defineProperty(new Error('x'), 'message', { get: () => { throw new Error('gotcha'); } });
     expect(errorInfo('ToolError', hostile)).toEqual({ type: 'ToolError', message: 'an error whose message could not be read' });
     expect(errorInfo('ToolError', null)).toEqual({ type: 'ToolError', message: 'null' });
+  });
+});
+
+describe('estimate updates', () => {
+  it('withExtras swaps the old extras for the new ones, never below zero', () => {
+    const brain = feedBrain(freshBrain(), { type: 'setContextTokens', tokens: 100 });
+    expect(withExtras(brain, 30, 50).context.contextTokens).toBe(120);
+    expect(withExtras(brain, 300, 0).context.contextTokens).toBe(0);
+  });
+
+  it('applyPrune adopts the pruned conversation and subtracts what it saved', () => {
+    const brain = feedBrain(startRun(freshBrain(), { role: 'user', content: 'go' }, []), { type: 'setContextTokens', tokens: 500 });
+    const pruned = applyPrune(brain, { messages: [{ role: 'user', content: 'go' }], tokensSaved: 120 });
+    expect(pruned.context.contextTokens).toBe(380);
+    expect(pruned.context.pending).toEqual([{ role: 'user', content: 'go' }]);
   });
 });
