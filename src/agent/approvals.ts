@@ -10,15 +10,35 @@ import type { ToolSet } from '../tools/define-tool.js';
 export const DecisionSchema = z.object({ approved: z.boolean(), reason: z.string().optional() });
 export type Decision = z.infer<typeof DecisionSchema>;
 
+/**
+ * A record keyed by strings the model chose (call ids, tool names). Every key stays an own
+ * property, `__proto__` included (`z.record` drops that one), and values are checked one by one.
+ * Read it with `Object.hasOwn`, never by plain indexing.
+ */
+function keyedByModel<T extends z.ZodType>(value: T) {
+  return z
+    .custom<Record<string, unknown>>((input) => typeof input === 'object' && input !== null && !Array.isArray(input), 'expected an object')
+    .transform((input, ctx) => {
+      const entries: [string, z.output<T>][] = [];
+      for (const [key, item] of Object.entries(input)) {
+        const parsed = value.safeParse(item);
+        if (parsed.success) entries.push([key, parsed.data]);
+        else for (const issue of parsed.error.issues) ctx.addIssue({ ...issue, path: [key, ...issue.path] } as never);
+      }
+      // fromEntries defines own properties, so a `__proto__` key is data, not the prototype.
+      return Object.fromEntries(entries) as Record<string, z.output<T>>;
+    });
+}
+
 export const ApprovalsSchema = z.object({
   /** Calls of the current batch that wait for a decision. */
   waiting: z.array(z.string()),
   /** Decisions for calls of the current batch, by tool call id. */
-  decisions: z.record(z.string(), DecisionSchema),
+  decisions: keyedByModel(DecisionSchema),
   /** "Always for this session": a standing decision per tool name. */
-  standing: z.record(z.string(), z.enum(['approve', 'deny'])),
+  standing: keyedByModel(z.enum(['approve', 'deny'])),
 });
-export type Approvals = z.infer<typeof ApprovalsSchema>;
+export type Approvals = z.output<typeof ApprovalsSchema>;
 
 export const NO_APPROVALS: Approvals = { waiting: [], decisions: {}, standing: {} };
 
@@ -51,6 +71,7 @@ export function recordDecision(approvals: Approvals, calls: readonly PendingTool
   const call = calls.find((pending) => pending.call.id === event.toolCallId)?.call;
   if (!call || Object.hasOwn(approvals.decisions, call.id)) return approvals;
   const decision: Decision = { approved: event.type === 'approve', ...(event.reason !== undefined && { reason: event.reason }) };
+  // Computed keys define own properties, `__proto__` included (a literal `__proto__:` would not).
   return {
     ...approvals,
     decisions: { ...approvals.decisions, [call.id]: decision },

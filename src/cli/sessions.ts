@@ -117,7 +117,7 @@ export async function resumeSession(sessionId: string, options: CommandOptions):
         if (ended === 'approval') {
           await session.flush();
           const { approvals } = session.actor.getSnapshot().context;
-          const waiting = approvals.waiting.filter((id) => !approvals.decisions[id]);
+          const waiting = approvals.waiting.filter((id) => !Object.hasOwn(approvals.decisions, id));
           throw new CliError(
             `session ${sessionId}: the run waits for approval of tool call(s) ${waiting.join(', ')}; ` +
               'approve or deny them from the application that owns the session (the CLI does not decide for you)',

@@ -63,7 +63,7 @@ export function describeState(context: AgentContext, inFlight: boolean): string 
     const last = context.lastRun ? `last run (${context.runIndex}) ${describeOutcome(context.lastRun.outcome, 80)}` : 'no run yet';
     return `at rest; ${last}`;
   }
-  const waiting = context.approvals.waiting.filter((id) => !context.approvals.decisions[id]);
+  const waiting = context.approvals.waiting.filter((id) => !Object.hasOwn(context.approvals.decisions, id));
   const parts = [`run ${context.runIndex} in flight: ${brain.value} after ${brain.context.turnsTaken} turn(s)`];
   if (brain.value === 'AwaitingTools') parts.push(`${brain.context.pendingTools.length} tool call(s) pending`);
   if (waiting.length > 0) parts.push(`waiting for approval of ${waiting.map(escapeLine).join(', ')}`);
