@@ -31,7 +31,8 @@ import { describeError, httpModelError, parseRetryAfter, providerMessage } from 
 export interface AiSdkModelOptions {
   /**
    * Longest silence tolerated between stream parts (and before the stream starts), default
-   * 60 000 ms. The SDK has no read timeout of its own; a stalled provider would hang forever.
+   * 60 000 ms; `Infinity` turns it off, 0 or a negative value is refused. The SDK has no read
+   * timeout of its own; a stalled provider would hang forever.
    */
   readTimeoutMs?: number;
   /**
@@ -46,7 +47,7 @@ const DEFAULT_READ_TIMEOUT_MS = 60_000;
 
 /** A Model over any AI SDK 5 provider model (`@ai-sdk/openai`, `@ai-sdk/anthropic`, `createOpenAICompatible`…). */
 export function aiSdkModel(languageModel: LanguageModelV2, options: AiSdkModelOptions = {}): Model {
-  const readTimeoutMs = options.readTimeoutMs ?? DEFAULT_READ_TIMEOUT_MS;
+  const readTimeoutMs = timeoutOption('readTimeoutMs', options.readTimeoutMs, DEFAULT_READ_TIMEOUT_MS);
   const deadlineMs = timeoutOption('deadlineMs', options.deadlineMs, DEFAULT_MODEL_DEADLINE_MS);
   return {
     name: `${languageModel.provider}:${languageModel.modelId}`,

@@ -1,5 +1,8 @@
 import { abortError, ModelDeadlineError, ReadTimeoutError } from './errors.js';
 
+/** setTimeout's longest delay (about 24.8 days); a longer timeout is no timeout at all. */
+const MAX_TIMER_MS = 2 ** 31 - 1;
+
 /** Default overall deadline of one model call, stream included (see ModelDeadlineError). */
 export const DEFAULT_MODEL_DEADLINE_MS = 10 * 60_000;
 
@@ -45,14 +48,13 @@ export class CallGuard {
       return;
     }
     outer.addEventListener('abort', this.onOuterAbort, { once: true });
-    if (Number.isFinite(readTimeoutMs) && readTimeoutMs > 0) {
+    if (Number.isFinite(readTimeoutMs) && readTimeoutMs > 0 && readTimeoutMs <= MAX_TIMER_MS) {
       this.timer = setTimeout(() => {
         this.timedOut = true;
         this.abort(new ReadTimeoutError(this.readTimeoutMs));
       }, readTimeoutMs);
     }
-    // setTimeout caps delays at 2^31-1 ms (about 24.8 days); beyond that there is no deadline.
-    if (Number.isFinite(deadlineMs) && deadlineMs > 0 && deadlineMs <= 2 ** 31 - 1) {
+    if (Number.isFinite(deadlineMs) && deadlineMs > 0 && deadlineMs <= MAX_TIMER_MS) {
       this.deadlineTimer = setTimeout(() => {
         this.pastDeadline = true;
         this.abort(new ModelDeadlineError(this.deadlineMs));

@@ -15,7 +15,10 @@ export interface OpenAICompatibleOptions {
   model: string;
   /** Extra headers on every request (e.g. OpenRouter's HTTP-Referer). */
   headers?: Record<string, string>;
-  /** Longest silence tolerated between bytes (and before the response headers). Default 60 000 ms. */
+  /**
+   * Longest silence tolerated between bytes (and before the response headers). Default 60 000 ms;
+   * `Infinity` turns it off, 0 or a negative value is refused.
+   */
   readTimeoutMs?: number;
   /**
    * Longest a whole call may take, stream included, default 600 000 ms (10 minutes); `Infinity`
@@ -46,7 +49,7 @@ const MAX_ERROR_BODY_BYTES = 64 * 1024;
  */
 export function openAICompatibleModel(options: OpenAICompatibleOptions): Model {
   const url = `${options.baseURL.replace(/\/+$/, '')}/chat/completions`;
-  const readTimeoutMs = options.readTimeoutMs ?? DEFAULT_READ_TIMEOUT_MS;
+  const readTimeoutMs = timeoutOption('readTimeoutMs', options.readTimeoutMs, DEFAULT_READ_TIMEOUT_MS);
   const deadlineMs = timeoutOption('deadlineMs', options.deadlineMs, DEFAULT_MODEL_DEADLINE_MS);
   const maxResponseBytes = options.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES;
   if (!Number.isInteger(maxResponseBytes) || maxResponseBytes <= 0) {

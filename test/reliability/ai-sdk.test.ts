@@ -126,6 +126,12 @@ describe('aiSdkModel against a real HTTP server', () => {
     expect((error as Error).message).not.toContain('..');
   });
 
+  it('a nonsense read timeout or deadline is refused when the model is made, not read as "none"', () => {
+    expect(() => model({ readTimeoutMs: 0 })).toThrow(RangeError);
+    expect(() => model({ deadlineMs: -1 })).toThrow(RangeError);
+    expect(() => model({ readTimeoutMs: Infinity, deadlineMs: Infinity })).not.toThrow();
+  });
+
   it('endless keep-alive comments end with a non-retryable ModelDeadlineError', async () => {
     const frames = Array.from({ length: 400 }, () => ': keep-alive\n\n');
     server.enqueue({ type: 'frames', frames, delayMs: 20 });

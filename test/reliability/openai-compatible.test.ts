@@ -111,10 +111,13 @@ describe('openAICompatibleModel: an overall deadline besides the read timeout', 
     expect(error).toBeInstanceOf(ModelDeadlineError);
   });
 
-  it('a nonsense deadline is refused when the model is made; Infinity turns it off', () => {
+  it('a nonsense deadline or read timeout is refused when the model is made; Infinity turns it off', () => {
     expect(() => model({ deadlineMs: 0 })).toThrow(RangeError);
     expect(() => model({ deadlineMs: Number.NaN })).toThrow(RangeError);
     expect(() => model({ deadlineMs: Infinity })).not.toThrow();
+    expect(() => model({ readTimeoutMs: 0 })).toThrow(RangeError);
+    expect(() => model({ readTimeoutMs: -5 })).toThrow(RangeError);
+    expect(() => model({ readTimeoutMs: Infinity })).not.toThrow();
   });
 });
 
