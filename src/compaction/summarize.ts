@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { coherentCut } from '../conversation.js';
-import { ModelError, type FinishReason, type Model } from '../model.js';
+import { ModelError, type FinishReason, type Model, type ModelReply } from '../model.js';
 import type { Message } from '../schemas.js';
 import { estimateMessageTokens, estimateTokens } from '../tokens.js';
 import type { Compactor } from '../agent/config.js';
@@ -12,6 +12,11 @@ export interface SummarizingCompactorOptions {
   model?: Model;
   /** Instructions for the summary. */
   instructions?: string;
+  /**
+   * How many times to ask for a summary when the model answers with an empty one. Default 2.
+   * A summary cut short is not asked again: the same request would be cut again.
+   */
+  attempts?: number;
 }
 
 const DEFAULT_INSTRUCTIONS =
@@ -24,8 +29,9 @@ const DEFAULT_INSTRUCTIONS =
  * kept as they are. The summary is an assistant message, so when the tail opens with an
  * assistant turn the brain's coalescer folds the two into one.
  * Returns null (nothing rewritten) when there is nothing before the tail to summarize.
- * Throws InvalidSummaryError when the summary is empty or was cut short: the summarized turns
- * would be lost, so the compaction fails and the driver's failure path decides what happens.
+ * An empty summary is asked for again (`attempts`, default 2); one still empty, or one cut short,
+ * throws InvalidSummaryError: the summarized turns would be lost, so the compaction fails and
+ * the driver's failure path decides what happens.
  *
  * @example
  * ```ts
@@ -38,6 +44,8 @@ const DEFAULT_INSTRUCTIONS =
  */
 export function summarizingCompactor(options: SummarizingCompactorOptions = {}): Compactor {
   const keepTokens = options.keepTokens ?? 2_000;
+  const attempts = options.attempts ?? 2;
+  if (!Number.isInteger(attempts) || attempts < 1) throw new RangeError(`attempts must be a positive integer, got ${String(attempts)}`);
   return async ({ messages, model, signal }) => {
     const frame = leadingSystems(messages);
     const cut = tailStart(messages, frame, keepTokens);
@@ -49,20 +57,28 @@ export function summarizingCompactor(options: SummarizingCompactorOptions = {}):
     if (summarized.length === 0) return null;
     const text = transcript(summarized);
     const instructions = options.instructions ?? DEFAULT_INSTRUCTIONS;
-    const reply = await (options.model ?? model).generate({
-      messages: [
-        { role: 'system', content: instructions },
-        { role: 'user', content: text },
-      ],
-      tools: [],
-      signal,
-      // Stable across retries and a restore that repeats the pass (same conversation, same key),
-      // and different for every other conversation: a key built from positions alone repeats
-      // when a later pass sees a conversation of the same shape, and an idempotent provider
-      // would then answer with the earlier summary.
-      idempotencyKey: `summary:${digest(instructions, text)}`,
-    });
-    checkSummary(reply.message.content, reply.finishReason);
+    const summaryModel = options.model ?? model;
+    const key = `summary:${digest(instructions, text)}`;
+    let reply: ModelReply | undefined;
+    for (let attempt = 1; ; attempt++) {
+      reply = await summaryModel.generate({
+        messages: [
+          { role: 'system', content: instructions },
+          { role: 'user', content: text },
+        ],
+        tools: [],
+        signal,
+        // Stable across retries and a restore that repeats the pass (same conversation, same key),
+        // and different for every other conversation: a key built from positions alone repeats
+        // when a later pass sees a conversation of the same shape, and an idempotent provider
+        // would then answer with the earlier summary. A new attempt after an empty summary needs
+        // its own key for the same reason.
+        idempotencyKey: attempt === 1 ? key : `${key}:attempt-${attempt}`,
+      });
+      const problem = summaryProblem(reply.message.content, reply.finishReason);
+      if (problem === null) break;
+      if (problem.reason === 'truncated' || attempt >= attempts) throw problem;
+    }
     const summary: Message = { role: 'assistant', content: `Summary of the earlier conversation:\n${reply.message.content}` };
     const compacted = [
       ...messages.slice(0, frame),
@@ -104,9 +120,10 @@ export class InvalidSummaryError extends ModelError {
   }
 }
 
-function checkSummary(content: string, finishReason: FinishReason): void {
-  if (finishReason === 'length' || finishReason === 'content-filter') throw new InvalidSummaryError('truncated', finishReason);
-  if (content.trim() === '') throw new InvalidSummaryError('empty', finishReason);
+function summaryProblem(content: string, finishReason: FinishReason): InvalidSummaryError | null {
+  if (finishReason === 'length' || finishReason === 'content-filter') return new InvalidSummaryError('truncated', finishReason);
+  if (content.trim() === '') return new InvalidSummaryError('empty', finishReason);
+  return null;
 }
 
 /** How many system messages open the conversation: the frame the summary must not lose. */

@@ -64,4 +64,33 @@ describe('summarizingCompactor never drops turns for an unusable summary', () =>
     expect(error).toMatchObject({ reason: 'truncated', retryable: false, finishReason });
     expect((error as Error).message).toBe(`compaction failed: the summary was cut short (finish reason "${finishReason}")`);
   });
+
+  it('an empty summary is asked for once more, under its own idempotency key, and a good second one compacts', async () => {
+    const keys: string[] = [];
+    const answers = ['', 'logs 0-5 were clean'];
+    const model: Model = {
+      name: 'flaky-summarizer',
+      async generate(req) {
+        keys.push(req.idempotencyKey);
+        return { message: { role: 'assistant', content: answers[keys.length - 1] ?? '' }, finishReason: 'stop' };
+      },
+    };
+    const result = await summarizingCompactor({ keepTokens: 50 })(request(conversation(), model));
+    expect(keys).toHaveLength(2);
+    expect(new Set(keys).size).toBe(2);
+    expect(result?.messages.some((m) => m.role === 'assistant' && m.content.endsWith('logs 0-5 were clean'))).toBe(true);
+  });
+
+  it('a summary cut short is not asked again', async () => {
+    let calls = 0;
+    const model: Model = {
+      name: 'cut',
+      async generate() {
+        calls++;
+        return { message: { role: 'assistant', content: 'half a' }, finishReason: 'length' };
+      },
+    };
+    await expect(summarizingCompactor({ keepTokens: 50 })(request(conversation(), model))).rejects.toBeInstanceOf(InvalidSummaryError);
+    expect(calls).toBe(1);
+  });
 });
