@@ -414,8 +414,6 @@ export function createAgentMachine(config: AgentConfig) {
         approvals: NO_APPROVALS,
         runStartedAt: 0,
       },
-    // One IO actor for the agent's life: it runs every side effect through the executor.
-    invoke: { id: 'io', src: 'io' },
     initial: 'Idle',
     on: {
       policy: [{ guard: and(['wellFormed', 'policyAcceptable']), actions: 'changePolicy' }, { actions: 'rejectPolicy' }],
@@ -434,6 +432,8 @@ export function createAgentMachine(config: AgentConfig) {
         },
       },
       Running: {
+        // One IO actor per run: it runs every side effect through the executor. An idle session has none.
+        invoke: { id: 'io', src: 'io' },
         initial: 'Start',
         on: {
           cancel: { guard: 'wellFormed', target: '.Start', actions: ['abortIo', 'cancelRun'] },
