@@ -5,6 +5,7 @@ import { withRetry, type RetryAttempt, type RetryOptions } from '../models/retry
 import type { CompactionReason, Message, PendingToolCall, ToolCall, ToolMessage } from '../schemas.js';
 import { estimateToolTokens } from '../tokens.js';
 import { runToolCalls } from '../tools/run-tools.js';
+import { InvalidSummaryError } from '../compaction/summarize.js';
 import type { ToolSet } from '../tools/define-tool.js';
 import type { Compactor } from './config.js';
 import type { Executor, SideEffect, SideEffectKind, SideEffectOutputs } from './executor.js';
@@ -339,7 +340,10 @@ export function ioLogic(deps: IoDeps) {
               );
               finish(controller, key, { type: 'io.compacted', key, reason, output });
             } catch (error) {
-              fail(controller, key, 'compaction', error);
+              // A summary that came back empty or cut short changed nothing: the brain's stall
+              // rule decides (a threshold pass that still fits defers, otherwise CompactionStalled).
+              if (!InvalidSummaryError.isInstance(error)) return fail(controller, key, 'compaction', error);
+              finish(controller, key, { type: 'io.compacted', key, reason, output: { before: tokensBefore, after: tokensBefore } });
             }
           });
       }
