@@ -46,6 +46,16 @@ export interface LoopMachineOptions {
 /**
  * The imperative face of the brain for hosts that drive it themselves: the seed's API in
  * camelCase over the XState actor. An illegal feed throws and leaves the machine unchanged.
+ *
+ * @example
+ * ```ts
+ * const brain = new LoopMachine();
+ * brain.acceptInput({ role: 'user', content: 'What is 6 * 7?' });
+ * const step = brain.nextStep(); // { type: 'CallLLM', turn: 1 }
+ * brain.modelResponse({ role: 'assistant', content: '42' }, 20, []);
+ * brain.nextStep(); // { type: 'Done', outcome: { type: 'Completed', finalText: '42' } }
+ * const again = LoopMachine.restore(JSON.parse(JSON.stringify(brain.toJSON())));
+ * ```
  */
 export class LoopMachine {
   readonly actor: Actor<typeof loopMachine>;

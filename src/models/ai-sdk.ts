@@ -45,7 +45,18 @@ export interface AiSdkModelOptions {
 
 const DEFAULT_READ_TIMEOUT_MS = 60_000;
 
-/** A Model over any AI SDK 5 provider model (`@ai-sdk/openai`, `@ai-sdk/anthropic`, `createOpenAICompatible`…). */
+/**
+ * A Model over any AI SDK 5 provider model (`@ai-sdk/openai`, `@ai-sdk/anthropic`, `createOpenAICompatible`…).
+ *
+ * @example
+ * ```ts
+ * import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
+ * import { aiSdkModel } from 'loopchart/ai-sdk';
+ *
+ * const provider = createOpenAICompatible({ name: 'local', baseURL: 'http://localhost:11434/v1' });
+ * const agent = createAgentMachine({ model: aiSdkModel(provider('llama3.2')) });
+ * ```
+ */
 export function aiSdkModel(languageModel: LanguageModelV2, options: AiSdkModelOptions = {}): Model {
   const readTimeoutMs = timeoutOption('readTimeoutMs', options.readTimeoutMs, DEFAULT_READ_TIMEOUT_MS);
   const deadlineMs = timeoutOption('deadlineMs', options.deadlineMs, DEFAULT_MODEL_DEADLINE_MS);

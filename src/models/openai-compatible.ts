@@ -46,6 +46,12 @@ const MAX_ERROR_BODY_BYTES = 64 * 1024;
 /**
  * A Model that speaks the Chat Completions streaming API with no dependency beyond `fetch`.
  * It never retries: it reports `status` / `retryable` / `retryAfterMs` and the retry wrapper decides.
+ *
+ * @example
+ * ```ts
+ * const model = openAICompatibleModel({ baseURL: 'http://localhost:11434/v1', model: 'llama3.2' });
+ * const agent = createAgentMachine({ model, tools: [calculatorTool] });
+ * ```
  */
 export function openAICompatibleModel(options: OpenAICompatibleOptions): Model {
   const url = `${options.baseURL.replace(/\/+$/, '')}/chat/completions`;

@@ -115,6 +115,16 @@ interface ScriptedTurn {
  *
  * Tool call ids default to `call_<turn>_<i>` (turn from 1, i from 0 within the reply). Text is
  * streamed through `onTextDelta` in up to four chunks. An aborted signal rejects with an AbortError.
+ *
+ * @example
+ * ```ts
+ * import { scriptedModel } from 'loopchart/testing';
+ *
+ * const model = scriptedModel([
+ *   { toolCalls: [{ name: 'add', args: { a: 1, b: 2 } }] }, // turn 1 asks for a tool
+ *   { text: 'It is 3.' },                                   // turn 2 answers
+ * ]);
+ * ```
  */
 export function scriptedModel(script: readonly ScriptEntry[], options: ScriptedModelOptions = {}): Model {
   const name = options.name ?? 'scripted';

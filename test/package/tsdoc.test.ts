@@ -39,6 +39,15 @@ const DOCUMENTED = [
   'summarizingCompactor',
   'pruneToolResults',
   'LoopchartError',
+  'createAgentMachine',
+  'DurableSession',
+  'LoopMachine',
+  'openAICompatibleModel',
+  'aiSdkModel',
+  'scriptedModel',
+  'Executor',
+  'inProcessExecutor',
+  'composeExecutors',
 ];
 
 describe('TSDoc', () => {
