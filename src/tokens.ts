@@ -1,4 +1,4 @@
-import { countTokens as countO200k } from 'gpt-tokenizer/encoding/o200k_base';
+import { createRequire } from 'node:module';
 import type { ToolDefinition } from './model.js';
 import type { Message } from './schemas.js';
 
@@ -15,6 +15,22 @@ import type { Message } from './schemas.js';
  * counted as their JSON, which over-counts slightly against the provider's own rendering: the safe
  * side for a number that decides when to compact.
  */
+
+type CountTokens = (text: string, options: { disallowedSpecial: Set<string> }) => number;
+let tokenizer: CountTokens | undefined;
+/**
+ * The o200k tokenizer, loaded on first use: its tables take a few hundred milliseconds to load,
+ * which `import 'loopchart'` should not pay for users who never estimate (the brain alone, the
+ * stores, the CLI). Synchronous because estimates are (`createRequire`; the CommonJS build
+ * gets `import.meta.url` from tsup's shims).
+ */
+function countO200k(text: string, options: { disallowedSpecial: Set<string> }): number {
+  if (!tokenizer) {
+    const load = createRequire(import.meta.url);
+    tokenizer = (load('gpt-tokenizer/encoding/o200k_base') as { countTokens: CountTokens }).countTokens;
+  }
+  return tokenizer(text, options);
+}
 
 const PER_MESSAGE = 3;
 const REPLY_PRIMING = 3;
