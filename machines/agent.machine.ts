@@ -399,7 +399,8 @@ export function createAgentMachine(config: AgentConfig) {
   }).createMachine({
     id: 'agent',
     context: ({ input }) =>
-      input?.stored ?? {
+      // A stored state comes from outside: checked as a persisted snapshot is.
+      input?.stored ? parseAgentContext(input.stored) : {
         sessionId: input?.sessionId ?? 'session',
         brain: freshBrain(input?.history ?? []),
         policy: input?.policy ? checkedPolicy(input.policy, pruning) : defaultPolicy,

@@ -100,15 +100,17 @@ export class DurableSession {
     this.#failed = new Promise<never>((_, reject) => (this.#fail = reject));
     this.#failed.catch(() => {});
     this.#replay = replay;
-    this.#written = context
-      ? { log: logOf(context), row: JSON.stringify(encodeRow(context)), awaitingToolsKey: toolsKey(context) }
-      : { log: logNow([], []), row: '', awaitingToolsKey: null };
     const outer = options.wrapExecutor;
     const machine = options.machine.withExecutor((inner) => (outer ? outer(this.#durable(inner)) : this.#durable(inner)));
     this.actor = createActor(machine, {
       input: context ? { stored: context } : { sessionId: options.sessionId, history: options.history ?? [] },
       ...(options.inspect && { inspect: options.inspect }),
     });
+    // What is stored is what the actor starts from (its own checked copy of the stored state).
+    const start = this.actor.getSnapshot().context;
+    this.#written = context
+      ? { log: logOf(start), row: JSON.stringify(encodeRow(start)), awaitingToolsKey: toolsKey(start) }
+      : { log: logNow([], []), row: '', awaitingToolsKey: null };
     this.actor.subscribe({ next: (snapshot) => this.#persist(snapshot.context), error: (error) => this.#stop(error as Error) });
   }
 

@@ -64,3 +64,13 @@ describe('a persisted agent snapshot from outside', () => {
     actor.stop();
   });
 });
+
+describe('a stored state given as input', () => {
+  it('is checked like a persisted snapshot: a tampered one leaves the actor in error, nothing runs', async () => {
+    const snapshot = await persistedAfterOneRun();
+    snapshot.context.brain.context.history.push({ role: 'tool', toolCallId: 'ghost', toolName: 'echo', content: 'x' });
+    const actor = createActor(agent, { input: { stored: snapshot.context as never } });
+    expect(actor.getSnapshot().status).toBe('error');
+    expect((actor.getSnapshot() as { error?: unknown }).error).toBeInstanceOf(InvalidSnapshotError);
+  });
+});
