@@ -251,7 +251,10 @@ export function createAgentMachine(config: AgentConfig) {
       takeStep: assign({ brain: ({ context }) => takeStep(context.brain, context.policy) }),
       rewindBrain: assign({ brain: ({ context, event }) => feedBrain(context.brain, { type: 'rewindTo', len: as(event, 'rewind').len }) }),
       sealOverBudget: assign({ brain: ({ context }) => feedBrain(context.brain, { type: 'seal', reason: overBudget(context)! }) }),
-      refreshExtras: assign(({ context }) => ({ brain: withExtras(context.brain, context.extrasTokens, extrasFor(context)), extrasTokens: extrasFor(context) })),
+      refreshExtras: assign(({ context }) => {
+        const extrasTokens = extrasFor(context);
+        return { brain: withExtras(context.brain, context.extrasTokens, extrasTokens), extrasTokens };
+      }),
       prune: assign({ brain: ({ context }) => applyPrune(context.brain, pendingPrune(context.brain, context.policy, pruning, config.pruner)!) }),
       emitPruned: emit(({ context }) => {
         const { pruned, tokensSaved } = pendingPrune(context.brain, context.policy, pruning, config.pruner)!;

@@ -1,16 +1,14 @@
 import { z } from 'zod';
 import type { AgentContext } from '../../machines/agent.machine.js';
-import { ApprovalsSchema, NO_APPROVALS } from '../agent/approvals.js';
+import { NO_APPROVALS } from '../agent/approvals.js';
+import { AgentContextSchema } from '../agent/context.js';
 import type { BrainState } from '../agent/brain-state.js';
 import { LoopchartError } from '../errors.js';
 import { parseLoopSnapshot } from '../loop-snapshot.js';
 import {
   LOOP_SNAPSHOT_VERSION,
   LoopContextSchema,
-  OutcomeSchema,
-  PolicySchema,
   StateNameSchema,
-  UsageSchema,
   type Message,
 } from '../schemas.js';
 
@@ -47,7 +45,17 @@ function migrate(sessionId: string, raw: unknown): unknown {
 
 const count = z.number().int().nonnegative();
 
-export const SessionRowSchema = z.object({
+/** The driver's own fields are the driver context's, minus what only a live actor holds. */
+export const SessionRowSchema = AgentContextSchema.pick({
+  policy: true,
+  runIndex: true,
+  runUsage: true,
+  sessionUsage: true,
+  extrasTokens: true,
+  lastRun: true,
+  approvals: true,
+  runStartedAt: true,
+}).extend({
   rowVersion: z.literal(SESSION_ROW_VERSION),
   brain: z.object({
     value: StateNameSchema,
@@ -55,16 +63,8 @@ export const SessionRowSchema = z.object({
     historyLength: count,
     context: LoopContextSchema.omit({ history: true, pending: true }),
   }),
-  policy: PolicySchema,
-  runIndex: count,
-  runUsage: UsageSchema,
-  sessionUsage: UsageSchema,
-  extrasTokens: count,
-  lastRun: z.object({ outcome: OutcomeSchema, usage: UsageSchema, costUsd: z.number().optional() }).nullable(),
-  approvals: ApprovalsSchema,
-  runStartedAt: count,
 });
-export type SessionRow = z.infer<typeof SessionRowSchema>;
+export type SessionRow = z.output<typeof SessionRowSchema>;
 
 /** A stored row that this build cannot read: named, with the session, never silently dropped. */
 export class SessionRowError extends LoopchartError {
