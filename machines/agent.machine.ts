@@ -4,6 +4,7 @@ import type { AgentConfig } from '../src/agent/config.js';
 import { NO_APPROVALS, decisionFor, deniedResult, isWaiting, recordDecision } from '../src/agent/approvals.js';
 import { BudgetSchema, PricesSchema, budgetExceeded, costUsd } from '../src/agent/budget.js';
 import { parseAgentContext, type AgentContext } from '../src/agent/context.js';
+import { NO_OPERATIONS } from '../src/agent/operation-state.js';
 import { externalEventProblem, externalEventTypes, type ExternalEvent } from '../src/agent/events.js';
 import { composeExecutors, inProcessExecutor, type Executor } from '../src/agent/executor.js';
 import { fromIo, ioLogic, promptParts, type IoDeps, type IoEvent, type IoRequest } from '../src/agent/io.js';
@@ -417,6 +418,7 @@ export function createAgentMachine(config: AgentConfig) {
         extrasTokens: 0,
         approvals: NO_APPROVALS,
         runStartedAt: 0,
+        operations: NO_OPERATIONS,
       },
     initial: 'Idle',
     on: {

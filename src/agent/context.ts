@@ -3,6 +3,7 @@ import { InvalidSnapshotError } from '../errors.js';
 import { parseLoopSnapshot } from '../loop-snapshot.js';
 import { LOOP_SNAPSHOT_VERSION, OutcomeSchema, PolicySchema, ToolMessageSchema, UsageSchema, UserMessageSchema } from '../schemas.js';
 import { ApprovalsSchema } from './approvals.js';
+import { OperationsStateSchema } from './operation-state.js';
 import type { BrainState } from './brain-state.js';
 
 const count = z.number().int().nonnegative();
@@ -33,6 +34,8 @@ export const AgentContextSchema = z.object({
   extrasTokens: count,
   /** When the current run started (ms since the epoch): the driver's only clock read, for budgets. */
   runStartedAt: count,
+  /** The operations' state slices, the hook point in progress and a yield the run waits on. */
+  operations: OperationsStateSchema,
 });
 
 export type AgentContext = Omit<z.infer<typeof AgentContextSchema>, 'brain' | 'toolJournal'> & {

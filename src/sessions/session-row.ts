@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import type { AgentContext } from '../../machines/agent.machine.js';
 import { NO_APPROVALS } from '../agent/approvals.js';
+import { NO_OPERATIONS } from '../agent/operation-state.js';
 import { AgentContextSchema } from '../agent/context.js';
 import type { BrainState } from '../agent/brain-state.js';
 import { LoopchartError } from '../errors.js';
@@ -16,7 +17,7 @@ import {
  * The small state row a durable session stores per step: the driver's context without the
  * conversation, which lives in the append-only log (history first, then pending).
  */
-export const SESSION_ROW_VERSION = 2;
+export const SESSION_ROW_VERSION = 3;
 
 /**
  * How a row of an older version becomes the current one: each entry lifts version n to n + 1.
@@ -25,6 +26,8 @@ export const SESSION_ROW_VERSION = 2;
 const ROW_MIGRATIONS: Record<number, (row: Record<string, unknown>) => Record<string, unknown>> = {
   // Version 2 added tool approvals and the run's start time (budgets).
   1: (row) => ({ ...row, rowVersion: 2, approvals: NO_APPROVALS, runStartedAt: 0 }),
+  // Version 3 added the operations' state slices, their hook point in progress and their yields.
+  2: (row) => ({ ...row, rowVersion: 3, operations: NO_OPERATIONS }),
 };
 
 function migrate(sessionId: string, raw: unknown): unknown {
@@ -55,6 +58,7 @@ export const SessionRowSchema = AgentContextSchema.pick({
   lastRun: true,
   approvals: true,
   runStartedAt: true,
+  operations: true,
 }).extend({
   rowVersion: z.literal(SESSION_ROW_VERSION),
   brain: z.object({
@@ -88,6 +92,7 @@ export function encodeRow(context: AgentContext): SessionRow {
     lastRun: context.lastRun,
     approvals: context.approvals,
     runStartedAt: context.runStartedAt,
+    operations: context.operations,
   };
 }
 
@@ -133,5 +138,6 @@ export function decodeRow(
     extrasTokens: row.extrasTokens,
     approvals: row.approvals,
     runStartedAt: row.runStartedAt,
+    operations: row.operations,
   };
 }

@@ -306,6 +306,7 @@ function rowOf(s: Json, policy: Record<string, unknown> = {}): { row: unknown; l
       lastRun: null,
       approvals: { waiting: [], decisions: {}, standing: {} },
       runStartedAt: 0,
+      operations: { slices: {}, point: null, done: null, waiting: null },
     },
     log: [...history, ...pending],
   };

@@ -157,7 +157,7 @@ describe('corrupt and foreign rows', () => {
   const cases: Array<{ name: string; corrupt(db: Db): void; error: new (...args: never[]) => LoopchartError; says: RegExp }> = [
     { name: 'a state row that is not JSON', corrupt: (db) => setState(db, '{"rowVersion":1,'), error: CorruptSessionError, says: /state row: unparsable JSON/ },
     { name: 'a foreign row (another program wrote it)', corrupt: (db) => setState(db, { count: 3 }), error: SessionRowError, says: /unknown state row version undefined/ },
-    { name: 'a row of an unknown (newer) rowVersion', corrupt: (db) => setState(db, { ...state(db), rowVersion: 3 }), error: SessionRowError, says: /unknown state row version 3 \(this build reads versions 1 to 2\)/ },
+    { name: 'a row of an unknown (newer) rowVersion', corrupt: (db) => setState(db, { ...state(db), rowVersion: 4 }), error: SessionRowError, says: /unknown state row version 4 \(this build reads versions 1 to 3\)/ },
     {
       name: 'a row of the right version with a bad field',
       corrupt: (db) => setState(db, { ...state(db), brain: { ...state(db).brain, value: 'Sleeping' } }),
@@ -234,7 +234,7 @@ describe('corrupt and foreign rows', () => {
 });
 
 describe('state rows of an older version', () => {
-  it('a version 1 row (before approvals and budgets) is migrated when read and stored as version 2 by the next step', async () => {
+  it('a version 1 row (before approvals and budgets) is migrated when read and stored as version 3 by the next step', async () => {
     const path = join(root, `migrate-${n++}.db`);
     const effects = join(root, `migrate-${n}.effects`);
     const store = await openStore({ kind: 'sqlite', path });
@@ -245,7 +245,7 @@ describe('state rows of an older version', () => {
     // Rewrite the row as the version-1 build stored it: no approvals, no run start time.
     const db = new Database(path);
     const row = JSON.parse((db.prepare("SELECT state FROM sessions WHERE session_id = 'old'").get() as { state: string }).state);
-    const { approvals: _approvals, runStartedAt: _startedAt, ...v1 } = row;
+    const { approvals: _approvals, runStartedAt: _startedAt, operations: _operations, ...v1 } = row;
     db.prepare("UPDATE sessions SET state = ? WHERE session_id = 'old'").run(JSON.stringify({ ...v1, rowVersion: 1 }));
     db.close();
 
@@ -255,7 +255,34 @@ describe('state rows of an older version', () => {
     expect(context.brain.context.history).toHaveLength(7);
     expect(await reopened.rewindTo(1)).toBe(6);
     await reopened.close();
-    expect(((await store.load('old'))!.state as { rowVersion: number }).rowVersion).toBe(2);
+    expect(((await store.load('old'))!.state as { rowVersion: number }).rowVersion).toBe(3);
+    await store.close();
+  });
+
+  it('a version 2 row (before operations) is migrated when read: no slices, no point in progress, no yield', async () => {
+    const path = join(root, `migrate-${n++}.db`);
+    const effects = join(root, `migrate-${n}.effects`);
+    const store = await openStore({ kind: 'sqlite', path });
+    const first = await DurableSession.open({ machine: sessionAgent(effects), store, sessionId: 'v2', history: [SESSION_SYSTEM] });
+    first.send({ type: 'input', message: 'Take three notes.' });
+    await first.whenIdle();
+    await first.close();
+    // Rewrite the row as the version-2 build stored it: no operations field.
+    const db = new Database(path);
+    const row = JSON.parse((db.prepare("SELECT state FROM sessions WHERE session_id = 'v2'").get() as { state: string }).state);
+    const { operations: _operations, ...v2 } = row;
+    db.prepare("UPDATE sessions SET state = ? WHERE session_id = 'v2'").run(JSON.stringify({ ...v2, rowVersion: 2 }));
+    db.close();
+
+    const reopened = await DurableSession.open({ machine: sessionAgent(effects), store, sessionId: 'v2' });
+    expect(reopened.actor.getSnapshot().context.operations).toEqual({ slices: {}, point: null, done: null, waiting: null });
+    expect(reopened.actor.getSnapshot().context.brain.context.history).toHaveLength(7);
+    reopened.send({ type: 'input', message: 'One more note.' });
+    await reopened.whenIdle();
+    await reopened.close();
+    const stored = (await store.load('v2'))!.state as { rowVersion: number; operations: unknown };
+    expect(stored.rowVersion).toBe(3);
+    expect(stored.operations).toEqual({ slices: {}, point: null, done: null, waiting: null });
     await store.close();
   });
 });
