@@ -222,7 +222,7 @@ describe('a corrupt session', () => {
     for (const args of [['show', 'bad'], ['resume', 'bad'], ['rewind', 'bad', '1']]) {
       const { code, err } = await inStore('sessions', ...args);
       expect(code, args.join(' ')).toBe(1);
-      expect(err.trim()).toBe("loopchart: session 'bad': unknown state row version 7 (this build reads versions 1 to 2)");
+      expect(err.trim()).toBe("loopchart: session 'bad': unknown state row version 7 (this build reads versions 1 to 3)");
     }
     const list = await inStore('sessions', 'list');
     expect(list.code).toBe(0);
