@@ -8,6 +8,7 @@ export default defineConfig({
     postgres: 'src/postgres.ts',
     'ai-sdk': 'src/ai-sdk.ts',
     testing: 'src/testing.ts',
+    restate: 'src/restate.ts',
     cli: 'src/cli.ts',
   },
   format: ['esm', 'cjs'],

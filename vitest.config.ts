@@ -3,17 +3,32 @@ import { defineConfig } from 'vitest/config';
 /**
  * Two projects: `fast` (seconds to a few minutes, what a developer runs while iterating:
  * `npm run test:fast`) and `slow` (the packed tarball installed into fresh consumers, SIGKILL
- * crash series: `npm run test:slow`). `npm test` and CI run both.
+ * crash series: `npm run test:slow`) and `distributed` (a real Restate server and worker processes:
+ * `npm run test:distributed`). `npm test` and CI run all three.
  */
 const slow = ['test/package/consumer.test.ts', 'test/sessions/crash.test.ts'];
+/** Against a real Restate server (`npm run setup:restate` installs it; skipped without it). */
+const distributed = ['test/distributed/**/*.test.ts'];
 
 export default defineConfig({
   test: {
     testTimeout: 30_000,
     hookTimeout: 60_000,
     projects: [
-      { extends: true, test: { name: 'fast', include: ['test/**/*.test.ts'], exclude: slow } },
+      { extends: true, test: { name: 'fast', include: ['test/**/*.test.ts'], exclude: [...slow, ...distributed] } },
       { extends: true, test: { name: 'slow', include: slow, hookTimeout: 600_000 } },
+      // One file at a time: each starts its own server and workers on a 2-core machine.
+      {
+        extends: true,
+        test: {
+          name: 'distributed',
+          include: distributed,
+          globalSetup: ['test/distributed/support/global-setup.ts'],
+          fileParallelism: false,
+          testTimeout: 120_000,
+          hookTimeout: 120_000,
+        },
+      },
     ],
   },
 });

@@ -124,6 +124,7 @@ const as = <T extends AgentEvent['type']>(event: AgentEvent, _type: T) => event 
  */
 export function createAgentMachine(config: AgentConfig) {
   const operations = config.operations ?? [];
+  const clock = config.clock ?? Date.now;
   const pruning = config.pruning && PruningSchema.parse(config.pruning);
   const defaultPolicy = checkedPolicy(config.policy, pruning);
   const budget = config.budget && BudgetSchema.parse(config.budget);
@@ -161,7 +162,7 @@ export function createAgentMachine(config: AgentConfig) {
       ? budgetExceeded(budget, prices, {
           usage: context.runUsage,
           toolCalls: context.brain.context.totalToolCalls,
-          elapsedMs: Date.now() - context.runStartedAt,
+          elapsedMs: clock() - context.runStartedAt,
         })
       : null;
   const extrasCache = new WeakMap<object, number>();
@@ -247,7 +248,7 @@ export function createAgentMachine(config: AgentConfig) {
         runIndex: context.runIndex + 1,
         runUsage: NO_USAGE,
         ...resetBatch(context),
-        runStartedAt: Date.now(),
+        runStartedAt: clock(),
       })),
       takeStep: assign({ brain: ({ context }) => takeStep(context.brain, context.policy) }),
       rewindBrain: assign({ brain: ({ context, event }) => feedBrain(context.brain, { type: 'rewindTo', len: as(event, 'rewind').len }) }),
@@ -563,7 +564,7 @@ export function createAgentMachine(config: AgentConfig) {
     },
     output: ({ context }) => outputOf(context)!,
   });
-  return hardened(machine, deps);
+  return hardened(machine, deps, config);
 }
 
 /** An agent machine whose executor a host can wrap (see `withExecutor`). */
@@ -573,6 +574,8 @@ export type WithExecutor<M> = M & {
    * the one to use. Composes: wrapping twice nests the wrappers (the later one outside).
    */
   withExecutor(wrap: (inner: Executor) => Executor): WithExecutor<M>;
+  /** The same agent reading its clock from `clock` (see `AgentConfig.clock`); keeps the executor. */
+  withClock(clock: () => number): WithExecutor<M>;
 };
 
 /**
@@ -580,7 +583,7 @@ export type WithExecutor<M> = M & {
  * before it runs (`InvalidSnapshotError` naming the path), and `withExecutor` wraps the
  * executor for a host such as `DurableSession`.
  */
-function hardened<M extends AnyStateMachine>(machine: M, deps: IoDeps): WithExecutor<M> {
+function hardened<M extends AnyStateMachine>(machine: M, deps: IoDeps, config: AgentConfig): WithExecutor<M> {
   const restore = machine.restoreSnapshot.bind(machine);
   return Object.assign(machine, {
     restoreSnapshot: ((snapshot, scope) => {
@@ -589,7 +592,10 @@ function hardened<M extends AnyStateMachine>(machine: M, deps: IoDeps): WithExec
     }) as M['restoreSnapshot'],
     withExecutor(wrap: (inner: Executor) => Executor): WithExecutor<M> {
       const next = { ...deps, executor: composeExecutors(deps.executor, wrap) };
-      return hardened(machine.provide({ actors: { io: ioLogic(next) } }) as M, next);
+      return hardened(machine.provide({ actors: { io: ioLogic(next) } }) as M, next, { ...config, executor: next.executor });
+    },
+    withClock(clock: () => number): WithExecutor<M> {
+      return createAgentMachine({ ...config, executor: deps.executor, clock }) as unknown as WithExecutor<M>;
     },
   });
 }

@@ -66,6 +66,12 @@ export interface AgentConfig {
    * See `Executor`: wrap it to log, trace, journal or hand effects to a durable engine.
    */
   executor?: Executor;
+  /**
+   * The driver's clock (ms since the epoch; default `Date.now`): when a run starts and how long
+   * it has gone (budgets). A durable engine that replays a run passes a journaled clock, so the
+   * replay reads the same times and makes the same decisions.
+   */
+  clock?: () => number;
   /** Tool calls one reply may ask for; the excess get error results instead of running. Default 128. */
   maxToolCallsPerReply?: number;
 }

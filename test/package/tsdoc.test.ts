@@ -48,6 +48,7 @@ const DOCUMENTED = [
   'Executor',
   'inProcessExecutor',
   'composeExecutors',
+  'restateSession',
 ];
 
 describe('TSDoc', () => {

@@ -1,0 +1,55 @@
+import { z } from 'zod';
+import * as restate from '@restatedev/restate-sdk';
+import { ExternalEventSchemas } from '../agent/events.js';
+import { issuesText, sessionIdProblem } from '../stores/step.js';
+
+/**
+ * What each handler of a session object accepts, as zod schemas: everything a client sends is
+ * checked here, where it enters, and a bad payload is a `TerminalError` (HTTP 400) naming the
+ * handler and the problem. Restate does not retry a terminal error, and nothing was stored, so
+ * the session stays usable.
+ */
+
+const message = ExternalEventSchemas.input.shape.message;
+const decision = ExternalEventSchemas.approve.omit({ type: true });
+
+/**
+ * @example
+ * ```ts
+ * import { HandlerPayloads } from 'loopchart/restate';
+ * HandlerPayloads.send.parse({ message: 'Hello' }); // ok
+ * HandlerPayloads.approve.safeParse({}).success; // false: toolCallId is missing
+ * ```
+ */
+export const HandlerPayloads = {
+  send: z.strictObject({ message }),
+  steer: z.strictObject({ message }),
+  approve: decision.strict(),
+  deny: decision.strict(),
+  seal: z.strictObject({ reason: z.string() }),
+  cancel: z.union([z.strictObject({}), z.undefined(), z.null()]),
+  events: z.union([
+    z.strictObject({ cursor: z.number().int().nonnegative().optional(), limit: z.number().int().min(1).max(1000).optional() }),
+    z.undefined(),
+    z.null(),
+  ]),
+} as const;
+
+export type HandlerName = keyof typeof HandlerPayloads;
+export type HandlerPayload<H extends HandlerName> = z.output<(typeof HandlerPayloads)[H]>;
+
+/** The payload, checked; a `TerminalError` (400) naming the handler and the problem otherwise. */
+export function checkPayload<H extends HandlerName>(handler: H, payload: unknown): HandlerPayload<H> {
+  const parsed = HandlerPayloads[handler].safeParse(payload);
+  if (!parsed.success) {
+    throw new restate.TerminalError(`${handler}: invalid payload: ${issuesText(parsed.error)}`, { errorCode: 400 });
+  }
+  return parsed.data as HandlerPayload<H>;
+}
+
+/** The object key is the session id: it obeys the stores' one id rule. */
+export function checkSessionKey(key: string): string {
+  const problem = sessionIdProblem(key);
+  if (problem) throw new restate.TerminalError(`invalid session id: ${problem}`, { errorCode: 400 });
+  return key;
+}

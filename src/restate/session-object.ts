@@ -1,0 +1,237 @@
+import * as restate from '@restatedev/restate-sdk';
+import { createActor } from 'xstate';
+import type { AgentContext, AgentMachine, AgentEmitted } from '../../machines/agent.machine.js';
+import { externalEventProblem, type ExternalEvent } from '../agent/events.js';
+import { LoopchartError } from '../errors.js';
+import type { Message, Outcome } from '../schemas.js';
+import type { Usage } from '../model.js';
+import { channelObject, type ChannelTake, type StreamedEvent } from './channel.js';
+import { loadLog, loadSession, persistSession, writtenOf, type KvWritten } from './kv-state.js';
+import { checkPayload, checkSessionKey } from './payloads.js';
+import { StepJournal, type StepOutcome } from './steps.js';
+import { liveDeltas, type LiveDeltas } from './live-deltas.js';
+
+export interface RestateSessionOptions {
+  /** The agent every session of this object runs (built with `createAgentMachine`). */
+  machine: AgentMachine;
+  /** The virtual object's name (default `loopchartSession`); its channel is `<name>Channel`. */
+  name?: string;
+  /**
+   * Restate's ingress URL as this worker reaches it (say `http://127.0.0.1:8080`). When given,
+   * text deltas are published to the session's event stream while the model streams them; without
+   * it a client sees each turn's text when the turn ends (`turn.finished`).
+   */
+  ingressUrl?: string;
+  /**
+   * How long a turn waiting for an approval stays on its worker before Restate suspends it
+   * (default 60 s, Restate's own default): a suspended turn costs no worker.
+   */
+  inactivityTimeoutMs?: number;
+}
+
+/** What `send` returns once the turn is over, and `state` reports at any time. */
+export interface SessionSummaryReply {
+  sessionId: string;
+  /** The brain's state: `Start` between runs, `Terminal` never stays (a finished run rests in `Start`). */
+  state: string;
+  /** Whether a run is in flight: its turn is running or waits for an approval. */
+  running: boolean;
+  turnsTaken: number;
+  messageCount: number;
+  /** The last run's outcome, or null before the first run ended. */
+  outcome: Outcome | null;
+  usage: Usage | null;
+}
+
+/** The events published to clients: text deltas and retries are live-only (see `ingressUrl`). */
+const LIVE_ONLY = new Set(['text.delta', 'model.retry']);
+
+function summary(sessionId: string, context: AgentContext | undefined, running: boolean): SessionSummaryReply {
+  return {
+    sessionId,
+    state: context?.brain.value ?? 'Start',
+    running,
+    turnsTaken: context?.brain.context.turnsTaken ?? 0,
+    messageCount: context ? context.brain.context.history.length + context.brain.context.pending.length : 0,
+    outcome: context?.lastRun?.outcome ?? null,
+    usage: context?.lastRun?.usage ?? null,
+  };
+}
+
+/** An event as clients get it: JSON, without the conversation (a run's output carries the history). */
+function publishable(event: AgentEmitted): StreamedEvent['event'] {
+  if (event.type === 'run.finished') {
+    const { messages: _messages, ...output } = event.output;
+    return { type: event.type, output, sessionUsage: event.sessionUsage };
+  }
+  return JSON.parse(JSON.stringify(event)) as StreamedEvent['event'];
+}
+
+/** A stored row this build cannot read, a broken actor: terminal, so Restate does not retry it forever. */
+function terminal(error: unknown): never {
+  if (error instanceof restate.TerminalError) throw error;
+  if (LoopchartError.isInstance(error)) throw new restate.TerminalError(`${error.code}: ${error.message}`, { errorCode: 500 });
+  throw error;
+}
+
+/** Lets the agent react to what was just handed to it: its IO works in microtasks only. */
+const settle = () => new Promise<void>((resolve) => setImmediate(resolve));
+
+/**
+ * Agent sessions as Restate virtual objects, one per session id (the object key). Returns the
+ * session object and its channel; bind both to an endpoint.
+ *
+ * Handlers of the session object:
+ * - `send({ message })` (exclusive): runs one run to its end, or until it waits for an approval,
+ *   which it awaits durably (the invocation suspends: no worker is held). Two clients sending to
+ *   one session are queued by Restate, one run after the other.
+ * - `approve`, `deny`, `steer`, `cancel`, `seal` (shared): delivered to the running turn through
+ *   the channel; the brain takes them at its next coherent point, as in-process. With no run in
+ *   flight they have nothing to act on and are dropped when the next run starts.
+ * - `state()` (shared): the brain's state and the last outcome; `transcript()` (shared): the
+ *   committed conversation; `events({ cursor, limit })` (shared): the event stream from a cursor.
+ *
+ * @example
+ * ```ts
+ * import * as restate from '@restatedev/restate-sdk';
+ * import { createAgentMachine, scriptedModel } from 'loopchart';
+ * import { restateSession } from 'loopchart/restate';
+ *
+ * const machine = createAgentMachine({ model: scriptedModel(['Hello!']) });
+ * const { session, channel } = restateSession({ machine });
+ * await restate.endpoint().bind(session).bind(channel).listen(9080);
+ * // then: curl 127.0.0.1:8080/loopchartSession/support-42/send --json '{"message":"Hi"}'
+ * ```
+ */
+export function restateSession(options: RestateSessionOptions) {
+  const name = options.name ?? 'loopchartSession';
+  const channel = channelObject(`${name}Channel`);
+  const channelApi = { name: channel.name } as typeof channel;
+  const controlHandler = (type: 'approve' | 'deny' | 'steer' | 'cancel' | 'seal') =>
+    restate.handlers.object.shared(async (ctx: restate.ObjectSharedContext, payload: unknown): Promise<{ posted: number }> => {
+      checkSessionKey(ctx.key);
+      const body = checkPayload(type, payload) ?? {};
+      const event = { ...body, type } as ExternalEvent;
+      const { index } = await ctx.objectClient(channelApi, ctx.key).post(event);
+      return { posted: index };
+    });
+
+  const session = restate.object({
+    name,
+    description: 'A loopchart agent session (see loopchart/restate).',
+    handlers: {
+      send: restate.handlers.object.exclusive(
+        { ...(options.inactivityTimeoutMs !== undefined && { inactivityTimeout: options.inactivityTimeoutMs }) },
+        async (ctx: restate.ObjectContext, payload: unknown): Promise<SessionSummaryReply> => {
+          const sessionId = checkSessionKey(ctx.key);
+          const { message } = checkPayload('send', payload);
+          const stored = await loadSession(ctx, sessionId).catch(terminal);
+          return runTurn(ctx, options, channelApi, sessionId, stored, { type: 'input', message });
+        },
+      ),
+      approve: controlHandler('approve'),
+      deny: controlHandler('deny'),
+      steer: controlHandler('steer'),
+      cancel: controlHandler('cancel'),
+      seal: controlHandler('seal'),
+      state: restate.handlers.object.shared(async (ctx: restate.ObjectSharedContext): Promise<SessionSummaryReply> => {
+        const sessionId = checkSessionKey(ctx.key);
+        const context = await loadSession(ctx, sessionId).catch(terminal);
+        const running = context !== undefined && context.brain.value !== 'Start' && context.brain.value !== 'Terminal';
+        return summary(sessionId, context, running || (context?.brain.context.pending.length ?? 0) > 0);
+      }),
+      transcript: restate.handlers.object.shared(async (ctx: restate.ObjectSharedContext): Promise<Message[]> => {
+        checkSessionKey(ctx.key);
+        return loadLog(ctx);
+      }),
+      events: restate.handlers.object.shared(
+        async (ctx: restate.ObjectSharedContext, payload: unknown): Promise<{ events: StreamedEvent[]; next: number }> => {
+          checkSessionKey(ctx.key);
+          const request = checkPayload('events', payload) ?? {};
+          return ctx.objectClient(channelApi, ctx.key).read({ cursor: request.cursor ?? 0, limit: request.limit ?? 100 });
+        },
+      ),
+    },
+  });
+  return { session, channel };
+}
+
+/**
+ * One run, as one invocation: the agent starts from the stored state; each side effect is a
+ * journaled step; after every step the K/V gets what changed and clients get the events. The
+ * loop races the steps in flight against the channel's wake-up, so a cancel or an approval is
+ * taken while a step runs (or while nothing runs but a human is awaited).
+ */
+async function runTurn(
+  ctx: restate.ObjectContext,
+  options: RestateSessionOptions,
+  channelApi: ReturnType<typeof channelObject>,
+  sessionId: string,
+  stored: AgentContext | undefined,
+  start: ExternalEvent,
+): Promise<SessionSummaryReply> {
+  const steps = new StepJournal(ctx);
+  // The agent's clock is the journal's: the invocation's start, then each step's end, so a replay
+  // reads the same times (a run's start, budgets) and decides the same.
+  let now = await ctx.date.now();
+  const machine = options.machine.withClock(() => now).withExecutor((inner) => steps.executor(inner));
+  const actor = createActor(machine, { input: stored ? { stored } : { sessionId } });
+  const channel = ctx.objectClient(channelApi, sessionId);
+  const publish = ctx.objectSendClient(channelApi, sessionId);
+  const live: LiveDeltas | undefined = options.ingressUrl ? liveDeltas(options.ingressUrl, channelApi.name, sessionId) : undefined;
+  let outbox: StreamedEvent['event'][] = [];
+  actor.on('*', (event) => {
+    if (LIVE_ONLY.has(event.type)) live?.push(publishable(event));
+    else outbox.push(publishable(event));
+  });
+  let written: KvWritten = writtenOf(actor.getSnapshot().context, stored !== undefined);
+  const flush = () => {
+    written = persistSession(ctx, actor.getSnapshot().context, written);
+    if (outbox.length > 0) {
+      publish.publish(outbox);
+      outbox = [];
+    }
+  };
+  let cursor: number | null = null;
+  /** Arms a fresh wake-up with the channel and takes the control events posted since the cursor. */
+  const arm = async () => {
+    const wake = ctx.awakeable<number>();
+    const taken: ChannelTake = await channel.take({ cursor, arm: wake.id });
+    cursor = taken.next;
+    now = Math.max(now, taken.at);
+    for (const event of taken.events) {
+      // Posted through our own handlers, checked there; checked again, it came back from storage.
+      if (externalEventProblem(event) === null) actor.send(event);
+    }
+    // Wrapped: an async function would adopt (await) a returned promise.
+    return { promise: wake.promise };
+  };
+
+  try {
+    actor.start();
+    let wake = await arm();
+    actor.send({ type: 'resume' });
+    actor.send(start);
+    for (;;) {
+      await settle();
+      live?.flush();
+      const snapshot = actor.getSnapshot();
+      if (snapshot.status === 'error') throw new restate.TerminalError(`session '${sessionId}': the agent stopped: ${String(snapshot.error)}`);
+      flush();
+      if (snapshot.value === 'Idle' && steps.size === 0) break;
+      const next: { step: number; outcome: StepOutcome } | { wake: true } = await restate.RestatePromise.race([
+        ...steps.racers(),
+        wake.promise.map(() => ({ wake: true as const })),
+      ]);
+      if ('wake' in next) wake = await arm();
+      else {
+        now = Math.max(now, next.outcome.at);
+        steps.deliver(next.step, next.outcome);
+      }
+    }
+    return summary(sessionId, actor.getSnapshot().context, false);
+  } finally {
+    live?.close();
+    actor.stop();
+  }
+}

@@ -1,0 +1,217 @@
+/**
+ * loopchart/restate against a real Restate server and a real worker process, all on 127.0.0.1:
+ * one run end to end, the event stream, control from other clients (cancel, steer, approval
+ * across a worker restart), serialized sends, malformed payloads, an older stored row.
+ */
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { SESSION_ROW_VERSION } from '../../src/sessions/session-row.js';
+import { DurableSession, MemorySessionStore, type Message, type Outcome } from '../../src/index.js';
+import { fixtureMachine, SLOW_MS } from './fixtures/agent.js';
+import { IngressClient } from './support/ingress.js';
+import { RestateServer, freePort, waitFor } from './support/server.js';
+import { SERVER_BINARY, readToolLog, sleep } from './support/suite.js';
+import { startWorker, type Worker } from './support/workers.js';
+
+interface Summary {
+  state: string;
+  running: boolean;
+  turnsTaken: number;
+  messageCount: number;
+  outcome: Outcome | null;
+}
+interface Streamed {
+  events: { index: number; event: { type: string; [key: string]: unknown } }[];
+  next: number;
+}
+
+describe.skipIf(!SERVER_BINARY)('Restate session object (real server, real worker)', () => {
+  let server: RestateServer;
+  let worker: Worker;
+  let workerPort: number;
+  let dir: string;
+  let toolLog: string;
+  let client: IngressClient;
+  let other: IngressClient;
+  const startOurWorker = () => startWorker({ TOOL_LOG: toolLog, INGRESS: server.ingressUrl, PORT: String(workerPort), INACTIVITY_MS: '500' });
+
+  beforeAll(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'loopchart-restate-object-'));
+    toolLog = join(dir, 'tools.log');
+    server = await RestateServer.start(SERVER_BINARY!);
+    workerPort = await freePort();
+    worker = await startOurWorker();
+    await server.register(worker.url);
+    client = new IngressClient(server.ingressUrl);
+    other = new IngressClient(server.ingressUrl);
+  });
+
+  afterAll(async () => {
+    await worker?.kill('SIGTERM');
+    await server?.stop();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  const toolLines = (session: string) => readToolLog(readFileSync(toolLog, 'utf8')).filter((line) => line.key.startsWith(`${session}:`));
+
+  it('runs a session to its outcome: every step journaled once, the state in K/V, the same transcript as in one process', async () => {
+    const reply = await client.ok<Summary>('basic', 'send', { message: 'hello' });
+    expect(reply.outcome).toEqual({ type: 'Completed', finalText: 'done: basic (hello) after 3 tool results' });
+    const state = await other.ok<Summary>('basic', 'state');
+    expect(state).toMatchObject({ running: false, turnsTaken: 3, messageCount: 7, outcome: reply.outcome });
+    const transcript = await other.ok<Message[]>('basic', 'transcript');
+    // The same session in one process on a store: the same conversation.
+    const store = new MemorySessionStore();
+    const local = await DurableSession.open({ machine: fixtureMachine({ toolLog: join(dir, 'local.log') }), store, sessionId: 'basic' });
+    local.send({ type: 'input', message: 'hello' });
+    await local.whenIdle();
+    expect(transcript).toEqual(local.actor.getSnapshot().context.brain.context.history);
+    await local.close();
+    expect(toolLines('basic').map((line) => line.key).sort()).toEqual([
+      'basic:run-1:turn-1:tools:t1a',
+      'basic:run-1:turn-1:tools:t1b',
+      'basic:run-1:turn-2:tools:t2',
+    ]);
+  });
+
+  it('streams tool events and text deltas to a client polling with a cursor while the run goes', async () => {
+    const invocation = await client.enqueue('stream', 'send', { message: 'slow stream' });
+    const seen: string[] = [];
+    let cursor = 0;
+    let sawToolBeforeEnd = false;
+    await waitFor('run.finished on the stream', async () => {
+      const page = await other.ok<Streamed>('stream', 'events', { cursor });
+      for (const { index, event } of page.events) {
+        expect(index).toBe(cursor + seen.length - seen.length + (index - cursor)); // indices only grow
+        seen.push(event.type);
+      }
+      cursor = page.next;
+      if (!seen.includes('run.finished') && seen.includes('tool.finished')) sawToolBeforeEnd = true;
+      return seen.includes('run.finished') && seen.includes('text.delta') ? true : undefined;
+    }, 30_000, 100);
+    await client.attach(invocation);
+    expect(sawToolBeforeEnd).toBe(true);
+    expect(seen.filter((type) => type === 'tool.started')).toHaveLength(3);
+    // Reading the stream changed nothing: the state is what the run left.
+    expect((await other.ok<Summary>('stream', 'state')).messageCount).toBe(7);
+    const again = await other.ok<Streamed>('stream', 'events', { cursor: 0, limit: 1000 });
+    expect(again.next).toBe(cursor);
+  });
+
+  it('a cancel from another client ends a run in flight at its next coherent point', async () => {
+    const started = Date.now();
+    const invocation = await client.enqueue('cancel', 'send', { message: 'slow cancel' });
+    await waitFor('the run to be in flight', async () => ((await other.ok<Summary>('cancel', 'state')).running ? true : undefined));
+    await other.ok('cancel', 'cancel', {});
+    const reply = await client.attach<Summary>(invocation);
+    expect(reply.outcome).toEqual({ type: 'Cancelled' });
+    // The first model call takes SLOW_MS; a cancel that waited for the run would take 3 of them.
+    expect(Date.now() - started).toBeLessThan(SLOW_MS * 2.5);
+    expect(toolLines('cancel')).toEqual([]);
+    // Not poisoned: the next run goes.
+    expect((await client.ok<Summary>('cancel', 'send', { message: 'fine' })).outcome?.type).toBe('Completed');
+  });
+
+  it('a steer from another client reaches the brain at its next coherent point', async () => {
+    const invocation = await client.enqueue('steer', 'send', { message: 'slow steer' });
+    await waitFor('the run to be in flight', async () => ((await other.ok<Summary>('steer', 'state')).running ? true : undefined));
+    await other.ok('steer', 'steer', { message: 'also mention the weather' });
+    const reply = await client.attach<Summary>(invocation);
+    expect(reply.outcome?.type).toBe('Completed');
+    const transcript = await other.ok<Message[]>('steer', 'transcript');
+    const steering = transcript.findIndex((m) => m.role === 'user' && m.content === 'also mention the weather');
+    expect(steering).toBeGreaterThan(1);
+    // Delivered between steps, never between a tool call and its result.
+    expect(transcript[steering - 1]!.role).toBe('tool');
+  });
+
+  it('two clients sending to one session are serialized: one run after the other, never interleaved', async () => {
+    const [a, b] = await Promise.all([
+      client.ok<Summary>('pair', 'send', { message: 'from a' }),
+      other.ok<Summary>('pair', 'send', { message: 'from b' }),
+    ]);
+    expect([a.outcome?.type, b.outcome?.type]).toEqual(['Completed', 'Completed']);
+    const transcript = await client.ok<Message[]>('pair', 'transcript');
+    expect(transcript).toHaveLength(14);
+    const users = transcript.flatMap((m, i) => (m.role === 'user' ? [i] : []));
+    expect(users).toEqual([0, 7]);
+    const first = transcript[0]!.content as string;
+    const finals = transcript.filter((m) => m.role === 'assistant' && m.content.startsWith('done'));
+    expect(finals.map((m) => m.content)).toEqual([
+      `done: pair (${first}) after 3 tool results`,
+      `done: pair (${first === 'from a' ? 'from b' : 'from a'}) after 6 tool results`,
+    ]);
+  });
+
+  it('a malformed payload is a terminal 400 naming the problem, and the session is not poisoned', async () => {
+    const bad = await client.call('bad', 'send', { message: 42 });
+    expect(bad.status).toBe(400);
+    expect(JSON.stringify(bad.body)).toMatch(/send: invalid payload.*message/);
+    const extra = await client.call('bad', 'send', { message: 'hi', surprise: true });
+    expect(extra.status).toBe(400);
+    expect(JSON.stringify(extra.body)).toMatch(/surprise/);
+    const approve = await client.call('bad', 'approve', { always: true });
+    expect(approve.status).toBe(400);
+    expect(JSON.stringify(approve.body)).toMatch(/toolCallId/);
+    expect((await client.ok<Summary>('bad', 'send', { message: 'hello' })).outcome?.type).toBe('Completed');
+  });
+
+  it('waits for an approval across a worker restart, suspended, and is approved from another client', async () => {
+    const invocation = await client.enqueue('approval', 'send', { message: 'please deploy' });
+    let requested: { id: string } | undefined;
+    await waitFor('approval.requested', async () => {
+      const page = await other.ok<Streamed>('approval', 'events', { cursor: 0, limit: 1000 });
+      const event = page.events.find((e) => e.event.type === 'approval.requested');
+      requested = (event?.event.calls as { id: string }[] | undefined)?.[0];
+      return requested;
+    });
+    // The worker dies while the session waits (suspended after INACTIVITY_MS), then comes back.
+    await sleep(800);
+    await worker.kill('SIGKILL');
+    worker = await startOurWorker();
+    await other.ok('approval', 'approve', { toolCallId: requested!.id });
+    const reply = await client.attach<Summary>(invocation);
+    expect(reply.outcome).toEqual({ type: 'Completed', finalText: 'done: approval (please deploy) after 3 tool results' });
+    const lines = toolLines('approval');
+    expect(lines.filter((line) => line.line === 'deployed approval')).toHaveLength(1);
+    // Steps finished before the restart were not run again.
+    expect(lines.filter((line) => line.key.endsWith(':t1a'))).toHaveLength(1);
+  });
+
+  it(`migrates a stored state row of an older version (v1 -> v${SESSION_ROW_VERSION}) as the SQLite store does`, async () => {
+    // A v1 session as an older build stored it: a finished run, without approvals and run start.
+    const store = new MemorySessionStore();
+    const local = await DurableSession.open({ machine: fixtureMachine({ toolLog: join(dir, 'local.log') }), store, sessionId: 'old' });
+    local.send({ type: 'input', message: 'first' });
+    await local.whenIdle();
+    await local.close();
+    const stored = (await store.load('old'))!;
+    const { approvals: _a, runStartedAt: _r, ...rest } = stored.state as Record<string, unknown>;
+    const v1 = { ...rest, rowVersion: 1 };
+    const bytes = (value: unknown) => [...Buffer.from(JSON.stringify(value))];
+    const newState: Record<string, number[]> = { row: bytes(v1), logLength: bytes(stored.messages.length) };
+    stored.messages.forEach((message, i) => (newState[`log:${i}`] = bytes(message)));
+    const response = await fetch(`${server.adminUrl}/services/loopchartSession/state`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ object_key: 'old', new_state: newState }),
+    });
+    expect(response.status).toBeLessThan(300);
+    const before = await waitFor('the injected state', async () => {
+      const state = await client.ok<Summary>('old', 'state');
+      return state.messageCount === 7 ? state : undefined;
+    });
+    expect(before.outcome?.type).toBe('Completed');
+    const reply = await client.ok<Summary>('old', 'send', { message: 'second' });
+    expect(reply.outcome).toEqual({ type: 'Completed', finalText: 'done: old (second) after 6 tool results' });
+    const query = await fetch(`${server.adminUrl}/query`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', accept: 'application/json' },
+      body: JSON.stringify({ query: "SELECT value_utf8 FROM state WHERE service_name = 'loopchartSession' AND service_key = 'old' AND key = 'row'" }),
+    });
+    const rows = ((await query.json()) as { rows: { value_utf8: string }[] }).rows;
+    expect(JSON.parse(rows[0]!.value_utf8).rowVersion).toBe(SESSION_ROW_VERSION);
+  });
+});

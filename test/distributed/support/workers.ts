@@ -1,0 +1,58 @@
+/** Worker processes for the distributed suite: real `node` children serving the fixture agent. */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { createRequire } from 'node:module';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+
+const TSX = pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href;
+const WORKER = fileURLToPath(new URL('../fixtures/worker.ts', import.meta.url));
+
+export interface Worker {
+  readonly url: string;
+  readonly child: ChildProcess;
+  output(): string;
+  kill(signal: NodeJS.Signals): Promise<void>;
+}
+
+export interface WorkerEnv {
+  TOOL_LOG: string;
+  INGRESS?: string;
+  MAX_DELAY_MS?: string;
+  INACTIVITY_MS?: string;
+  PORT?: string;
+}
+
+/** Starts a worker and resolves once it listens (20 s at most). `node` is whichever runs the tests. */
+export async function startWorker(env: WorkerEnv): Promise<Worker> {
+  const child = spawn(process.execPath, ['--import', TSX, WORKER], {
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let output = '';
+  child.stderr!.on('data', (chunk: Buffer) => (output = (output + chunk.toString()).slice(-20_000)));
+  const port = await new Promise<number>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`worker did not start in 20 s: ${output}`)), 20_000);
+    child.stdout!.on('data', (chunk: Buffer) => {
+      output = (output + chunk.toString()).slice(-20_000);
+      const match = /listening (\d+)/.exec(output);
+      if (match) {
+        clearTimeout(timer);
+        resolve(Number(match[1]));
+      }
+    });
+    child.once('exit', (code) => {
+      clearTimeout(timer);
+      reject(new Error(`worker exited (${code}) before listening: ${output}`));
+    });
+  });
+  return {
+    url: `http://127.0.0.1:${port}`,
+    child,
+    output: () => output,
+    kill: async (signal) => {
+      if (child.exitCode !== null || child.signalCode !== null) return;
+      const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+      child.kill(signal);
+      await exited;
+    },
+  };
+}
