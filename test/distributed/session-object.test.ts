@@ -181,14 +181,15 @@ describe.skipIf(!SERVER_BINARY)('Restate session object (real server, real worke
   });
 
   it(`migrates a stored state row of an older version (v1 -> v${SESSION_ROW_VERSION}) as the SQLite store does`, async () => {
-    // A v1 session as an older build stored it: a finished run, without approvals and run start.
+    // A v1 session as an older build stored it: a finished run, without approvals, run start (v2)
+    // and operation state (v3).
     const store = new MemorySessionStore();
     const local = await DurableSession.open({ machine: fixtureMachine({ toolLog: join(dir, 'local.log') }), store, sessionId: 'old' });
     local.send({ type: 'input', message: 'first' });
     await local.whenIdle();
     await local.close();
     const stored = (await store.load('old'))!;
-    const { approvals: _a, runStartedAt: _r, ...rest } = stored.state as Record<string, unknown>;
+    const { approvals: _a, runStartedAt: _r, operations: _o, ...rest } = stored.state as Record<string, unknown>;
     const v1 = { ...rest, rowVersion: 1 };
     const bytes = (value: unknown) => [...Buffer.from(JSON.stringify(value))];
     const newState: Record<string, number[]> = { row: bytes(v1), logLength: bytes(stored.messages.length) };
