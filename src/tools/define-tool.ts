@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import type { ToolDefinition } from '../model.js';
 import { DuplicateToolError, InvalidToolError } from './errors.js';
+import { jsonSchemaValidator, type JsonSchema } from './json-schema.js';
 
 /** What a running tool gets besides its arguments. */
 export interface ToolContext {
@@ -42,6 +43,17 @@ export interface ToolSpec<S extends z.ZodType, O = unknown> extends ToolMeta {
   needsApproval?: boolean | ((args: z.output<S>, ctx: ApprovalContext) => boolean | Promise<boolean>);
 }
 
+/**
+ * A tool whose input is a JSON Schema rather than a zod schema (an MCP server's tool, a schema
+ * written by hand): the model sees `inputSchema` as given (less a top-level `$schema`), and the
+ * arguments are validated against it before `execute` sees them.
+ */
+export interface JsonSchemaToolSpec<O = unknown> extends ToolMeta {
+  inputSchema: JsonSchema;
+  execute(args: Record<string, unknown>, ctx: ToolContext): O;
+  needsApproval?: boolean | ((args: Record<string, unknown>, ctx: ApprovalContext) => boolean | Promise<boolean>);
+}
+
 export interface ApprovalContext {
   readonly toolCallId: string;
   readonly sessionId: string;
@@ -56,10 +68,12 @@ export interface Tool<S extends z.ZodType = z.ZodType, O = unknown> extends Read
 }
 
 /**
- * A tool the model can call: its name and description, a zod 4 schema for the arguments (what the
- * model sees as JSON Schema, and what validates its arguments), and `execute`. Throws
- * `InvalidToolError` for a name no provider accepts, a schema without an object JSON Schema, or a
- * zod 3 schema.
+ * A tool the model can call: its name and description, the arguments' schema (what the model
+ * sees, and what validates its arguments), and `execute`. The schema is either a zod 4 schema
+ * (`input`, shown to the model as its input-side JSON Schema) or a JSON Schema (`inputSchema`,
+ * shown as given, validated through zod 4's `z.fromJSONSchema`). Throws `InvalidToolError` for a
+ * name no provider accepts, a schema that does not describe an object, a zod 3 schema, or a JSON
+ * Schema that is malformed or uses what the validator cannot enforce (`if`/`then`/`else`...).
  * @example
  * ```ts
  * const add = defineTool({
@@ -69,25 +83,42 @@ export interface Tool<S extends z.ZodType = z.ZodType, O = unknown> extends Read
  *   execute: ({ a, b }) => a + b,   // the result goes to the model as JSON (a string as is)
  *   timeoutMs: 5_000,
  * });
+ * const shout = defineTool({
+ *   name: 'shout',
+ *   description: 'Upper-cases a text.',
+ *   inputSchema: { type: 'object', properties: { text: { type: 'string' } }, required: ['text'] },
+ *   execute: (args) => String(args.text).toUpperCase(),
+ * });
  * ```
  */
-export function defineTool<S extends z.ZodType, O>(spec: ToolSpec<S, O>): Tool<S, O> {
+export function defineTool<S extends z.ZodType, O>(spec: ToolSpec<S, O>): Tool<S, O>;
+export function defineTool<O>(spec: JsonSchemaToolSpec<O>): Tool<z.ZodType<Record<string, unknown>>, O>;
+export function defineTool(spec: ToolSpec<z.ZodType> | JsonSchemaToolSpec): Tool {
   const meta = ToolMetaSchema.safeParse(spec);
   if (!meta.success) throw new InvalidToolError(String(spec.name), z.prettifyError(meta.error));
+  const { input, inputSchema } = toolInput(spec);
   return Object.freeze({
     name: spec.name,
     description: spec.description,
-    input: spec.input,
-    execute: spec.execute,
+    input,
+    execute: spec.execute as Tool['execute'],
     timeoutMs: spec.timeoutMs,
-    needsApproval: spec.needsApproval,
+    needsApproval: spec.needsApproval as Tool['needsApproval'],
     // Built once here so a schema mistake fails at definition time, not at the first model call.
-    definition: Object.freeze({
-      name: spec.name,
-      description: spec.description,
-      inputSchema: argumentsSchema(spec.name, spec.input),
-    }),
+    definition: Object.freeze({ name: spec.name, description: spec.description, inputSchema }),
   });
+}
+
+/** The validator and the schema the model sees, from whichever of `input` / `inputSchema` was given. */
+function toolInput(spec: ToolSpec<z.ZodType> | JsonSchemaToolSpec): { input: z.ZodType; inputSchema: Record<string, unknown> } {
+  const given = spec as { input?: unknown; inputSchema?: unknown };
+  if (given.inputSchema === undefined) return { input: given.input as z.ZodType, inputSchema: argumentsSchema(spec.name, given.input as z.ZodType) };
+  if (given.input !== undefined) throw new InvalidToolError(spec.name, 'give either `input` (a zod schema) or `inputSchema` (a JSON Schema), not both');
+  const converted = jsonSchemaValidator(given.inputSchema);
+  if ('problem' in converted) throw new InvalidToolError(spec.name, converted.problem);
+  // The model sees the schema as given; only `$schema` goes, as for zod schemas (Gemini rejects it).
+  const { $schema: _dialect, ...inputSchema } = given.inputSchema as Record<string, unknown>;
+  return { input: converted.validator, inputSchema };
 }
 
 /**
@@ -96,7 +127,7 @@ export function defineTool<S extends z.ZodType, O>(spec: ToolSpec<S, O>): Tool<S
  */
 function zod3Problem(input: unknown): string | undefined {
   if (typeof input !== 'object' || input === null || '_zod' in input) return undefined;
-  if (!('_def' in input)) return 'its input schema is not a zod schema';
+  if (!('_def' in input)) return 'its input schema is not a zod schema (a JSON Schema goes in `inputSchema`)';
   return (
     'its input schema is a zod 3 schema; loopchart needs zod 4 schemas. ' +
     "Install zod 4 (npm install zod@^4) and import { z } from 'zod', or with zod 3.25 import { z } from 'zod/v4'"
