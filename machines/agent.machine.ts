@@ -137,12 +137,12 @@ export function createAgentMachine(config: AgentConfig) {
   const instructionsTokens = instructions ? estimateMessageTokens(instructions) : 0;
   // Built once: a tool name contributed twice (config or operations) fails here, loudly.
   const tools = new ToolSet([...(config.tools ?? []), ...operations.flatMap((op) => op.tools ?? [])]);
-  const toolInfo = { definitions: tools.definitions, names: tools.names };
   const approvalsConfigured = [...tools].some((tool) => tool.needsApproval !== undefined && tool.needsApproval !== false);
   const deps: IoDeps = {
     model: config.model,
     retry: config.retry ?? {},
     tools,
+    toolSources: config.toolSources ?? [],
     operations,
     compactor: config.compactor,
     toolConcurrency: config.toolConcurrency ?? DEFAULT_TOOL_CONCURRENCY,
@@ -243,7 +243,7 @@ export function createAgentMachine(config: AgentConfig) {
     },
     actions: {
       beginRun: assign(({ context, event }) => ({
-        brain: startRun(context.brain, event.type === 'input' ? asUserMessage(event.message) : context.queued!, toolInfo.definitions),
+        brain: startRun(context.brain, event.type === 'input' ? asUserMessage(event.message) : context.queued!, tools.definitions),
         queued: null,
         runIndex: context.runIndex + 1,
         runUsage: NO_USAGE,
@@ -309,7 +309,11 @@ export function createAgentMachine(config: AgentConfig) {
         contextWindow: context.policy.contextWindow,
       })),
       abortIo: sendTo('io', { type: 'abort' } satisfies IoRequest),
-      acceptReply: assign(({ context, event }) => applyReply(context, as(event, 'io.replied').reply, toolInfo)),
+      // Checked against the tools the model was offered: the run's own set (see ToolSource).
+      acceptReply: assign(({ context, event }) => {
+        const { reply, tools: offered } = as(event, 'io.replied');
+        return applyReply(context, reply, { definitions: offered.definitions, names: offered.names });
+      }),
       emitTurnFinished: emit(({ context, event }) => ({
         type: 'turn.finished' as const,
         turn: context.brain.context.turnsTaken,

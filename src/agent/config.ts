@@ -3,6 +3,7 @@ import type { Model, ToolDefinition } from '../model.js';
 import type { RetryOptions } from '../models/retry.js';
 import type { CompactionReason, Message, PolicyInput } from '../schemas.js';
 import type { Tool } from '../tools/define-tool.js';
+import type { ToolSource } from '../tools/tool-source.js';
 import type { Executor } from './executor.js';
 import type { Operation } from './operation.js';
 import type { PruningInput } from './pruning.js';
@@ -41,6 +42,11 @@ export interface AgentConfig {
    */
   instructions?: string;
   tools?: readonly Tool[];
+  /**
+   * Tools listed again at the start of every run, such as an MCP server's (`mcpTools`): the run
+   * uses `tools` plus what its sources listed, as one set (names must stay unique).
+   */
+  toolSources?: readonly ToolSource[];
   /** Composed in order before every model call; see `Operation`. */
   operations?: readonly Operation[];
   compactor?: Compactor;

@@ -6,7 +6,9 @@ import type { CompactionReason, Message, PendingToolCall, ToolCall, ToolMessage 
 import { estimateToolTokens } from '../tokens.js';
 import { runToolCalls } from '../tools/run-tools.js';
 import { InvalidSummaryError } from '../compaction/summarize.js';
-import type { ToolSet } from '../tools/define-tool.js';
+import { ToolSet } from '../tools/define-tool.js';
+import { InvalidToolError } from '../tools/errors.js';
+import type { ToolSource } from '../tools/tool-source.js';
 import type { Compactor } from './config.js';
 import type { Executor, SideEffect, SideEffectKind, SideEffectOutputs } from './executor.js';
 import type { Operation, OperationContext, PreparedRequest } from './operation.js';
@@ -23,6 +25,8 @@ export interface IoDeps {
   model: Model;
   retry: RetryOptions | false;
   tools: ToolSet;
+  /** Listed at each run's first need (see `ToolSource`); the run then keeps that set. */
+  toolSources: readonly ToolSource[];
   operations: readonly Operation[];
   compactor: Compactor | undefined;
   toolConcurrency: number;
@@ -70,7 +74,8 @@ export type IoEvent =
   | { type: 'io.attached' }
   | { type: 'io.textDelta'; key: string; turn: number; delta: string }
   | ({ type: 'io.retry'; key: string; turn: number } & RetryAttempt)
-  | { type: 'io.replied'; key: string; reply: ModelReply }
+  /** `tools`: the set the model was offered, which its calls are checked against. */
+  | { type: 'io.replied'; key: string; reply: ModelReply; tools: ToolSet }
   | { type: 'io.toolStarted'; key: string; call: ToolCall }
   | { type: 'io.toolFinished'; key: string; call: ToolCall; result: ToolMessage }
   | { type: 'io.approvalsChecked'; key: string; waiting: string[] }
@@ -126,6 +131,13 @@ export function ioLogic(deps: IoDeps) {
      * aborted work is dropped.
      */
     let run = runController(deps.toolConcurrency);
+    /**
+     * The run's tools: one IO actor per run, so one listing of the sources per run. Without
+     * sources no await at all: the work keeps its timing relative to the chart's events.
+     */
+    let listing: Promise<ToolSet> | undefined;
+    const toolsOfRun = (signal: AbortSignal): ToolSet | Promise<ToolSet> =>
+      deps.toolSources.length === 0 ? deps.tools : (listing ??= listRunTools(deps, signal));
     /** Keys of requests in flight: a request asked for again (a restore re-issuing it) is not started twice. */
     const inFlight = new Set<string>();
     // The conversation alone (what operations and compactors read), and as a request's messages.
@@ -210,7 +222,11 @@ export function ioLogic(deps: IoDeps) {
         const callKey = `${key}:${call.id}`;
         return execute(
           { key: callKey, kind: 'tool', input: { turn, call, batchKey: key }, signal: controller.signal },
-          async () => (await runToolCalls([{ call }], deps.tools, { signal: controller.signal, idempotencyKey: () => callKey }))[0]!,
+          async () => {
+            const listed = toolsOfRun(controller.signal);
+            const tools = listed instanceof ToolSet ? listed : await listed;
+            return (await runToolCalls([{ call }], tools, { signal: controller.signal, idempotencyKey: () => callKey }))[0]!;
+          },
         );
       };
       const pump = () => {
@@ -263,9 +279,11 @@ export function ioLogic(deps: IoDeps) {
                   return view(request.conversation);
                 },
               };
+              const listed = toolsOfRun(signal);
+              const tools = listed instanceof ToolSet ? listed : await listed;
               const request_ = deps.operations.length
-                ? prepareRequest(deps, ctx)
-                : { messages: requestView(request.conversation) as Message[], tools: deps.tools.definitions as PreparedRequest['tools'] };
+                ? prepareRequest(deps, tools, ctx)
+                : { messages: requestView(request.conversation) as Message[], tools: tools.definitions as PreparedRequest['tools'] };
               reportRetry = (attempt) => send(controller, { type: 'io.retry', key, turn, ...attempt });
               const raw = await execute({ key, kind: 'model', input: { turn, request: request_ }, signal }, () =>
                 model.generate({
@@ -277,7 +295,7 @@ export function ioLogic(deps: IoDeps) {
               );
               const reply = parseModelReply(raw);
               for (const op of deps.operations) op.afterReply?.(reply, ctx);
-              finish(controller, key, { type: 'io.replied', key, reply });
+              finish(controller, key, { type: 'io.replied', key, reply, tools });
             } catch (error) {
               fail(controller, key, 'model', error);
             }
@@ -289,8 +307,10 @@ export function ioLogic(deps: IoDeps) {
             const { key, turn, sessionId } = request;
             try {
               const waiting: string[] = [];
+              const listed = toolsOfRun(controller.signal);
+              const tools = listed instanceof ToolSet ? listed : await listed;
               for (const call of request.calls) {
-                const tool = deps.tools.get(call.name);
+                const tool = tools.get(call.name);
                 const rule = tool?.needsApproval;
                 if (!tool || rule === undefined || rule === false) continue;
                 if (rule === true) {
@@ -317,6 +337,8 @@ export function ioLogic(deps: IoDeps) {
             const signal = controller.signal;
             try {
               const messages = view(request.conversation);
+              const listed = toolsOfRun(signal);
+              const { definitions } = listed instanceof ToolSet ? listed : await listed;
               const output = await execute(
                 { key, kind: 'compaction', input: { turn, reason, messages, tokensBefore }, signal },
                 async () => {
@@ -327,7 +349,7 @@ export function ioLogic(deps: IoDeps) {
                         reason,
                         tokensBefore,
                         contextWindow,
-                        tools: deps.tools.definitions,
+                        tools: definitions,
                         idempotencyKey: key,
                         model,
                         signal,
@@ -335,7 +357,7 @@ export function ioLogic(deps: IoDeps) {
                     : null;
                   if (!result) return { before: tokensBefore, after: tokensBefore };
                   // Same measure as every other estimate the brain reads: tool definitions included.
-                  return { before: tokensBefore, after: result.tokensAfter + estimateToolTokens(deps.tools.definitions), messages: result.messages };
+                  return { before: tokensBefore, after: result.tokensAfter + estimateToolTokens(definitions), messages: result.messages };
                 },
               );
               finish(controller, key, { type: 'io.compacted', key, reason, output });
@@ -376,12 +398,25 @@ async function later(controller: AbortController, work: () => Promise<void>): Pr
 }
 
 /** The request for one model call: instructions and prompt parts first, then the operations' rewrites. */
-function prepareRequest(deps: IoDeps, ctx: OperationContext): PreparedRequest {
+function prepareRequest(deps: IoDeps, tools: ToolSet, ctx: OperationContext): PreparedRequest {
   const parts = promptParts(deps.operations, ctx);
   let request: PreparedRequest = {
     messages: [...(deps.instructions ? [deps.instructions] : []), ...parts, ...ctx.messages],
-    tools: [...deps.tools.definitions],
+    tools: [...tools.definitions],
   };
   for (const op of deps.operations) request = op.beforeModelCall?.(request, ctx) ?? request;
   return request;
+}
+
+/** The agent's own tools plus what its sources list now, as one set (a name given twice fails). */
+async function listRunTools(deps: IoDeps, signal: AbortSignal): Promise<ToolSet> {
+  if (deps.toolSources.length === 0) return deps.tools;
+  const listed = (await Promise.all(deps.toolSources.map((source) => source.listTools(signal)))).flat();
+  for (const tool of listed) {
+    // The chart decides which calls need a human from the tools it was built with.
+    if (tool.needsApproval !== undefined && tool.needsApproval !== false) {
+      throw new InvalidToolError(tool.name, 'a tool from a tool source cannot need approval; give it in `tools` instead');
+    }
+  }
+  return new ToolSet([...deps.tools, ...listed]);
 }

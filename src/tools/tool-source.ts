@@ -1,0 +1,31 @@
+import type { Tool } from './define-tool.js';
+
+/**
+ * Tools that may change between runs, such as an MCP server's (`mcpTools` from `loopchart/mcp`
+ * is one). An agent asks each of its sources for their tools once per run, before the run's
+ * first model call, and the run keeps that set to its end: the model is offered, and the runner
+ * runs, the tools of that listing. A listing that fails fails the run's model step.
+ *
+ * @example
+ * ```ts
+ * import { createAgentMachine, defineTool, type ToolSource } from 'loopchart';
+ * import { z } from 'zod';
+ *
+ * const clock: ToolSource = {
+ *   // Listed afresh at every run's start: today's tools.
+ *   async listTools() {
+ *     const today = new Date().toISOString().slice(0, 10);
+ *     return [defineTool({ name: 'today', description: 'Today\'s date.', input: z.object({}), execute: () => today })];
+ *   },
+ * };
+ * const agent = createAgentMachine({ model, toolSources: [clock] });
+ * ```
+ */
+export interface ToolSource {
+  /**
+   * The tools for the run that starts. `signal` aborts when the run no longer needs the answer.
+   * Approval rules are read when the agent is built, so a listed tool may not set `needsApproval`
+   * (give such a tool in `tools`).
+   */
+  listTools(signal: AbortSignal): Promise<readonly Tool[]>;
+}
