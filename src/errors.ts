@@ -20,6 +20,10 @@ export const ERROR_CODES = [
   'PathOutsideRoot',
   'FileTool',
   'InvalidExpression',
+  // MCP servers (loopchart/mcp).
+  'McpServerStart',
+  'McpServer',
+  'McpTool',
   // Stores and durable sessions.
   'SessionBusy',
   'SessionNotFound',

@@ -1,0 +1,273 @@
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
+import { z } from 'zod';
+import { InvalidConfigError } from '../agent/pruning.js';
+import { defineTool, type Tool, type ToolContext } from '../tools/define-tool.js';
+import { InvalidToolError } from '../tools/errors.js';
+import type { ToolSource } from '../tools/tool-source.js';
+import { endOnExit } from './child-exit.js';
+import { McpServerError, McpServerStartError, McpToolError } from './errors.js';
+import { resultText, type CallResult } from './result-text.js';
+
+/** A server started as a child process, spoken to over its stdin and stdout. */
+export const McpStdioServerSchema = z.strictObject({
+  command: z.string().min(1),
+  args: z.array(z.string()).optional(),
+  /** Added to the few variables the SDK passes on by default (PATH, HOME, USER, SHELL, TERM, LOGNAME). */
+  env: z.record(z.string(), z.string()).optional(),
+  cwd: z.string().optional(),
+});
+/** A server reached over Streamable HTTP. */
+export const McpHttpServerSchema = z.strictObject({ url: z.union([z.url({ protocol: /^https?$/ }), z.instanceof(URL)]) });
+export const McpServerSchema = z.union([McpStdioServerSchema, McpHttpServerSchema]);
+export type McpServer = z.input<typeof McpServerSchema>;
+
+export const McpToolsOptionsSchema = z.strictObject({
+  /** Put before every tool name (`fs_` makes `read_file` `fs_read_file`), to keep several servers apart. */
+  prefix: z.string().optional(),
+  /** Longest the start and the MCP handshake may take, in ms. Default 30 s. */
+  startTimeoutMs: z.number().int().positive().optional(),
+  /** Longest a tools/list request may take, in ms. Default 30 s. */
+  listTimeoutMs: z.number().int().positive().optional(),
+  /** Each tool's `timeoutMs` (see `defineTool`); default the runner's default. */
+  toolTimeoutMs: z.union([z.number().int().positive(), z.literal(Number.POSITIVE_INFINITY)]).optional(),
+});
+export type McpToolsOptions = z.input<typeof McpToolsOptionsSchema>;
+
+/** The tools of one MCP server, ready for an agent, and the way to stop the server. */
+export interface McpTools extends ToolSource {
+  /** The tools of the last listing (the first one made by `mcpTools`). */
+  readonly tools: readonly Tool[];
+  /**
+   * Tools the server offers that could not be made into loopchart tools (a name providers reject,
+   * an input schema that is malformed or uses what the validator cannot enforce), with the reason.
+   * The other tools work.
+   */
+  readonly skipped: readonly InvalidToolError[];
+  /** Lists the server's tools again (what an agent does at each run's start, see `ToolSource`). */
+  listTools(signal?: AbortSignal): Promise<readonly Tool[]>;
+  /** The end of what a stdio server wrote to stderr (its log), '' for an HTTP server. */
+  stderr(): string;
+  /** Ends the connection and a stdio server's process (stdin closed, then SIGTERM, then SIGKILL). Idempotent. */
+  close(): Promise<void>;
+}
+
+/** The `_meta` key of a tool call that carries its idempotency key (stable across retries and restores). */
+export const IDEMPOTENCY_KEY_META = 'loopchart/idempotencyKey';
+const DEFAULT_START_TIMEOUT_MS = 30_000;
+const DEFAULT_LIST_TIMEOUT_MS = 30_000;
+/** setTimeout's longest delay: the SDK's own request timeout is left to the tool runner's. */
+const NO_SDK_TIMEOUT_MS = 2 ** 31 - 1;
+const STDERR_TAIL_CHARS = 4096;
+/** A server that pages its tool list forever is refused, not followed. */
+const MAX_LIST_PAGES = 100;
+
+/**
+ * Connects to an MCP server and makes its tools loopchart tools. A stdio server (`command`,
+ * `args`, `env`, `cwd`) is started as a child process; an HTTP server (`url`) is reached with the
+ * Streamable HTTP transport. Each tool's JSON Schema is what the model sees and what validates
+ * its arguments; each call goes through the agent's tool runner and executor like any tool
+ * (journaled, keyed, timed out, cancelled: the call's AbortSignal cancels the MCP request), and
+ * its result becomes text. A server that never starts or exits at once rejects with
+ * `McpServerStartError` (with its stderr tail). Needs `@modelcontextprotocol/sdk` installed.
+ *
+ * Give `tools` for a fixed list, or the handle itself as a tool source to list the tools again
+ * at the start of every run (a server whose tools change between runs). Call `close()` when
+ * done: it ends the server; a process that exits without it ends its stdio servers too.
+ *
+ * @example
+ * ```ts
+ * import { runAgent } from 'loopchart';
+ * import { mcpTools } from 'loopchart/mcp';
+ *
+ * const fs = await mcpTools({ command: 'npx', args: ['-y', '@modelcontextprotocol/server-filesystem', './docs'] });
+ * try {
+ *   const { text } = await runAgent({ model, toolSources: [fs], prompt: 'What is in ./docs?' });
+ *   console.log(text);
+ * } finally {
+ *   await fs.close();
+ * }
+ * ```
+ */
+export async function mcpTools(server: McpServer, options: McpToolsOptions = {}): Promise<McpTools> {
+  const config = McpServerSchema.safeParse(server);
+  if (!config.success) throw new InvalidConfigError(`MCP server: ${z.prettifyError(config.error)}`);
+  const settings = McpToolsOptionsSchema.safeParse(options);
+  if (!settings.success) throw new InvalidConfigError(`MCP options: ${z.prettifyError(settings.error)}`);
+  const { prefix = '', startTimeoutMs = DEFAULT_START_TIMEOUT_MS, listTimeoutMs = DEFAULT_LIST_TIMEOUT_MS, toolTimeoutMs } = settings.data;
+
+  const connection = await connect(config.data, startTimeoutMs);
+  const { client, label } = connection;
+  let closed = false;
+
+  const callTool = async (name: string, args: Record<string, unknown>, { signal, idempotencyKey }: ToolContext): Promise<string> => {
+    if (closed) throw new McpToolError(name, `the MCP server ${label} was closed`);
+    if (connection.exited()) throw new McpToolError(name, `the MCP server ${label} is not running (it exited or closed the connection)`);
+    let result: CallResult;
+    try {
+      // The key goes along in `_meta`, for a server that deduplicates repeated calls.
+      const params = { name, arguments: args, _meta: { [IDEMPOTENCY_KEY_META]: idempotencyKey } };
+      result = (await client.callTool(params, undefined, { signal, timeout: NO_SDK_TIMEOUT_MS })) as CallResult;
+    } catch (error) {
+      // An abort is the runner's own doing (timeout, cancel): it has already settled the call.
+      if (signal.aborted) throw error;
+      throw new McpToolError(name, callFailure(label, connection, error), { cause: error });
+    }
+    if ('toolResult' in result) return JSON.stringify((result as { toolResult: unknown }).toolResult) ?? '';
+    const { text, isError } = resultText(result);
+    if (isError) throw new McpToolError(name, text || `tool "${name}" reported an error without text`);
+    return text;
+  };
+
+  const toTool = (listed: ListedTool): Tool =>
+    defineTool({
+      name: `${prefix}${listed.name}`,
+      description: listed.description ?? listed.title ?? '',
+      inputSchema: listed.inputSchema,
+      ...(toolTimeoutMs !== undefined && { timeoutMs: toolTimeoutMs }),
+      execute: (args, ctx) => callTool(listed.name, args, ctx),
+    });
+
+  let tools: readonly Tool[] = [];
+  let skipped: readonly InvalidToolError[] = [];
+  const list = async (signal?: AbortSignal): Promise<readonly Tool[]> => {
+    if (closed) throw new McpServerError(label, 'it was closed');
+    if (connection.exited()) throw new McpServerError(label, `it is not running any more${stderrNote(connection.stderr())}`);
+    let listed: ListedTool[];
+    try {
+      listed = await listAll(client, { ...(signal && { signal }), timeout: listTimeoutMs });
+    } catch (error) {
+      if (signal?.aborted) throw error;
+      throw new McpServerError(label, `listing its tools failed: ${messageOf(error)}`, { cause: error });
+    }
+    const made: Tool[] = [];
+    const refused: InvalidToolError[] = [];
+    for (const tool of listed) {
+      try {
+        made.push(toTool(tool));
+      } catch (error) {
+        if (!InvalidToolError.isInstance(error)) throw error;
+        refused.push(error);
+      }
+    }
+    tools = Object.freeze(made);
+    skipped = Object.freeze(refused);
+    return tools;
+  };
+
+  try {
+    await list();
+  } catch (error) {
+    await connection.close();
+    throw error;
+  }
+
+  return {
+    get tools() {
+      return tools;
+    },
+    get skipped() {
+      return skipped;
+    },
+    listTools: list,
+    stderr: connection.stderr,
+    async close() {
+      if (closed) return;
+      closed = true;
+      await connection.close();
+    },
+  };
+}
+
+type ListedTool = { name: string; title?: string; description?: string; inputSchema: Record<string, unknown> };
+
+async function listAll(client: Client, options: { signal?: AbortSignal; timeout: number }): Promise<ListedTool[]> {
+  const tools: ListedTool[] = [];
+  let cursor: string | undefined;
+  for (let page = 0; page < MAX_LIST_PAGES; page++) {
+    const result = await client.listTools(cursor === undefined ? undefined : { cursor }, options);
+    tools.push(...(result.tools as ListedTool[]));
+    cursor = result.nextCursor;
+    if (cursor === undefined) return tools;
+  }
+  throw new Error(`the tool list did not end after ${MAX_LIST_PAGES} pages`);
+}
+
+interface Connection {
+  client: Client;
+  label: string;
+  /** True once the server is gone (a stdio child exited, the connection closed). */
+  exited(): boolean;
+  stderr(): string;
+  close(): Promise<void>;
+}
+
+async function connect(server: z.output<typeof McpServerSchema>, timeoutMs: number): Promise<Connection> {
+  const client = new Client({ name: 'loopchart', version: '1' });
+  let gone = false;
+  let tail = '';
+  let release = (): void => {};
+  let transport: Transport;
+  let label: string;
+  if ('command' in server) {
+    label = `"${[server.command, ...(server.args ?? [])].join(' ')}"`;
+    const stdio = new StdioClientTransport({
+      command: server.command,
+      ...(server.args && { args: server.args }),
+      ...(server.env && { env: server.env }),
+      ...(server.cwd && { cwd: server.cwd }),
+      stderr: 'pipe',
+    });
+    // Read as it comes (a full pipe would block the server), keep the end for error messages.
+    stdio.stderr?.on('data', (chunk: Buffer) => {
+      tail = (tail + chunk.toString('utf8')).slice(-STDERR_TAIL_CHARS);
+    });
+    release = endOnExit(stdio);
+    transport = stdio;
+  } else {
+    label = String(server.url);
+    transport = new StreamableHTTPClientTransport(new URL(String(server.url)));
+  }
+  client.onclose = () => {
+    gone = true;
+    release();
+  };
+  const close = async (): Promise<void> => {
+    try {
+      await client.close();
+    } finally {
+      gone = true;
+      release();
+    }
+  };
+  try {
+    await client.connect(transport, { timeout: timeoutMs });
+  } catch (error) {
+    await close().catch(() => {});
+    // The last of stderr may still be in the pipe when the exit is seen.
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    throw new McpServerStartError(label, startFailure(error, timeoutMs), tail.trim(), { cause: error });
+  }
+  return { client, label, exited: () => gone, stderr: () => tail, close };
+}
+
+function startFailure(error: unknown, timeoutMs: number): string {
+  const message = messageOf(error);
+  if ((error as { code?: unknown }).code === 'ENOENT') return `the command was not found (${message})`;
+  if (/timed out|timeout/i.test(message)) return `no answer to the MCP handshake within ${timeoutMs} ms`;
+  if (/connection closed/i.test(message)) return 'it exited before completing the MCP handshake';
+  return `it did not complete the MCP handshake: ${message}`;
+}
+
+function callFailure(label: string, connection: Connection, error: unknown): string {
+  if (connection.exited()) return `the MCP server ${label} exited or closed the connection during the call`;
+  return messageOf(error);
+}
+
+const stderrNote = (tail: string): string => (tail.trim() ? `; its stderr ends with:\n${tail.trim()}` : '');
+
+function messageOf(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}

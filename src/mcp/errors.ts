@@ -1,0 +1,66 @@
+import { LoopchartError } from '../errors.js';
+
+/**
+ * An MCP server could not be started or did not complete the MCP handshake: the command was not
+ * found, the process exited at once, the URL did not answer, or it took longer than the start
+ * timeout. `stderr` holds the end of what a stdio server wrote to its stderr (often the reason).
+ *
+ * @example
+ * ```ts
+ * try {
+ *   await mcpTools({ command: 'npx', args: ['-y', 'some-mcp-server'] });
+ * } catch (error) {
+ *   if (McpServerStartError.isInstance(error)) console.error(error.message, error.stderr);
+ *   else throw error;
+ * }
+ * ```
+ */
+export class McpServerStartError extends LoopchartError {
+  /** The server, as given (`command args…` or the URL). */
+  readonly server: string;
+  /** The last few KiB the server wrote to stderr before it failed ('' for an HTTP server). */
+  readonly stderr: string;
+  constructor(server: string, problem: string, stderr: string, options?: { cause?: unknown }) {
+    super('McpServerStart', `MCP server ${server}: ${problem}${stderr ? `\nits stderr ends with:\n${stderr}` : ''}`, options);
+    this.server = server;
+    this.stderr = stderr;
+  }
+}
+
+/**
+ * A running MCP server failed a request other than a tool call: listing its tools (at a run's
+ * start), or it is gone (exited, closed). A tool call that fails this way is the call's error
+ * result instead, and the run goes on.
+ *
+ * @example
+ * ```ts
+ * const outcome = (await runAgent({ model, toolSources: [mcp], prompt })).outcome;
+ * // a server that died between runs: outcome.type === 'Failed', the error's message names the server
+ * ```
+ */
+export class McpServerError extends LoopchartError {
+  readonly server: string;
+  constructor(server: string, problem: string, options?: { cause?: unknown }) {
+    super('McpServer', `MCP server ${server}: ${problem}`, options);
+    this.server = server;
+  }
+}
+
+/**
+ * An MCP tool call did not produce a result: the server answered with `isError`, the call failed
+ * on the wire, or the server exited during it. The tool runner turns it into the call's error
+ * result (the model reads the message); the run goes on.
+ *
+ * @example
+ * ```ts
+ * const [result] = await runToolCalls([{ call }], mcp.tools, { idempotencyKey: () => 'k' });
+ * // result.isError === true, result.content is the server's error text
+ * ```
+ */
+export class McpToolError extends LoopchartError {
+  readonly toolName: string;
+  constructor(toolName: string, problem: string, options?: { cause?: unknown }) {
+    super('McpTool', problem, options);
+    this.toolName = toolName;
+  }
+}
