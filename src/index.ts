@@ -38,7 +38,10 @@ export {
 export { ExternalEventSchemas, type ExternalEvent } from './agent/events.js';
 export type { AgentConfig, Compactor, CompactionRequest, CompactionResult } from './agent/config.js';
 export type { Operation, OperationContext, PreparedRequest } from './agent/operation.js';
-export { defineTool, type Tool, type ToolContext, type ToolSpec, type ApprovalContext } from './tools/define-tool.js';
+export { defineTool, type Tool, type ToolContext, type ToolSpec, type JsonSchemaToolSpec, type ApprovalContext } from './tools/define-tool.js';
+export type { ToolSource } from './tools/tool-source.js';
+export type { JsonSchema } from './tools/json-schema.js';
+export { McpServerError, McpServerStartError, McpToolError } from './mcp/errors.js';
 export { withRetry, type RetryOptions } from './models/retry.js';
 export { estimateTokens } from './tokens.js';
 export { listDirTool, readFileTool, writeFileTool, calculatorTool } from './tools/builtin.js';
