@@ -9,6 +9,7 @@ export default defineConfig({
     'ai-sdk': 'src/ai-sdk.ts',
     testing: 'src/testing.ts',
     restate: 'src/restate.ts',
+    mcp: 'src/mcp.ts',
     cli: 'src/cli.ts',
   },
   format: ['esm', 'cjs'],

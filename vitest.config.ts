@@ -1,21 +1,24 @@
 import { defineConfig } from 'vitest/config';
 
 /**
- * Two projects: `fast` (seconds to a few minutes, what a developer runs while iterating:
+ * Projects: `fast` (seconds to a few minutes, what a developer runs while iterating:
  * `npm run test:fast`) and `slow` (the packed tarball installed into fresh consumers, SIGKILL
- * crash series: `npm run test:slow`) and `distributed` (a real Restate server and worker processes:
- * `npm run test:distributed`). `npm test` and CI run all three.
+ * crash series: `npm run test:slow`), `distributed` (a real Restate server and worker processes:
+ * `npm run test:distributed`) and `mcp` (below). `npm test` and CI run them all.
  */
 const slow = ['test/package/consumer.test.ts', 'test/sessions/crash.test.ts'];
 /** Against a real Restate server (`npm run setup:restate` installs it; skipped without it). */
 const distributed = ['test/distributed/**/*.test.ts'];
+/** Real MCP servers as child processes and over HTTP (~15 s, mostly process start and stop): `npm run test:mcp`. */
+const mcp = ['test/mcp/**/*.test.ts'];
 
 export default defineConfig({
   test: {
     testTimeout: 30_000,
     hookTimeout: 60_000,
     projects: [
-      { extends: true, test: { name: 'fast', include: ['test/**/*.test.ts'], exclude: [...slow, ...distributed] } },
+      { extends: true, test: { name: 'fast', include: ['test/**/*.test.ts'], exclude: [...slow, ...distributed, ...mcp] } },
+      { extends: true, test: { name: 'mcp', include: mcp } },
       { extends: true, test: { name: 'slow', include: slow, hookTimeout: 600_000 } },
       // One file at a time: each starts its own server and workers on a 2-core machine.
       {

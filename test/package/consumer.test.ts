@@ -92,7 +92,8 @@ describe('the packed tarball', () => {
   });
 
   // Loaded on first use only: the database drivers, and the tokenizer (its tables take a few hundred ms).
-  const drivers = /better-sqlite3|node_modules\/pg\/|gpt-tokenizer/;
+  // The MCP SDK is not even installed here: loopchart/mcp alone needs it.
+  const drivers = /better-sqlite3|node_modules\/pg\/|gpt-tokenizer|@modelcontextprotocol/;
 
   it("require('loopchart') loads neither better-sqlite3, pg nor the tokenizer (require.cache)", () => {
     const probe = `require('loopchart'); console.log(JSON.stringify(Object.keys(require.cache)));`;

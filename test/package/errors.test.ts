@@ -12,9 +12,10 @@ import * as sqlite from '../../src/sqlite.js';
 import * as postgres from '../../src/postgres.js';
 import * as aiSdk from '../../src/ai-sdk.js';
 import * as testing from '../../src/testing.js';
+import * as mcp from '../../src/mcp.js';
 
 const SRC = fileURLToPath(new URL('../../src', import.meta.url));
-const entries: Record<string, Record<string, unknown>> = { loopchart: root, 'loopchart/sqlite': sqlite, 'loopchart/postgres': postgres, 'loopchart/ai-sdk': aiSdk, 'loopchart/testing': testing };
+const entries: Record<string, Record<string, unknown>> = { loopchart: root, 'loopchart/sqlite': sqlite, 'loopchart/postgres': postgres, 'loopchart/ai-sdk': aiSdk, 'loopchart/testing': testing, 'loopchart/mcp': mcp };
 
 function sourceFiles(dir: string): string[] {
   return readdirSync(dir, { withFileTypes: true }).flatMap((entry) =>

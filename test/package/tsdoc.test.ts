@@ -49,6 +49,11 @@ const DOCUMENTED = [
   'inProcessExecutor',
   'composeExecutors',
   'restateSession',
+  'ToolSource',
+  'mcpTools',
+  'McpServerStartError',
+  'McpServerError',
+  'McpToolError',
 ];
 
 describe('TSDoc', () => {
