@@ -41,6 +41,10 @@ export const ERROR_CODES = [
   'StoreFull',
   'StoreUnavailable',
   'StoreClosed',
+  // Replay, fork and the viewer.
+  'ReplayUnavailable',
+  'InvalidFork',
+  'ViewerListen',
 ] as const;
 
 /** The union of every loopchart error `code`. */

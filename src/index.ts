@@ -75,6 +75,10 @@ export { InvalidSummaryError, summarizingCompactor, type SummarizingCompactorOpt
 export { InvalidConfigError, type PruningInput } from './agent/pruning.js';
 export { DurableSession, SessionNotIdleError, type OpenSessionOptions } from './sessions/durable-session.js';
 export { SessionRowError } from './sessions/session-row.js';
+export { replaySession, replayTrace, describeStep, ReplayUnavailableError, type ReplayReport, type ReplayDivergence } from './sessions/replay.js';
+export { forkSession, ForkError, type ForkOptions, type ForkResult } from './sessions/fork.js';
+export { readSessionTrace, TraceEntrySchema, type TraceEntry, type ReadTraceEntry } from './sessions/trace.js';
+export type { TraceRecord } from './stores/session-store.js';
 export type { Approvals, ApprovalEvent } from './agent/approvals.js';
 export type { Budget, Prices } from './agent/budget.js';
 export { runAgent, streamAgent, type RunAgentOptions, type RunAgentResult, type AgentStreamEvent } from './run-agent.js';

@@ -12,6 +12,8 @@ const decision = {
   toolCallId: z.string().min(1),
   always: z.boolean().optional(),
   reason: z.string().optional(),
+  /** Who decided (a user name or id), recorded in the session's trace for the timeline. */
+  by: z.string().max(200).optional(),
 };
 
 export const ExternalEventSchemas = {

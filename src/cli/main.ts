@@ -2,6 +2,7 @@ import { parseArgs } from 'node:util';
 import { LoopchartError } from '../errors.js';
 import { CliError, UsageError } from './errors.js';
 import { escapeLine } from './escape.js';
+import { forkCommand, replayCommand } from './replay.js';
 import { listSessions, resumeSession, rewindSession, showSession, type CommandOptions, type Io } from './sessions.js';
 import { parseLocation } from './store.js';
 
@@ -12,6 +13,11 @@ commands:
   show ID           the transcript: roles, tool calls with their arguments, tool results (truncated)
   resume ID         continue the run that was in flight when the session was stored, to its end
   rewind ID N       drop committed history past N messages, snapped to a coherent cut
+  replay ID         re-run the brain over the recorded results, calling nothing; report the first
+                    decision that differs from the recording (exit 1 when one does)
+  fork ID --at N [--as NEW]
+                    a new session from the first N messages of the log (snapped to a coherent cut),
+                    at rest, to resume with any agent; the original is only read
 
 options:
   --store LOCATION  a SQLite file (default: $LOOPCHART_STORE, else .loopchart/loopchart.db),
@@ -21,6 +27,8 @@ options:
                     Node 22.18+) exporting \`agent\` (an AgentConfig, or a function returning one).
                     Required unless the demo (npm start) made the session (its id starts with demo-)
   --full            show tool results and arguments in full
+  --at N            fork: messages of the log to keep
+  --as ID           fork: the new session's id (default ID-fork-N-<random>)
   -h, --help        this text
 
 exit codes: 0 done, 1 error (unknown or corrupt session, busy, an unreachable or unreadable store, a resumed
@@ -111,6 +119,13 @@ async function run(argv: string[], io: Io): Promise<number> {
     case 'rewind':
       expect(2, 'ID N');
       return rewindSession(rest[0]!, rest[1]!, options);
+    case 'replay':
+      expect(1, 'ID');
+      return replayCommand(rest[0]!, options);
+    case 'fork':
+      expect(1, 'ID --at N [--as NEW]');
+      if (values.at === undefined) throw new UsageError('usage: loopchart sessions fork ID --at N [--as NEW]');
+      return forkCommand(rest[0]!, values.at, values.as, options);
     default:
       throw new UsageError(`unknown command 'sessions ${command}'`);
   }
@@ -126,6 +141,8 @@ function parse(argv: string[]) {
       schema: { type: 'string' },
       agent: { type: 'string' },
       full: { type: 'boolean' },
+      at: { type: 'string' },
+      as: { type: 'string' },
       help: { type: 'boolean', short: 'h' },
     },
   });

@@ -23,7 +23,7 @@ export interface CommandOptions {
 }
 
 /** Runs `work` on the store, or fails with a clear message when there is none. */
-async function withStore<T>(options: CommandOptions, work: (store: SessionStore) => Promise<T>, missing: () => T): Promise<T> {
+export async function withStore<T>(options: CommandOptions, work: (store: SessionStore) => Promise<T>, missing: () => T): Promise<T> {
   const store = await openExisting(options.location, options.schema);
   if (!store) return missing();
   try {
@@ -33,7 +33,7 @@ async function withStore<T>(options: CommandOptions, work: (store: SessionStore)
   }
 }
 
-const noStore = (location: StoreLocation) => (): never => {
+export const noStore = (location: StoreLocation) => (): never => {
   throw new CliError(`no session store at ${location.label}`);
 };
 

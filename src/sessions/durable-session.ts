@@ -14,8 +14,10 @@ import { InvalidFeedError, LoopchartError } from '../errors.js';
 import { feedProblem } from '../feed-problems.js';
 import type { Message, ToolMessage } from '../schemas.js';
 import type { SessionStore } from '../stores/session-store.js';
+import { externalEventProblem } from '../agent/events.js';
 import { logEffect, logNow, type WrittenLog } from './log-delta.js';
 import { decodeRow, encodeRow } from './session-row.js';
+import { PromptDelta, errorRecord, statePath, type TraceEntry } from './trace.js';
 
 export interface OpenSessionOptions {
   machine: AgentMachine;
@@ -87,6 +89,11 @@ export class DurableSession {
   #fail!: (error: Error) => void;
   /** Tool results journaled before the session was opened, by batch key and call id: replayed, not run. */
   readonly #replay: Map<string, Map<string, ToolMessage>>;
+  /** The entries of the last queued trace write while it has not run: later entries join it. */
+  #traceBatch: TraceEntry[] | null = null;
+  readonly #prompts = new PromptDelta();
+  #runSeen = 0;
+  #ioState = '';
 
   private constructor(
     options: OpenSessionOptions,
@@ -111,7 +118,37 @@ export class DurableSession {
     this.#written = context
       ? { log: logOf(start), row: JSON.stringify(encodeRow(start)), awaitingToolsKey: toolsKey(start) }
       : { log: logNow([], []), row: '', awaitingToolsKey: null };
-    this.actor.subscribe({ next: (snapshot) => this.#persist(snapshot.context), error: (error) => this.#stop(error as Error) });
+    this.#runSeen = start.runIndex;
+    this.actor.subscribe({
+      next: (snapshot) => {
+        this.#ioState = statePath(snapshot.value);
+        this.#persist(snapshot.context);
+      },
+      error: (error) => this.#stop(error as Error),
+    });
+    this.#listen();
+  }
+
+  /** The emitted events the trace records (retries, prunes, approvals asked for, finished runs). */
+  #listen(): void {
+    const run = () => this.actor.getSnapshot().context.runIndex;
+    this.actor.on('model.retry', (e) =>
+      this.#record({ type: 'retry', at: Date.now(), run: run(), turn: e.turn, retry: e.retry, delayMs: e.delayMs, error: errorRecord(e.error).message }),
+    );
+    this.actor.on('prune.finished', (e) => this.#record({ type: 'prune', at: Date.now(), run: run(), pruned: e.pruned, before: e.before, after: e.after }));
+    this.actor.on('approval.requested', (e) =>
+      this.#record({ type: 'approval.requested', at: Date.now(), run: run(), calls: e.calls.map((call) => call.id) }),
+    );
+    this.actor.on('run.finished', (e) =>
+      this.#record({
+        type: 'finished',
+        at: Date.now(),
+        run: run(),
+        outcome: e.output.outcome,
+        usage: e.output.usage,
+        ...(e.output.costUsd !== undefined && { costUsd: e.output.costUsd }),
+      }),
+    );
   }
 
   /** Loads the session, or creates it, and starts its actor; a run in flight continues at once (unless `resume: false`). */
@@ -128,6 +165,10 @@ export class DurableSession {
       }
     }
     const session = new DurableSession(options, context, stored?.version ?? 0, replay);
+    if (stored && context && options.resume !== false && runInFlight(context.brain)) {
+      const { value, context: brain } = context.brain;
+      session.#record({ type: 'resumed', at: Date.now(), v: stored.version, run: context.runIndex, state: value, turns: brain.turnsTaken, tokens: brain.contextTokens });
+    }
     options.attach?.(session.actor);
     session.actor.start();
     if (!stored) session.#persist(session.actor.getSnapshot().context);
@@ -138,7 +179,29 @@ export class DurableSession {
 
   send(event: AgentEvent): void {
     if (this.#failure) throw this.#failure;
+    this.#recordSent(event);
     this.actor.send(event);
+  }
+
+  /** Events from the host that move the brain or decide an approval, for the timeline and replay. */
+  #recordSent(event: AgentEvent): void {
+    if (externalEventProblem(event) !== null) return;
+    const now = Date.now();
+    const run = this.actor.getSnapshot().context.runIndex;
+    if (event.type === 'approve' || event.type === 'deny') {
+      const { toolCallId, by, reason } = event as { toolCallId: string; by?: string; reason?: string };
+      this.#record({
+        type: 'approval',
+        at: now,
+        run,
+        toolCallId,
+        approved: event.type === 'approve',
+        ...(by !== undefined && { by }),
+        ...(reason !== undefined && { reason }),
+      });
+    } else if (['cancel', 'seal', 'steer', 'policy', 'rewind'].includes(event.type)) {
+      this.#record({ type: 'event', at: now, run, event: structuredClone(event) as Record<string, unknown> });
+    }
   }
 
   /** Resolves with the output of the run once the session is idle again and stored. */
@@ -198,16 +261,97 @@ export class DurableSession {
   #durable(inner: Executor): Executor {
     return async (effect, perform) => {
       await this.flush();
-      if (effect.kind !== 'tool') return inner(effect, perform);
+      if (effect.kind !== 'tool') return this.#traced(effect, () => inner(effect, perform));
       const { batchKey, call } = (effect as SideEffect<'tool'>).input;
       const recorded = this.#replay.get(batchKey)?.get(call.id);
       if (recorded) return recorded as never;
-      const result = await inner(effect, perform);
+      const result = await this.#traced(effect, () => inner(effect, perform));
       if (!effect.signal.aborted) {
         this.#enqueue(() => this.#store.journalToolResult(this.sessionId, batchKey, result as ToolMessage));
       }
       return result;
     };
+  }
+
+  /**
+   * Runs one effect and records it in the trace when it settles (before the driver sees the
+   * result, so the entry is queued ahead of the step that uses it). Approval checks are not
+   * recorded: the decision is, when it is sent.
+   */
+  async #traced<T>(effect: SideEffect, work: () => Promise<T>): Promise<T> {
+    if (!this.#store.appendTrace || effect.kind === 'approval') return work();
+    const run = this.actor.getSnapshot().context.runIndex;
+    const prompt = effect.kind === 'model' ? this.#prompts.next((effect as SideEffect<'model'>).input.request.messages) : undefined;
+    const started = Date.now();
+    const t0 = performance.now();
+    let result: T | undefined;
+    let failure: unknown;
+    let failed = false;
+    try {
+      result = await work();
+      return result;
+    } catch (error) {
+      failed = true;
+      failure = error;
+      throw error;
+    } finally {
+      if (!effect.signal.aborted || !failed) {
+        const common = { at: started, ms: Math.round((performance.now() - t0) * 10) / 10, run, key: effect.key };
+        const error = failed ? { error: errorRecord(failure) } : {};
+        if (effect.kind === 'model') {
+          const { input } = effect as SideEffect<'model'>;
+          const reply = result as { message: unknown; finishReason?: unknown; usage?: unknown } | undefined;
+          this.#record({
+            type: 'model',
+            ...common,
+            turn: input.turn,
+            tools: input.request.tools.map((tool) => tool.name),
+            ...prompt!,
+            ...(reply && {
+              reply: {
+                message: reply.message,
+                ...(typeof reply.finishReason === 'string' && { finishReason: reply.finishReason }),
+                ...(reply.usage !== undefined && { usage: reply.usage }),
+              } as never,
+            }),
+            ...error,
+          });
+        } else if (effect.kind === 'tool') {
+          const { input } = effect as SideEffect<'tool'>;
+          this.#record({ type: 'tool', ...common, turn: input.turn, call: input.call, ...(result !== undefined && { result: result as ToolMessage }), ...error });
+        } else if (effect.kind === 'compaction') {
+          const { input } = effect as SideEffect<'compaction'>;
+          const output = result as { before: number; after: number; messages?: unknown } | undefined;
+          this.#record({
+            type: 'compaction',
+            ...common,
+            turn: input.turn,
+            reason: input.reason,
+            before: output?.before ?? input.tokensBefore,
+            after: output?.after ?? input.tokensBefore,
+            rewritten: output?.messages !== undefined,
+            ...error,
+          });
+        }
+      }
+    }
+  }
+
+  /**
+   * Queues an entry. Entries recorded while a trace write waits in the queue join it; a step
+   * write queued after that closes it, so the trace's order is the order things were stored in.
+   */
+  #record(entry: TraceEntry): void {
+    if (!this.#store.appendTrace || this.#failure) return;
+    if (this.#traceBatch) {
+      this.#traceBatch.push(entry);
+      return;
+    }
+    const batch = (this.#traceBatch = [entry]);
+    this.#enqueue(async () => {
+      if (this.#traceBatch === batch) this.#traceBatch = null;
+      await this.#store.appendTrace!(this.sessionId, batch);
+    });
   }
 
   #persist(context: AgentContext): void {
@@ -227,8 +371,42 @@ export class DurableSession {
     const clearJournal = written.awaitingToolsKey && written.awaitingToolsKey !== key ? [written.awaitingToolsKey] : undefined;
     const expectedVersion = this.#version++;
     this.#written = { log, row, awaitingToolsKey: key };
+    this.#recordRunStart(context);
     this.#enqueue(async () => {
       await this.#store.apply(this.sessionId, { expectedVersion, state: rowValue, ...effect, ...(clearJournal && { clearJournal }) });
+    });
+    this.#traceBatch = null;
+    this.#recordStep(context, expectedVersion + 1);
+  }
+
+  /** A run that begins with this step, recorded ahead of the step (replay needs it before the step's effects). */
+  #recordRunStart(context: AgentContext): void {
+    if (context.runIndex === this.#runSeen) return;
+    this.#runSeen = context.runIndex;
+    const prompt = context.brain.context.pending[0];
+    this.#record({ type: 'run', at: Date.now(), run: context.runIndex, prompt: prompt?.role === 'user' ? prompt.content : '', policy: context.policy });
+  }
+
+  /** The brain's counters once a step is stored. */
+  #recordStep(context: AgentContext, version: number): void {
+    if (!this.#store.appendTrace) return;
+    const brain = context.brain;
+    const now = Date.now();
+    // Queued after the step's own write: the entry says what is stored.
+    this.#record({
+      type: 'step',
+      at: now,
+      v: version,
+      run: context.runIndex,
+      state: brain.value,
+      io: this.#ioState,
+      turns: brain.context.turnsTaken,
+      tokens: brain.context.contextTokens,
+      toolCalls: brain.context.totalToolCalls,
+      log: brain.context.history.length + brain.context.pending.length,
+      policy: context.policy,
+      usage: context.sessionUsage,
+      outcome: brain.context.outcome,
     });
   }
 

@@ -1,8 +1,8 @@
 import type { ToolMessage } from '../schemas.js';
 import { decodeJournalEntry, decodeSession } from './decode.js';
 import { CorruptSessionError } from './errors.js';
-import type { SessionStore, SessionSummary, StepWrite, StoredSession } from './session-store.js';
-import { checkSessionId, encodeJournalEntry, encodeStep, planStep } from './step.js';
+import type { SessionStore, SessionSummary, StepWrite, StoredSession, TraceRecord } from './session-store.js';
+import { checkSessionId, decodeTraceRow, encodeJournalEntry, encodeStep, encodeTraceEntries, planStep } from './step.js';
 
 /**
  * The in-memory store: for tests, examples and hosts that persist elsewhere.
@@ -38,6 +38,9 @@ export class MemoryBacking {
   readonly sessions = new Map<string, MemorySessionRow>();
   /** sessionId -> (turnKey \0 toolCallId) -> entry; Map order is recording order. */
   readonly journal = new Map<string, Map<string, MemoryJournalEntry>>();
+  /** sessionId -> trace rows (JSON text), in `seq` order; `seq` counts across sessions, like a rowid. */
+  readonly trace = new Map<string, Array<{ seq: number; json: string }>>();
+  traceSeq = 0;
 }
 
 /**
@@ -132,6 +135,18 @@ export class MemorySessionStore implements SessionStore {
     return Array.from(entries.values())
       .filter((entry) => entry.turnKey === turnKey)
       .map((entry) => decodeJournalEntry(sessionId, entry.turnKey, entry.toolCallId, entry.json));
+  }
+
+  async appendTrace(sessionId: string, entries: readonly unknown[]): Promise<void> {
+    const rows = encodeTraceEntries(sessionId, entries);
+    let trace = this.backing.trace.get(sessionId);
+    if (!trace) this.backing.trace.set(sessionId, (trace = []));
+    for (const json of rows) trace.push({ seq: ++this.backing.traceSeq, json });
+  }
+
+  async readTrace(sessionId: string, afterSeq = 0): Promise<TraceRecord[]> {
+    checkSessionId(sessionId);
+    return (this.backing.trace.get(sessionId) ?? []).filter((row) => row.seq > afterSeq).map((row) => decodeTraceRow(sessionId, row.seq, row.json));
   }
 
   async close(): Promise<void> {}

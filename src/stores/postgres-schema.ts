@@ -44,6 +44,15 @@ const MIGRATIONS: readonly string[] = [
     PRIMARY KEY (session_id, turn_key, tool_call_id)
   );
   `,
+  `
+  -- The session's trace (observability), append-only, written outside the step transaction.
+  CREATE TABLE $s.trace (
+    seq        bigserial PRIMARY KEY,
+    session_id text NOT NULL,
+    entry      text NOT NULL
+  );
+  CREATE INDEX trace_by_session ON $s.trace (session_id, seq);
+  `,
 ];
 
 export const POSTGRES_SCHEMA_VERSION = MIGRATIONS.length;

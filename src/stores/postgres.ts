@@ -7,8 +7,8 @@ import type { LogRow } from './decode.js';
 import { LoopchartError } from '../errors.js';
 import { CorruptSessionError, SessionBusyError, StoreCorruptError, StoreError, StoreFullError, StoreUnavailableError } from './errors.js';
 import { migratePostgres, quoteSchema } from './postgres-schema.js';
-import type { SessionStore, SessionSummary, StepWrite, StoredSession } from './session-store.js';
-import { checkSessionId, encodeJournalEntry, encodeStep, planStep } from './step.js';
+import type { SessionStore, SessionSummary, StepWrite, StoredSession, TraceRecord } from './session-store.js';
+import { checkSessionId, decodeTraceRow, encodeJournalEntry, encodeStep, encodeTraceEntries, planStep } from './step.js';
 import type { EncodedStep } from './step.js';
 
 export interface PostgresStoreOptions {
@@ -199,6 +199,35 @@ export class PostgresSessionStore implements SessionStore {
         [sessionId, turnKey],
       );
       return result.rows.map((row) => decodeJournalEntry(sessionId, turnKey, row.tool_call_id, row.result));
+    });
+  }
+
+  async appendTrace(sessionId: string, entries: readonly unknown[]): Promise<void> {
+    return this.guard(async () => {
+      const rows = encodeTraceEntries(sessionId, entries);
+      if (rows.length === 0) return;
+      await this.ready();
+      // One statement: the entries keep their order (unnest is ordered) and land together.
+      await this.query(
+        this.pool,
+        'trace_insert',
+        `INSERT INTO ${this.s}.trace (session_id, entry) SELECT $1, e FROM unnest($2::text[]) WITH ORDINALITY AS t(e, n) ORDER BY n`,
+        [sessionId, rows],
+      );
+    });
+  }
+
+  async readTrace(sessionId: string, afterSeq = 0): Promise<TraceRecord[]> {
+    return this.guard(async () => {
+      checkSessionId(sessionId);
+      await this.ready();
+      const result = await this.query<{ seq: string; entry: string }>(
+        this.pool,
+        'trace_read',
+        `SELECT seq, entry FROM ${this.s}.trace WHERE session_id = $1 AND seq > $2 ORDER BY seq`,
+        [sessionId, afterSeq],
+      );
+      return result.rows.map((row) => decodeTraceRow(sessionId, Number(row.seq), row.entry));
     });
   }
 

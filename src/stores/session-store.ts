@@ -58,6 +58,13 @@ export interface SessionSummary {
   updatedAt: Date;
 }
 
+/** One entry of a session's trace as read back: `seq` orders entries and is the cursor for `readTrace`. */
+export interface TraceRecord {
+  seq: number;
+  /** The JSON value exactly as written; the reader validates it (see `TraceEntrySchema`). */
+  entry: unknown;
+}
+
 /**
  * Where durable sessions live: an append-only message log and a small state row per session, each
  * step one transaction with an optimistic version check (`SessionBusyError` when another writer
@@ -97,6 +104,17 @@ export interface SessionStore {
 
   /** The results journaled for this batch, in the order they were recorded. */
   journaledToolResults(sessionId: string, turnKey: string): Promise<ToolMessage[]>;
+
+  /**
+   * Appends observability entries to the session's trace (what happened and when: model calls
+   * with latency, retries, tool timings, approvals, resumes), outside any step transaction. The
+   * trace is append-only and never read by a run; `loopchart view` and replay read it. Optional:
+   * a store without it keeps sessions working, they just have no timeline.
+   */
+  appendTrace?(sessionId: string, entries: readonly unknown[]): Promise<void>;
+
+  /** The trace entries with `seq` greater than `afterSeq` (default: all), in order. */
+  readTrace?(sessionId: string, afterSeq?: number): Promise<TraceRecord[]>;
 
   /** Releases the connection(s). The store cannot be used afterwards. */
   close(): Promise<void>;

@@ -42,6 +42,16 @@ const MIGRATIONS: readonly string[] = [
     PRIMARY KEY (session_id, turn_key, tool_call_id)
   );
   `,
+  `
+  -- The session's trace (observability: timings, retries, approvals, resumes), append-only and
+  -- written outside the step transaction. seq is global and only grows: the reader's cursor.
+  CREATE TABLE trace (
+    seq        INTEGER PRIMARY KEY AUTOINCREMENT,
+    session_id TEXT NOT NULL,
+    entry      TEXT NOT NULL
+  );
+  CREATE INDEX trace_by_session ON trace (session_id, seq);
+  `,
 ];
 
 export const SQLITE_SCHEMA_VERSION = MIGRATIONS.length;

@@ -5,10 +5,10 @@ import { decodeJournalEntry, decodeSession } from './decode.js';
 import type { LogRow } from './decode.js';
 import { LoopchartError } from '../errors.js';
 import { CorruptSessionError, StoreBusyError, StoreCorruptError, StoreError, StoreFullError, StoreUnavailableError } from './errors.js';
-import type { SessionStore, SessionSummary, StepWrite, StoredSession } from './session-store.js';
+import type { SessionStore, SessionSummary, StepWrite, StoredSession, TraceRecord } from './session-store.js';
 import { migrateSqlite } from './sqlite-schema.js';
 import { openSqlite, sqliteFailure, type SqliteConnection, type SqliteDriverName } from './sqlite-driver.js';
-import { checkSessionId, encodeJournalEntry, encodeStep, planStep } from './step.js';
+import { checkSessionId, decodeTraceRow, encodeJournalEntry, encodeStep, encodeTraceEntries, planStep } from './step.js';
 import type { EncodedStep } from './step.js';
 
 /** The embedded default: one file under the working directory. */
@@ -95,6 +95,8 @@ function prepareStatements(db: SqliteConnection) {
     ),
     journalClearTurn: db.prepare('DELETE FROM tool_journal WHERE session_id = ? AND turn_key = ?'),
     journalClearAll: db.prepare('DELETE FROM tool_journal WHERE session_id = ?'),
+    traceInsert: db.prepare('INSERT INTO trace (session_id, entry) VALUES (?, ?)'),
+    traceRead: db.prepare('SELECT seq, entry FROM trace WHERE session_id = ? AND seq > ? ORDER BY seq'),
   };
 }
 
@@ -177,6 +179,18 @@ export class SqliteSessionStore implements SessionStore {
     checkSessionId(sessionId);
     const rows = this.guard(() => this.sql.journalRead.all(sessionId, turnKey) as Array<{ tool_call_id: string; result: string }>);
     return rows.map((row) => decodeJournalEntry(sessionId, turnKey, row.tool_call_id, row.result));
+  }
+
+  async appendTrace(sessionId: string, entries: readonly unknown[]): Promise<void> {
+    const rows = encodeTraceEntries(sessionId, entries);
+    if (rows.length === 0) return;
+    this.guard(() => this.db.transaction('immediate', () => rows.forEach((json) => this.sql.traceInsert.run(sessionId, json))));
+  }
+
+  async readTrace(sessionId: string, afterSeq = 0): Promise<TraceRecord[]> {
+    checkSessionId(sessionId);
+    const rows = this.guard(() => this.sql.traceRead.all(sessionId, afterSeq) as Array<{ seq: number; entry: string }>);
+    return rows.map((row) => decodeTraceRow(sessionId, Number(row.seq), row.entry));
   }
 
   async close(): Promise<void> {

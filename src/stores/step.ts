@@ -139,3 +139,30 @@ export function encodeJournalEntry(sessionId: string, turnKey: string, result: u
   if (!parsed.success) throw new InvalidWriteError(sessionId, `invalid tool result: ${issuesText(parsed.error)}`);
   return { toolCallId: parsed.data.toolCallId, json: JSON.stringify(parsed.data) };
 }
+
+/** Validates trace entries and serializes each: a JSON object per entry. */
+export function encodeTraceEntries(sessionId: string, entries: readonly unknown[]): string[] {
+  checkSessionId(sessionId);
+  if (!Array.isArray(entries)) throw new InvalidWriteError(sessionId, 'trace entries must be an array');
+  return entries.map((entry, i) => {
+    if (typeof entry !== 'object' || entry === null || Array.isArray(entry)) {
+      throw new InvalidWriteError(sessionId, `trace entry ${i} is not a JSON object`);
+    }
+    try {
+      return JSON.stringify(entry);
+    } catch (error) {
+      throw new InvalidWriteError(sessionId, `trace entry ${i} is not JSON-serializable: ${(error as Error).message}`);
+    }
+  });
+}
+
+/** A stored trace row parsed back (the entry is validated by the reader of the trace). */
+export function decodeTraceRow(sessionId: string, seq: number, json: unknown): { seq: number; entry: unknown } {
+  if (typeof json !== 'string') throw new InvalidWriteError(sessionId, `trace row ${seq} is not JSON text`);
+  try {
+    return { seq, entry: JSON.parse(json) };
+  } catch {
+    // An unreadable row is reported by the trace reader as what it is, not as a failed read.
+    return { seq, entry: { type: 'unreadable', text: json.slice(0, 200) } };
+  }
+}

@@ -54,6 +54,10 @@ const DOCUMENTED = [
   'McpServerStartError',
   'McpServerError',
   'McpToolError',
+  'replaySession',
+  'replayTrace',
+  'forkSession',
+  'readSessionTrace',
 ];
 
 describe('TSDoc', () => {

@@ -31,6 +31,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SqliteSessionStore } from '../../src/stores/sqlite.js';
 import { PostgresSessionStore } from '../../src/stores/postgres.js';
 import type { SessionStore, StoredSession } from '../../src/stores/session-store.js';
+import { replaySession } from '../../src/sessions/replay.js';
 import type { CrashPhase, CrashTask } from './fixtures/crash-child.js';
 import { bundledCommand, runNode, type ChildRun, type NodeCommand } from './fixtures/processes.js';
 import type { StoreSpec } from './fixtures/stores.js';
@@ -142,6 +143,21 @@ interface Backend {
 /** The state row without the one clock reading it holds (when the last run started). */
 const comparable = (state: unknown) => ({ ...(state as object), runStartedAt: 'any' });
 
+/** Replay over every session of the series (issue 14): decisions checked, and the time it took. */
+const replayed = { sessions: 0, decisions: 0, ms: 0 };
+
+/** The brain re-run over the session's trace must take every recorded decision. */
+async function replayProblems(store: SessionStore, k: string, sessionId: string): Promise<string[]> {
+  const report = await replaySession(store, sessionId);
+  replayed.sessions++;
+  replayed.decisions += report.decisions.length;
+  replayed.ms += report.ms;
+  const d = report.divergence;
+  // Two runs of the script: 6 model calls, 4 tool batches, 2 outcomes.
+  if (!d && report.decisions.length !== 12) return [`${k}: replay checked ${report.decisions.length} decisions, expected 12`];
+  return d ? [`${k}: replay diverges at step ${d.step}: expected ${d.expected}, got ${d.got}`] : [];
+}
+
 /** Checks the session a resumed process finished against the reference; returns the problems found. */
 async function check(
   backend: Backend,
@@ -165,6 +181,7 @@ async function check(
     } catch {
       problems.push(`${k}: state row differs: ${JSON.stringify(session.state)}`);
     }
+    problems.push(...(await replayProblems(store, k, sessionId)));
     const toolIds = session.messages.flatMap((m) => (m.role === 'tool' ? [m.toolCallId] : []));
     if (new Set(toolIds).size !== toolIds.length) problems.push(`${k}: a tool result is duplicated`);
     for (let run = 1; run <= 2; run++) {
@@ -205,6 +222,7 @@ function crashSeries(backend: Backend) {
     const markers = markersOf(plain);
     const { store, done } = await backend.inspect('ref');
     const session = (await store.load(backend.sessionId('ref')))!;
+    expect(await replayProblems(store, 'ref', backend.sessionId('ref'))).toEqual([]);
     await done();
     const calls = [...sideEffects(join(root, `${backend.name}-ref.effects`)).keys()].sort();
     const reference: Reference = { session, markers, calls };
@@ -264,7 +282,8 @@ function crashSeries(backend: Backend) {
     console.log(
       `crash test (${backend.name}, children via ${command.how}): ${total} kill points ` +
         `(${[...kinds].map(([kind, n]) => `${n} ${kind}`).join(', ')}; ${moved} off the reference order) + ` +
-        `${chains.length} double kills, ${seconds.toFixed(1)} s`,
+        `${chains.length} double kills, ${seconds.toFixed(1)} s; replay: ${replayed.sessions} sessions, ` +
+        `${replayed.decisions} decisions, ${Math.round(replayed.decisions / (replayed.ms / 1000))} steps/s`,
     );
     expect(problems).toEqual([]);
     // Every kind of point was hit many times over: model calls, side effects, journal writes, commits.

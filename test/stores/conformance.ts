@@ -499,6 +499,27 @@ export function describeSessionStoreConformance(name: string, harness: StoreHarn
       });
     });
 
+    describe('trace', () => {
+      it('appends entries in order, reads them after a cursor, keeps sessions apart and checks what it is given', async () => {
+        const store = await setup();
+        await store.appendTrace!('a', [{ type: 'x', n: 1 }, { type: 'x', n: 2 }]);
+        await store.appendTrace!('b', [{ type: 'y' }]);
+        await store.appendTrace!('a', [{ type: 'x', n: 3, text: '<script>' }]);
+        const all = await store.readTrace!('a');
+        expect(all.map((r) => r.entry)).toEqual([{ type: 'x', n: 1 }, { type: 'x', n: 2 }, { type: 'x', n: 3, text: '<script>' }]);
+        expect(all.map((r) => r.seq)).toEqual([...all.map((r) => r.seq)].sort((x, y) => x - y));
+        expect((await store.readTrace!('a', all[1]!.seq)).map((r) => r.entry)).toEqual([{ type: 'x', n: 3, text: '<script>' }]);
+        expect((await store.readTrace!('b')).map((r) => r.entry)).toEqual([{ type: 'y' }]);
+        expect(await store.readTrace!('none')).toEqual([]);
+        // Another connection sees what this one wrote.
+        const other = await sibling();
+        expect(await other.readTrace!('a')).toHaveLength(3);
+        expect(await rejection(store.appendTrace!('a', [42]))).toBeInstanceOf(InvalidWriteError);
+        expect(await rejection(store.appendTrace!('a\u0000', [{}]))).toBeInstanceOf(InvalidSessionIdError);
+        expect(await store.readTrace!('a')).toHaveLength(3);
+      });
+    });
+
     describe('store schema version', () => {
       it('an unknown schema version is a typed error, not a guess', async (ctx) => {
         await setup();

@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { SqliteSessionStore } from '../../src/stores/sqlite.js';
+import { SQLITE_SCHEMA_VERSION } from '../../src/stores/sqlite-schema.js';
 import { defaultSqliteDriver, openSqlite, SqliteDriverUnavailableError, type SqliteDriverName } from '../../src/stores/sqlite-driver.js';
 import { describeSessionStoreConformance } from './conformance.js';
 import { availableSqliteDrivers } from './fixtures/sqlite-drivers.js';
@@ -109,7 +110,7 @@ describe('sqlite: file setup', () => {
     const path = join(root, `meta-${driver.replace(/\W/g, '')}.db`);
     await new SqliteSessionStore({ path, driver }).close();
     const db = openSqlite(path, { driver, busyTimeoutMs: 1000 });
-    expect({ ...(db.prepare("SELECT value FROM meta WHERE key = 'schema_version'").get() as object) }).toEqual({ value: '1' });
+    expect({ ...(db.prepare("SELECT value FROM meta WHERE key = 'schema_version'").get() as object) }).toEqual({ value: String(SQLITE_SCHEMA_VERSION) });
     db.close();
   });
 

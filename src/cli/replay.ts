@@ -1,0 +1,46 @@
+import { forkSession } from '../sessions/fork.js';
+import { replaySession } from '../sessions/replay.js';
+import { UsageError } from './errors.js';
+import { escapeLine } from './escape.js';
+import { noStore, withStore, type CommandOptions } from './sessions.js';
+
+/** `loopchart sessions replay ID`: exit 0 when every decision matches the recording, 1 at the first that does not. */
+export async function replayCommand(sessionId: string, options: CommandOptions): Promise<number> {
+  const { io, location } = options;
+  return withStore(
+    options,
+    async (store) => {
+      const report = await replaySession(store, sessionId);
+      const steps = report.decisions.length;
+      const rate = report.ms > 0 ? Math.round(steps / (report.ms / 1000)) : steps;
+      io.out(`session ${escapeLine(sessionId)}: replayed ${steps} decision(s) over ${report.runs} run(s) in ${report.ms.toFixed(1)} ms (${rate} steps/s), calling nothing`);
+      const d = report.divergence;
+      if (!d) {
+        io.out('no divergence: every decision matches the recording');
+        return 0;
+      }
+      io.out(`divergence at step ${d.step} (run ${d.run}${d.seq !== undefined ? `, trace entry ${d.seq}` : ''}):`);
+      io.out(`  expected: ${escapeLine(d.expected)}`);
+      io.out(`  got:      ${escapeLine(d.got)}`);
+      return 1;
+    },
+    noStore(location),
+  );
+}
+
+/** `loopchart sessions fork ID --at N [--as NEW]`. */
+export async function forkCommand(sessionId: string, at: string, as: string | undefined, options: CommandOptions): Promise<number> {
+  const { io, location } = options;
+  if (!/^\d+$/.test(at)) throw new UsageError(`--at must be a whole number of messages to keep, got '${at}'`);
+  return withStore(
+    options,
+    async (store) => {
+      const fork = await forkSession(store, sessionId, { at: Number(at), ...(as !== undefined && { as }) });
+      const snapped = fork.messages < Number(at) ? ` (cut at ${fork.messages}: a coherent point)` : '';
+      io.out(`forked ${escapeLine(sessionId)} into ${escapeLine(fork.sessionId)} with ${fork.messages} message(s)${snapped}`);
+      io.out(`continue it: loopchart sessions show ${escapeLine(fork.sessionId)}, or open it with DurableSession and send an input`);
+      return 0;
+    },
+    noStore(location),
+  );
+}

@@ -1,0 +1,215 @@
+import { z } from 'zod';
+import type { SessionStore, TraceRecord } from '../stores/session-store.js';
+import {
+  CompactionReasonSchema,
+  MessageSchema,
+  OutcomeSchema,
+  PolicySchema,
+  StateNameSchema,
+  ToolCallSchema,
+  ToolMessageSchema,
+  UsageSchema,
+  type Message,
+} from '../schemas.js';
+
+/**
+ * A durable session's trace: what happened and when, beside the message log and the state row
+ * (which hold only the conversation and the current state). One entry per side effect (model
+ * call with its latency, reply and the prompt as the model saw it; tool call with its duration),
+ * per retry, approval, prune, resume, external event, and one per stored step with the brain's
+ * counters. `loopchart view` draws the timeline from it; `replaySession` re-runs the brain over it.
+ */
+
+const count = z.number().int().nonnegative();
+/** Milliseconds since the epoch. */
+const at = z.number();
+const ms = z.number().nonnegative();
+const ErrorInfoSchema = z.object({ name: z.string(), message: z.string() });
+
+/** A model reply as recorded (already normalized by the driver). */
+const RecordedReplySchema = z.object({
+  message: MessageSchema.options[2],
+  finishReason: z.string().optional(),
+  usage: UsageSchema.optional(),
+});
+
+/**
+ * One trace entry (see the module comment); read entries back with `readSessionTrace`.
+ *
+ * @example
+ * ```ts
+ * const parsed = TraceEntrySchema.safeParse(record.entry);
+ * if (parsed.success && parsed.data.type === 'model') console.log(parsed.data.ms, parsed.data.reply?.usage);
+ * ```
+ */
+export const TraceEntrySchema = z.discriminatedUnion('type', [
+  /** A run started with this prompt under this policy. */
+  z.object({ type: z.literal('run'), at, run: count, prompt: z.string(), policy: PolicySchema }),
+  /**
+   * One model call. The prompt the model saw is the previous call's prompt cut to `promptBase`
+   * messages, then `promptDelta` (instructions included): each call stores only what is new.
+   */
+  z.object({
+    type: z.literal('model'),
+    at,
+    ms,
+    run: count,
+    turn: count,
+    key: z.string(),
+    tools: z.array(z.string()),
+    promptBase: count,
+    promptDelta: z.array(MessageSchema),
+    reply: RecordedReplySchema.optional(),
+    error: ErrorInfoSchema.optional(),
+  }),
+  z.object({ type: z.literal('retry'), at, run: count, turn: count, retry: count, delayMs: ms, error: z.string() }),
+  z.object({
+    type: z.literal('tool'),
+    at,
+    ms,
+    run: count,
+    turn: count,
+    key: z.string(),
+    call: ToolCallSchema,
+    result: ToolMessageSchema.optional(),
+    error: ErrorInfoSchema.optional(),
+  }),
+  z.object({ type: z.literal('approval.requested'), at, run: count, calls: z.array(z.string()) }),
+  z.object({
+    type: z.literal('approval'),
+    at,
+    run: count,
+    toolCallId: z.string(),
+    approved: z.boolean(),
+    by: z.string().optional(),
+    reason: z.string().optional(),
+  }),
+  z.object({
+    type: z.literal('compaction'),
+    at,
+    ms,
+    run: count,
+    turn: count,
+    key: z.string(),
+    reason: CompactionReasonSchema,
+    before: count,
+    after: count,
+    rewritten: z.boolean(),
+    error: ErrorInfoSchema.optional(),
+  }),
+  z.object({ type: z.literal('prune'), at, run: count, pruned: count, before: count, after: count }),
+  /** An event a host sent that moves the brain (cancel, seal, steer, policy, rewind). */
+  z.object({ type: z.literal('event'), at, run: count, event: z.record(z.string(), z.unknown()) }),
+  /** A step was stored: the brain's counters then, and the driver's IO state. */
+  z.object({
+    type: z.literal('step'),
+    at,
+    v: count,
+    run: count,
+    state: StateNameSchema,
+    io: z.string(),
+    turns: count,
+    tokens: count,
+    toolCalls: count,
+    log: count,
+    policy: PolicySchema,
+    usage: UsageSchema,
+    outcome: OutcomeSchema.nullable(),
+  }),
+  /** A process opened the session with a run in flight: the previous one stopped mid-run. */
+  z.object({ type: z.literal('resumed'), at, v: count, run: count, state: StateNameSchema, turns: count, tokens: count }),
+  z.object({
+    type: z.literal('finished'),
+    at,
+    run: count,
+    outcome: OutcomeSchema,
+    usage: UsageSchema,
+    costUsd: z.number().optional(),
+  }),
+  /** This session was forked from another one's log prefix. */
+  z.object({ type: z.literal('forked'), at, from: z.string(), messages: count }),
+]);
+
+export type TraceEntry = z.infer<typeof TraceEntrySchema>;
+export type TraceEntryOf<T extends TraceEntry['type']> = Extract<TraceEntry, { type: T }>;
+
+/** One trace entry as read back: valid, or the reason it is not (shown, never dropped silently). */
+export type ReadTraceEntry = { seq: number; entry: TraceEntry } | { seq: number; invalid: string };
+
+/** Validates the records a store returned. */
+export function parseTrace(records: readonly TraceRecord[]): ReadTraceEntry[] {
+  return records.map(({ seq, entry }) => {
+    const parsed = TraceEntrySchema.safeParse(entry);
+    return parsed.success ? { seq, entry: parsed.data } : { seq, invalid: z.prettifyError(parsed.error) };
+  });
+}
+
+/**
+ * The session's trace, validated; empty for a store without one.
+ *
+ * @example
+ * ```ts
+ * const trace = await readSessionTrace(store, 'support-42');
+ * const models = trace.flatMap((r) => ('entry' in r && r.entry.type === 'model' ? [r.entry] : []));
+ * ```
+ */
+export async function readSessionTrace(store: SessionStore, sessionId: string, afterSeq = 0): Promise<ReadTraceEntry[]> {
+  return store.readTrace ? parseTrace(await store.readTrace(sessionId, afterSeq)) : [];
+}
+
+/**
+ * Tracks the prompt of the previous model call to store each call's prompt as a delta. A
+ * message is kept when it is the very same object (the driver grows its lists in place) or a
+ * system message with the same text (prompt parts are rebuilt per call).
+ */
+export class PromptDelta {
+  #last: readonly Message[] = [];
+
+  next(messages: readonly Message[]): { promptBase: number; promptDelta: Message[] } {
+    const last = this.#last;
+    const end = Math.min(last.length, messages.length);
+    let base = 0;
+    while (base < end && sameMessage(last[base]!, messages[base]!)) base++;
+    this.#last = messages.slice();
+    return { promptBase: base, promptDelta: messages.slice(base) };
+  }
+}
+
+const sameMessage = (a: Message, b: Message) => a === b || (a.role === 'system' && b.role === 'system' && a.content === b.content);
+
+/**
+ * The prompt of every model call in the trace, rebuilt from the deltas: index i is the prompt
+ * of the i-th model entry.
+ */
+export function promptsOf(entries: readonly TraceEntry[]): Message[][] {
+  const prompts: Message[][] = [];
+  let last: Message[] = [];
+  for (const entry of entries) {
+    if (entry.type !== 'model') continue;
+    last = last.slice(0, entry.promptBase).concat(entry.promptDelta);
+    prompts.push(last);
+  }
+  return prompts;
+}
+
+/** A thrown value as recorded: its name and message, never its stack. */
+export function errorRecord(error: unknown): { name: string; message: string } {
+  try {
+    if (error instanceof Error) return { name: String(error.name), message: String(error.message) };
+    return { name: 'Error', message: String(error) };
+  } catch {
+    return { name: 'Error', message: 'an error whose message could not be read' };
+  }
+}
+
+/** A driver snapshot's state value as one dotted path per active leaf, e.g. `Running.AwaitingModel`. */
+export function statePath(value: unknown): string {
+  if (typeof value === 'string') return value;
+  if (typeof value !== 'object' || value === null) return String(value);
+  return Object.entries(value as Record<string, unknown>)
+    .map(([key, inner]) => {
+      const rest = statePath(inner);
+      return rest.includes(' | ') ? rest.split(' | ').map((leaf) => `${key}.${leaf}`).join(' | ') : `${key}.${rest}`;
+    })
+    .join(' | ');
+}
