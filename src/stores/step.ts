@@ -158,7 +158,7 @@ export function encodeTraceEntries(sessionId: string, entries: readonly unknown[
 
 /** A stored trace row parsed back (the entry is validated by the reader of the trace). */
 export function decodeTraceRow(sessionId: string, seq: number, json: unknown): { seq: number; entry: unknown } {
-  if (typeof json !== 'string') throw new InvalidWriteError(sessionId, `trace row ${seq} is not JSON text`);
+  if (typeof json !== 'string') return { seq, entry: { type: 'unreadable', text: `not JSON text (${typeof json}) in session ${sessionId}` } };
   try {
     return { seq, entry: JSON.parse(json) };
   } catch {
