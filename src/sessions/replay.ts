@@ -52,11 +52,13 @@ export function describeStep(step: Step): string {
   }
 }
 
-/** Where replay and recording part; `step` is the decision it concerns. */
-class Diverged extends Error {
-  constructor(readonly step: number, readonly expected: string, readonly got: string) {
-    super(`${expected} / ${got}`);
-  }
+/** Where replay and recording part (`step`: the decision it concerns); thrown inside replay only, caught below. */
+class Diverged {
+  constructor(
+    readonly step: number,
+    readonly expected: string,
+    readonly got: string,
+  ) {}
 }
 
 /**
