@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { NO_APPROVALS } from '../agent/approvals.js';
 import { freshBrain } from '../agent/brain-state.js';
 import type { AgentContext } from '../agent/context.js';
+import { NO_OPERATIONS } from '../agent/operation-state.js';
 import { NO_USAGE } from '../agent/run-rules.js';
 import { coherentCut } from '../conversation.js';
 import { LoopchartError } from '../errors.js';
@@ -42,7 +43,7 @@ export interface ForkResult {
 /**
  * Creates a new session from a prefix of another one's log, at rest, ready for a new run (with
  * any agent: another model, other tools). The original is only read. The fork keeps the
- * original's policy; its usage, runs and approvals start afresh.
+ * original's policy; its usage, runs, approvals and operation state start afresh.
  *
  * @example
  * ```ts
@@ -77,6 +78,8 @@ export async function forkSession(store: SessionStore, sessionId: string, option
     extrasTokens: 0,
     approvals: NO_APPROVALS,
     runStartedAt: 0,
+    // The operations' state described the original's end, not the cut: the fork starts without it.
+    operations: NO_OPERATIONS,
   };
   // The brain's own checks on the new row and log, before anything is written.
   decodeRow(newId, encodeRow(context), prefix);
