@@ -16,6 +16,8 @@ export const ERROR_CODES = [
   'InvalidScript',
   // A model call (every ModelError subclass: malformed stream, read timeout, deadline, bad reply).
   'ModelError',
+  // A model object the AI SDK adapter cannot drive (an unknown specification version).
+  'UnsupportedModel',
   // Builtin tools.
   'PathOutsideRoot',
   'FileTool',

@@ -8,7 +8,7 @@ const baseURL = process.env.OPENAI_BASE_URL ?? 'http://localhost:11434/v1';
 // Dependency-free, Chat Completions over fetch with SSE streaming:
 const http = openAICompatibleModel({ baseURL, apiKey: process.env.OPENAI_API_KEY, model: 'gpt-4o-mini' });
 
-// Any AI SDK 5 provider (LanguageModelV2); needs @ai-sdk/provider installed:
+// Any AI SDK provider (AI SDK 5, 6 or 7), here @ai-sdk/openai-compatible:
 const provider = createOpenAICompatible({ name: 'local', baseURL, includeUsage: true });
 const sdk = aiSdkModel(provider.chatModel('gpt-4o-mini'));
 

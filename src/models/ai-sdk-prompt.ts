@@ -1,15 +1,34 @@
-import type {
-  LanguageModelV2FunctionTool,
-  LanguageModelV2Prompt,
-  LanguageModelV2ToolResultPart,
-} from '@ai-sdk/provider';
 import type { Message } from '../schemas.js';
 import type { ToolDefinition } from '../model.js';
 
-/** Our messages and tools in the AI SDK's provider-level (LanguageModelV2) prompt format. */
+/*
+ * Our messages and tools in the AI SDK's provider-level prompt format. The shapes below are the
+ * part of it we produce, and they are the same in V2, V3 and V4: each is assignable to every
+ * version's own prompt type (test/models/ai-sdk.test.ts compiles a model of each major).
+ */
 
-export function toLanguageModelPrompt(messages: readonly Message[]): LanguageModelV2Prompt {
-  const prompt: LanguageModelV2Prompt = [];
+type TextPart = { type: 'text'; text: string };
+type ToolCallPart = { type: 'tool-call'; toolCallId: string; toolName: string; input: unknown };
+type ToolResultPart = {
+  type: 'tool-result';
+  toolCallId: string;
+  toolName: string;
+  output: { type: 'text' | 'error-text'; value: string };
+};
+
+/** A provider-level prompt as the adapter builds it. */
+export type AiSdkPrompt = Array<
+  | { role: 'system'; content: string }
+  | { role: 'user'; content: TextPart[] }
+  | { role: 'assistant'; content: Array<TextPart | ToolCallPart> }
+  | { role: 'tool'; content: ToolResultPart[] }
+>;
+
+/** A function tool as the adapter declares it; `inputSchema` is the tool's JSON Schema. */
+export type AiSdkFunctionTool = { type: 'function'; name: string; description?: string; inputSchema: object };
+
+export function toLanguageModelPrompt(messages: readonly Message[]): AiSdkPrompt {
+  const prompt: AiSdkPrompt = [];
   for (const message of messages) {
     switch (message.role) {
       case 'system':
@@ -39,7 +58,7 @@ export function toLanguageModelPrompt(messages: readonly Message[]): LanguageMod
         break;
       }
       case 'tool': {
-        const part: LanguageModelV2ToolResultPart = {
+        const part: ToolResultPart = {
           type: 'tool-result',
           toolCallId: message.toolCallId,
           toolName: message.toolName,
@@ -57,11 +76,6 @@ export function toLanguageModelPrompt(messages: readonly Message[]): LanguageMod
   return prompt;
 }
 
-export function toLanguageModelTools(tools: readonly ToolDefinition[]): LanguageModelV2FunctionTool[] {
-  return tools.map((tool) => ({
-    type: 'function',
-    name: tool.name,
-    description: tool.description,
-    inputSchema: tool.inputSchema as LanguageModelV2FunctionTool['inputSchema'],
-  }));
+export function toLanguageModelTools(tools: readonly ToolDefinition[]): AiSdkFunctionTool[] {
+  return tools.map((tool) => ({ type: 'function', name: tool.name, description: tool.description, inputSchema: tool.inputSchema }));
 }

@@ -1,15 +1,9 @@
-import type {
-  APICallError,
-  JSONParseError,
-  LanguageModelV2,
-  LanguageModelV2StreamPart,
-  LanguageModelV2Usage,
-  TypeValidationError,
-} from '@ai-sdk/provider';
+import type { APICallError, JSONParseError, TypeValidationError } from '@ai-sdk/provider';
 import type { ToolCall } from '../schemas.js';
 import type { Model, ModelReply, ModelRequest } from '../model.js';
 import { ModelError, parseModelReply } from '../model.js';
 import { toLanguageModelPrompt, toLanguageModelTools } from './ai-sdk-prompt.js';
+import { readFinishPart, specificationVersionOf, type AiSdkLanguageModel, type AiSdkSpecificationVersion, type FinishPart } from './ai-sdk-spec.js';
 import { CallGuard, DEFAULT_MODEL_DEADLINE_MS, timeoutOption } from './call-guard.js';
 import { parseArguments, streamedError } from './chat-chunks.js';
 import { MalformedStreamError } from './errors.js';
@@ -18,9 +12,10 @@ import { describeError, httpModelError, parseRetryAfter, providerMessage } from 
 
 /*
  * Why `languageModel.doStream()` and not `streamText()`:
- * - doStream is the provider contract (LanguageModelV2, AI SDK 5; `ai@6` moves to V3 and needs
- *   Node 22), so every provider package works, and we get raw parts: text deltas, complete tool
- *   calls with their JSON text, the finish part with usage.
+ * - doStream is the provider contract (LanguageModelV2 in AI SDK 5, V3 in AI SDK 6, V4 in AI SDK
+ *   7), so every provider package works, and we get raw parts: text deltas, complete tool calls
+ *   with their JSON text, the finish part with usage. The parts we read have the same shape in
+ *   every version except the finish part (ai-sdk-spec.ts reads it per version).
  * - streamText would retry on its own (maxRetries: 2 by default) under our retry wrapper, run a
  *   multi-step tool loop we do not want (the brain owns the loop), and report failures through
  *   stream parts and an onError callback instead of the APICallError we need for status,
@@ -46,7 +41,9 @@ export interface AiSdkModelOptions {
 const DEFAULT_READ_TIMEOUT_MS = 60_000;
 
 /**
- * A Model over any AI SDK 5 provider model (`@ai-sdk/openai`, `@ai-sdk/anthropic`, `createOpenAICompatible`…).
+ * A Model over any AI SDK provider model (`@ai-sdk/openai`, `@ai-sdk/anthropic`,
+ * `createOpenAICompatible`…) of AI SDK 5, 6 or 7: `LanguageModelV2`, `V3` or `V4`, told apart by
+ * `specificationVersion`. Anything else throws `UnsupportedModelError` here, not on the first call.
  *
  * @example
  * ```ts
@@ -57,7 +54,8 @@ const DEFAULT_READ_TIMEOUT_MS = 60_000;
  * const agent = createAgentMachine({ model: aiSdkModel(provider('llama3.2')) });
  * ```
  */
-export function aiSdkModel(languageModel: LanguageModelV2, options: AiSdkModelOptions = {}): Model {
+export function aiSdkModel(languageModel: AiSdkLanguageModel, options: AiSdkModelOptions = {}): Model {
+  const version = specificationVersionOf(languageModel);
   const readTimeoutMs = timeoutOption('readTimeoutMs', options.readTimeoutMs, DEFAULT_READ_TIMEOUT_MS);
   const deadlineMs = timeoutOption('deadlineMs', options.deadlineMs, DEFAULT_MODEL_DEADLINE_MS);
   return {
@@ -67,7 +65,7 @@ export function aiSdkModel(languageModel: LanguageModelV2, options: AiSdkModelOp
       try {
         guard.throwIfStopped();
         const hasTools = request.tools.length > 0;
-        let stream: ReadableStream<LanguageModelV2StreamPart>;
+        let stream: ReadableStream<unknown>;
         try {
           ({ stream } = await guard.race(
             languageModel.doStream({
@@ -82,7 +80,7 @@ export function aiSdkModel(languageModel: LanguageModelV2, options: AiSdkModelOp
           throw guard.stopReason() ?? toModelError(error, languageModel, false);
         }
         guard.touch();
-        return await consume(stream, guard, request, languageModel);
+        return await consume(stream, guard, request, languageModel, version);
       } finally {
         guard.dispose();
       }
@@ -90,18 +88,32 @@ export function aiSdkModel(languageModel: LanguageModelV2, options: AiSdkModelOp
   };
 }
 
+/** The stream parts the reply is made of; every other part type is skipped unread. */
+type ReadPart =
+  | { type: 'text-delta'; delta: unknown }
+  | { type: 'tool-call'; toolCallId: unknown; toolName: unknown; input: unknown; providerExecuted?: unknown }
+  | { type: 'finish' }
+  | { type: 'error'; error: unknown };
+
 async function consume(
-  stream: ReadableStream<LanguageModelV2StreamPart>,
+  stream: ReadableStream<unknown>,
   guard: CallGuard,
   request: ModelRequest,
-  languageModel: LanguageModelV2,
+  languageModel: AiSdkLanguageModel,
+  version: AiSdkSpecificationVersion,
 ): Promise<ModelReply> {
   const reader = stream.getReader();
   // A provider (or a mock) may ignore the abort signal: cancelling the reader ends a pending read.
   guard.onAbort(() => void reader.cancel().catch(() => {}));
   let text = '';
   const toolCalls: ToolCall[] = [];
-  let finish: { reason: string; usage: LanguageModelV2Usage } | undefined;
+  let finish: FinishPart | undefined;
+  /**
+   * A provider that cannot make sense of what the server sent says so in an error part and goes
+   * on to a finish part (V3 providers report a stream cut before its finish reason that way):
+   * held until the finish part tells a cut stream from a malformed one.
+   */
+  let invalidData: Error | undefined;
   let ended = false;
   try {
     for (;;) {
@@ -116,9 +128,11 @@ async function consume(
         break;
       }
       guard.touch();
-      const part = result.value;
+      const part = result.value as ReadPart;
+      if (part === null || typeof part !== 'object') throw new MalformedStreamError(`a stream part is not an object: ${clip(String(part))}`);
       switch (part.type) {
         case 'text-delta':
+          if (typeof part.delta !== 'string') throw new MalformedStreamError(`text-delta without a string delta: ${clip(JSON.stringify(part))}`);
           if (part.delta.length === 0) break;
           text += part.delta;
           request.onTextDelta?.(part.delta);
@@ -126,12 +140,22 @@ async function consume(
         case 'tool-call':
           // Provider-executed tools (web search and the like) already ran; they are not ours to run.
           if (part.providerExecuted) break;
+          if (typeof part.toolCallId !== 'string' || typeof part.toolName !== 'string' || typeof part.input !== 'string') {
+            throw new MalformedStreamError(`tool-call part without string id, name and input: ${clip(JSON.stringify(part))}`);
+          }
           toolCalls.push({ id: part.toolCallId, name: part.toolName, args: parseArguments(part.input) });
           break;
-        case 'finish':
-          finish = { reason: part.finishReason, usage: part.usage };
+        case 'finish': {
+          const read = readFinishPart(version, part);
+          if ('problem' in read) throw new MalformedStreamError(clip(read.problem));
+          finish = read;
           break;
+        }
         case 'error':
+          if (isAiSdkError<Error>(part.error, 'AI_InvalidResponseDataError') && invalidData === undefined) {
+            invalidData = part.error;
+            break;
+          }
           throw toModelError(part.error, languageModel, false);
         default:
           // stream-start, response-metadata, text-start/end, tool-input-*, reasoning, sources, raw:
@@ -147,14 +171,19 @@ async function consume(
   // The provider flushes a cut stream as a finish part with reason 'unknown' (and any half-received
   // tool calls as complete ones): that reply is not the model's, so none of it may reach the loop.
   if (finish === undefined || finish.reason === 'unknown') {
-    const why = finish === undefined ? 'no finish part' : 'the provider reported finish reason "unknown"';
-    throw new ModelError(`the stream ended before the model finished (${why})`, { retryable: true });
+    const why = invalidData
+      ? `the provider said: ${invalidData.message}`
+      : finish === undefined
+        ? 'no finish part'
+        : 'the provider reported finish reason "unknown"';
+    throw new ModelError(`the stream ended before the model finished (${why})`, { retryable: true, cause: invalidData });
   }
+  if (invalidData) throw new MalformedStreamError(clip(invalidData.message), { cause: invalidData });
   return parseModelReply({
     message: toolCalls.length > 0 ? { role: 'assistant', content: text, toolCalls } : { role: 'assistant', content: text },
     finishReason: replyFinishReason(finish.reason, toolCalls.length > 0),
     // A provider's counts as sent: parseModelReply applies the one usage rule (normalizeUsage).
-    usage: { inputTokens: finish.usage.inputTokens, outputTokens: finish.usage.outputTokens },
+    ...(finish.usage && { usage: finish.usage }),
   });
 }
 
@@ -163,7 +192,7 @@ async function consume(
  * `transport` is true for errors thrown while reading the stream (a dropped connection),
  * which are worth another attempt even when their type is unknown.
  */
-export function toModelError(error: unknown, languageModel: LanguageModelV2, transport: boolean): ModelError {
+export function toModelError(error: unknown, languageModel: Pick<AiSdkLanguageModel, 'provider' | 'modelId'>, transport: boolean): ModelError {
   if (error instanceof ModelError) return error;
   if (isAiSdkError<APICallError>(error, 'AI_APICallError')) {
     // The request succeeded and reading the body failed: a cut connection, not an HTTP failure.

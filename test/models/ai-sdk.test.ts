@@ -1,4 +1,3 @@
-import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
 import { APICallError, type LanguageModelV2StreamPart } from '@ai-sdk/provider';
 import { convertArrayToReadableStream, MockLanguageModelV2 } from 'ai/test';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
@@ -7,7 +6,9 @@ import type { ModelRequest, ToolDefinition } from '../../src/model.js';
 import { ModelError } from '../../src/model.js';
 import { aiSdkModel } from '../../src/models/ai-sdk.js';
 import { MalformedStreamError, ReadTimeoutError } from '../../src/models/errors.js';
-import { checkChatRequest, startChatServer, TEST_MODEL, type ChatServer } from '../support/chat-server.js';
+import { UnsupportedModelError, type AiSdkLanguageModel } from '../../src/models/ai-sdk-spec.js';
+import { PROVIDER_MAJORS } from '../support/ai-sdk-providers.js';
+import { checkChatRequest, startChatServer, type ChatServer } from '../support/chat-server.js';
 
 const weather: ToolDefinition = {
   name: 'get_weather',
@@ -34,10 +35,18 @@ async function failure(promise: Promise<unknown>): Promise<unknown> {
   throw new Error('expected the call to fail');
 }
 
-describe('aiSdkModel through @ai-sdk/openai-compatible against the local server', () => {
+/** The same suite for every provider major: a real provider package over HTTP to the local server. */
+describe.each(PROVIDER_MAJORS)('aiSdkModel through $name against the local server', (major) => {
   let server: ChatServer;
+  let languageModel: AiSdkLanguageModel;
+  // A major this Node cannot run is reported as skipped, with why, not silently left out.
+  if (major.skip !== undefined) {
+    it.skip(`(${major.skip})`, () => {});
+    return;
+  }
   beforeAll(async () => {
     server = await startChatServer();
+    languageModel = await major.make(server.baseURL);
   });
   afterAll(() => server.close());
   afterEach(() => {
@@ -47,9 +56,12 @@ describe('aiSdkModel through @ai-sdk/openai-compatible against the local server'
   });
 
   function model() {
-    const provider = createOpenAICompatible({ name: 'local', baseURL: server.baseURL, apiKey: 'sk-test', includeUsage: true });
-    return aiSdkModel(provider.chatModel(TEST_MODEL));
+    return aiSdkModel(languageModel);
   }
+
+  it(`is told apart by its specification version (${major.specificationVersion})`, () => {
+    expect(languageModel.specificationVersion).toBe(major.specificationVersion);
+  });
 
   it('streams text deltas and reports usage and the finish reason', async () => {
     server.enqueue({ type: 'reply', text: ['Hel', 'lo ', 'there'], usage: { prompt_tokens: 9, completion_tokens: 3 }, writeSize: 11 });
@@ -122,6 +134,29 @@ describe('aiSdkModel through @ai-sdk/openai-compatible against the local server'
     expect(error).toBeInstanceOf(ModelError);
     expect(error).toMatchObject({ status: 429, retryable: true, retryAfterMs: 3000 });
     expect((error as Error).message).toContain('Slow down');
+  });
+
+  it.each([
+    ['length', 'length'],
+    ['content_filter', 'content-filter'],
+    ['stop', 'stop'],
+  ])('maps the server finish reason %s to %s', async (wire, ours) => {
+    server.enqueue({ type: 'reply', text: ['x'], finishReason: wire });
+    expect((await model().generate(request())).finishReason).toBe(ours);
+  });
+
+  it('reports the usage the server sent, and none when it sent none', async () => {
+    server.enqueue({ type: 'reply', text: ['a'], usage: { prompt_tokens: 120, completion_tokens: 7 } }, { type: 'reply', text: ['b'], usage: null });
+    expect((await model().generate(request())).usage).toEqual({ inputTokens: 120, outputTokens: 7 });
+    expect(await model().generate(request())).not.toHaveProperty('usage');
+  });
+
+  it('maps a 404 (unknown model) to a clear non-retryable error', async () => {
+    server.enqueue({ type: 'error', status: 404, body: { error: { message: 'The model `test-model` does not exist' } } });
+    const error = await failure(model().generate(request()));
+    expect(error).toBeInstanceOf(ModelError);
+    expect(error).toMatchObject({ status: 404, retryable: false });
+    expect((error as Error).message).toContain('does not exist');
   });
 
   it('maps a 500 to retryable and a 401 to a clear non-retryable error', async () => {
@@ -308,5 +343,23 @@ describe('aiSdkModel with MockLanguageModelV2', () => {
     const error = await failure(aiSdkModel(streaming([{ type: 'text-delta', id: '1', delta: 'x' }])).generate(request()));
     expect(error).toMatchObject({ retryable: true });
     expect((error as Error).message).toBe('the stream ended before the model finished (no finish part)');
+  });
+});
+
+describe('aiSdkModel: which models it takes', () => {
+  it.each([
+    ['a V1 model (AI SDK 4)', { specificationVersion: 'v1', provider: 'p', modelId: 'm', doStream: async () => ({}) }, 'v1'],
+    ['a version from the future', { specificationVersion: 'v9', provider: 'p', modelId: 'm', doStream: async () => ({}) }, 'v9'],
+    ['an object without doStream', { specificationVersion: 'v3', provider: 'p', modelId: 'm' }, undefined],
+    ['null', null, undefined],
+  ])('%s is refused when wrapped, with UnsupportedModelError', (_, value, version) => {
+    let thrown: unknown;
+    try {
+      aiSdkModel(value as unknown as AiSdkLanguageModel);
+    } catch (error) {
+      thrown = error;
+    }
+    expect(thrown).toBeInstanceOf(UnsupportedModelError);
+    expect(thrown).toMatchObject({ code: 'UnsupportedModel', specificationVersion: version });
   });
 });

@@ -44,6 +44,8 @@ const DOCUMENTED = [
   'LoopMachine',
   'openAICompatibleModel',
   'aiSdkModel',
+  'AiSdkLanguageModel',
+  'UnsupportedModelError',
   'scriptedModel',
   'Executor',
   'inProcessExecutor',

@@ -1,13 +1,15 @@
-import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
 import type { LanguageModelV2StreamPart } from '@ai-sdk/provider';
+import type { LanguageModelV3StreamPart } from 'ai-sdk-provider-v3';
 import { convertArrayToReadableStream, MockLanguageModelV2 } from 'ai/test';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { ModelRequest, ToolDefinition } from '../../src/model.js';
 import { ModelError } from '../../src/model.js';
 import { aiSdkModel, type AiSdkModelOptions } from '../../src/models/ai-sdk.js';
-import { ModelDeadlineError } from '../../src/models/errors.js';
+import type { AiSdkLanguageModel } from '../../src/models/ai-sdk-spec.js';
+import { MalformedStreamError, ModelDeadlineError } from '../../src/models/errors.js';
 import { openAICompatibleModel } from '../../src/models/openai-compatible.js';
 import { UsageSchema } from '../../src/schemas.js';
+import { PROVIDER_MAJORS } from '../support/ai-sdk-providers.js';
 import { startChatServer, TEST_MODEL, type ChatServer } from '../support/chat-server.js';
 
 const weather: ToolDefinition = {
@@ -64,10 +66,64 @@ describe('aiSdkModel: numbers from the provider are normalised where they enter'
   });
 });
 
-describe('aiSdkModel against a real HTTP server', () => {
+/** A V3 provider model whose stream is these parts (the provider contract, not a provider package). */
+function v3Streaming(parts: unknown[]): AiSdkLanguageModel {
+  return {
+    specificationVersion: 'v3',
+    provider: 'v3-stub',
+    modelId: 'm',
+    doStream: async () => ({ stream: convertArrayToReadableStream(parts as LanguageModelV3StreamPart[]) }),
+  };
+}
+
+const v3Finish = (usage: unknown, unified = 'stop') => [
+  { type: 'text-delta', id: '1', delta: 'ok' },
+  { type: 'finish', finishReason: { unified, raw: unified }, usage },
+];
+
+describe('aiSdkModel: a V3 finish part is checked where it enters', () => {
+  const nested = (input: unknown, output: unknown) => ({
+    inputTokens: { total: input, noCache: undefined, cacheRead: undefined, cacheWrite: undefined },
+    outputTokens: { total: output, text: undefined, reasoning: undefined },
+  });
+
+  it('reads the nested totals, and normalises them as every usage is', async () => {
+    expect((await aiSdkModel(v3Streaming(v3Finish(nested(10, 2.4)))).generate(request())).usage).toEqual({ inputTokens: 10, outputTokens: 2 });
+    expect(await aiSdkModel(v3Streaming(v3Finish(nested(-1, 2)))).generate(request())).not.toHaveProperty('usage');
+  });
+
+  it.each([
+    ['flat V2 counts', { inputTokens: 4, outputTokens: 2 }],
+    ['a string', 'lots'],
+    ['totals that are strings', nested('4', '2')],
+  ])('a usage in the wrong shape (%s) is dropped and the reply still counts', async (_, usage) => {
+    const reply = await aiSdkModel(v3Streaming(v3Finish(usage))).generate(request());
+    expect(reply.message.content).toBe('ok');
+    expect(reply).not.toHaveProperty('usage');
+  });
+
+  it('a finish reason in V2 form from a V3 model is a MalformedStreamError', async () => {
+    const error = await failure(aiSdkModel(v3Streaming([{ type: 'finish', finishReason: 'stop', usage: nested(1, 1) }])).generate(request()));
+    expect(error).toBeInstanceOf(MalformedStreamError);
+  });
+
+  it.each(['error', 'interrupted'])('finish reason %s is a stream that did not finish: retryable, nothing comes out', async (unified) => {
+    const error = await failure(aiSdkModel(v3Streaming(v3Finish(nested(1, 1), unified))).generate(request()));
+    expect(error).toMatchObject({ retryable: true });
+    expect((error as Error).message).toMatch(/^the stream ended before the model finished/);
+  });
+});
+
+describe.each(PROVIDER_MAJORS)('aiSdkModel through $name against a real HTTP server', (major) => {
   let server: ChatServer;
+  let languageModel: AiSdkLanguageModel;
+  if (major.skip !== undefined) {
+    it.skip(`(${major.skip})`, () => {});
+    return;
+  }
   beforeAll(async () => {
     server = await startChatServer();
+    languageModel = await major.make(server.baseURL);
   });
   afterAll(() => server.close());
   afterEach(() => {
@@ -76,8 +132,7 @@ describe('aiSdkModel against a real HTTP server', () => {
   });
 
   function model(options: AiSdkModelOptions = {}) {
-    const provider = createOpenAICompatible({ name: 'local', baseURL: server.baseURL, apiKey: 'sk-test', includeUsage: true });
-    return aiSdkModel(provider.chatModel(TEST_MODEL), options);
+    return aiSdkModel(languageModel, options);
   }
 
   it('a stream cut before its finish reason is a retryable error, and its half tool call never comes out', async () => {
