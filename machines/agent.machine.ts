@@ -9,6 +9,8 @@ import { externalEventProblem, externalEventTypes, type ExternalEvent } from '..
 import { composeExecutors, inProcessExecutor, type Executor } from '../src/agent/executor.js';
 import { fromIo, ioLogic, promptParts, type IoDeps, type IoEvent, type IoRequest } from '../src/agent/io.js';
 import { serviceKey as keyOf } from '../src/agent/keys.js';
+import { fromTelemetry, traceMark, type TelemetryEvent, type TraceMark } from '../src/agent/trace-marks.js';
+import { AgentTracing } from '../src/telemetry/agent-tracing.js';
 import { InvalidConfigError, PruningSchema, pendingPrune, pruneLineProblem, type Pruning } from '../src/agent/pruning.js';
 import {
   NO_USAGE,
@@ -67,7 +69,7 @@ export interface AgentOutput {
   costUsd?: number;
 }
 
-export type AgentEvent = ExternalEvent | IoEvent;
+export type AgentEvent = ExternalEvent | IoEvent | TelemetryEvent;
 
 export type AgentEmitted =
   | { type: 'text.delta'; turn: number; delta: string }
@@ -138,6 +140,8 @@ export function createAgentMachine(config: AgentConfig) {
   // Built once: a tool name contributed twice (config or operations) fails here, loudly.
   const tools = new ToolSet([...(config.tools ?? []), ...operations.flatMap((op) => op.tools ?? [])]);
   const approvalsConfigured = [...tools].some((tool) => tool.needsApproval !== undefined && tool.needsApproval !== false);
+  const tracing = config.telemetry ? new AgentTracing(config.telemetry, config.model.name) : undefined;
+  const executor = config.executor ?? inProcessExecutor;
   const deps: IoDeps = {
     model: config.model,
     retry: config.retry ?? {},
@@ -147,7 +151,8 @@ export function createAgentMachine(config: AgentConfig) {
     compactor: config.compactor,
     toolConcurrency: config.toolConcurrency ?? DEFAULT_TOOL_CONCURRENCY,
     instructions,
-    executor: config.executor ?? inProcessExecutor,
+    // Spans wrap the configured executor: they time the effect as it really runs.
+    executor: tracing ? composeExecutors(executor, tracing.wrap) : executor,
   };
 
   /** A policy event changes only the fields it names. */
@@ -203,6 +208,12 @@ export function createAgentMachine(config: AgentConfig) {
   const modelKey = (context: AgentContext) => keyOf(context, context.brain.context.turnsTaken + 1, 'model');
   const compactionKey = (context: AgentContext) => keyOf(context, context.brain.context.turnsTaken, 'compaction');
   const approvalKey = (context: AgentContext) => `${batchKey(context)}:approvals`;
+  /** The prune about to be applied, as `prune.finished` reports it. */
+  const pruneReport = (context: AgentContext) => {
+    const { pruned, tokensSaved } = pendingPrune(context.brain, context.policy, pruning, config.pruner)!;
+    const before = context.brain.context.contextTokens;
+    return { pruned, tokensSaved, before, after: Math.max(0, before - tokensSaved) };
+  };
   const resetBatch = (context: AgentContext) => ({ toolJournal: [], approvals: { ...context.approvals, waiting: [], decisions: {} } });
 
   const machine = setup({
@@ -216,6 +227,7 @@ export function createAgentMachine(config: AgentConfig) {
     actors: { io: ioLogic(deps) },
     guards: {
       wellFormed: ({ event }) => !fromIo(event) && externalEventProblem(event) === null,
+      fromTelemetry: ({ event }) => fromTelemetry(event),
       promptQueued: ({ context }) => context.queued !== null,
       runInFlight: ({ context }) => runInFlight(context.brain),
       rewindable: ({ context, event }) => feedProblem(context.brain.context, { type: 'rewindTo', len: as(event, 'rewind').len }) === null,
@@ -239,7 +251,7 @@ export function createAgentMachine(config: AgentConfig) {
       currentApprovalCheck: fromCurrent(approvalKey),
       currentCompaction: fromCurrent(compactionKey),
       /** Unknown types from outside; XState's own events and the IO's late reports pass silently. */
-      unknownExternal: ({ event }) => !fromIo(event) && !event.type.startsWith('xstate.'),
+      unknownExternal: ({ event }) => !fromIo(event) && !fromTelemetry(event) && !event.type.startsWith('xstate.'),
     },
     actions: {
       beginRun: assign(({ context, event }) => ({
@@ -258,10 +270,12 @@ export function createAgentMachine(config: AgentConfig) {
         return { brain: withExtras(context.brain, context.extrasTokens, extrasTokens), extrasTokens };
       }),
       prune: assign({ brain: ({ context }) => applyPrune(context.brain, pendingPrune(context.brain, context.policy, pruning, config.pruner)!) }),
-      emitPruned: emit(({ context }) => {
-        const { pruned, tokensSaved } = pendingPrune(context.brain, context.policy, pruning, config.pruner)!;
-        const before = context.brain.context.contextTokens;
-        return { type: 'prune.finished' as const, pruned, tokensSaved, before, after: Math.max(0, before - tokensSaved) };
+      emitPruned: emit(({ context }) => ({ type: 'prune.finished' as const, ...pruneReport(context) })),
+      trace: ({ context, event, self }, mark: TraceMark) =>
+        tracing && traceMark(tracing, mark, { context, event, self, prune: () => pruneReport(context), waiting: () => waitingCalls(context, maxCalls) }),
+      recordTrace: assign(({ context, event }) => {
+        const { runIndex, traceparent } = as(event, 'telemetry.traced');
+        return runIndex === context.runIndex ? { trace: traceparent } : {};
       }),
       requestModel: sendTo('io', ({ context }): IoRequest => ({
         type: 'model',
@@ -428,17 +442,21 @@ export function createAgentMachine(config: AgentConfig) {
     initial: 'Idle',
     on: {
       policy: [{ guard: and(['wellFormed', 'policyAcceptable']), actions: 'changePolicy' }, { actions: 'rejectPolicy' }],
+      'telemetry.traced': [{ guard: 'fromTelemetry', actions: 'recordTrace' }, { actions: 'rejectEvent' }],
       // Whatever no state took: refused, reported, nothing changed.
       ...Object.fromEntries(externalEventTypes.filter((type) => type !== 'policy').map((type) => [type, { actions: 'rejectEvent' }])),
       '*': { guard: 'unknownExternal', actions: 'rejectEvent' },
     },
     states: {
       Idle: {
-        always: { guard: 'promptQueued', target: 'Running', actions: 'beginRun' },
+        always: { guard: 'promptQueued', target: 'Running', actions: ['beginRun', { type: 'trace', params: 'run.started' }] },
         on: {
-          input: { guard: 'wellFormed', target: 'Running', actions: 'beginRun' },
+          input: { guard: 'wellFormed', target: 'Running', actions: ['beginRun', { type: 'trace', params: 'run.started' }] },
           // Nothing to continue is not an error: a session opened at rest is resumed as a matter of course.
-          resume: [{ guard: and(['wellFormed', 'runInFlight']), target: 'Running' }, { guard: 'wellFormed' }],
+          resume: [
+            { guard: and(['wellFormed', 'runInFlight']), target: 'Running', actions: { type: 'trace', params: 'run.resumed' } },
+            { guard: 'wellFormed' },
+          ],
           rewind: { guard: and(['wellFormed', 'rewindable']), actions: 'rewindBrain' },
         },
       },
@@ -452,10 +470,10 @@ export function createAgentMachine(config: AgentConfig) {
           steer: { guard: 'wellFormed', actions: 'steerRun' },
           // A user message sent while a run goes is steering: delivered at the next coherent point.
           input: { guard: 'wellFormed', actions: 'steerRun' },
-          approve: { guard: 'wellFormed', actions: 'recordDecision' },
-          deny: { guard: 'wellFormed', actions: 'recordDecision' },
+          approve: { guard: 'wellFormed', actions: ['recordDecision', { type: 'trace', params: 'approval.decided' }] },
+          deny: { guard: 'wellFormed', actions: ['recordDecision', { type: 'trace', params: 'approval.decided' }] },
           'io.textDelta': { guard: 'currentModelCall', actions: 'emitTextDelta' },
-          'io.retry': { guard: 'currentModelCall', actions: 'emitRetry' },
+          'io.retry': { guard: 'currentModelCall', actions: ['emitRetry', { type: 'trace', params: 'model.retry' }] },
         },
         states: {
           /** Asks the brain; the policy is re-read here on every step. */
@@ -465,7 +483,7 @@ export function createAgentMachine(config: AgentConfig) {
               { guard: 'runOverBudget', target: 'Start', reenter: true, actions: 'sealOverBudget' },
               // Pruning comes before any decision, so it always runs before summarizing.
               { guard: 'extrasChanged', target: 'Start', reenter: true, actions: 'refreshExtras' },
-              { guard: 'shouldPrune', target: 'Start', reenter: true, actions: ['emitPruned', 'prune'] },
+              { guard: 'shouldPrune', target: 'Start', reenter: true, actions: ['emitPruned', { type: 'trace', params: 'prune' }, 'prune'] },
               { guard: 'callLLM', target: 'AwaitingModel', actions: 'takeStep' },
               // Without approvals configured, a batch goes straight to work (no approval region).
               { guard: and(['callTools', 'noApprovalsConfigured']), target: 'AwaitingTools.Executing' },
@@ -517,8 +535,11 @@ export function createAgentMachine(config: AgentConfig) {
                 type: 'parallel',
                 on: {
                   // A decision may make a call runnable while others still run: hand it over at once.
-                  approve: { guard: 'wellFormed', actions: ['recordDecision', { type: 'requestTools', params: true }] },
-                  deny: { guard: 'wellFormed', actions: 'recordDecision' },
+                  approve: {
+                    guard: 'wellFormed',
+                    actions: ['recordDecision', { type: 'trace', params: 'approval.decided' }, { type: 'requestTools', params: true }],
+                  },
+                  deny: { guard: 'wellFormed', actions: ['recordDecision', { type: 'trace', params: 'approval.decided' }] },
                 },
                 states: {
                   Execution: {
@@ -539,7 +560,7 @@ export function createAgentMachine(config: AgentConfig) {
                       Checking: { always: [{ guard: 'nothingWaiting', target: 'Settled' }, { target: 'AwaitingApproval' }] },
                       /** The run yields here until every waiting call has a decision (approve / deny events). */
                       AwaitingApproval: {
-                        entry: 'emitApprovalRequested',
+                        entry: ['emitApprovalRequested', { type: 'trace', params: 'approval.requested' }],
                         always: { guard: 'nothingWaiting', target: 'Settled' },
                       },
                       Settled: {},
@@ -561,7 +582,7 @@ export function createAgentMachine(config: AgentConfig) {
       },
       /** The run ended: apply its exit to the conversation and report it. */
       Terminal: {
-        entry: ['finishRun', 'emitRunFinished'],
+        entry: ['finishRun', 'emitRunFinished', { type: 'trace', params: 'run.finished' }],
         always: [{ guard: 'singleRun', target: 'Done' }, { target: 'Idle' }],
       },
       Done: { type: 'final' },

@@ -18,6 +18,8 @@ export const ERROR_CODES = [
   'ModelError',
   // A model object the AI SDK adapter cannot drive (an unknown specification version).
   'UnsupportedModel',
+  // Telemetry is on and @opentelemetry/api cannot be loaded.
+  'TelemetryUnavailable',
   // Builtin tools.
   'PathOutsideRoot',
   'FileTool',

@@ -35,6 +35,8 @@ export {
   type SideEffectInputs,
   type SideEffectOutputs,
 } from './agent/executor.js';
+export type { TelemetryOptions, TelemetryTracer } from './telemetry/options.js';
+export { TelemetryUnavailableError } from './telemetry/otel-api.js';
 export { ExternalEventSchemas, type ExternalEvent } from './agent/events.js';
 export type { AgentConfig, Compactor, CompactionRequest, CompactionResult } from './agent/config.js';
 export type { Operation, OperationContext, PreparedRequest } from './agent/operation.js';

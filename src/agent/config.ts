@@ -8,6 +8,7 @@ import type { Executor } from './executor.js';
 import type { Operation } from './operation.js';
 import type { PruningInput } from './pruning.js';
 import type { Budget, Prices } from './budget.js';
+import type { TelemetryOptions } from '../telemetry/options.js';
 
 export interface CompactionRequest {
   /** The whole conversation (history + pending) to compact. */
@@ -78,6 +79,11 @@ export interface AgentConfig {
    * replay reads the same times and makes the same decisions.
    */
   clock?: () => number;
+  /**
+   * OpenTelemetry traces of every run (GenAI semantic conventions); off by default. See
+   * `TelemetryOptions`. `@opentelemetry/api` is loaded only when this is set.
+   */
+  telemetry?: TelemetryOptions;
   /** Tool calls one reply may ask for; the excess get error results instead of running. Default 128. */
   maxToolCallsPerReply?: number;
 }

@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { InvalidSnapshotError } from '../errors.js';
 import { parseLoopSnapshot } from '../loop-snapshot.js';
 import { LOOP_SNAPSHOT_VERSION, OutcomeSchema, PolicySchema, ToolMessageSchema, UsageSchema, UserMessageSchema } from '../schemas.js';
+import { TRACEPARENT_PATTERN } from '../telemetry/traceparent.js';
 import { ApprovalsSchema } from './approvals.js';
 import { OperationsStateSchema } from './operation-state.js';
 import type { BrainState } from './brain-state.js';
@@ -36,6 +37,11 @@ export const AgentContextSchema = z.object({
   runStartedAt: count,
   /** The operations' state slices, the hook point in progress and a yield the run waits on. */
   operations: OperationsStateSchema,
+  /**
+   * The trace context (W3C traceparent) of the current run's span when telemetry is on: a run
+   * resumed elsewhere continues the same trace. Absent in snapshots taken without telemetry.
+   */
+  trace: z.string().regex(TRACEPARENT_PATTERN).nullable().optional(),
 });
 
 export type AgentContext = Omit<z.infer<typeof AgentContextSchema>, 'brain' | 'toolJournal'> & {

@@ -59,6 +59,9 @@ export const SessionRowSchema = AgentContextSchema.pick({
   approvals: true,
   runStartedAt: true,
   operations: true,
+  // Optional, so no new row version: a row without it (older, or telemetry off) reads as no
+  // trace, and a build that predates it drops the field, losing only the link between traces.
+  trace: true,
 }).extend({
   rowVersion: z.literal(SESSION_ROW_VERSION),
   brain: z.object({
@@ -93,6 +96,7 @@ export function encodeRow(context: AgentContext): SessionRow {
     approvals: context.approvals,
     runStartedAt: context.runStartedAt,
     operations: context.operations,
+    ...(context.trace && { trace: context.trace }),
   };
 }
 
@@ -139,5 +143,6 @@ export function decodeRow(
     approvals: row.approvals,
     runStartedAt: row.runStartedAt,
     operations: row.operations,
+    ...(row.trace && { trace: row.trace }),
   };
 }

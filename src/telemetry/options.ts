@@ -1,0 +1,48 @@
+/**
+ * The part of an OpenTelemetry `Tracer` loopchart calls, written out so loopchart's own types
+ * never name `@opentelemetry/api`: a project without it still type-checks. Any `Tracer` from
+ * `@opentelemetry/api` 1.x fits (`trace.getTracer(...)`, a `TracerProvider`'s `getTracer`).
+ *
+ * @example
+ * ```ts
+ * import { trace } from '@opentelemetry/api';
+ * import type { TelemetryTracer } from 'loopchart';
+ *
+ * const tracer: TelemetryTracer = trace.getTracer('my-app');
+ * ```
+ */
+export interface TelemetryTracer {
+  startSpan(name: string, options?: object, context?: object): object;
+}
+
+/**
+ * Traces every run of an agent as OpenTelemetry spans named and attributed per the GenAI
+ * semantic conventions: `invoke_agent {name}` per run, with `chat {model}` per model call,
+ * `execute_tool {tool}` per tool call, and one span per compaction, prune and approval wait.
+ *
+ * @example
+ * ```ts
+ * import { trace } from '@opentelemetry/api';
+ * import { createAgentMachine } from 'loopchart';
+ *
+ * const agent = createAgentMachine({
+ *   model,
+ *   telemetry: { tracer: trace.getTracer('my-app'), name: 'support-bot', recordContent: false },
+ * });
+ * ```
+ */
+export interface TelemetryOptions {
+  /**
+   * Where spans go. Default: `trace.getTracer('loopchart')` from `@opentelemetry/api`, loaded
+   * (synchronously, when the machine is made) only because telemetry is on.
+   */
+  tracer?: TelemetryTracer;
+  /**
+   * Record message and tool content (`gen_ai.input.messages`, `gen_ai.output.messages`,
+   * `gen_ai.tool.call.arguments`, `gen_ai.tool.call.result`). Default false: prompts and tool
+   * output often hold what must not leave the process.
+   */
+  recordContent?: boolean;
+  /** The agent's name: `gen_ai.agent.name` and the run span's name. Default 'agent'. */
+  name?: string;
+}
