@@ -2,7 +2,9 @@
  * Streaming overhead per chunk: the HTTP adapter (SSE parser + chunk assembler + read-timer
  * refresh + abort plumbing) against a minimal hand-written loop (split on "\n\n", JSON.parse,
  * concatenate deltas) reading the very same bytes. Also the AI SDK adapter over
- * `@ai-sdk/openai-compatible` for scale.
+ * `@ai-sdk/openai-compatible` for scale: V2 (AI SDK 5, openai-compatible@1) and V3 (AI SDK 6,
+ * openai-compatible@2), the V3 row also as a ratio to V2 (its finish part is checked with zod
+ * and its usage read from the nested shape; the per-chunk path is the provider's).
  *
  * Three feeds of one recorded ~5,000-chunk stream (text deltas plus two tool calls whose
  * arguments arrive in pieces):
@@ -13,13 +15,14 @@
  */
 import { pathToFileURL } from 'node:url';
 import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
+import { createOpenAICompatible as createOpenAICompatibleV3 } from 'ai-sdk-openai-compatible-v2';
 import type { Model, ModelRequest } from '../src/model.js';
 import { aiSdkModel } from '../src/models/ai-sdk.js';
 import { openAICompatibleModel } from '../src/models/openai-compatible.js';
 import { replyFrames, startChatServer, TEST_MODEL, type ReplyScript } from '../test/support/chat-server.js';
 import { medianOfAsync, printTable } from './support.js';
 
-const RUNS = 15;
+const RUNS = Number(process.env.BENCH_RUNS ?? 15);
 const TEXT_CHUNKS = 4_900;
 const words = ['The', ' quick', ' brown', ' fox', ' jumps', ' over', ' the', ' lazy', ' dog', '.', ' Ünïcödé', ' ✓'];
 const script: ReplyScript = {
@@ -129,11 +132,16 @@ export async function run(): Promise<void> {
       const adapters: Array<[string, Model]> = [
         ['openAICompatibleModel', openAICompatibleModel({ baseURL: server.baseURL, model: TEST_MODEL, fetch: feed.fetch() })],
         [
-          'aiSdkModel(openai-compatible)',
+          'aiSdkModel(V2, openai-compatible@1)',
           aiSdkModel(createOpenAICompatible({ name: 'bench', baseURL: server.baseURL, includeUsage: true, fetch: feed.fetch() }).chatModel(TEST_MODEL)),
         ],
+        [
+          'aiSdkModel(V3, openai-compatible@2)',
+          aiSdkModel(createOpenAICompatibleV3({ name: 'bench', baseURL: server.baseURL, includeUsage: true, fetch: feed.fetch() }).chatModel(TEST_MODEL)),
+        ],
       ];
-      rows.push([feed.name, 'raw fetch + split/JSON.parse', raw, (raw * 1000) / dataChunks, '1.00x']);
+      rows.push([feed.name, 'raw fetch + split/JSON.parse', raw, (raw * 1000) / dataChunks, '1.00x', '']);
+      let v2 = 0;
       for (const [name, model] of adapters) {
         const ms = await medianOfAsync(RUNS, () =>
           timeMs(async () => {
@@ -142,12 +150,14 @@ export async function run(): Promise<void> {
             if (reply.message.toolCalls?.length !== 2) throw new Error(`${name} lost tool calls`);
           }),
         );
-        rows.push(['', name, ms, (ms * 1000) / dataChunks, `${(ms / raw).toFixed(2)}x`]);
+        if (name.startsWith('aiSdkModel(V2')) v2 = ms;
+        const vsV2 = name.startsWith('aiSdkModel(V3') ? `${(ms / v2).toFixed(2)}x` : '';
+        rows.push(['', name, ms, (ms * 1000) / dataChunks, `${(ms / raw).toFixed(2)}x`, vsV2]);
       }
     }
     printTable(
       `stream: one reply of ${dataChunks.toLocaleString('en-US')} chunks (${(totalBytes / 1024).toFixed(0)} KiB), median of ${RUNS} runs`,
-      ['feed', 'parser', 'ms / stream', 'µs / chunk', 'vs raw'],
+      ['feed', 'parser', 'ms / stream', 'µs / chunk', 'vs raw', 'vs V2'],
       rows,
     );
   } finally {

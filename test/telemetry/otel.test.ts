@@ -348,3 +348,15 @@ describe('the default tracer', () => {
     }
   });
 });
+
+describe('examples/otel.ts', () => {
+  it('prints the run traced by the console exporter: the run span and its children, then the answer', () => {
+    const TSX = new URL('../../node_modules/tsx/dist/loader.mjs', import.meta.url).href;
+    const example = fileURLToPath(new URL('../../examples/otel.ts', import.meta.url));
+    const result = spawnSync(process.execPath, ['--import', TSX, example], { encoding: 'utf8', timeout: 30_000 });
+    expect(result.status, result.stderr).toBe(0);
+    for (const name of ['chat scripted-1', 'execute_tool add', 'invoke_agent calculator']) expect(result.stdout).toContain(`name: '${name}'`);
+    expect(result.stdout).toContain("'gen_ai.tool.call.id': 'call_1_0'");
+    expect(result.stdout.trim().split('\n').at(-1)).toBe('2 + 3 = 5.');
+  });
+});
