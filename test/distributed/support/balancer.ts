@@ -13,6 +13,9 @@ export interface Balancer {
   close(): Promise<void>;
 }
 
+/** How long a backend that failed is skipped before it is tried again. */
+const DOWN_FOR_MS = 3_000;
+
 export async function startBalancer(backends: readonly string[]): Promise<Balancer> {
   const sessions = new Map<string, http2.ClientHttp2Session>();
   const down = new Map<string, number>();
@@ -39,11 +42,17 @@ export async function startBalancer(backends: readonly string[]): Promise<Balanc
     for (let tries = 0; tries < backends.length; tries++) {
       const backend = backends[next++ % backends.length]!;
       const since = down.get(backend);
-      if (since === undefined || Date.now() - since > 1_000) return backend;
+      if (since === undefined || Date.now() - since > DOWN_FOR_MS) return backend;
     }
     return backends[next++ % backends.length]!;
   };
   const server = http2.createServer();
+  // Restate keeps its connections open: closing the balancer ends them.
+  const incoming = new Set<http2.ServerHttp2Session>();
+  server.on('session', (session) => {
+    incoming.add(session);
+    session.on('close', () => incoming.delete(session));
+  });
   server.on('stream', (stream, headers) => {
     const backend = pick();
     counts.set(backend, (counts.get(backend) ?? 0) + 1);
@@ -66,9 +75,12 @@ export async function startBalancer(backends: readonly string[]): Promise<Balanc
       if (!stream.destroyed) stream.respond(out);
       upstream.pipe(stream);
     });
-    upstream.on('error', () => {
-      down.set(backend, Date.now());
-      if (!stream.destroyed) stream.close(http2.constants.NGHTTP2_INTERNAL_ERROR);
+    upstream.on('error', () => down.set(backend, Date.now()));
+    // A backend that died mid-stream (SIGKILL): the caller must see a failed stream, not a hang.
+    upstream.on('close', () => {
+      if (upstream.rstCode !== http2.constants.NGHTTP2_NO_ERROR || !upstream.readableEnded) {
+        if (!stream.destroyed) stream.close(http2.constants.NGHTTP2_INTERNAL_ERROR);
+      }
     });
     stream.on('error', () => upstream.close(http2.constants.NGHTTP2_CANCEL));
     stream.on('close', () => {
@@ -83,7 +95,9 @@ export async function startBalancer(backends: readonly string[]): Promise<Balanc
     counts,
     close: async () => {
       for (const session of sessions.values()) session.destroy();
-      await new Promise<void>((resolve) => server.close(() => resolve()));
+      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+      for (const session of incoming) session.destroy();
+      await closed;
     },
   };
 }

@@ -112,7 +112,10 @@ export class RestateServer {
     if (!child || child.exitCode !== null || child.signalCode !== null) return;
     const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
     child.kill(signal);
+    // A process that ignores a gentle signal for 5 s gets SIGKILL: teardown is bounded.
+    const timer = signal === 'SIGKILL' ? undefined : setTimeout(() => child.kill('SIGKILL'), 5_000);
     await exited;
+    clearTimeout(timer);
   }
 
   /** Registers a deployment (a worker's URL) through the admin API. */
