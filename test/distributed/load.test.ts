@@ -89,6 +89,13 @@ describe.skipIf(!SERVER_BINARY)('Restate: load and crashes (real server, two rea
     expect(new Set(all.map((line) => line.pid)).size).toBe(2);
     expect(new Set(all.map((line) => line.key)).size).toBe(SESSIONS * 3);
     const repeated = expectNoRepeatsBut(all, killedPid);
+    // Sessions the victim had worked on were finished by the survivor.
+    const pidsBySession = new Map<string, Set<number>>();
+    for (const line of all) {
+      const session = line.key.split(':')[0]!;
+      pidsBySession.set(session, (pidsBySession.get(session) ?? new Set()).add(line.pid));
+    }
+    expect([...pidsBySession.values()].filter((pids) => pids.has(killedPid) && pids.size === 2).length).toBeGreaterThan(0);
     await expectTranscriptsMatch(ids, prompt);
     console.log(
       `load: ${SESSIONS} sessions in ${elapsed} ms (${((SESSIONS * 1000) / elapsed).toFixed(1)}/s), ` +

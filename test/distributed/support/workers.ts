@@ -19,6 +19,7 @@ export interface WorkerEnv {
   MAX_DELAY_MS?: string;
   INACTIVITY_MS?: string;
   PORT?: string;
+  TRACE_LOG?: string;
 }
 
 /** Starts a worker and resolves once it listens (20 s at most). `node` is whichever runs the tests. */
