@@ -333,6 +333,19 @@ describe('the stored trace context', () => {
   });
 });
 
+describe('without @opentelemetry/api installed', () => {
+  it('an agent without telemetry runs; one with telemetry is refused with TelemetryUnavailableError when it is made', () => {
+    const TSX = new URL('../../node_modules/tsx/dist/loader.mjs', import.meta.url).href;
+    const hide = fileURLToPath(new URL('./fixtures/hide-otel-api.cjs', import.meta.url));
+    const script = fileURLToPath(new URL('./fixtures/no-otel-api.ts', import.meta.url));
+    const result = spawnSync(process.execPath, ['-r', hide, '--import', TSX, script], { encoding: 'utf8', timeout: 30_000 });
+    expect(result.status, result.stderr).toBe(0);
+    const report = JSON.parse(result.stdout.trim());
+    expect(report).toMatchObject({ plain: 'Completed', unavailable: true, code: 'TelemetryUnavailable' });
+    expect(report.message).toContain('npm install @opentelemetry/api');
+  });
+});
+
 describe('the default tracer', () => {
   it('without a tracer, spans go to the global tracer provider as trace.getTracer("loopchart")', async () => {
     const tracing = memoryTracing();
