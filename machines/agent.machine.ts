@@ -4,7 +4,18 @@ import type { AgentConfig } from '../src/agent/config.js';
 import { NO_APPROVALS, decisionFor, deniedResult, isWaiting, recordDecision } from '../src/agent/approvals.js';
 import { BudgetSchema, PricesSchema, budgetExceeded, costUsd } from '../src/agent/budget.js';
 import { parseAgentContext, type AgentContext } from '../src/agent/context.js';
-import { NO_OPERATIONS } from '../src/agent/operation-state.js';
+import { NO_OPERATIONS, type OperationHook } from '../src/agent/operation-state.js';
+import {
+  applyOperated,
+  applyResumed,
+  checkStoredOperations,
+  closeOperations,
+  openPoint,
+  planOperations,
+  resumeVerdict,
+  type ResumeVerdict,
+} from '../src/agent/operation-rules.js';
+import type { OperationError } from '../src/agent/operation.js';
 import { externalEventProblem, externalEventTypes, type ExternalEvent } from '../src/agent/events.js';
 import { composeExecutors, inProcessExecutor, type Executor } from '../src/agent/executor.js';
 import { fromIo, ioLogic, promptParts, type IoDeps, type IoEvent, type IoRequest } from '../src/agent/io.js';
@@ -25,6 +36,7 @@ import {
   finishBrain,
   interruptBatch,
   journalResult,
+  overruleOutcome,
   startRun,
   waitingCalls,
   withExtras,
@@ -84,6 +96,10 @@ export type AgentEmitted =
   /** An event sent to the actor was refused: it changed nothing. */
   | { type: 'event.rejected'; event: string; reason: string }
   | { type: 'approval.requested'; calls: ToolCall[] }
+  /** An operation yielded: the run waits for `{ type: 'operation.resume', operation, payload }`. */
+  | { type: 'operation.yielded'; operation: string; reason: string; payload: unknown }
+  /** An operation's hook threw, timed out or broke its contract: the run fails with this error. */
+  | { type: 'operation.failed'; operation: string; error: OperationError }
   /** The run's output, with what the whole session has used so far (cost when prices are given). */
   | { type: 'run.finished'; output: AgentOutput; sessionUsage: Usage; sessionCostUsd?: number };
 
@@ -127,6 +143,8 @@ const as = <T extends AgentEvent['type']>(event: AgentEvent, _type: T) => event 
 export function createAgentMachine(config: AgentConfig) {
   const operations = config.operations ?? [];
   const clock = config.clock ?? Date.now;
+  // Names, timeouts, schemas and list order are checked here, once (InvalidConfigError).
+  const plan = planOperations(operations);
   const pruning = config.pruning && PruningSchema.parse(config.pruning);
   const defaultPolicy = checkedPolicy(config.policy, pruning);
   const budget = config.budget && BudgetSchema.parse(config.budget);
@@ -147,12 +165,28 @@ export function createAgentMachine(config: AgentConfig) {
     retry: config.retry ?? {},
     tools,
     toolSources: config.toolSources ?? [],
-    operations,
+    operations: plan,
     compactor: config.compactor,
     toolConcurrency: config.toolConcurrency ?? DEFAULT_TOOL_CONCURRENCY,
     instructions,
     // Spans wrap the configured executor: they time the effect as it really runs.
     executor: tracing ? composeExecutors(executor, tracing.wrap) : executor,
+  };
+
+  /**
+   * The brain of a run stopped mid-step: calls without a result interrupted, then cancelled or
+   * failed. A brain that already concluded (the final reply's afterReply point still running or
+   * waiting) takes the new outcome instead.
+   */
+  const stopRun = (context: AgentContext, outcome: Extract<Outcome, { type: 'Cancelled' | 'Failed' }>): BrainState =>
+    context.brain.value === 'Terminal'
+      ? overruleOutcome(context.brain, outcome)
+      : feedBrain(interruptBatch(context, maxCalls), outcome.type === 'Cancelled' ? { type: 'cancel' } : { type: 'fail', error: outcome.error });
+
+  /** A context from outside, checked as a snapshot is, its operation state against this agent's operations. */
+  const restoredContext = (value: unknown): AgentContext => {
+    const context = parseAgentContext(value);
+    return { ...context, operations: checkStoredOperations(plan, context.operations) };
   };
 
   /** A policy event changes only the fields it names. */
@@ -170,18 +204,19 @@ export function createAgentMachine(config: AgentConfig) {
           elapsedMs: clock() - context.runStartedAt,
         })
       : null;
-  const extrasCache = new WeakMap<object, number>();
+  const extrasCache = new WeakMap<object, { slices: object; tokens: number }>();
   /** Size of the instructions and prompt parts the next model call carries (seed 000: counted before deciding). */
   const extrasFor = (context: AgentContext): number => {
     const brain = context.brain;
     if (brain.value !== 'Start' && brain.value !== 'AwaitingModel') return context.extrasTokens;
     if (operations.length === 0) return instructionsTokens;
-    let tokens = extrasCache.get(brain.context);
-    if (tokens === undefined) {
-      const ctx = { sessionId: context.sessionId, turn: brain.context.turnsTaken + 1, messages: conversationOf(brain) };
-      tokens = promptParts(operations, ctx).reduce((sum, part) => sum + estimateMessageTokens(part), instructionsTokens);
-      extrasCache.set(brain.context, tokens);
-    }
+    // Prompt parts read the operations' state: a new slice is a new measure.
+    const slices = context.operations.slices;
+    const cached = extrasCache.get(brain.context);
+    if (cached?.slices === slices) return cached.tokens;
+    const ctx = { sessionId: context.sessionId, turn: brain.context.turnsTaken + 1, messages: conversationOf(brain) };
+    const tokens = promptParts(operations, ctx, slices).reduce((sum, part) => sum + estimateMessageTokens(part), instructionsTokens);
+    extrasCache.set(brain.context, { slices, tokens });
     return tokens;
   };
   const stepIs = (type: Step['type']) => ({ context }: Args) => stepTypeOf(context.brain, context.policy) === type;
@@ -215,6 +250,27 @@ export function createAgentMachine(config: AgentConfig) {
     return { pruned, tokensSaved, before, after: Math.max(0, before - tokensSaved) };
   };
   const resetBatch = (context: AgentContext) => ({ toolJournal: [], approvals: { ...context.approvals, waiting: [], decisions: {} } });
+  /** The key of a hook point: its step's key (the model call it precedes or follows, the batch it precedes). */
+  const pointKey = (context: AgentContext, hook: OperationHook) =>
+    hook === 'beforeModelCall'
+      ? `${modelKey(context)}:before`
+      : hook === 'afterReply'
+        ? `${keyOf(context, context.brain.context.turnsTaken, 'model')}:after`
+        : `${batchKey(context)}:before`;
+  const pointDue = (hook: OperationHook) => ({ context }: Args) =>
+    plan.at[hook].length > 0 && context.operations.done !== pointKey(context, hook);
+  /** What a resume event does, decided once per event (guards and actions read the same verdict). */
+  const verdicts = new WeakMap<object, ResumeVerdict>();
+  const verdictOf = (context: AgentContext, event: AgentEvent): ResumeVerdict => {
+    let verdict = verdicts.get(event);
+    if (!verdict) {
+      const { operation, payload } = as(event, 'operation.resume');
+      const ctx = { sessionId: context.sessionId, turn: context.brain.context.turnsTaken, messages: conversationOf(context.brain) };
+      verdict = resumeVerdict(context.operations, plan, { operation, payload }, ctx);
+      verdicts.set(event, verdict);
+    }
+    return verdict;
+  };
 
   const machine = setup({
     types: {
@@ -250,11 +306,19 @@ export function createAgentMachine(config: AgentConfig) {
       currentBatch: fromCurrent(batchKey),
       currentApprovalCheck: fromCurrent(approvalKey),
       currentCompaction: fromCurrent(compactionKey),
+      currentPoint: ({ context, event }) => fromIo(event) && context.operations.point?.key === (event as { key: string }).key,
+      operationWaiting: ({ context }) => context.operations.waiting !== null,
+      pointOpen: ({ context }) => context.operations.point !== null,
+      beforeModelCallDue: pointDue('beforeModelCall'),
+      beforeToolsDue: pointDue('beforeTools'),
+      resumeRefused: ({ context, event }) => verdictOf(context, event).type === 'refused',
+      resumeFailed: ({ context, event }) => verdictOf(context, event).type === 'failed',
       /** Unknown types from outside; XState's own events and the IO's late reports pass silently. */
       unknownExternal: ({ event }) => !fromIo(event) && !fromTelemetry(event) && !event.type.startsWith('xstate.'),
     },
     actions: {
       beginRun: assign(({ context, event }) => ({
+        operations: { ...closeOperations(context.operations), done: null },
         brain: startRun(context.brain, event.type === 'input' ? asUserMessage(event.message) : context.queued!, tools.definitions),
         queued: null,
         runIndex: context.runIndex + 1,
@@ -264,7 +328,57 @@ export function createAgentMachine(config: AgentConfig) {
       })),
       takeStep: assign({ brain: ({ context }) => takeStep(context.brain, context.policy) }),
       rewindBrain: assign({ brain: ({ context, event }) => feedBrain(context.brain, { type: 'rewindTo', len: as(event, 'rewind').len }) }),
-      sealOverBudget: assign({ brain: ({ context }) => feedBrain(context.brain, { type: 'seal', reason: overBudget(context)! }) }),
+      sealOverBudget: assign(({ context }) => ({
+        brain: feedBrain(context.brain, { type: 'seal', reason: overBudget(context)! }),
+        operations: closeOperations(context.operations),
+      })),
+      openPoint: assign({ operations: ({ context }, hook: OperationHook) => openPoint(context.operations, plan, hook, pointKey(context, hook)) }),
+      requestOperations: sendTo('io', ({ context }): IoRequest => {
+        const point = context.operations.point!;
+        return {
+          type: 'operation',
+          key: point.key,
+          hook: point.hook,
+          from: point.next,
+          turn: context.brain.context.turnsTaken + (point.hook === 'beforeModelCall' ? 1 : 0),
+          sessionId: context.sessionId,
+          conversation: conversation(context),
+          slices: context.operations.slices,
+          reply: point.reply,
+          batch: pendingCalls(context.brain),
+        };
+      }),
+      applyOperated: enqueueActions(({ context, event, enqueue }) => {
+        const { index, output } = as(event, 'io.operated');
+        enqueue.assign({ operations: applyOperated(context.operations, plan, index, output) });
+        if (!output?.results) return;
+        // Calls an operation answered are done: they never run, and listeners see them finish.
+        let toolJournal = context.toolJournal;
+        for (const result of output.results) {
+          const call = pendingCalls(context.brain).find((pending) => pending.call.id === result.toolCallId)!.call;
+          if (toolJournal.some((known) => known.toolCallId === call.id)) continue;
+          toolJournal = journalResult(toolJournal, result);
+          enqueue.emit({ type: 'tool.started', call });
+          enqueue.emit({ type: 'tool.finished', call, result });
+        }
+        enqueue.assign({ toolJournal });
+      }),
+      emitOperationYielded: emit(({ context }) => {
+        const { operation, reason, payload } = context.operations.waiting!;
+        return { type: 'operation.yielded' as const, operation, reason, payload };
+      }),
+      applyResume: assign({
+        operations: ({ context, event }) => applyResumed(context.operations, plan, (verdictOf(context, event) as Extract<ResumeVerdict, { type: 'accepted' }>).output),
+      }),
+      failOperation: enqueueActions(({ context, event, enqueue }) => {
+        const error = (event.type === 'operation.resume' ? (verdictOf(context, event) as { error: OperationError }).error : as(event, 'io.failed').error) as OperationError;
+        enqueue.emit({ type: 'operation.failed', operation: error.operation, error });
+        enqueue.assign({
+          brain: stopRun(context, { type: 'Failed', error: errorInfo('OperationError', error) }),
+          operations: closeOperations(context.operations),
+          ...resetBatch(context),
+        });
+      }),
       refreshExtras: assign(({ context }) => {
         const extrasTokens = extrasFor(context);
         return { brain: withExtras(context.brain, context.extrasTokens, extrasTokens), extrasTokens };
@@ -283,6 +397,7 @@ export function createAgentMachine(config: AgentConfig) {
         turn: context.brain.context.turnsTaken + 1,
         sessionId: context.sessionId,
         conversation: conversation(context),
+        slices: context.operations.slices,
       })),
       /** Hands the runnable calls to the IO; `announce`: the IO reports each start (else the chart did, see announceBatch). */
       requestTools: sendTo('io', ({ context }, announce: boolean): IoRequest => ({
@@ -326,7 +441,11 @@ export function createAgentMachine(config: AgentConfig) {
       // Checked against the tools the model was offered: the run's own set (see ToolSource).
       acceptReply: assign(({ context, event }) => {
         const { reply, tools: offered } = as(event, 'io.replied');
-        return applyReply(context, reply, { definitions: offered.definitions, names: offered.names });
+        const next = applyReply(context, reply, { definitions: offered.definitions, names: offered.names });
+        // The afterReply point opens with the reply it is given (kept until it is done).
+        const key = `${keyOf(context, next.brain.context.turnsTaken, 'model')}:after`;
+        if (next.brain.context.outcome?.type === 'Failed') return next;
+        return { ...next, operations: openPoint(context.operations, plan, 'afterReply', key, reply) };
       }),
       emitTurnFinished: emit(({ context, event }) => ({
         type: 'turn.finished' as const,
@@ -375,12 +494,17 @@ export function createAgentMachine(config: AgentConfig) {
       failWith: assign({
         brain: ({ context, event }, type: string) => feedBrain(context.brain, { type: 'fail', error: errorInfo(type, as(event, 'io.failed').error) }),
       }),
-      cancelRun: assign(({ context }) => ({ brain: feedBrain(interruptBatch(context, maxCalls), { type: 'cancel' }), ...resetBatch(context) })),
+      cancelRun: assign(({ context }) => ({
+        brain: stopRun(context, { type: 'Cancelled' }),
+        operations: closeOperations(context.operations),
+        ...resetBatch(context),
+      })),
       sealRun: assign(({ context, event }) => ({
         brain:
           context.brain.value === 'Terminal'
             ? context.brain
             : feedBrain(interruptBatch(context, maxCalls), { type: 'seal', reason: as(event, 'seal').reason }),
+        operations: closeOperations(context.operations),
         ...resetBatch(context),
       })),
       steerRun: assign({
@@ -394,7 +518,11 @@ export function createAgentMachine(config: AgentConfig) {
       rejectEvent: emit(({ event, self }) => ({
         type: 'event.rejected' as const,
         event: String(event.type).slice(0, 100),
-        reason: externalEventProblem(event) ?? `not accepted now (the agent is ${JSON.stringify(self.getSnapshot().value)})`,
+        reason:
+          externalEventProblem(event) ??
+          (event.type === 'operation.resume' && self.getSnapshot().context.operations.waiting
+            ? (verdictOf(self.getSnapshot().context, event) as { reason: string }).reason
+            : `not accepted now (the agent is ${JSON.stringify(self.getSnapshot().value)})`),
       })),
       emitTextDelta: emit(({ event }) => {
         const { turn, delta } = as(event, 'io.textDelta');
@@ -423,7 +551,7 @@ export function createAgentMachine(config: AgentConfig) {
     id: 'agent',
     context: ({ input }) =>
       // A stored state comes from outside: checked as a persisted snapshot is.
-      input?.stored ? parseAgentContext(input.stored) : {
+      input?.stored ? restoredContext(input.stored) : {
         sessionId: input?.sessionId ?? 'session',
         brain: freshBrain(input?.history ?? []),
         policy: input?.policy ? checkedPolicy(input.policy, pruning) : defaultPolicy,
@@ -481,16 +609,47 @@ export function createAgentMachine(config: AgentConfig) {
             always: [
               // Budgets are checked between steps: going past one seals the run (seed 004).
               { guard: 'runOverBudget', target: 'Start', reenter: true, actions: 'sealOverBudget' },
+              // An operation yielded: the run waits for it, also after a restore.
+              { guard: 'operationWaiting', target: 'AwaitingOperation' },
+              // A hook point in progress (after a reply, or a restored one) goes on where it was.
+              { guard: 'pointOpen', target: 'Operating' },
               // Pruning comes before any decision, so it always runs before summarizing.
               { guard: 'extrasChanged', target: 'Start', reenter: true, actions: 'refreshExtras' },
               { guard: 'shouldPrune', target: 'Start', reenter: true, actions: ['emitPruned', { type: 'trace', params: 'prune' }, 'prune'] },
+              { guard: and(['callLLM', 'beforeModelCallDue']), target: 'Operating', actions: { type: 'openPoint', params: 'beforeModelCall' } },
               { guard: 'callLLM', target: 'AwaitingModel', actions: 'takeStep' },
+              { guard: and(['callTools', 'beforeToolsDue']), target: 'Operating', actions: { type: 'openPoint', params: 'beforeTools' } },
               // Without approvals configured, a batch goes straight to work (no approval region).
               { guard: and(['callTools', 'noApprovalsConfigured']), target: 'AwaitingTools.Executing' },
               { guard: 'callTools', target: 'AwaitingTools' },
               { guard: 'compact', target: 'AwaitingCompaction', actions: 'takeStep' },
               { target: '#agent.Terminal', actions: 'takeStep' },
             ],
+          },
+          /** Operations run at a hook point, in list order; each declines, applies effects, or yields. */
+          Operating: {
+            entry: 'requestOperations',
+            always: [
+              { guard: 'operationWaiting', target: 'AwaitingOperation' },
+              { guard: 'pointOpen' },
+              { target: 'Start' },
+            ],
+            on: {
+              'io.attached': { actions: 'requestOperations' },
+              'io.operated': { guard: 'currentPoint', actions: 'applyOperated' },
+              'io.failed': { guard: 'currentPoint', target: 'Start', actions: 'failOperation' },
+            },
+          },
+          /** An operation yielded: the run waits here for `operation.resume` (the context names the operation). */
+          AwaitingOperation: {
+            entry: 'emitOperationYielded',
+            on: {
+              'operation.resume': [
+                { guard: and(['wellFormed', 'resumeRefused']), actions: 'rejectEvent' },
+                { guard: and(['wellFormed', 'resumeFailed']), target: 'Start', actions: 'failOperation' },
+                { guard: 'wellFormed', target: 'Start', actions: 'applyResume' },
+              ],
+            },
           },
           AwaitingModel: {
             entry: 'requestModel',
@@ -589,7 +748,7 @@ export function createAgentMachine(config: AgentConfig) {
     },
     output: ({ context }) => outputOf(context)!,
   });
-  return hardened(machine, deps, config);
+  return hardened(machine, deps, config, restoredContext);
 }
 
 /** An agent machine whose executor a host can wrap (see `withExecutor`). */
@@ -608,16 +767,16 @@ export type WithExecutor<M> = M & {
  * before it runs (`InvalidSnapshotError` naming the path), and `withExecutor` wraps the
  * executor for a host such as `DurableSession`.
  */
-function hardened<M extends AnyStateMachine>(machine: M, deps: IoDeps, config: AgentConfig): WithExecutor<M> {
+function hardened<M extends AnyStateMachine>(machine: M, deps: IoDeps, config: AgentConfig, restoredContext: (value: unknown) => AgentContext): WithExecutor<M> {
   const restore = machine.restoreSnapshot.bind(machine);
   return Object.assign(machine, {
     restoreSnapshot: ((snapshot, scope) => {
       const persisted = snapshot as { context?: unknown };
-      return restore({ ...persisted, context: parseAgentContext(persisted.context) } as never, scope);
+      return restore({ ...persisted, context: restoredContext(persisted.context) } as never, scope);
     }) as M['restoreSnapshot'],
     withExecutor(wrap: (inner: Executor) => Executor): WithExecutor<M> {
       const next = { ...deps, executor: composeExecutors(deps.executor, wrap) };
-      return hardened(machine.provide({ actors: { io: ioLogic(next) } }) as M, next, { ...config, executor: next.executor });
+      return hardened(machine.provide({ actors: { io: ioLogic(next) } }) as M, next, { ...config, executor: next.executor }, restoredContext);
     },
     withClock(clock: () => number): WithExecutor<M> {
       return createAgentMachine({ ...config, executor: deps.executor, clock }) as unknown as WithExecutor<M>;

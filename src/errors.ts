@@ -14,6 +14,9 @@ export const ERROR_CODES = [
   'InvalidTool',
   'DuplicateTool',
   'InvalidScript',
+  // Operations: a hook that failed, a stored slice its schema refuses.
+  'OperationFailed',
+  'InvalidOperationState',
   // A model call (every ModelError subclass: malformed stream, read timeout, deadline, bad reply).
   'ModelError',
   // A model object the AI SDK adapter cannot drive (an unknown specification version).

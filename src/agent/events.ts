@@ -26,6 +26,8 @@ export const ExternalEventSchemas = {
   rewind: z.object({ type: z.literal('rewind'), len: z.number().int().nonnegative() }),
   approve: z.object({ type: z.literal('approve'), ...decision }),
   deny: z.object({ type: z.literal('deny'), ...decision }),
+  /** Resumes the operation the run waits on; the payload is checked against the operation's own schema. */
+  'operation.resume': z.object({ type: z.literal('operation.resume'), operation: z.string().min(1), payload: z.unknown() }),
 } as const;
 
 export type ExternalEventType = keyof typeof ExternalEventSchemas;

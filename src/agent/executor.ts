@@ -1,5 +1,7 @@
 import type { ModelReply, ModelRequest } from '../model.js';
 import type { CompactionReason, Message, ToolCall, ToolMessage } from '../schemas.js';
+import type { OperationHook } from './operation-state.js';
+import type { OperationOutput } from './operation-rules.js';
 
 /**
  * The executor seam: every side effect of a run (a model call, one tool call, a compaction, an
@@ -16,6 +18,8 @@ export interface SideEffectInputs {
   compaction: { turn: number; reason: CompactionReason; messages: readonly Message[]; tokensBefore: number };
   /** Asks whether one call must wait for a human's decision before it runs. */
   approval: { turn: number; call: ToolCall };
+  /** One operation's hook at one point; `pointKey` names the point (its operations share it). */
+  operation: { turn: number; operation: string; hook: OperationHook; pointKey: string };
 }
 
 /** What each kind of side effect resolves to: plain JSON, so it can be journaled and replayed. */
@@ -25,6 +29,8 @@ export interface SideEffectOutputs {
   /** `messages` absent: the compactor changed nothing. `after` counts tool definitions too. */
   compaction: { before: number; after: number; messages?: Message[] };
   approval: boolean;
+  /** The hook's effects, checked; null when it declined. */
+  operation: OperationOutput | null;
 }
 
 export type SideEffectKind = keyof SideEffectInputs;

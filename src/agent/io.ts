@@ -11,7 +11,9 @@ import { InvalidToolError } from '../tools/errors.js';
 import type { ToolSource } from '../tools/tool-source.js';
 import type { Compactor } from './config.js';
 import type { Executor, SideEffect, SideEffectKind, SideEffectOutputs } from './executor.js';
-import type { Operation, OperationContext, PreparedRequest } from './operation.js';
+import { DEFAULT_OPERATION_TIMEOUT_MS, OperationError, type HookContext, type Operation, type OperationContext, type PreparedRequest } from './operation.js';
+import type { OperationHook } from './operation-state.js';
+import { checkOutput, messageOf, type OperationOutput, type OperationPlan } from './operation-rules.js';
 
 
 /**
@@ -27,7 +29,7 @@ export interface IoDeps {
   tools: ToolSet;
   /** Listed at each run's first need (see `ToolSource`); the run then keeps that set. */
   toolSources: readonly ToolSource[];
-  operations: readonly Operation[];
+  operations: OperationPlan;
   compactor: Compactor | undefined;
   toolConcurrency: number;
   /** The system prompt, sent first on every model call and never stored in the conversation. */
@@ -43,7 +45,20 @@ export interface ConversationRef {
 
 /** What the chart asks of its IO. Each request's `key` is the idempotency key of its step. */
 export type IoRequest =
-  | { type: 'model'; key: string; turn: number; sessionId: string; conversation: ConversationRef }
+  | { type: 'model'; key: string; turn: number; sessionId: string; conversation: ConversationRef; slices: Slices }
+  /** Runs the operations of a hook point in list order from `from`, until one yields. */
+  | {
+      type: 'operation';
+      key: string;
+      hook: OperationHook;
+      from: number;
+      turn: number;
+      sessionId: string;
+      conversation: ConversationRef;
+      slices: Slices;
+      reply: ModelReply | undefined;
+      batch: readonly PendingToolCall[];
+    }
   | {
       type: 'tools';
       key: string;
@@ -79,6 +94,8 @@ export type IoEvent =
   | { type: 'io.toolStarted'; key: string; call: ToolCall }
   | { type: 'io.toolFinished'; key: string; call: ToolCall; result: ToolMessage }
   | { type: 'io.approvalsChecked'; key: string; waiting: string[] }
+  /** Operation `index` of the point's list returned (`output` null: it declined). */
+  | { type: 'io.operated'; key: string; index: number; output: OperationOutput | null }
   | { type: 'io.compacted'; key: string; reason: CompactionReason; output: SideEffectOutputs['compaction'] }
   | { type: 'io.failed'; key: string; kind: SideEffectKind; error: unknown };
 
@@ -90,12 +107,65 @@ const trusted = <E extends IoEvent>(event: E): E => (made.add(event), event);
 /** Whether an event was sent by an agent's IO actor (and not by anyone else). */
 export const fromIo = (event: object): boolean => made.has(event);
 
+/** The operations' state slices by name, as the driver's context holds them. */
+export type Slices = Readonly<Record<string, unknown>>;
+
+/** The context one operation is given: the shared part and its own slice. */
+export const contextFor = (op: Operation, ctx: Omit<OperationContext, 'state'>, slices: Slices): OperationContext => ({
+  sessionId: ctx.sessionId,
+  turn: ctx.turn,
+  get messages() {
+    return ctx.messages;
+  },
+  state: Object.hasOwn(slices, op.name) ? slices[op.name] : op.state?.initial,
+});
+
 /** The operations' prompt parts for this call: sent before the conversation, never stored. */
-export function promptParts(operations: readonly Operation[], ctx: OperationContext): Message[] {
+export function promptParts(operations: readonly Operation[], ctx: Omit<OperationContext, 'state'>, slices: Slices): Message[] {
   return operations.flatMap((op) => {
-    const text = op.prompt?.(ctx);
+    const text = op.prompt?.(contextFor(op, ctx, slices));
     return text ? [{ role: 'system' as const, content: text }] : [];
   });
+}
+
+/**
+ * Runs one hook with its own signal (the run's, or its timeout) and checks what it returned. A
+ * hook that returns at once is not timed; one that returns a promise races its timeout. Throws
+ * `OperationError` naming the operation.
+ */
+async function runHook(
+  op: Operation,
+  hook: OperationHook,
+  run: AbortSignal,
+  call: (signal: AbortSignal) => unknown,
+  batch: readonly PendingToolCall[],
+): Promise<OperationOutput | null> {
+  const controller = new AbortController();
+  const onAbort = () => controller.abort(run.reason);
+  run.addEventListener('abort', onAbort, { once: true });
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  try {
+    let value = call(controller.signal);
+    if (value && typeof (value as { then?: unknown }).then === 'function') {
+      const ms = op.timeoutMs ?? DEFAULT_OPERATION_TIMEOUT_MS;
+      const timeout = new Promise<never>((_, reject) => {
+        if (!Number.isFinite(ms)) return;
+        timer = setTimeout(() => {
+          const error = new OperationError(op.name, hook, `timed out after ${ms} ms`);
+          controller.abort(error);
+          reject(error);
+        }, ms);
+      });
+      value = await Promise.race([value, timeout]);
+    }
+    return checkOutput(op, hook, value as never, batch);
+  } catch (error) {
+    if (OperationError.isInstance(error)) throw error;
+    throw new OperationError(op.name, hook, `threw: ${messageOf(error)}`, { cause: error });
+  } finally {
+    clearTimeout(timer);
+    run.removeEventListener('abort', onAbort);
+  }
 }
 
 /**
@@ -122,8 +192,6 @@ function conversationView(prefix: Message | undefined) {
 }
 
 export function ioLogic(deps: IoDeps) {
-  const beforeTools = deps.operations.filter((op) => op.beforeTools);
-
   return fromCallback<IoRequest>(({ sendBack, receive }) => {
     /**
      * One controller for whatever the run has in flight; `abort` (cancel, seal) aborts it and
@@ -191,7 +259,7 @@ export function ioLogic(deps: IoDeps) {
       { controller: AbortController; started: Set<string>; queue: { call: ToolCall; announce: boolean }[]; next: number; active: number }
     >();
     const runTools = (request: Extract<IoRequest, { type: 'tools' }>) => {
-      const { key, turn, sessionId } = request;
+      const { key, turn } = request;
       let batch = batches.get(key);
       if (!batch) {
         // One batch at a time: a new one means the chart is done with the others.
@@ -199,14 +267,6 @@ export function ioLogic(deps: IoDeps) {
         const controller = run;
         batch = { controller, started: new Set(), queue: [], next: 0, active: 0 };
         batches.set(key, batch);
-        if (beforeTools.length) {
-          try {
-            const ctx: OperationContext = { sessionId, turn, messages: view(request.conversation) };
-            for (const op of beforeTools) op.beforeTools!(request.batch, ctx);
-          } catch (error) {
-            return fail(controller, key, 'tool', error);
-          }
-        }
       }
       const current = batch;
       const { controller } = current;
@@ -272,7 +332,7 @@ export function ioLogic(deps: IoDeps) {
             const { key, turn, sessionId } = request;
             const signal = controller.signal;
             try {
-              const ctx: OperationContext = {
+              const ctx = {
                 sessionId,
                 turn,
                 get messages() {
@@ -281,8 +341,8 @@ export function ioLogic(deps: IoDeps) {
               };
               const listed = toolsOfRun(signal);
               const tools = listed instanceof ToolSet ? listed : await listed;
-              const request_ = deps.operations.length
-                ? prepareRequest(deps, tools, ctx)
+              const request_ = deps.operations.list.length
+                ? prepareRequest(deps, tools, ctx, request.slices)
                 : { messages: requestView(request.conversation) as Message[], tools: tools.definitions as PreparedRequest['tools'] };
               reportRetry = (attempt) => send(controller, { type: 'io.retry', key, turn, ...attempt });
               const raw = await execute({ key, kind: 'model', input: { turn, request: request_ }, signal }, () =>
@@ -294,7 +354,6 @@ export function ioLogic(deps: IoDeps) {
                 }),
               );
               const reply = parseModelReply(raw);
-              for (const op of deps.operations) op.afterReply?.(reply, ctx);
               finish(controller, key, { type: 'io.replied', key, reply, tools });
             } catch (error) {
               fail(controller, key, 'model', error);
@@ -302,6 +361,49 @@ export function ioLogic(deps: IoDeps) {
           });
         case 'tools':
           return runTools(request);
+        case 'operation':
+          return start(request.key, async (controller) => {
+            const { key, hook, turn, sessionId, reply, batch } = request;
+            const list = deps.operations.at[hook];
+            const ctx = {
+              sessionId,
+              turn,
+              get messages() {
+                return view(request.conversation);
+              },
+            };
+            for (let index = request.from; index < list.length; index++) {
+              const op = list[index]!;
+              const hookCtx = (signal: AbortSignal): HookContext => Object.assign(contextFor(op, ctx, request.slices), { signal });
+              let output: OperationOutput | null;
+              try {
+                output = await execute(
+                  { key: `${key}:${op.name}`, kind: 'operation', input: { turn, operation: op.name, hook, pointKey: key }, signal: controller.signal },
+                  () =>
+                    runHook(
+                      op,
+                      hook,
+                      controller.signal,
+                      (signal) =>
+                        hook === 'beforeModelCall'
+                          ? op.beforeModelCall!(hookCtx(signal))
+                          : hook === 'afterReply'
+                            ? op.afterReply!(reply!, hookCtx(signal))
+                            : op.beforeTools!(batch, hookCtx(signal)),
+                      batch,
+                    ),
+                );
+              } catch (error) {
+                // Whatever failed on the way (the hook, an executor around it) fails the run naming the operation.
+                const named = OperationError.isInstance(error) ? error : new OperationError(op.name, hook, `failed: ${messageOf(error)}`, { cause: error });
+                return fail(controller, key, 'operation', named);
+              }
+              if (controller.signal.aborted) return;
+              const last = index === list.length - 1 || output?.yield !== undefined;
+              if (last) return finish(controller, key, { type: 'io.operated', key, index, output });
+              send(controller, { type: 'io.operated', key, index, output });
+            }
+          });
         case 'approvals':
           return start(request.key, async (controller) => {
             const { key, turn, sessionId } = request;
@@ -398,13 +500,13 @@ async function later(controller: AbortController, work: () => Promise<void>): Pr
 }
 
 /** The request for one model call: instructions and prompt parts first, then the operations' rewrites. */
-function prepareRequest(deps: IoDeps, tools: ToolSet, ctx: OperationContext): PreparedRequest {
-  const parts = promptParts(deps.operations, ctx);
+function prepareRequest(deps: IoDeps, tools: ToolSet, ctx: Omit<OperationContext, 'state'>, slices: Slices): PreparedRequest {
+  const parts = promptParts(deps.operations.list, ctx, slices);
   let request: PreparedRequest = {
     messages: [...(deps.instructions ? [deps.instructions] : []), ...parts, ...ctx.messages],
     tools: [...tools.definitions],
   };
-  for (const op of deps.operations) request = op.beforeModelCall?.(request, ctx) ?? request;
+  for (const op of deps.operations.list) request = op.prepareRequest?.(request, contextFor(op, ctx, slices)) ?? request;
   return request;
 }
 

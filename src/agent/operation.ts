@@ -1,32 +1,140 @@
+import type { z } from 'zod';
+import { LoopchartError } from '../errors.js';
 import type { ModelReply, ToolDefinition } from '../model.js';
-import type { Message, PendingToolCall } from '../schemas.js';
+import type { Message, PendingToolCall, ToolMessage } from '../schemas.js';
 import type { Tool } from '../tools/define-tool.js';
+import type { OperationHook } from './operation-state.js';
 
-/** What an operation sees at each point: the conversation so far, read-only. */
-export interface OperationContext {
+/** What an operation sees: the conversation so far and its own slice of state, read-only. */
+export interface OperationContext<S = unknown> {
   readonly sessionId: string;
   readonly turn: number;
   readonly messages: readonly Message[];
+  /** This operation's slice of application state (`state.initial` until an effect replaces it). */
+  readonly state: S;
 }
 
-/** The request about to go to the model; `beforeModelCall` may return a rewritten one. */
+/** What a hook sees besides: a signal aborted when the run stops needing it or its timeout passes. */
+export interface HookContext<S = unknown> extends OperationContext<S> {
+  readonly signal: AbortSignal;
+}
+
+/** The request about to go to the model; `prepareRequest` may return a rewritten one. */
 export interface PreparedRequest {
   messages: Message[];
   tools: ToolDefinition[];
 }
 
 /**
- * One composable piece of agent behaviour (seed 003's operations). The driver asks every
- * operation, in list order, for tools and prompt parts before each model call, and calls its
- * hooks at the named points. Changing the agent means changing the list, not the machines.
- * Prompt parts are sent with the request but never stored in the conversation.
+ * What a hook returns (seed 003): nothing to decline, or effects. `state` replaces the
+ * operation's slice (checked against its schema); `results` answers tool calls of the batch so
+ * they do not run (only an operation declaring `runsTools`, at `beforeTools`); `yield` stops the
+ * run here until `{ type: 'operation.resume', operation, payload }` arrives. Effects are applied
+ * before the yield, and a yield wins the point: later operations and the step itself wait.
  */
-export interface Operation {
+export interface OperationStep<S = unknown> {
+  state?: S;
+  results?: ToolMessage[];
+  yield?: { reason: string; payload?: unknown };
+}
+
+type HookResult<S> = OperationStep<S> | void | undefined;
+type MaybePromise<T> = T | Promise<T>;
+
+/** How long a hook may take unless the operation says otherwise. */
+export const DEFAULT_OPERATION_TIMEOUT_MS = 30_000;
+
+/**
+ * One composable piece of agent behaviour (seed 003's operations). The driver asks every
+ * operation, in list order, for tools and prompt parts before each model call, and runs its
+ * hooks at three points of each turn, in this order: `beforeModelCall`, `afterReply`,
+ * `beforeTools`. At a point the operations run in list order; each declines (returns nothing),
+ * applies effects and lets the next one run, or applies effects and yields. Hooks may be async:
+ * each runs through the executor seam (kind `operation`, so a durable session journals what it
+ * returned and never runs a finished hook again), with an `AbortSignal` and a timeout.
+ *
+ * Prompt parts and request rewrites are synchronous: the brain counts them before it decides.
+ * Fetch asynchronously in a hook, keep the result in the operation's state, read it in `prompt`.
+ *
+ * @example
+ * ```ts
+ * import { z } from 'zod';
+ * import { createAgentMachine, type Operation } from 'loopchart';
+ *
+ * const notes: Operation<{ seen: number }> = {
+ *   name: 'notes',
+ *   state: { schema: z.object({ seen: z.number() }), initial: { seen: 0 } },
+ *   prompt: (ctx) => `Replies so far: ${ctx.state.seen}.`,
+ *   async afterReply(_reply, ctx) {
+ *     return { state: { seen: ctx.state.seen + 1 } };
+ *   },
+ * };
+ * const agent = createAgentMachine({ model, operations: [notes] });
+ * ```
+ */
+export interface Operation<S = any, R = any> {
+  /** Unique within the agent: letters, digits, `_`, `-`, `.`, starting with a letter. */
   readonly name: string;
   readonly tools?: readonly Tool[];
+  /** The operation's slice of application state, persisted with the session and checked on restore. */
+  readonly state?: { schema: z.ZodType<S>; initial: S };
+  /**
+   * Declares that the operation may yield, and the payload that resumes it. `apply` turns the
+   * payload into effects (a new slice; it may yield again).
+   */
+  readonly resume?: { schema: z.ZodType<R>; apply?(payload: R, ctx: OperationContext<S>): HookResult<S> };
+  /** Declares that its `beforeTools` may answer tool calls (`results`): it runs tools. */
+  readonly runsTools?: boolean;
+  /** How long each hook may take, in ms. Default `DEFAULT_OPERATION_TIMEOUT_MS`. */
+  readonly timeoutMs?: number;
   /** System text to send before the conversation on this call. */
-  prompt?(ctx: OperationContext): string | undefined;
-  beforeModelCall?(request: PreparedRequest, ctx: OperationContext): PreparedRequest | void;
-  afterReply?(reply: ModelReply, ctx: OperationContext): void;
-  beforeTools?(calls: readonly PendingToolCall[], ctx: OperationContext): void;
+  prompt?(ctx: OperationContext<S>): string | undefined;
+  /** Rewrites the request just before it goes to the model (sync; never stored). */
+  prepareRequest?(request: PreparedRequest, ctx: OperationContext<S>): PreparedRequest | void;
+  beforeModelCall?(ctx: HookContext<S>): MaybePromise<HookResult<S>>;
+  afterReply?(reply: ModelReply, ctx: HookContext<S>): MaybePromise<HookResult<S>>;
+  beforeTools?(calls: readonly PendingToolCall[], ctx: HookContext<S>): MaybePromise<HookResult<S>>;
+}
+
+/**
+ * An operation's hook threw, timed out, or returned effects that break its contract (a slice
+ * its schema refuses, results it may not give). The run fails; the error names the operation.
+ *
+ * @example
+ * ```ts
+ * actor.on('operation.failed', ({ error }) => {
+ *   if (OperationError.isInstance(error)) console.error(error.operation, error.hook, error.message);
+ * });
+ * ```
+ */
+export class OperationError extends LoopchartError {
+  readonly operation: string;
+  readonly hook: OperationHook | 'resume';
+  constructor(operation: string, hook: OperationHook | 'resume', problem: string, options?: { cause?: unknown }) {
+    super('OperationFailed', `operation '${operation}' ${hook}: ${problem}`, options);
+    this.operation = operation;
+    this.hook = hook;
+  }
+}
+
+/**
+ * A stored slice of an operation's state that its schema refuses (or a yield for an operation
+ * the agent does not have): the session cannot continue with this configuration. Nothing stored
+ * is changed.
+ *
+ * @example
+ * ```ts
+ * try {
+ *   await DurableSession.open({ machine, store, sessionId });
+ * } catch (error) {
+ *   if (OperationStateError.isInstance(error)) console.error(`fix the state of ${error.operation}`);
+ * }
+ * ```
+ */
+export class OperationStateError extends LoopchartError {
+  readonly operation: string;
+  constructor(operation: string, problem: string) {
+    super('InvalidOperationState', `operation '${operation}': ${problem}`);
+    this.operation = operation;
+  }
 }

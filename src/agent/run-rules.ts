@@ -2,7 +2,7 @@ import { decisionFor, deniedResult, isWaiting, type Approvals } from './approval
 import { appendOwned, conversationOf, feedBrain, feedOrFail, freshBrain, pendingCalls, type BrainState } from './brain-state.js';
 import { interruptedResult } from './interrupt.js';
 import type { ModelReply, ToolDefinition, Usage } from '../model.js';
-import type { Message, ToolCall, ToolMessage, UserMessage } from '../schemas.js';
+import type { Message, Outcome, ToolCall, ToolMessage, UserMessage } from '../schemas.js';
 import { estimateTokens } from '../tokens.js';
 import type { SideEffectOutputs } from './executor.js';
 
@@ -177,6 +177,15 @@ export function withExtras(brain: BrainState, before: number, after: number): Br
 export function applyPrune(brain: BrainState, prune: { messages: readonly Message[]; tokensSaved: number }): BrainState {
   const pruned = feedBrain(brain, { type: 'adoptPruned', messages: prune.messages });
   return feedBrain(pruned, { type: 'setContextTokens', tokens: Math.max(0, brain.context.contextTokens - prune.tokensSaved) });
+}
+
+/**
+ * A concluded brain whose run ends another way after all: the final reply's afterReply hooks
+ * were still running (or waiting) when the run was cancelled or one of them failed. Only the
+ * outcome changes; the exit (commit, salvage, discard) follows the new outcome.
+ */
+export function overruleOutcome(brain: BrainState, outcome: Outcome): BrainState {
+  return { value: 'Terminal', context: { ...brain.context, outcome } };
 }
 
 /** Run exits (seed 000): Completed commits, Failed discards, the rest salvage. */

@@ -7,7 +7,7 @@ import { loadAgentMachine } from './agent.js';
 import { CliError, UsageError } from './errors.js';
 import { escapeLine } from './escape.js';
 import { openExisting, type StoreLocation } from './store.js';
-import { describeOutcome, describeState, formatMessage, formatTranscript } from './transcript.js';
+import { describeOperations, describeOutcome, describeState, formatMessage, formatTranscript } from './transcript.js';
 
 export interface Io {
   out(line: string): void;
@@ -81,6 +81,7 @@ export async function showSession(sessionId: string, options: CommandOptions): P
       io.out(`session ${escapeLine(sessionId)} · version ${stored.version} · ${stored.messages.length} messages · ${location.label}`);
       io.out(`state: ${describeState(context, runInFlight(context.brain))}`);
       io.out(`usage: ${usage.inputTokens} input + ${usage.outputTokens} output tokens over ${context.runIndex} run(s)`);
+      for (const line of describeOperations(context, { full: options.full })) io.out(line);
       io.out('');
       io.out(stored.messages.length === 0 ? '(no messages)' : formatTranscript(context, { full: options.full }));
       return 0;

@@ -70,6 +70,17 @@ export function describeState(context: AgentContext, inFlight: boolean): string 
   return parts.join('; ');
 }
 
+/** The operations' state as `show` prints it: each slice (as JSON), and the operation a run waits on. */
+export function describeOperations(context: AgentContext, options: TranscriptOptions = {}): string[] {
+  const max = options.full ? undefined : PREVIEW_CHARS;
+  const { slices, waiting } = context.operations;
+  const lines = Object.entries(slices).map(([name, slice]) => `operation ${escapeLine(name)}: ${preview(JSON.stringify(slice), max)}`);
+  if (waiting) {
+    lines.push(`waiting on operation ${escapeLine(waiting.operation)}: ${escapeLine(waiting.reason)} ${preview(JSON.stringify(waiting.payload), max)}`);
+  }
+  return lines;
+}
+
 /** The whole transcript: committed history, then the pending messages of a run in flight. */
 export function formatTranscript(context: AgentContext, options: TranscriptOptions = {}): string {
   const { history, pending } = context.brain.context;

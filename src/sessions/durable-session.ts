@@ -8,7 +8,7 @@ import {
   type AgentMachine,
   type AgentOutput,
 } from '../../machines/agent.machine.js';
-import type { Executor, SideEffect } from '../agent/executor.js';
+import type { Executor, SideEffect, SideEffectOutputs } from '../agent/executor.js';
 import { serviceKey } from '../agent/keys.js';
 import { InvalidFeedError, LoopchartError } from '../errors.js';
 import { feedProblem } from '../feed-problems.js';
@@ -80,14 +80,18 @@ export class DurableSession {
   readonly sessionId: string;
   readonly #store: SessionStore;
   #version: number;
-  #written: { log: WrittenLog; row: string; awaitingToolsKey: string | null };
+  #written: { log: WrittenLog; row: string; awaitingToolsKey: string | null; pointKey: string | null };
   #queue: Promise<void> = Promise.resolve();
   #failure: Error | undefined;
   /** The last context `#persist` looked at. */
   #seen: AgentContext | undefined;
   #failed: Promise<never>;
   #fail!: (error: Error) => void;
-  /** Tool results journaled before the session was opened, by batch key and call id: replayed, not run. */
+  /**
+   * Tool results journaled before the session was opened, by batch key and call id, and the
+   * effects of the operations of the point in progress, by point key and operation name:
+   * replayed, not run again.
+   */
   readonly #replay: Map<string, Map<string, ToolMessage>>;
   /** The entries of the last queued trace write while it has not run: later entries join it. */
   #traceBatch: TraceEntry[] | null = null;
@@ -113,11 +117,14 @@ export class DurableSession {
       input: context ? { stored: context } : { sessionId: options.sessionId, history: options.history ?? [] },
       ...(options.inspect && { inspect: options.inspect }),
     });
+    // A stored state this agent refuses (say an operation's slice its schema rejects): nothing starts, nothing is written.
+    const initial = this.actor.getSnapshot();
+    if (initial.status === 'error') throw (initial as { error?: unknown }).error;
     // What is stored is what the actor starts from (its own checked copy of the stored state).
-    const start = this.actor.getSnapshot().context;
+    const start = initial.context;
     this.#written = context
-      ? { log: logOf(start), row: JSON.stringify(encodeRow(start)), awaitingToolsKey: toolsKey(start) }
-      : { log: logNow([], []), row: '', awaitingToolsKey: null };
+      ? { log: logOf(start), row: JSON.stringify(encodeRow(start)), awaitingToolsKey: toolsKey(start), pointKey: start.operations.point?.key ?? null }
+      : { log: logNow([], []), row: '', awaitingToolsKey: null, pointKey: null };
     this.#runSeen = start.runIndex;
     this.actor.subscribe({
       next: (snapshot) => {
@@ -162,6 +169,11 @@ export class DurableSession {
       if (key) {
         const journaled = await options.store.journaledToolResults(options.sessionId, key);
         replay.set(key, new Map(journaled.map((result) => [result.toolCallId, result])));
+      }
+      const point = context.operations.point?.key;
+      if (point) {
+        const journaled = await options.store.journaledToolResults(options.sessionId, point);
+        replay.set(point, new Map(journaled.map((entry) => [entry.toolCallId, entry])));
       }
     }
     const session = new DurableSession(options, context, stored?.version ?? 0, replay);
@@ -261,6 +273,7 @@ export class DurableSession {
   #durable(inner: Executor): Executor {
     return async (effect, perform) => {
       await this.flush();
+      if (effect.kind === 'operation') return this.#operation(effect as SideEffect<'operation'>, inner, perform as never) as never;
       if (effect.kind !== 'tool') return this.#traced(effect, () => inner(effect, perform));
       const { batchKey, call } = (effect as SideEffect<'tool'>).input;
       const recorded = this.#replay.get(batchKey)?.get(call.id);
@@ -354,6 +367,32 @@ export class DurableSession {
     });
   }
 
+  /**
+   * An operation's hook, journaled like a tool call: what it returned is recorded under its
+   * point's key before the driver applies it, and replayed instead of run after a restart.
+   * Tool results it gave (a `runsTools` operation) go in the batch's journal as if they had run.
+   */
+  async #operation(
+    effect: SideEffect<'operation'>,
+    inner: Executor,
+    perform: () => Promise<SideEffectOutputs['operation']>,
+  ): Promise<SideEffectOutputs['operation']> {
+    const { pointKey, operation, hook } = effect.input;
+    const recorded = this.#replay.get(pointKey)?.get(operation);
+    const replayed = recorded && parsedOutput(recorded.content);
+    if (replayed !== undefined) return replayed;
+    const output = await inner(effect, perform);
+    if (effect.signal.aborted) return output;
+    const entry: ToolMessage = { role: 'tool', toolCallId: operation, toolName: 'operation', content: JSON.stringify(output) };
+    this.#enqueue(() => this.#store.journalToolResult(this.sessionId, pointKey, entry));
+    // A beforeTools point's key is its batch's key plus ':before' (see the agent machine).
+    const batchKey = hook === 'beforeTools' ? pointKey.slice(0, -':before'.length) : undefined;
+    for (const result of (batchKey && output?.results) || []) {
+      this.#enqueue(() => this.#store.journalToolResult(this.sessionId, batchKey!, result));
+    }
+    return output;
+  }
+
   #persist(context: AgentContext): void {
     // Events that change nothing (text deltas, progress) keep the context object: nothing to encode.
     if (this.#failure || context === this.#seen) return;
@@ -367,10 +406,16 @@ export class DurableSession {
     if (row === written.row && logUnchanged) return;
     const effect = logEffect(written.log, log);
     const key = toolsKey(context);
-    // Once a batch's results are in the log (or dropped), its journal entries go in the same step.
-    const clearJournal = written.awaitingToolsKey && written.awaitingToolsKey !== key ? [written.awaitingToolsKey] : undefined;
+    const pointKey = context.operations.point?.key ?? null;
+    // Once a batch's results are in the log (or dropped), its journal entries go in the same step;
+    // so do a point's operation effects once the point is done (they are in the row).
+    const obsolete = [
+      ...(written.awaitingToolsKey && written.awaitingToolsKey !== key ? [written.awaitingToolsKey] : []),
+      ...(written.pointKey && written.pointKey !== pointKey ? [written.pointKey] : []),
+    ];
+    const clearJournal = obsolete.length > 0 ? obsolete : undefined;
     const expectedVersion = this.#version++;
-    this.#written = { log, row, awaitingToolsKey: key };
+    this.#written = { log, row, awaitingToolsKey: key, pointKey };
     this.#recordRunStart(context);
     this.#enqueue(async () => {
       await this.#store.apply(this.sessionId, { expectedVersion, state: rowValue, ...effect, ...(clearJournal && { clearJournal }) });
@@ -427,6 +472,15 @@ export class DurableSession {
     this.#failure = error;
     this.#fail(error);
     this.actor.stop();
+  }
+}
+
+/** A journaled operation effect, or undefined when the entry is unreadable (the hook runs again). */
+function parsedOutput(content: string): SideEffectOutputs['operation'] | undefined {
+  try {
+    return JSON.parse(content) as SideEffectOutputs['operation'];
+  } catch {
+    return undefined;
   }
 }
 

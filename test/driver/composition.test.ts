@@ -153,7 +153,7 @@ describe('operations', () => {
     };
     const redactOp: Operation = {
       name: 'redact',
-      beforeModelCall: (request) => ({
+      prepareRequest: (request) => ({
         messages: request.messages.map((m) =>
           m.role === 'user' ? { ...m, content: m.content.replaceAll('SECRET', '[redacted]') } : m,
         ),

@@ -63,6 +63,9 @@ const DOCUMENTED = [
   'replayTrace',
   'forkSession',
   'readSessionTrace',
+  'Operation',
+  'OperationError',
+  'OperationStateError',
 ];
 
 describe('TSDoc', () => {

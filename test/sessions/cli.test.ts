@@ -170,6 +170,24 @@ describe('loopchart sessions show', () => {
     expect(full.out).toContain('page one: '.padEnd(LONG, 'x'));
   });
 
+  it("prints each operation's state slice and the operation a run waits on", async () => {
+    const { ticketOperation } = await import('../../examples/operations/ticket.js');
+    const { ciGateOperation } = await import('../../examples/operations/ci-gate.js');
+    const store = new SqliteSessionStore({ path: db });
+    const machine = createAgentMachine({ ...cliAgent(), operations: [ciGateOperation({ gatedTools: ['fetch'] }), ticketOperation('T-9')] });
+    const session = await DurableSession.open({ machine, store, sessionId: 'ticketed', history: [SYSTEM] });
+    session.send({ type: 'input', message: 'Fetch both pages.' });
+    await until(() => session.actor.getSnapshot().matches({ Running: 'AwaitingOperation' }));
+    await session.close();
+    await store.close();
+    const { code, out, err } = await inStore('sessions', 'show', 'ticketed');
+    expect(code, err).toBe(0);
+    // Only what was stored: the gate has not changed its slice yet (it starts from its initial value).
+    expect(out).not.toMatch(/^operation ci-gate:/m);
+    expect(out).toContain('operation ticket: {"id":"T-9","status":"open","toolsUsed":[],"replies":1}');
+    expect(out).toContain('waiting on operation ci-gate: ci-result {"calls":["call_1_0","call_1_1"]}');
+  });
+
   it('marks the pending part of a run in flight', async () => {
     const { code, out } = await inStore('sessions', 'show', 'midrun');
     expect(code).toBe(0);
