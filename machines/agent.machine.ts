@@ -1,7 +1,8 @@
 import { and, assign, emit, enqueueActions, sendTo, setup, type ActorRefFrom, type AnyStateMachine } from 'xstate';
 import { conversationOf, feedBrain, freshBrain, pendingCalls, stepTypeOf, takeStep, type BrainState } from '../src/agent/brain-state.js';
 import type { AgentConfig } from '../src/agent/config.js';
-import { NO_APPROVALS, decisionFor, deniedResult, isWaiting, recordDecision } from '../src/agent/approvals.js';
+import { NO_APPROVALS, decisionFor, deniedResult, isWaiting, recordDecision, type ApprovalEvent } from '../src/agent/approvals.js';
+import { z } from 'zod';
 import { BudgetSchema, PricesSchema, budgetExceeded, costUsd } from '../src/agent/budget.js';
 import { parseAgentContext, type AgentContext } from '../src/agent/context.js';
 import { NO_OPERATIONS, type OperationHook } from '../src/agent/operation-state.js';
@@ -13,6 +14,7 @@ import {
   openPoint,
   planOperations,
   resumeVerdict,
+  type OperationPlan,
   type ResumeVerdict,
 } from '../src/agent/operation-rules.js';
 import type { OperationError } from '../src/agent/operation.js';
@@ -160,6 +162,8 @@ export function createAgentMachine(config: AgentConfig) {
   const approvalsConfigured = [...tools].some((tool) => tool.needsApproval !== undefined && tool.needsApproval !== false);
   const tracing = config.telemetry ? new AgentTracing(config.telemetry, config.model.name) : undefined;
   const executor = config.executor ?? inProcessExecutor;
+  // Approvals are the built-in approval-like operation, checked after the beforeTools point.
+  if (approvalsConfigured) approvalsOrderProblem(plan);
   const deps: IoDeps = {
     model: config.model,
     retry: config.retry ?? {},
@@ -313,6 +317,7 @@ export function createAgentMachine(config: AgentConfig) {
       beforeToolsDue: pointDue('beforeTools'),
       resumeRefused: ({ context, event }) => verdictOf(context, event).type === 'refused',
       resumeFailed: ({ context, event }) => verdictOf(context, event).type === 'failed',
+      approvalResume: ({ event }) => approvalsConfigured && approvalEventOf(event) !== null,
       /** Unknown types from outside; XState's own events and the IO's late reports pass silently. */
       unknownExternal: ({ event }) => !fromIo(event) && !fromTelemetry(event) && !event.type.startsWith('xstate.'),
     },
@@ -463,8 +468,14 @@ export function createAgentMachine(config: AgentConfig) {
         approvals: ({ context, event }) => ({ ...context.approvals, waiting: [...context.approvals.waiting, ...as(event, 'io.approvalsChecked').waiting] }),
       }),
       emitApprovalRequested: emit(({ context }) => ({ type: 'approval.requested' as const, calls: waitingCalls(context, maxCalls) })),
+      emitApprovalYielded: emit(({ context }) => ({
+        type: 'operation.yielded' as const,
+        operation: APPROVALS_OPERATION,
+        reason: 'approval',
+        payload: { calls: waitingCalls(context, maxCalls).map((call) => call.id) },
+      })),
       recordDecision: enqueueActions(({ context, event, enqueue }) => {
-        const decision = event.type === 'approve' || event.type === 'deny' ? event : null;
+        const decision = approvalEventOf(event);
         if (!decision) return;
         const calls = pendingCalls(context.brain);
         const approvals = recordDecision(context.approvals, calls, decision);
@@ -520,6 +531,9 @@ export function createAgentMachine(config: AgentConfig) {
         event: String(event.type).slice(0, 100),
         reason:
           externalEventProblem(event) ??
+          (event.type === 'operation.resume' && event.operation === APPROVALS_OPERATION
+            ? approvalResumeProblem(event)
+            : null) ??
           (event.type === 'operation.resume' && self.getSnapshot().context.operations.waiting
             ? (verdictOf(self.getSnapshot().context, event) as { reason: string }).reason
             : `not accepted now (the agent is ${JSON.stringify(self.getSnapshot().value)})`),
@@ -600,6 +614,8 @@ export function createAgentMachine(config: AgentConfig) {
           input: { guard: 'wellFormed', actions: 'steerRun' },
           approve: { guard: 'wellFormed', actions: ['recordDecision', { type: 'trace', params: 'approval.decided' }] },
           deny: { guard: 'wellFormed', actions: ['recordDecision', { type: 'trace', params: 'approval.decided' }] },
+          // The same decision as the approvals operation's resume: `{ operation: 'approvals', payload }`.
+          'operation.resume': { guard: and(['wellFormed', 'approvalResume']), actions: ['recordDecision', { type: 'trace', params: 'approval.decided' }] },
           'io.textDelta': { guard: 'currentModelCall', actions: 'emitTextDelta' },
           'io.retry': { guard: 'currentModelCall', actions: ['emitRetry', { type: 'trace', params: 'model.retry' }] },
         },
@@ -699,6 +715,10 @@ export function createAgentMachine(config: AgentConfig) {
                     actions: ['recordDecision', { type: 'trace', params: 'approval.decided' }, { type: 'requestTools', params: true }],
                   },
                   deny: { guard: 'wellFormed', actions: ['recordDecision', { type: 'trace', params: 'approval.decided' }] },
+                  'operation.resume': {
+                    guard: and(['wellFormed', 'approvalResume']),
+                    actions: ['recordDecision', { type: 'trace', params: 'approval.decided' }, { type: 'requestTools', params: true }],
+                  },
                 },
                 states: {
                   Execution: {
@@ -719,7 +739,7 @@ export function createAgentMachine(config: AgentConfig) {
                       Checking: { always: [{ guard: 'nothingWaiting', target: 'Settled' }, { target: 'AwaitingApproval' }] },
                       /** The run yields here until every waiting call has a decision (approve / deny events). */
                       AwaitingApproval: {
-                        entry: ['emitApprovalRequested', { type: 'trace', params: 'approval.requested' }],
+                        entry: ['emitApprovalRequested', 'emitApprovalYielded', { type: 'trace', params: 'approval.requested' }],
                         always: { guard: 'nothingWaiting', target: 'Settled' },
                       },
                       Settled: {},
@@ -749,6 +769,50 @@ export function createAgentMachine(config: AgentConfig) {
     output: ({ context }) => outputOf(context)!,
   });
   return hardened(machine, deps, config, restoredContext);
+}
+
+/**
+ * The built-in approvals, as an operation: its decisions arrive as `approve` / `deny`, or as
+ * `{ type: 'operation.resume', operation: 'approvals', payload: { toolCallId, approved, always?, reason? } }`.
+ */
+export const APPROVALS_OPERATION = 'approvals';
+
+const ApprovalResumeSchema = z.strictObject({
+  toolCallId: z.string().min(1),
+  approved: z.boolean(),
+  always: z.boolean().optional(),
+  reason: z.string().optional(),
+});
+
+/** Why an approvals resume is refused (its payload), or null. */
+function approvalResumeProblem(event: { payload?: unknown }): string | null {
+  const parsed = ApprovalResumeSchema.safeParse(event.payload);
+  return parsed.success ? null : `payload for '${APPROVALS_OPERATION}': ${z.prettifyError(parsed.error)}`;
+}
+
+/** The decision an event carries: an `approve` / `deny`, or the approvals operation's resume. */
+function approvalEventOf(event: AgentEvent): ApprovalEvent | null {
+  if (event.type === 'approve' || event.type === 'deny') return event;
+  if (event.type !== 'operation.resume' || event.operation !== APPROVALS_OPERATION) return null;
+  const parsed = ApprovalResumeSchema.safeParse(event.payload);
+  if (!parsed.success) return null;
+  const { toolCallId, approved, always, reason } = parsed.data;
+  return { type: approved ? 'approve' : 'deny', toolCallId, ...(always !== undefined && { always }), ...(reason !== undefined && { reason }) };
+}
+
+/**
+ * The approvals operation runs its check after the beforeTools point, so (seed 003) no
+ * operation may run tools before it, and none may take its name.
+ */
+function approvalsOrderProblem(plan: OperationPlan): void {
+  if (plan.byName.has(APPROVALS_OPERATION)) throw new InvalidConfigError(`operation name '${APPROVALS_OPERATION}' is taken by the built-in approvals when a tool needs approval`);
+  const runner = plan.list.find((op) => op.runsTools);
+  if (runner) {
+    throw new InvalidConfigError(
+      `operation '${runner.name}' runs tools, but tools here need approval, and the approvals operation checks calls after the beforeTools point: ` +
+        `the calls it answered would never be approved (seed 003)`,
+    );
+  }
 }
 
 /** An agent machine whose executor a host can wrap (see `withExecutor`). */

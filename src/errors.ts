@@ -17,6 +17,7 @@ export const ERROR_CODES = [
   // Operations: a hook that failed, a stored slice its schema refuses.
   'OperationFailed',
   'InvalidOperationState',
+  'StepTimeout',
   // A model call (every ModelError subclass: malformed stream, read timeout, deadline, bad reply).
   'ModelError',
   // A model object the AI SDK adapter cannot drive (an unknown specification version).

@@ -41,6 +41,14 @@ export { ExternalEventSchemas, type ExternalEvent } from './agent/events.js';
 export type { AgentConfig, Compactor, CompactionRequest, CompactionResult } from './agent/config.js';
 export { DEFAULT_OPERATION_TIMEOUT_MS, OperationError, OperationStateError } from './agent/operation.js';
 export type { HookContext, Operation, OperationContext, OperationStep, PreparedRequest } from './agent/operation.js';
+export {
+  AgentStepper,
+  DEFAULT_STEP_TIMEOUT_MS,
+  StepTimeoutError,
+  type SteppedSession,
+  type StepResult,
+  type StepStatus,
+} from './agent/stepper.js';
 export { OPERATION_HOOKS, type OperationHook, type OperationsState } from './agent/operation-state.js';
 export { defineTool, type Tool, type ToolContext, type ToolSpec, type JsonSchemaToolSpec, type ApprovalContext } from './tools/define-tool.js';
 export type { ToolSource } from './tools/tool-source.js';

@@ -66,6 +66,7 @@ const DOCUMENTED = [
   'Operation',
   'OperationError',
   'OperationStateError',
+  'AgentStepper',
 ];
 
 describe('TSDoc', () => {

@@ -1,0 +1,170 @@
+import { createActor, type Snapshot } from 'xstate';
+import type { AgentEvent, AgentInput, AgentMachine } from '../../machines/agent.machine.js';
+import { LoopchartError } from '../errors.js';
+import type { Executor } from './executor.js';
+import type { IoEvent } from './io.js';
+
+/**
+ * The caller-driven API (seed 003's `step` / `apply` / `finalize`) for hosts that drive the
+ * loop themselves: a queue worker, a request handler. The session is the agent actor's
+ * persisted snapshot (plain JSON: store it anywhere). `step` performs the next step's side
+ * effects (a model call, a tool batch, an operation point, a compaction) and returns what
+ * came back, without changing the session; `apply` feeds those effects (or external events,
+ * such as `operation.resume`) to the same statechart and returns the new session. The chart
+ * decides both ways, so a stepped run gives the same transcript as the actor.
+ */
+
+/** A session as the stepper carries it: the agent actor's persisted snapshot. */
+export type SteppedSession = Snapshot<unknown>;
+
+/** Where a run stands: more steps to take, waiting for the caller (a yield, an approval), or finished. */
+export type StepStatus = 'continues' | 'yielded' | 'finished';
+
+export interface StepResult {
+  status: StepStatus;
+  /**
+   * What the step's side effects returned, in order, for `apply`. They are the IO's own events,
+   * trusted by identity: apply them in this process (a copy from elsewhere is refused).
+   */
+  effects: readonly IoEvent[];
+}
+
+/** A step's side effects took longer than the stepper allows. */
+export class StepTimeoutError extends LoopchartError {
+  constructor(ms: number) {
+    super('StepTimeout', `the step's side effects did not finish within ${ms} ms`);
+  }
+}
+
+/** How long one step may take by default: its model call, tools and hooks have their own limits inside it. */
+export const DEFAULT_STEP_TIMEOUT_MS = 600_000;
+
+/**
+ * Drives an agent one step at a time. `step(session)` → the next effects and whether the run
+ * continues, yielded or finished; `apply(effects)` → the new session; `finalize()` closes an
+ * interrupted run as cancellation does (unanswered tool calls get their interrupted results).
+ *
+ * @example
+ * ```ts
+ * import { AgentStepper, createAgentMachine, scriptedModel } from 'loopchart';
+ *
+ * const stepper = new AgentStepper(createAgentMachine({ model: scriptedModel(['Hello!']) }), { input: { prompt: 'Hi' } });
+ * for (;;) {
+ *   const { status, effects } = await stepper.step();
+ *   if (status !== 'continues') break;
+ *   const session = stepper.apply(effects); // store `session` here: it is plain JSON
+ * }
+ * console.log(stepper.status(), stepper.session);
+ * ```
+ */
+export class AgentStepper {
+  readonly #machine: AgentMachine;
+  readonly #parked: AgentMachine;
+  readonly #timeoutMs: number;
+  #session: SteppedSession;
+
+  constructor(machine: AgentMachine, from: { input: AgentInput } | { session: SteppedSession }, options: { timeoutMs?: number } = {}) {
+    this.#machine = machine;
+    // The chart with an executor that never performs: applying effects runs no side effect.
+    this.#parked = machine.withExecutor(() => park);
+    this.#timeoutMs = options.timeoutMs ?? DEFAULT_STEP_TIMEOUT_MS;
+    this.#session = 'session' in from ? from.session : this.#settle(createActor(this.#parked, { input: from.input }));
+  }
+
+  /** The current session: the persisted snapshot to store. */
+  get session(): SteppedSession {
+    return this.#session;
+  }
+
+  /** Where the current session stands. */
+  status(session: SteppedSession = this.#session): StepStatus {
+    return statusOf(session);
+  }
+
+  /**
+   * Performs the next step's side effects and returns them; the session is unchanged until
+   * `apply`. A session that yielded or finished has no step to take (no effects).
+   */
+  async step(session: SteppedSession = this.#session): Promise<StepResult> {
+    // A stored session at rest with a run in flight continues as the actor does on `resume`.
+    if ((session as { value?: unknown }).value === 'Idle' && statusOf(session) === 'continues') session = this.apply([{ type: 'resume' }], session);
+    this.#session = session;
+    const status = statusOf(session);
+    if (status !== 'continues') return { status, effects: [] };
+    const effects: IoEvent[] = [];
+    // Once the step's work is done, effects the chart asks for next are parked, never performed.
+    let closed = false;
+    const gated = this.#machine.withExecutor((inner): Executor => (effect, perform) => (closed ? park(effect, perform) : inner(effect, perform)));
+    const actor = createActor(gated, {
+      snapshot: session,
+      inspect: (event) => {
+        if (event.type === '@xstate.event' && event.actorRef === actor && event.event.type.startsWith('io.') && event.event.type !== 'io.attached') {
+          effects.push(event.event as IoEvent);
+        }
+      },
+    });
+    const before = JSON.stringify(actor.getSnapshot().value);
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    try {
+      await new Promise<void>((resolve, reject) => {
+        timer = setTimeout(() => reject(new StepTimeoutError(this.#timeoutMs)), this.#timeoutMs);
+        actor.subscribe({
+          next: (snapshot) => {
+            if (JSON.stringify(snapshot.value) !== before || snapshot.status !== 'active') {
+              closed = true;
+              resolve();
+            }
+          },
+          error: reject,
+        });
+        actor.start();
+      });
+    } finally {
+      clearTimeout(timer);
+      closed = true;
+      actor.stop();
+    }
+    return { status: 'continues', effects };
+  }
+
+  /**
+   * Applies a step's effects (and any external events, such as an `operation.resume` or an
+   * `approve`) to the session through the statechart; returns the new session. A refused event
+   * changes nothing, as with the actor.
+   */
+  apply(effects: readonly AgentEvent[], session: SteppedSession = this.#session): SteppedSession {
+    const actor = createActor(this.#parked, { snapshot: session });
+    return (this.#session = this.#settle(actor, effects));
+  }
+
+  /** Closes an interrupted run the way cancellation does: unanswered calls get their interrupted results. */
+  finalize(session: SteppedSession = this.#session): SteppedSession {
+    if (statusOf(session) === 'finished') return (this.#session = session);
+    return this.apply([{ type: 'cancel' }], session);
+  }
+
+  #settle(actor: ReturnType<typeof createActor<AgentMachine>>, events: readonly AgentEvent[] = []): SteppedSession {
+    const failure = (actor.getSnapshot() as { error?: unknown }).error;
+    if (actor.getSnapshot().status === 'error') throw failure;
+    actor.start();
+    try {
+      for (const event of events) actor.send(event);
+      return actor.getPersistedSnapshot() as SteppedSession;
+    } finally {
+      actor.stop();
+    }
+  }
+}
+
+/** An executor that never performs: the effect waits until the actor is stopped. */
+const park: Executor = () => new Promise<never>(() => {});
+
+function statusOf(session: SteppedSession): StepStatus {
+  const { status, value, context } = session as unknown as { status: string; value: unknown; context: { brain: { value: string; context: { pending: unknown[] } } } };
+  if (status !== 'active') return 'finished';
+  if (value === 'Idle') return context.brain.value !== 'Terminal' && (context.brain.value !== 'Start' || context.brain.context.pending.length > 0) ? 'continues' : 'finished';
+  const text = JSON.stringify(value);
+  // An approval yields once nothing else of the batch can run meanwhile.
+  const approvalOnly = text.includes('"AwaitingApproval"') && text.includes('"Paused"');
+  return text.includes('"AwaitingOperation"') || approvalOnly ? 'yielded' : 'continues';
+}
