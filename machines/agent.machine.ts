@@ -160,7 +160,9 @@ export function createAgentMachine(config: AgentConfig) {
   // Built once: a tool name contributed twice (config or operations) fails here, loudly.
   const tools = new ToolSet([...(config.tools ?? []), ...operations.flatMap((op) => op.tools ?? [])]);
   const approvalsConfigured = [...tools].some((tool) => tool.needsApproval !== undefined && tool.needsApproval !== false);
-  const tracing = config.telemetry ? new AgentTracing(config.telemetry, config.model.name) : undefined;
+  // A machine rebuilt from this one (`withClock`) keeps its tracing: its executor already has it.
+  const inherited = config.executor && tracedBy.get(config.executor);
+  const tracing = inherited ?? (config.telemetry ? new AgentTracing(config.telemetry, config.model.name) : undefined);
   const executor = config.executor ?? inProcessExecutor;
   // Approvals are the built-in approval-like operation, checked after the beforeTools point.
   if (approvalsConfigured) approvalsOrderProblem(plan);
@@ -174,8 +176,11 @@ export function createAgentMachine(config: AgentConfig) {
     toolConcurrency: config.toolConcurrency ?? DEFAULT_TOOL_CONCURRENCY,
     instructions,
     // Spans wrap the configured executor: they time the effect as it really runs.
-    executor: tracing ? composeExecutors(executor, tracing.wrap) : executor,
+    executor: tracing && !inherited ? composeExecutors(executor, tracing.wrap) : executor,
+    // A run whose IO stops before it ends (the actor stopped while the run waits) ends its span.
+    ...(tracing && { onStop: (key: string | undefined) => tracing.ioStopped(key) }),
   };
+  if (tracing) tracedBy.set(deps.executor, tracing);
 
   /**
    * The brain of a run stopped mid-step: calls without a result interrupted, then cancelled or
@@ -768,7 +773,7 @@ export function createAgentMachine(config: AgentConfig) {
     },
     output: ({ context }) => outputOf(context)!,
   });
-  return hardened(machine, deps, config, restoredContext);
+  return hardened(machine, tracing, deps, config, restoredContext);
 }
 
 /**
@@ -831,7 +836,16 @@ export type WithExecutor<M> = M & {
  * before it runs (`InvalidSnapshotError` naming the path), and `withExecutor` wraps the
  * executor for a host such as `DurableSession`.
  */
-function hardened<M extends AnyStateMachine>(machine: M, deps: IoDeps, config: AgentConfig, restoredContext: (value: unknown) => AgentContext): WithExecutor<M> {
+/** Executors that carry an agent's tracing, so a machine rebuilt on one does not trace twice. */
+const tracedBy = new WeakMap<Executor, AgentTracing>();
+
+function hardened<M extends AnyStateMachine>(
+  machine: M,
+  tracing: AgentTracing | undefined,
+  deps: IoDeps,
+  config: AgentConfig,
+  restoredContext: (value: unknown) => AgentContext,
+): WithExecutor<M> {
   const restore = machine.restoreSnapshot.bind(machine);
   return Object.assign(machine, {
     restoreSnapshot: ((snapshot, scope) => {
@@ -840,7 +854,8 @@ function hardened<M extends AnyStateMachine>(machine: M, deps: IoDeps, config: A
     }) as M['restoreSnapshot'],
     withExecutor(wrap: (inner: Executor) => Executor): WithExecutor<M> {
       const next = { ...deps, executor: composeExecutors(deps.executor, wrap) };
-      return hardened(machine.provide({ actors: { io: ioLogic(next) } }) as M, next, { ...config, executor: next.executor }, restoredContext);
+      if (tracing) tracedBy.set(next.executor, tracing);
+      return hardened(machine.provide({ actors: { io: ioLogic(next) } }) as M, tracing, next, { ...config, executor: next.executor }, restoredContext);
     },
     withClock(clock: () => number): WithExecutor<M> {
       return createAgentMachine({ ...config, executor: deps.executor, clock }) as unknown as WithExecutor<M>;

@@ -35,6 +35,8 @@ export interface IoDeps {
   /** The system prompt, sent first on every model call and never stored in the conversation. */
   instructions: Message | undefined;
   executor: Executor;
+  /** Told when the IO stops (its run ended, or the actor stopped mid-run), with the last request's key. */
+  onStop?: (lastKey: string | undefined) => void;
 }
 
 /** The conversation as the brain holds it: two lists, read only. */
@@ -321,8 +323,10 @@ export function ioLogic(deps: IoDeps) {
     };
 
     let received = false;
+    let lastKey: string | undefined;
     receive((request) => {
       received = true;
+      if (request.type !== 'abort') lastKey = request.key;
       switch (request.type) {
         case 'abort':
           abortRun();
@@ -478,7 +482,10 @@ export function ioLogic(deps: IoDeps) {
     queueMicrotask(() => {
       if (!received) sendBack(trusted({ type: 'io.attached' }));
     });
-    return abortRun;
+    return () => {
+      abortRun();
+      deps.onStop?.(lastKey);
+    };
   });
 }
 

@@ -17,6 +17,8 @@ import { formatTraceparent, parseTraceparent } from './traceparent.js';
 const SPAN_KIND_INTERNAL = 0;
 const SPAN_KIND_CLIENT = 2;
 const STATUS_ERROR = 2;
+/** Where a run key ends inside an effect key. */
+const RUN_KEY_END = /:run-\d+:/g;
 
 /** What the chart tells the tracing when a run starts or continues. */
 export interface RunFacts {
@@ -157,6 +159,23 @@ export class AgentTracing {
     }
   }
 
+  /**
+   * The run's IO stopped. At a run's end the chart has already closed the run (the run span ends
+   * in the same step); if it is still open, the actor was stopped mid-run (a session closed
+   * while the run waits for approval, a host shutting down): the span ends as suspended, so it
+   * is exported, and the run resumed elsewhere continues its trace. Checked a microtask later,
+   * after the step that stopped the IO has run its remaining actions.
+   */
+  ioStopped(lastKey: string | undefined): void {
+    if (lastKey === undefined) return;
+    queueMicrotask(() => {
+      const found = this.runEntryFor(lastKey);
+      if (!found) return;
+      found[1].span.setAttribute('loopchart.run.suspended', true);
+      this.closeRun(found[0], { interrupted: true });
+    });
+  }
+
   /** A model call failed and is tried again: an event on its `chat` span. */
   retried(key: string, attempt: { retry: number; delayMs: number; error: unknown }): void {
     this.calls.get(key)?.addEvent('gen_ai.retry', {
@@ -280,13 +299,19 @@ export class AgentTracing {
 
   /** The open run an effect belongs to: the longest run key its key starts with. */
   private runFor(key: string): OpenRun | undefined {
-    let found: OpenRun | undefined;
-    let length = -1;
-    for (const [runKey, run] of this.runs) {
-      if (runKey.length > length && key.startsWith(runKey)) {
-        found = run;
-        length = runKey.length;
-      }
+    return this.runEntryFor(key)?.[1];
+  }
+
+  /**
+   * Run keys end in `:run-<n>:` (see `runKeyOf`), so the candidates are the key's prefixes that
+   * end there: one lookup each, however many runs are open.
+   */
+  private runEntryFor(key: string): [string, OpenRun] | undefined {
+    let found: [string, OpenRun] | undefined;
+    for (const match of key.matchAll(RUN_KEY_END)) {
+      const runKey = key.slice(0, match.index + match[0].length);
+      const run = this.runs.get(runKey);
+      if (run) found = [runKey, run];
     }
     return found;
   }

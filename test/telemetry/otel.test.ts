@@ -251,6 +251,19 @@ describe('a traced run', () => {
   });
 });
 
+describe('a traced machine rebuilt by a host', () => {
+  it('withExecutor and withClock keep one tracing: each effect is one span, under its run', async () => {
+    const { tracing, machine } = traced({ model: scriptedModel([toolTurn, answer], { name: 'acme:small-1' }), tools: [add], retry: false });
+    const wrapped = machine.withExecutor((inner) => (effect, perform) => inner(effect, perform)).withClock(() => 1_000);
+    await runToCompletion(createActor(wrapped, { input: { prompt: 'go' } }));
+    const [run, ...moreRuns] = tracing.named('invoke_agent');
+    expect(moreRuns).toEqual([]);
+    const children = tracing.spans().filter((span) => span !== run);
+    expect(children.map((span) => span.name).sort()).toEqual(['chat small-1', 'chat small-1', 'execute_tool add']);
+    for (const child of children) expect(parentOf(child)).toBe(idOf(run!));
+  });
+});
+
 describe('telemetry off', () => {
   it('an agent without telemetry stores no trace context', async () => {
     const machine = createAgentMachine({ model: scriptedModel([answer]), retry: false });
@@ -289,15 +302,18 @@ describe('a durable session resumed in another process', () => {
     try {
       const db = join(dir, 'sessions.db');
       const first = child(db, 'ask');
-      // The first process stopped while the run waited: its chat span ended, its run span did not.
+      // The first process closed the session while the run waited: its run span ended as suspended.
       const firstChat = first.spans.find((s) => s.name === 'chat m')!;
-      expect(first.spans.find((s) => s.name.startsWith('invoke_agent'))).toBeUndefined();
-      expect(first.trace).toBe(`00-${firstChat.traceId}-${firstChat.parentSpanId}-01`);
+      const firstRun = first.spans.find((s) => s.name === 'invoke_agent durable')!;
+      expect(firstRun.attributes).toMatchObject({ 'loopchart.run.suspended': true });
+      expect(firstRun.attributes['loopchart.outcome']).toBeUndefined();
+      expect(firstChat.parentSpanId).toBe(firstRun.spanId);
+      expect(first.trace).toBe(`00-${firstRun.traceId}-${firstRun.spanId}-01`);
 
       const second = child(db, 'approve');
       const run = second.spans.find((s) => s.name === 'invoke_agent durable')!;
       expect(run.traceId).toBe(firstChat.traceId);
-      expect(run.parentSpanId).toBe(firstChat.parentSpanId);
+      expect(run.parentSpanId).toBe(firstRun.spanId);
       expect(run.attributes).toMatchObject({ 'loopchart.run.resumed': true, 'gen_ai.conversation.id': 'traced-1', 'loopchart.outcome': 'Completed' });
       const tool = second.spans.find((s) => s.name === 'execute_tool write')!;
       const chat = second.spans.find((s) => s.name === 'chat m')!;
