@@ -262,8 +262,16 @@ export class AgentTracing {
           { kind: SPAN_KIND_INTERNAL, attributes: { 'gen_ai.tool.name': call.name, 'gen_ai.tool.call.id': call.id, ...conversation } },
         ];
       }
+      case 'operation': {
+        const { operation, hook, turn } = effect.input as SideEffect<'operation'>['input'];
+        return [
+          `operation ${operation}`,
+          { kind: SPAN_KIND_INTERNAL, attributes: { 'loopchart.operation.name': operation, 'loopchart.operation.hook': hook, 'loopchart.turn': turn, ...conversation } },
+        ];
+      }
     }
-    throw new Error(`unknown effect kind ${String(effect.kind)}`);
+    // A kind this build does not know (a newer host's): traced plainly, never refused.
+    return [String(effect.kind), { kind: SPAN_KIND_INTERNAL, attributes: conversation }];
   }
 
   private recordOutput(span: Span, effect: SideEffect, output: unknown): void {

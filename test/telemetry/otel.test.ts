@@ -251,6 +251,26 @@ describe('a traced run', () => {
   });
 });
 
+describe('operations', () => {
+  it('each operation hook is one span under the run, naming the operation and the point', async () => {
+    const { tracing, machine } = traced({
+      model: scriptedModel([toolTurn, answer]),
+      tools: [add],
+      retry: false,
+      operations: [{ name: 'audit', beforeTools: async () => {}, afterReply: async () => {} }],
+    });
+    expect((await runToCompletion(createActor(machine, { input: { prompt: 'go' } }))).outcome.type).toBe('Completed');
+    const [run] = tracing.named('invoke_agent');
+    const hooks = tracing.named('operation ');
+    expect(hooks.map((span) => `${span.name}:${span.attributes['loopchart.operation.hook']}`)).toEqual([
+      'operation audit:afterReply',
+      'operation audit:beforeTools',
+      'operation audit:afterReply',
+    ]);
+    for (const span of hooks) expect(parentOf(span)).toBe(idOf(run!));
+  });
+});
+
 describe('a traced machine rebuilt by a host', () => {
   it('withExecutor and withClock keep one tracing: each effect is one span, under its run', async () => {
     const { tracing, machine } = traced({ model: scriptedModel([toolTurn, answer], { name: 'acme:small-1' }), tools: [add], retry: false });
