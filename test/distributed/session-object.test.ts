@@ -12,7 +12,7 @@ import { DurableSession, MemorySessionStore, type Message, type Outcome } from '
 import { fixtureMachine, SLOW_MS } from './fixtures/agent.js';
 import { IngressClient } from './support/ingress.js';
 import { RestateServer, freePort, waitFor } from './support/server.js';
-import { SERVER_BINARY, readToolLog, sleep } from './support/suite.js';
+import { SERVER_BINARY, readToolLog } from './support/suite.js';
 import { startWorker, type Worker } from './support/workers.js';
 
 interface Summary {
@@ -114,6 +114,31 @@ describe.skipIf(!SERVER_BINARY)('Restate session object (real server, real worke
     expect((await client.ok<Summary>('cancel', 'send', { message: 'fine' })).outcome?.type).toBe('Completed');
   });
 
+  it('a seal from another client ends a run in flight with its reason', async () => {
+    const invocation = await client.enqueue('seal', 'send', { message: 'slow seal' });
+    await waitFor('the run to be in flight', async () => ((await other.ok<Summary>('seal', 'state')).running ? true : undefined));
+    await other.ok('seal', 'seal', { reason: 'operator stop' });
+    const reply = await client.attach<Summary>(invocation);
+    expect(reply.outcome).toEqual({ type: 'Sealed', reason: 'operator stop' });
+  });
+
+  it('a worker SIGKILLed during a tool call: the call runs again with the same key, finished steps do not', async () => {
+    const invocation = await client.enqueue('inflight', 'send', { message: 'please hang' });
+    await waitFor('the tool call in flight', async () => (toolLines('inflight').some((line) => line.line.endsWith('hang/c')) ? true : undefined));
+    const killed = worker.child.pid;
+    await worker.kill('SIGKILL');
+    worker = await startOurWorker();
+    const reply = await client.attach<Summary>(invocation);
+    expect(reply.outcome).toEqual({ type: 'Completed', finalText: 'done: inflight (please hang) after 3 tool results' });
+    const lines = toolLines('inflight');
+    const inFlight = lines.filter((line) => line.key === 'inflight:run-1:turn-2:tools:t2');
+    expect(inFlight.map((line) => line.pid === killed)).toEqual([true, false]);
+    expect(lines.filter((line) => line.key !== 'inflight:run-1:turn-2:tools:t2').map((line) => line.key).sort()).toEqual([
+      'inflight:run-1:turn-1:tools:t1a',
+      'inflight:run-1:turn-1:tools:t1b',
+    ]);
+  });
+
   it('a steer from another client reaches the brain at its next coherent point', async () => {
     const invocation = await client.enqueue('steer', 'send', { message: 'slow steer' });
     await waitFor('the run to be in flight', async () => ((await other.ok<Summary>('steer', 'state')).running ? true : undefined));
@@ -167,8 +192,13 @@ describe.skipIf(!SERVER_BINARY)('Restate session object (real server, real worke
       requested = (event?.event.calls as { id: string }[] | undefined)?.[0];
       return requested;
     });
-    // The worker dies while the session waits (suspended after INACTIVITY_MS), then comes back.
-    await sleep(800);
+    // Waiting costs no worker: Restate suspends the invocation (after INACTIVITY_MS)...
+    const status = await waitFor('the waiting run to be suspended', async () => {
+      const rows = await server.query<{ status: string }>(`SELECT status FROM sys_invocation WHERE id = '${invocation}'`);
+      return rows[0]?.status === 'suspended' ? rows[0].status : undefined;
+    });
+    expect(status).toBe('suspended');
+    // ...and the worker may die meanwhile; a new one takes over when the decision comes.
     await worker.kill('SIGKILL');
     worker = await startOurWorker();
     await other.ok('approval', 'approve', { toolCallId: requested!.id });
@@ -207,12 +237,9 @@ describe.skipIf(!SERVER_BINARY)('Restate session object (real server, real worke
     expect(before.outcome?.type).toBe('Completed');
     const reply = await client.ok<Summary>('old', 'send', { message: 'second' });
     expect(reply.outcome).toEqual({ type: 'Completed', finalText: 'done: old (second) after 6 tool results' });
-    const query = await fetch(`${server.adminUrl}/query`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', accept: 'application/json' },
-      body: JSON.stringify({ query: "SELECT value_utf8 FROM state WHERE service_name = 'loopchartSession' AND service_key = 'old' AND key = 'row'" }),
-    });
-    const rows = ((await query.json()) as { rows: { value_utf8: string }[] }).rows;
+    const rows = await server.query<{ value_utf8: string }>(
+      "SELECT value_utf8 FROM state WHERE service_name = 'loopchartSession' AND service_key = 'old' AND key = 'row'",
+    );
     expect(JSON.parse(rows[0]!.value_utf8).rowVersion).toBe(SESSION_ROW_VERSION);
   });
 });

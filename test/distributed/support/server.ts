@@ -129,6 +129,18 @@ export class RestateServer {
     if (!response.ok) throw new Error(`registering ${uri}: ${response.status} ${await response.text()}`);
   }
 
+  /** Runs SQL on the admin API's introspection tables (`sys_invocation`, `state`, ...). */
+  async query<T>(sql: string): Promise<T[]> {
+    const response = await fetch(`${this.adminUrl}/query`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', accept: 'application/json' },
+      body: JSON.stringify({ query: sql }),
+      signal: AbortSignal.timeout(10_000),
+    });
+    if (!response.ok) throw new Error(`query: ${response.status} ${await response.text()}`);
+    return ((await response.json()) as { rows: T[] }).rows;
+  }
+
   /** Resident set size of the server process, from /proc. */
   rssBytes(): number {
     const status = readFileSync(`/proc/${this.#child!.pid}/status`, 'utf8');

@@ -15,4 +15,3 @@ export function readToolLog(text: string): ToolLine[] {
   return text.split('\n').filter(Boolean).map((line) => JSON.parse(line) as ToolLine);
 }
 
-export const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
