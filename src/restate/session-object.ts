@@ -1,6 +1,6 @@
 import * as restate from '@restatedev/restate-sdk';
 import { createActor } from 'xstate';
-import type { AgentContext, AgentMachine, AgentEmitted } from '../../machines/agent.machine.js';
+import { runInFlight, type AgentContext, type AgentMachine, type AgentEmitted } from '../../machines/agent.machine.js';
 import { externalEventProblem, type ExternalEvent } from '../agent/events.js';
 import { LoopchartError } from '../errors.js';
 import type { Message, Outcome } from '../schemas.js';
@@ -32,7 +32,7 @@ export interface RestateSessionOptions {
 /** What `send` returns once the turn is over, and `state` reports at any time. */
 export interface SessionSummaryReply {
   sessionId: string;
-  /** The brain's state: `Start` between runs, `Terminal` never stays (a finished run rests in `Start`). */
+  /** The brain's state: `Start` before the first run, `Terminal` after a finished one, another while a run goes. */
   state: string;
   /** Whether a run is in flight: its turn is running or waits for an approval. */
   running: boolean;
@@ -137,8 +137,7 @@ export function restateSession(options: RestateSessionOptions) {
       state: restate.handlers.object.shared(async (ctx: restate.ObjectSharedContext): Promise<SessionSummaryReply> => {
         const sessionId = checkSessionKey(ctx.key);
         const context = await loadSession(ctx, sessionId).catch(terminal);
-        const running = context !== undefined && context.brain.value !== 'Start' && context.brain.value !== 'Terminal';
-        return summary(sessionId, context, running || (context?.brain.context.pending.length ?? 0) > 0);
+        return summary(sessionId, context, context !== undefined && runInFlight(context.brain));
       }),
       transcript: restate.handlers.object.shared(async (ctx: restate.ObjectSharedContext): Promise<Message[]> => {
         checkSessionKey(ctx.key);
