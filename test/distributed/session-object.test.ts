@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SESSION_ROW_VERSION } from '../../src/sessions/session-row.js';
 import { DurableSession, MemorySessionStore, type Message, type Outcome } from '../../src/index.js';
-import { fixtureMachine, SLOW_MS } from './fixtures/agent.js';
+import { fixtureMachine } from './fixtures/agent.js';
 import { IngressClient } from './support/ingress.js';
 import { RestateServer, freePort, waitFor } from './support/server.js';
 import { SERVER_BINARY, readToolLog } from './support/suite.js';
@@ -101,14 +101,12 @@ describe.skipIf(!SERVER_BINARY)('Restate session object (real server, real worke
   });
 
   it('a cancel from another client ends a run in flight at its next coherent point', async () => {
-    const started = Date.now();
     const invocation = await client.enqueue('cancel', 'send', { message: 'slow cancel' });
     await waitFor('the run to be in flight', async () => ((await other.ok<Summary>('cancel', 'state')).running ? true : undefined));
     await other.ok('cancel', 'cancel', {});
     const reply = await client.attach<Summary>(invocation);
     expect(reply.outcome).toEqual({ type: 'Cancelled' });
-    // The first model call takes SLOW_MS; a cancel that waited for the run would take 3 of them.
-    expect(Date.now() - started).toBeLessThan(SLOW_MS * 2.5);
+    // Taken during the first model call: no tool of the run ever ran.
     expect(toolLines('cancel')).toEqual([]);
     // Not poisoned: the next run goes.
     expect((await client.ok<Summary>('cancel', 'send', { message: 'fine' })).outcome?.type).toBe('Completed');
