@@ -1,0 +1,44 @@
+/** examples/mcp.ts: the demo agent on the filesystem MCP server's tools, offline, end to end. */
+import { spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it } from 'vitest';
+
+const REPO = fileURLToPath(new URL('../../', import.meta.url));
+const TSX = new URL('../../node_modules/tsx/dist/loader.mjs', import.meta.url).href;
+
+function run(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, ['--import', TSX, join(REPO, 'examples/mcp.ts'), ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    const timer = setTimeout(() => child.kill('SIGKILL'), 30_000);
+    child.on('error', reject);
+    child.on('close', (code) => {
+      clearTimeout(timer);
+      resolve({ code, stdout, stderr });
+    });
+  });
+}
+
+describe('examples/mcp.ts', () => {
+  it('lists and reads the fixture folder through the MCP server and answers with the real line counts', async () => {
+    const { code, stdout, stderr } = await run([]);
+    expect(code, stderr).toBe(0);
+    const fixtures = join(REPO, 'examples/fixtures');
+    const lines = (name: string) => readFileSync(join(fixtures, name), 'utf8').split('\n').filter(Boolean).length;
+    expect(stdout).toContain('→ fs_list_directory');
+    expect(stdout).toContain(
+      `Completed: README.md: ${lines('README.md')} lines, orders.csv: ${lines('orders.csv')} lines, service.log: ${lines('service.log')} lines.`,
+    );
+  });
+
+  it('another folder gives another answer', async () => {
+    const { code, stdout } = await run([fileURLToPath(new URL('./fixtures/folder/notes', import.meta.url))]);
+    expect(code).toBe(0);
+    expect(stdout).toContain('Completed: todo.md: 1 lines. The largest is todo.md.');
+  });
+});
