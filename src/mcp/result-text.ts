@@ -46,7 +46,16 @@ function blockText(raw: { type: string }): string {
   }
 }
 
-/** The text of a tool result, and whether the server flagged it as an error. */
+/**
+ * The text of an MCP tool result, and whether the server flagged it as an error (what `mcpTools`
+ * hands the model for each call).
+ *
+ * @example
+ * ```ts
+ * resultText({ content: [{ type: 'image', data: 'iVBORw0KGgo=', mimeType: 'image/png' }, { type: 'text', text: 'a chart' }] });
+ * // { text: '[image: image/png, 8 bytes]\na chart', isError: false }
+ * ```
+ */
 export function resultText(result: CallResult): { text: string; isError: boolean } {
   const parsed = CallResultSchema.parse(result);
   const hasText = parsed.content.some((block) => block.type === 'text');
