@@ -4,7 +4,9 @@ import type { Tool } from './define-tool.js';
  * Tools that may change between runs, such as an MCP server's (`mcpTools` from `loopchart/mcp`
  * is one). An agent asks each of its sources for their tools once per run, before the run's
  * first model call, and the run keeps that set to its end: the model is offered, and the runner
- * runs, the tools of that listing. A listing that fails fails the run's model step.
+ * runs, the tools of that listing. A listing that fails fails the run's model step. The listing
+ * lives with the run's IO in this process: a run restored from a snapshot (another process, each
+ * step of an `AgentStepper`) lists again when it continues, and the listing is not journaled.
  *
  * @example
  * ```ts
