@@ -16,7 +16,7 @@ import {
   type Executor,
   type ToolMessage,
 } from '../../src/index.js';
-import { mcpTools, McpServerStartError, type McpTools } from '../../src/mcp.js';
+import { mcpTools, McpServerError, McpServerStartError, type McpTools } from '../../src/mcp.js';
 import { runToolCalls } from '../../src/tools/run-tools.js';
 import { MemorySessionStore, scriptedModel } from '../../src/testing.js';
 import { alive, eventually, FIXTURE_SERVER, fixtureServer, scratch } from './support.js';
@@ -163,6 +163,21 @@ describe('a server that fails', () => {
     const pid = Number(/pid=(\d+)/.exec((error as McpServerStartError).stderr)?.[1]);
     expect(pid).toBeGreaterThan(0);
     expect(await eventually(() => !alive(pid))).toBe(true);
+  });
+
+  it('a tool list the MCP schema refuses: McpServerError from mcpTools, and the server is ended', async () => {
+    const own = scratch();
+    try {
+      const error = await mcpTools(fixtureServer({ MCP_FIXTURE_BROKEN_LIST: '1', MCP_FIXTURE_LOG: own.logFile })).catch((e: unknown) => e);
+      expect(McpServerError.isInstance(error)).toBe(true);
+      expect((error as McpServerError).code).toBe('McpServer');
+      expect((error as Error).message).toContain('listing its tools failed');
+      const pid = Number(own.events().find((event) => event.started)?.started);
+      expect(pid).toBeGreaterThan(0);
+      expect(await eventually(() => !alive(pid))).toBe(true);
+    } finally {
+      own.remove();
+    }
   });
 
   it('a server that dies during a call: that call gets an error result, the run goes on', async () => {

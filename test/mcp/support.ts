@@ -41,7 +41,7 @@ export function alive(pid: number): boolean {
 }
 
 /** Polls until `check` holds, at most `ms`. */
-export async function eventually(check: () => boolean, ms = 5_000): Promise<boolean> {
+export async function eventually(check: () => boolean, ms = 10_000): Promise<boolean> {
   const deadline = Date.now() + ms;
   while (Date.now() < deadline) {
     if (check()) return true;
