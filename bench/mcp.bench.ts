@@ -11,8 +11,8 @@
  *   one event loop, so this is a lower bound on a local HTTP server);
  * - tools/list: the listing a tool source costs at each run's start (stdio, 9 tools).
  * Calls run one after another; each row is the median over runs of the mean per call. The rows
- * are measured in turn within each run (not one row after the other), so a load change on a shared
- * machine hits every row alike and the ratios hold.
+ * are measured in turn within each run (not one row after the other), starting at another row
+ * each run, so a load change on a shared machine hits every row alike and the ratios hold.
  */
 import { randomUUID } from 'node:crypto';
 import { createServer } from 'node:http';
@@ -97,7 +97,13 @@ export async function run(): Promise<void> {
     ];
     for (const [, call] of paths) await perCall(call); // warm-up
     const samples = paths.map((): number[] => []);
-    for (let r = 0; r < RUNS; r++) for (const [i, [, call]] of paths.entries()) samples[i]!.push(await perCall(call));
+    // Each run starts at another row, so no row always pays for going first.
+    for (let r = 0; r < RUNS; r++) {
+      for (let k = 0; k < paths.length; k++) {
+        const i = (r + k) % paths.length;
+        samples[i]!.push(await perCall(paths[i]![1]));
+      }
+    }
     const rows = paths.map(([label], i) => [label, median(samples[i]!)] as const);
     const base = rows[0]![1];
     printTable(
