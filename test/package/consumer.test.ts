@@ -27,7 +27,7 @@ let consumer: string;
 const npm = process.platform === 'win32' ? 'npm.cmd' : 'npm';
 
 function node(args: string[], env: Record<string, string> = {}) {
-  return spawnSync(process.execPath, args, { cwd: consumer, encoding: 'utf8', timeout: 60_000, env: { ...process.env, ...env } });
+  return spawnSync(process.execPath, args, { cwd: consumer, encoding: 'utf8', timeout: 170_000, env: { ...process.env, ...env } });
 }
 
 beforeAll(() => {
@@ -75,7 +75,9 @@ describe('the packed tarball', () => {
     const tsc = node([join(consumer, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', dir]);
     expect(tsc.stdout + tsc.stderr).toBe('');
     expect(tsc.status).toBe(0);
-  });
+    // A strict tsc over every subpath's declarations takes 10-20 s alone and 40-55 s on a loaded
+    // 2-core machine: the limit is a safeguard against a hang, not a speed assertion.
+  }, 180_000);
 
   it.each(['run.mjs', 'run.cjs'])('%s completes an agent run and a durable session on SQLite', (script) => {
     cpSync(join(fixtures, 'scripts', script), join(consumer, script));
