@@ -779,6 +779,16 @@ export function createAgentMachine(config: AgentConfig) {
 /**
  * The built-in approvals, as an operation: its decisions arrive as `approve` / `deny`, or as
  * `{ type: 'operation.resume', operation: 'approvals', payload: { toolCallId, approved, always?, reason? } }`.
+ *
+ * @example
+ * ```ts
+ * actor.on('operation.yielded', ({ operation, payload }) => {
+ *   if (operation !== APPROVALS_OPERATION) return;
+ *   for (const toolCallId of (payload as { calls: string[] }).calls) {
+ *     actor.send({ type: 'operation.resume', operation: APPROVALS_OPERATION, payload: { toolCallId, approved: true } });
+ *   }
+ * });
+ * ```
  */
 export const APPROVALS_OPERATION = 'approvals';
 

@@ -25,6 +25,7 @@ export {
   type AgentEmitted,
   type WithExecutor,
   DEFAULT_MAX_TOOL_CALLS_PER_REPLY,
+  APPROVALS_OPERATION,
 } from '../machines/agent.machine.js';
 export {
   composeExecutors,

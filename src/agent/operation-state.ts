@@ -10,15 +10,36 @@ export const JsonValueSchema = z.unknown().superRefine((value, ctx) => {
   if (problem !== null) ctx.addIssue({ code: 'custom', message: problem });
 });
 
-/** The points where operations run, in the order a turn reaches them. */
+/**
+ * The points where operations run, in the order a turn reaches them.
+ *
+ * @example
+ * ```ts
+ * for (const hook of OPERATION_HOOKS) console.log(hook); // beforeModelCall, afterReply, beforeTools
+ * ```
+ */
 export const OPERATION_HOOKS = ['beforeModelCall', 'afterReply', 'beforeTools'] as const;
 export const OperationHookSchema = z.enum(OPERATION_HOOKS);
+/**
+ * One of the hook points.
+ *
+ * @example
+ * ```ts
+ * const hook: OperationHook = 'beforeTools';
+ * ```
+ */
 export type OperationHook = z.infer<typeof OperationHookSchema>;
 
 /**
  * What the operations of an agent hold in its context, persisted with the session (row
  * version 3): each operation's slice of application state, the hook point in progress, the last
  * point finished, and the operation the run waits on, if one yielded.
+ *
+ * @example
+ * ```ts
+ * const state: OperationsState = actor.getSnapshot().context.operations;
+ * if (state.waiting) console.log(`${state.waiting.operation} waits for ${state.waiting.reason}`);
+ * ```
  */
 export const OperationsStateSchema = z.object({
   /** Each operation's slice, by operation name (names are checked at configuration: no `__proto__`). */

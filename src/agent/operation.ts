@@ -5,7 +5,14 @@ import type { Message, PendingToolCall, ToolMessage } from '../schemas.js';
 import type { Tool } from '../tools/define-tool.js';
 import type { OperationHook } from './operation-state.js';
 
-/** What an operation sees: the conversation so far and its own slice of state, read-only. */
+/**
+ * What an operation sees: the conversation so far and its own slice of state, read-only.
+ *
+ * @example
+ * ```ts
+ * const op: Operation<{ n: number }> = { name: 'n', prompt: (ctx: OperationContext<{ n: number }>) => `turn ${ctx.turn}, n = ${ctx.state.n}` };
+ * ```
+ */
 export interface OperationContext<S = unknown> {
   readonly sessionId: string;
   readonly turn: number;
@@ -14,12 +21,26 @@ export interface OperationContext<S = unknown> {
   readonly state: S;
 }
 
-/** What a hook sees besides: a signal aborted when the run stops needing it or its timeout passes. */
+/**
+ * What a hook sees besides: a signal aborted when the run stops needing it or its timeout passes.
+ *
+ * @example
+ * ```ts
+ * const op: Operation = { name: 'fetcher', beforeModelCall: async (ctx: HookContext) => void (await fetch(url, { signal: ctx.signal })) };
+ * ```
+ */
 export interface HookContext<S = unknown> extends OperationContext<S> {
   readonly signal: AbortSignal;
 }
 
-/** The request about to go to the model; `prepareRequest` may return a rewritten one. */
+/**
+ * The request about to go to the model; `prepareRequest` may return a rewritten one.
+ *
+ * @example
+ * ```ts
+ * const noEcho: Operation = { name: 'no-echo', prepareRequest: (request: PreparedRequest) => ({ ...request, tools: request.tools.filter((t) => t.name !== 'echo') }) };
+ * ```
+ */
 export interface PreparedRequest {
   messages: Message[];
   tools: ToolDefinition[];
@@ -31,6 +52,16 @@ export interface PreparedRequest {
  * they do not run (only an operation declaring `runsTools`, at `beforeTools`); `yield` stops the
  * run here until `{ type: 'operation.resume', operation, payload }` arrives. Effects are applied
  * before the yield, and a yield wins the point: later operations and the step itself wait.
+ *
+ * @example
+ * ```ts
+ * const gate: Operation<{ asked: number }, { ok: boolean }> = {
+ *   name: 'gate',
+ *   state: { schema: z.object({ asked: z.number() }), initial: { asked: 0 } },
+ *   resume: { schema: z.object({ ok: z.boolean() }) },
+ *   beforeTools: (_calls, ctx): OperationStep<{ asked: number }> => ({ state: { asked: ctx.state.asked + 1 }, yield: { reason: 'review' } }),
+ * };
+ * ```
  */
 export interface OperationStep<S = unknown> {
   state?: S;
@@ -41,7 +72,14 @@ export interface OperationStep<S = unknown> {
 type HookResult<S> = OperationStep<S> | void | undefined;
 type MaybePromise<T> = T | Promise<T>;
 
-/** How long a hook may take unless the operation says otherwise. */
+/**
+ * How long a hook may take unless the operation says otherwise.
+ *
+ * @example
+ * ```ts
+ * const patient: Operation = { name: 'patient', timeoutMs: 4 * DEFAULT_OPERATION_TIMEOUT_MS, beforeModelCall: slowLookup };
+ * ```
+ */
 export const DEFAULT_OPERATION_TIMEOUT_MS = 30_000;
 
 /**

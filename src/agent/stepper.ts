@@ -14,12 +14,36 @@ import type { IoEvent } from './io.js';
  * decides both ways, so a stepped run gives the same transcript as the actor.
  */
 
-/** A session as the stepper carries it: the agent actor's persisted snapshot. */
+/**
+ * A session as the stepper carries it: the agent actor's persisted snapshot.
+ *
+ * @example
+ * ```ts
+ * await db.save(id, JSON.stringify(stepper.session as SteppedSession));
+ * ```
+ */
 export type SteppedSession = Snapshot<unknown>;
 
-/** Where a run stands: more steps to take, waiting for the caller (a yield, an approval), or finished. */
+/**
+ * Where a run stands: more steps to take, waiting for the caller (a yield, an approval), or finished.
+ *
+ * @example
+ * ```ts
+ * const status: StepStatus = stepper.status();
+ * if (status === 'yielded') queue.park(id);
+ * ```
+ */
 export type StepStatus = 'continues' | 'yielded' | 'finished';
 
+/**
+ * What `step` returns: where the run stands and the effects to `apply`.
+ *
+ * @example
+ * ```ts
+ * const { status, effects }: StepResult = await stepper.step();
+ * if (status === 'continues') stepper.apply(effects);
+ * ```
+ */
 export interface StepResult {
   status: StepStatus;
   /**
@@ -29,14 +53,32 @@ export interface StepResult {
   effects: readonly IoEvent[];
 }
 
-/** A step's side effects took longer than the stepper allows. */
+/**
+ * A step's side effects took longer than the stepper allows.
+ *
+ * @example
+ * ```ts
+ * try {
+ *   await stepper.step();
+ * } catch (error) {
+ *   if (StepTimeoutError.isInstance(error)) stepper.finalize();
+ * }
+ * ```
+ */
 export class StepTimeoutError extends LoopchartError {
   constructor(ms: number) {
     super('StepTimeout', `the step's side effects did not finish within ${ms} ms`);
   }
 }
 
-/** How long one step may take by default: its model call, tools and hooks have their own limits inside it. */
+/**
+ * How long one step may take by default: its model call, tools and hooks have their own limits inside it.
+ *
+ * @example
+ * ```ts
+ * const stepper = new AgentStepper(machine, { input: { prompt: 'Hi' } }, { timeoutMs: DEFAULT_STEP_TIMEOUT_MS / 10 });
+ * ```
+ */
 export const DEFAULT_STEP_TIMEOUT_MS = 600_000;
 
 /**

@@ -4,7 +4,7 @@ import { createActor, waitFor } from 'xstate';
 import { z } from 'zod';
 import { createAgentMachine, type AgentEvent, type AgentOutput } from '../../machines/agent.machine.js';
 import type { AgentConfig } from '../../src/agent/config.js';
-import { AgentStepper, type SteppedSession } from '../../src/agent/stepper.js';
+import { AgentStepper, StepTimeoutError, type SteppedSession } from '../../src/agent/stepper.js';
 import { scriptedModel } from '../../src/models/scripted.js';
 import { defineTool } from '../../src/tools/define-tool.js';
 import { ciGateOperation } from '../../examples/operations/ci-gate.js';
@@ -115,5 +115,14 @@ describe('step / apply / finalize', () => {
     expect(closed.output).toEqual(cancelled.output);
     expect(closed.output.outcome).toEqual({ type: 'Cancelled' });
     expect(closed.output.messages.filter((m) => m.role === 'tool').map((m) => (m as { isError?: boolean }).isError)).toEqual([true, true]);
+  });
+
+  it('a step whose side effects do not finish in time rejects with StepTimeoutError; the session is unchanged', async () => {
+    const stuck = { name: 'stuck', generate: () => new Promise<never>(() => {}) };
+    const stepper = new AgentStepper(createAgentMachine({ model: stuck, retry: false }), { input: { prompt: 'hi' } }, { timeoutMs: 50 });
+    const before = JSON.stringify(stepper.session);
+    await expect(stepper.step()).rejects.toBeInstanceOf(StepTimeoutError);
+    expect(JSON.stringify(stepper.session)).toBe(before);
+    expect(stepper.status()).toBe('continues');
   });
 });
