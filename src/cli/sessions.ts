@@ -92,6 +92,8 @@ export async function showSession(sessionId: string, options: CommandOptions): P
 
 /** True once the run stands still waiting for a human's approve/deny. */
 const awaitingApproval = (value: unknown) => JSON.stringify(value).includes('"AwaitingApproval"');
+/** True once the run stands still waiting for an operation's resume (a custom yield). */
+const awaitingOperation = (value: unknown) => JSON.stringify(value).includes('"AwaitingOperation"');
 
 export async function resumeSession(sessionId: string, options: CommandOptions): Promise<number> {
   const { io, location } = options;
@@ -109,12 +111,21 @@ export async function resumeSession(sessionId: string, options: CommandOptions):
       const committedBefore = context.brain.context.history.length;
       const session = await DurableSession.open({ machine, store, sessionId });
       try {
-        const stalled = new Promise<'approval'>((resolve) => {
-          const check = (value: unknown) => awaitingApproval(value) && (resolve('approval'), true);
+        const stalled = new Promise<'approval' | 'operation'>((resolve) => {
+          const check = (value: unknown) =>
+            (awaitingApproval(value) && (resolve('approval'), true)) || (awaitingOperation(value) && (resolve('operation'), true));
           if (check(session.actor.getSnapshot().value)) return;
           const subscription = session.actor.subscribe((snapshot) => check(snapshot.value) && subscription.unsubscribe());
         });
         const ended = await Promise.race([session.whenIdle(), stalled]);
+        if (ended === 'operation') {
+          await session.flush();
+          const waiting = session.actor.getSnapshot().context.operations.waiting!;
+          throw new CliError(
+            `session ${escapeLine(sessionId)}: the run waits on operation '${escapeLine(waiting.operation)}' (${escapeLine(waiting.reason)}); ` +
+              `send { type: 'operation.resume', operation: '${escapeLine(waiting.operation)}', payload } from the application that owns the session`,
+          );
+        }
         if (ended === 'approval') {
           await session.flush();
           const { approvals } = session.actor.getSnapshot().context;

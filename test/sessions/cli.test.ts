@@ -26,6 +26,7 @@ import { runNode, tsxCommand } from './fixtures/processes.js';
 const CLI = fileURLToPath(new URL('../../src/cli.ts', import.meta.url));
 const AGENT = fileURLToPath(new URL('./fixtures/cli-agent.ts', import.meta.url));
 const APPROVAL_AGENT = fileURLToPath(new URL('./fixtures/cli-approval-agent.ts', import.meta.url));
+const OPERATIONS_AGENT = fileURLToPath(new URL('./fixtures/cli-operations-agent.ts', import.meta.url));
 const cli = tsxCommand(CLI);
 const SYSTEM: Message = { role: 'system', content: 'You fetch pages.' };
 const HOSTILE = '\x1b[2J\x1b]0;pwned\x07\rline\u202eevil\x9b31m';
@@ -338,6 +339,27 @@ describe('loopchart sessions resume', () => {
     const after = await stored('asking');
     expect(after.messages).toEqual(before.messages);
     expect(after.context.approvals.waiting).toEqual(['call_1_0', 'call_1_1']);
+  });
+
+  it('stops at a run waiting on an operation, names it and its reason, and leaves the session as it was', async () => {
+    const { agent } = await import('./fixtures/cli-operations-agent.js');
+    const store = new SqliteSessionStore({ path: db });
+    // Stopped after its first reply, before the gate yielded: the resumed run reaches the yield.
+    const first = await DurableSession.open({ machine: createAgentMachine(agent), store, sessionId: 'gated', history: [SYSTEM] });
+    first.send({ type: 'input', message: 'Fetch both pages.' });
+    await until(() => first.actor.getSnapshot().matches({ Running: 'AwaitingOperation' }));
+    await first.close();
+    await store.close();
+    const before = await stored('gated');
+    const { code, err } = await inStore('sessions', 'resume', 'gated', '--agent', OPERATIONS_AGENT);
+    expect(code).toBe(1);
+    expect(err.trim()).toBe(
+      "loopchart: session gated: the run waits on operation 'ci-gate' (ci-result); " +
+        "send { type: 'operation.resume', operation: 'ci-gate', payload } from the application that owns the session",
+    );
+    const after = await stored('gated');
+    expect(after.messages).toEqual(before.messages);
+    expect(after.context.operations.waiting?.operation).toBe('ci-gate');
   });
 
   it('has nothing to do for a session at rest, and fails clearly for an unknown one', async () => {
