@@ -10,6 +10,7 @@ export default defineConfig({
     testing: 'src/testing.ts',
     restate: 'src/restate.ts',
     mcp: 'src/mcp.ts',
+    viewer: 'src/viewer.ts',
     cli: 'src/cli.ts',
   },
   format: ['esm', 'cjs'],
@@ -27,4 +28,9 @@ export default defineConfig({
   external: ['tsx'],
   target: 'node20',
   tsconfig: 'tsconfig.build.json',
+  // The viewer's page script, built for the browser into the asset the server inlines.
+  onSuccess: async () => {
+    const { bundleClient } = await import('./src/viewer/asset.js');
+    await bundleClient('dist/viewer-client.js');
+  },
 });

@@ -11,13 +11,16 @@ const slow = ['test/package/consumer.test.ts', 'test/sessions/crash.test.ts', 't
 const distributed = ['test/distributed/**/*.test.ts'];
 /** Real MCP servers as child processes and over HTTP (~15 s, mostly process start and stop): `npm run test:mcp`. */
 const mcp = ['test/mcp/**/*.test.ts'];
+/** `loopchart view` in Debian's chromium (`npm run test:browser`; skipped without /usr/bin/chromium). */
+const browser = ['test/browser/**/*.test.ts'];
 
 export default defineConfig({
   test: {
     testTimeout: 30_000,
     hookTimeout: 60_000,
     projects: [
-      { extends: true, test: { name: 'fast', include: ['test/**/*.test.ts'], exclude: [...slow, ...distributed, ...mcp] } },
+      { extends: true, test: { name: 'fast', include: ['test/**/*.test.ts'], exclude: [...slow, ...distributed, ...mcp, ...browser] } },
+      { extends: true, test: { name: 'browser', include: browser, testTimeout: 60_000, hookTimeout: 120_000 } },
       { extends: true, test: { name: 'mcp', include: mcp } },
       { extends: true, test: { name: 'slow', include: slow, hookTimeout: 600_000 } },
       // One file at a time: each starts its own server and workers on a 2-core machine.

@@ -7,6 +7,8 @@ import { listSessions, resumeSession, rewindSession, showSession, type CommandOp
 import { parseLocation } from './store.js';
 
 export const USAGE = `usage: loopchart sessions <command> [options]
+       loopchart view [--store LOCATION] [--port N]
+       loopchart view export ID -o FILE
 
 commands:
   list              every session: id, version (steps stored), messages, last update
@@ -27,6 +29,8 @@ options:
                     Node 22.18+) exporting \`agent\` (an AgentConfig, or a function returning one).
                     Required unless the demo (npm start) made the session (its id starts with demo-)
   --full            show tool results and arguments in full
+  --port N          view: the port on 127.0.0.1 (default 4317; 0 picks a free one)
+  -o, --out FILE    view export: the HTML file to write
   --at N            fork: messages of the log to keep
   --as ID           fork: the new session's id (default ID-fork-N-<random>)
   -h, --help        this text
@@ -95,6 +99,7 @@ async function run(argv: string[], io: Io): Promise<number> {
     return 0;
   }
   const [group, command, ...rest] = positionals;
+  if (group === 'view') return view(command, rest, values, io);
   if (group !== 'sessions' || !command) throw new UsageError(group === undefined ? 'no command given' : `unknown command '${[group, command].filter(Boolean).join(' ')}'`);
   const options: CommandOptions = {
     location: parseLocation(values.store ?? process.env.LOOPCHART_STORE),
@@ -131,6 +136,20 @@ async function run(argv: string[], io: Io): Promise<number> {
   }
 }
 
+/** `loopchart view` and `loopchart view export ID -o FILE`; the viewer is loaded only for these. */
+async function view(command: string | undefined, rest: string[], values: ReturnType<typeof parse>['values'], io: Io): Promise<number> {
+  const options: CommandOptions = {
+    location: parseLocation(values.store ?? process.env.LOOPCHART_STORE),
+    ...(values.schema !== undefined && { schema: values.schema }),
+    full: false,
+    io,
+  };
+  const { exportCommand, serveCommand } = await import('./view.js');
+  if (command === undefined) return serveCommand(values.port, options);
+  if (command === 'export' && rest.length === 1) return exportCommand(rest[0]!, values.out, options);
+  throw new UsageError(command === 'export' ? 'usage: loopchart view export ID -o FILE' : `unknown command 'view ${command}'`);
+}
+
 function parse(argv: string[]) {
   return parseArgs({
     args: argv,
@@ -142,6 +161,8 @@ function parse(argv: string[]) {
       agent: { type: 'string' },
       full: { type: 'boolean' },
       at: { type: 'string' },
+      port: { type: 'string' },
+      out: { type: 'string', short: 'o' },
       as: { type: 'string' },
       help: { type: 'boolean', short: 'h' },
     },

@@ -13,9 +13,10 @@ import * as postgres from '../../src/postgres.js';
 import * as aiSdk from '../../src/ai-sdk.js';
 import * as testing from '../../src/testing.js';
 import * as mcp from '../../src/mcp.js';
+import * as viewer from '../../src/viewer.js';
 
 const SRC = fileURLToPath(new URL('../../src', import.meta.url));
-const entries: Record<string, Record<string, unknown>> = { loopchart: root, 'loopchart/sqlite': sqlite, 'loopchart/postgres': postgres, 'loopchart/ai-sdk': aiSdk, 'loopchart/testing': testing, 'loopchart/mcp': mcp };
+const entries: Record<string, Record<string, unknown>> = { loopchart: root, 'loopchart/sqlite': sqlite, 'loopchart/postgres': postgres, 'loopchart/ai-sdk': aiSdk, 'loopchart/testing': testing, 'loopchart/mcp': mcp, 'loopchart/viewer': viewer };
 
 function sourceFiles(dir: string): string[] {
   return readdirSync(dir, { withFileTypes: true }).flatMap((entry) =>

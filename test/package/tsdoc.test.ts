@@ -67,6 +67,10 @@ const DOCUMENTED = [
   'OperationError',
   'OperationStateError',
   'AgentStepper',
+  'startViewer',
+  'exportSessionHtml',
+  'viewerInspector',
+  'chartOf',
 ];
 
 describe('TSDoc', () => {

@@ -1,0 +1,52 @@
+import { writeFileSync } from 'node:fs';
+import { DEFAULT_VIEWER_PORT, exportSessionHtml, startViewer } from '../viewer/server.js';
+import { CliError, UsageError } from './errors.js';
+import { escapeLine } from './escape.js';
+import { noStore, withStore, type CommandOptions } from './sessions.js';
+
+function parsePort(text: string | undefined): number {
+  if (text === undefined) return DEFAULT_VIEWER_PORT;
+  if (!/^\d+$/.test(text) || Number(text) > 65535) throw new UsageError(`--port must be a number from 0 to 65535, got '${text}'`);
+  return Number(text);
+}
+
+/** Resolves at Ctrl+C or SIGTERM: the server runs until then. */
+const untilStopped = () =>
+  new Promise<void>((resolve) => {
+    process.once('SIGINT', resolve);
+    process.once('SIGTERM', resolve);
+  });
+
+/** `loopchart view [--store] [--port N]`: serves the viewer on 127.0.0.1 until stopped. */
+export async function serveCommand(port: string | undefined, options: CommandOptions): Promise<number> {
+  const { io, location } = options;
+  const chosen = parsePort(port);
+  return withStore(
+    options,
+    async (store) => {
+      const viewer = await startViewer({ store, port: chosen, storeLabel: location.label });
+      io.out(`loopchart view: ${escapeLine(location.label)} at ${viewer.url} (127.0.0.1 only; Ctrl+C stops)`);
+      await untilStopped();
+      await viewer.close();
+      return 0;
+    },
+    noStore(location),
+  );
+}
+
+/** `loopchart view export ID -o FILE`: one self-contained HTML file. */
+export async function exportCommand(sessionId: string, out: string | undefined, options: CommandOptions): Promise<number> {
+  const { io, location } = options;
+  if (!out) throw new UsageError('usage: loopchart view export ID -o FILE');
+  return withStore(
+    options,
+    async (store) => {
+      const html = await exportSessionHtml(store, sessionId);
+      if (html === undefined) throw new CliError(`no session '${escapeLine(sessionId)}' in ${escapeLine(location.label)}`);
+      writeFileSync(out, html);
+      io.out(`wrote ${escapeLine(out)} (${Buffer.byteLength(html)} bytes): session ${escapeLine(sessionId)}, one file, no network access`);
+      return 0;
+    },
+    noStore(location),
+  );
+}

@@ -1,0 +1,201 @@
+import { createServer, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { AnyStateMachine, InspectionEvent } from 'xstate';
+import { statePath } from '../sessions/trace.js';
+import { clientScript } from './asset.js';
+import { brainChart, chartOf, type ChartModel } from './chart.js';
+import { homePage, messagePage, sessionPage } from './page.js';
+import type { PageData, Row } from './page-model.js';
+import { agentChart, VIEWER_HOST, ViewerListenError } from './server.js';
+
+/**
+ * `viewerInspector()`: the offline counterpart of the Stately inspector. Pass `inspect` to
+ * `createActor` (any XState actor); a local page on 127.0.0.1 shows each inspected machine's
+ * statechart, generated from its definition, with the current state highlighted and every
+ * event it took as a timeline row, live. A loopchart agent gets the brain's chart with the
+ * driver's IO state, and a summary of its conversation (never the whole history: inspecting
+ * 10,000 messages per event would cost tens of milliseconds each).
+ */
+
+export interface ViewerInspectorOptions {
+  /** Default 0: a free port (read `url` once `ready` resolves). */
+  port?: number;
+  /** Rows kept per actor, oldest dropped first. Default 10,000. */
+  maxRows?: number;
+}
+
+export interface ViewerInspector {
+  /** The `inspect` option for `createActor`. */
+  inspect: (event: InspectionEvent) => void;
+  /** Resolves with the page's URL once the server listens (rejects with ViewerListenError). */
+  ready: Promise<string>;
+  close(): Promise<void>;
+}
+
+interface Tracked {
+  id: string;
+  chart: ChartModel;
+  agent: boolean;
+  rows: Row[];
+  seq: number;
+  state: string;
+  io: string;
+  listeners: Set<(rows: Row[]) => void>;
+}
+
+const summaryOf = (value: unknown): string => {
+  try {
+    const text = JSON.stringify(value, null, 2) ?? 'undefined';
+    return text.length > 4000 ? `${text.slice(0, 4000)}…` : text;
+  } catch {
+    return String(value);
+  }
+};
+
+/** An agent's context without its conversation: counts and the last messages only. */
+function agentSummary(context: { brain: { value: string; context: { history: unknown[]; pending: unknown[]; turnsTaken: number; contextTokens: number; totalToolCalls: number } } }) {
+  const { history, pending, turnsTaken, contextTokens, totalToolCalls } = context.brain.context;
+  const all = history.length + pending.length;
+  return { brain: context.brain.value, messages: all, turnsTaken, contextTokens, totalToolCalls, lastMessages: [...history, ...pending].slice(-3) };
+}
+
+const isAgentContext = (context: unknown): context is Parameters<typeof agentSummary>[0] =>
+  typeof context === 'object' && context !== null && typeof (context as { brain?: { value?: unknown } }).brain?.value === 'string';
+
+/**
+ * An `inspect` option that streams any live actor to a local page.
+ *
+ * @example
+ * ```ts
+ * import { createActor } from 'xstate';
+ * import { viewerInspector } from 'loopchart/viewer';
+ *
+ * const inspector = viewerInspector();
+ * const actor = createActor(agent, { input: { prompt: 'Hi' }, inspect: inspector.inspect }).start();
+ * console.log(`watch it at ${await inspector.ready}`);
+ * ```
+ */
+export function viewerInspector(options: ViewerInspectorOptions = {}): ViewerInspector {
+  const maxRows = options.maxRows ?? 10_000;
+  const actors = new Map<string, Tracked>();
+  const streams = new Set<() => void>();
+
+  const inspect = (event: InspectionEvent) => {
+    if (event.type !== '@xstate.snapshot') return;
+    const ref = event.actorRef;
+    const logic = (ref as unknown as { logic?: Partial<AnyStateMachine> }).logic;
+    if (!logic || typeof logic !== 'object' || !('root' in logic)) return; // a promise or callback actor: no chart
+    const snapshot = event.snapshot as { value?: unknown; context?: unknown };
+    let tracked = actors.get(ref.sessionId);
+    const agent = isAgentContext(snapshot.context);
+    if (!tracked) {
+      tracked = { id: ref.sessionId, chart: agent ? brainChart() : chartOf(logic as AnyStateMachine), agent, rows: [], seq: 0, state: '', io: '', listeners: new Set() };
+      actors.set(ref.sessionId, tracked);
+    }
+    const path = statePath(snapshot.value);
+    tracked.state = agent ? (snapshot.context as { brain: { value: string } }).brain.value : path;
+    tracked.io = agent ? path : '';
+    const sent = event.event as { type?: unknown };
+    const row: Row = {
+      kind: 'event',
+      seq: ++tracked.seq,
+      at: Date.now(),
+      time: new Date().toISOString().slice(11, 23),
+      title: `${String(sent?.type ?? '?')} → ${path}`,
+      state: tracked.state,
+      io: tracked.io,
+      error: false,
+      facts: [
+        ['event', String(sent?.type ?? '?')],
+        ['state', path],
+      ],
+      blocks: [
+        ['event', summaryOf(sent)],
+        ['context', summaryOf(agent ? agentSummary(snapshot.context as never) : snapshot.context)],
+      ],
+      modelIndex: -1,
+    };
+    tracked.rows.push(row);
+    if (tracked.rows.length > maxRows) tracked.rows.splice(0, tracked.rows.length - maxRows);
+    for (const listener of tracked.listeners) listener([row]);
+  };
+
+  const pageFor = (tracked: Tracked, script: string) => {
+    const data: PageData = {
+      mode: 'inspector',
+      live: true,
+      eventsUrl: `/a/${encodeURIComponent(tracked.id)}/events`,
+      chart: tracked.chart,
+      driver: tracked.agent ? agentChart() : { id: tracked.chart.id, states: [], transitions: [] },
+      session: {
+        sessionId: tracked.id,
+        version: tracked.seq,
+        messageCount: 0,
+        updatedAt: null,
+        error: null,
+        state: { brain: tracked.state as never, io: tracked.io, inFlight: false, runs: 0, turns: 0, usage: { inputTokens: 0, outputTokens: 0 }, outcome: null },
+        messages: [],
+        trace: [],
+      },
+      rows: tracked.rows,
+    };
+    return sessionPage(data, script);
+  };
+
+  const html = (res: ServerResponse, status: number, body: string) => {
+    res.writeHead(status, { 'content-type': 'text/html; charset=utf-8', 'cache-control': 'no-store' });
+    res.end(body);
+  };
+  const server = createServer((req, res) => {
+    const url = new URL(req.url ?? '/', `http://${VIEWER_HOST}`);
+    if (url.pathname === '/') {
+      const listings = [...actors.values()].map((a) => ({ sessionId: a.id, updatedAt: new Date(a.rows.at(-1)?.at ?? Date.now()), runs: null, outcome: a.state, tokens: null, costUsd: null, error: null }));
+      return html(res, 200, homePage(listings, 'live actors').replaceAll('href="/s/', 'href="/a/'));
+    }
+    const match = /^\/a\/([^/]+)(\/events)?$/.exec(url.pathname);
+    let id: string | undefined;
+    try {
+      id = match ? decodeURIComponent(match[1]!) : undefined;
+    } catch {
+      id = undefined;
+    }
+    const tracked = id === undefined ? undefined : actors.get(id);
+    if (!tracked) return html(res, 404, messagePage('Not found', `No inspected actor at ${url.pathname}.`));
+    if (!match![2]) {
+      void clientScript().then((script) => html(res, 200, pageFor(tracked, script)), (error) => html(res, 500, messagePage('Error', String(error))));
+      return;
+    }
+    const after = Number(url.searchParams.get('after')) || 0;
+    res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-store' });
+    const write = (rows: Row[]) => res.write(`data: ${JSON.stringify({ entries: [], rows, state: { brain: tracked.state, io: tracked.io } })}\n\n`);
+    const missed = tracked.rows.filter((row) => row.seq > after);
+    if (missed.length) write(missed);
+    tracked.listeners.add(write);
+    const stop = () => {
+      tracked.listeners.delete(write);
+      streams.delete(stop);
+      res.end();
+    };
+    streams.add(stop);
+    req.on('close', stop);
+  });
+  const port = options.port ?? 0;
+  const ready = new Promise<string>((resolve, reject) => {
+    server.once('error', (error: NodeJS.ErrnoException) =>
+      reject(new ViewerListenError(port, error.code === 'EADDRINUSE' ? 'the port is in use (EADDRINUSE); pick another port' : error.message, { cause: error })),
+    );
+    server.listen(port, VIEWER_HOST, () => resolve(`http://${VIEWER_HOST}:${(server.address() as AddressInfo).port}/`));
+  });
+  ready.catch(() => {});
+  return {
+    inspect,
+    ready,
+    close: () =>
+      new Promise<void>((resolve) => {
+        for (const stop of [...streams]) stop();
+        if (!server.listening) return resolve();
+        server.close(() => resolve());
+        server.closeAllConnections();
+      }),
+  };
+}

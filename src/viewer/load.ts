@@ -1,0 +1,119 @@
+import { runInFlight } from '../../machines/agent.machine.js';
+import { LoopchartError } from '../errors.js';
+import type { Outcome } from '../schemas.js';
+import { decodeRow } from '../sessions/session-row.js';
+import { readSessionTrace, type ReadTraceEntry } from '../sessions/trace.js';
+import type { SessionStore, SessionSummary } from '../stores/session-store.js';
+import type { SessionView } from './page-model.js';
+
+/** An error as the page shows it: its class, stable code and message (never a stack). */
+export function errorView(error: unknown): { name: string; code: string; message: string } {
+  if (LoopchartError.isInstance(error)) return { name: error.name, code: error.code, message: error.message };
+  const e = error as { name?: unknown; message?: unknown; code?: unknown } | null;
+  return { name: typeof e?.name === 'string' ? e.name : 'Error', code: typeof e?.code === 'string' ? e.code : 'Unexpected', message: typeof e?.message === 'string' ? e.message : String(error) };
+}
+
+export const describeOutcome = (outcome: Outcome): string =>
+  outcome.type === 'Failed' ? `Failed (${outcome.error.type})` : outcome.type === 'Sealed' ? `Sealed: ${outcome.reason}` : outcome.type;
+
+/** The driver's last stored IO state, from the trace's last step entry. */
+const lastIo = (trace: readonly ReadTraceEntry[]): string => {
+  for (let i = trace.length - 1; i >= 0; i--) {
+    const record = trace[i]!;
+    if ('entry' in record && record.entry.type === 'step') return record.entry.io;
+  }
+  return '';
+};
+
+/**
+ * Everything the session page shows, or undefined for a session that does not exist. A row
+ * this build cannot read (corrupt, from a newer loopchart) is not a failure of the page: the
+ * view carries its typed error, and the log and trace when they can be read.
+ */
+export async function loadSessionView(store: SessionStore, sessionId: string): Promise<SessionView | undefined> {
+  let trace: ReadTraceEntry[] = [];
+  let traceError: unknown;
+  try {
+    trace = await readSessionTrace(store, sessionId);
+  } catch (error) {
+    traceError = error;
+  }
+  let stored;
+  try {
+    stored = await store.load(sessionId);
+  } catch (error) {
+    // A corrupt log or row: the store's typed error, shown on the page.
+    return { sessionId, version: 0, messageCount: 0, updatedAt: null, error: errorView(error), state: null, messages: [], trace };
+  }
+  if (!stored) return undefined;
+  const base = { sessionId, version: stored.version, messageCount: stored.messages.length, updatedAt: null, messages: stored.messages, trace };
+  try {
+    const context = decodeRow(sessionId, stored.state, stored.messages);
+    const brain = context.brain;
+    const outcome = brain.context.outcome ?? context.lastRun?.outcome ?? null;
+    return {
+      ...base,
+      error: traceError === undefined ? null : errorView(traceError),
+      state: {
+        brain: brain.value,
+        io: lastIo(trace),
+        inFlight: runInFlight(brain),
+        runs: context.runIndex,
+        turns: brain.context.turnsTaken,
+        usage: context.sessionUsage,
+        outcome: runInFlight(brain) ? null : outcome && describeOutcome(outcome),
+      },
+    };
+  } catch (error) {
+    return { ...base, error: errorView(error), state: null };
+  }
+}
+
+/** One line of the home page. */
+export interface SessionListing {
+  sessionId: string;
+  updatedAt: Date;
+  runs: number | null;
+  outcome: string;
+  tokens: number | null;
+  costUsd: number | null;
+  error: { name: string; code: string; message: string } | null;
+}
+
+/**
+ * The home page's list: each session's summary from its row, and its cost from the trace's
+ * finished runs. A session whose row cannot be read is listed with its error.
+ */
+export async function listSessionViews(store: SessionStore): Promise<SessionListing[]> {
+  const summaries: SessionSummary[] = await store.list();
+  return Promise.all(
+    summaries.map(async (summary): Promise<SessionListing> => {
+      const listing = { sessionId: summary.sessionId, updatedAt: summary.updatedAt };
+      try {
+        const stored = await store.load(summary.sessionId);
+        const context = decodeRow(summary.sessionId, stored!.state, stored!.messages);
+        const trace = await readSessionTrace(store, summary.sessionId);
+        let cost = 0;
+        let priced = false;
+        for (const record of trace) {
+          if ('entry' in record && record.entry.type === 'finished' && record.entry.costUsd !== undefined) {
+            cost += record.entry.costUsd;
+            priced = true;
+          }
+        }
+        const inFlight = runInFlight(context.brain);
+        const outcome = inFlight ? `in flight (${context.brain.value})` : context.lastRun ? describeOutcome(context.lastRun.outcome) : 'no run yet';
+        return {
+          ...listing,
+          runs: context.runIndex,
+          outcome,
+          tokens: context.sessionUsage.inputTokens + context.sessionUsage.outputTokens,
+          costUsd: priced ? cost : null,
+          error: null,
+        };
+      } catch (error) {
+        return { ...listing, runs: null, outcome: 'unreadable', tokens: null, costUsd: null, error: errorView(error) };
+      }
+    }),
+  );
+}

@@ -1,0 +1,54 @@
+import type { Message, StateName, Usage } from '../schemas.js';
+import type { ReadTraceEntry } from '../sessions/trace.js';
+import type { ChartModel } from './chart.js';
+
+/** What a session page shows: plain JSON, embedded in the page (and in an exported file). */
+export interface SessionView {
+  sessionId: string;
+  version: number;
+  messageCount: number;
+  updatedAt: string | null;
+  /** The typed error of a row this build cannot read; the rest of the page still shows what can be. */
+  error: { name: string; code: string; message: string } | null;
+  state: {
+    brain: StateName;
+    /** The driver's state path(s) when last stored (from the trace), e.g. `Running.AwaitingModel`. */
+    io: string;
+    inFlight: boolean;
+    runs: number;
+    turns: number;
+    usage: Usage;
+    outcome: string | null;
+  } | null;
+  messages: Message[];
+  trace: ReadTraceEntry[];
+}
+
+export interface PageData {
+  mode: 'session' | 'inspector';
+  /** Whether the page follows the store (server-sent events); false in an exported file. */
+  live: boolean;
+  eventsUrl: string | null;
+  chart: ChartModel;
+  driver: ChartModel;
+  session: SessionView;
+  /** Ready-made rows (the live-actor inspector), shown before the trace's. */
+  rows?: Row[];
+}
+
+/** One line of the timeline, with what the detail pane shows when it is selected. */
+export interface Row {
+  kind: string;
+  seq: number;
+  at: number;
+  time: string;
+  title: string;
+  /** The brain state (and driver state) the step happened in: highlighted when selected. */
+  state: string;
+  io: string;
+  error: boolean;
+  facts: [string, string][];
+  blocks: [string, string][];
+  /** Index of the model call (among the trace's model entries) whose prompt applies. */
+  modelIndex: number;
+}

@@ -1,0 +1,104 @@
+import type { PageData } from './page-model.js';
+import type { SessionListing } from './load.js';
+import { VIEWER_STYLE } from './style.js';
+
+/**
+ * The viewer's HTML documents. Everything that came from a store goes through `escapeHtml`
+ * (server-rendered parts) or into a JSON island the page script reads with `textContent`.
+ * Every page forbids network access beyond its own origin (and an exported file beyond itself)
+ * with a Content-Security-Policy, so even a missed escape could not load or send anything.
+ */
+
+const ESCAPES: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' };
+
+/** Text for HTML element content and quoted attribute values. */
+export const escapeHtml = (text: string): string => text.replace(/[&<>"']/g, (c) => ESCAPES[c]!);
+
+/**
+ * JSON inside `<script type="application/json">`: `<`, `>`, `&` and the JavaScript line
+ * separators as `\u` escapes, so no `</script>` or `<!--` can end or change the block.
+ */
+export const jsonIsland = (value: unknown): string =>
+  JSON.stringify(value).replace(/[<>&\u2028\u2029]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
+
+/** A session page's path: the id is percent-encoded, whatever it holds. */
+export const sessionPath = (sessionId: string): string => `/s/${encodeURIComponent(sessionId)}`;
+
+function document(title: string, body: string, options: { script?: string; connect?: boolean } = {}): string {
+  // An exported file has no server: no connection at all. A served page talks to its own origin only.
+  const csp = [
+    "default-src 'none'",
+    "style-src 'unsafe-inline'",
+    options.script ? "script-src 'unsafe-inline'" : '',
+    options.connect ? "connect-src 'self'" : '',
+    "img-src 'none'",
+    "base-uri 'none'",
+    "form-action 'none'",
+  ]
+    .filter(Boolean)
+    .join('; ');
+  return `<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta http-equiv="Content-Security-Policy" content="${escapeHtml(csp)}">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>${escapeHtml(title)}</title>
+<style>${VIEWER_STYLE}</style>
+</head>
+<body>
+${body}
+${options.script ? `<script>${options.script.replace(/<\/script/gi, '<\\/script')}</script>` : ''}
+</body>
+</html>
+`;
+}
+
+/** A session page (served live, or exported to one file). */
+export function sessionPage(data: PageData, script: string): string {
+  return document(
+    `loopchart · ${data.session.sessionId}`,
+    `<nav>${data.live ? '<a href="/">all sessions</a> · ' : ''}loopchart view</nav>
+<div id="app"><p>Loading ${escapeHtml(data.session.sessionId)}…</p></div>
+<script type="application/json" id="loopchart-data">${jsonIsland(data)}</script>`,
+    { script, connect: data.live },
+  );
+}
+
+const dateText = (date: Date) => date.toISOString().replace('T', ' ').replace(/\.\d+Z$/, 'Z');
+
+/** The home page: every session of the store. */
+export function homePage(listings: readonly SessionListing[], storeLabel: string): string {
+  const rows = listings
+    .map(
+      (s) => `<tr${s.error ? ' class="unreadable"' : ''}>
+<td><a href="${escapeHtml(sessionPath(s.sessionId))}">${escapeHtml(s.sessionId)}</a></td>
+<td>${escapeHtml(dateText(s.updatedAt))}</td>
+<td>${s.runs ?? '—'}</td>
+<td>${escapeHtml(s.error ? `${s.error.name} (${s.error.code}): ${s.error.message}` : s.outcome)}</td>
+<td>${s.tokens ?? '—'}</td>
+<td>${s.costUsd === null ? '—' : `$${s.costUsd.toFixed(6)}`}</td>
+</tr>`,
+    )
+    .join('\n');
+  return document(
+    'loopchart · sessions',
+    `<nav>loopchart view</nav>
+<main class="home">
+<h1>Sessions in ${escapeHtml(storeLabel)}</h1>
+${
+  listings.length === 0
+    ? '<p>No sessions yet.</p>'
+    : `<table id="sessions"><thead><tr><th>session</th><th>last activity</th><th>runs</th><th>outcome</th><th>tokens</th><th>cost</th></tr></thead>
+<tbody>
+${rows}
+</tbody></table>`
+}
+</main>`,
+  );
+}
+
+/** A plain page for 404s and errors. */
+export function messagePage(title: string, text: string): string {
+  return document(`loopchart · ${title}`, `<nav><a href="/">all sessions</a></nav><main class="home"><h1>${escapeHtml(title)}</h1><p id="message">${escapeHtml(text)}</p></main>`);
+}

@@ -1,0 +1,240 @@
+import type { Message } from '../schemas.js';
+import type { ReadTraceEntry, TraceEntry } from '../sessions/trace.js';
+import type { PageData, Row } from './page-model.js';
+
+/**
+ * Trace entries as timeline rows, built incrementally (live updates append). Pure and
+ * DOM-free: the page runs it, and the tests can too.
+ */
+
+export interface RowBuilder {
+  rows: Row[];
+  lastSeq: number;
+  costUsd: number;
+  /** Model entries in order: the prompts are rebuilt from their deltas on demand. */
+  models: Extract<TraceEntry, { type: 'model' }>[];
+  add(entries: readonly ReadTraceEntry[]): void;
+  /** Rows made elsewhere (the inspector's), appended as they are. */
+  addRows(rows: readonly Row[]): void;
+}
+
+const clip = (text: string, max = 140) => {
+  const line = text.replace(/\s+/g, ' ').trim();
+  return line.length > max ? `${line.slice(0, max - 1)}…` : line;
+};
+const json = (value: unknown, indent?: number) => {
+  try {
+    return JSON.stringify(value, null, indent) ?? 'undefined';
+  } catch {
+    return String(value);
+  }
+};
+const clock = (at: number) => {
+  const d = new Date(at);
+  return Number.isNaN(d.getTime()) ? '—' : d.toISOString().slice(11, 23);
+};
+const ms = (value: number) => `${value < 10 ? value.toFixed(1) : Math.round(value)} ms`;
+
+export function rowsOf(data: Pick<PageData, 'session' | 'rows'>): RowBuilder {
+  let state = 'Start';
+  let io = 'Idle';
+  const requested = new Map<string, number>();
+  const builder: RowBuilder = {
+    rows: [],
+    lastSeq: 0,
+    costUsd: 0,
+    models: [],
+    add(entries) {
+      for (const record of entries) {
+        builder.lastSeq = Math.max(builder.lastSeq, record.seq);
+        if ('invalid' in record) {
+          push({ kind: 'invalid', seq: record.seq, at: 0, title: `unreadable trace entry: ${clip(record.invalid)}`, error: true, blocks: [['problem', record.invalid]] });
+          continue;
+        }
+        add(record.seq, record.entry);
+      }
+    },
+    addRows(rows) {
+      for (const row of rows) {
+        builder.rows.push(row);
+        builder.lastSeq = Math.max(builder.lastSeq, row.seq);
+      }
+    },
+  };
+  const push = (row: Partial<Row> & Pick<Row, 'kind' | 'seq' | 'at' | 'title'>) =>
+    builder.rows.push({
+      time: clock(row.at),
+      state,
+      io,
+      error: false,
+      facts: [],
+      blocks: [],
+      modelIndex: builder.models.length - 1,
+      ...row,
+    });
+
+  function add(seq: number, entry: TraceEntry) {
+    const base = { seq, at: entry.at };
+    switch (entry.type) {
+      case 'step':
+        state = entry.state;
+        io = entry.io;
+        return;
+      case 'run':
+        state = 'Start';
+        io = 'Running.Start';
+        push({ ...base, kind: 'run', title: `run ${entry.run}: ${clip(entry.prompt)}`, facts: [['policy', json(entry.policy)]], blocks: [['prompt', entry.prompt]] });
+        return;
+      case 'model': {
+        builder.models.push(entry);
+        state = 'AwaitingModel';
+        io = 'Running.AwaitingModel';
+        const usage = entry.reply?.usage;
+        const text = entry.reply?.message.content ?? '';
+        const calls = entry.reply?.message.toolCalls ?? [];
+        const title = entry.error
+          ? `model turn ${entry.turn} failed: ${clip(entry.error.message)} · ${ms(entry.ms)}`
+          : `model turn ${entry.turn} · ${usage ? `${usage.inputTokens} in / ${usage.outputTokens} out` : 'no usage'} · ${ms(entry.ms)} · ${entry.reply?.finishReason ?? '—'}${calls.length ? ` · ${calls.length} tool call(s)` : ''} · ${clip(text, 60)}`;
+        push({
+          ...base,
+          kind: 'model',
+          title,
+          error: entry.error !== undefined,
+          modelIndex: builder.models.length - 1,
+          facts: [
+            ['turn', String(entry.turn)],
+            ['latency', ms(entry.ms)],
+            ['tokens', usage ? `${usage.inputTokens} in / ${usage.outputTokens} out` : '—'],
+            ['finish reason', entry.reply?.finishReason ?? '—'],
+            ['key', entry.key],
+          ],
+          blocks: [
+            ['streamed text', text],
+            ...(calls.length ? ([['tool calls', json(calls, 2)]] as [string, string][]) : []),
+            ...(entry.error ? ([['error', `${entry.error.name}: ${entry.error.message}`]] as [string, string][]) : []),
+          ],
+        });
+        return;
+      }
+      case 'retry':
+        push({ ...base, kind: 'retry', title: `retry ${entry.retry} of turn ${entry.turn} in ${ms(entry.delayMs)}: ${clip(entry.error)}`, error: true, state: 'AwaitingModel', io: 'Running.AwaitingModel', blocks: [['error', entry.error]] });
+        return;
+      case 'tool': {
+        state = 'AwaitingTools';
+        const result = entry.result;
+        const failed = entry.error !== undefined || result?.isError === true;
+        push({
+          ...base,
+          kind: 'tool',
+          title: `${entry.call.name}(${clip(json(entry.call.args), 50)}) · ${ms(entry.ms)}${failed ? ' · error' : ''} · ${clip(result?.content ?? entry.error?.message ?? '', 50)}`,
+          error: failed,
+          io: 'Running.AwaitingTools.Executing',
+          facts: [
+            ['tool', entry.call.name],
+            ['call id', entry.call.id],
+            ['duration', ms(entry.ms)],
+            ['turn', String(entry.turn)],
+          ],
+          blocks: [
+            ['arguments', json(entry.call.args, 2)],
+            ['result', result?.content ?? '(none)'],
+            ...(entry.error ? ([['error', `${entry.error.name}: ${entry.error.message}`]] as [string, string][]) : []),
+          ],
+        });
+        return;
+      }
+      case 'approval.requested':
+        for (const id of entry.calls) requested.set(id, entry.at);
+        push({ ...base, kind: 'approval', title: `approval requested for ${entry.calls.join(', ')}`, state: 'AwaitingTools', io: 'Running.AwaitingTools.Working.Approval.AwaitingApproval', facts: [['calls', entry.calls.join(', ')]] });
+        return;
+      case 'approval': {
+        const since = requested.get(entry.toolCallId);
+        const wait = since === undefined ? '—' : ms(entry.at - since);
+        push({
+          ...base,
+          kind: 'approval',
+          title: `${entry.approved ? 'approved' : 'denied'} ${entry.toolCallId} by ${entry.by ?? 'unknown'} after ${wait}`,
+          state: 'AwaitingTools',
+          io: 'Running.AwaitingTools.Working.Approval.AwaitingApproval',
+          facts: [
+            ['decision', entry.approved ? 'approved' : 'denied'],
+            ['by', entry.by ?? 'unknown'],
+            ['wait', wait],
+            ['call id', entry.toolCallId],
+            ...(entry.reason ? ([['reason', entry.reason]] as [string, string][]) : []),
+          ],
+        });
+        return;
+      }
+      case 'compaction':
+        state = 'AwaitingCompaction';
+        push({
+          ...base,
+          kind: 'compaction',
+          title: `compaction (${entry.reason}) ${entry.before} → ${entry.after} tokens · ${ms(entry.ms)}${entry.rewritten ? '' : ' · nothing rewritten'}`,
+          error: entry.error !== undefined,
+          io: 'Running.AwaitingCompaction',
+          facts: [
+            ['reason', entry.reason],
+            ['tokens before', String(entry.before)],
+            ['tokens after', String(entry.after)],
+            ['duration', ms(entry.ms)],
+          ],
+        });
+        return;
+      case 'prune':
+        push({ ...base, kind: 'prune', title: `pruned ${entry.pruned} tool result(s): ${entry.before} → ${entry.after} tokens`, facts: [['tokens before', String(entry.before)], ['tokens after', String(entry.after)]] });
+        return;
+      case 'resumed':
+        state = entry.state;
+        push({
+          ...base,
+          kind: 'resume',
+          title: `crash: the process stopped mid-run (stored at version ${entry.v}, ${entry.state}); resumed in a new process`,
+          error: true,
+          facts: [['stored version', String(entry.v)], ['turns taken', String(entry.turns)]],
+        });
+        return;
+      case 'event':
+        push({ ...base, kind: 'event', title: `host sent ${clip(json(entry.event), 100)}`, blocks: [['event', json(entry.event, 2)]] });
+        return;
+      case 'finished':
+        state = 'Terminal';
+        io = 'Idle';
+        if (entry.costUsd !== undefined) builder.costUsd += entry.costUsd;
+        push({
+          ...base,
+          kind: 'outcome',
+          title: `run ${entry.run} ${entry.outcome.type}${entry.outcome.type === 'Failed' ? ` (${entry.outcome.error.type})` : ''} · ${entry.usage.inputTokens} in / ${entry.usage.outputTokens} out${entry.costUsd !== undefined ? ` · $${entry.costUsd.toFixed(6)}` : ''}`,
+          error: entry.outcome.type === 'Failed',
+          facts: [
+            ['outcome', entry.outcome.type],
+            ['tokens', `${entry.usage.inputTokens} in / ${entry.usage.outputTokens} out`],
+            ['cost', entry.costUsd !== undefined ? `$${entry.costUsd.toFixed(6)}` : '—'],
+          ],
+          blocks: [['outcome', json(entry.outcome, 2)]],
+        });
+        return;
+      case 'forked':
+        push({ ...base, kind: 'fork', title: `forked from ${entry.from} with its first ${entry.messages} message(s)` });
+        return;
+    }
+  }
+
+  builder.addRows(data.rows ?? []);
+  builder.add(data.session.trace);
+  return builder;
+}
+
+/** The prompt of the model call a row belongs to, rebuilt from the deltas up to it. */
+export function promptAt(builder: RowBuilder, rowIndex: number): { turn: number; messages: Message[] } | null {
+  const row = builder.rows[rowIndex];
+  if (!row || row.modelIndex < 0) return null;
+  let prompt: Message[] = [];
+  for (let i = 0; i <= row.modelIndex; i++) {
+    const entry = builder.models[i]!;
+    prompt = prompt.slice(0, entry.promptBase).concat(entry.promptDelta);
+  }
+  const model = builder.models[row.modelIndex]!;
+  return { turn: model.turn, messages: prompt };
+}

@@ -1,0 +1,39 @@
+/** The viewer's stylesheet, inlined in every page (no external asset). */
+export const VIEWER_STYLE = `
+:root { color-scheme: light dark; --fg: #1d2127; --muted: #5d6673; --bg: #fbfbfc; --panel: #fff; --line: #d6dae0; --accent: #1f6feb; --current: #2da44e; --bad: #cf222e; font: 14px/1.45 system-ui, sans-serif; }
+@media (prefers-color-scheme: dark) { :root { --fg: #e6e8eb; --muted: #9aa4b1; --bg: #0f1216; --panel: #161b22; --line: #30363d; --accent: #58a6ff; --current: #3fb950; --bad: #f85149; } }
+body { margin: 0; background: var(--bg); color: var(--fg); }
+nav { padding: 6px 16px; border-bottom: 1px solid var(--line); color: var(--muted); }
+a { color: var(--accent); }
+h1 { font-size: 18px; margin: 12px 0 6px; } h2 { font-size: 15px; margin: 10px 0 6px; } h3 { font-size: 13px; margin: 10px 0 4px; color: var(--muted); }
+header, #chart, main { padding: 0 16px; }
+.home table { border-collapse: collapse; width: 100%; } .home td, .home th { border-bottom: 1px solid var(--line); padding: 4px 8px; text-align: left; vertical-align: top; }
+tr.unreadable td { color: var(--bad); }
+.error { color: var(--bad); font-weight: 600; }
+dl.facts { display: flex; flex-wrap: wrap; gap: 4px 18px; margin: 4px 0; } dl.facts div { display: flex; gap: 6px; } dt { color: var(--muted); } dd { margin: 0; overflow-wrap: anywhere; }
+#chart svg { max-width: 100%; height: auto; }
+#chart .node rect { fill: var(--panel); stroke: var(--line); stroke-width: 1.5; }
+#chart .node text { fill: var(--fg); font-size: 13px; }
+#chart .node.current rect { stroke: var(--current); stroke-width: 3; }
+#chart .node.selected rect { fill: color-mix(in srgb, var(--accent) 22%, var(--panel)); stroke: var(--accent); stroke-width: 3; }
+#chart .edge path { fill: none; stroke: var(--muted); stroke-width: 1.2; } #chart .edge text { fill: var(--muted); font-size: 10px; } #chart .arrowhead { fill: var(--muted); }
+ul.driver { display: flex; flex-wrap: wrap; gap: 4px; list-style: none; padding: 0; margin: 4px 0; }
+ul.driver li { border: 1px solid var(--line); border-radius: 10px; padding: 0 8px; font-size: 12px; color: var(--muted); }
+ul.driver li.active { border-color: var(--accent); color: var(--fg); background: color-mix(in srgb, var(--accent) 18%, transparent); font-weight: 600; }
+table.transitions { font-size: 12px; border-collapse: collapse; } table.transitions td, table.transitions th { padding: 1px 8px; border-bottom: 1px solid var(--line); text-align: left; }
+main { display: grid; grid-template-columns: minmax(0, 1.2fr) minmax(0, 1fr); gap: 16px; }
+#timeline { position: relative; height: 420px; overflow-y: auto; border: 1px solid var(--line); background: var(--panel); }
+#timeline:focus { outline: 2px solid var(--accent); outline-offset: 1px; }
+#timeline .row { position: absolute; left: 0; right: 0; height: 30px; display: flex; gap: 8px; align-items: center; padding: 0 8px; box-sizing: border-box; border-bottom: 1px solid var(--line); cursor: pointer; white-space: nowrap; overflow: hidden; }
+#timeline .row[aria-selected="true"] { background: color-mix(in srgb, var(--accent) 20%, transparent); }
+#timeline .row.failed .kind { color: var(--bad); }
+#timeline .time { color: var(--muted); font: 12px ui-monospace, monospace; flex: none; }
+#timeline .kind { flex: none; width: 84px; font-weight: 600; }
+#timeline .title { overflow: hidden; text-overflow: ellipsis; }
+#detail { min-width: 0; } pre { white-space: pre-wrap; overflow-wrap: anywhere; margin: 2px 0; font: 12px/1.4 ui-monospace, monospace; }
+.message { border-left: 3px solid var(--line); padding: 2px 8px; margin: 6px 0; background: var(--panel); }
+.message header { color: var(--muted); font-size: 12px; padding: 0; }
+.message.role-assistant { border-color: var(--accent); } .message.role-tool { border-color: var(--current); } .message.role-system { border-color: var(--muted); }
+.hint { color: var(--muted); }
+@media (max-width: 900px) { main { grid-template-columns: 1fr; } }
+`;
