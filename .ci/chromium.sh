@@ -5,6 +5,7 @@
 set -euo pipefail
 if [ -x /usr/bin/chromium ]; then exit 0; fi
 export DEBIAN_FRONTEND=noninteractive
-apt-get update -qq >/dev/null
-apt-get install -y -qq --no-install-recommends chromium >/dev/null
+# Waits for the dpkg lock: .ci/postgres.sh may be installing with apt at the same time.
+apt-get -o DPkg::Lock::Timeout=600 update -qq >/dev/null
+apt-get -o DPkg::Lock::Timeout=600 install -y -qq --no-install-recommends chromium >/dev/null
 test -x /usr/bin/chromium

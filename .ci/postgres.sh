@@ -24,8 +24,8 @@ BIN=$(find_bin)
 if [[ -z "$BIN" ]]; then
   log "no initdb under /usr/lib/postgresql: installing postgresql with apt"
   export DEBIAN_FRONTEND=noninteractive
-  apt-get update -q >&2
-  apt-get install -y -q --no-install-recommends postgresql >&2
+  apt-get -o DPkg::Lock::Timeout=600 update -q >&2
+  apt-get -o DPkg::Lock::Timeout=600 install -y -q --no-install-recommends postgresql >&2
   BIN=$(find_bin)
   [[ -n "$BIN" ]] || { log "postgresql installed but no initdb found"; exit 1; }
 fi

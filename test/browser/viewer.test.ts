@@ -20,7 +20,8 @@ import { main } from '../../src/cli/main.js';
 import { DurableSession } from '../../src/sessions/durable-session.js';
 import { replaySession } from '../../src/sessions/replay.js';
 import { SqliteSessionStore } from '../../src/stores/sqlite.js';
-import { startViewer, ViewerListenError, type RunningViewer } from '../../src/viewer.js';
+import { createActor, createMachine } from 'xstate';
+import { startViewer, viewerInspector, ViewerListenError, type RunningViewer } from '../../src/viewer.js';
 import { bundledCommand, startNode } from '../sessions/fixtures/processes.js';
 import { writeBigSession } from '../viewer/fixtures/big-session.js';
 import { APPROVER } from '../viewer/fixtures/rich-session.js';
@@ -266,6 +267,39 @@ describe.skipIf(!hasChromium)('loopchart view in chromium', () => {
     const taken = await cli(['view', '--store', db, '--port', String(viewer.port)]);
     expect(taken.code).toBe(1);
     expect(taken.err).toContain(`cannot serve the viewer on 127.0.0.1:${viewer.port}: the port is in use`);
+  });
+
+  it('viewerInspector: any live actor on a local page, its chart generated from its machine, events as they happen', async () => {
+    const inspector = viewerInspector();
+    const url = await inspector.ready;
+    expect(url).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/$/);
+    try {
+      const agent = createActor(liveAgent(), { input: { prompt: '<script>window.__pwned=11</script> hi' }, inspect: inspector.inspect }).start();
+      await new Promise<void>((resolve) => agent.subscribe({ complete: () => resolve() }));
+      const toggle = createMachine({ id: 'toggle', initial: 'off', states: { off: { on: { flip: 'on' } }, on: { on: { flip: 'off' } } } });
+      const switcher = createActor(toggle, { inspect: inspector.inspect }).start();
+      await page.goto(url);
+      const links = await page.locator('#sessions a').allInnerTexts();
+      expect(links).toEqual(expect.arrayContaining([agent.sessionId, switcher.sessionId]));
+      // The agent: the brain's chart, its driver's states, a row per event it took.
+      await page.goto(`${url}a/${encodeURIComponent(agent.sessionId)}`);
+      await page.waitForSelector('#timeline .row');
+      expect((await page.locator('#chart .node').evaluateAll((n) => n.map((x) => x.getAttribute('data-state')))).sort()).toEqual(Object.keys(loopMachine.root.states).sort());
+      expect(await highlighted(page, 'current')).toEqual(['Terminal']);
+      expect((await rowTexts(page)).join('\n')).toContain('io.replied');
+      expect(await pwned(page)).toBeUndefined();
+      // Any machine: its own states; an event sent while the page is open shows up live.
+      await page.goto(`${url}a/${encodeURIComponent(switcher.sessionId)}`);
+      await page.waitForSelector('#timeline .row');
+      expect(await page.locator('#chart .node').evaluateAll((n) => n.map((x) => x.getAttribute('data-state')))).toEqual(['off', 'on']);
+      switcher.send({ type: 'flip' });
+      await page.waitForFunction(() => [...document.querySelectorAll('#timeline .row')].some((row) => row.textContent!.includes('flip → on')), undefined, { timeout: 3_000 });
+      await page.locator('#timeline').focus();
+      await page.keyboard.press('End');
+      expect(await highlighted(page, 'selected')).toEqual(['on']);
+    } finally {
+      await inspector.close();
+    }
   });
 
   it('figures: first render of a 10,000-message session, export sizes, replay speed', async () => {
