@@ -163,14 +163,23 @@ export async function readSessionTrace(store: SessionStore, sessionId: string, a
  * system message with the same text (prompt parts are rebuilt per call).
  */
 export class PromptDelta {
+  /**
+   * The previous prompt by reference, with its length then: the driver's request lists only
+   * grow in place or are replaced by new ones, so their first `#length` messages never change.
+   * No copy per call, and the same list grown costs only its new messages.
+   */
   #last: readonly Message[] = [];
+  #length = 0;
 
   next(messages: readonly Message[]): { promptBase: number; promptDelta: Message[] } {
-    const last = this.#last;
-    const end = Math.min(last.length, messages.length);
     let base = 0;
-    while (base < end && sameMessage(last[base]!, messages[base]!)) base++;
-    this.#last = messages.slice();
+    if (messages === this.#last && messages.length >= this.#length) base = this.#length;
+    else {
+      const end = Math.min(this.#length, messages.length);
+      while (base < end && sameMessage(this.#last[base]!, messages[base]!)) base++;
+    }
+    this.#last = messages;
+    this.#length = messages.length;
     return { promptBase: base, promptDelta: messages.slice(base) };
   }
 }

@@ -119,6 +119,26 @@ describe('the packed tarball', () => {
     expect((JSON.parse(result.stdout) as string[]).filter((file) => drivers.test(file))).toEqual([]);
   });
 
+  // The viewer's page script ships built (dist/viewer-client.js): no esbuild in a consumer.
+  it.each([
+    ['ESM', ['--input-type=module', '-e']],
+    ['CommonJS', ['-e']],
+  ])('loopchart/viewer (%s) exports a session page with the built page script', (_, flags) => {
+    const load = flags.length === 2 ? `const v = await import('loopchart/viewer'); const l = await import('loopchart'); const t = await import('loopchart/testing');` : `const v = require('loopchart/viewer'); const l = require('loopchart'); const t = require('loopchart/testing');`;
+    const probe = `(async () => { ${load}
+      const store = new t.MemorySessionStore();
+      const session = await l.DurableSession.open({ machine: l.createAgentMachine({ model: t.scriptedModel([{ text: 'Hi.' }]) }), store, sessionId: 's' });
+      session.send({ type: 'input', message: 'Hello?' });
+      await session.whenIdle();
+      await session.close();
+      const html = await v.exportSessionHtml(store, 's');
+      console.log(JSON.stringify({ page: html.includes('id="loopchart-data"'), script: html.includes('EventSource') }));
+    })();`;
+    const result = node([...flags, probe]);
+    expect(result.status, result.stderr).toBe(0);
+    expect(JSON.parse(result.stdout)).toEqual({ page: true, script: true });
+  });
+
   it('isInstance holds across the ESM and CommonJS copies loaded in one process; instanceof does not', () => {
     const probe = `
       import { createRequire } from 'node:module';
