@@ -27,6 +27,8 @@ export const HandlerPayloads = {
   approve: decision.strict(),
   deny: decision.strict(),
   seal: z.strictObject({ reason: z.string() }),
+  /** Resumes the operation a run waits on; `payload` is checked by that operation's own schema. */
+  resumeOperation: ExternalEventSchemas['operation.resume'].omit({ type: true }).strict(),
   cancel: z.union([z.strictObject({}), z.undefined(), z.null()]),
   events: z.union([
     z.strictObject({ cursor: z.number().int().nonnegative().optional(), limit: z.number().int().min(1).max(1000).optional() }),

@@ -88,6 +88,9 @@ const settle = () => new Promise<void>((resolve) => setImmediate(resolve));
  * - `approve`, `deny`, `steer`, `cancel`, `seal` (shared): delivered to the running turn through
  *   the channel; the brain takes them at its next coherent point, as in-process. With no run in
  *   flight they have nothing to act on and are dropped when the next run starts.
+ * - `resumeOperation({ operation, payload })` (shared): resumes a run that an operation yielded
+ *   (`operation.yielded` on the event stream), as `operation.resume` does in-process; the
+ *   operation's own schema checks the payload (a refused one shows as `event.rejected`).
  * - `state()` (shared): the brain's state and the last outcome; `transcript()` (shared): the
  *   committed conversation; `events({ cursor, limit })` (shared): the event stream from a cursor.
  *
@@ -107,11 +110,11 @@ export function restateSession(options: RestateSessionOptions) {
   const name = options.name ?? 'loopchartSession';
   const channel = channelObject(`${name}Channel`);
   const channelApi = { name: channel.name } as typeof channel;
-  const controlHandler = (type: 'approve' | 'deny' | 'steer' | 'cancel' | 'seal') =>
+  const controlHandler = (handler: 'approve' | 'deny' | 'steer' | 'cancel' | 'seal' | 'resumeOperation') =>
     restate.handlers.object.shared(async (ctx: restate.ObjectSharedContext, payload: unknown): Promise<{ posted: number }> => {
       checkSessionKey(ctx.key);
-      const body = checkPayload(type, payload) ?? {};
-      const event = { ...body, type } as ExternalEvent;
+      const body = checkPayload(handler, payload) ?? {};
+      const event = { ...body, type: handler === 'resumeOperation' ? 'operation.resume' : handler } as ExternalEvent;
       const { index } = await ctx.objectClient(channelApi, ctx.key).post(event);
       return { posted: index };
     });
@@ -134,6 +137,7 @@ export function restateSession(options: RestateSessionOptions) {
       steer: controlHandler('steer'),
       cancel: controlHandler('cancel'),
       seal: controlHandler('seal'),
+      resumeOperation: controlHandler('resumeOperation'),
       state: restate.handlers.object.shared(async (ctx: restate.ObjectSharedContext): Promise<SessionSummaryReply> => {
         const sessionId = checkSessionKey(ctx.key);
         const context = await loadSession(ctx, sessionId).catch(terminal);

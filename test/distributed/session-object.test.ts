@@ -3,7 +3,7 @@
  * one run end to end, the event stream, control from other clients (cancel, steer, approval
  * across a worker restart), serialized sends, malformed payloads, an older stored row.
  */
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -54,7 +54,8 @@ describe.skipIf(!SERVER_BINARY)('Restate session object (real server, real worke
     rmSync(dir, { recursive: true, force: true });
   });
 
-  const toolLines = (session: string) => readToolLog(readFileSync(toolLog, 'utf8')).filter((line) => line.key.startsWith(`${session}:`));
+  const toolLines = (session: string) =>
+    existsSync(toolLog) ? readToolLog(readFileSync(toolLog, 'utf8')).filter((line) => line.key.startsWith(`${session}:`)) : [];
 
   it('runs a session to its outcome: every step journaled once, the state in K/V, the same transcript as in one process', async () => {
     const reply = await client.ok<Summary>('basic', 'send', { message: 'hello' });
@@ -206,6 +207,36 @@ describe.skipIf(!SERVER_BINARY)('Restate session object (real server, real worke
     expect(lines.filter((line) => line.line === 'deployed approval')).toHaveLength(1);
     // Steps finished before the restart were not run again.
     expect(lines.filter((line) => line.key.endsWith(':t1a'))).toHaveLength(1);
+  });
+
+  it('a run an operation yielded waits, and resumeOperation from another client resumes it (payload checked by the operation)', async () => {
+    const gated = new IngressClient(server.ingressUrl, 'gatedSession');
+    const gatedOther = new IngressClient(server.ingressUrl, 'gatedSession');
+    const invocation = await gated.enqueue('gate', 'send', { message: 'ship it' });
+    const yielded = async (count: number) =>
+      waitFor(`operation.yielded #${count}`, async () => {
+        const page = await gatedOther.ok<Streamed>('gate', 'events', { cursor: 0, limit: 1000 });
+        return page.events.filter((e) => e.event.type === 'operation.yielded').length >= count ? page : undefined;
+      });
+    await yielded(1);
+    expect(toolLines('gate')).toEqual([]);
+    // A payload the gate's schema refuses changes nothing: the run keeps waiting.
+    await gatedOther.ok('gate', 'resumeOperation', { operation: 'ci-gate', payload: { status: 'maybe' } });
+    await waitFor('the refusal', async () => {
+      const page = await gatedOther.ok<Streamed>('gate', 'events', { cursor: 0, limit: 1000 });
+      return page.events.some((e) => e.event.type === 'event.rejected') ? true : undefined;
+    });
+    expect((await gatedOther.ok<Summary>('gate', 'state')).running).toBe(true);
+    // Each tool batch of this run is gated: resume twice.
+    await gatedOther.ok('gate', 'resumeOperation', { operation: 'ci-gate', payload: { status: 'passed' } });
+    await yielded(2);
+    await gatedOther.ok('gate', 'resumeOperation', { operation: 'ci-gate', payload: { status: 'passed' } });
+    const reply = await gated.attach<Summary>(invocation);
+    expect(reply.outcome).toEqual({ type: 'Completed', finalText: 'done: gate (ship it) after 3 tool results' });
+    expect(toolLines('gate')).toHaveLength(3);
+    const malformed = await gatedOther.call('gate', 'resumeOperation', { payload: {} });
+    expect(malformed.status).toBe(400);
+    expect(JSON.stringify(malformed.body)).toMatch(/resumeOperation: invalid payload: operation/);
   });
 
   it(`migrates a stored state row of an older version (v1 -> v${SESSION_ROW_VERSION}) as the SQLite store does`, async () => {
