@@ -2,7 +2,9 @@ import type { Attributes, Context, Span, Tracer } from '@opentelemetry/api';
 import type { Executor, SideEffect, SideEffectKind, SideEffectOutputs } from '../agent/executor.js';
 import type { Usage } from '../model.js';
 import type { Outcome, ToolCall } from '../schemas.js';
-import type { TelemetryOptions } from './options.js';
+import { z } from 'zod';
+import { InvalidConfigError } from '../agent/pruning.js';
+import { TelemetryOptionsSchema, type TelemetryOptions } from './options.js';
 import { otelApi, type OtelApi } from './otel-api.js';
 import { formatTraceparent, parseTraceparent } from './traceparent.js';
 
@@ -55,7 +57,10 @@ export class AgentTracing {
   /** Open model-call spans by effect key, for the retry events the chart reports. */
   private readonly calls = new Map<string, Span>();
 
-  constructor(options: TelemetryOptions, modelName: string) {
+  constructor(given: TelemetryOptions, modelName: string) {
+    const parsed = TelemetryOptionsSchema.safeParse(given);
+    if (!parsed.success) throw new InvalidConfigError(`telemetry: ${z.prettifyError(parsed.error)}`);
+    const options = parsed.data;
     this.api = otelApi();
     this.tracer = (options.tracer as Tracer | undefined) ?? this.api.trace.getTracer('loopchart');
     this.recordContent = options.recordContent === true;

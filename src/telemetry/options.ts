@@ -1,3 +1,5 @@
+import { z } from 'zod';
+
 /**
  * The part of an OpenTelemetry `Tracer` loopchart calls, written out so loopchart's own types
  * never name `@opentelemetry/api`: a project without it still type-checks. Any `Tracer` from
@@ -46,3 +48,14 @@ export interface TelemetryOptions {
   /** The agent's name: `gen_ai.agent.name` and the run span's name. Default 'agent'. */
   name?: string;
 }
+
+/** The options as given, checked when the machine is made. */
+export const TelemetryOptionsSchema = z.strictObject({
+  tracer: z
+    .custom<TelemetryTracer>((value) => typeof value === 'object' && value !== null && typeof (value as { startSpan?: unknown }).startSpan === 'function', {
+      message: 'expected an OpenTelemetry Tracer (an object with startSpan)',
+    })
+    .optional(),
+  recordContent: z.boolean().optional(),
+  name: z.string().min(1).max(200).optional(),
+});

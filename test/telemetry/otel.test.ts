@@ -16,6 +16,7 @@ import { createAgentMachine } from '../../machines/agent.machine.js';
 import type { AgentConfig } from '../../src/agent/config.js';
 import { ModelError, type Model } from '../../src/model.js';
 import { scriptedModel } from '../../src/models/scripted.js';
+import { InvalidConfigError } from '../../src/agent/pruning.js';
 import { decodeRow, encodeRow, SessionRowError } from '../../src/sessions/session-row.js';
 import { defineTool } from '../../src/tools/define-tool.js';
 import { runFinished, runToCompletion, sleepOrAbort, WAIT_MS } from '../support/driver.js';
@@ -379,6 +380,17 @@ describe('without @opentelemetry/api installed', () => {
     const report = JSON.parse(result.stdout.trim());
     expect(report).toMatchObject({ plain: 'Completed', unavailable: true, code: 'TelemetryUnavailable' });
     expect(report.message).toContain('npm install @opentelemetry/api');
+  });
+});
+
+describe('telemetry options', () => {
+  it.each([
+    ['a tracer without startSpan', { tracer: {} }],
+    ['recordContent that is not a boolean', { recordContent: 'yes' }],
+    ['an empty name', { name: '' }],
+    ['an unknown option', { sampleRate: 0.5 }],
+  ])('%s is refused when the machine is made, with InvalidConfigError', (_, telemetry) => {
+    expect(() => createAgentMachine({ model: scriptedModel([answer]), telemetry: telemetry as never })).toThrow(InvalidConfigError);
   });
 });
 
