@@ -209,6 +209,21 @@ describe.skipIf(!SERVER_BINARY)('Restate session object (real server, real worke
     expect(lines.filter((line) => line.key.endsWith(':t1a'))).toHaveLength(1);
   });
 
+  it('a deny from another client: the call never runs and the model sees the refusal', async () => {
+    const invocation = await client.enqueue('denied', 'send', { message: 'please deploy' });
+    const requested = await waitFor('approval.requested', async () => {
+      const page = await other.ok<Streamed>('denied', 'events', { cursor: 0, limit: 1000 });
+      const event = page.events.find((e) => e.event.type === 'approval.requested');
+      return (event?.event.calls as { id: string }[] | undefined)?.[0];
+    });
+    await other.ok('denied', 'deny', { toolCallId: requested.id, reason: 'not today' });
+    const reply = await client.attach<Summary>(invocation);
+    expect(reply.outcome?.type).toBe('Completed');
+    expect(toolLines('denied').filter((line) => line.line.startsWith('deployed'))).toEqual([]);
+    const transcript = await other.ok<Message[]>('denied', 'transcript');
+    expect(transcript.find((m) => m.role === 'tool' && m.toolCallId === requested.id)).toMatchObject({ content: 'denied: not today', isError: true });
+  });
+
   it('a run an operation yielded waits, and resumeOperation from another client resumes it (payload checked by the operation)', async () => {
     const gated = new IngressClient(server.ingressUrl, 'gatedSession');
     const gatedOther = new IngressClient(server.ingressUrl, 'gatedSession');
