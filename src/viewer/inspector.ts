@@ -133,7 +133,7 @@ export function viewerInspector(options: ViewerInspectorOptions = {}): ViewerIns
         messageCount: 0,
         updatedAt: null,
         error: null,
-        state: { brain: tracked.state as never, io: tracked.io, inFlight: false, runs: 0, turns: 0, usage: { inputTokens: 0, outputTokens: 0 }, outcome: null },
+        state: { brain: tracked.state as never, io: tracked.io, inFlight: false, runs: 0, turns: 0, usage: { inputTokens: 0, outputTokens: 0 }, outcome: null, operations: { slices: {}, point: null, waiting: null } },
         messages: [],
         trace: [],
       },

@@ -62,6 +62,15 @@ export async function loadSessionView(store: SessionStore, sessionId: string): P
         turns: brain.context.turnsTaken,
         usage: context.sessionUsage,
         outcome: runInFlight(brain) ? null : outcome && describeOutcome(outcome),
+        operations: {
+          slices: context.operations.slices,
+          point: context.operations.point && `${context.operations.point.hook} (${context.operations.point.next} done)`,
+          waiting: context.operations.waiting && {
+            operation: context.operations.waiting.operation,
+            reason: context.operations.waiting.reason,
+            payload: context.operations.waiting.payload,
+          },
+        },
       },
     };
   } catch (error) {

@@ -19,6 +19,12 @@ export interface SessionView {
     turns: number;
     usage: Usage;
     outcome: string | null;
+    /** The operations' persisted state (session row version 3): slices, the point in progress, a yield waited on. */
+    operations: {
+      slices: Record<string, unknown>;
+      point: string | null;
+      waiting: { operation: string; reason: string; payload: unknown } | null;
+    };
   } | null;
   messages: Message[];
   trace: ReadTraceEntry[];

@@ -21,6 +21,10 @@ import { DurableSession } from '../../src/sessions/durable-session.js';
 import { replaySession } from '../../src/sessions/replay.js';
 import { SqliteSessionStore } from '../../src/stores/sqlite.js';
 import { createActor, createMachine } from 'xstate';
+import { z } from 'zod';
+import { createAgentMachine } from '../../machines/agent.machine.js';
+import type { Operation } from '../../src/agent/operation.js';
+import { scriptedModel } from '../../src/models/scripted.js';
 import { startViewer, viewerInspector, ViewerListenError, type RunningViewer } from '../../src/viewer.js';
 import { bundledCommand, startNode } from '../sessions/fixtures/processes.js';
 import { writeBigSession } from '../viewer/fixtures/big-session.js';
@@ -73,6 +77,20 @@ describe.skipIf(!hasChromium)('loopchart view in chromium', () => {
     live.send({ type: 'input', message: 'First run.' });
     await live.whenIdle();
     await live.close();
+    // An agent with an operation whose state slice is persisted with the session (row version 3).
+    const notes: Operation<{ seen: number; note: string }> = {
+      name: 'notes',
+      state: { schema: z.object({ seen: z.number(), note: z.string() }), initial: { seen: 0, note: '' } },
+      afterReply: (_reply, ctx) => ({ state: { seen: ctx.state.seen + 1, note: '<script>window.__pwned=12</script>' } }),
+    };
+    const withOps = await DurableSession.open({
+      machine: createAgentMachine({ model: scriptedModel([{ text: 'Noted.' }]), operations: [notes] }),
+      store,
+      sessionId: 'ops',
+    });
+    withOps.send({ type: 'input', message: 'Note this.' });
+    await withOps.whenIdle();
+    await withOps.close();
     viewer = await startViewer({ store, port: 0, storeLabel: db });
     mkdirSync(ARTIFACTS, { recursive: true });
     context = await chromium.launchPersistentContext(join(root, 'profile'), {
@@ -154,6 +172,16 @@ describe.skipIf(!hasChromium)('loopchart view in chromium', () => {
     expect(await page.locator('#chart [data-io].active').allInnerTexts()).toContain('Running.AwaitingTools.Working.Approval.AwaitingApproval');
     await page.screenshot({ path: join(ARTIFACTS, 'session.png'), fullPage: true });
     expect(statSync(join(ARTIFACTS, 'session.png')).size).toBeGreaterThan(10_000);
+  });
+
+  it("session page: the operations' persisted state", async () => {
+    await page.goto(`${viewer.url}s/ops`);
+    await page.waitForSelector('#timeline .row');
+    expect(await page.locator('#operations [data-operation="notes"] dd').textContent()).toBe('{"seen":1,"note":"<script>window.__pwned=12</script>"}');
+    expect(await pwned(page)).toBeUndefined();
+    await page.goto(`${viewer.url}s/rich`);
+    await page.waitForSelector('#timeline .row');
+    expect(await page.locator('#operations').count()).toBe(0);
   });
 
   it('the timeline is keyboard-navigable', async () => {

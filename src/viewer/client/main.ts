@@ -51,6 +51,17 @@ function renderHeader() {
   const dl = el('dl', { class: 'facts' });
   for (const [k, v] of facts) dl.append(el('div', { 'data-fact': k }, el('dt', {}, k), el('dd', {}, v)));
   header.append(dl);
+  const ops = s.state?.operations;
+  if (ops && (Object.keys(ops.slices).length > 0 || ops.point || ops.waiting)) {
+    const list = el('dl', { class: 'facts' });
+    for (const [name, slice] of Object.entries(ops.slices)) list.append(el('div', { 'data-operation': name }, el('dt', {}, name), el('dd', {}, JSON.stringify(slice))));
+    if (ops.point) list.append(el('div', { 'data-fact': 'operation point' }, el('dt', {}, 'in progress'), el('dd', {}, ops.point)));
+    if (ops.waiting) {
+      const { operation, reason, payload } = ops.waiting;
+      list.append(el('div', { 'data-fact': 'operation yield' }, el('dt', {}, 'waits on'), el('dd', {}, `${operation}: ${reason} ${JSON.stringify(payload) ?? ''}`)));
+    }
+    header.append(el('section', { id: 'operations', 'aria-label': 'Operations' }, el('h2', {}, 'Operations'), list));
+  }
 }
 
 // ---------- statechart ----------
