@@ -94,6 +94,10 @@ export class RestateServer {
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     this.#child = child;
+    // Whatever happens to the test process (a hook that times out, a crash), the server goes too.
+    const reap = () => child.kill('SIGKILL');
+    process.once('exit', reap);
+    child.once('exit', () => process.off('exit', reap));
     const keep = (chunk: Buffer) => {
       this.#log = (this.#log + chunk.toString()).slice(-20_000);
     };

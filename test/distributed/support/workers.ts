@@ -28,6 +28,10 @@ export async function startWorker(env: WorkerEnv): Promise<Worker> {
     env: { ...process.env, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
+  // Whatever happens to the test process (a hook that times out, a crash), the worker goes too.
+  const reap = () => child.kill('SIGKILL');
+  process.once('exit', reap);
+  child.once('exit', () => process.off('exit', reap));
   let output = '';
   child.stderr!.on('data', (chunk: Buffer) => (output = (output + chunk.toString()).slice(-20_000)));
   const port = await new Promise<number>((resolve, reject) => {
