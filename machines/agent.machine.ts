@@ -22,7 +22,7 @@ import { externalEventProblem, externalEventTypes, type ExternalEvent } from '..
 import { composeExecutors, inProcessExecutor, type Executor } from '../src/agent/executor.js';
 import { fromIo, ioLogic, promptParts, type IoDeps, type IoEvent, type IoRequest } from '../src/agent/io.js';
 import { serviceKey as keyOf } from '../src/agent/keys.js';
-import { fromTelemetry, traceMark, type TelemetryEvent, type TraceMark } from '../src/agent/trace-marks.js';
+import { fromTelemetry, resumeTrace, traceMark, type TelemetryEvent, type TraceMark } from '../src/agent/trace-marks.js';
 import { AgentTracing } from '../src/telemetry/agent-tracing.js';
 import { InvalidConfigError, PruningSchema, pendingPrune, pruneLineProblem, type Pruning } from '../src/agent/pruning.js';
 import {
@@ -860,7 +860,10 @@ function hardened<M extends AnyStateMachine>(
   return Object.assign(machine, {
     restoreSnapshot: ((snapshot, scope) => {
       const persisted = snapshot as { context?: unknown };
-      return restore({ ...persisted, context: restoredContext(persisted.context) } as never, scope);
+      const context = restoredContext(persisted.context);
+      // A run restored in flight goes on without a `resume` event: its span continues the stored trace here.
+      if (tracing && (persisted as { value?: unknown }).value !== 'Idle' && runInFlight(context.brain)) resumeTrace(tracing, context);
+      return restore({ ...persisted, context } as never, scope);
     }) as M['restoreSnapshot'],
     withExecutor(wrap: (inner: Executor) => Executor): WithExecutor<M> {
       const next = { ...deps, executor: composeExecutors(deps.executor, wrap) };

@@ -65,3 +65,12 @@ export function traceMark(tracing: AgentTracing, mark: TraceMark, { context, eve
     }
   }
 }
+
+/**
+ * A persisted snapshot restored with its run in flight (`createActor(machine, { snapshot })`):
+ * no event marks the run going on, so the run's span is opened as the snapshot is restored,
+ * continuing the stored trace.
+ */
+export function resumeTrace(tracing: AgentTracing, context: AgentContext): void {
+  tracing.runStarted({ runKey: runKeyOf(context), sessionId: context.sessionId, runIndex: context.runIndex, continues: context.trace });
+}

@@ -308,6 +308,33 @@ describe('telemetry off', () => {
   });
 });
 
+describe('a persisted snapshot restored in a fresh actor', () => {
+  it('continues the run trace: the restored run span is a child of the first one, and the rest of the run is under it', async () => {
+    const config = {
+      model: scriptedModel([{ toolCalls: [{ name: 'write', args: { path: 'a.txt' } }] }, { text: 'done' }], { name: 'acme:m' }),
+      tools: [guarded],
+      retry: false as const,
+    };
+    const first = traced(config);
+    const actor = createActor(first.machine, { input: { prompt: 'go', sessionId: 'snap' } }).start();
+    await waitFor(actor, (s) => s.matches(AWAITING_APPROVAL) && typeof s.context.trace === 'string', { timeout: WAIT_MS });
+    const persisted = JSON.parse(JSON.stringify(actor.getPersistedSnapshot()));
+    actor.stop();
+    await expect.poll(() => first.tracing.named('invoke_agent').length).toBe(1);
+    const [firstRun] = first.tracing.named('invoke_agent');
+
+    const second = traced(config);
+    const restored = createActor(second.machine, { snapshot: persisted }).start();
+    restored.send({ type: 'approve', toolCallId: persisted.context.approvals.waiting[0] });
+    expect((await runToCompletion(restored)).outcome.type).toBe('Completed');
+    const [run] = second.tracing.named('invoke_agent');
+    expect(traceOf(run!)).toBe(traceOf(firstRun!));
+    expect(parentOf(run!)).toBe(idOf(firstRun!));
+    expect(run!.attributes).toMatchObject({ 'loopchart.run.resumed': true, 'loopchart.outcome': 'Completed' });
+    for (const name of ['execute_tool write', 'chat m']) expect(parentOf(second.tracing.named(name)[0]!)).toBe(idOf(run!));
+  });
+});
+
 describe('a durable session resumed in another process', () => {
   const TSX = new URL('../../node_modules/tsx/dist/loader.mjs', import.meta.url).href;
   const CHILD = fileURLToPath(new URL('./fixtures/traced-session.ts', import.meta.url));
