@@ -52,7 +52,7 @@ const model = scriptedModel([
       return { name, lines: !read || read.isError ? 0 : read.content.split('\n').filter(Boolean).length };
     });
     const largest = counts.reduce((a, b) => (b.lines > a.lines ? b : a));
-    return { text: `${counts.map((c) => `${c.name}: ${c.lines} lines`).join(', ')}. The largest is ${largest.name}.` };
+    return { text: `${counts.map((c) => `${c.name}: ${c.lines} non-empty lines`).join(', ')}. The longest is ${largest.name}.` };
   },
 ]);
 

@@ -25,20 +25,20 @@ function run(args: string[]): Promise<{ code: number | null; stdout: string; std
 }
 
 describe('examples/mcp.ts', () => {
-  it('lists and reads the fixture folder through the MCP server and answers with the real line counts', async () => {
+  it('lists and reads the fixture folder through the MCP server and answers with the real counts of non-empty lines', async () => {
     const { code, stdout, stderr } = await run([]);
     expect(code, stderr).toBe(0);
     const fixtures = join(REPO, 'examples/fixtures');
     const lines = (name: string) => readFileSync(join(fixtures, name), 'utf8').split('\n').filter(Boolean).length;
     expect(stdout).toContain('→ fs_list_directory');
     expect(stdout).toContain(
-      `Completed: README.md: ${lines('README.md')} lines, orders.csv: ${lines('orders.csv')} lines, service.log: ${lines('service.log')} lines.`,
+      `Completed: README.md: ${lines('README.md')} non-empty lines, orders.csv: ${lines('orders.csv')} non-empty lines, service.log: ${lines('service.log')} non-empty lines.`,
     );
   });
 
   it('another folder gives another answer', async () => {
     const { code, stdout } = await run([fileURLToPath(new URL('./fixtures/folder/notes', import.meta.url))]);
     expect(code).toBe(0);
-    expect(stdout).toContain('Completed: todo.md: 1 lines. The largest is todo.md.');
+    expect(stdout).toContain('Completed: todo.md: 1 non-empty lines. The longest is todo.md.');
   });
 });
