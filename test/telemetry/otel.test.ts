@@ -21,7 +21,7 @@ import { decodeRow, encodeRow, SessionRowError } from '../../src/sessions/sessio
 import { defineTool } from '../../src/tools/define-tool.js';
 import { runFinished, runToCompletion, sleepOrAbort, WAIT_MS } from '../support/driver.js';
 import { AWAITING_APPROVAL } from '../hitl/support.js';
-import { idOf, memoryTracing, ns, parentOf, summary, traceOf } from './support.js';
+import { idOf, memoryTracing, parentOf, summary, traceOf } from './support.js';
 
 const add = defineTool({
   name: 'add',
@@ -109,8 +109,12 @@ describe('a traced run', () => {
       expect(parentOf(child)).toBe(idOf(run!));
       expect(traceOf(child)).toBe(traceOf(run!));
     }
-    // The tool ran between the two model calls, all inside the run.
-    expect(ns(tool!.startTime) >= ns(chats[0]!.endTime)).toBe(true);
+    // The tool ran between the two model calls: spans are exported as they end, so the export
+    // order is the order they ended in. (Span times cannot order them: the SDK anchors each span
+    // on Date.now(), whole milliseconds.)
+    const ended = tracing.spans();
+    expect(ended.indexOf(chats[0]!)).toBeLessThan(ended.indexOf(tool!));
+    expect(ended.indexOf(tool!)).toBeLessThan(ended.indexOf(chats[1]!));
   });
 
   it('records no message or tool content unless recordContent is true', async () => {
@@ -194,9 +198,19 @@ describe('a traced run', () => {
   });
 
   it('an approval wait is a span with the decision and the wait time, under the run', async () => {
+    // Ended spans are exported at once: what the tool sees when it runs is what had ended by then.
+    // (Span times cannot order them: the SDK anchors each span on Date.now(), whole milliseconds.)
+    let endedWaitsWhenToolRan: number | undefined;
+    const watched = defineTool({
+      ...guarded,
+      execute: ({ path }) => {
+        endedWaitsWhenToolRan = tracing.named('await_approval').length;
+        return `wrote ${path}`;
+      },
+    });
     const { tracing, machine } = traced({
       model: scriptedModel([{ toolCalls: [{ name: 'write', args: { path: 'a.txt' } }] }, { text: 'done' }]),
-      tools: [guarded],
+      tools: [watched],
       retry: false,
     });
     const actor = createActor(machine, { input: { prompt: 'go', sessionId: 's-approve' } });
@@ -213,8 +227,7 @@ describe('a traced run', () => {
     expect(wait!.attributes).toMatchObject({ 'gen_ai.tool.name': 'write', 'loopchart.approval.approved': true, 'gen_ai.conversation.id': 's-approve' });
     expect(wait!.attributes['loopchart.approval.wait_ms'] as number).toBeGreaterThanOrEqual(25);
     // The tool ran after the wait ended.
-    const [tool] = tracing.named('execute_tool');
-    expect(ns(tool!.startTime) >= ns(wait!.endTime)).toBe(true);
+    expect(endedWaitsWhenToolRan).toBe(1);
   });
 
   function filling(extra: Partial<AgentConfig>) {

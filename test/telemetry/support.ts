@@ -30,4 +30,3 @@ export const summary = (span: ReadableSpan) => ({
 });
 
 /** An OpenTelemetry time as nanoseconds, exactly (a float loses the nanoseconds). */
-export const ns = (time: readonly [number, number]): bigint => BigInt(time[0]) * 1_000_000_000n + BigInt(time[1]);
