@@ -29,4 +29,3 @@ export const summary = (span: ReadableSpan) => ({
   status: span.status.code,
 });
 
-/** An OpenTelemetry time as nanoseconds, exactly (a float loses the nanoseconds). */
