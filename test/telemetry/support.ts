@@ -28,4 +28,3 @@ export const summary = (span: ReadableSpan) => ({
   attributes: span.attributes,
   status: span.status.code,
 });
-
