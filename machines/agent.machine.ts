@@ -1,11 +1,11 @@
 import { and, assign, emit, enqueueActions, sendTo, setup, type ActorRefFrom, type AnyStateMachine } from 'xstate';
-import { conversationOf, feedBrain, freshBrain, pendingCalls, stepTypeOf, takeStep, type BrainState } from '../src/agent/brain-state.js';
+import { conversationOf, feedBrain, pendingCalls, stepTypeOf, takeStep, type BrainState } from '../src/agent/brain-state.js';
 import type { AgentConfig } from '../src/agent/config.js';
-import { NO_APPROVALS, decisionFor, deniedResult, isWaiting, recordDecision, type ApprovalEvent } from '../src/agent/approvals.js';
+import { decisionFor, deniedResult, isWaiting, recordDecision, type ApprovalEvent } from '../src/agent/approvals.js';
 import { z } from 'zod';
 import { BudgetSchema, PricesSchema, budgetExceeded, costUsd } from '../src/agent/budget.js';
-import { parseAgentContext, type AgentContext } from '../src/agent/context.js';
-import { NO_OPERATIONS, type OperationHook } from '../src/agent/operation-state.js';
+import { freshAgentContext, parseAgentContext, type AgentContext } from '../src/agent/context.js';
+import type { OperationHook } from '../src/agent/operation-state.js';
 import {
   applyOperated,
   applyResumed,
@@ -570,22 +570,14 @@ export function createAgentMachine(config: AgentConfig) {
     id: 'agent',
     context: ({ input }) =>
       // A stored state comes from outside: checked as a persisted snapshot is.
-      input?.stored ? restoredContext(input.stored) : {
-        sessionId: input?.sessionId ?? 'session',
-        brain: freshBrain(input?.history ?? []),
-        policy: input?.policy ? checkedPolicy(input.policy, pruning) : defaultPolicy,
-        toolJournal: [],
-        once: input?.prompt !== undefined,
-        queued: input?.prompt === undefined ? null : asUserMessage(input.prompt),
-        runIndex: 0,
-        runUsage: NO_USAGE,
-        sessionUsage: NO_USAGE,
-        lastRun: null,
-        extrasTokens: 0,
-        approvals: NO_APPROVALS,
-        runStartedAt: 0,
-        operations: NO_OPERATIONS,
-      },
+      input?.stored
+        ? restoredContext(input.stored)
+        : freshAgentContext({
+            sessionId: input?.sessionId ?? 'session',
+            history: input?.history ?? [],
+            policy: input?.policy ? checkedPolicy(input.policy, pruning) : defaultPolicy,
+            queued: input?.prompt === undefined ? null : asUserMessage(input.prompt),
+          }),
     initial: 'Idle',
     on: {
       policy: [{ guard: and(['wellFormed', 'policyAcceptable']), actions: 'changePolicy' }, { actions: 'rejectPolicy' }],

@@ -3,9 +3,11 @@ import { InvalidSnapshotError } from '../errors.js';
 import { parseLoopSnapshot } from '../loop-snapshot.js';
 import { LOOP_SNAPSHOT_VERSION, OutcomeSchema, PolicySchema, ToolMessageSchema, UsageSchema, UserMessageSchema } from '../schemas.js';
 import { TRACEPARENT_PATTERN } from '../telemetry/traceparent.js';
-import { ApprovalsSchema } from './approvals.js';
-import { OperationsStateSchema } from './operation-state.js';
-import type { BrainState } from './brain-state.js';
+import type { Message, Policy, UserMessage } from '../schemas.js';
+import { ApprovalsSchema, NO_APPROVALS } from './approvals.js';
+import { freshBrain, type BrainState } from './brain-state.js';
+import { NO_OPERATIONS, OperationsStateSchema } from './operation-state.js';
+import { NO_USAGE } from './run-rules.js';
 
 const count = z.number().int().nonnegative();
 
@@ -48,6 +50,29 @@ export type AgentContext = Omit<z.infer<typeof AgentContextSchema>, 'brain' | 't
   brain: BrainState;
   toolJournal: readonly z.infer<typeof ToolMessageSchema>[];
 };
+
+/**
+ * The driver context of a session that has run nothing yet: a new one, or a fork of a stored
+ * session's prefix. With a `queued` prompt the actor runs that once and stops.
+ */
+export function freshAgentContext(start: { sessionId: string; history: Message[]; policy: Policy; queued: UserMessage | null }): AgentContext {
+  return {
+    sessionId: start.sessionId,
+    brain: freshBrain(start.history),
+    policy: start.policy,
+    toolJournal: [],
+    once: start.queued !== null,
+    queued: start.queued,
+    runIndex: 0,
+    runUsage: NO_USAGE,
+    sessionUsage: NO_USAGE,
+    lastRun: null,
+    extrasTokens: 0,
+    approvals: NO_APPROVALS,
+    runStartedAt: 0,
+    operations: NO_OPERATIONS,
+  };
+}
 
 /**
  * A driver context that came from outside (a persisted snapshot), checked before anything runs

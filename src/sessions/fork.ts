@@ -1,9 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { NO_APPROVALS } from '../agent/approvals.js';
-import { freshBrain } from '../agent/brain-state.js';
-import type { AgentContext } from '../agent/context.js';
-import { NO_OPERATIONS } from '../agent/operation-state.js';
-import { NO_USAGE } from '../agent/run-rules.js';
+import { freshAgentContext } from '../agent/context.js';
 import { coherentCut } from '../conversation.js';
 import { LoopchartError } from '../errors.js';
 import type { SessionStore } from '../stores/session-store.js';
@@ -64,23 +60,8 @@ export async function forkSession(store: SessionStore, sessionId: string, option
   const newId = options.as ?? `${sessionId}-fork-${at}-${randomBytes(3).toString('hex')}`;
   checkSessionId(newId);
   const prefix = stored.messages.slice(0, coherentCut(stored.messages, at));
-  const context: AgentContext = {
-    sessionId: newId,
-    brain: freshBrain(prefix),
-    policy: original.policy,
-    toolJournal: [],
-    once: false,
-    queued: null,
-    runIndex: 0,
-    runUsage: NO_USAGE,
-    sessionUsage: NO_USAGE,
-    lastRun: null,
-    extrasTokens: 0,
-    approvals: NO_APPROVALS,
-    runStartedAt: 0,
-    // The operations' state described the original's end, not the cut: the fork starts without it.
-    operations: NO_OPERATIONS,
-  };
+  // The operations' state described the original's end, not the cut: the fork starts without it.
+  const context = freshAgentContext({ sessionId: newId, history: prefix, policy: original.policy, queued: null });
   // The brain's own checks on the new row and log, before anything is written.
   decodeRow(newId, encodeRow(context), prefix);
   await store.apply(newId, { expectedVersion: 0, state: encodeRow(context), append: prefix });
