@@ -1,10 +1,11 @@
-import { createServer, type ServerResponse } from 'node:http';
+import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { AnyStateMachine, InspectionEvent } from 'xstate';
 import { statePath } from '../sessions/trace.js';
 import { clientScript } from './asset.js';
+import { pagePath, sendHtml as html } from './http.js';
 import { brainChart, chartOf, type ChartModel } from './chart.js';
-import { homePage, messagePage, sessionPage } from './page.js';
+import { actorPath, homePage, messagePage, sessionPage } from './page.js';
 import type { PageData, Row } from './page-model.js';
 import { agentChart, VIEWER_HOST, ViewerListenError } from './server.js';
 
@@ -124,7 +125,7 @@ export function viewerInspector(options: ViewerInspectorOptions = {}): ViewerIns
     const data: PageData = {
       mode: 'inspector',
       live: true,
-      eventsUrl: `/a/${encodeURIComponent(tracked.id)}/events`,
+      eventsUrl: `${actorPath(tracked.id)}/events`,
       chart: tracked.chart,
       driver: tracked.agent ? agentChart() : { id: tracked.chart.id, states: [], transitions: [] },
       session: {
@@ -142,26 +143,16 @@ export function viewerInspector(options: ViewerInspectorOptions = {}): ViewerIns
     return sessionPage(data, script);
   };
 
-  const html = (res: ServerResponse, status: number, body: string) => {
-    res.writeHead(status, { 'content-type': 'text/html; charset=utf-8', 'cache-control': 'no-store' });
-    res.end(body);
-  };
   const server = createServer((req, res) => {
     const url = new URL(req.url ?? '/', `http://${VIEWER_HOST}`);
     if (url.pathname === '/') {
       const listings = [...actors.values()].map((a) => ({ sessionId: a.id, updatedAt: new Date(a.rows.at(-1)?.at ?? Date.now()), runs: null, outcome: a.state, tokens: null, costUsd: null, error: null }));
-      return html(res, 200, homePage(listings, 'live actors').replaceAll('href="/s/', 'href="/a/'));
+      return html(res, 200, homePage(listings, 'live actors', actorPath));
     }
-    const match = /^\/a\/([^/]+)(\/events)?$/.exec(url.pathname);
-    let id: string | undefined;
-    try {
-      id = match ? decodeURIComponent(match[1]!) : undefined;
-    } catch {
-      id = undefined;
-    }
-    const tracked = id === undefined ? undefined : actors.get(id);
+    const page = pagePath(url.pathname, 'a');
+    const tracked = page === null ? undefined : actors.get(page.id);
     if (!tracked) return html(res, 404, messagePage('Not found', `No inspected actor at ${url.pathname}.`));
-    if (!match![2]) {
+    if (!page!.events) {
       void clientScript().then((script) => html(res, 200, pageFor(tracked, script)), (error) => html(res, 500, messagePage('Error', String(error))));
       return;
     }

@@ -23,6 +23,8 @@ export const jsonIsland = (value: unknown): string =>
 
 /** A session page's path: the id is percent-encoded, whatever it holds. */
 export const sessionPath = (sessionId: string): string => `/s/${encodeURIComponent(sessionId)}`;
+/** The page of a live actor `viewerInspector()` streams (ids chosen by the host, so encoded too). */
+export const actorPath = (actorId: string): string => `/a/${encodeURIComponent(actorId)}`;
 
 function document(title: string, body: string, options: { script?: string; connect?: boolean } = {}): string {
   // An exported file has no server: no connection at all. A served page talks to its own origin only.
@@ -68,11 +70,11 @@ export function sessionPage(data: PageData, script: string): string {
 const dateText = (date: Date) => date.toISOString().replace('T', ' ').replace(/\.\d+Z$/, 'Z');
 
 /** The home page: every session of the store. */
-export function homePage(listings: readonly SessionListing[], storeLabel: string): string {
+export function homePage(listings: readonly SessionListing[], storeLabel: string, pathOf: (id: string) => string = sessionPath): string {
   const rows = listings
     .map(
       (s) => `<tr${s.error ? ' class="unreadable"' : ''}>
-<td><a href="${escapeHtml(sessionPath(s.sessionId))}">${escapeHtml(s.sessionId)}</a></td>
+<td><a href="${escapeHtml(pathOf(s.sessionId))}">${escapeHtml(s.sessionId)}</a></td>
 <td>${escapeHtml(dateText(s.updatedAt))}</td>
 <td>${s.runs ?? '—'}</td>
 <td>${escapeHtml(s.error ? `${s.error.name} (${s.error.code}): ${s.error.message}` : s.outcome)}</td>

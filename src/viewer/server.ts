@@ -7,9 +7,10 @@ import { readSessionTrace } from '../sessions/trace.js';
 import type { SessionStore } from '../stores/session-store.js';
 import { sessionIdProblem } from '../stores/step.js';
 import { clientScript } from './asset.js';
+import { pagePath, sendHtml as send } from './http.js';
 import { brainChart, chartOf, type ChartModel } from './chart.js';
 import { listSessionViews, loadSessionView } from './load.js';
-import { homePage, messagePage, sessionPage } from './page.js';
+import { homePage, messagePage, sessionPage, sessionPath } from './page.js';
 import type { PageData, SessionView } from './page-model.js';
 
 /** The viewer's address: loopback only, never another interface. */
@@ -58,7 +59,7 @@ export function pageData(session: SessionView, live: boolean): PageData {
   return {
     mode: 'session',
     live,
-    eventsUrl: live ? `/s/${encodeURIComponent(session.sessionId)}/events` : null,
+    eventsUrl: live ? `${sessionPath(session.sessionId)}/events` : null,
     chart: brainChart(),
     driver: agentChart(),
     session,
@@ -79,11 +80,6 @@ export async function exportSessionHtml(store: SessionStore, sessionId: string):
   const view = await loadSessionView(store, sessionId);
   return view && sessionPage(pageData(view, false), await clientScript());
 }
-
-const send = (res: ServerResponse, status: number, html: string) => {
-  res.writeHead(status, { 'content-type': 'text/html; charset=utf-8', 'cache-control': 'no-store', 'x-content-type-options': 'nosniff' });
-  res.end(html);
-};
 
 /**
  * Serves the viewer on 127.0.0.1: the home page (every session), a page per session (the
@@ -106,15 +102,10 @@ export async function startViewer(options: ViewerOptions): Promise<RunningViewer
     const url = new URL(req.url ?? '/', `http://${VIEWER_HOST}`);
     if (req.method !== 'GET') return send(res, 405, messagePage('Method not allowed', `${req.method} is not served here.`));
     if (url.pathname === '/') return send(res, 200, homePage(await listSessionViews(store), options.storeLabel ?? 'the store'));
-    const match = /^\/s\/([^/]+)(\/events)?$/.exec(url.pathname);
-    let sessionId: string | undefined;
-    try {
-      sessionId = match ? decodeURIComponent(match[1]!) : undefined;
-    } catch {
-      sessionId = undefined;
-    }
-    if (sessionId === undefined || sessionIdProblem(sessionId) !== null) return send(res, 404, messagePage('Not found', `Nothing is served at ${url.pathname}.`));
-    if (match![2]) return stream(res, sessionId, Number(url.searchParams.get('after')) || 0);
+    const page = pagePath(url.pathname, 's');
+    if (page === null || sessionIdProblem(page.id) !== null) return send(res, 404, messagePage('Not found', `Nothing is served at ${url.pathname}.`));
+    const sessionId = page.id;
+    if (page.events) return stream(res, sessionId, Number(url.searchParams.get('after')) || 0);
     const view = await loadSessionView(store, sessionId);
     if (!view) return send(res, 404, messagePage('Session not found', `There is no session '${sessionId}' in ${options.storeLabel ?? 'the store'}.`));
     return send(res, view.error ? 500 : 200, sessionPage(pageData(view, true), await clientScript()));
