@@ -19,3 +19,13 @@ export function pagePath(pathname: string, section: 's' | 'a'): { id: string; ev
     return null;
   }
 }
+
+/**
+ * The `after` cursor of an event stream: absent is 0, otherwise a trace sequence number (a
+ * non-negative safe integer); anything else is null, for a 400, never a query with NaN or Infinity.
+ */
+export function cursorParam(value: string | null): number | null {
+  if (value === null) return 0;
+  if (!/^\d{1,15}$/.test(value)) return null;
+  return Number(value);
+}

@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net';
 import type { AnyStateMachine, InspectionEvent } from 'xstate';
 import { statePath } from '../sessions/trace.js';
 import { clientScript } from './asset.js';
-import { pagePath, sendHtml as html } from './http.js';
+import { cursorParam, pagePath, sendHtml as html } from './http.js';
 import { brainChart, chartOf, type ChartModel } from './chart.js';
 import { actorPath, homePage, messagePage, sessionPage } from './page.js';
 import type { PageData, Row } from './page-model.js';
@@ -156,7 +156,8 @@ export function viewerInspector(options: ViewerInspectorOptions = {}): ViewerIns
       void clientScript().then((script) => html(res, 200, pageFor(tracked, script)), (error) => html(res, 500, messagePage('Error', String(error))));
       return;
     }
-    const after = Number(url.searchParams.get('after')) || 0;
+    const after = cursorParam(url.searchParams.get('after'));
+    if (after === null) return html(res, 400, messagePage('Bad request', "'after' must be an event sequence number (a whole number from 0)."));
     res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-store' });
     const write = (rows: Row[]) => res.write(`data: ${JSON.stringify({ entries: [], rows, state: { brain: tracked.state, io: tracked.io } })}\n\n`);
     const missed = tracked.rows.filter((row) => row.seq > after);

@@ -7,7 +7,7 @@ import { readSessionTrace } from '../sessions/trace.js';
 import type { SessionStore } from '../stores/session-store.js';
 import { sessionIdProblem } from '../stores/step.js';
 import { clientScript } from './asset.js';
-import { pagePath, sendHtml as send } from './http.js';
+import { cursorParam, pagePath, sendHtml as send } from './http.js';
 import { brainChart, chartOf, type ChartModel } from './chart.js';
 import { listSessionViews, loadSessionView } from './load.js';
 import { homePage, messagePage, sessionPage, sessionPath } from './page.js';
@@ -105,7 +105,11 @@ export async function startViewer(options: ViewerOptions): Promise<RunningViewer
     const page = pagePath(url.pathname, 's');
     if (page === null || sessionIdProblem(page.id) !== null) return send(res, 404, messagePage('Not found', `Nothing is served at ${url.pathname}.`));
     const sessionId = page.id;
-    if (page.events) return stream(res, sessionId, Number(url.searchParams.get('after')) || 0);
+    if (page.events) {
+      const after = cursorParam(url.searchParams.get('after'));
+      if (after === null) return send(res, 400, messagePage('Bad request', "'after' must be a trace sequence number (a whole number from 0)."));
+      return stream(res, sessionId, after);
+    }
     const view = await loadSessionView(store, sessionId);
     if (!view) return send(res, 404, messagePage('Session not found', `There is no session '${sessionId}' in ${options.storeLabel ?? 'the store'}.`));
     return send(res, view.error ? 500 : 200, sessionPage(pageData(view, true), await clientScript()));

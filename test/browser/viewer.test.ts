@@ -284,6 +284,12 @@ describe.skipIf(!hasChromium)('loopchart view in chromium', () => {
     expect(missing!.status()).toBe(404);
     expect(await page.locator('#message').textContent()).toContain("There is no session 'no-such <session>'");
     expect((await page.goto(`${viewer.url}nothing/here`))!.status()).toBe(404);
+    // A stream cursor that is not a sequence number is refused before any stream opens or query runs.
+    for (const after of ['Infinity', '-1', '1e400', 'abc', '99999999999999999']) {
+      const refused = await fetch(`${viewer.url}s/rich/events?after=${after}`, { signal: AbortSignal.timeout(5_000) });
+      expect(refused.status, after).toBe(400);
+      await refused.body?.cancel();
+    }
     const corrupt = await page.goto(`${viewer.url}s/corrupt`);
     expect(corrupt!.status()).toBe(500);
     await page.waitForSelector('#session-error');
@@ -316,6 +322,9 @@ describe.skipIf(!hasChromium)('loopchart view in chromium', () => {
       expect(await highlighted(page, 'current')).toEqual(['Terminal']);
       expect((await rowTexts(page)).join('\n')).toContain('io.replied');
       expect(await pwned(page)).toBeUndefined();
+      const refused = await fetch(`${url}a/${encodeURIComponent(agent.sessionId)}/events?after=-1`, { signal: AbortSignal.timeout(5_000) });
+      expect(refused.status).toBe(400);
+      await refused.body?.cancel();
       // Any machine: its own states; an event sent while the page is open shows up live.
       await page.goto(`${url}a/${encodeURIComponent(switcher.sessionId)}`);
       await page.waitForSelector('#timeline .row');
