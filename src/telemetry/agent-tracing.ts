@@ -294,6 +294,9 @@ export class AgentTracing {
         const result = output as SideEffectOutputs['tool'];
         if (this.recordContent) span.setAttribute('gen_ai.tool.call.result', result.content);
         if (result.isError) {
+          // The runner turned the failure (a throw, a timeout, bad arguments) into the result the
+          // model reads; that text is the exception OpenTelemetry's convention records.
+          span.recordException({ name: 'tool_error', message: result.content.slice(0, 500) });
           span.setAttribute('error.type', 'tool_error');
           span.setStatus({ code: STATUS_ERROR, message: result.content.slice(0, 200) });
         }

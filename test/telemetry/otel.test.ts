@@ -134,7 +134,7 @@ describe('a traced run', () => {
     expect(tool!.attributes).toMatchObject({ 'gen_ai.tool.call.arguments': '{"a":1,"b":2}', 'gen_ai.tool.call.result': '3' });
   });
 
-  it('a tool that throws marks its span as an error; the run goes on', async () => {
+  it('a tool that throws marks its span as an error with an exception event; the run goes on', async () => {
     const { tracing, machine } = traced({
       model: scriptedModel([{ toolCalls: [{ name: 'broken', args: {} }] }, { text: 'sorry' }]),
       tools: [broken],
@@ -145,7 +145,32 @@ describe('a traced run', () => {
     expect(tool!.status).toMatchObject({ code: 2 });
     expect(tool!.status.message).toContain('disk on fire');
     expect(tool!.attributes['error.type']).toBe('tool_error');
+    expect(tool!.events.map((e) => e.name)).toEqual(['exception']);
+    expect(tool!.events[0]!.attributes).toMatchObject({ 'exception.type': 'tool_error', 'exception.message': 'disk on fire' });
     expect(tracing.named('invoke_agent')[0]!.status.code).toBe(0);
+  });
+
+  it('a tool call with invalid arguments is a failed span with an exception event naming the argument', async () => {
+    const { tracing, machine } = traced({
+      model: scriptedModel([{ toolCalls: [{ name: 'add', args: { a: 1 } }] }, { text: 'sorry' }]),
+      tools: [add],
+      retry: false,
+    });
+    expect((await runToCompletion(createActor(machine, { input: { prompt: 'go' } }))).outcome.type).toBe('Completed');
+    const [tool] = tracing.named('execute_tool');
+    expect(tool!.status.code).toBe(2);
+    const [event, ...more] = tool!.events;
+    expect(more).toEqual([]);
+    expect(event!.name).toBe('exception');
+    expect(event!.attributes!['exception.message']).toContain('- b:');
+  });
+
+  it('a successful tool call has no exception event', async () => {
+    const { tracing, machine } = traced({ model: scriptedModel([toolTurn, answer]), tools: [add], retry: false });
+    await runToCompletion(createActor(machine, { input: { prompt: 'go' } }));
+    const [tool] = tracing.named('execute_tool');
+    expect(tool!.status.code).toBe(0);
+    expect(tool!.events).toEqual([]);
   });
 
   it('a model call that fails sets the status and records the exception on chat and run spans; retries are events', async () => {
