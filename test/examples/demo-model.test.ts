@@ -4,13 +4,20 @@
  * tool-calling run over HTTP and exits 0.
  */
 import { spawn } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { afterAll, afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { chooseModel, DEFAULT_REAL_MODEL } from '../../examples/folder-agent.js';
 import { checkChatRequest, startChatServer, type ChatServer } from '../support/chat-server.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const TSX = fileURLToPath(new URL('../../node_modules/tsx/dist/cli.mjs', import.meta.url));
+// The demo stores its session here, never in the checkout's .loopchart/.
+const scratch = mkdtempSync(join(tmpdir(), 'loopchart-demo-model-'));
+const STORE = join(scratch, 'demo.db');
+afterAll(() => rmSync(scratch, { recursive: true, force: true }));
 
 describe('chooseModel', () => {
   let stderr: ReturnType<typeof vi.spyOn>;
@@ -54,7 +61,7 @@ function runDemo(env: Record<string, string>, timeoutMs = 25_000): Promise<Exit>
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [TSX, 'examples/demo.ts'], {
       cwd: ROOT,
-      env: { ...base, ...env, NO_COLOR: '1' },
+      env: { ...base, ...env, LOOPCHART_STORE: STORE, NO_COLOR: '1' },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let stdout = '';
@@ -88,6 +95,7 @@ describe('npm start with OPENAI_BASE_URL', () => {
     const exit = await runDemo({ OPENAI_BASE_URL: server.baseURL, OPENAI_API_KEY: 'sk-local-test', LOOPCHART_MODEL: 'test-model' });
 
     expect(exit.code, `stdout:\n${exit.stdout}\nstderr:\n${exit.stderr}`).toBe(0);
+    expect(exit.stdout).toContain(`stored in ${STORE})`);
     expect(exit.stdout).toContain('model: openai-compatible:test-model');
     expect(exit.stdout).toContain('The folder holds three files and a notes directory.');
     expect(server.queued).toBe(0);
@@ -109,6 +117,7 @@ describe('npm start with OPENAI_BASE_URL', () => {
     server.enqueue({ type: 'reply', text: ['Nothing to read.'] });
     const exit = await runDemo({ OPENAI_BASE_URL: server.baseURL });
     expect(exit.code, exit.stderr).toBe(0);
+    expect(exit.stdout).toContain(`stored in ${STORE})`);
     expect(server.requests).toHaveLength(1);
     expect(server.requests[0]!.headers.authorization).toBeUndefined();
     expect(server.requests[0]!.body).toMatchObject({ model: DEFAULT_REAL_MODEL });

@@ -13,14 +13,19 @@ import { REPO, runTs } from './fixtures/processes.js';
 const DEMO = fileURLToPath(new URL('../../examples/demo.ts', import.meta.url));
 const root = mkdtempSync(join(tmpdir(), 'loopchart-hitl-demo-'));
 afterAll(() => rmSync(root, { recursive: true, force: true }));
+// The demo runs in the checkout: its sessions go to this temporary store, never to .loopchart/.
+const STORE = join(root, 'demo.db');
 
 /** The demo as `npm start -- <args>` runs it, offline whatever the environment says. */
-const demo = (args: string[], stdin: string) =>
-  runTs(DEMO, args, {
+const demo = async (args: string[], stdin: string) => {
+  const run = await runTs(DEMO, args, {
     stdin,
-    env: { OPENAI_BASE_URL: undefined, OPENAI_API_KEY: undefined, LOOPCHART_MODEL: undefined },
+    env: { OPENAI_BASE_URL: undefined, OPENAI_API_KEY: undefined, LOOPCHART_MODEL: undefined, LOOPCHART_STORE: STORE },
     timeoutMs: 40_000,
   });
+  expect(run.stdout).toContain(`stored in ${STORE})`);
+  return run;
+};
 
 const QUESTION = /^approve write_file\(\{"path":"report\.md","content":".*\)\? \[y\/N\/a\(lways\)\] /m;
 

@@ -80,3 +80,14 @@ describe('README snippets', () => {
     }
   });
 });
+
+describe('README wording for users', () => {
+  it('cites no internal spec seed ("seed 003"): users have no seeds to look up', () => {
+    expect(readme).not.toMatch(/\bseeds?\b/i);
+  });
+
+  it('says that the AI SDK under strict tsc needs @types/json-schema, and how to install it', () => {
+    expect(readme).toContain('npm install --save-dev @types/json-schema');
+    expect(readme).toMatch(/AI SDK 6[\s\S]{0,200}`@types\/json-schema`/);
+  });
+});
