@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import type { PendingToolCall, ToolCall, ToolMessage } from '../schemas.js';
 import type { ToolSet } from '../tools/define-tool.js';
+import { parseToolArguments } from '../tools/own-arguments.js';
 
 /**
  * Human approval of tool calls (seed 003: an approval step yields while a request awaits a
@@ -97,7 +98,7 @@ export async function callsNeedingApproval(
       continue;
     }
     // Arguments the tool would reject never run, so they need no approval: the runner reports them.
-    const args = tools.get(call.name)!.input.safeParse(call.args);
+    const args = parseToolArguments(tools.get(call.name)!, call.args);
     if (args.success && (await rule(args.data, { toolCallId: call.id, sessionId }))) waiting.push(call.id);
   }
   return waiting;

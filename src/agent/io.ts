@@ -8,6 +8,7 @@ import { runToolCalls } from '../tools/run-tools.js';
 import { InvalidSummaryError } from '../compaction/summarize.js';
 import { ToolSet } from '../tools/define-tool.js';
 import { InvalidToolError } from '../tools/errors.js';
+import { parseToolArguments } from '../tools/own-arguments.js';
 import type { ToolSource } from '../tools/tool-source.js';
 import type { Compactor } from './config.js';
 import type { Executor, SideEffect, SideEffectKind, SideEffectOutputs } from './executor.js';
@@ -424,7 +425,7 @@ export function ioLogic(deps: IoDeps) {
                   continue;
                 }
                 // Arguments the tool would reject never run, so they need no approval: the runner reports them.
-                const args = tool.input.safeParse(call.args);
+                const args = parseToolArguments(tool, call.args);
                 if (!args.success) continue;
                 const asks = await execute(
                   { key: `${key}:${call.id}:approval`, kind: 'approval', input: { turn, call }, signal: controller.signal },

@@ -2,6 +2,7 @@ import { z } from 'zod';
 import type { ToolDefinition } from '../model.js';
 import { DuplicateToolError, InvalidToolError } from './errors.js';
 import { jsonSchemaValidator, type JsonSchema } from './json-schema.js';
+import { protoKeys, rememberProtoKeys } from './own-arguments.js';
 
 /** What a running tool gets besides its arguments. */
 export interface ToolContext {
@@ -97,7 +98,9 @@ export function defineTool(spec: ToolSpec<z.ZodType> | JsonSchemaToolSpec): Tool
   const meta = ToolMetaSchema.safeParse(spec);
   if (!meta.success) throw new InvalidToolError(String(spec.name), z.prettifyError(meta.error));
   const { input, inputSchema } = toolInput(spec);
-  return Object.freeze({
+  // zod never enforces a `__proto__` argument: the guard does, so one it cannot place fails here.
+  const ownKeys = protoKeys(spec.name, inputSchema);
+  const tool: Tool = Object.freeze({
     name: spec.name,
     description: spec.description,
     input,
@@ -107,6 +110,8 @@ export function defineTool(spec: ToolSpec<z.ZodType> | JsonSchemaToolSpec): Tool
     // Built once here so a schema mistake fails at definition time, not at the first model call.
     definition: Object.freeze({ name: spec.name, description: spec.description, inputSchema }),
   });
+  rememberProtoKeys(tool, ownKeys);
+  return tool;
 }
 
 /** The validator and the schema the model sees, from whichever of `input` / `inputSchema` was given. */

@@ -1,6 +1,6 @@
-import type { z } from 'zod';
 import type { PendingToolCall, ToolCall, ToolMessage } from '../schemas.js';
 import { ToolSet, type Tool } from './define-tool.js';
+import { parseToolArguments, type ArgumentIssue, type ParsedArguments } from './own-arguments.js';
 
 export interface RunToolCallsOptions {
   /** How many tools may run at once. Default 4. */
@@ -122,14 +122,14 @@ async function runOne(
   if (!tool) {
     return errorResult(call, `unknown tool "${call.name}"; available tools: ${tools.names.join(', ') || '(none)'}`);
   }
-  let parsed: ReturnType<typeof tool.input.safeParse>;
+  let parsed: ParsedArguments;
   try {
-    parsed = tool.input.safeParse(call.args);
+    parsed = parseToolArguments(tool, call.args);
   } catch (error) {
     // A refinement or transform in the tool's own schema threw: that is the tool failing.
     return errorResult(call, `tool "${tool.name}" failed validating its arguments: ${errorText(error)}`);
   }
-  if (!parsed.success) return errorResult(call, invalidArguments(tool.name, parsed.error));
+  if (!parsed.success) return errorResult(call, invalidArguments(tool.name, parsed.issues));
   // An onStart hook may have cancelled the batch.
   if (outer?.aborted) return errorResult(call, INTERRUPTED_CONTENT);
 
@@ -201,8 +201,8 @@ function errorText(error: unknown): string {
 }
 
 /** One line per zod issue with its path, the form a model reliably corrects itself from. */
-function invalidArguments(toolName: string, error: z.ZodError): string {
-  const lines = error.issues.map((issue) => `- ${issuePath(issue.path)}: ${issue.message}`);
+function invalidArguments(toolName: string, issues: readonly ArgumentIssue[]): string {
+  const lines = issues.map((issue) => `- ${issuePath(issue.path)}: ${issue.message}`);
   return `invalid arguments for tool "${toolName}":\n${lines.join('\n')}`;
 }
 
