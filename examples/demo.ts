@@ -7,7 +7,8 @@
  *
  *   npm start                                   # the fixture folder examples/fixtures
  *   npm start -- src/tools "What is in here?"   # any folder; the rest of the line is the question
- *   npm start -- --resume demo-…                # continue a demo that was killed mid-run
+ *   npm start -- --resume demo-…                # continue a demo stopped by Ctrl+C, a failure or a kill
+ *   npm start -- --resume demo-… . "And now?"   # ...with that message for its next run
  *   OPENAI_BASE_URL=http://localhost:11434/v1 LOOPCHART_MODEL=qwen3 npm start   # a real model
  *   npm start -- --approve                      # adds write_file, which asks before each write
  *   npm start -- --approve --out DIR            # ...rooted at DIR (default: a new temporary folder)
@@ -20,7 +21,8 @@
  * A real model is used when OPENAI_BASE_URL is set (with OPENAI_API_KEY and LOOPCHART_MODEL,
  * default gpt-4o-mini); see `chooseModel` in folder-agent.ts.
  *
- * Exits 0 when the run is Completed, 130 when cancelled (Ctrl+C), 1 otherwise.
+ * Ctrl+C cancels the run and keeps the session (it prints how to continue); a second Ctrl+C quits
+ * at once. Exits 0 when the run is Completed, 130 when cancelled (Ctrl+C), 1 otherwise.
  */
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, mkdtempSync, statSync } from 'node:fs';
@@ -29,10 +31,13 @@ import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { DurableSession, openSessionStore, type AgentActor, type ToolCall } from '../src/index.js';
 import { DEMO_SESSION_PREFIX } from '../src/cli/agent.js';
+import { watchInterrupt } from '../src/cli/interrupt.js';
 import { createFolderAgent, DEFAULT_QUESTION } from './folder-agent.js';
 import { cut, exitCodeOf, traceAgent, type Trace } from './trace.js';
 
 const USAGE = 'usage: tsx examples/demo.ts [--resume ID] [--approve [--out DIR]] [folder] [question...]';
+/** What a resumed demo says to its model when its last run is over and no question is given. */
+const CONTINUE_MESSAGE = 'Please go on where you stopped.';
 const { approve, out, resume, positional } = parseFlags(process.argv.slice(2));
 const [folderArg, ...questionWords] = positional;
 if (folderArg === '--help' || folderArg === '-h') {
@@ -72,16 +77,16 @@ const again = [approve ? '--approve' : '', out ? `--out ${out}` : '', folderArg 
 console.log(`session:  ${sessionId} (${resume ? 'resumed' : 'new'}, stored in ${storeLocation ?? '.loopchart/loopchart.db'})`);
 console.log(`  list:   npx loopchart sessions list${storeFlag}`);
 console.log(`  show:   npx loopchart sessions show ${sessionId}${storeFlag}`);
-console.log(`  resume: npm start -- --resume ${sessionId}${again ? ` ${again}` : ''}   (or npx loopchart sessions resume ${sessionId}${storeFlag})`);
+console.log(`  resume: npm start -- --resume ${sessionId}${again ? ` ${again}` : ''}   (after Ctrl+C, a failure or a crash)`);
 if (!resume) console.log(`question: ${agent.input.prompt}\n`);
 else console.log('');
 
 let trace: Trace | undefined;
 let approvals: { close(): void } | undefined;
 let session: DurableSession | undefined;
-const cancel = () => session?.send({ type: 'cancel' });
-// Ctrl+C cancels the run: in-flight calls are aborted and the history stays coherent.
-process.once('SIGINT', cancel);
+// Ctrl+C cancels the run (in-flight calls are aborted, the history stays coherent, the session is
+// kept); a second Ctrl+C quits at once.
+const interrupt = watchInterrupt(() => session?.send({ type: 'cancel' }), (line) => console.error(`\n${line}`));
 try {
   session = await DurableSession.open({
     machine: agent.machine,
@@ -91,18 +96,31 @@ try {
     // Listen before the actor starts: a resumed run goes on at once.
     attach: (actor) => {
       trace = traceAgent(actor);
-      approvals = approve ? askOnTerminal(actor, () => actor.send({ type: 'cancel' })) : undefined;
+      approvals = approve ? askOnTerminal(actor, interrupt.press) : undefined;
     },
   });
+  // A new session, or one at rest (its last run was cancelled, failed or finished): a run starts
+  // with the question. A run left in flight (the process was killed) has gone on by itself.
+  const atRest = session.actor.getSnapshot().value === 'Idle';
   if (!resume) session.send({ type: 'input', message: String(agent.input.prompt) });
+  else if (atRest) {
+    const message = questionWords.join(' ') || CONTINUE_MESSAGE;
+    console.log(`the last run is over; the next one starts with: ${message}\n`);
+    session.send({ type: 'input', message });
+  }
   const output = await session.whenIdle();
   trace?.stop();
   process.exitCode = output ? exitCodeOf(output) : 1;
+  if (output?.outcome.type === 'Cancelled') {
+    console.log(`the session is kept; continue it: npm start -- --resume ${sessionId}${again ? ` ${again}` : ''}`);
+    console.log(`                   or: npx loopchart sessions send ${sessionId} "your next message"${storeFlag}`);
+  }
 } catch (error) {
   trace?.stop();
   console.error('the demo failed:', error instanceof Error ? error.message : error);
   process.exitCode = 1;
 } finally {
+  interrupt.detach();
   approvals?.close();
   await session?.close().catch(() => {});
   await store.close();

@@ -3,6 +3,7 @@ import { pathToFileURL } from 'node:url';
 import { createAgentMachine, type AgentMachine } from '../../machines/agent.machine.js';
 import type { AgentConfig } from '../agent/config.js';
 import { CliError } from './errors.js';
+import { escapeLine } from './escape.js';
 
 /** Session ids the demo (`npm start`) gives its sessions: the record of which agent made them. */
 export const DEMO_SESSION_PREFIX = 'demo-';
@@ -10,7 +11,7 @@ export const DEMO_SESSION_PREFIX = 'demo-';
 const TYPESCRIPT = new Set(['.ts', '.mts', '.cts']);
 
 /**
- * The agent a resumed run continues with: the one in `--agent <module>` (its export `agent`, or
+ * The agent a resumed (or continued: `send`) run goes on with: the one in `--agent <module>` (its export `agent`, or
  * its default export: an AgentConfig, or a function returning one). Without `--agent` only a
  * session the demo made (id `demo-…`) may continue, with the demo's folder agent: any other
  * session would get a nonsense run committed by an agent that never saw it.
@@ -18,12 +19,18 @@ const TYPESCRIPT = new Set(['.ts', '.mts', '.cts']);
  * A run continues with whatever config it is given: resume a session with the tools it was
  * started with, or its pending calls answer "unknown tool".
  */
-export async function loadAgentMachine(modulePath: string | undefined, sessionId: string): Promise<{ machine: AgentMachine; name: string }> {
+export async function loadAgentMachine(
+  modulePath: string | undefined,
+  sessionId: string,
+  command: 'resume' | 'send' = 'resume',
+): Promise<{ machine: AgentMachine; name: string }> {
   if (!modulePath) {
     if (!sessionId.startsWith(DEMO_SESSION_PREFIX)) {
+      const id = escapeLine(sessionId);
+      const next = command === 'send' ? `send ${id} "…"` : `resume ${id}`;
       throw new CliError(
-        `session ${sessionId} was not made by the demo agent, so it will not be resumed with it. ` +
-          `Name the agent that made it: loopchart sessions resume ${sessionId} --agent ./agent.ts ` +
+        `session ${id} was not made by the demo agent, so it will not be ${command === 'send' ? 'continued' : 'resumed'} with it. ` +
+          `Name the agent that made it: loopchart sessions ${next} --agent ./agent.ts ` +
           '(a module exporting `agent`: an AgentConfig, or a function returning one)',
         { exitCode: 2 },
       );

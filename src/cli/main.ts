@@ -3,40 +3,78 @@ import { LoopchartError } from '../errors.js';
 import { CliError, UsageError } from './errors.js';
 import { escapeLine } from './escape.js';
 import { forkCommand, replayCommand } from './replay.js';
-import { listSessions, resumeSession, rewindSession, showSession, type CommandOptions, type Io } from './sessions.js';
+import { resumeSession, sendSession } from './continue.js';
+import { listSessions, rewindSession, showSession, type CommandOptions, type Io } from './sessions.js';
 import { parseLocation } from './store.js';
 
-export const USAGE = `usage: loopchart sessions <command> [options]
-       loopchart view [--store LOCATION] [--port N]
-       loopchart view export ID -o FILE
-
-commands:
+const SESSIONS_COMMANDS = `sessions commands:
   list              every session: id, version (steps stored), messages, last update
   show ID           the transcript: roles, tool calls with their arguments, tool results (truncated)
   resume ID         continue the run that was in flight when the session was stored, to its end
+  send ID TEXT      start the next run of a session at rest (after Ctrl-C, a failure, a finished
+                    run, or a fork) with TEXT as the user's message
   rewind ID N       drop committed history past N messages, snapped to a coherent cut
   replay ID         re-run the brain over the recorded results, calling nothing; report the first
                     decision that differs from the recording (exit 1 when one does)
   fork ID --at N [--as NEW]
                     a new session from the first N messages of the log (snapped to a coherent cut),
-                    at rest, to resume with any agent; the original is only read
+                    at rest, to continue with send and any agent; the original is only read`;
 
-options:
+const VIEW_COMMANDS = `view commands:
+  view              serve the viewer on 127.0.0.1 until Ctrl-C (--port N, --store LOCATION)
+  view export ID -o FILE
+                    one self-contained HTML file of the session`;
+
+const OPTIONS = `options:
   --store LOCATION  a SQLite file (default: $LOOPCHART_STORE, else .loopchart/loopchart.db),
                     sqlite:PATH, or postgres://...
   --schema NAME     the PostgreSQL schema holding the tables (default loopchart)
-  --agent MODULE    resume with this agent: a module (.js, .mjs; .ts/.mts with tsx installed or on
-                    Node 22.18+) exporting \`agent\` (an AgentConfig, or a function returning one).
-                    Required unless the demo (npm start) made the session (its id starts with demo-)
+  --agent MODULE    resume / send with this agent: a module (.js, .mjs; .ts/.mts with tsx installed
+                    or on Node 22.18+) exporting \`agent\` (an AgentConfig, or a function returning
+                    one). Required unless the demo (npm start) made the session (its id starts with demo-)
   --full            show tool results and arguments in full
   --port N          view: the port on 127.0.0.1 (default 4317; 0 picks a free one)
   -o, --out FILE    view export: the HTML file to write
   --at N            fork: messages of the log to keep
   --as ID           fork: the new session's id (default ID-fork-N-<random>)
-  -h, --help        this text
+  -h, --help        this text`;
 
-exit codes: 0 done, 1 error (unknown or corrupt session, busy, an unreachable or unreadable store, a resumed
-            run that failed), 2 bad usage (a resume without --agent of a session the demo did not make)`;
+const EXIT_CODES = `exit codes: 0 done, 1 error (unknown or corrupt session, busy, an unreachable or unreadable store, a run
+            that failed), 2 bad usage (a resume or send without --agent of a session the demo did not
+            make), 130 a run interrupted by Ctrl-C (the session is kept: send continues it)`;
+
+export const SESSIONS_USAGE = `usage: loopchart sessions <command> [options]
+
+${SESSIONS_COMMANDS}
+
+${OPTIONS}
+
+${EXIT_CODES}`;
+
+export const VIEW_USAGE = `usage: loopchart view [--store LOCATION] [--port N]
+       loopchart view export ID -o FILE
+
+${VIEW_COMMANDS}
+
+${OPTIONS}`;
+
+export const USAGE = `usage: loopchart sessions <command> [options]
+       loopchart view [--store LOCATION] [--port N]
+       loopchart view export ID -o FILE
+
+${SESSIONS_COMMANDS}
+
+${VIEW_COMMANDS}
+
+${OPTIONS}
+
+${EXIT_CODES}`;
+
+/** The help of the command group the arguments name (the whole usage outside a group). */
+function usageFor(argv: readonly string[]): string {
+  const group = argv.find((arg) => !arg.startsWith('-'));
+  return group === 'sessions' ? SESSIONS_USAGE : group === 'view' ? VIEW_USAGE : USAGE;
+}
 
 /** Network errors that mean the database server is not there (or not answering). */
 const UNREACHABLE = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'ECONNRESET']);
@@ -78,7 +116,7 @@ export async function main(argv: string[], io: Io): Promise<number> {
     return await run(argv, io);
   } catch (error) {
     io.err(`loopchart: ${escapeLine(describeFailure(error, argv))}`);
-    if (error instanceof UsageError) io.err(USAGE);
+    if (error instanceof UsageError) io.err(usageFor(argv));
     if (process.env.LOOPCHART_DEBUG && !(error instanceof CliError) && !LoopchartError.isInstance(error)) {
       io.err(String((error as Error)?.stack ?? error));
     }
@@ -94,13 +132,14 @@ async function run(argv: string[], io: Io): Promise<number> {
     throw new UsageError((error as Error).message);
   }
   const { values, positionals } = parsed;
-  if (values.help) {
-    io.out(USAGE);
+  const [group, command, ...rest] = positionals;
+  // `loopchart`, `loopchart sessions`, `loopchart <group> --help`: the help asked for.
+  if (values.help || group === undefined || (group === 'sessions' && command === undefined)) {
+    io.out(usageFor(argv));
     return 0;
   }
-  const [group, command, ...rest] = positionals;
   if (group === 'view') return view(command, rest, values, io);
-  if (group !== 'sessions' || !command) throw new UsageError(group === undefined ? 'no command given' : `unknown command '${[group, command].filter(Boolean).join(' ')}'`);
+  if (group !== 'sessions') throw new UsageError(`unknown command '${group}'`);
   const options: CommandOptions = {
     location: parseLocation(values.store ?? process.env.LOOPCHART_STORE),
     ...(values.schema !== undefined && { schema: values.schema }),
@@ -121,6 +160,9 @@ async function run(argv: string[], io: Io): Promise<number> {
     case 'resume':
       expect(1, 'ID');
       return resumeSession(rest[0]!, options);
+    case 'send':
+      expect(2, 'ID TEXT');
+      return sendSession(rest[0]!, rest[1]!, options);
     case 'rewind':
       expect(2, 'ID N');
       return rewindSession(rest[0]!, rest[1]!, options);

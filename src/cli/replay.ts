@@ -1,5 +1,7 @@
 import { forkSession } from '../sessions/fork.js';
 import { replaySession } from '../sessions/replay.js';
+import { DEMO_SESSION_PREFIX } from './agent.js';
+import { sendHint } from './continue.js';
 import { UsageError } from './errors.js';
 import { escapeLine } from './escape.js';
 import { noStore, withStore, type CommandOptions } from './sessions.js';
@@ -38,7 +40,9 @@ export async function forkCommand(sessionId: string, at: string, as: string | un
       const fork = await forkSession(store, sessionId, { at: Number(at), ...(as !== undefined && { as }) });
       const snapped = fork.messages < Number(at) ? ` (cut at ${fork.messages}: a coherent point)` : '';
       io.out(`forked ${escapeLine(sessionId)} into ${escapeLine(fork.sessionId)} with ${fork.messages} message(s)${snapped}`);
-      io.out(`continue it: loopchart sessions show ${escapeLine(fork.sessionId)}, or open it with DurableSession and send an input`);
+      // A fork of a demo session is the demo's (its id keeps the prefix); any other needs its agent named.
+      const agent = options.agent === undefined && !fork.sessionId.startsWith(DEMO_SESSION_PREFIX) ? ' --agent ./agent.ts' : '';
+      io.out(`continue it: ${sendHint(fork.sessionId, options)}${agent}`);
       return 0;
     },
     noStore(location),

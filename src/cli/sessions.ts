@@ -3,11 +3,10 @@ import type { Model } from '../model.js';
 import { DurableSession, SessionNotIdleError } from '../sessions/durable-session.js';
 import { decodeRow } from '../sessions/session-row.js';
 import type { SessionStore, StoredSession } from '../stores/session-store.js';
-import { loadAgentMachine } from './agent.js';
 import { CliError, UsageError } from './errors.js';
 import { escapeLine } from './escape.js';
 import { openExisting, type StoreLocation } from './store.js';
-import { describeOperations, describeOutcome, describeState, formatMessage, formatTranscript } from './transcript.js';
+import { describeOperations, describeState, formatTranscript } from './transcript.js';
 
 export interface Io {
   out(line: string): void;
@@ -38,7 +37,7 @@ export const noStore = (location: StoreLocation) => (): never => {
 };
 
 /** The stored session decoded and validated; typed errors (corrupt rows) pass through. */
-async function loadSession(store: SessionStore, sessionId: string, location: StoreLocation): Promise<{ stored: StoredSession; context: AgentContext }> {
+export async function loadSession(store: SessionStore, sessionId: string, location: StoreLocation): Promise<{ stored: StoredSession; context: AgentContext }> {
   const stored = await store.load(sessionId);
   if (!stored) throw new CliError(`no session '${escapeLine(sessionId)}' in ${escapeLine(location.label)}`);
   return { stored, context: decodeRow(sessionId, stored.state, stored.messages) };
@@ -85,67 +84,6 @@ export async function showSession(sessionId: string, options: CommandOptions): P
       io.out('');
       io.out(stored.messages.length === 0 ? '(no messages)' : formatTranscript(context, { full: options.full }));
       return 0;
-    },
-    noStore(location),
-  );
-}
-
-/** True once the run stands still waiting for a human's approve/deny. */
-const awaitingApproval = (value: unknown) => JSON.stringify(value).includes('"AwaitingApproval"');
-/** True once the run stands still waiting for an operation's resume (a custom yield). */
-const awaitingOperation = (value: unknown) => JSON.stringify(value).includes('"AwaitingOperation"');
-
-export async function resumeSession(sessionId: string, options: CommandOptions): Promise<number> {
-  const { io, location } = options;
-  return withStore(
-    options,
-    async (store) => {
-      const { context } = await loadSession(store, sessionId, location);
-      if (!runInFlight(context.brain)) {
-        io.out(`session ${escapeLine(sessionId)}: no run in flight (${describeState(context, false)}); nothing to resume`);
-        return 0;
-      }
-      const { machine, name } = await loadAgentMachine(options.agent, sessionId);
-      io.out(`resuming session ${escapeLine(sessionId)} with ${escapeLine(name)}`);
-      io.out(`state: ${describeState(context, true)}`);
-      const committedBefore = context.brain.context.history.length;
-      const session = await DurableSession.open({ machine, store, sessionId });
-      try {
-        const stalled = new Promise<'approval' | 'operation'>((resolve) => {
-          const check = (value: unknown) =>
-            (awaitingApproval(value) && (resolve('approval'), true)) || (awaitingOperation(value) && (resolve('operation'), true));
-          if (check(session.actor.getSnapshot().value)) return;
-          const subscription = session.actor.subscribe((snapshot) => check(snapshot.value) && subscription.unsubscribe());
-        });
-        const ended = await Promise.race([session.whenIdle(), stalled]);
-        if (ended === 'operation') {
-          await session.flush();
-          const waiting = session.actor.getSnapshot().context.operations.waiting!;
-          throw new CliError(
-            `session ${escapeLine(sessionId)}: the run waits on operation '${escapeLine(waiting.operation)}' (${escapeLine(waiting.reason)}); ` +
-              `send { type: 'operation.resume', operation: '${escapeLine(waiting.operation)}', payload } from the application that owns the session`,
-          );
-        }
-        if (ended === 'approval') {
-          await session.flush();
-          const { approvals } = session.actor.getSnapshot().context;
-          const waiting = approvals.waiting.filter((id) => !Object.hasOwn(approvals.decisions, id));
-          throw new CliError(
-            `session ${sessionId}: the run waits for approval of tool call(s) ${waiting.join(', ')}; ` +
-              'approve or deny them from the application that owns the session (the CLI does not decide for you)',
-          );
-        }
-        const output = ended;
-        const now = session.actor.getSnapshot().context;
-        const history = now.brain.context.history;
-        io.out(`run ${now.runIndex} committed ${history.length - committedBefore} message(s):`);
-        history.slice(committedBefore).forEach((message, i) => io.out(formatMessage(message, committedBefore + i, { full: options.full })));
-        const outcome = output?.outcome ?? now.lastRun?.outcome;
-        io.out(`outcome: ${outcome ? describeOutcome(outcome) : 'unknown'}`);
-        return outcome?.type === 'Failed' ? 1 : 0;
-      } finally {
-        await session.close().catch(() => {});
-      }
     },
     noStore(location),
   );

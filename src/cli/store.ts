@@ -8,7 +8,8 @@ export type StoreLocation =
   | { kind: 'memory'; label: string }
   | { kind: 'postgres'; url: string; label: string };
 
-const DEFAULT_SQLITE_PATH = '.loopchart/loopchart.db';
+/** The SQLite file of the working directory that commands use without `--store`. */
+export const DEFAULT_SQLITE_PATH = '.loopchart/loopchart.db';
 
 export function parseLocation(location: string | undefined): StoreLocation {
   if (location === 'memory:') return { kind: 'memory', label: 'memory:' };

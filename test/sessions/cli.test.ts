@@ -365,7 +365,8 @@ describe('loopchart sessions resume', () => {
   it('has nothing to do for a session at rest, and fails clearly for an unknown one', async () => {
     const idle = await inStore('sessions', 'resume', 'midrun', '--agent', AGENT);
     expect(idle.code).toBe(0);
-    expect(idle.out).toMatch(/^session midrun: no run in flight \(at rest; last run \(1\) Completed: Both pages fetched\.\); nothing to resume$/);
+    expect(idle.out).toMatch(/^session midrun: no run in flight \(at rest; last run \(1\) Completed: Both pages fetched\.\); nothing to resume$/m);
+    expect(idle.out).toContain(`start its next run: loopchart sessions send midrun "your next message" --agent ${AGENT} --store ${db}`);
     const unknown = await inStore('sessions', 'resume', 'ghost');
     expect(unknown.code).toBe(1);
     expect(unknown.err.trim()).toBe(`loopchart: no session 'ghost' in ${db}`);

@@ -1,0 +1,144 @@
+import { runInFlight } from '../../machines/agent.machine.js';
+import type { AgentOutput } from '../../machines/agent.machine.js';
+import { DurableSession } from '../sessions/durable-session.js';
+import { loadAgentMachine } from './agent.js';
+import { CliError, UsageError } from './errors.js';
+import { escapeLine } from './escape.js';
+import { INTERRUPTED_EXIT_CODE, watchInterrupt } from './interrupt.js';
+import { loadSession, noStore, withStore, type CommandOptions } from './sessions.js';
+import { DEFAULT_SQLITE_PATH } from './store.js';
+import { describeOutcome, describeState, formatMessage } from './transcript.js';
+
+/**
+ * `sessions resume` (a run in flight, to its end) and `sessions send` (the next run of a session
+ * at rest, a fork included): both drive a run here, and Ctrl-C interrupts it without losing the
+ * session.
+ */
+
+/** The command that continues a session at rest, with the flags this invocation used. */
+export function sendHint(sessionId: string, options: CommandOptions): string {
+  const agent = options.agent !== undefined ? ` --agent ${escapeLine(options.agent)}` : '';
+  const label = options.location.label;
+  const store = label !== DEFAULT_SQLITE_PATH ? ` --store ${escapeLine(label)}` : '';
+  return `loopchart sessions send ${escapeLine(sessionId)} "your next message"${agent}${store}`;
+}
+
+/** True once the run stands still waiting for a human's approve/deny. */
+const awaitingApproval = (value: unknown) => JSON.stringify(value).includes('"AwaitingApproval"');
+/** True once the run stands still waiting for an operation's resume (a custom yield). */
+const awaitingOperation = (value: unknown) => JSON.stringify(value).includes('"AwaitingOperation"');
+
+/** Resolves when the run waits for someone the CLI does not speak for. */
+function stalled(session: DurableSession): Promise<'approval' | 'operation'> {
+  return new Promise((resolve) => {
+    const check = (value: unknown) =>
+      (awaitingApproval(value) && (resolve('approval'), true)) || (awaitingOperation(value) && (resolve('operation'), true));
+    if (check(session.actor.getSnapshot().value)) return;
+    const subscription = session.actor.subscribe((snapshot) => check(snapshot.value) && subscription.unsubscribe());
+  });
+}
+
+async function refuseStall(session: DurableSession, sessionId: string, why: 'approval' | 'operation'): Promise<never> {
+  await session.flush();
+  const context = session.actor.getSnapshot().context;
+  if (why === 'operation') {
+    const waiting = context.operations.waiting!;
+    throw new CliError(
+      `session ${escapeLine(sessionId)}: the run waits on operation '${escapeLine(waiting.operation)}' (${escapeLine(waiting.reason)}); ` +
+        `send { type: 'operation.resume', operation: '${escapeLine(waiting.operation)}', payload } from the application that owns the session`,
+    );
+  }
+  const waiting = context.approvals.waiting.filter((id) => !Object.hasOwn(context.approvals.decisions, id));
+  throw new CliError(
+    `session ${escapeLine(sessionId)}: the run waits for approval of tool call(s) ${waiting.map(escapeLine).join(', ')}; ` +
+      'approve or deny them from the application that owns the session (the CLI does not decide for you)',
+  );
+}
+
+/**
+ * Drives the session's run to its end and prints what it committed and how it ended. Ctrl-C
+ * cancels it (the session stays, at rest) and prints how to go on; exit 130 then, 1 for Failed.
+ */
+async function driveRun(session: DurableSession, sessionId: string, committedBefore: number, options: CommandOptions): Promise<number> {
+  const { io } = options;
+  const interrupt = watchInterrupt(() => session.send({ type: 'cancel' }), io.err);
+  let ended: AgentOutput | null | 'approval' | 'operation';
+  try {
+    ended = await Promise.race([session.whenIdle(), stalled(session)]);
+  } finally {
+    interrupt.detach();
+  }
+  if (ended === 'approval' || ended === 'operation') return refuseStall(session, sessionId, ended);
+  const now = session.actor.getSnapshot().context;
+  const history = now.brain.context.history;
+  io.out(`run ${now.runIndex} committed ${history.length - committedBefore} message(s):`);
+  history.slice(committedBefore).forEach((message, i) => io.out(formatMessage(message, committedBefore + i, { full: options.full })));
+  const outcome = ended?.outcome ?? now.lastRun?.outcome;
+  io.out(`outcome: ${outcome ? describeOutcome(outcome) : 'unknown'}`);
+  if (outcome?.type === 'Cancelled') {
+    io.out(`the session is kept; continue it: ${sendHint(sessionId, options)}`);
+    return interrupt.pressed ? INTERRUPTED_EXIT_CODE : 1;
+  }
+  return outcome?.type === 'Failed' ? 1 : 0;
+}
+
+/** `loopchart sessions resume ID`: continues the run that was in flight when the session was stored. */
+export async function resumeSession(sessionId: string, options: CommandOptions): Promise<number> {
+  const { io, location } = options;
+  return withStore(
+    options,
+    async (store) => {
+      const { context } = await loadSession(store, sessionId, location);
+      if (!runInFlight(context.brain)) {
+        io.out(`session ${escapeLine(sessionId)}: no run in flight (${describeState(context, false)}); nothing to resume`);
+        io.out(`start its next run: ${sendHint(sessionId, options)}`);
+        return 0;
+      }
+      const { machine, name } = await loadAgentMachine(options.agent, sessionId);
+      io.out(`resuming session ${escapeLine(sessionId)} with ${escapeLine(name)}`);
+      io.out(`state: ${describeState(context, true)}`);
+      const session = await DurableSession.open({ machine, store, sessionId });
+      try {
+        return await driveRun(session, sessionId, context.brain.context.history.length, options);
+      } finally {
+        await session.close().catch(() => {});
+      }
+    },
+    noStore(location),
+  );
+}
+
+/**
+ * `loopchart sessions send ID TEXT`: the next run of a session at rest (after a Completed,
+ * Cancelled or Failed run, or a fork), with TEXT as the user's message and the agent `--agent`
+ * names (the demo's for a demo session). A run in flight is left to `resume`.
+ */
+export async function sendSession(sessionId: string, text: string, options: CommandOptions): Promise<number> {
+  const { io, location } = options;
+  if (text.trim() === '') throw new UsageError('the message to send is empty');
+  return withStore(
+    options,
+    async (store) => {
+      const { context } = await loadSession(store, sessionId, location);
+      if (runInFlight(context.brain)) {
+        throw new CliError(
+          `session ${escapeLine(sessionId)}: a run is in flight (${describeState(context, true)}); ` +
+            `finish it first: loopchart sessions resume ${escapeLine(sessionId)}`,
+        );
+      }
+      const { machine, name } = await loadAgentMachine(options.agent, sessionId, 'send');
+      io.out(`sending to session ${escapeLine(sessionId)} with ${escapeLine(name)}`);
+      // resume: false: a run another process left in flight meanwhile is not driven from here.
+      const session = await DurableSession.open({ machine, store, sessionId, resume: false });
+      try {
+        const before = session.actor.getSnapshot().context;
+        if (runInFlight(before.brain)) throw new CliError(`session ${escapeLine(sessionId)}: a run is in flight; loopchart sessions resume ${escapeLine(sessionId)}`);
+        session.send({ type: 'input', message: text });
+        return await driveRun(session, sessionId, before.brain.context.history.length, options);
+      } finally {
+        await session.close().catch(() => {});
+      }
+    },
+    noStore(location),
+  );
+}
