@@ -22,6 +22,7 @@ export async function replayCommand(sessionId: string, options: CommandOptions):
         return 0;
       }
       io.out(`divergence at step ${d.step} (run ${d.run}${d.seq !== undefined ? `, trace entry ${d.seq}` : ''}):`);
+      if (d.field !== undefined) io.out(`  field:    ${escapeLine(d.field)}`);
       io.out(`  expected: ${escapeLine(d.expected)}`);
       io.out(`  got:      ${escapeLine(d.got)}`);
       return 1;

@@ -3,9 +3,10 @@ import { feedBrain, freshBrain, type BrainState } from '../agent/brain-state.js'
 import { finishBrain, startRun } from '../agent/run-rules.js';
 import { LoopchartError } from '../errors.js';
 import type { LoopEvent } from '../loop-events.js';
-import { DEFAULT_POLICY, type Policy, type Step, type ToolMessage } from '../schemas.js';
+import { DEFAULT_POLICY, type Message, type Policy, type Step, type ToolMessage } from '../schemas.js';
 import type { SessionStore } from '../stores/session-store.js';
 import { decodeRow } from './session-row.js';
+import { checkAgainstLog, checkAgainstPrompt, type ContentMismatch, type FedSinceModel } from './replay-content.js';
 import { readSessionTrace, type ReadTraceEntry, type TraceEntry, type TraceEntryOf } from './trace.js';
 
 /**
@@ -15,6 +16,9 @@ import { readSessionTrace, type ReadTraceEntry, type TraceEntry, type TraceEntry
  * of turn n, a tool batch with these call ids, a compaction for this reason, the run's
  * outcome); the first mismatch is reported with its step. The brain's inputs that are not
  * decisions (the context-size estimate, the policy) come from the recorded steps.
+ * Content is checked too (see replay-content.ts): each recorded tool result and model reply
+ * against what the next model call was given that was new (its prompt delta) and, at rest, the stored message log; a run the
+ * trace starts must have a finished entry.
  */
 
 /** The first place the replayed brain decided otherwise than the recording. */
@@ -26,6 +30,8 @@ export interface ReplayDivergence {
   run: number;
   expected: string;
   got: string;
+  /** For a content mismatch, the field that differs, e.g. `tool result call_1_0: content`. */
+  field?: string;
 }
 
 export interface ReplayReport {
@@ -58,8 +64,19 @@ class Diverged {
     readonly step: number,
     readonly expected: string,
     readonly got: string,
+    readonly field?: string,
   ) {}
+
+  /** Expected: what the brain was fed; got: what the trace records. */
+  static content(step: number, mismatch: ContentMismatch): Diverged {
+    return new Diverged(step, `${mismatch.field} as the brain was fed it: ${mismatch.fed}`, `as the trace records it: ${mismatch.recorded}`, mismatch.field);
+  }
 }
+
+/** The brain's conversation: history, then the run's pending messages. */
+const logOf = (brain: BrainState): Message[] => brain.context.history.concat(brain.context.pending);
+const nothingFed = (): FedSinceModel => ({ results: new Map() });
+
 
 /**
  * Re-runs the brain over a recorded trace. Pure: no store, no clock but the duration.
@@ -82,6 +99,12 @@ export function replayTrace(sessionId: string, trace: readonly ReadTraceEntry[],
   /** Tool results of the batch in flight, by call id (a re-run after a crash overwrites). */
   let batch = new Map<string, ToolMessage>();
   const entries = lastByKey(trace);
+  /** Results and the reply fed since the run's previous model call, for the next prompt to confirm. */
+  let fed = nothingFed();
+  /** Where the stored log was last rewritten (a compaction, a rewind): the log's tail from here is compared. */
+  let logMark = 0;
+  /** The run the trace started and has not finished. */
+  let open: number | null = null;
 
   const report = (divergence: ReplayDivergence | null): ReplayReport => ({
     sessionId,
@@ -90,6 +113,9 @@ export function replayTrace(sessionId: string, trace: readonly ReadTraceEntry[],
     divergence,
     ms: performance.now() - t0,
   });
+  const checkContent = (mismatch: ContentMismatch | null) => {
+    if (mismatch) throw Diverged.content(Math.max(1, decisions.length), mismatch);
+  };
   const feed = (event: LoopEvent, what: string) => {
     try {
       brain = feedBrain(brain!, event);
@@ -120,6 +146,7 @@ export function replayTrace(sessionId: string, trace: readonly ReadTraceEntry[],
           batch.get(call.id) ??
           preAnswered ?? { role: 'tool' as const, toolCallId: call.id, toolName: call.name, content: '(no result recorded: denied or not run)', isError: true },
       );
+      for (const [id, result] of batch) fed.results.set(id, result);
       batch = new Map();
       feed({ type: 'toolResults', messages: results }, 'the batch results');
     }
@@ -142,20 +169,25 @@ export function replayTrace(sessionId: string, trace: readonly ReadTraceEntry[],
           }
           break;
         case 'run': {
+          if (open !== null) throw new Diverged(decisions.length + 1, `a finished entry for run ${open}`, `run ${entry.run} started without one`, 'finished');
           if (brain && brain.value !== 'Terminal' && brain.context.pending.length > 0) {
             throw new Diverged(decisions.length + 1, `run ${entry.run} starts after run ${run} ended`, `run ${run} still in ${brain.value}`);
           }
           runs++;
           run = entry.run;
+          open = entry.run;
           policy = entry.policy;
           brain = startRun(brain ?? freshBrain(), { role: 'user', content: entry.prompt }, []);
           batch = new Map();
+          fed = nothingFed();
           break;
         }
         case 'model': {
           settleTools();
           const label = `CallLLM turn ${entry.turn}`;
           decideAndCheck((step) => (step.type === 'CallLLM' && step.turn === entry.turn ? null : label), label);
+          checkContent(checkAgainstPrompt(fed, entry.promptDelta));
+          fed = { results: new Map(), ...(entry.reply && { reply: { turn: entry.turn, message: entry.reply.message } }) };
           if (entry.reply) {
             const { message, finishReason } = entry.reply;
             feed(
@@ -196,11 +228,17 @@ export function replayTrace(sessionId: string, trace: readonly ReadTraceEntry[],
                 : { type: 'compactionNoop', before: entry.before, after: entry.after, contextWindow },
               `the compaction of turn ${entry.turn}`,
             );
+            // A rewritten log holds the compactor's messages, which the trace does not record.
+            if (entry.rewritten) {
+              fed = nothingFed();
+              logMark = logOf(brain!).length;
+            }
           }
           break;
         }
         case 'event':
           if (brain) applyHostEvent(entry, feed);
+          if (brain && entry.event.type === 'rewind') logMark = logOf(brain).length;
           break;
         case 'finished': {
           // Cancel, seal and failures come from outside the brain: fed as recorded, then checked.
@@ -214,6 +252,7 @@ export function replayTrace(sessionId: string, trace: readonly ReadTraceEntry[],
           const label = `Done ${outcome.type}${outcome.type === 'Failed' ? ` ${outcome.error.type}` : ''}`;
           decideAndCheck((step) => (describeStep(step) === label ? null : label), label);
           brain = finishBrain(brain!);
+          open = null;
           break;
         }
         default:
@@ -221,7 +260,12 @@ export function replayTrace(sessionId: string, trace: readonly ReadTraceEntry[],
       }
     }
     currentSeq = undefined;
-    if (final && brain) checkFinal(brain, final, decisions.length + 1);
+    if (final && brain && atRest(final)) {
+      if (open !== null) throw new Diverged(decisions.length + 1, `a finished entry for run ${open} (the session is at rest)`, 'the trace ends without one', 'finished');
+      checkFinal(brain, final, decisions.length + 1);
+      const mismatch = checkAgainstLog(logOf(brain).slice(logMark), logOf(final));
+      if (mismatch) throw Diverged.content(decisions.length, mismatch);
+    }
   } catch (error) {
     if (!(error instanceof Diverged)) throw error;
     return report({
@@ -230,6 +274,7 @@ export function replayTrace(sessionId: string, trace: readonly ReadTraceEntry[],
       run,
       expected: error.expected,
       got: error.got,
+      ...(error.field !== undefined && { field: error.field }),
     });
   }
   return report(null);
@@ -245,13 +290,14 @@ function applyHostEvent(entry: TraceEntryOf<'event'>, feed: (event: LoopEvent, w
   }
 }
 
+/** A session with no run in flight: its stored state is where a replay must end. */
+const atRest = (final: BrainState): boolean => final.value === 'Terminal' || (final.value === 'Start' && final.context.pending.length === 0);
+
 /** The stored state must be where the replay ended (when the session is at rest). */
 function checkFinal(brain: BrainState, final: BrainState, step: number) {
   const summary = (b: BrainState) =>
     `${b.value}, ${b.context.turnsTaken} turns, ${b.context.totalToolCalls} tool calls${b.context.outcome ? `, ${JSON.stringify(b.context.outcome)}` : ''}`;
-  if (final.value === 'Terminal' || (final.value === 'Start' && final.context.pending.length === 0)) {
-    if (summary(brain) !== summary(final)) throw new Diverged(step, `the stored state: ${summary(final)}`, summary(brain));
-  }
+  if (summary(brain) !== summary(final)) throw new Diverged(step, `the stored state: ${summary(final)}`, summary(brain));
 }
 
 /**

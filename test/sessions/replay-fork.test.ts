@@ -38,19 +38,30 @@ beforeAll(async () => {
 }, 60_000);
 afterAll(() => rmSync(root, { recursive: true, force: true }));
 
-/** A copy of the rich file whose trace row `where` is rewritten by `edit`. */
-function tampered(name: string, where: (entry: Record<string, unknown>) => boolean, edit: (entry: Record<string, unknown>) => void): string {
+/**
+ * A copy of a session file (the rich one unless `from` says) whose first trace row `where`
+ * matches is rewritten by `edit`, or deleted when `edit` is 'delete'.
+ */
+function tampered(
+  name: string,
+  where: (entry: Record<string, unknown>) => boolean,
+  edit: ((entry: Record<string, unknown>) => void) | 'delete',
+  from = { path: rich, sessionId: 'rich' },
+): string {
   const path = join(root, `${name}.db`);
-  const source = new Database(rich);
+  const source = new Database(from.path);
   source.exec(`VACUUM INTO '${path}'`);
   source.close();
   const db = new Database(path);
-  const rows = db.prepare("SELECT seq, entry FROM trace WHERE session_id = 'rich' ORDER BY seq").all() as Array<{ seq: number; entry: string }>;
+  const rows = db.prepare('SELECT seq, entry FROM trace WHERE session_id = ? ORDER BY seq').all(from.sessionId) as Array<{ seq: number; entry: string }>;
   const row = rows.find((r) => where(JSON.parse(r.entry)));
   if (!row) throw new Error('no such trace entry');
-  const entry = JSON.parse(row.entry);
-  edit(entry);
-  db.prepare('UPDATE trace SET entry = ? WHERE seq = ?').run(JSON.stringify(entry), row.seq);
+  if (edit === 'delete') db.prepare('DELETE FROM trace WHERE seq = ?').run(row.seq);
+  else {
+    const entry = JSON.parse(row.entry);
+    edit(entry);
+    db.prepare('UPDATE trace SET entry = ? WHERE seq = ?').run(JSON.stringify(entry), row.seq);
+  }
   db.close();
   return path;
 }
@@ -132,6 +143,83 @@ function dump(path: string, sessionId: string): string {
     db.close();
   }
 }
+
+describe('replay compares content', () => {
+  const path = join(root, 'adder.db');
+  const adder = { path, sessionId: 'adder' };
+  const add = defineTool({ name: 'add', description: 'Adds.', input: z.object({ a: z.number(), b: z.number() }), execute: ({ a, b }) => String(a + b) });
+  const addTurn = (a: number, b: number) => ({ toolCalls: [{ name: 'add', args: { a, b } }] });
+
+  beforeAll(async () => {
+    // Two runs, each a tool call and an answer: run 1 adds 1 + 2, run 2 adds 3 + 4.
+    const store = new SqliteSessionStore({ path });
+    const model = scriptedModel([addTurn(1, 2), { text: 'It is 3.' }, addTurn(3, 4), { text: 'It is 7.' }]);
+    const session = await DurableSession.open({ machine: createAgentMachine({ model, tools: [add] }), store, sessionId: 'adder' });
+    for (const message of ['Add 1 and 2.', 'Add 3 and 4.']) {
+      session.send({ type: 'input', message });
+      expect((await session.whenIdle())?.outcome.type).toBe('Completed');
+    }
+    await session.close();
+    await store.close();
+  }, 60_000);
+
+  const isTool = (run: number) => (e: Record<string, unknown>) => e.type === 'tool' && e.run === run;
+
+  it('the untouched session replays with no divergence', async () => {
+    expect((await replayFile(path, 'adder')).divergence).toBeNull();
+  });
+
+  it.each([1, 2])('a tool result changed in the trace (3 -> 999, run %i) diverges at the model call that was fed the real one, naming the field', async (run) => {
+    const real = run === 1 ? '3' : '7';
+    const tamperedPath = tampered(`result-${run}`, isTool(run), (e) => ((e.result as { content: string }).content = '999'), adder);
+    const { divergence } = await replayFile(tamperedPath, 'adder');
+    const callId = run === 1 ? 'call_1_0' : 'call_3_0';
+    expect(divergence).toMatchObject({ run, field: `tool result ${callId}: content`, got: 'as the trace records it: "999"' });
+    expect(divergence!.expected).toContain(`"${real}"`);
+    // The decision it showed at: the model call after the batch (turn 2 of that run).
+    expect(divergence!.step).toBe(run === 1 ? 3 : 7);
+  });
+
+  it('a tool result marked failed in the trace diverges on isError', async () => {
+    const tamperedPath = tampered('result-error', isTool(1), (e) => ((e.result as { isError?: boolean }).isError = true), adder);
+    expect((await replayFile(tamperedPath, 'adder')).divergence).toMatchObject({ field: 'tool result call_1_0: isError' });
+  });
+
+  it("a reply's tool call arguments changed in the trace diverge at the next model call", async () => {
+    const tamperedPath = tampered(
+      'reply-args',
+      (e) => e.type === 'model' && e.run === 1 && e.turn === 1,
+      (e) => ((e.reply as { message: { toolCalls: Array<{ args: unknown }> } }).message.toolCalls[0]!.args = { a: 5, b: 2 }),
+      adder,
+    );
+    expect((await replayFile(tamperedPath, 'adder')).divergence).toMatchObject({ run: 1, field: 'reply of turn 1: toolCalls' });
+  });
+
+  it('the last answer changed in the trace diverges against the stored log', async () => {
+    const tamperedPath = tampered(
+      'answer',
+      (e) => e.type === 'model' && e.run === 2 && e.turn === 2,
+      (e) => ((e.reply as { message: { content: string } }).message.content = 'It is 8.'),
+      adder,
+    );
+    const { divergence } = await replayFile(tamperedPath, 'adder');
+    expect(divergence).not.toBeNull();
+    expect(divergence!.expected).toContain('It is 7.');
+  });
+
+  it.each([1, 2])("a deleted finished row (run %i) is a divergence naming the finished entry", async (run) => {
+    const tamperedPath = tampered(`finished-${run}`, (e) => e.type === 'finished' && e.run === run, 'delete', adder);
+    const { divergence } = await replayFile(tamperedPath, 'adder');
+    expect(divergence).toMatchObject({ field: 'finished', expected: expect.stringContaining(`a finished entry for run ${run}`) });
+  });
+
+  it('loopchart sessions replay prints the field', async () => {
+    const tamperedPath = tampered('cli-field', isTool(1), (e) => ((e.result as { content: string }).content = '999'), adder);
+    const bad = await cli(['sessions', 'replay', 'adder', '--store', tamperedPath]);
+    expect(bad.code).toBe(1);
+    expect(bad.out).toContain('field:    tool result call_1_0: content');
+  });
+});
 
 describe('fork', () => {
   const path = join(root, 'fork.db');
