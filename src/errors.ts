@@ -53,6 +53,7 @@ export const ERROR_CODES = [
   'ReplayUnavailable',
   'InvalidFork',
   'ViewerListen',
+  'InvalidViewerOptions',
 ] as const;
 
 /** The union of every loopchart error `code`. */

@@ -3,11 +3,12 @@ import type { AddressInfo } from 'node:net';
 import type { AnyStateMachine, InspectionEvent } from 'xstate';
 import { statePath } from '../sessions/trace.js';
 import { clientScript } from './asset.js';
-import { cursorParam, pagePath, sendHtml as html } from './http.js';
+import { cursorParam, localRequestProblem, pagePath, refuse, sendHtml as html } from './http.js';
 import { brainChart, chartOf, type ChartModel } from './chart.js';
 import { actorPath, homePage, messagePage, sessionPage } from './page.js';
 import type { PageData, Row } from './page-model.js';
 import { agentChart, VIEWER_HOST, ViewerListenError } from './server.js';
+import { LiveStreams, liveLimits, sseEvent, type LiveLimitsInput, type LiveStats, type SseStream } from './sse.js';
 
 /**
  * `viewerInspector()`: the offline counterpart of the Stately inspector. Pass `inspect` to
@@ -23,6 +24,8 @@ export interface ViewerInspectorOptions {
   port?: number;
   /** Rows kept per actor, oldest dropped first. Default 10,000. */
   maxRows?: number;
+  /** How far a live page may fall behind before it is dropped (it reconnects where it was). */
+  live?: LiveLimitsInput;
 }
 
 export interface ViewerInspector {
@@ -30,6 +33,8 @@ export interface ViewerInspector {
   inspect: (event: InspectionEvent) => void;
   /** Resolves with the page's URL once the server listens (rejects with ViewerListenError). */
   ready: Promise<string>;
+  /** The live pages now: how many follow, the bytes waiting for them, how many were dropped. */
+  liveStats(): LiveStats;
   close(): Promise<void>;
 }
 
@@ -41,8 +46,13 @@ interface Tracked {
   seq: number;
   state: string;
   io: string;
-  listeners: Set<(rows: Row[]) => void>;
+  /** The open pages of this actor: each gets every new row, or is dropped when it falls behind. */
+  listeners: Set<SseStream>;
 }
+
+/** New rows for an actor's pages; the id is the last row's number (a reconnect continues after it). */
+const rowsEvent = (tracked: Tracked, rows: readonly Row[]): Buffer =>
+  sseEvent({ entries: [], rows, state: { brain: tracked.state, io: tracked.io } }, { id: String(rows.at(-1)!.seq) });
 
 const summaryOf = (value: unknown): string => {
   try {
@@ -79,7 +89,7 @@ const isAgentContext = (context: unknown): context is Parameters<typeof agentSum
 export function viewerInspector(options: ViewerInspectorOptions = {}): ViewerInspector {
   const maxRows = options.maxRows ?? 10_000;
   const actors = new Map<string, Tracked>();
-  const streams = new Set<() => void>();
+  const live = new LiveStreams(liveLimits(options.live));
 
   const inspect = (event: InspectionEvent) => {
     if (event.type !== '@xstate.snapshot') return;
@@ -118,7 +128,9 @@ export function viewerInspector(options: ViewerInspectorOptions = {}): ViewerIns
     };
     tracked.rows.push(row);
     if (tracked.rows.length > maxRows) tracked.rows.splice(0, tracked.rows.length - maxRows);
-    for (const listener of tracked.listeners) listener([row]);
+    if (tracked.listeners.size === 0) return;
+    const update = rowsEvent(tracked, [row]);
+    for (const stream of tracked.listeners) if (!stream.send(update)) tracked.listeners.delete(stream);
   };
 
   const pageFor = (tracked: Tracked, script: string) => {
@@ -144,7 +156,11 @@ export function viewerInspector(options: ViewerInspectorOptions = {}): ViewerIns
   };
 
   const server = createServer((req, res) => {
+    const address = server.address() as AddressInfo;
+    const refused = localRequestProblem(req.headers, address.port);
+    if (refused) return refuse(res, refused.status, refused.reason);
     const url = new URL(req.url ?? '/', `http://${VIEWER_HOST}`);
+    if (req.method !== 'GET') return html(res, 405, messagePage('Method not allowed', `${req.method} is not served here.`));
     if (url.pathname === '/') {
       const listings = [...actors.values()].map((a) => ({ sessionId: a.id, updatedAt: new Date(a.rows.at(-1)?.at ?? Date.now()), runs: null, outcome: a.state, tokens: null, costUsd: null, error: null }));
       return html(res, 200, homePage(listings, 'live actors', actorPath));
@@ -156,20 +172,12 @@ export function viewerInspector(options: ViewerInspectorOptions = {}): ViewerIns
       void clientScript().then((script) => html(res, 200, pageFor(tracked, script)), (error) => html(res, 500, messagePage('Error', String(error))));
       return;
     }
-    const after = cursorParam(url.searchParams.get('after'));
+    const lastEventId = req.headers['last-event-id'];
+    const after = typeof lastEventId === 'string' ? cursorParam(lastEventId) : cursorParam(url.searchParams.get('after'));
     if (after === null) return html(res, 400, messagePage('Bad request', "'after' must be an event sequence number (a whole number from 0)."));
-    res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-store' });
-    const write = (rows: Row[]) => res.write(`data: ${JSON.stringify({ entries: [], rows, state: { brain: tracked.state, io: tracked.io } })}\n\n`);
+    const stream = live.open(res, (closed) => tracked.listeners.delete(closed));
     const missed = tracked.rows.filter((row) => row.seq > after);
-    if (missed.length) write(missed);
-    tracked.listeners.add(write);
-    const stop = () => {
-      tracked.listeners.delete(write);
-      streams.delete(stop);
-      res.end();
-    };
-    streams.add(stop);
-    req.on('close', stop);
+    if (missed.length === 0 || stream.send(rowsEvent(tracked, missed))) tracked.listeners.add(stream);
   });
   const port = options.port ?? 0;
   const ready = new Promise<string>((resolve, reject) => {
@@ -182,9 +190,10 @@ export function viewerInspector(options: ViewerInspectorOptions = {}): ViewerIns
   return {
     inspect,
     ready,
+    liveStats: () => live.stats(),
     close: () =>
       new Promise<void>((resolve) => {
-        for (const stop of [...streams]) stop();
+        live.endAll();
         if (!server.listening) return resolve();
         server.close(() => resolve());
         server.closeAllConnections();

@@ -16,8 +16,8 @@ export function errorView(error: unknown): { name: string; code: string; message
 export const describeOutcome = (outcome: Outcome): string =>
   outcome.type === 'Failed' ? `Failed (${outcome.error.type})` : outcome.type === 'Sealed' ? `Sealed: ${outcome.reason}` : outcome.type;
 
-/** The driver's last stored IO state, from the trace's last step entry. */
-const lastIo = (trace: readonly ReadTraceEntry[]): string => {
+/** The driver's last stored IO state, from the trace's last step entry ('' when there is none). */
+export const lastIo = (trace: readonly ReadTraceEntry[]): string => {
   for (let i = trace.length - 1; i >= 0; i--) {
     const record = trace[i]!;
     if ('entry' in record && record.entry.type === 'step') return record.entry.io;
@@ -38,44 +38,53 @@ export async function loadSessionView(store: SessionStore, sessionId: string): P
   } catch (error) {
     traceError = error;
   }
+  const head = await loadSessionHead(store, sessionId, lastIo(trace));
+  if (!head) return undefined;
+  return { ...head, error: head.error ?? (traceError === undefined ? null : errorView(traceError)), trace };
+}
+
+/** A session page's head: the row's state and the log, without the trace. */
+export type SessionHead = Omit<SessionView, 'trace'>;
+
+/**
+ * The session's row and log as the page shows them (`io` is the driver state from the trace),
+ * or undefined for a session that does not exist; an unreadable row or log is its typed error.
+ */
+export async function loadSessionHead(store: SessionStore, sessionId: string, io: string): Promise<SessionHead | undefined> {
   let stored;
   try {
     stored = await store.load(sessionId);
   } catch (error) {
     // A corrupt log or row: the store's typed error, shown on the page.
-    return { sessionId, version: 0, messageCount: 0, updatedAt: null, error: errorView(error), state: null, messages: [], trace };
+    return { sessionId, version: 0, messageCount: 0, updatedAt: null, error: errorView(error), state: null, messages: [] };
   }
   if (!stored) return undefined;
-  const base = { sessionId, version: stored.version, messageCount: stored.messages.length, updatedAt: null, messages: stored.messages, trace };
+  const base = { sessionId, version: stored.version, messageCount: stored.messages.length, updatedAt: null, messages: stored.messages };
   try {
-    const context = decodeRow(sessionId, stored.state, stored.messages);
-    const brain = context.brain;
-    const outcome = brain.context.outcome ?? context.lastRun?.outcome ?? null;
-    return {
-      ...base,
-      error: traceError === undefined ? null : errorView(traceError),
-      state: {
-        brain: brain.value,
-        io: lastIo(trace),
-        inFlight: runInFlight(brain),
-        runs: context.runIndex,
-        turns: brain.context.turnsTaken,
-        usage: context.sessionUsage,
-        outcome: runInFlight(brain) ? null : outcome && describeOutcome(outcome),
-        operations: {
-          slices: context.operations.slices,
-          point: context.operations.point && `${context.operations.point.hook} (${context.operations.point.next} done)`,
-          waiting: context.operations.waiting && {
-            operation: context.operations.waiting.operation,
-            reason: context.operations.waiting.reason,
-            payload: context.operations.waiting.payload,
-          },
-        },
-      },
-    };
+    return { ...base, error: null, state: stateView(decodeRow(sessionId, stored.state, stored.messages), io) };
   } catch (error) {
     return { ...base, error: errorView(error), state: null };
   }
+}
+
+function stateView(context: ReturnType<typeof decodeRow>, io: string): NonNullable<SessionView['state']> {
+  const brain = context.brain;
+  const outcome = brain.context.outcome ?? context.lastRun?.outcome ?? null;
+  const { operations } = context;
+  return {
+    brain: brain.value,
+    io,
+    inFlight: runInFlight(brain),
+    runs: context.runIndex,
+    turns: brain.context.turnsTaken,
+    usage: context.sessionUsage,
+    outcome: runInFlight(brain) ? null : outcome && describeOutcome(outcome),
+    operations: {
+      slices: operations.slices,
+      point: operations.point && `${operations.point.hook} (${operations.point.next} done)`,
+      waiting: operations.waiting && { operation: operations.waiting.operation, reason: operations.waiting.reason, payload: operations.waiting.payload },
+    },
+  };
 }
 
 /** One line of the home page. */

@@ -3,15 +3,16 @@ import type { AddressInfo } from 'node:net';
 import { createAgentMachine } from '../../machines/agent.machine.js';
 import { LoopchartError } from '../errors.js';
 import type { Model } from '../model.js';
-import { readSessionTrace } from '../sessions/trace.js';
 import type { SessionStore } from '../stores/session-store.js';
 import { sessionIdProblem } from '../stores/step.js';
 import { clientScript } from './asset.js';
-import { cursorParam, pagePath, sendHtml as send } from './http.js';
+import { SessionFeeds, liveCursor } from './feed.js';
+import { localRequestProblem, pagePath, refuse, sendHtml as send } from './http.js';
 import { brainChart, chartOf, type ChartModel } from './chart.js';
 import { listSessionViews, loadSessionView } from './load.js';
 import { homePage, messagePage, sessionPage, sessionPath } from './page.js';
 import type { PageData, SessionView } from './page-model.js';
+import { LiveStreams, liveLimits, type LiveLimitsInput, type LiveStats } from './sse.js';
 
 /** The viewer's address: loopback only, never another interface. */
 export const VIEWER_HOST = '127.0.0.1';
@@ -41,11 +42,15 @@ export interface ViewerOptions {
   pollMs?: number;
   /** Shown on the home page (the store's location). */
   storeLabel?: string;
+  /** How far a live page may fall behind before it is dropped (it reconnects where it was). */
+  live?: LiveLimitsInput;
 }
 
 export interface RunningViewer {
   url: string;
   port: number;
+  /** The live pages now: how many follow, the bytes waiting for them, how many were dropped. */
+  liveStats(): LiveStats;
   close(): Promise<void>;
 }
 
@@ -95,58 +100,34 @@ export async function exportSessionHtml(store: SessionStore, sessionId: string):
  */
 export async function startViewer(options: ViewerOptions): Promise<RunningViewer> {
   const { store } = options;
-  const pollMs = options.pollMs ?? 250;
-  const streams = new Set<() => void>();
+  const live = new LiveStreams(liveLimits(options.live));
+  const feeds = new SessionFeeds(store, options.pollMs ?? 250);
+  const label = options.storeLabel ?? 'the store';
+  let port = 0;
 
   const handle = async (req: IncomingMessage, res: ServerResponse) => {
+    const refused = localRequestProblem(req.headers, port);
+    if (refused) return refuse(res, refused.status, refused.reason);
     const url = new URL(req.url ?? '/', `http://${VIEWER_HOST}`);
     if (req.method !== 'GET') return send(res, 405, messagePage('Method not allowed', `${req.method} is not served here.`));
-    if (url.pathname === '/') return send(res, 200, homePage(await listSessionViews(store), options.storeLabel ?? 'the store'));
+    if (url.pathname === '/') return send(res, 200, homePage(await listSessionViews(store), label));
     const page = pagePath(url.pathname, 's');
     if (page === null || sessionIdProblem(page.id) !== null) return send(res, 404, messagePage('Not found', `Nothing is served at ${url.pathname}.`));
     const sessionId = page.id;
+    const missing = () => send(res, 404, messagePage('Session not found', `There is no session '${sessionId}' in ${label}.`));
     if (page.events) {
-      const after = cursorParam(url.searchParams.get('after'));
-      if (after === null) return send(res, 400, messagePage('Bad request', "'after' must be a trace sequence number (a whole number from 0)."));
-      return stream(res, sessionId, after);
+      const lastEventId = req.headers['last-event-id'];
+      const cursor = liveCursor(url.searchParams, Array.isArray(lastEventId) ? lastEventId[0] : lastEventId);
+      if (cursor === null) return send(res, 400, messagePage('Bad request', "'after' and 'log' must be whole numbers from 0 (a trace sequence number and a log length)."));
+      const feed = await feeds.feed(sessionId);
+      if (!feed) return missing();
+      const stream = live.open(res, (closed) => feed.detach(closed));
+      return feed.attach(stream, cursor);
     }
     const view = await loadSessionView(store, sessionId);
-    if (!view) return send(res, 404, messagePage('Session not found', `There is no session '${sessionId}' in ${options.storeLabel ?? 'the store'}.`));
+    if (!view) return missing();
     return send(res, view.error ? 500 : 200, sessionPage(pageData(view, true), await clientScript()));
   };
-
-  /** New trace entries as they are stored, with the session's head and state after them. */
-  const stream = (res: ServerResponse, sessionId: string, after: number) => {
-    res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-store', connection: 'keep-alive' });
-    res.write(': loopchart\n\n');
-    let closed = false;
-    let timer: NodeJS.Timeout | undefined;
-    let cursor = after;
-    const stop = () => {
-      closed = true;
-      clearTimeout(timer);
-      streams.delete(stop);
-      res.end();
-    };
-    streams.add(stop);
-    req(res).on('close', stop);
-    const tick = async () => {
-      try {
-        const entries = await readSessionTrace(store, sessionId, cursor);
-        if (entries.length > 0 && !closed) {
-          cursor = entries.at(-1)!.seq;
-          const view = await loadSessionView(store, sessionId);
-          const head = view && { version: view.version, messageCount: view.messageCount, messages: view.messages, error: view.error };
-          res.write(`data: ${JSON.stringify({ entries, head, state: view?.state ?? null })}\n\n`);
-        }
-      } catch (error) {
-        if (!closed) res.write(`event: failure\ndata: ${JSON.stringify({ message: (error as Error).message })}\n\n`);
-      }
-      if (!closed) timer = setTimeout(tick, pollMs);
-    };
-    void tick();
-  };
-  const req = (res: ServerResponse) => res.req;
 
   const server: Server = createServer((request, response) => {
     handle(request, response).catch((error) => {
@@ -154,7 +135,7 @@ export async function startViewer(options: ViewerOptions): Promise<RunningViewer
       else response.end();
     });
   });
-  const port = options.port ?? DEFAULT_VIEWER_PORT;
+  const wanted = options.port ?? DEFAULT_VIEWER_PORT;
   await new Promise<void>((resolve, reject) => {
     server.once('error', (error: NodeJS.ErrnoException) => {
       const problem =
@@ -163,17 +144,19 @@ export async function startViewer(options: ViewerOptions): Promise<RunningViewer
           : error.code === 'EACCES'
             ? 'permission denied (EACCES); pick a port above 1023 with --port'
             : error.message;
-      reject(new ViewerListenError(port, problem, { cause: error }));
+      reject(new ViewerListenError(wanted, problem, { cause: error }));
     });
-    server.listen(port, VIEWER_HOST, () => resolve());
+    server.listen(wanted, VIEWER_HOST, () => resolve());
   });
-  const bound = (server.address() as AddressInfo).port;
+  port = (server.address() as AddressInfo).port;
   return {
-    url: `http://${VIEWER_HOST}:${bound}/`,
-    port: bound,
+    url: `http://${VIEWER_HOST}:${port}/`,
+    port,
+    liveStats: () => live.stats(),
     close: () =>
       new Promise<void>((resolve) => {
-        for (const stop of [...streams]) stop();
+        feeds.stopAll();
+        live.endAll();
         server.close(() => resolve());
         server.closeAllConnections();
       }),

@@ -47,7 +47,7 @@ function renderHeader() {
     facts.push(['outcome', s.state.outcome ?? (s.state.inFlight ? 'run in flight' : '—')]);
   }
   facts.push(['cost', builder.costUsd > 0 ? `$${builder.costUsd.toFixed(6)}` : '—'], ['version', String(s.version)], ['messages', String(s.messageCount)]);
-  if (data.live) facts.push(['live', 'watching the store']);
+  if (data.live) facts.push(['live', liveStatus]);
   const dl = el('dl', { class: 'facts' });
   for (const [k, v] of facts) dl.append(el('div', { 'data-fact': k }, el('dt', {}, k), el('dd', {}, v)));
   header.append(dl);
@@ -272,26 +272,38 @@ function renderDetail() {
 }
 
 // ---------- live ----------
+/** One live update: the trace entries after the page's cursor and, for a session, what changed in its log. */
+interface LiveUpdate {
+  entries: PageData['session']['trace'];
+  rows?: Row[];
+  head?: Partial<PageData['session']>;
+  /** The log from position `from` on (what the page has past it is replaced). */
+  log?: { from: number; messages: PageData['session']['messages'] };
+  state?: Partial<NonNullable<PageData['session']['state']>> | null;
+}
+let liveStatus = 'following';
 function connect() {
   if (!data.live || !data.eventsUrl) return;
-  const source = new EventSource(`${data.eventsUrl}?after=${builder.lastSeq}`);
+  // A reconnect (after a drop) sends the last event's id instead: the server continues from it.
+  const source = new EventSource(`${data.eventsUrl}?after=${builder.lastSeq}&log=${data.session.messages.length}`);
   source.onmessage = (message) => {
-    const update = JSON.parse(message.data) as {
-      entries: PageData['session']['trace'];
-      rows?: Row[];
-      head?: Partial<PageData['session']>;
-      state?: Partial<NonNullable<PageData['session']['state']>> | null;
-    };
+    const update = JSON.parse(message.data) as LiveUpdate;
+    liveStatus = 'following';
     if (update.head) Object.assign(data.session, update.head);
     if (update.state) data.session.state = { ...data.session.state!, ...update.state };
+    if (update.log) data.session.messages = data.session.messages.slice(0, update.log.from).concat(update.log.messages);
     builder.addRows(update.rows ?? []);
     builder.add(update.entries);
     renderHeader();
     renderRows();
-    if (update.head?.messages) renderLog();
+    if (update.log) renderLog();
     timelineTitle.textContent = `Timeline (${builder.rows.length} steps)`;
     highlight();
   };
+  source.addEventListener('dropped', () => {
+    liveStatus = 'fell behind; reconnecting';
+    renderHeader();
+  });
 }
 
 // ---------- the page ----------

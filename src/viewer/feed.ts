@@ -1,0 +1,249 @@
+import type { Message } from '../schemas.js';
+import { readSessionTrace, type ReadTraceEntry } from '../sessions/trace.js';
+import type { SessionStore } from '../stores/session-store.js';
+import { cursorParam } from './http.js';
+import { lastIo, loadSessionHead, type SessionHead } from './load.js';
+import { sseEvent, type SseStream } from './sse.js';
+
+/**
+ * The live side of a session page: one poller per watched session, whatever the number of open
+ * pages, that reads only the trace entries after the last one it saw, loads the row and log once
+ * per change, and sends each page only what changed since the page's cursor. The update is
+ * encoded once and the same bytes go to every page that is in step.
+ */
+
+/** What a page has: the last trace entry it got and the length of the log it holds. */
+export interface LiveCursor {
+  seq: number;
+  log: number;
+}
+
+/** The SSE `id` of an update: the cursor a reconnecting EventSource sends back as `Last-Event-ID`. */
+export const cursorId = (cursor: LiveCursor): string => `${cursor.seq}:${cursor.log}`;
+
+/** A `Last-Event-ID` this server wrote (`seq:log`), or null for anything else. */
+export function parseCursorId(value: string): LiveCursor | null {
+  const match = /^(\d{1,15}):(\d{1,15})$/.exec(value);
+  return match ? { seq: Number(match[1]), log: Number(match[2]) } : null;
+}
+
+/**
+ * A page's cursor: the `Last-Event-ID` a reconnecting EventSource sends (what it last got),
+ * else `after` (trace entries) and `log` (messages) from the query, from the page it loaded.
+ * Null for anything malformed: a 400, never a stream.
+ */
+export function liveCursor(query: URLSearchParams, lastEventId: string | undefined): LiveCursor | null {
+  if (lastEventId !== undefined) return parseCursorId(lastEventId);
+  const seq = cursorParam(query.get('after'));
+  const log = cursorParam(query.get('log'));
+  return seq === null || log === null ? null : { seq, log };
+}
+
+/** One change of the log the feed saw: after trace entry `seq`, positions from `from` on were new. */
+interface LogChange {
+  seq: number;
+  from: number;
+}
+
+/** Changes remembered for pages that reconnect; older ones fall back to what the trace says. */
+const CHANGES_KEPT = 64;
+
+const sameMessage = (a: Message, b: Message): boolean =>
+  a.role === b.role &&
+  a.content === b.content &&
+  (a.role !== 'assistant' || b.role !== 'assistant' || JSON.stringify(a.toolCalls) === JSON.stringify(b.toolCalls)) &&
+  (a.role !== 'tool' || b.role !== 'tool' || (a.toolCallId === b.toolCallId && a.toolName === b.toolName && a.isError === b.isError));
+
+/** The first position where two logs differ (the shorter one's length when one extends the other). */
+function firstChange(before: readonly Message[], after: readonly Message[]): number {
+  const end = Math.min(before.length, after.length);
+  let i = 0;
+  while (i < end && sameMessage(before[i]!, after[i]!)) i++;
+  return i;
+}
+
+/**
+ * Where a log the feed never saw may have changed, from the trace alone: a compaction that
+ * rewrote it changes everything, a step that stored a shorter log cut it there.
+ */
+function changedPerTrace(entries: readonly ReadTraceEntry[]): number {
+  let from = Infinity;
+  for (const record of entries) {
+    if (!('entry' in record)) continue;
+    const { entry } = record;
+    if (entry.type === 'compaction' && entry.rewritten) return 0;
+    if (entry.type === 'step') from = Math.min(from, entry.log);
+  }
+  return from;
+}
+
+export class SessionFeed {
+  readonly #store: SessionStore;
+  readonly sessionId: string;
+  readonly #clients = new Map<SseStream, LiveCursor>();
+  #seq: number;
+  #io: string;
+  #head: SessionHead;
+  /** The feed knows every log change after this trace entry (from `#changes`). */
+  #knownSince: number;
+  readonly #changes: LogChange[] = [];
+  /** Ticks and attachments run one at a time, in order. */
+  #work: Promise<void> = Promise.resolve();
+  #timer: NodeJS.Timeout | undefined;
+  #stopped = false;
+
+  private constructor(store: SessionStore, sessionId: string, seq: number, io: string, head: SessionHead) {
+    this.#store = store;
+    this.sessionId = sessionId;
+    this.#seq = seq;
+    this.#knownSince = seq;
+    this.#io = io;
+    this.#head = head;
+  }
+
+  /** The feed of a stored session, or undefined when there is no such session. */
+  static async open(store: SessionStore, sessionId: string): Promise<SessionFeed | undefined> {
+    const trace = await readSessionTrace(store, sessionId);
+    const io = lastIo(trace);
+    const head = await loadSessionHead(store, sessionId, io);
+    return head && new SessionFeed(store, sessionId, trace.at(-1)?.seq ?? 0, io, head);
+  }
+
+  /** True once the feed stopped polling (it had no page left): a new page needs a new feed. */
+  get stopped(): boolean {
+    return this.#stopped;
+  }
+
+  /** Polls the store every `everyMs` until a poll finds no page left; then `onIdle`. */
+  poll(everyMs: number, onIdle: () => void): void {
+    const loop = async () => {
+      if (this.#stopped) return;
+      if (this.#clients.size === 0) {
+        this.stop();
+        onIdle();
+        return;
+      }
+      await this.tick().catch(() => {});
+      if (!this.#stopped) this.#timer = setTimeout(loop, everyMs);
+    };
+    this.#timer = setTimeout(loop, everyMs);
+  }
+
+  stop(): void {
+    this.#stopped = true;
+    clearTimeout(this.#timer);
+  }
+
+  /** Follows the session on `stream`, first sending what changed since `cursor`. */
+  attach(stream: SseStream, cursor: LiveCursor): Promise<void> {
+    this.#clients.set(stream, cursor);
+    return this.#serial(async () => {
+      if (!this.#clients.has(stream)) return;
+      const catchUp = await this.#catchUp(cursor);
+      this.#deliver(stream, catchUp);
+    });
+  }
+
+  detach(stream: SseStream): void {
+    this.#clients.delete(stream);
+  }
+
+  /** Reads new trace entries; when there are, sends every page its update. */
+  tick(): Promise<void> {
+    return this.#serial(async () => {
+      let entries: ReadTraceEntry[];
+      let head: SessionHead | undefined;
+      try {
+        entries = await readSessionTrace(this.#store, this.sessionId, this.#seq);
+        if (entries.length === 0) return;
+        head = await loadSessionHead(this.#store, this.sessionId, lastIo(entries) || this.#io);
+      } catch (error) {
+        const failure = sseEvent({ message: (error as Error).message }, { event: 'failure' });
+        for (const stream of this.#clients.keys()) stream.send(failure);
+        return;
+      }
+      if (!head) return;
+      const before: LiveCursor = { seq: this.#seq, log: this.#head.messages.length };
+      const from = firstChange(this.#head.messages, head.messages);
+      this.#seq = entries.at(-1)!.seq;
+      this.#io = head.state?.io ?? this.#io;
+      this.#head = head;
+      this.#changes.push({ seq: this.#seq, from });
+      if (this.#changes.length > CHANGES_KEPT) this.#knownSince = this.#changes.shift()!.seq;
+      let shared: Buffer | undefined;
+      for (const [stream, cursor] of this.#clients) {
+        const inStep = cursor.seq === before.seq && cursor.log === before.log;
+        this.#deliver(stream, inStep ? (shared ??= this.#update(entries, from)) : await this.#catchUp(cursor));
+      }
+    });
+  }
+
+  #deliver(stream: SseStream, update: Buffer | null): void {
+    if (update === null) return;
+    if (stream.send(update)) this.#clients.set(stream, { seq: this.#seq, log: this.#head.messages.length });
+    else this.#clients.delete(stream);
+  }
+
+  /** What a page at `cursor` lacks, or null when it has everything the feed has. */
+  async #catchUp(cursor: LiveCursor): Promise<Buffer | null> {
+    const seq = Math.min(cursor.seq, this.#seq);
+    const entries = seq < this.#seq ? (await readSessionTrace(this.#store, this.sessionId, seq)).filter((r) => r.seq <= this.#seq) : [];
+    const length = this.#head.messages.length;
+    let from = Math.min(cursor.log, length);
+    if (seq < this.#knownSince) from = Math.min(from, changedPerTrace(entries.filter((r) => r.seq <= this.#knownSince)));
+    for (const change of this.#changes) if (change.seq > seq) from = Math.min(from, change.from);
+    if (entries.length === 0 && from === length && cursor.log === length) return null;
+    return this.#update(entries, from);
+  }
+
+  #update(entries: readonly ReadTraceEntry[], from: number): Buffer {
+    const { version, messageCount, error, state, messages } = this.#head;
+    const id = cursorId({ seq: this.#seq, log: messages.length });
+    return sseEvent({ entries, head: { version, messageCount, error }, log: { from, messages: messages.slice(from) }, state }, { id });
+  }
+
+  #serial(work: () => Promise<void>): Promise<void> {
+    const next = this.#work.then(work);
+    this.#work = next.catch(() => {});
+    return next;
+  }
+}
+
+/** The feeds of one server, one per watched session, opened on the first page and ended after the last. */
+export class SessionFeeds {
+  readonly #store: SessionStore;
+  readonly #pollMs: number;
+  readonly #feeds = new Map<string, Promise<SessionFeed | undefined>>();
+
+  constructor(store: SessionStore, pollMs: number) {
+    this.#store = store;
+    this.#pollMs = pollMs;
+  }
+
+  /** The session's running feed, or undefined when there is no such session. */
+  async feed(sessionId: string): Promise<SessionFeed | undefined> {
+    for (;;) {
+      let pending = this.#feeds.get(sessionId);
+      if (!pending) {
+        pending = SessionFeed.open(this.#store, sessionId);
+        this.#feeds.set(sessionId, pending);
+        const opened = pending;
+        void opened.then(
+          (feed) => {
+            if (!feed) this.#feeds.delete(sessionId);
+            else feed.poll(this.#pollMs, () => this.#feeds.get(sessionId) === opened && this.#feeds.delete(sessionId));
+          },
+          () => this.#feeds.delete(sessionId),
+        );
+      }
+      const feed = await pending;
+      // A feed that went idle while this page waited: open a fresh one.
+      if (!feed?.stopped) return feed;
+    }
+  }
+
+  stopAll(): void {
+    for (const pending of this.#feeds.values()) void pending.then((feed) => feed?.stop(), () => {});
+    this.#feeds.clear();
+  }
+}

@@ -1,0 +1,164 @@
+import type { ServerResponse } from 'node:http';
+import { z } from 'zod';
+import { LoopchartError } from '../errors.js';
+
+/**
+ * Server-sent-event streams whose memory is bounded: a client that stops reading (a laptop
+ * that sleeps, a stuck tab) is dropped once its unsent bytes pass a bound, with a reconnect
+ * hint, instead of the server buffering every update for it until the heap runs out.
+ */
+
+const limit = z.number().int().min(1).max(2 ** 31);
+
+/** How much a live client may fall behind, and what a dropped one is told. */
+export const LiveLimitsSchema = z.strictObject({
+  /**
+   * Bytes a client may have waiting in the server (Node's buffers, above what the kernel
+   * holds) before the next update drops it. An update larger than the bound still goes to a
+   * client that has nothing waiting, so no single update is undeliverable. Default 1 MiB.
+   */
+  maxBufferedBytes: limit.default(1 << 20),
+  /** The `retry:` a dropped client's EventSource waits before it reconnects (ms). Default 2,000. */
+  retryMs: limit.default(2_000),
+  /** A dropped client still not read out after this long is disconnected (ms). Default 10,000. */
+  dropGraceMs: limit.default(10_000),
+});
+export type LiveLimits = z.output<typeof LiveLimitsSchema>;
+export type LiveLimitsInput = z.input<typeof LiveLimitsSchema>;
+
+/**
+ * A viewer or inspector option out of range (say a live buffer bound of 0).
+ *
+ * @example
+ * ```ts
+ * try { await startViewer({ store, live: { maxBufferedBytes: 0 } }); } catch (e) { if (ViewerOptionsError.isInstance(e)) console.error(e.message); }
+ * ```
+ */
+export class ViewerOptionsError extends LoopchartError {
+  constructor(problem: string) {
+    super('InvalidViewerOptions', `invalid viewer options: ${problem}`);
+  }
+}
+
+/** The limits with their defaults, or ViewerOptionsError naming the field. */
+export function liveLimits(input: LiveLimitsInput | undefined): LiveLimits {
+  const parsed = LiveLimitsSchema.safeParse(input ?? {});
+  if (!parsed.success) throw new ViewerOptionsError(`live: ${z.prettifyError(parsed.error)}`);
+  return parsed.data;
+}
+
+/** What the live streams of one server hold now, and how many were dropped so far. */
+export interface LiveStats {
+  /** Streams open and following. */
+  clients: number;
+  /** Dropped streams whose socket has not closed yet (their buffered bytes count below). */
+  dropping: number;
+  /** Bytes written to live and dropping streams that their sockets have not taken yet. */
+  bufferedBytes: number;
+  /** Streams dropped since the server started for falling behind. */
+  dropped: number;
+}
+
+/** One server-sent event, encoded once: the same bytes can go to every client. */
+export function sseEvent(data: unknown, options: { id?: string; event?: string } = {}): Buffer {
+  const head = `${options.id !== undefined ? `id: ${options.id}\n` : ''}${options.event !== undefined ? `event: ${options.event}\n` : ''}`;
+  return Buffer.from(`${head}data: ${JSON.stringify(data)}\n\n`);
+}
+
+/** One client's stream. `send` refuses (and drops the client) rather than buffer past the bound. */
+export class SseStream {
+  readonly #res: ServerResponse;
+  readonly #limits: LiveLimits;
+  readonly #onDrop: () => void;
+  #state: 'open' | 'dropped' | 'closed' = 'open';
+  #grace: NodeJS.Timeout | undefined;
+
+  constructor(res: ServerResponse, limits: LiveLimits, onDrop: () => void) {
+    this.#res = res;
+    this.#limits = limits;
+    this.#onDrop = onDrop;
+  }
+
+  get open(): boolean {
+    return this.#state === 'open';
+  }
+
+  /** Bytes written to this client that its socket has not taken yet. */
+  get buffered(): number {
+    return this.#state === 'closed' ? 0 : this.#res.writableLength;
+  }
+
+  /** Writes one event; false when the client is gone or was dropped by this write. */
+  send(chunk: Buffer): boolean {
+    if (this.#state !== 'open') return false;
+    const waiting = this.#res.writableLength;
+    if (waiting > 0 && waiting + chunk.length > this.#limits.maxBufferedBytes) {
+      this.#drop(waiting);
+      return false;
+    }
+    this.#res.write(chunk);
+    return true;
+  }
+
+  /** Ends the stream (the server closes, the session is gone). */
+  end(): void {
+    if (this.#state !== 'open') return;
+    this.#state = 'dropped';
+    this.#res.end();
+  }
+
+  /** The socket closed: nothing is held for this client any more. */
+  closed(): void {
+    this.#state = 'closed';
+    clearTimeout(this.#grace);
+  }
+
+  #drop(waiting: number): void {
+    this.#state = 'dropped';
+    const reason = `this page fell behind (${waiting} bytes unread); reconnect to continue from its last event`;
+    // The hint is the last thing in the stream: a client that wakes up reads what it missed, then this.
+    this.#res.end(Buffer.from(`retry: ${this.#limits.retryMs}\nevent: dropped\ndata: ${JSON.stringify({ reason })}\n\n`));
+    this.#grace = setTimeout(() => this.#res.destroy(), this.#limits.dropGraceMs);
+    this.#grace.unref();
+    this.#onDrop();
+  }
+}
+
+/** The live streams of one server: opened here, counted, all ended when the server closes. */
+export class LiveStreams {
+  readonly #limits: LiveLimits;
+  readonly #streams = new Set<SseStream>();
+  #dropped = 0;
+
+  constructor(limits: LiveLimits) {
+    this.#limits = limits;
+  }
+
+  /** Starts an event stream on `res`; `onClose` runs once its socket closes or the stream ends. */
+  open(res: ServerResponse, onClose: (stream: SseStream) => void): SseStream {
+    res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-store', 'x-content-type-options': 'nosniff' });
+    res.write(`: loopchart\nretry: ${this.#limits.retryMs}\n\n`);
+    const stream = new SseStream(res, this.#limits, () => this.#dropped++);
+    this.#streams.add(stream);
+    res.once('close', () => {
+      stream.closed();
+      this.#streams.delete(stream);
+      onClose(stream);
+    });
+    return stream;
+  }
+
+  stats(): LiveStats {
+    let clients = 0;
+    let bufferedBytes = 0;
+    for (const stream of this.#streams) {
+      if (stream.open) clients++;
+      bufferedBytes += stream.buffered;
+    }
+    return { clients, dropping: this.#streams.size - clients, bufferedBytes, dropped: this.#dropped };
+  }
+
+  endAll(): void {
+    for (const stream of this.#streams) stream.end();
+  }
+}

@@ -1,0 +1,160 @@
+/**
+ * The viewer and the live inspector answer only to loopback names on their own port (issue 25,
+ * item 2): another `Host` (DNS rebinding) is a 421 and another `Origin` a 403, both before the
+ * store is read or a stream opens; an unknown session is a 404 on every route, the event stream
+ * included (it used to answer 200 and poll forever).
+ */
+import { request } from 'node:http';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createActor, createMachine } from 'xstate';
+import { MemorySessionStore } from '../../src/stores/memory.js';
+import type { SessionStore } from '../../src/stores/session-store.js';
+import { startViewer, viewerInspector, ViewerOptionsError, type RunningViewer, type ViewerInspector } from '../../src/viewer.js';
+import { writeBigSession } from './fixtures/big-session.js';
+
+/** A store that counts every read: a refused request must not cause one. */
+function countingStore(inner: SessionStore): SessionStore & { reads: number } {
+  const counted = {
+    reads: 0,
+    load: (id: string) => (counted.reads++, inner.load(id)),
+    list: () => (counted.reads++, inner.list()),
+    readTrace: (id: string, after?: number) => (counted.reads++, inner.readTrace!(id, after)),
+    apply: inner.apply.bind(inner),
+    journalToolResult: inner.journalToolResult.bind(inner),
+    journaledToolResults: inner.journaledToolResults.bind(inner),
+    appendTrace: inner.appendTrace!.bind(inner),
+    close: () => inner.close(),
+  };
+  return counted;
+}
+
+/** One GET with exactly these headers; resolves with the status and the first bytes of the body. */
+function get(port: number, path: string, headers: Record<string, string>): Promise<{ status: number; body: string }> {
+  return new Promise((resolve, reject) => {
+    const req = request({ host: '127.0.0.1', port, path, headers, setHost: false, timeout: 5_000 }, (res) => {
+      let body = '';
+      res.setEncoding('utf8');
+      res.on('data', (chunk: string) => {
+        body += chunk;
+        // An event stream never ends by itself: its status is what this test checks.
+        if (res.headers['content-type'] === 'text/event-stream') req.destroy();
+      });
+      res.on('end', () => resolve({ status: res.statusCode!, body }));
+      res.on('close', () => resolve({ status: res.statusCode!, body }));
+    });
+    req.on('timeout', () => req.destroy(new Error(`GET ${path} timed out`)));
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+const hostile = (port: number) => [
+  { host: 'evil.example' },
+  { host: `evil.example:${port}` },
+  { host: `127.0.0.1:${port + 1}` },
+  { host: '127.0.0.1' },
+  { host: `localhost.evil.example:${port}` },
+  { host: `127.0.0.1:${port}@evil.example` },
+  { host: '' },
+];
+
+describe('viewer: loopback names only', () => {
+  let store: ReturnType<typeof countingStore>;
+  let viewer: RunningViewer;
+
+  beforeAll(async () => {
+    const backing = new MemorySessionStore();
+    await writeBigSession(backing, 'known', 10);
+    store = countingStore(backing);
+    viewer = await startViewer({ store, port: 0, pollMs: 10 });
+  });
+  afterAll(async () => {
+    await viewer?.close();
+  });
+
+  it('answers 127.0.0.1, localhost and [::1] with its port; another Host is a 421 before anything is read', async () => {
+    const { port } = viewer;
+    for (const host of [`127.0.0.1:${port}`, `localhost:${port}`, `LocalHost:${port}`, `[::1]:${port}`]) {
+      expect((await get(port, '/', { host })).status, host).toBe(200);
+    }
+    const before = store.reads;
+    for (const path of ['/', '/s/known', '/s/known/events', '/s/unknown', '/nothing']) {
+      for (const headers of hostile(port)) {
+        const refused = await get(port, path, headers);
+        expect(refused.status, `${path} ${JSON.stringify(headers)}`).toBe(421);
+        expect(refused.body).not.toContain('known');
+      }
+    }
+    expect(store.reads).toBe(before);
+    expect(viewer.liveStats().clients).toBe(0);
+  });
+
+  it('a cross-origin Origin is a 403 before anything is read; its own origin is answered', async () => {
+    const { port } = viewer;
+    const host = `127.0.0.1:${port}`;
+    expect((await get(port, '/s/known', { host, origin: `http://${host}` })).status).toBe(200);
+    expect((await get(port, '/s/known', { host, origin: `http://localhost:${port}` })).status).toBe(200);
+    const before = store.reads;
+    for (const origin of ['http://evil.example', `http://evil.example:${port}`, `https://${host}`, `http://127.0.0.1:${port + 1}`, 'null', '']) {
+      for (const path of ['/', '/s/known', '/s/known/events']) {
+        expect((await get(port, path, { host, origin })).status, `${path} ${origin}`).toBe(403);
+      }
+    }
+    expect(store.reads).toBe(before);
+  });
+
+  it('an unknown session is a 404 on every route, its event stream included; no stream stays open', async () => {
+    const host = `127.0.0.1:${viewer.port}`;
+    for (const path of ['/s/unknown', '/s/unknown/events', '/s/unknown/events?after=3&log=2']) {
+      const missing = await get(viewer.port, path, { host });
+      expect(missing.status, path).toBe(404);
+      expect(missing.body).toMatch(/There is no session (&#39;|')unknown/);
+    }
+    expect(viewer.liveStats()).toMatchObject({ clients: 0, dropping: 0 });
+    expect((await get(viewer.port, '/s/known/events', { host })).status).toBe(200);
+  });
+
+  it('live limits are checked: a bound of 0 is a ViewerOptionsError naming the field', async () => {
+    await expect(startViewer({ store, port: 0, live: { maxBufferedBytes: 0 } })).rejects.toThrow(ViewerOptionsError);
+    await expect(startViewer({ store, port: 0, live: { maxBufferedBytes: 0 } })).rejects.toThrow(/maxBufferedBytes/);
+  });
+});
+
+describe('viewerInspector: loopback names only', () => {
+  let inspector: ViewerInspector;
+  let port: number;
+  let actorPath: string;
+
+  beforeAll(async () => {
+    inspector = viewerInspector();
+    port = Number(new URL(await inspector.ready).port);
+    const toggle = createMachine({ id: 'toggle', initial: 'off', states: { off: { on: { flip: 'on' } }, on: { on: { flip: 'off' } } } });
+    const actor = createActor(toggle, { inspect: inspector.inspect }).start();
+    actor.send({ type: 'flip' });
+    actorPath = `/a/${encodeURIComponent(actor.sessionId)}`;
+  });
+  afterAll(async () => {
+    await inspector?.close();
+  });
+
+  it('another Host is a 421, another Origin a 403; its own names are answered', async () => {
+    for (const host of [`127.0.0.1:${port}`, `localhost:${port}`, `[::1]:${port}`]) {
+      expect((await get(port, actorPath, { host })).status, host).toBe(200);
+    }
+    for (const path of ['/', actorPath, `${actorPath}/events`]) {
+      for (const headers of hostile(port)) {
+        const refused = await get(port, path, headers);
+        expect(refused.status, `${path} ${JSON.stringify(headers)}`).toBe(421);
+        expect(refused.body).not.toContain('toggle');
+      }
+      expect((await get(port, path, { host: `127.0.0.1:${port}`, origin: 'http://evil.example' })).status, path).toBe(403);
+    }
+    expect(inspector.liveStats().clients).toBe(0);
+  });
+
+  it('an unknown actor is a 404 on its page and its event stream', async () => {
+    for (const path of ['/a/nobody', '/a/nobody/events']) {
+      expect((await get(port, path, { host: `127.0.0.1:${port}` })).status, path).toBe(404);
+    }
+  });
+});
