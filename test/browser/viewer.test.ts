@@ -274,6 +274,10 @@ describe.skipIf(!hasChromium)('loopchart view in chromium', () => {
       await page.waitForFunction(() => document.querySelectorAll('#timeline .row').length === 6, undefined, { timeout: 5_000 });
       expect(await kinds(page)).toEqual(['run', 'model', 'outcome', 'run', 'model', 'outcome']);
       expect(await page.locator('[data-fact="runs"] dd').textContent()).toBe('2');
+      // The log, grown from the updates' deltas, is the stored log: the same messages in order.
+      const log = (await store.load('live'))!.messages;
+      await page.waitForFunction((n) => document.querySelector('#log h2')?.textContent?.includes(`(${n} messages`), log.length, { timeout: 5_000 });
+      expect(await page.locator('#log .message pre:first-of-type').allInnerTexts()).toEqual(log.map((m) => m.content));
     } finally {
       command.dispose();
     }
