@@ -256,10 +256,18 @@ export class DurableSession {
     return context.brain.context.history.length - this.actor.getSnapshot().context.brain.context.history.length;
   }
 
-  /** Stops the actor after the pending writes; the store stays open (it may serve other sessions). */
+  /**
+   * Stops the actor after the pending writes; the store stays open (it may serve other sessions).
+   * A run in flight is recorded as closed, so a reopen is not taken for a crash.
+   */
   async close(): Promise<void> {
     try {
       await this.flush();
+      const { brain, runIndex } = this.actor.getSnapshot().context;
+      if (runInFlight(brain)) {
+        this.#record({ type: 'closed', at: Date.now(), v: this.#version, run: runIndex, state: brain.value, io: this.#ioState });
+        await this.flush();
+      }
     } finally {
       this.actor.stop();
     }

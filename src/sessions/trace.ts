@@ -116,8 +116,16 @@ export const TraceEntrySchema = z.discriminatedUnion('type', [
     usage: UsageSchema,
     outcome: OutcomeSchema.nullable(),
   }),
-  /** A process opened the session with a run in flight: the previous one stopped mid-run. */
+  /**
+   * A process opened the session with a run in flight: the previous one stopped mid-run (a
+   * crash), unless the entry before is a `closed` at the same version.
+   */
   z.object({ type: z.literal('resumed'), at, v: count, run: count, state: StateNameSchema, turns: count, tokens: count }),
+  /**
+   * The session was closed cleanly (`close()`) with its run in flight, stored at version `v`:
+   * waiting for an approval, an operation's yield, a model call. Reopening it continues the run.
+   */
+  z.object({ type: z.literal('closed'), at, v: count, run: count, state: StateNameSchema, io: z.string() }),
   z.object({
     type: z.literal('finished'),
     at,

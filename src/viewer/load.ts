@@ -5,6 +5,7 @@ import { decodeRow } from '../sessions/session-row.js';
 import { readSessionTrace, type ReadTraceEntry } from '../sessions/trace.js';
 import type { SessionStore, SessionSummary } from '../stores/session-store.js';
 import type { SessionView } from './page-model.js';
+import { waitingIn } from './rows.js';
 
 /** An error as the page shows it: its class, stable code and message (never a stack). */
 export function errorView(error: unknown): { name: string; code: string; message: string } {
@@ -120,7 +121,9 @@ export async function listSessionViews(store: SessionStore): Promise<SessionList
           }
         }
         const inFlight = runInFlight(context.brain);
-        const outcome = inFlight ? `in flight (${context.brain.value})` : context.lastRun ? describeOutcome(context.lastRun.outcome) : 'no run yet';
+        const last = trace.at(-1);
+        const closed = last && 'entry' in last && last.entry.type === 'closed' ? `closed ${waitingIn(last.entry.io, last.entry.state)}` : null;
+        const outcome = inFlight ? (closed ?? `in flight (${context.brain.value})`) : context.lastRun ? describeOutcome(context.lastRun.outcome) : 'no run yet';
         return {
           ...listing,
           runs: context.runIndex,

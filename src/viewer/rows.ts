@@ -11,6 +11,8 @@ export interface RowBuilder {
   rows: Row[];
   lastSeq: number;
   costUsd: number;
+  /** How the session was left when its last entry is a clean close with the run in flight (else null). */
+  closed: string | null;
   /** Model entries in order: the prompts are rebuilt from their deltas on demand. */
   models: Extract<TraceEntry, { type: 'model' }>[];
   add(entries: readonly ReadTraceEntry[]): void;
@@ -33,16 +35,22 @@ const clock = (at: number) => {
   const d = new Date(at);
   return Number.isNaN(d.getTime()) ? '—' : d.toISOString().slice(11, 23);
 };
+/** What a run closed in flight was doing, from the driver's state path. */
+export const waitingIn = (io: string, state: string) =>
+  io.includes('AwaitingApproval') ? 'while waiting for approval' : io.includes('AwaitingOperation') ? "while waiting on an operation's yield" : `with its run in flight (${state})`;
 const ms = (value: number) => `${value < 10 ? value.toFixed(1) : Math.round(value)} ms`;
 
 export function rowsOf(data: Pick<PageData, 'session' | 'rows'>): RowBuilder {
   let state = 'Start';
   let io = 'Idle';
   const requested = new Map<string, number>();
+  /** The version a clean close recorded, until a step or a reopen follows it. */
+  let closedAt: number | null = null;
   const builder: RowBuilder = {
     rows: [],
     lastSeq: 0,
     costUsd: 0,
+    closed: null,
     models: [],
     add(entries) {
       for (const record of entries) {
@@ -79,6 +87,8 @@ export function rowsOf(data: Pick<PageData, 'session' | 'rows'>): RowBuilder {
       case 'step':
         state = entry.state;
         io = entry.io;
+        closedAt = null;
+        builder.closed = null;
         return;
       case 'run':
         state = 'Start';
@@ -185,16 +195,33 @@ export function rowsOf(data: Pick<PageData, 'session' | 'rows'>): RowBuilder {
       case 'prune':
         push({ ...base, kind: 'prune', title: `pruned ${entry.pruned} tool result(s): ${entry.before} → ${entry.after} tokens`, facts: [['tokens before', String(entry.before)], ['tokens after', String(entry.after)]] });
         return;
-      case 'resumed':
-        state = entry.state;
+      case 'closed':
+        closedAt = entry.v;
+        builder.closed = `closed ${waitingIn(entry.io, entry.state)}`;
         push({
           ...base,
-          kind: 'resume',
-          title: `crash: the process stopped mid-run (stored at version ${entry.v}, ${entry.state}); resumed in a new process`,
-          error: true,
+          kind: 'closed',
+          title: `session closed ${waitingIn(entry.io, entry.state)} (stored at version ${entry.v}); reopening it continues the run`,
+          facts: [['stored version', String(entry.v)], ['driver', entry.io]],
+        });
+        return;
+      case 'resumed': {
+        state = entry.state;
+        // Reopened after a clean close at this very version: not a crash.
+        const clean = closedAt === entry.v;
+        closedAt = null;
+        builder.closed = null;
+        push({
+          ...base,
+          kind: clean ? 'reopen' : 'resume',
+          title: clean
+            ? `reopened (closed cleanly at version ${entry.v}, ${entry.state}); the run continues`
+            : `crash: the process stopped mid-run (stored at version ${entry.v}, ${entry.state}); resumed in a new process`,
+          error: !clean,
           facts: [['stored version', String(entry.v)], ['turns taken', String(entry.turns)]],
         });
         return;
+      }
       case 'event':
         push({ ...base, kind: 'event', title: `host sent ${clip(json(entry.event), 100)}`, blocks: [['event', json(entry.event, 2)]] });
         return;

@@ -44,7 +44,7 @@ function renderHeader() {
   if (s.state) {
     facts.push(['state', s.state.brain], ['driver', s.state.io || '—'], ['runs', String(s.state.runs)], ['turns', String(s.state.turns)]);
     facts.push(['tokens', `${s.state.usage.inputTokens} in / ${s.state.usage.outputTokens} out`]);
-    facts.push(['outcome', s.state.outcome ?? (s.state.inFlight ? 'run in flight' : '—')]);
+    facts.push(['outcome', s.state.outcome ?? (s.state.inFlight ? (builder.closed ?? 'run in flight') : '—')]);
   }
   facts.push(['cost', builder.costUsd > 0 ? `$${builder.costUsd.toFixed(6)}` : '—'], ['version', String(s.version)], ['messages', String(s.messageCount)]);
   if (data.live) facts.push(['live', liveStatus]);
