@@ -42,6 +42,8 @@ export const ERROR_CODES = [
   'StoreBusy',
   'StoreSchemaVersion',
   'SqliteDriverUnavailable',
+  // An optional peer package a feature needs is not installed (pg for a postgres:// store).
+  'PackageMissing',
   'InvalidSessionId',
   // The storage under a store (StoreError and its subclasses).
   'StoreFailed',
@@ -133,5 +135,26 @@ export class InvalidFeedError extends LoopchartError {
 export class InvalidSnapshotError extends LoopchartError {
   constructor(problem: string) {
     super('InvalidSnapshot', `cannot restore loop snapshot: ${problem}`);
+  }
+}
+
+/**
+ * A feature needs an optional peer package that is not installed (say `pg` for a `postgres://`
+ * store): the message names the package and the command that installs it.
+ *
+ * @example
+ * ```ts
+ * try {
+ *   await openSessionStore('postgres://localhost/app');
+ * } catch (error) {
+ *   if (MissingPackageError.isInstance(error)) console.error(error.message); // ... npm install pg
+ * }
+ * ```
+ */
+export class MissingPackageError extends LoopchartError {
+  readonly packageName: string;
+  constructor(packageName: string, feature: string, options?: { cause?: unknown }) {
+    super('PackageMissing', `${feature} needs the package '${packageName}', which is not installed: npm install ${packageName}`, options);
+    this.packageName = packageName;
   }
 }

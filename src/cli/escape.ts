@@ -5,9 +5,14 @@
  */
 
 // C0 controls but tab and newline, DEL, C1 controls (0x9b is a one-byte CSI), the bidi
-// overrides and isolates (they reorder what is shown), and lone surrogates.
-const UNSAFE = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g;
-const UNSAFE_LINE = /[\u0000-\u001f\u007f-\u009f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g;
+// overrides and isolates (they reorder what is shown), the line and paragraph separators U+2028
+// and U+2029 (line breaks to some terminals and editors), the invisible U+200B (zero width
+// space), U+2060 (word joiner) and U+FEFF (byte order mark), which make two different ids look
+// the same, and lone surrogates.
+const INVISIBLE = '\\u061c\\u200b\\u200e\\u200f\\u2028-\\u202e\\u2060\\u2066-\\u2069\\ufeff';
+const LONE_SURROGATE = '[\\ud800-\\udbff](?![\\udc00-\\udfff])|(?<![\\ud800-\\udbff])[\\udc00-\\udfff]';
+const UNSAFE = new RegExp(`[\\u0000-\\u0008\\u000b-\\u001f\\u007f-\\u009f${INVISIBLE}]|${LONE_SURROGATE}`, 'g');
+const UNSAFE_LINE = new RegExp(`[\\u0000-\\u001f\\u007f-\\u009f${INVISIBLE}]|${LONE_SURROGATE}`, 'g');
 
 const visible = (char: string): string => {
   const code = char.charCodeAt(0);

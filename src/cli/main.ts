@@ -1,7 +1,7 @@
 import { parseArgs } from 'node:util';
 import { LoopchartError } from '../errors.js';
 import { CliError, UsageError } from './errors.js';
-import { escapeLine } from './escape.js';
+import { escapeLine, escapeText } from './escape.js';
 import { forkCommand, replayCommand } from './replay.js';
 import { resumeSession, sendSession } from './continue.js';
 import { listSessions, rewindSession, showSession, type CommandOptions, type Io } from './sessions.js';
@@ -110,8 +110,13 @@ function storeLabel(argv: string[]): string {
   }
 }
 
-/** Runs one CLI invocation and returns its exit code; never throws. */
-export async function main(argv: string[], io: Io): Promise<number> {
+/**
+ * Runs one CLI invocation and returns its exit code; never throws. Every line it prints passes
+ * `escapeText` on the way out, whatever a command forgot: stored and user-given text reaches the
+ * terminal escaped one way (commands escape one-line fields, ids and labels, with `escapeLine`).
+ */
+export async function main(argv: string[], terminal: Io): Promise<number> {
+  const io: Io = { out: (line) => terminal.out(escapeText(line)), err: (line) => terminal.err(escapeText(line)) };
   try {
     return await run(argv, io);
   } catch (error) {

@@ -1,6 +1,7 @@
 import { existsSync } from 'node:fs';
 import { openSessionStore } from '../stores/open.js';
 import type { SessionStore } from '../stores/session-store.js';
+import { escapeLine } from './escape.js';
 
 /** Where `--store` points, parsed the way `openSessionStore` reads it. */
 export type StoreLocation =
@@ -11,14 +12,17 @@ export type StoreLocation =
 /** The SQLite file of the working directory that commands use without `--store`. */
 export const DEFAULT_SQLITE_PATH = '.loopchart/loopchart.db';
 
+/**
+ * `--store` (or $LOOPCHART_STORE) as the store to open and the label messages print: the label
+ * is user-given text, escaped as stored text is (`escapeLine`), and never shows a password.
+ */
 export function parseLocation(location: string | undefined): StoreLocation {
   if (location === 'memory:') return { kind: 'memory', label: 'memory:' };
   if (location !== undefined && /^postgres(ql)?:\/\//.test(location)) {
-    // Never echo a password.
-    return { kind: 'postgres', url: location, label: location.replace(/^(postgres(?:ql)?:\/\/[^:/@]*):[^@]*@/, '$1:***@') };
+    return { kind: 'postgres', url: location, label: escapeLine(location.replace(/^(postgres(?:ql)?:\/\/[^:/@]*):[^@]*@/, '$1:***@')) };
   }
   const path = (location?.startsWith('sqlite:') ? location.slice('sqlite:'.length) : location) || DEFAULT_SQLITE_PATH;
-  return { kind: 'sqlite', path, label: path };
+  return { kind: 'sqlite', path, label: escapeLine(path) };
 }
 
 /**

@@ -214,7 +214,7 @@ export function toModelError(error: unknown, languageModel: Pick<AiSdkLanguageMo
     }
     return httpModelError({
       status: error.statusCode,
-      message: (error.responseBody !== undefined ? providerMessage(error.responseBody) : undefined) ?? error.message,
+      message: (error.responseBody !== undefined ? providerMessage(error.responseBody, headers.get('content-type')) : undefined) ?? error.message,
       retryAfterMs,
       model: languageModel.modelId,
       url: error.url,

@@ -35,18 +35,32 @@ export function parseRetryAfter(
   return Number.isNaN(date) ? undefined : Math.max(0, date - now);
 }
 
-/** Pulls a human message out of a provider's error body: `{error:{message}}`, `{error:"…"}`, `{message}`, `{detail}`. */
-export function providerMessage(body: string): string | undefined {
+/**
+ * Pulls a human message out of a provider's error body: `{error:{message}}`, `{error:"…"}`,
+ * `{message}`, `{detail}`. A web page (a base URL pointing at a site, a proxy's error page) is
+ * summarized as its content type and first line, never dumped; other text is cut at 500 chars.
+ */
+export function providerMessage(body: string, contentType?: string | null): string | undefined {
   const trimmed = body.trim();
   if (trimmed === '') return undefined;
+  if (isHtml(trimmed, contentType)) return htmlSummary(trimmed, contentType);
   try {
     const parsed: unknown = JSON.parse(trimmed);
     const found = messageIn(parsed);
     if (found) return found;
   } catch {
-    // Not JSON (a proxy's HTML page, plain text): fall through to the raw text.
+    // Not JSON (plain text): fall through to the raw text.
   }
   return trimmed.length > 500 ? `${trimmed.slice(0, 500)}…` : trimmed;
+}
+
+const isHtml = (body: string, contentType: string | null | undefined) =>
+  /html/i.test(contentType ?? '') || /^<(!doctype\s+html|html[\s>])/i.test(body);
+
+function htmlSummary(body: string, contentType: string | null | undefined): string {
+  const first = body.split(/\r?\n/, 1)[0]!.trim();
+  const line = first.length > 120 ? `${first.slice(0, 120)}…` : first;
+  return `the server sent a web page (${contentType?.trim() || 'HTML'}, ${body.length} chars), not an API reply; its first line: ${line}`;
 }
 
 function messageIn(value: unknown): string | undefined {

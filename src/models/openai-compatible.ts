@@ -188,7 +188,7 @@ async function failedResponse(response: Response, guard: CallGuard, model: strin
   }
   return httpModelError({
     status: response.status,
-    message: providerMessage(text) ?? (response.statusText || undefined),
+    message: providerMessage(text, response.headers.get('content-type')) ?? (response.statusText || undefined),
     retryAfterMs: parseRetryAfter((name) => response.headers.get(name)),
     model,
     url,

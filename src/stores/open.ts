@@ -1,3 +1,4 @@
+import { MissingPackageError } from '../errors.js';
 import type { SessionStore } from './session-store.js';
 
 /**
@@ -22,10 +23,20 @@ export async function openSessionStore(location?: string, options: { schema?: st
     return new MemorySessionStore();
   }
   if (location !== undefined && /^postgres(ql)?:\/\//.test(location)) {
-    const { PostgresSessionStore } = await import('./postgres.js');
+    const { PostgresSessionStore } = await import('./postgres.js').catch((error: unknown) => {
+      throw isMissingPackage(error, 'pg') ? new MissingPackageError('pg', 'a postgres:// store', { cause: error }) : error;
+    });
     return new PostgresSessionStore({ connectionString: location, ...(options.schema ? { schema: options.schema } : {}) });
   }
   const { SqliteSessionStore } = await import('./sqlite.js');
   const path = location?.startsWith('sqlite:') ? location.slice('sqlite:'.length) : location;
   return new SqliteSessionStore(path ? { path } : {});
 }
+
+/** True when `error` is the module loader saying `packageName` is not installed (ESM or CommonJS). */
+function isMissingPackage(error: unknown, packageName: string): boolean {
+  const { code, message } = (error ?? {}) as { code?: unknown; message?: unknown };
+  if (code !== 'ERR_MODULE_NOT_FOUND' && code !== 'MODULE_NOT_FOUND') return false;
+  return typeof message === 'string' && (message.includes(`'${packageName}'`) || message.includes(`"${packageName}"`));
+}
+

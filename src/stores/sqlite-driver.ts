@@ -29,7 +29,7 @@ export interface SqliteConnection {
  */
 export type SqliteFailure = 'busy' | 'primary-key' | 'corrupt' | 'full' | 'cantopen' | 'other';
 
-/** No usable SQLite binding: Node is older than 22.5 and better-sqlite3 is not installed (or not built). */
+/** No usable SQLite binding: Node is older than 22.13 and better-sqlite3 is not installed (or not built). */
 export class SqliteDriverUnavailableError extends LoopchartError {
   readonly driver: SqliteDriverName | 'auto';
   constructor(driver: SqliteDriverName | 'auto', problem: string, options?: { cause?: unknown }) {
@@ -107,7 +107,7 @@ function loadBetterSqlite(): BetterSqliteConstructor {
     throw new SqliteDriverUnavailableError(
       'better-sqlite3',
       `better-sqlite3 did not load (${(error as Error).message.split('\n')[0]}). ` +
-        `Run Node 22.5 or later to use the built-in node:sqlite, or install it: npm install better-sqlite3`,
+        `Run Node 22.13 or later to use the built-in node:sqlite, or install it: npm install better-sqlite3`,
       { cause: error },
     );
   }
@@ -126,7 +126,7 @@ export function openSqlite(path: string, options: { driver?: SqliteDriverName; b
     if (!module) {
       throw new SqliteDriverUnavailableError(
         driver,
-        `this Node (${process.version}) has no node:sqlite; it needs Node 22.5 or later (22.13 without a flag). Use driver 'better-sqlite3' instead`,
+        `this Node (${process.version}) has no node:sqlite; it needs Node 22.13 or later. Use driver 'better-sqlite3' instead`,
       );
     }
     const db = new module.DatabaseSync(path);
