@@ -93,8 +93,12 @@ export class DurableSession {
    * replayed, not run again.
    */
   readonly #replay: Map<string, Map<string, ToolMessage>>;
-  /** The entries of the last queued trace write while it has not run: later entries join it. */
-  #traceBatch: TraceEntry[] | null = null;
+  /**
+   * Trace entries recorded and not yet handed to a write, in order. The next write to run takes
+   * them all: a step's own write (so a step and its entries are one transaction), or, for what
+   * happens between steps, a write of the trace alone (`#writeTrace`).
+   */
+  #trace: TraceEntry[] = [];
   readonly #prompts = new PromptDelta();
   #runSeen = 0;
   #ioState = '';
@@ -139,9 +143,11 @@ export class DurableSession {
   /** The emitted events the trace records (retries, prunes, approvals asked for, finished runs). */
   #listen(): void {
     const run = () => this.actor.getSnapshot().context.runIndex;
-    this.actor.on('model.retry', (e) =>
-      this.#record({ type: 'retry', at: Date.now(), run: run(), turn: e.turn, retry: e.retry, delayMs: e.delayMs, error: errorRecord(e.error).message }),
-    );
+    // A retry waits inside a model call, with no step to come until it ends: written at once.
+    this.actor.on('model.retry', (e) => {
+      this.#record({ type: 'retry', at: Date.now(), run: run(), turn: e.turn, retry: e.retry, delayMs: e.delayMs, error: errorRecord(e.error).message });
+      this.#writeTrace();
+    });
     this.actor.on('prune.finished', (e) => this.#record({ type: 'prune', at: Date.now(), run: run(), pruned: e.pruned, before: e.before, after: e.after }));
     this.actor.on('approval.requested', (e) =>
       this.#record({ type: 'approval.requested', at: Date.now(), run: run(), calls: e.calls.map((call) => call.id) }),
@@ -193,6 +199,8 @@ export class DurableSession {
     if (this.#failure) throw this.#failure;
     this.#recordSent(event);
     this.actor.send(event);
+    // The step the event caused (if any) takes the entry; an event that changed nothing gets a write of its own.
+    this.#writeTrace();
   }
 
   /** Events from the host that move the brain or decide an approval, for the timeline and replay. */
@@ -233,6 +241,7 @@ export class DurableSession {
   /** Resolves when every step decided so far is stored; rejects with the write error if one failed. */
   async flush(): Promise<void> {
     this.#persist(this.actor.getSnapshot().context);
+    this.#writeTrace();
     await Promise.race([this.#failed, this.#queue]);
   }
 
@@ -340,6 +349,8 @@ export class DurableSession {
         } else if (effect.kind === 'tool') {
           const { input } = effect as SideEffect<'tool'>;
           this.#record({ type: 'tool', ...common, turn: input.turn, call: input.call, ...(result !== undefined && { result: result as ToolMessage }), ...error });
+          // Other calls of the batch may run on for long: the entry does not wait for the batch's step.
+          this.#writeTrace();
         } else if (effect.kind === 'compaction') {
           const { input } = effect as SideEffect<'compaction'>;
           const output = result as { before: number; after: number; messages?: unknown } | undefined;
@@ -359,19 +370,31 @@ export class DurableSession {
   }
 
   /**
-   * Queues an entry. Entries recorded while a trace write waits in the queue join it; a step
-   * write queued after that closes it, so the trace's order is the order things were stored in.
+   * Holds an entry for the next write. Each write takes every entry recorded before it runs, so
+   * the trace's order is the order things were recorded in.
    */
   #record(entry: TraceEntry): void {
     if (!this.#store.appendTrace || this.#failure) return;
-    if (this.#traceBatch) {
-      this.#traceBatch.push(entry);
-      return;
-    }
-    const batch = (this.#traceBatch = [entry]);
+    this.#trace.push(entry);
+  }
+
+  /** The entries recorded so far, handed to the write that runs now (none: undefined). */
+  #takeTrace(): TraceEntry[] | undefined {
+    if (this.#trace.length === 0) return undefined;
+    const entries = this.#trace;
+    this.#trace = [];
+    return entries;
+  }
+
+  /**
+   * Queues a write of the trace alone for entries no step will take: one that finds them taken
+   * by a step queued ahead of it writes nothing.
+   */
+  #writeTrace(): void {
+    if (this.#trace.length === 0 || this.#failure) return;
     this.#enqueue(async () => {
-      if (this.#traceBatch === batch) this.#traceBatch = null;
-      await this.#store.appendTrace!(this.sessionId, batch);
+      const entries = this.#takeTrace();
+      if (entries) await this.#store.appendTrace!(this.sessionId, entries);
     });
   }
 
@@ -426,9 +449,10 @@ export class DurableSession {
     this.#written = { log, row, awaitingToolsKey: key, pointKey };
     this.#recordRunStart(context);
     this.#enqueue(async () => {
-      await this.#store.apply(this.sessionId, { expectedVersion, state: rowValue, ...effect, ...(clearJournal && { clearJournal }) });
+      // The step's trace entries (its run's start, the effects that led to it, the step itself) go in its transaction.
+      const trace = this.#takeTrace();
+      await this.#store.apply(this.sessionId, { expectedVersion, state: rowValue, ...effect, ...(clearJournal && { clearJournal }), ...(trace && { trace }) });
     });
-    this.#traceBatch = null;
     this.#recordStep(context, expectedVersion + 1);
   }
 
@@ -445,7 +469,7 @@ export class DurableSession {
     if (!this.#store.appendTrace) return;
     const brain = context.brain;
     const now = Date.now();
-    // Queued after the step's own write: the entry says what is stored.
+    // Recorded after the step is queued, before it runs: it rides in the step's own write and says what is stored.
     this.#record({
       type: 'step',
       at: now,

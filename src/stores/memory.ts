@@ -101,6 +101,7 @@ export class MemorySessionStore implements SessionStore {
     row.updatedAt = now;
     if (plan.create) this.backing.sessions.set(sessionId, row);
     this.clearJournal(sessionId, step.clearJournal);
+    this.pushTrace(sessionId, step.traceRows);
     return plan.version;
   }
 
@@ -138,10 +139,7 @@ export class MemorySessionStore implements SessionStore {
   }
 
   async appendTrace(sessionId: string, entries: readonly unknown[]): Promise<void> {
-    const rows = encodeTraceEntries(sessionId, entries);
-    let trace = this.backing.trace.get(sessionId);
-    if (!trace) this.backing.trace.set(sessionId, (trace = []));
-    for (const json of rows) trace.push({ seq: ++this.backing.traceSeq, json });
+    this.pushTrace(sessionId, encodeTraceEntries(sessionId, entries));
   }
 
   async readTrace(sessionId: string, afterSeq = 0): Promise<TraceRecord[]> {
@@ -150,6 +148,13 @@ export class MemorySessionStore implements SessionStore {
   }
 
   async close(): Promise<void> {}
+
+  private pushTrace(sessionId: string, rows: readonly string[]): void {
+    if (rows.length === 0) return;
+    let trace = this.backing.trace.get(sessionId);
+    if (!trace) this.backing.trace.set(sessionId, (trace = []));
+    for (const json of rows) trace.push({ seq: ++this.backing.traceSeq, json });
+  }
 
   private clearJournal(sessionId: string, which: 'all' | string[] | undefined): void {
     if (which === undefined) return;

@@ -45,7 +45,7 @@ const MIGRATIONS: readonly string[] = [
   );
   `,
   `
-  -- The session's trace (observability), append-only, written outside the step transaction.
+  -- The session's trace (observability), append-only, written with the step it belongs to.
   CREATE TABLE $s.trace (
     seq        bigserial PRIMARY KEY,
     session_id text NOT NULL,

@@ -207,14 +207,18 @@ export class PostgresSessionStore implements SessionStore {
       const rows = encodeTraceEntries(sessionId, entries);
       if (rows.length === 0) return;
       await this.ready();
-      // One statement: the entries keep their order (unnest is ordered) and land together.
-      await this.query(
-        this.pool,
-        'trace_insert',
-        `INSERT INTO ${this.s}.trace (session_id, entry) SELECT $1, e FROM unnest($2::text[]) WITH ORDINALITY AS t(e, n) ORDER BY n`,
-        [sessionId, rows],
-      );
+      await this.insertTrace(this.pool, sessionId, rows);
     });
+  }
+
+  /** One statement: the entries keep their order (unnest is ordered) and land together. */
+  private async insertTrace(on: Pool | PoolClient, sessionId: string, rows: readonly string[]): Promise<void> {
+    await this.query(
+      on,
+      'trace_insert',
+      `INSERT INTO ${this.s}.trace (session_id, entry) SELECT $1, e FROM unnest($2::text[]) WITH ORDINALITY AS t(e, n) ORDER BY n`,
+      [sessionId, rows],
+    );
   }
 
   async readTrace(sessionId: string, afterSeq = 0): Promise<TraceRecord[]> {
@@ -240,8 +244,8 @@ export class PostgresSessionStore implements SessionStore {
   /**
    * The common step (create, or append without truncation) as ONE statement: one round trip
    * and its own transaction. The head row's UPDATE (or the create's INSERT) is the version
-   * check; the log INSERT and the journal DELETE join on its result, so they write nothing
-   * when the check fails, and a failure of either undoes the whole statement.
+   * check; the log INSERT, the journal DELETE and the trace INSERT join on its result, so they
+   * write nothing when the check fails, and a failure of any undoes the whole statement.
    */
   private async applyInOneStatement(sessionId: string, step: EncodedStep): Promise<number> {
     const n = step.rows.length;
@@ -254,7 +258,7 @@ export class PostgresSessionStore implements SessionStore {
          RETURNING version, 0 AS start`
       : `UPDATE ${this.s}.sessions
             SET version = version + 1, message_count = message_count + $2::integer, state = $3, updated_at = now()
-          WHERE session_id = $1 AND version = $7
+          WHERE session_id = $1 AND version = $8
           RETURNING version, message_count - $2::integer AS start`;
     const text = `WITH head AS (${head}),
       log AS (
@@ -264,11 +268,15 @@ export class PostgresSessionStore implements SessionStore {
       journal AS (
         DELETE FROM ${this.s}.tool_journal AS j USING head
          WHERE j.session_id = $1 AND ($5::boolean OR j.turn_key = ANY($6::text[]))
+      ),
+      trace AS (
+        INSERT INTO ${this.s}.trace (session_id, entry)
+        SELECT $1, t.e FROM head, unnest($7::text[]) WITH ORDINALITY AS t(e, n) ORDER BY t.n
       )
       SELECT version FROM head`;
     const clearAll = step.clearJournal === 'all';
     const turnKeys = Array.isArray(step.clearJournal) ? step.clearJournal : [];
-    const values = [sessionId, n, step.stateJson, step.rows, clearAll, turnKeys];
+    const values = [sessionId, n, step.stateJson, step.rows, clearAll, turnKeys, step.traceRows];
     let result: QueryResult<{ version: number }>;
     try {
       result = await this.query<{ version: number }>(this.pool, create ? 'create' : 'step', text, create ? values : [...values, step.expectedVersion]);
@@ -322,6 +330,7 @@ export class PostgresSessionStore implements SessionStore {
         [sessionId, step.clearJournal === 'all', Array.isArray(step.clearJournal) ? step.clearJournal : []],
       );
     }
+    if (step.traceRows.length > 0) await this.insertTrace(client, sessionId, step.traceRows);
     return row.version;
   }
 

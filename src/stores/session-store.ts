@@ -27,7 +27,7 @@ const nonNegativeInt = z.number().int().nonnegative();
 /**
  * The effects of one step, applied in one transaction. Order inside the transaction:
  * version check, then `truncateTo`, then `append` (or `replaceLog` instead of both), then the
- * state row, then `clearJournal`.
+ * state row, then `clearJournal`, then `trace`.
  */
 export const StepWriteSchema = z.object({
   /** The version the writer loaded; 0 creates the session (and fails if it exists). */
@@ -46,6 +46,12 @@ export const StepWriteSchema = z.object({
    * either in the journal or in the log, never lost between them.
    */
   clearJournal: z.union([z.literal('all'), z.array(z.string().min(1))]).optional(),
+  /**
+   * Trace entries that belong to this step (JSON objects, in order), appended to the session's
+   * trace in the same transaction: a step and what the trace says about it are stored together
+   * or not at all, in one write. A store that keeps a trace (`appendTrace`) must honour it.
+   */
+  trace: z.array(z.unknown()).optional(),
 });
 export type StepWrite = z.input<typeof StepWriteSchema>;
 
@@ -107,7 +113,8 @@ export interface SessionStore {
 
   /**
    * Appends observability entries to the session's trace (what happened and when: model calls
-   * with latency, retries, tool timings, approvals, resumes), outside any step transaction. The
+   * with latency, retries, tool timings, approvals, resumes) on their own, for entries that
+   * belong to no step (a step's entries go in its `StepWrite.trace`). The
    * trace is append-only and never read by a run; `loopchart view` and replay read it. Optional:
    * a store without it keeps sessions working, they just have no timeline.
    */

@@ -44,7 +44,8 @@ const MIGRATIONS: readonly string[] = [
   `,
   `
   -- The session's trace (observability: timings, retries, approvals, resumes), append-only and
-  -- written outside the step transaction. seq is global and only grows: the reader's cursor.
+  -- written in the transaction of the step it belongs to (or on its own for what happens between
+  -- steps). seq is global and only grows: the reader's cursor.
   CREATE TABLE trace (
     seq        INTEGER PRIMARY KEY AUTOINCREMENT,
     session_id TEXT NOT NULL,

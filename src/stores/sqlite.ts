@@ -227,6 +227,7 @@ export class SqliteSessionStore implements SessionStore {
     }
     if (step.clearJournal === 'all') this.sql.journalClearAll.run(sessionId);
     else for (const turnKey of step.clearJournal ?? []) this.sql.journalClearTurn.run(sessionId, turnKey);
+    for (const json of step.traceRows) this.sql.traceInsert.run(sessionId, json);
     return plan.version;
   }
 

@@ -19,6 +19,8 @@ export interface EncodedStep {
   /** JSON of the messages to write from the (possibly truncated) end of the log. */
   rows: string[];
   clearJournal: 'all' | string[] | undefined;
+  /** JSON of the trace entries appended with the step, in order. */
+  traceRows: string[];
 }
 
 export function issuesText(error: z.ZodError): string {
@@ -50,6 +52,7 @@ export function encodeStep(sessionId: string, write: StepWrite): EncodedStep {
     truncateTo: step.replaceLog ? 0 : step.truncateTo,
     rows: messages.map((message) => JSON.stringify(message)),
     clearJournal: step.clearJournal,
+    traceRows: step.trace ? encodeTraceEntries(sessionId, step.trace) : [],
   };
 }
 

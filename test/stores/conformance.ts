@@ -518,6 +518,36 @@ export function describeSessionStoreConformance(name: string, harness: StoreHarn
         expect(await rejection(store.appendTrace!('a\u0000', [{}]))).toBeInstanceOf(InvalidSessionIdError);
         expect(await store.readTrace!('a')).toHaveLength(3);
       });
+
+      it("a step's trace entries land with the step, after what was there, in order; a step that fails writes none", async () => {
+        const store = await setup();
+        const entries = async (id: string) => (await store.readTrace!(id)).map((r) => r.entry);
+        await store.apply('a', { expectedVersion: 0, state: 1, append: [user('1')], trace: [{ type: 'run', n: 1 }, { type: 'step', v: 1 }] });
+        await store.appendTrace!('a', [{ type: 'tool', n: 2 }]);
+        await store.apply('a', { expectedVersion: 1, state: 2, append: [user('2')], trace: [{ type: 'step', v: 2 }] });
+        // A rewind (a truncating step: PostgreSQL's other statement path) carries its entries too.
+        await store.apply('a', { expectedVersion: 2, state: 3, truncateTo: 1, trace: [{ type: 'step', v: 3 }] });
+        const expected = [{ type: 'run', n: 1 }, { type: 'step', v: 1 }, { type: 'tool', n: 2 }, { type: 'step', v: 2 }, { type: 'step', v: 3 }];
+        expect(await entries('a')).toEqual(expected);
+        const seqs = (await store.readTrace!('a')).map((r) => r.seq);
+        expect(seqs).toEqual([...seqs].sort((x, y) => x - y));
+        expect(await (await sibling()).readTrace!('a')).toHaveLength(5);
+
+        // A lost version check, a create of a session that exists, a truncating step past the end: no entry.
+        expect(await rejection(store.apply('a', { expectedVersion: 1, state: 'stale', trace: [{ type: 'lost' }] }))).toBeInstanceOf(SessionBusyError);
+        expect(await rejection(store.apply('a', { expectedVersion: 0, state: 'again', trace: [{ type: 'lost' }] }))).toBeInstanceOf(SessionBusyError);
+        expect(
+          await rejection(store.apply('a', { expectedVersion: 3, state: 'far', truncateTo: 9, trace: [{ type: 'lost' }] })),
+        ).toBeInstanceOf(InvalidWriteError);
+        // A bad entry fails the whole step: neither the row nor the log nor the other entries are written.
+        expect(await rejection(store.apply('a', { expectedVersion: 3, state: 4, append: [user('x')], trace: [{ type: 'ok' }, 42] }))).toBeInstanceOf(
+          InvalidWriteError,
+        );
+        expect(await rejection(store.apply('b', { expectedVersion: 0, state: 1, trace: [[1]] }))).toBeInstanceOf(InvalidWriteError);
+        expect(await entries('a')).toEqual(expected);
+        expect(await store.load('b')).toBeUndefined();
+        expect(await store.load('a')).toMatchObject({ version: 3, state: 3, messages: [user('1')] });
+      });
     });
 
     describe('store schema version', () => {
