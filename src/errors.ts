@@ -32,6 +32,7 @@ export const ERROR_CODES = [
   'McpServerStart',
   'McpServer',
   'McpTool',
+  'McpResultTooLarge',
   // Stores and durable sessions.
   'SessionBusy',
   'SessionNotFound',

@@ -11,5 +11,5 @@ export {
   type McpTools,
   type McpToolsOptions,
 } from './mcp/client.js';
-export { McpServerError, McpServerStartError, McpToolError } from './mcp/errors.js';
+export { McpResultTooLargeError, McpServerError, McpServerStartError, McpToolError } from './mcp/errors.js';
 export { resultText } from './mcp/result-text.js';

@@ -1,15 +1,15 @@
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
+import { McpError, ToolSchema } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
 import { InvalidConfigError } from '../agent/pruning.js';
 import { defineTool, type Tool, type ToolContext } from '../tools/define-tool.js';
 import { InvalidToolError } from '../tools/errors.js';
 import type { ToolSource } from '../tools/tool-source.js';
-import { endOnExit } from './child-exit.js';
-import { McpServerError, McpServerStartError, McpToolError } from './errors.js';
+import { McpResultTooLargeError, McpServerError, McpServerStartError, McpToolError } from './errors.js';
 import { resultText, type CallResult } from './result-text.js';
+import { GroupStdioTransport, RESULT_TOO_LARGE_CODE } from './stdio-transport.js';
 
 /** A server started as a child process, spoken to over its stdin and stdout. */
 export const McpStdioServerSchema = z.strictObject({
@@ -33,6 +33,11 @@ export const McpToolsOptionsSchema = z.strictObject({
   listTimeoutMs: z.number().int().positive().optional(),
   /** Each tool's `timeoutMs` (see `defineTool`); default the runner's default. */
   toolTimeoutMs: z.union([z.number().int().positive(), z.literal(Number.POSITIVE_INFINITY)]).optional(),
+  /**
+   * The longest message a stdio server may send, in bytes (default 10 MiB). A tool result over it
+   * is that call's `McpResultTooLargeError` (an error result for the model); the connection stays.
+   */
+  maxResultBytes: z.number().int().positive().optional(),
 });
 export type McpToolsOptions = z.input<typeof McpToolsOptionsSchema>;
 
@@ -50,7 +55,7 @@ export interface McpTools extends ToolSource {
   listTools(signal?: AbortSignal): Promise<readonly Tool[]>;
   /** The end of what a stdio server wrote to stderr (its log), '' for an HTTP server. */
   stderr(): string;
-  /** Ends the connection and a stdio server's process (stdin closed, then SIGTERM, then SIGKILL). Idempotent. */
+  /** Ends the connection and a stdio server's process group (stdin closed, then SIGTERM, then SIGKILL). Idempotent. */
   close(): Promise<void>;
 }
 
@@ -58,6 +63,7 @@ export interface McpTools extends ToolSource {
 export const IDEMPOTENCY_KEY_META = 'loopchart/idempotencyKey';
 const DEFAULT_START_TIMEOUT_MS = 30_000;
 const DEFAULT_LIST_TIMEOUT_MS = 30_000;
+const DEFAULT_MAX_RESULT_BYTES = 10 * 1024 * 1024;
 /** setTimeout's longest delay: the SDK's own request timeout is left to the tool runner's. */
 const NO_SDK_TIMEOUT_MS = 2 ** 31 - 1;
 const STDERR_TAIL_CHARS = 4096;
@@ -75,7 +81,9 @@ const MAX_LIST_PAGES = 100;
  *
  * Give `tools` for a fixed list, or the handle itself as a tool source to list the tools again
  * at the start of every run (a server whose tools change between runs). Call `close()` when
- * done: it ends the server; a process that exits without it ends its stdio servers too.
+ * done: it ends the server; a process that exits without it ends its stdio servers too (each
+ * runs in its own process group, killed as a whole). A stdio result over `maxResultBytes` fails
+ * its call with `McpResultTooLargeError`; the connection stays.
  *
  * @example
  * ```ts
@@ -96,9 +104,15 @@ export async function mcpTools(server: McpServer, options: McpToolsOptions = {})
   if (!config.success) throw new InvalidConfigError(`MCP server: ${z.prettifyError(config.error)}`);
   const settings = McpToolsOptionsSchema.safeParse(options);
   if (!settings.success) throw new InvalidConfigError(`MCP options: ${z.prettifyError(settings.error)}`);
-  const { prefix = '', startTimeoutMs = DEFAULT_START_TIMEOUT_MS, listTimeoutMs = DEFAULT_LIST_TIMEOUT_MS, toolTimeoutMs } = settings.data;
+  const {
+    prefix = '',
+    startTimeoutMs = DEFAULT_START_TIMEOUT_MS,
+    listTimeoutMs = DEFAULT_LIST_TIMEOUT_MS,
+    toolTimeoutMs,
+    maxResultBytes = DEFAULT_MAX_RESULT_BYTES,
+  } = settings.data;
 
-  const connection = await connect(config.data, startTimeoutMs);
+  const connection = await connect(config.data, { timeoutMs: startTimeoutMs, maxMessageBytes: maxResultBytes });
   const { client, label } = connection;
   let closed = false;
 
@@ -113,6 +127,10 @@ export async function mcpTools(server: McpServer, options: McpToolsOptions = {})
     } catch (error) {
       // An abort is the runner's own doing (timeout, cancel): it has already settled the call.
       if (signal.aborted) throw error;
+      if (error instanceof McpError && error.code === RESULT_TOO_LARGE_CODE) {
+        const { bytes } = error.data as { bytes: number };
+        throw new McpResultTooLargeError(name, label, bytes, maxResultBytes);
+      }
       throw new McpToolError(name, callFailure(label, connection, error), { cause: error });
     }
     if ('toolResult' in result) return JSON.stringify((result as { toolResult: unknown }).toolResult) ?? '';
@@ -135,7 +153,7 @@ export async function mcpTools(server: McpServer, options: McpToolsOptions = {})
   const list = async (signal?: AbortSignal): Promise<readonly Tool[]> => {
     if (closed) throw new McpServerError(label, 'it was closed');
     if (connection.exited()) throw new McpServerError(label, `it is not running any more${stderrNote(connection.stderr())}`);
-    let listed: ListedTool[];
+    let listed: unknown[];
     try {
       listed = await listAll(client, { ...(signal && { signal }), timeout: listTimeoutMs });
     } catch (error) {
@@ -144,14 +162,18 @@ export async function mcpTools(server: McpServer, options: McpToolsOptions = {})
     }
     const made: Tool[] = [];
     const refused: InvalidToolError[] = [];
-    for (const tool of listed) {
+    const valid: ListedTool[] = [];
+    for (const [index, entry] of listed.entries()) {
       try {
+        const tool = listedTool(entry, index);
         made.push(toTool(tool));
+        valid.push(tool);
       } catch (error) {
         if (!InvalidToolError.isInstance(error)) throw error;
         refused.push(error);
       }
     }
+    rememberTools(client, valid);
     tools = Object.freeze(made);
     skipped = Object.freeze(refused);
     return tools;
@@ -181,18 +203,43 @@ export async function mcpTools(server: McpServer, options: McpToolsOptions = {})
   };
 }
 
-type ListedTool = { name: string; title?: string; description?: string; inputSchema: Record<string, unknown> };
+type ListedTool = z.infer<typeof ToolSchema>;
 
-async function listAll(client: Client, options: { signal?: AbortSignal; timeout: number }): Promise<ListedTool[]> {
-  const tools: ListedTool[] = [];
+/**
+ * A tools/list page, each tool left unchecked: the SDK's `listTools` checks the whole page at
+ * once, so one malformed tool would fail the listing; each is checked on its own (`listedTool`).
+ */
+const ListPageSchema = z.object({ tools: z.array(z.unknown()), nextCursor: z.string().optional() });
+
+async function listAll(client: Client, options: { signal?: AbortSignal; timeout: number }): Promise<unknown[]> {
+  const tools: unknown[] = [];
   let cursor: string | undefined;
   for (let page = 0; page < MAX_LIST_PAGES; page++) {
-    const result = await client.listTools(cursor === undefined ? undefined : { cursor }, options);
-    tools.push(...(result.tools as ListedTool[]));
+    const params = cursor === undefined ? {} : { cursor };
+    const result = await client.request({ method: 'tools/list', params }, ListPageSchema, options);
+    tools.push(...result.tools);
     cursor = result.nextCursor;
     if (cursor === undefined) return tools;
   }
   throw new Error(`the tool list did not end after ${MAX_LIST_PAGES} pages`);
+}
+
+/** One listed tool as the MCP schema describes it, or an `InvalidToolError` saying where it is not. */
+function listedTool(entry: unknown, index: number): ListedTool {
+  const parsed = ToolSchema.safeParse(entry);
+  if (parsed.success) return parsed.data;
+  const name = typeof (entry as { name?: unknown } | null)?.name === 'string' ? (entry as { name: string }).name : `#${index}`;
+  const problems = parsed.error.issues.map((issue) => `${['tool', ...issue.path.map(String)].join('.')}: ${issue.message}`);
+  throw new InvalidToolError(name, `the server listed it in a form the MCP schema refuses: ${problems.join('; ')}`);
+}
+
+/**
+ * Hands the well-formed tools to the SDK's client, as its own `listTools` does: it validates a
+ * structured result against the tool's `outputSchema` and refuses a call to a task-only tool.
+ */
+function rememberTools(client: Client, tools: readonly ListedTool[]): void {
+  const cache = (client as unknown as { cacheToolMetadata?: (tools: readonly ListedTool[]) => void }).cacheToolMetadata;
+  if (typeof cache === 'function') cache.call(client, tools);
 }
 
 interface Connection {
@@ -204,27 +251,26 @@ interface Connection {
   close(): Promise<void>;
 }
 
-async function connect(server: z.output<typeof McpServerSchema>, timeoutMs: number): Promise<Connection> {
+async function connect(server: z.output<typeof McpServerSchema>, limits: { timeoutMs: number; maxMessageBytes: number }): Promise<Connection> {
+  const { timeoutMs, maxMessageBytes } = limits;
   const client = new Client({ name: 'loopchart', version: '1' });
   let gone = false;
   let tail = '';
-  let release = (): void => {};
   let transport: Transport;
   let label: string;
   if ('command' in server) {
     label = `"${[server.command, ...(server.args ?? [])].join(' ')}"`;
-    const stdio = new StdioClientTransport({
+    const stdio = new GroupStdioTransport({
       command: server.command,
       ...(server.args && { args: server.args }),
       ...(server.env && { env: server.env }),
       ...(server.cwd && { cwd: server.cwd }),
-      stderr: 'pipe',
+      maxMessageBytes,
     });
     // Read as it comes (a full pipe would block the server), keep the end for error messages.
-    stdio.stderr?.on('data', (chunk: Buffer) => {
+    stdio.stderr.on('data', (chunk: Buffer) => {
       tail = (tail + chunk.toString('utf8')).slice(-STDERR_TAIL_CHARS);
     });
-    release = endOnExit(stdio);
     transport = stdio;
   } else {
     label = String(server.url);
@@ -232,14 +278,12 @@ async function connect(server: z.output<typeof McpServerSchema>, timeoutMs: numb
   }
   client.onclose = () => {
     gone = true;
-    release();
   };
   const close = async (): Promise<void> => {
     try {
       await client.close();
     } finally {
       gone = true;
-      release();
     }
   };
   try {

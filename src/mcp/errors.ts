@@ -64,3 +64,26 @@ export class McpToolError extends LoopchartError {
     this.toolName = toolName;
   }
 }
+
+/**
+ * A tool result over `maxResultBytes` (see `mcpTools`): the call fails with this error (the model
+ * reads its message), the result is never held in memory, and the connection stays usable.
+ *
+ * @example
+ * ```ts
+ * const mcp = await mcpTools(server, { maxResultBytes: 1_000_000 });
+ * await mcp.tools[0]!.execute(args, ctx).catch((error) => McpResultTooLargeError.isInstance(error) && console.log(error.bytes));
+ * ```
+ */
+export class McpResultTooLargeError extends LoopchartError {
+  readonly toolName: string;
+  /** The size of the answer, in bytes. */
+  readonly bytes: number;
+  readonly limit: number;
+  constructor(toolName: string, server: string, bytes: number, limit: number) {
+    super('McpResultTooLarge', `the MCP server ${server} answered tool "${toolName}" with ${bytes} bytes, over the limit of ${limit} (maxResultBytes); the result was dropped`);
+    this.toolName = toolName;
+    this.bytes = bytes;
+    this.limit = limit;
+  }
+}

@@ -1,0 +1,68 @@
+/** What is kept of a line over the limit: its size and its two ends (where a JSON-RPC id sits). */
+export interface OversizedLine {
+  bytes: number;
+  head: string;
+  tail: string;
+}
+
+/** Bytes kept of each end of an oversized line. */
+const END_BYTES = 256;
+
+/**
+ * Splits a byte stream into newline-delimited lines, none held past `maxBytes`: a longer line is
+ * skipped as it streams in (only its size and ends are kept) and reported once it ends, so a
+ * server that sends too much costs this process `maxBytes` at most, and the stream goes on.
+ */
+export class LineReader {
+  readonly #maxBytes: number;
+  #chunks: Buffer[] = [];
+  #size = 0;
+  /** The line being skipped: over the limit, not ended yet. */
+  #skipping: { bytes: number; head: Buffer; tail: Buffer } | null = null;
+
+  constructor(maxBytes: number) {
+    this.#maxBytes = maxBytes;
+  }
+
+  push(chunk: Buffer, onLine: (line: string) => void, onOversized: (line: OversizedLine) => void): void {
+    let rest = chunk;
+    while (rest.length > 0) {
+      const newline = rest.indexOf(10);
+      const part = newline === -1 ? rest : rest.subarray(0, newline);
+      rest = newline === -1 ? Buffer.alloc(0) : rest.subarray(newline + 1);
+      if (!this.#skipping && this.#size + part.length > this.#maxBytes) this.#startSkipping();
+      if (this.#skipping) {
+        const skip = this.#skipping;
+        skip.bytes += part.length;
+        if (skip.head.length < END_BYTES) skip.head = Buffer.concat([skip.head, part.subarray(0, END_BYTES - skip.head.length)]);
+        skip.tail = lastBytes(Buffer.concat([skip.tail, part.subarray(-END_BYTES)]));
+        if (newline === -1) return;
+        this.#skipping = null;
+        onOversized({ bytes: skip.bytes, head: skip.head.toString('utf8'), tail: skip.tail.toString('utf8').replace(/\r$/, '') });
+        continue;
+      }
+      this.#chunks.push(part);
+      this.#size += part.length;
+      if (newline === -1) return;
+      const line = Buffer.concat(this.#chunks).toString('utf8').replace(/\r$/, '');
+      this.#chunks = [];
+      this.#size = 0;
+      onLine(line);
+    }
+  }
+
+  clear(): void {
+    this.#chunks = [];
+    this.#size = 0;
+    this.#skipping = null;
+  }
+
+  #startSkipping(): void {
+    const held = Buffer.concat(this.#chunks);
+    this.#skipping = { bytes: held.length, head: held.subarray(0, END_BYTES), tail: lastBytes(held) };
+    this.#chunks = [];
+    this.#size = 0;
+  }
+}
+
+const lastBytes = (buffer: Buffer): Buffer => (buffer.length > END_BYTES ? buffer.subarray(buffer.length - END_BYTES) : buffer);
