@@ -1,4 +1,6 @@
 import { createServer } from 'node:http';
+import { runInFlight } from '../../machines/agent.machine.js';
+import type { AgentContext } from '../agent/context.js';
 import type { AddressInfo } from 'node:net';
 import type { AnyStateMachine, InspectionEvent } from 'xstate';
 import { statePath } from '../sessions/trace.js';
@@ -6,7 +8,8 @@ import { clientScript } from './asset.js';
 import { cursorParam, localRequestProblem, pagePath, refuse, sendHtml as html } from './http.js';
 import { brainChart, chartOf, type ChartModel } from './chart.js';
 import { actorPath, homePage, messagePage, sessionPage } from './page.js';
-import type { PageData, Row } from './page-model.js';
+import type { PageData, Row, SessionView } from './page-model.js';
+import { describeOutcome } from './load.js';
 import { agentChart, VIEWER_HOST, ViewerListenError } from './server.js';
 import { LiveStreams, liveLimits, sseEvent, type LiveLimitsInput, type LiveStats, type SseStream } from './sse.js';
 
@@ -46,13 +49,26 @@ interface Tracked {
   seq: number;
   state: string;
   io: string;
+  /** A loopchart agent's counters from its last snapshot (zeros for any other machine). */
+  counts: Counts;
   /** The open pages of this actor: each gets every new row, or is dropped when it falls behind. */
   listeners: Set<SseStream>;
 }
 
 /** New rows for an actor's pages; the id is the last row's number (a reconnect continues after it). */
 const rowsEvent = (tracked: Tracked, rows: readonly Row[]): Buffer =>
-  sseEvent({ entries: [], rows, state: { brain: tracked.state, io: tracked.io } }, { id: String(rows.at(-1)!.seq) });
+  sseEvent({ entries: [], rows, state: { brain: tracked.state, io: tracked.io, ...tracked.counts } }, { id: String(rows.at(-1)!.seq) });
+
+type Counts = Pick<NonNullable<SessionView['state']>, 'inFlight' | 'runs' | 'turns' | 'usage' | 'outcome'>;
+const NO_COUNTS: Counts = { inFlight: false, runs: 0, turns: 0, usage: { inputTokens: 0, outputTokens: 0 }, outcome: null };
+
+/** The header's counters, read from the agent's own context: runs, turns, tokens, the outcome. */
+function agentCounts(context: AgentContext): Counts {
+  const { brain } = context;
+  const inFlight = runInFlight(brain);
+  const outcome = brain.context.outcome ?? context.lastRun?.outcome ?? null;
+  return { inFlight, runs: context.runIndex, turns: brain.context.turnsTaken, usage: context.sessionUsage, outcome: inFlight ? null : outcome && describeOutcome(outcome) };
+}
 
 const summaryOf = (value: unknown): string => {
   try {
@@ -70,8 +86,20 @@ function agentSummary(context: { brain: { value: string; context: { history: unk
   return { brain: context.brain.value, messages: all, turnsTaken, contextTokens, totalToolCalls, lastMessages: [...history, ...pending].slice(-3) };
 }
 
-const isAgentContext = (context: unknown): context is Parameters<typeof agentSummary>[0] =>
-  typeof context === 'object' && context !== null && typeof (context as { brain?: { value?: unknown } }).brain?.value === 'string';
+/** A loopchart agent's context (what the header counts from), not just any machine's. */
+function isAgentContext(context: unknown): context is Parameters<typeof agentSummary>[0] {
+  const c = context as { brain?: { value?: unknown; context?: { history?: unknown; pending?: unknown } }; runIndex?: unknown; sessionUsage?: unknown } | null;
+  return (
+    typeof c === 'object' &&
+    c !== null &&
+    typeof c.brain?.value === 'string' &&
+    Array.isArray(c.brain.context?.history) &&
+    Array.isArray(c.brain.context?.pending) &&
+    typeof c.runIndex === 'number' &&
+    typeof c.sessionUsage === 'object' &&
+    c.sessionUsage !== null
+  );
+}
 
 /**
  * An `inspect` option that streams any live actor to a local page.
@@ -100,12 +128,13 @@ export function viewerInspector(options: ViewerInspectorOptions = {}): ViewerIns
     let tracked = actors.get(ref.sessionId);
     const agent = isAgentContext(snapshot.context);
     if (!tracked) {
-      tracked = { id: ref.sessionId, chart: agent ? brainChart() : chartOf(logic as AnyStateMachine), agent, rows: [], seq: 0, state: '', io: '', listeners: new Set() };
+      tracked = { id: ref.sessionId, chart: agent ? brainChart() : chartOf(logic as AnyStateMachine), agent, rows: [], seq: 0, state: '', io: '', counts: NO_COUNTS, listeners: new Set() };
       actors.set(ref.sessionId, tracked);
     }
     const path = statePath(snapshot.value);
     tracked.state = agent ? (snapshot.context as { brain: { value: string } }).brain.value : path;
     tracked.io = agent ? path : '';
+    if (agent) tracked.counts = agentCounts(snapshot.context as AgentContext);
     const sent = event.event as { type?: unknown };
     const row: Row = {
       kind: 'event',
@@ -146,7 +175,7 @@ export function viewerInspector(options: ViewerInspectorOptions = {}): ViewerIns
         messageCount: 0,
         updatedAt: null,
         error: null,
-        state: { brain: tracked.state as never, io: tracked.io, inFlight: false, runs: 0, turns: 0, usage: { inputTokens: 0, outputTokens: 0 }, outcome: null, operations: { slices: {}, point: null, waiting: null } },
+        state: { brain: tracked.state as never, io: tracked.io, ...tracked.counts, operations: { slices: {}, point: null, waiting: null } },
         messages: [],
         trace: [],
       },

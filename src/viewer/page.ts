@@ -74,7 +74,7 @@ export function homePage(listings: readonly SessionListing[], storeLabel: string
   const rows = listings
     .map(
       (s) => `<tr${s.error ? ' class="unreadable"' : ''}>
-<td><a href="${escapeHtml(pathOf(s.sessionId))}">${escapeHtml(s.sessionId)}</a></td>
+<td class="id"><a href="${escapeHtml(pathOf(s.sessionId))}">${escapeHtml(s.sessionId)}</a></td>
 <td>${escapeHtml(dateText(s.updatedAt))}</td>
 <td>${s.runs ?? '—'}</td>
 <td>${escapeHtml(s.error ? `${s.error.name} (${s.error.code}): ${s.error.message}` : s.outcome)}</td>
@@ -91,10 +91,10 @@ export function homePage(listings: readonly SessionListing[], storeLabel: string
 ${
   listings.length === 0
     ? '<p>No sessions yet.</p>'
-    : `<table id="sessions"><thead><tr><th>session</th><th>last activity</th><th>runs</th><th>outcome</th><th>tokens</th><th>cost</th></tr></thead>
+    : `<div class="table"><table id="sessions"><thead><tr><th>session</th><th>last activity</th><th>runs</th><th>outcome</th><th>tokens</th><th>cost</th></tr></thead>
 <tbody>
 ${rows}
-</tbody></table>`
+</tbody></table></div>`
 }
 </main>`,
   );

@@ -7,7 +7,7 @@ nav { padding: 6px 16px; border-bottom: 1px solid var(--line); color: var(--mute
 a { color: var(--accent); }
 h1 { font-size: 18px; margin: 12px 0 6px; } h2 { font-size: 15px; margin: 10px 0 6px; } h3 { font-size: 13px; margin: 10px 0 4px; color: var(--muted); }
 header, #chart, main { padding: 0 16px; }
-.home table { border-collapse: collapse; width: 100%; } .home td, .home th { border-bottom: 1px solid var(--line); padding: 4px 8px; text-align: left; vertical-align: top; }
+main.home { display: block; } .home .table { overflow-x: auto; } .home table { border-collapse: collapse; width: 100%; } .home td.id { white-space: nowrap; } .home td, .home th { border-bottom: 1px solid var(--line); padding: 4px 8px; text-align: left; vertical-align: top; }
 tr.unreadable td { color: var(--bad); }
 .error { color: var(--bad); font-weight: 600; }
 dl.facts { display: flex; flex-wrap: wrap; gap: 4px 18px; margin: 4px 0; } dl.facts div { display: flex; gap: 6px; } dt { color: var(--muted); } dd { margin: 0; overflow-wrap: anywhere; }

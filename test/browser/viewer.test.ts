@@ -20,11 +20,12 @@ import { main } from '../../src/cli/main.js';
 import { DurableSession } from '../../src/sessions/durable-session.js';
 import { replaySession } from '../../src/sessions/replay.js';
 import { SqliteSessionStore } from '../../src/stores/sqlite.js';
-import { createActor, createMachine } from 'xstate';
+import { createActor, createMachine, waitFor } from 'xstate';
 import { z } from 'zod';
 import { createAgentMachine } from '../../machines/agent.machine.js';
 import type { Operation } from '../../src/agent/operation.js';
 import { scriptedModel } from '../../src/models/scripted.js';
+import { defineTool } from '../../src/tools/define-tool.js';
 import { startViewer, viewerInspector, ViewerListenError, type RunningViewer } from '../../src/viewer.js';
 import { bundledCommand, startNode } from '../sessions/fixtures/processes.js';
 import { writeBigSession } from '../viewer/fixtures/big-session.js';
@@ -119,6 +120,15 @@ describe.skipIf(!hasChromium)('loopchart view in chromium', () => {
     expect(rich.slice(2)).toEqual(['1', 'Completed', '1112', '$0.003720']);
     expect(rows.find((r) => r[0] === HOSTILE_ID)?.slice(2, 4)).toEqual(['1', 'Completed']);
     expect(rows.find((r) => r[0] === 'corrupt')?.[3]).toMatch(/^SessionRowError \(SessionRow\): session 'corrupt': unknown state row version 99/);
+    // The table spans the window (it was squeezed into the right 45 %), every id on one line.
+    const layout = await page.evaluate(() => ({
+      table: document.querySelector('#sessions')!.getBoundingClientRect().width,
+      window: document.documentElement.clientWidth,
+      idLines: [...document.querySelectorAll('#sessions tbody tr td:first-child a')].map((a) => a.getClientRects().length),
+    }));
+    expect(layout.table).toBeGreaterThan(layout.window * 0.9);
+    expect(layout.idLines).toHaveLength(rows.length);
+    expect(layout.idLines.every((lines) => lines === 1)).toBe(true);
     // The markup id is text, and its link goes to its own page.
     await page.getByRole('link', { name: HOSTILE_ID }).click();
     await page.waitForSelector('#timeline .row');
@@ -338,6 +348,40 @@ describe.skipIf(!hasChromium)('loopchart view in chromium', () => {
       await page.locator('#timeline').focus();
       await page.keyboard.press('End');
       expect(await highlighted(page, 'selected')).toEqual(['on']);
+    } finally {
+      await inspector.close();
+    }
+  });
+
+  it("viewerInspector: the header counts the agent's runs, turns and tokens from the actor, during and after a run", async () => {
+    const inspector = viewerInspector();
+    const url = await inspector.ready;
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    const wait = defineTool({ name: 'wait', description: 'Waits.', input: z.object({}), execute: () => gate.then(() => 'waited') });
+    const machine = createAgentMachine({
+      model: scriptedModel([{ toolCalls: [{ name: 'wait', args: {} }], usage: { inputTokens: 120, outputTokens: 7 } }, { text: 'Done.', usage: { inputTokens: 150, outputTokens: 3 } }]),
+      tools: [wait],
+    });
+    try {
+      const agent = createActor(machine, { input: { prompt: 'Wait, then answer.' }, inspect: inspector.inspect }).start();
+      await waitFor(agent, (s) => s.context.brain.value === 'AwaitingTools', { timeout: 5_000 });
+      await page.goto(`${url}a/${encodeURIComponent(agent.sessionId)}`);
+      await page.waitForSelector('#timeline .row');
+      const fact = (name: string) => page.locator(`[data-fact="${name}"] dd`).textContent();
+      const during = agent.getSnapshot().context;
+      expect(await fact('runs')).toBe(String(during.runIndex));
+      expect(await fact('turns')).toBe(String(during.brain.context.turnsTaken));
+      expect(await fact('tokens')).toBe('120 in / 7 out');
+      expect(await fact('outcome')).toBe('run in flight');
+      expect(await fact('live')).toBe('following the actor');
+      release();
+      await waitFor(agent, (s) => s.status === 'done', { timeout: 5_000 });
+      await page.waitForFunction(() => document.querySelector('[data-fact="outcome"] dd')?.textContent === 'Completed', undefined, { timeout: 5_000 });
+      const after = agent.getSnapshot().context;
+      expect([await fact('runs'), await fact('turns'), await fact('tokens')]).toEqual([String(after.runIndex), String(after.brain.context.turnsTaken), '270 in / 10 out']);
+      expect(after.runIndex).toBe(1);
+      expect(after.brain.context.turnsTaken).toBe(2);
     } finally {
       await inspector.close();
     }

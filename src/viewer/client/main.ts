@@ -47,7 +47,7 @@ function renderHeader() {
     facts.push(['outcome', s.state.outcome ?? (s.state.inFlight ? (builder.closed ?? 'run in flight') : '—')]);
   }
   facts.push(['cost', builder.costUsd > 0 ? `$${builder.costUsd.toFixed(6)}` : '—'], ['version', String(s.version)], ['messages', String(s.messageCount)]);
-  if (data.live) facts.push(['live', liveStatus]);
+  if (data.live) facts.push(['live', `${liveStatus} ${data.mode === 'inspector' ? 'the actor' : 'the store'}`]);
   const dl = el('dl', { class: 'facts' });
   for (const [k, v] of facts) dl.append(el('div', { 'data-fact': k }, el('dt', {}, k), el('dd', {}, v)));
   header.append(dl);
@@ -281,6 +281,7 @@ interface LiveUpdate {
   log?: { from: number; messages: PageData['session']['messages'] };
   state?: Partial<NonNullable<PageData['session']['state']>> | null;
 }
+/** Following, or dropped for falling behind (the EventSource reconnects where it was). */
 let liveStatus = 'following';
 function connect() {
   if (!data.live || !data.eventsUrl) return;
@@ -301,7 +302,7 @@ function connect() {
     highlight();
   };
   source.addEventListener('dropped', () => {
-    liveStatus = 'fell behind; reconnecting';
+    liveStatus = 'fell behind; reconnecting to';
     renderHeader();
   });
 }
