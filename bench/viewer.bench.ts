@@ -8,7 +8,9 @@
  * ones (256 KB each: 6 MB per client, more than a loopback socket's kernel buffers hold, so
  * stuck clients reach the server's bound, 1 MiB by default, and are dropped). Memory is read after a full GC:
  * heap, plus array buffers (the bytes waiting in sockets are Buffers, outside the JS heap).
- * Before this fix every update carried the whole log ("whole log" column) to every client,
+ * "waiting" counts what the server holds for every client (shared Buffers: the same bytes for
+ * every client that got the same updates, so "buffers" stays small); dropped clients release it
+ * once the grace ends. Before this fix every update carried the whole log ("whole log" column) to every client,
  * stuck or not, and nothing bounded what waited for them.
  */
 import { pathToFileURL } from 'node:url';
@@ -23,6 +25,8 @@ const STUCK = [0, 20, 200];
 const SMALL_STEPS = 50;
 const BIG_STEPS = 24;
 const BIG_BYTES = 256 * 1024;
+/** A dropped client still unread after this long is disconnected (the default is 10 s; shorter keeps the bench short). */
+const GRACE_MS = 3_000;
 
 const mb = (bytes: number) => bytes / 2 ** 20;
 
@@ -42,7 +46,7 @@ async function measure(stuckCount: number) {
   let seq = (await store.readTrace('big')).at(-1)!.seq;
   let log = MESSAGES;
   const wholeLog = Buffer.byteLength(JSON.stringify((await store.load('big'))!.messages));
-  const viewer = await startViewer({ store, port: 0, pollMs: 20 });
+  const viewer = await startViewer({ store, port: 0, pollMs: 20, live: { dropGraceMs: GRACE_MS } });
   const path = `/s/big/events?after=${seq}&log=${log}`;
   const reader = readEvents(viewer.port, path);
   await reader.status();
@@ -65,10 +69,12 @@ async function measure(stuckCount: number) {
   await settle();
   const afterBig = memory();
   const stats = viewer.liveStats();
+  await new Promise((resolve) => setTimeout(resolve, GRACE_MS + 500));
+  const afterGrace = { ...memory(), stats: viewer.liveStats() };
   for (const client of stuck) client.socket.destroy();
   reader.close();
   await viewer.close();
-  return { stuckCount, wholeLog, smallUpdate, smallMs, before, afterSmall, afterBig, stats };
+  return { stuckCount, wholeLog, smallUpdate, smallMs, before, afterSmall, afterBig, stats, afterGrace };
 }
 
 export async function run(): Promise<void> {
@@ -77,7 +83,7 @@ export async function run(): Promise<void> {
   const base = results[0]!;
   printTable(
     `viewer live streams: one ${MESSAGES}-message session, ${SMALL_STEPS} steps of 2 KB then ${BIG_STEPS} of ${BIG_BYTES / 1024} KB; memory after GC (MB)`,
-    ['stuck clients', 'heap before', 'heap after small steps', 'heap after big steps', 'vs 0 clients', 'buffers after', 'small update (bytes)', 'whole log (bytes)', 'ms/step', 'dropped', 'waiting (KB)'],
+    ['stuck clients', 'heap before', 'heap after small steps', 'heap after big steps', 'vs 0 clients', 'buffers after', 'small update (bytes)', 'whole log (bytes)', 'ms/step', 'dropped', 'waiting (KB)', 'waiting after grace (KB)', 'heap after grace'],
     results.map((r) => [
       r.stuckCount,
       mb(r.before.heap),
@@ -90,6 +96,8 @@ export async function run(): Promise<void> {
       r.smallMs,
       r.stats.dropped,
       Math.round(r.stats.bufferedBytes / 1024),
+      Math.round(r.afterGrace.stats.bufferedBytes / 1024),
+      mb(r.afterGrace.heap),
     ]),
   );
 }
