@@ -69,7 +69,9 @@ try {
     if (event.type === 'tool.started') console.log(`→ ${event.call.name} ${JSON.stringify(event.call.args).replaceAll(folder, '<folder>')}`);
     if (event.type === 'tool.finished') console.log(`  ${event.result.isError ? 'error' : 'ok'}: ${event.result.content.split('\n')[0]!.slice(0, 60)}`);
     if (event.type === 'done') {
-      console.log(`${event.result.outcome.type}: ${event.result.text}`);
+      // A failed run says why (event.result.error: the cause and what to check), on stderr.
+      if (event.result.error) console.error(`${event.result.outcome.type}: ${event.result.error.message}`);
+      else console.log(`${event.result.outcome.type}: ${event.result.text}`);
       exitCode = event.result.outcome.type === 'Completed' ? 0 : 1;
     }
   }

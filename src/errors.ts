@@ -57,6 +57,8 @@ export const ERROR_CODES = [
   'InvalidFork',
   'ViewerListen',
   'InvalidViewerOptions',
+  // runAgent / streamAgent: a Failed run whose cause was not a loopchart error itself.
+  'RunFailed',
 ] as const;
 
 /** The union of every loopchart error `code`. */
@@ -159,3 +161,27 @@ export class MissingPackageError extends LoopchartError {
     this.packageName = packageName;
   }
 }
+
+/**
+ * The typed error of a `Failed` run whose cause was not a loopchart error itself: a custom model
+ * or tool that threw a plain `Error`, a compaction that made no progress. `runAgent` and
+ * `streamAgent` give it as `result.error` (a `ModelError`, `OperationError`... is given as is);
+ * `failure` is the outcome's `{ type, message }`, `cause` what was thrown, when anything was.
+ *
+ * @example
+ * ```ts
+ * const result = await runAgent({ model, prompt: 'Hello?' });
+ * if (result.error) {
+ *   console.error(result.error.message); // one line: what failed and what to check
+ *   process.exitCode = 1;
+ * }
+ * ```
+ */
+export class RunFailedError extends LoopchartError {
+  readonly failure: { type: string; message: string };
+  constructor(failure: { type: string; message: string }, options?: { cause?: unknown }) {
+    super('RunFailed', `the run failed (${failure.type}): ${failure.message}`, options);
+    this.failure = failure;
+  }
+}
+

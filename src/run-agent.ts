@@ -1,6 +1,7 @@
-import { createActor } from 'xstate';
+import { createActor, type InspectionEvent } from 'xstate';
 import { createAgentMachine, type AgentActor, type AgentEmitted, type AgentOutput } from '../machines/agent.machine.js';
 import type { AgentConfig } from './agent/config.js';
+import { LoopchartError, RunFailedError } from './errors.js';
 import type { Usage } from './model.js';
 import type { Message, Outcome } from './schemas.js';
 
@@ -26,14 +27,26 @@ export interface RunAgentResult {
   /** The committed conversation after the run (history + this run), always coherent. */
   messages: Message[];
   usage: Usage;
+  /**
+   * Why the run failed, when `outcome.type` is `Failed`: the typed error itself (a `ModelError`
+   * with its `status`, an `OperationError`...), or a `RunFailedError` whose `cause` is what a
+   * custom model or tool threw. Its `message` is the one line to show: the cause and what to check.
+   */
+  error?: LoopchartError;
 }
 
 /** What `streamAgent` yields: every event the agent emits while it runs, then `done` with the result. */
 export type AgentStreamEvent = AgentEmitted | { type: 'done'; result: RunAgentResult };
 
-function startRun(options: RunAgentOptions): AgentActor {
+/** The run's actor, and the last error its side effects failed with (what a Failed outcome came from). */
+function startRun(options: RunAgentOptions): { actor: AgentActor; lastFailure: () => unknown } {
   const { prompt, history, signal, ...config } = options;
-  return createActor(createAgentMachine(config), { input: { prompt, ...(history && { history }) } });
+  let failure: unknown;
+  const inspect = (event: InspectionEvent) => {
+    if (event.type === '@xstate.event' && event.event.type === 'io.failed') failure = (event.event as { error?: unknown }).error;
+  };
+  const actor = createActor(createAgentMachine(config), { input: { prompt, ...(history && { history }) }, inspect });
+  return { actor, lastFailure: () => failure };
 }
 
 /** Cancels the run when `signal` aborts; returns the detach function. */
@@ -48,12 +61,21 @@ function cancelOnAbort(actor: AgentActor, signal: AbortSignal | undefined): () =
   return () => signal.removeEventListener('abort', cancel);
 }
 
-const resultOf = (output: AgentOutput): RunAgentResult => ({
-  text: output.outcome.type === 'Completed' ? output.outcome.finalText : '',
-  outcome: output.outcome,
-  messages: output.messages,
-  usage: output.usage,
-});
+function resultOf(output: AgentOutput, thrown: unknown): RunAgentResult {
+  const result: RunAgentResult = {
+    text: output.outcome.type === 'Completed' ? output.outcome.finalText : '',
+    outcome: output.outcome,
+    messages: output.messages,
+    usage: output.usage,
+  };
+  if (output.outcome.type !== 'Failed') return result;
+  const failure = output.outcome.error;
+  // The thrown error is the outcome's cause only when the outcome says so (a compaction that
+  // stalled after a retried failure is its own cause).
+  const caused = thrown instanceof Error && thrown.message === failure.message;
+  const error = caused && LoopchartError.isInstance(thrown) ? thrown : new RunFailedError(failure, caused ? { cause: thrown } : undefined);
+  return { ...result, error };
+}
 
 /** Settles with the actor's output, or rejects with what stopped it (an actor error). */
 function outputOf(actor: AgentActor): Promise<AgentOutput> {
@@ -69,8 +91,8 @@ function outputOf(actor: AgentActor): Promise<AgentOutput> {
  * Runs an agent on one prompt to its end and resolves with the answer, the outcome, the
  * conversation and the token usage. A thin layer over `createAgentMachine` + XState's
  * `createActor`: every rule of the agent machine applies. It never rejects for how the run
- * ended (a failed model call is `outcome.type === 'Failed'`); it rejects only for a bad
- * configuration.
+ * ended (a failed model call is `outcome.type === 'Failed'`, with the typed error in `error`);
+ * it rejects only for a bad configuration.
  *
  * @example
  * ```ts
@@ -91,15 +113,16 @@ function outputOf(actor: AgentActor): Promise<AgentOutput> {
  *   signal: AbortSignal.timeout(60_000),
  * });
  * console.log(outcome.type, text, usage.inputTokens + usage.outputTokens);
+ * // A Failed run: `error` says why in one line (here a 401 names the API key to check).
  * ```
  */
 export async function runAgent(options: RunAgentOptions): Promise<RunAgentResult> {
-  const actor = startRun(options);
+  const { actor, lastFailure } = startRun(options);
   const output = outputOf(actor);
   actor.start();
   const detach = cancelOnAbort(actor, options.signal);
   try {
-    return resultOf(await output);
+    return resultOf(await output, lastFailure());
   } finally {
     detach();
     actor.stop();
@@ -123,7 +146,7 @@ export async function runAgent(options: RunAgentOptions): Promise<RunAgentResult
  * ```
  */
 export async function* streamAgent(options: RunAgentOptions): AsyncGenerator<AgentStreamEvent, void, undefined> {
-  const actor = startRun(options);
+  const { actor, lastFailure } = startRun(options);
   const queue: AgentStreamEvent[] = [];
   let wake: (() => void) | undefined;
   let failure: { error: unknown } | undefined;
@@ -139,7 +162,7 @@ export async function* streamAgent(options: RunAgentOptions): AsyncGenerator<Age
   });
   outputOf(actor).then(
     (output) => {
-      queue.push({ type: 'done', result: resultOf(output) });
+      queue.push({ type: 'done', result: resultOf(output, lastFailure()) });
       finished = true;
       notify();
     },

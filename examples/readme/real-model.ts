@@ -9,10 +9,14 @@ const baseURL = process.env.OPENAI_BASE_URL ?? 'http://localhost:11434/v1';
 const http = openAICompatibleModel({ baseURL, apiKey: process.env.OPENAI_API_KEY, model: 'gpt-4o-mini' });
 
 // Any AI SDK provider (AI SDK 5, 6 or 7), here @ai-sdk/openai-compatible:
-const provider = createOpenAICompatible({ name: 'local', baseURL, includeUsage: true });
+const provider = createOpenAICompatible({ name: 'local', baseURL, apiKey: process.env.OPENAI_API_KEY, includeUsage: true });
 const sdk = aiSdkModel(provider.chatModel('gpt-4o-mini'));
 
 for (const model of [http, sdk]) {
-  const { outcome, text } = await runAgent({ model, prompt: 'Say hello.', signal: AbortSignal.timeout(30_000) });
+  const { outcome, text, error } = await runAgent({ model, prompt: 'Say hello.', signal: AbortSignal.timeout(30_000) });
   console.log(model.name, outcome.type, text);
+  if (outcome.type !== 'Completed') {
+    console.error(`${model.name}: ${error?.message ?? outcome.type}`); // the cause and what to check
+    process.exitCode = 1;
+  }
 }

@@ -16,4 +16,8 @@ for await (const event of streamAgent({ model, tools: [add], prompt: 'What is 2 
   if (event.type === 'tool.started') console.log(`→ ${event.call.name} ${JSON.stringify(event.call.args)}`);
   if (event.type === 'tool.finished') console.log(`← ${event.result.content}`);
   if (event.type === 'done') console.log(`\n${event.result.outcome.type}`); // Completed
+  if (event.type === 'done' && event.result.error) {
+    console.error(event.result.error.message); // why it failed, in one line
+    process.exitCode = 1;
+  }
 }

@@ -79,7 +79,10 @@ async function driveRun(session: DurableSession, sessionId: string, committedBef
     io.out(`the session is kept; continue it: ${sendHint(sessionId, options)}`);
     return interrupt.pressed ? INTERRUPTED_EXIT_CODE : 1;
   }
-  return outcome?.type === 'Failed' ? 1 : 0;
+  if (outcome?.type !== 'Failed') return 0;
+  // Scripts read stderr: the cause and what to check, in one line.
+  io.err(`loopchart: run ${now.runIndex} of session ${escapeLine(sessionId)} failed: ${escapeLine(outcome.error.type)}: ${escapeLine(outcome.error.message)}`);
+  return 1;
 }
 
 /** `loopchart sessions resume ID`: continues the run that was in flight when the session was stored. */
