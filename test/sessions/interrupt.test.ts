@@ -100,6 +100,9 @@ async function stored(sessionId: string) {
   }
 }
 
+/** The demo session the first test interrupted, for the fork test. */
+let interruptedDemo: string | undefined;
+
 const toolsRun = (history: { role: string; toolName?: string }[]) => history.flatMap((m) => (m.role === 'tool' ? [m.toolName] : []));
 
 describe('Ctrl-C interrupts a run and keeps the session; send / --resume continue it', { timeout: 90_000 }, () => {
@@ -109,6 +112,7 @@ describe('Ctrl-C interrupts a run and keeps the session; send / --resume continu
     demo.interrupt();
     const exit = await demo.done;
     const id = idOf(demo.stdout());
+    interruptedDemo = id;
     expect(exit.code, demo.stderr()).toBe(130);
     expect(demo.stderr()).toContain('interrupted: cancelling the run, the session is kept (Ctrl-C again quits at once)');
     expect(demo.stdout()).toMatch(/■ Cancelled/);
@@ -198,6 +202,28 @@ describe('Ctrl-C interrupts a run and keeps the session; send / --resume continu
       'How many lines do the files in this folder have, and which one is the largest?',
       'Please go on where you stopped.',
     ]);
+  });
+
+  it('a fork continues with send: a demo fork with the demo agent; any other fork only with --agent', async () => {
+    expect(interruptedDemo).toBeDefined();
+    const fork = await cli('sessions', 'fork', interruptedDemo!, '--at', '4');
+    expect(fork.code, fork.err).toBe(0);
+    const forkId = new RegExp(`into (${interruptedDemo}-fork-4-[0-9a-f]+) `).exec(fork.out)?.[1];
+    expect(forkId, fork.out).toBeDefined();
+    expect(fork.out).toContain(`continue it: loopchart sessions send ${forkId} "your next message" --store ${db}`);
+    const sent = await cli('sessions', 'send', forkId!, 'Go on.');
+    expect(sent.code, sent.err).toBe(0);
+    expect(sent.out).toContain('27 lines in all');
+    expect((await stored(forkId!)).lastRun?.outcome.type).toBe('Completed');
+
+    const named = await cli('sessions', 'fork', interruptedDemo!, '--at', '4', '--as', 'branch');
+    expect(named.out).toContain('continue it: loopchart sessions send branch "your next message" --store');
+    expect(named.out).toContain('--agent ./agent.ts');
+    const refused = await cli('sessions', 'send', 'branch', 'Go on.');
+    expect(refused.code).toBe(2);
+    expect(refused.err).toContain('Name the agent that made it: loopchart sessions send branch "…" --agent ./agent.ts');
+    // Refused before anything ran: the fork holds the four messages it was cut with.
+    expect((await stored('branch')).brain.context.history).toHaveLength(4);
   });
 
   it('a second Ctrl-C exits at once with 130, while a tool that ignores its abort signal would keep the process alive', async () => {
