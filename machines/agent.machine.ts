@@ -27,7 +27,8 @@ import { AgentTracing } from '../src/telemetry/agent-tracing.js';
 import { InvalidConfigError, PruningSchema, pendingPrune, pruneLineProblem, type Pruning } from '../src/agent/pruning.js';
 import {
   NO_USAGE,
-  applyCompaction,
+  applyCompactionPass,
+  brainPolicy,
   applyPrune,
   applyReply,
   applyToolResults,
@@ -228,7 +229,7 @@ export function createAgentMachine(config: AgentConfig) {
     extrasCache.set(brain.context, { slices, tokens });
     return tokens;
   };
-  const stepIs = (type: Step['type']) => ({ context }: Args) => stepTypeOf(context.brain, context.policy) === type;
+  const stepIs = (type: Step['type']) => ({ context }: Args) => stepTypeOf(context.brain, brainPolicy(context.policy, context.compactionPasses)) === type;
   const conversation = (context: AgentContext) => ({ history: context.brain.context.history, pending: context.brain.context.pending });
   const batchKey = (context: AgentContext) => keyOf(context, context.brain.context.turnsTaken, 'tools');
   /** The calls that may run now: no result yet, not answered up front, not waiting for a human. */
@@ -329,14 +330,15 @@ export function createAgentMachine(config: AgentConfig) {
     actions: {
       beginRun: assign(({ context, event }) => ({
         operations: { ...closeOperations(context.operations), done: null },
-        brain: startRun(context.brain, event.type === 'input' ? asUserMessage(event.message) : context.queued!, tools.definitions),
+        brain: startRun(context.brain, event.type === 'input' ? asUserMessage(event.message) : context.queued!, tools.definitions, context.extrasTokens),
         queued: null,
         runIndex: context.runIndex + 1,
         runUsage: NO_USAGE,
+        compactionPasses: 0,
         ...resetBatch(context),
         runStartedAt: clock(),
       })),
-      takeStep: assign({ brain: ({ context }) => takeStep(context.brain, context.policy) }),
+      takeStep: assign({ brain: ({ context }) => takeStep(context.brain, brainPolicy(context.policy, context.compactionPasses)) }),
       rewindBrain: assign({ brain: ({ context, event }) => feedBrain(context.brain, { type: 'rewindTo', len: as(event, 'rewind').len }) }),
       sealOverBudget: assign(({ context }) => ({
         brain: feedBrain(context.brain, { type: 'seal', reason: overBudget(context)! }),
@@ -445,6 +447,7 @@ export function createAgentMachine(config: AgentConfig) {
         reason: context.brain.context.compactionReason!,
         conversation: conversation(context),
         tokensBefore: context.brain.context.contextTokens,
+        systemTokens: context.extrasTokens,
         contextWindow: context.policy.contextWindow,
       })),
       abortIo: sendTo('io', { type: 'abort' } satisfies IoRequest),
@@ -454,8 +457,8 @@ export function createAgentMachine(config: AgentConfig) {
         const next = applyReply(context, reply, { definitions: offered.definitions, names: offered.names });
         // The afterReply point opens with the reply it is given (kept until it is done).
         const key = `${keyOf(context, next.brain.context.turnsTaken, 'model')}:after`;
-        if (next.brain.context.outcome?.type === 'Failed') return next;
-        return { ...next, operations: openPoint(context.operations, plan, 'afterReply', key, reply) };
+        if (next.brain.context.outcome?.type === 'Failed') return { ...next, compactionPasses: 0 };
+        return { ...next, compactionPasses: 0, operations: openPoint(context.operations, plan, 'afterReply', key, reply) };
       }),
       emitTurnFinished: emit(({ context, event }) => ({
         type: 'turn.finished' as const,
@@ -497,11 +500,7 @@ export function createAgentMachine(config: AgentConfig) {
       }),
       acceptCompaction: assign(({ context, event }) => {
         const { output } = as(event, 'io.compacted');
-        return {
-          brain: applyCompaction(context.brain, output, context.policy.contextWindow),
-          // A rewritten conversation is measured without prompt parts; they are counted afresh.
-          extrasTokens: output.messages ? 0 : context.extrasTokens,
-        };
+        return applyCompactionPass(context, output, context.policy);
       }),
       emitCompactionFinished: emit(({ event }) => {
         const { reason, output } = as(event, 'io.compacted');

@@ -35,6 +35,8 @@ export const AgentContextSchema = z.object({
   lastRun: z.object({ outcome: OutcomeSchema, usage: UsageSchema, costUsd: z.number().optional() }).nullable(),
   /** Tokens of the instructions and prompt parts counted in the brain's estimate. */
   extrasTokens: count,
+  /** Compaction passes in a row since the run's last model reply (see `MAX_COMPACTION_PASSES`). */
+  compactionPasses: count.optional(),
   /** When the current run started (ms since the epoch): the driver's only clock read, for budgets. */
   runStartedAt: count,
   /** The operations' state slices, the hook point in progress and a yield the run waits on. */
@@ -68,6 +70,7 @@ export function freshAgentContext(start: { sessionId: string; history: Message[]
     sessionUsage: NO_USAGE,
     lastRun: null,
     extrasTokens: 0,
+    compactionPasses: 0,
     approvals: NO_APPROVALS,
     runStartedAt: 0,
     operations: NO_OPERATIONS,

@@ -15,6 +15,7 @@ import type { Executor, SideEffect, SideEffectKind, SideEffectOutputs } from './
 import { DEFAULT_OPERATION_TIMEOUT_MS, OperationError, type HookContext, type Operation, type OperationContext, type PreparedRequest } from './operation.js';
 import type { OperationHook } from './operation-state.js';
 import { checkOutput, messageOf, type OperationOutput, type OperationPlan } from './operation-rules.js';
+import { calibrated, requestTokens } from './request-size.js';
 
 
 /**
@@ -81,6 +82,8 @@ export type IoRequest =
       reason: CompactionReason;
       conversation: ConversationRef;
       tokensBefore: number;
+      /** Tokens of the system parts (instructions, prompt parts) the request carries besides the conversation. */
+      systemTokens: number;
       contextWindow: number;
     }
   /** Stops everything in flight: the run no longer needs it. */
@@ -440,7 +443,7 @@ export function ioLogic(deps: IoDeps) {
           });
         case 'compaction':
           return start(request.key, async (controller) => {
-            const { key, turn, reason, tokensBefore, contextWindow } = request;
+            const { key, turn, reason, tokensBefore, systemTokens, contextWindow } = request;
             const signal = controller.signal;
             try {
               const messages = view(request.conversation);
@@ -463,8 +466,11 @@ export function ioLogic(deps: IoDeps) {
                       })
                     : null;
                   if (!result) return { before: tokensBefore, after: tokensBefore };
-                  // Same measure as every other estimate the brain reads: tool definitions included.
-                  return { before: tokensBefore, after: result.tokensAfter + estimateToolTokens(definitions), messages: result.messages };
+                  // The same measure as the `before` side: the whole next request (system parts and
+                  // tool definitions included); the compactor's own count may raise it, never lower it.
+                  const measured = requestTokens({ system: systemTokens, messages: result.messages, tools: definitions });
+                  const after = calibrated(measured, result.tokensAfter + estimateToolTokens(definitions) + systemTokens);
+                  return { before: tokensBefore, after, messages: result.messages };
                 },
               );
               finish(controller, key, { type: 'io.compacted', key, reason, output });

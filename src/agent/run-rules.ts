@@ -2,9 +2,10 @@ import { decisionFor, deniedResult, isWaiting, type Approvals } from './approval
 import { appendOwned, conversationOf, feedBrain, feedOrFail, freshBrain, pendingCalls, type BrainState } from './brain-state.js';
 import { interruptedResult } from './interrupt.js';
 import type { ModelReply, ToolDefinition, Usage } from '../model.js';
-import type { Message, Outcome, ToolCall, ToolMessage, UserMessage } from '../schemas.js';
+import type { Message, Outcome, Policy, ToolCall, ToolMessage, UserMessage } from '../schemas.js';
 import { estimateTokens } from '../tokens.js';
 import type { SideEffectOutputs } from './executor.js';
+import { calibrated, requestTokens } from './request-size.js';
 
 /**
  * The driver's rules as pure functions over its state: what a reply, a tool result, a
@@ -21,6 +22,8 @@ export interface RunState {
   approvals: Approvals;
   runUsage: Usage;
   sessionUsage: Usage;
+  /** Tokens of the instructions and prompt parts the brain's estimate counts (the last call's). */
+  extrasTokens: number;
 }
 
 export const NO_USAGE: Usage = { inputTokens: 0, outputTokens: 0 };
@@ -32,27 +35,28 @@ export const asUserMessage = (message: string | UserMessage): UserMessage =>
 
 /**
  * A new run over the committed conversation, with the estimate refreshed: the last estimate
- * plus the new message when there is one, else the whole request measured afresh.
+ * plus the new message when there is one, else the whole request measured afresh (with the
+ * system parts the estimate is known to count, `extrasTokens`).
  */
-export function startRun(previous: BrainState, message: UserMessage, tools: readonly ToolDefinition[]): BrainState {
+export function startRun(previous: BrainState, message: UserMessage, tools: readonly ToolDefinition[], extrasTokens = 0): BrainState {
   const brain = feedBrain(freshBrain(previous.context.history), { type: 'acceptInput', message });
   const anchor = previous.context.contextTokens;
-  const tokens = anchor > 0 ? anchor + estimateTokens([message]) : estimateTokens(conversationOf(brain), tools);
+  const tokens = anchor > 0 ? anchor + estimateTokens([message]) : requestTokens({ system: extrasTokens, messages: conversationOf(brain), tools });
   return feedBrain(brain, { type: 'setContextTokens', tokens });
 }
 
 /**
- * A model reply fed to the brain. The context size is the provider's count when it reports
- * usage, else an estimate of the whole request; a reply the brain refuses fails the run.
+ * A model reply fed to the brain. The context size is the measure of the request that was sent
+ * (instructions and prompt parts included) plus the reply, calibrated by the provider's count
+ * when it reports usage (never below the measure); a reply the brain refuses fails the run.
  */
 export function applyReply(
   state: RunState,
   reply: ModelReply,
   tools: { definitions: readonly ToolDefinition[]; names: readonly string[] },
 ): Pick<RunState, 'brain' | 'runUsage' | 'sessionUsage'> {
-  const tokens = reply.usage
-    ? reply.usage.inputTokens + reply.usage.outputTokens
-    : estimateTokens([...conversationOf(state.brain), reply.message], tools.definitions);
+  const measured = requestTokens({ system: state.extrasTokens, messages: [...conversationOf(state.brain), reply.message], tools: tools.definitions });
+  const tokens = calibrated(measured, reply.usage && reply.usage.inputTokens + reply.usage.outputTokens);
   const brain = feedOrFail(
     state.brain,
     {
@@ -205,3 +209,38 @@ export function errorInfo(type: string, error: unknown): { type: string; message
   }
   return { type, message };
 }
+
+/**
+ * Compaction passes a run may make in a row without a model call in between. A compactor that
+ * helps a little each time (every pass shrinks the request, none brings it under the line)
+ * would otherwise loop as long as it finds anything to shave.
+ */
+export const MAX_COMPACTION_PASSES = 3;
+
+const overEmergencyLine = (tokens: number, window: number) => window > 0 && tokens * 100 >= window * 95;
+
+/**
+ * A compaction pass's answer fed to the brain, with the run's count of passes in a row. At the
+ * last pass allowed, a request still at or over the emergency line ends the run
+ * `Failed(CompactionStalled)`: no pass brought it under the line, and it may not be sent.
+ */
+export function applyCompactionPass(
+  state: { brain: BrainState; compactionPasses?: number | undefined },
+  output: SideEffectOutputs['compaction'],
+  policy: Policy,
+): { brain: BrainState; compactionPasses: number } {
+  const compactionPasses = (state.compactionPasses ?? 0) + 1;
+  const brain = applyCompaction(state.brain, output, policy.contextWindow);
+  if (brain.value === 'Terminal' || compactionPasses < MAX_COMPACTION_PASSES || !overEmergencyLine(output.after, policy.contextWindow)) {
+    return { brain, compactionPasses };
+  }
+  const message = `${compactionPasses} compaction passes in a row left the request at ${output.after} tokens, over the emergency line of a ${policy.contextWindow}-token window`;
+  return { brain: feedBrain(brain, { type: 'fail', error: { type: 'CompactionStalled', message } }), compactionPasses };
+}
+
+/**
+ * The policy the brain decides with: the run's, with threshold compaction held once the run made
+ * its passes in a row (the emergency line still applies) until the next model reply.
+ */
+export const brainPolicy = (policy: Policy, compactionPasses: number | undefined): Policy =>
+  (compactionPasses ?? 0) >= MAX_COMPACTION_PASSES && policy.autoCompact ? { ...policy, autoCompact: false } : policy;

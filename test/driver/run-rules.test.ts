@@ -29,7 +29,7 @@ const result = (id: string, content = 'ok'): ToolMessage => ({ role: 'tool', too
 function awaitingTools(ids: string[]): RunState {
   let brain: BrainState = startRun(freshBrain(), { role: 'user', content: 'go' }, []);
   brain = feedBrain(brain, { type: 'next', policy: DEFAULT_POLICY });
-  const state = { brain, toolJournal: [], approvals: NO_APPROVALS, runUsage: NO_USAGE, sessionUsage: NO_USAGE };
+  const state = { brain, toolJournal: [], approvals: NO_APPROVALS, runUsage: NO_USAGE, sessionUsage: NO_USAGE, extrasTokens: 0 };
   const reply = { message: { role: 'assistant' as const, content: '', toolCalls: ids.map((id) => ({ id, name: id.startsWith('u') ? 'unknown' : 'echo', args: {} })) }, finishReason: 'tool-calls' as const };
   return { ...state, ...applyReply(state, reply, tools) };
 }
@@ -46,14 +46,14 @@ describe('applyReply', () => {
   it('without usage, estimates the whole request', () => {
     const start = feedBrain(startRun(freshBrain(), { role: 'user', content: 'x' }, []), { type: 'next', policy: DEFAULT_POLICY });
     const reply = { message: { role: 'assistant' as const, content: 'an answer' }, finishReason: 'stop' as const };
-    const next = applyReply({ brain: start, toolJournal: [], approvals: NO_APPROVALS, runUsage: NO_USAGE, sessionUsage: NO_USAGE }, reply, tools);
+    const next = applyReply({ brain: start, toolJournal: [], approvals: NO_APPROVALS, runUsage: NO_USAGE, sessionUsage: NO_USAGE, extrasTokens: 0 }, reply, tools);
     expect(next.brain.context.contextTokens).toBe(estimateTokens([{ role: 'user', content: 'x' }, reply.message]));
   });
 
   it('a reply the brain refuses fails the run with ModelError instead of throwing', () => {
     const start = feedBrain(startRun(freshBrain(), { role: 'user', content: 'x' }, []), { type: 'next', policy: DEFAULT_POLICY });
     const calls = [{ id: 'same', name: 'echo', args: {} }, { id: 'same', name: 'echo', args: {} }];
-    const next = applyReply({ brain: start, toolJournal: [], approvals: NO_APPROVALS, runUsage: NO_USAGE, sessionUsage: NO_USAGE }, { message: { role: 'assistant', content: '', toolCalls: calls }, finishReason: 'tool-calls' }, tools);
+    const next = applyReply({ brain: start, toolJournal: [], approvals: NO_APPROVALS, runUsage: NO_USAGE, sessionUsage: NO_USAGE, extrasTokens: 0 }, { message: { role: 'assistant', content: '', toolCalls: calls }, finishReason: 'tool-calls' }, tools);
     expect(next.brain.context.outcome).toMatchObject({ type: 'Failed', error: { type: 'ModelError' } });
   });
 });

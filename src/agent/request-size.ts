@@ -1,0 +1,39 @@
+import type { ToolDefinition } from '../model.js';
+import type { Message } from '../schemas.js';
+import { estimateMessageTokens, estimateTokens } from '../tokens.js';
+
+/**
+ * The one measure of a model request (seed 000: "the compaction trigger always sees the true
+ * size of the next request"): the system parts it carries (instructions and the operations'
+ * prompt parts), the conversation and the tool definitions. Every decision reads it: the
+ * compaction lines, both sides of the no-progress guard, the trace. The system parts are passed
+ * as their own token count where the driver keeps them apart from the conversation.
+ *
+ * @example
+ * ```ts
+ * const tokens = requestTokens({ system: [{ role: 'system', content: 'Be brief.' }], messages, tools: [] });
+ * ```
+ */
+export function requestTokens(request: {
+  system: readonly Message[] | number;
+  messages: readonly Message[];
+  tools: readonly ToolDefinition[];
+}): number {
+  const system = typeof request.system === 'number' ? request.system : systemTokens(request.system);
+  return system + estimateTokens(request.messages, request.tools);
+}
+
+/** Tokens of the system parts a request carries before its conversation. */
+export function systemTokens(parts: readonly Message[]): number {
+  let tokens = 0;
+  for (const part of parts) tokens += estimateMessageTokens(part);
+  return tokens;
+}
+
+/**
+ * The size a provider reported, as a calibration of the measure: it may raise the estimate
+ * (the provider's tokenizer counts more), never lower it below what the request is measured to
+ * carry (a provider that reports too little, or leaves the system text out).
+ */
+export const calibrated = (measured: number, reported: number | undefined): number =>
+  reported === undefined || !Number.isFinite(reported) ? measured : Math.max(measured, Math.floor(reported));
