@@ -17,7 +17,8 @@ import {
   type OperationPlan,
   type ResumeVerdict,
 } from '../src/agent/operation-rules.js';
-import type { OperationError } from '../src/agent/operation.js';
+import { OperationError } from '../src/agent/operation.js';
+import { systemTokens } from '../src/agent/request-size.js';
 import { externalEventProblem, externalEventTypes, type ExternalEvent } from '../src/agent/events.js';
 import { composeExecutors, inProcessExecutor, type Executor } from '../src/agent/executor.js';
 import { fromIo, ioLogic, promptParts, type IoDeps, type IoEvent, type IoRequest } from '../src/agent/io.js';
@@ -48,6 +49,7 @@ import type { ModelReply, Usage } from '../src/model.js';
 import { PolicySchema, type Outcome, type Policy, type PolicyInput, type Step, type ToolCall, type ToolMessage, type UserMessage, type Message } from '../src/schemas.js';
 import { estimateMessageTokens } from '../src/tokens.js';
 import { feedProblem } from '../src/feed-problems.js';
+import { parseHistory } from '../src/history.js';
 import { DEFAULT_TOOL_CONCURRENCY } from '../src/tools/run-tools.js';
 import { ToolSet } from '../src/tools/define-tool.js';
 import type { CompactionReason } from '../src/schemas.js';
@@ -104,7 +106,9 @@ export type AgentEmitted =
   /** An operation's hook threw, timed out or broke its contract: the run fails with this error. */
   | { type: 'operation.failed'; operation: string; error: OperationError }
   /** The run's output, with what the whole session has used so far (cost when prices are given). */
-  | { type: 'run.finished'; output: AgentOutput; sessionUsage: Usage; sessionCostUsd?: number };
+  | { type: 'run.finished'; output: AgentOutput; sessionUsage: Usage; sessionCostUsd?: number }
+  /** A run started with this message (its index counts the session's runs from 1). */
+  | { type: 'run.started'; run: number; message: UserMessage };
 
 /** The last run's output: its outcome and usage, with the conversation as it stands after it. */
 export function outputOf(context: AgentContext): AgentOutput | null {
@@ -207,25 +211,40 @@ export function createAgentMachine(config: AgentConfig) {
   };
   /** Checked after tool results and before each model call, when the brain is between steps. */
   const overBudget = (context: AgentContext): string | null =>
-    budget && (context.brain.value === 'Start' || context.brain.value === 'AwaitingModel')
+    budget && !context.brain.context.cancelled && (context.brain.value === 'Start' || context.brain.value === 'AwaitingModel')
       ? budgetExceeded(budget, prices, {
           usage: context.runUsage,
           toolCalls: context.brain.context.totalToolCalls,
           elapsedMs: clock() - context.runStartedAt,
         })
       : null;
-  const extrasCache = new WeakMap<object, { slices: object; tokens: number }>();
-  /** Size of the instructions and prompt parts the next model call carries (seed 000: counted before deciding). */
-  const extrasFor = (context: AgentContext): number => {
+  const extrasCache = new WeakMap<object, { slices: object; tokens: number | OperationError }>();
+  /**
+   * Size of the instructions and prompt parts the next model call carries (seed 000: counted
+   * before deciding), or the error of a prompt part that failed. Nothing is evaluated once the
+   * run is cancelled.
+   */
+  const extrasFor = (context: AgentContext): number | OperationError => {
     const brain = context.brain;
-    if (brain.value !== 'Start' && brain.value !== 'AwaitingModel') return context.extrasTokens;
+    if ((brain.value !== 'Start' && brain.value !== 'AwaitingModel') || brain.context.cancelled) return context.extrasTokens;
     if (operations.length === 0) return instructionsTokens;
     // Prompt parts read the operations' state: a new slice is a new measure.
     const slices = context.operations.slices;
     const cached = extrasCache.get(brain.context);
     if (cached?.slices === slices) return cached.tokens;
-    const ctx = { sessionId: context.sessionId, turn: brain.context.turnsTaken + 1, messages: conversationOf(brain) };
-    const tokens = promptParts(operations, ctx, slices).reduce((sum, part) => sum + estimateMessageTokens(part), instructionsTokens);
+    const ctx = {
+      sessionId: context.sessionId,
+      turn: brain.context.turnsTaken + 1,
+      get messages() {
+        return conversationOf(brain);
+      },
+    };
+    let tokens: number | OperationError;
+    try {
+      tokens = instructionsTokens + systemTokens(promptParts(operations, ctx, slices));
+    } catch (error) {
+      tokens = error as OperationError;
+    }
     extrasCache.set(brain.context, { slices, tokens });
     return tokens;
   };
@@ -299,8 +318,10 @@ export function createAgentMachine(config: AgentConfig) {
       rewindable: ({ context, event }) => feedProblem(context.brain.context, { type: 'rewindTo', len: as(event, 'rewind').len }) === null,
       singleRun: ({ context }) => context.once,
       runOverBudget: ({ context }) => overBudget(context) !== null,
+      promptFails: ({ context }) => typeof extrasFor(context) !== 'number',
       extrasChanged: ({ context }) => extrasFor(context) !== context.extrasTokens,
-      shouldPrune: ({ context }) => pendingPrune(context.brain, context.policy, pruning, config.pruner) !== null,
+      operationFailure: ({ event }) => event.type === 'io.failed' && OperationError.isInstance(event.error),
+      shouldPrune: ({ context }) => !context.brain.context.cancelled && pendingPrune(context.brain, context.policy, pruning, config.pruner) !== null,
       callLLM: stepIs('CallLLM'),
       callTools: stepIs('CallTools'),
       compact: stepIs('Compact'),
@@ -338,6 +359,7 @@ export function createAgentMachine(config: AgentConfig) {
         ...resetBatch(context),
         runStartedAt: clock(),
       })),
+      emitRunStarted: emit(({ context }) => ({ type: 'run.started' as const, run: context.runIndex, message: context.brain.context.pending[0] as UserMessage })),
       takeStep: assign({ brain: ({ context }) => takeStep(context.brain, brainPolicy(context.policy, context.compactionPasses)) }),
       rewindBrain: assign({ brain: ({ context, event }) => feedBrain(context.brain, { type: 'rewindTo', len: as(event, 'rewind').len }) }),
       sealOverBudget: assign(({ context }) => ({
@@ -383,7 +405,13 @@ export function createAgentMachine(config: AgentConfig) {
         operations: ({ context, event }) => applyResumed(context.operations, plan, (verdictOf(context, event) as Extract<ResumeVerdict, { type: 'accepted' }>).output),
       }),
       failOperation: enqueueActions(({ context, event, enqueue }) => {
-        const error = (event.type === 'operation.resume' ? (verdictOf(context, event) as { error: OperationError }).error : as(event, 'io.failed').error) as OperationError;
+        const error = (
+          event.type === 'operation.resume'
+            ? (verdictOf(context, event) as { error: OperationError }).error
+            : event.type === 'io.failed'
+              ? event.error
+              : extrasFor(context)
+        ) as OperationError;
         enqueue.emit({ type: 'operation.failed', operation: error.operation, error });
         enqueue.assign({
           brain: stopRun(context, { type: 'Failed', error: errorInfo('OperationError', error) }),
@@ -392,7 +420,7 @@ export function createAgentMachine(config: AgentConfig) {
         });
       }),
       refreshExtras: assign(({ context }) => {
-        const extrasTokens = extrasFor(context);
+        const extrasTokens = extrasFor(context) as number;
         return { brain: withExtras(context.brain, context.extrasTokens, extrasTokens), extrasTokens };
       }),
       prune: assign({ brain: ({ context }) => applyPrune(context.brain, pendingPrune(context.brain, context.policy, pruning, config.pruner)!) }),
@@ -573,7 +601,8 @@ export function createAgentMachine(config: AgentConfig) {
         ? restoredContext(input.stored)
         : freshAgentContext({
             sessionId: input?.sessionId ?? 'session',
-            history: input?.history ?? [],
+            // A starting conversation from outside: checked as the brain's own facade checks it.
+            history: input?.history === undefined ? [] : parseHistory(input.history),
             policy: input?.policy ? checkedPolicy(input.policy, pruning) : defaultPolicy,
             queued: input?.prompt === undefined ? null : asUserMessage(input.prompt),
           }),
@@ -587,9 +616,9 @@ export function createAgentMachine(config: AgentConfig) {
     },
     states: {
       Idle: {
-        always: { guard: 'promptQueued', target: 'Running', actions: ['beginRun', { type: 'trace', params: 'run.started' }] },
+        always: { guard: 'promptQueued', target: 'Running', actions: ['beginRun', 'emitRunStarted', { type: 'trace', params: 'run.started' }] },
         on: {
-          input: { guard: 'wellFormed', target: 'Running', actions: ['beginRun', { type: 'trace', params: 'run.started' }] },
+          input: { guard: 'wellFormed', target: 'Running', actions: ['beginRun', 'emitRunStarted', { type: 'trace', params: 'run.started' }] },
           // Nothing to continue is not an error: a session opened at rest is resumed as a matter of course.
           resume: [
             { guard: and(['wellFormed', 'runInFlight']), target: 'Running', actions: { type: 'trace', params: 'run.resumed' } },
@@ -625,6 +654,8 @@ export function createAgentMachine(config: AgentConfig) {
               { guard: 'operationWaiting', target: 'AwaitingOperation' },
               // A hook point in progress (after a reply, or a restored one) goes on where it was.
               { guard: 'pointOpen', target: 'Operating' },
+              // A prompt part that throws or is no string fails the run, naming its operation.
+              { guard: 'promptFails', target: 'Start', reenter: true, actions: 'failOperation' },
               // Pruning comes before any decision, so it always runs before summarizing.
               { guard: 'extrasChanged', target: 'Start', reenter: true, actions: 'refreshExtras' },
               { guard: 'shouldPrune', target: 'Start', reenter: true, actions: ['emitPruned', { type: 'trace', params: 'prune' }, 'prune'] },
@@ -668,7 +699,11 @@ export function createAgentMachine(config: AgentConfig) {
             on: {
               'io.attached': { actions: 'requestModel' },
               'io.replied': { guard: 'currentModelCall', target: 'Start', actions: ['acceptReply', 'emitTurnFinished'] },
-              'io.failed': { guard: 'currentModelCall', target: 'Start', actions: { type: 'failWith', params: 'ModelError' } },
+              'io.failed': [
+                // A prompt part or request rewrite that failed on the way out is the operation's failure.
+                { guard: and(['currentModelCall', 'operationFailure']), target: 'Start', actions: 'failOperation' },
+                { guard: 'currentModelCall', target: 'Start', actions: { type: 'failWith', params: 'ModelError' } },
+              ],
             },
           },
           AwaitingTools: {

@@ -8,16 +8,25 @@ import type { AssistantMessage, Message, ToolCall, ToolMessage } from './schemas
  */
 export function coherentCut(messages: readonly Message[], limit: number): number {
   const end = Math.min(Math.max(0, Math.floor(limit)), messages.length);
-  const unanswered = new Set<string>();
+  // Open calls counted per id: two calls open under one id need two results before a cut.
+  const unanswered = new Map<string, number>();
+  let open = 0;
   let cut = 0;
   for (let i = 0; i < end; i++) {
     const message = messages[i]!;
     if (message.role === 'assistant') {
-      for (const call of message.toolCalls ?? []) unanswered.add(call.id);
+      for (const call of message.toolCalls ?? []) {
+        unanswered.set(call.id, (unanswered.get(call.id) ?? 0) + 1);
+        open++;
+      }
     } else if (message.role === 'tool') {
-      unanswered.delete(message.toolCallId);
+      const count = unanswered.get(message.toolCallId) ?? 0;
+      if (count > 0) {
+        unanswered.set(message.toolCallId, count - 1);
+        open--;
+      }
     }
-    if (unanswered.size === 0) cut = i + 1;
+    if (open === 0) cut = i + 1;
   }
   return cut;
 }

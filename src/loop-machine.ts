@@ -4,7 +4,8 @@ import {
   loopMachine,
   type LoopSnapshot,
 } from '../machines/loop.machine.js';
-import { coherentCut, incoherence } from './conversation.js';
+import { coherentCut } from './conversation.js';
+import { parseHistory } from './history.js';
 import { IllegalFeedError, InvalidFeedError } from './errors.js';
 import { feedIllegality } from './feed-problems.js';
 import { acceptsFeed, feedRejection } from './feed-rejection.js';
@@ -63,9 +64,7 @@ export class LoopMachine {
   #policy: Policy = DEFAULT_POLICY;
 
   constructor(options: LoopMachineOptions = {}, restored?: LoopSnapshot) {
-    const history = options.history?.map((message) => parseFeed('history', MessageSchema, message));
-    const broken = history && incoherence(history);
-    if (broken) throw new InvalidFeedError('history', `starting history is not coherent: ${broken}`);
+    const history = options.history && parseHistory(options.history);
     this.actor = createActor(loopMachine, {
       input: { history: history ?? [] },
       ...(restored && { snapshot: restored }),

@@ -15,6 +15,7 @@ import type { Executor, SideEffect, SideEffectKind, SideEffectOutputs } from './
 import { DEFAULT_OPERATION_TIMEOUT_MS, OperationError, type HookContext, type Operation, type OperationContext, type PreparedRequest } from './operation.js';
 import type { OperationHook } from './operation-state.js';
 import { checkOutput, messageOf, type OperationOutput, type OperationPlan } from './operation-rules.js';
+import { uniqueCallIds } from './call-ids.js';
 import { calibrated, requestTokens } from './request-size.js';
 
 
@@ -126,13 +127,27 @@ export const contextFor = (op: Operation, ctx: Omit<OperationContext, 'state'>, 
   state: Object.hasOwn(slices, op.name) ? slices[op.name] : op.state?.initial,
 });
 
-/** The operations' prompt parts for this call: sent before the conversation, never stored. */
+/**
+ * The operations' prompt parts for this call: sent before the conversation, never stored. A
+ * prompt that throws or returns anything but a string (or nothing) throws `OperationError`
+ * naming the operation, for the run to fail with.
+ */
 export function promptParts(operations: readonly Operation[], ctx: Omit<OperationContext, 'state'>, slices: Slices): Message[] {
   return operations.flatMap((op) => {
-    const text = op.prompt?.(contextFor(op, ctx, slices));
-    return text ? [{ role: 'system' as const, content: text }] : [];
+    if (!op.prompt) return [];
+    let text: unknown;
+    try {
+      text = op.prompt(contextFor(op, ctx, slices));
+    } catch (error) {
+      throw new OperationError(op.name, 'prompt', `threw: ${messageOf(error)}`, { cause: error });
+    }
+    if (text === undefined || text === null || text === '') return [];
+    if (typeof text !== 'string') throw new OperationError(op.name, 'prompt', `returned ${describeValue(text)}, not a string`);
+    return [{ role: 'system' as const, content: text }];
   });
 }
+
+const describeValue = (value: unknown): string => (Array.isArray(value) ? 'an array' : value === null ? 'null' : `a ${typeof value}`);
 
 /**
  * Runs one hook with its own signal (the run's, or its timeout) and checks what it returned. A
@@ -361,7 +376,7 @@ export function ioLogic(deps: IoDeps) {
                   onTextDelta: (delta) => send(controller, { type: 'io.textDelta', key, turn, delta }),
                 }),
               );
-              const reply = parseModelReply(raw);
+              const reply = uniqueCallIds(parseModelReply(raw));
               finish(controller, key, { type: 'io.replied', key, reply, tools });
             } catch (error) {
               fail(controller, key, 'model', error);
@@ -520,7 +535,21 @@ function prepareRequest(deps: IoDeps, tools: ToolSet, ctx: Omit<OperationContext
     messages: [...(deps.instructions ? [deps.instructions] : []), ...parts, ...ctx.messages],
     tools: [...tools.definitions],
   };
-  for (const op of deps.operations.list) request = op.prepareRequest?.(request, contextFor(op, ctx, slices)) ?? request;
+  for (const op of deps.operations.list) {
+    if (!op.prepareRequest) continue;
+    let rewritten: unknown;
+    try {
+      rewritten = op.prepareRequest(request, contextFor(op, ctx, slices));
+    } catch (error) {
+      throw new OperationError(op.name, 'prepareRequest', `threw: ${messageOf(error)}`, { cause: error });
+    }
+    if (rewritten === undefined) continue;
+    const shape = rewritten as Partial<PreparedRequest> | null;
+    if (!shape || typeof shape !== 'object' || !Array.isArray(shape.messages) || !Array.isArray(shape.tools)) {
+      throw new OperationError(op.name, 'prepareRequest', `returned ${describeValue(rewritten)} without messages and tools arrays`);
+    }
+    request = shape as PreparedRequest;
+  }
   return request;
 }
 

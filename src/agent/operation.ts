@@ -145,10 +145,20 @@ export interface Operation<S = any, R = any> {
  * });
  * ```
  */
+/**
+ * Where an operation failed: one of its hooks, its resume, its prompt part or its request rewrite.
+ *
+ * @example
+ * ```ts
+ * actor.on('operation.failed', ({ error }) => console.log(error.operation, error.hook satisfies OperationFailurePoint));
+ * ```
+ */
+export type OperationFailurePoint = OperationHook | 'resume' | 'prompt' | 'prepareRequest';
+
 export class OperationError extends LoopchartError {
   readonly operation: string;
-  readonly hook: OperationHook | 'resume';
-  constructor(operation: string, hook: OperationHook | 'resume', problem: string, options?: { cause?: unknown }) {
+  readonly hook: OperationFailurePoint;
+  constructor(operation: string, hook: OperationFailurePoint, problem: string, options?: { cause?: unknown }) {
     super('OperationFailed', `operation '${operation}' ${hook}: ${problem}`, options);
     this.operation = operation;
     this.hook = hook;

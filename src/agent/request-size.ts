@@ -11,7 +11,11 @@ import { estimateMessageTokens, estimateTokens } from '../tokens.js';
  *
  * @example
  * ```ts
- * const tokens = requestTokens({ system: [{ role: 'system', content: 'Be brief.' }], messages, tools: [] });
+ * const tokens = requestTokens({
+ *   system: [{ role: 'system', content: 'Be brief.' }],
+ *   messages: [{ role: 'user', content: 'Hi' }],
+ *   tools: [],
+ * });
  * ```
  */
 export function requestTokens(request: {

@@ -100,7 +100,6 @@ export class DurableSession {
    */
   #trace: TraceEntry[] = [];
   readonly #prompts = new PromptDelta();
-  #runSeen = 0;
   #ioState = '';
 
   private constructor(
@@ -129,7 +128,6 @@ export class DurableSession {
     this.#written = context
       ? { log: logOf(start), row: JSON.stringify(encodeRow(start)), awaitingToolsKey: toolsKey(start), pointKey: start.operations.point?.key ?? null }
       : { log: logNow([], []), row: '', awaitingToolsKey: null, pointKey: null };
-    this.#runSeen = start.runIndex;
     this.actor.subscribe({
       next: (snapshot) => {
         this.#ioState = statePath(snapshot.value);
@@ -143,6 +141,11 @@ export class DurableSession {
   /** The emitted events the trace records (retries, prunes, approvals asked for, finished runs). */
   #listen(): void {
     const run = () => this.actor.getSnapshot().context.runIndex;
+    // Recorded as the run starts, ahead of its steps (replay needs it first), with the input that
+    // started it: a run that fails at once still has it in the trace.
+    this.actor.on('run.started', (e) =>
+      this.#record({ type: 'run', at: Date.now(), run: e.run, prompt: e.message.content, policy: this.actor.getSnapshot().context.policy }),
+    );
     // A retry waits inside a model call, with no step to come until it ends: written at once.
     this.actor.on('model.retry', (e) => {
       this.#record({ type: 'retry', at: Date.now(), run: run(), turn: e.turn, retry: e.retry, delayMs: e.delayMs, error: errorRecord(e.error).message });
@@ -447,21 +450,12 @@ export class DurableSession {
     const clearJournal = obsolete.length > 0 ? obsolete : undefined;
     const expectedVersion = this.#version++;
     this.#written = { log, row, awaitingToolsKey: key, pointKey };
-    this.#recordRunStart(context);
     this.#enqueue(async () => {
       // The step's trace entries (its run's start, the effects that led to it, the step itself) go in its transaction.
       const trace = this.#takeTrace();
       await this.#store.apply(this.sessionId, { expectedVersion, state: rowValue, ...effect, ...(clearJournal && { clearJournal }), ...(trace && { trace }) });
     });
     this.#recordStep(context, expectedVersion + 1);
-  }
-
-  /** A run that begins with this step, recorded ahead of the step (replay needs it before the step's effects). */
-  #recordRunStart(context: AgentContext): void {
-    if (context.runIndex === this.#runSeen) return;
-    this.#runSeen = context.runIndex;
-    const prompt = context.brain.context.pending[0];
-    this.#record({ type: 'run', at: Date.now(), run: context.runIndex, prompt: prompt?.role === 'user' ? prompt.content : '', policy: context.policy });
   }
 
   /** The brain's counters once a step is stored. */

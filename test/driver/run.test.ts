@@ -102,9 +102,12 @@ describe('a completed run with tools', () => {
           return 'compaction';
         case 'run.finished':
           return `run:${e.output.outcome.type}`;
+        case 'run.started':
+          return `start:${e.run}:${e.message.content}`;
       }
     });
     expect(summary).toEqual([
+      'start:1:What is 2 + 3?',
       'delta(1):Let me a',
       'delta(1):dd.',
       'turn:1:tool-calls',

@@ -1,0 +1,30 @@
+import { z } from 'zod';
+import { conversationFault } from './conversation.js';
+import { InvalidFeedError } from './errors.js';
+import { MessageSchema, type Message } from './schemas.js';
+
+const HistorySchema = z.array(MessageSchema);
+
+/**
+ * A starting conversation from outside (`new LoopMachine({ history })`, an agent's
+ * `input.history`), checked once where it enters: every message well formed, and the whole
+ * coherent as a provider reads it (each call answered once, right after it, ids unique among the
+ * calls open at once). Throws `InvalidFeedError` naming the position.
+ *
+ * @example
+ * ```ts
+ * parseHistory([{ role: 'user', content: 'Hi' }]); // the messages, parsed
+ * parseHistory([{ role: 'assistant', content: '', toolCalls: [{ id: 'a', name: 'read', args: {} }] }]); // throws: no result
+ * ```
+ */
+export function parseHistory(value: unknown): Message[] {
+  const parsed = HistorySchema.safeParse(value);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0]!;
+    const where = issue.path.length ? ` at ${issue.path.join('.')}` : '';
+    throw new InvalidFeedError('history', `malformed argument${where}: ${issue.message}`);
+  }
+  const fault = conversationFault(parsed.data);
+  if (fault) throw new InvalidFeedError('history', `starting history is not coherent: ${fault.problem}`);
+  return parsed.data;
+}
