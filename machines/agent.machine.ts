@@ -17,7 +17,8 @@ import {
   type OperationPlan,
   type ResumeVerdict,
 } from '../src/agent/operation-rules.js';
-import { OperationError } from '../src/agent/operation.js';
+import { DEFAULT_CANCEL_GRACE_MS, OperationError } from '../src/agent/operation.js';
+import { interruptedStep, keepSteering, runCancelHooks } from '../src/agent/cancel-rules.js';
 import { systemTokens } from '../src/agent/request-size.js';
 import { externalEventProblem, externalEventTypes, type ExternalEvent } from '../src/agent/events.js';
 import { composeExecutors, inProcessExecutor, type Executor } from '../src/agent/executor.js';
@@ -310,6 +311,7 @@ export function createAgentMachine(config: AgentConfig) {
       emitted: {} as AgentEmitted,
     },
     actors: { io: ioLogic(deps) },
+    delays: { cancelGrace: ({ context }) => context.cancelGraceMs ?? DEFAULT_CANCEL_GRACE_MS },
     guards: {
       wellFormed: ({ event }) => !fromIo(event) && externalEventProblem(event) === null,
       fromTelemetry: ({ event }) => fromTelemetry(event),
@@ -339,6 +341,8 @@ export function createAgentMachine(config: AgentConfig) {
       currentCompaction: fromCurrent(compactionKey),
       currentPoint: ({ context, event }) => fromIo(event) && context.operations.point?.key === (event as { key: string }).key,
       operationWaiting: ({ context }) => context.operations.waiting !== null,
+      hookInFlight: ({ context }) => context.operations.point !== null && context.operations.waiting === null,
+      cancelWaits: ({ event }) => (as(event, 'cancel').graceMs ?? DEFAULT_CANCEL_GRACE_MS) > 0,
       pointOpen: ({ context }) => context.operations.point !== null,
       beforeModelCallDue: pointDue('beforeModelCall'),
       beforeToolsDue: pointDue('beforeTools'),
@@ -360,6 +364,7 @@ export function createAgentMachine(config: AgentConfig) {
         runStartedAt: clock(),
       })),
       emitRunStarted: emit(({ context }) => ({ type: 'run.started' as const, run: context.runIndex, message: context.brain.context.pending[0] as UserMessage })),
+      recordCancelGrace: assign({ cancelGraceMs: ({ event }) => as(event, 'cancel').graceMs ?? DEFAULT_CANCEL_GRACE_MS }),
       takeStep: assign({ brain: ({ context }) => takeStep(context.brain, brainPolicy(context.policy, context.compactionPasses)) }),
       rewindBrain: assign({ brain: ({ context, event }) => feedBrain(context.brain, { type: 'rewindTo', len: as(event, 'rewind').len }) }),
       sealOverBudget: assign(({ context }) => ({
@@ -537,11 +542,25 @@ export function createAgentMachine(config: AgentConfig) {
       failWith: assign({
         brain: ({ context, event }, type: string) => feedBrain(context.brain, { type: 'fail', error: errorInfo(type, as(event, 'io.failed').error) }),
       }),
-      cancelRun: assign(({ context }) => ({
-        brain: stopRun(context, { type: 'Cancelled' }),
-        operations: closeOperations(context.operations),
-        ...resetBatch(context),
-      })),
+      /** Seed 003: operations keep what the interrupted step received, calls are answered once, the run ends Cancelled. */
+      cancelRun: enqueueActions(({ context, enqueue }) => {
+        const turn = context.brain.context.turnsTaken;
+        const ctx = { sessionId: context.sessionId, turn, messages: conversationOf(context.brain) };
+        const { slices, failures } = runCancelHooks(plan, context.operations.slices, interruptedStep(context, maxCalls), ctx);
+        for (const error of failures) enqueue.emit({ type: 'operation.failed', operation: error.operation, error });
+        enqueue.assign({
+          brain: keepSteering(stopRun(context, { type: 'Cancelled' })),
+          operations: closeOperations({ ...context.operations, slices }),
+          ...resetBatch(context),
+        });
+      }),
+      /** A hook that returned while the run was being cancelled: its state is kept, nothing else it asked for. */
+      keepOperatedState: assign({
+        operations: ({ context, event }) => {
+          const { index, output } = as(event, 'io.operated');
+          return output && 'state' in output ? applyOperated(context.operations, plan, index, { state: output.state }) : context.operations;
+        },
+      }),
       sealRun: assign(({ context, event }) => ({
         brain:
           context.brain.value === 'Terminal'
@@ -632,7 +651,11 @@ export function createAgentMachine(config: AgentConfig) {
         invoke: { id: 'io', src: 'io' },
         initial: 'Start',
         on: {
-          cancel: { guard: 'wellFormed', target: '.Start', actions: ['abortIo', 'cancelRun'] },
+          cancel: [
+            // A hook in flight gets its grace (its signal aborts at once) to return what it received.
+            { guard: and(['wellFormed', 'hookInFlight', 'cancelWaits']), target: '.Cancelling', actions: ['abortIo', 'recordCancelGrace'] },
+            { guard: 'wellFormed', target: '.Start', actions: ['abortIo', 'cancelRun'] },
+          ],
           seal: { guard: 'wellFormed', target: '.Start', actions: ['abortIo', 'sealRun'] },
           steer: { guard: 'wellFormed', actions: 'steerRun' },
           // A user message sent while a run goes is steering: delivered at the next coherent point.
@@ -681,6 +704,16 @@ export function createAgentMachine(config: AgentConfig) {
               'io.attached': { actions: 'requestOperations' },
               'io.operated': { guard: 'currentPoint', actions: 'applyOperated' },
               'io.failed': { guard: 'currentPoint', target: 'Start', actions: 'failOperation' },
+            },
+          },
+          /** Cancelled while a hook ran: waits for its answer (kept) for the grace period, then the run ends. */
+          Cancelling: {
+            after: { cancelGrace: { target: 'Start', actions: 'cancelRun' } },
+            on: {
+              'io.operated': { guard: 'currentPoint', target: 'Start', actions: ['keepOperatedState', 'cancelRun'] },
+              'io.failed': { guard: 'currentPoint', target: 'Start', actions: 'cancelRun' },
+              // A second cancel does not wait.
+              cancel: { guard: 'wellFormed', target: 'Start', actions: 'cancelRun' },
             },
           },
           /** An operation yielded: the run waits here for `operation.resume` (the context names the operation). */

@@ -37,6 +37,8 @@ export const AgentContextSchema = z.object({
   extrasTokens: count,
   /** Compaction passes in a row since the run's last model reply (see `MAX_COMPACTION_PASSES`). */
   compactionPasses: count.optional(),
+  /** While a cancel waits for a hook in flight: how long it waits (ms). */
+  cancelGraceMs: count.optional(),
   /** When the current run started (ms since the epoch): the driver's only clock read, for budgets. */
   runStartedAt: count,
   /** The operations' state slices, the hook point in progress and a yield the run waits on. */

@@ -18,7 +18,8 @@ const decision = {
 
 export const ExternalEventSchemas = {
   input: z.object({ type: z.literal('input'), message }),
-  cancel: z.object({ type: z.literal('cancel') }),
+  /** `graceMs`: how long to wait for an operation hook in flight to return what it received (default 1 s; 0: not at all). */
+  cancel: z.object({ type: z.literal('cancel'), graceMs: z.number().int().nonnegative().max(60_000).optional() }),
   steer: z.object({ type: z.literal('steer'), message }),
   seal: z.object({ type: z.literal('seal'), reason: z.string() }),
   policy: z.object({ type: z.literal('policy'), policy: PolicySchema.partial() }),

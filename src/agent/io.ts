@@ -417,11 +417,13 @@ export function ioLogic(deps: IoDeps) {
                     ),
                 );
               } catch (error) {
+                if (controller.signal.aborted) return sendBack(trusted({ type: 'io.failed', key, kind: 'operation', error }));
                 // Whatever failed on the way (the hook, an executor around it) fails the run naming the operation.
                 const named = OperationError.isInstance(error) ? error : new OperationError(op.name, hook, `failed: ${messageOf(error)}`, { cause: error });
                 return fail(controller, key, 'operation', named);
               }
-              if (controller.signal.aborted) return;
+              // Cancelled while it ran: what it returned is still reported (a cancelling run keeps its state).
+              if (controller.signal.aborted) return sendBack(trusted({ type: 'io.operated', key, index, output }));
               const last = index === list.length - 1 || output?.yield !== undefined;
               if (last) return finish(controller, key, { type: 'io.operated', key, index, output });
               send(controller, { type: 'io.operated', key, index, output });

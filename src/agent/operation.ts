@@ -1,7 +1,7 @@
 import type { z } from 'zod';
 import { LoopchartError } from '../errors.js';
 import type { ModelReply, ToolDefinition } from '../model.js';
-import type { Message, PendingToolCall, ToolMessage } from '../schemas.js';
+import type { Message, PendingToolCall, ToolCall, ToolMessage } from '../schemas.js';
 import type { Tool } from '../tools/define-tool.js';
 import type { OperationHook } from './operation-state.js';
 
@@ -132,7 +132,43 @@ export interface Operation<S = any, R = any> {
   beforeModelCall?(ctx: HookContext<S>): MaybePromise<HookResult<S>>;
   afterReply?(reply: ModelReply, ctx: HookContext<S>): MaybePromise<HookResult<S>>;
   beforeTools?(calls: readonly PendingToolCall[], ctx: HookContext<S>): MaybePromise<HookResult<S>>;
+  /**
+   * The run is being cancelled (seed 003: operations get "a chance to preserve received output"):
+   * sees what the interrupted step received and may keep it in the operation's state. Runs once,
+   * synchronously, after any hook in flight had its grace (see `DEFAULT_CANCEL_GRACE_MS`) and
+   * before the unanswered calls get their interrupted results. A throw or a slice the schema
+   * refuses is reported (`operation.failed`); the run still ends `Cancelled`.
+   */
+  onCancel?(interrupted: InterruptedStep, ctx: OperationContext<S>): { state?: S } | void;
 }
+
+/**
+ * What a cancelled run's interrupted step had received, as `onCancel` sees it.
+ *
+ * @example
+ * ```ts
+ * const keep = (step: InterruptedStep) => step.results.map((result) => result.content);
+ * ```
+ */
+export interface InterruptedStep {
+  /** The hook point that was in progress, if any. */
+  point: OperationHook | null;
+  /** Results of the current tool batch that had arrived. */
+  results: readonly ToolMessage[];
+  /** Calls of the batch that had no result: each gets an interrupted result next. */
+  unanswered: readonly ToolCall[];
+}
+
+/**
+ * How long a cancel waits for an operation hook in flight (its signal aborted at once) to return
+ * what it received before the run ends; `{ type: 'cancel', graceMs: 0 }` does not wait.
+ *
+ * @example
+ * ```ts
+ * actor.send({ type: 'cancel', graceMs: DEFAULT_CANCEL_GRACE_MS / 4 });
+ * ```
+ */
+export const DEFAULT_CANCEL_GRACE_MS = 1_000;
 
 /**
  * An operation's hook threw, timed out, or returned effects that break its contract (a slice
@@ -153,7 +189,7 @@ export interface Operation<S = any, R = any> {
  * actor.on('operation.failed', ({ error }) => console.log(error.operation, error.hook satisfies OperationFailurePoint));
  * ```
  */
-export type OperationFailurePoint = OperationHook | 'resume' | 'prompt' | 'prepareRequest';
+export type OperationFailurePoint = OperationHook | 'resume' | 'prompt' | 'prepareRequest' | 'onCancel';
 
 export class OperationError extends LoopchartError {
   readonly operation: string;

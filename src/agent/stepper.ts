@@ -182,7 +182,8 @@ export class AgentStepper {
   /** Closes an interrupted run the way cancellation does: unanswered calls get their interrupted results. */
   finalize(session: SteppedSession = this.#session): SteppedSession {
     if (statusOf(session) === 'finished') return (this.#session = session);
-    return this.apply([{ type: 'cancel' }], session);
+    // Nothing of a stepped run is in flight here: the cancel does not wait for it.
+    return this.apply([{ type: 'cancel', graceMs: 0 }], session);
   }
 
   #settle(actor: ReturnType<typeof createActor<AgentMachine>>, events: readonly AgentEvent[] = []): SteppedSession {
