@@ -253,14 +253,28 @@ export function rowsOf(data: Pick<PageData, 'session' | 'rows'>): RowBuilder {
   return builder;
 }
 
-/** The prompt of the model call a row belongs to, rebuilt from the deltas up to it. */
+/** Every this many model calls a rebuilt prompt is kept: any prompt is at most this many deltas from one. */
+const CHECKPOINT_EVERY = 64;
+/** Kept prompts by model index, per builder (prompts never change: models are only appended). */
+const checkpoints = new WeakMap<RowBuilder, Map<number, Message[]>>();
+
+/**
+ * The prompt of the model call a row belongs to, rebuilt from the deltas from the nearest kept
+ * prompt before it: moving through a 10,000-message session costs a few deltas a step, not all
+ * of them from the first call on.
+ */
 export function promptAt(builder: RowBuilder, rowIndex: number): { turn: number; messages: Message[] } | null {
   const row = builder.rows[rowIndex];
   if (!row || row.modelIndex < 0) return null;
-  let prompt: Message[] = [];
-  for (let i = 0; i <= row.modelIndex; i++) {
+  let kept = checkpoints.get(builder);
+  if (!kept) checkpoints.set(builder, (kept = new Map()));
+  let from = row.modelIndex - (row.modelIndex % CHECKPOINT_EVERY);
+  while (from > 0 && !kept.has(from)) from -= CHECKPOINT_EVERY;
+  let prompt = kept.get(from) ?? [];
+  for (let i = kept.has(from) ? from + 1 : 0; i <= row.modelIndex; i++) {
     const entry = builder.models[i]!;
     prompt = prompt.slice(0, entry.promptBase).concat(entry.promptDelta);
+    if (i % CHECKPOINT_EVERY === 0) kept.set(i, prompt);
   }
   const model = builder.models[row.modelIndex]!;
   return { turn: model.turn, messages: prompt };

@@ -35,5 +35,6 @@ main { display: grid; grid-template-columns: minmax(0, 1.2fr) minmax(0, 1fr); ga
 .message header { color: var(--muted); font-size: 12px; padding: 0; }
 .message.role-assistant { border-color: var(--accent); } .message.role-tool { border-color: var(--current); } .message.role-system { border-color: var(--muted); }
 .hint { color: var(--muted); }
+button.more { font: inherit; font-size: 12px; color: var(--accent); background: none; border: 1px solid var(--line); border-radius: 4px; padding: 1px 8px; margin: 2px 0; cursor: pointer; }
 @media (max-width: 900px) { main { grid-template-columns: 1fr; } }
 `;

@@ -401,6 +401,11 @@ describe.skipIf(!hasChromium)('loopchart view in chromium', () => {
       await page.goto(`${bigViewer.url}s/big`);
       await page.waitForSelector('#timeline .row');
       const firstRender = performance.now() - started;
+      // Where the time goes: the response's arrival and the page script's end, from navigation start.
+      const timing = await page.evaluate(() => {
+        const nav = performance.getEntriesByType('navigation')[0] as PerformanceNavigationTiming;
+        return { responseEnd: nav.responseEnd, ready: Number(document.body.dataset.ready) };
+      });
       const rows = await page.locator('#timeline').evaluate(() => ({ total: document.querySelectorAll('#timeline .row').length }));
       expect(rows.total).toBeLessThan(60); // virtualized: only what is on screen (plus a margin)
       expect(await page.locator('#timeline-title').textContent()).toBe(`Timeline (${turns * 2 + 1} steps)`);
@@ -410,18 +415,47 @@ describe.skipIf(!hasChromium)('loopchart view in chromium', () => {
       // The last model call saw the whole conversation but its answer.
       await page.keyboard.press('ArrowUp');
       expect(await page.locator('#detail h3').last().textContent()).toContain(`(model call of turn ${turns}, 9999 messages)`);
+      // Keypress to updated detail (handler, render and layout), moving up from the end.
+      const keypress = await page.evaluate(() => {
+        const timeline = document.getElementById('timeline')!;
+        const times: number[] = [];
+        for (let i = 0; i < 20; i++) {
+          const t0 = performance.now();
+          timeline.dispatchEvent(new KeyboardEvent('keydown', { key: 'ArrowUp', bubbles: true }));
+          void document.body.offsetHeight;
+          times.push(performance.now() - t0);
+        }
+        return times.sort((a, b) => a - b);
+      });
+      const keyMedian = keypress[10]!;
+      const keyMax = keypress.at(-1)!;
       const bigHtml = await cli(['view', 'export', 'big', '-o', join(root, 'big.html'), '--store', bigDb]);
       const demoHtml = await cli(['view', 'export', 'demo-1', '-o', join(root, 'demo.html'), '--store', bigDb]);
       const replay = await replaySession(big, 'big');
       expect(replay.divergence).toBeNull();
       expect(replay.decisions).toHaveLength(turns * 2);
       console.log(
-        `figures: first render of the 10,000-message session ${firstRender.toFixed(0)} ms (navigation to first timeline row); ` +
+        `figures: first render of the 10,000-message session ${firstRender.toFixed(0)} ms (navigation to first timeline row; ` +
+          `page received at ${timing.responseEnd.toFixed(0)} ms, its script done at ${timing.ready.toFixed(0)} ms); ` +
           `export ${statSync(join(root, 'demo.html')).size} bytes (demo session), ${statSync(join(root, 'big.html')).size} bytes (10,000 messages); ` +
-          `replay of ${replay.decisions.length} decisions in ${replay.ms.toFixed(0)} ms (${Math.round(replay.decisions.length / (replay.ms / 1000))} steps/s)`,
+          `replay of ${replay.decisions.length} decisions in ${replay.ms.toFixed(0)} ms (${Math.round(replay.decisions.length / (replay.ms / 1000))} steps/s); ` +
+          `keypress to updated detail ${keyMedian.toFixed(1)} ms median, ${keyMax.toFixed(1)} ms max (20 presses)`,
       );
       expect(bigHtml.code + demoHtml.code).toBe(0);
       expect(firstRender).toBeLessThan(10_000);
+
+      // A 3 MB tool result: cut to its start everywhere it shows, whole on request.
+      await writeBigSession(big, 'long', 4, 3_000_000);
+      await page.goto(`${bigViewer.url}s/long`);
+      await page.waitForSelector('#timeline .row');
+      const toolRow = (await kinds(page)).indexOf('tool');
+      await page.locator(`#row-${toolRow}`).click();
+      const cut = page.locator('#detail pre.block[data-cut]');
+      expect(await cut.getAttribute('data-cut')).toBe('3000000');
+      expect((await cut.textContent())!.length).toBe(2_000);
+      await page.locator('#detail .long button.more').first().click();
+      expect((await page.locator('#detail pre.block').nth(1).textContent())!.length).toBe(3_000_000);
+      expect(await page.locator('#log pre[data-cut="3000000"]').count()).toBe(1);
     } finally {
       await bigViewer.close();
       await big.close();

@@ -241,10 +241,25 @@ function select(index: number) {
   highlight();
 }
 
+/** Text past this length is shown cut, with a button for the rest: a 23 MB reply costs nothing until asked for. */
+const LONG_TEXT = 20_000;
+const SHOWN_OF_LONG = 2_000;
+function textView(text: string, attrs: Record<string, string> = {}): HTMLElement {
+  if (text.length <= LONG_TEXT) return el('pre', attrs, text);
+  const pre = el('pre', { ...attrs, 'data-cut': String(text.length) }, text.slice(0, SHOWN_OF_LONG));
+  const more = el('button', { type: 'button', class: 'more' }, `show all ${text.length.toLocaleString('en-US')} characters`);
+  more.addEventListener('click', () => {
+    pre.textContent = text;
+    pre.removeAttribute('data-cut');
+    more.remove();
+  });
+  return el('div', { class: 'long' }, pre, more);
+}
+
 function messageView(message: { role: string; content: string; toolCalls?: { id: string; name: string; args: unknown }[]; toolCallId?: string; toolName?: string; isError?: boolean }, index: number): HTMLElement {
   const box = el('article', { class: `message role-${message.role}`, 'data-position': String(index) });
   const who = message.role === 'tool' ? `tool ${message.toolName} (${message.toolCallId})${message.isError ? ' error' : ''}` : message.role;
-  box.append(el('header', {}, `#${index} ${who}`), el('pre', {}, message.content));
+  box.append(el('header', {}, `#${index} ${who}`), textView(message.content));
   for (const call of message.toolCalls ?? []) box.append(el('pre', { class: 'call' }, `→ ${call.name} (${call.id}) ${JSON.stringify(call.args, null, 2)}`));
   return box;
 }
@@ -262,14 +277,27 @@ function renderDetail() {
   dl.append(el('div', { 'data-fact': 'state' }, el('dt', {}, 'brain state'), el('dd', {}, row.state)));
   dl.append(el('div', { 'data-fact': 'io' }, el('dt', {}, 'driver'), el('dd', {}, row.io)));
   detail.append(dl);
-  for (const [label, text] of row.blocks) detail.append(el('h3', {}, label), el('pre', { class: 'block' }, text));
+  for (const [label, text] of row.blocks) detail.append(el('h3', {}, label), textView(text, { class: 'block' }));
   const prompt = promptAt(builder, selected);
   if (prompt) {
     const list = el('div', { class: 'conversation', id: 'conversation' });
-    prompt.messages.forEach((message, i) => list.append(messageView(message, i)));
-    detail.append(el('h3', {}, `The conversation as the model saw it (model call of turn ${prompt.turn}, ${prompt.messages.length} messages)`), list);
+    const messages = prompt.messages;
+    // The latest messages at once; the earlier ones (thousands, on a long session) when asked for.
+    const showFrom = (from: number) => {
+      list.replaceChildren();
+      if (from > 0) {
+        const earlier = el('button', { type: 'button', class: 'more', id: 'conversation-earlier' }, `show the ${from} earlier messages`);
+        earlier.addEventListener('click', () => showFrom(0));
+        list.append(earlier);
+      }
+      for (let i = from; i < messages.length; i++) list.append(messageView(messages[i]!, i));
+    };
+    showFrom(Math.max(0, messages.length - CONVERSATION_SHOWN));
+    detail.append(el('h3', {}, `The conversation as the model saw it (model call of turn ${prompt.turn}, ${messages.length} messages)`), list);
   }
 }
+/** Messages of a model call's conversation shown before "show earlier". */
+const CONVERSATION_SHOWN = 100;
 
 // ---------- live ----------
 /** One live update: the trace entries after the page's cursor and, for a session, what changed in its log. */
