@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import * as restate from '@restatedev/restate-sdk';
 import { ExternalEventSchemas } from '../agent/events.js';
-import { issuesText, sessionIdProblem } from '../stores/step.js';
+import { sessionIdProblem } from '../stores/step.js';
 
 /**
  * What each handler of a session object accepts, as zod schemas: everything a client sends is
@@ -11,6 +11,14 @@ import { issuesText, sessionIdProblem } from '../stores/step.js';
  */
 
 const message = ExternalEventSchemas.input.shape.message;
+
+/**
+ * A body that may be left out (null or no body at all, read as `{}`). Not a union with null: a
+ * union's refusal is reported at the root ("Invalid input"), this names the field that is wrong.
+ */
+function optionalBody<T extends z.ZodType>(body: T) {
+  return z.preprocess((value) => value ?? {}, body);
+}
 const decision = ExternalEventSchemas.approve.omit({ type: true });
 
 /**
@@ -29,12 +37,8 @@ export const HandlerPayloads = {
   seal: z.strictObject({ reason: z.string() }),
   /** Resumes the operation a run waits on; `payload` is checked by that operation's own schema. */
   resumeOperation: ExternalEventSchemas['operation.resume'].omit({ type: true }).strict(),
-  cancel: z.union([z.strictObject({}), z.undefined(), z.null()]),
-  events: z.union([
-    z.strictObject({ cursor: z.number().int().nonnegative().optional(), limit: z.number().int().min(1).max(1000).optional() }),
-    z.undefined(),
-    z.null(),
-  ]),
+  cancel: optionalBody(z.strictObject({})),
+  events: optionalBody(z.strictObject({ cursor: z.number().int().nonnegative().optional(), limit: z.number().int().min(1).max(1000).optional() })),
 } as const;
 
 export type HandlerName = keyof typeof HandlerPayloads;
@@ -44,9 +48,20 @@ export type HandlerPayload<H extends HandlerName> = z.output<(typeof HandlerPayl
 export function checkPayload<H extends HandlerName>(handler: H, payload: unknown): HandlerPayload<H> {
   const parsed = HandlerPayloads[handler].safeParse(payload);
   if (!parsed.success) {
-    throw new restate.TerminalError(`${handler}: invalid payload: ${issuesText(parsed.error)}`, { errorCode: 400 });
+    throw new restate.TerminalError(`${handler}: invalid payload: ${payloadIssues(parsed.error)}`, { errorCode: 400 });
   }
   return parsed.data as HandlerPayload<H>;
+}
+
+/** Each issue under the field it concerns: a key the handler does not take is named as its own field. */
+function payloadIssues(error: z.ZodError): string {
+  return error.issues
+    .flatMap((issue) => {
+      const at = issue.path.map(String);
+      if (issue.code === 'unrecognized_keys') return issue.keys.map((key) => `${[...at, key].join('.')}: not a field this handler takes`);
+      return [`${at.length > 0 ? at.join('.') : '(root)'}: ${issue.message}`];
+    })
+    .join('; ');
 }
 
 /** The object key is the session id: it obeys the stores' one id rule. */

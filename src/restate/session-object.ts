@@ -10,6 +10,7 @@ import { loadLog, loadSession, persistSession, writtenOf, type KvWritten } from 
 import { checkPayload, checkSessionKey } from './payloads.js';
 import { StepJournal, type StepOutcome } from './steps.js';
 import { liveDeltas, type LiveDeltas } from './live-deltas.js';
+import { boundedRetry, failedRun, isRestateOwn, UNEXPECTED_ERROR_TYPE } from './unexpected.js';
 
 export interface RestateSessionOptions {
   /** The agent every session of this object runs (built with `createAgentMachine`). */
@@ -74,6 +75,35 @@ function terminal(error: unknown): never {
   throw error;
 }
 
+/**
+ * Runs a handler's work; an unexpected error in it is retried a bounded number of times (see
+ * unexpected.ts), then `spent` runs (the send handler fails the run in flight there) and the
+ * client gets a TerminalError (500) whose message starts with `<handler>: TurnFailed:`.
+ */
+async function bounded<T>(
+  ctx: restate.ObjectSharedContext,
+  handler: string,
+  work: () => Promise<T>,
+  spent?: (reason: string) => Promise<void>,
+): Promise<T> {
+  try {
+    return await work();
+  } catch (error) {
+    if (isRestateOwn(error)) throw error;
+    const reason = await boundedRetry(ctx, error);
+    await spent?.(reason);
+    throw new restate.TerminalError(`${handler}: ${UNEXPECTED_ERROR_TYPE}: ${reason}`, { errorCode: 500 });
+  }
+}
+
+/** The stored run in flight, if any, ended Failed: the next send starts a new run. */
+async function failStoredRun(ctx: restate.ObjectContext, sessionId: string, reason: string): Promise<void> {
+  const stored = await loadSession(ctx, sessionId).catch(terminal);
+  if (!stored) return;
+  const failed = failedRun(stored, reason);
+  if (failed !== stored) persistSession(ctx, failed, writtenOf(stored, true));
+}
+
 /** Lets the agent react to what was just handed to it: its IO works in microtasks only. */
 const settle = () => new Promise<void>((resolve) => setImmediate(resolve));
 
@@ -113,10 +143,9 @@ export function restateSession(options: RestateSessionOptions) {
   const controlHandler = (handler: 'approve' | 'deny' | 'steer' | 'cancel' | 'seal' | 'resumeOperation') =>
     restate.handlers.object.shared(async (ctx: restate.ObjectSharedContext, payload: unknown): Promise<{ posted: number }> => {
       checkSessionKey(ctx.key);
-      const body = checkPayload(handler, payload) ?? {};
+      const body = checkPayload(handler, payload);
       const event = { ...body, type: handler === 'resumeOperation' ? 'operation.resume' : handler } as ExternalEvent;
-      const { index } = await ctx.objectClient(channelApi, ctx.key).post(event);
-      return { posted: index };
+      return bounded(ctx, handler, async () => ({ posted: (await ctx.objectClient(channelApi, ctx.key).post(event)).index }));
     });
 
   const session = restate.object({
@@ -128,8 +157,12 @@ export function restateSession(options: RestateSessionOptions) {
         async (ctx: restate.ObjectContext, payload: unknown): Promise<SessionSummaryReply> => {
           const sessionId = checkSessionKey(ctx.key);
           const { message } = checkPayload('send', payload);
-          const stored = await loadSession(ctx, sessionId).catch(terminal);
-          return runTurn(ctx, options, channelApi, sessionId, stored, { type: 'input', message });
+          return bounded(
+            ctx,
+            'send',
+            async () => runTurn(ctx, options, channelApi, sessionId, await loadSession(ctx, sessionId).catch(terminal), { type: 'input', message }),
+            (reason) => failStoredRun(ctx, sessionId, reason),
+          );
         },
       ),
       approve: controlHandler('approve'),
@@ -140,18 +173,20 @@ export function restateSession(options: RestateSessionOptions) {
       resumeOperation: controlHandler('resumeOperation'),
       state: restate.handlers.object.shared(async (ctx: restate.ObjectSharedContext): Promise<SessionSummaryReply> => {
         const sessionId = checkSessionKey(ctx.key);
-        const context = await loadSession(ctx, sessionId).catch(terminal);
-        return summary(sessionId, context, context !== undefined && runInFlight(context.brain));
+        return bounded(ctx, 'state', async () => {
+          const context = await loadSession(ctx, sessionId).catch(terminal);
+          return summary(sessionId, context, context !== undefined && runInFlight(context.brain));
+        });
       }),
       transcript: restate.handlers.object.shared(async (ctx: restate.ObjectSharedContext): Promise<Message[]> => {
         checkSessionKey(ctx.key);
-        return loadLog(ctx);
+        return bounded(ctx, 'transcript', () => loadLog(ctx));
       }),
       events: restate.handlers.object.shared(
         async (ctx: restate.ObjectSharedContext, payload: unknown): Promise<{ events: StreamedEvent[]; next: number }> => {
           checkSessionKey(ctx.key);
-          const request = checkPayload('events', payload) ?? {};
-          return ctx.objectClient(channelApi, ctx.key).read({ cursor: request.cursor ?? 0, limit: request.limit ?? 100 });
+          const request = checkPayload('events', payload);
+          return bounded(ctx, 'events', () => ctx.objectClient(channelApi, ctx.key).read({ cursor: request.cursor ?? 0, limit: request.limit ?? 100 }));
         },
       ),
     },

@@ -3,12 +3,13 @@
  * one run end to end, the event stream, control from other clients (cancel, steer, approval
  * across a worker restart), serialized sends, malformed payloads, an older stored row.
  */
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SESSION_ROW_VERSION } from '../../src/sessions/session-row.js';
 import { DurableSession, MemorySessionStore, type Message, type Outcome } from '../../src/index.js';
+import { UNEXPECTED_MAX_ATTEMPTS } from '../../src/restate/unexpected.js';
 import { fixtureMachine } from './fixtures/agent.js';
 import { IngressClient } from './support/ingress.js';
 import { RestateServer, freePort, waitFor } from './support/server.js';
@@ -35,11 +36,14 @@ describe.skipIf(!SERVER_BINARY)('Restate session object (real server, real worke
   let toolLog: string;
   let client: IngressClient;
   let other: IngressClient;
-  const startOurWorker = () => startWorker({ TOOL_LOG: toolLog, INGRESS: server.ingressUrl, PORT: String(workerPort), INACTIVITY_MS: '500' });
+  let faultFile: string;
+  const startOurWorker = () =>
+    startWorker({ TOOL_LOG: toolLog, INGRESS: server.ingressUrl, PORT: String(workerPort), INACTIVITY_MS: '500', FAULT_FILE: faultFile });
 
   beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), 'loopchart-restate-object-'));
     toolLog = join(dir, 'tools.log');
+    faultFile = join(dir, 'fault');
     server = await RestateServer.start(SERVER_BINARY!);
     workerPort = await freePort();
     worker = await startOurWorker();
@@ -180,6 +184,39 @@ describe.skipIf(!SERVER_BINARY)('Restate session object (real server, real worke
     expect(approve.status).toBe(400);
     expect(JSON.stringify(approve.body)).toMatch(/toolCallId/);
     expect((await client.ok<Summary>('bad', 'send', { message: 'hello' })).outcome?.type).toBe('Completed');
+  });
+
+  it('every payload refusal names its field: a fractional or wrong-typed events cursor or limit included', async () => {
+    for (const [body, field] of [
+      [{ cursor: 1.5 }, 'cursor'],
+      [{ cursor: 'x' }, 'cursor'],
+      [{ limit: 0 }, 'limit'],
+      [{ limit: 'ten' }, 'limit'],
+      [{ cursor: 0, from: 3 }, 'from'],
+    ] as const) {
+      const refused = await client.call('bad', 'events', body);
+      expect(refused.status).toBe(400);
+      expect(JSON.stringify(refused.body)).toMatch(new RegExp(`events: invalid payload: ${field}:`));
+    }
+    expect((await client.call('bad', 'events', null)).status).toBe(200);
+  });
+
+  it('an unexpected error in send is retried a bounded number of times, then the client sees TurnFailed and the session takes the next input', async () => {
+    const faulty = new IngressClient(server.ingressUrl, 'faultySession');
+    expect((await faulty.ok<Summary>('fault-1', 'send', { message: 'before' })).outcome?.type).toBe('Completed');
+    writeFileSync(faultFile, '');
+    try {
+      const failed = await faulty.call('fault-1', 'send', { message: 'during' }, 60_000);
+      expect(failed.status).toBe(500);
+      expect(JSON.stringify(failed.body)).toMatch(/send: TurnFailed: the turn failed 4 times: Error: injected host fault/);
+      expect(readFileSync(faultFile, 'utf8').split('\n').filter(Boolean)).toHaveLength(UNEXPECTED_MAX_ATTEMPTS);
+    } finally {
+      rmSync(faultFile, { force: true });
+    }
+    const next = await faulty.ok<Summary>('fault-1', 'send', { message: 'after' });
+    expect(next).toMatchObject({ running: false, outcome: { type: 'Completed' } });
+    const transcript = await faulty.ok<Message[]>('fault-1', 'transcript');
+    expect(transcript.filter((m) => m.role === 'user').map((m) => m.content)).toEqual(['before', 'after']);
   });
 
   it('waits for an approval across a worker restart, suspended, and is approved from another client', async () => {

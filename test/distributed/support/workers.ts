@@ -20,6 +20,8 @@ export interface WorkerEnv {
   INACTIVITY_MS?: string;
   PORT?: string;
   TRACE_LOG?: string;
+  /** While this file exists, the faultySession object's turns fail unexpectedly (fixtures/worker.ts). */
+  FAULT_FILE?: string;
 }
 
 /** Starts a worker and resolves once it listens (20 s at most). `node` is whichever runs the tests. */

@@ -1,0 +1,54 @@
+/**
+ * Every payload a Restate session handler refuses names the field that is wrong (issue 25 item
+ * 8): the `events` and `cancel` bodies, which may be left out, used to be unions with null whose
+ * refusal was reported at the root ("(root): Invalid input").
+ */
+import * as restate from '@restatedev/restate-sdk';
+import { describe, expect, it } from 'vitest';
+import { checkPayload, type HandlerName } from '../../src/restate/payloads.js';
+
+function refusal(handler: HandlerName, payload: unknown): string {
+  try {
+    checkPayload(handler, payload);
+  } catch (error) {
+    expect(error).toBeInstanceOf(restate.TerminalError);
+    expect((error as restate.TerminalError).code).toBe(400);
+    return (error as Error).message;
+  }
+  throw new Error(`${handler} accepted ${JSON.stringify(payload)}`);
+}
+
+describe('a refused payload names the field', () => {
+  it.each([
+    ['events', { cursor: 'x' }, 'cursor'],
+    ['events', { cursor: 1.5 }, 'cursor'],
+    ['events', { cursor: -1 }, 'cursor'],
+    ['events', { limit: 0 }, 'limit'],
+    ['events', { limit: 1001 }, 'limit'],
+    ['events', { limit: 'ten' }, 'limit'],
+    ['events', { cursor: 0, surprise: 1 }, 'surprise'],
+    ['cancel', { now: true }, 'now'],
+    ['send', { message: 42 }, 'message'],
+    ['send', { message: 'hi', extra: 1 }, 'extra'],
+    ['approve', {}, 'toolCallId'],
+    ['seal', { reason: 5 }, 'reason'],
+    ['resumeOperation', { payload: {} }, 'operation'],
+  ] as const)('%s %j: the message names %s, not the root', (handler, payload, field) => {
+    const message = refusal(handler, payload);
+    expect(message).toMatch(new RegExp(`^${handler}: invalid payload: .*\\b${field}\\b`));
+    expect(message).not.toContain('(root)');
+  });
+
+  it('a body that is not an object at all is refused at the root, which is where the problem is', () => {
+    expect(refusal('events', 'cursor=3')).toContain('(root)');
+    expect(refusal('send', null)).toContain('(root)');
+  });
+
+  it('events and cancel may be called without a body', () => {
+    for (const body of [undefined, null, {}]) {
+      expect(checkPayload('events', body)).toEqual({});
+      expect(checkPayload('cancel', body)).toEqual({});
+    }
+    expect(checkPayload('events', { cursor: 4, limit: 10 })).toEqual({ cursor: 4, limit: 10 });
+  });
+});
