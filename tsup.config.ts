@@ -8,6 +8,7 @@ export default defineConfig({
     postgres: 'src/postgres.ts',
     'ai-sdk': 'src/ai-sdk.ts',
     testing: 'src/testing.ts',
+    schemas: 'src/schemas-entry.ts',
     restate: 'src/restate.ts',
     mcp: 'src/mcp.ts',
     viewer: 'src/viewer.ts',

@@ -141,9 +141,10 @@ const as = <T extends AgentEvent['type']>(event: AgentEvent, _type: T) => event 
  * @example
  * ```ts
  * import { createActor } from 'xstate';
- * import { createAgentMachine, defineTool, scriptedModel } from 'loopchart';
+ * import { createAgentMachine } from 'loopchart';
+ * import { scriptedModel } from 'loopchart/testing';
  *
- * const agent = createAgentMachine({ model: scriptedModel(['Hello!']), instructions: 'Be brief.' });
+ * const agent = createAgentMachine({ model: scriptedModel([{ text: 'Hello!' }]), instructions: 'Be brief.' });
  * const actor = createActor(agent, { input: { prompt: 'Hi' } }).start();
  * actor.subscribe({ complete: () => console.log(actor.getSnapshot().output?.outcome) });
  * ```

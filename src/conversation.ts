@@ -68,8 +68,10 @@ export interface ConversationFault {
  * the end (a turn waiting for its tools); without it every call must be answered. Linear.
  *
  * @example
+ * ```ts
  * conversationFault([{ role: 'tool', toolCallId: 'x', toolName: 'read', content: '' }]);
  * // { index: 0, field: 'toolCallId', problem: "tool result at position 0 answers no open tool call ('x')" }
+ * ```
  */
 export function conversationFault(
   messages: readonly Message[],

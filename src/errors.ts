@@ -76,7 +76,7 @@ const MARKER = Symbol.for('loopchart.error');
  * @example
  * ```ts
  * try {
- *   machine.acceptInput({ role: 'user', content: 'hi' });
+ *   new LoopMachine().commitPending(); // nothing is pending: an IllegalFeed
  * } catch (error) {
  *   if (LoopchartError.isInstance(error) && error.code === 'IllegalFeed') console.error(error.message);
  *   else throw error;
@@ -103,8 +103,12 @@ export class LoopchartError extends Error {
    *
    * @example
    * ```ts
-   * if (LoopchartError.isInstance(error)) console.error(`${error.code}: ${error.message}`);
-   * if (SessionBusyError.isInstance(error)) retryLater();
+   * try {
+   *   await session.flush();
+   * } catch (error) {
+   *   if (SessionBusyError.isInstance(error)) console.error('another process moved the session on: reopen it');
+   *   else if (LoopchartError.isInstance(error)) console.error(`${error.code}: ${error.message}`);
+   * }
    * ```
    */
   static isInstance<T extends abstract new (...args: never[]) => LoopchartError>(this: T, error: unknown): error is InstanceType<T> {

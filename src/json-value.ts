@@ -22,9 +22,11 @@ export interface JsonValueLimits {
  * stack, and a value whose reading throws (a Proxy trap) is reported, not thrown.
  *
  * @example
+ * ```ts
  * jsonValueProblem({ n: 1, tags: ['a'] }, 'args');       // null
  * jsonValueProblem({ when: new Date() }, 'args');        // "args.when: a Date instance is not plain JSON"
  * jsonValueProblem({ n: 10n }, 'args');                  // "args.n: a bigint is not JSON"
+ * ```
  */
 export function jsonValueProblem(value: unknown, path = '(value)', limits: JsonValueLimits = {}): string | null {
   const fault = jsonValueFault(value, path, limits);
@@ -43,7 +45,9 @@ export interface JsonValueFault {
  * message around the path.
  *
  * @example
+ * ```ts
  * jsonValueFault({ f: () => 1 }, 'args'); // { path: 'args.f', problem: 'a function is not JSON' }
+ * ```
  */
 export function jsonValueFault(value: unknown, path = '(value)', limits: JsonValueLimits = {}): JsonValueFault | null {
   try {

@@ -48,9 +48,12 @@ export function toLoopSnapshotJSON(state: StateName, context: LoopContext): Loop
  * Returns the first problem, prefixed by its path, or null when the snapshot may run.
  *
  * @example
+ * ```ts
  * loopSnapshotProblem(new LoopMachine().toJSON()); // null
+ * const json = new LoopMachine().toJSON();
  * loopSnapshotProblem({ ...json, history: [{ role: 'tool', toolCallId: 'x', toolName: 'read', content: '' }] });
  * // "history[0].toolCallId: tool result at position 0 answers no open tool call ('x')"
+ * ```
  */
 export function loopSnapshotProblem(value: unknown): string | null {
   const result = readSnapshot(value);
@@ -62,8 +65,11 @@ export function loopSnapshotProblem(value: unknown): string | null {
  * `value`) or throws `InvalidSnapshotError` naming the path of the first problem.
  *
  * @example
+ * ```ts
+ * const saved = JSON.stringify(new LoopMachine().toJSON()); // what an application stored
  * const { state, context } = parseLoopSnapshot(JSON.parse(saved));
  * const snapshot = loopMachine.resolveState({ value: state, context });
+ * ```
  */
 export function parseLoopSnapshot(value: unknown): ParsedLoopSnapshot {
   const result = readSnapshot(value);

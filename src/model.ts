@@ -76,7 +76,9 @@ export class ModelError extends LoopchartError {
  * counts this small also keeps every sum of them (a session's usage) an exact safe integer.
  *
  * @example
+ * ```ts
  * normalizeUsage({ inputTokens: MAX_REPORTED_TOKENS + 1, outputTokens: 0 }); // undefined
+ * ```
  */
 export const MAX_REPORTED_TOKENS = 1_000_000_000;
 
@@ -90,8 +92,10 @@ export const MAX_REPORTED_TOKENS = 1_000_000_000;
  *   budgets and the compaction lines, and without usage the driver estimates with the tokenizer.
  *
  * @example
+ * ```ts
  * normalizeUsage({ inputTokens: 10.5, outputTokens: 3 }); // { inputTokens: 11, outputTokens: 3 }
  * normalizeUsage({ inputTokens: -1, outputTokens: 3 });   // undefined
+ * ```
  */
 export function normalizeUsage(raw: unknown): Usage | undefined {
   if (raw === null || typeof raw !== 'object') return undefined;
@@ -118,7 +122,9 @@ const FINISH_REASONS: ReadonlySet<string> = new Set(FinishReasonSchema.options);
  * (the loop acts on the message), so an unknown one is no reason to fail a reply.
  *
  * @example
+ * ```ts
  * normalizeModelFinishReason('bogus'); // 'other'
+ * ```
  */
 export function normalizeModelFinishReason(raw: unknown): FinishReason {
   return typeof raw === 'string' && FINISH_REASONS.has(raw) ? (raw as FinishReason) : 'other';
@@ -129,7 +135,9 @@ export function normalizeModelFinishReason(raw: unknown): FinishReason {
  * shortened: for a value nested thousands deep it would be most of the message.
  *
  * @example
+ * ```ts
  * argumentsProblem({ f: () => 1 }); // 'the arguments are not plain JSON: a function is not JSON (at args.f)'
+ * ```
  */
 export function argumentsProblem(args: unknown): string | null {
   const fault = jsonValueFault(args, 'args');
@@ -157,12 +165,14 @@ const ReplyToolCallSchema = ToolCallSchema.extend({
  * their replies through it, and the driver checks custom models' replies with it.
  *
  * @example
+ * ```ts
  * const reply = ModelReplySchema.parse({
  *   message: { role: 'assistant', content: 'hi' },
  *   finishReason: 'bogus',
  *   usage: { inputTokens: 10.5, outputTokens: 2 },
  * });
  * // reply.finishReason === 'other', reply.usage → { inputTokens: 11, outputTokens: 2 }
+ * ```
  */
 export const ModelReplySchema = z
   .object({
@@ -181,11 +191,13 @@ export const ModelReplySchema = z
  * A model returned something that is not a reply (see `ModelReplySchema`). Not retryable.
  *
  * @example
+ * ```ts
  * try {
  *   parseModelReply({ message: { role: 'assistant', content: null } });
  * } catch (error) {
  *   if (error instanceof InvalidModelReplyError) console.error(error.message); // says which field
  * }
+ * ```
  */
 export class InvalidModelReplyError extends ModelError {
   constructor(problem: string, options: { cause?: unknown } = {}) {
@@ -198,7 +210,9 @@ export class InvalidModelReplyError extends ModelError {
  * saying what was wrong.
  *
  * @example
- * const reply = parseModelReply(await customModel.generate(request));
+ * ```ts
+ * const reply = parseModelReply(await model.generate(request)); // a custom model's reply, checked
+ * ```
  */
 export function parseModelReply(value: unknown): ModelReply {
   const parsed = ModelReplySchema.safeParse(value);

@@ -1,6 +1,7 @@
 /**
- * `loopchart/testing`: a model that replies from a script (offline, deterministic) and an
- * in-memory store whose contents outlive a store instance, for tests of code built on loopchart.
+ * `loopchart/testing`: a model that replies from a script (offline, deterministic) and the
+ * backing of an in-memory store that outlives a store instance (`new MemorySessionStore(backing)`),
+ * for tests of code built on loopchart.
  */
 export {
   scriptedModel,
@@ -12,4 +13,4 @@ export {
   type ScriptedFunction,
   type ScriptedModelOptions,
 } from './models/scripted.js';
-export { MemoryBacking, MemorySessionStore } from './stores/memory.js';
+export { MemoryBacking } from './stores/memory.js';

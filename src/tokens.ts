@@ -68,7 +68,9 @@ const SAMPLE_WINDOWS = 32;
  * a log, JSON) lands within a few percent; mixed text is as good as its sample.
  *
  * @example
+ * ```ts
  * countTextTokens('hello world'); // 2
+ * ```
  */
 export function countTextTokens(text: string): number {
   if (text === '') return 0;

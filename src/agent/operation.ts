@@ -26,7 +26,7 @@ export interface OperationContext<S = unknown> {
  *
  * @example
  * ```ts
- * const op: Operation = { name: 'fetcher', beforeModelCall: async (ctx: HookContext) => void (await fetch(url, { signal: ctx.signal })) };
+ * const op: Operation = { name: 'fetcher', beforeModelCall: async (ctx: HookContext) => void (await fetch('https://example.com/context', { signal: ctx.signal })) };
  * ```
  */
 export interface HookContext<S = unknown> extends OperationContext<S> {
@@ -77,7 +77,7 @@ type MaybePromise<T> = T | Promise<T>;
  *
  * @example
  * ```ts
- * const patient: Operation = { name: 'patient', timeoutMs: 4 * DEFAULT_OPERATION_TIMEOUT_MS, beforeModelCall: slowLookup };
+ * const patient: Operation = { name: 'patient', timeoutMs: 4 * DEFAULT_OPERATION_TIMEOUT_MS, beforeModelCall: async (ctx) => void (await fetch('https://example.com/slow', { signal: ctx.signal })) };
  * ```
  */
 export const DEFAULT_OPERATION_TIMEOUT_MS = 30_000;

@@ -19,7 +19,7 @@ import type { IoEvent } from './io.js';
  *
  * @example
  * ```ts
- * await db.save(id, JSON.stringify(stepper.session as SteppedSession));
+ * const saved: string = JSON.stringify(stepper.session as SteppedSession); // store it anywhere: it is plain JSON
  * ```
  */
 export type SteppedSession = Snapshot<unknown>;
@@ -30,7 +30,7 @@ export type SteppedSession = Snapshot<unknown>;
  * @example
  * ```ts
  * const status: StepStatus = stepper.status();
- * if (status === 'yielded') queue.park(id);
+ * if (status === 'yielded') console.log('waiting for an operation.resume');
  * ```
  */
 export type StepStatus = 'continues' | 'yielded' | 'finished';
@@ -88,9 +88,10 @@ export const DEFAULT_STEP_TIMEOUT_MS = 600_000;
  *
  * @example
  * ```ts
- * import { AgentStepper, createAgentMachine, scriptedModel } from 'loopchart';
+ * import { AgentStepper, createAgentMachine } from 'loopchart';
+ * import { scriptedModel } from 'loopchart/testing';
  *
- * const stepper = new AgentStepper(createAgentMachine({ model: scriptedModel(['Hello!']) }), { input: { prompt: 'Hi' } });
+ * const stepper = new AgentStepper(createAgentMachine({ model: scriptedModel([{ text: 'Hello!' }]) }), { input: { prompt: 'Hi' } });
  * for (;;) {
  *   const { status, effects } = await stepper.step();
  *   if (status !== 'continues') break;

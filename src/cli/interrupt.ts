@@ -21,9 +21,11 @@ export interface InterruptWatch {
  * Listens for SIGINT until `detach()`; `say` prints the one line telling the user what happens.
  *
  * @example
+ * ```ts
  * const watch = watchInterrupt(() => session.send({ type: 'cancel' }), (line) => process.stderr.write(`${line}\n`));
  * const output = await session.whenIdle();
  * watch.detach();
+ * ```
  */
 export function watchInterrupt(cancel: () => void, say: (line: string) => void): InterruptWatch {
   let pressed = false;

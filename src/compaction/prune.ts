@@ -29,7 +29,7 @@ export const prunedMarker = (tokens: number) => `${MARKER_PREFIX}${tokens} token
  *
  * @example
  * ```ts
- * const { messages: pruned, pruned: count, tokensSaved } = pruneToolResults(history, { protectTokens: 4_000 });
+ * const { messages: pruned, pruned: count, tokensSaved } = pruneToolResults(messages, { protectTokens: 4_000 });
  * ```
  */
 export function pruneToolResults(messages: readonly Message[], options: PruneOptions): PruneResult {

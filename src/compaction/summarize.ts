@@ -97,13 +97,17 @@ export function summarizingCompactor(options: SummarizingCompactorOptions = {}):
  * again). Nothing is rewritten.
  *
  * @example
+ * ```ts
+ * const compactor = summarizingCompactor({ keepTokens: 4_000 });
+ * const signal = AbortSignal.timeout(60_000);
  * try {
- *   await compactor(request);
+ *   await compactor({ messages, reason: 'ThresholdExceeded', tokensBefore: 120_000, contextWindow: 128_000, tools: [], idempotencyKey: 'c1', model, signal });
  * } catch (error) {
  *   if (error instanceof InvalidSummaryError && error.reason === 'truncated') {
  *     // raise the summary model's output limit, or keep more turns verbatim (keepTokens)
  *   }
  * }
+ * ```
  */
 export class InvalidSummaryError extends ModelError {
   readonly reason: 'empty' | 'truncated';

@@ -34,7 +34,8 @@ export class McpServerStartError extends LoopchartError {
  *
  * @example
  * ```ts
- * const outcome = (await runAgent({ model, toolSources: [mcp], prompt })).outcome;
+ * const mcp = await mcpTools({ command: 'npx', args: ['-y', '@modelcontextprotocol/server-filesystem', './docs'] });
+ * const outcome = (await runAgent({ model, toolSources: [mcp], prompt: 'List the docs.' })).outcome;
  * // a server that died between runs: outcome.type === 'Failed', the error's message names the server
  * ```
  */
@@ -53,8 +54,9 @@ export class McpServerError extends LoopchartError {
  *
  * @example
  * ```ts
- * const [result] = await runToolCalls([{ call }], mcp.tools, { idempotencyKey: () => 'k' });
- * // result.isError === true, result.content is the server's error text
+ * const mcp = await mcpTools({ command: 'npx', args: ['-y', '@modelcontextprotocol/server-filesystem', './docs'] });
+ * const { messages } = await runAgent({ model, toolSources: [mcp], prompt: 'Read missing.md.' });
+ * // the tool message of that call: isError === true, content is the server's error text
  * ```
  */
 export class McpToolError extends LoopchartError {

@@ -51,7 +51,7 @@ export interface AiSdkLanguageModel {
  * @example
  * ```ts
  * try {
- *   aiSdkModel(legacyModel);
+ *   aiSdkModel({ specificationVersion: 'v1', provider: 'old', modelId: 'x' } as never); // a model from AI SDK 4
  * } catch (error) {
  *   if (UnsupportedModelError.isInstance(error)) console.error(error.specificationVersion, error.message);
  * }

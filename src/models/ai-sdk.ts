@@ -48,6 +48,7 @@ const DEFAULT_READ_TIMEOUT_MS = 60_000;
  * @example
  * ```ts
  * import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
+ * import { createAgentMachine } from 'loopchart';
  * import { aiSdkModel } from 'loopchart/ai-sdk';
  *
  * const provider = createOpenAICompatible({ name: 'local', baseURL: 'http://localhost:11434/v1' });

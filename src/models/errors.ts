@@ -29,8 +29,10 @@ export class ReadTimeoutError extends ModelError {
  * multiply the wait by its attempt count. Raise `deadlineMs` for models that legitimately run longer.
  *
  * @example
+ * ```ts
  * const model = openAICompatibleModel({ baseURL, model: 'gpt-4.1', deadlineMs: 20 * 60_000 });
  * // a call still streaming after 20 minutes rejects with ModelDeadlineError (error.deadlineMs === 1_200_000)
+ * ```
  */
 export class ModelDeadlineError extends ModelError {
   readonly deadlineMs: number;

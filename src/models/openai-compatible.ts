@@ -50,7 +50,7 @@ const MAX_ERROR_BODY_BYTES = 64 * 1024;
  * @example
  * ```ts
  * const model = openAICompatibleModel({ baseURL: 'http://localhost:11434/v1', model: 'llama3.2' });
- * const agent = createAgentMachine({ model, tools: [calculatorTool] });
+ * const agent = createAgentMachine({ model, tools: [calculatorTool()] });
  * ```
  */
 export function openAICompatibleModel(options: OpenAICompatibleOptions): Model {

@@ -28,14 +28,20 @@ export interface SseEvent {
  * arguments (a file's content, say), which stays far below this.
  *
  * @example
+ * ```ts
+ * const onEvent = (event: SseEvent) => console.log(event.data);
  * new SseParser(onEvent).pushText(`data: ${'x'.repeat(MAX_SSE_LINE_LENGTH)}`); // throws MalformedStreamError
+ * ```
  */
 export const MAX_SSE_LINE_LENGTH = 8 * 1024 * 1024;
 /**
  * Longest event data accepted (all its `data:` lines joined), in characters: 16 Mi.
  *
  * @example
+ * ```ts
+ * const onEvent = (event: SseEvent) => console.log(event.data);
  * new SseParser(onEvent, { maxEventLength: MAX_SSE_EVENT_LENGTH / 4 }); // a stricter parser
+ * ```
  */
 export const MAX_SSE_EVENT_LENGTH = 16 * 1024 * 1024;
 

@@ -127,10 +127,11 @@ const settle = () => new Promise<void>((resolve) => setImmediate(resolve));
  * @example
  * ```ts
  * import * as restate from '@restatedev/restate-sdk';
- * import { createAgentMachine, scriptedModel } from 'loopchart';
+ * import { createAgentMachine } from 'loopchart';
  * import { restateSession } from 'loopchart/restate';
+ * import { scriptedModel } from 'loopchart/testing';
  *
- * const machine = createAgentMachine({ model: scriptedModel(['Hello!']) });
+ * const machine = createAgentMachine({ model: scriptedModel([{ text: 'Hello!' }]) });
  * const { session, channel } = restateSession({ machine });
  * await restate.endpoint().bind(session).bind(channel).listen(9080);
  * // then: curl 127.0.0.1:8080/loopchartSession/support-42/send --json '{"message":"Hi"}'

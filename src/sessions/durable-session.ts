@@ -65,10 +65,11 @@ export class SessionNotIdleError extends LoopchartError {
  *
  * @example
  * ```ts
- * import { DurableSession, createAgentMachine, openSessionStore, scriptedModel } from 'loopchart';
+ * import { DurableSession, createAgentMachine, openSessionStore } from 'loopchart';
+ * import { scriptedModel } from 'loopchart/testing';
  *
  * const store = await openSessionStore('.loopchart/loopchart.db');
- * const machine = createAgentMachine({ model: scriptedModel(['Hello again.']) });
+ * const machine = createAgentMachine({ model: scriptedModel([{ text: 'Hello again.' }]) });
  * const session = await DurableSession.open({ machine, store, sessionId: 'support-42' });
  * session.send({ type: 'input', message: 'Hello?' });
  * console.log((await session.whenIdle())?.outcome);

@@ -44,6 +44,7 @@ export interface ForkResult {
  * @example
  * ```ts
  * const fork = await forkSession(store, 'support-42', { at: 6, as: 'support-42-retry' });
+ * const otherModelAgent = createAgentMachine({ model: openAICompatibleModel({ baseURL, model: 'gpt-4.1-mini' }) });
  * const session = await DurableSession.open({ machine: otherModelAgent, store, sessionId: fork.sessionId });
  * session.send({ type: 'input', message: 'Try again, more briefly.' });
  * ```

@@ -38,8 +38,10 @@ const RecordedReplySchema = z.object({
  *
  * @example
  * ```ts
- * const parsed = TraceEntrySchema.safeParse(record.entry);
- * if (parsed.success && parsed.data.type === 'model') console.log(parsed.data.ms, parsed.data.reply?.usage);
+ * for (const record of (await store.readTrace?.('support-42')) ?? []) {
+ *   const parsed = TraceEntrySchema.safeParse(record.entry);
+ *   if (parsed.success && parsed.data.type === 'model') console.log(parsed.data.ms, parsed.data.reply?.usage);
+ * }
  * ```
  */
 export const TraceEntrySchema = z.discriminatedUnion('type', [

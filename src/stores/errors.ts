@@ -114,7 +114,9 @@ export const MAX_SESSION_ID_LENGTH = 256;
  * character (C0, DEL, C1; NUL included). Nothing was read or written.
  *
  * @example
+ * ```ts
  * try { await store.load('a\uD800'); } catch (e) { if (e instanceof InvalidSessionIdError) console.log(e.code); }
+ * ```
  */
 export class InvalidSessionIdError extends LoopchartError {
   /** The refused id, as given (it may hold anything: print `message`, which escapes it). */

@@ -78,6 +78,7 @@ function strayRowError(sessionId: string, error: unknown): unknown {
  *
  * @example
  * ```ts
+ * import { DurableSession } from 'loopchart';
  * import { PostgresSessionStore } from 'loopchart/postgres';
  *
  * const store = new PostgresSessionStore({ connectionString: process.env.DATABASE_URL, schema: 'loopchart' });

@@ -104,6 +104,7 @@ function prepareStatements(db: SqliteConnection) {
  * The embedded session store: one SQLite file (WAL), safe for several processes on one machine.
  * @example
  * ```ts
+ * import { DurableSession } from 'loopchart';
  * import { SqliteSessionStore } from 'loopchart/sqlite';
  *
  * const store = new SqliteSessionStore({ path: '.loopchart/loopchart.db' }); // driver: node:sqlite or better-sqlite3

@@ -110,8 +110,10 @@ const CONTROL = /\p{Cc}/u;
  * character. Pure, for callers that check an id before they reach a store (a CLI argument).
  *
  * @example
+ * ```ts
  * sessionIdProblem('support/42'); // null
  * sessionIdProblem('a\u0000b');  // 'it holds a control character at index 1'
+ * ```
  */
 export function sessionIdProblem(sessionId: unknown): string | null {
   if (typeof sessionId !== 'string') return 'a session id must be a string';

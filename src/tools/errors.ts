@@ -23,7 +23,9 @@ export class InvalidToolError extends LoopchartError {
  * of them, existing or not) is outside its root.
  *
  * @example
+ * ```ts
  * await readFileTool({ root }).execute({ path: '../etc/passwd' }, ctx); // rejects with PathOutsideRootError
+ * ```
  */
 export class PathOutsideRootError extends LoopchartError {
   readonly path: string;
@@ -48,8 +50,10 @@ export class ExpressionError extends LoopchartError {
  * error that caused it is kept as `cause` for the host's own logs.
  *
  * @example
+ * ```ts
  * await readFileTool({ root }).execute({ path: 'loop' }, ctx);
  * // rejects with FileToolError "loop: too many levels of symbolic links"
+ * ```
  */
 export class FileToolError extends LoopchartError {
   readonly path: string;

@@ -102,8 +102,10 @@ function planFor(tool: Validated): readonly ProtoKey[] {
  * throw what the tool's own refinements throw, as `safeParse` does.
  *
  * @example
+ * ```ts
  * const parsed = parseToolArguments(tool, call.args);
  * if (!parsed.success) console.log(parsed.issues.map((issue) => issue.path.join('.')));
+ * ```
  */
 export function parseToolArguments(tool: Validated, args: unknown): ParsedArguments {
   const copies = new WeakSet<object>();

@@ -31,8 +31,11 @@ export const DEFAULT_TOOL_CONCURRENCY = 4;
  * and its session, forever. Five minutes leaves room for builds and test runs.
  *
  * @example
+ * ```ts
+ * const execute = async () => 'done';
  * defineTool({ name: 'build', description: 'runs the build', input: z.object({}), timeoutMs: 2 * DEFAULT_TOOL_TIMEOUT_MS, execute });
  * defineTool({ name: 'watch', description: 'waits for a human', input: z.object({}), timeoutMs: Infinity, execute });
+ * ```
  */
 export const DEFAULT_TOOL_TIMEOUT_MS = 5 * 60_000;
 /** setTimeout's longest delay; a longer timeout is no timeout at all. */

@@ -52,7 +52,7 @@ function guardNames(guard: unknown): string[] {
  * @example
  * ```ts
  * import { chartOf } from 'loopchart/viewer';
- * const chart = chartOf(myMachine);
+ * const chart = chartOf(machine);
  * console.log(chart.states.map((s) => s.id), chart.transitions.length);
  * ```
  */

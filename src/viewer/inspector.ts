@@ -110,7 +110,7 @@ function isAgentContext(context: unknown): context is Parameters<typeof agentSum
  * import { viewerInspector } from 'loopchart/viewer';
  *
  * const inspector = viewerInspector();
- * const actor = createActor(agent, { input: { prompt: 'Hi' }, inspect: inspector.inspect }).start();
+ * const actor = createActor(machine, { input: { prompt: 'Hi' }, inspect: inspector.inspect }).start();
  * console.log(`watch it at ${await inspector.ready}`);
  * ```
  */

@@ -77,8 +77,11 @@ export function pageData(session: SessionView, live: boolean): PageData {
  *
  * @example
  * ```ts
+ * import { writeFile } from 'node:fs/promises';
+ * import { exportSessionHtml } from 'loopchart/viewer';
+ *
  * const html = await exportSessionHtml(store, 'support-42');
- * if (html) writeFileSync('run.html', html);
+ * if (html) await writeFile('run.html', html);
  * ```
  */
 export async function exportSessionHtml(store: SessionStore, sessionId: string): Promise<string | undefined> {
@@ -93,6 +96,7 @@ export async function exportSessionHtml(store: SessionStore, sessionId: string):
  *
  * @example
  * ```ts
+ * import { openSessionStore } from 'loopchart';
  * import { startViewer } from 'loopchart/viewer';
  * const viewer = await startViewer({ store: await openSessionStore(), port: 0 });
  * console.log(`open ${viewer.url}`);

@@ -18,7 +18,8 @@ import {
 } from '../../src/index.js';
 import { mcpTools, McpServerError, McpServerStartError, type McpTools } from '../../src/mcp.js';
 import { runToolCalls } from '../../src/tools/run-tools.js';
-import { MemorySessionStore, scriptedModel } from '../../src/testing.js';
+import { MemorySessionStore } from '../../src/index.js';
+import { scriptedModel } from '../../src/testing.js';
 import { alive, eventually, FIXTURE_SERVER, fixtureServer, scratch } from './support.js';
 
 const files = scratch();

@@ -1,0 +1,27 @@
+/**
+ * `loopchart/schemas`: what loopchart checks where things enter it, for code that reads or
+ * writes loopchart's data itself (a store of its own, a gateway, a viewer). The zod schemas of
+ * messages, outcomes, policies, brain snapshots, host events and trace entries; the rule every
+ * model reply passes; the limits on what a provider, a tool or a caller may send, and the
+ * defaults; the pure checks behind them; and the brain's decision table.
+ *
+ * It is this file, not `src/schemas.ts` (the module that defines the conversation schemas),
+ * because the subpath gathers checks from several modules.
+ */
+export * from './schemas.js';
+export { MAX_REPORTED_TOKENS, ModelReplySchema, normalizeUsage, parseModelReply } from './model.js';
+export { MAX_SSE_EVENT_LENGTH, MAX_SSE_LINE_LENGTH } from './models/sse.js';
+export { DEFAULT_TOOL_TIMEOUT_MS } from './tools/run-tools.js';
+export { jsonValueProblem, MAX_JSON_DEPTH, type JsonValueLimits } from './json-value.js';
+export { loopSnapshotProblem, parseLoopSnapshot, type ParsedLoopSnapshot } from './loop-snapshot.js';
+export { coherentCut } from './conversation.js';
+export { decisionOrder } from '../machines/loop.machine.js';
+export { describeStep } from './sessions/replay.js';
+export { ExternalEventSchemas, type ExternalEvent } from './agent/events.js';
+export { TraceEntrySchema, type TraceEntry, type ReadTraceEntry } from './sessions/trace.js';
+export { DEFAULT_MAX_TOOL_CALLS_PER_REPLY } from '../machines/agent.machine.js';
+export { DEFAULT_OPERATION_TIMEOUT_MS } from './agent/operation.js';
+export { DEFAULT_STEP_TIMEOUT_MS } from './agent/stepper.js';
+export { OPERATION_HOOKS, type OperationHook, type OperationsState } from './agent/operation-state.js';
+export { MAX_SESSION_ID_LENGTH } from './stores/errors.js';
+export { sessionIdProblem } from './stores/step.js';
