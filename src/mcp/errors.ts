@@ -73,8 +73,12 @@ export class McpToolError extends LoopchartError {
  *
  * @example
  * ```ts
- * const mcp = await mcpTools(server, { maxResultBytes: 1_000_000 });
- * await mcp.tools[0]!.execute(args, ctx).catch((error) => McpResultTooLargeError.isInstance(error) && console.log(error.bytes));
+ * const mcp = await mcpTools({ command: 'npx', args: ['-y', '@modelcontextprotocol/server-filesystem', './logs'] }, { maxResultBytes: 1_000_000 });
+ * try {
+ *   await mcp.tools[0]!.execute({ path: 'big.log' }, ctx);
+ * } catch (error) {
+ *   if (McpResultTooLargeError.isInstance(error)) console.log(error.bytes, error.limit);
+ * }
  * ```
  */
 export class McpResultTooLargeError extends LoopchartError {
