@@ -171,6 +171,16 @@ export interface InterruptedStep {
 export const DEFAULT_CANCEL_GRACE_MS = 1_000;
 
 /**
+ * Where an operation failed: one of its hooks, its resume, its prompt part or its request rewrite.
+ *
+ * @example
+ * ```ts
+ * actor.on('operation.failed', ({ error }) => console.log(error.operation, error.hook satisfies OperationFailurePoint));
+ * ```
+ */
+export type OperationFailurePoint = OperationHook | 'resume' | 'prompt' | 'prepareRequest' | 'onCancel';
+
+/**
  * An operation's hook threw, timed out, or returned effects that break its contract (a slice
  * its schema refuses, results it may not give). The run fails; the error names the operation.
  *
@@ -181,16 +191,6 @@ export const DEFAULT_CANCEL_GRACE_MS = 1_000;
  * });
  * ```
  */
-/**
- * Where an operation failed: one of its hooks, its resume, its prompt part or its request rewrite.
- *
- * @example
- * ```ts
- * actor.on('operation.failed', ({ error }) => console.log(error.operation, error.hook satisfies OperationFailurePoint));
- * ```
- */
-export type OperationFailurePoint = OperationHook | 'resume' | 'prompt' | 'prepareRequest' | 'onCancel';
-
 export class OperationError extends LoopchartError {
   readonly operation: string;
   readonly hook: OperationFailurePoint;
