@@ -215,6 +215,9 @@ async function runTurn(
   let now = await ctx.date.now();
   const machine = options.machine.withClock(() => now).withExecutor((inner) => steps.executor(inner));
   const actor = createActor(machine, { input: stored ? { stored } : { sessionId } });
+  // The loop reads a chart error from the snapshot; unobserved, XState would rethrow it
+  // asynchronously and take the whole worker down with it.
+  actor.subscribe({ error: () => {} });
   const channel = ctx.objectClient(channelApi, sessionId);
   const publish = ctx.objectSendClient(channelApi, sessionId);
   const live: LiveDeltas | undefined = options.ingressUrl ? liveDeltas(options.ingressUrl, channelApi.name, sessionId) : undefined;
@@ -255,7 +258,8 @@ async function runTurn(
       await settle();
       live?.flush();
       const snapshot = actor.getSnapshot();
-      if (snapshot.status === 'error') throw new restate.TerminalError(`session '${sessionId}': the agent stopped: ${String(snapshot.error)}`);
+      // Not terminal: retried a bounded number of times, then the run in flight is failed (see `bounded`).
+      if (snapshot.status === 'error') throw new Error(`session '${sessionId}': the agent stopped: ${String(snapshot.error)}`);
       flush();
       if (snapshot.value === 'Idle' && steps.size === 0) break;
       const next: { step: number; outcome: StepOutcome } | { wake: true } = await restate.RestatePromise.race([

@@ -219,6 +219,23 @@ describe.skipIf(!SERVER_BINARY)('Restate session object (real server, real worke
     expect(transcript.filter((m) => m.role === 'user').map((m) => m.content)).toEqual(['before', 'after']);
   });
 
+  it('the agent stopping mid-run (a chart error) is retried a bounded number of times, then the run in flight ends Failed and the next input runs', async () => {
+    const faulty = new IngressClient(server.ingressUrl, 'faultySession');
+    writeFileSync(faultFile, 'mid\n');
+    try {
+      const failed = await faulty.call('fault-2', 'send', { message: 'during' }, 60_000);
+      expect(failed.status).toBe(500);
+      expect(JSON.stringify(failed.body)).toMatch(/send: TurnFailed: the turn failed 4 times: .*the agent stopped.*injected chart fault/);
+      expect(readFileSync(faultFile, 'utf8').split('\n').filter((line) => line === 'attempt')).toHaveLength(UNEXPECTED_MAX_ATTEMPTS);
+    } finally {
+      rmSync(faultFile, { force: true });
+    }
+    const stopped = await faulty.ok<Summary>('fault-2', 'state');
+    expect(stopped).toMatchObject({ running: false, outcome: { type: 'Failed', error: { type: 'TurnFailed' } } });
+    const next = await faulty.ok<Summary>('fault-2', 'send', { message: 'after' });
+    expect(next).toMatchObject({ running: false, outcome: { type: 'Completed' } });
+  });
+
   it('waits for an approval across a worker restart, suspended, and is approved from another client', async () => {
     const invocation = await client.enqueue('approval', 'send', { message: 'please deploy' });
     let requested: { id: string } | undefined;
