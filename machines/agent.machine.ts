@@ -46,13 +46,14 @@ import {
   waitingCalls,
   withExtras,
 } from '../src/agent/run-rules.js';
-import type { ModelReply, Usage } from '../src/model.js';
+import type { ModelReply, ToolDefinition, Usage } from '../src/model.js';
 import { PolicySchema, type Outcome, type Policy, type PolicyInput, type Step, type ToolCall, type ToolMessage, type UserMessage, type Message } from '../src/schemas.js';
 import { estimateMessageTokens } from '../src/tokens.js';
 import { feedProblem } from '../src/feed-problems.js';
 import { parseHistory } from '../src/history.js';
 import { DEFAULT_TOOL_CONCURRENCY } from '../src/tools/run-tools.js';
 import { ToolSet } from '../src/tools/define-tool.js';
+import { ListingCache } from '../src/tools/offered-tools.js';
 import type { CompactionReason } from '../src/schemas.js';
 
 /**
@@ -178,6 +179,7 @@ export function createAgentMachine(config: AgentConfig) {
     retry: config.retry ?? {},
     tools,
     toolSources: config.toolSources ?? [],
+    listings: new ListingCache(),
     operations: plan,
     compactor: config.compactor,
     toolConcurrency: config.toolConcurrency ?? DEFAULT_TOOL_CONCURRENCY,
@@ -274,6 +276,22 @@ export function createAgentMachine(config: AgentConfig) {
   const modelKey = (context: AgentContext) => keyOf(context, context.brain.context.turnsTaken + 1, 'model');
   const compactionKey = (context: AgentContext) => keyOf(context, context.brain.context.turnsTaken, 'compaction');
   const approvalKey = (context: AgentContext) => `${batchKey(context)}:approvals`;
+  const toolsetKey = (context: AgentContext) => `${context.sessionId}:run-${context.runIndex}:toolset`;
+  const hasSources = deps.toolSources.length > 0;
+  type Offered = { definitions: readonly ToolDefinition[]; names: readonly string[] };
+  const ownTools: Offered = { definitions: tools.definitions, names: tools.names };
+  const offeredCache = new WeakMap<object, Offered>();
+  /** The tools the run offers, in any process: the agent's own plus what its `toolset` step recorded (see ToolSource). */
+  const offeredTools = (context: AgentContext): Offered => {
+    const recorded = context.offered;
+    if (!hasSources || !recorded) return ownTools;
+    let set = offeredCache.get(recorded);
+    if (!set) {
+      const definitions = [...tools.definitions, ...recorded.definitions];
+      offeredCache.set(recorded, (set = { definitions, names: definitions.map((tool) => tool.name) }));
+    }
+    return set;
+  };
   /** The prune about to be applied, as `prune.finished` reports it. */
   const pruneReport = (context: AgentContext) => {
     const { pruned, tokensSaved } = pendingPrune(context.brain, context.policy, pruning, config.pruner)!;
@@ -340,6 +358,8 @@ export function createAgentMachine(config: AgentConfig) {
       currentBatch: fromCurrent(batchKey),
       currentApprovalCheck: fromCurrent(approvalKey),
       currentCompaction: fromCurrent(compactionKey),
+      currentToolset: fromCurrent(toolsetKey),
+      toolsetDue: ({ context }) => hasSources && !context.offered,
       currentPoint: ({ context, event }) => fromIo(event) && context.operations.point?.key === (event as { key: string }).key,
       operationWaiting: ({ context }) => context.operations.waiting !== null,
       hookInFlight: ({ context }) => context.operations.point !== null && context.operations.waiting === null,
@@ -363,6 +383,8 @@ export function createAgentMachine(config: AgentConfig) {
         compactionPasses: 0,
         ...resetBatch(context),
         runStartedAt: clock(),
+        // Each run lists its sources once (its `toolset` step); an agent without sources records nothing.
+        ...(hasSources && { offered: null }),
       })),
       emitRunStarted: emit(({ context }) => ({ type: 'run.started' as const, run: context.runIndex, message: context.brain.context.pending[0] as UserMessage })),
       recordCancelGrace: assign({ cancelGraceMs: ({ event }) => as(event, 'cancel').graceMs ?? DEFAULT_CANCEL_GRACE_MS }),
@@ -444,7 +466,10 @@ export function createAgentMachine(config: AgentConfig) {
         sessionId: context.sessionId,
         conversation: conversation(context),
         slices: context.operations.slices,
+        tools: offeredTools(context).definitions,
       })),
+      requestToolset: sendTo('io', ({ context }): IoRequest => ({ type: 'toolset', key: toolsetKey(context) })),
+      recordOffered: assign({ offered: ({ event }) => ({ definitions: as(event, 'io.listed').output.definitions }) }),
       /** Hands the runnable calls to the IO; `announce`: the IO reports each start (else the chart did, see announceBatch). */
       requestTools: sendTo('io', ({ context }, announce: boolean): IoRequest => ({
         type: 'tools',
@@ -455,6 +480,7 @@ export function createAgentMachine(config: AgentConfig) {
         batch: pendingCalls(context.brain),
         conversation: conversation(context),
         announce,
+        offered: hasSources && context.offered ? { key: toolsetKey(context), definitions: context.offered.definitions } : null,
       })),
       /**
        * A new batch, on the common path: every call shows up in a UI's trace at once. Calls answered
@@ -483,12 +509,13 @@ export function createAgentMachine(config: AgentConfig) {
         tokensBefore: context.brain.context.contextTokens,
         systemTokens: context.extrasTokens,
         contextWindow: context.policy.contextWindow,
+        tools: offeredTools(context).definitions,
       })),
       abortIo: sendTo('io', { type: 'abort' } satisfies IoRequest),
-      // Checked against the tools the model was offered: the run's own set (see ToolSource).
+      // Checked against the tools the model was offered: the run's recorded set (see ToolSource).
       acceptReply: assign(({ context, event }) => {
-        const { reply, tools: offered } = as(event, 'io.replied');
-        const next = applyReply(context, reply, { definitions: offered.definitions, names: offered.names });
+        const { reply } = as(event, 'io.replied');
+        const next = applyReply(context, reply, offeredTools(context));
         // The afterReply point opens with the reply it is given (kept until it is done).
         const key = `${keyOf(context, next.brain.context.turnsTaken, 'model')}:after`;
         if (next.brain.context.outcome?.type === 'Failed') return { ...next, compactionPasses: 0 };
@@ -683,6 +710,8 @@ export function createAgentMachine(config: AgentConfig) {
               // Pruning comes before any decision, so it always runs before summarizing.
               { guard: 'extrasChanged', target: 'Start', reenter: true, actions: 'refreshExtras' },
               { guard: 'shouldPrune', target: 'Start', reenter: true, actions: ['emitPruned', { type: 'trace', params: 'prune' }, 'prune'] },
+              // The run's first model call is preceded by its toolset step (only with tool sources).
+              { guard: and(['callLLM', 'toolsetDue']), target: 'ListingTools' },
               { guard: and(['callLLM', 'beforeModelCallDue']), target: 'Operating', actions: { type: 'openPoint', params: 'beforeModelCall' } },
               { guard: 'callLLM', target: 'AwaitingModel', actions: 'takeStep' },
               { guard: and(['callTools', 'beforeToolsDue']), target: 'Operating', actions: { type: 'openPoint', params: 'beforeTools' } },
@@ -726,6 +755,15 @@ export function createAgentMachine(config: AgentConfig) {
                 { guard: and(['wellFormed', 'resumeFailed']), target: 'Start', actions: 'failOperation' },
                 { guard: 'wellFormed', target: 'Start', actions: 'applyResume' },
               ],
+            },
+          },
+          /** Lists the run's tool sources once; the run offers and accepts what this step records. */
+          ListingTools: {
+            entry: 'requestToolset',
+            on: {
+              'io.attached': { actions: 'requestToolset' },
+              'io.listed': { guard: 'currentToolset', target: 'Start', actions: 'recordOffered' },
+              'io.failed': { guard: 'currentToolset', target: 'Start', actions: { type: 'failWith', params: 'ModelError' } },
             },
           },
           AwaitingModel: {

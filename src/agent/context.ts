@@ -11,6 +11,9 @@ import { NO_USAGE } from './run-rules.js';
 
 const count = z.number().int().nonnegative();
 
+/** A tool as the model is offered it: plain JSON, as a `toolset` step records it. */
+export const ToolDefinitionSchema = z.object({ name: z.string().min(1), description: z.string(), inputSchema: z.record(z.string(), z.unknown()) });
+
 /**
  * The driver's context: everything a persisted agent snapshot holds. The brain is checked as a
  * whole by the brain's own restore (provider-valid history, pending consistent with the calls
@@ -48,6 +51,12 @@ export const AgentContextSchema = z.object({
    * resumed elsewhere continues the same trace. Absent in snapshots taken without telemetry.
    */
   trace: z.string().regex(TRACEPARENT_PATTERN).nullable().optional(),
+  /**
+   * What the run's tool sources listed (its `toolset` step): every later step of the run, in any
+   * process, offers and accepts these. Null until listed (and for an agent without sources);
+   * absent in snapshots of older builds.
+   */
+  offered: z.object({ definitions: z.array(ToolDefinitionSchema) }).nullable().optional(),
 });
 
 export type AgentContext = Omit<z.infer<typeof AgentContextSchema>, 'brain' | 'toolJournal'> & {

@@ -1,11 +1,11 @@
-import type { ModelReply, ModelRequest } from '../model.js';
+import type { ModelReply, ModelRequest, ToolDefinition } from '../model.js';
 import type { CompactionReason, Message, ToolCall, ToolMessage } from '../schemas.js';
 import type { OperationHook } from './operation-state.js';
 import type { OperationOutput } from './operation-rules.js';
 
 /**
  * The executor seam: every side effect of a run (a model call, one tool call, a compaction, an
- * approval check) is handed to one executor as a described effect plus the work that performs
+ * approval check, the listing of its tool sources) is handed to one executor as a described effect plus the work that performs
  * it in-process. The chart decides what happens; the executor decides how and where: at once
  * (the default), journaled by a durable session, as an engine's durable step, inside a span.
  */
@@ -20,6 +20,8 @@ export interface SideEffectInputs {
   approval: { turn: number; call: ToolCall };
   /** One operation's hook at one point; `pointKey` names the point (its operations share it). */
   operation: { turn: number; operation: string; hook: OperationHook; pointKey: string };
+  /** Lists the run's tool sources, once per run before its first model call (only for an agent with sources). */
+  toolset: { sources: number };
 }
 
 /** What each kind of side effect resolves to: plain JSON, so it can be journaled and replayed. */
@@ -31,6 +33,8 @@ export interface SideEffectOutputs {
   approval: boolean;
   /** The hook's effects, checked; null when it declined. */
   operation: OperationOutput | null;
+  /** The definitions the sources listed: the run offers these (and the agent's own tools) to its end. */
+  toolset: { definitions: ToolDefinition[] };
 }
 
 export type SideEffectKind = keyof SideEffectInputs;

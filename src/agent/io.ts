@@ -1,15 +1,18 @@
 import { setMaxListeners } from 'node:events';
 import { fromCallback } from 'xstate';
-import { parseModelReply, type Model, type ModelReply } from '../model.js';
+import { z } from 'zod';
+import { parseModelReply, type Model, type ModelReply, type ToolDefinition } from '../model.js';
 import { withRetry, type RetryAttempt, type RetryOptions } from '../models/retry.js';
 import type { CompactionReason, Message, PendingToolCall, ToolCall, ToolMessage } from '../schemas.js';
 import { estimateToolTokens } from '../tokens.js';
 import { runToolCalls } from '../tools/run-tools.js';
 import { InvalidSummaryError } from '../compaction/summarize.js';
 import { ToolSet } from '../tools/define-tool.js';
-import { InvalidToolError } from '../tools/errors.js';
 import { parseToolArguments } from '../tools/own-arguments.js';
 import type { ToolSource } from '../tools/tool-source.js';
+import { listSources, plainDefinitions, resolveOffered, type ListingCache } from '../tools/offered-tools.js';
+import { InvalidSnapshotError } from '../errors.js';
+import { ToolDefinitionSchema } from './context.js';
 import type { Compactor } from './config.js';
 import type { Executor, SideEffect, SideEffectKind, SideEffectOutputs } from './executor.js';
 import { DEFAULT_OPERATION_TIMEOUT_MS, OperationError, type HookContext, type Operation, type OperationContext, type PreparedRequest } from './operation.js';
@@ -30,8 +33,10 @@ export interface IoDeps {
   model: Model;
   retry: RetryOptions | false;
   tools: ToolSet;
-  /** Listed at each run's first need (see `ToolSource`); the run then keeps that set. */
+  /** Listed once per run by its `toolset` step (see `ToolSource`); the run then keeps that set. */
   toolSources: readonly ToolSource[];
+  /** The runnable tools of the listings this process made, for later steps of the same runs. */
+  listings: ListingCache;
   operations: OperationPlan;
   compactor: Compactor | undefined;
   toolConcurrency: number;
@@ -50,7 +55,10 @@ export interface ConversationRef {
 
 /** What the chart asks of its IO. Each request's `key` is the idempotency key of its step. */
 export type IoRequest =
-  | { type: 'model'; key: string; turn: number; sessionId: string; conversation: ConversationRef; slices: Slices }
+  /** Lists the run's tool sources: its `toolset` step. */
+  | { type: 'toolset'; key: string }
+  /** `tools`: the run's recorded set, offered to the model. */
+  | { type: 'model'; key: string; turn: number; sessionId: string; conversation: ConversationRef; slices: Slices; tools: readonly ToolDefinition[] }
   /** Runs the operations of a hook point in list order from `from`, until one yields. */
   | {
       type: 'operation';
@@ -74,6 +82,8 @@ export type IoRequest =
       conversation: ConversationRef;
       /** Report each call's start (`io.toolStarted`); false when the chart announced them itself. */
       announce: boolean;
+      /** What the run's sources listed, by its `toolset` step's key; null without sources (or in an older snapshot). */
+      offered: { key: string; definitions: readonly ToolDefinition[] } | null;
     }
   | { type: 'approvals'; key: string; turn: number; sessionId: string; calls: readonly ToolCall[] }
   | {
@@ -86,6 +96,8 @@ export type IoRequest =
       /** Tokens of the system parts (instructions, prompt parts) the request carries besides the conversation. */
       systemTokens: number;
       contextWindow: number;
+      /** The run's recorded tool definitions, which the next request carries. */
+      tools: readonly ToolDefinition[];
     }
   /** Stops everything in flight: the run no longer needs it. */
   | { type: 'abort' };
@@ -96,8 +108,8 @@ export type IoEvent =
   | { type: 'io.attached' }
   | { type: 'io.textDelta'; key: string; turn: number; delta: string }
   | ({ type: 'io.retry'; key: string; turn: number } & RetryAttempt)
-  /** `tools`: the set the model was offered, which its calls are checked against. */
-  | { type: 'io.replied'; key: string; reply: ModelReply; tools: ToolSet }
+  | { type: 'io.listed'; key: string; output: SideEffectOutputs['toolset'] }
+  | { type: 'io.replied'; key: string; reply: ModelReply }
   | { type: 'io.toolStarted'; key: string; call: ToolCall }
   | { type: 'io.toolFinished'; key: string; call: ToolCall; result: ToolMessage }
   | { type: 'io.approvalsChecked'; key: string; waiting: string[] }
@@ -221,12 +233,22 @@ export function ioLogic(deps: IoDeps) {
      */
     let run = runController(deps.toolConcurrency);
     /**
-     * The run's tools: one IO actor per run, so one listing of the sources per run. Without
-     * sources no await at all: the work keeps its timing relative to the chart's events.
+     * Runnable tools for the run's recorded set: this process's own listing when it made it,
+     * else resolved once per IO actor (see `resolveOffered`). Without sources no await at all:
+     * the work keeps its timing relative to the chart's events.
      */
-    let listing: Promise<ToolSet> | undefined;
-    const toolsOfRun = (signal: AbortSignal): ToolSet | Promise<ToolSet> =>
-      deps.toolSources.length === 0 ? deps.tools : (listing ??= listRunTools(deps, signal));
+    let resolving: Promise<ToolSet> | undefined;
+    const executables = (offered: Extract<IoRequest, { type: 'tools' }>['offered'], signal: AbortSignal): ToolSet | Promise<ToolSet> => {
+      if (deps.toolSources.length === 0) return deps.tools;
+      // A snapshot of an older build records no set: the sources are listed as they were then.
+      if (!offered) return (resolving ??= listSources(deps.tools, deps.toolSources, signal).then(({ all }) => all));
+      const cached = deps.listings.get(offered.key);
+      if (cached) return cached;
+      return (resolving ??= resolveOffered(deps.tools, deps.toolSources, offered.definitions, signal).then((set) => {
+        deps.listings.set(offered.key, set);
+        return set;
+      }));
+    };
     /** Keys of requests in flight: a request asked for again (a restore re-issuing it) is not started twice. */
     const inFlight = new Set<string>();
     // The conversation alone (what operations and compactors read), and as a request's messages.
@@ -304,7 +326,7 @@ export function ioLogic(deps: IoDeps) {
         return execute(
           { key: callKey, kind: 'tool', input: { turn, call, batchKey: key }, signal: controller.signal },
           async () => {
-            const listed = toolsOfRun(controller.signal);
+            const listed = executables(request.offered, controller.signal);
             const tools = listed instanceof ToolSet ? listed : await listed;
             return (await runToolCalls([{ call }], tools, { signal: controller.signal, idempotencyKey: () => callKey }))[0]!;
           },
@@ -350,6 +372,21 @@ export function ioLogic(deps: IoDeps) {
         case 'abort':
           abortRun();
           return;
+        case 'toolset':
+          return start(request.key, async (controller) => {
+            const { key } = request;
+            const signal = controller.signal;
+            try {
+              const output = await execute({ key, kind: 'toolset', input: { sources: deps.toolSources.length }, signal }, async () => {
+                const { all, listed } = await listSources(deps.tools, deps.toolSources, signal);
+                deps.listings.set(key, all);
+                return { definitions: plainDefinitions(listed) };
+              });
+              finish(controller, key, { type: 'io.listed', key, output: checkedToolset(key, output) });
+            } catch (error) {
+              fail(controller, key, 'toolset', error);
+            }
+          });
         case 'model':
           return start(request.key, async (controller) => {
             const { key, turn, sessionId } = request;
@@ -362,11 +399,9 @@ export function ioLogic(deps: IoDeps) {
                   return view(request.conversation);
                 },
               };
-              const listed = toolsOfRun(signal);
-              const tools = listed instanceof ToolSet ? listed : await listed;
               const request_ = deps.operations.list.length
-                ? prepareRequest(deps, tools, ctx, request.slices)
-                : { messages: requestView(request.conversation) as Message[], tools: tools.definitions as PreparedRequest['tools'] };
+                ? prepareRequest(deps, request.tools, ctx, request.slices)
+                : { messages: requestView(request.conversation) as Message[], tools: request.tools as PreparedRequest['tools'] };
               reportRetry = (attempt) => send(controller, { type: 'io.retry', key, turn, ...attempt });
               const raw = await execute({ key, kind: 'model', input: { turn, request: request_ }, signal }, () =>
                 model.generate({
@@ -377,7 +412,7 @@ export function ioLogic(deps: IoDeps) {
                 }),
               );
               const reply = uniqueCallIds(parseModelReply(raw));
-              finish(controller, key, { type: 'io.replied', key, reply, tools });
+              finish(controller, key, { type: 'io.replied', key, reply });
             } catch (error) {
               fail(controller, key, 'model', error);
             }
@@ -434,10 +469,9 @@ export function ioLogic(deps: IoDeps) {
             const { key, turn, sessionId } = request;
             try {
               const waiting: string[] = [];
-              const listed = toolsOfRun(controller.signal);
-              const tools = listed instanceof ToolSet ? listed : await listed;
               for (const call of request.calls) {
-                const tool = tools.get(call.name);
+                // Only the agent's own tools may need approval (a source's may not, see `listSources`).
+                const tool = deps.tools.get(call.name);
                 const rule = tool?.needsApproval;
                 if (!tool || rule === undefined || rule === false) continue;
                 if (rule === true) {
@@ -464,8 +498,7 @@ export function ioLogic(deps: IoDeps) {
             const signal = controller.signal;
             try {
               const messages = view(request.conversation);
-              const listed = toolsOfRun(signal);
-              const { definitions } = listed instanceof ToolSet ? listed : await listed;
+              const definitions = request.tools;
               const output = await execute(
                 { key, kind: 'compaction', input: { turn, reason, messages, tokensBefore }, signal },
                 async () => {
@@ -531,11 +564,11 @@ async function later(controller: AbortController, work: () => Promise<void>): Pr
 }
 
 /** The request for one model call: instructions and prompt parts first, then the operations' rewrites. */
-function prepareRequest(deps: IoDeps, tools: ToolSet, ctx: Omit<OperationContext, 'state'>, slices: Slices): PreparedRequest {
+function prepareRequest(deps: IoDeps, tools: readonly ToolDefinition[], ctx: Omit<OperationContext, 'state'>, slices: Slices): PreparedRequest {
   const parts = promptParts(deps.operations.list, ctx, slices);
   let request: PreparedRequest = {
     messages: [...(deps.instructions ? [deps.instructions] : []), ...parts, ...ctx.messages],
-    tools: [...tools.definitions],
+    tools: [...tools],
   };
   for (const op of deps.operations.list) {
     if (!op.prepareRequest) continue;
@@ -555,15 +588,11 @@ function prepareRequest(deps: IoDeps, tools: ToolSet, ctx: Omit<OperationContext
   return request;
 }
 
-/** The agent's own tools plus what its sources list now, as one set (a name given twice fails). */
-async function listRunTools(deps: IoDeps, signal: AbortSignal): Promise<ToolSet> {
-  if (deps.toolSources.length === 0) return deps.tools;
-  const listed = (await Promise.all(deps.toolSources.map((source) => source.listTools(signal)))).flat();
-  for (const tool of listed) {
-    // The chart decides which calls need a human from the tools it was built with.
-    if (tool.needsApproval !== undefined && tool.needsApproval !== false) {
-      throw new InvalidToolError(tool.name, 'a tool from a tool source cannot need approval; give it in `tools` instead');
-    }
-  }
-  return new ToolSet([...deps.tools, ...listed]);
+const ToolsetOutputSchema = z.object({ definitions: z.array(ToolDefinitionSchema) });
+
+/** A toolset step's output, checked: an executor may answer it from a journal written elsewhere. */
+function checkedToolset(key: string, output: unknown): SideEffectOutputs['toolset'] {
+  const parsed = ToolsetOutputSchema.safeParse(output);
+  if (!parsed.success) throw new InvalidSnapshotError(`toolset step ${key}: ${z.prettifyError(parsed.error)}`);
+  return parsed.data;
 }

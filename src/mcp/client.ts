@@ -7,6 +7,7 @@ import { InvalidConfigError } from '../agent/pruning.js';
 import { defineTool, type Tool, type ToolContext } from '../tools/define-tool.js';
 import { InvalidToolError } from '../tools/errors.js';
 import type { ToolSource } from '../tools/tool-source.js';
+import type { ToolDefinition } from '../model.js';
 import { McpResultTooLargeError, McpServerError, McpServerStartError, McpToolError } from './errors.js';
 import { resultText, type CallResult } from './result-text.js';
 import { GroupStdioTransport, RESULT_TOO_LARGE_CODE } from './stdio-transport.js';
@@ -194,6 +195,12 @@ export async function mcpTools(server: McpServer, options: McpToolsOptions = {})
       return skipped;
     },
     listTools: list,
+    // A tool a run recorded from an earlier listing: called by its name on the server, with the
+    // recorded schema (the server answers a call to a tool it no longer has with its own error).
+    toolFor: (definition: ToolDefinition) =>
+      definition.name.startsWith(prefix)
+        ? toTool({ name: definition.name.slice(prefix.length), description: definition.description, inputSchema: definition.inputSchema } as ListedTool)
+        : undefined,
     stderr: connection.stderr,
     async close() {
       if (closed) return;

@@ -63,6 +63,8 @@ export const SessionRowSchema = AgentContextSchema.pick({
   // Optional, so no new row version: a row without it (older, or telemetry off) reads as no
   // trace, and a build that predates it drops the field, losing only the link between traces.
   trace: true,
+  // Optional for the same reason: a row without it lists the sources again where it is needed.
+  offered: true,
 }).extend({
   rowVersion: z.literal(SESSION_ROW_VERSION),
   brain: z.object({
@@ -99,6 +101,7 @@ export function encodeRow(context: AgentContext): SessionRow {
     runStartedAt: context.runStartedAt,
     operations: context.operations,
     ...(context.trace && { trace: context.trace }),
+    ...(context.offered && { offered: context.offered }),
   };
 }
 
@@ -147,5 +150,6 @@ export function decodeRow(
     runStartedAt: row.runStartedAt,
     operations: row.operations,
     ...(row.trace && { trace: row.trace }),
+    ...(row.offered && { offered: row.offered }),
   };
 }

@@ -1,3 +1,4 @@
+import type { ToolDefinition } from '../model.js';
 import type { Tool } from './define-tool.js';
 
 /**
@@ -5,8 +6,11 @@ import type { Tool } from './define-tool.js';
  * is one). An agent asks each of its sources for their tools once per run, before the run's
  * first model call, and the run keeps that set to its end: the model is offered, and the runner
  * runs, the tools of that listing. A listing that fails fails the run's model step. The listing
- * lives with the run's IO in this process: a run restored from a snapshot (another process, each
- * step of an `AgentStepper`) lists again when it continues, and the listing is not journaled.
+ * is a recorded step of the run (side effect kind `toolset` through the executor: journaled by
+ * `DurableSession`, a durable step under Restate, kept in an `AgentStepper` snapshot), so a run
+ * continued in another process offers and accepts the same tools. To run a call there, the
+ * sources are listed again (not recorded) and the tool is found by name; a tool the source no
+ * longer lists comes from `toolFor`, and without it the call is answered with an error result.
  *
  * @example
  * ```ts
@@ -30,4 +34,10 @@ export interface ToolSource {
    * (give such a tool in `tools`).
    */
   listTools(signal: AbortSignal): Promise<readonly Tool[]>;
+  /**
+   * A runnable tool for a definition a run recorded from an earlier listing, when the source no
+   * longer lists it (`mcpTools` calls the server by the recorded name). Undefined: not this
+   * source's, and the call is answered with an error result.
+   */
+  toolFor?(definition: ToolDefinition): Tool | undefined;
 }
