@@ -5,15 +5,17 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { createActor, waitFor } from 'xstate';
-import { createAgentMachine, type AgentActor, type AgentConfig, type ModelRequest } from '../../src/index.js';
+import { AgentStepper, createAgentMachine, type AgentActor, type AgentConfig, type ModelRequest } from '../../src/index.js';
 import { mcpTools, McpServerError, type McpTools } from '../../src/mcp.js';
 import { scriptedModel } from '../../src/testing.js';
 import { fixtureServer } from './support.js';
 
 let handle: McpTools | undefined;
+let other: McpTools | undefined;
 afterEach(async () => {
   await handle?.close();
-  handle = undefined;
+  await other?.close();
+  handle = other = undefined;
 });
 
 /** Two runs on one actor: the first grows the server's list, the second asks for the new tool if it was offered. */
@@ -75,5 +77,28 @@ describe('a server whose tools change between runs', () => {
     expect(outcome.type === 'Failed' && outcome.error.message).toMatch(/MCP server .*server\.mjs.*not running/);
     actor.stop();
     await expect(handle.listTools()).rejects.toSatisfy((error) => McpServerError.isInstance(error));
+  });
+
+  it('a run recorded its tools: continued by another agent whose server no longer lists one, the call still reaches the server by name', async () => {
+    const offered: string[][] = [];
+    const model = scriptedModel([
+      (request) => (offered.push(request.tools.map((tool) => tool.name)), { toolCalls: [{ id: 'e', name: 'echo', args: { text: 'hi' } }] }),
+      (request) => (offered.push(request.tools.map((tool) => tool.name)), { text: 'echoed' }),
+    ]);
+    handle = await mcpTools(fixtureServer());
+    const first = new AgentStepper(createAgentMachine({ model, toolSources: [handle] }), { input: { prompt: 'echo hi', sessionId: 'moved' } });
+    // Its toolset step and its model step, stored as plain JSON.
+    for (let i = 0; i < 2; i++) first.apply((await first.step()).effects);
+    const stored = JSON.parse(JSON.stringify(first.session));
+    // Another process, another connection: this server's listing leaves `echo` out.
+    other = await mcpTools(fixtureServer({ MCP_FIXTURE_HIDE: 'echo' }));
+    expect(other.tools.map((tool) => tool.name)).not.toContain('echo');
+    const elsewhere = new AgentStepper(createAgentMachine({ model, toolSources: [other] }), { session: stored });
+    for (let i = 0; i < 20 && elsewhere.status() === 'continues'; i++) elsewhere.apply((await elsewhere.step()).effects);
+    expect(elsewhere.status()).toBe('finished');
+    expect(offered[1]).toEqual(offered[0]);
+    expect(offered[1]).toContain('echo');
+    const history = (elsewhere.session as unknown as { context: { brain: { context: { history: { role: string; content: string }[] } } } }).context.brain.context.history;
+    expect(history.find((m) => m.role === 'tool')).toMatchObject({ content: 'echo: hi' });
   });
 });
