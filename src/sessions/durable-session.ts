@@ -310,7 +310,8 @@ export class DurableSession {
   /**
    * Runs one effect and records it in the trace when it settles (before the driver sees the
    * result, so the entry is queued ahead of the step that uses it). Approval checks are not
-   * recorded: the decision is, when it is sent.
+   * recorded: the decision is, when it is sent. Nor is a run's toolset step: what it listed is
+   * journaled in the row (`offered`) by the step that takes it.
    */
   async #traced<T>(effect: SideEffect, work: () => Promise<T>): Promise<T> {
     if (!this.#store.appendTrace || effect.kind === 'approval') return work();

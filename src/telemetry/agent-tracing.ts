@@ -274,6 +274,10 @@ export class AgentTracing {
           { kind: SPAN_KIND_INTERNAL, attributes: { 'loopchart.operation.name': operation, 'loopchart.operation.hook': hook, 'loopchart.turn': turn, ...conversation } },
         ];
       }
+      case 'toolset': {
+        const { sources } = effect.input as SideEffect<'toolset'>['input'];
+        return ['list_tools', { kind: SPAN_KIND_INTERNAL, attributes: { 'loopchart.tool_sources': sources, ...conversation } }];
+      }
     }
     // A kind this build does not know (a newer host's): traced plainly, never refused.
     return [String(effect.kind), { kind: SPAN_KIND_INTERNAL, attributes: conversation }];
