@@ -6,6 +6,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createActor, waitFor } from 'xstate';
 import { z } from 'zod';
@@ -18,6 +19,9 @@ import { DurableSession } from '../../src/sessions/durable-session.js';
 import { SqliteSessionStore } from '../../src/stores/sqlite.js';
 import { defineTool, type Tool } from '../../src/tools/define-tool.js';
 import type { ToolSource } from '../../src/tools/tool-source.js';
+import { runNode, tsxCommand } from '../sessions/fixtures/processes.js';
+
+const child = tsxCommand(fileURLToPath(new URL('./fixtures/toolset-child.ts', import.meta.url)));
 
 const root = mkdtempSync(join(tmpdir(), 'loopchart-toolset-'));
 afterAll(() => rmSync(root, { recursive: true, force: true }));
@@ -113,15 +117,15 @@ describe('the recorded tool set', () => {
   });
 
   for (const resolves of [true, false]) {
-    it(`a DurableSession reopened by another machine on the same SQLite file accepts the recorded call (${resolves ? 'toolFor runs it' : 'no toolFor: an error result saying why'})`, async () => {
+    it(`a DurableSession reopened from a child process on the same SQLite file accepts the recorded call (${resolves ? 'toolFor runs it' : 'no toolFor: an error result saying why'})`, async () => {
       const path = join(root, `reopen-${resolves}.db`);
-      const first = server({ resolves });
+      let listingsA = 0;
       let release: () => void = () => {};
       const hung = new Promise<void>((resolve) => (release = resolve));
       // Process A: the tool hangs, and A goes away with the call in flight.
       const hanging: ToolSource = {
         async listTools() {
-          first.state.listings++;
+          listingsA++;
           return [defineTool({ name: 'lookup', description: 'Looks lookup up.', input: z.object({ q: z.string() }), execute: () => hung.then(() => 'never') })];
         },
       };
@@ -134,20 +138,18 @@ describe('the recorded tool set', () => {
       await a.close();
       release();
       await storeA.close();
-      expect(first.state.listings).toBe(1);
+      expect(listingsA).toBe(1);
 
-      const later = server({ resolves });
-      later.state.listed = [];
-      const storeB = new SqliteSessionStore({ path });
-      const b = await DurableSession.open({ machine: createAgentMachine({ model: m, toolSources: [later.source] }), store: storeB, sessionId: 'moved' });
-      const output = await b.whenIdle();
-      const context = b.actor.getSnapshot().context;
-      await b.close();
-      await storeB.close();
-      expect(output?.outcome).toEqual({ type: 'Completed', finalText: 'done' });
-      expect(later.state.listings).toBe(1);
-      expect(seen).toEqual([['lookup'], ['lookup']]);
-      const result = toolResult(context.brain.context.history)!;
+      // Process B: another process, whose source lists nothing now.
+      const b = await runNode([...child.args, JSON.stringify({ path, sessionId: 'moved', resolves })], { timeoutMs: 30_000 });
+      expect(b.code, b.stderr).toBe(0);
+      const report = JSON.parse(b.lines.at(-1)!) as { outcome: unknown; result: { content: string; isError?: boolean }; listings: number; offered: string[][] };
+      expect(report.outcome).toEqual({ type: 'Completed', finalText: 'done' });
+      // Listed once in B, for executables only: what the model is offered is the record.
+      expect(report.listings).toBe(1);
+      expect(seen).toEqual([['lookup']]);
+      expect(report.offered).toEqual([['lookup']]);
+      const result = report.result;
       if (resolves) expect(result).toMatchObject({ content: 'lookup(x) via record' });
       else {
         expect(result.isError).toBe(true);
