@@ -18,6 +18,7 @@ import {
   type ResumeVerdict,
 } from '../src/agent/operation-rules.js';
 import { DEFAULT_CANCEL_GRACE_MS, OperationError } from '../src/agent/operation.js';
+import { agentOutcome, type AgentOutcome, type FailureType } from '../src/agent/failure.js';
 import { interruptedStep, keepSteering, runCancelHooks } from '../src/agent/cancel-rules.js';
 import { systemTokens } from '../src/agent/request-size.js';
 import { externalEventProblem, externalEventTypes, type ExternalEvent } from '../src/agent/events.js';
@@ -80,7 +81,7 @@ export interface AgentInput {
 }
 
 export interface AgentOutput {
-  outcome: Outcome;
+  outcome: AgentOutcome;
   /** The committed conversation after the run: what survives, coherent. */
   messages: Message[];
   usage: Usage;
@@ -568,7 +569,7 @@ export function createAgentMachine(config: AgentConfig) {
         return { type: 'compaction.finished' as const, reason, before: output.before, after: output.after, rewritten: output.messages !== undefined };
       }),
       failWith: assign({
-        brain: ({ context, event }, type: string) => feedBrain(context.brain, { type: 'fail', error: errorInfo(type, as(event, 'io.failed').error) }),
+        brain: ({ context, event }, type: FailureType) => feedBrain(context.brain, { type: 'fail', error: errorInfo(type, as(event, 'io.failed').error) }),
       }),
       /** Seed 003: operations keep what the interrupted step received, calls are answered once, the run ends Cancelled. */
       cancelRun: enqueueActions(({ context, enqueue }) => {
@@ -628,7 +629,7 @@ export function createAgentMachine(config: AgentConfig) {
       finishRun: assign(({ context }) => {
         const brain = finishBrain(context.brain);
         const cost = costUsd(context.runUsage, prices);
-        return { brain, lastRun: { outcome: brain.context.outcome!, usage: context.runUsage, ...(cost !== undefined && { costUsd: cost }) } };
+        return { brain, lastRun: { outcome: agentOutcome(brain.context.outcome!), usage: context.runUsage, ...(cost !== undefined && { costUsd: cost }) } };
       }),
       emitRunFinished: emit(({ context }) => {
         const sessionCostUsd = costUsd(context.sessionUsage, prices);

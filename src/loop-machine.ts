@@ -122,14 +122,14 @@ export class LoopMachine {
   toolResults(messages: readonly ToolMessage[]): void {
     this.#feed({
       type: 'toolResults',
-      messages: messages.map((message) => this.#parse('toolResults', ToolMessageSchema, message)),
+      messages: this.#parse('toolResults', z.array(ToolMessageSchema), messages),
     });
   }
 
   compactionResult(compacted: readonly Message[], before: number, after: number, policy?: PolicyInput): void {
     this.#feed({
       type: 'compactionResult',
-      compacted: compacted.map((message) => this.#parse('compactionResult', MessageSchema, message)),
+      compacted: this.#parse('compactionResult', z.array(MessageSchema), compacted),
       before,
       after,
       contextWindow: this.#window('compactionResult', policy),
@@ -203,7 +203,7 @@ export class LoopMachine {
   adoptPruned(messages: readonly Message[]): void {
     this.#feed({
       type: 'adoptPruned',
-      messages: messages.map((message) => this.#parse('adoptPruned', MessageSchema, message)),
+      messages: this.#parse('adoptPruned', z.array(MessageSchema), messages),
     });
   }
 

@@ -3,7 +3,8 @@ import { createAgentMachine, type AgentActor, type AgentEmitted, type AgentOutpu
 import type { AgentConfig } from './agent/config.js';
 import { LoopchartError, RunFailedError } from './errors.js';
 import type { Usage } from './model.js';
-import type { Message, Outcome } from './schemas.js';
+import type { Message } from './schemas.js';
+import type { AgentOutcome } from './agent/failure.js';
 
 /**
  * One run of an agent, without XState: the agent's configuration (`model`, `tools`,
@@ -23,7 +24,7 @@ export interface RunAgentOptions extends AgentConfig {
 export interface RunAgentResult {
   /** The final answer when the run is `Completed`, else ''. */
   text: string;
-  outcome: Outcome;
+  outcome: AgentOutcome;
   /** The committed conversation after the run (history + this run), always coherent. */
   messages: Message[];
   usage: Usage;

@@ -2,6 +2,7 @@ import { decide, emptyLoopContext, reduceLoop, type Append } from '../../machine
 import { InvalidFeedError } from '../errors.js';
 import { feedRejection } from '../feed-rejection.js';
 import type { LoopEvent } from '../loop-events.js';
+import type { FailureType } from './failure.js';
 import type { LoopContext, Message, PendingToolCall, Policy, StateName, Step } from '../schemas.js';
 
 /**
@@ -49,7 +50,7 @@ export function feedBrain(brain: BrainState, event: LoopEvent): BrainState {
  * Applies a feed whose payload came from outside (a model reply, a compactor's output); if the
  * brain refuses the payload, the run fails with `errorType` instead of the actor crashing.
  */
-export function feedOrFail(brain: BrainState, event: LoopEvent, errorType: string): BrainState {
+export function feedOrFail(brain: BrainState, event: LoopEvent, errorType: FailureType): BrainState {
   const rejected = feedRejection(brain.value, brain.context, event);
   if (!rejected) return reduceLoop(brain.value, brain.context, event, appendOwned) ?? brain;
   if (!(rejected instanceof InvalidFeedError)) throw rejected;

@@ -1,10 +1,11 @@
 import { z } from 'zod';
 import { InvalidSnapshotError } from '../errors.js';
 import { parseLoopSnapshot } from '../loop-snapshot.js';
-import { LOOP_SNAPSHOT_VERSION, OutcomeSchema, PolicySchema, ToolMessageSchema, UsageSchema, UserMessageSchema } from '../schemas.js';
+import { LOOP_SNAPSHOT_VERSION, PolicySchema, ToolMessageSchema, UsageSchema, UserMessageSchema } from '../schemas.js';
 import { TRACEPARENT_PATTERN } from '../telemetry/traceparent.js';
 import type { Message, Policy, UserMessage } from '../schemas.js';
 import { ApprovalsSchema, NO_APPROVALS } from './approvals.js';
+import { AgentOutcomeSchema } from './failure.js';
 import { freshBrain, type BrainState } from './brain-state.js';
 import { NO_OPERATIONS, OperationsStateSchema } from './operation-state.js';
 import { NO_USAGE } from './run-rules.js';
@@ -35,7 +36,7 @@ export const AgentContextSchema = z.object({
   runUsage: UsageSchema,
   sessionUsage: UsageSchema,
   /** How the last run ended; its messages are the brain's history (never stored twice). */
-  lastRun: z.object({ outcome: OutcomeSchema, usage: UsageSchema, costUsd: z.number().optional() }).nullable(),
+  lastRun: z.object({ outcome: AgentOutcomeSchema, usage: UsageSchema, costUsd: z.number().optional() }).nullable(),
   /** Tokens of the instructions and prompt parts counted in the brain's estimate. */
   extrasTokens: count,
   /** Compaction passes in a row since the run's last model reply (see `MAX_COMPACTION_PASSES`). */

@@ -6,6 +6,7 @@ import type { Message, Outcome, Policy, ToolCall, ToolMessage, UserMessage } fro
 import { estimateTokens } from '../tokens.js';
 import type { SideEffectOutputs } from './executor.js';
 import { calibrated, requestTokens } from './request-size.js';
+import type { Failure, FailureType } from './failure.js';
 
 /**
  * The driver's rules as pure functions over its state: what a reply, a tool result, a
@@ -200,7 +201,7 @@ export function finishBrain(brain: BrainState): BrainState {
 }
 
 /** A thrown value as the brain's error info, whatever was thrown (a getter that throws included). */
-export function errorInfo(type: string, error: unknown): { type: string; message: string } {
+export function errorInfo(type: FailureType, error: unknown): Failure {
   let message: string;
   try {
     message = error instanceof Error ? String(error.message) : String(error);
