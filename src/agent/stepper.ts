@@ -1,7 +1,7 @@
 import { createActor, type Snapshot } from 'xstate';
 import type { AgentEvent, AgentInput, AgentMachine } from '../../machines/agent.machine.js';
 import { LoopchartError } from '../errors.js';
-import type { Executor } from './executor.js';
+import type { Executor, SideEffect } from './executor.js';
 import type { IoEvent } from './io.js';
 
 /**
@@ -135,9 +135,25 @@ export class AgentStepper {
     const status = statusOf(session);
     if (status !== 'continues') return { status, effects: [] };
     const effects: IoEvent[] = [];
-    // Once the step's work is done, effects the chart asks for next are parked, never performed.
+    // One step, one side effect: the first effect names the step; effects of any other step the
+    // chart asks for meanwhile (a steer sends it back to the model at once) are parked, never
+    // performed, and so is everything once the step's work is done.
     let closed = false;
-    const gated = this.#machine.withExecutor((inner): Executor => (effect, perform) => (closed ? park(effect, perform) : inner(effect, perform)));
+    let step: string | undefined;
+    let inFlight = 0;
+    let performed = 0;
+    const gated = this.#machine.withExecutor((inner): Executor => async (effect, perform) => {
+      const id = stepOf(effect);
+      step ??= id;
+      if (closed || id !== step) return park(effect, perform);
+      inFlight++;
+      try {
+        return await inner(effect, perform);
+      } finally {
+        inFlight--;
+        performed++;
+      }
+    });
     const actor = createActor(gated, {
       snapshot: session,
       inspect: (event) => {
@@ -153,7 +169,7 @@ export class AgentStepper {
         timer = setTimeout(() => reject(new StepTimeoutError(this.#timeoutMs)), this.#timeoutMs);
         actor.subscribe({
           next: (snapshot) => {
-            if (JSON.stringify(snapshot.value) !== before || snapshot.status !== 'active') {
+            if (JSON.stringify(snapshot.value) !== before || snapshot.status !== 'active' || (performed > 0 && inFlight === 0)) {
               closed = true;
               resolve();
             }
@@ -197,6 +213,23 @@ export class AgentStepper {
     } finally {
       actor.stop();
     }
+  }
+}
+
+/**
+ * The step an effect belongs to: a model call, a compaction, one tool batch (its calls and their
+ * approval checks), one hook point (its operations).
+ */
+function stepOf(effect: SideEffect): string {
+  switch (effect.kind) {
+    case 'tool':
+      return `tools ${(effect as SideEffect<'tool'>).input.batchKey}`;
+    case 'approval':
+      return `approvals ${(effect as SideEffect<'approval'>).input.turn}`;
+    case 'operation':
+      return `point ${(effect as SideEffect<'operation'>).input.pointKey}`;
+    default:
+      return `${effect.kind} ${effect.key}`;
   }
 }
 
