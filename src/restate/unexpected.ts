@@ -3,6 +3,7 @@ import { runInFlight, type AgentContext } from '../../machines/agent.machine.js'
 import { feedBrain } from '../agent/brain-state.js';
 import { closeOperations } from '../agent/operation-rules.js';
 import { finishBrain, overruleOutcome } from '../agent/run-rules.js';
+import { agentOutcome, type FailureType } from '../agent/failure.js';
 import type { Outcome } from '../schemas.js';
 
 /*
@@ -16,7 +17,7 @@ import type { Outcome } from '../schemas.js';
  */
 
 /** The error type of a run failed this way (its outcome's `error.type`). */
-export const UNEXPECTED_ERROR_TYPE = 'TurnFailed';
+export const UNEXPECTED_ERROR_TYPE = 'TurnFailed' satisfies FailureType;
 /** Attempts of a turn that fails unexpectedly, the first included. */
 export const UNEXPECTED_MAX_ATTEMPTS = 4;
 const RETRY = { maxRetryAttempts: UNEXPECTED_MAX_ATTEMPTS, initialRetryInterval: 200, maxRetryInterval: 2_000 };
@@ -55,7 +56,7 @@ export function failedRun(context: AgentContext, message: string): AgentContext 
   return {
     ...context,
     brain,
-    lastRun: { outcome: brain.context.outcome!, usage: context.runUsage },
+    lastRun: { outcome: agentOutcome(brain.context.outcome!), usage: context.runUsage },
     toolJournal: [],
     approvals: { ...context.approvals, waiting: [], decisions: {} },
     operations: closeOperations(context.operations),
