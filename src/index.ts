@@ -46,7 +46,7 @@ export type { Budget, Prices } from './agent/budget.js';
 export { runAgent, streamAgent, type RunAgentOptions, type RunAgentResult, type AgentStreamEvent } from './run-agent.js';
 export { AgentStepper, type SteppedSession, type StepResult, type StepStatus } from './agent/stepper.js';
 export type { HookContext, InterruptedStep, Operation, OperationContext, OperationFailurePoint, OperationStep, PreparedRequest } from './agent/operation.js';
-export { FAILURE_TYPES, type AgentOutcome, type Failure, type FailureType } from './agent/failure.js';
+export type { AgentOutcome, Failure, FailureType } from './agent/failure.js';
 export type { ExternalEvent } from './agent/events.js';
 export { composeExecutors, inProcessExecutor, type Executor, type SideEffect, type SideEffectKind, type SideEffectInputs, type SideEffectOutputs } from './agent/executor.js';
 export type { TelemetryOptions, TelemetryTracer } from './telemetry/options.js';

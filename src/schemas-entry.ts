@@ -25,3 +25,4 @@ export { DEFAULT_STEP_TIMEOUT_MS } from './agent/stepper.js';
 export { OPERATION_HOOKS, type OperationHook, type OperationsState } from './agent/operation-state.js';
 export { MAX_SESSION_ID_LENGTH } from './stores/errors.js';
 export { sessionIdProblem } from './stores/step.js';
+export { FAILURE_TYPES, AgentOutcomeSchema } from './agent/failure.js';
