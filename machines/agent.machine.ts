@@ -956,7 +956,9 @@ function hardened<M extends AnyStateMachine>(
   restoredContext: (value: unknown) => AgentContext,
 ): WithExecutor<M> {
   const restore = machine.restoreSnapshot.bind(machine);
-  return Object.assign(machine, {
+  // Wrapped, never patched: the machine object stays XState's own, and every machine derived
+  // from this one (`provide`, `withExecutor`, `withClock`) keeps the snapshot check and these methods.
+  const wrapped: Record<PropertyKey, unknown> = {
     restoreSnapshot: ((snapshot, scope) => {
       const persisted = snapshot as { context?: unknown };
       const context = restoredContext(persisted.context);
@@ -964,6 +966,7 @@ function hardened<M extends AnyStateMachine>(
       if (tracing && (persisted as { value?: unknown }).value !== 'Idle' && runInFlight(context.brain)) resumeTrace(tracing, context);
       return restore({ ...persisted, context } as never, scope);
     }) as M['restoreSnapshot'],
+    provide: (implementations: Parameters<M['provide']>[0]) => hardened(machine.provide(implementations) as M, tracing, deps, config, restoredContext),
     withExecutor(wrap: (inner: Executor) => Executor): WithExecutor<M> {
       const next = { ...deps, executor: composeExecutors(deps.executor, wrap) };
       if (tracing) tracedBy.set(next.executor, tracing);
@@ -972,7 +975,11 @@ function hardened<M extends AnyStateMachine>(
     withClock(clock: () => number): WithExecutor<M> {
       return createAgentMachine({ ...config, executor: deps.executor, clock }) as unknown as WithExecutor<M>;
     },
-  });
+  };
+  return new Proxy(machine, {
+    get: (target, key, receiver) => (Object.hasOwn(wrapped, key) ? wrapped[key] : Reflect.get(target, key, receiver)),
+    has: (target, key) => Object.hasOwn(wrapped, key) || Reflect.has(target, key),
+  }) as WithExecutor<M>;
 }
 
 export type AgentMachine = ReturnType<typeof createAgentMachine>;
