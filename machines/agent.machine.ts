@@ -46,6 +46,7 @@ import {
   startRun,
   waitingCalls,
   withExtras,
+  withListedTools,
 } from '../src/agent/run-rules.js';
 import type { ModelReply, ToolDefinition, Usage } from '../src/model.js';
 import { PolicySchema, type Outcome, type Policy, type PolicyInput, type Step, type ToolCall, type ToolMessage, type UserMessage, type Message } from '../src/schemas.js';
@@ -470,7 +471,11 @@ export function createAgentMachine(config: AgentConfig) {
         tools: offeredTools(context).definitions,
       })),
       requestToolset: sendTo('io', ({ context }): IoRequest => ({ type: 'toolset', key: toolsetKey(context) })),
-      recordOffered: assign({ offered: ({ event }) => ({ definitions: as(event, 'io.listed').output.definitions }) }),
+      // The run's first estimate counted the agent's own tools: the listed ones join the measure now.
+      recordOffered: assign(({ context, event }) => {
+        const { definitions } = as(event, 'io.listed').output;
+        return { offered: { definitions }, brain: withListedTools(context.brain, definitions) };
+      }),
       /** Hands the runnable calls to the IO; `announce`: the IO reports each start (else the chart did, see announceBatch). */
       requestTools: sendTo('io', ({ context }, announce: boolean): IoRequest => ({
         type: 'tools',

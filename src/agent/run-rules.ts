@@ -3,7 +3,7 @@ import { appendOwned, conversationOf, feedBrain, feedOrFail, freshBrain, pending
 import { interruptedResult } from './interrupt.js';
 import type { ModelReply, ToolDefinition, Usage } from '../model.js';
 import type { Message, Outcome, Policy, ToolCall, ToolMessage, UserMessage } from '../schemas.js';
-import { estimateTokens } from '../tokens.js';
+import { estimateTokens, estimateToolTokens } from '../tokens.js';
 import type { SideEffectOutputs } from './executor.js';
 import { calibrated, requestTokens } from './request-size.js';
 import type { Failure, FailureType } from './failure.js';
@@ -176,6 +176,12 @@ export function applyCompaction(brain: BrainState, output: SideEffectOutputs['co
  */
 export function withExtras(brain: BrainState, before: number, after: number): BrainState {
   return feedBrain(brain, { type: 'setContextTokens', tokens: Math.max(0, brain.context.contextTokens - before + after) });
+}
+
+/** The estimate with the definitions a run's tool sources listed counted (the run started without them). */
+export function withListedTools(brain: BrainState, definitions: readonly ToolDefinition[]): BrainState {
+  if (definitions.length === 0) return brain;
+  return feedBrain(brain, { type: 'setContextTokens', tokens: brain.context.contextTokens + estimateToolTokens(definitions) });
 }
 
 /** A pruning pass adopted: the pruned conversation, and the estimate less what it saved. */

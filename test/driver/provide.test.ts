@@ -4,7 +4,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { createActor, toPromise } from 'xstate';
-import { createAgentMachine } from '../../machines/agent.machine.js';
+import { createAgentMachine, type AgentMachine } from '../../machines/agent.machine.js';
 import type { Executor } from '../../src/agent/executor.js';
 import { InvalidSnapshotError } from '../../src/errors.js';
 import { scriptedModel } from '../../src/testing.js';
@@ -16,7 +16,7 @@ describe('a machine derived with provide()', () => {
     const machine = agent();
     const actor = createActor(machine, { input: { prompt: 'x' } }).start();
     await toPromise(actor);
-    const tampered = structuredClone(actor.getPersistedSnapshot()) as { context: { runIndex: unknown } };
+    const tampered = structuredClone(actor.getPersistedSnapshot()) as unknown as { context: { runIndex: unknown } };
     tampered.context.runIndex = -3;
     for (const derived of [machine, machine.provide({}), machine.provide({}).provide({}), machine.withExecutor((inner) => inner).provide({})]) {
       const restored = createActor(derived, { snapshot: tampered as never });
@@ -31,7 +31,8 @@ describe('a machine derived with provide()', () => {
       seen.push(effect.kind);
       return inner(effect, perform);
     };
-    const derived = agent().provide({});
+    // provide()'s declared type is XState's; the machine it returns keeps the agent's methods.
+    const derived = agent().provide({}) as unknown as AgentMachine;
     expect(typeof derived.withExecutor).toBe('function');
     expect(typeof derived.withClock).toBe('function');
     const output = await toPromise(createActor(derived.withExecutor(logging).withClock(() => 42), { input: { prompt: 'x' } }).start());

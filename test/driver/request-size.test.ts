@@ -13,6 +13,9 @@ import { MAX_COMPACTION_PASSES } from '../../src/agent/run-rules.js';
 import { DurableSession } from '../../src/sessions/durable-session.js';
 import { MemorySessionStore } from '../../src/stores/memory.js';
 import { estimateTokens } from '../../src/tokens.js';
+import { z } from 'zod';
+import type { Model } from '../../src/model.js';
+import { defineTool } from '../../src/tools/define-tool.js';
 import { SWEEP_FAILURES, SWEEP_OUTCOMES, sweepAgent, sweepCase, type SweepCase, type SweepRecord } from '../support/request-sweep.js';
 
 function checkRun(c: SweepCase, record: SweepRecord, output: AgentOutput): void {
@@ -88,6 +91,23 @@ describe('one measure of a request', () => {
     const output = await toPromise(createActor(createAgentMachine(config), { input: { prompt: 'Go.' } }).start());
     checkRun(c, record, output);
     expect(record.compactions).toBeLessThanOrEqual(MAX_COMPACTION_PASSES * (record.requests.length + 1));
+  });
+
+  it("counts the tools a run's sources listed before its first request", async () => {
+    const big = defineTool({ name: 'big', description: 'word '.repeat(1_200), input: z.object({}), execute: () => 'x' });
+    const seen: number[] = [];
+    const model: Model = {
+      name: 'measuring',
+      generate: async (request) => {
+        seen.push(requestTokens({ system: [], messages: request.messages, tools: request.tools }));
+        return { message: { role: 'assistant', content: 'ok' }, finishReason: 'stop' };
+      },
+    };
+    const machine = createAgentMachine({ model, toolSources: [{ listTools: async () => [big] }], policy: { contextWindow: 1_000 } });
+    const output = await toPromise(createActor(machine, { input: { prompt: 'Go.' } }).start());
+    // The listed definition alone is over the emergency line: nothing may be sent.
+    expect(seen).toEqual([]);
+    expect(output.outcome).toMatchObject({ type: 'Failed', error: { type: 'CompactionStalled' } });
   });
 
   it('holds over 1,000 random configurations (actor)', async () => {
