@@ -114,7 +114,8 @@ describe('HTTP status helpers', () => {
     expect(providerMessage('{"error":"m2"}')).toBe('m2');
     expect(providerMessage('{"message":"m3"}')).toBe('m3');
     expect(providerMessage('{"detail":"m4"}')).toBe('m4');
-    expect(providerMessage('<html>Bad Gateway</html>')).toBe('<html>Bad Gateway</html>');
+    // A web page is summarized (what it is, its size, its first line), never dumped.
+    expect(providerMessage('<html>Bad Gateway</html>')).toBe('the server sent a web page (HTML, 24 chars), not an API reply; its first line: <html>Bad Gateway</html>');
     expect(providerMessage('')).toBeUndefined();
   });
 
