@@ -126,7 +126,7 @@ describe('the packed tarball', () => {
   ])('loopchart/viewer (%s) exports a session page with the built page script', (_, flags) => {
     const load = flags.length === 2 ? `const v = await import('loopchart/viewer'); const l = await import('loopchart'); const t = await import('loopchart/testing');` : `const v = require('loopchart/viewer'); const l = require('loopchart'); const t = require('loopchart/testing');`;
     const probe = `(async () => { ${load}
-      const store = new t.MemorySessionStore();
+      const store = new l.MemorySessionStore();
       const session = await l.DurableSession.open({ machine: l.createAgentMachine({ model: t.scriptedModel([{ text: 'Hi.' }]) }), store, sessionId: 's' });
       session.send({ type: 'input', message: 'Hello?' });
       await session.whenIdle();
@@ -143,7 +143,7 @@ describe('the packed tarball', () => {
     const probe = `
       import { createRequire } from 'node:module';
       import { SessionBusyError, LoopchartError, IllegalFeedError } from 'loopchart';
-      const cjs = createRequire(import.meta.url)('loopchart/testing');
+      const cjs = createRequire(import.meta.url)('loopchart');
       const store = new cjs.MemorySessionStore();
       await store.apply('s', { expectedVersion: 0, state: {} });
       const error = await store.apply('s', { expectedVersion: 0, state: {} }).catch((e) => e);
