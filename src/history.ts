@@ -18,13 +18,17 @@ const HistorySchema = z.array(MessageSchema);
  * ```
  */
 export function parseHistory(value: unknown): Message[] {
-  const parsed = HistorySchema.safeParse(value);
-  if (!parsed.success) {
-    const issue = parsed.error.issues[0]!;
-    const where = issue.path.length ? ` at ${issue.path.join('.')}` : '';
-    throw new InvalidFeedError('history', `malformed argument${where}: ${issue.message}`);
-  }
-  const fault = conversationFault(parsed.data);
+  const messages = parseFeed('history', HistorySchema, value);
+  const fault = conversationFault(messages);
   if (fault) throw new InvalidFeedError('history', `starting history is not coherent: ${fault.problem}`);
-  return parsed.data;
+  return messages;
+}
+
+/** A feed's argument checked against its schema; the first problem is an `InvalidFeedError` naming its path. */
+export function parseFeed<S extends z.ZodType>(feed: string, schema: S, value: unknown): z.output<S> {
+  const parsed = schema.safeParse(value);
+  if (parsed.success) return parsed.data;
+  const issue = parsed.error.issues[0]!;
+  const where = issue.path.length ? ` at ${issue.path.join('.')}` : '';
+  throw new InvalidFeedError(feed, `malformed argument${where}: ${issue.message}`);
 }

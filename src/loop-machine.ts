@@ -5,7 +5,7 @@ import {
   type LoopSnapshot,
 } from '../machines/loop.machine.js';
 import { coherentCut } from './conversation.js';
-import { parseHistory } from './history.js';
+import { parseFeed, parseHistory } from './history.js';
 import { IllegalFeedError, InvalidFeedError } from './errors.js';
 import { feedIllegality } from './feed-problems.js';
 import { acceptsFeed, feedRejection } from './feed-rejection.js';
@@ -280,13 +280,6 @@ export class LoopMachine {
   }
 }
 
-function parseFeed<S extends z.ZodType>(feed: string, schema: S, value: unknown): z.output<S> {
-  const parsed = schema.safeParse(value);
-  if (parsed.success) return parsed.data;
-  const issue = parsed.error.issues[0]!;
-  const where = issue.path.length ? ` at ${issue.path.join('.')}` : '';
-  throw new InvalidFeedError(feed, `malformed argument${where}: ${issue.message}`);
-}
 
 export function stateOf(snapshot: { value: LoopSnapshot['value']; context: LoopContext }): LoopState {
   const { context } = snapshot;
