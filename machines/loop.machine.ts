@@ -183,14 +183,11 @@ export const emptyLoopContext = (history: Message[] = []): LoopContext => ({
 });
 
 /**
- * How a list grows by appending. The statechart copies (its snapshots are immutable); the
- * driver's reducer may pass an appender that extends lists it owns in place, so a turn costs
- * the same at message 10 and at message 10,000.
+ * One action's change to the context. Updates never change a list they were given: a list grows
+ * into a new one (`pending` holds one turn, so the copy is small), and every snapshot stays a
+ * value, for the statechart and for the driver's reducer alike.
  */
-export type Append = <T>(list: readonly T[], items: readonly T[]) => T[];
-export const copyingAppend: Append = (list, items) => list.concat(items);
-
-type Update = (context: LoopContext, event: LoopEvent, append: Append) => Partial<LoopContext>;
+type Update = (context: LoopContext, event: LoopEvent) => Partial<LoopContext>;
 
 const conclude = (outcome: Outcome): Update => () => ({ outcome });
 const beginCompaction = (reason: CompactionReason): Update => (context) => ({
@@ -219,9 +216,9 @@ export const loopUpdates = {
       steering: [],
     };
   },
-  appendToPending: (context, event, append) => {
+  appendToPending: (context, event) => {
     assertEvent(event, ['inject', 'steer']);
-    return { pending: append(context.pending, [event.message]) };
+    return { pending: [...context.pending, event.message] };
   },
   adoptEstimate: (_context, event) => {
     assertEvent(event, 'setContextTokens');
@@ -240,12 +237,12 @@ export const loopUpdates = {
     assertEvent(event, 'steer');
     return { steering: [...context.steering, event.message] };
   },
-  deliverSteering: (context, _event, append) =>
-    context.steering.length ? { pending: append(context.pending, context.steering), steering: [] } : {},
-  acceptReply: (context, event, append) => {
+  deliverSteering: (context) =>
+    context.steering.length ? { pending: context.pending.concat(context.steering), steering: [] } : {},
+  acceptReply: (context, event) => {
     assertEvent(event, 'modelResponse');
     return {
-      pending: append(context.pending, [event.response]),
+      pending: [...context.pending, event.response],
       contextTokens: event.contextTokens,
       turnsTaken: context.turnsTaken + 1,
     };
@@ -269,13 +266,13 @@ export const loopUpdates = {
           : { type: 'Completed', finalText: event.response.content },
     };
   },
-  acceptToolResults: (context, event, append) => {
+  acceptToolResults: (context, event) => {
     assertEvent(event, 'toolResults');
     const byId = new Map(event.messages.map((message) => [message.toolCallId, message]));
     // Results go in call order whatever order they finished in: the transcript stays stable.
     const results = context.pendingTools.map((pending) => byId.get(pending.call.id)!);
     return {
-      pending: append(context.pending, results),
+      pending: context.pending.concat(results),
       pendingTools: [],
       totalToolCalls: context.totalToolCalls + results.length,
     };
@@ -451,7 +448,6 @@ export function reduceLoop(
   state: StateName,
   context: LoopContext,
   event: LoopEvent,
-  append: Append = copyingAppend,
 ): { value: StateName; context: LoopContext } | null {
   const candidates = loopTransitions[state][event.type];
   if (!candidates) return null;
@@ -461,7 +457,7 @@ export function reduceLoop(
   const leaving = chosen.target !== undefined && chosen.target !== state;
   const actions = leaving && exitActions[state] ? [...exitActions[state], ...chosen.actions] : chosen.actions;
   let next = context;
-  for (const action of actions) next = { ...next, ...loopUpdates[action](next, event, append) };
+  for (const action of actions) next = { ...next, ...loopUpdates[action](next, event) };
   return { value: chosen.target ?? state, context: next };
 }
 
@@ -476,7 +472,7 @@ const loopSetup = setup({
     Object.entries(loopUpdates).map(([name, update]) => [
       name,
       assign<LoopContext, LoopEvent, undefined, LoopEvent, never>(({ context, event }) =>
-        (update as Update)(context, event, copyingAppend),
+        (update as Update)(context, event),
       ),
     ]),
   ) as Record<ActionName, ReturnType<typeof assign<LoopContext, LoopEvent, undefined, LoopEvent, never>>>,

@@ -1,4 +1,4 @@
-import { decide, emptyLoopContext, reduceLoop, type Append } from '../../machines/loop.machine.js';
+import { decide, emptyLoopContext, reduceLoop } from '../../machines/loop.machine.js';
 import { InvalidFeedError } from '../errors.js';
 import { feedRejection } from '../feed-rejection.js';
 import type { LoopEvent } from '../loop-events.js';
@@ -21,29 +21,11 @@ export const freshBrain = (history: Message[] = []): BrainState => ({
   context: emptyLoopContext(history),
 });
 
-/**
- * Lists the driver grew itself. It appends to those in place, so a turn costs the same at
- * message 10 and at message 10,000; any other list (a caller's history, a restored snapshot's)
- * is copied once, and the copy is the driver's from then on. The price: a list read from an
- * earlier snapshot may have grown since; copy it if you keep it across events.
- */
-const owned = new WeakSet<readonly unknown[]>();
-export const appendOwned: Append = <T>(list: readonly T[], items: readonly T[]): T[] => {
-  if (owned.has(list)) {
-    const mutable = list as T[];
-    for (const item of items) mutable.push(item);
-    return mutable;
-  }
-  const copy = list.concat(items);
-  owned.add(copy);
-  return copy;
-};
-
 /** Applies one feed; a feed the brain refuses is a driver bug and throws the brain's typed error. */
 export function feedBrain(brain: BrainState, event: LoopEvent): BrainState {
   const rejected = feedRejection(brain.value, brain.context, event);
   if (rejected) throw rejected;
-  return reduceLoop(brain.value, brain.context, event, appendOwned) ?? brain;
+  return reduceLoop(brain.value, brain.context, event) ?? brain;
 }
 
 /**
@@ -52,7 +34,7 @@ export function feedBrain(brain: BrainState, event: LoopEvent): BrainState {
  */
 export function feedOrFail(brain: BrainState, event: LoopEvent, errorType: FailureType): BrainState {
   const rejected = feedRejection(brain.value, brain.context, event);
-  if (!rejected) return reduceLoop(brain.value, brain.context, event, appendOwned) ?? brain;
+  if (!rejected) return reduceLoop(brain.value, brain.context, event) ?? brain;
   if (!(rejected instanceof InvalidFeedError)) throw rejected;
   return feedBrain(brain, { type: 'fail', error: { type: errorType, message: rejected.message } });
 }

@@ -1,5 +1,5 @@
 import { decisionFor, deniedResult, isWaiting, type Approvals } from './approvals.js';
-import { appendOwned, conversationOf, feedBrain, feedOrFail, freshBrain, pendingCalls, type BrainState } from './brain-state.js';
+import { conversationOf, feedBrain, feedOrFail, freshBrain, pendingCalls, type BrainState } from './brain-state.js';
 import { interruptedResult } from './interrupt.js';
 import type { ModelReply, ToolDefinition, Usage } from '../model.js';
 import type { Message, Outcome, Policy, ToolCall, ToolMessage, UserMessage } from '../schemas.js';
@@ -11,8 +11,8 @@ import type { Failure, FailureType } from './failure.js';
 /**
  * The driver's rules as pure functions over its state: what a reply, a tool result, a
  * compaction or the end of a run does to the brain and the counters. The chart calls them from
- * one-line actions; they read nothing else and change nothing in place but the lists the
- * driver owns (see `appendOwned`).
+ * one-line actions; they read nothing else and change nothing they are given: every snapshot
+ * the driver hands out stays a value.
  */
 
 /** The part of the driver's state the rules read. */
@@ -141,7 +141,7 @@ export const waitingCalls = (state: RunState, maxCalls: number): ToolCall[] =>
 
 /** Adds one finished result to the batch's journal, unless it is there already. */
 export function journalResult(journal: readonly ToolMessage[], result: ToolMessage): readonly ToolMessage[] {
-  return journal.some((known) => known.toolCallId === result.toolCallId) ? journal : appendOwned(journal, [result]);
+  return journal.some((known) => known.toolCallId === result.toolCallId) ? journal : [...journal, result];
 }
 
 /** Feeds the finished batch, with the estimate refreshed: the last reply's size plus what came back (seed 000). */
