@@ -12,6 +12,7 @@ export default defineConfig({
     restate: 'src/restate.ts',
     mcp: 'src/mcp.ts',
     viewer: 'src/viewer.ts',
+    http: 'src/http.ts',
     cli: 'src/cli.ts',
   },
   format: ['esm', 'cjs'],

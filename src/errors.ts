@@ -57,6 +57,8 @@ export const ERROR_CODES = [
   'InvalidFork',
   'ViewerListen',
   'InvalidViewerOptions',
+  // loopchart/http: a chat handler made with options out of range.
+  'InvalidChatHandlerOptions',
   // runAgent / streamAgent: a Failed run whose cause was not a loopchart error itself.
   'RunFailed',
 ] as const;

@@ -65,18 +65,36 @@ export function sseEvent(data: unknown, options: { id?: string; event?: string }
   return Buffer.from(`${head}data: ${JSON.stringify(data)}\n\n`);
 }
 
+/**
+ * Where a stream's bytes go: a `node:http` response, or a Fetch response body (loopchart/http).
+ * `writableLength` is what was written and not yet taken by the client's connection.
+ */
+export interface SseSink {
+  readonly writableLength: number;
+  write(chunk: Buffer): unknown;
+  end(chunk?: Buffer): unknown;
+  destroy(): unknown;
+}
+
+/** The viewer's last words to a dropped page: a reconnect hint its EventSource follows. */
+const reconnectHint = (reason: string, limits: LiveLimits): Buffer =>
+  Buffer.from(`retry: ${limits.retryMs}\nevent: dropped\ndata: ${JSON.stringify({ reason })}\n\n`);
+
 /** One client's stream. `send` refuses (and drops the client) rather than buffer past the bound. */
 export class SseStream {
-  readonly #res: ServerResponse;
+  readonly #res: SseSink;
   readonly #limits: LiveLimits;
   readonly #onDrop: () => void;
+  readonly #dropNotice: (reason: string, limits: LiveLimits) => Buffer;
   #state: 'open' | 'dropped' | 'closed' = 'open';
   #grace: NodeJS.Timeout | undefined;
 
-  constructor(res: ServerResponse, limits: LiveLimits, onDrop: () => void) {
+  /** `dropNotice`: the last bytes a dropped client gets (default: the viewer's reconnect hint). */
+  constructor(res: SseSink, limits: LiveLimits, onDrop: () => void, dropNotice = reconnectHint) {
     this.#res = res;
     this.#limits = limits;
     this.#onDrop = onDrop;
+    this.#dropNotice = dropNotice;
   }
 
   get open(): boolean {
@@ -100,11 +118,11 @@ export class SseStream {
     return true;
   }
 
-  /** Ends the stream (the server closes, the session is gone). */
-  end(): void {
+  /** Ends the stream (the server closes, the session is gone), after `last` when given. */
+  end(last?: Buffer): void {
     if (this.#state !== 'open') return;
     this.#state = 'dropped';
-    this.#res.end();
+    this.#res.end(last);
   }
 
   /** The socket closed: nothing is held for this client any more. */
@@ -116,8 +134,8 @@ export class SseStream {
   #drop(waiting: number): void {
     this.#state = 'dropped';
     const reason = `this page fell behind (${waiting} bytes unread); reconnect to continue from its last event`;
-    // The hint is the last thing in the stream: a client that wakes up reads what it missed, then this.
-    this.#res.end(Buffer.from(`retry: ${this.#limits.retryMs}\nevent: dropped\ndata: ${JSON.stringify({ reason })}\n\n`));
+    // The notice is the last thing in the stream: a client that wakes up reads what it missed, then this.
+    this.#res.end(this.#dropNotice(reason, this.#limits));
     this.#grace = setTimeout(() => this.#res.destroy(), this.#limits.dropGraceMs);
     this.#grace.unref();
     this.#onDrop();

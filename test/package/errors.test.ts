@@ -14,10 +14,11 @@ import * as aiSdk from '../../src/ai-sdk.js';
 import * as testing from '../../src/testing.js';
 import * as mcp from '../../src/mcp.js';
 import * as viewer from '../../src/viewer.js';
+import * as http from '../../src/http.js';
 import * as schemas from '../../src/schemas-entry.js';
 
 const SRC = fileURLToPath(new URL('../../src', import.meta.url));
-const entries: Record<string, Record<string, unknown>> = { loopchart: root, 'loopchart/sqlite': sqlite, 'loopchart/postgres': postgres, 'loopchart/ai-sdk': aiSdk, 'loopchart/testing': testing, 'loopchart/mcp': mcp, 'loopchart/viewer': viewer, 'loopchart/schemas': schemas };
+const entries: Record<string, Record<string, unknown>> = { loopchart: root, 'loopchart/sqlite': sqlite, 'loopchart/postgres': postgres, 'loopchart/ai-sdk': aiSdk, 'loopchart/testing': testing, 'loopchart/mcp': mcp, 'loopchart/viewer': viewer, 'loopchart/http': http, 'loopchart/schemas': schemas };
 
 function sourceFiles(dir: string): string[] {
   return readdirSync(dir, { withFileTypes: true }).flatMap((entry) =>

@@ -1,0 +1,16 @@
+/**
+ * `loopchart/http`: loopchart sessions for AI SDK chat pages. `createChatHandler` is a Fetch API
+ * handler (Next.js route handlers, Hono, Bun, Deno) that runs a durable session per chat and
+ * answers with AI SDK UI message streams: approvals in the page, streams that survive a reload,
+ * a second tab and a restarted server. `toNodeListener` mounts it on `node:http` or Express.
+ */
+export {
+  createChatHandler,
+  ChatHandlerOptionsError,
+  type ChatHandler,
+  type ChatHandlerOptions,
+  type ChatHandlerSettings,
+} from './http/chat-handler.js';
+export { toNodeListener } from './http/node.js';
+export type { AiSdkVersion, ChatMessageMetadata } from './http/ui-chunks.js';
+export type { LiveStats } from './viewer/sse.js';

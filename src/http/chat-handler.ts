@@ -1,0 +1,353 @@
+import { z } from 'zod';
+import { runInFlight, type AgentActor, type AgentContext, type AgentEmitted, type AgentMachine } from '../../machines/agent.machine.js';
+import { LoopchartError } from '../errors.js';
+import { DurableSession } from '../sessions/durable-session.js';
+import { decodeRow } from '../sessions/session-row.js';
+import type { SessionStore } from '../stores/session-store.js';
+import { sessionIdProblem } from '../stores/step.js';
+import { LiveLimitsSchema, type LiveStats, type SseStream } from '../viewer/sse.js';
+import { ChatRun } from './chat-run.js';
+import { FetchSink } from './fetch-sink.js';
+import { chatAsk, readJsonBody, type ApprovalAnswer } from './request.js';
+import { parseApprovalId, RunChunker } from './ui-chunks.js';
+import { toUIMessages } from './ui-messages.js';
+import { waitsForSomeone } from './waiting.js';
+
+/** The options of `createChatHandler`, checked once when the handler is made. */
+export const ChatHandlerOptionsSchema = z.strictObject({
+  /** The AI SDK major version of the pages (`useChat` of `@ai-sdk/react` 2 is 5, 3 is 6). Default 6. */
+  aiSdk: z.union([z.literal(5), z.literal(6), z.literal(7)]).default(6),
+  /** The largest request body taken (bytes); a larger one is a 413. Default 1 MiB. */
+  maxBodyBytes: z.number().int().min(1024).max(2 ** 30).default(1 << 20),
+  /** How far a reader may fall behind before its response is dropped (the viewer's live limits). */
+  live: LiveLimitsSchema.default(LiveLimitsSchema.parse({})),
+});
+export type ChatHandlerSettings = z.input<typeof ChatHandlerOptionsSchema>;
+
+export interface ChatHandlerOptions extends ChatHandlerSettings {
+  machine: AgentMachine;
+  store: SessionStore;
+}
+
+/**
+ * `createChatHandler` was given options out of range (an unknown AI SDK version, a body limit
+ * of 0).
+ *
+ * @example
+ * ```ts
+ * import { ChatHandlerOptionsError, createChatHandler } from 'loopchart/http';
+ * try { createChatHandler({ machine, store, aiSdk: 4 as never }); } catch (e) { if (ChatHandlerOptionsError.isInstance(e)) console.error(e.message); }
+ * ```
+ */
+export class ChatHandlerOptionsError extends LoopchartError {
+  constructor(problem: string) {
+    super('InvalidChatHandlerOptions', `invalid chat handler options: ${problem}`);
+  }
+}
+
+/** A Fetch API handler with what its owner needs to watch and stop it. */
+export interface ChatHandler {
+  (request: Request): Promise<Response>;
+  /** The responses following runs now, and how many were dropped for falling behind. */
+  stats(): LiveStats;
+  /** Ends every response and closes the sessions this handler holds (a run in flight continues on the next request). */
+  close(): Promise<void>;
+}
+
+/** A session this process drives while one of its runs streams. */
+interface LiveChat {
+  session: DurableSession;
+  /** The run in flight (or the last one, ended). */
+  run: ChatRun | null;
+  /** A check of whether the session can be let go is queued. */
+  settling: boolean;
+}
+
+const json = (status: number, code: string, message: string): Response =>
+  new Response(JSON.stringify({ error: { code, message } }), {
+    status,
+    headers: { 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-store' },
+  });
+
+const STREAM_HEADERS = {
+  'content-type': 'text/event-stream',
+  'cache-control': 'no-cache',
+  connection: 'keep-alive',
+  'x-vercel-ai-ui-message-stream': 'v1',
+  'x-accel-buffering': 'no',
+};
+
+/**
+ * Serves loopchart sessions to AI SDK chat pages (`useChat` with `DefaultChatTransport`):
+ * POST runs a turn of the durable session named by the chat id and answers with a UI message
+ * stream; `GET <api>/<id>/stream` reattaches to the run in flight (204 when there is none);
+ * `GET <api>/<id>/messages` gives the stored conversation as UI messages. Approvals, reloads,
+ * a second tab and a restarted server all go through the stored session. Fetch API: mount it in
+ * a Next.js route handler, Hono, Bun or Deno, or on `node:http` with `toNodeListener`.
+ *
+ * @example
+ * ```ts
+ * import { createServer } from 'node:http';
+ * import { createAgentMachine, openSessionStore } from 'loopchart';
+ * import { createChatHandler, toNodeListener } from 'loopchart/http';
+ * import { scriptedModel } from 'loopchart/testing';
+ *
+ * const store = await openSessionStore('.loopchart/chat.db');
+ * const machine = createAgentMachine({ model: scriptedModel([{ text: 'Hello from loopchart.' }]) });
+ * const chat = createChatHandler({ machine, store });
+ * createServer(toNodeListener(chat)).listen(3000, '127.0.0.1');
+ * ```
+ */
+export function createChatHandler(options: ChatHandlerOptions): ChatHandler {
+  const { machine, store, ...settings } = options;
+  const parsed = ChatHandlerOptionsSchema.safeParse(settings);
+  if (!parsed.success) throw new ChatHandlerOptionsError(z.prettifyError(parsed.error));
+  const chats = new ChatSessions(machine, store, parsed.data);
+  const handler = (request: Request) => chats.handle(request);
+  return Object.assign(handler, { stats: () => chats.stats(), close: () => chats.close() });
+}
+
+class ChatSessions {
+  readonly #machine: AgentMachine;
+  readonly #store: SessionStore;
+  readonly #settings: z.output<typeof ChatHandlerOptionsSchema>;
+  readonly #live = new Map<string, LiveChat>();
+  /** Per chat, the work that opens, drives or lets go of its session, one at a time. */
+  readonly #queues = new Map<string, Promise<unknown>>();
+  #dropped = 0;
+
+  constructor(machine: AgentMachine, store: SessionStore, settings: z.output<typeof ChatHandlerOptionsSchema>) {
+    this.#machine = machine;
+    this.#store = store;
+    this.#settings = settings;
+  }
+
+  async handle(request: Request): Promise<Response> {
+    try {
+      const path = new URL(request.url).pathname;
+      const match = /\/([^/]+)\/(stream|messages)$/.exec(path);
+      if (request.method === 'POST' && !match) return await this.#post(request);
+      if (request.method === 'GET' && match) {
+        let chatId: string;
+        try {
+          chatId = decodeURIComponent(match[1]!);
+        } catch {
+          return json(400, 'InvalidChatRequest', 'the chat id in the path is not valid percent-encoding');
+        }
+        const problem = sessionIdProblem(chatId);
+        if (problem) return json(400, 'InvalidChatRequest', `the chat id is not a valid session id: ${problem}`);
+        return match[2] === 'stream' ? await this.#resume(chatId) : await this.#messages(chatId);
+      }
+      return json(405, 'MethodNotAllowed', 'POST a chat request, or GET <chat id>/stream or <chat id>/messages');
+    } catch (error) {
+      return json(500, LoopchartError.isInstance(error) ? error.code : 'Internal', (error as Error).message);
+    }
+  }
+
+  stats(): LiveStats {
+    let clients = 0;
+    let bufferedBytes = 0;
+    for (const chat of this.#live.values()) {
+      for (const stream of chat.run?.responses ?? []) {
+        clients++;
+        bufferedBytes += stream.buffered;
+      }
+    }
+    return { clients, dropping: 0, bufferedBytes, dropped: this.#dropped };
+  }
+
+  async close(): Promise<void> {
+    const chats = [...this.#live.entries()];
+    await Promise.all(chats.map(([chatId, chat]) => this.#serial(chatId, () => this.#letGo(chatId, chat, true))));
+  }
+
+  async #post(request: Request): Promise<Response> {
+    const read = await readJsonBody(request, this.#settings.maxBodyBytes);
+    if ('problem' in read) return json(read.tooLarge ? 413 : 400, read.tooLarge ? 'BodyTooLarge' : 'InvalidChatRequest', read.problem);
+    const asked = chatAsk(read.body);
+    if ('problem' in asked) return json(400, 'InvalidChatRequest', asked.problem);
+    const { ask } = asked;
+    return this.#serial(ask.chatId, async () => {
+      if (ask.type === 'approvals') return this.#answer(ask.chatId, ask.answers);
+      const chat = await this.#open(ask.chatId);
+      if (chat.run && !chat.run.ended) {
+        this.#settle(ask.chatId, chat);
+        return json(409, 'RunInFlight', `chat '${ask.chatId}' has a run in flight: GET its stream to follow it`);
+      }
+      chat.session.send({ type: 'input', message: ask.text });
+      const run = chat.run as ChatRun | null;
+      if (!run || run.ended) return json(409, 'RunInFlight', 'the message did not start a run');
+      return this.#stream(run, 0);
+    });
+  }
+
+  /** Sends the page's decisions, once each is checked against the session: a forged or stale one changes nothing. */
+  async #answer(chatId: string, answers: ApprovalAnswer[]): Promise<Response> {
+    const live = this.#live.get(chatId);
+    const context = live ? live.session.actor.getSnapshot().context : await this.#stored(chatId);
+    if (!context) return json(404, 'ChatNotFound', `no chat '${chatId}'`);
+    const problem = answersProblem(context, answers);
+    if (problem) return json(409, 'ApprovalNotFound', problem);
+    const chat = live ?? (await this.#open(chatId));
+    const again = answersProblem(chat.session.actor.getSnapshot().context, answers);
+    if (again || !chat.run) {
+      this.#settle(chatId, chat);
+      return json(409, 'ApprovalNotFound', again ?? 'the run waits for nothing');
+    }
+    const run = chat.run;
+    // The page has the message up to here: this response continues it.
+    const from = run.length;
+    for (const answer of answers) {
+      const { toolCallId } = parseApprovalId(answer.approvalId)!;
+      if (!answer.approved) run.chunker.denied(toolCallId);
+      chat.session.send({ type: answer.approved ? 'approve' : 'deny', toolCallId, ...(answer.reason !== undefined && { reason: answer.reason }) });
+    }
+    return this.#stream(run, from);
+  }
+
+  async #resume(chatId: string): Promise<Response> {
+    return this.#serial(chatId, async () => {
+      if (!this.#live.has(chatId)) {
+        const context = await this.#stored(chatId);
+        if (!context) return json(404, 'ChatNotFound', `no chat '${chatId}'`);
+        if (!runInFlight(context.brain)) return new Response(null, { status: 204 });
+      }
+      const chat = await this.#open(chatId);
+      if (!chat.run || chat.run.ended) {
+        this.#settle(chatId, chat);
+        return new Response(null, { status: 204 });
+      }
+      return this.#stream(chat.run, 0);
+    });
+  }
+
+  async #messages(chatId: string): Promise<Response> {
+    const live = this.#live.get(chatId);
+    const context = live ? live.session.actor.getSnapshot().context : await this.#stored(chatId);
+    if (!context) return json(404, 'ChatNotFound', `no chat '${chatId}'`);
+    const { history, pending } = context.brain.context;
+    // The run in flight shows its user message; its reply is what its stream replays.
+    const messages = toUIMessages([...history, ...pending.slice(0, 1)]);
+    return new Response(JSON.stringify({ messages }), { headers: { 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-store' } });
+  }
+
+  /** A response that follows `run` from log position `from`. */
+  #stream(run: ChatRun, from: number): Response {
+    let stream: SseStream | undefined;
+    const sink = new FetchSink(() => stream && run.detach(stream));
+    stream = run.attach(sink, from);
+    return new Response(sink.body, { status: 200, headers: STREAM_HEADERS });
+  }
+
+  /** The stored session's context, or undefined when there is none. */
+  async #stored(chatId: string): Promise<AgentContext | undefined> {
+    const stored = await this.#store.load(chatId);
+    return stored && decodeRow(chatId, stored.state, stored.messages);
+  }
+
+  /** The chat's live session, opened from the store (a run in flight there continues) when this process has none. */
+  async #open(chatId: string): Promise<LiveChat> {
+    const existing = this.#live.get(chatId);
+    if (existing) return existing;
+    const chat: LiveChat = { session: undefined as never, run: null, settling: false };
+    chat.session = await DurableSession.open({
+      machine: this.#machine,
+      store: this.#store,
+      sessionId: chatId,
+      attach: (actor) => this.#follow(chatId, chat, actor),
+    });
+    this.#live.set(chatId, chat);
+    return chat;
+  }
+
+  /** Listens to the session's actor before it starts: a run picked up from the store shows what it stored first. */
+  #follow(chatId: string, chat: LiveChat, actor: AgentActor): void {
+    const context = actor.getSnapshot().context;
+    if (runInFlight(context.brain)) {
+      const run = this.#newRun(context.runIndex);
+      const { pending, turnsTaken } = context.brain.context;
+      for (const [id, decision] of Object.entries(context.approvals.decisions)) if (!decision.approved) run.chunker.denied(id);
+      run.seed(run.chunker.fromMessages(pending.slice(1), turnsTaken));
+      chat.run = run;
+    }
+    actor.on('*', (event: AgentEmitted) => {
+      if (event.type === 'run.started') chat.run = this.#newRun(event.run);
+      chat.run?.event(event);
+      if (event.type === 'run.finished') {
+        chat.run?.close(event.output);
+        this.#settle(chatId, chat);
+      }
+    });
+    actor.subscribe({
+      next: (snapshot) => {
+        if (chat.run && !chat.run.ended && waitsForSomeone(snapshot.value)) this.#settle(chatId, chat);
+      },
+      error: (error) => this.#failed(chatId, chat, error),
+      complete: () => this.#failed(chatId, chat, new Error('the session stopped')),
+    });
+  }
+
+  #newRun(run: number): ChatRun {
+    return new ChatRun(new RunChunker(this.#settings.aiSdk, run), this.#settings.live, () => this.#dropped++);
+  }
+
+  /**
+   * Queues a look at the chat once the work in hand is done: a run that waits for someone ends
+   * its responses, and a session with nothing running is let go, so the next request (from any
+   * tab or process) opens it from the store.
+   */
+  #settle(chatId: string, chat: LiveChat): void {
+    if (chat.settling) return;
+    chat.settling = true;
+    void this.#serial(chatId, async () => {
+      chat.settling = false;
+      if (this.#live.get(chatId) !== chat) return;
+      const { value } = chat.session.actor.getSnapshot();
+      if (chat.run && !chat.run.ended) {
+        if (!waitsForSomeone(value)) return;
+        chat.run.close(null);
+      }
+      await this.#letGo(chatId, chat, false);
+    });
+  }
+
+  async #letGo(chatId: string, chat: LiveChat, ending: boolean): Promise<void> {
+    if (this.#live.get(chatId) !== chat) return;
+    this.#live.delete(chatId);
+    if (ending) chat.run?.close(null);
+    await chat.session.close().catch(() => {});
+  }
+
+  /** The session stopped under a run (a write failed: another process took the session): its responses end with the error. */
+  #failed(chatId: string, chat: LiveChat, error: unknown): void {
+    if (chat.run && !chat.run.ended) chat.run.fail(`the session stopped: ${(error as Error).message}`);
+    if (this.#live.get(chatId) === chat) this.#live.delete(chatId);
+  }
+
+  #serial<T>(chatId: string, work: () => Promise<T>): Promise<T> {
+    const before = this.#queues.get(chatId) ?? Promise.resolve();
+    const next = before.then(work, work);
+    const settled = next.catch(() => {});
+    this.#queues.set(chatId, settled);
+    void settled.then(() => this.#queues.get(chatId) === settled && this.#queues.delete(chatId));
+    return next;
+  }
+}
+
+/** Why the page's decisions cannot be taken (a call that does not wait, another run's call), or null. */
+function answersProblem(context: AgentContext, answers: readonly ApprovalAnswer[]): string | null {
+  const seen = new Set<string>();
+  for (const answer of answers) {
+    const id = parseApprovalId(answer.approvalId);
+    if (!id) return `approval '${answer.approvalId.slice(0, 100)}' is not one this chat asked for`;
+    if (seen.has(id.toolCallId)) return `call '${id.toolCallId.slice(0, 100)}' is answered twice`;
+    seen.add(id.toolCallId);
+    const waiting =
+      runInFlight(context.brain) &&
+      id.run === context.runIndex &&
+      context.approvals.waiting.includes(id.toolCallId) &&
+      !Object.hasOwn(context.approvals.decisions, id.toolCallId);
+    if (!waiting) return `no call '${id.toolCallId.slice(0, 100)}' of run ${id.run} waits for a decision`;
+  }
+  return null;
+}

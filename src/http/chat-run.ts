@@ -1,0 +1,118 @@
+import type { AgentEmitted, AgentOutput } from '../../machines/agent.machine.js';
+import { sseEvent, SseStream, type LiveLimits } from '../viewer/sse.js';
+import type { RunChunker, UIChunk } from './ui-chunks.js';
+
+/** The protocol's end of stream. */
+const DONE = Buffer.from('data: [DONE]\n\n');
+
+/** What a dropped response reads last: an error chunk (the page can reattach), no `[DONE]`. */
+const dropNotice = (reason: string): Buffer => sseEvent({ type: 'error', errorText: `${reason} (GET the chat's stream to reattach)` });
+
+/**
+ * One run of a chat as the responses that show it: every content chunk the run produced so far
+ * (encoded once), and the responses attached to it, each bounded by the live limits. A response
+ * attaches at a position: 0 replays the run's message from its start (a reattaching page, whose
+ * `useChat` replaces the message it had with the replay), a later one continues it (the request
+ * that answered an approval). Text of a failed model attempt is taken out of the replay.
+ */
+export class ChatRun {
+  readonly chunker: RunChunker;
+  readonly #log: Buffer[] = [];
+  /** Where the open step's text begins in the log (what a retry takes out). */
+  #attemptAt: number | null = null;
+  #closing: Buffer | null = null;
+  readonly #responses = new Set<SseStream>();
+  readonly #limits: LiveLimits;
+  readonly #onDrop: () => void;
+
+  constructor(chunker: RunChunker, limits: LiveLimits, onDrop: () => void) {
+    this.chunker = chunker;
+    this.#limits = limits;
+    this.#onDrop = onDrop;
+  }
+
+  get run(): number {
+    return this.chunker.run;
+  }
+
+  /** Chunks in the log: a response that attaches here gets only what comes next. */
+  get length(): number {
+    return this.#log.length;
+  }
+
+  get ended(): boolean {
+    return this.#closing !== null;
+  }
+
+  /** Responses attached and following. */
+  get responses(): ReadonlySet<SseStream> {
+    return this.#responses;
+  }
+
+  /** Adds what the run already stored (a run picked up from the store). */
+  seed(chunks: readonly UIChunk[]): void {
+    this.#add(chunks);
+  }
+
+  /** Adds what an emitted event shows, for every attached response. */
+  event(event: AgentEmitted): void {
+    const chunks = this.chunker.event(event);
+    if (event.type === 'model.retry' && this.#attemptAt !== null) {
+      // The failed attempt's text is void: a reattaching page must not get it.
+      this.#log.length = this.#attemptAt;
+      this.#attemptAt = null;
+      this.#broadcast(chunks);
+      return;
+    }
+    this.#add(chunks);
+  }
+
+  /** Ends every response: the run finished (its output) or waits for someone (null). */
+  close(output: AgentOutput | null): void {
+    if (this.#closing) return;
+    this.#add(this.chunker.pause());
+    this.#closing = Buffer.concat([sseEvent(this.chunker.closing(output)), DONE]);
+    for (const stream of this.#responses) stream.end(this.#closing);
+    this.#responses.clear();
+  }
+
+  /** Ends every response with an error: the run stopped under them (its session failed). */
+  fail(message: string): void {
+    if (this.#closing) return;
+    this.#add([...this.chunker.pause(), { type: 'error', errorText: message }]);
+    this.#closing = Buffer.concat([sseEvent({ type: 'finish', finishReason: 'error' }), DONE]);
+    for (const stream of this.#responses) stream.end(this.#closing);
+    this.#responses.clear();
+  }
+
+  /** Attaches a response at `from` (see the class): `start`, the log from there, then live chunks until the run ends. */
+  attach(sink: ConstructorParameters<typeof SseStream>[0], from: number): SseStream {
+    const stream = new SseStream(sink, this.#limits, this.#onDrop, dropNotice);
+    const backlog = [sseEvent(this.chunker.start()[0]), ...this.#log.slice(from)];
+    // One write: the backlog of a long run is one buffer, not thousands of small ones.
+    if (!stream.send(Buffer.concat(backlog))) return stream;
+    if (this.#closing) stream.end(this.#closing);
+    else this.#responses.add(stream);
+    return stream;
+  }
+
+  detach(stream: SseStream): void {
+    this.#responses.delete(stream);
+  }
+
+  #add(chunks: readonly UIChunk[]): void {
+    for (const chunk of chunks) {
+      if (chunk.type === 'start-step') this.#attemptAt = null;
+      else if (chunk.type === 'text-start' && this.#attemptAt === null) this.#attemptAt = this.#log.length;
+      this.#log.push(sseEvent(chunk));
+    }
+    this.#broadcast(chunks, this.#log.length - chunks.length);
+  }
+
+  /** Sends chunks to every response; `at` is where they sit in the log (encoded there already). */
+  #broadcast(chunks: readonly UIChunk[], at?: number): void {
+    if (chunks.length === 0 || this.#responses.size === 0) return;
+    const bytes = Buffer.concat(at === undefined ? chunks.map((chunk) => sseEvent(chunk)) : this.#log.slice(at));
+    for (const stream of this.#responses) if (!stream.send(bytes)) this.#responses.delete(stream);
+  }
+}

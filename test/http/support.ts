@@ -1,0 +1,61 @@
+import type { ChatHandler } from '../../src/http.js';
+
+/** What a test needs of one AI SDK version: its own transport (parsing and checking chunks) and readUIMessageStream. */
+export interface Sdk {
+  version: 5 | 6 | 7;
+  DefaultChatTransport: new (options: { api: string; fetch: typeof fetch; body?: object }) => {
+    sendMessages(options: { chatId: string; messages: unknown[]; trigger: 'submit-message'; messageId: undefined; abortSignal: AbortSignal | undefined }): Promise<ReadableStream<unknown>>;
+    reconnectToStream(options: { chatId: string }): Promise<ReadableStream<unknown> | null>;
+  };
+  readUIMessageStream: (options: { stream: ReadableStream<unknown>; message?: unknown; onError?: (error: unknown) => void; terminateOnError?: boolean }) => AsyncIterable<UIMessage>;
+}
+
+export interface UIMessage {
+  id: string;
+  role: string;
+  metadata?: { run: number; outcome: string; usage?: { inputTokens: number; outputTokens: number } };
+  parts: Array<{ type: string; text?: string; state?: string; toolCallId?: string; input?: unknown; output?: unknown; errorText?: string; approval?: { id: string; approved?: boolean }; data?: Record<string, unknown> }>;
+}
+
+export const nodeMajor = Number(process.versions.node.split('.')[0]);
+
+export async function loadSdk(version: 5 | 6 | 7): Promise<Sdk> {
+  const name = version === 5 ? 'ai' : version === 6 ? 'ai-v6' : 'ai-v7';
+  const sdk = (await import(name)) as unknown as Omit<Sdk, 'version'>;
+  return { version, DefaultChatTransport: sdk.DefaultChatTransport, readUIMessageStream: sdk.readUIMessageStream };
+}
+
+/** A page of one chat: the version's transport, talking to the handler through its own fetch (no socket). */
+export function page(sdk: Sdk, handler: ChatHandler, chatId: string) {
+  const direct = ((input: string | URL | Request, init?: RequestInit) => handler(new Request(new URL(String(input), 'http://127.0.0.1'), init))) as typeof fetch;
+  const transport = new sdk.DefaultChatTransport({ api: 'http://127.0.0.1/api/chat', fetch: direct });
+  const errors: string[] = [];
+  /** The last state of the message a stream builds (from `message`, a continuation, when given). */
+  const read = async (stream: ReadableStream<unknown>, message?: UIMessage): Promise<UIMessage> => {
+    let last: UIMessage | undefined;
+    for await (const m of sdk.readUIMessageStream({ stream, ...(message && { message: structuredClone(message) }), onError: (e) => errors.push(String((e as Error).message ?? e)) })) last = m;
+    return last!;
+  };
+  return {
+    errors,
+    transport,
+    read,
+    /** POSTs the page's messages; the last one is new. */
+    send: async (messages: unknown[], continuing?: UIMessage) =>
+      read(await transport.sendMessages({ chatId, messages, trigger: 'submit-message', messageId: undefined, abortSignal: undefined }), continuing),
+    post: (body: unknown) => direct('http://127.0.0.1/api/chat', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) }),
+    resume: async () => {
+      const stream = await transport.reconnectToStream({ chatId });
+      return stream && read(stream);
+    },
+  };
+}
+
+export const userMessage = (text: string, id = `u-${text.length}`) => ({ id, role: 'user', parts: [{ type: 'text', text }] });
+
+/** The text of a message's text parts, joined. */
+export const textOf = (message: UIMessage): string =>
+  message.parts
+    .filter((part) => part.type === 'text')
+    .map((part) => part.text)
+    .join('|');
