@@ -21,6 +21,7 @@ import { DEFAULT_CANCEL_GRACE_MS, OperationError } from '../src/agent/operation.
 import { agentOutcome, type AgentOutcome, type FailureType } from '../src/agent/failure.js';
 import { interruptedStep, keepSteering, runCancelHooks } from '../src/agent/cancel-rules.js';
 import { systemTokens } from '../src/agent/request-size.js';
+import { deliveryIds, nextAttempt, type DeliveryId } from '../src/agent/delivery.js';
 import { externalEventProblem, externalEventTypes, type ExternalEvent } from '../src/agent/events.js';
 import { composeExecutors, inProcessExecutor, type Executor } from '../src/agent/executor.js';
 import { fromIo, ioLogic, promptParts, type IoDeps, type IoEvent, type IoRequest } from '../src/agent/io.js';
@@ -92,13 +93,19 @@ export interface AgentOutput {
 
 export type AgentEvent = ExternalEvent | IoEvent | TelemetryEvent;
 
+/** Events a client may show carry a `DeliveryId` (see there): a repeat after a reconnect or a crash has the same id. */
 export type AgentEmitted =
-  | { type: 'text.delta'; turn: number; delta: string }
+  | { type: 'text.delta'; id: DeliveryId; turn: number; delta: string }
   /** A model call failed and is tried again: text streamed for this turn so far is void. */
   | { type: 'model.retry'; turn: number; retry: number; delayMs: number; error: unknown }
-  | { type: 'tool.started'; call: ToolCall }
-  | { type: 'tool.finished'; call: ToolCall; result: ToolMessage }
-  | { type: 'turn.finished'; turn: number; reply: ModelReply }
+  /**
+   * The text (and reply) shown for this turn so far is void: the model call is made again after
+   * a retry or a resume, and its reply replaces what was streamed. `attempt`: the attempt voided.
+   */
+  | { type: 'text.retracted'; id: DeliveryId; turn: number; attempt: number; reason: 'retry' | 'resumed' }
+  | { type: 'tool.started'; id: DeliveryId; call: ToolCall }
+  | { type: 'tool.finished'; id: DeliveryId; call: ToolCall; result: ToolMessage }
+  | { type: 'turn.finished'; id: DeliveryId; turn: number; reply: ModelReply }
   | { type: 'compaction.finished'; reason: CompactionReason; before: number; after: number; rewritten: boolean }
   | { type: 'prune.finished'; pruned: number; tokensSaved: number; before: number; after: number }
   | { type: 'policy.rejected'; reason: string }
@@ -110,9 +117,9 @@ export type AgentEmitted =
   /** An operation's hook threw, timed out or broke its contract: the run fails with this error. */
   | { type: 'operation.failed'; operation: string; error: OperationError }
   /** The run's output, with what the whole session has used so far (cost when prices are given). */
-  | { type: 'run.finished'; output: AgentOutput; sessionUsage: Usage; sessionCostUsd?: number }
+  | { type: 'run.finished'; id: DeliveryId; output: AgentOutput; sessionUsage: Usage; sessionCostUsd?: number }
   /** A run started with this message (its index counts the session's runs from 1). */
-  | { type: 'run.started'; run: number; message: UserMessage };
+  | { type: 'run.started'; id: DeliveryId; run: number; message: UserMessage };
 
 /** The last run's output: its outcome and usage, with the conversation as it stands after it. */
 export function outputOf(context: AgentContext): AgentOutput | null {
@@ -137,6 +144,11 @@ function checkedPolicy(policy: PolicyInput | undefined, pruning: Pruning | undef
 type Args = { context: AgentContext; event: AgentEvent };
 /** The event as its type says it is: for actions behind a guard that checked it. */
 const as = <T extends AgentEvent['type']>(event: AgentEvent, _type: T) => event as Extract<AgentEvent, { type: T }>;
+/** A tool's start or end as listeners get it, with its delivery id. */
+const toolStarted = (context: AgentContext, call: ToolCall) =>
+  ({ type: 'tool.started', id: deliveryIds.toolStarted(context.runIndex, context.brain.context.turnsTaken, call.id), call }) as const;
+const toolFinished = (context: AgentContext, call: ToolCall, result: ToolMessage) =>
+  ({ type: 'tool.finished', id: deliveryIds.toolFinished(context.runIndex, context.brain.context.turnsTaken, call.id), call, result }) as const;
 
 /**
  * Builds the agent machine for one configuration: model, tools, operations, compactor, limits.
@@ -388,7 +400,12 @@ export function createAgentMachine(config: AgentConfig) {
         // Each run lists its sources once (its `toolset` step); an agent without sources records nothing.
         ...(hasSources && { offered: null }),
       })),
-      emitRunStarted: emit(({ context }) => ({ type: 'run.started' as const, run: context.runIndex, message: context.brain.context.pending[0] as UserMessage })),
+      emitRunStarted: emit(({ context }) => ({
+        type: 'run.started' as const,
+        id: deliveryIds.runStarted(context.runIndex),
+        run: context.runIndex,
+        message: context.brain.context.pending[0] as UserMessage,
+      })),
       recordCancelGrace: assign({ cancelGraceMs: ({ event }) => as(event, 'cancel').graceMs ?? DEFAULT_CANCEL_GRACE_MS }),
       takeStep: assign({ brain: ({ context }) => takeStep(context.brain, brainPolicy(context.policy, context.compactionPasses)) }),
       rewindBrain: assign({ brain: ({ context, event }) => feedBrain(context.brain, { type: 'rewindTo', len: as(event, 'rewind').len }) }),
@@ -422,8 +439,8 @@ export function createAgentMachine(config: AgentConfig) {
           const call = pendingCalls(context.brain).find((pending) => pending.call.id === result.toolCallId)!.call;
           if (toolJournal.some((known) => known.toolCallId === call.id)) continue;
           toolJournal = journalResult(toolJournal, result);
-          enqueue.emit({ type: 'tool.started', call });
-          enqueue.emit({ type: 'tool.finished', call, result });
+          enqueue.emit(toolStarted(context, call));
+          enqueue.emit(toolFinished(context, call, result));
         }
         enqueue.assign({ toolJournal });
       }),
@@ -495,8 +512,8 @@ export function createAgentMachine(config: AgentConfig) {
        */
       announceBatch: enqueueActions(({ context, enqueue }) => {
         for (const { call, result } of batchResults(context, maxCalls)) {
-          enqueue.emit({ type: 'tool.started', call });
-          if (result) enqueue.emit({ type: 'tool.finished', call, result });
+          enqueue.emit(toolStarted(context, call));
+          if (result) enqueue.emit(toolFinished(context, call, result));
         }
       }),
       requestApprovals: sendTo('io', ({ context }): IoRequest => ({
@@ -529,14 +546,15 @@ export function createAgentMachine(config: AgentConfig) {
       }),
       emitTurnFinished: emit(({ context, event }) => ({
         type: 'turn.finished' as const,
+        id: deliveryIds.reply(context.runIndex, context.brain.context.turnsTaken, context.attempt?.attempt ?? 1),
         turn: context.brain.context.turnsTaken,
         reply: as(event, 'io.replied').reply,
       })),
       journalToolResult: assign({ toolJournal: ({ context, event }) => journalResult(context.toolJournal, as(event, 'io.toolFinished').result) }),
-      emitToolStarted: emit(({ event }) => ({ type: 'tool.started' as const, call: as(event, 'io.toolStarted').call })),
-      emitToolFinished: emit(({ event }) => {
+      emitToolStarted: emit(({ context, event }) => toolStarted(context, as(event, 'io.toolStarted').call)),
+      emitToolFinished: emit(({ context, event }) => {
         const { call, result } = as(event, 'io.toolFinished');
-        return { type: 'tool.finished' as const, call, result };
+        return toolFinished(context, call, result);
       }),
       acceptToolResults: assign(({ context }) => ({ brain: applyToolResults(context, maxCalls), ...resetBatch(context) })),
       awaitApproval: assign({
@@ -561,8 +579,8 @@ export function createAgentMachine(config: AgentConfig) {
         for (const { call, preAnswered } of calls) {
           const made = decisionFor(approvals, call);
           if (preAnswered || finished.has(call.id) || decisionFor(context.approvals, call) || made?.approved !== false) continue;
-          enqueue.emit({ type: 'tool.started', call });
-          enqueue.emit({ type: 'tool.finished', call, result: deniedResult(call, made) });
+          enqueue.emit(toolStarted(context, call));
+          enqueue.emit(toolFinished(context, call, deniedResult(call, made)));
         }
       }),
       acceptCompaction: assign(({ context, event }) => {
@@ -623,9 +641,18 @@ export function createAgentMachine(config: AgentConfig) {
             ? (verdictOf(self.getSnapshot().context, event) as { reason: string }).reason
             : `not accepted now (the agent is ${JSON.stringify(self.getSnapshot().value)})`),
       })),
-      emitTextDelta: emit(({ event }) => {
-        const { turn, delta } = as(event, 'io.textDelta');
-        return { type: 'text.delta' as const, turn, delta };
+      emitTextDelta: emit(({ context, event }) => {
+        const { turn, delta, index } = as(event, 'io.textDelta');
+        return { type: 'text.delta' as const, id: deliveryIds.text(context.runIndex, turn, context.attempt?.attempt ?? 1, index), turn, delta };
+      }),
+      /** A model call starts: its attempt is counted (stored before it runs); a later one voids the text before it. */
+      startAttempt: enqueueActions(({ context, enqueue }, reason: 'retry' | 'resumed') => {
+        const attempt = nextAttempt(context.attempt, modelKey(context));
+        enqueue.assign({ attempt });
+        if (attempt.attempt === 1) return;
+        const turn = context.brain.context.turnsTaken + 1;
+        const voided = attempt.attempt - 1;
+        enqueue.emit({ type: 'text.retracted', id: deliveryIds.retracted(context.runIndex, turn, voided), turn, attempt: voided, reason });
       }),
       emitRetry: emit(({ event }) => {
         const { turn, retry, delayMs, error } = as(event, 'io.retry');
@@ -640,6 +667,7 @@ export function createAgentMachine(config: AgentConfig) {
         const sessionCostUsd = costUsd(context.sessionUsage, prices);
         return {
           type: 'run.finished' as const,
+          id: deliveryIds.runFinished(context.runIndex, context.brain.context.turnsTaken),
           output: outputOf(context)!,
           sessionUsage: context.sessionUsage,
           ...(sessionCostUsd !== undefined && { sessionCostUsd }),
@@ -699,7 +727,7 @@ export function createAgentMachine(config: AgentConfig) {
           // The same decision as the approvals operation's resume: `{ operation: 'approvals', payload }`.
           'operation.resume': { guard: and(['wellFormed', 'approvalResume']), actions: ['recordDecision', { type: 'trace', params: 'approval.decided' }] },
           'io.textDelta': { guard: 'currentModelCall', actions: 'emitTextDelta' },
-          'io.retry': { guard: 'currentModelCall', actions: ['emitRetry', { type: 'trace', params: 'model.retry' }] },
+          'io.retry': { guard: 'currentModelCall', actions: [{ type: 'startAttempt', params: 'retry' }, 'emitRetry', { type: 'trace', params: 'model.retry' }] },
         },
         states: {
           /** Asks the brain; the policy is re-read here on every step. */
@@ -773,9 +801,9 @@ export function createAgentMachine(config: AgentConfig) {
             },
           },
           AwaitingModel: {
-            entry: 'requestModel',
+            entry: [{ type: 'startAttempt', params: 'resumed' }, 'requestModel'],
             on: {
-              'io.attached': { actions: 'requestModel' },
+              'io.attached': { actions: [{ type: 'startAttempt', params: 'resumed' }, 'requestModel'] },
               'io.replied': { guard: 'currentModelCall', target: 'Start', actions: ['acceptReply', 'emitTurnFinished'] },
               'io.failed': [
                 // A prompt part or request rewrite that failed on the way out is the operation's failure.

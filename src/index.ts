@@ -48,6 +48,7 @@ export { AgentStepper, type SteppedSession, type StepResult, type StepStatus } f
 export type { HookContext, InterruptedStep, Operation, OperationContext, OperationFailurePoint, OperationStep, PreparedRequest } from './agent/operation.js';
 export type { AgentOutcome, Failure, FailureType } from './agent/failure.js';
 export type { ExternalEvent } from './agent/events.js';
+export { DeliveryLedger, type DeliveryId, type DeliveredEvent } from './agent/delivery.js';
 export { composeExecutors, inProcessExecutor, type Executor, type SideEffect, type SideEffectKind, type SideEffectInputs, type SideEffectOutputs } from './agent/executor.js';
 export type { TelemetryOptions, TelemetryTracer } from './telemetry/options.js';
 export { summarizingInspector } from './inspect.js';

@@ -26,3 +26,4 @@ export { OPERATION_HOOKS, type OperationHook, type OperationsState } from './age
 export { MAX_SESSION_ID_LENGTH } from './stores/errors.js';
 export { sessionIdProblem } from './stores/step.js';
 export { FAILURE_TYPES, AgentOutcomeSchema } from './agent/failure.js';
+export { DeliveryIdSchema } from './agent/delivery.js';

@@ -9,6 +9,7 @@ import { AgentOutcomeSchema } from './failure.js';
 import { freshBrain, type BrainState } from './brain-state.js';
 import { NO_OPERATIONS, OperationsStateSchema } from './operation-state.js';
 import { NO_USAGE } from './run-rules.js';
+import { ModelAttemptSchema } from './delivery.js';
 
 const count = z.number().int().nonnegative();
 
@@ -58,6 +59,11 @@ export const AgentContextSchema = z.object({
    * absent in snapshots of older builds.
    */
   offered: z.object({ definitions: z.array(ToolDefinitionSchema) }).nullable().optional(),
+  /**
+   * The model call in flight and how many times it was made (retries and resumes): its text's
+   * delivery ids. Absent in snapshots of older builds (the next call is attempt 1).
+   */
+  attempt: ModelAttemptSchema.nullable().optional(),
 });
 
 export type AgentContext = Omit<z.infer<typeof AgentContextSchema>, 'brain' | 'toolJournal'> & {

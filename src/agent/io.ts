@@ -106,7 +106,8 @@ export type IoRequest =
 export type IoEvent =
   /** The IO actor started: fresh, or restored with its agent. The chart re-issues what it waits for. */
   | { type: 'io.attached' }
-  | { type: 'io.textDelta'; key: string; turn: number; delta: string }
+  /** `index`: the delta's position in its attempt (a retry starts again at 0). */
+  | { type: 'io.textDelta'; key: string; turn: number; delta: string; index: number }
   | ({ type: 'io.retry'; key: string; turn: number } & RetryAttempt)
   | { type: 'io.listed'; key: string; output: SideEffectOutputs['toolset'] }
   | { type: 'io.replied'; key: string; reply: ModelReply }
@@ -402,13 +403,17 @@ export function ioLogic(deps: IoDeps) {
               const request_ = deps.operations.list.length
                 ? prepareRequest(deps, request.tools, ctx, request.slices)
                 : { messages: requestView(request.conversation) as Message[], tools: request.tools as PreparedRequest['tools'] };
-              reportRetry = (attempt) => send(controller, { type: 'io.retry', key, turn, ...attempt });
+              let index = 0;
+              reportRetry = (attempt) => {
+                index = 0;
+                send(controller, { type: 'io.retry', key, turn, ...attempt });
+              };
               const raw = await execute({ key, kind: 'model', input: { turn, request: request_ }, signal }, () =>
                 model.generate({
                   ...request_,
                   signal,
                   idempotencyKey: key,
-                  onTextDelta: (delta) => send(controller, { type: 'io.textDelta', key, turn, delta }),
+                  onTextDelta: (delta) => send(controller, { type: 'io.textDelta', key, turn, delta, index: index++ }),
                 }),
               );
               const reply = uniqueCallIds(parseModelReply(raw));

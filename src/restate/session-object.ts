@@ -45,7 +45,7 @@ export interface SessionSummaryReply {
 }
 
 /** The events published to clients: text deltas and retries are live-only (see `ingressUrl`). */
-const LIVE_ONLY = new Set(['text.delta', 'model.retry']);
+const LIVE_ONLY = new Set(['text.delta', 'text.retracted', 'model.retry']);
 
 function summary(sessionId: string, context: AgentContext | undefined, running: boolean): SessionSummaryReply {
   return {

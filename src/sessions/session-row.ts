@@ -65,6 +65,8 @@ export const SessionRowSchema = AgentContextSchema.pick({
   trace: true,
   // Optional for the same reason: a row without it lists the sources again where it is needed.
   offered: true,
+  // Optional too: a row without it starts its next model call as attempt 1.
+  attempt: true,
 }).extend({
   rowVersion: z.literal(SESSION_ROW_VERSION),
   brain: z.object({
@@ -102,6 +104,7 @@ export function encodeRow(context: AgentContext): SessionRow {
     operations: context.operations,
     ...(context.trace && { trace: context.trace }),
     ...(context.offered && { offered: context.offered }),
+    ...(context.attempt && { attempt: context.attempt }),
   };
 }
 
@@ -151,5 +154,6 @@ export function decodeRow(
     operations: row.operations,
     ...(row.trace && { trace: row.trace }),
     ...(row.offered && { offered: row.offered }),
+    ...(row.attempt && { attempt: row.attempt }),
   };
 }
