@@ -147,10 +147,11 @@ export class DurableSession {
     this.actor.on('run.started', (e) =>
       this.#record({ type: 'run', at: Date.now(), run: e.run, prompt: e.message.content, policy: this.actor.getSnapshot().context.policy }),
     );
-    // A retry waits inside a model call, with no step to come until it ends: written at once.
+    // A retry waits inside a model call, with no step to come until it ends: written at once,
+    // after the step that stores the new attempt is queued (it takes the entry, one transaction).
     this.actor.on('model.retry', (e) => {
       this.#record({ type: 'retry', at: Date.now(), run: run(), turn: e.turn, retry: e.retry, delayMs: e.delayMs, error: errorRecord(e.error).message });
-      this.#writeTrace();
+      queueMicrotask(() => this.#writeTrace());
     });
     this.actor.on('prune.finished', (e) => this.#record({ type: 'prune', at: Date.now(), run: run(), pruned: e.pruned, before: e.before, after: e.after }));
     this.actor.on('approval.requested', (e) =>
