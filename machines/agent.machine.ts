@@ -20,6 +20,7 @@ import {
 import { DEFAULT_CANCEL_GRACE_MS, OperationError } from '../src/agent/operation.js';
 import { agentOutcome, type AgentOutcome, type FailureType } from '../src/agent/failure.js';
 import { interruptedStep, keepSteering, runCancelHooks } from '../src/agent/cancel-rules.js';
+import { repetitionLimit, repetitionNote, repetitionVerdict, type RepetitionVerdict } from '../src/agent/repetition.js';
 import { systemTokens } from '../src/agent/request-size.js';
 import { deliveryIds, nextAttempt, type DeliveryId } from '../src/agent/delivery.js';
 import { externalEventProblem, externalEventTypes, type ExternalEvent } from '../src/agent/events.js';
@@ -116,6 +117,8 @@ export type AgentEmitted =
   | { type: 'operation.yielded'; operation: string; reason: string; payload: unknown }
   /** An operation's hook threw, timed out or broke its contract: the run fails with this error. */
   | { type: 'operation.failed'; operation: string; error: OperationError }
+  /** The model asked for the same batch `times` times in a row: its calls got a note instead of running. */
+  | { type: 'repetition.noted'; turn: number; times: number; calls: ToolCall[] }
   /** The run's output, with what the whole session has used so far (cost when prices are given). */
   | { type: 'run.finished'; id: DeliveryId; output: AgentOutput; sessionUsage: Usage; sessionCostUsd?: number }
   /** A run started with this message (its index counts the session's runs from 1). */
@@ -177,6 +180,7 @@ export function createAgentMachine(config: AgentConfig) {
   const maxCalls = config.maxToolCallsPerReply ?? DEFAULT_MAX_TOOL_CALLS_PER_REPLY;
   if (!Number.isInteger(maxCalls) || maxCalls < 1) throw new InvalidConfigError(`maxToolCallsPerReply must be a positive integer, got ${maxCalls}`);
   if (config.instructions !== undefined && typeof config.instructions !== 'string') throw new InvalidConfigError('instructions must be a string');
+  const repetition = repetitionLimit(config.repetition);
   const instructions: Message | undefined = config.instructions ? { role: 'system', content: config.instructions } : undefined;
   const instructionsTokens = instructions ? estimateMessageTokens(instructions) : 0;
   // Built once: a tool name contributed twice (config or operations) fails here, loudly.
@@ -266,6 +270,9 @@ export function createAgentMachine(config: AgentConfig) {
     extrasCache.set(brain.context, { slices, tokens });
     return tokens;
   };
+  /** The repetition verdict on the batch the brain is about to run (see repetition.ts). */
+  const repeated = (context: AgentContext): RepetitionVerdict =>
+    repetitionVerdict(context.brain.context.history, context.brain.context.pending, context.brain.value === 'AwaitingTools' ? repetition : null);
   const stepIs = (type: Step['type']) => ({ context }: Args) => stepTypeOf(context.brain, brainPolicy(context.policy, context.compactionPasses)) === type;
   const conversation = (context: AgentContext) => ({ history: context.brain.context.history, pending: context.brain.context.pending });
   const batchKey = (context: AgentContext) => keyOf(context, context.brain.context.turnsTaken, 'tools');
@@ -359,6 +366,8 @@ export function createAgentMachine(config: AgentConfig) {
       shouldPrune: ({ context }) => !context.brain.context.cancelled && pendingPrune(context.brain, context.policy, pruning, config.pruner) !== null,
       callLLM: stepIs('CallLLM'),
       callTools: stepIs('CallTools'),
+      repetitionNoted: ({ context }) => repeated(context).type === 'note',
+      repetitionSeals: ({ context }) => repeated(context).type === 'seal',
       compact: stepIs('Compact'),
       policyAcceptable: ({ context, event }) => policyProblem(context, as(event, 'policy').policy) === null,
       needsApprovalCheck: ({ context }) => undecided(context).length > 0,
@@ -412,6 +421,19 @@ export function createAgentMachine(config: AgentConfig) {
       sealOverBudget: assign(({ context }) => ({
         brain: feedBrain(context.brain, { type: 'seal', reason: overBudget(context)! }),
         operations: closeOperations(context.operations),
+      })),
+      noteRepetition: enqueueActions(({ context, enqueue }) => {
+        const times = (repeated(context) as Extract<RepetitionVerdict, { type: 'note' }>).times;
+        const calls = pendingCalls(context.brain).map(({ call }) => call);
+        const toolJournal = calls.map((call) => repetitionNote(call, times));
+        enqueue.emit({ type: 'repetition.noted', turn: context.brain.context.turnsTaken, times, calls });
+        toolJournal.forEach((result, i) => (enqueue.emit({ type: 'tool.started', call: calls[i]! }), enqueue.emit({ type: 'tool.finished', call: calls[i]!, result })));
+        enqueue.assign({ brain: applyToolResults({ ...context, toolJournal }, maxCalls), ...resetBatch(context) });
+      }),
+      sealRepetition: assign(({ context }) => ({
+        brain: feedBrain(interruptBatch(context, maxCalls), { type: 'seal', reason: (repeated(context) as Extract<RepetitionVerdict, { type: 'seal' }>).reason }),
+        operations: closeOperations(context.operations),
+        ...resetBatch(context),
       })),
       openPoint: assign({ operations: ({ context }, hook: OperationHook) => openPoint(context.operations, plan, hook, pointKey(context, hook)) }),
       requestOperations: sendTo('io', ({ context }): IoRequest => {
@@ -748,6 +770,9 @@ export function createAgentMachine(config: AgentConfig) {
               { guard: and(['callLLM', 'toolsetDue']), target: 'ListingTools' },
               { guard: and(['callLLM', 'beforeModelCallDue']), target: 'Operating', actions: { type: 'openPoint', params: 'beforeModelCall' } },
               { guard: 'callLLM', target: 'AwaitingModel', actions: 'takeStep' },
+              // The same batch again and again: noted instead of run, then sealed (before operations and approvals see it).
+              { guard: and(['callTools', 'repetitionSeals']), target: 'Start', reenter: true, actions: 'sealRepetition' },
+              { guard: and(['callTools', 'repetitionNoted']), target: 'Start', reenter: true, actions: 'noteRepetition' },
               { guard: and(['callTools', 'beforeToolsDue']), target: 'Operating', actions: { type: 'openPoint', params: 'beforeTools' } },
               // Without approvals configured, a batch goes straight to work (no approval region).
               { guard: and(['callTools', 'noApprovalsConfigured']), target: 'AwaitingTools.Executing' },

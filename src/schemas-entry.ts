@@ -27,3 +27,4 @@ export { MAX_SESSION_ID_LENGTH } from './stores/errors.js';
 export { sessionIdProblem } from './stores/step.js';
 export { FAILURE_TYPES, AgentOutcomeSchema } from './agent/failure.js';
 export { DeliveryIdSchema } from './agent/delivery.js';
+export { DEFAULT_REPETITION_LIMIT } from './agent/repetition.js';

@@ -86,4 +86,11 @@ export interface AgentConfig {
   telemetry?: TelemetryOptions;
   /** Tool calls one reply may ask for; the excess get error results instead of running. Default 128. */
   maxToolCallsPerReply?: number;
+  /**
+   * Repetition detection: the model asking for the same batch of tool calls (names and
+   * arguments, in any order and key order) this many times in a row gets, instead of the
+   * last batch's results, a note saying so; once more and the run ends `Sealed('repetition: …')`.
+   * Default 3; `false` turns it off (a model that legitimately polls the same call).
+   */
+  repetition?: number | false;
 }

@@ -153,6 +153,7 @@ export class DurableSession {
       this.#record({ type: 'retry', at: Date.now(), run: run(), turn: e.turn, retry: e.retry, delayMs: e.delayMs, error: errorRecord(e.error).message });
       queueMicrotask(() => this.#writeTrace());
     });
+    this.actor.on('repetition.noted', (e) => this.#record({ type: 'repetition', at: Date.now(), run: run(), turn: e.turn, times: e.times, calls: e.calls }));
     this.actor.on('prune.finished', (e) => this.#record({ type: 'prune', at: Date.now(), run: run(), pruned: e.pruned, before: e.before, after: e.after }));
     this.actor.on('approval.requested', (e) =>
       this.#record({ type: 'approval.requested', at: Date.now(), run: run(), calls: e.calls.map((call) => call.id) }),

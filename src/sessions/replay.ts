@@ -1,6 +1,8 @@
 import { decide } from '../../machines/loop.machine.js';
 import { feedBrain, freshBrain, type BrainState } from '../agent/brain-state.js';
 import { finishBrain, startRun } from '../agent/run-rules.js';
+import { repetitionNote } from '../agent/repetition.js';
+import { interruptedResult } from '../agent/interrupt.js';
 import { LoopchartError } from '../errors.js';
 import type { LoopEvent } from '../loop-events.js';
 import { DEFAULT_POLICY, type Message, type Policy, type Step, type ToolMessage } from '../schemas.js';
@@ -236,6 +238,10 @@ export function replayTrace(sessionId: string, trace: readonly ReadTraceEntry[],
           }
           break;
         }
+        // The batch was answered with notes, not run: the notes are its results (the same pure rule as the driver's).
+        case 'repetition':
+          for (const call of entry.calls) batch.set(call.id, repetitionNote(call, entry.times));
+          break;
         case 'event':
           if (brain) applyHostEvent(entry, feed);
           if (brain && entry.event.type === 'rewind') logMark = logOf(brain).length;
@@ -245,7 +251,14 @@ export function replayTrace(sessionId: string, trace: readonly ReadTraceEntry[],
           const { outcome } = entry;
           if (brain && brain.value !== 'Terminal') {
             if (outcome.type === 'Cancelled') feed({ type: 'cancel' }, 'the cancel');
-            else if (outcome.type === 'Sealed') feed({ type: 'seal', reason: outcome.reason }, 'the seal');
+            else if (outcome.type === 'Sealed') {
+              // As the driver seals: a batch in flight is fed first, its calls without a result interrupted.
+              if (brain.value === 'AwaitingTools') {
+                const results = brain.context.pendingTools.map(({ call, preAnswered }) => batch.get(call.id) ?? preAnswered ?? interruptedResult(call));
+                feed({ type: 'toolResults', messages: results }, 'the sealed batch');
+              }
+              feed({ type: 'seal', reason: outcome.reason }, 'the seal');
+            }
             else if (outcome.type === 'Failed' && outcome.error.type !== 'CompactionStalled') feed({ type: 'fail', error: outcome.error }, 'the failure');
           }
           settleTools();

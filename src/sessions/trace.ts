@@ -100,6 +100,8 @@ export const TraceEntrySchema = z.discriminatedUnion('type', [
     error: ErrorInfoSchema.optional(),
   }),
   z.object({ type: z.literal('prune'), at, run: count, pruned: count, before: count, after: count }),
+  /** The model asked for the same batch `times` times in a row: its calls were answered with a note, not run. */
+  z.object({ type: z.literal('repetition'), at, run: count, turn: count, times: count, calls: z.array(ToolCallSchema) }),
   /** An event a host sent that moves the brain (cancel, seal, steer, policy, rewind). */
   z.object({ type: z.literal('event'), at, run: count, event: z.record(z.string(), z.unknown()) }),
   /** A step was stored: the brain's counters then, and the driver's IO state. */

@@ -192,6 +192,18 @@ export function rowsOf(data: Pick<PageData, 'session' | 'rows'>): RowBuilder {
           ],
         });
         return;
+      case 'repetition':
+        push({
+          ...base,
+          kind: 'repetition',
+          title: `repetition: the same ${entry.calls.length} call(s) asked for ${entry.times} times in a row: not run, the model got a note`,
+          error: true,
+          state: 'AwaitingTools',
+          io: 'Running.AwaitingTools',
+          facts: [['turn', String(entry.turn)], ['times in a row', String(entry.times)]],
+          blocks: [['tool calls', json(entry.calls, 2)]],
+        });
+        return;
       case 'prune':
         push({ ...base, kind: 'prune', title: `pruned ${entry.pruned} tool result(s): ${entry.before} → ${entry.after} tokens`, facts: [['tokens before', String(entry.before)], ['tokens after', String(entry.after)]] });
         return;
@@ -232,7 +244,7 @@ export function rowsOf(data: Pick<PageData, 'session' | 'rows'>): RowBuilder {
         push({
           ...base,
           kind: 'outcome',
-          title: `run ${entry.run} ${entry.outcome.type}${entry.outcome.type === 'Failed' ? ` (${entry.outcome.error.type})` : ''} · ${entry.usage.inputTokens} in / ${entry.usage.outputTokens} out${entry.costUsd !== undefined ? ` · $${entry.costUsd.toFixed(6)}` : ''}`,
+          title: `run ${entry.run} ${entry.outcome.type}${entry.outcome.type === 'Failed' ? ` (${entry.outcome.error.type})` : entry.outcome.type === 'Sealed' ? ` (${clip(entry.outcome.reason, 80)})` : ''} · ${entry.usage.inputTokens} in / ${entry.usage.outputTokens} out${entry.costUsd !== undefined ? ` · $${entry.costUsd.toFixed(6)}` : ''}`,
           error: entry.outcome.type === 'Failed',
           facts: [
             ['outcome', entry.outcome.type],
