@@ -427,7 +427,7 @@ export function createAgentMachine(config: AgentConfig) {
         const calls = pendingCalls(context.brain).map(({ call }) => call);
         const toolJournal = calls.map((call) => repetitionNote(call, times));
         enqueue.emit({ type: 'repetition.noted', turn: context.brain.context.turnsTaken, times, calls });
-        toolJournal.forEach((result, i) => (enqueue.emit({ type: 'tool.started', call: calls[i]! }), enqueue.emit({ type: 'tool.finished', call: calls[i]!, result })));
+        toolJournal.forEach((result, i) => (enqueue.emit(toolStarted(context, calls[i]!)), enqueue.emit(toolFinished(context, calls[i]!, result))));
         enqueue.assign({ brain: applyToolResults({ ...context, toolJournal }, maxCalls), ...resetBatch(context) });
       }),
       sealRepetition: assign(({ context }) => ({
