@@ -1,7 +1,8 @@
 import { and, assign, emit, enqueueActions, sendTo, setup, type ActorRefFrom, type AnyStateMachine } from 'xstate';
 import { conversationOf, feedBrain, pendingCalls, stepTypeOf, takeStep, type BrainState } from '../src/agent/brain-state.js';
 import type { AgentConfig } from '../src/agent/config.js';
-import { decisionFor, deniedResult, isWaiting, recordDecision, type ApprovalEvent } from '../src/agent/approvals.js';
+import { decisionFor, deniedResult, isWaiting, restoredApprovals, takeDecision, type ApprovalEvent } from '../src/agent/approvals.js';
+import { requestFor, type ApprovalRequest, type RefusalReason } from '../src/agent/approval-binding.js';
 import { z } from 'zod';
 import { BudgetSchema, PricesSchema, budgetExceeded, costUsd } from '../src/agent/budget.js';
 import { freshAgentContext, parseAgentContext, type AgentContext } from '../src/agent/context.js';
@@ -23,7 +24,7 @@ import { interruptedStep, keepSteering, runCancelHooks } from '../src/agent/canc
 import { repetitionLimit, repetitionNote, repetitionVerdict, type RepetitionVerdict } from '../src/agent/repetition.js';
 import { systemTokens } from '../src/agent/request-size.js';
 import { deliveryIds, nextAttempt, type DeliveryId } from '../src/agent/delivery.js';
-import { externalEventProblem, externalEventTypes, type ExternalEvent } from '../src/agent/events.js';
+import { ExternalEventSchemas, externalEventProblem, externalEventTypes, type ExternalEvent } from '../src/agent/events.js';
 import { composeExecutors, inProcessExecutor, type Executor } from '../src/agent/executor.js';
 import { fromIo, ioLogic, promptParts, type IoDeps, type IoEvent, type IoRequest } from '../src/agent/io.js';
 import { serviceKey as keyOf } from '../src/agent/keys.js';
@@ -112,7 +113,12 @@ export type AgentEmitted =
   | { type: 'policy.rejected'; reason: string }
   /** An event sent to the actor was refused: it changed nothing. */
   | { type: 'event.rejected'; event: string; reason: string }
-  | { type: 'approval.requested'; calls: ToolCall[] }
+  /** Calls wait for a person: decide each by its request (call id, digest, run). */
+  | { type: 'approval.requested'; calls: ToolCall[]; requests: ApprovalRequest[] }
+  /** A decision was taken for this call. */
+  | { type: 'approval.decided'; run: number; toolCallId: string; digest: string; approved: boolean; by?: string; reason?: string }
+  /** A decision was refused: it changed nothing (an unknown, decided, finished, other run's or changed call). */
+  | { type: 'approval.refused'; run: number; toolCallId: string; approved: boolean; refusal: RefusalReason; detail: string; by?: string; digest?: string }
   /** An operation yielded: the run waits for `{ type: 'operation.resume', operation, payload }`. */
   | { type: 'operation.yielded'; operation: string; reason: string; payload: unknown }
   /** An operation's hook threw, timed out or broke its contract: the run fails with this error. */
@@ -222,7 +228,7 @@ export function createAgentMachine(config: AgentConfig) {
   /** A context from outside, checked as a snapshot is, its operation state against this agent's operations. */
   const restoredContext = (value: unknown): AgentContext => {
     const context = parseAgentContext(value);
-    return { ...context, operations: checkStoredOperations(plan, context.operations) };
+    return { ...context, operations: checkStoredOperations(plan, context.operations), approvals: restoredApprovals(context.approvals, context.brain) };
   };
 
   /** A policy event changes only the fields it names. */
@@ -582,20 +588,32 @@ export function createAgentMachine(config: AgentConfig) {
       awaitApproval: assign({
         approvals: ({ context, event }) => ({ ...context.approvals, waiting: [...context.approvals.waiting, ...as(event, 'io.approvalsChecked').waiting] }),
       }),
-      emitApprovalRequested: emit(({ context }) => ({ type: 'approval.requested' as const, calls: waitingCalls(context, maxCalls) })),
-      emitApprovalYielded: emit(({ context }) => ({
-        type: 'operation.yielded' as const,
-        operation: APPROVALS_OPERATION,
-        reason: 'approval',
-        payload: { calls: waitingCalls(context, maxCalls).map((call) => call.id) },
-      })),
+      emitApprovalRequested: emit(({ context }) => {
+        const calls = waitingCalls(context, maxCalls);
+        return { type: 'approval.requested' as const, calls, requests: calls.map((call) => requestFor(call, context.runIndex, context.brain.context.turnsTaken)) };
+      }),
+      emitApprovalYielded: emit(({ context }) => {
+        const calls = waitingCalls(context, maxCalls);
+        const requests = calls.map((call) => requestFor(call, context.runIndex, context.brain.context.turnsTaken));
+        return { type: 'operation.yielded' as const, operation: APPROVALS_OPERATION, reason: 'approval', payload: { calls: calls.map((call) => call.id), requests } };
+      }),
       recordDecision: enqueueActions(({ context, event, enqueue }) => {
         const decision = approvalEventOf(event);
         if (!decision) return;
+        const taken = takeDecision(context, decision);
+        const { toolCallId, by, reason, digest } = decision;
+        const approved = decision.type === 'approve';
+        if ('refusal' in taken) {
+          const { reason: refusal, detail } = taken.refusal;
+          enqueue.emit({ type: 'approval.refused', run: context.runIndex, toolCallId, approved, refusal, detail, ...(by !== undefined && { by }), ...(digest !== undefined && { digest }) });
+          enqueue.emit({ type: 'event.rejected', event: decision.type, reason: `${refusal}: ${detail}` });
+          return;
+        }
+        const { approvals } = taken;
         const calls = pendingCalls(context.brain);
-        const approvals = recordDecision(context.approvals, calls, decision);
-        if (approvals === context.approvals) return;
         enqueue.assign({ approvals });
+        const made = approvals.decisions[toolCallId]!;
+        enqueue.emit({ type: 'approval.decided', run: context.runIndex, toolCallId, digest: made.digest!, approved, ...(by !== undefined && { by }), ...(reason !== undefined && { reason }) });
         // A denial is the call's result: listeners see it like any other.
         const finished = new Set(context.toolJournal.map((result) => result.toolCallId));
         for (const { call, preAnswered } of calls) {
@@ -712,9 +730,12 @@ export function createAgentMachine(config: AgentConfig) {
     initial: 'Idle',
     on: {
       policy: [{ guard: and(['wellFormed', 'policyAcceptable']), actions: 'changePolicy' }, { actions: 'rejectPolicy' }],
+      // A decision outside a run is refused as a decision (the trace records why), never taken.
+      approve: [{ guard: 'wellFormed', actions: 'recordDecision' }, { actions: 'rejectEvent' }],
+      deny: [{ guard: 'wellFormed', actions: 'recordDecision' }, { actions: 'rejectEvent' }],
       'telemetry.traced': [{ guard: 'fromTelemetry', actions: 'recordTrace' }, { actions: 'rejectEvent' }],
       // Whatever no state took: refused, reported, nothing changed.
-      ...Object.fromEntries(externalEventTypes.filter((type) => type !== 'policy').map((type) => [type, { actions: 'rejectEvent' }])),
+      ...Object.fromEntries(externalEventTypes.filter((type) => !['policy', 'approve', 'deny'].includes(type)).map((type) => [type, { actions: 'rejectEvent' }])),
       '*': { guard: 'unknownExternal', actions: 'rejectEvent' },
     },
     states: {
@@ -904,7 +925,8 @@ export function createAgentMachine(config: AgentConfig) {
                         entry: ['emitApprovalRequested', 'emitApprovalYielded', { type: 'trace', params: 'approval.requested' }],
                         always: { guard: 'nothingWaiting', target: 'Settled' },
                       },
-                      Settled: {},
+                      // A restored decision that did not prove itself puts its call back to wait: asked again.
+                      Settled: { always: { guard: 'someoneWaiting', target: 'AwaitingApproval' } },
                     },
                   },
                 },
@@ -950,10 +972,8 @@ export function createAgentMachine(config: AgentConfig) {
 export const APPROVALS_OPERATION = 'approvals';
 
 const ApprovalResumeSchema = z.strictObject({
-  toolCallId: z.string().min(1),
+  ...ExternalEventSchemas.approve.omit({ type: true }).shape,
   approved: z.boolean(),
-  always: z.boolean().optional(),
-  reason: z.string().optional(),
 });
 
 /** Why an approvals resume is refused (its payload), or null. */
@@ -968,8 +988,8 @@ function approvalEventOf(event: AgentEvent): ApprovalEvent | null {
   if (event.type !== 'operation.resume' || event.operation !== APPROVALS_OPERATION) return null;
   const parsed = ApprovalResumeSchema.safeParse(event.payload);
   if (!parsed.success) return null;
-  const { toolCallId, approved, always, reason } = parsed.data;
-  return { type: approved ? 'approve' : 'deny', toolCallId, ...(always !== undefined && { always }), ...(reason !== undefined && { reason }) };
+  const { approved, ...rest } = parsed.data;
+  return { type: approved ? 'approve' : 'deny', ...rest };
 }
 
 /**

@@ -37,6 +37,8 @@ export const ERROR_CODES = [
   'SessionBusy',
   'SessionNotFound',
   'SessionNotIdle',
+  // A decision that does not bind to the call waiting (issue 26).
+  'ApprovalRefused',
   'SessionRow',
   'CorruptSession',
   'InvalidWrite',

@@ -42,6 +42,7 @@ export {
 } from '../machines/agent.machine.js';
 export type { AgentConfig, Compactor, CompactionRequest, CompactionResult } from './agent/config.js';
 export type { Approvals, ApprovalEvent } from './agent/approvals.js';
+export type { ApprovalRequest, RefusalReason } from './agent/approval-binding.js';
 export type { Budget, Prices } from './agent/budget.js';
 export { runAgent, streamAgent, type RunAgentOptions, type RunAgentResult, type AgentStreamEvent } from './run-agent.js';
 export { AgentStepper, type SteppedSession, type StepResult, type StepStatus } from './agent/stepper.js';
@@ -91,6 +92,7 @@ export { OperationError, OperationStateError } from './agent/operation.js';
 export { StepTimeoutError } from './agent/stepper.js';
 export { TelemetryUnavailableError } from './telemetry/otel-api.js';
 export { SessionNotIdleError } from './sessions/durable-session.js';
+export { ApprovalRefusedError, decideStored, type Verdict } from './sessions/stored-decision.js';
 export { SessionRowError } from './sessions/session-row.js';
 export { ReplayUnavailableError } from './sessions/replay.js';
 export { ForkError } from './sessions/fork.js';

@@ -28,3 +28,4 @@ export { sessionIdProblem } from './stores/step.js';
 export { FAILURE_TYPES, AgentOutcomeSchema } from './agent/failure.js';
 export { DeliveryIdSchema } from './agent/delivery.js';
 export { DEFAULT_REPETITION_LIMIT } from './agent/repetition.js';
+export { RefusalReasonSchema, callDigest } from './agent/approval-binding.js';

@@ -2,13 +2,22 @@ import { z } from 'zod';
 import type { PendingToolCall, ToolCall, ToolMessage } from '../schemas.js';
 import type { ToolSet } from '../tools/define-tool.js';
 import { parseToolArguments } from '../tools/own-arguments.js';
+import { bindingRefusal, digestOf, provenDecisions, type RefusalReason } from './approval-binding.js';
+import { pendingCalls, type BrainState } from './brain-state.js';
 
 /**
  * Human approval of tool calls (seed 003: an approval step yields while a request awaits a
  * decision and lets it run once the decision is saved). Decisions live in the driver's context,
  * so they are persisted with it: a decision is never asked for twice, not after a restore.
  */
-export const DecisionSchema = z.object({ approved: z.boolean(), reason: z.string().optional() });
+export const DecisionSchema = z.object({
+  approved: z.boolean(),
+  reason: z.string().optional(),
+  /** Who decided, as the decision said. */
+  by: z.string().optional(),
+  /** The digest of the call it was made for (see `callDigest`): a restore keeps it only while it matches. */
+  digest: z.string().optional(),
+});
 export type Decision = z.infer<typeof DecisionSchema>;
 
 /**
@@ -16,7 +25,7 @@ export type Decision = z.infer<typeof DecisionSchema>;
  * property, `__proto__` included (`z.record` drops that one), and values are checked one by one.
  * Read it with `Object.hasOwn`, never by plain indexing.
  */
-function keyedByModel<T extends z.ZodType>(value: T) {
+function keyedByModel<T extends z.ZodType>(value: T, lenient = false) {
   return z
     .custom<Record<string, unknown>>((input) => typeof input === 'object' && input !== null && !Array.isArray(input), 'expected an object')
     .transform((input, ctx) => {
@@ -24,7 +33,8 @@ function keyedByModel<T extends z.ZodType>(value: T) {
       for (const [key, item] of Object.entries(input)) {
         const parsed = value.safeParse(item);
         if (parsed.success) entries.push([key, parsed.data]);
-        else for (const issue of parsed.error.issues) ctx.addIssue({ ...issue, path: [key, ...issue.path] } as never);
+        // A decision that cannot be read proves nothing: dropped, its call is asked again.
+        else if (!lenient) for (const issue of parsed.error.issues) ctx.addIssue({ ...issue, path: [key, ...issue.path] } as never);
       }
       // fromEntries defines own properties, so a `__proto__` key is data, not the prototype.
       return Object.fromEntries(entries) as Record<string, z.output<T>>;
@@ -35,7 +45,7 @@ export const ApprovalsSchema = z.object({
   /** Calls of the current batch that wait for a decision. */
   waiting: z.array(z.string()),
   /** Decisions for calls of the current batch, by tool call id. */
-  decisions: keyedByModel(DecisionSchema),
+  decisions: keyedByModel(DecisionSchema, true),
   /** "Always for this session": a standing decision per tool name. */
   standing: keyedByModel(z.enum(['approve', 'deny'])),
 });
@@ -43,9 +53,8 @@ export type Approvals = z.output<typeof ApprovalsSchema>;
 
 export const NO_APPROVALS: Approvals = { waiting: [], decisions: {}, standing: {} };
 
-export type ApprovalEvent =
-  | { type: 'approve'; toolCallId: string; always?: boolean; reason?: string }
-  | { type: 'deny'; toolCallId: string; always?: boolean; reason?: string };
+type DecisionFields = { toolCallId: string; always?: boolean; reason?: string; by?: string; digest?: string; run?: number };
+export type ApprovalEvent = ({ type: 'approve' } & DecisionFields) | ({ type: 'deny' } & DecisionFields);
 
 /** The decision that applies to a call: its own, else the session's standing one for its tool. */
 export function decisionFor(approvals: Approvals, call: ToolCall): Decision | undefined {
@@ -71,7 +80,12 @@ export const deniedResult = (call: ToolCall, decision: Decision): ToolMessage =>
 export function recordDecision(approvals: Approvals, calls: readonly PendingToolCall[], event: ApprovalEvent): Approvals {
   const call = calls.find((pending) => pending.call.id === event.toolCallId)?.call;
   if (!call || Object.hasOwn(approvals.decisions, call.id)) return approvals;
-  const decision: Decision = { approved: event.type === 'approve', ...(event.reason !== undefined && { reason: event.reason }) };
+  const decision: Decision = {
+    approved: event.type === 'approve',
+    ...(event.reason !== undefined && { reason: event.reason }),
+    ...(event.by !== undefined && { by: event.by }),
+    digest: digestOf(call),
+  };
   // Computed keys define own properties, `__proto__` included (a literal `__proto__:` would not).
   return {
     ...approvals,
@@ -102,4 +116,43 @@ export async function callsNeedingApproval(
     if (args.success && (await rule(args.data, { toolCallId: call.id, sessionId }))) waiting.push(call.id);
   }
   return waiting;
+}
+
+/** What a run holds that a decision is checked against. */
+export interface DecisionState {
+  brain: BrainState;
+  toolJournal: readonly ToolMessage[];
+  approvals: Approvals;
+  runIndex: number;
+}
+
+/** The refusal of a decision: why, in words and as a code. */
+export type Refusal = { reason: RefusalReason; detail: string };
+
+/**
+ * Takes a decision for one call of the batch, or refuses it (see `bindingRefusal`). With
+ * `waitingOnly`, only a call that was asked about may be decided (a decision from outside the
+ * process, which can only have seen a request).
+ */
+export function takeDecision(state: DecisionState, event: ApprovalEvent, waitingOnly = false): { approvals: Approvals } | { refusal: Refusal } {
+  const batch = pendingCalls(state.brain);
+  const refusal = bindingRefusal(
+    {
+      run: state.runIndex,
+      batch,
+      finished: new Set(state.toolJournal.map((result) => result.toolCallId)),
+      decided: new Set(batch.filter(({ call }) => decisionFor(state.approvals, call) !== undefined).map(({ call }) => call.id)),
+      history: state.brain.context.history,
+      waiting: waitingOnly ? new Set(state.approvals.waiting) : null,
+    },
+    event,
+  );
+  return refusal ? { refusal } : { approvals: recordDecision(state.approvals, batch, event) };
+}
+
+/** A restored batch keeps only the decisions that prove themselves (fail closed): the others are asked again. */
+export function restoredApprovals(approvals: Approvals, brain: BrainState): Approvals {
+  const decisions = provenDecisions(approvals.decisions, pendingCalls(brain));
+  // A dropped decision's call still waits (or is checked again): it is asked again.
+  return decisions === approvals.decisions ? approvals : { ...approvals, decisions };
 }

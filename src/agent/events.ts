@@ -14,6 +14,10 @@ const decision = {
   reason: z.string().optional(),
   /** Who decided (a user name or id), recorded in the session's trace for the timeline. */
   by: z.string().max(200).optional(),
+  /** The digest of the call as it was shown (`ApprovalRequest.digest`): the decision applies only to that call. */
+  digest: z.string().regex(/^[0-9a-f]{64}$/, 'a sha256 digest in lowercase hex').optional(),
+  /** The run the call was shown in (`ApprovalRequest.run`): a decision for another run is refused. */
+  run: z.number().int().positive().optional(),
 };
 
 export const ExternalEventSchemas = {

@@ -17,6 +17,9 @@ import type { SessionStore } from '../stores/session-store.js';
 import { externalEventProblem } from '../agent/events.js';
 import { logEffect, logNow, type WrittenLog } from './log-delta.js';
 import { decodeRow, encodeRow } from './session-row.js';
+import { ApprovalRefusedError, type Verdict } from './stored-decision.js';
+import type { ApprovalRequest } from '../agent/approval-binding.js';
+import type { Refusal } from '../agent/approvals.js';
 import { PromptDelta, errorRecord, statePath, type TraceEntry } from './trace.js';
 
 export interface OpenSessionOptions {
@@ -156,8 +159,17 @@ export class DurableSession {
     this.actor.on('repetition.noted', (e) => this.#record({ type: 'repetition', at: Date.now(), run: run(), turn: e.turn, times: e.times, calls: e.calls }));
     this.actor.on('prune.finished', (e) => this.#record({ type: 'prune', at: Date.now(), run: run(), pruned: e.pruned, before: e.before, after: e.after }));
     this.actor.on('approval.requested', (e) =>
-      this.#record({ type: 'approval.requested', at: Date.now(), run: run(), calls: e.calls.map((call) => call.id) }),
+      this.#record({
+        type: 'approval.requested',
+        at: Date.now(),
+        run: run(),
+        calls: e.calls.map((call) => call.id),
+        requests: e.requests.map(({ toolCallId, digest }) => ({ toolCallId, digest })),
+      }),
     );
+    // What the chart did with a decision, never what was sent: a refused one is recorded as refused.
+    this.actor.on('approval.decided', ({ type: _, ...decided }) => this.#record({ type: 'approval', at: Date.now(), ...decided }));
+    this.actor.on('approval.refused', ({ type: _, ...refused }) => this.#record({ type: 'approval.refused', at: Date.now(), ...refused }));
     this.actor.on('run.finished', (e) =>
       this.#record({
         type: 'finished',
@@ -209,25 +221,35 @@ export class DurableSession {
     this.#writeTrace();
   }
 
-  /** Events from the host that move the brain or decide an approval, for the timeline and replay. */
+  /** Events from the host that move the brain, for the timeline and replay (decisions are recorded as the chart takes or refuses them). */
   #recordSent(event: AgentEvent): void {
     if (externalEventProblem(event) !== null) return;
     const now = Date.now();
     const run = this.actor.getSnapshot().context.runIndex;
-    if (event.type === 'approve' || event.type === 'deny') {
-      const { toolCallId, by, reason } = event as { toolCallId: string; by?: string; reason?: string };
-      this.#record({
-        type: 'approval',
-        at: now,
-        run,
-        toolCallId,
-        approved: event.type === 'approve',
-        ...(by !== undefined && { by }),
-        ...(reason !== undefined && { reason }),
-      });
-    } else if (['cancel', 'seal', 'steer', 'policy', 'rewind'].includes(event.type)) {
+    if (['cancel', 'seal', 'steer', 'policy', 'rewind'].includes(event.type)) {
       this.#record({ type: 'event', at: now, run, event: structuredClone(event) as Record<string, unknown> });
     }
+  }
+
+  /**
+   * Decides a call this session asked about, by the request it showed (`approval.requested`):
+   * bound to that call id, digest and run. Resolves once the decision is stored; throws
+   * `ApprovalRefusedError` (and records the refusal) when it does not apply.
+   */
+  async decide(request: Pick<ApprovalRequest, 'toolCallId' | 'digest' | 'run'>, verdict: Verdict & { always?: boolean }): Promise<void> {
+    let refused: Refusal | undefined;
+    const listening = this.actor.on('approval.refused', (e) => e.toolCallId === request.toolCallId && (refused = { reason: e.refusal, detail: e.detail }));
+    try {
+      const { approved, ...rest } = verdict;
+      const event = { type: approved ? ('approve' as const) : ('deny' as const), toolCallId: request.toolCallId, digest: request.digest, run: request.run, ...rest };
+      const problem = externalEventProblem(event);
+      if (problem) throw new InvalidFeedError('decide', problem);
+      this.send(event);
+    } finally {
+      listening.unsubscribe();
+    }
+    await this.flush();
+    if (refused) throw new ApprovalRefusedError(request.toolCallId, refused);
   }
 
   /** Resolves with the output of the run once the session is idle again and stored. */

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { RefusalReasonSchema } from '../agent/approval-binding.js';
 import type { SessionStore, TraceRecord } from '../stores/session-store.js';
 import {
   CompactionReasonSchema,
@@ -76,7 +77,15 @@ export const TraceEntrySchema = z.discriminatedUnion('type', [
     result: ToolMessageSchema.optional(),
     error: ErrorInfoSchema.optional(),
   }),
-  z.object({ type: z.literal('approval.requested'), at, run: count, calls: z.array(z.string()) }),
+  z.object({
+    type: z.literal('approval.requested'),
+    at,
+    run: count,
+    calls: z.array(z.string()),
+    /** What each call was shown as: a decision must name this digest (absent in older traces). */
+    requests: z.array(z.object({ toolCallId: z.string(), digest: z.string() })).optional(),
+  }),
+  /** A decision the run took. */
   z.object({
     type: z.literal('approval'),
     at,
@@ -85,6 +94,19 @@ export const TraceEntrySchema = z.discriminatedUnion('type', [
     approved: z.boolean(),
     by: z.string().optional(),
     reason: z.string().optional(),
+    digest: z.string().optional(),
+  }),
+  /** A decision the run refused (`refusal` says why): it decided nothing. */
+  z.object({
+    type: z.literal('approval.refused'),
+    at,
+    run: count,
+    toolCallId: z.string(),
+    approved: z.boolean(),
+    refusal: RefusalReasonSchema,
+    detail: z.string(),
+    by: z.string().optional(),
+    digest: z.string().optional(),
   }),
   z.object({
     type: z.literal('compaction'),

@@ -176,6 +176,23 @@ export function rowsOf(data: Pick<PageData, 'session' | 'rows'>): RowBuilder {
         });
         return;
       }
+      case 'approval.refused':
+        // Shown as what it was: a decision the run did not take, never as a decision.
+        push({
+          ...base,
+          kind: 'refused',
+          title: `refused ${entry.approved ? 'approval' : 'denial'} of ${entry.toolCallId} by ${entry.by ?? 'unknown'}: ${entry.refusal}`,
+          error: true,
+          facts: [
+            ['refused', entry.approved ? 'approve' : 'deny'],
+            ['why', entry.refusal],
+            ['by', entry.by ?? 'unknown'],
+            ['call id', entry.toolCallId],
+            ...(entry.digest ? ([['digest', entry.digest]] as [string, string][]) : []),
+          ],
+          blocks: [['detail', entry.detail]],
+        });
+        return;
       case 'compaction':
         state = 'AwaitingCompaction';
         push({

@@ -7,6 +7,7 @@ import { describe, expect, it } from 'vitest';
 import { createActor, waitFor, type InspectionEvent } from 'xstate';
 import { createAgentMachine, type AgentActor } from '../../machines/agent.machine.js';
 import { scriptedModel } from '../../src/models/scripted.js';
+import { callDigest } from '../../src/agent/approval-binding.js';
 import { INTERRUPTED_CONTENT } from '../../src/tools/run-tools.js';
 import { runFinished, runToCompletion, tick } from '../support/driver.js';
 import {
@@ -52,7 +53,10 @@ describe('approve', () => {
     await tick(20);
     expect(ran).toEqual([]);
     expect(actor.getSnapshot().matches(AWAITING_APPROVAL)).toBe(true);
-    expect(asked).toEqual([{ type: 'approval.requested', calls: [{ id: 'call_1_0', name: 'write_file', args: { path: 'a.txt', content: 'x' } }] }]);
+    const shown = { id: 'call_1_0', name: 'write_file', args: { path: 'a.txt', content: 'x' } };
+    // Each call comes with its request: the id, the run, and the digest a decision may name.
+    const request = { toolCallId: shown.id, toolName: shown.name, args: shown.args, digest: callDigest(shown), run: 1, turn: 1 };
+    expect(asked).toEqual([{ type: 'approval.requested', calls: [shown], requests: [request] }]);
     // The inspector sees the waiting state by name.
     const values = inspected
       .filter((e) => e.type === '@xstate.snapshot' && e.actorRef === actor)
@@ -323,7 +327,7 @@ describe('a decision is asked for once', () => {
     actor.send({ type: 'deny', toolCallId: 'call_1_0', reason: 'changed my mind' });
     actor.send({ type: 'approve', toolCallId: 'call_1_0' });
     await tick(20);
-    expect(actor.getSnapshot().context.approvals.decisions).toEqual({ call_1_0: { approved: true } });
+    expect(actor.getSnapshot().context.approvals.decisions).toEqual({ call_1_0: { approved: true, digest: callDigest(write('a.txt')) } });
     expect(actor.getSnapshot().matches(AWAITING_APPROVAL)).toBe(true);
     expect(asked).toHaveLength(1);
 
@@ -354,7 +358,7 @@ describe('a decision is asked for once', () => {
     const snapshot = restored.getSnapshot();
     expect(snapshot.matches(AWAITING_APPROVAL)).toBe(true);
     expect(snapshot.context.approvals.waiting).toEqual(['call_1_0', 'call_1_1']);
-    expect(snapshot.context.approvals.decisions).toEqual({ call_1_0: { approved: true } });
+    expect(snapshot.context.approvals.decisions).toEqual({ call_1_0: { approved: true, digest: callDigest(write('a.txt')) } });
     restored.send({ type: 'approve', toolCallId: 'call_1_1' });
     const output = await runToCompletion(restored);
     expect(ran.map((r) => r.id)).toEqual(['call_1_0', 'call_1_1']);

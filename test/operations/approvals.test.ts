@@ -27,7 +27,7 @@ describe('approvals, the built-in approval-like operation', () => {
     for (const type of ['operation.yielded', 'event.rejected', 'tool.finished'] as const) actor.on(type, (e) => emitted.push(e));
     actor.start();
     await waitFor(actor, (s) => JSON.stringify(s.value).includes('AwaitingApproval'), { timeout: WAIT_MS });
-    expect(emitted).toEqual([{ type: 'operation.yielded', operation: APPROVALS_OPERATION, reason: 'approval', payload: { calls: ['call_1_0', 'call_1_1'] } }]);
+    expect(emitted).toEqual([{ type: 'operation.yielded', operation: APPROVALS_OPERATION, reason: 'approval', payload: { calls: ['call_1_0', 'call_1_1'], requests: [expect.objectContaining({ toolCallId: 'call_1_0', run: 1 }), expect.objectContaining({ toolCallId: 'call_1_1', run: 1 })] } }]);
 
     // A payload the approvals schema refuses: event.rejected, nothing decided, the actor waits on.
     actor.send({ type: 'operation.resume', operation: 'approvals', payload: { toolCallId: 'call_1_0', approved: 'yes' } });

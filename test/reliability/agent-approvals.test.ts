@@ -44,6 +44,7 @@ describe('approval decisions keyed by prototype names', () => {
     first.send({ type: 'input', message: 'go' });
     expect(await asked).toMatchObject({ calls: [{ id: '__proto__' }, { id: 'toString' }] });
     first.send({ type: 'approve', toolCallId: '__proto__' });
+    const first0 = Object.getOwnPropertyDescriptor(first.actor.getSnapshot().context.approvals.decisions, '__proto__')!.value as unknown;
     await first.close();
 
     const askedAgain: AgentEmitted[] = [];
@@ -53,7 +54,7 @@ describe('approval decisions keyed by prototype names', () => {
       sessionId: 'p',
       attach: (actor) => actor.on('approval.requested', (e) => askedAgain.push(e)),
     });
-    expect(second.actor.getSnapshot().context.approvals.decisions).toEqual(JSON.parse('{"__proto__":{"approved":true}}'));
+    expect(second.actor.getSnapshot().context.approvals.decisions).toEqual(JSON.parse(`{"__proto__":{"approved":true,"digest":"${(first0 as { digest: string }).digest}"}}`));
     expect(askedAgain).toEqual([expect.objectContaining({ calls: [expect.objectContaining({ id: 'toString' })] })]);
     second.send({ type: 'deny', toolCallId: 'toString' });
     const output = await second.whenIdle();
