@@ -132,6 +132,17 @@ describe.each([6, 7] as const)('approvals, AI SDK %s', (version) => {
     expect(after.parts.find((p) => p.type === 'tool-transfer')!.state).toBe('output-denied');
   });
 
+  it.skipIf(skip)('the approval may reach another process: the waiting session was let go, the other opens it from the store', async () => {
+    const { user, asked, store, transfers } = await requested(approvalScript, 'elsewhere');
+    const other = chatAgent(approvalScript);
+    const handler = createChatHandler({ machine: other.machine, store, aiSdk: version });
+    handlers.push(handler);
+    const after = await page(await loadSdk(version), handler, 'elsewhere').send([user, answered(asked, true)], answered(asked, true));
+    expect(transfers).toEqual([]);
+    expect(other.transfers).toEqual(['5']);
+    expect(textOf(after)).toBe('I will send it.|Done.');
+  });
+
   it.skipIf(skip)('a forged approval (a call that does not wait, another run) is refused and nothing stored changes', async () => {
     const { chat, user, asked, store, transfers } = await requested(approvalScript, 'forged-chat');
     const before = { row: await store.load('forged-chat'), trace: await store.readTrace('forged-chat') };
