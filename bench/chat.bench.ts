@@ -16,6 +16,7 @@ import { ChatRun } from '../src/http/chat-run.js';
 import { FetchSink } from '../src/http/fetch-sink.js';
 import { RunChunker } from '../src/http/ui-chunks.js';
 import { LiveLimitsSchema } from '../src/viewer/sse.js';
+import { deliveryIds } from '../src/agent/delivery.js';
 import { median, printTable } from './support.js';
 
 const CHUNKS = 50_000;
@@ -39,7 +40,8 @@ const raw = (sink: FetchSink) => (delta: string) => sink.write(Buffer.from(`data
 const converted = (sink: FetchSink) => {
   const run = new ChatRun(new RunChunker(6, 1), unbounded, () => {});
   run.attach(sink, 0);
-  return (delta: string) => run.event({ type: 'text.delta', turn: 1, delta });
+  let index = 0;
+  return (delta: string) => run.event({ type: 'text.delta', id: deliveryIds.text(1, 1, 1, index++), turn: 1, delta });
 };
 
 async function conversionTable(): Promise<void> {
