@@ -35,7 +35,11 @@ describe('approve and deny from two processes at once', () => {
     const request = asked[0]!.requests[0]!;
 
     const [ana, bob] = await Promise.all(
-      [{ approved: true, by: 'ana' }, { approved: false, by: 'bob' }].map((verdict) => runTs(CHILD, [JSON.stringify({ db, sessionId: 'race', request, ...verdict })])),
+      // Each reads the row, then waits for the other to have read it too: both decide against the same version.
+      [
+        { approved: true, by: 'ana', barrier: { mine: join(root, 'ana'), theirs: join(root, 'bob') } },
+        { approved: false, by: 'bob', barrier: { mine: join(root, 'bob'), theirs: join(root, 'ana') } },
+      ].map((verdict) => runTs(CHILD, [JSON.stringify({ db, sessionId: 'race', request, ...verdict })], { timeoutMs: 60_000 })),
     );
     const said = [ana!, bob!].map((run) => (expect(run.code, run.stderr).toBe(0), run.lines.at(-1)));
     expect(said.sort()).toEqual(['DECIDED', 'REFUSED already-decided']);
