@@ -4,7 +4,8 @@ import type { AgentConfig } from '../src/agent/config.js';
 import { decisionFor, deniedResult, isWaiting, restoredApprovals, takeDecision, type ApprovalEvent } from '../src/agent/approvals.js';
 import { requestFor, type ApprovalRequest, type RefusalReason } from '../src/agent/approval-binding.js';
 import { z } from 'zod';
-import { BudgetSchema, PricesSchema, budgetExceeded, costUsd } from '../src/agent/budget.js';
+import { BudgetSchema, PricesSchema, budgetOverrun, costUsd, type BudgetKind, type BudgetOverrun } from '../src/agent/budget.js';
+import { BUDGET_OPERATION, activeMs, limitsOf, pausedAt, pausesOn, raiseOf, raiseProblem, raisedBy } from '../src/agent/budget-pause.js';
 import { freshAgentContext, parseAgentContext, type AgentContext } from '../src/agent/context.js';
 import type { OperationHook } from '../src/agent/operation-state.js';
 import {
@@ -119,6 +120,8 @@ export type AgentEmitted =
   | { type: 'approval.decided'; run: number; toolCallId: string; digest: string; approved: boolean; by?: string; reason?: string }
   /** A decision was refused: it changed nothing (an unknown, decided, finished, other run's or changed call). */
   | { type: 'approval.refused'; run: number; toolCallId: string; approved: boolean; refusal: RefusalReason; detail: string; by?: string; digest?: string }
+  /** The run went past a limit that pauses: it waits for a raise of that limit (or a seal). */
+  | { type: 'budget.paused'; kind: BudgetKind; used: number; limit: number; reason: string }
   /** An operation yielded: the run waits for `{ type: 'operation.resume', operation, payload }`. */
   | { type: 'operation.yielded'; operation: string; reason: string; payload: unknown }
   /** An operation's hook threw, timed out or broke its contract: the run fails with this error. */
@@ -237,15 +240,28 @@ export function createAgentMachine(config: AgentConfig) {
     if (!parsed.success) return `invalid policy: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`;
     return pruneLineProblem(pruning, parsed.data);
   };
-  /** Checked after tool results and before each model call, when the brain is between steps. */
-  const overBudget = (context: AgentContext): string | null =>
+  if (budget?.pause && plan.byName.has(BUDGET_OPERATION)) throw new InvalidConfigError(`operation name '${BUDGET_OPERATION}' is taken by budgets that pause`);
+  /** Checked after tool results and before each model call, when the brain is between steps; paused time is not wall time. */
+  const overrun = (context: AgentContext): BudgetOverrun | null =>
     budget && !context.brain.context.cancelled && (context.brain.value === 'Start' || context.brain.value === 'AwaitingModel')
-      ? budgetExceeded(budget, prices, {
+      ? budgetOverrun(limitsOf(budget, context.budgetPause), prices, {
           usage: context.runUsage,
           toolCalls: context.brain.context.totalToolCalls,
-          elapsedMs: clock() - context.runStartedAt,
+          elapsedMs: activeMs(context.runStartedAt, clock(), context.budgetPause),
         })
       : null;
+  /** A limit passed whose kind seals: the seal reason. */
+  const overBudget = (context: AgentContext): string | null => {
+    const over = overrun(context);
+    return over && !pausesOn(budget!, over.kind) ? over.reason : null;
+  };
+  /** Why a raise is refused (malformed, or it does not lift the limit the run paused on), or null. */
+  const raiseRefusal = (context: AgentContext, event: AgentEvent): string | null => {
+    const change = raiseOf(event as never);
+    if (!change) return `a raise needs { budget: { maxTokens?, maxCostUsd?, maxToolCalls?, maxDurationMs? } }`;
+    const over = overrun(context);
+    return over && pausesOn(budget!, over.kind) ? raiseProblem(over, change) : null;
+  };
   const extrasCache = new WeakMap<object, { slices: object; tokens: number | OperationError }>();
   /**
    * Size of the instructions and prompt parts the next model call carries (seed 000: counted
@@ -366,6 +382,9 @@ export function createAgentMachine(config: AgentConfig) {
       rewindable: ({ context, event }) => feedProblem(context.brain.context, { type: 'rewindTo', len: as(event, 'rewind').len }) === null,
       singleRun: ({ context }) => context.once,
       runOverBudget: ({ context }) => overBudget(context) !== null,
+      budgetPaused: ({ context }) => overrun(context) !== null && overBudget(context) === null,
+      raiseRefused: ({ context, event }) => raiseRefusal(context, event) !== null,
+      budgetResume: ({ event }) => event.type === 'operation.resume' && event.operation === BUDGET_OPERATION,
       promptFails: ({ context }) => typeof extrasFor(context) !== 'number',
       extrasChanged: ({ context }) => extrasFor(context) !== context.extrasTokens,
       operationFailure: ({ event }) => event.type === 'io.failed' && OperationError.isInstance(event.error),
@@ -412,6 +431,7 @@ export function createAgentMachine(config: AgentConfig) {
         compactionPasses: 0,
         ...resetBatch(context),
         runStartedAt: clock(),
+        budgetPause: undefined,
         // Each run lists its sources once (its `toolset` step); an agent without sources records nothing.
         ...(hasSources && { offered: null }),
       })),
@@ -441,6 +461,14 @@ export function createAgentMachine(config: AgentConfig) {
         operations: closeOperations(context.operations),
         ...resetBatch(context),
       })),
+      markPaused: assign({ budgetPause: ({ context }) => pausedAt(context.budgetPause, clock()) }),
+      emitBudgetPaused: enqueueActions(({ context, enqueue }) => {
+        const { kind, used, limit, reason } = overrun(context)!;
+        enqueue.emit({ type: 'budget.paused', kind, used, limit, reason });
+        enqueue.emit({ type: 'operation.yielded', operation: BUDGET_OPERATION, reason, payload: { kind, used, limit } });
+      }),
+      raiseBudget: assign({ budgetPause: ({ context, event }) => raisedBy(context.budgetPause, raiseOf(event as never)!, clock()) }),
+      refuseRaise: emit(({ context, event }) => ({ type: 'event.rejected' as const, event: event.type, reason: raiseRefusal(context, event)! })),
       openPoint: assign({ operations: ({ context }, hook: OperationHook) => openPoint(context.operations, plan, hook, pointKey(context, hook)) }),
       requestOperations: sendTo('io', ({ context }): IoRequest => {
         const point = context.operations.point!;
@@ -763,6 +791,8 @@ export function createAgentMachine(config: AgentConfig) {
           ],
           seal: { guard: 'wellFormed', target: '.Start', actions: ['abortIo', 'sealRun'] },
           steer: { guard: 'wellFormed', actions: 'steerRun' },
+          // A raise while the run goes: the limits it names hold for the rest of the run.
+          'budget.raise': [{ guard: and(['wellFormed', 'raiseRefused']), actions: 'refuseRaise' }, { guard: 'wellFormed', actions: 'raiseBudget' }],
           // A user message sent while a run goes is steering: delivered at the next coherent point.
           input: { guard: 'wellFormed', actions: 'steerRun' },
           approve: { guard: 'wellFormed', actions: ['recordDecision', { type: 'trace', params: 'approval.decided' }] },
@@ -778,6 +808,8 @@ export function createAgentMachine(config: AgentConfig) {
             always: [
               // Budgets are checked between steps: going past one seals the run (seed 004).
               { guard: 'runOverBudget', target: 'Start', reenter: true, actions: 'sealOverBudget' },
+              // ...or, for a kind configured to pause, waits for a raise.
+              { guard: 'budgetPaused', target: 'BudgetPaused' },
               // An operation yielded: the run waits for it, also after a restore.
               { guard: 'operationWaiting', target: 'AwaitingOperation' },
               // A hook point in progress (after a reply, or a restored one) goes on where it was.
@@ -801,6 +833,20 @@ export function createAgentMachine(config: AgentConfig) {
               { guard: 'compact', target: 'AwaitingCompaction', actions: 'takeStep' },
               { target: '#agent.Terminal', actions: 'takeStep' },
             ],
+          },
+          /** Past a limit that pauses: waits for a raise that lifts it (the same run goes on) or a seal. */
+          BudgetPaused: {
+            entry: ['markPaused', 'emitBudgetPaused'],
+            on: {
+              'budget.raise': [
+                { guard: and(['wellFormed', 'raiseRefused']), actions: 'refuseRaise' },
+                { guard: 'wellFormed', target: 'Start', actions: 'raiseBudget' },
+              ],
+              'operation.resume': [
+                { guard: and(['wellFormed', 'budgetResume', 'raiseRefused']), actions: 'refuseRaise' },
+                { guard: and(['wellFormed', 'budgetResume']), target: 'Start', actions: 'raiseBudget' },
+              ],
+            },
           },
           /** Operations run at a hook point, in list order; each declines, applies effects, or yields. */
           Operating: {

@@ -29,3 +29,4 @@ export { FAILURE_TYPES, AgentOutcomeSchema } from './agent/failure.js';
 export { DeliveryIdSchema } from './agent/delivery.js';
 export { DEFAULT_REPETITION_LIMIT } from './agent/repetition.js';
 export { RefusalReasonSchema, callDigest } from './agent/approval-binding.js';
+export { BUDGET_OPERATION, BudgetRaiseSchema } from './agent/budget-pause.js';

@@ -1,12 +1,25 @@
 import { z } from 'zod';
 import type { Usage } from '../schemas.js';
 
-/** Limits on one run, checked between steps; exceeding one seals the run (seed 004). */
-export const BudgetSchema = z.object({
+/** The kinds of limit a budget sets, as a pause or a refusal names them. */
+export const BUDGET_KINDS = ['tokens', 'cost', 'toolCalls', 'duration'] as const;
+export type BudgetKind = (typeof BUDGET_KINDS)[number];
+
+/** The limits alone: what a raise may change. */
+export const BudgetLimitsSchema = z.object({
   maxTokens: z.number().int().positive().optional(),
   maxCostUsd: z.number().positive().optional(),
   maxToolCalls: z.number().int().positive().optional(),
   maxDurationMs: z.number().int().positive().optional(),
+});
+export type BudgetLimits = z.infer<typeof BudgetLimitsSchema>;
+
+/**
+ * Limits on one run, checked between steps; exceeding one seals the run (seed 004), or with
+ * `pause` (true: every kind; a list: those kinds) pauses it until a raise or a seal.
+ */
+export const BudgetSchema = BudgetLimitsSchema.extend({
+  pause: z.union([z.literal(true), z.array(z.enum(BUDGET_KINDS))]).optional(),
 });
 export type Budget = z.infer<typeof BudgetSchema>;
 
@@ -28,22 +41,35 @@ export interface RunSpend {
   elapsedMs: number;
 }
 
-/** The first limit the run has gone past, as the seal reason, or null. */
-export function budgetExceeded(budget: Budget | undefined, prices: Prices | undefined, spend: RunSpend): string | null {
+/** A limit the run has gone past: which, what was used, the limit, and the seal or pause reason. */
+export interface BudgetOverrun {
+  kind: BudgetKind;
+  used: number;
+  limit: number;
+  reason: string;
+}
+
+/** The first limit the run has gone past, or null. */
+export function budgetOverrun(budget: BudgetLimits | undefined, prices: Prices | undefined, spend: RunSpend): BudgetOverrun | null {
   if (!budget) return null;
   const tokens = spend.usage.inputTokens + spend.usage.outputTokens;
   if (budget.maxTokens !== undefined && tokens > budget.maxTokens) {
-    return `budget: ${tokens} tokens used, limit ${budget.maxTokens}`;
+    return { kind: 'tokens', used: tokens, limit: budget.maxTokens, reason: `budget: ${tokens} tokens used, limit ${budget.maxTokens}` };
   }
   const cost = costUsd(spend.usage, prices);
   if (budget.maxCostUsd !== undefined && cost !== undefined && cost > budget.maxCostUsd) {
-    return `budget: $${cost.toFixed(4)} spent, limit $${budget.maxCostUsd}`;
+    return { kind: 'cost', used: cost, limit: budget.maxCostUsd, reason: `budget: $${cost.toFixed(4)} spent, limit $${budget.maxCostUsd}` };
   }
   if (budget.maxToolCalls !== undefined && spend.toolCalls > budget.maxToolCalls) {
-    return `budget: ${spend.toolCalls} tool calls made, limit ${budget.maxToolCalls}`;
+    return { kind: 'toolCalls', used: spend.toolCalls, limit: budget.maxToolCalls, reason: `budget: ${spend.toolCalls} tool calls made, limit ${budget.maxToolCalls}` };
   }
   if (budget.maxDurationMs !== undefined && spend.elapsedMs > budget.maxDurationMs) {
-    return `budget: ${spend.elapsedMs} ms elapsed, limit ${budget.maxDurationMs} ms`;
+    return { kind: 'duration', used: spend.elapsedMs, limit: budget.maxDurationMs, reason: `budget: ${spend.elapsedMs} ms elapsed, limit ${budget.maxDurationMs} ms` };
   }
   return null;
+}
+
+/** The first limit the run has gone past, as the seal reason, or null. */
+export function budgetExceeded(budget: BudgetLimits | undefined, prices: Prices | undefined, spend: RunSpend): string | null {
+  return budgetOverrun(budget, prices, spend)?.reason ?? null;
 }

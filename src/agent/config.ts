@@ -64,7 +64,10 @@ export interface AgentConfig {
   pruning?: PruningInput;
   /** The pruning pass itself; default `pruneToolResults`. Must keep count, roles and tool-call ids. */
   pruner?: (messages: readonly Message[], options: PruneOptions) => PruneResult;
-  /** Limits per run, checked between steps; going past one seals the run with the reason. */
+  /**
+   * Limits per run, checked between steps; going past one seals the run with the reason, or with
+   * `pause` (true, or the kinds that pause) waits in `BudgetPaused` for a `budget.raise` or a seal.
+   */
   budget?: Budget;
   /** Token prices, for cost accounting and `budget.maxCostUsd`. */
   prices?: Prices;

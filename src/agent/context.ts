@@ -10,6 +10,7 @@ import { freshBrain, type BrainState } from './brain-state.js';
 import { NO_OPERATIONS, OperationsStateSchema } from './operation-state.js';
 import { NO_USAGE } from './run-rules.js';
 import { ModelAttemptSchema } from './delivery.js';
+import { BudgetPauseSchema } from './budget-pause.js';
 
 const count = z.number().int().nonnegative();
 
@@ -64,6 +65,8 @@ export const AgentContextSchema = z.object({
    * delivery ids. Absent in snapshots of older builds (the next call is attempt 1).
    */
   attempt: ModelAttemptSchema.nullable().optional(),
+  /** The run's raised budget limits and paused time (see budget-pause.ts); absent until a run pauses or is raised. */
+  budgetPause: BudgetPauseSchema.optional(),
 });
 
 export type AgentContext = Omit<z.infer<typeof AgentContextSchema>, 'brain' | 'toolJournal'> & {

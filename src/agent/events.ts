@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { PolicySchema, UserMessageSchema } from '../schemas.js';
+import { BudgetLimitsSchema } from './budget.js';
 
 /**
  * The events anyone may send to an agent actor, as schemas: the one check every external event
@@ -29,6 +30,8 @@ export const ExternalEventSchemas = {
   policy: z.object({ type: z.literal('policy'), policy: PolicySchema.partial() }),
   resume: z.object({ type: z.literal('resume') }),
   rewind: z.object({ type: z.literal('rewind'), len: z.number().int().nonnegative() }),
+  /** Raises the run's budget limits it names (a paused run continues once its limit is lifted). */
+  'budget.raise': z.object({ type: z.literal('budget.raise'), budget: BudgetLimitsSchema.strict() }),
   approve: z.object({ type: z.literal('approve'), ...decision }),
   deny: z.object({ type: z.literal('deny'), ...decision }),
   /** Resumes the operation the run waits on; the payload is checked against the operation's own schema. */

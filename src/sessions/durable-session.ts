@@ -226,7 +226,7 @@ export class DurableSession {
     if (externalEventProblem(event) !== null) return;
     const now = Date.now();
     const run = this.actor.getSnapshot().context.runIndex;
-    if (['cancel', 'seal', 'steer', 'policy', 'rewind'].includes(event.type)) {
+    if (['cancel', 'seal', 'steer', 'policy', 'rewind', 'budget.raise'].includes(event.type)) {
       this.#record({ type: 'event', at: now, run, event: structuredClone(event) as Record<string, unknown> });
     }
   }

@@ -67,6 +67,7 @@ export const SessionRowSchema = AgentContextSchema.pick({
   offered: true,
   // Optional too: a row without it starts its next model call as attempt 1.
   attempt: true,
+  budgetPause: true,
 }).extend({
   rowVersion: z.literal(SESSION_ROW_VERSION),
   brain: z.object({
@@ -105,6 +106,7 @@ export function encodeRow(context: AgentContext): SessionRow {
     ...(context.trace && { trace: context.trace }),
     ...(context.offered && { offered: context.offered }),
     ...(context.attempt && { attempt: context.attempt }),
+    ...(context.budgetPause && { budgetPause: context.budgetPause }),
   };
 }
 
@@ -155,5 +157,6 @@ export function decodeRow(
     ...(row.trace && { trace: row.trace }),
     ...(row.offered && { offered: row.offered }),
     ...(row.attempt && { attempt: row.attempt }),
+    ...(row.budgetPause && { budgetPause: row.budgetPause }),
   };
 }

@@ -1,8 +1,8 @@
 /**
  * One write per durable step (issue 19, item 7): a `DurableSession` step's log, row and trace
  * entries reach the store in one transaction. Only what happens between steps has writes of its
- * own: a tool result's journal entry and its trace entry (other calls of the batch may run on),
- * a retry's entry. Counted two ways on a real SQLite file: the store calls the session makes,
+ * own: a tool result's journal entry and its trace entry (other calls of the batch may run on);
+ * a retry's entry rides in the step that stores the model call's new attempt. Counted two ways on a real SQLite file: the store calls the session makes,
  * and the transactions committed to the file (commit frames in its write-ahead log); on
  * PostgreSQL (when DATABASE_URL is set) the write transactions its connections run.
  */
