@@ -17,6 +17,8 @@ export interface ChartState {
   parent: string | null;
   initial: boolean;
   final: boolean;
+  /** Its children are regions, all active at once. */
+  parallel: boolean;
 }
 
 export interface ChartTransition {
@@ -37,12 +39,25 @@ export interface ChartModel {
 /** Names a transition's guards: from a caller's table when it has them, else from XState's definition. */
 export type GuardNamer = (from: string, event: string, index: number, guard: unknown) => string[] | undefined;
 
+/** XState's `and`, `or` and `not` are functions carrying their operands as `guards`. */
+type Combinator = ((...args: never[]) => unknown) & { guards?: unknown[] };
+
+function guardName(guard: unknown): string {
+  if (typeof guard === 'string') return guard;
+  if (typeof guard === 'object' && guard !== null && typeof (guard as { type?: unknown }).type === 'string') return (guard as { type: string }).type;
+  if (typeof guard !== 'function') return 'guard';
+  const operands = (guard as Combinator).guards;
+  if (Array.isArray(operands) && guard.name === 'not') return `!${guardName(operands[0])}`;
+  if (Array.isArray(operands) && guard.name === 'or') return `(${operands.map(guardName).join(' || ')})`;
+  if (Array.isArray(operands) && guard.name === 'and') return operands.map(guardName).join(' && ');
+  return guard.name || 'inline guard';
+}
+
 function guardNames(guard: unknown): string[] {
   if (guard === undefined || guard === null) return [];
-  if (typeof guard === 'string') return [guard];
-  if (typeof guard === 'object' && typeof (guard as { type?: unknown }).type === 'string') return [(guard as { type: string }).type];
-  if (typeof guard === 'function') return [guard.name || 'inline guard'];
-  return ['guard'];
+  const operands = (guard as Combinator).guards;
+  if (typeof guard === 'function' && guard.name === 'and' && Array.isArray(operands)) return operands.flatMap(guardNames);
+  return [guardName(guard)];
 }
 
 /**
@@ -70,6 +85,7 @@ export function chartOf(machine: AnyStateMachine, name?: GuardNamer): ChartModel
         parent: depth === 0 ? null : pathOf(node),
         initial: node.initial?.target?.some((target: AnyStateNode) => target === child) ?? false,
         final: child.type === 'final',
+        parallel: child.type === 'parallel',
       });
       const add = (event: string, list: readonly { target?: readonly AnyStateNode[] | undefined; guard?: unknown }[]) =>
         list.forEach((t, index) => {

@@ -10,7 +10,7 @@ import { brainChart, chartOf, type ChartModel } from './chart.js';
 import { actorPath, homePage, messagePage, sessionPage } from './page.js';
 import type { PageData, Row, SessionView } from './page-model.js';
 import { describeOutcome } from './load.js';
-import { agentChart, VIEWER_HOST, ViewerListenError } from './server.js';
+import { agentChart, chartLayouts, VIEWER_HOST, ViewerListenError } from './server.js';
 import { LiveStreams, liveLimits, sseEvent, type LiveLimitsInput, type LiveStats, type SseStream } from './sse.js';
 
 /**
@@ -34,7 +34,7 @@ export interface ViewerInspectorOptions {
 export interface ViewerInspector {
   /** The `inspect` option for `createActor`. */
   inspect: (event: InspectionEvent) => void;
-  /** Resolves with the page's URL once the server listens (rejects with ViewerListenError). */
+  /** Resolves with the page's URL once the server listens and the charts are laid out (rejects with ViewerListenError). */
   ready: Promise<string>;
   /** The live pages now: how many follow, the bytes waiting for them, how many were dropped. */
   liveStats(): LiveStats;
@@ -162,13 +162,15 @@ export function viewerInspector(options: ViewerInspectorOptions = {}): ViewerIns
     for (const stream of tracked.listeners) if (!stream.send(update)) tracked.listeners.delete(stream);
   };
 
-  const pageFor = (tracked: Tracked, script: string) => {
+  const pageFor = async (tracked: Tracked, script: string) => {
+    const driver = tracked.agent ? agentChart() : { id: tracked.chart.id, states: [], transitions: [] };
     const data: PageData = {
       mode: 'inspector',
       live: true,
       eventsUrl: `${actorPath(tracked.id)}/events`,
       chart: tracked.chart,
-      driver: tracked.agent ? agentChart() : { id: tracked.chart.id, states: [], transitions: [] },
+      driver,
+      layouts: await chartLayouts(tracked.chart, driver),
       session: {
         sessionId: tracked.id,
         version: tracked.seq,
@@ -198,7 +200,7 @@ export function viewerInspector(options: ViewerInspectorOptions = {}): ViewerIns
     const tracked = page === null ? undefined : actors.get(page.id);
     if (!tracked) return html(res, 404, messagePage('Not found', `No inspected actor at ${url.pathname}.`));
     if (!page!.events) {
-      void clientScript().then((script) => html(res, 200, pageFor(tracked, script)), (error) => html(res, 500, messagePage('Error', String(error))));
+      void clientScript().then(async (script) => html(res, 200, await pageFor(tracked, script)), (error) => html(res, 500, messagePage('Error', String(error))));
       return;
     }
     const lastEventId = req.headers['last-event-id'];
@@ -213,7 +215,9 @@ export function viewerInspector(options: ViewerInspectorOptions = {}): ViewerIns
     server.once('error', (error: NodeJS.ErrnoException) =>
       reject(new ViewerListenError(port, error.code === 'EADDRINUSE' ? 'the port is in use (EADDRINUSE); pick another port' : error.message, { cause: error })),
     );
-    server.listen(port, VIEWER_HOST, () => resolve(`http://${VIEWER_HOST}:${(server.address() as AddressInfo).port}/`));
+    // Ready once the agent's two charts are laid out too (in a worker): no page waits for ELK's slow first run.
+    const laidOut = chartLayouts(brainChart(), agentChart());
+    server.listen(port, VIEWER_HOST, () => void laidOut.then(() => resolve(`http://${VIEWER_HOST}:${(server.address() as AddressInfo).port}/`)));
   });
   ready.catch(() => {});
   return {

@@ -1,6 +1,7 @@
 import type { Message, StateName, Usage } from '../schemas.js';
 import type { ReadTraceEntry } from '../sessions/trace.js';
 import type { ChartModel } from './chart.js';
+import type { ChartLayout } from './chart-geometry.js';
 
 /** What a session page shows: plain JSON, embedded in the page (and in an exported file). */
 export interface SessionView {
@@ -37,6 +38,8 @@ export interface PageData {
   eventsUrl: string | null;
   chart: ChartModel;
   driver: ChartModel;
+  /** Both charts laid out in Node (null: not laid out, the page lists the transitions only). */
+  layouts: { chart: ChartLayout | null; driver: ChartLayout | null };
   session: SessionView;
   /** Ready-made rows (the live-actor inspector), shown before the trace's. */
   rows?: Row[];

@@ -9,6 +9,7 @@ import { clientScript } from './asset.js';
 import { SessionFeeds, liveCursor } from './feed.js';
 import { localRequestProblem, pagePath, refuse, sendHtml as send } from './http.js';
 import { brainChart, chartOf, type ChartModel } from './chart.js';
+import { cachedLayout } from './chart-layout.js';
 import { listSessionViews, loadSessionView } from './load.js';
 import { homePage, messagePage, sessionPage, sessionPath } from './page.js';
 import type { PageData, SessionView } from './page-model.js';
@@ -59,14 +60,23 @@ let driverChart: ChartModel | undefined;
 /** The driver's chart, generated once from a real agent machine (its states do not depend on the config). */
 export const agentChart = (): ChartModel => (driverChart ??= chartOf(createAgentMachine({ model: NO_MODEL })));
 
+/** Both charts of a page, laid out (once per process: the layouts are cached). */
+export async function chartLayouts(chart: ChartModel, driver: ChartModel): Promise<PageData['layouts']> {
+  const [a, b] = await Promise.all([cachedLayout(chart), driver.states.length ? cachedLayout(driver) : null]);
+  return { chart: a, driver: b };
+}
+
 /** The data of a session page. */
-export function pageData(session: SessionView, live: boolean): PageData {
+export async function pageData(session: SessionView, live: boolean): Promise<PageData> {
+  const chart = brainChart();
+  const driver = agentChart();
   return {
     mode: 'session',
     live,
     eventsUrl: live ? `${sessionPath(session.sessionId)}/events` : null,
-    chart: brainChart(),
-    driver: agentChart(),
+    chart,
+    driver,
+    layouts: await chartLayouts(chart, driver),
     session,
   };
 }
@@ -86,13 +96,14 @@ export function pageData(session: SessionView, live: boolean): PageData {
  */
 export async function exportSessionHtml(store: SessionStore, sessionId: string): Promise<string | undefined> {
   const view = await loadSessionView(store, sessionId);
-  return view && sessionPage(pageData(view, false), await clientScript());
+  return view && sessionPage(await pageData(view, false), await clientScript());
 }
 
 /**
  * Serves the viewer on 127.0.0.1: the home page (every session), a page per session (the
  * brain's statechart, the timeline, the conversation at any step) and, for open pages, the
- * session's new steps as server-sent events, polled from the store.
+ * session's new steps as server-sent events, polled from the store. Resolves once it listens and
+ * the two charts are laid out (ELK, in a worker thread; a second or two the first time in a process).
  *
  * @example
  * ```ts
@@ -108,6 +119,8 @@ export async function startViewer(options: ViewerOptions): Promise<RunningViewer
   const feeds = new SessionFeeds(store, options.pollMs ?? 250);
   const label = options.storeLabel ?? 'the store';
   let port = 0;
+  // The charts are laid out (in a worker) while the server starts listening: no page waits for ELK's slow first run.
+  const laidOut = chartLayouts(brainChart(), agentChart());
 
   const handle = async (req: IncomingMessage, res: ServerResponse) => {
     const refused = localRequestProblem(req.headers, port);
@@ -130,7 +143,7 @@ export async function startViewer(options: ViewerOptions): Promise<RunningViewer
     }
     const view = await loadSessionView(store, sessionId);
     if (!view) return missing();
-    return send(res, view.error ? 500 : 200, sessionPage(pageData(view, true), await clientScript()));
+    return send(res, view.error ? 500 : 200, sessionPage(await pageData(view, true), await clientScript()));
   };
 
   const server: Server = createServer((request, response) => {
@@ -153,6 +166,7 @@ export async function startViewer(options: ViewerOptions): Promise<RunningViewer
     server.listen(wanted, VIEWER_HOST, () => resolve());
   });
   port = (server.address() as AddressInfo).port;
+  await laidOut;
   return {
     url: `http://${VIEWER_HOST}:${port}/`,
     port,

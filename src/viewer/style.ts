@@ -11,15 +11,24 @@ main.home { display: block; } .home .table { overflow-x: auto; } .home table { b
 tr.unreadable td { color: var(--bad); }
 .error { color: var(--bad); font-weight: 600; }
 dl.facts { display: flex; flex-wrap: wrap; gap: 4px 18px; margin: 4px 0; } dl.facts div { display: flex; gap: 6px; } dt { color: var(--muted); } dd { margin: 0; overflow-wrap: anywhere; }
-#chart svg { max-width: 100%; height: auto; }
-#chart .node rect { fill: var(--panel); stroke: var(--line); stroke-width: 1.5; }
-#chart .node text { fill: var(--fg); font-size: 13px; }
-#chart .node.current rect { stroke: var(--current); stroke-width: 3; }
-#chart .node.selected rect { fill: color-mix(in srgb, var(--accent) 22%, var(--panel)); stroke: var(--accent); stroke-width: 3; }
-#chart .edge path { fill: none; stroke: var(--muted); stroke-width: 1.2; } #chart .edge text { fill: var(--muted); font-size: 10px; } #chart .arrowhead { fill: var(--muted); }
-ul.driver { display: flex; flex-wrap: wrap; gap: 4px; list-style: none; padding: 0; margin: 4px 0; }
-ul.driver li { border: 1px solid var(--line); border-radius: 10px; padding: 0 8px; font-size: 12px; color: var(--muted); }
-ul.driver li.active { border-color: var(--accent); color: var(--fg); background: color-mix(in srgb, var(--accent) 18%, transparent); font-weight: 600; }
+#chart { display: grid; gap: 6px; }
+details.chart > summary { cursor: pointer; } details.chart > summary h2 { display: inline; }
+.chart-scroll { overflow: auto; max-height: 72vh; border: 1px solid var(--line); background: var(--panel); }
+.chart-scroll svg { display: block; }
+#chart .node .box { fill: var(--panel); stroke: var(--muted); stroke-width: 1.2; }
+#chart .node.compound > .box { fill: color-mix(in srgb, var(--fg) 3%, var(--panel)); }
+#chart .node.region > .box { stroke-dasharray: 5 4; fill: none; }
+#chart .node.final .inner { fill: none; stroke: var(--muted); }
+#chart text.label { font-family: ui-monospace, 'DejaVu Sans Mono', Menlo, Consolas, monospace; fill: var(--fg); }
+#chart text.title { font-size: 12px; font-weight: 600; } #chart text.internal { font-size: 10px; fill: var(--muted); } #chart text.edge { font-size: 10.5px; fill: var(--muted); }
+#chart .edge path { fill: none; stroke: var(--muted); stroke-width: 1.1; } #chart .arrowhead { fill: var(--muted); }
+#chart .edge:hover path { stroke: var(--accent); stroke-width: 2; } #chart .edge:hover text { fill: var(--fg); }
+#chart .initial circle { fill: var(--fg); } #chart .initial path { fill: none; stroke: var(--muted); stroke-width: 1.1; }
+#chart .node.current > .box { stroke: var(--current); stroke-width: 3; }
+#chart .node.current-within > .box { stroke: var(--current); stroke-width: 1.8; }
+#chart .node.selected > .box { fill: color-mix(in srgb, var(--accent) 22%, var(--panel)); stroke: var(--accent); stroke-width: 3; }
+#chart .node.selected-within > .box { stroke: var(--accent); stroke-width: 2; }
+details.transitions summary { cursor: pointer; color: var(--muted); font-size: 12px; }
 table.transitions { font-size: 12px; border-collapse: collapse; } table.transitions td, table.transitions th { padding: 1px 8px; border-bottom: 1px solid var(--line); text-align: left; }
 main { display: grid; grid-template-columns: minmax(0, 1.2fr) minmax(0, 1fr); gap: 16px; }
 #timeline { position: relative; height: 420px; overflow-y: auto; border: 1px solid var(--line); background: var(--panel); }

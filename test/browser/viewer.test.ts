@@ -62,7 +62,12 @@ async function cli(argv: string[]) {
 const rowTexts = (p: Page) => p.locator('#timeline .row').evaluateAll((rows) => rows.map((row) => (row as HTMLElement).innerText.replace(/\s+/g, ' ')));
 const kinds = (p: Page) => p.locator('#timeline .row').evaluateAll((rows) => rows.map((row) => (row as HTMLElement).dataset.kind));
 const pwned = (p: Page) => p.evaluate(() => (window as unknown as { __pwned?: unknown }).__pwned);
-const highlighted = (p: Page, cls: string) => p.locator(`#chart .node.${cls}`).evaluateAll((nodes) => nodes.map((n) => n.getAttribute('data-state')));
+const highlighted = (p: Page, cls: string, chart = 'brain') => p.locator(`#chart svg[data-chart="${chart}"] .node.${cls}`).evaluateAll((nodes) => nodes.map((n) => n.getAttribute('data-state')));
+/** The timeline's first rows, then the charts (drawn on the next frame). */
+const ready = async (p: Page) => {
+  await p.waitForSelector('#timeline .row');
+  await p.waitForSelector('body[data-charts]');
+};
 
 describe.skipIf(!hasChromium)('loopchart view in chromium', () => {
   beforeAll(async () => {
@@ -131,18 +136,18 @@ describe.skipIf(!hasChromium)('loopchart view in chromium', () => {
     expect(layout.idLines.every((lines) => lines === 1)).toBe(true);
     // The markup id is text, and its link goes to its own page.
     await page.getByRole('link', { name: HOSTILE_ID }).click();
-    await page.waitForSelector('#timeline .row');
+    await ready(page);
     expect(await page.locator('#session-id').textContent()).toBe(HOSTILE_ID);
     expect(await pwned(page)).toBeUndefined();
   });
 
   it('session page: the statechart generated from the machine, the driver state, the timeline and the details of each step', async () => {
     await page.goto(`${viewer.url}s/rich`);
-    await page.waitForSelector('#timeline .row');
+    await ready(page);
     // The chart: the brain's own states, its transitions with their guard names.
-    const states = await page.locator('#chart .node').evaluateAll((nodes) => nodes.map((n) => n.getAttribute('data-state')));
+    const states = await page.locator('#chart svg[data-chart="brain"] .node').evaluateAll((nodes) => nodes.map((n) => n.getAttribute('data-state')));
     expect(states.sort()).toEqual(Object.keys(loopMachine.root.states).sort());
-    const table = await page.locator('#chart table.transitions').textContent();
+    const table = await page.locator('#chart-brain table.transitions').textContent();
     for (const guard of ['replyHasToolCalls', 'turnLimitReached', 'atEmergencyLine', 'aboveCompactThreshold', 'compactionMadeNoProgress && stallIsDeferrable']) {
       expect(table).toContain(guard);
     }
@@ -181,26 +186,27 @@ describe.skipIf(!hasChromium)('loopchart view in chromium', () => {
     expect((await page.locator('#conversation .message header').allInnerTexts()).map((h) => h.split(' ')[1])).toEqual(['system', 'user']);
     await page.locator('#row-10').click();
     expect(await highlighted(page, 'selected')).toEqual(['AwaitingCompaction']);
-    expect(await page.locator('#chart [data-io].active').allInnerTexts()).toContain('Running.AwaitingCompaction');
+    expect(await highlighted(page, 'selected', 'driver')).toEqual(['Running.AwaitingCompaction']);
     await page.locator('#row-8').click();
-    expect(await page.locator('#chart [data-io].active').allInnerTexts()).toContain('Running.AwaitingTools.Working.Approval.AwaitingApproval');
+    expect(await highlighted(page, 'selected', 'driver')).toEqual(['Running.AwaitingTools.Working.Approval.AwaitingApproval']);
+    expect(await highlighted(page, 'selected-within', 'driver')).toEqual(['Running', 'Running.AwaitingTools', 'Running.AwaitingTools.Working', 'Running.AwaitingTools.Working.Approval']);
     await page.screenshot({ path: join(ARTIFACTS, 'session.png'), fullPage: true });
     expect(statSync(join(ARTIFACTS, 'session.png')).size).toBeGreaterThan(10_000);
   });
 
   it("session page: the operations' persisted state", async () => {
     await page.goto(`${viewer.url}s/ops`);
-    await page.waitForSelector('#timeline .row');
+    await ready(page);
     expect(await page.locator('#operations [data-operation="notes"] dd').textContent()).toBe('{"seen":1,"note":"<script>window.__pwned=12</script>"}');
     expect(await pwned(page)).toBeUndefined();
     await page.goto(`${viewer.url}s/rich`);
-    await page.waitForSelector('#timeline .row');
+    await ready(page);
     expect(await page.locator('#operations').count()).toBe(0);
   });
 
   it('the timeline is keyboard-navigable', async () => {
     await page.goto(`${viewer.url}s/rich`);
-    await page.waitForSelector('#timeline .row');
+    await ready(page);
     await page.locator('#timeline').focus();
     await page.keyboard.press('Home');
     for (let i = 0; i < 3; i++) await page.keyboard.press('ArrowDown');
@@ -220,7 +226,7 @@ describe.skipIf(!hasChromium)('loopchart view in chromium', () => {
     for (const path of ['', 's/rich', `s/${encodeURIComponent(HOSTILE_ID)}`]) {
       await page.goto(`${viewer.url}${path}`);
       if (path) {
-        await page.waitForSelector('#timeline .row');
+        await ready(page);
         const rows = await page.locator('#timeline .row').count();
         for (let i = 0; i < rows; i++) await page.locator(`#row-${i}`).click();
       }
@@ -231,7 +237,7 @@ describe.skipIf(!hasChromium)('loopchart view in chromium', () => {
       expect(await page.locator('script').count()).toBe(path ? 2 : 0);
     }
     await page.goto(`${viewer.url}s/rich`);
-    await page.waitForSelector('#timeline .row');
+    await ready(page);
     expect((await rowTexts(page))[0]).toContain('<script>window.__pwned = 1</script>');
   });
 
@@ -241,8 +247,8 @@ describe.skipIf(!hasChromium)('loopchart view in chromium', () => {
     expect(exported.code).toBe(0);
     expect(exported.out).toMatch(/^wrote .*run\.html \(\d+ bytes\)/);
     await page.goto(`${viewer.url}s/rich`);
-    await page.waitForSelector('#timeline .row');
-    const served = { rows: await rowTexts(page), states: await page.locator('#chart .node').allInnerTexts() };
+    await ready(page);
+    const served = { rows: await rowTexts(page), states: await page.locator('#chart .node').allInnerTexts(), chart: await page.locator('#chart svg').evaluateAll((svgs) => svgs.map((svg) => svg.outerHTML)) };
     await page.locator('#row-6').click();
     const servedDetail = await page.locator('#detail').innerText();
 
@@ -253,9 +259,11 @@ describe.skipIf(!hasChromium)('loopchart view in chromium', () => {
     });
     await offline.route('**/*', (route) => (route.request().url().startsWith('file:') ? route.continue() : route.abort()));
     await offline.goto(pathToFileURL(file).href);
-    await offline.waitForSelector('#timeline .row');
+    await ready(offline);
     expect(await rowTexts(offline)).toEqual(served.rows);
     expect(await offline.locator('#chart .node').allInnerTexts()).toEqual(served.states);
+    // The same laid-out charts: the geometry travels in the file, nothing is laid out on open.
+    expect(await offline.locator('#chart svg').evaluateAll((svgs) => svgs.map((svg) => svg.outerHTML))).toEqual(served.chart);
     await offline.locator('#row-6').click();
     expect(await offline.locator('#detail').innerText()).toBe(servedDetail);
     expect(requests).toEqual([]);
@@ -264,7 +272,7 @@ describe.skipIf(!hasChromium)('loopchart view in chromium', () => {
 
   it('live: a step stored by another process appears on the open page within 1 s', async () => {
     await page.goto(`${viewer.url}s/live`);
-    await page.waitForSelector('#timeline .row');
+    await ready(page);
     expect(await kinds(page)).toEqual(['run', 'model', 'outcome']);
     const command = await bundledCommand(LIVE_CHILD);
     try {
@@ -335,8 +343,8 @@ describe.skipIf(!hasChromium)('loopchart view in chromium', () => {
       expect(links).toEqual(expect.arrayContaining([agent.sessionId, switcher.sessionId]));
       // The agent: the brain's chart, its driver's states, a row per event it took.
       await page.goto(`${url}a/${encodeURIComponent(agent.sessionId)}`);
-      await page.waitForSelector('#timeline .row');
-      expect((await page.locator('#chart .node').evaluateAll((n) => n.map((x) => x.getAttribute('data-state')))).sort()).toEqual(Object.keys(loopMachine.root.states).sort());
+      await ready(page);
+      expect((await page.locator('#chart svg[data-chart="brain"] .node').evaluateAll((n) => n.map((x) => x.getAttribute('data-state')))).sort()).toEqual(Object.keys(loopMachine.root.states).sort());
       expect(await highlighted(page, 'current')).toEqual(['Terminal']);
       expect((await rowTexts(page)).join('\n')).toContain('io.replied');
       expect(await pwned(page)).toBeUndefined();
@@ -345,8 +353,8 @@ describe.skipIf(!hasChromium)('loopchart view in chromium', () => {
       await refused.body?.cancel();
       // Any machine: its own states; an event sent while the page is open shows up live.
       await page.goto(`${url}a/${encodeURIComponent(switcher.sessionId)}`);
-      await page.waitForSelector('#timeline .row');
-      expect(await page.locator('#chart .node').evaluateAll((n) => n.map((x) => x.getAttribute('data-state')))).toEqual(['off', 'on']);
+      await ready(page);
+      expect(await page.locator('#chart svg[data-chart="brain"] .node').evaluateAll((n) => n.map((x) => x.getAttribute('data-state')))).toEqual(['off', 'on']);
       switcher.send({ type: 'flip' });
       await page.waitForFunction(() => [...document.querySelectorAll('#timeline .row')].some((row) => row.textContent!.includes('flip → on')), undefined, { timeout: 3_000 });
       await page.locator('#timeline').focus();
@@ -371,7 +379,7 @@ describe.skipIf(!hasChromium)('loopchart view in chromium', () => {
       const agent = createActor(machine, { input: { prompt: 'Wait, then answer.' }, inspect: inspector.inspect }).start();
       await waitFor(agent, (s) => s.context.brain.value === 'AwaitingTools', { timeout: 5_000 });
       await page.goto(`${url}a/${encodeURIComponent(agent.sessionId)}`);
-      await page.waitForSelector('#timeline .row');
+      await ready(page);
       const fact = (name: string) => page.locator(`[data-fact="${name}"] dd`).textContent();
       const during = agent.getSnapshot().context;
       expect(await fact('runs')).toBe(String(during.runIndex));
@@ -403,7 +411,7 @@ describe.skipIf(!hasChromium)('loopchart view in chromium', () => {
     try {
       const started = performance.now();
       await page.goto(`${bigViewer.url}s/big`);
-      await page.waitForSelector('#timeline .row');
+      await ready(page);
       const firstRender = performance.now() - started;
       // Where the time goes: the response's arrival and the page script's end, from navigation start.
       const timing = await page.evaluate(() => {
@@ -451,7 +459,7 @@ describe.skipIf(!hasChromium)('loopchart view in chromium', () => {
       // A 3 MB tool result: cut to its start everywhere it shows, whole on request.
       await writeBigSession(big, 'long', 4, 3_000_000);
       await page.goto(`${bigViewer.url}s/long`);
-      await page.waitForSelector('#timeline .row');
+      await ready(page);
       const toolRow = (await kinds(page)).indexOf('tool');
       await page.locator(`#row-${toolRow}`).click();
       const cut = page.locator('#detail pre.block[data-cut]');

@@ -7,6 +7,7 @@
  */
 import type { PageData, Row } from '../page-model.js';
 import { rowsOf, promptAt, type RowBuilder } from '../rows.js';
+import { drawChart, markStates } from './chart-view.js';
 
 const ROW_HEIGHT = 30;
 const OVERSCAN = 8;
@@ -19,14 +20,6 @@ function el<K extends keyof HTMLElementTagNameMap>(tag: K, attrs: Record<string,
   for (const child of children) node.append(typeof child === 'string' ? document.createTextNode(child) : child);
   return node;
 }
-const SVG = 'http://www.w3.org/2000/svg';
-function svg(tag: string, attrs: Record<string, string | number> = {}, text?: string): SVGElement {
-  const node = document.createElementNS(SVG, tag);
-  for (const [key, value] of Object.entries(attrs)) node.setAttribute(key, String(value));
-  if (text !== undefined) node.textContent = text;
-  return node;
-}
-
 const app = document.getElementById('app')!;
 const builder: RowBuilder = rowsOf(data);
 let selected = -1;
@@ -65,110 +58,49 @@ function renderHeader() {
 }
 
 // ---------- statechart ----------
-const chartBox = el('section', { id: 'chart', 'aria-label': 'Statechart' });
-const NODE_W = 178;
-const NODE_H = 40;
-function layout(chart: PageData['chart']) {
-  const top = chart.states.filter((s) => s.depth === 0);
-  const ids = new Set(top.map((s) => s.id));
-  const initial = top.find((s) => s.initial) ?? top[0]!;
-  const layer = new Map<string, number>([[initial.id, 0]]);
-  const queue = [initial.id];
-  while (queue.length) {
-    const at = queue.shift()!;
-    for (const t of chart.transitions) {
-      if (t.from !== at || !t.to || !ids.has(t.to) || layer.has(t.to)) continue;
-      layer.set(t.to, layer.get(at)! + 1);
-      queue.push(t.to);
-    }
-  }
-  const columns = new Map<number, string[]>();
-  for (const s of top) {
-    const l = layer.get(s.id) ?? Math.max(0, ...layer.values()) + 1;
-    columns.set(l, [...(columns.get(l) ?? []), s.id]);
-  }
-  const pos = new Map<string, { x: number; y: number }>();
-  for (const [l, list] of columns) list.forEach((id, i) => pos.set(id, { x: 16 + l * (NODE_W + 90), y: 16 + i * (NODE_H + 46) }));
-  return pos;
-}
-const chartNodes = new Map<string, SVGElement>();
-function renderChart() {
-  const chart = data.chart;
-  const pos = layout(chart);
-  const width = Math.max(...[...pos.values()].map((p) => p.x)) + NODE_W + 20;
-  const height = Math.max(...[...pos.values()].map((p) => p.y)) + NODE_H + 20;
-  const root = svg('svg', { viewBox: `0 0 ${width} ${height}`, width, height, role: 'img', 'aria-label': `statechart of ${chart.id}` });
-  const defs = svg('defs');
-  const marker = svg('marker', { id: 'arrow', viewBox: '0 0 10 10', refX: 10, refY: 5, markerWidth: 7, markerHeight: 7, orient: 'auto-start-reverse' });
-  marker.append(svg('path', { d: 'M 0 0 L 10 5 L 0 10 z', class: 'arrowhead' }));
-  defs.append(marker);
-  root.append(defs);
-  const edges = new Map<string, PageData['chart']['transitions']>();
-  const topOf = (id: string) => id.split('.')[0]!;
-  for (const t of chart.transitions) {
-    if (!t.to) continue;
-    const from = topOf(t.from);
-    const to = topOf(t.to);
-    if (from === to || !pos.has(from) || !pos.has(to)) continue;
-    edges.set(`${from}>${to}`, [...(edges.get(`${from}>${to}`) ?? []), t]);
-  }
-  for (const [key, list] of edges) {
-    const [from, to] = key.split('>') as [string, string];
-    const a = pos.get(from)!;
-    const b = pos.get(to)!;
-    const back = edges.has(`${to}>${from}`) && from > to;
-    const x1 = a.x + NODE_W / 2;
-    const y1 = a.y + NODE_H / 2;
-    const x2 = b.x + NODE_W / 2;
-    const y2 = b.y + NODE_H / 2;
-    // Clip to the boxes' borders along the line between centres.
-    const clip = (x: number, y: number, dx: number, dy: number) => {
-      const t = Math.min(Math.abs(NODE_W / 2 / (dx || 1e-9)), Math.abs(NODE_H / 2 / (dy || 1e-9)));
-      return [x + dx * t, y + dy * t] as const;
-    };
-    const [sx, sy] = clip(x1, y1, x2 - x1, y2 - y1);
-    const [ex, ey] = clip(x2, y2, x1 - x2, y1 - y2);
-    const bend = back ? 28 : 10;
-    const mx = (sx + ex) / 2 - ((ey - sy) / Math.hypot(ex - sx, ey - sy || 1)) * bend;
-    const my = (sy + ey) / 2 + ((ex - sx) / Math.hypot(ex - sx, ey - sy || 1)) * bend;
-    const g = svg('g', { class: 'edge', 'data-from': from, 'data-to': to });
-    g.append(svg('title', {}, list.map((t) => `${t.event}${t.guards.length ? ` [${t.guards.join(' && ')}]` : ''}`).join('\n')));
-    g.append(svg('path', { d: `M ${sx} ${sy} Q ${mx} ${my} ${ex} ${ey}`, 'marker-end': 'url(#arrow)' }));
-    g.append(svg('text', { x: mx, y: my - 3, 'text-anchor': 'middle' }, [...new Set(list.map((t) => t.event))].join(', ')));
-    root.append(g);
-  }
-  for (const state of chart.states.filter((s) => s.depth === 0)) {
-    const p = pos.get(state.id)!;
-    const g = svg('g', { class: 'node', 'data-state': state.id });
-    g.append(svg('rect', { x: p.x, y: p.y, width: NODE_W, height: NODE_H, rx: 8 }));
-    g.append(svg('text', { x: p.x + NODE_W / 2, y: p.y + NODE_H / 2 + 5, 'text-anchor': 'middle' }, state.label));
-    chartNodes.set(state.id, g);
-    root.append(g);
-  }
-  const driver = el('ul', { class: 'driver', 'aria-label': "Driver's IO state" });
-  for (const state of data.driver.states.filter((s) => s.depth <= 1 || s.label === 'AwaitingApproval')) {
-    driver.append(el('li', { 'data-io': state.id }, state.id));
-  }
+const chartBox = el('section', { id: 'chart', 'aria-label': 'Statecharts' });
+let brainNodes = new Map<string, SVGElement>();
+let driverNodes = new Map<string, SVGElement>();
+
+function transitionsTable(chart: PageData['chart']): HTMLElement {
   const table = el('table', { class: 'transitions' }, el('caption', {}, `Transitions of ${chart.id} (generated from the machine definition)`));
   table.append(el('tr', {}, el('th', {}, 'from'), el('th', {}, 'event'), el('th', {}, 'guards'), el('th', {}, 'to')));
   for (const t of chart.transitions) {
     table.append(el('tr', { 'data-from': t.from }, el('td', {}, t.from), el('td', {}, t.event), el('td', {}, t.guards.join(' && ') || '—'), el('td', {}, t.to ?? '(stays)')));
   }
-  const details = el('details', {}, el('summary', {}, `${chart.transitions.length} transitions`), table);
-  chartBox.replaceChildren(el('h2', {}, data.mode === 'inspector' ? 'Statechart' : 'The brain'), root, el('h3', {}, 'Driver'), driver, details);
+  return el('details', { class: 'transitions' }, el('summary', {}, `${chart.transitions.length} transitions as a table`), table);
+}
+
+function chartFigure(name: string, title: string, chart: PageData['chart'], layout: PageData['layouts']['chart']) {
+  const figure = el('details', { class: 'chart', id: `chart-${name}`, open: '' }, el('summary', {}, el('h2', {}, title)));
+  if (!layout) {
+    figure.append(el('p', { class: 'hint' }, 'This chart could not be laid out; its transitions are listed below.'), transitionsTable(chart));
+    return { figure, nodes: new Map<string, SVGElement>() };
+  }
+  const drawn = drawChart(layout, name, `statechart of ${chart.id}`);
+  figure.append(el('div', { class: 'chart-scroll' }, drawn.svg), transitionsTable(chart));
+  return { figure, nodes: drawn.nodes };
+}
+
+/** Drawn after the first rows are on screen: the timeline is what a reader waits for. */
+function renderChart() {
+  const agent = data.driver.states.length > 0;
+  const brain = chartFigure('brain', data.mode === 'inspector' && !agent ? `Statechart of ${data.chart.id}` : 'The brain (what to do next)', data.chart, data.layouts.chart);
+  brainNodes = brain.nodes;
+  chartBox.replaceChildren(brain.figure);
+  if (agent) {
+    const driver = chartFigure('driver', 'The driver (the side effects)', data.driver, data.layouts.driver);
+    driverNodes = driver.nodes;
+    chartBox.append(driver.figure);
+  }
+  highlight();
 }
 function highlight() {
-  const current = data.session.state?.brain ?? null;
   const row = selected >= 0 ? builder.rows[selected] : undefined;
-  for (const [id, node] of chartNodes) {
-    node.classList.toggle('current', id === current);
-    node.classList.toggle('selected', row !== undefined && row.state.split(' | ').some((path) => path === id || path.startsWith(`${id}.`)));
-  }
-  const io = row?.io ?? data.session.state?.io ?? '';
-  for (const chip of chartBox.querySelectorAll<HTMLElement>('[data-io]')) {
-    const id = chip.dataset.io!;
-    chip.classList.toggle('active', io.split(' | ').some((path) => path === id || path.startsWith(`${id}.`)));
-  }
+  markStates(brainNodes, 'current', data.session.state?.brain ?? '');
+  markStates(brainNodes, 'selected', row?.state ?? '');
+  markStates(driverNodes, 'current', data.session.state?.io ?? '');
+  markStates(driverNodes, 'selected', row?.io ?? '');
 }
 
 // ---------- timeline (virtualized) ----------
@@ -347,13 +279,15 @@ function renderLog() {
 }
 
 renderHeader();
-renderChart();
 const timelineTitle = el('h2', { id: 'timeline-title' }, `Timeline (${builder.rows.length} steps)`);
 const main = el('main', {}, el('div', { class: 'left' }, timelineTitle, timeline, log), detail);
 app.replaceChildren(header, chartBox, main);
 renderLog();
 renderRows();
 renderDetail();
-highlight();
 connect();
 document.body.dataset.ready = String(performance.now());
+requestAnimationFrame(() => {
+  renderChart();
+  document.body.dataset.charts = String(performance.now());
+});
