@@ -1,0 +1,140 @@
+/**
+ * The viewer on big sessions, in chromium (issue 24 item 5): a 10,000-turn session and one whose
+ * first reply is 23 MB. Prints the figures (medians); the only timing checks are sanity bounds
+ * far above the targets (a timed assertion on a shared machine would be noise). What is checked
+ * exactly is what makes the page fast: the timeline is virtualized, the huge reply is not in the
+ * page's DOM until asked for, and the whole of it is there when it is.
+ */
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { chromium, type BrowserContext, type Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { SqliteSessionStore } from '../../src/stores/sqlite.js';
+import { startViewer, type RunningViewer } from '../../src/viewer.js';
+import { writeBigSession } from '../viewer/fixtures/big-session.js';
+
+const CHROMIUM = '/usr/bin/chromium';
+const hasChromium = existsSync(CHROMIUM);
+if (!hasChromium && process.env.LOOPCHART_REQUIRE_CHROMIUM) throw new Error(`${CHROMIUM} is missing and LOOPCHART_REQUIRE_CHROMIUM is set`);
+
+const TURNS = 10_000;
+const HUGE = 23_000_000;
+const LOADS = 3;
+const PRESSES = 30;
+
+const root = mkdtempSync(join(tmpdir(), 'loopchart-big-'));
+let context: BrowserContext;
+let page: Page;
+let viewer: RunningViewer;
+let store: SqliteSessionStore;
+
+const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
+
+/** Navigation to the first timeline row, and the page's own clock: response received, script done. */
+async function load(path: string) {
+  const started = performance.now();
+  await page.goto(`${viewer.url}${path}`);
+  await page.waitForSelector('#timeline .row');
+  const wall = performance.now() - started;
+  const timing = await page.evaluate(() => {
+    const nav = performance.getEntriesByType('navigation')[0] as PerformanceNavigationTiming;
+    return { responseEnd: nav.responseEnd, ready: Number(document.body.dataset.ready) };
+  });
+  return { wall, ...timing };
+}
+
+/** Keypress to updated detail: the handler, the detail's render and the layout it forces. */
+const presses = (p: Page, key: string, count: number) =>
+  p.evaluate(
+    ({ key, count }) => {
+      const timeline = document.getElementById('timeline')!;
+      const times: number[] = [];
+      for (let i = 0; i < count; i++) {
+        const t0 = performance.now();
+        timeline.dispatchEvent(new KeyboardEvent('keydown', { key, bubbles: true }));
+        void document.getElementById('detail')!.offsetHeight;
+        times.push(performance.now() - t0);
+      }
+      return times;
+    },
+    { key, count },
+  );
+
+describe.skipIf(!hasChromium)('the viewer on big sessions', () => {
+  beforeAll(async () => {
+    store = new SqliteSessionStore({ path: join(root, 'big.db') });
+    await writeBigSession(store, 'turns', 2 * (TURNS - 1) + 2);
+    await writeBigSession(store, 'huge', 4, 0, HUGE);
+    viewer = await startViewer({ store, port: 0 });
+    context = await chromium.launchPersistentContext(join(root, 'profile'), {
+      executablePath: CHROMIUM,
+      headless: true,
+      args: ['--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+    });
+    page = context.pages()[0] ?? (await context.newPage());
+    // The page script is bundled on first use: not part of any figure.
+    await page.goto(`${viewer.url}s/huge`);
+  }, 180_000);
+
+  afterAll(async () => {
+    await context?.close();
+    await viewer?.close();
+    await store?.close();
+    rmSync(root, { recursive: true, force: true });
+  });
+
+  it('a 10,000-turn session: first render and keypress to updated detail', async () => {
+    const loads = [];
+    for (let i = 0; i < LOADS; i++) loads.push(await load('s/turns'));
+    expect(await page.locator('#timeline-title').textContent()).toBe(`Timeline (${TURNS * 2 + 1} steps)`);
+    expect(await page.locator('#timeline .row').count()).toBeLessThan(80);
+    await page.locator('#timeline').focus();
+    await page.keyboard.press('End');
+    await page.keyboard.press('ArrowUp');
+    expect(await page.locator('#detail h3').last().textContent()).toContain(`(model call of turn ${TURNS}, ${2 * (TURNS - 1) + 1} messages)`);
+    const up = await presses(page, 'ArrowUp', PRESSES);
+    const pageUp = await presses(page, 'PageUp', PRESSES);
+    // Moving stays right: the detail is the newly selected row's.
+    const selected = Number((await page.locator('#timeline').getAttribute('aria-activedescendant'))!.slice(4));
+    expect(await page.locator('#detail h2').textContent()).toBe(await page.locator(`#row-${selected}`).evaluate((row) => `${row.querySelector('.kind')!.textContent}: ${row.querySelector('.title')!.textContent}`));
+    const figures = {
+      'first render, navigation to first row (ms)': median(loads.map((l) => l.wall)),
+      'page received (ms)': median(loads.map((l) => l.responseEnd)),
+      'page script done (ms)': median(loads.map((l) => l.ready)),
+      'ArrowUp to updated detail (ms)': median(up),
+      'PageUp to updated detail (ms)': median(pageUp),
+      'slowest keypress (ms)': Math.max(...up, ...pageUp),
+    };
+    console.log(`10,000-turn session (medians of ${LOADS} loads, ${PRESSES} presses each):`);
+    console.table(Object.fromEntries(Object.entries(figures).map(([k, v]) => [k, Number(v.toFixed(1))])));
+    expect(figures['first render, navigation to first row (ms)']).toBeLessThan(30_000);
+    expect(figures['ArrowUp to updated detail (ms)']).toBeLessThan(3_000);
+  });
+
+  it('a 23 MB reply: the page is ready without it, it shows collapsed, and whole when expanded', async () => {
+    const loads = [];
+    for (let i = 0; i < LOADS; i++) loads.push(await load('s/huge'));
+    // Not in the page's DOM until asked for: the rendered page stays small.
+    const domText = await page.evaluate(() => document.getElementById('app')!.textContent!.length);
+    expect(domText).toBeLessThan(1_000_000);
+    const kinds = await page.locator('#timeline .row').evaluateAll((rows) => rows.map((row) => (row as HTMLElement).dataset.kind));
+    await page.locator(`#row-${kinds.indexOf('model')}`).click();
+    const cut = page.locator('#detail pre.block[data-cut]').first();
+    expect(await cut.getAttribute('data-cut')).toBe(String(HUGE));
+    const t0 = performance.now();
+    await page.locator('#detail .long button.more').first().click();
+    await page.waitForFunction((n) => [...document.querySelectorAll('#detail pre.block')].some((pre) => pre.textContent!.length === n), HUGE, { timeout: 60_000 });
+    const expand = performance.now() - t0;
+    const figures = {
+      'first render, navigation to first row (ms)': median(loads.map((l) => l.wall)),
+      'page received (ms)': median(loads.map((l) => l.responseEnd)),
+      'page script done (ms)': median(loads.map((l) => l.ready)),
+      'rendered text in the page (characters)': domText,
+      'expanding the reply (ms)': expand,
+    };
+    console.log(`23 MB reply (medians of ${LOADS} loads):`);
+    console.table(Object.fromEntries(Object.entries(figures).map(([k, v]) => [k, Number(v.toFixed(1))])));
+    expect(figures['first render, navigation to first row (ms)']).toBeLessThan(60_000);
+  });
+});
