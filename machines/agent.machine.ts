@@ -58,6 +58,7 @@ import { estimateMessageTokens } from '../src/tokens.js';
 import { feedProblem } from '../src/feed-problems.js';
 import { parseHistory } from '../src/history.js';
 import { DEFAULT_TOOL_CONCURRENCY } from '../src/tools/run-tools.js';
+import { childUsageCounted, qualifiedCalls, routedEvent, type RoutableEvent } from '../src/agent/subagents.js';
 import { ToolSet } from '../src/tools/define-tool.js';
 import { ListingCache } from '../src/tools/offered-tools.js';
 import type { CompactionReason } from '../src/schemas.js';
@@ -341,7 +342,7 @@ export function createAgentMachine(config: AgentConfig) {
     const before = context.brain.context.contextTokens;
     return { pruned, tokensSaved, before, after: Math.max(0, before - tokensSaved) };
   };
-  const resetBatch = (context: AgentContext) => ({ toolJournal: [], approvals: { ...context.approvals, waiting: [], decisions: {} } });
+  const resetBatch = (context: AgentContext) => ({ toolJournal: [], approvals: { ...context.approvals, waiting: [], decisions: {} }, childUsage: {} });
   /** The key of a hook point: its step's key (the model call it precedes or follows, the batch it precedes). */
   const pointKey = (context: AgentContext, hook: OperationHook) =>
     hook === 'beforeModelCall'
@@ -418,6 +419,7 @@ export function createAgentMachine(config: AgentConfig) {
       resumeRefused: ({ context, event }) => verdictOf(context, event).type === 'refused',
       resumeFailed: ({ context, event }) => verdictOf(context, event).type === 'failed',
       approvalResume: ({ event }) => approvalsConfigured && approvalEventOf(event) !== null,
+      steersChild: ({ event }) => routedEvent(as(event, 'steer')) !== null,
       /** Unknown types from outside; XState's own events and the IO's late reports pass silently. */
       unknownExternal: ({ event }) => !fromIo(event) && !fromTelemetry(event) && !event.type.startsWith('xstate.'),
     },
@@ -591,6 +593,19 @@ export function createAgentMachine(config: AgentConfig) {
         tools: offeredTools(context).definitions,
       })),
       abortIo: sendTo('io', { type: 'abort' } satisfies IoRequest),
+      /** A decision or steer for a child run goes down to the call that runs it (see `routedEvent`). */
+      forwardToChild: enqueueActions(({ event, enqueue }) => {
+        const routable = (approvalEventOf(event) ?? event) as RoutableEvent;
+        if (routedEvent(routable)) enqueue.sendTo('io', { type: 'forward', event: routable } satisfies IoRequest);
+      }),
+      /** A child's wait for a human shows at the parent (qualified ids); its usage joins the run once. */
+      acceptSubagentReport: enqueueActions(({ context, event, enqueue }) => {
+        const { callId, report } = as(event, 'io.subagent');
+        if (report.type === 'usage') return void enqueue.assign(childUsageCounted(context, report.childId, report.usage) ?? {});
+        const calls = qualifiedCalls(callId, report.calls);
+        enqueue.emit({ type: 'approval.requested', calls });
+        enqueue.emit({ type: 'operation.yielded', operation: APPROVALS_OPERATION, reason: 'approval', payload: { calls: calls.map((call) => call.id) } });
+      }),
       // Checked against the tools the model was offered: the run's recorded set (see ToolSource).
       acceptReply: assign(({ context, event }) => {
         const { reply } = as(event, 'io.replied');
@@ -790,15 +805,16 @@ export function createAgentMachine(config: AgentConfig) {
             { guard: 'wellFormed', target: '.Start', actions: ['abortIo', 'cancelRun'] },
           ],
           seal: { guard: 'wellFormed', target: '.Start', actions: ['abortIo', 'sealRun'] },
-          steer: { guard: 'wellFormed', actions: 'steerRun' },
+          steer: [{ guard: and(['wellFormed', 'steersChild']), actions: 'forwardToChild' }, { guard: 'wellFormed', actions: 'steerRun' }],
           // A raise while the run goes: the limits it names hold for the rest of the run.
           'budget.raise': [{ guard: and(['wellFormed', 'raiseRefused']), actions: 'refuseRaise' }, { guard: 'wellFormed', actions: 'raiseBudget' }],
           // A user message sent while a run goes is steering: delivered at the next coherent point.
           input: { guard: 'wellFormed', actions: 'steerRun' },
-          approve: { guard: 'wellFormed', actions: ['recordDecision', { type: 'trace', params: 'approval.decided' }] },
-          deny: { guard: 'wellFormed', actions: ['recordDecision', { type: 'trace', params: 'approval.decided' }] },
+          approve: { guard: 'wellFormed', actions: ['recordDecision', 'forwardToChild', { type: 'trace', params: 'approval.decided' }] },
+          deny: { guard: 'wellFormed', actions: ['recordDecision', 'forwardToChild', { type: 'trace', params: 'approval.decided' }] },
           // The same decision as the approvals operation's resume: `{ operation: 'approvals', payload }`.
-          'operation.resume': { guard: and(['wellFormed', 'approvalResume']), actions: ['recordDecision', { type: 'trace', params: 'approval.decided' }] },
+          'operation.resume': { guard: and(['wellFormed', 'approvalResume']), actions: ['recordDecision', 'forwardToChild', { type: 'trace', params: 'approval.decided' }] },
+          'io.subagent': { guard: 'currentBatch', actions: 'acceptSubagentReport' },
           'io.textDelta': { guard: 'currentModelCall', actions: 'emitTextDelta' },
           'io.retry': { guard: 'currentModelCall', actions: [{ type: 'startAttempt', params: 'retry' }, 'emitRetry', { type: 'trace', params: 'model.retry' }] },
         },
@@ -941,12 +957,12 @@ export function createAgentMachine(config: AgentConfig) {
                   // A decision may make a call runnable while others still run: hand it over at once.
                   approve: {
                     guard: 'wellFormed',
-                    actions: ['recordDecision', { type: 'trace', params: 'approval.decided' }, { type: 'requestTools', params: true }],
+                    actions: ['recordDecision', 'forwardToChild', { type: 'trace', params: 'approval.decided' }, { type: 'requestTools', params: true }],
                   },
-                  deny: { guard: 'wellFormed', actions: ['recordDecision', { type: 'trace', params: 'approval.decided' }] },
+                  deny: { guard: 'wellFormed', actions: ['recordDecision', 'forwardToChild', { type: 'trace', params: 'approval.decided' }] },
                   'operation.resume': {
                     guard: and(['wellFormed', 'approvalResume']),
-                    actions: ['recordDecision', { type: 'trace', params: 'approval.decided' }, { type: 'requestTools', params: true }],
+                    actions: ['recordDecision', 'forwardToChild', { type: 'trace', params: 'approval.decided' }, { type: 'requestTools', params: true }],
                   },
                 },
                 states: {

@@ -61,6 +61,8 @@ export const ERROR_CODES = [
   'InvalidViewerOptions',
   // loopchart/http: a chat handler made with options out of range.
   'InvalidChatHandlerOptions',
+  // A child run an agent tool started did not complete, or answered a shape its tool refuses.
+  'SubagentFailed',
   // runAgent / streamAgent: a Failed run whose cause was not a loopchart error itself.
   'RunFailed',
 ] as const;

@@ -12,6 +12,7 @@ export * from './schemas.js';
 export { MAX_REPORTED_TOKENS, ModelReplySchema, normalizeUsage, parseModelReply } from './model.js';
 export { MAX_SSE_EVENT_LENGTH, MAX_SSE_LINE_LENGTH } from './models/sse.js';
 export { DEFAULT_TOOL_TIMEOUT_MS } from './tools/run-tools.js';
+export { DEFAULT_AGENT_TOOL_TIMEOUT_MS } from './agent/agent-tool.js';
 export { jsonValueProblem, MAX_JSON_DEPTH, type JsonValueLimits } from './json-value.js';
 export { loopSnapshotProblem, parseLoopSnapshot, type ParsedLoopSnapshot } from './loop-snapshot.js';
 export { coherentCut } from './conversation.js';

@@ -67,6 +67,8 @@ export const AgentContextSchema = z.object({
   attempt: ModelAttemptSchema.nullable().optional(),
   /** The run's raised budget limits and paused time (see budget-pause.ts); absent until a run pauses or is raised. */
   budgetPause: BudgetPauseSchema.optional(),
+  /** Child sessions (agent tools) of the current batch whose usage the run has counted: counted once. */
+  childUsage: z.record(z.string(), UsageSchema).optional(),
 });
 
 export type AgentContext = Omit<z.infer<typeof AgentContextSchema>, 'brain' | 'toolJournal'> & {

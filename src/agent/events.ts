@@ -25,7 +25,8 @@ export const ExternalEventSchemas = {
   input: z.object({ type: z.literal('input'), message }),
   /** `graceMs`: how long to wait for an operation hook in flight to return what it received (default 1 s; 0: not at all). */
   cancel: z.object({ type: z.literal('cancel'), graceMs: z.number().int().nonnegative().max(60_000).optional() }),
-  steer: z.object({ type: z.literal('steer'), message }),
+  /** `target`: a child run's path (its parent call ids joined by '/'): the steer goes to that child. */
+  steer: z.object({ type: z.literal('steer'), message, target: z.string().min(1).max(1000).optional() }),
   seal: z.object({ type: z.literal('seal'), reason: z.string() }),
   policy: z.object({ type: z.literal('policy'), policy: PolicySchema.partial() }),
   resume: z.object({ type: z.literal('resume') }),

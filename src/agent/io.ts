@@ -20,6 +20,8 @@ import type { OperationHook } from './operation-state.js';
 import { checkOutput, messageOf, type OperationOutput, type OperationPlan } from './operation-rules.js';
 import { uniqueCallIds } from './call-ids.js';
 import { calibrated, requestTokens } from './request-size.js';
+import { ParentStopped, inScope, type ChildHandle, type SubagentReport } from './subagent-scope.js';
+import { routedEvent } from './subagents.js';
 
 
 /**
@@ -100,7 +102,9 @@ export type IoRequest =
       tools: readonly ToolDefinition[];
     }
   /** Stops everything in flight: the run no longer needs it. */
-  | { type: 'abort' };
+  | { type: 'abort' }
+  /** A decision or a steer for a child run (an agent tool's): routed by the first part of its path. */
+  | { type: 'forward'; event: { type: string; toolCallId?: string; target?: string } };
 
 /** What the IO reports. Only events the IO actor made are accepted (see `fromIo`). */
 export type IoEvent =
@@ -117,6 +121,8 @@ export type IoEvent =
   /** Operation `index` of the point's list returned (`output` null: it declined). */
   | { type: 'io.operated'; key: string; index: number; output: OperationOutput | null }
   | { type: 'io.compacted'; key: string; reason: CompactionReason; output: SideEffectOutputs['compaction'] }
+  /** A child run of call `callId` (an agent tool's) reports to its parent. */
+  | { type: 'io.subagent'; key: string; callId: string; report: SubagentReport }
   | { type: 'io.failed'; key: string; kind: SideEffectKind; error: unknown };
 
 // Events are trusted by identity: only objects this module created pass, so an `io.*` event
@@ -226,7 +232,7 @@ function conversationView(prefix: Message | undefined) {
 }
 
 export function ioLogic(deps: IoDeps) {
-  return fromCallback<IoRequest>(({ sendBack, receive }) => {
+  return fromCallback<IoRequest>(({ sendBack, receive, self }) => {
     /**
      * One controller for whatever the run has in flight; `abort` (cancel, seal) aborts it and
      * starts a new one. Work holds the controller it started under, so a late report from
@@ -324,14 +330,16 @@ export function ioLogic(deps: IoDeps) {
         if (controller.signal.aborted) return undefined;
         if (announce) send(controller, { type: 'io.toolStarted', key, call });
         const callKey = `${key}:${call.id}`;
-        return execute(
+        const report = (report: SubagentReport) => send(controller, { type: 'io.subagent', key, callId: call.id, report });
+        const adopt = (child: ChildHandle) => (children.set(call.id, child), () => children.get(call.id) === child && children.delete(call.id));
+        return inScope({ sessionId: request.sessionId, callId: call.id, parent: self, report, adopt }, () => execute(
           { key: callKey, kind: 'tool', input: { turn, call, batchKey: key }, signal: controller.signal },
           async () => {
             const listed = executables(request.offered, controller.signal);
             const tools = listed instanceof ToolSet ? listed : await listed;
             return (await runToolCalls([{ call }], tools, { signal: controller.signal, idempotencyKey: () => callKey }))[0]!;
           },
-        );
+        ));
       };
       const pump = () => {
         while (current.active < deps.toolConcurrency && current.next < current.queue.length && !controller.signal.aborted) {
@@ -354,25 +362,34 @@ export function ioLogic(deps: IoDeps) {
       pump();
     };
 
+    /** Running children of this run's calls (agent tools), by call id. */
+    const children = new Map<string, ChildHandle>();
     /** Aborts what is in flight, and only that: a finished call's signal never fires later. */
-    const abortRun = () => {
+    const abortRun = (reason?: unknown) => {
       const busy = inFlight.size > 0 || [...batches.values()].some((batch) => batch.active > 0 || batch.next < batch.queue.length);
       inFlight.clear();
       batches.clear();
       if (!busy) return;
-      run.abort();
+      run.abort(reason);
       run = runController(deps.toolConcurrency);
     };
 
     let received = false;
     let lastKey: string | undefined;
     receive((request) => {
+      // A child run created with this actor as its parent reports its end here: its tool call hears it.
+      if (request.type.startsWith('xstate.')) return;
       received = true;
-      if (request.type !== 'abort') lastKey = request.key;
+      if (request.type !== 'abort' && request.type !== 'forward') lastKey = request.key;
       switch (request.type) {
         case 'abort':
           abortRun();
           return;
+        case 'forward': {
+          const routed = routedEvent(request.event);
+          if (routed) children.get(routed.callId)?.send(routed.event);
+          return;
+        }
         case 'toolset':
           return start(request.key, async (controller) => {
             const { key } = request;
@@ -545,7 +562,7 @@ export function ioLogic(deps: IoDeps) {
       if (!received) sendBack(trusted({ type: 'io.attached' }));
     });
     return () => {
-      abortRun();
+      abortRun(new ParentStopped('the agent stopped'));
       deps.onStop?.(lastKey);
     };
   });

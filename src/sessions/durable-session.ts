@@ -1,4 +1,4 @@
-import { createActor, type InspectionEvent, type Observer } from 'xstate';
+import { createActor, type AnyActorRef, type InspectionEvent, type Observer } from 'xstate';
 import {
   outputOf,
   runInFlight,
@@ -15,6 +15,7 @@ import { feedProblem } from '../feed-problems.js';
 import type { Message, ToolMessage } from '../schemas.js';
 import type { SessionStore } from '../stores/session-store.js';
 import { externalEventProblem } from '../agent/events.js';
+import { extendScope, stopActor, type ChildSession, type OpenChildOptions } from '../agent/subagent-scope.js';
 import { logEffect, logNow, type WrittenLog } from './log-delta.js';
 import { decodeRow, encodeRow } from './session-row.js';
 import { ApprovalRefusedError, type Verdict } from './stored-decision.js';
@@ -46,6 +47,8 @@ export interface OpenSessionOptions {
    * run emits at once, such as the `approval.requested` of calls that were already waiting.
    */
   attach?: (actor: AgentActor) => void;
+  /** The actor this session's actor belongs to (a parent run, for a child an agent tool opened): it joins that actor's system and inspector. */
+  parent?: AnyActorRef;
 }
 
 /** A maintenance step (say a rewind) that needs the session at rest was asked for while a run is in flight. */
@@ -104,6 +107,8 @@ export class DurableSession {
    */
   #trace: TraceEntry[] = [];
   readonly #prompts = new PromptDelta();
+  /** Child sessions its agent tools opened on this store (closed with this one). */
+  readonly #children = new Set<DurableSession>();
   #ioState = '';
 
   private constructor(
@@ -123,6 +128,7 @@ export class DurableSession {
     this.actor = createActor(machine, {
       input: context ? { stored: context } : { sessionId: options.sessionId, history: options.history ?? [] },
       ...(options.inspect && { inspect: options.inspect }),
+      ...(options.parent && { parent: options.parent }),
     });
     // A stored state this agent refuses (say an operation's slice its schema rejects): nothing starts, nothing is written.
     const initial = this.actor.getSnapshot();
@@ -306,8 +312,28 @@ export class DurableSession {
         await this.flush();
       }
     } finally {
-      this.actor.stop();
+      stopActor(this.actor);
+      // Its children stay where they are: the next open of this session resumes them through its calls.
+      await Promise.all([...this.#children].map((child) => child.close()));
     }
+  }
+
+  /** A child run's session (an agent tool's call), on this store beside this one; see `agentTool`. */
+  async #openChild(options: OpenChildOptions): Promise<ChildSession> {
+    const child = await DurableSession.open({
+      machine: options.machine as AgentMachine,
+      store: this.#store,
+      sessionId: options.sessionId,
+      attach: options.attach as unknown as (actor: AgentActor) => void,
+      parent: options.parent as AnyActorRef,
+    });
+    this.#children.add(child);
+    return {
+      actor: child.actor,
+      send: (event) => child.send(event as AgentEvent),
+      whenIdle: () => child.whenIdle(),
+      close: () => (this.#children.delete(child), child.close()),
+    };
   }
 
   /**
@@ -323,7 +349,8 @@ export class DurableSession {
       const { batchKey, call } = (effect as SideEffect<'tool'>).input;
       const recorded = this.#replay.get(batchKey)?.get(call.id);
       if (recorded) return recorded as never;
-      const result = await this.#traced(effect, () => inner(effect, perform));
+      // An agent tool's child run is a session of its own on this store.
+      const result = await extendScope({ open: (options) => this.#openChild(options) }, () => this.#traced(effect, () => inner(effect, perform)));
       if (!effect.signal.aborted) {
         this.#enqueue(() => this.#store.journalToolResult(this.sessionId, batchKey, result as ToolMessage));
       }
@@ -523,7 +550,7 @@ export class DurableSession {
     if (this.#failure) return;
     this.#failure = error;
     this.#fail(error);
-    this.actor.stop();
+    stopActor(this.actor);
   }
 }
 
