@@ -109,49 +109,53 @@ function defaultPrompt(args: unknown): string {
 type Output = { outcome: unknown; usage: AgentOutput['usage'] } | null;
 
 /** One child run to its end: in its own durable session under a durable parent, else as a plain actor. */
-async function runChild(agent: AgentMachine, sessionId: string, prompt: string, scope: RunScope | undefined, signal: AbortSignal): Promise<Output> {
+function runChild(agent: AgentMachine, sessionId: string, prompt: string, scope: RunScope | undefined, signal: AbortSignal): Promise<Output> {
   const relay = (actor: { on(type: string, handler: (event: never) => void): unknown }) =>
     actor.on('approval.requested', (event: { calls: [] }) => scope?.report({ type: 'approval.requested', calls: event.calls }));
   if (scope?.open) {
-    const session = await scope.open({ machine: agent, sessionId, attach: relay, parent: scope.parent });
-    return drive(session, scope, signal, () => {
+    const open = scope.open;
+    return drive(scope, signal, async () => {
+      const session = await open({ machine: agent, sessionId, attach: relay, parent: scope.parent });
       // A child that has run is resumed (in flight) or finished: a finished child is never run again.
       if (session.actor.getSnapshot().context.runIndex === 0) session.send({ type: 'input', message: prompt });
-      return session.whenIdle();
-    }, () => session.close());
+      return { child: session, done: session.whenIdle(), release: () => session.close() };
+    });
   }
-  const actor = createActor(agent, { input: { sessionId, prompt }, ...(scope && { parent: scope.parent }) });
-  relay(actor as never);
-  const done = new Promise<Output>((resolve, reject) =>
-    actor.subscribe({ complete: () => resolve(actor.getSnapshot().output ?? null), error: reject }),
-  );
-  const handle = { send: (event: { type: string }) => actor.send(event as never) };
-  return drive(handle, scope, signal, () => (actor.start(), done), async () => stopActor(actor));
+  return drive(scope, signal, async () => {
+    const actor = createActor(agent, { input: { sessionId, prompt }, ...(scope && { parent: scope.parent }) });
+    relay(actor as never);
+    const done = new Promise<Output>((resolve, reject) => actor.subscribe({ complete: () => resolve(actor.getSnapshot().output ?? null), error: reject }));
+    actor.start();
+    return { child: { send: (event: { type: string }) => actor.send(event as never) }, done, release: async () => stopActor(actor) };
+  });
 }
 
+type Started = { child: ChildHandle | ChildSession; done: Promise<Output>; release: () => Promise<void> };
+
 /**
- * Runs the child with its parent's control attached: what the parent routes to this call goes
- * to the child; an abort cancels it (a stopped parent leaves it where it is, to be resumed).
+ * Runs the child with its parent's control attached from the start (a decision routed to the call
+ * while the child opens waits for it): what the parent routes to this call goes to the child; an
+ * abort cancels it (a stopped parent leaves it where it is, to be resumed).
  */
-async function drive(
-  child: ChildHandle | ChildSession,
-  scope: RunScope | undefined,
-  signal: AbortSignal,
-  run: () => Promise<Output>,
-  release: () => Promise<void>,
-): Promise<Output> {
-  const unadopt = scope?.adopt(child) ?? (() => {});
+async function drive(scope: RunScope | undefined, signal: AbortSignal, start: () => Promise<Started>): Promise<Output> {
+  let started: Started | undefined;
+  const early: { type: string }[] = [];
+  const send = (event: { type: string }) => (started ? started.child.send(event as never) : early.push(event));
+  const unadopt = scope?.adopt({ send }) ?? (() => {});
   const onAbort = () => {
-    if (isParentStopped(signal.reason)) void release().catch(() => {});
-    else child.send({ type: 'cancel' });
+    if (!started) return;
+    if (isParentStopped(signal.reason)) void started.release().catch(() => {});
+    else started.child.send({ type: 'cancel' } as never);
   };
   signal.addEventListener('abort', onAbort, { once: true });
   try {
+    started = await start();
+    for (const event of early.splice(0)) started.child.send(event as never);
     if (signal.aborted) onAbort();
-    return await run();
+    return await started.done;
   } finally {
     signal.removeEventListener('abort', onAbort);
     unadopt();
-    if (!isParentStopped(signal.reason)) await release();
+    if (started && !isParentStopped(signal.reason)) await started.release();
   }
 }

@@ -20,7 +20,7 @@ import type { OperationHook } from './operation-state.js';
 import { checkOutput, messageOf, type OperationOutput, type OperationPlan } from './operation-rules.js';
 import { uniqueCallIds } from './call-ids.js';
 import { calibrated, requestTokens } from './request-size.js';
-import { ParentStopped, inScope, type ChildHandle, type SubagentReport } from './subagent-scope.js';
+import { PARENT_STOPPED, inScope, type ChildHandle, type SubagentReport } from './subagent-scope.js';
 import { routedEvent } from './subagents.js';
 
 
@@ -562,7 +562,7 @@ export function ioLogic(deps: IoDeps) {
       if (!received) sendBack(trusted({ type: 'io.attached' }));
     });
     return () => {
-      abortRun(new ParentStopped('the agent stopped'));
+      abortRun(PARENT_STOPPED);
       deps.onStop?.(lastKey);
     };
   });

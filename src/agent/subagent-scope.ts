@@ -79,7 +79,5 @@ export function stopActor(actor: { stop(): unknown }): void {
  * The reason an agent's IO aborts its calls when the actor stops (not cancelled: the process
  * shuts down or the session closes): a child then stays where it is, to be resumed.
  */
-export class ParentStopped extends Error {
-  override readonly name = 'ParentStopped';
-}
-export const isParentStopped = (reason: unknown): boolean => reason instanceof ParentStopped;
+export const PARENT_STOPPED: unknown = Object.freeze({ reason: 'the agent stopped' });
+export const isParentStopped = (reason: unknown): boolean => reason === PARENT_STOPPED;

@@ -206,3 +206,40 @@ async function until(check: () => boolean, ms = 5_000): Promise<void> {
     await new Promise((resolve) => setTimeout(resolve, 5));
   }
 }
+
+describe('agentTool under a durable session', () => {
+  it('a parent closed while its child waits for approval reopens with the child where it was, and the reopened parent decides it', async () => {
+    const store = new MemorySessionStore();
+    const effects: string[] = [];
+    let childModelCalls = 0;
+    const write = defineTool({ name: 'write', description: 'x', input: z.object({}), needsApproval: true, execute: () => (effects.push('w'), 'written') });
+    const child = createAgentMachine({
+      model: scriptedModel([() => (childModelCalls++, { toolCalls: [{ id: 'w1', name: 'write', args: {} }] }), { text: 'child wrote' }]),
+      tools: [write],
+    });
+    const machine = coordinator(agentTool({ agent: child, name: 'writer', description: 'x' }));
+    const first = await DurableSession.open({ machine, store, sessionId: 'boss' });
+    const asked = new Promise<string[]>((resolve) => first.actor.on('approval.requested', (e) => resolve(e.calls.map((c) => c.id))));
+    first.send({ type: 'input', message: 'go' });
+    expect(await asked).toEqual(['c1/w1']);
+    await first.close();
+    expect(effects).toEqual([]);
+
+    let heard: (ids: string[]) => void = () => {};
+    const askedAgain = new Promise<string[]>((resolve) => (heard = resolve));
+    const second = await DurableSession.open({
+      machine,
+      store,
+      sessionId: 'boss',
+      attach: (actor) => actor.on('approval.requested', (e) => heard(e.calls.map((c) => c.id))),
+    });
+    expect(await askedAgain).toEqual(['c1/w1']);
+    second.send({ type: 'approve', toolCallId: 'c1/w1' });
+    const output = await second.whenIdle();
+    await second.close();
+    expect(output!.outcome).toMatchObject({ type: 'Completed', finalText: 'done: child wrote' });
+    expect(effects).toEqual(['w']);
+    // The child's first model call was not made again: it resumed at its approval wait.
+    expect(childModelCalls).toBe(1);
+  });
+});
