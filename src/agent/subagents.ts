@@ -19,11 +19,8 @@ export const TREE_SEPARATOR = '/';
  * is the call's idempotency key within the parent (run, turn, call id), so it is unique in the
  * parent and the same in every process that repeats the call. Checked like any session id
  * (`InvalidSessionIdError`): the parts come from the model and from whoever named the parent.
- *
- * @example
- * ```ts
- * childSessionId('support-42', 'support-42:run-1:turn-1:tools:call_7'); // 'support-42/run-1:turn-1:call_7'
- * ```
+ * For example `support-42:run-1:turn-1:tools:call_7` in session `support-42` starts
+ * `support-42/run-1:turn-1:call_7`.
  */
 export function childSessionId(parentSessionId: string, idempotencyKey: string): string {
   const own = idempotencyKey.startsWith(`${parentSessionId}:`) ? idempotencyKey.slice(parentSessionId.length + 1) : idempotencyKey;
@@ -72,6 +69,8 @@ export function routedEvent(event: RoutableEvent): { callId: string; event: Rout
  *
  * @example
  * ```ts
+ * import { SubagentError } from 'loopchart';
+ *
  * // The parent's model reads it as an error result: "subagent 'research' ended Failed: ModelError: ..."
  * const error: unknown = new SubagentError('research', 'ended Cancelled');
  * if (SubagentError.isInstance(error)) console.log(error.code, error.agent); // 'SubagentFailed' 'research'
