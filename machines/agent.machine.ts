@@ -58,7 +58,7 @@ import { estimateMessageTokens } from '../src/tokens.js';
 import { feedProblem } from '../src/feed-problems.js';
 import { parseHistory } from '../src/history.js';
 import { DEFAULT_TOOL_CONCURRENCY } from '../src/tools/run-tools.js';
-import { childUsageCounted, qualifiedCalls, routedEvent, type RoutableEvent } from '../src/agent/subagents.js';
+import { childUsageCounted, qualifiedCallId, qualifiedCalls, routedEvent, type RoutableEvent } from '../src/agent/subagents.js';
 import { ToolSet } from '../src/tools/define-tool.js';
 import { ListingCache } from '../src/tools/offered-tools.js';
 import type { CompactionReason } from '../src/schemas.js';
@@ -603,7 +603,7 @@ export function createAgentMachine(config: AgentConfig) {
         const { callId, report } = as(event, 'io.subagent');
         if (report.type === 'usage') return void enqueue.assign(childUsageCounted(context, report.childId, report.usage) ?? {});
         const calls = qualifiedCalls(callId, report.calls);
-        enqueue.emit({ type: 'approval.requested', calls });
+        enqueue.emit({ type: 'approval.requested', calls, requests: report.requests.map((request) => ({ ...request, toolCallId: qualifiedCallId(callId, request.toolCallId) })) });
         enqueue.emit({ type: 'operation.yielded', operation: APPROVALS_OPERATION, reason: 'approval', payload: { calls: calls.map((call) => call.id) } });
       }),
       // Checked against the tools the model was offered: the run's recorded set (see ToolSource).

@@ -111,7 +111,7 @@ type Output = { outcome: unknown; usage: AgentOutput['usage'] } | null;
 /** One child run to its end: in its own durable session under a durable parent, else as a plain actor. */
 function runChild(agent: AgentMachine, sessionId: string, prompt: string, scope: RunScope | undefined, signal: AbortSignal): Promise<Output> {
   const relay = (actor: { on(type: string, handler: (event: never) => void): unknown }) =>
-    actor.on('approval.requested', (event: { calls: [] }) => scope?.report({ type: 'approval.requested', calls: event.calls }));
+    actor.on('approval.requested', (event: { calls: []; requests: [] }) => scope?.report({ type: 'approval.requested', calls: event.calls, requests: event.requests }));
   if (scope?.open) {
     const open = scope.open;
     return drive(scope, signal, async () => {

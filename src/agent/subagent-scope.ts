@@ -1,6 +1,7 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import type { AnyActorRef } from 'xstate';
 import type { ToolCall, Usage } from '../schemas.js';
+import type { ApprovalRequest } from './approval-binding.js';
 
 /**
  * Where a tool call runs, for an agent tool: its parent run (session, call, actor), a line back
@@ -12,7 +13,7 @@ import type { ToolCall, Usage } from '../schemas.js';
 /** What a running child tells its parent's chart. */
 export type SubagentReport =
   /** The child (or one of its own children) waits for a human: calls with ids as the child knows them. */
-  | { type: 'approval.requested'; calls: readonly ToolCall[] }
+  | { type: 'approval.requested'; calls: readonly ToolCall[]; requests: readonly ApprovalRequest[] }
   /** The child's run ended: its usage joins the parent's run, once per child session. */
   | { type: 'usage'; childId: string; usage: Usage };
 
