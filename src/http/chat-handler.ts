@@ -1,5 +1,7 @@
 import { z } from 'zod';
 import { runInFlight, type AgentActor, type AgentContext, type AgentEmitted, type AgentMachine } from '../../machines/agent.machine.js';
+import { digestOf } from '../agent/approval-binding.js';
+import { pendingCalls } from '../agent/brain-state.js';
 import { LoopchartError } from '../errors.js';
 import { DurableSession } from '../sessions/durable-session.js';
 import { decodeRow } from '../sessions/session-row.js';
@@ -198,9 +200,10 @@ class ChatSessions {
     // The page has the message up to here: this response continues it.
     const from = run.length;
     for (const answer of answers) {
-      const { toolCallId } = parseApprovalId(answer.approvalId)!;
+      const { toolCallId, digest, run: runIndex } = parseApprovalId(answer.approvalId)!;
       if (!answer.approved) run.chunker.denied(toolCallId);
-      chat.session.send({ type: answer.approved ? 'approve' : 'deny', toolCallId, ...(answer.reason !== undefined && { reason: answer.reason }) });
+      // Bound to the call as the page showed it: the session refuses it for any other.
+      chat.session.send({ type: answer.approved ? 'approve' : 'deny', toolCallId, digest, run: runIndex, ...(answer.reason !== undefined && { reason: answer.reason }) });
     }
     return this.#stream(run, from);
   }
@@ -342,12 +345,15 @@ function answersProblem(context: AgentContext, answers: readonly ApprovalAnswer[
     if (!id) return `approval '${answer.approvalId.slice(0, 100)}' is not one this chat asked for`;
     if (seen.has(id.toolCallId)) return `call '${id.toolCallId.slice(0, 100)}' is answered twice`;
     seen.add(id.toolCallId);
+    const call = pendingCalls(context.brain).find((pending) => pending.call.id === id.toolCallId)?.call;
     const waiting =
+      call !== undefined &&
       runInFlight(context.brain) &&
       id.run === context.runIndex &&
+      digestOf(call) === id.digest &&
       context.approvals.waiting.includes(id.toolCallId) &&
       !Object.hasOwn(context.approvals.decisions, id.toolCallId);
-    if (!waiting) return `no call '${id.toolCallId.slice(0, 100)}' of run ${id.run} waits for a decision`;
+    if (!waiting) return `no call '${id.toolCallId.slice(0, 100)}' of run ${id.run} as shown waits for a decision`;
   }
   return null;
 }

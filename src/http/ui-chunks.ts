@@ -1,4 +1,5 @@
 import type { AgentEmitted, AgentOutput } from '../../machines/agent.machine.js';
+import type { ApprovalRequest } from '../agent/approval-binding.js';
 import type { Message, ToolCall, ToolMessage } from '../schemas.js';
 
 /**
@@ -32,13 +33,16 @@ function finishReason(output: AgentOutput): string {
   return 'other';
 }
 
-/** The approval id a page answers with: the run and the call, so a decision cannot land on another run's call. */
-export const approvalIdOf = (run: number, toolCallId: string): string => `${run}:${toolCallId}`;
+/**
+ * The approval id a page answers with: the run, the digest of the call as shown and its id, so a
+ * decision binds to that call in that run (the session refuses it for any other).
+ */
+export const approvalIdOf = (request: Pick<ApprovalRequest, 'run' | 'digest' | 'toolCallId'>): string => `${request.run}:${request.digest}:${request.toolCallId}`;
 
-/** The run and call an approval id names, or null when it is not one this handler wrote. */
-export function parseApprovalId(id: string): { run: number; toolCallId: string } | null {
-  const match = /^(\d{1,9}):(.+)$/s.exec(id);
-  return match ? { run: Number(match[1]), toolCallId: match[2]! } : null;
+/** The run, digest and call an approval id names, or null when it is not one this handler wrote. */
+export function parseApprovalId(id: string): { run: number; digest: string; toolCallId: string } | null {
+  const match = /^(\d{1,9}):([0-9a-f]{64}):(.+)$/s.exec(id);
+  return match ? { run: Number(match[1]), digest: match[2]!, toolCallId: match[3]! } : null;
 }
 
 export class RunChunker {
@@ -99,7 +103,7 @@ export class RunChunker {
       case 'model.retry':
         return this.#retry();
       case 'approval.requested':
-        return this.#approvalRequests(event.calls);
+        return this.#approvalRequests(event.requests);
       case 'tool.finished':
         return [this.#toolOutput(event.result)];
       case 'run.finished':
@@ -186,16 +190,16 @@ export class RunChunker {
     return { type: 'tool-input-available', toolCallId: call.id, toolName: call.name, input: call.args };
   }
 
-  #approvalRequests(calls: readonly ToolCall[]): UIChunk[] {
+  #approvalRequests(requests: readonly ApprovalRequest[]): UIChunk[] {
     if (this.version === 5) {
       // AI SDK 5 has no approval chunk: a data part the page renders and answers (README, Chat UI).
-      return calls.map((call) => ({
+      return requests.map((request) => ({
         type: 'data-approval-request',
-        id: approvalIdOf(this.run, call.id),
-        data: { approvalId: approvalIdOf(this.run, call.id), toolCallId: call.id, toolName: call.name, input: call.args },
+        id: approvalIdOf(request),
+        data: { approvalId: approvalIdOf(request), toolCallId: request.toolCallId, toolName: request.toolName, input: request.args },
       }));
     }
-    return calls.map((call) => ({ type: 'tool-approval-request', approvalId: approvalIdOf(this.run, call.id), toolCallId: call.id }));
+    return requests.map((request) => ({ type: 'tool-approval-request', approvalId: approvalIdOf(request), toolCallId: request.toolCallId }));
   }
 
   #toolOutput(result: ToolMessage): UIChunk {
