@@ -13,6 +13,7 @@ export default defineConfig({
     mcp: 'src/mcp.ts',
     viewer: 'src/viewer.ts',
     http: 'src/http.ts',
+    policies: 'src/policies.ts',
     cli: 'src/cli.ts',
   },
   format: ['esm', 'cjs'],

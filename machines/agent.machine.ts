@@ -29,6 +29,7 @@ import { ExternalEventSchemas, externalEventProblem, externalEventTypes, type Ex
 import { composeExecutors, inProcessExecutor, type Executor } from '../src/agent/executor.js';
 import { fromIo, ioLogic, promptParts, type IoDeps, type IoEvent, type IoRequest } from '../src/agent/io.js';
 import { serviceKey as keyOf } from '../src/agent/keys.js';
+import { ToolPolicyError, applyPolicyVerdicts, planToolPolicies } from '../src/agent/tool-policy.js';
 import { fromTelemetry, resumeTrace, traceMark, type TelemetryEvent, type TraceMark } from '../src/agent/trace-marks.js';
 import { AgentTracing } from '../src/telemetry/agent-tracing.js';
 import { InvalidConfigError, PruningSchema, pendingPrune, pruneLineProblem, type Pruning } from '../src/agent/pruning.js';
@@ -196,12 +197,15 @@ export function createAgentMachine(config: AgentConfig) {
   // Built once: a tool name contributed twice (config or operations) fails here, loudly.
   const tools = new ToolSet([...(config.tools ?? []), ...operations.flatMap((op) => op.tools ?? [])]);
   const approvalsConfigured = [...tools].some((tool) => tool.needsApproval !== undefined && tool.needsApproval !== false);
+  const toolPolicy = planToolPolicies(config);
+  // A batch goes through the approval region when a call may need a decision: a tool's rule or the policy's.
+  const gated = approvalsConfigured || toolPolicy !== null;
   // A machine rebuilt from this one (`withClock`) keeps its tracing: its executor already has it.
   const inherited = config.executor && tracedBy.get(config.executor);
   const tracing = inherited ?? (config.telemetry ? new AgentTracing(config.telemetry, config.model.name) : undefined);
   const executor = config.executor ?? inProcessExecutor;
   // Approvals are the built-in approval-like operation, checked after the beforeTools point.
-  if (approvalsConfigured) approvalsOrderProblem(plan);
+  if (gated) approvalsOrderProblem(plan);
   const deps: IoDeps = {
     model: config.model,
     retry: config.retry ?? {},
@@ -212,6 +216,7 @@ export function createAgentMachine(config: AgentConfig) {
     compactor: config.compactor,
     toolConcurrency: config.toolConcurrency ?? DEFAULT_TOOL_CONCURRENCY,
     instructions,
+    toolPolicy,
     // Spans wrap the configured executor: they time the effect as it really runs.
     executor: tracing && !inherited ? composeExecutors(executor, tracing.wrap) : executor,
     // A run whose IO stops before it ends (the actor stopped while the run waits) ends its span.
@@ -309,10 +314,13 @@ export function createAgentMachine(config: AgentConfig) {
    * restored batch keeps its waiting list): the approval check runs only for these.
    */
   const undecided = (context: AgentContext): ToolCall[] =>
-    approvalsConfigured
+    gated
       ? runnable(context).filter((call) => {
+          if (decisionFor(context.approvals, call) || context.approvals.waiting.includes(call.id)) return false;
+          // With a policy every call is asked once (its verdict recorded); else only calls with a rule.
+          if (toolPolicy) return !(context.policyChecked ?? []).includes(call.id);
           const rule = tools.get(call.name)?.needsApproval;
-          return rule !== undefined && rule !== false && !decisionFor(context.approvals, call) && !context.approvals.waiting.includes(call.id);
+          return rule !== undefined && rule !== false;
         })
       : [];
   const fromCurrent = (key: (context: AgentContext) => string) => ({ context, event }: Args) =>
@@ -342,7 +350,12 @@ export function createAgentMachine(config: AgentConfig) {
     const before = context.brain.context.contextTokens;
     return { pruned, tokensSaved, before, after: Math.max(0, before - tokensSaved) };
   };
-  const resetBatch = (context: AgentContext) => ({ toolJournal: [], approvals: { ...context.approvals, waiting: [], decisions: {} }, childUsage: {} });
+  const resetBatch = (context: AgentContext) => ({
+    toolJournal: [],
+    approvals: { ...context.approvals, waiting: [], decisions: {} },
+    childUsage: {},
+    ...(toolPolicy && { policyChecked: [] }),
+  });
   /** The key of a hook point: its step's key (the model call it precedes or follows, the batch it precedes). */
   const pointKey = (context: AgentContext, hook: OperationHook) =>
     hook === 'beforeModelCall'
@@ -397,7 +410,8 @@ export function createAgentMachine(config: AgentConfig) {
       compact: stepIs('Compact'),
       policyAcceptable: ({ context, event }) => policyProblem(context, as(event, 'policy').policy) === null,
       needsApprovalCheck: ({ context }) => undecided(context).length > 0,
-      noApprovalsConfigured: () => !approvalsConfigured,
+      noApprovalsConfigured: () => !gated,
+      policyFailure: ({ event }) => event.type === 'io.failed' && ToolPolicyError.isInstance(event.error),
       batchComplete: ({ context }) => batchComplete(context, maxCalls),
       callsRunnable: ({ context }) => runnable(context).length > 0,
       nothingRunnable: ({ context }) => runnable(context).length === 0,
@@ -418,7 +432,7 @@ export function createAgentMachine(config: AgentConfig) {
       beforeToolsDue: pointDue('beforeTools'),
       resumeRefused: ({ context, event }) => verdictOf(context, event).type === 'refused',
       resumeFailed: ({ context, event }) => verdictOf(context, event).type === 'failed',
-      approvalResume: ({ event }) => approvalsConfigured && approvalEventOf(event) !== null,
+      approvalResume: ({ event }) => gated && approvalEventOf(event) !== null,
       steersChild: ({ event }) => routedEvent(as(event, 'steer')) !== null,
       /** Unknown types from outside; XState's own events and the IO's late reports pass silently. */
       unknownExternal: ({ event }) => !fromIo(event) && !fromTelemetry(event) && !event.type.startsWith('xstate.'),
@@ -580,6 +594,7 @@ export function createAgentMachine(config: AgentConfig) {
         turn: context.brain.context.turnsTaken,
         sessionId: context.sessionId,
         calls: undecided(context),
+        conversation: conversation(context),
       })),
       requestCompaction: sendTo('io', ({ context }): IoRequest => ({
         type: 'compaction',
@@ -628,8 +643,16 @@ export function createAgentMachine(config: AgentConfig) {
         return toolFinished(context, call, result);
       }),
       acceptToolResults: assign(({ context }) => ({ brain: applyToolResults(context, maxCalls), ...resetBatch(context) })),
-      awaitApproval: assign({
-        approvals: ({ context, event }) => ({ ...context.approvals, waiting: [...context.approvals.waiting, ...as(event, 'io.approvalsChecked').waiting] }),
+      awaitApproval: enqueueActions(({ context, event, enqueue }) => {
+        const { waiting, policy } = as(event, 'io.approvalsChecked');
+        const approvals = applyPolicyVerdicts({ ...context.approvals, waiting: [...context.approvals.waiting, ...waiting] }, policy);
+        enqueue.assign({ approvals, ...(toolPolicy && { policyChecked: [...(context.policyChecked ?? []), ...policy.map((entry) => entry.toolCallId)] }) });
+        // A policy's denial is the call's result: listeners see it like any other.
+        for (const { call, result } of batchResults({ ...context, approvals }, maxCalls)) {
+          if (!result || !policy.some((entry) => entry.toolCallId === call.id && entry.verdict.type === 'deny')) continue;
+          enqueue.emit({ type: 'tool.started', call });
+          enqueue.emit({ type: 'tool.finished', call, result });
+        }
       }),
       emitApprovalRequested: emit(({ context }) => {
         const calls = waitingCalls(context, maxCalls);
@@ -947,7 +970,10 @@ export function createAgentMachine(config: AgentConfig) {
                 on: {
                   'io.attached': { actions: 'requestApprovals' },
                   'io.approvalsChecked': { guard: 'currentApprovalCheck', target: 'Working', actions: 'awaitApproval' },
-                  'io.failed': { guard: 'currentApprovalCheck', target: '#agent.Running.Start', actions: { type: 'failWith', params: 'ToolError' } },
+                  'io.failed': [
+                    { guard: and(['currentApprovalCheck', 'policyFailure']), target: '#agent.Running.Start', actions: { type: 'failWith', params: 'ToolPolicyError' } },
+                    { guard: 'currentApprovalCheck', target: '#agent.Running.Start', actions: { type: 'failWith', params: 'ToolError' } },
+                  ],
                 },
               },
               /** Calls that may run do, while calls that need a human wait for a decision. */

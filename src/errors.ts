@@ -18,6 +18,8 @@ export const ERROR_CODES = [
   'OperationFailed',
   'InvalidOperationState',
   'StepTimeout',
+  // A tool policy that threw, timed out or returned no verdict.
+  'ToolPolicyFailed',
   // A model call (every ModelError subclass: malformed stream, read timeout, deadline, bad reply).
   'ModelError',
   // A model object the AI SDK adapter cannot drive (an unknown specification version).

@@ -4,7 +4,8 @@
  * and fork, and every error they throw. Elsewhere, loaded only when imported:
  * `loopchart/schemas` (zod schemas, limits, defaults and the checks behind them),
  * `loopchart/sqlite`, `loopchart/postgres`, `loopchart/ai-sdk`, `loopchart/mcp`,
- * `loopchart/testing` (scriptedModel), `loopchart/viewer`, `loopchart/restate`.
+ * `loopchart/testing` (scriptedModel), `loopchart/viewer`, `loopchart/restate`, `loopchart/policies`
+ * (built-in tool policies).
  */
 export type {
   AssistantMessage,
@@ -51,6 +52,7 @@ export type { HookContext, InterruptedStep, Operation, OperationContext, Operati
 export type { AgentOutcome, Failure, FailureType } from './agent/failure.js';
 export type { ExternalEvent } from './agent/events.js';
 export { DeliveryLedger, type DeliveryId, type DeliveredEvent } from './agent/delivery.js';
+export { ToolPolicyError, type ToolPolicy, type ToolPolicyRequest, type ToolPolicyVerdict, type EarlierCall } from './agent/tool-policy.js';
 export { composeExecutors, inProcessExecutor, type Executor, type SideEffect, type SideEffectKind, type SideEffectInputs, type SideEffectOutputs } from './agent/executor.js';
 export type { TelemetryOptions, TelemetryTracer } from './telemetry/options.js';
 export { summarizingInspector } from './inspect.js';

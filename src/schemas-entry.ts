@@ -22,6 +22,7 @@ export { ExternalEventSchemas, type ExternalEvent } from './agent/events.js';
 export { TraceEntrySchema, type TraceEntry, type ReadTraceEntry } from './sessions/trace.js';
 export { DEFAULT_MAX_TOOL_CALLS_PER_REPLY } from '../machines/agent.machine.js';
 export { DEFAULT_CANCEL_GRACE_MS, DEFAULT_OPERATION_TIMEOUT_MS } from './agent/operation.js';
+export { DEFAULT_TOOL_POLICY_TIMEOUT_MS, ToolPolicyVerdictSchema } from './agent/tool-policy.js';
 export { DEFAULT_STEP_TIMEOUT_MS } from './agent/stepper.js';
 export { OPERATION_HOOKS, type OperationHook, type OperationsState } from './agent/operation-state.js';
 export { MAX_SESSION_ID_LENGTH } from './stores/errors.js';

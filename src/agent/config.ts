@@ -9,6 +9,7 @@ import type { Operation } from './operation.js';
 import type { PruningInput } from './pruning.js';
 import type { Budget, Prices } from './budget.js';
 import type { TelemetryOptions } from '../telemetry/options.js';
+import type { ToolPolicy } from './tool-policy.js';
 
 export interface CompactionRequest {
   /** The whole conversation (history + pending) to compact. */
@@ -96,4 +97,12 @@ export interface AgentConfig {
    * Default 3; `false` turns it off (a model that legitimately polls the same call).
    */
   repetition?: number | false;
+  /**
+   * Decides each tool call before its approval rule and before anything runs: allow, deny (the
+   * reason is the call's result) or needs-approval (the approval path). A list combines: the
+   * first deny wins. Built-ins: `loopchart/policies`. See `ToolPolicy`.
+   */
+  toolPolicy?: ToolPolicy | readonly ToolPolicy[];
+  /** How long a tool policy may take for one call, in ms. Default `DEFAULT_TOOL_POLICY_TIMEOUT_MS` (10 s). */
+  toolPolicyTimeoutMs?: number;
 }

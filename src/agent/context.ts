@@ -69,6 +69,11 @@ export const AgentContextSchema = z.object({
   budgetPause: BudgetPauseSchema.optional(),
   /** Child sessions (agent tools) of the current batch whose usage the run has counted: counted once. */
   childUsage: z.record(z.string(), UsageSchema).optional(),
+  /**
+   * Calls of the current batch the tool policy has decided (its denials are decisions, its
+   * needs-approval calls wait): a restore never asks it again. Absent without a policy.
+   */
+  policyChecked: z.array(z.string()).optional(),
 });
 
 export type AgentContext = Omit<z.infer<typeof AgentContextSchema>, 'brain' | 'toolJournal'> & {

@@ -2,6 +2,7 @@ import type { ModelReply, ModelRequest, ToolDefinition } from '../model.js';
 import type { CompactionReason, Message, ToolCall, ToolMessage } from '../schemas.js';
 import type { OperationHook } from './operation-state.js';
 import type { OperationOutput } from './operation-rules.js';
+import type { ToolPolicyVerdict } from './tool-policy.js';
 
 /**
  * The executor seam: every side effect of a run (a model call, one tool call, a compaction, an
@@ -18,6 +19,8 @@ export interface SideEffectInputs {
   compaction: { turn: number; reason: CompactionReason; messages: readonly Message[]; tokensBefore: number };
   /** Asks whether one call must wait for a human's decision before it runs. */
   approval: { turn: number; call: ToolCall };
+  /** Asks the agent's tool policies about one call, before its approval rule and before anything runs. */
+  policy: { turn: number; call: ToolCall };
   /** One operation's hook at one point; `pointKey` names the point (its operations share it). */
   operation: { turn: number; operation: string; hook: OperationHook; pointKey: string };
   /** Lists the run's tool sources, once per run before its first model call (only for an agent with sources). */
@@ -31,6 +34,7 @@ export interface SideEffectOutputs {
   /** `messages` absent: the compactor changed nothing. `after` counts tool definitions too. */
   compaction: { before: number; after: number; messages?: Message[] };
   approval: boolean;
+  policy: ToolPolicyVerdict;
   /** The hook's effects, checked; null when it declined. */
   operation: OperationOutput | null;
   /** The definitions the sources listed: the run offers these (and the agent's own tools) to its end. */

@@ -9,6 +9,8 @@ import { OutcomeSchema, type Outcome } from '../schemas.js';
  * - `CompactionError`: the compactor failed or returned a conversation the brain refuses;
  * - `CompactionStalled`: compaction could not bring the request under the line (seed 001);
  * - `OperationError`: an operation's hook, prompt part or request rewrite failed;
+ * - `ToolPolicyError`: a tool policy threw, timed out or returned no verdict (`ToolPolicyError`):
+ *   no call of the batch ran;
  * - `TurnFailed`: the host running the turn (a Restate handler) kept failing in an unexpected
  *   way past its bounded retries;
  * - `Unknown`: a failure stored by another build under a type this one does not know (its
@@ -23,13 +25,14 @@ import { OutcomeSchema, type Outcome } from '../schemas.js';
  *     case 'CompactionError': return 'the compactor failed';
  *     case 'CompactionStalled': return 'the conversation no longer fits';
  *     case 'OperationError': return 'an operation failed';
+ *     case 'ToolPolicyError': return 'a tool policy failed';
  *     case 'TurnFailed': return 'the host could not run the turn';
  *     case 'Unknown': return 'a failure this version does not know';
  *   }
  * }
  * ```
  */
-export const FAILURE_TYPES = ['ModelError', 'ToolError', 'CompactionError', 'CompactionStalled', 'OperationError', 'TurnFailed', 'Unknown'] as const;
+export const FAILURE_TYPES = ['ModelError', 'ToolError', 'CompactionError', 'CompactionStalled', 'OperationError', 'ToolPolicyError', 'TurnFailed', 'Unknown'] as const;
 export type FailureType = (typeof FAILURE_TYPES)[number];
 
 const known = new Set<string>(FAILURE_TYPES);

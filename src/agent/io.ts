@@ -22,6 +22,7 @@ import { uniqueCallIds } from './call-ids.js';
 import { calibrated, requestTokens } from './request-size.js';
 import { PARENT_STOPPED, inScope, type ChildHandle, type SubagentReport } from './subagent-scope.js';
 import { routedEvent } from './subagents.js';
+import { checkedVerdict, decideCall, earlierCallsOf, type ToolPolicyPlan, type ToolPolicyVerdict } from './tool-policy.js';
 
 
 /**
@@ -45,6 +46,8 @@ export interface IoDeps {
   /** The system prompt, sent first on every model call and never stored in the conversation. */
   instructions: Message | undefined;
   executor: Executor;
+  /** The agent's tool policies, asked about each call before its approval rule (null: none). */
+  toolPolicy: ToolPolicyPlan | null;
   /** Told when the IO stops (its run ended, or the actor stopped mid-run), with the last request's key. */
   onStop?: (lastKey: string | undefined) => void;
 }
@@ -87,7 +90,7 @@ export type IoRequest =
       /** What the run's sources listed, by its `toolset` step's key; null without sources (or in an older snapshot). */
       offered: { key: string; definitions: readonly ToolDefinition[] } | null;
     }
-  | { type: 'approvals'; key: string; turn: number; sessionId: string; calls: readonly ToolCall[] }
+  | { type: 'approvals'; key: string; turn: number; sessionId: string; calls: readonly ToolCall[]; conversation: ConversationRef }
   | {
       type: 'compaction';
       key: string;
@@ -117,7 +120,8 @@ export type IoEvent =
   | { type: 'io.replied'; key: string; reply: ModelReply }
   | { type: 'io.toolStarted'; key: string; call: ToolCall }
   | { type: 'io.toolFinished'; key: string; call: ToolCall; result: ToolMessage }
-  | { type: 'io.approvalsChecked'; key: string; waiting: string[] }
+  /** `policy`: the tool policy's verdict for each call it was asked about, in order. */
+  | { type: 'io.approvalsChecked'; key: string; waiting: string[]; policy: PolicyVerdicts }
   /** Operation `index` of the point's list returned (`output` null: it declined). */
   | { type: 'io.operated'; key: string; index: number; output: OperationOutput | null }
   | { type: 'io.compacted'; key: string; reason: CompactionReason; output: SideEffectOutputs['compaction'] }
@@ -132,6 +136,9 @@ const trusted = <E extends IoEvent>(event: E): E => (made.add(event), event);
 
 /** Whether an event was sent by an agent's IO actor (and not by anyone else). */
 export const fromIo = (event: object): boolean => made.has(event);
+
+/** The tool policy's verdicts of one approval check, by call, in the batch's order. */
+export type PolicyVerdicts = { toolCallId: string; verdict: ToolPolicyVerdict }[];
 
 /** The operations' state slices by name, as the driver's context holds them. */
 export type Slices = Readonly<Record<string, unknown>>;
@@ -374,6 +381,21 @@ export function ioLogic(deps: IoDeps) {
       run = runController(deps.toolConcurrency);
     };
 
+    /** One call's policy decision, as a side effect: a durable executor records it, a restore replays it. */
+    const policyVerdict = async (
+      plan: ToolPolicyPlan,
+      request: Extract<IoRequest, { type: 'approvals' }>,
+      call: ToolCall,
+      signal: AbortSignal,
+    ): Promise<ToolPolicyVerdict> => {
+      const key = `${request.key}:${call.id}:policy`;
+      const { turn, sessionId, conversation } = request;
+      const output = await execute({ key, kind: 'policy', input: { turn, call }, signal }, () =>
+        decideCall(plan, { call, sessionId, turn, messages: view(conversation), earlierCalls: earlierCallsOf(conversation.pending, call.id) }, signal),
+      );
+      return checkedVerdict(key, output);
+    };
+
     let received = false;
     let lastKey: string | undefined;
     receive((request) => {
@@ -491,7 +513,13 @@ export function ioLogic(deps: IoDeps) {
             const { key, turn, sessionId } = request;
             try {
               const waiting: string[] = [];
+              const policy: PolicyVerdicts = [];
               for (const call of request.calls) {
+                // The tool policy first: a denial or a needs-approval ends the call's check.
+                const verdict = deps.toolPolicy && (await policyVerdict(deps.toolPolicy, request, call, controller.signal));
+                if (verdict) policy.push({ toolCallId: call.id, verdict });
+                if (verdict?.type === 'needs-approval') waiting.push(call.id);
+                if (verdict && verdict.type !== 'allow') continue;
                 // Only the agent's own tools may need approval (a source's may not, see `listSources`).
                 const tool = deps.tools.get(call.name);
                 const rule = tool?.needsApproval;
@@ -509,7 +537,7 @@ export function ioLogic(deps: IoDeps) {
                 );
                 if (asks) waiting.push(call.id);
               }
-              finish(controller, key, { type: 'io.approvalsChecked', key, waiting });
+              finish(controller, key, { type: 'io.approvalsChecked', key, waiting, policy });
             } catch (error) {
               fail(controller, key, 'approval', error);
             }

@@ -68,6 +68,8 @@ export const SessionRowSchema = AgentContextSchema.pick({
   // Optional too: a row without it starts its next model call as attempt 1.
   attempt: true,
   budgetPause: true,
+  // Optional as well: a row without it has no policy decisions for its batch.
+  policyChecked: true,
 }).extend({
   rowVersion: z.literal(SESSION_ROW_VERSION),
   brain: z.object({
@@ -107,6 +109,7 @@ export function encodeRow(context: AgentContext): SessionRow {
     ...(context.offered && { offered: context.offered }),
     ...(context.attempt && { attempt: context.attempt }),
     ...(context.budgetPause && { budgetPause: context.budgetPause }),
+    ...(context.policyChecked?.length && { policyChecked: context.policyChecked }),
   };
 }
 
@@ -158,5 +161,6 @@ export function decodeRow(
     ...(row.offered && { offered: row.offered }),
     ...(row.attempt && { attempt: row.attempt }),
     ...(row.budgetPause && { budgetPause: row.budgetPause }),
+    ...(row.policyChecked && { policyChecked: row.policyChecked }),
   };
 }

@@ -22,6 +22,7 @@ function explain(outcome: AgentOutcome): string {
     case 'CompactionError':
     case 'CompactionStalled':
     case 'OperationError':
+    case 'ToolPolicyError':
     case 'TurnFailed':
     case 'Unknown':
       return type;
@@ -32,7 +33,16 @@ function explain(outcome: AgentOutcome): string {
 
 describe('failure types', () => {
   it('are a closed set, and a run failure carries one of them', async () => {
-    expect([...FAILURE_TYPES].sort()).toEqual(['CompactionError', 'CompactionStalled', 'ModelError', 'OperationError', 'ToolError', 'TurnFailed', 'Unknown']);
+    expect([...FAILURE_TYPES].sort()).toEqual([
+      'CompactionError',
+      'CompactionStalled',
+      'ModelError',
+      'OperationError',
+      'ToolError',
+      'ToolPolicyError',
+      'TurnFailed',
+      'Unknown',
+    ]);
     const model = { name: 'down', generate: async () => { throw new Error('unreachable'); } };
     const actor = createActor(createAgentMachine({ model, retry: false }), { input: { sessionId: 's' } }).start();
     actor.send({ type: 'input', message: 'hi' });

@@ -1,0 +1,5 @@
+/**
+ * `loopchart/policies`: built-in tool policies (`toolPolicy` on the agent): a call budget per
+ * tool, and a path rule for file tools. Each is a plain `ToolPolicy`; list them with your own.
+ */
+export { callBudget, pathRule, type PathRuleOptions } from './agent/builtin-policies.js';
