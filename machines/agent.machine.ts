@@ -650,8 +650,8 @@ export function createAgentMachine(config: AgentConfig) {
         // A policy's denial is the call's result: listeners see it like any other.
         for (const { call, result } of batchResults({ ...context, approvals }, maxCalls)) {
           if (!result || !policy.some((entry) => entry.toolCallId === call.id && entry.verdict.type === 'deny')) continue;
-          enqueue.emit({ type: 'tool.started', call });
-          enqueue.emit({ type: 'tool.finished', call, result });
+          enqueue.emit(toolStarted(context, call));
+          enqueue.emit(toolFinished(context, call, result));
         }
       }),
       emitApprovalRequested: emit(({ context }) => {
