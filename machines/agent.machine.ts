@@ -63,6 +63,19 @@ import { childUsageCounted, qualifiedCallId, qualifiedCalls, routedEvent, type R
 import { ToolSet } from '../src/tools/define-tool.js';
 import { ListingCache } from '../src/tools/offered-tools.js';
 import type { CompactionReason } from '../src/schemas.js';
+import { StructuredOutputError } from '../src/errors.js';
+import {
+  FRESH_OUTPUT_STATE,
+  beginFinalCall,
+  compileOutput,
+  finalCallPolicy,
+  finalCallReason,
+  finalCallTools,
+  judgeAnswer,
+  settleAnswer,
+  withOutput,
+  type AnswerStep,
+} from '../src/agent/structured-output.js';
 
 /**
  * The driver: owns one conversation, asks the brain for the next step under the current
@@ -111,6 +124,8 @@ export type AgentEmitted =
   | { type: 'tool.started'; id: DeliveryId; call: ToolCall }
   | { type: 'tool.finished'; id: DeliveryId; call: ToolCall; result: ToolMessage }
   | { type: 'turn.finished'; id: DeliveryId; turn: number; reply: ModelReply }
+  /** The final answer did not match the output schema: sent back to the model (`final` false), or the run ends with it. */
+  | { type: 'output.rejected'; turn: number; error: StructuredOutputError; final: boolean }
   | { type: 'compaction.finished'; reason: CompactionReason; before: number; after: number; rewritten: boolean }
   | { type: 'prune.finished'; pruned: number; tokensSaved: number; before: number; after: number }
   | { type: 'policy.rejected'; reason: string }
@@ -194,8 +209,10 @@ export function createAgentMachine(config: AgentConfig) {
   const repetition = repetitionLimit(config.repetition);
   const instructions: Message | undefined = config.instructions ? { role: 'system', content: config.instructions } : undefined;
   const instructionsTokens = instructions ? estimateMessageTokens(instructions) : 0;
-  // Built once: a tool name contributed twice (config or operations) fails here, loudly.
-  const tools = new ToolSet([...(config.tools ?? []), ...operations.flatMap((op) => op.tools ?? [])]);
+  // Checked once: a schema that cannot be enforced fails here (InvalidConfigError).
+  const structured = compileOutput(config, config.model);
+  // Built once: a tool name contributed twice (config, operations, the answer's tool) fails here, loudly.
+  const tools = new ToolSet([...(config.tools ?? []), ...operations.flatMap((op) => op.tools ?? []), ...(structured?.tool ? [structured.tool] : [])]);
   const approvalsConfigured = [...tools].some((tool) => tool.needsApproval !== undefined && tool.needsApproval !== false);
   const toolPolicy = planToolPolicies(config);
   // A batch goes through the approval region when a call may need a decision: a tool's rule or the policy's.
@@ -217,6 +234,7 @@ export function createAgentMachine(config: AgentConfig) {
     toolConcurrency: config.toolConcurrency ?? DEFAULT_TOOL_CONCURRENCY,
     instructions,
     toolPolicy,
+    responseFormat: structured?.responseFormat,
     // Spans wrap the configured executor: they time the effect as it really runs.
     executor: tracing && !inherited ? composeExecutors(executor, tracing.wrap) : executor,
     // A run whose IO stops before it ends (the actor stopped while the run waits) ends its span.
@@ -249,7 +267,7 @@ export function createAgentMachine(config: AgentConfig) {
   if (budget?.pause && plan.byName.has(BUDGET_OPERATION)) throw new InvalidConfigError(`operation name '${BUDGET_OPERATION}' is taken by budgets that pause`);
   /** Checked after tool results and before each model call, when the brain is between steps; paused time is not wall time. */
   const overrun = (context: AgentContext): BudgetOverrun | null =>
-    budget && !context.brain.context.cancelled && (context.brain.value === 'Start' || context.brain.value === 'AwaitingModel')
+    budget && !context.brain.context.cancelled && !context.outputState?.finalCall && (context.brain.value === 'Start' || context.brain.value === 'AwaitingModel')
       ? budgetOverrun(limitsOf(budget, context.budgetPause), prices, {
           usage: context.runUsage,
           toolCalls: context.brain.context.totalToolCalls,
@@ -301,7 +319,9 @@ export function createAgentMachine(config: AgentConfig) {
   /** The repetition verdict on the batch the brain is about to run (see repetition.ts). */
   const repeated = (context: AgentContext): RepetitionVerdict =>
     repetitionVerdict(context.brain.context.history, context.brain.context.pending, context.brain.value === 'AwaitingTools' ? repetition : null);
-  const stepIs = (type: Step['type']) => ({ context }: Args) => stepTypeOf(context.brain, brainPolicy(context.policy, context.compactionPasses)) === type;
+  /** The policy the brain decides with now (see `brainPolicy`, `finalCallPolicy`). */
+  const decisionPolicy = (context: AgentContext) => finalCallPolicy(brainPolicy(context.policy, context.compactionPasses), context.outputState);
+  const stepIs = (type: Step['type']) => ({ context }: Args) => stepTypeOf(context.brain, decisionPolicy(context)) === type;
   const conversation = (context: AgentContext) => ({ history: context.brain.context.history, pending: context.brain.context.pending });
   const batchKey = (context: AgentContext) => keyOf(context, context.brain.context.turnsTaken, 'tools');
   /** The calls that may run now: no result yet, not answered up front, not waiting for a human. */
@@ -333,8 +353,18 @@ export function createAgentMachine(config: AgentConfig) {
   type Offered = { definitions: readonly ToolDefinition[]; names: readonly string[] };
   const ownTools: Offered = { definitions: tools.definitions, names: tools.names };
   const offeredCache = new WeakMap<object, Offered>();
+  const finalOffered: Offered | undefined = structured && finalCallTools(structured);
+  /** What a model reply does to the run's answer, decided once per reply (the action and the event read the same). */
+  const answers = new WeakMap<object, AnswerStep>();
+  const answerOf = (context: AgentContext, event: AgentEvent): AnswerStep => {
+    let step = answers.get(event);
+    if (!step) answers.set(event, (step = judgeAnswer(structured, context.brain, context.outputState, as(event, 'io.replied').reply)));
+    return step;
+  };
+  const finalCallDue = (context: AgentContext) => finalCallReason(structured, context.outputState, context.brain, decisionPolicy(context), overBudget(context));
   /** The tools the run offers, in any process: the agent's own plus what its `toolset` step recorded (see ToolSource). */
   const offeredTools = (context: AgentContext): Offered => {
+    if (finalOffered && context.outputState?.finalCall) return finalOffered;
     const recorded = context.offered;
     if (!hasSources || !recorded) return ownTools;
     let set = offeredCache.get(recorded);
@@ -399,6 +429,7 @@ export function createAgentMachine(config: AgentConfig) {
       budgetPaused: ({ context }) => overrun(context) !== null && overBudget(context) === null,
       raiseRefused: ({ context, event }) => raiseRefusal(context, event) !== null,
       budgetResume: ({ event }) => event.type === 'operation.resume' && event.operation === BUDGET_OPERATION,
+      finalCallDue: ({ context }) => finalCallDue(context) !== null,
       promptFails: ({ context }) => typeof extrasFor(context) !== 'number',
       extrasChanged: ({ context }) => extrasFor(context) !== context.extrasTokens,
       operationFailure: ({ event }) => event.type === 'io.failed' && OperationError.isInstance(event.error),
@@ -450,6 +481,7 @@ export function createAgentMachine(config: AgentConfig) {
         budgetPause: undefined,
         // Each run lists its sources once (its `toolset` step); an agent without sources records nothing.
         ...(hasSources && { offered: null }),
+        ...(structured && { outputState: FRESH_OUTPUT_STATE }),
       })),
       emitRunStarted: emit(({ context }) => ({
         type: 'run.started' as const,
@@ -458,7 +490,8 @@ export function createAgentMachine(config: AgentConfig) {
         message: context.brain.context.pending[0] as UserMessage,
       })),
       recordCancelGrace: assign({ cancelGraceMs: ({ event }) => as(event, 'cancel').graceMs ?? DEFAULT_CANCEL_GRACE_MS }),
-      takeStep: assign({ brain: ({ context }) => takeStep(context.brain, brainPolicy(context.policy, context.compactionPasses)) }),
+      takeStep: assign({ brain: ({ context }) => takeStep(context.brain, decisionPolicy(context)) }),
+      beginFinalCall: assign(({ context }) => beginFinalCall(structured!, context.brain, context.outputState, finalCallDue(context)!)),
       rewindBrain: assign({ brain: ({ context, event }) => feedBrain(context.brain, { type: 'rewindTo', len: as(event, 'rewind').len }) }),
       sealOverBudget: assign(({ context }) => ({
         brain: feedBrain(context.brain, { type: 'seal', reason: overBudget(context)! }),
@@ -623,12 +656,18 @@ export function createAgentMachine(config: AgentConfig) {
       }),
       // Checked against the tools the model was offered: the run's recorded set (see ToolSource).
       acceptReply: assign(({ context, event }) => {
-        const { reply } = as(event, 'io.replied');
-        const next = applyReply(context, reply, offeredTools(context));
+        const answer = answerOf(context, event);
+        const { reply } = answer;
+        const applied = applyReply({ ...context, brain: answer.brain }, reply, offeredTools(context));
+        const next = { ...applied, brain: settleAnswer(answer, applied.brain), ...(answer.state && { outputState: answer.state }) };
         // The afterReply point opens with the reply it is given (kept until it is done).
         const key = `${keyOf(context, next.brain.context.turnsTaken, 'model')}:after`;
         if (next.brain.context.outcome?.type === 'Failed') return { ...next, compactionPasses: 0 };
         return { ...next, compactionPasses: 0, operations: openPoint(context.operations, plan, 'afterReply', key, reply) };
+      }),
+      emitOutputRejected: enqueueActions(({ context, event, enqueue }) => {
+        const { rejected, overrule } = answerOf(context, event);
+        if (rejected) enqueue.emit({ type: 'output.rejected', turn: context.brain.context.turnsTaken, error: rejected, final: overrule !== undefined });
       }),
       emitTurnFinished: emit(({ context, event }) => ({
         type: 'turn.finished' as const,
@@ -767,7 +806,7 @@ export function createAgentMachine(config: AgentConfig) {
       finishRun: assign(({ context }) => {
         const brain = finishBrain(context.brain);
         const cost = costUsd(context.runUsage, prices);
-        return { brain, lastRun: { outcome: agentOutcome(brain.context.outcome!), usage: context.runUsage, ...(cost !== undefined && { costUsd: cost }) } };
+        return { brain, lastRun: { outcome: withOutput(structured, agentOutcome(brain.context.outcome!)), usage: context.runUsage, ...(cost !== undefined && { costUsd: cost }) } };
       }),
       emitRunFinished: emit(({ context }) => {
         const sessionCostUsd = costUsd(context.sessionUsage, prices);
@@ -845,6 +884,8 @@ export function createAgentMachine(config: AgentConfig) {
           /** Asks the brain; the policy is re-read here on every step. */
           Start: {
             always: [
+              // A run about to end by maxTurns or a budget first asks for its answer (output schema, finalOutputCall).
+              { guard: 'finalCallDue', target: 'Start', reenter: true, actions: 'beginFinalCall' },
               // Budgets are checked between steps: going past one seals the run (seed 004).
               { guard: 'runOverBudget', target: 'Start', reenter: true, actions: 'sealOverBudget' },
               // ...or, for a kind configured to pause, waits for a raise.
@@ -935,7 +976,7 @@ export function createAgentMachine(config: AgentConfig) {
             entry: [{ type: 'startAttempt', params: 'resumed' }, 'requestModel'],
             on: {
               'io.attached': { actions: [{ type: 'startAttempt', params: 'resumed' }, 'requestModel'] },
-              'io.replied': { guard: 'currentModelCall', target: 'Start', actions: ['acceptReply', 'emitTurnFinished'] },
+              'io.replied': { guard: 'currentModelCall', target: 'Start', actions: ['acceptReply', 'emitTurnFinished', 'emitOutputRejected'] },
               'io.failed': [
                 // A prompt part or request rewrite that failed on the way out is the operation's failure.
                 { guard: and(['currentModelCall', 'operationFailure']), target: 'Start', actions: 'failOperation' },

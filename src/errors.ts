@@ -67,6 +67,8 @@ export const ERROR_CODES = [
   'SubagentFailed',
   // runAgent / streamAgent: a Failed run whose cause was not a loopchart error itself.
   'RunFailed',
+  // An agent with an output schema whose model never gave an answer that validates.
+  'StructuredOutput',
 ] as const;
 
 /** The union of every loopchart error `code`. */
@@ -197,3 +199,37 @@ export class RunFailedError extends LoopchartError {
   }
 }
 
+
+/** One reason an answer does not match the output schema: where (`(root)`, `items[0].price`) and what. */
+export interface OutputIssue {
+  path: string;
+  message: string;
+}
+
+/**
+ * The model's final answer did not match the agent's `output` schema, and it had no attempts
+ * left (`outputRetries` answers were sent back with the validation error): the run ends
+ * `Failed` with type `StructuredOutputError`, its message naming the first issue's path.
+ * `runAgent` and `streamAgent` give this error as `result.error`.
+ *
+ * @example
+ * ```ts
+ * const result = await runAgent({ model, prompt: 'Name a city.', output: z.object({ city: z.string() }) });
+ * if (StructuredOutputError.isInstance(result.error)) console.error(result.error.path, result.error.issues);
+ * ```
+ */
+export class StructuredOutputError extends LoopchartError {
+  /** The first issue's path: `(root)` for the answer as a whole. */
+  readonly path: string;
+  readonly issues: readonly OutputIssue[];
+  /** Answers the model gave, the last one included. */
+  readonly attempts: number;
+  constructor(issues: readonly OutputIssue[], attempts: number) {
+    const first = issues[0] ?? { path: '(root)', message: 'no answer' };
+    const more = issues.length > 1 ? ` (and ${issues.length - 1} more)` : '';
+    super('StructuredOutput', `the answer does not match the output schema after ${attempts} attempt${attempts === 1 ? '' : 's'}: at ${first.path}: ${first.message}${more}`);
+    this.path = first.path;
+    this.issues = issues;
+    this.attempts = attempts;
+  }
+}

@@ -24,6 +24,41 @@ export interface ModelRequest {
   idempotencyKey: string;
   /** Called with each streamed piece of assistant text, in order. */
   onTextDelta?: (delta: string) => void;
+  /**
+   * The shape the final answer must have, sent only to a model whose `supports.responseFormat`
+   * is at least RESPONSE_FORMAT_VERSION: the adapter passes it to the provider's JSON-schema mode
+   * (Chat Completions `response_format`, the AI SDK's `responseFormat`). The driver validates the
+   * answer itself, so a provider that only approximates the schema is still held to it.
+   */
+  responseFormat?: ResponseFormat;
+}
+
+/**
+ * Version of the `ResponseFormat` contract this build sends. A model declares the version it reads
+ * in `supports.responseFormat`; versions only ever add optional fields, so a model that reads
+ * version n reads every version up to n.
+ *
+ * @example
+ * ```ts
+ * const mine: Model = { name: 'mine', supports: { responseFormat: RESPONSE_FORMAT_VERSION }, generate: (request) => model.generate(request) };
+ * ```
+ */
+export const RESPONSE_FORMAT_VERSION = 1;
+
+/** A request's answer format (version 1): JSON matching `schema`, named for the provider. */
+export interface ResponseFormat {
+  type: 'json';
+  /** 1-64 characters of a-z, A-Z, 0-9, _ or - (what OpenAI accepts as the schema's name). */
+  name: string;
+  description?: string;
+  /** A JSON Schema whose root is an object (`type: 'object'`). */
+  schema: Record<string, unknown>;
+}
+
+/** What a model can do beyond text and tool calls. */
+export interface ModelSupports {
+  /** The `ResponseFormat` version the model reads (see RESPONSE_FORMAT_VERSION); absent: none. */
+  readonly responseFormat?: number;
 }
 
 export interface ModelReply {
@@ -48,8 +83,14 @@ export interface ModelReply {
  */
 export interface Model {
   readonly name: string;
+  /** Optional capabilities; a wrapper around a model must pass them on. */
+  readonly supports?: ModelSupports;
   generate(request: ModelRequest): Promise<ModelReply>;
 }
+
+/** Whether `model` reads this build's response format (see RESPONSE_FORMAT_VERSION). */
+export const readsResponseFormat = (model: Model): boolean =>
+  typeof model.supports?.responseFormat === 'number' && model.supports.responseFormat >= RESPONSE_FORMAT_VERSION;
 
 /**
  * A model call that failed. `retryable` says whether the driver's retry policy may try again;

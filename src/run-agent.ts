@@ -5,13 +5,16 @@ import { LoopchartError, RunFailedError } from './errors.js';
 import type { Usage } from './model.js';
 import type { Message } from './schemas.js';
 import type { AgentOutcome } from './agent/failure.js';
+import type { OutputOf, OutputSchema } from './agent/structured-output.js';
 
 /**
  * One run of an agent, without XState: the agent's configuration (`model`, `tools`,
  * `instructions` — the system prompt, sent on every call and never stored — ...) plus what to ask
  * and how to stop it.
  */
-export interface RunAgentOptions extends AgentConfig {
+export interface RunAgentOptions<S extends OutputSchema | undefined = OutputSchema | undefined> extends AgentConfig {
+  /** The final answer's schema (see `AgentConfig.output`): the result's `output` has its type. */
+  output?: S;
   /** The user's message that starts the run. */
   prompt: string;
   /** Conversation to continue from (committed messages of an earlier run). */
@@ -20,11 +23,13 @@ export interface RunAgentOptions extends AgentConfig {
   signal?: AbortSignal;
 }
 
-/** How a run ended. */
-export interface RunAgentResult {
+/** How a run ended; `O` is the output schema's type (see `AgentConfig.output`). */
+export interface RunAgentResult<O = unknown> {
   /** The final answer when the run is `Completed`, else ''. */
   text: string;
-  outcome: AgentOutcome;
+  /** The validated answer of a `Completed` run with an output schema (also `outcome.output`), else undefined. */
+  output: O | undefined;
+  outcome: AgentOutcome<O>;
   /** The committed conversation after the run (history + this run), always coherent. */
   messages: Message[];
   usage: Usage;
@@ -37,7 +42,7 @@ export interface RunAgentResult {
 }
 
 /** What `streamAgent` yields: every event the agent emits while it runs, then `done` with the result. */
-export type AgentStreamEvent = AgentEmitted | { type: 'done'; result: RunAgentResult };
+export type AgentStreamEvent<O = unknown> = AgentEmitted | { type: 'done'; result: RunAgentResult<O> };
 
 /** The run's actor, and the last error its side effects failed with (what a Failed outcome came from). */
 function startRun(options: RunAgentOptions): { actor: AgentActor; lastFailure: () => unknown } {
@@ -47,6 +52,8 @@ function startRun(options: RunAgentOptions): { actor: AgentActor; lastFailure: (
     if (event.type === '@xstate.event' && event.event.type === 'io.failed') failure = (event.event as { error?: unknown }).error;
   };
   const actor = createActor(createAgentMachine(config), { input: { prompt, ...(history && { history }) }, inspect });
+  // An answer that never validated: the run's error is the StructuredOutputError itself.
+  actor.on('output.rejected', (event) => (failure = event.error));
   return { actor, lastFailure: () => failure };
 }
 
@@ -65,6 +72,7 @@ function cancelOnAbort(actor: AgentActor, signal: AbortSignal | undefined): () =
 function resultOf(output: AgentOutput, thrown: unknown): RunAgentResult {
   const result: RunAgentResult = {
     text: output.outcome.type === 'Completed' ? output.outcome.finalText : '',
+    output: output.outcome.type === 'Completed' ? output.outcome.output : undefined,
     outcome: output.outcome,
     messages: output.messages,
     usage: output.usage,
@@ -117,13 +125,13 @@ function outputOf(actor: AgentActor): Promise<AgentOutput> {
  * // A Failed run: `error` says why in one line (here a 401 names the API key to check).
  * ```
  */
-export async function runAgent(options: RunAgentOptions): Promise<RunAgentResult> {
+export async function runAgent<S extends OutputSchema | undefined = undefined>(options: RunAgentOptions<S>): Promise<RunAgentResult<OutputOf<S>>> {
   const { actor, lastFailure } = startRun(options);
   const output = outputOf(actor);
   actor.start();
   const detach = cancelOnAbort(actor, options.signal);
   try {
-    return resultOf(await output, lastFailure());
+    return resultOf(await output, lastFailure()) as RunAgentResult<OutputOf<S>>;
   } finally {
     detach();
     actor.stop();
@@ -146,9 +154,11 @@ export async function runAgent(options: RunAgentOptions): Promise<RunAgentResult
  * }
  * ```
  */
-export async function* streamAgent(options: RunAgentOptions): AsyncGenerator<AgentStreamEvent, void, undefined> {
+export async function* streamAgent<S extends OutputSchema | undefined = undefined>(
+  options: RunAgentOptions<S>,
+): AsyncGenerator<AgentStreamEvent<OutputOf<S>>, void, undefined> {
   const { actor, lastFailure } = startRun(options);
-  const queue: AgentStreamEvent[] = [];
+  const queue: AgentStreamEvent<OutputOf<S>>[] = [];
   let wake: (() => void) | undefined;
   let failure: { error: unknown } | undefined;
   let finished = false;
@@ -163,7 +173,7 @@ export async function* streamAgent(options: RunAgentOptions): AsyncGenerator<Age
   });
   outputOf(actor).then(
     (output) => {
-      queue.push({ type: 'done', result: resultOf(output, lastFailure()) });
+      queue.push({ type: 'done', result: resultOf(output, lastFailure()) as RunAgentResult<OutputOf<S>> });
       finished = true;
       notify();
     },

@@ -10,6 +10,7 @@ import type { PruningInput } from './pruning.js';
 import type { Budget, Prices } from './budget.js';
 import type { TelemetryOptions } from '../telemetry/options.js';
 import type { ToolPolicy } from './tool-policy.js';
+import type { OutputSchema } from './structured-output.js';
 
 export interface CompactionRequest {
   /** The whole conversation (history + pending) to compact. */
@@ -105,4 +106,18 @@ export interface AgentConfig {
   toolPolicy?: ToolPolicy | readonly ToolPolicy[];
   /** How long a tool policy may take for one call, in ms. Default `DEFAULT_TOOL_POLICY_TIMEOUT_MS` (10 s). */
   toolPolicyTimeoutMs?: number;
+   * The final answer's schema (zod 4, or a JSON Schema object; its root an object): a run
+   * completes only with an answer that validates, given as `outcome.output`. A model that reads
+   * the response format (`Model.supports`) is asked through the provider's JSON-schema mode, any
+   * other through a `final_answer` tool. A schema that cannot be enforced is an
+   * `InvalidConfigError` here.
+   */
+  output?: OutputSchema;
+  /** Invalid answers sent back to the model with the validation error before the run fails `StructuredOutputError`. Default 2. */
+  outputRetries?: number;
+  /**
+   * When `maxTurns` or a budget would end the run, make one last call that asks for the answer
+   * in the schema (no other tools offered; a budget may be passed by that one call). Default true.
+   */
+  finalOutputCall?: boolean;
 }

@@ -11,6 +11,7 @@ import { NO_OPERATIONS, OperationsStateSchema } from './operation-state.js';
 import { NO_USAGE } from './run-rules.js';
 import { ModelAttemptSchema } from './delivery.js';
 import { BudgetPauseSchema } from './budget-pause.js';
+import { OutputStateSchema } from './structured-output.js';
 
 const count = z.number().int().nonnegative();
 
@@ -74,6 +75,8 @@ export const AgentContextSchema = z.object({
    * needs-approval calls wait): a restore never asks it again. Absent without a policy.
    */
   policyChecked: z.array(z.string()).optional(),
+  /** An agent with an output schema: the run's answers sent back and its final call. Absent otherwise (and in older snapshots). */
+  outputState: OutputStateSchema.optional(),
 });
 
 export type AgentContext = Omit<z.infer<typeof AgentContextSchema>, 'brain' | 'toolJournal'> & {

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { OutcomeSchema, type Outcome } from '../schemas.js';
+import { jsonValueProblem } from '../json-value.js';
 
 /**
  * Why an agent run failed: a closed set, so `switch (outcome.error.type)` is exhaustive.
@@ -11,6 +12,7 @@ import { OutcomeSchema, type Outcome } from '../schemas.js';
  * - `OperationError`: an operation's hook, prompt part or request rewrite failed;
  * - `ToolPolicyError`: a tool policy threw, timed out or returned no verdict (`ToolPolicyError`):
  *   no call of the batch ran;
+ * - `StructuredOutputError`: the final answer never matched the agent's `output` schema;
  * - `TurnFailed`: the host running the turn (a Restate handler) kept failing in an unexpected
  *   way past its bounded retries;
  * - `Unknown`: a failure stored by another build under a type this one does not know (its
@@ -26,13 +28,14 @@ import { OutcomeSchema, type Outcome } from '../schemas.js';
  *     case 'CompactionStalled': return 'the conversation no longer fits';
  *     case 'OperationError': return 'an operation failed';
  *     case 'ToolPolicyError': return 'a tool policy failed';
+ *     case 'StructuredOutputError': return 'the answer never matched the output schema';
  *     case 'TurnFailed': return 'the host could not run the turn';
  *     case 'Unknown': return 'a failure this version does not know';
  *   }
  * }
  * ```
  */
-export const FAILURE_TYPES = ['ModelError', 'ToolError', 'CompactionError', 'CompactionStalled', 'OperationError', 'ToolPolicyError', 'TurnFailed', 'Unknown'] as const;
+export const FAILURE_TYPES = ['ModelError', 'ToolError', 'CompactionError', 'CompactionStalled', 'OperationError', 'ToolPolicyError', 'StructuredOutputError', 'TurnFailed', 'Unknown'] as const;
 export type FailureType = (typeof FAILURE_TYPES)[number];
 
 const known = new Set<string>(FAILURE_TYPES);
@@ -44,20 +47,46 @@ export interface Failure {
 }
 
 /**
- * How an agent run ended: the brain's outcomes, with a failure's type from `FAILURE_TYPES`.
+ * A completed run: the brain's `Completed`, with `output`, the answer validated by the agent's
+ * `output` schema (typed `O` when the schema is a zod schema), when the agent has one.
+ */
+export type CompletedOutcome<O = unknown> = Extract<Outcome, { type: 'Completed' }> & (undefined extends O ? { output?: O } : { output: O });
+
+/**
+ * How an agent run ended: the brain's outcomes, with a failure's type from `FAILURE_TYPES` and,
+ * for an agent with an `output` schema, the validated answer on `Completed` (`outcome.output`).
  *
  * @example
  * ```ts
  * const summary = (outcome: AgentOutcome) => (outcome.type === 'Failed' ? `${outcome.error.type}: ${outcome.error.message}` : outcome.type);
  * ```
  */
-export type AgentOutcome = Exclude<Outcome, { type: 'Failed' }> | { type: 'Failed'; error: Failure };
+export type AgentOutcome<O = unknown> =
+  | Exclude<Outcome, { type: 'Failed' } | { type: 'Completed' }>
+  | CompletedOutcome<O>
+  | { type: 'Failed'; error: Failure };
 
 /** A brain outcome as an agent outcome: a failure type outside the set reads as `Unknown`, keeping its text. */
-export function agentOutcome(outcome: Outcome): AgentOutcome {
+export function agentOutcome(outcome: Outcome | AgentOutcome): AgentOutcome {
   if (outcome.type !== 'Failed' || known.has(outcome.error.type)) return outcome as AgentOutcome;
   return { type: 'Failed', error: { type: 'Unknown', message: `${outcome.error.type}: ${outcome.error.message}` } };
 }
 
-/** A stored agent outcome (a session row, a snapshot), read with unknown failure types as `Unknown`. */
-export const AgentOutcomeSchema = OutcomeSchema.transform(agentOutcome);
+const [CompletedSchema, ...otherOutcomes] = OutcomeSchema.options;
+
+/**
+ * A stored agent outcome (a session row, a snapshot), read with unknown failure types as
+ * `Unknown`. A `Completed` keeps its `output` (plain JSON); a row written before outputs existed
+ * reads as it was.
+ */
+export const AgentOutcomeSchema = z
+  .discriminatedUnion('type', [
+    CompletedSchema.extend({
+      output: z
+        .unknown()
+        .refine((value) => jsonValueProblem(value, 'output') === null, { message: 'the output is not plain JSON' })
+        .optional(),
+    }),
+    ...otherOutcomes,
+  ])
+  .transform((outcome) => agentOutcome(outcome as Outcome | AgentOutcome));

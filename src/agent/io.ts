@@ -1,7 +1,7 @@
 import { setMaxListeners } from 'node:events';
 import { fromCallback } from 'xstate';
 import { z } from 'zod';
-import { parseModelReply, type Model, type ModelReply, type ToolDefinition } from '../model.js';
+import { parseModelReply, type Model, type ModelReply, type ResponseFormat, type ToolDefinition } from '../model.js';
 import { withRetry, type RetryAttempt, type RetryOptions } from '../models/retry.js';
 import type { CompactionReason, Message, PendingToolCall, ToolCall, ToolMessage } from '../schemas.js';
 import { estimateToolTokens } from '../tokens.js';
@@ -45,6 +45,8 @@ export interface IoDeps {
   toolConcurrency: number;
   /** The system prompt, sent first on every model call and never stored in the conversation. */
   instructions: Message | undefined;
+  /** The answer's format (an output schema, a model with a JSON-schema mode): sent with every model call. */
+  responseFormat?: ResponseFormat | undefined;
   executor: Executor;
   /** The agent's tool policies, asked about each call before its approval rule (null: none). */
   toolPolicy: ToolPolicyPlan | null;
@@ -450,6 +452,7 @@ export function ioLogic(deps: IoDeps) {
               const raw = await execute({ key, kind: 'model', input: { turn, request: request_ }, signal }, () =>
                 model.generate({
                   ...request_,
+                  ...(deps.responseFormat && { responseFormat: deps.responseFormat }),
                   signal,
                   idempotencyKey: key,
                   onTextDelta: (delta) => send(controller, { type: 'io.textDelta', key, turn, delta, index: index++ }),

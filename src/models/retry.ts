@@ -78,6 +78,7 @@ export function withRetry(model: Model, options: RetryOptions = {}): Model {
   const sleep = options.sleep ?? abortableSleep;
   return {
     name: model.name,
+    ...(model.supports && { supports: model.supports }),
     async generate(request: ModelRequest): Promise<ModelReply> {
       for (let attempt = 0; ; attempt++) {
         try {

@@ -70,6 +70,8 @@ export const SessionRowSchema = AgentContextSchema.pick({
   budgetPause: true,
   // Optional as well: a row without it has no policy decisions for its batch.
   policyChecked: true,
+  // Optional too: only an agent with an output schema has it.
+  outputState: true,
 }).extend({
   rowVersion: z.literal(SESSION_ROW_VERSION),
   brain: z.object({
@@ -110,6 +112,7 @@ export function encodeRow(context: AgentContext): SessionRow {
     ...(context.attempt && { attempt: context.attempt }),
     ...(context.budgetPause && { budgetPause: context.budgetPause }),
     ...(context.policyChecked?.length && { policyChecked: context.policyChecked }),
+    ...(context.outputState && { outputState: context.outputState }),
   };
 }
 
@@ -162,5 +165,6 @@ export function decodeRow(
     ...(row.attempt && { attempt: row.attempt }),
     ...(row.budgetPause && { budgetPause: row.budgetPause }),
     ...(row.policyChecked && { policyChecked: row.policyChecked }),
+    ...(row.outputState && { outputState: row.outputState }),
   };
 }

@@ -23,6 +23,7 @@ function explain(outcome: AgentOutcome): string {
     case 'CompactionStalled':
     case 'OperationError':
     case 'ToolPolicyError':
+    case 'StructuredOutputError':
     case 'TurnFailed':
     case 'Unknown':
       return type;
@@ -38,6 +39,7 @@ describe('failure types', () => {
       'CompactionStalled',
       'ModelError',
       'OperationError',
+      'StructuredOutputError',
       'ToolError',
       'ToolPolicyError',
       'TurnFailed',
