@@ -19,6 +19,8 @@ export interface AiSdkStreamOptions {
   prompt: AiSdkPrompt;
   tools?: AiSdkFunctionTool[];
   toolChoice?: { type: 'auto' };
+  /** JSON matching `schema` (the provider's JSON-schema mode); the same shape in V2, V3 and V4. */
+  responseFormat?: { type: 'json'; schema: Record<string, unknown>; name?: string; description?: string };
   abortSignal?: AbortSignal;
   headers?: Record<string, string | undefined>;
 }

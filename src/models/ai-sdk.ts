@@ -1,9 +1,9 @@
 import type { APICallError, JSONParseError, TypeValidationError } from '@ai-sdk/provider';
 import type { ToolCall } from '../schemas.js';
 import type { Model, ModelReply, ModelRequest } from '../model.js';
-import { ModelError, parseModelReply } from '../model.js';
+import { ModelError, parseModelReply, RESPONSE_FORMAT_VERSION, type ResponseFormat } from '../model.js';
 import { toLanguageModelPrompt, toLanguageModelTools } from './ai-sdk-prompt.js';
-import { readFinishPart, specificationVersionOf, type AiSdkLanguageModel, type AiSdkSpecificationVersion, type FinishPart } from './ai-sdk-spec.js';
+import { readFinishPart, specificationVersionOf, type AiSdkLanguageModel, type AiSdkSpecificationVersion, type AiSdkStreamOptions, type FinishPart } from './ai-sdk-spec.js';
 import { CallGuard, DEFAULT_MODEL_DEADLINE_MS, timeoutOption } from './call-guard.js';
 import { parseArguments, streamedError } from './chat-chunks.js';
 import { MalformedStreamError } from './errors.js';
@@ -36,6 +36,14 @@ export interface AiSdkModelOptions {
    * keeps arriving: endless keep-alive comments or endless text would otherwise hold it open.
    */
   deadlineMs?: number;
+  /**
+   * Whether an agent with an output schema asks this model through the call's `responseFormat`
+   * (the provider's JSON-schema mode) rather than a `final_answer` tool. Default: yes, unless the
+   * model says it has no structured outputs (`supportsStructuredOutputs: false`, as
+   * `@ai-sdk/openai-compatible` models do unless created with `supportsStructuredOutputs: true`):
+   * such a provider drops the schema and would be asked for JSON of no particular shape.
+   */
+  structuredOutputs?: boolean;
 }
 
 const DEFAULT_READ_TIMEOUT_MS = 60_000;
@@ -59,8 +67,10 @@ export function aiSdkModel(languageModel: AiSdkLanguageModel, options: AiSdkMode
   const version = specificationVersionOf(languageModel);
   const readTimeoutMs = timeoutOption('readTimeoutMs', options.readTimeoutMs, DEFAULT_READ_TIMEOUT_MS);
   const deadlineMs = timeoutOption('deadlineMs', options.deadlineMs, DEFAULT_MODEL_DEADLINE_MS);
+  const structuredOutputs = options.structuredOutputs ?? (languageModel as { supportsStructuredOutputs?: unknown }).supportsStructuredOutputs !== false;
   return {
     name: `${languageModel.provider}:${languageModel.modelId}`,
+    ...(structuredOutputs && { supports: { responseFormat: RESPONSE_FORMAT_VERSION } }),
     async generate(request: ModelRequest): Promise<ModelReply> {
       const guard = new CallGuard(request.signal, readTimeoutMs, deadlineMs);
       try {
@@ -72,6 +82,7 @@ export function aiSdkModel(languageModel: AiSdkLanguageModel, options: AiSdkMode
             languageModel.doStream({
               prompt: toLanguageModelPrompt(request.messages),
               ...(hasTools ? { tools: toLanguageModelTools(request.tools), toolChoice: { type: 'auto' } } : {}),
+              ...(request.responseFormat && structuredOutputs && { responseFormat: aiSdkResponseFormat(request.responseFormat) }),
               abortSignal: guard.signal,
               // HTTP providers send it; others ignore headers.
               headers: { 'Idempotency-Key': request.idempotencyKey },
@@ -87,6 +98,11 @@ export function aiSdkModel(languageModel: AiSdkLanguageModel, options: AiSdkMode
       }
     },
   };
+}
+
+/** The call option for a request's answer format (the AI SDK's `{ type: 'json', schema, name, description }`). */
+function aiSdkResponseFormat(format: ResponseFormat): NonNullable<AiSdkStreamOptions['responseFormat']> {
+  return { type: 'json', schema: format.schema, name: format.name, ...(format.description !== undefined && { description: format.description }) };
 }
 
 /** The stream parts the reply is made of; every other part type is skipped unread. */

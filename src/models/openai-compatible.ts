@@ -1,10 +1,10 @@
 import type { Model, ModelReply, ModelRequest } from '../model.js';
-import { ModelError } from '../model.js';
+import { ModelError, RESPONSE_FORMAT_VERSION } from '../model.js';
 import { CallGuard, DEFAULT_MODEL_DEADLINE_MS, timeoutOption } from './call-guard.js';
 import { ChatChunkAssembler, preview } from './chat-chunks.js';
 import { MalformedStreamError } from './errors.js';
 import { describeError, httpModelError, parseRetryAfter, providerMessage } from './http-status.js';
-import { toWireMessages, toWireTools } from './openai-wire.js';
+import { toWireMessages, toWireResponseFormat, toWireTools } from './openai-wire.js';
 import { SseParser, type SseEvent } from './sse.js';
 
 export interface OpenAICompatibleOptions {
@@ -36,6 +36,12 @@ export interface OpenAICompatibleOptions {
   maxResponseBytes?: number;
   /** Replaces the global fetch (tests, proxies, instrumentation). */
   fetch?: typeof globalThis.fetch;
+  /**
+   * Whether the server takes `response_format: { type: 'json_schema', ... }` (OpenAI, vLLM,
+   * Ollama, llama.cpp do): an agent with an output schema then asks for its answer that way.
+   * Default true; false makes the agent use a `final_answer` tool instead.
+   */
+  structuredOutputs?: boolean;
 }
 
 const DEFAULT_READ_TIMEOUT_MS = 60_000;
@@ -70,8 +76,10 @@ export function openAICompatibleModel(options: OpenAICompatibleOptions): Model {
     ...Object.fromEntries(Object.entries(options.headers ?? {}).map(([k, v]) => [k.toLowerCase(), v])),
   };
 
+  const structuredOutputs = options.structuredOutputs ?? true;
   return {
     name: `openai-compatible:${options.model}`,
+    ...(structuredOutputs && { supports: { responseFormat: RESPONSE_FORMAT_VERSION } }),
     async generate(request: ModelRequest): Promise<ModelReply> {
       const guard = new CallGuard(request.signal, readTimeoutMs, deadlineMs);
       try {
@@ -81,6 +89,7 @@ export function openAICompatibleModel(options: OpenAICompatibleOptions): Model {
           messages: toWireMessages(request.messages),
           // An empty `tools` array is rejected by OpenAI ("[] is too short"): omit it instead.
           ...(request.tools.length > 0 ? { tools: toWireTools(request.tools) } : {}),
+          ...(request.responseFormat && structuredOutputs && { response_format: toWireResponseFormat(request.responseFormat) }),
           stream: true,
           stream_options: { include_usage: true },
         });

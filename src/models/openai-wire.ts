@@ -1,5 +1,5 @@
 import type { Message } from '../schemas.js';
-import type { ToolDefinition } from '../model.js';
+import type { ResponseFormat, ToolDefinition } from '../model.js';
 
 /** Our messages and tools in the Chat Completions request format. */
 
@@ -64,4 +64,16 @@ export function toWireTools(tools: readonly ToolDefinition[]): WireTool[] {
     type: 'function',
     function: { name: tool.name, description: tool.description, parameters: tool.inputSchema },
   }));
+}
+
+/**
+ * A request's answer format as Chat Completions' `response_format`. `strict` is left to the
+ * server's default: OpenAI's strict mode refuses optional fields, and loopchart validates the
+ * answer itself either way.
+ */
+export function toWireResponseFormat(format: ResponseFormat): { type: 'json_schema'; json_schema: Record<string, unknown> } {
+  return {
+    type: 'json_schema',
+    json_schema: { name: format.name, ...(format.description !== undefined && { description: format.description }), schema: format.schema },
+  };
 }
