@@ -106,6 +106,7 @@ export interface AgentConfig {
   toolPolicy?: ToolPolicy | readonly ToolPolicy[];
   /** How long a tool policy may take for one call, in ms. Default `DEFAULT_TOOL_POLICY_TIMEOUT_MS` (10 s). */
   toolPolicyTimeoutMs?: number;
+  /**
    * The final answer's schema (zod 4, or a JSON Schema object; its root an object): a run
    * completes only with an answer that validates, given as `outcome.output`. A model that reads
    * the response format (`Model.supports`) is asked through the provider's JSON-schema mode, any
