@@ -22,6 +22,8 @@ import {
 import { DEFAULT_CANCEL_GRACE_MS, OperationError } from '../src/agent/operation.js';
 import { agentOutcome, type AgentOutcome, type FailureType } from '../src/agent/failure.js';
 import { interruptedStep, keepSteering, runCancelHooks } from '../src/agent/cancel-rules.js';
+import { InvalidSnapshotError } from '../src/errors.js';
+import { activeModelProblem, bookUsage, fallbackAfter, modelList, startModels, totalCost, usageCosts, type FallbackTrigger, type ModelUsage } from '../src/agent/fallback.js';
 import { repetitionLimit, repetitionNote, repetitionVerdict, type RepetitionVerdict } from '../src/agent/repetition.js';
 import { systemTokens } from '../src/agent/request-size.js';
 import { deliveryIds, nextAttempt, type DeliveryId } from '../src/agent/delivery.js';
@@ -107,6 +109,8 @@ export interface AgentOutput {
   usage: Usage;
   /** The run's cost, when the config gives prices. */
   costUsd?: number;
+  /** With a list of models: what each model used in the run (and cost, at its prices). */
+  usageByModel?: (ModelUsage & { costUsd?: number })[];
 }
 
 export type AgentEvent = ExternalEvent | IoEvent | TelemetryEvent;
@@ -114,6 +118,8 @@ export type AgentEvent = ExternalEvent | IoEvent | TelemetryEvent;
 /** Events a client may show carry a `DeliveryId` (see there): a repeat after a reconnect or a crash has the same id. */
 export type AgentEmitted =
   | { type: 'text.delta'; id: DeliveryId; turn: number; delta: string }
+  /** The model call failed with a fallback trigger: the turn goes to the next model of the list (text streamed so far is void). */
+  | { type: 'model.fallback'; turn: number; from: string; to: string; trigger: FallbackTrigger; error: unknown }
   /** A model call failed and is tried again: text streamed for this turn so far is void. */
   | { type: 'model.retry'; turn: number; retry: number; delayMs: number; error: unknown }
   /**
@@ -202,7 +208,8 @@ export function createAgentMachine(config: AgentConfig) {
   const defaultPolicy = checkedPolicy(config.policy, pruning);
   const budget = config.budget && BudgetSchema.parse(config.budget);
   const prices = config.prices && PricesSchema.parse(config.prices);
-  if (budget?.maxCostUsd !== undefined && !prices) throw new InvalidConfigError('budget.maxCostUsd needs prices');
+  const models = modelList(config.model, config.fallbackOn, prices);
+  if (budget?.maxCostUsd !== undefined && models.entries.some((entry) => !entry.prices)) throw new InvalidConfigError('budget.maxCostUsd needs prices');
   const maxCalls = config.maxToolCallsPerReply ?? DEFAULT_MAX_TOOL_CALLS_PER_REPLY;
   if (!Number.isInteger(maxCalls) || maxCalls < 1) throw new InvalidConfigError(`maxToolCallsPerReply must be a positive integer, got ${maxCalls}`);
   if (config.instructions !== undefined && typeof config.instructions !== 'string') throw new InvalidConfigError('instructions must be a string');
@@ -210,7 +217,7 @@ export function createAgentMachine(config: AgentConfig) {
   const instructions: Message | undefined = config.instructions ? { role: 'system', content: config.instructions } : undefined;
   const instructionsTokens = instructions ? estimateMessageTokens(instructions) : 0;
   // Checked once: a schema that cannot be enforced fails here (InvalidConfigError).
-  const structured = compileOutput(config, config.model);
+  const structured = compileOutput(config, models.entries.map((entry) => entry.model));
   // Built once: a tool name contributed twice (config, operations, the answer's tool) fails here, loudly.
   const tools = new ToolSet([...(config.tools ?? []), ...operations.flatMap((op) => op.tools ?? []), ...(structured?.tool ? [structured.tool] : [])]);
   const approvalsConfigured = [...tools].some((tool) => tool.needsApproval !== undefined && tool.needsApproval !== false);
@@ -219,12 +226,12 @@ export function createAgentMachine(config: AgentConfig) {
   const gated = approvalsConfigured || toolPolicy !== null;
   // A machine rebuilt from this one (`withClock`) keeps its tracing: its executor already has it.
   const inherited = config.executor && tracedBy.get(config.executor);
-  const tracing = inherited ?? (config.telemetry ? new AgentTracing(config.telemetry, config.model.name) : undefined);
+  const tracing = inherited ?? (config.telemetry ? new AgentTracing(config.telemetry, models.entries[0]!.model.name) : undefined);
   const executor = config.executor ?? inProcessExecutor;
   // Approvals are the built-in approval-like operation, checked after the beforeTools point.
   if (gated) approvalsOrderProblem(plan);
   const deps: IoDeps = {
-    model: config.model,
+    models: models.entries.map((entry) => entry.model),
     retry: config.retry ?? {},
     tools,
     toolSources: config.toolSources ?? [],
@@ -255,6 +262,8 @@ export function createAgentMachine(config: AgentConfig) {
   /** A context from outside, checked as a snapshot is, its operation state against this agent's operations. */
   const restoredContext = (value: unknown): AgentContext => {
     const context = parseAgentContext(value);
+    const wrongModel = activeModelProblem(models, context.models);
+    if (wrongModel) throw new InvalidSnapshotError(`context.models: ${wrongModel}`);
     return { ...context, operations: checkStoredOperations(plan, context.operations), approvals: restoredApprovals(context.approvals, context.brain) };
   };
 
@@ -272,6 +281,7 @@ export function createAgentMachine(config: AgentConfig) {
           usage: context.runUsage,
           toolCalls: context.brain.context.totalToolCalls,
           elapsedMs: activeMs(context.runStartedAt, clock(), context.budgetPause),
+          ...(models.listed && { costUsd: totalCost(models, context.models?.run ?? []) }),
         })
       : null;
   /** A limit passed whose kind seals: the seal reason. */
@@ -432,6 +442,7 @@ export function createAgentMachine(config: AgentConfig) {
       finalCallDue: ({ context }) => finalCallDue(context) !== null,
       promptFails: ({ context }) => typeof extrasFor(context) !== 'number',
       extrasChanged: ({ context }) => extrasFor(context) !== context.extrasTokens,
+      fallsBack: ({ context, event }) => fallbackAfter(models, context.models, as(event, 'io.failed').error) !== null,
       operationFailure: ({ event }) => event.type === 'io.failed' && OperationError.isInstance(event.error),
       shouldPrune: ({ context }) => !context.brain.context.cancelled && pendingPrune(context.brain, context.policy, pruning, config.pruner) !== null,
       callLLM: stepIs('CallLLM'),
@@ -482,6 +493,8 @@ export function createAgentMachine(config: AgentConfig) {
         // Each run lists its sources once (its `toolset` step); an agent without sources records nothing.
         ...(hasSources && { offered: null }),
         ...(structured && { outputState: FRESH_OUTPUT_STATE }),
+        // Each run starts on the first model of a list again.
+        ...(models.listed && { models: startModels(models, context.models) }),
       })),
       emitRunStarted: emit(({ context }) => ({
         type: 'run.started' as const,
@@ -591,6 +604,7 @@ export function createAgentMachine(config: AgentConfig) {
         conversation: conversation(context),
         slices: context.operations.slices,
         tools: offeredTools(context).definitions,
+        model: context.models?.active.index ?? 0,
       })),
       requestToolset: sendTo('io', ({ context }): IoRequest => ({ type: 'toolset', key: toolsetKey(context) })),
       // The run's first estimate counted the agent's own tools: the listed ones join the measure now.
@@ -639,6 +653,7 @@ export function createAgentMachine(config: AgentConfig) {
         systemTokens: context.extrasTokens,
         contextWindow: context.policy.contextWindow,
         tools: offeredTools(context).definitions,
+        model: context.models?.active.index ?? 0,
       })),
       abortIo: sendTo('io', { type: 'abort' } satisfies IoRequest),
       /** A decision or steer for a child run goes down to the call that runs it (see `routedEvent`). */
@@ -659,7 +674,12 @@ export function createAgentMachine(config: AgentConfig) {
         const answer = answerOf(context, event);
         const { reply } = answer;
         const applied = applyReply({ ...context, brain: answer.brain }, reply, offeredTools(context));
-        const next = { ...applied, brain: settleAnswer(answer, applied.brain), ...(answer.state && { outputState: answer.state }) };
+        const next = {
+          ...applied,
+          brain: settleAnswer(answer, applied.brain),
+          ...(answer.state && { outputState: answer.state }),
+          ...(context.models && { models: bookUsage(context.models, reply.usage) }),
+        };
         // The afterReply point opens with the reply it is given (kept until it is done).
         const key = `${keyOf(context, next.brain.context.turnsTaken, 'model')}:after`;
         if (next.brain.context.outcome?.type === 'Failed') return { ...next, compactionPasses: 0 };
@@ -736,6 +756,13 @@ export function createAgentMachine(config: AgentConfig) {
         const { reason, output } = as(event, 'io.compacted');
         return { type: 'compaction.finished' as const, reason, before: output.before, after: output.after, rewritten: output.messages !== undefined };
       }),
+      fallBack: enqueueActions(({ context, event, enqueue }) => {
+        const { error } = as(event, 'io.failed');
+        const next = fallbackAfter(models, context.models, error)!;
+        const from = context.models!.active.name;
+        enqueue.emit({ type: 'model.fallback', turn: context.brain.context.turnsTaken + 1, from, to: next.name, trigger: next.trigger, error });
+        enqueue.assign({ models: { ...context.models!, active: { index: next.index, name: next.name } } });
+      }),
       failWith: assign({
         brain: ({ context, event }, type: FailureType) => feedBrain(context.brain, { type: 'fail', error: errorInfo(type, as(event, 'io.failed').error) }),
       }),
@@ -805,11 +832,14 @@ export function createAgentMachine(config: AgentConfig) {
       }),
       finishRun: assign(({ context }) => {
         const brain = finishBrain(context.brain);
-        const cost = costUsd(context.runUsage, prices);
-        return { brain, lastRun: { outcome: withOutput(structured, agentOutcome(brain.context.outcome!)), usage: context.runUsage, ...(cost !== undefined && { costUsd: cost }) } };
+        const byModel = models.listed ? context.models?.run ?? [] : undefined;
+        const cost = byModel ? totalCost(models, byModel) : costUsd(context.runUsage, prices);
+        const usageByModel = byModel && { usageByModel: usageCosts(models, byModel) };
+        const outcome = withOutput(structured, agentOutcome(brain.context.outcome!));
+        return { brain, lastRun: { outcome, usage: context.runUsage, ...(cost !== undefined && { costUsd: cost }), ...usageByModel } };
       }),
       emitRunFinished: emit(({ context }) => {
-        const sessionCostUsd = costUsd(context.sessionUsage, prices);
+        const sessionCostUsd = models.listed ? totalCost(models, context.models?.session ?? []) : costUsd(context.sessionUsage, prices);
         return {
           type: 'run.finished' as const,
           id: deliveryIds.runFinished(context.runIndex, context.brain.context.turnsTaken),
@@ -980,6 +1010,8 @@ export function createAgentMachine(config: AgentConfig) {
               'io.failed': [
                 // A prompt part or request rewrite that failed on the way out is the operation's failure.
                 { guard: and(['currentModelCall', 'operationFailure']), target: 'Start', actions: 'failOperation' },
+                // After the model's own retries: the next model of the list takes the same call.
+                { guard: and(['currentModelCall', 'fallsBack']), actions: ['fallBack', { type: 'trace', params: 'model.fallback' }, { type: 'startAttempt', params: 'retry' }, 'requestModel'] },
                 { guard: 'currentModelCall', target: 'Start', actions: { type: 'failWith', params: 'ModelError' } },
               ],
             },

@@ -39,6 +39,8 @@ export interface RunSpend {
   usage: Usage;
   toolCalls: number;
   elapsedMs: number;
+  /** The run's cost when it is not the usage at `prices` (models with prices of their own). */
+  costUsd?: number | undefined;
 }
 
 /** A limit the run has gone past: which, what was used, the limit, and the seal or pause reason. */
@@ -56,7 +58,7 @@ export function budgetOverrun(budget: BudgetLimits | undefined, prices: Prices |
   if (budget.maxTokens !== undefined && tokens > budget.maxTokens) {
     return { kind: 'tokens', used: tokens, limit: budget.maxTokens, reason: `budget: ${tokens} tokens used, limit ${budget.maxTokens}` };
   }
-  const cost = costUsd(spend.usage, prices);
+  const cost = spend.costUsd ?? costUsd(spend.usage, prices);
   if (budget.maxCostUsd !== undefined && cost !== undefined && cost > budget.maxCostUsd) {
     return { kind: 'cost', used: cost, limit: budget.maxCostUsd, reason: `budget: $${cost.toFixed(4)} spent, limit $${budget.maxCostUsd}` };
   }

@@ -11,6 +11,7 @@ import type { Budget, Prices } from './budget.js';
 import type { TelemetryOptions } from '../telemetry/options.js';
 import type { ToolPolicy } from './tool-policy.js';
 import type { OutputSchema } from './structured-output.js';
+import type { FallbackTrigger, ModelChoice } from './fallback.js';
 
 export interface CompactionRequest {
   /** The whole conversation (history + pending) to compact. */
@@ -38,7 +39,14 @@ export type CompactionResult = { messages: Message[]; tokensAfter: number } | nu
 export type Compactor = (request: CompactionRequest) => Promise<CompactionResult>;
 
 export interface AgentConfig {
-  model: Model;
+  /**
+   * The model, or models in fallback order: a call that fails with one of `fallbackOn` (after
+   * that model's own retries) goes to the next one, which the run keeps to its end (the next run
+   * starts on the first again). An entry may be `{ model, prices }` for its cost.
+   */
+  model: Model | readonly ModelChoice[];
+  /** With a list of models: the failures that move to the next model. Default: all of `FALLBACK_TRIGGERS`. */
+  fallbackOn?: readonly FallbackTrigger[];
   /**
    * The system prompt: sent first on every model call, counted in the context estimate, never
    * stored in the conversation (so changing it takes effect on the next call).

@@ -9,6 +9,7 @@ import { AgentOutcomeSchema } from './failure.js';
 import { freshBrain, type BrainState } from './brain-state.js';
 import { NO_OPERATIONS, OperationsStateSchema } from './operation-state.js';
 import { NO_USAGE } from './run-rules.js';
+import { ModelsStateSchema } from './fallback.js';
 import { ModelAttemptSchema } from './delivery.js';
 import { BudgetPauseSchema } from './budget-pause.js';
 import { OutputStateSchema } from './structured-output.js';
@@ -39,7 +40,14 @@ export const AgentContextSchema = z.object({
   runUsage: UsageSchema,
   sessionUsage: UsageSchema,
   /** How the last run ended; its messages are the brain's history (never stored twice). */
-  lastRun: z.object({ outcome: AgentOutcomeSchema, usage: UsageSchema, costUsd: z.number().optional() }).nullable(),
+  lastRun: z
+    .object({
+      outcome: AgentOutcomeSchema,
+      usage: UsageSchema,
+      costUsd: z.number().optional(),
+      usageByModel: z.array(z.object({ model: z.string(), usage: UsageSchema, costUsd: z.number().optional() })).optional(),
+    })
+    .nullable(),
   /** Tokens of the instructions and prompt parts counted in the brain's estimate. */
   extrasTokens: count,
   /** Compaction passes in a row since the run's last model reply (see `MAX_COMPACTION_PASSES`). */
@@ -77,6 +85,11 @@ export const AgentContextSchema = z.object({
   policyChecked: z.array(z.string()).optional(),
   /** An agent with an output schema: the run's answers sent back and its final call. Absent otherwise (and in older snapshots). */
   outputState: OutputStateSchema.optional(),
+  /**
+   * With a list of models: the one the run uses (a run restored elsewhere goes on with it) and
+   * what each used, in the run and the session. Absent for an agent with one model.
+   */
+  models: ModelsStateSchema.optional(),
 });
 
 export type AgentContext = Omit<z.infer<typeof AgentContextSchema>, 'brain' | 'toolJournal'> & {

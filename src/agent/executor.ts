@@ -13,7 +13,8 @@ import type { ToolPolicyVerdict } from './tool-policy.js';
 
 /** What each kind of side effect is given, besides its key. */
 export interface SideEffectInputs {
-  model: { turn: number; request: Omit<ModelRequest, 'signal' | 'idempotencyKey' | 'onTextDelta'> };
+  /** `model`: the name of the model that takes the call (with a list of models, the run's active one). */
+  model: { turn: number; request: Omit<ModelRequest, 'signal' | 'idempotencyKey' | 'onTextDelta'>; model?: string };
   /** `batchKey` names the batch the call belongs to (the turn's tool step). */
   tool: { turn: number; call: ToolCall; batchKey: string };
   compaction: { turn: number; reason: CompactionReason; messages: readonly Message[]; tokensBefore: number };

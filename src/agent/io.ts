@@ -33,7 +33,8 @@ import { checkedVerdict, decideCall, earlierCallsOf, type ToolPolicyPlan, type T
  */
 
 export interface IoDeps {
-  model: Model;
+  /** The agent's models in fallback order; each request names the one to use. */
+  models: readonly Model[];
   retry: RetryOptions | false;
   tools: ToolSet;
   /** Listed once per run by its `toolset` step (see `ToolSource`); the run then keeps that set. */
@@ -65,7 +66,8 @@ export type IoRequest =
   /** Lists the run's tool sources: its `toolset` step. */
   | { type: 'toolset'; key: string }
   /** `tools`: the run's recorded set, offered to the model. */
-  | { type: 'model'; key: string; turn: number; sessionId: string; conversation: ConversationRef; slices: Slices; tools: readonly ToolDefinition[] }
+  /** `model`: which of the agent's models (its index) takes the call. */
+  | { type: 'model'; key: string; turn: number; sessionId: string; conversation: ConversationRef; slices: Slices; tools: readonly ToolDefinition[]; model: number }
   /** Runs the operations of a hook point in list order from `from`, until one yields. */
   | {
       type: 'operation';
@@ -105,6 +107,8 @@ export type IoRequest =
       contextWindow: number;
       /** The run's recorded tool definitions, which the next request carries. */
       tools: readonly ToolDefinition[];
+      /** The run's active model (its index), handed to the compactor. */
+      model: number;
     }
   /** Stops everything in flight: the run no longer needs it. */
   | { type: 'abort' }
@@ -265,8 +269,12 @@ export function ioLogic(deps: IoDeps) {
         return set;
       }));
     };
-    /** Keys of requests in flight: a request asked for again (a restore re-issuing it) is not started twice. */
-    const inFlight = new Set<string>();
+    /**
+     * Keys of requests in flight: a request asked for again (a restore re-issuing it) is not
+     * started twice. Each holds a token: a call under the same key started as the previous one
+     * ended (a fallback) is not taken off the books by the previous one's end.
+     */
+    const inFlight = new Map<string, object>();
     // The conversation alone (what operations and compactors read), and as a request's messages.
     const view = conversationView(undefined);
     const requestView = conversationView(deps.instructions);
@@ -275,16 +283,18 @@ export function ioLogic(deps: IoDeps) {
     };
     // One retrying model for the agent's life; each model call says where its retries are reported.
     let reportRetry: ((attempt: RetryAttempt) => void) | undefined;
-    const model: Model =
+    const models: readonly Model[] = deps.models.map((model) =>
       deps.retry === false
-        ? deps.model
-        : withRetry(deps.model, {
+        ? model
+        : withRetry(model, {
             ...deps.retry,
             onRetry: (attempt) => {
               reportRetry?.(attempt);
               if (deps.retry !== false) deps.retry.onRetry?.(attempt);
             },
-          });
+          }),
+    );
+    const modelAt = (index: number): Model => models[index] ?? models[0]!;
 
     /**
      * Runs one request's work; work begins a microtask later, after the chart's current step, so
@@ -293,8 +303,9 @@ export function ioLogic(deps: IoDeps) {
     const start = (key: string, work: (controller: AbortController) => Promise<void>) => {
       if (inFlight.has(key)) return;
       const controller = run;
-      inFlight.add(key);
-      void later(controller, () => work(controller)).finally(() => inFlight.delete(key));
+      const token = {};
+      inFlight.set(key, token);
+      void later(controller, () => work(controller)).finally(() => inFlight.get(key) === token && inFlight.delete(key));
     };
     const execute = <K extends SideEffectKind>(
       effect: SideEffect<K>,
@@ -449,7 +460,8 @@ export function ioLogic(deps: IoDeps) {
                 index = 0;
                 send(controller, { type: 'io.retry', key, turn, ...attempt });
               };
-              const raw = await execute({ key, kind: 'model', input: { turn, request: request_ }, signal }, () =>
+              const model = modelAt(request.model);
+              const raw = await execute({ key, kind: 'model', input: { turn, request: request_, model: deps.models[request.model]?.name ?? model.name }, signal }, () =>
                 model.generate({
                   ...request_,
                   ...(deps.responseFormat && { responseFormat: deps.responseFormat }),
@@ -564,7 +576,7 @@ export function ioLogic(deps: IoDeps) {
                         contextWindow,
                         tools: definitions,
                         idempotencyKey: key,
-                        model,
+                        model: modelAt(request.model),
                         signal,
                       })
                     : null;

@@ -69,7 +69,7 @@ export interface OutputConfig {
  * schema without a JSON Schema form on either side (a transform, a Date: the answer is stored
  * as JSON), a JSON Schema the validator cannot express.
  */
-export function compileOutput(config: OutputConfig, model: Model): StructuredOutput | undefined {
+export function compileOutput(config: OutputConfig, models: readonly Model[]): StructuredOutput | undefined {
   if (config.output === undefined) {
     if (config.outputRetries !== undefined || config.finalOutputCall !== undefined) throw new InvalidConfigError('outputRetries and finalOutputCall need an output schema');
     return undefined;
@@ -80,7 +80,8 @@ export function compileOutput(config: OutputConfig, model: Model): StructuredOut
   }
   if (config.finalOutputCall !== undefined && typeof config.finalOutputCall !== 'boolean') throw new InvalidConfigError('finalOutputCall must be a boolean');
   const { validator, jsonSchema } = outputValidator(config.output);
-  const mode = readsResponseFormat(model) ? 'json' : 'tool';
+  // A list of models (fallback) uses the provider's JSON mode only when every one of them reads it.
+  const mode = models.every(readsResponseFormat) ? 'json' : 'tool';
   const description = typeof jsonSchema.description === 'string' ? jsonSchema.description : undefined;
   return {
     mode,

@@ -9,7 +9,7 @@ import type { ToolCall } from '../schemas.js';
  * parameter; everything else the tracing learns from the executor seam. Each point reads the
  * context the chart has just made, so a mark never decides anything.
  */
-export type TraceMark = 'run.started' | 'run.resumed' | 'run.finished' | 'prune' | 'approval.requested' | 'approval.decided' | 'model.retry';
+export type TraceMark = 'run.started' | 'run.resumed' | 'run.finished' | 'prune' | 'approval.requested' | 'approval.decided' | 'model.retry' | 'model.fallback';
 
 /** Tells the chart the trace context of a run it started, to store with the session. */
 export type TelemetryEvent = { type: 'telemetry.traced'; runIndex: number; traceparent: string };
@@ -59,6 +59,9 @@ export function traceMark(tracing: AgentTracing, mark: TraceMark, { context, eve
       });
       return tracing.approvalDecided(runKey, decided);
     }
+    case 'model.fallback':
+      if (context.models) tracing.fellBack(runKey, { turn: context.brain.context.turnsTaken + 1, to: context.models.active.name, error: (event as { error?: unknown }).error });
+      return;
     case 'model.retry': {
       const retry = event as { type: string; key: string; retry: number; delayMs: number; error: unknown };
       return tracing.retried(retry.key, retry);

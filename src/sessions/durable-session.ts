@@ -163,6 +163,9 @@ export class DurableSession {
       queueMicrotask(() => this.#writeTrace());
     });
     this.actor.on('repetition.noted', (e) => this.#record({ type: 'repetition', at: Date.now(), run: run(), turn: e.turn, times: e.times, calls: e.calls }));
+    this.actor.on('model.fallback', (e) =>
+      this.#record({ type: 'fallback', at: Date.now(), run: run(), turn: e.turn, from: e.from, to: e.to, trigger: e.trigger, error: errorRecord(e.error).message }),
+    );
     this.actor.on('prune.finished', (e) => this.#record({ type: 'prune', at: Date.now(), run: run(), pruned: e.pruned, before: e.before, after: e.after }));
     this.actor.on('approval.requested', (e) =>
       this.#record({
@@ -391,6 +394,7 @@ export class DurableSession {
             type: 'model',
             ...common,
             turn: input.turn,
+            ...(input.model !== undefined && { model: input.model }),
             tools: input.request.tools.map((tool) => tool.name),
             ...prompt!,
             ...(reply && {

@@ -72,6 +72,8 @@ export const SessionRowSchema = AgentContextSchema.pick({
   policyChecked: true,
   // Optional too: only an agent with an output schema has it.
   outputState: true,
+  // Optional too: the active model of a list, and what each model used.
+  models: true,
 }).extend({
   rowVersion: z.literal(SESSION_ROW_VERSION),
   brain: z.object({
@@ -113,6 +115,7 @@ export function encodeRow(context: AgentContext): SessionRow {
     ...(context.budgetPause && { budgetPause: context.budgetPause }),
     ...(context.policyChecked?.length && { policyChecked: context.policyChecked }),
     ...(context.outputState && { outputState: context.outputState }),
+    ...(context.models && { models: context.models }),
   };
 }
 
@@ -166,5 +169,6 @@ export function decodeRow(
     ...(row.budgetPause && { budgetPause: row.budgetPause }),
     ...(row.policyChecked && { policyChecked: row.policyChecked }),
     ...(row.outputState && { outputState: row.outputState }),
+    ...(row.models && { models: row.models }),
   };
 }

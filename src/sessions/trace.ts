@@ -59,6 +59,8 @@ export const TraceEntrySchema = z.discriminatedUnion('type', [
     run: count,
     turn: count,
     key: z.string(),
+    /** The model that took the call (absent in traces of older builds). */
+    model: z.string().optional(),
     tools: z.array(z.string()),
     promptBase: count,
     promptDelta: z.array(MessageSchema),
@@ -66,6 +68,8 @@ export const TraceEntrySchema = z.discriminatedUnion('type', [
     error: ErrorInfoSchema.optional(),
   }),
   z.object({ type: z.literal('retry'), at, run: count, turn: count, retry: count, delayMs: ms, error: z.string() }),
+  /** The turn's model call failed with a fallback trigger: the run moved to the next model of its list. */
+  z.object({ type: z.literal('fallback'), at, run: count, turn: count, from: z.string(), to: z.string(), trigger: z.string(), error: z.string() }),
   z.object({
     type: z.literal('tool'),
     at,

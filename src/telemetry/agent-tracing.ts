@@ -181,6 +181,21 @@ export class AgentTracing {
     });
   }
 
+  /** The run moved to the next model of its list: an event on the run's span, which names the model in use from now on. */
+  fellBack(runKey: string, facts: { turn: number; to: string; error: unknown }): void {
+    const run = this.runs.get(runKey);
+    if (!run) return;
+    const to = modelIdentity(facts.to);
+    run.span.addEvent('loopchart.model.fallback', {
+      'loopchart.turn': facts.turn,
+      'gen_ai.request.model': to.model,
+      'gen_ai.provider.name': to.provider,
+      'error.type': errorType(facts.error),
+      'loopchart.error.message': errorMessage(facts.error),
+    });
+    run.span.setAttribute('loopchart.model.fallback', facts.to);
+  }
+
   /** A model call failed and is tried again: an event on its `chat` span. */
   retried(key: string, attempt: { retry: number; delayMs: number; error: unknown }): void {
     this.calls.get(key)?.addEvent('gen_ai.retry', {
@@ -220,15 +235,16 @@ export class AgentTracing {
     const conversation = run ? { 'gen_ai.conversation.id': run.sessionId } : {};
     switch (effect.kind) {
       case 'model': {
-        const { request, turn } = effect.input as SideEffect<'model'>['input'];
+        const { request, turn, model: name } = effect.input as SideEffect<'model'>['input'];
+        const model = name === undefined ? this.model : modelIdentity(name);
         return [
-          `chat ${this.model.model}`,
+          `chat ${model.model}`,
           {
             kind: SPAN_KIND_CLIENT,
             attributes: {
               'gen_ai.operation.name': 'chat',
-              'gen_ai.provider.name': this.model.provider,
-              'gen_ai.request.model': this.model.model,
+              'gen_ai.provider.name': model.provider,
+              'gen_ai.request.model': model.model,
               'loopchart.turn': turn,
               ...conversation,
               ...(this.recordContent && { 'gen_ai.input.messages': JSON.stringify(request.messages) }),

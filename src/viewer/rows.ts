@@ -113,6 +113,7 @@ export function rowsOf(data: Pick<PageData, 'session' | 'rows'>): RowBuilder {
           modelIndex: builder.models.length - 1,
           facts: [
             ['turn', String(entry.turn)],
+            ...(entry.model ? ([['model', entry.model]] as [string, string][]) : []),
             ['latency', ms(entry.ms)],
             ['tokens', usage ? `${usage.inputTokens} in / ${usage.outputTokens} out` : '—'],
             ['finish reason', entry.reply?.finishReason ?? '—'],
@@ -128,6 +129,18 @@ export function rowsOf(data: Pick<PageData, 'session' | 'rows'>): RowBuilder {
       }
       case 'retry':
         push({ ...base, kind: 'retry', title: `retry ${entry.retry} of turn ${entry.turn} in ${ms(entry.delayMs)}: ${clip(entry.error)}`, error: true, state: 'AwaitingModel', io: 'Running.AwaitingModel', blocks: [['error', entry.error]] });
+        return;
+      case 'fallback':
+        push({
+          ...base,
+          kind: 'fallback',
+          title: `model fallback on turn ${entry.turn}: ${entry.from} → ${entry.to} (${entry.trigger})`,
+          error: true,
+          state: 'AwaitingModel',
+          io: 'Running.AwaitingModel',
+          facts: [['from', entry.from], ['to', entry.to], ['trigger', entry.trigger]],
+          blocks: [['error', entry.error]],
+        });
         return;
       case 'tool': {
         state = 'AwaitingTools';

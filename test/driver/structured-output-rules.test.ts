@@ -20,8 +20,8 @@ import { PolicySchema } from '../../src/schemas.js';
 const City = z.object({ city: z.string(), population: z.number().int() });
 const plain: Model = { name: 'plain', generate: () => Promise.reject(new Error('not called')) };
 const jsonMode: Model = { ...plain, supports: { responseFormat: 1 } };
-const tool = compileOutput({ output: City }, plain)!;
-const json = compileOutput({ output: City }, jsonMode)!;
+const tool = compileOutput({ output: City }, [plain])!;
+const json = compileOutput({ output: City }, [jsonMode])!;
 const policy = PolicySchema.parse({ maxTurns: 3 });
 
 /** A brain waiting for the model's reply, on turn 1. */
@@ -39,8 +39,10 @@ describe('compileOutput', () => {
     expect(json.tool).toBeUndefined();
     expect(tool.mode).toBe('tool');
     expect(tool.tool?.definition.inputSchema).toEqual(tool.jsonSchema);
-    expect(compileOutput({ output: City }, { ...plain, supports: { responseFormat: 0 } })!.mode).toBe('tool');
-    expect(compileOutput({}, plain)).toBeUndefined();
+    expect(compileOutput({ output: City }, [{ ...plain, supports: { responseFormat: 0 } }])!.mode).toBe('tool');
+    // A fallback list uses JSON mode only when every model reads it.
+    expect(compileOutput({ output: City }, [jsonMode, plain])!.mode).toBe('tool');
+    expect(compileOutput({}, [plain])).toBeUndefined();
     expect(tool.retries).toBe(2);
     expect(tool.finalCall).toBe(true);
   });
@@ -115,7 +117,7 @@ describe('the final call', () => {
     expect(finalCallReason(tool, FRESH_OUTPUT_STATE, { ...atLimit, context: { ...atLimit.context, turnsTaken: 1 } }, policy, 'budget: x')).toEqual({ type: 'Sealed', reason: 'budget: x' });
     expect(finalCallReason(tool, FRESH_OUTPUT_STATE, { ...atLimit, context: { ...atLimit.context, turnsTaken: 1 } }, policy, null)).toBeNull();
     expect(finalCallReason(tool, { rejected: 0, finalCall: { turn: 3, outcome: { type: 'MaxTurnsExceeded' } } }, atLimit, policy, null)).toBeNull();
-    expect(finalCallReason(compileOutput({ output: City, finalOutputCall: false }, plain), undefined, atLimit, policy, null)).toBeNull();
+    expect(finalCallReason(compileOutput({ output: City, finalOutputCall: false }, [plain]), undefined, atLimit, policy, null)).toBeNull();
     expect(finalCallReason(undefined, undefined, atLimit, policy, null)).toBeNull();
   });
 
