@@ -33,6 +33,10 @@ export interface RunAgentResult<O = unknown> {
   /** The committed conversation after the run (history + this run), always coherent. */
   messages: Message[];
   usage: Usage;
+  /** The run's cost, when the config gives prices. */
+  costUsd?: number;
+  /** With a list of models: what each model used (and cost), in order of first use. */
+  usageByModel?: AgentOutput['usageByModel'];
   /**
    * Why the run failed, when `outcome.type` is `Failed`: the typed error itself (a `ModelError`
    * with its `status`, an `OperationError`...), or a `RunFailedError` whose `cause` is what a
@@ -76,6 +80,8 @@ function resultOf(output: AgentOutput, thrown: unknown): RunAgentResult {
     outcome: output.outcome,
     messages: output.messages,
     usage: output.usage,
+    ...(output.costUsd !== undefined && { costUsd: output.costUsd }),
+    ...(output.usageByModel && { usageByModel: output.usageByModel }),
   };
   if (output.outcome.type !== 'Failed') return result;
   const failure = output.outcome.error;

@@ -29,6 +29,7 @@ import { loadSessionView } from '../../src/viewer/load.js';
 import { rowsOf } from '../../src/viewer/rows.js';
 import { startChatServer, type Behaviour, type ChatServer } from '../support/chat-server.js';
 import { runNode, tsxCommand } from '../sessions/fixtures/processes.js';
+import { memoryTracing } from '../telemetry/support.js';
 
 let server: ChatServer;
 beforeAll(async () => {
@@ -191,6 +192,20 @@ describe('the switch is recorded', () => {
     const rows = rowsOf({ session: (await loadSessionView(store, 'fb'))! }).rows;
     expect(rows.find((row) => row.kind === 'fallback')?.title).toBe(`model fallback on turn 1: ${PRIMARY} → ${BACKUP} (server-error)`);
     expect((await replaySession(store, 'fb')).divergence).toBeNull();
+  });
+
+  it('telemetry: an event on the run span, and each chat span names the model that took it', async () => {
+    const tracing = memoryTracing();
+    server.enqueue(error(503, 'down'), reply('ok'));
+    const { output } = await run({ retry: false, telemetry: { tracer: tracing.tracer } });
+    expect(output.outcome.type).toBe('Completed');
+    expect(tracing.named('chat').map((span) => [span.name, span.attributes['gen_ai.request.model']])).toEqual([
+      ['chat primary', 'primary'],
+      ['chat backup', 'backup'],
+    ]);
+    const [runSpan] = tracing.named('invoke_agent');
+    expect(runSpan!.events.find((event) => event.name === 'loopchart.model.fallback')?.attributes).toMatchObject({ 'gen_ai.request.model': 'backup', 'loopchart.turn': 1 });
+    expect(runSpan!.attributes['loopchart.model.fallback']).toBe(BACKUP);
   });
 
   it('a stored active model this agent does not list there is refused on restore (InvalidSnapshotError), not silently swapped', async () => {
