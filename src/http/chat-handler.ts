@@ -83,6 +83,7 @@ const STREAM_HEADERS = {
  * Serves loopchart sessions to AI SDK chat pages (`useChat` with `DefaultChatTransport`):
  * POST runs a turn of the durable session named by the chat id and answers with a UI message
  * stream; `GET <api>/<id>/stream` reattaches to the run in flight (204 when there is none);
+ * `POST <api>/<id>/cancel` cancels it (202; 409 when none is in flight: the page's stop button);
  * `GET <api>/<id>/messages` gives the stored conversation as UI messages. Approvals, reloads,
  * a second tab and a restarted server all go through the stored session. Fetch API: mount it in
  * a Next.js route handler, Hono, Bun or Deno, or on `node:http` with `toNodeListener`.
@@ -127,9 +128,10 @@ class ChatSessions {
   async handle(request: Request): Promise<Response> {
     try {
       const path = new URL(request.url).pathname;
-      const match = /\/([^/]+)\/(stream|messages)$/.exec(path);
+      const match = /\/([^/]+)\/(stream|messages|cancel)$/.exec(path);
       if (request.method === 'POST' && !match) return await this.#post(request);
-      if (request.method === 'GET' && match) {
+      const routed = match && (match[2] === 'cancel' ? request.method === 'POST' : request.method === 'GET');
+      if (match && routed) {
         let chatId: string;
         try {
           chatId = decodeURIComponent(match[1]!);
@@ -138,9 +140,10 @@ class ChatSessions {
         }
         const problem = sessionIdProblem(chatId);
         if (problem) return json(400, 'InvalidChatRequest', `the chat id is not a valid session id: ${problem}`);
+        if (match[2] === 'cancel') return await this.#cancel(chatId);
         return match[2] === 'stream' ? await this.#resume(chatId) : await this.#messages(chatId);
       }
-      return json(405, 'MethodNotAllowed', 'POST a chat request, or GET <chat id>/stream or <chat id>/messages');
+      return json(405, 'MethodNotAllowed', 'POST a chat request or <chat id>/cancel, or GET <chat id>/stream or <chat id>/messages');
     } catch (error) {
       return json(500, LoopchartError.isInstance(error) ? error.code : 'Internal', (error as Error).message);
     }
@@ -221,6 +224,28 @@ class ChatSessions {
         return new Response(null, { status: 204 });
       }
       return this.#stream(chat.run, 0);
+    });
+  }
+
+  /**
+   * The page's stop button: cancels the run in flight (the driver's `cancel`, no grace: the run
+   * keeps what arrived and ends Cancelled, its streams end with that outcome). A dropped fetch
+   * cannot mean this, since a reload drops it too and the run must go on.
+   */
+  async #cancel(chatId: string): Promise<Response> {
+    return this.#serial(chatId, async () => {
+      if (!this.#live.has(chatId)) {
+        const context = await this.#stored(chatId);
+        if (!context) return json(404, 'ChatNotFound', `no chat '${chatId}'`);
+        if (!runInFlight(context.brain)) return json(409, 'NoRunInFlight', `chat '${chatId}' has no run in flight`);
+      }
+      const chat = await this.#open(chatId);
+      if (!chat.run || chat.run.ended) {
+        this.#settle(chatId, chat);
+        return json(409, 'NoRunInFlight', `chat '${chatId}' has no run in flight`);
+      }
+      chat.session.send({ type: 'cancel', graceMs: 0 });
+      return new Response(null, { status: 202 });
     });
   }
 
