@@ -1,0 +1,31 @@
+/**
+ * The example's agent, offline: a scripted model whose reply depends on the question. "Send 5
+ * to Alice." calls `transfer`, a tool that asks the page first; anything else gets a long story
+ * streamed over a few seconds (time to press Stop).
+ */
+import { z } from 'zod';
+import { createAgentMachine, defineTool, type ModelRequest } from '../../src/index.js';
+import { scriptedModel } from '../../src/testing.js';
+
+const STORY = 'Once upon a time a statechart ran an agent loop. It called the model, ran the tools it asked for, waited for a human when a tool needed one, and stopped when asked. The end.';
+
+/** The reply to the conversation so far, by its last question and the replies that followed it. */
+function reply(request: ModelRequest) {
+  const lastUser = request.messages.map((m) => m.role).lastIndexOf('user');
+  const question = String(request.messages[lastUser]?.content ?? '');
+  const replies = request.messages.slice(lastUser).filter((m) => m.role === 'assistant').length;
+  const amount = /send (\d+)/i.exec(question)?.[1];
+  if (amount !== undefined) return replies === 0 ? { text: 'I will ask you first.', toolCalls: [{ name: 'transfer', args: { amount: Number(amount) } }] } : { text: 'Done: see the tool result above.' };
+  return { text: STORY, delayMs: 5000 };
+}
+
+const transfer = defineTool({
+  name: 'transfer',
+  description: 'Move money (asks a human first).',
+  input: z.object({ amount: z.number().positive() }),
+  needsApproval: true,
+  execute: ({ amount }) => `sent ${amount}`,
+});
+
+/** The chart of the example's agent; the script answers up to 500 model calls. */
+export const exampleMachine = () => createAgentMachine({ model: scriptedModel(Array.from({ length: 500 }, () => reply), { name: 'scripted-chat' }), tools: [transfer] });

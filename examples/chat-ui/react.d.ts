@@ -1,0 +1,8 @@
+// The page's React surface (the repository has React but not @types/react): what main.ts uses.
+declare module 'react' {
+  export function createElement(type: unknown, props?: Record<string, unknown> | null, ...children: unknown[]): unknown;
+  export function useState<T>(initial: T): [T, (next: T | ((previous: T) => T)) => void];
+}
+declare module 'react-dom/client' {
+  export function createRoot(element: Element): { render(node: unknown): void };
+}

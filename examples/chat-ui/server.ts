@@ -1,0 +1,57 @@
+/**
+ * `npm run example:chat`: builds the chat page with Vite into a temporary folder, then serves it
+ * and loopchart's chat handler (/api/chat, a SQLite store in the same folder) on 127.0.0.1, port
+ * $PORT or any free one, and prints the URL. Ctrl+C (or SIGTERM) stops it and removes the folder.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { readFile } from 'node:fs/promises';
+import { createServer } from 'node:http';
+import { tmpdir } from 'node:os';
+import { extname, join, sep } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { build } from 'vite';
+import { createChatHandler, toNodeListener } from '../../src/http.js';
+import { SqliteSessionStore } from '../../src/sqlite.js';
+import { exampleMachine } from './agent.js';
+
+const port = Number(process.env.PORT ?? 0);
+if (!Number.isInteger(port) || port < 0 || port > 65535) throw new Error(`PORT must be a port number, not '${process.env.PORT}'`);
+
+const work = mkdtempSync(join(tmpdir(), 'loopchart-chat-ui-'));
+const dist = join(work, 'page');
+await build({ root: fileURLToPath(new URL('.', import.meta.url)), configFile: false, logLevel: 'error', build: { outDir: dist, emptyOutDir: true } });
+
+const store = new SqliteSessionStore({ path: join(work, 'chat.db') });
+const chat = createChatHandler({ machine: exampleMachine(), store });
+const api = toNodeListener(chat);
+const types = new Map([['.html', 'text/html; charset=utf-8'], ['.js', 'text/javascript'], ['.css', 'text/css']]);
+
+const server = createServer((req, res) => {
+  const path = new URL(req.url ?? '/', 'http://127.0.0.1').pathname;
+  if (path === '/api/chat' || path.startsWith('/api/chat/')) return api(req, res);
+  // The built page only: a path out of its folder is a 404.
+  const file = join(dist, path === '/' ? 'index.html' : decodeURIComponent(path));
+  if (!file.startsWith(dist + sep)) return void res.writeHead(404).end();
+  readFile(file).then(
+    (body) => res.writeHead(200, { 'content-type': types.get(extname(file)) ?? 'application/octet-stream' }).end(body),
+    () => res.writeHead(404).end(),
+  );
+});
+server.listen(port, '127.0.0.1', () => console.log(`chat UI at http://127.0.0.1:${(server.address() as { port: number }).port}/`));
+
+let stopping = false;
+const stop = () => {
+  if (stopping) process.exit(130);
+  stopping = true;
+  server.close();
+  server.closeAllConnections();
+  void chat
+    .close()
+    .then(() => store.close())
+    .finally(() => {
+      rmSync(work, { recursive: true, force: true });
+      process.exit(0);
+    });
+};
+process.on('SIGINT', stop);
+process.on('SIGTERM', stop);
