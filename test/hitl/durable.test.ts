@@ -152,7 +152,8 @@ describe('an approval survives the process that asked for it', () => {
 
     const c = await phase(session, { phase: 'decide', after: 'finish', decisions: [{ type: 'deny', toolCallId: 'call_1_2' }] });
     expect(tagged(c, 'STATE')).toEqual(AWAITING);
-    expect(tagged(c, 'DECIDED')).toEqual({ call_1_1: { approved: true } });
+    // The stored decision names the digest of the call it was made for (issue 26: bound decisions).
+    expect(tagged(c, 'DECIDED')).toEqual({ call_1_1: { approved: true, digest: expect.stringMatching(/^[0-9a-f]{64}$/) } });
     // C asks only for the call nobody decided.
     expect(tagged(c, 'ASKED')).toEqual([['call_1_2']]);
     expect(tagged(c, 'ASKED_TOTAL')).toEqual([['call_1_2']]);
