@@ -157,7 +157,8 @@ describe.skipIf(!hasChromium)('loopchart view in chromium', () => {
     const texts = await rowTexts(page);
     expect(texts[1]).toContain('retry 1 of turn 1');
     expect(texts[2]).toMatch(/model turn 1 · 100 in \/ 10 out · [\d.]+ ms · tool-calls · 1 tool call\(s\) · Looking first\./);
-    expect(texts[3]).toContain('crash: the process stopped mid-run (stored at version 3, AwaitingTools); resumed in a new process');
+    // Version 4: the retry's new attempt is a stored step of its own (delivery ids, issue 26).
+    expect(texts[3]).toContain('crash: the process stopped mid-run (stored at version 4, AwaitingTools); resumed in a new process');
     expect(texts[8]).toMatch(new RegExp(`approved javascript:alert\\(4\\) by ${APPROVER.replace(/[()[\]\\.*+?^$|{}]/g, '\\$&')} after \\d+ ms`));
     // The tokens after are the driver's measure of the compacted request (system parts and tools included), as stored.
     const compaction = (await store.readTrace!('rich')).map((r) => r.entry as { type: string; before: number; after: number }).find((e) => e.type === 'compaction')!;
