@@ -184,7 +184,6 @@ function elkWorker(): Worker {
   if (worker) return worker;
   const elkPath = createRequire(import.meta.url).resolve('elkjs/lib/elk.bundled.js');
   const started = new Worker(WORKER, { eval: true, workerData: { elk: elkPath } });
-  started.unref(); // never what keeps a process alive
   started.on('message', (message: { id: number; laid?: ElkNode; error?: string }) => {
     const job = jobs.get(message.id);
     jobs.delete(message.id);
@@ -198,6 +197,9 @@ function elkWorker(): Worker {
   };
   started.on('error', fail);
   started.on('exit', (code) => fail(new Error(`the layout worker exited (${code})`)));
+  // Never what keeps a process alive. After the listeners: adding a 'message' listener refs the
+  // worker's port again, and a process that closed its viewer then never exits.
+  started.unref();
   return (worker = started);
 }
 
