@@ -141,7 +141,17 @@ interface Backend {
 }
 
 /** The state row without the one clock reading it holds (when the last run started). */
-const comparable = (state: unknown) => ({ ...(state as object), runStartedAt: 'any' });
+type StoredAttempt = { attempt?: { key: string; attempt: number } };
+/**
+ * The row as the reference must match it. A model call cut off by a kill is made again as a new
+ * attempt (delivery ids: its text streams under new ids), so the attempt's number may be higher
+ * than the reference's, never lower (checked in `check`); its key must agree.
+ */
+const comparable = (state: unknown) => {
+  const { attempt } = state as StoredAttempt;
+  return { ...(state as object), runStartedAt: 'any', ...(attempt && { attempt: { key: attempt.key } }) };
+};
+const attemptOf = (state: unknown) => (state as StoredAttempt).attempt?.attempt ?? 0;
 
 /** Replay over every session of the series (issue 14): decisions checked, and the time it took. */
 const replayed = { sessions: 0, decisions: 0, ms: 0 };
@@ -180,6 +190,9 @@ async function check(
       expect(comparable(session.state)).toEqual(comparable(reference.session.state));
     } catch {
       problems.push(`${k}: state row differs: ${JSON.stringify(session.state)}`);
+    }
+    if (attemptOf(session.state) < attemptOf(reference.session.state)) {
+      problems.push(`${k}: fewer model call attempts than the uninterrupted run: ${JSON.stringify(session.state)}`);
     }
     problems.push(...(await replayProblems(store, k, sessionId)));
     const toolIds = session.messages.flatMap((m) => (m.role === 'tool' ? [m.toolCallId] : []));
