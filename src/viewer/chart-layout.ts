@@ -197,8 +197,8 @@ function elkWorker(): Worker {
   };
   started.on('error', fail);
   started.on('exit', (code) => fail(new Error(`the layout worker exited (${code})`)));
-  // Never what keeps a process alive. After the listeners: adding a 'message' listener refs the
-  // worker's port again, and a process that closed its viewer then never exits.
+  // Idle, never what keeps a process alive (`elkLayout` refs it while a layout is awaited). After
+  // the listeners: adding a 'message' listener refs the worker's port again.
   started.unref();
   return (worker = started);
 }
@@ -206,17 +206,23 @@ function elkWorker(): Worker {
 function elkLayout(graph: ElkNode): Promise<ElkNode> {
   const id = nextJob++;
   return new Promise<ElkNode>((resolve, reject) => {
+    const laidOutBy = elkWorker();
     const timer = setTimeout(() => {
       jobs.delete(id);
+      if (jobs.size === 0) laidOutBy.unref();
       reject(new Error(`the chart's layout took over ${LAYOUT_TIMEOUT_MS} ms`));
     }, LAYOUT_TIMEOUT_MS);
     timer.unref();
     const settle = <T>(fn: (value: T) => void) => (value: T) => {
       clearTimeout(timer);
+      // A script that awaits a page (exportSessionHtml) must not exit mid-layout; an idle worker
+      // must not keep a finished process alive.
+      if (jobs.size === 0) laidOutBy.unref();
       fn(value);
     };
     jobs.set(id, { resolve: settle(resolve), reject: settle(reject) });
-    elkWorker().postMessage({ id, graph });
+    laidOutBy.ref();
+    laidOutBy.postMessage({ id, graph });
   });
 }
 
