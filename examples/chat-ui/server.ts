@@ -2,13 +2,16 @@
  * `npm run example:chat`: builds the chat page with Vite into a temporary folder, then serves it
  * and loopchart's chat handler (/api/chat, a SQLite store in the same folder) on 127.0.0.1, port
  * $PORT or any free one, and prints the URL. Ctrl+C (or SIGTERM) stops it and removes the folder.
+ * With `--data DIR` the store and the page live in DIR and stay: chats survive a restart, and a
+ * page open across the restart finishes the answer it was showing.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { createServer } from 'node:http';
 import { tmpdir } from 'node:os';
-import { extname, join, sep } from 'node:path';
+import { extname, join, resolve, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
 import { build } from 'vite';
 import { createChatHandler, toNodeListener } from '../../src/http.js';
 import { SqliteSessionStore } from '../../src/sqlite.js';
@@ -17,7 +20,10 @@ import { exampleMachine } from './agent.js';
 const port = Number(process.env.PORT ?? 0);
 if (!Number.isInteger(port) || port < 0 || port > 65535) throw new Error(`PORT must be a port number, not '${process.env.PORT}'`);
 
-const work = mkdtempSync(join(tmpdir(), 'loopchart-chat-ui-'));
+const { values } = parseArgs({ options: { data: { type: 'string' } } });
+const kept = values.data !== undefined;
+const work = values.data !== undefined ? resolve(values.data) : mkdtempSync(join(tmpdir(), 'loopchart-chat-ui-'));
+mkdirSync(work, { recursive: true });
 const dist = join(work, 'page');
 await build({ root: fileURLToPath(new URL('.', import.meta.url)), configFile: false, logLevel: 'error', build: { outDir: dist, emptyOutDir: true } });
 
@@ -49,7 +55,7 @@ const stop = () => {
     .close()
     .then(() => store.close())
     .finally(() => {
-      rmSync(work, { recursive: true, force: true });
+      if (!kept) rmSync(work, { recursive: true, force: true });
       process.exit(0);
     });
 };

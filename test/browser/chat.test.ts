@@ -1,50 +1,37 @@
 /**
- * The chat UI in a real browser: a React page on `useChat` (@ai-sdk/react 3, AI SDK 6), built
- * with Vite, served with createChatHandler by a child-process server over a SQLite file, the
- * offline scripted model streaming with delays. Streamed text and tool parts; an approval in the
- * page that runs the tool once; a reload mid-stream; a second tab; the server SIGKILLed mid-run
- * and restarted, the page finishing the turn. Each time the reply is there exactly once.
+ * The chat UI in a real browser: the example page of `npm run example:chat` (examples/chat-ui: a
+ * React page on `useChat`, @ai-sdk/react 3, AI SDK 6, built with Vite), served with
+ * createChatHandler by the example's own server in a child process over a SQLite file kept with
+ * `--data`, its offline scripted model streaming with delays. Streamed text and tool parts; an
+ * approval in the page that runs the tool once; Stop; a reload mid-stream; a second tab; the
+ * server SIGKILLed mid-run and restarted, the page finishing the turn. Each time the reply is
+ * there exactly once.
  *
  * Skipped when /usr/bin/chromium is absent (LOOPCHART_REQUIRE_CHROMIUM=1 makes that a failure).
  */
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { chromium, type BrowserContext, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startNode, tsxCommand, type RunningChild } from '../sessions/fixtures/processes.js';
-import { STORY } from './fixtures/chat-story.js';
+import { STORY } from '../../examples/chat-ui/agent.js';
+import { startChatExample, stopChatExample, type ChatExample } from '../support/chat-example.js';
 
 const CHROMIUM = '/usr/bin/chromium';
 const hasChromium = existsSync(CHROMIUM);
 if (!hasChromium && process.env.LOOPCHART_REQUIRE_CHROMIUM) throw new Error(`${CHROMIUM} is missing and LOOPCHART_REQUIRE_CHROMIUM is set`);
 
-const PAGE = fileURLToPath(new URL('./fixtures/chat-page/', import.meta.url));
-const SERVER = fileURLToPath(new URL('./fixtures/chat-server.ts', import.meta.url));
 const root = mkdtempSync(join(tmpdir(), 'loopchart-chat-'));
-const db = join(root, 'chat.db');
-const dist = join(root, 'page');
 
 let context: BrowserContext;
-let server: RunningChild;
+let server: ChatExample | undefined;
 let port = 0;
 const transfers: string[] = [];
 
-/** Starts the server (on `port` once it has one) and waits for it to listen. */
+/** Starts the example's server (on `port` once it has one) over the kept data folder. */
 async function startServer(): Promise<void> {
-  const listening = new Promise<number>((resolve, reject) => {
-    server = startNode([...tsxCommand(SERVER).args, db, dist, String(port)], {
-      timeoutMs: 600_000,
-      onLine: (line) => {
-        const match = /^listening (\d+)$/.exec(line);
-        if (match) resolve(Number(match[1]));
-        if (line.startsWith('transfer ')) transfers.push(line);
-      },
-    });
-    server.done.then((run) => reject(new Error(`server exited: ${run.stderr}`)), reject);
-  });
-  port = await listening;
+  server = await startChatExample({ data: join(root, 'data'), port, onLine: (line) => void (line.startsWith('transfer ') && transfers.push(line)) });
+  port = server.port;
 }
 
 async function open(chat: string, target?: Page): Promise<Page> {
@@ -62,13 +49,13 @@ async function ask(page: Page, text: string): Promise<void> {
 const assistantTexts = (page: Page) =>
   page.locator('.message[data-role=assistant]').evaluateAll((nodes) => nodes.map((node) => [...node.querySelectorAll('.text')].map((t) => t.textContent).join('|')));
 const lastAnswer = async (page: Page) => (await assistantTexts(page)).at(-1) ?? '';
-const ready = (page: Page) => page.waitForFunction(() => (window as unknown as { chatStatus?: string }).chatStatus === 'ready', null, { timeout: 30_000 });
+const ready = (page: Page) => expect.poll(() => page.locator('#status').textContent(), { timeout: 30_000 }).toBe('ready');
 
 /** Waits until the last answer shows part of the story, not all of it: mid-stream. */
 async function midStory(page: Page): Promise<string> {
   await page.waitForFunction(
     (story) => {
-      const texts = [...document.querySelectorAll('.message[data-role=assistant]')].map((n) => n.textContent ?? '');
+      const texts = [...document.querySelectorAll('.message[data-role=assistant]')].map((n) => [...n.querySelectorAll('.text')].map((t) => t.textContent).join('|'));
       const last = texts.at(-1) ?? '';
       return last.length > 0 && last.length < story.length && story.startsWith(last);
     },
@@ -80,8 +67,6 @@ async function midStory(page: Page): Promise<string> {
 
 describe.skipIf(!hasChromium)('the chat UI in chromium', () => {
   beforeAll(async () => {
-    const { build } = await import('vite');
-    await build({ root: PAGE, configFile: false, logLevel: 'error', build: { outDir: dist, emptyOutDir: true, minify: false } });
     await startServer();
     context = await chromium.launchPersistentContext(join(root, 'profile'), {
       executablePath: CHROMIUM,
@@ -92,8 +77,7 @@ describe.skipIf(!hasChromium)('the chat UI in chromium', () => {
 
   afterAll(async () => {
     await context?.close();
-    server?.kill();
-    await server?.done.catch(() => {});
+    await stopChatExample(server);
     rmSync(root, { recursive: true, force: true });
   });
 
@@ -121,7 +105,7 @@ describe.skipIf(!hasChromium)('the chat UI in chromium', () => {
     expect(transfers).toEqual([]);
     await page.click('.approve');
     await expect.poll(() => tool.getAttribute('data-state'), { timeout: 20_000 }).toBe('output-available');
-    await expect.poll(() => lastAnswer(page), { timeout: 20_000 }).toBe('Sent the money.');
+    await expect.poll(() => lastAnswer(page), { timeout: 20_000 }).toBe('I will ask you first.|Done: see the tool result above.');
     await ready(page);
     expect(transfers).toEqual(['transfer 5']);
     // A reload shows the stored conversation, the tool still run once.
@@ -143,12 +127,30 @@ describe.skipIf(!hasChromium)('the chat UI in chromium', () => {
     await second.close();
   });
 
+  it('Stop mid-stream: the page stops and the run ends on the server, the text that arrived kept', async () => {
+    const page = await open('stop');
+    await ask(page, 'Tell me a story.');
+    const partial = await midStory(page);
+    await page.click('#stop');
+    await ready(page);
+    const shown = await lastAnswer(page);
+    expect(STORY.startsWith(shown) && shown.length >= partial.length && shown.length < STORY.length).toBe(true);
+    // The run was cancelled, not only this page's stream: a reload after the story's time shows no more.
+    await page.waitForTimeout(5500);
+    await page.reload();
+    await page.locator('#prompt').waitFor();
+    const stored = await lastAnswer(page);
+    expect(stored.length).toBeLessThan(STORY.length);
+    expect(STORY.startsWith(stored)).toBe(true);
+    await page.close();
+  });
+
   it('the server SIGKILLed mid-run and restarted: the page finishes the turn, no text twice', async () => {
     const page = await open('killed');
     await ask(page, 'Tell me another story.');
     await midStory(page);
-    server.kill();
-    await server.done;
+    server!.child.kill();
+    await server!.child.done;
     await startServer();
     await expect.poll(() => assistantTexts(page), { timeout: 40_000 }).toEqual([STORY]);
     await ready(page);

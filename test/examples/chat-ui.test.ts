@@ -5,50 +5,19 @@
  * with text and the approval request, the approval runs the tool, and Stop's cancel request
  * ends a long answer Cancelled.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
 import { DefaultChatTransport, readUIMessageStream, type UIMessage } from 'ai-v6';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startChatExample, stopChatExample, type ChatExample } from '../support/chat-example.js';
 
-const SERVER = fileURLToPath(new URL('../../examples/chat-ui/server.ts', import.meta.url));
-const TSX = new URL('../../node_modules/tsx/dist/loader.mjs', import.meta.url).href;
-
-let child: ChildProcess | undefined;
+let example: ChatExample | undefined;
 let url = '';
 
-/** The URL the example prints, or a rejection after `ms` (the build is most of the wait). */
-function printedUrl(server: ChildProcess, ms: number): Promise<string> {
-  return new Promise((resolve, reject) => {
-    let out = '';
-    const timer = setTimeout(() => reject(new Error(`no URL within ${ms} ms:\n${out}`)), ms);
-    const read = (chunk: Buffer) => {
-      out += chunk.toString('utf8');
-      const found = /chat UI at (http:\/\/127\.0\.0\.1:\d+\/)/.exec(out)?.[1];
-      if (found) {
-        clearTimeout(timer);
-        resolve(found);
-      }
-    };
-    server.stdout!.on('data', read);
-    server.stderr!.on('data', read);
-    server.once('exit', (code) => reject(new Error(`the example exited (${code}):\n${out}`)));
-  });
-}
-
 beforeAll(async () => {
-  child = spawn(process.execPath, ['--import', TSX, SERVER], { env: { ...process.env, PORT: '0' }, stdio: ['ignore', 'pipe', 'pipe'] });
-  url = await printedUrl(child, 60_000);
+  example = await startChatExample();
+  url = example.url;
 }, 70_000);
 
-afterAll(async () => {
-  const pid = child?.pid;
-  if (pid === undefined || child!.exitCode !== null) return;
-  const exited = new Promise((resolve) => child!.once('exit', resolve));
-  process.kill(pid, 'SIGTERM');
-  const timer = setTimeout(() => process.kill(pid, 'SIGKILL'), 5000);
-  await exited;
-  clearTimeout(timer);
-});
+afterAll(() => stopChatExample(example));
 
 const userMessage = (text: string, id: string) => ({ id, role: 'user' as const, parts: [{ type: 'text' as const, text }] });
 
