@@ -8,7 +8,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { createActor, waitFor } from 'xstate';
 import { z } from 'zod';
 import { createAgentMachine, type AgentEmitted } from '../../machines/agent.machine.js';
@@ -27,19 +27,11 @@ import { SqliteSessionStore } from '../../src/stores/sqlite.js';
 import { defineTool } from '../../src/tools/define-tool.js';
 import { loadSessionView } from '../../src/viewer/load.js';
 import { rowsOf } from '../../src/viewer/rows.js';
-import { startChatServer, type Behaviour, type ChatServer } from '../support/chat-server.js';
+import { useChatServer, type Behaviour } from '../support/chat-server.js';
 import { runNode, tsxCommand } from '../sessions/fixtures/processes.js';
 import { memoryTracing } from '../telemetry/support.js';
 
-let server: ChatServer;
-beforeAll(async () => {
-  server = await startChatServer();
-});
-afterAll(() => server.close());
-afterEach(() => {
-  expect(server.queued).toBe(0);
-  server.requests.length = 0;
-});
+const server = useChatServer({ checkRequests: false });
 
 const PRIMARY = 'openai-compatible:primary';
 const BACKUP = 'openai-compatible:backup';

@@ -1,6 +1,6 @@
 import { APICallError, type LanguageModelV2StreamPart } from '@ai-sdk/provider';
 import { convertArrayToReadableStream, MockLanguageModelV2 } from 'ai/test';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import type { Message } from '../../src/schemas.js';
 import type { ModelRequest, ToolDefinition } from '../../src/model.js';
 import { ModelError } from '../../src/model.js';
@@ -8,7 +8,7 @@ import { aiSdkModel } from '../../src/models/ai-sdk.js';
 import { MalformedStreamError, ReadTimeoutError } from '../../src/models/errors.js';
 import { UnsupportedModelError, type AiSdkLanguageModel } from '../../src/models/ai-sdk-spec.js';
 import { PROVIDER_MAJORS } from '../support/ai-sdk-providers.js';
-import { checkChatRequest, startChatServer, type ChatServer } from '../support/chat-server.js';
+import { useChatServer } from '../support/chat-server.js';
 
 const weather: ToolDefinition = {
   name: 'get_weather',
@@ -37,22 +37,15 @@ async function failure(promise: Promise<unknown>): Promise<unknown> {
 
 /** The same suite for every provider major: a real provider package over HTTP to the local server. */
 describe.each(PROVIDER_MAJORS)('aiSdkModel through $name against the local server', (major) => {
-  let server: ChatServer;
   let languageModel: AiSdkLanguageModel;
   // A major this Node cannot run is reported as skipped, with why, not silently left out.
   if (major.skip !== undefined) {
     it.skip(`(${major.skip})`, () => {});
     return;
   }
+  const server = useChatServer();
   beforeAll(async () => {
-    server = await startChatServer();
     languageModel = await major.make(server.baseURL);
-  });
-  afterAll(() => server.close());
-  afterEach(() => {
-    for (const r of server.requests) expect(checkChatRequest(r.body), JSON.stringify(r.body)).toEqual([]);
-    expect(server.queued, 'unconsumed scripted behaviours').toBe(0);
-    server.requests.length = 0;
   });
 
   function model() {

@@ -1,11 +1,11 @@
 import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { Model, ModelRequest } from '../../src/model.js';
 import { ModelError } from '../../src/model.js';
 import { aiSdkModel } from '../../src/models/ai-sdk.js';
 import { openAICompatibleModel } from '../../src/models/openai-compatible.js';
 import { withRetry } from '../../src/models/retry.js';
-import { checkChatRequest, startChatServer, TEST_MODEL, type ChatServer } from '../support/chat-server.js';
+import { TEST_MODEL, useChatServer } from '../support/chat-server.js';
 
 /**
  * The adapters only report `status` / `retryable` / `retryAfterMs`; the retry wrapper acts on
@@ -13,16 +13,7 @@ import { checkChatRequest, startChatServer, TEST_MODEL, type ChatServer } from '
  * of slept so the `retry-after` floor is visible without slowing the suite.
  */
 
-let server: ChatServer;
-beforeAll(async () => {
-  server = await startChatServer();
-});
-afterAll(() => server.close());
-afterEach(() => {
-  for (const r of server.requests) expect(checkChatRequest(r.body)).toEqual([]);
-  expect(server.queued).toBe(0);
-  server.requests.length = 0;
-});
+const server = useChatServer();
 
 const adapters: Array<[string, () => Model]> = [
   ['openAICompatibleModel', () => openAICompatibleModel({ baseURL: server.baseURL, apiKey: 'sk-test', model: TEST_MODEL })],

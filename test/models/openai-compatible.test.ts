@@ -1,22 +1,12 @@
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { Message } from '../../src/schemas.js';
 import type { ModelRequest, ToolDefinition } from '../../src/model.js';
 import { ModelError } from '../../src/model.js';
 import { MalformedStreamError, ReadTimeoutError } from '../../src/models/errors.js';
 import { openAICompatibleModel, type OpenAICompatibleOptions } from '../../src/models/openai-compatible.js';
-import { checkChatRequest, replyFrames, startChatServer, TEST_MODEL, type ChatServer } from '../support/chat-server.js';
+import { replyFrames, TEST_MODEL, useChatServer, startChatServer } from '../support/chat-server.js';
 
-let server: ChatServer;
-beforeAll(async () => {
-  server = await startChatServer();
-});
-afterAll(() => server.close());
-afterEach(() => {
-  // Every request any test sent must be one a real provider accepts.
-  for (const r of server.requests) expect(checkChatRequest(r.body), JSON.stringify(r.body)).toEqual([]);
-  expect(server.queued, 'unconsumed scripted behaviours').toBe(0);
-  server.requests.length = 0;
-});
+const server = useChatServer();
 
 const weather: ToolDefinition = {
   name: 'get_weather',

@@ -1,12 +1,12 @@
 import { createOpenAICompatible as createV2 } from '@ai-sdk/openai-compatible';
 import { createOpenAICompatible as createV3 } from 'ai-sdk-openai-compatible-v2';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { runAgent } from '../../src/run-agent.js';
 import { openAICompatibleModel } from '../../src/models/openai-compatible.js';
 import { aiSdkModel } from '../../src/models/ai-sdk.js';
 import type { AiSdkLanguageModel } from '../../src/models/ai-sdk-spec.js';
-import { TEST_MODEL, checkChatRequest, startChatServer, type ChatServer } from '../support/chat-server.js';
+import { TEST_MODEL, useChatServer } from '../support/chat-server.js';
 
 /**
  * Structured output over real HTTP (issue 21): the local Chat Completions server sees the schema
@@ -17,16 +17,7 @@ import { TEST_MODEL, checkChatRequest, startChatServer, type ChatServer } from '
 const Answer = z.object({ city: z.string(), population: z.number().int() });
 const wireSchema = { type: 'object', properties: { city: { type: 'string' }, population: { type: 'integer' } }, required: ['city', 'population'] };
 
-let server: ChatServer;
-beforeAll(async () => {
-  server = await startChatServer();
-});
-afterAll(() => server.close());
-afterEach(() => {
-  for (const r of server.requests) expect(checkChatRequest(r.body), JSON.stringify(r.body)).toEqual([]);
-  expect(server.queued, 'unconsumed scripted behaviours').toBe(0);
-  server.requests.length = 0;
-});
+const server = useChatServer();
 
 type Body = { response_format?: { type: string; json_schema: { name: string; schema: Record<string, unknown> } }; tools?: { function: { name: string } }[]; messages: { role: string; content: string }[] };
 const bodies = () => server.requests.map((r) => r.body as Body);

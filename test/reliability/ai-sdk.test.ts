@@ -1,7 +1,7 @@
 import type { LanguageModelV2StreamPart } from '@ai-sdk/provider';
 import type { LanguageModelV3StreamPart } from 'ai-sdk-provider-v3';
 import { convertArrayToReadableStream, MockLanguageModelV2 } from 'ai/test';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import type { ModelRequest, ToolDefinition } from '../../src/model.js';
 import { ModelError } from '../../src/model.js';
 import { aiSdkModel, type AiSdkModelOptions } from '../../src/models/ai-sdk.js';
@@ -10,7 +10,7 @@ import { MalformedStreamError, ModelDeadlineError } from '../../src/models/error
 import { openAICompatibleModel } from '../../src/models/openai-compatible.js';
 import { UsageSchema } from '../../src/schemas.js';
 import { PROVIDER_MAJORS } from '../support/ai-sdk-providers.js';
-import { startChatServer, TEST_MODEL, type ChatServer } from '../support/chat-server.js';
+import { TEST_MODEL, useChatServer } from '../support/chat-server.js';
 
 const weather: ToolDefinition = {
   name: 'get_weather',
@@ -115,20 +115,14 @@ describe('aiSdkModel: a V3 finish part is checked where it enters', () => {
 });
 
 describe.each(PROVIDER_MAJORS)('aiSdkModel through $name against a real HTTP server', (major) => {
-  let server: ChatServer;
   let languageModel: AiSdkLanguageModel;
   if (major.skip !== undefined) {
     it.skip(`(${major.skip})`, () => {});
     return;
   }
+  const server = useChatServer({ checkRequests: false });
   beforeAll(async () => {
-    server = await startChatServer();
     languageModel = await major.make(server.baseURL);
-  });
-  afterAll(() => server.close());
-  afterEach(() => {
-    expect(server.queued, 'unconsumed scripted behaviours').toBe(0);
-    server.requests.length = 0;
   });
 
   function model(options: AiSdkModelOptions = {}) {

@@ -1,23 +1,15 @@
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { gzipSync } from 'node:zlib';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { ModelRequest } from '../../src/model.js';
 import { ModelError } from '../../src/model.js';
 import { MalformedStreamError, ModelDeadlineError } from '../../src/models/errors.js';
 import { openAICompatibleModel, type OpenAICompatibleOptions } from '../../src/models/openai-compatible.js';
 import { UsageSchema } from '../../src/schemas.js';
-import { replyFrames, startChatServer, TEST_MODEL, type ChatServer } from '../support/chat-server.js';
+import { replyFrames, TEST_MODEL, useChatServer } from '../support/chat-server.js';
 
-let server: ChatServer;
-beforeAll(async () => {
-  server = await startChatServer();
-});
-afterAll(() => server.close());
-afterEach(() => {
-  expect(server.queued, 'unconsumed scripted behaviours').toBe(0);
-  server.requests.length = 0;
-});
+const server = useChatServer({ checkRequests: false });
 
 function model(extra: Partial<OpenAICompatibleOptions> = {}) {
   return openAICompatibleModel({ baseURL: server.baseURL, apiKey: 'sk-test', model: TEST_MODEL, ...extra });

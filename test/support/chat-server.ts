@@ -1,5 +1,6 @@
 import { createServer, type IncomingHttpHeaders, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
+import { afterAll, afterEach, beforeAll, expect } from 'vitest';
 
 /**
  * A real HTTP server on 127.0.0.1 that speaks the Chat Completions streaming protocol the way
@@ -143,6 +144,33 @@ function split(text: string, n: number): string[] {
   const out: string[] = [];
   for (let i = 0; i < text.length; i += size) out.push(text.slice(i, i + size));
   return out;
+}
+
+/**
+ * The server for the suite (or `describe` block) it is called in: started before it, closed after
+ * it, and after each test every scripted behaviour consumed and, unless `checkRequests` is false
+ * (suites that send broken requests on purpose), every request one a real provider accepts.
+ * Returns the server itself once started; touching it before then throws.
+ */
+export function useChatServer({ checkRequests = true }: { checkRequests?: boolean } = {}): ChatServer {
+  let started: ChatServer | undefined;
+  beforeAll(async () => {
+    started = await startChatServer();
+  });
+  afterAll(() => started?.close());
+  afterEach(() => {
+    const server = started!;
+    if (checkRequests) for (const r of server.requests) expect(checkChatRequest(r.body), JSON.stringify(r.body)).toEqual([]);
+    expect(server.queued, 'unconsumed scripted behaviours').toBe(0);
+    server.requests.length = 0;
+  });
+  return new Proxy({} as ChatServer, {
+    get(_, key) {
+      if (!started) throw new Error('useChatServer: the server starts in beforeAll; use it inside a hook or a test');
+      const value: unknown = Reflect.get(started, key);
+      return typeof value === 'function' ? value.bind(started) : value;
+    },
+  });
 }
 
 export async function startChatServer(): Promise<ChatServer> {
