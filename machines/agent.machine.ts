@@ -61,6 +61,7 @@ import { estimateMessageTokens } from '../src/tokens.js';
 import { feedProblem } from '../src/feed-problems.js';
 import { parseHistory } from '../src/history.js';
 import { DEFAULT_TOOL_CONCURRENCY } from '../src/tools/run-tools.js';
+import { activeAgentProblem, compileTeam, presentHistory, settleHandoff, speakerOf } from '../src/agent/handoffs.js';
 import { childUsageCounted, qualifiedCallId, qualifiedCalls, routedEvent, type RoutableEvent } from '../src/agent/subagents.js';
 import { ToolSet } from '../src/tools/define-tool.js';
 import { ListingCache } from '../src/tools/offered-tools.js';
@@ -153,6 +154,8 @@ export type AgentEmitted =
   | { type: 'repetition.noted'; turn: number; times: number; calls: ToolCall[] }
   /** The run's output, with what the whole session has used so far (cost when prices are given). */
   | { type: 'run.finished'; id: DeliveryId; output: AgentOutput; sessionUsage: Usage; sessionCostUsd?: number }
+  /** The conversation was handed to agent `name` (see `AgentConfig.handoffs`): its instructions, tools and model take over. */
+  | { type: 'agent.handoff'; run: number; turn: number; name: string; from: string }
   /** A run started with this message (its index counts the session's runs from 1). */
   | { type: 'run.started'; id: DeliveryId; run: number; message: UserMessage };
 
@@ -219,7 +222,10 @@ export function createAgentMachine(config: AgentConfig) {
   // Checked once: a schema that cannot be enforced fails here (InvalidConfigError).
   const structured = compileOutput(config, models.entries.map((entry) => entry.model));
   // Built once: a tool name contributed twice (config, operations, the answer's tool) fails here, loudly.
-  const tools = new ToolSet([...(config.tools ?? []), ...operations.flatMap((op) => op.tools ?? []), ...(structured?.tool ? [structured.tool] : [])]);
+  const shared = [...operations.flatMap((op) => op.tools ?? []), ...(structured?.tool ? [structured.tool] : [])];
+  // With handoffs: who may speak, each with its own instructions, tools and model (see handoffs.ts).
+  const team = compileTeam({ handoffs: config.handoffs, instructions: config.instructions, own: config.tools ?? [], shared, models: models.entries.length });
+  const tools = new ToolSet(team ? team.tools : [...(config.tools ?? []), ...shared]);
   const approvalsConfigured = [...tools].some((tool) => tool.needsApproval !== undefined && tool.needsApproval !== false);
   const toolPolicy = planToolPolicies(config);
   // A batch goes through the approval region when a call may need a decision: a tool's rule or the policy's.
@@ -231,7 +237,7 @@ export function createAgentMachine(config: AgentConfig) {
   // Approvals are the built-in approval-like operation, checked after the beforeTools point.
   if (gated) approvalsOrderProblem(plan);
   const deps: IoDeps = {
-    models: models.entries.map((entry) => entry.model),
+    models: [...models.entries.map((entry) => entry.model), ...(team?.models ?? [])],
     retry: config.retry ?? {},
     tools,
     toolSources: config.toolSources ?? [],
@@ -264,6 +270,8 @@ export function createAgentMachine(config: AgentConfig) {
     const context = parseAgentContext(value);
     const wrongModel = activeModelProblem(models, context.models);
     if (wrongModel) throw new InvalidSnapshotError(`context.models: ${wrongModel}`);
+    const wrongAgent = activeAgentProblem(team, context.agent);
+    if (wrongAgent) throw new InvalidSnapshotError(`context.agent: ${wrongAgent}`);
     return { ...context, operations: checkStoredOperations(plan, context.operations), approvals: restoredApprovals(context.approvals, context.brain) };
   };
 
@@ -296,7 +304,7 @@ export function createAgentMachine(config: AgentConfig) {
     const over = overrun(context);
     return over && pausesOn(budget!, over.kind) ? raiseProblem(over, change) : null;
   };
-  const extrasCache = new WeakMap<object, { slices: object; tokens: number | OperationError }>();
+  const extrasCache = new WeakMap<object, { slices: object; tokens: number | OperationError; agent: AgentContext['agent'] }>();
   /**
    * Size of the instructions and prompt parts the next model call carries (seed 000: counted
    * before deciding), or the error of a prompt part that failed. Nothing is evaluated once the
@@ -305,11 +313,12 @@ export function createAgentMachine(config: AgentConfig) {
   const extrasFor = (context: AgentContext): number | OperationError => {
     const brain = context.brain;
     if ((brain.value !== 'Start' && brain.value !== 'AwaitingModel') || brain.context.cancelled) return context.extrasTokens;
-    if (operations.length === 0) return instructionsTokens;
+    const ownInstructions = team ? speakerOf(team, context.agent).instructionsTokens : instructionsTokens;
+    if (operations.length === 0) return ownInstructions;
     // Prompt parts read the operations' state: a new slice is a new measure.
     const slices = context.operations.slices;
     const cached = extrasCache.get(brain.context);
-    if (cached?.slices === slices) return cached.tokens;
+    if (cached?.slices === slices && cached.agent === context.agent) return cached.tokens;
     const ctx = {
       sessionId: context.sessionId,
       turn: brain.context.turnsTaken + 1,
@@ -319,11 +328,11 @@ export function createAgentMachine(config: AgentConfig) {
     };
     let tokens: number | OperationError;
     try {
-      tokens = instructionsTokens + systemTokens(promptParts(operations, ctx, slices));
+      tokens = ownInstructions + systemTokens(promptParts(operations, ctx, slices));
     } catch (error) {
       tokens = error as OperationError;
     }
-    extrasCache.set(brain.context, { slices, tokens });
+    extrasCache.set(brain.context, { slices, tokens, agent: context.agent });
     return tokens;
   };
   /** The repetition verdict on the batch the brain is about to run (see repetition.ts). */
@@ -361,7 +370,17 @@ export function createAgentMachine(config: AgentConfig) {
   const toolsetKey = (context: AgentContext) => `${context.sessionId}:run-${context.runIndex}:toolset`;
   const hasSources = deps.toolSources.length > 0;
   type Offered = { definitions: readonly ToolDefinition[]; names: readonly string[] };
-  const ownTools: Offered = { definitions: tools.definitions, names: tools.names };
+  const entryTools: Offered = { definitions: tools.definitions, names: tools.names };
+  /** The speaking agent's own tools (with handoffs, each agent has its own). */
+  const ownOffered = (context: AgentContext): Offered => (team ? speakerOf(team, context.agent).offered : entryTools);
+  /** The speaking agent's model, when it has one of its own (its index in the IO's list), else null. */
+  const ownModel = (context: AgentContext): number | null => (team ? speakerOf(team, context.agent).model : null);
+  /** What the IO needs of the speaking agent for a model call: its instructions and its view of the conversation. */
+  const speakerView = (context: AgentContext) => {
+    const speaker = speakerOf(team!, context.agent);
+    return { instructions: speaker.instructions, present: (messages: readonly Message[]) => presentHistory(speaker, context.agent, messages) };
+  };
+  const handoffOf = (context: AgentContext) => team && settleHandoff(team, context.agent, batchResults(context, maxCalls));
   const offeredCache = new WeakMap<object, Offered>();
   const finalOffered: Offered | undefined = structured && finalCallTools(structured);
   /** What a model reply does to the run's answer, decided once per reply (the action and the event read the same). */
@@ -376,10 +395,11 @@ export function createAgentMachine(config: AgentConfig) {
   const offeredTools = (context: AgentContext): Offered => {
     if (finalOffered && context.outputState?.finalCall) return finalOffered;
     const recorded = context.offered;
-    if (!hasSources || !recorded) return ownTools;
+    // Tool sources are the entry agent's: an agent handed the conversation has its own tools only.
+    if (!hasSources || !recorded || (team && speakerOf(team, context.agent).name !== team.entry)) return ownOffered(context);
     let set = offeredCache.get(recorded);
     if (!set) {
-      const definitions = [...tools.definitions, ...recorded.definitions];
+      const definitions = [...ownOffered(context).definitions, ...recorded.definitions];
       offeredCache.set(recorded, (set = { definitions, names: definitions.map((tool) => tool.name) }));
     }
     return set;
@@ -442,7 +462,7 @@ export function createAgentMachine(config: AgentConfig) {
       finalCallDue: ({ context }) => finalCallDue(context) !== null,
       promptFails: ({ context }) => typeof extrasFor(context) !== 'number',
       extrasChanged: ({ context }) => extrasFor(context) !== context.extrasTokens,
-      fallsBack: ({ context, event }) => fallbackAfter(models, context.models, as(event, 'io.failed').error) !== null,
+      fallsBack: ({ context, event }) => ownModel(context) === null && fallbackAfter(models, context.models, as(event, 'io.failed').error) !== null,
       operationFailure: ({ event }) => event.type === 'io.failed' && OperationError.isInstance(event.error),
       shouldPrune: ({ context }) => !context.brain.context.cancelled && pendingPrune(context.brain, context.policy, pruning, config.pruner) !== null,
       callLLM: stepIs('CallLLM'),
@@ -455,6 +475,7 @@ export function createAgentMachine(config: AgentConfig) {
       noApprovalsConfigured: () => !gated,
       policyFailure: ({ event }) => event.type === 'io.failed' && ToolPolicyError.isInstance(event.error),
       batchComplete: ({ context }) => batchComplete(context, maxCalls),
+      handsOff: ({ context }) => handoffOf(context) !== null,
       callsRunnable: ({ context }) => runnable(context).length > 0,
       nothingRunnable: ({ context }) => runnable(context).length === 0,
       nothingWaiting: ({ context }) => waitingCalls(context, maxCalls).length === 0,
@@ -482,7 +503,7 @@ export function createAgentMachine(config: AgentConfig) {
     actions: {
       beginRun: assign(({ context, event }) => ({
         operations: { ...closeOperations(context.operations), done: null },
-        brain: startRun(context.brain, event.type === 'input' ? asUserMessage(event.message) : context.queued!, tools.definitions, context.extrasTokens),
+        brain: startRun(context.brain, event.type === 'input' ? asUserMessage(event.message) : context.queued!, ownOffered(context).definitions, context.extrasTokens),
         queued: null,
         runIndex: context.runIndex + 1,
         runUsage: NO_USAGE,
@@ -604,7 +625,8 @@ export function createAgentMachine(config: AgentConfig) {
         conversation: conversation(context),
         slices: context.operations.slices,
         tools: offeredTools(context).definitions,
-        model: context.models?.active.index ?? 0,
+        model: ownModel(context) ?? context.models?.active.index ?? 0,
+        ...(team && { speaker: speakerView(context) }),
       })),
       requestToolset: sendTo('io', ({ context }): IoRequest => ({ type: 'toolset', key: toolsetKey(context) })),
       // The run's first estimate counted the agent's own tools: the listed ones join the measure now.
@@ -702,6 +724,11 @@ export function createAgentMachine(config: AgentConfig) {
         return toolFinished(context, call, result);
       }),
       acceptToolResults: assign(({ context }) => ({ brain: applyToolResults(context, maxCalls), ...resetBatch(context) })),
+      handOff: assign(({ context }) => {
+        const { to, results } = handoffOf(context)!;
+        return { agent: to, toolJournal: results };
+      }),
+      emitHandoff: emit(({ context }) => ({ type: 'agent.handoff' as const, run: context.runIndex, turn: context.brain.context.turnsTaken, ...context.agent! })),
       awaitApproval: enqueueActions(({ context, event, enqueue }) => {
         const { waiting, policy } = as(event, 'io.approvalsChecked');
         const approvals = applyPolicyVerdicts({ ...context.approvals, waiting: [...context.approvals.waiting, ...waiting] }, policy);
@@ -1018,7 +1045,10 @@ export function createAgentMachine(config: AgentConfig) {
           },
           AwaitingTools: {
             initial: 'Routing',
-            always: { guard: 'batchComplete', target: 'Start', actions: 'acceptToolResults' },
+            always: [
+              { guard: and(['batchComplete', 'handsOff']), target: 'HandingOff', actions: ['handOff', 'acceptToolResults'] },
+              { guard: 'batchComplete', target: 'Start', actions: 'acceptToolResults' },
+            ],
             on: {
               'io.toolStarted': { guard: 'currentBatch', actions: 'emitToolStarted' },
               'io.toolFinished': { guard: 'currentBatch', actions: ['journalToolResult', 'emitToolFinished'] },
@@ -1094,6 +1124,8 @@ export function createAgentMachine(config: AgentConfig) {
               },
             },
           },
+          /** A transfer call of the batch succeeded: the agent it names speaks from the next step on. */
+          HandingOff: { entry: 'emitHandoff', always: { target: 'Start' } },
           AwaitingCompaction: {
             entry: 'requestCompaction',
             on: {

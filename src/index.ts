@@ -46,6 +46,7 @@ export type { Approvals, ApprovalEvent } from './agent/approvals.js';
 export type { ApprovalRequest, RefusalReason } from './agent/approval-binding.js';
 export type { Budget, Prices } from './agent/budget.js';
 export type { FallbackTrigger, ModelChoice } from './agent/fallback.js';
+export type { HandoffAgent, HandoffsConfig, HistoryPresentation } from './agent/handoffs.js';
 export { runAgent, streamAgent, type RunAgentOptions, type RunAgentResult, type AgentStreamEvent } from './run-agent.js';
 export { agentTool, type AgentToolOptions } from './agent/agent-tool.js';
 export { AgentStepper, type SteppedSession, type StepResult, type StepStatus } from './agent/stepper.js';

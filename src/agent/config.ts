@@ -12,6 +12,7 @@ import type { TelemetryOptions } from '../telemetry/options.js';
 import type { ToolPolicy } from './tool-policy.js';
 import type { OutputSchema } from './structured-output.js';
 import type { FallbackTrigger, ModelChoice } from './fallback.js';
+import type { HandoffsConfig } from './handoffs.js';
 
 export interface CompactionRequest {
   /** The whole conversation (history + pending) to compact. */
@@ -129,4 +130,10 @@ export interface AgentConfig {
    * in the schema (no other tools offered; a budget may be passed by that one call). Default true.
    */
   finalOutputCall?: boolean;
+  /**
+   * Agents this one can hand the conversation to, each offered as a `transfer_to_<name>` tool:
+   * its instructions, tools and model take over and the conversation goes on. Who speaks is
+   * recorded with the session. See `HandoffsConfig`.
+   */
+  handoffs?: HandoffsConfig;
 }

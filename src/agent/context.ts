@@ -13,6 +13,7 @@ import { ModelsStateSchema } from './fallback.js';
 import { ModelAttemptSchema } from './delivery.js';
 import { BudgetPauseSchema } from './budget-pause.js';
 import { OutputStateSchema } from './structured-output.js';
+import { ActiveAgentSchema } from './handoffs.js';
 
 const count = z.number().int().nonnegative();
 
@@ -90,6 +91,8 @@ export const AgentContextSchema = z.object({
    * what each used, in the run and the session. Absent for an agent with one model.
    */
   models: ModelsStateSchema.optional(),
+  /** With handoffs: the agent that has the conversation, once it was handed over. Absent: the entry agent. */
+  agent: ActiveAgentSchema.optional(),
 });
 
 export type AgentContext = Omit<z.infer<typeof AgentContextSchema>, 'brain' | 'toolJournal'> & {

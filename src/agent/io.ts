@@ -55,6 +55,12 @@ export interface IoDeps {
   onStop?: (lastKey: string | undefined) => void;
 }
 
+/** With handoffs: the speaking agent's instructions (instead of the agent's) and its view of the conversation. */
+export interface SpeakerView {
+  instructions: Message | undefined;
+  present(messages: readonly Message[]): readonly Message[];
+}
+
 /** The conversation as the brain holds it: two lists, read only. */
 export interface ConversationRef {
   readonly history: readonly Message[];
@@ -67,7 +73,7 @@ export type IoRequest =
   | { type: 'toolset'; key: string }
   /** `tools`: the run's recorded set, offered to the model. */
   /** `model`: which of the agent's models (its index) takes the call. */
-  | { type: 'model'; key: string; turn: number; sessionId: string; conversation: ConversationRef; slices: Slices; tools: readonly ToolDefinition[]; model: number }
+  | { type: 'model'; key: string; turn: number; sessionId: string; conversation: ConversationRef; slices: Slices; tools: readonly ToolDefinition[]; model: number; speaker?: SpeakerView }
   /** Runs the operations of a hook point in list order from `from`, until one yields. */
   | {
       type: 'operation';
@@ -442,19 +448,21 @@ export function ioLogic(deps: IoDeps) {
           });
         case 'model':
           return start(request.key, async (controller) => {
-            const { key, turn, sessionId } = request;
+            const { key, turn, sessionId, speaker } = request;
             const signal = controller.signal;
             try {
               const ctx = {
                 sessionId,
                 turn,
                 get messages() {
-                  return view(request.conversation);
+                  return speaker ? speaker.present(view(request.conversation)) : view(request.conversation);
                 },
               };
-              const request_ = deps.operations.list.length
-                ? prepareRequest(deps, request.tools, ctx, request.slices)
-                : { messages: requestView(request.conversation) as Message[], tools: request.tools as PreparedRequest['tools'] };
+              const request_ = speaker
+                ? prepareRequest({ ...deps, instructions: speaker.instructions }, request.tools, ctx, request.slices)
+                : deps.operations.list.length
+                  ? prepareRequest(deps, request.tools, ctx, request.slices)
+                  : { messages: requestView(request.conversation) as Message[], tools: request.tools as PreparedRequest['tools'] };
               let index = 0;
               reportRetry = (attempt) => {
                 index = 0;

@@ -59,15 +59,17 @@ export function describeOutcome(outcome: Outcome, max = PREVIEW_CHARS): string {
 /** What the session is doing, in one line: at rest (and how its last run ended) or mid-run. */
 export function describeState(context: AgentContext, inFlight: boolean): string {
   const brain = context.brain;
+  // With handoffs: who has the conversation.
+  const agent = context.agent ? `; with agent ${escapeLine(context.agent.name)} (handed over by ${escapeLine(context.agent.from)})` : '';
   if (!inFlight) {
     const last = context.lastRun ? `last run (${context.runIndex}) ${describeOutcome(context.lastRun.outcome, 80)}` : 'no run yet';
-    return `at rest; ${last}`;
+    return `at rest; ${last}${agent}`;
   }
   const waiting = context.approvals.waiting.filter((id) => !Object.hasOwn(context.approvals.decisions, id));
   const parts = [`run ${context.runIndex} in flight: ${brain.value} after ${brain.context.turnsTaken} turn(s)`];
   if (brain.value === 'AwaitingTools') parts.push(`${brain.context.pendingTools.length} tool call(s) pending`);
   if (waiting.length > 0) parts.push(`waiting for approval of ${waiting.map(escapeLine).join(', ')}`);
-  return parts.join('; ');
+  return parts.join('; ') + agent;
 }
 
 /** The operations' state as `show` prints it: each slice (as JSON), and the operation a run waits on. */

@@ -166,6 +166,7 @@ export class DurableSession {
     this.actor.on('model.fallback', (e) =>
       this.#record({ type: 'fallback', at: Date.now(), run: run(), turn: e.turn, from: e.from, to: e.to, trigger: e.trigger, error: errorRecord(e.error).message }),
     );
+    this.actor.on('agent.handoff', (e) => this.#record({ type: 'handoff', at: Date.now(), run: e.run, turn: e.turn, from: e.from, to: e.name }));
     this.actor.on('prune.finished', (e) => this.#record({ type: 'prune', at: Date.now(), run: run(), pruned: e.pruned, before: e.before, after: e.after }));
     this.actor.on('approval.requested', (e) =>
       this.#record({

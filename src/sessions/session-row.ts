@@ -74,6 +74,8 @@ export const SessionRowSchema = AgentContextSchema.pick({
   outputState: true,
   // Optional too: the active model of a list, and what each model used.
   models: true,
+  // Optional too: who has the conversation, once it was handed over.
+  agent: true,
 }).extend({
   rowVersion: z.literal(SESSION_ROW_VERSION),
   brain: z.object({
@@ -116,6 +118,7 @@ export function encodeRow(context: AgentContext): SessionRow {
     ...(context.policyChecked?.length && { policyChecked: context.policyChecked }),
     ...(context.outputState && { outputState: context.outputState }),
     ...(context.models && { models: context.models }),
+    ...(context.agent && { agent: context.agent }),
   };
 }
 
@@ -170,5 +173,6 @@ export function decodeRow(
     ...(row.policyChecked && { policyChecked: row.policyChecked }),
     ...(row.outputState && { outputState: row.outputState }),
     ...(row.models && { models: row.models }),
+    ...(row.agent && { agent: row.agent }),
   };
 }

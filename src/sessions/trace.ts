@@ -127,6 +127,8 @@ export const TraceEntrySchema = z.discriminatedUnion('type', [
   }),
   z.object({ type: z.literal('prune'), at, run: count, pruned: count, before: count, after: count }),
   /** The model asked for the same batch `times` times in a row: its calls were answered with a note, not run. */
+  /** The conversation was handed from agent `from` to agent `to` (handoffs). */
+  z.object({ type: z.literal('handoff'), at, run: count, turn: count, from: z.string(), to: z.string() }),
   z.object({ type: z.literal('repetition'), at, run: count, turn: count, times: count, calls: z.array(ToolCallSchema) }),
   /** An event a host sent that moves the brain (cancel, seal, steer, policy, rewind). */
   z.object({ type: z.literal('event'), at, run: count, event: z.record(z.string(), z.unknown()) }),

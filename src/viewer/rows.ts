@@ -234,6 +234,9 @@ export function rowsOf(data: Pick<PageData, 'session' | 'rows'>): RowBuilder {
           blocks: [['tool calls', json(entry.calls, 2)]],
         });
         return;
+      case 'handoff':
+        push({ ...base, kind: 'handoff', title: `handoff after turn ${entry.turn}: ${entry.from} → ${entry.to}`, state: 'AwaitingTools', io: 'Running.HandingOff', facts: [['from', entry.from], ['to', entry.to]] });
+        return;
       case 'prune':
         push({ ...base, kind: 'prune', title: `pruned ${entry.pruned} tool result(s): ${entry.before} → ${entry.after} tokens`, facts: [['tokens before', String(entry.before)], ['tokens after', String(entry.after)]] });
         return;
