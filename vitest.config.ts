@@ -1,3 +1,4 @@
+import { availableParallelism } from 'node:os';
 import { defineConfig } from 'vitest/config';
 
 /**
@@ -16,6 +17,10 @@ const browser = ['test/browser/**/*.test.ts'];
 
 export default defineConfig({
   test: {
+    // One test file per core. Vitest's default keeps a core free (cores - 1), which on a 2-core CI
+    // machine ran every file one after another; most of these files wait on child processes and
+    // servers, so two at a time roughly halves the run.
+    maxWorkers: Math.max(2, availableParallelism()),
     testTimeout: 30_000,
     hookTimeout: 60_000,
     projects: [
