@@ -32,6 +32,7 @@ import { composeExecutors, inProcessExecutor, type Executor } from '../src/agent
 import { fromIo, ioLogic, promptParts, type IoDeps, type IoEvent, type IoRequest } from '../src/agent/io.js';
 import { serviceKey as keyOf } from '../src/agent/keys.js';
 import { ToolPolicyError, applyPolicyVerdicts, planToolPolicies } from '../src/agent/tool-policy.js';
+import * as guard from '../src/agent/guardrails.js';
 import { fromTelemetry, resumeTrace, traceMark, type TelemetryEvent, type TraceMark } from '../src/agent/trace-marks.js';
 import { AgentTracing } from '../src/telemetry/agent-tracing.js';
 import { InvalidConfigError, PruningSchema, pendingPrune, pruneLineProblem, type Pruning } from '../src/agent/pruning.js';
@@ -150,6 +151,10 @@ export type AgentEmitted =
   | { type: 'operation.yielded'; operation: string; reason: string; payload: unknown }
   /** An operation's hook threw, timed out or broke its contract: the run fails with this error. */
   | { type: 'operation.failed'; operation: string; error: OperationError }
+  /** An output guardrail refused the final answer: `message` went to the model, which answers again. */
+  | { type: 'guardrail.feedback'; turn: number; message: string }
+  /** A guardrail tripped: the run ends `Failed(GuardrailTripped)` with this error. */
+  | { type: 'guardrail.tripped'; error: guard.GuardrailTrippedError }
   /** The model asked for the same batch `times` times in a row: its calls got a note instead of running. */
   | { type: 'repetition.noted'; turn: number; times: number; calls: ToolCall[] }
   /** The run's output, with what the whole session has used so far (cost when prices are given). */
@@ -158,6 +163,8 @@ export type AgentEmitted =
   | { type: 'agent.handoff'; run: number; turn: number; name: string; from: string }
   /** A run started with this message (its index counts the session's runs from 1). */
   | { type: 'run.started'; id: DeliveryId; run: number; message: UserMessage };
+
+const pickUsage = ({ runUsage, sessionUsage, models }: Pick<AgentContext, 'runUsage' | 'sessionUsage' | 'models'>) => ({ runUsage, sessionUsage, ...(models && { models }) });
 
 /** The last run's output: its outcome and usage, with the conversation as it stands after it. */
 export function outputOf(context: AgentContext): AgentOutput | null {
@@ -228,6 +235,7 @@ export function createAgentMachine(config: AgentConfig) {
   const tools = new ToolSet(team ? team.tools : [...(config.tools ?? []), ...shared]);
   const approvalsConfigured = [...tools].some((tool) => tool.needsApproval !== undefined && tool.needsApproval !== false);
   const toolPolicy = planToolPolicies(config);
+  const guardrails = guard.planGuardrails(config.guardrails);
   // A batch goes through the approval region when a call may need a decision: a tool's rule or the policy's.
   const gated = approvalsConfigured || toolPolicy !== null;
   // A machine rebuilt from this one (`withClock`) keeps its tracing: its executor already has it.
@@ -248,6 +256,7 @@ export function createAgentMachine(config: AgentConfig) {
     instructions,
     toolPolicy,
     responseFormat: structured?.responseFormat,
+    guardrails,
     // Spans wrap the configured executor: they time the effect as it really runs.
     executor: tracing && !inherited ? composeExecutors(executor, tracing.wrap) : executor,
     // A run whose IO stops before it ends (the actor stopped while the run waits) ends its span.
@@ -390,6 +399,28 @@ export function createAgentMachine(config: AgentConfig) {
     if (!step) answers.set(event, (step = judgeAnswer(structured, context.brain, context.outputState, as(event, 'io.replied').reply)));
     return step;
   };
+  /** The reply applied to the run (see `acceptReply`); an output check applies the reply it held the same way. */
+  const replyApplied = (context: AgentContext, answer: AnswerStep) => {
+    const applied = applyReply({ ...context, brain: answer.brain }, answer.reply, offeredTools(context));
+    return {
+      ...applied,
+      brain: settleAnswer(answer, applied.brain),
+      ...(answer.state && { outputState: answer.state }),
+      ...(context.models && { models: bookUsage(context.models, answer.reply.usage) }),
+    };
+  };
+  /** The open guardrail check's outcome (see guardrails.ts); a final call leaves no turn for feedback. */
+  const guardVerdict = (context: AgentContext) => guard.guardOutcome(guardrails!, context.guard!.check!, context.guard!.feedbacks, !context.outputState?.finalCall);
+  /** A reply that would complete the run waits for the output guardrails first. */
+  const guardsReply = (context: AgentContext, event: AgentEvent) =>
+    !!guardrails?.output.length && guard.completes(replyApplied(context, answerOf(context, event)).brain);
+  const afterReply = (context: AgentContext, answer: AnswerStep) => {
+    const next = replyApplied(context, answer);
+    // The afterReply point opens with the reply it is given (kept until it is done).
+    const key = `${keyOf(context, next.brain.context.turnsTaken, 'model')}:after`;
+    if (next.brain.context.outcome?.type === 'Failed') return { ...next, compactionPasses: 0 };
+    return { ...next, compactionPasses: 0, operations: openPoint(context.operations, plan, 'afterReply', key, answer.reply) };
+  };
   const finalCallDue = (context: AgentContext) => finalCallReason(structured, context.outputState, context.brain, decisionPolicy(context), overBudget(context));
   /** The tools the run offers, in any process: the agent's own plus what its `toolset` step recorded (see ToolSource). */
   const offeredTools = (context: AgentContext): Offered => {
@@ -415,6 +446,8 @@ export function createAgentMachine(config: AgentConfig) {
     approvals: { ...context.approvals, waiting: [], decisions: {} },
     childUsage: {},
     ...(toolPolicy && { policyChecked: [] }),
+    // A run stopped mid-check (cancel, seal, failure) leaves no check open.
+    ...(context.guard?.check && { guard: { ...context.guard, check: null } }),
   });
   /** The key of a hook point: its step's key (the model call it precedes or follows, the batch it precedes). */
   const pointKey = (context: AgentContext, hook: OperationHook) =>
@@ -466,6 +499,12 @@ export function createAgentMachine(config: AgentConfig) {
       operationFailure: ({ event }) => event.type === 'io.failed' && OperationError.isInstance(event.error),
       shouldPrune: ({ context }) => !context.brain.context.cancelled && pendingPrune(context.brain, context.policy, pruning, config.pruner) !== null,
       callLLM: stepIs('CallLLM'),
+      inputGuardDue: ({ context }) => guard.inputCheckDue(guardrails, context.guard, context.brain.context.turnsTaken, guard.inputCheckKey(context)),
+      outputGuardDue: ({ context, event }) => guardsReply(context, event),
+      guardOpen: ({ context }) => !!context.guard?.check,
+      guardUndecided: ({ context }) => guardVerdict(context).type === 'open',
+      guardTripped: ({ context }) => guardVerdict(context).type === 'tripped',
+      currentGuardCheck: ({ context, event }) => fromIo(event) && context.guard?.check?.key === (event as { key: string }).key,
       callTools: stepIs('CallTools'),
       repetitionNoted: ({ context }) => repeated(context).type === 'note',
       repetitionSeals: ({ context }) => repeated(context).type === 'seal',
@@ -514,6 +553,7 @@ export function createAgentMachine(config: AgentConfig) {
         // Each run lists its sources once (its `toolset` step); an agent without sources records nothing.
         ...(hasSources && { offered: null }),
         ...(structured && { outputState: FRESH_OUTPUT_STATE }),
+        ...(guardrails && { guard: guard.NO_GUARD }),
         // Each run starts on the first model of a list again.
         ...(models.listed && { models: startModels(models, context.models) }),
       })),
@@ -617,6 +657,40 @@ export function createAgentMachine(config: AgentConfig) {
         const { runIndex, traceparent } = as(event, 'telemetry.traced');
         return runIndex === context.runIndex ? { trace: traceparent } : {};
       }),
+      openInputCheck: assign({ guard: ({ context }) => guard.openCheck(context.guard, guard.inputCheckKey(context), 'input') }),
+      holdReply: assign({ guard: ({ context, event }) => guard.openCheck(context.guard, `${modelKey(context)}:guard`, 'output', as(event, 'io.replied').reply) }),
+      recordGuardVerdict: assign({ guard: ({ context, event }) => guard.withVerdict(context.guard!, as(event, 'io.guarded').name, as(event, 'io.guarded').verdict) }),
+      requestGuardrails: enqueueActions(({ context, enqueue }) => {
+        const check = context.guard!.check!;
+        const names = guard.undecidedGuardrails(guardrails!, check).map((guardrail) => guardrail.name);
+        const { history, pending, turnsTaken } = context.brain.context;
+        const judged = check.stage === 'output' ? guard.judgedText(structured, judgeAnswer(structured, context.brain, context.outputState, check.reply as ModelReply)) : null;
+        const about = judged ?? { text: pending[0]!.content };
+        const request = { type: 'guardrails', key: check.key, stage: check.stage, names, turn: turnsTaken + 1, sessionId: context.sessionId, ...about } as const;
+        if (names.length > 0) enqueue.sendTo('io', { ...request, conversation: judged ? conversation(context) : { history, pending: [] } } satisfies IoRequest);
+      }),
+      /** The check is decided (guardrails.ts): the input passes or trips; an output check's held reply is applied, with feedback, or trips. */
+      settleGuard: enqueueActions(({ context, enqueue }) => {
+        const outcome = guardVerdict(context) as Exclude<guard.GuardOutcome, { type: 'open' }>;
+        const { stage, reply } = context.guard!.check!;
+        const settled = { guard: guard.settledGuard(context.guard!, outcome) };
+        const judged = stage === 'output' ? judgeAnswer(structured, context.brain, context.outputState, reply as ModelReply) : null;
+        if (outcome.type === 'tripped') {
+          enqueue.emit({ type: 'guardrail.tripped', error: new guard.GuardrailTrippedError(outcome.guardrail, outcome.message) });
+          const spent = judged ? pickUsage(replyApplied(context, judged)) : {};
+          return void enqueue.assign({ ...settled, ...spent, brain: stopRun(context, { type: 'Failed', error: guard.trippedFailure(outcome) }) });
+        }
+        if (!judged) return void enqueue.assign(settled);
+        const turn = context.brain.context.turnsTaken + 1;
+        if (outcome.type === 'feedback') enqueue.emit({ type: 'guardrail.feedback', turn, message: outcome.message });
+        const steered = outcome.type === 'feedback' ? feedBrain(judged.brain, { type: 'steer', message: guard.guardFeedbackMessage(outcome.message) }) : judged.brain;
+        enqueue.assign({ ...afterReply(context, { ...judged, brain: steered }), ...settled });
+        enqueue.emit({ type: 'turn.finished', id: deliveryIds.reply(context.runIndex, turn, context.attempt?.attempt ?? 1), turn, reply: reply as ModelReply });
+      }),
+      failGuardrail: assign(({ context, event }) => ({
+        ...resetBatch(context),
+        brain: stopRun(context, { type: 'Failed', error: errorInfo('GuardrailError', as(event, 'io.failed').error) }),
+      })),
       requestModel: sendTo('io', ({ context }): IoRequest => ({
         type: 'model',
         key: modelKey(context),
@@ -692,21 +766,7 @@ export function createAgentMachine(config: AgentConfig) {
         enqueue.emit({ type: 'operation.yielded', operation: APPROVALS_OPERATION, reason: 'approval', payload: { calls: calls.map((call) => call.id) } });
       }),
       // Checked against the tools the model was offered: the run's recorded set (see ToolSource).
-      acceptReply: assign(({ context, event }) => {
-        const answer = answerOf(context, event);
-        const { reply } = answer;
-        const applied = applyReply({ ...context, brain: answer.brain }, reply, offeredTools(context));
-        const next = {
-          ...applied,
-          brain: settleAnswer(answer, applied.brain),
-          ...(answer.state && { outputState: answer.state }),
-          ...(context.models && { models: bookUsage(context.models, reply.usage) }),
-        };
-        // The afterReply point opens with the reply it is given (kept until it is done).
-        const key = `${keyOf(context, next.brain.context.turnsTaken, 'model')}:after`;
-        if (next.brain.context.outcome?.type === 'Failed') return { ...next, compactionPasses: 0 };
-        return { ...next, compactionPasses: 0, operations: openPoint(context.operations, plan, 'afterReply', key, reply) };
-      }),
+      acceptReply: assign(({ context, event }) => afterReply(context, answerOf(context, event))),
       emitOutputRejected: enqueueActions(({ context, event, enqueue }) => {
         const { rejected, overrule } = answerOf(context, event);
         if (rejected) enqueue.emit({ type: 'output.rejected', turn: context.brain.context.turnsTaken, error: rejected, final: overrule !== undefined });
@@ -941,6 +1001,8 @@ export function createAgentMachine(config: AgentConfig) {
           /** Asks the brain; the policy is re-read here on every step. */
           Start: {
             always: [
+              // A guardrail check in progress (restored, or just opened) is decided before anything else.
+              { guard: 'guardOpen', target: 'Guarding' },
               // A run about to end by maxTurns or a budget first asks for its answer (output schema, finalOutputCall).
               { guard: 'finalCallDue', target: 'Start', reenter: true, actions: 'beginFinalCall' },
               // Budgets are checked between steps: going past one seals the run (seed 004).
@@ -956,6 +1018,8 @@ export function createAgentMachine(config: AgentConfig) {
               // Pruning comes before any decision, so it always runs before summarizing.
               { guard: 'extrasChanged', target: 'Start', reenter: true, actions: 'refreshExtras' },
               { guard: 'shouldPrune', target: 'Start', reenter: true, actions: ['emitPruned', { type: 'trace', params: 'prune' }, 'prune'] },
+              // Input guardrails judge the run's input before anything reaches the model.
+              { guard: and(['callLLM', 'inputGuardDue']), target: 'Guarding', actions: 'openInputCheck' },
               // The run's first model call is preceded by its toolset step (only with tool sources).
               { guard: and(['callLLM', 'toolsetDue']), target: 'ListingTools' },
               { guard: and(['callLLM', 'beforeModelCallDue']), target: 'Operating', actions: { type: 'openPoint', params: 'beforeModelCall' } },
@@ -1020,6 +1084,20 @@ export function createAgentMachine(config: AgentConfig) {
               ],
             },
           },
+          /** Guardrails judge the run's input or its final answer, in parallel; each verdict is kept as it comes (see guardrails.ts). */
+          Guarding: {
+            entry: 'requestGuardrails',
+            always: [
+              { guard: 'guardUndecided' },
+              { guard: 'guardTripped', target: 'Start', actions: ['abortIo', 'settleGuard'] },
+              { target: 'Start', actions: 'settleGuard' },
+            ],
+            on: {
+              'io.attached': { actions: 'requestGuardrails' },
+              'io.guarded': { guard: 'currentGuardCheck', actions: 'recordGuardVerdict' },
+              'io.failed': { guard: 'currentGuardCheck', target: 'Start', actions: ['abortIo', 'failGuardrail'] },
+            },
+          },
           /** Lists the run's tool sources once; the run offers and accepts what this step records. */
           ListingTools: {
             entry: 'requestToolset',
@@ -1033,7 +1111,11 @@ export function createAgentMachine(config: AgentConfig) {
             entry: [{ type: 'startAttempt', params: 'resumed' }, 'requestModel'],
             on: {
               'io.attached': { actions: [{ type: 'startAttempt', params: 'resumed' }, 'requestModel'] },
-              'io.replied': { guard: 'currentModelCall', target: 'Start', actions: ['acceptReply', 'emitTurnFinished', 'emitOutputRejected'] },
+              // A reply that would complete the run is held for the output guardrails.
+              'io.replied': [
+                { guard: and(['currentModelCall', 'outputGuardDue']), target: 'Guarding', actions: 'holdReply' },
+                { guard: 'currentModelCall', target: 'Start', actions: ['acceptReply', 'emitTurnFinished', 'emitOutputRejected'] },
+              ],
               'io.failed': [
                 // A prompt part or request rewrite that failed on the way out is the operation's failure.
                 { guard: and(['currentModelCall', 'operationFailure']), target: 'Start', actions: 'failOperation' },

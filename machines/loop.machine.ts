@@ -227,7 +227,8 @@ export const loopUpdates = {
   requestCancel: () => ({ cancelled: true }),
   concludeFailed: (_context, event) => {
     assertEvent(event, 'fail');
-    return { outcome: { type: 'Failed', error: { type: event.error.type, message: event.error.message } } };
+    const { type, message, guardrail } = event.error;
+    return { outcome: { type: 'Failed', error: { type, message, ...(guardrail && { guardrail }) } } };
   },
   concludeSealed: (_context, event) => {
     assertEvent(event, 'seal');

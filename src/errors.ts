@@ -20,6 +20,9 @@ export const ERROR_CODES = [
   'StepTimeout',
   // A tool policy that threw, timed out or returned no verdict.
   'ToolPolicyFailed',
+  // A guardrail that tripped, or one that threw, timed out or returned no verdict.
+  'GuardrailTripped',
+  'GuardrailFailed',
   // A model call (every ModelError subclass: malformed stream, read timeout, deadline, bad reply).
   'ModelError',
   // A model object the AI SDK adapter cannot drive (an unknown specification version).

@@ -54,6 +54,7 @@ export type { HookContext, InterruptedStep, Operation, OperationContext, Operati
 export type { AgentOutcome, Failure, FailureType } from './agent/failure.js';
 export type { ExternalEvent } from './agent/events.js';
 export { DeliveryLedger, type DeliveryId, type DeliveredEvent } from './agent/delivery.js';
+export { GuardrailError, GuardrailTrippedError, type Guardrail, type GuardrailInput, type GuardrailStage, type GuardrailVerdict, type GuardrailsConfig } from './agent/guardrails.js';
 export { ToolPolicyError, type ToolPolicy, type ToolPolicyRequest, type ToolPolicyVerdict, type EarlierCall } from './agent/tool-policy.js';
 export { composeExecutors, inProcessExecutor, type Executor, type SideEffect, type SideEffectKind, type SideEffectInputs, type SideEffectOutputs } from './agent/executor.js';
 export type { TelemetryOptions, TelemetryTracer } from './telemetry/options.js';

@@ -58,6 +58,8 @@ function startRun(options: RunAgentOptions): { actor: AgentActor; lastFailure: (
   const actor = createActor(createAgentMachine(config), { input: { prompt, ...(history && { history }) }, inspect });
   // An answer that never validated: the run's error is the StructuredOutputError itself.
   actor.on('output.rejected', (event) => (failure = event.error));
+  // A guardrail that tripped: its GuardrailTrippedError (name, stage, info).
+  actor.on('guardrail.tripped', (event) => (failure = event.error));
   return { actor, lastFailure: () => failure };
 }
 

@@ -23,6 +23,7 @@ export { TraceEntrySchema, type TraceEntry, type ReadTraceEntry } from './sessio
 export { DEFAULT_MAX_TOOL_CALLS_PER_REPLY } from '../machines/agent.machine.js';
 export { DEFAULT_CANCEL_GRACE_MS, DEFAULT_OPERATION_TIMEOUT_MS } from './agent/operation.js';
 export { DEFAULT_TOOL_POLICY_TIMEOUT_MS, ToolPolicyVerdictSchema } from './agent/tool-policy.js';
+export { DEFAULT_GUARDRAIL_TIMEOUT_MS, DEFAULT_MAX_GUARDRAIL_FEEDBACK, GuardrailVerdictSchema } from './agent/guardrails.js';
 export { DEFAULT_STEP_TIMEOUT_MS } from './agent/stepper.js';
 export { OPERATION_HOOKS, type OperationHook, type OperationsState } from './agent/operation-state.js';
 export { MAX_SESSION_ID_LENGTH } from './stores/errors.js';

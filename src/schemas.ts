@@ -41,7 +41,19 @@ export const PendingToolCallSchema = z.object({
 });
 export type PendingToolCall = z.infer<typeof PendingToolCallSchema>;
 
-export const LoopErrorInfoSchema = z.object({ type: z.string().min(1), message: z.string() });
+/**
+ * A guardrail that tripped: its name, the stage it guards, and the (plain JSON) info it gave.
+ *
+ * @example
+ * ```ts
+ * const tripped = TrippedGuardrailSchema.parse({ name: 'no-secrets', stage: 'input', info: { found: 'api key' } });
+ * ```
+ */
+export const TrippedGuardrailSchema = z.object({ name: z.string().min(1), stage: z.enum(['input', 'output']), info: z.unknown().optional() });
+export type TrippedGuardrail = z.infer<typeof TrippedGuardrailSchema>;
+
+/** `guardrail`: only on a `GuardrailTripped` failure. */
+export const LoopErrorInfoSchema = z.object({ type: z.string().min(1), message: z.string(), guardrail: TrippedGuardrailSchema.optional() });
 export type LoopErrorInfo = z.infer<typeof LoopErrorInfoSchema>;
 
 /** Why a model stopped, normalized across providers. */

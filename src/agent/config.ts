@@ -13,6 +13,7 @@ import type { ToolPolicy } from './tool-policy.js';
 import type { OutputSchema } from './structured-output.js';
 import type { FallbackTrigger, ModelChoice } from './fallback.js';
 import type { HandoffsConfig } from './handoffs.js';
+import type { GuardrailsConfig } from './guardrails.js';
 
 export interface CompactionRequest {
   /** The whole conversation (history + pending) to compact. */
@@ -136,4 +137,10 @@ export interface AgentConfig {
    * recorded with the session. See `HandoffsConfig`.
    */
   handoffs?: HandoffsConfig;
+  /**
+   * Checks on each run's input (before its first model call) and its final answer (before it
+   * completes): pass, trip (`Failed(GuardrailTripped)`) or, on the answer, feedback the model
+   * answers again. See `Guardrail`.
+   */
+  guardrails?: GuardrailsConfig;
 }

@@ -5,6 +5,7 @@ import { LOOP_SNAPSHOT_VERSION, PolicySchema, ToolMessageSchema, UsageSchema, Us
 import { TRACEPARENT_PATTERN } from '../telemetry/traceparent.js';
 import type { Message, Policy, UserMessage } from '../schemas.js';
 import { ApprovalsSchema, NO_APPROVALS } from './approvals.js';
+import { GuardStateSchema } from './guardrails.js';
 import { AgentOutcomeSchema } from './failure.js';
 import { freshBrain, type BrainState } from './brain-state.js';
 import { NO_OPERATIONS, OperationsStateSchema } from './operation-state.js';
@@ -93,6 +94,8 @@ export const AgentContextSchema = z.object({
   models: ModelsStateSchema.optional(),
   /** With handoffs: the agent that has the conversation, once it was handed over. Absent: the entry agent. */
   agent: ActiveAgentSchema.optional(),
+  /** The guardrail check in progress with its verdicts so far, the last that passed, the run's feedback rounds. Absent without guardrails. */
+  guard: GuardStateSchema.optional(),
 });
 
 export type AgentContext = Omit<z.infer<typeof AgentContextSchema>, 'brain' | 'toolJournal'> & {

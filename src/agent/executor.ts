@@ -3,6 +3,7 @@ import type { CompactionReason, Message, ToolCall, ToolMessage } from '../schema
 import type { OperationHook } from './operation-state.js';
 import type { OperationOutput } from './operation-rules.js';
 import type { ToolPolicyVerdict } from './tool-policy.js';
+import type { GuardrailStage, GuardrailVerdict } from './guardrails.js';
 
 /**
  * The executor seam: every side effect of a run (a model call, one tool call, a compaction, an
@@ -22,6 +23,8 @@ export interface SideEffectInputs {
   approval: { turn: number; call: ToolCall };
   /** Asks the agent's tool policies about one call, before its approval rule and before anything runs. */
   policy: { turn: number; call: ToolCall };
+  /** One guardrail of one check (`checkKey`): the run's input before its first model call, or its final answer. */
+  guardrail: { turn: number; stage: GuardrailStage; guardrail: string; checkKey: string };
   /** One operation's hook at one point; `pointKey` names the point (its operations share it). */
   operation: { turn: number; operation: string; hook: OperationHook; pointKey: string };
   /** Lists the run's tool sources, once per run before its first model call (only for an agent with sources). */
@@ -36,6 +39,7 @@ export interface SideEffectOutputs {
   compaction: { before: number; after: number; messages?: Message[] };
   approval: boolean;
   policy: ToolPolicyVerdict;
+  guardrail: GuardrailVerdict;
   /** The hook's effects, checked; null when it declined. */
   operation: OperationOutput | null;
   /** The definitions the sources listed: the run offers these (and the agent's own tools) to its end. */

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { OutcomeSchema, type Outcome } from '../schemas.js';
+import { OutcomeSchema, type Outcome, type TrippedGuardrail } from '../schemas.js';
 import { jsonValueProblem } from '../json-value.js';
 
 /**
@@ -13,6 +13,8 @@ import { jsonValueProblem } from '../json-value.js';
  * - `ToolPolicyError`: a tool policy threw, timed out or returned no verdict (`ToolPolicyError`):
  *   no call of the batch ran;
  * - `StructuredOutputError`: the final answer never matched the agent's `output` schema;
+ * - `GuardrailTripped`: a guardrail tripped (`error.guardrail` names it, with its stage and info);
+ * - `GuardrailError`: a guardrail threw, timed out or returned no verdict;
  * - `TurnFailed`: the host running the turn (a Restate handler) kept failing in an unexpected
  *   way past its bounded retries;
  * - `Unknown`: a failure stored by another build under a type this one does not know (its
@@ -29,13 +31,15 @@ import { jsonValueProblem } from '../json-value.js';
  *     case 'OperationError': return 'an operation failed';
  *     case 'ToolPolicyError': return 'a tool policy failed';
  *     case 'StructuredOutputError': return 'the answer never matched the output schema';
+ *     case 'GuardrailTripped': return 'a guardrail stopped the run';
+ *     case 'GuardrailError': return 'a guardrail failed';
  *     case 'TurnFailed': return 'the host could not run the turn';
  *     case 'Unknown': return 'a failure this version does not know';
  *   }
  * }
  * ```
  */
-export const FAILURE_TYPES = ['ModelError', 'ToolError', 'CompactionError', 'CompactionStalled', 'OperationError', 'ToolPolicyError', 'StructuredOutputError', 'TurnFailed', 'Unknown'] as const;
+export const FAILURE_TYPES = ['ModelError', 'ToolError', 'CompactionError', 'CompactionStalled', 'OperationError', 'ToolPolicyError', 'StructuredOutputError', 'GuardrailTripped', 'GuardrailError', 'TurnFailed', 'Unknown'] as const;
 export type FailureType = (typeof FAILURE_TYPES)[number];
 
 const known = new Set<string>(FAILURE_TYPES);
@@ -44,6 +48,8 @@ const known = new Set<string>(FAILURE_TYPES);
 export interface Failure {
   type: FailureType;
   message: string;
+  /** A `GuardrailTripped` failure: the guardrail, the stage it guards and the info it gave. */
+  guardrail?: TrippedGuardrail;
 }
 
 /**

@@ -22,6 +22,7 @@ import { uniqueCallIds } from './call-ids.js';
 import { calibrated, requestTokens } from './request-size.js';
 import { PARENT_STOPPED, inScope, type ChildHandle, type SubagentReport } from './subagent-scope.js';
 import { routedEvent } from './subagents.js';
+import { checkedGuardVerdict, runGuardrail, type GuardrailPlan, type GuardrailStage, type GuardrailVerdict } from './guardrails.js';
 import { checkedVerdict, decideCall, earlierCallsOf, type ToolPolicyPlan, type ToolPolicyVerdict } from './tool-policy.js';
 
 
@@ -51,6 +52,8 @@ export interface IoDeps {
   executor: Executor;
   /** The agent's tool policies, asked about each call before its approval rule (null: none). */
   toolPolicy: ToolPolicyPlan | null;
+  /** The agent's guardrails (null: none). */
+  guardrails: GuardrailPlan | null;
   /** Told when the IO stops (its run ended, or the actor stopped mid-run), with the last request's key. */
   onStop?: (lastKey: string | undefined) => void;
 }
@@ -116,6 +119,19 @@ export type IoRequest =
       /** The run's active model (its index), handed to the compactor. */
       model: number;
     }
+  /** Runs the named guardrails of one check in parallel; each verdict is reported as it comes. */
+  | {
+      type: 'guardrails';
+      key: string;
+      stage: GuardrailStage;
+      names: readonly string[];
+      turn: number;
+      sessionId: string;
+      text: string;
+      /** The parsed answer an output check judges (an agent with an output schema). */
+      output?: unknown;
+      conversation: ConversationRef;
+    }
   /** Stops everything in flight: the run no longer needs it. */
   | { type: 'abort' }
   /** A decision or a steer for a child run (an agent tool's): routed by the first part of its path. */
@@ -136,6 +152,7 @@ export type IoEvent =
   | { type: 'io.approvalsChecked'; key: string; waiting: string[]; policy: PolicyVerdicts }
   /** Operation `index` of the point's list returned (`output` null: it declined). */
   | { type: 'io.operated'; key: string; index: number; output: OperationOutput | null }
+  | { type: 'io.guarded'; key: string; name: string; verdict: GuardrailVerdict }
   | { type: 'io.compacted'; key: string; reason: CompactionReason; output: SideEffectOutputs['compaction'] }
   /** A child run of call `callId` (an agent tool's) reports to its parent. */
   | { type: 'io.subagent'; key: string; callId: string; report: SubagentReport }
@@ -564,6 +581,27 @@ export function ioLogic(deps: IoDeps) {
             } catch (error) {
               fail(controller, key, 'approval', error);
             }
+          });
+        case 'guardrails':
+          return start(request.key, async (controller) => {
+            const { key, stage, turn, sessionId, text, output } = request;
+            const messages = view(request.conversation);
+            const input = { stage, sessionId, text, messages, ...(output !== undefined && { output }) };
+            // In parallel; the first failure fails the check (the chart stops listening to the rest).
+            await Promise.all(
+              request.names.map(async (name) => {
+                const guardrail = deps.guardrails!.byName.get(name)!;
+                try {
+                  const output = await execute(
+                    { key: `${key}:${name}`, kind: 'guardrail', input: { turn, stage, guardrail: name, checkKey: key }, signal: controller.signal },
+                    () => runGuardrail(guardrail, input, controller.signal),
+                  );
+                  send(controller, { type: 'io.guarded', key, name, verdict: checkedGuardVerdict(name, stage, output) });
+                } catch (error) {
+                  fail(controller, key, 'guardrail', error);
+                }
+              }),
+            );
           });
         case 'compaction':
           return start(request.key, async (controller) => {

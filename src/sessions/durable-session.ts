@@ -412,6 +412,9 @@ export class DurableSession {
           this.#record({ type: 'tool', ...common, turn: input.turn, call: input.call, ...(result !== undefined && { result: result as ToolMessage }), ...error });
           // Other calls of the batch may run on for long: the entry does not wait for the batch's step.
           this.#writeTrace();
+        } else if (effect.kind === 'guardrail') {
+          const { turn, stage, guardrail: name, checkKey: check } = (effect as SideEffect<'guardrail'>).input;
+          this.#record({ type: 'guardrail', ...common, turn, check, stage, name, ...(result !== undefined && { verdict: result as never }), ...error });
         } else if (effect.kind === 'compaction') {
           const { input } = effect as SideEffect<'compaction'>;
           const output = result as { before: number; after: number; messages?: unknown } | undefined;

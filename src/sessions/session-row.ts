@@ -76,6 +76,8 @@ export const SessionRowSchema = AgentContextSchema.pick({
   models: true,
   // Optional too: who has the conversation, once it was handed over.
   agent: true,
+  // Optional too: the guardrail check in progress and the input check that passed.
+  guard: true,
 }).extend({
   rowVersion: z.literal(SESSION_ROW_VERSION),
   brain: z.object({
@@ -119,6 +121,7 @@ export function encodeRow(context: AgentContext): SessionRow {
     ...(context.outputState && { outputState: context.outputState }),
     ...(context.models && { models: context.models }),
     ...(context.agent && { agent: context.agent }),
+    ...(context.guard && { guard: context.guard }),
   };
 }
 
@@ -174,5 +177,6 @@ export function decodeRow(
     ...(row.outputState && { outputState: row.outputState }),
     ...(row.models && { models: row.models }),
     ...(row.agent && { agent: row.agent }),
+    ...(row.guard && { guard: row.guard }),
   };
 }

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { RefusalReasonSchema } from '../agent/approval-binding.js';
+import { GuardrailVerdictSchema } from '../agent/guardrails.js';
 import type { SessionStore, TraceRecord } from '../stores/session-store.js';
 import {
   CompactionReasonSchema,
@@ -126,6 +127,20 @@ export const TraceEntrySchema = z.discriminatedUnion('type', [
     error: ErrorInfoSchema.optional(),
   }),
   z.object({ type: z.literal('prune'), at, run: count, pruned: count, before: count, after: count }),
+  /** One guardrail of a check (`check`: the run's input, or a reply that would complete it), with its verdict or why it failed. */
+  z.object({
+    type: z.literal('guardrail'),
+    at,
+    ms,
+    run: count,
+    turn: count,
+    key: z.string(),
+    check: z.string(),
+    stage: z.enum(['input', 'output']),
+    name: z.string(),
+    verdict: GuardrailVerdictSchema.optional(),
+    error: ErrorInfoSchema.optional(),
+  }),
   /** The model asked for the same batch `times` times in a row: its calls were answered with a note, not run. */
   /** The conversation was handed from agent `from` to agent `to` (handoffs). */
   z.object({ type: z.literal('handoff'), at, run: count, turn: count, from: z.string(), to: z.string() }),

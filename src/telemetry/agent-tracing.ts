@@ -290,6 +290,10 @@ export class AgentTracing {
           { kind: SPAN_KIND_INTERNAL, attributes: { 'loopchart.operation.name': operation, 'loopchart.operation.hook': hook, 'loopchart.turn': turn, ...conversation } },
         ];
       }
+      case 'guardrail': {
+        const { guardrail, stage, turn } = effect.input as SideEffect<'guardrail'>['input'];
+        return [`guardrail ${guardrail}`, { kind: SPAN_KIND_INTERNAL, attributes: { 'loopchart.guardrail.name': guardrail, 'loopchart.guardrail.stage': stage, 'loopchart.turn': turn, ...conversation } }];
+      }
       case 'toolset': {
         const { sources } = effect.input as SideEffect<'toolset'>['input'];
         return ['list_tools', { kind: SPAN_KIND_INTERNAL, attributes: { 'loopchart.tool_sources': sources, ...conversation } }];

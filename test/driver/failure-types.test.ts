@@ -24,6 +24,8 @@ function explain(outcome: AgentOutcome): string {
     case 'OperationError':
     case 'ToolPolicyError':
     case 'StructuredOutputError':
+    case 'GuardrailTripped':
+    case 'GuardrailError':
     case 'TurnFailed':
     case 'Unknown':
       return type;
@@ -37,6 +39,8 @@ describe('failure types', () => {
     expect([...FAILURE_TYPES].sort()).toEqual([
       'CompactionError',
       'CompactionStalled',
+      'GuardrailError',
+      'GuardrailTripped',
       'ModelError',
       'OperationError',
       'StructuredOutputError',
