@@ -9,7 +9,8 @@ import { parseLocation } from './store.js';
 
 const SESSIONS_COMMANDS = `sessions commands:
   list              every session: id, version (steps stored), messages, last update
-  show ID           the transcript: roles, tool calls with their arguments, tool results (truncated)
+  show ID           the transcript: roles, tool calls with their arguments, tool results (truncated);
+                    child sessions (agent tools) as a tree with their outcome and usage
   resume ID         continue the run that was in flight when the session was stored, to its end
   send ID TEXT      start the next run of a session at rest (after Ctrl-C, a failure, a finished
                     run, or a fork) with TEXT as the user's message

@@ -7,6 +7,7 @@ import { CliError, UsageError } from './errors.js';
 import { escapeLine } from './escape.js';
 import { openExisting, type StoreLocation } from './store.js';
 import { describeOperations, describeState, formatTranscript } from './transcript.js';
+import { sessionTree, treeLines, type SessionNode } from './session-tree.js';
 
 export interface Io {
   out(line: string): void;
@@ -80,6 +81,7 @@ export async function showSession(sessionId: string, options: CommandOptions): P
       io.out(`session ${escapeLine(sessionId)} · version ${stored.version} · ${stored.messages.length} messages · ${location.label}`);
       io.out(`state: ${describeState(context, runInFlight(context.brain))}`);
       io.out(`usage: ${usage.inputTokens} input + ${usage.outputTokens} output tokens over ${context.runIndex} run(s)`);
+      for (const line of await describeChildren(store, sessionId, location)) io.out(line);
       for (const line of describeOperations(context, { full: options.full })) io.out(line);
       io.out('');
       io.out(stored.messages.length === 0 ? '(no messages)' : formatTranscript(context, { full: options.full }));
@@ -87,6 +89,28 @@ export async function showSession(sessionId: string, options: CommandOptions): P
     },
     noStore(location),
   );
+}
+
+/** The session's child sessions (agent tools) as a tree, each with its state and usage; none: no lines. */
+async function describeChildren(store: SessionStore, sessionId: string, location: StoreLocation): Promise<string[]> {
+  const tree = sessionTree((await store.list()).map((s) => s.sessionId), sessionId);
+  if (tree.length === 0) return [];
+  const described = new Map<string, string>();
+  const visit = async (nodes: readonly SessionNode[]): Promise<void> => {
+    for (const node of nodes) {
+      try {
+        const { context } = await loadSession(store, node.sessionId, location);
+        const u = context.sessionUsage;
+        described.set(node.sessionId, `${describeState(context, runInFlight(context.brain))}; usage ${u.inputTokens} input + ${u.outputTokens} output tokens`);
+      } catch (error) {
+        // One unreadable child does not hide its parent or its siblings.
+        described.set(node.sessionId, `unreadable: ${escapeLine((error as Error).message)}`);
+      }
+      await visit(node.children);
+    }
+  };
+  await visit(tree);
+  return ['children:', ...treeLines(tree, (node) => described.get(node.sessionId)!)];
 }
 
 /** Drives nothing: a rewind opens the session at rest, so any agent will do. */
