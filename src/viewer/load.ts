@@ -80,6 +80,7 @@ function stateView(context: ReturnType<typeof decodeRow>, io: string): NonNullab
     turns: brain.context.turnsTaken,
     usage: context.sessionUsage,
     outcome: runInFlight(brain) ? null : outcome && describeOutcome(outcome),
+    ...(context.agent && { agent: context.agent }),
     operations: {
       slices: operations.slices,
       point: operations.point && `${operations.point.hook} (${operations.point.next} done)`,

@@ -20,6 +20,8 @@ export interface SessionView {
     turns: number;
     usage: Usage;
     outcome: string | null;
+    /** With handoffs: the agent that has the conversation and who handed it over (absent: the entry agent). */
+    agent?: { name: string; from: string };
     /** The operations' persisted state (session row version 3): slices, the point in progress, a yield waited on. */
     operations: {
       slices: Record<string, unknown>;

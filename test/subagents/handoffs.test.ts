@@ -166,6 +166,7 @@ describe('handoffs in a durable session', () => {
     const trace = await readSessionTrace(store, 'h');
     const entries = trace.flatMap((record) => ('entry' in record && record.entry.type === 'handoff' ? [record.entry] : []));
     expect(entries).toMatchObject([{ type: 'handoff', run: 1, turn: 2, from: 'triage', to: 'billing' }]);
+    expect((await loadSessionView(store, 'h'))!.state!.agent).toEqual({ name: 'billing', from: 'triage' });
     expect(rowsOf({ session: (await loadSessionView(store, 'h'))! }).rows.filter((row) => row.kind === 'handoff').map((row) => row.title)).toEqual(['handoff after turn 2: triage → billing']);
     await session.close();
     await store.close();

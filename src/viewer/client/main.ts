@@ -36,6 +36,7 @@ function renderHeader() {
   const facts: [string, string][] = [];
   if (s.state) {
     facts.push(['state', s.state.brain], ['driver', s.state.io || '—'], ['runs', String(s.state.runs)], ['turns', String(s.state.turns)]);
+    if (s.state.agent) facts.push(['agent', `${s.state.agent.name} (handed over by ${s.state.agent.from})`]);
     facts.push(['tokens', `${s.state.usage.inputTokens} in / ${s.state.usage.outputTokens} out`]);
     facts.push(['outcome', s.state.outcome ?? (s.state.inFlight ? (builder.closed ?? 'run in flight') : '—')]);
   }
