@@ -2,7 +2,7 @@ import type { Message } from '../schemas.js';
 import { readSessionTrace, type ReadTraceEntry } from '../sessions/trace.js';
 import type { SessionStore } from '../stores/session-store.js';
 import { cursorParam } from './http.js';
-import { lastIo, loadSessionHead, type SessionHead } from './load.js';
+import { lastIo, loadSessionHead, type SessionHead, type TraceReader } from './load.js';
 import { sseEvent, type SseStream } from './sse.js';
 
 /**
@@ -102,8 +102,8 @@ export class SessionFeed {
   }
 
   /** The feed of a stored session, or undefined when there is no such session. */
-  static async open(store: SessionStore, sessionId: string): Promise<SessionFeed | undefined> {
-    const trace = await readSessionTrace(store, sessionId);
+  static async open(store: SessionStore, sessionId: string, readTrace: TraceReader = (id) => readSessionTrace(store, id)): Promise<SessionFeed | undefined> {
+    const trace = await readTrace(sessionId);
     const io = lastIo(trace);
     const head = await loadSessionHead(store, sessionId, io);
     return head && new SessionFeed(store, sessionId, trace.at(-1)?.seq ?? 0, io, head);
@@ -213,11 +213,13 @@ export class SessionFeed {
 export class SessionFeeds {
   readonly #store: SessionStore;
   readonly #pollMs: number;
+  readonly #readTrace: TraceReader | undefined;
   readonly #feeds = new Map<string, Promise<SessionFeed | undefined>>();
 
-  constructor(store: SessionStore, pollMs: number) {
+  constructor(store: SessionStore, pollMs: number, readTrace?: TraceReader) {
     this.#store = store;
     this.#pollMs = pollMs;
+    this.#readTrace = readTrace;
   }
 
   /** The session's running feed, or undefined when there is no such session. */
@@ -225,7 +227,7 @@ export class SessionFeeds {
     for (;;) {
       let pending = this.#feeds.get(sessionId);
       if (!pending) {
-        pending = SessionFeed.open(this.#store, sessionId);
+        pending = SessionFeed.open(this.#store, sessionId, this.#readTrace);
         this.#feeds.set(sessionId, pending);
         const opened = pending;
         void opened.then(

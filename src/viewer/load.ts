@@ -26,16 +26,19 @@ export const lastIo = (trace: readonly ReadTraceEntry[]): string => {
   return '';
 };
 
+/** Reads a session's validated trace (a viewer's `TraceCache`, or straight from the store). */
+export type TraceReader = (sessionId: string) => Promise<ReadTraceEntry[]>;
+
 /**
  * Everything the session page shows, or undefined for a session that does not exist. A row
  * this build cannot read (corrupt, from a newer loopchart) is not a failure of the page: the
  * view carries its typed error, and the log and trace when they can be read.
  */
-export async function loadSessionView(store: SessionStore, sessionId: string): Promise<SessionView | undefined> {
+export async function loadSessionView(store: SessionStore, sessionId: string, readTrace: TraceReader = (id) => readSessionTrace(store, id)): Promise<SessionView | undefined> {
   let trace: ReadTraceEntry[] = [];
   let traceError: unknown;
   try {
-    trace = await readSessionTrace(store, sessionId);
+    trace = await readTrace(sessionId);
   } catch (error) {
     traceError = error;
   }
@@ -62,19 +65,41 @@ export async function loadSessionHead(store: SessionStore, sessionId: string, io
   if (!stored) return undefined;
   const base = { sessionId, version: stored.version, messageCount: stored.messages.length, updatedAt: null, messages: stored.messages };
   try {
-    return { ...base, error: null, state: stateView(decodeRow(sessionId, stored.state, stored.messages), io) };
+    return { ...base, error: null, state: { ...decodedState(store, sessionId, stored), io } };
   } catch (error) {
     return { ...base, error: errorView(error), state: null };
   }
 }
 
-function stateView(context: ReturnType<typeof decodeRow>, io: string): NonNullable<SessionView['state']> {
+type StateView = Omit<NonNullable<SessionView['state']>, 'io'>;
+/** Sessions whose decoded state is kept, per store. */
+const DECODED_KEPT = 64;
+/** The last decoded state of each session, per store: keyed by session id (a Map), valid for one version. */
+const decoded = new WeakMap<SessionStore, Map<string, { version: number; state: StateView }>>();
+
+/**
+ * The row's state as the page shows it. A stored version is written once and never changed, so
+ * a row already decoded at this version is not decoded again: decoding validates the whole
+ * conversation once more (20,000 messages on a long session), and a page load needs none of it.
+ */
+function decodedState(store: SessionStore, sessionId: string, stored: NonNullable<Awaited<ReturnType<SessionStore['load']>>>): StateView {
+  let sessions = decoded.get(store);
+  if (!sessions) decoded.set(store, (sessions = new Map()));
+  const known = sessions.get(sessionId);
+  if (known?.version === stored.version) return known.state;
+  const state = stateView(decodeRow(sessionId, stored.state, stored.messages));
+  sessions.delete(sessionId);
+  sessions.set(sessionId, { version: stored.version, state });
+  if (sessions.size > DECODED_KEPT) sessions.delete(sessions.keys().next().value!);
+  return state;
+}
+
+function stateView(context: ReturnType<typeof decodeRow>): StateView {
   const brain = context.brain;
   const outcome = brain.context.outcome ?? context.lastRun?.outcome ?? null;
   const { operations } = context;
   return {
     brain: brain.value,
-    io,
     inFlight: runInFlight(brain),
     runs: context.runIndex,
     turns: brain.context.turnsTaken,

@@ -29,9 +29,15 @@ export interface SessionView {
       waiting: { operation: string; reason: string; payload: unknown } | null;
     };
   } | null;
+  /** The log, or in a page its last `LOG_SHOWN` messages (the page shows no more of it). */
   messages: Message[];
+  /** The log position of `messages[0]` (0, or more in a page given only the log's end). */
+  logFrom?: number;
   trace: ReadTraceEntry[];
 }
+
+/** Messages of the log a page holds and shows (a model call's conversation comes from the trace). */
+export const LOG_SHOWN = 200;
 
 export interface PageData {
   mode: 'session' | 'inspector';

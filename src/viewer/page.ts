@@ -1,4 +1,6 @@
-import type { PageData } from './page-model.js';
+import type { ReadTraceEntry } from '../sessions/trace.js';
+import { LazyTexts, lazyTextId } from './lazy-text.js';
+import { LOG_SHOWN, type PageData } from './page-model.js';
 import type { SessionListing } from './load.js';
 import { VIEWER_STYLE } from './style.js';
 
@@ -26,7 +28,7 @@ export const sessionPath = (sessionId: string): string => `/s/${encodeURICompone
 /** The page of a live actor `viewerInspector()` streams (ids chosen by the host, so encoded too). */
 export const actorPath = (actorId: string): string => `/a/${encodeURIComponent(actorId)}`;
 
-function document(title: string, body: string, options: { script?: string; connect?: boolean } = {}): string {
+function document(title: string, body: string, options: { script?: string; connect?: boolean; after?: string } = {}): string {
   // An exported file has no server: no connection at all. A served page talks to its own origin only.
   const csp = [
     "default-src 'none'",
@@ -51,19 +53,53 @@ function document(title: string, body: string, options: { script?: string; conne
 <body>
 ${body}
 ${options.script ? `<script>${options.script.replace(/<\/script/gi, '<\\/script')}</script>` : ''}
+${options.after ?? ''}
 </body>
 </html>
 `;
 }
 
-/** A session page (served live, or exported to one file). */
-export function sessionPage(data: PageData, script: string): string {
+/** A trace as a page embeds it: each entry's island JSON, its long texts as markers of `texts`. */
+export interface EmbeddedTrace {
+  json: readonly string[];
+  texts: LazyTexts;
+}
+
+/** Entries as a page embeds them (their long texts kept in `texts`). */
+export const embedTrace = (entries: readonly ReadTraceEntry[], texts = new LazyTexts()): EmbeddedTrace => ({
+  json: entries.map((entry) => jsonIsland(texts.lift(entry))),
+  texts,
+});
+
+/** The texts' islands, each encoded once (a cached trace's 23 MB reply is not escaped again on every load). */
+const encoded = new WeakMap<LazyTexts, string[]>();
+function encodedTexts(texts: LazyTexts): string[] {
+  let islands = encoded.get(texts);
+  if (!islands) encoded.set(texts, (islands = []));
+  for (let i = islands.length; i < texts.texts.length; i++) islands.push(jsonIsland(texts.texts[i]));
+  return islands;
+}
+
+/**
+ * A session page (served live, or exported to one file). The page's data holds the log's end
+ * only, and long texts as markers: their islands come after the page script, so the page is
+ * drawn before the browser has even read them, and parses one only when it is expanded. The
+ * trace is its own island, made of the entries' JSON: a viewer keeps it per session (see
+ * `TraceCache`) and passes it as `trace`, so a load does not encode 20,000 entries again.
+ */
+export function sessionPage(data: PageData, script: string, trace: EmbeddedTrace = embedTrace(data.session.trace)): string {
+  const { messages } = data.session;
+  const logFrom = (data.session.logFrom ?? 0) + Math.max(0, messages.length - LOG_SHOWN);
+  const session = { ...data.session, messages: messages.slice(-LOG_SHOWN), logFrom, trace: [] };
+  const main = jsonIsland(trace.texts.lift({ ...data, session }));
+  const islands = encodedTexts(trace.texts).map((json, i) => `<script type="application/json" id="${lazyTextId(i)}">${json}</script>`).join('\n');
   return document(
     `loopchart · ${data.session.sessionId}`,
     `<nav>${data.live ? '<a href="/">all sessions</a> · ' : ''}loopchart view</nav>
 <div id="app"><p>Loading ${escapeHtml(data.session.sessionId)}…</p></div>
-<script type="application/json" id="loopchart-data">${jsonIsland(data)}</script>`,
-    { script, connect: data.live },
+<script type="application/json" id="loopchart-data">${main}</script>
+<script type="application/json" id="loopchart-trace">[${trace.json.join(',')}]</script>`,
+    { script, connect: data.live, after: islands },
   );
 }
 

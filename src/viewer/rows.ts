@@ -1,5 +1,6 @@
 import type { Message } from '../schemas.js';
 import type { ReadTraceEntry, TraceEntry } from '../sessions/trace.js';
+import { shownText } from './lazy-text.js';
 import type { PageData, Row } from './page-model.js';
 
 /**
@@ -7,8 +8,16 @@ import type { PageData, Row } from './page-model.js';
  * DOM-free: the page runs it, and the tests can too.
  */
 
+/** What the detail pane shows of a row besides its title. */
+export type RowDetail = Pick<Row, 'facts' | 'blocks'>;
+/**
+ * A timeline row. Its detail is built when it is shown: a 10,000-turn session has 20,000 rows,
+ * and their arguments and tool calls pretty-printed up front cost more than the rest of the page.
+ */
+export type TimelineRow = Omit<Row, 'facts' | 'blocks'> & { detail: () => RowDetail };
+
 export interface RowBuilder {
-  rows: Row[];
+  rows: TimelineRow[];
   lastSeq: number;
   costUsd: number;
   /** How the session was left when its last entry is a clean close with the run in flight (else null). */
@@ -20,9 +29,11 @@ export interface RowBuilder {
   addRows(rows: readonly Row[]): void;
 }
 
+/** One line of at most `max` characters; only the text's start is read (a reply may be 23 MB). */
 const clip = (text: string, max = 140) => {
-  const line = text.replace(/\s+/g, ' ').trim();
-  return line.length > max ? `${line.slice(0, max - 1)}…` : line;
+  const shown = shownText(text);
+  const line = shown.slice(0, 4 * max).replace(/\s+/g, ' ').trim();
+  return line.length > max || shown.length > 4 * max || shown.length < text.length ? `${line.slice(0, max - 1)}…` : line;
 };
 const json = (value: unknown, indent?: number) => {
   try {
@@ -63,21 +74,21 @@ export function rowsOf(data: Pick<PageData, 'session' | 'rows'>): RowBuilder {
       }
     },
     addRows(rows) {
-      for (const row of rows) {
-        builder.rows.push(row);
+      for (const { facts, blocks, ...row } of rows) {
+        builder.rows.push({ ...row, detail: () => ({ facts, blocks }) });
         builder.lastSeq = Math.max(builder.lastSeq, row.seq);
       }
     },
   };
-  const push = (row: Partial<Row> & Pick<Row, 'kind' | 'seq' | 'at' | 'title'>) =>
+  /** A row; its detail given as `facts` and `blocks`, or built on demand by `detail`. */
+  const push = ({ facts = [], blocks = [], ...row }: Partial<Row> & Pick<Row, 'kind' | 'seq' | 'at' | 'title'> & { detail?: () => RowDetail }) =>
     builder.rows.push({
       time: clock(row.at),
       state,
       io,
       error: false,
-      facts: [],
-      blocks: [],
       modelIndex: builder.models.length - 1,
+      detail: () => ({ facts, blocks }),
       ...row,
     });
 
@@ -93,7 +104,7 @@ export function rowsOf(data: Pick<PageData, 'session' | 'rows'>): RowBuilder {
       case 'run':
         state = 'Start';
         io = 'Running.Start';
-        push({ ...base, kind: 'run', title: `run ${entry.run}: ${clip(entry.prompt)}`, facts: [['policy', json(entry.policy)]], blocks: [['prompt', entry.prompt]] });
+        push({ ...base, kind: 'run', title: `run ${entry.run}: ${clip(entry.prompt)}`, detail: () => ({ facts: [['policy', json(entry.policy)]], blocks: [['prompt', entry.prompt]] }) });
         return;
       case 'model': {
         builder.models.push(entry);
@@ -111,19 +122,21 @@ export function rowsOf(data: Pick<PageData, 'session' | 'rows'>): RowBuilder {
           title,
           error: entry.error !== undefined,
           modelIndex: builder.models.length - 1,
-          facts: [
-            ['turn', String(entry.turn)],
-            ...(entry.model ? ([['model', entry.model]] as [string, string][]) : []),
-            ['latency', ms(entry.ms)],
-            ['tokens', usage ? `${usage.inputTokens} in / ${usage.outputTokens} out` : '—'],
-            ['finish reason', entry.reply?.finishReason ?? '—'],
-            ['key', entry.key],
-          ],
-          blocks: [
-            ['streamed text', text],
-            ...(calls.length ? ([['tool calls', json(calls, 2)]] as [string, string][]) : []),
-            ...(entry.error ? ([['error', `${entry.error.name}: ${entry.error.message}`]] as [string, string][]) : []),
-          ],
+          detail: () => ({
+            facts: [
+              ['turn', String(entry.turn)],
+              ...(entry.model ? ([['model', entry.model]] as [string, string][]) : []),
+              ['latency', ms(entry.ms)],
+              ['tokens', usage ? `${usage.inputTokens} in / ${usage.outputTokens} out` : '—'],
+              ['finish reason', entry.reply?.finishReason ?? '—'],
+              ['key', entry.key],
+            ],
+            blocks: [
+              ['streamed text', text],
+              ...(calls.length ? ([['tool calls', json(calls, 2)]] as [string, string][]) : []),
+              ...(entry.error ? ([['error', `${entry.error.name}: ${entry.error.message}`]] as [string, string][]) : []),
+            ],
+          }),
         });
         return;
       }
@@ -152,17 +165,19 @@ export function rowsOf(data: Pick<PageData, 'session' | 'rows'>): RowBuilder {
           title: `${entry.call.name}(${clip(json(entry.call.args), 50)}) · ${ms(entry.ms)}${failed ? ' · error' : ''} · ${clip(result?.content ?? entry.error?.message ?? '', 50)}`,
           error: failed,
           io: 'Running.AwaitingTools.Executing',
-          facts: [
-            ['tool', entry.call.name],
-            ['call id', entry.call.id],
-            ['duration', ms(entry.ms)],
-            ['turn', String(entry.turn)],
-          ],
-          blocks: [
-            ['arguments', json(entry.call.args, 2)],
-            ['result', result?.content ?? '(none)'],
-            ...(entry.error ? ([['error', `${entry.error.name}: ${entry.error.message}`]] as [string, string][]) : []),
-          ],
+          detail: () => ({
+            facts: [
+              ['tool', entry.call.name],
+              ['call id', entry.call.id],
+              ['duration', ms(entry.ms)],
+              ['turn', String(entry.turn)],
+            ],
+            blocks: [
+              ['arguments', json(entry.call.args, 2)],
+              ['result', result?.content ?? '(none)'],
+              ...(entry.error ? ([['error', `${entry.error.name}: ${entry.error.message}`]] as [string, string][]) : []),
+            ],
+          }),
         });
         return;
       }
@@ -302,6 +317,7 @@ export function rowsOf(data: Pick<PageData, 'session' | 'rows'>): RowBuilder {
 const CHECKPOINT_EVERY = 64;
 /** Kept prompts by model index, per builder (prompts never change: models are only appended). */
 const checkpoints = new WeakMap<RowBuilder, Map<number, Message[]>>();
+const lastPrompts = new WeakMap<RowBuilder, { modelIndex: number; prompt: { turn: number; messages: Message[] } }>();
 
 /**
  * The prompt of the model call a row belongs to, rebuilt from the deltas from the nearest kept
@@ -311,6 +327,9 @@ const checkpoints = new WeakMap<RowBuilder, Map<number, Message[]>>();
 export function promptAt(builder: RowBuilder, rowIndex: number): { turn: number; messages: Message[] } | null {
   const row = builder.rows[rowIndex];
   if (!row || row.modelIndex < 0) return null;
+  // Neighbouring rows mostly share a model call (its tool rows follow it): the last prompt is kept too.
+  const last = lastPrompts.get(builder);
+  if (last?.modelIndex === row.modelIndex) return last.prompt;
   let kept = checkpoints.get(builder);
   if (!kept) checkpoints.set(builder, (kept = new Map()));
   let from = row.modelIndex - (row.modelIndex % CHECKPOINT_EVERY);
@@ -322,5 +341,7 @@ export function promptAt(builder: RowBuilder, rowIndex: number): { turn: number;
     if (i % CHECKPOINT_EVERY === 0) kept.set(i, prompt);
   }
   const model = builder.models[row.modelIndex]!;
-  return { turn: model.turn, messages: prompt };
+  const result = { turn: model.turn, messages: prompt };
+  lastPrompts.set(builder, { modelIndex: row.modelIndex, prompt: result });
+  return result;
 }

@@ -13,6 +13,7 @@ import { cachedLayout } from './chart-layout.js';
 import { listSessionViews, loadSessionView } from './load.js';
 import { homePage, messagePage, sessionPage, sessionPath } from './page.js';
 import type { PageData, SessionView } from './page-model.js';
+import { TraceCache } from './trace-cache.js';
 import { LiveStreams, liveLimits, type LiveLimitsInput, type LiveStats } from './sse.js';
 
 /** The viewer's address: loopback only, never another interface. */
@@ -116,7 +117,9 @@ export async function exportSessionHtml(store: SessionStore, sessionId: string):
 export async function startViewer(options: ViewerOptions): Promise<RunningViewer> {
   const { store } = options;
   const live = new LiveStreams(liveLimits(options.live));
-  const feeds = new SessionFeeds(store, options.pollMs ?? 250);
+  const traces = new TraceCache(store);
+  const readTrace = async (sessionId: string) => (await traces.read(sessionId)).entries.slice();
+  const feeds = new SessionFeeds(store, options.pollMs ?? 250, readTrace);
   const label = options.storeLabel ?? 'the store';
   let port = 0;
   // The charts are laid out (in a worker) while the server starts listening: no page waits for ELK's slow first run.
@@ -141,9 +144,10 @@ export async function startViewer(options: ViewerOptions): Promise<RunningViewer
       const stream = live.open(res, (closed) => feed.detach(closed));
       return feed.attach(stream, cursor);
     }
-    const view = await loadSessionView(store, sessionId);
+    const trace = await traces.read(sessionId).catch(() => undefined);
+    const view = await loadSessionView(store, sessionId, trace ? async () => trace.entries.slice() : readTrace);
     if (!view) return missing();
-    return send(res, view.error ? 500 : 200, sessionPage(await pageData(view, true), await clientScript()));
+    return send(res, view.error ? 500 : 200, sessionPage(await pageData(view, true), await clientScript(), trace));
   };
 
   const server: Server = createServer((request, response) => {

@@ -45,5 +45,6 @@ main { display: grid; grid-template-columns: minmax(0, 1.2fr) minmax(0, 1fr); ga
 .message.role-assistant { border-color: var(--accent); } .message.role-tool { border-color: var(--current); } .message.role-system { border-color: var(--muted); }
 .hint { color: var(--muted); }
 button.more { font: inherit; font-size: 12px; color: var(--accent); background: none; border: 1px solid var(--line); border-radius: 4px; padding: 1px 8px; margin: 2px 0; cursor: pointer; }
+pre.expanded { max-height: 70vh; overflow: auto; } pre .chunk { display: block; content-visibility: auto; contain-intrinsic-size: auto 600px; }
 @media (max-width: 900px) { main { grid-template-columns: 1fr; } }
 `;

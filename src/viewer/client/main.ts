@@ -5,14 +5,16 @@
  * piece of stored text reaches the page through `textContent` or `setAttribute` of attributes
  * that never load or run anything: nothing from a session is ever parsed as HTML.
  */
-import type { PageData, Row } from '../page-model.js';
-import { rowsOf, promptAt, type RowBuilder } from '../rows.js';
+import { LAZY_TEXT_OVER, LAZY_HEAD, lazyTextId, parseLazy } from '../lazy-text.js';
+import { LOG_SHOWN, type PageData, type Row } from '../page-model.js';
+import { rowsOf, promptAt, type RowBuilder, type TimelineRow } from '../rows.js';
 import { drawChart, markStates } from './chart-view.js';
 
 const ROW_HEIGHT = 30;
 const OVERSCAN = 8;
 
 const data = JSON.parse(document.getElementById('loopchart-data')!.textContent!) as PageData;
+data.session.trace = JSON.parse(document.getElementById('loopchart-trace')!.textContent!) as PageData['session']['trace'];
 
 function el<K extends keyof HTMLElementTagNameMap>(tag: K, attrs: Record<string, string> = {}, ...children: (Node | string)[]): HTMLElementTagNameMap[K] {
   const node = document.createElement(tag);
@@ -111,7 +113,7 @@ timeline.append(spacer);
 const detail = el('section', { id: 'detail', 'aria-live': 'polite', 'aria-label': 'Selected step' });
 const rendered = new Map<number, HTMLElement>();
 
-function rowElement(row: Row, index: number): HTMLElement {
+function rowElement(row: TimelineRow, index: number): HTMLElement {
   const node = el(
     'div',
     { class: `row kind-${row.kind}${row.error ? ' failed' : ''}`, role: 'option', id: `row-${index}`, 'data-index': String(index), 'data-kind': row.kind },
@@ -174,19 +176,45 @@ function select(index: number) {
   highlight();
 }
 
-/** Text past this length is shown cut, with a button for the rest: a 23 MB reply costs nothing until asked for. */
-const LONG_TEXT = 20_000;
-const SHOWN_OF_LONG = 2_000;
+/**
+ * Text past `LAZY_TEXT_OVER` characters shows its head, its size and a button for the rest: a
+ * 23 MB reply costs nothing until asked for. In the page's data such a text is a marker (the
+ * text waits in its own island, parsed on the click); a live update may bring it whole.
+ */
 function textView(text: string, attrs: Record<string, string> = {}): HTMLElement {
-  if (text.length <= LONG_TEXT) return el('pre', attrs, text);
-  const pre = el('pre', { ...attrs, 'data-cut': String(text.length) }, text.slice(0, SHOWN_OF_LONG));
-  const more = el('button', { type: 'button', class: 'more' }, `show all ${text.length.toLocaleString('en-US')} characters`);
+  const lazy = parseLazy(text);
+  if (!lazy && text.length <= LAZY_TEXT_OVER) return el('pre', attrs, text);
+  const length = lazy?.length ?? text.length;
+  const pre = el('pre', { ...attrs, 'data-cut': String(length) }, lazy?.head ?? text.slice(0, LAZY_HEAD));
+  const more = el('button', { type: 'button', class: 'more' }, `show all ${length.toLocaleString('en-US')} characters`);
   more.addEventListener('click', () => {
-    pre.textContent = text;
+    const whole = lazy ? (JSON.parse(document.getElementById(lazyTextId(lazy.index))!.textContent!) as string) : text;
+    showChunked(pre, whole);
     pre.removeAttribute('data-cut');
     more.remove();
   });
   return el('div', { class: 'long' }, pre, more);
+}
+
+/** Characters per chunk of an expanded text: each chunk is laid out only once it scrolls into view. */
+const CHUNK = 32_768;
+/**
+ * The whole text in a scrolling box, in chunks the browser skips while they are off screen
+ * (`content-visibility: auto`): expanding 23 MB lays out one screenful, not 23 MB of lines.
+ * Chunks end after a line break where the chunk has one, so lines are not cut.
+ */
+function showChunked(pre: HTMLElement, text: string) {
+  const chunks: HTMLElement[] = [];
+  for (let at = 0; at < text.length; ) {
+    let piece = text.slice(at, at + CHUNK);
+    // Searched within the chunk only: lastIndexOf on the whole text would scan back to its start.
+    const newline = at + piece.length < text.length ? piece.lastIndexOf('\n') : -1;
+    if (newline >= 0) piece = piece.slice(0, newline + 1);
+    chunks.push(el('span', { class: 'chunk' }, piece));
+    at += piece.length;
+  }
+  pre.classList.add('expanded');
+  pre.replaceChildren(...chunks);
 }
 
 function messageView(message: { role: string; content: string; toolCalls?: { id: string; name: string; args: unknown }[]; toolCallId?: string; toolName?: string; isError?: boolean }, index: number): HTMLElement {
@@ -205,12 +233,13 @@ function renderDetail() {
     return;
   }
   detail.append(el('h2', {}, `${row.kind}: ${row.title}`));
+  const { facts, blocks } = row.detail();
   const dl = el('dl', { class: 'facts' });
-  for (const [k, v] of row.facts) dl.append(el('div', { 'data-fact': k }, el('dt', {}, k), el('dd', {}, v)));
+  for (const [k, v] of facts) dl.append(el('div', { 'data-fact': k }, el('dt', {}, k), el('dd', {}, v)));
   dl.append(el('div', { 'data-fact': 'state' }, el('dt', {}, 'brain state'), el('dd', {}, row.state)));
   dl.append(el('div', { 'data-fact': 'io' }, el('dt', {}, 'driver'), el('dd', {}, row.io)));
   detail.append(dl);
-  for (const [label, text] of row.blocks) detail.append(el('h3', {}, label), textView(text, { class: 'block' }));
+  for (const [label, text] of blocks) detail.append(el('h3', {}, label), textView(text, { class: 'block' }));
   const prompt = promptAt(builder, selected);
   if (prompt) {
     const list = el('div', { class: 'conversation', id: 'conversation' });
@@ -247,13 +276,13 @@ let liveStatus = 'following';
 function connect() {
   if (!data.live || !data.eventsUrl) return;
   // A reconnect (after a drop) sends the last event's id instead: the server continues from it.
-  const source = new EventSource(`${data.eventsUrl}?after=${builder.lastSeq}&log=${data.session.messages.length}`);
+  const source = new EventSource(`${data.eventsUrl}?after=${builder.lastSeq}&log=${logFrom + data.session.messages.length}`);
   source.onmessage = (message) => {
     const update = JSON.parse(message.data) as LiveUpdate;
     liveStatus = 'following';
     if (update.head) Object.assign(data.session, update.head);
     if (update.state) data.session.state = { ...data.session.state!, ...update.state };
-    if (update.log) data.session.messages = data.session.messages.slice(0, update.log.from).concat(update.log.messages);
+    if (update.log) keepLog(update.log.from, update.log.messages);
     builder.addRows(update.rows ?? []);
     builder.add(update.entries);
     renderHeader();
@@ -269,14 +298,20 @@ function connect() {
 }
 
 // ---------- the page ----------
+/** The page holds the log's last `LOG_SHOWN` messages; this is the log position of the first. */
+let logFrom = data.session.logFrom ?? 0;
+/** The log from position `from` on is `messages` (what the page held past it is replaced). */
+function keepLog(from: number, messages: PageData['session']['messages']) {
+  const held = from < logFrom ? messages : data.session.messages.slice(0, from - logFrom).concat(messages);
+  logFrom = Math.min(from, logFrom) + Math.max(0, held.length - LOG_SHOWN);
+  data.session.messages = held.slice(-LOG_SHOWN);
+}
 const log = el('section', { id: 'log' });
 function renderLog() {
-  const messages = data.session.messages;
-  log.replaceChildren(el('h2', {}, `The log (${messages.length} messages, as stored now)`));
-  const shown = messages.slice(-200);
-  const offset = messages.length - shown.length;
-  if (offset > 0) log.append(el('p', { class: 'hint' }, `${offset} earlier messages not shown; select a model call to see its whole conversation.`));
-  shown.forEach((message, i) => log.append(messageView(message, offset + i)));
+  const shown = data.session.messages;
+  log.replaceChildren(el('h2', {}, `The log (${logFrom + shown.length} messages, as stored now)`));
+  if (logFrom > 0) log.append(el('p', { class: 'hint' }, `${logFrom} earlier messages not shown; select a model call to see its whole conversation.`));
+  shown.forEach((message, i) => log.append(messageView(message, logFrom + i)));
 }
 
 renderHeader();
