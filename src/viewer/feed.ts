@@ -79,6 +79,8 @@ function changedPerTrace(entries: readonly ReadTraceEntry[]): number {
 
 export class SessionFeed {
   readonly #store: SessionStore;
+  /** Catching a page up (a served page gets the start of a long trace, and the rest from here). */
+  readonly #readTrace: TraceReader;
   readonly sessionId: string;
   readonly #clients = new Map<SseStream, LiveCursor>();
   #seq: number;
@@ -92,8 +94,9 @@ export class SessionFeed {
   #timer: NodeJS.Timeout | undefined;
   #stopped = false;
 
-  private constructor(store: SessionStore, sessionId: string, seq: number, io: string, head: SessionHead) {
+  private constructor(store: SessionStore, sessionId: string, seq: number, io: string, head: SessionHead, readTrace: TraceReader) {
     this.#store = store;
+    this.#readTrace = readTrace;
     this.sessionId = sessionId;
     this.#seq = seq;
     this.#knownSince = seq;
@@ -102,11 +105,11 @@ export class SessionFeed {
   }
 
   /** The feed of a stored session, or undefined when there is no such session. */
-  static async open(store: SessionStore, sessionId: string, readTrace: TraceReader = (id) => readSessionTrace(store, id)): Promise<SessionFeed | undefined> {
+  static async open(store: SessionStore, sessionId: string, readTrace: TraceReader = (id, after) => readSessionTrace(store, id, after)): Promise<SessionFeed | undefined> {
     const trace = await readTrace(sessionId);
     const io = lastIo(trace);
     const head = await loadSessionHead(store, sessionId, io);
-    return head && new SessionFeed(store, sessionId, trace.at(-1)?.seq ?? 0, io, head);
+    return head && new SessionFeed(store, sessionId, trace.at(-1)?.seq ?? 0, io, head, readTrace);
   }
 
   /** True once the feed stopped polling (it had no page left): a new page needs a new feed. */
@@ -187,7 +190,7 @@ export class SessionFeed {
   /** What a page at `cursor` lacks, or null when it has everything the feed has. */
   async #catchUp(cursor: LiveCursor): Promise<Buffer | null> {
     const seq = Math.min(cursor.seq, this.#seq);
-    const entries = seq < this.#seq ? (await readSessionTrace(this.#store, this.sessionId, seq)).filter((r) => r.seq <= this.#seq) : [];
+    const entries = seq < this.#seq ? (await this.#readTrace(this.sessionId, seq)).filter((r) => r.seq <= this.#seq) : [];
     const length = this.#head.messages.length;
     let from = Math.min(cursor.log, length);
     if (seq < this.#knownSince) from = Math.min(from, changedPerTrace(entries.filter((r) => r.seq <= this.#knownSince)));

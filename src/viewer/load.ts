@@ -26,8 +26,8 @@ export const lastIo = (trace: readonly ReadTraceEntry[]): string => {
   return '';
 };
 
-/** Reads a session's validated trace (a viewer's `TraceCache`, or straight from the store). */
-export type TraceReader = (sessionId: string) => Promise<ReadTraceEntry[]>;
+/** Reads a session's validated trace after entry `afterSeq` (a viewer's `TraceCache`, or straight from the store). */
+export type TraceReader = (sessionId: string, afterSeq?: number) => Promise<ReadTraceEntry[]>;
 
 /**
  * Everything the session page shows, or undefined for a session that does not exist. A row

@@ -34,6 +34,11 @@ export interface SessionView {
   /** The log position of `messages[0]` (0, or more in a page given only the log's end). */
   logFrom?: number;
   trace: ReadTraceEntry[];
+  /**
+   * The last stored trace entry's seq when the page holds only the trace's start (a served page
+   * of a long session: the live stream brings the rest); absent when `trace` is all of it.
+   */
+  traceTo?: number;
 }
 
 /** Messages of the log a page holds and shows (a model call's conversation comes from the trace). */

@@ -63,13 +63,19 @@ ${options.after ?? ''}
 export interface EmbeddedTrace {
   json: readonly string[];
   texts: LazyTexts;
+  /** The last entry's seq (0 for none). */
+  lastSeq: number;
 }
 
 /** Entries as a page embeds them (their long texts kept in `texts`). */
 export const embedTrace = (entries: readonly ReadTraceEntry[], texts = new LazyTexts()): EmbeddedTrace => ({
   json: entries.map((entry) => jsonIsland(texts.lift(entry))),
   texts,
+  lastSeq: entries.at(-1)?.seq ?? 0,
 });
+
+/** Trace entries a live page gets in the page itself; the rest come over its event stream. */
+export const FIRST_ENTRIES = 2_000;
 
 /** The texts' islands, each encoded once (a cached trace's 23 MB reply is not escaped again on every load). */
 const encoded = new WeakMap<LazyTexts, string[]>();
@@ -90,7 +96,11 @@ function encodedTexts(texts: LazyTexts): string[] {
 export function sessionPage(data: PageData, script: string, trace: EmbeddedTrace = embedTrace(data.session.trace)): string {
   const { messages } = data.session;
   const logFrom = (data.session.logFrom ?? 0) + Math.max(0, messages.length - LOG_SHOWN);
-  const session = { ...data.session, messages: messages.slice(-LOG_SHOWN), logFrom, trace: [] };
+  // A live page draws the trace's start and gets the rest over its event stream, after the first render.
+  const cut = data.live && trace.json.length > FIRST_ENTRIES;
+  const entries = cut ? trace.json.slice(0, FIRST_ENTRIES) : trace.json;
+  const traceTo = cut ? { traceTo: trace.lastSeq } : {};
+  const session = { ...data.session, messages: messages.slice(-LOG_SHOWN), logFrom, trace: [], ...traceTo };
   const main = jsonIsland(trace.texts.lift({ ...data, session }));
   const islands = encodedTexts(trace.texts).map((json, i) => `<script type="application/json" id="${lazyTextId(i)}">${json}</script>`).join('\n');
   return document(
@@ -98,7 +108,7 @@ export function sessionPage(data: PageData, script: string, trace: EmbeddedTrace
     `<nav>${data.live ? '<a href="/">all sessions</a> · ' : ''}loopchart view</nav>
 <div id="app"><p>Loading ${escapeHtml(data.session.sessionId)}…</p></div>
 <script type="application/json" id="loopchart-data">${main}</script>
-<script type="application/json" id="loopchart-trace">[${trace.json.join(',')}]</script>`,
+<script type="application/json" id="loopchart-trace">[${entries.join(',')}]</script>`,
     { script, connect: data.live, after: islands },
   );
 }

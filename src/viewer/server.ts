@@ -118,7 +118,7 @@ export async function startViewer(options: ViewerOptions): Promise<RunningViewer
   const { store } = options;
   const live = new LiveStreams(liveLimits(options.live));
   const traces = new TraceCache(store);
-  const readTrace = async (sessionId: string) => (await traces.read(sessionId)).entries.slice();
+  const readTrace = async (sessionId: string, afterSeq = 0) => (await traces.read(sessionId)).entries.filter((record) => record.seq > afterSeq);
   const feeds = new SessionFeeds(store, options.pollMs ?? 250, readTrace);
   const label = options.storeLabel ?? 'the store';
   let port = 0;

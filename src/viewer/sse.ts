@@ -88,6 +88,8 @@ export class SseStream {
   readonly #dropNotice: (reason: string, limits: LiveLimits) => Buffer;
   #state: 'open' | 'dropped' | 'closed' = 'open';
   #grace: NodeJS.Timeout | undefined;
+  /** Whether an event went out yet: the first one (a page's catch-up) goes whatever it weighs. */
+  #sent = false;
 
   /** `dropNotice`: the last bytes a dropped client gets (default: the viewer's reconnect hint). */
   constructor(res: SseSink, limits: LiveLimits, onDrop: () => void, dropNotice = reconnectHint) {
@@ -106,11 +108,17 @@ export class SseStream {
     return this.#state === 'closed' ? 0 : this.#res.writableLength;
   }
 
-  /** Writes one event; false when the client is gone or was dropped by this write. */
+  /**
+   * Writes one event; false when the client is gone or was dropped by this write. The stream's
+   * first event is never refused: only the greeting can be waiting before it, and it is what
+   * the page asked for (a served page of a long session gets most of its trace this way).
+   */
   send(chunk: Buffer): boolean {
     if (this.#state !== 'open') return false;
     const waiting = this.#res.writableLength;
-    if (waiting > 0 && waiting + chunk.length > this.#limits.maxBufferedBytes) {
+    const first = !this.#sent;
+    this.#sent = true;
+    if (!first && waiting > 0 && waiting + chunk.length > this.#limits.maxBufferedBytes) {
       this.#drop(waiting);
       return false;
     }

@@ -8,7 +8,6 @@ export interface CachedTrace extends EmbeddedTrace {
   entries: readonly ReadTraceEntry[];
 }
 
-const EMPTY: CachedTrace = { entries: [], json: [], texts: new LazyTexts() };
 
 /**
  * The validated traces of the sessions a viewer shows, read once. A trace is append-only, so a
@@ -34,10 +33,11 @@ export class TraceCache {
    */
   read(sessionId: string): Promise<CachedTrace> {
     const before = this.#traces.get(sessionId);
-    const next = (before ?? Promise.resolve(undefined)).catch(() => undefined).then(async (known = { ...EMPTY, texts: new LazyTexts() }) => {
-      const fresh = await readSessionTrace(this.#store, sessionId, known.entries.at(-1)?.seq ?? 0);
+    const next = (before ?? Promise.resolve(undefined)).catch(() => undefined).then(async (known: CachedTrace = { entries: [], json: [], texts: new LazyTexts(), lastSeq: 0 }) => {
+      const fresh = await readSessionTrace(this.#store, sessionId, known.lastSeq);
       if (fresh.length === 0) return known;
-      return { entries: known.entries.concat(fresh), json: known.json.concat(embedTrace(fresh, known.texts).json), texts: known.texts };
+      const added = embedTrace(fresh, known.texts);
+      return { entries: known.entries.concat(fresh), json: known.json.concat(added.json), texts: known.texts, lastSeq: added.lastSeq };
     });
     this.#traces.delete(sessionId);
     this.#traces.set(sessionId, next);

@@ -288,7 +288,7 @@ function connect() {
     renderHeader();
     renderRows();
     if (update.log) renderLog();
-    timelineTitle.textContent = `Timeline (${builder.rows.length} steps)`;
+    renderTitle();
     highlight();
   };
   source.addEventListener('dropped', () => {
@@ -315,7 +315,14 @@ function renderLog() {
 }
 
 renderHeader();
-const timelineTitle = el('h2', { id: 'timeline-title' }, `Timeline (${builder.rows.length} steps)`);
+const timelineTitle = el('h2', { id: 'timeline-title' });
+/** A served page of a long session holds the trace's start; until the event stream brought the rest, the title says so. */
+function renderTitle() {
+  const loading = builder.lastSeq < (data.session.traceTo ?? 0);
+  timelineTitle.textContent = `Timeline (${builder.rows.length} steps${loading ? ', loading the rest…' : ''})`;
+  if (!loading && document.body.dataset.complete === undefined) document.body.dataset.complete = String(performance.now());
+}
+renderTitle();
 const main = el('main', {}, el('div', { class: 'left' }, timelineTitle, timeline, log), detail);
 app.replaceChildren(header, chartBox, main);
 renderLog();
