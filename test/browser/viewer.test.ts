@@ -234,8 +234,12 @@ describe.skipIf(!hasChromium)('loopchart view in chromium', () => {
       expect(await pwned(page)).toBeUndefined();
       expect(await page.locator('img').count()).toBe(0);
       expect(await page.locator('a[href^="javascript:"], [onerror], b').count()).toBe(0);
-      // Ours only: the JSON island and the page script (none on the home page).
-      expect(await page.locator('script').count()).toBe(path ? 2 : 0);
+      // Ours only: the page script and its JSON islands, data, trace and long texts (none on the home page).
+      expect(await page.locator('script:not([type])').count()).toBe(path ? 1 : 0);
+      const islands = await page.locator('script[type]').evaluateAll((scripts) => scripts.map((s) => `${s.getAttribute('type')} ${s.id}`));
+      expect(islands.every((island) => /^application\/json loopchart-(data|trace|text-\d+)$/.test(island))).toBe(true);
+      if (path) expect(islands).toEqual(expect.arrayContaining(['application/json loopchart-data', 'application/json loopchart-trace']));
+      else expect(islands).toEqual([]);
     }
     await page.goto(`${viewer.url}s/rich`);
     await ready(page);
