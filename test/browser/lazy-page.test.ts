@@ -86,7 +86,7 @@ describe('a session page', () => {
     const toolRow = rows.rows.find((row) => row.kind === 'tool')!;
     expect(toolRow.title).toContain('</script><script>window.pwned');
     expect(toolRow.title).not.toContain('\u0000');
-    expect(toolRow.detail().blocks.find(([label]) => label === 'result')![1]).toBe(tool.entry.result!.content);
+    expect(toolRow.detail().blocks.find(([label]) => label === 'result')![1]).toBe('entry' in tool && tool.entry.type === 'tool' ? tool.entry.result!.content : '');
   });
 
   it("holds the log's last messages, and a live page only the trace's start (the export all of it)", async () => {

@@ -277,24 +277,37 @@ function connect() {
   if (!data.live || !data.eventsUrl) return;
   // A reconnect (after a drop) sends the last event's id instead: the server continues from it.
   const source = new EventSource(`${data.eventsUrl}?after=${builder.lastSeq}&log=${logFrom + data.session.messages.length}`);
+  // Updates apply in order; a big one (the rest of a long trace) in slices, so keys and scrolling still answer meanwhile.
+  let applying = Promise.resolve();
   source.onmessage = (message) => {
     const update = JSON.parse(message.data) as LiveUpdate;
-    liveStatus = 'following';
-    if (update.head) Object.assign(data.session, update.head);
-    if (update.state) data.session.state = { ...data.session.state!, ...update.state };
-    if (update.log) keepLog(update.log.from, update.log.messages);
-    builder.addRows(update.rows ?? []);
-    builder.add(update.entries);
-    renderHeader();
-    renderRows();
-    if (update.log) renderLog();
-    renderTitle();
-    highlight();
+    applying = applying.then(() => apply(update));
   };
   source.addEventListener('dropped', () => {
     liveStatus = 'fell behind; reconnecting to';
     renderHeader();
   });
+}
+
+/** Trace entries a live update adds to the timeline between two yields to the browser. */
+const ENTRIES_PER_SLICE = 2_000;
+async function apply(update: LiveUpdate) {
+  liveStatus = 'following';
+  builder.addRows(update.rows ?? []);
+  for (let at = 0; at < update.entries.length; at += ENTRIES_PER_SLICE) {
+    if (at > 0) await new Promise((resolve) => setTimeout(resolve, 0));
+    builder.add(update.entries.slice(at, at + ENTRIES_PER_SLICE));
+    renderRows();
+    renderTitle();
+  }
+  if (update.head) Object.assign(data.session, update.head);
+  if (update.state) data.session.state = { ...data.session.state!, ...update.state };
+  if (update.log) keepLog(update.log.from, update.log.messages);
+  renderHeader();
+  renderRows();
+  if (update.log) renderLog();
+  renderTitle();
+  highlight();
 }
 
 // ---------- the page ----------
