@@ -252,6 +252,20 @@ export function rowsOf(data: Pick<PageData, 'session' | 'rows'>): RowBuilder {
       case 'handoff':
         push({ ...base, kind: 'handoff', title: `handoff after turn ${entry.turn}: ${entry.from} → ${entry.to}`, state: 'AwaitingTools', io: 'Running.HandingOff', facts: [['from', entry.from], ['to', entry.to]] });
         return;
+      case 'guardrail': {
+        const said = entry.verdict ? (entry.verdict.type === 'feedback' ? `feedback: ${clip(entry.verdict.message)}` : entry.verdict.type) : `failed: ${clip(entry.error?.message ?? '')}`;
+        push({
+          ...base,
+          kind: 'guardrail',
+          title: `${entry.stage} guardrail ${entry.name}: ${said}`,
+          error: entry.verdict?.type !== 'pass',
+          state: entry.stage === 'input' ? 'Start' : 'AwaitingModel',
+          io: 'Running.Guarding',
+          facts: [['check', entry.check], ['duration', ms(entry.ms)]],
+          blocks: entry.verdict ? [['verdict', json(entry.verdict, 2)]] : [['error', `${entry.error?.name}: ${entry.error?.message}`]],
+        });
+        return;
+      }
       case 'prune':
         push({ ...base, kind: 'prune', title: `pruned ${entry.pruned} tool result(s): ${entry.before} → ${entry.after} tokens`, facts: [['tokens before', String(entry.before)], ['tokens after', String(entry.after)]] });
         return;
