@@ -44,7 +44,8 @@ export async function loadSessionView(store: SessionStore, sessionId: string, re
   }
   const head = await loadSessionHead(store, sessionId, lastIo(trace));
   if (!head) return undefined;
-  return { ...head, error: head.error ?? (traceError === undefined ? null : errorView(traceError)), trace };
+  const children = (await store.list()).map((s) => s.sessionId).filter((id) => id.startsWith(`${sessionId}/`));
+  return { ...head, error: head.error ?? (traceError === undefined ? null : errorView(traceError)), trace, ...(children.length > 0 && { children }) };
 }
 
 /** A session page's head: the row's state and the log, without the trace. */

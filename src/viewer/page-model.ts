@@ -39,6 +39,8 @@ export interface SessionView {
    * of a long session: the live stream brings the rest); absent when `trace` is all of it.
    */
   traceTo?: number;
+  /** Its child sessions (agent tools) and theirs, by id: a tool call that started one links to it. */
+  children?: string[];
 }
 
 /** Messages of the log a page holds and shows (a model call's conversation comes from the trace). */
@@ -73,4 +75,6 @@ export interface Row {
   blocks: [string, string][];
   /** Index of the model call (among the trace's model entries) whose prompt applies. */
   modelIndex: number;
+  /** The child session this tool call started (an agent tool), when the store has it. */
+  child?: string;
 }

@@ -159,8 +159,11 @@ export function rowsOf(data: Pick<PageData, 'session' | 'rows'>): RowBuilder {
         state = 'AwaitingTools';
         const result = entry.result;
         const failed = entry.error !== undefined || result?.isError === true;
+        // An agent tool's child session is named by the call (see agentTool): linked when stored.
+        const child = `${data.session.sessionId}/run-${entry.run}:turn-${entry.turn}:${entry.call.id}`;
         push({
           ...base,
+          ...(data.session.children?.includes(child) && { child }),
           kind: 'tool',
           title: `${entry.call.name}(${clip(json(entry.call.args), 50)}) · ${ms(entry.ms)}${failed ? ' · error' : ''} · ${clip(result?.content ?? entry.error?.message ?? '', 50)}`,
           error: failed,

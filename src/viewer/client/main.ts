@@ -239,6 +239,8 @@ function renderDetail() {
   dl.append(el('div', { 'data-fact': 'state' }, el('dt', {}, 'brain state'), el('dd', {}, row.state)));
   dl.append(el('div', { 'data-fact': 'io' }, el('dt', {}, 'driver'), el('dd', {}, row.io)));
   detail.append(dl);
+  // A served page links a tool call to the child session it started; an exported file has no server to open it.
+  if (row.child && data.live) detail.append(el('p', {}, el('a', { href: `/s/${encodeURIComponent(row.child)}`, 'data-child-session': row.child }, `open the child session ${row.child}`)));
   for (const [label, text] of blocks) detail.append(el('h3', {}, label), textView(text, { class: 'block' }));
   const prompt = promptAt(builder, selected);
   if (prompt) {
