@@ -3,6 +3,7 @@ import { conversationOf, feedBrain, pendingCalls, stepTypeOf, takeStep, type Bra
 import type { AgentConfig } from '../src/agent/config.js';
 import { decisionFor, deniedResult, isWaiting, restoredApprovals, takeDecision, type ApprovalEvent } from '../src/agent/approvals.js';
 import { requestFor, type ApprovalRequest, type RefusalReason } from '../src/agent/approval-binding.js';
+import { doubtRequests, isInDoubt, markedInDoubt, restoredDoubt, takeDoubtDecision, type DoubtEmitted } from '../src/agent/in-doubt.js';
 import { z } from 'zod';
 import { BudgetSchema, PricesSchema, budgetOverrun, costUsd, type BudgetKind, type BudgetOverrun } from '../src/agent/budget.js';
 import { BUDGET_OPERATION, activeMs, limitsOf, pausedAt, pausesOn, raiseOf, raiseProblem, raisedBy } from '../src/agent/budget-pause.js';
@@ -162,7 +163,8 @@ export type AgentEmitted =
   /** The conversation was handed to agent `name` (see `AgentConfig.handoffs`): its instructions, tools and model take over. */
   | { type: 'agent.handoff'; run: number; turn: number; name: string; from: string }
   /** A run started with this message (its index counts the session's runs from 1). */
-  | { type: 'run.started'; id: DeliveryId; run: number; message: UserMessage };
+  | { type: 'run.started'; id: DeliveryId; run: number; message: UserMessage }
+  | DoubtEmitted;
 
 const pickUsage = ({ runUsage, sessionUsage, models }: Pick<AgentContext, 'runUsage' | 'sessionUsage' | 'models'>) => ({ runUsage, sessionUsage, ...(models && { models }) });
 
@@ -281,7 +283,7 @@ export function createAgentMachine(config: AgentConfig) {
     if (wrongModel) throw new InvalidSnapshotError(`context.models: ${wrongModel}`);
     const wrongAgent = activeAgentProblem(team, context.agent);
     if (wrongAgent) throw new InvalidSnapshotError(`context.agent: ${wrongAgent}`);
-    return { ...context, operations: checkStoredOperations(plan, context.operations), approvals: restoredApprovals(context.approvals, context.brain) };
+    return { ...context, operations: checkStoredOperations(plan, context.operations), approvals: restoredApprovals(context.approvals, context.brain), ...restoredDoubt(context.doubt, context) };
   };
 
   /** A policy event changes only the fields it names. */
@@ -355,7 +357,7 @@ export function createAgentMachine(config: AgentConfig) {
   /** The calls that may run now: no result yet, not answered up front, not waiting for a human. */
   const runnable = (context: AgentContext): ToolCall[] =>
     batchResults(context, maxCalls)
-      .filter(({ call, result }) => result === undefined && (decisionFor(context.approvals, call)?.approved ?? !isWaiting(context.approvals, call)))
+      .filter(({ call, result }) => result === undefined && !isInDoubt(context.doubt, call.id) && (decisionFor(context.approvals, call)?.approved ?? !isWaiting(context.approvals, call)))
       .map(({ call }) => call);
   /**
    * Calls of the batch that may need a human's decision and were not asked about yet (a
@@ -448,6 +450,7 @@ export function createAgentMachine(config: AgentConfig) {
     ...(toolPolicy && { policyChecked: [] }),
     // A run stopped mid-check (cancel, seal, failure) leaves no check open.
     ...(context.guard?.check && { guard: { ...context.guard, check: null } }),
+    doubt: undefined,
   });
   /** The key of a hook point: its step's key (the model call it precedes or follows, the batch it precedes). */
   const pointKey = (context: AgentContext, hook: OperationHook) =>
@@ -519,6 +522,8 @@ export function createAgentMachine(config: AgentConfig) {
       nothingRunnable: ({ context }) => runnable(context).length === 0,
       nothingWaiting: ({ context }) => waitingCalls(context, maxCalls).length === 0,
       someoneWaiting: ({ context }) => waitingCalls(context, maxCalls).length > 0,
+      someoneInDoubt: ({ context }) => (context.doubt?.waiting.length ?? 0) > 0,
+      nothingInDoubt: ({ context }) => (context.doubt?.waiting.length ?? 0) === 0,
       currentModelCall: fromCurrent(modelKey),
       currentBatch: fromCurrent(batchKey),
       currentApprovalCheck: fromCurrent(approvalKey),
@@ -719,7 +724,25 @@ export function createAgentMachine(config: AgentConfig) {
         conversation: conversation(context),
         announce,
         offered: hasSources && context.offered ? { key: toolsetKey(context), definitions: context.offered.definitions } : null,
+        doubt: context.doubt,
       })),
+      markInDoubt: assign({ doubt: ({ context, event }) => markedInDoubt(context.doubt, as(event, 'io.toolInDoubt').call.id) }),
+      emitInDoubt: emit(({ context }) => ({ type: 'tool.inDoubt' as const, ...doubtRequests(context) })),
+      /** A person's decision for a call in doubt, bound to the call as shown; a refused one changes nothing. */
+      decideDoubt: enqueueActions(({ context, event, enqueue }) => {
+        const { toolCallId, action, by, reason, digest } = as(event, 'doubt.decide');
+        const taken = takeDoubtDecision(context, as(event, 'doubt.decide'));
+        const who = by !== undefined ? { by } : {};
+        if ('refusal' in taken) {
+          const { reason: refusal, detail } = taken.refusal;
+          enqueue.emit({ type: 'doubt.refused', run: context.runIndex, toolCallId, action, refusal, detail, ...who, ...(digest !== undefined && { digest }) });
+          return void enqueue.emit({ type: 'event.rejected', event: 'doubt.decide', reason: `${refusal}: ${detail}` });
+        }
+        const { result } = taken.decision;
+        enqueue.assign({ doubt: taken.doubt, ...(result && { toolJournal: journalResult(context.toolJournal, result) }) });
+        enqueue.emit({ type: 'doubt.decided', run: context.runIndex, toolCallId, digest: taken.decision.digest, action, ...who, ...(reason !== undefined && { reason }) });
+        if (result) enqueue.emit(toolFinished(context, taken.call, result));
+      }),
       /**
        * A new batch, on the common path: every call shows up in a UI's trace at once. Calls answered
        * up front (an unknown tool, past the per-reply limit) start and finish here; the others start,
@@ -955,9 +978,10 @@ export function createAgentMachine(config: AgentConfig) {
       // A decision outside a run is refused as a decision (the trace records why), never taken.
       approve: [{ guard: 'wellFormed', actions: 'recordDecision' }, { actions: 'rejectEvent' }],
       deny: [{ guard: 'wellFormed', actions: 'recordDecision' }, { actions: 'rejectEvent' }],
+      'doubt.decide': [{ guard: 'wellFormed', actions: 'decideDoubt' }, { actions: 'rejectEvent' }],
       'telemetry.traced': [{ guard: 'fromTelemetry', actions: 'recordTrace' }, { actions: 'rejectEvent' }],
       // Whatever no state took: refused, reported, nothing changed.
-      ...Object.fromEntries(externalEventTypes.filter((type) => !['policy', 'approve', 'deny'].includes(type)).map((type) => [type, { actions: 'rejectEvent' }])),
+      ...Object.fromEntries(externalEventTypes.filter((type) => !['policy', 'approve', 'deny', 'doubt.decide'].includes(type)).map((type) => [type, { actions: 'rejectEvent' }])),
       '*': { guard: 'unknownExternal', actions: 'rejectEvent' },
     },
     states: {
@@ -991,6 +1015,7 @@ export function createAgentMachine(config: AgentConfig) {
           input: { guard: 'wellFormed', actions: 'steerRun' },
           approve: { guard: 'wellFormed', actions: ['recordDecision', 'forwardToChild', { type: 'trace', params: 'approval.decided' }] },
           deny: { guard: 'wellFormed', actions: ['recordDecision', 'forwardToChild', { type: 'trace', params: 'approval.decided' }] },
+          'doubt.decide': { guard: 'wellFormed', actions: 'decideDoubt' },
           // The same decision as the approvals operation's resume: `{ operation: 'approvals', payload }`.
           'operation.resume': { guard: and(['wellFormed', 'approvalResume']), actions: ['recordDecision', 'forwardToChild', { type: 'trace', params: 'approval.decided' }] },
           'io.subagent': { guard: 'currentBatch', actions: 'acceptSubagentReport' },
@@ -1143,12 +1168,17 @@ export function createAgentMachine(config: AgentConfig) {
                   { guard: 'needsApprovalCheck', target: 'CheckingApprovals' },
                   // A restored batch whose calls still wait goes straight back to waiting.
                   { guard: 'someoneWaiting', target: 'Working' },
+                  { guard: 'someoneInDoubt', target: 'Working' },
                   { target: 'Executing' },
                 ],
               },
               Executing: {
                 entry: ['announceBatch', { type: 'requestTools', params: false }],
-                on: { 'io.attached': { actions: { type: 'requestTools', params: true } } },
+                on: {
+                  'io.attached': { actions: { type: 'requestTools', params: true } },
+                  // A call found in doubt: the batch waits for a person beside the calls that run (see Working.Doubt).
+                  'io.toolInDoubt': { guard: 'currentBatch', target: 'Working', actions: 'markInDoubt' },
+                },
               },
               CheckingApprovals: {
                 entry: 'requestApprovals',
@@ -1175,6 +1205,7 @@ export function createAgentMachine(config: AgentConfig) {
                     guard: and(['wellFormed', 'approvalResume']),
                     actions: ['recordDecision', 'forwardToChild', { type: 'trace', params: 'approval.decided' }, { type: 'requestTools', params: true }],
                   },
+                  'doubt.decide': { guard: 'wellFormed', actions: ['decideDoubt', { type: 'requestTools', params: true }] },
                 },
                 states: {
                   Execution: {
@@ -1200,6 +1231,16 @@ export function createAgentMachine(config: AgentConfig) {
                       },
                       // A restored decision that did not prove itself puts its call back to wait: asked again.
                       Settled: { always: { guard: 'someoneWaiting', target: 'AwaitingApproval' } },
+                    },
+                  },
+                  /** Calls started before a restart with no result, of tools that ask (see in-doubt.ts): the run waits for a person's decision. */
+                  Doubt: {
+                    initial: 'Checking',
+                    on: { 'io.toolInDoubt': { guard: 'currentBatch', target: '.AwaitingDecision', reenter: true, actions: 'markInDoubt' } },
+                    states: {
+                      Checking: { always: [{ guard: 'nothingInDoubt', target: 'Clear' }, { target: 'AwaitingDecision' }] },
+                      AwaitingDecision: { entry: 'emitInDoubt', always: { guard: 'nothingInDoubt', target: 'Clear' } },
+                      Clear: {},
                     },
                   },
                 },

@@ -25,7 +25,7 @@ export type Decision = z.infer<typeof DecisionSchema>;
  * property, `__proto__` included (`z.record` drops that one), and values are checked one by one.
  * Read it with `Object.hasOwn`, never by plain indexing.
  */
-function keyedByModel<T extends z.ZodType>(value: T, lenient = false) {
+export function keyedByModel<T extends z.ZodType>(value: T, lenient = false) {
   return z
     .custom<Record<string, unknown>>((input) => typeof input === 'object' && input !== null && !Array.isArray(input), 'expected an object')
     .transform((input, ctx) => {

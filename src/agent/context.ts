@@ -15,6 +15,7 @@ import { ModelAttemptSchema } from './delivery.js';
 import { BudgetPauseSchema } from './budget-pause.js';
 import { OutputStateSchema } from './structured-output.js';
 import { ActiveAgentSchema } from './handoffs.js';
+import { DoubtStateSchema } from './in-doubt.js';
 
 const count = z.number().int().nonnegative();
 
@@ -96,6 +97,8 @@ export const AgentContextSchema = z.object({
   agent: ActiveAgentSchema.optional(),
   /** The guardrail check in progress with its verdicts so far, the last that passed, the run's feedback rounds. Absent without guardrails. */
   guard: GuardStateSchema.optional(),
+  /** Calls of the current batch in doubt after a restart, their decisions and reruns (see in-doubt.ts). Absent when none was. */
+  doubt: DoubtStateSchema.optional(),
 });
 
 export type AgentContext = Omit<z.infer<typeof AgentContextSchema>, 'brain' | 'toolJournal'> & {

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { PolicySchema, UserMessageSchema } from '../schemas.js';
 import { BudgetLimitsSchema } from './budget.js';
+import { DoubtActionSchema, doubtEventProblem } from './in-doubt.js';
 
 /**
  * The events anyone may send to an agent actor, as schemas: the one check every external event
@@ -35,6 +36,13 @@ export const ExternalEventSchemas = {
   'budget.raise': z.object({ type: z.literal('budget.raise'), budget: BudgetLimitsSchema.strict() }),
   approve: z.object({ type: z.literal('approve'), ...decision }),
   deny: z.object({ type: z.literal('deny'), ...decision }),
+  /** Decides a call in doubt after a restart (`tool.inDoubt`): run it again, give its result (`result`, any JSON value), or fail it. */
+  'doubt.decide': z
+    .object({ type: z.literal('doubt.decide'), toolCallId: decision.toolCallId, action: DoubtActionSchema, result: z.unknown().optional(), reason: decision.reason, by: decision.by, digest: decision.digest, run: decision.run })
+    .check((ctx) => {
+      const problem = doubtEventProblem(ctx.value);
+      if (problem) ctx.issues.push({ code: 'custom', message: problem, input: ctx.value.result, path: ['result'] });
+    }),
   /** Resumes the operation the run waits on; the payload is checked against the operation's own schema. */
   'operation.resume': z.object({ type: z.literal('operation.resume'), operation: z.string().min(1), payload: z.unknown() }),
 } as const;

@@ -18,6 +18,8 @@ export interface SideEffectInputs {
   model: { turn: number; request: Omit<ModelRequest, 'signal' | 'idempotencyKey' | 'onTextDelta'>; model?: string };
   /** `batchKey` names the batch the call belongs to (the turn's tool step). */
   tool: { turn: number; call: ToolCall; batchKey: string };
+  /** The start of a call of a tool whose in-doubt policy asks, journaled before it runs (see `inDoubt` on a tool). */
+  toolStart: { turn: number; call: ToolCall; batchKey: string };
   compaction: { turn: number; reason: CompactionReason; messages: readonly Message[]; tokensBefore: number };
   /** Asks whether one call must wait for a human's decision before it runs. */
   approval: { turn: number; call: ToolCall };
@@ -35,6 +37,8 @@ export interface SideEffectInputs {
 export interface SideEffectOutputs {
   model: ModelReply;
   tool: ToolMessage;
+  /** A token of the process that started the call: one from another process means the call is in doubt. */
+  toolStart: { token: string };
   /** `messages` absent: the compactor changed nothing. `after` counts tool definitions too. */
   compaction: { before: number; after: number; messages?: Message[] };
   approval: boolean;

@@ -19,6 +19,8 @@ import { DEFAULT_OPERATION_TIMEOUT_MS, OperationError, type HookContext, type Op
 import type { OperationHook } from './operation-state.js';
 import { checkOutput, messageOf, type OperationOutput, type OperationPlan } from './operation-rules.js';
 import { uniqueCallIds } from './call-ids.js';
+import { InDoubtSignal, inDoubtPolicy, isInDoubtSignal, rerunsOf, startKeys, type DoubtState } from './in-doubt.js';
+import { madeHere, startToken } from './start-marker.js';
 import { calibrated, requestTokens } from './request-size.js';
 import { PARENT_STOPPED, inScope, type ChildHandle, type SubagentReport } from './subagent-scope.js';
 import { routedEvent } from './subagents.js';
@@ -102,6 +104,8 @@ export type IoRequest =
       announce: boolean;
       /** What the run's sources listed, by its `toolset` step's key; null without sources (or in an older snapshot). */
       offered: { key: string; definitions: readonly ToolDefinition[] } | null;
+      /** The batch's calls in doubt and their reruns (each rerun has keys of its own). */
+      doubt?: DoubtState | undefined;
     }
   | { type: 'approvals'; key: string; turn: number; sessionId: string; calls: readonly ToolCall[]; conversation: ConversationRef }
   | {
@@ -148,6 +152,8 @@ export type IoEvent =
   | { type: 'io.replied'; key: string; reply: ModelReply }
   | { type: 'io.toolStarted'; key: string; call: ToolCall }
   | { type: 'io.toolFinished'; key: string; call: ToolCall; result: ToolMessage }
+  /** The call's start was journaled by an earlier process and it has no result: the run asks a person (see in-doubt.ts). */
+  | { type: 'io.toolInDoubt'; key: string; call: ToolCall }
   /** `policy`: the tool policy's verdict for each call it was asked about, in order. */
   | { type: 'io.approvalsChecked'; key: string; waiting: string[]; policy: PolicyVerdicts }
   /** Operation `index` of the point's list returned (`output` null: it declined). */
@@ -298,6 +304,8 @@ export function ioLogic(deps: IoDeps) {
      * ended (a fallback) is not taken off the books by the previous one's end.
      */
     const inFlight = new Map<string, object>();
+    /** The start markers of 'ask' calls this IO made (see in-doubt.ts). */
+    const starts = new Set<string>();
     // The conversation alone (what operations and compactors read), and as a request's messages.
     const view = conversationView(undefined);
     const requestView = conversationView(deps.instructions);
@@ -375,9 +383,13 @@ export function ioLogic(deps: IoDeps) {
         const callKey = `${key}:${call.id}`;
         const report = (report: SubagentReport) => send(controller, { type: 'io.subagent', key, callId: call.id, report });
         const adopt = (child: ChildHandle) => (children.set(call.id, child), () => children.get(call.id) === child && children.delete(call.id));
+        // An 'ask' tool's start is journaled first: a start this IO did not make is an earlier process's, so the call is in doubt.
+        const keys = inDoubtPolicy(deps.tools.get(call.name)) === 'ask' ? startKeys(callKey, rerunsOf(request.doubt, call.id)) : null;
+        const fresh = !keys || madeHere(starts, await execute({ key: keys.marker, kind: 'toolStart', input: { turn, call, batchKey: key }, signal: controller.signal }, async () => startToken(starts)));
         return inScope({ sessionId: request.sessionId, callId: call.id, parent: self, report, adopt }, () => execute(
-          { key: callKey, kind: 'tool', input: { turn, call, batchKey: key }, signal: controller.signal },
+          { key: keys?.step ?? callKey, kind: 'tool', input: { turn, call, batchKey: key }, signal: controller.signal },
           async () => {
+            if (!fresh) throw new InDoubtSignal(call.id);
             const listed = executables(request.offered, controller.signal);
             const tools = listed instanceof ToolSet ? listed : await listed;
             return (await runToolCalls([{ call }], tools, { signal: controller.signal, idempotencyKey: () => callKey }))[0]!;
@@ -397,7 +409,11 @@ export function ioLogic(deps: IoDeps) {
             },
             (error) => {
               current.active--;
-              fail(controller, key, 'tool', error);
+              // In doubt: the chart waits for a person; a decision to run it again hands it over anew.
+              if (!isInDoubtSignal(error)) return fail(controller, key, 'tool', error);
+              current.started.delete(call.id);
+              send(controller, { type: 'io.toolInDoubt', key, call });
+              pump();
             },
           );
         }

@@ -10,6 +10,7 @@ import {
 } from '../../machines/agent.machine.js';
 import type { Executor, SideEffect, SideEffectOutputs } from '../agent/executor.js';
 import { serviceKey } from '../agent/keys.js';
+import { markerBatch } from '../agent/in-doubt.js';
 import { InvalidFeedError, LoopchartError } from '../errors.js';
 import { feedProblem } from '../feed-problems.js';
 import type { Message, ToolMessage } from '../schemas.js';
@@ -180,6 +181,11 @@ export class DurableSession {
     // What the chart did with a decision, never what was sent: a refused one is recorded as refused.
     this.actor.on('approval.decided', ({ type: _, ...decided }) => this.#record({ type: 'approval', at: Date.now(), ...decided }));
     this.actor.on('approval.refused', ({ type: _, ...refused }) => this.#record({ type: 'approval.refused', at: Date.now(), ...refused }));
+    this.actor.on('tool.inDoubt', (e) =>
+      this.#record({ type: 'doubt.requested', at: Date.now(), run: run(), calls: e.calls.map((call) => call.id), requests: e.requests.map(({ toolCallId, digest }) => ({ toolCallId, digest })) }),
+    );
+    this.actor.on('doubt.decided', ({ type: _, ...decided }) => this.#record({ type: 'doubt', at: Date.now(), ...decided }));
+    this.actor.on('doubt.refused', ({ type: _, ...refused }) => this.#record({ type: 'doubt.refused', at: Date.now(), ...refused }));
     this.actor.on('run.finished', (e) =>
       this.#record({
         type: 'finished',
@@ -203,6 +209,9 @@ export class DurableSession {
       if (key) {
         const journaled = await options.store.journaledToolResults(options.sessionId, key);
         replay.set(key, new Map(journaled.map((result) => [result.toolCallId, result])));
+        // The batch's start markers, by marker key: a call that has one and no result is in doubt.
+        const markers = await options.store.journaledToolResults(options.sessionId, markerBatch(key));
+        replay.set(markerBatch(key), new Map(markers.map((marker) => [marker.toolCallId, marker])));
       }
       const point = context.operations.point?.key;
       if (point) {
@@ -349,6 +358,7 @@ export class DurableSession {
     return async (effect, perform) => {
       await this.flush();
       if (effect.kind === 'operation') return this.#operation(effect as SideEffect<'operation'>, inner, perform as never) as never;
+      if (effect.kind === 'toolStart') return this.#started(effect as SideEffect<'toolStart'>, inner, perform as never) as never;
       if (effect.kind !== 'tool') return this.#traced(effect, () => inner(effect, perform));
       const { batchKey, call } = (effect as SideEffect<'tool'>).input;
       const recorded = this.#replay.get(batchKey)?.get(call.id);
@@ -488,6 +498,22 @@ export class DurableSession {
     return output;
   }
 
+  /**
+   * A start marker of a call whose tool asks when in doubt: stored before the tool runs. A marker
+   * journaled before this session opened is answered from the journal (the IO then knows the
+   * call was started elsewhere), unless the call's result is journaled too (then it replays).
+   */
+  async #started(effect: SideEffect<'toolStart'>, inner: Executor, perform: () => Promise<SideEffectOutputs['toolStart']>): Promise<SideEffectOutputs['toolStart']> {
+    const { batchKey, call } = effect.input;
+    const marker = this.#replay.get(markerBatch(batchKey))?.get(effect.key);
+    if (marker && !this.#replay.get(batchKey)?.has(call.id)) return { token: marker.content as string };
+    const output = await inner(effect, perform);
+    const entry: ToolMessage = { role: 'tool', toolCallId: effect.key, toolName: call.name, content: output.token };
+    this.#enqueue(() => this.#store.journalToolResult(this.sessionId, markerBatch(batchKey), entry));
+    await this.flush();
+    return output;
+  }
+
   #persist(context: AgentContext): void {
     // Events that change nothing (text deltas, progress) keep the context object: nothing to encode.
     if (this.#failure || context === this.#seen) return;
@@ -505,7 +531,7 @@ export class DurableSession {
     // Once a batch's results are in the log (or dropped), its journal entries go in the same step;
     // so do a point's operation effects once the point is done (they are in the row).
     const obsolete = [
-      ...(written.awaitingToolsKey && written.awaitingToolsKey !== key ? [written.awaitingToolsKey] : []),
+      ...(written.awaitingToolsKey && written.awaitingToolsKey !== key ? [written.awaitingToolsKey, markerBatch(written.awaitingToolsKey)] : []),
       ...(written.pointKey && written.pointKey !== pointKey ? [written.pointKey] : []),
     ];
     const clearJournal = obsolete.length > 0 ? obsolete : undefined;

@@ -78,6 +78,8 @@ export const SessionRowSchema = AgentContextSchema.pick({
   agent: true,
   // Optional too: the guardrail check in progress and the input check that passed.
   guard: true,
+  // Optional too: calls in doubt after a restart and their decisions.
+  doubt: true,
 }).extend({
   rowVersion: z.literal(SESSION_ROW_VERSION),
   brain: z.object({
@@ -122,6 +124,7 @@ export function encodeRow(context: AgentContext): SessionRow {
     ...(context.models && { models: context.models }),
     ...(context.agent && { agent: context.agent }),
     ...(context.guard && { guard: context.guard }),
+    ...(context.doubt && { doubt: context.doubt }),
   };
 }
 
@@ -178,5 +181,6 @@ export function decodeRow(
     ...(row.models && { models: row.models }),
     ...(row.agent && { agent: row.agent }),
     ...(row.guard && { guard: row.guard }),
+    ...(row.doubt && { doubt: row.doubt }),
   };
 }

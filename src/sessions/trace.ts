@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { RefusalReasonSchema } from '../agent/approval-binding.js';
 import { GuardrailVerdictSchema } from '../agent/guardrails.js';
+import { DoubtActionSchema } from '../agent/in-doubt.js';
 import type { SessionStore, TraceRecord } from '../stores/session-store.js';
 import {
   CompactionReasonSchema,
@@ -108,6 +109,37 @@ export const TraceEntrySchema = z.discriminatedUnion('type', [
     run: count,
     toolCallId: z.string(),
     approved: z.boolean(),
+    refusal: RefusalReasonSchema,
+    detail: z.string(),
+    by: z.string().optional(),
+    digest: z.string().optional(),
+  }),
+  /** Calls found in doubt after a restart (started, no result, of tools that ask): the run waits for a decision. */
+  z.object({
+    type: z.literal('doubt.requested'),
+    at,
+    run: count,
+    calls: z.array(z.string()),
+    requests: z.array(z.object({ toolCallId: z.string(), digest: z.string() })),
+  }),
+  /** A decision for a call in doubt the run took. */
+  z.object({
+    type: z.literal('doubt'),
+    at,
+    run: count,
+    toolCallId: z.string(),
+    action: DoubtActionSchema,
+    digest: z.string(),
+    by: z.string().optional(),
+    reason: z.string().optional(),
+  }),
+  /** A decision for a call in doubt that was refused: it decided nothing. */
+  z.object({
+    type: z.literal('doubt.refused'),
+    at,
+    run: count,
+    toolCallId: z.string(),
+    action: DoubtActionSchema,
     refusal: RefusalReasonSchema,
     detail: z.string(),
     by: z.string().optional(),

@@ -26,6 +26,13 @@ export const ToolMetaSchema = z.object({
    * only way to, so a forgotten or mistyped value never means "wait forever".
    */
   timeoutMs: z.union([z.number().int().positive(), z.literal(Number.POSITIVE_INFINITY)]).optional(),
+  /**
+   * What a run resumed after a crash does with a call of this tool that was in flight with no
+   * recorded result: `'rerun'` runs it again with the same idempotency key, `'ask'` waits for a
+   * person to run it again, give its result or fail it (`doubt.decide`). Default: `'ask'` for a
+   * tool with `needsApproval`, `'rerun'` for the others.
+   */
+  inDoubt: z.enum(['rerun', 'ask']).optional(),
 });
 export type ToolMeta = z.infer<typeof ToolMetaSchema>;
 
@@ -106,6 +113,7 @@ export function defineTool(spec: ToolSpec<z.ZodType> | JsonSchemaToolSpec): Tool
     input,
     execute: spec.execute as Tool['execute'],
     timeoutMs: spec.timeoutMs,
+    inDoubt: meta.data.inDoubt,
     needsApproval: spec.needsApproval as Tool['needsApproval'],
     // Built once here so a schema mistake fails at definition time, not at the first model call.
     definition: Object.freeze({ name: spec.name, description: spec.description, inputSchema }),

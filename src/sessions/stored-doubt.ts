@@ -1,0 +1,80 @@
+import type { AgentContext } from '../../machines/agent.machine.js';
+import type { ApprovalRequest } from '../agent/approval-binding.js';
+import { doubtEventProblem, takeDoubtDecision, type DoubtAction } from '../agent/in-doubt.js';
+import { serviceKey } from '../agent/keys.js';
+import { InvalidFeedError } from '../errors.js';
+import { SessionBusyError, SessionNotFoundError } from '../stores/errors.js';
+import type { SessionStore } from '../stores/session-store.js';
+import { decodeRow, encodeRow } from './session-row.js';
+import { ApprovalRefusedError } from './stored-decision.js';
+import type { TraceEntry } from './trace.js';
+
+/** What a person decides for a call in doubt: run it again, give its result (any JSON value), or fail it. */
+export type DoubtVerdict = { action: DoubtAction; result?: unknown; by?: string; reason?: string };
+
+/** Writes lost to another writer before this one gives up (each retry re-reads and re-checks). */
+const MAX_ATTEMPTS = 8;
+
+/**
+ * Decides a call in doubt straight in the store, from any process, without the agent (the
+ * counterpart of `decideStored` for `tool.inDoubt`): checked against the stored row (the call
+ * must wait in doubt, and the request must be the one shown: call id, digest, run) and written
+ * with the row's version check. A refused decision throws `ApprovalRefusedError` (reason
+ * `not-waiting` for a call that is not in doubt) and is recorded as refused; a hand result that
+ * is not plain JSON throws `InvalidFeedError` and nothing is read or written. The process that
+ * next opens the session runs the call again, or hands the given result (or the failure) to the model.
+ *
+ * @example
+ * ```ts
+ * import { decideDoubtStored, openSessionStore } from 'loopchart';
+ *
+ * const store = await openSessionStore('.loopchart/loopchart.db');
+ * // `request` is what `tool.inDoubt` showed: { toolCallId, digest, run, ... }
+ * const request = { toolCallId: 'call_1', digest: '0'.repeat(64), run: 1 };
+ * await decideDoubtStored(store, 'support-42', request, { action: 'result', result: { sent: true }, by: 'ana' }).catch(console.error);
+ * ```
+ */
+export async function decideDoubtStored(
+  store: SessionStore,
+  sessionId: string,
+  request: Pick<ApprovalRequest, 'toolCallId' | 'digest' | 'run'>,
+  verdict: DoubtVerdict,
+): Promise<void> {
+  const problem = doubtEventProblem(verdict);
+  if (problem) throw new InvalidFeedError('decideDoubtStored', problem);
+  const { toolCallId, digest, run } = request;
+  const by = verdict.by !== undefined ? { by: verdict.by } : {};
+  for (let attempt = 1; ; attempt++) {
+    const stored = await store.load(sessionId);
+    if (!stored) throw new SessionNotFoundError(sessionId);
+    const decoded: AgentContext = decodeRow(sessionId, stored.state, stored.messages);
+    // Results journaled for the batch count: a call that has one is not in doubt.
+    const batch = decoded.brain.value === 'AwaitingTools' ? serviceKey(decoded, decoded.brain.context.turnsTaken, 'tools') : null;
+    const context = batch ? { ...decoded, toolJournal: await store.journaledToolResults(sessionId, batch) } : decoded;
+    const taken = takeDoubtDecision(context, { toolCallId, digest, run, ...verdict });
+    const at = Date.now();
+    if ('refusal' in taken) {
+      const { reason: refusal, detail } = taken.refusal;
+      const entry: TraceEntry = { type: 'doubt.refused', at, run: context.runIndex, toolCallId, action: verdict.action, refusal, detail, digest, ...by };
+      await store.appendTrace?.(sessionId, [entry]);
+      throw new ApprovalRefusedError(toolCallId, taken.refusal);
+    }
+    const entry: TraceEntry = {
+      type: 'doubt',
+      at,
+      run: context.runIndex,
+      toolCallId,
+      action: verdict.action,
+      digest: taken.decision.digest,
+      ...by,
+      ...(verdict.reason !== undefined && { reason: verdict.reason }),
+    };
+    try {
+      // The decision (with a hand result or failure in it) goes in the row: the next open hands it over.
+      await store.apply(sessionId, { expectedVersion: stored.version, state: encodeRow({ ...decoded, doubt: taken.doubt }), trace: [entry] });
+      return;
+    } catch (error) {
+      if (!SessionBusyError.isInstance(error) || attempt >= MAX_ATTEMPTS) throw error;
+    }
+  }
+}
