@@ -22,6 +22,24 @@ const decision = {
   run: z.number().int().positive().optional(),
 };
 
+/** What a decision for a call in doubt names, besides its type. */
+export const doubtFields = {
+  toolCallId: decision.toolCallId,
+  action: DoubtActionSchema,
+  /** The call's result, given by hand (`action: 'result'`): any plain JSON value. */
+  result: z.unknown().optional(),
+  reason: decision.reason,
+  by: decision.by,
+  digest: decision.digest,
+  run: decision.run,
+};
+
+/** A hand result must be plain JSON, and only a `result` decision has one. */
+export function checkHandResult(ctx: { value: { action: 'rerun' | 'result' | 'fail'; result?: unknown }; issues: unknown[] }): void {
+  const problem = doubtEventProblem(ctx.value);
+  if (problem) ctx.issues.push({ code: 'custom', message: problem, input: ctx.value.result, path: ['result'] });
+}
+
 export const ExternalEventSchemas = {
   input: z.object({ type: z.literal('input'), message }),
   /** `graceMs`: how long to wait for an operation hook in flight to return what it received (default 1 s; 0: not at all). */
@@ -37,12 +55,7 @@ export const ExternalEventSchemas = {
   approve: z.object({ type: z.literal('approve'), ...decision }),
   deny: z.object({ type: z.literal('deny'), ...decision }),
   /** Decides a call in doubt after a restart (`tool.inDoubt`): run it again, give its result (`result`, any JSON value), or fail it. */
-  'doubt.decide': z
-    .object({ type: z.literal('doubt.decide'), toolCallId: decision.toolCallId, action: DoubtActionSchema, result: z.unknown().optional(), reason: decision.reason, by: decision.by, digest: decision.digest, run: decision.run })
-    .check((ctx) => {
-      const problem = doubtEventProblem(ctx.value);
-      if (problem) ctx.issues.push({ code: 'custom', message: problem, input: ctx.value.result, path: ['result'] });
-    }),
+  'doubt.decide': z.object({ type: z.literal('doubt.decide'), ...doubtFields }).check(checkHandResult),
   /** Resumes the operation the run waits on; the payload is checked against the operation's own schema. */
   'operation.resume': z.object({ type: z.literal('operation.resume'), operation: z.string().min(1), payload: z.unknown() }),
 } as const;

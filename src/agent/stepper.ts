@@ -223,6 +223,7 @@ export class AgentStepper {
 function stepOf(effect: SideEffect): string {
   switch (effect.kind) {
     case 'tool':
+    case 'toolStart':
       return `tools ${(effect as SideEffect<'tool'>).input.batchKey}`;
     case 'approval':
       return `approvals ${(effect as SideEffect<'approval'>).input.turn}`;

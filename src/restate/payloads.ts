@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import * as restate from '@restatedev/restate-sdk';
-import { ExternalEventSchemas } from '../agent/events.js';
+import { ExternalEventSchemas, checkHandResult, doubtFields } from '../agent/events.js';
 import { sessionIdProblem } from '../stores/step.js';
 
 /**
@@ -37,6 +37,8 @@ export const HandlerPayloads = {
   seal: z.strictObject({ reason: z.string() }),
   /** Resumes the operation a run waits on; `payload` is checked by that operation's own schema. */
   resumeOperation: ExternalEventSchemas['operation.resume'].omit({ type: true }).strict(),
+  /** Decides a call in doubt (`tool.inDoubt` on the event stream): `{ toolCallId, action: 'rerun' | 'result' | 'fail', result?, digest?, run?, by?, reason? }`. */
+  decideDoubt: z.strictObject(doubtFields).check(checkHandResult),
   cancel: optionalBody(z.strictObject({})),
   events: optionalBody(z.strictObject({ cursor: z.number().int().nonnegative().optional(), limit: z.number().int().min(1).max(1000).optional() })),
 } as const;

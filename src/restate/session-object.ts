@@ -121,6 +121,9 @@ const settle = () => new Promise<void>((resolve) => setImmediate(resolve));
  * - `resumeOperation({ operation, payload })` (shared): resumes a run that an operation yielded
  *   (`operation.yielded` on the event stream), as `operation.resume` does in-process; the
  *   operation's own schema checks the payload (a refused one shows as `event.rejected`).
+ * - `decideDoubt({ toolCallId, action, result?, digest?, run? })` (shared): decides a call found in
+ *   doubt after a worker died during it (`tool.inDoubt` on the event stream, for tools whose
+ *   `inDoubt` policy asks): run it again, give its result, or fail it.
  * - `state()` (shared): the brain's state and the last outcome; `transcript()` (shared): the
  *   committed conversation; `events({ cursor, limit })` (shared): the event stream from a cursor.
  *
@@ -141,11 +144,11 @@ export function restateSession(options: RestateSessionOptions) {
   const name = options.name ?? 'loopchartSession';
   const channel = channelObject(`${name}Channel`);
   const channelApi = { name: channel.name } as typeof channel;
-  const controlHandler = (handler: 'approve' | 'deny' | 'steer' | 'cancel' | 'seal' | 'resumeOperation') =>
+  const controlHandler = (handler: 'approve' | 'deny' | 'steer' | 'cancel' | 'seal' | 'resumeOperation' | 'decideDoubt') =>
     restate.handlers.object.shared(async (ctx: restate.ObjectSharedContext, payload: unknown): Promise<{ posted: number }> => {
       checkSessionKey(ctx.key);
       const body = checkPayload(handler, payload);
-      const event = { ...body, type: handler === 'resumeOperation' ? 'operation.resume' : handler } as ExternalEvent;
+      const event = { ...body, type: handler === 'resumeOperation' ? 'operation.resume' : handler === 'decideDoubt' ? 'doubt.decide' : handler } as ExternalEvent;
       return bounded(ctx, handler, async () => ({ posted: (await ctx.objectClient(channelApi, ctx.key).post(event)).index }));
     });
 
@@ -172,6 +175,7 @@ export function restateSession(options: RestateSessionOptions) {
       cancel: controlHandler('cancel'),
       seal: controlHandler('seal'),
       resumeOperation: controlHandler('resumeOperation'),
+      decideDoubt: controlHandler('decideDoubt'),
       state: restate.handlers.object.shared(async (ctx: restate.ObjectSharedContext): Promise<SessionSummaryReply> => {
         const sessionId = checkSessionKey(ctx.key);
         return bounded(ctx, 'state', async () => {

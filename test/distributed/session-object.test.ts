@@ -263,6 +263,45 @@ describe.skipIf(!SERVER_BINARY)('Restate session object (real server, real worke
     expect(lines.filter((line) => line.key.endsWith(':t1a'))).toHaveLength(1);
   });
 
+  /** Sends a transfer that hangs, SIGKILLs the worker while it runs, and waits for the restarted worker to find the call in doubt. */
+  const transferInDoubt = async (session: string) => {
+    const invocation = await client.enqueue(session, 'send', { message: 'please transfer hang' });
+    await waitFor('the transfer in flight', async () => (toolLines(session).some((line) => line.line.startsWith('transferred')) ? true : undefined));
+    await worker.kill('SIGKILL');
+    worker = await startOurWorker();
+    const request = await waitFor('tool.inDoubt', async () => {
+      const page = await other.ok<Streamed>(session, 'events', { cursor: 0, limit: 1000 });
+      return (page.events.find((e) => e.event.type === 'tool.inDoubt')?.event.requests as { toolCallId: string; digest: string; run: number }[] | undefined)?.[0];
+    });
+    return { invocation, request: { toolCallId: request.toolCallId, digest: request.digest, run: request.run } };
+  };
+
+  it("a worker SIGKILLed during a tool that asks when in doubt: nothing runs until a person decides; a hand result reaches the model", async () => {
+    const { invocation, request } = await transferInDoubt('doubt-hand');
+    // The restarted worker waits: the transfer was not run again.
+    expect(toolLines('doubt-hand').filter((line) => line.line.startsWith('transferred'))).toHaveLength(1);
+    await other.ok('doubt-hand', 'decideDoubt', { ...request, action: 'result', result: { receipt: 'r-9' }, by: 'ana' });
+    const reply = await client.attach<Summary>(invocation);
+    expect(reply.outcome?.type).toBe('Completed');
+    expect(toolLines('doubt-hand').filter((line) => line.line.startsWith('transferred'))).toHaveLength(1);
+    const transcript = await other.ok<Message[]>('doubt-hand', 'transcript');
+    expect(transcript.find((m) => m.role === 'tool' && m.toolCallId === 't2')).toMatchObject({ content: '{"receipt":"r-9"}' });
+  });
+
+  it('a call in doubt decided rerun from another client runs again with the same idempotency key; a bad decision is refused', async () => {
+    const { invocation, request } = await transferInDoubt('doubt-rerun');
+    await expect(other.ok('doubt-rerun', 'decideDoubt', { ...request, action: 'result' })).rejects.toThrow(/result: a 'result' decision needs a result/);
+    await expect(other.ok('doubt-rerun', 'decideDoubt', { ...request, action: 'later' })).rejects.toThrow(/400/);
+    await other.ok('doubt-rerun', 'decideDoubt', { ...request, action: 'rerun', by: 'ana' });
+    const reply = await client.attach<Summary>(invocation);
+    expect(reply.outcome?.type).toBe('Completed');
+    const transfers = toolLines('doubt-rerun').filter((line) => line.line.startsWith('transferred'));
+    expect(transfers).toHaveLength(2);
+    expect(new Set(transfers.map((line) => line.key))).toEqual(new Set(['doubt-rerun:run-1:turn-2:tools:t2']));
+    const transcript = await other.ok<Message[]>('doubt-rerun', 'transcript');
+    expect(transcript.find((m) => m.role === 'tool' && m.toolCallId === 't2')).toMatchObject({ content: 'transferred doubt-rerun' });
+  });
+
   it('a deny from another client: the call never runs and the model sees the refusal', async () => {
     const invocation = await client.enqueue('denied', 'send', { message: 'please deploy' });
     const requested = await waitFor('approval.requested', async () => {

@@ -47,6 +47,8 @@ describe('the executor seam', () => {
       'model s:run-1:turn-1:model',
       'approval s:run-1:turn-1:tools:approvals:b:approval',
       'tool s:run-1:turn-1:tools:a',
+      // b needs approval, so it asks when in doubt (the default): its start is a step of its own, before it runs.
+      'toolStart s:run-1:turn-1:tools:b:started',
       'tool s:run-1:turn-1:tools:b',
       'model s:run-1:turn-2:model',
     ]);

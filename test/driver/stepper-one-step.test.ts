@@ -15,7 +15,7 @@ import { defineTool } from '../../src/tools/define-tool.js';
 import { echoTool } from '../support/driver.js';
 
 const stepId = (effect: SideEffect) =>
-  effect.kind === 'tool' ? `tools ${(effect.input as { batchKey: string }).batchKey}` : effect.kind === 'operation' ? `point ${(effect.input as { pointKey: string }).pointKey}` : effect.kind === 'approval' ? 'approvals' : `${effect.kind} ${effect.key}`;
+  effect.kind === 'tool' || effect.kind === 'toolStart' ? `tools ${(effect.input as { batchKey: string }).batchKey}` : effect.kind === 'operation' ? `point ${(effect.input as { pointKey: string }).pointKey}` : effect.kind === 'approval' ? 'approvals' : `${effect.kind} ${effect.key}`;
 
 describe('AgentStepper: one step, one side effect', () => {
   it('counts the effects each step performs across steer, approval, compaction and an operation yield', async () => {

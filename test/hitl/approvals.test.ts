@@ -62,7 +62,7 @@ describe('approve', () => {
       .filter((e) => e.type === '@xstate.snapshot' && e.actorRef === actor)
       .map((e) => JSON.stringify((e as unknown as { snapshot: { value: unknown } }).snapshot.value));
     // Nothing else may run meanwhile, so the execution region is paused beside it.
-    expect(values).toContain(JSON.stringify({ Running: { AwaitingTools: { Working: { Execution: 'Paused', Approval: 'AwaitingApproval' } } } }));
+    expect(values).toContain(JSON.stringify({ Running: { AwaitingTools: { Working: { Execution: 'Paused', Approval: 'AwaitingApproval', Doubt: 'Clear' } } } }));
 
     actor.send({ type: 'approve', toolCallId: 'call_1_0' });
     const output = await runToCompletion(actor);

@@ -20,7 +20,7 @@ const root = mkdtempSync(join(tmpdir(), 'loopchart-hitl-'));
 afterAll(() => rmSync(root, { recursive: true, force: true }));
 
 // The full state value while calls wait and nothing else may run.
-const AWAITING = { Running: { AwaitingTools: { Working: { Execution: 'Paused', Approval: 'AwaitingApproval' } } } };
+const AWAITING = { Running: { AwaitingTools: { Working: { Execution: 'Paused', Approval: 'AwaitingApproval', Doubt: 'Clear' } } } };
 
 let counter = 0;
 function newSession() {
