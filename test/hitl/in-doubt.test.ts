@@ -42,14 +42,14 @@ describe('in-doubt rules', () => {
 
   it('a decision binds to a call waiting in doubt: other calls, runs, digests and a second decision are refused', () => {
     const waiting = { ...NO_DOUBT, waiting: ['c1'] };
+    let taken: ReturnType<typeof takeDoubtDecision> | undefined;
     const refusal = (doubt: DoubtState | undefined, event: object) => ('refusal' in (taken = takeDoubtDecision(state(doubt), { toolCallId: 'c1', action: 'rerun', ...event })) ? taken.refusal.reason : null);
-    let taken: ReturnType<typeof takeDoubtDecision>;
     expect(refusal(undefined, {})).toBe('not-waiting');
     expect(refusal(waiting, { toolCallId: 'c9' })).toBe('unknown-call');
     expect(refusal(waiting, { run: 2 })).toBe('other-run');
     expect(refusal(waiting, { digest: 'f'.repeat(64) })).toBe('changed');
     expect(refusal(waiting, { digest: callDigest(call) })).toBeNull();
-    const decided = (taken as { doubt: DoubtState }).doubt;
+    const decided = (taken as unknown as { doubt: DoubtState }).doubt;
     expect(decided).toMatchObject({ waiting: [], reruns: { c1: 1 }, decisions: { c1: { action: 'rerun', digest: callDigest(call) } } });
     expect(refusal(decided, {})).toBe('already-decided');
     expect(refusal(waiting, { action: 'result', result: 10n })).toBe('not-waiting');
