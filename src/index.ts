@@ -100,6 +100,8 @@ export { SubagentError } from './agent/subagents.js';
 export { TelemetryUnavailableError } from './telemetry/otel-api.js';
 export { SessionNotIdleError } from './sessions/durable-session.js';
 export { ApprovalRefusedError, decideStored, type Verdict } from './sessions/stored-decision.js';
+export { decideDoubtStored, type DoubtVerdict } from './sessions/stored-doubt.js';
+export type { DoubtAction, DoubtEmitted, InDoubtPolicy } from './agent/in-doubt.js';
 export { SessionRowError } from './sessions/session-row.js';
 export { ReplayUnavailableError } from './sessions/replay.js';
 export { ForkError } from './sessions/fork.js';

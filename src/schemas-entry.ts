@@ -33,4 +33,5 @@ export { DeliveryIdSchema } from './agent/delivery.js';
 export { DEFAULT_REPETITION_LIMIT } from './agent/repetition.js';
 export { RefusalReasonSchema, callDigest } from './agent/approval-binding.js';
 export { BUDGET_OPERATION, BudgetRaiseSchema } from './agent/budget-pause.js';
+export { DoubtActionSchema, InDoubtPolicySchema } from './agent/in-doubt.js';
 export { FALLBACK_TRIGGERS, fallbackTrigger } from './agent/fallback.js';

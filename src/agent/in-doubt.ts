@@ -15,11 +15,29 @@ import { pendingCalls } from './brain-state.js';
  * earlier process (or an earlier attempt) and its result does not.
  */
 
-/** What a resumed run does with a call of this tool that was in flight with no recorded result. */
+/**
+ * What a resumed run does with a call of this tool that was in flight with no recorded result.
+ *
+ * @example
+ * ```ts
+ * import { InDoubtPolicySchema } from 'loopchart/schemas';
+ *
+ * InDoubtPolicySchema.parse('ask'); // 'ask'; 'maybe' throws
+ * ```
+ */
 export const InDoubtPolicySchema = z.enum(['rerun', 'ask']);
 export type InDoubtPolicy = z.infer<typeof InDoubtPolicySchema>;
 
-/** What a person decides for a call in doubt. */
+/**
+ * What a person decides for a call in doubt: run it again, give its result, or fail it.
+ *
+ * @example
+ * ```ts
+ * import { DoubtActionSchema } from 'loopchart/schemas';
+ *
+ * const action = DoubtActionSchema.parse(process.argv[2] ?? 'rerun'); // 'rerun' | 'result' | 'fail'
+ * ```
+ */
 export const DoubtActionSchema = z.enum(['rerun', 'result', 'fail']);
 export type DoubtAction = z.infer<typeof DoubtActionSchema>;
 

@@ -4,6 +4,7 @@ import { CliError, UsageError } from './errors.js';
 import { escapeLine, escapeText } from './escape.js';
 import { forkCommand, replayCommand } from './replay.js';
 import { resumeSession, sendSession } from './continue.js';
+import { DOUBT_SHAPE, decideDoubtCommand } from './doubt.js';
 import { listSessions, rewindSession, showSession, type CommandOptions, type Io } from './sessions.js';
 import { parseLocation } from './store.js';
 
@@ -15,6 +16,9 @@ const SESSIONS_COMMANDS = `sessions commands:
   send ID TEXT      start the next run of a session at rest (after Ctrl-C, a failure, a finished
                     run, or a fork) with TEXT as the user's message
   rewind ID N       drop committed history past N messages, snapped to a coherent cut
+  doubt ID CALL rerun | fail [REASON] | result JSON [--by NAME]
+                    decide a call in doubt after a crash (show lists them): run it again, fail it,
+                    or give its result by hand; resume then goes on
   replay ID         re-run the brain over the recorded results, calling nothing; report the first
                     decision that differs from the recording (exit 1 when one does)
   fork ID --at N [--as NEW]
@@ -38,6 +42,7 @@ const OPTIONS = `options:
   -o, --out FILE    view export: the HTML file to write
   --at N            fork: messages of the log to keep
   --as ID           fork: the new session's id (default ID-fork-N-<random>)
+  --by NAME         doubt: who decided (recorded in the trace)
   -h, --help        this text`;
 
 const EXIT_CODES = `exit codes: 0 done, 1 error (unknown or corrupt session, busy, an unreachable or unreadable store, a run
@@ -175,6 +180,9 @@ async function run(argv: string[], io: Io): Promise<number> {
     case 'replay':
       expect(1, 'ID');
       return replayCommand(rest[0]!, options);
+    case 'doubt':
+      if (rest.length < 3 || rest.length > 4) throw new UsageError(`usage: loopchart sessions doubt ${DOUBT_SHAPE}`);
+      return decideDoubtCommand(rest[0]!, rest[1]!, rest[2]!, rest[3], values.by, options);
     case 'fork':
       expect(1, 'ID --at N [--as NEW]');
       if (values.at === undefined) throw new UsageError('usage: loopchart sessions fork ID --at N [--as NEW]');
@@ -212,6 +220,7 @@ function parse(argv: string[]) {
       port: { type: 'string' },
       out: { type: 'string', short: 'o' },
       as: { type: 'string' },
+      by: { type: 'string' },
       help: { type: 'boolean', short: 'h' },
     },
   });

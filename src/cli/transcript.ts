@@ -69,6 +69,8 @@ export function describeState(context: AgentContext, inFlight: boolean): string 
   const parts = [`run ${context.runIndex} in flight: ${brain.value} after ${brain.context.turnsTaken} turn(s)`];
   if (brain.value === 'AwaitingTools') parts.push(`${brain.context.pendingTools.length} tool call(s) pending`);
   if (waiting.length > 0) parts.push(`waiting for approval of ${waiting.map(escapeLine).join(', ')}`);
+  const inDoubt = context.doubt?.waiting ?? [];
+  if (inDoubt.length > 0) parts.push(`in doubt after a restart (started, no result): ${inDoubt.map(escapeLine).join(', ')} (loopchart sessions doubt)`);
   return parts.join('; ') + agent;
 }
 

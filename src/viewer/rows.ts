@@ -48,7 +48,9 @@ const clock = (at: number) => {
 };
 /** What a run closed in flight was doing, from the driver's state path. */
 export const waitingIn = (io: string, state: string) =>
-  io.includes('AwaitingApproval') ? 'while waiting for approval' : io.includes('AwaitingOperation') ? "while waiting on an operation's yield" : `with its run in flight (${state})`;
+  io.includes('AwaitingApproval') ? 'while waiting for approval' : io.includes('AwaitingDecision') ? 'while a call in doubt waited for a decision' : io.includes('AwaitingOperation') ? "while waiting on an operation's yield" : `with its run in flight (${state})`;
+const DOUBT_STATE = 'Running.AwaitingTools.Working.Doubt.AwaitingDecision';
+const DOUBT_ACTIONS = { rerun: 'run again', result: 'result given by hand', fail: 'failed' } as const;
 const ms = (value: number) => `${value < 10 ? value.toFixed(1) : Math.round(value)} ms`;
 
 export function rowsOf(data: Pick<PageData, 'session' | 'rows'>): RowBuilder {
@@ -221,6 +223,29 @@ export function rowsOf(data: Pick<PageData, 'session' | 'rows'>): RowBuilder {
             ['call id', entry.toolCallId],
             ...(entry.digest ? ([['digest', entry.digest]] as [string, string][]) : []),
           ],
+          blocks: [['detail', entry.detail]],
+        });
+        return;
+      case 'doubt.requested':
+        push({ ...base, kind: 'approval', title: `in doubt after a restart: ${entry.calls.join(', ')} (started, no result): waiting for a decision`, state: 'AwaitingTools', io: DOUBT_STATE, error: true, facts: [['calls', entry.calls.join(', ')]] });
+        return;
+      case 'doubt':
+        push({
+          ...base,
+          kind: 'approval',
+          title: `${entry.toolCallId} in doubt: ${DOUBT_ACTIONS[entry.action]} by ${entry.by ?? 'unknown'}`,
+          state: 'AwaitingTools',
+          io: DOUBT_STATE,
+          facts: [['decision', entry.action], ['by', entry.by ?? 'unknown'], ['call id', entry.toolCallId], ...(entry.reason ? ([['reason', entry.reason]] as [string, string][]) : [])],
+        });
+        return;
+      case 'doubt.refused':
+        push({
+          ...base,
+          kind: 'refused',
+          title: `refused decision (${entry.action}) for ${entry.toolCallId} in doubt by ${entry.by ?? 'unknown'}: ${entry.refusal}`,
+          error: true,
+          facts: [['refused', entry.action], ['why', entry.refusal], ['by', entry.by ?? 'unknown'], ['call id', entry.toolCallId]],
           blocks: [['detail', entry.detail]],
         });
         return;

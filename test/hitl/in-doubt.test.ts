@@ -16,6 +16,8 @@ import { DurableSession } from '../../src/sessions/durable-session.js';
 import { decideDoubtStored } from '../../src/sessions/stored-doubt.js';
 import { ApprovalRefusedError } from '../../src/sessions/stored-decision.js';
 import { MemorySessionStore } from '../../src/stores/memory.js';
+import { readSessionTrace } from '../../src/sessions/trace.js';
+import { rowsOf } from '../../src/viewer/rows.js';
 import { defineTool } from '../../src/tools/define-tool.js';
 import { InvalidToolError } from '../../src/tools/errors.js';
 import type { ToolCall } from '../../src/schemas.js';
@@ -119,6 +121,15 @@ describe('a call in doubt in the chart', () => {
     expect(output?.messages.at(-1)).toMatchObject({ content: 'saw {"ok":true}' });
     expect(parts.runs).toHaveLength(1);
     await second.close();
+    // The viewer shows the wait, the decision and the refusal, each as what it was.
+    const titles = rowsOf({ session: { trace: await readSessionTrace(parts.store, 's') } as never }).rows.map((row) => row.title);
+    expect(titles).toEqual(
+      expect.arrayContaining([
+        'in doubt after a restart: c1 (started, no result): waiting for a decision',
+        'refused decision (fail) for zz in doubt by unknown: unknown-call',
+        'c1 in doubt: result given by hand by ana',
+      ]),
+    );
   });
 
   it('decideDoubtStored refuses a hand result that is not JSON and a call not in doubt, writing nothing', async () => {

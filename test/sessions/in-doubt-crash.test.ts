@@ -13,6 +13,7 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { ApprovalRequest } from '../../src/agent/approval-binding.js';
 import { readSessionTrace } from '../../src/sessions/trace.js';
+import { main } from '../../src/cli/main.js';
 import { runTs, tagged, type ChildRun } from '../hitl/fixtures/processes.js';
 import { openStore, type StoreSpec } from './fixtures/stores.js';
 
@@ -32,6 +33,13 @@ const child = (task: Record<string, unknown>, kill = false): Promise<ChildRun> =
 };
 const keysRun = (run: ChildRun) => run.lines.filter((line) => line.startsWith('TOOL STARTED ')).map((line) => line.slice('TOOL STARTED '.length)).sort();
 const ok = (run: ChildRun) => (expect(run.code, run.stderr).toBe(0), run);
+/** The CLI, in this process: its exit code and what it printed. */
+async function cli(store: StoreSpec, ...args: string[]): Promise<{ code: number; out: string }> {
+  const lines: string[] = [];
+  const where = store.kind === 'sqlite' ? ['--store', store.path] : ['--store', store.url, '--schema', store.schema];
+  const code = await main(['sessions', ...args, ...where], { out: (line) => lines.push(line), err: (line) => lines.push(line) });
+  return { code, out: lines.join('\n') };
+}
 
 describe.each(stores)('a tool in doubt after a SIGKILL (%s)', (_name, spec) => {
   it("'rerun': the resumed process runs each call again with the same idempotency key", async () => {
@@ -72,7 +80,6 @@ describe.each(stores)('a tool in doubt after a SIGKILL (%s)', (_name, spec) => {
           { request: { ...request('pay2'), toolCallId: 'nope' }, verdict: { action: 'fail' } },
           { request: request('pay2'), verdict: { action: 'result' } },
           { request: request('pay2'), verdict: { action: 'result', result: { receipt: 'r-2' }, by: 'ana', reason: 'the bank shows it paid' } },
-          { request: request('pay3'), verdict: { action: 'fail', by: 'ana', reason: 'not paid, do not retry' } },
         ],
       }),
     );
@@ -83,8 +90,11 @@ describe.each(stores)('a tool in doubt after a SIGKILL (%s)', (_name, spec) => {
       'REFUSED nope unknown-call',
       'REFUSED pay2 InvalidFeed',
       'DECIDED pay2',
-      'DECIDED pay3',
     ]);
+    // The CLI shows what waits, and decides the last one (a call not in doubt is refused).
+    expect((await cli(store, 'show', sessionId)).out).toMatch(/in doubt after a restart \(started, no result\): pay3/);
+    expect(await cli(store, 'doubt', sessionId, 'pay1', 'rerun')).toMatchObject({ code: 1, out: expect.stringContaining('already-decided') });
+    expect(await cli(store, 'doubt', sessionId, 'pay3', 'fail', 'not paid, do not retry', '--by', 'ana')).toMatchObject({ code: 0 });
 
     const resumed = ok(await child({ store, sessionId, policy: 'ask', mode: 'resume' }));
     // Only the call decided 'rerun' runs again, with its own idempotency key.
@@ -101,6 +111,7 @@ describe.each(stores)('a tool in doubt after a SIGKILL (%s)', (_name, spec) => {
       ['doubt.refused', 'pay1', 'fail', 'already-decided'],
       ['doubt.refused', 'nope', 'fail', 'unknown-call'],
       ['doubt', 'pay2', 'result', 'ana'],
+      ['doubt.refused', 'pay1', 'rerun', 'already-decided'],
       ['doubt', 'pay3', 'fail', 'ana'],
     ]);
     expect(trace.some((e) => e.type === 'doubt.requested')).toBe(true);
