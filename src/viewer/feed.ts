@@ -3,7 +3,8 @@ import { readSessionTrace, type ReadTraceEntry } from '../sessions/trace.js';
 import type { SessionStore } from '../stores/session-store.js';
 import { cursorParam } from './http.js';
 import { lastIo, loadSessionHead, type SessionHead, type TraceReader } from './load.js';
-import { sseEvent, type SseStream } from './sse.js';
+import { catchUpParts } from './catch-up.js';
+import { sseEvent, sseJsonEvent, type SseStream } from './sse.js';
 
 /**
  * The live side of a session page: one poller per watched session, whatever the number of open
@@ -142,8 +143,7 @@ export class SessionFeed {
     this.#clients.set(stream, cursor);
     return this.#serial(async () => {
       if (!this.#clients.has(stream)) return;
-      const catchUp = await this.#catchUp(cursor);
-      this.#deliver(stream, catchUp);
+      await this.#deliverAll(stream, await this.#catchUp(cursor));
     });
   }
 
@@ -176,33 +176,48 @@ export class SessionFeed {
       let shared: Buffer | undefined;
       for (const [stream, cursor] of this.#clients) {
         const inStep = cursor.seq === before.seq && cursor.log === before.log;
-        this.#deliver(stream, inStep ? (shared ??= this.#update(entries, from)) : await this.#catchUp(cursor));
+        if (inStep) this.#deliver(stream, (shared ??= this.#update(entries, from)));
+        else await this.#deliverAll(stream, await this.#catchUp(cursor));
       }
     });
   }
 
-  #deliver(stream: SseStream, update: Buffer | null): void {
-    if (update === null) return;
+  #deliver(stream: SseStream, update: Buffer): void {
     if (stream.send(update)) this.#clients.set(stream, { seq: this.#seq, log: this.#head.messages.length });
     else this.#clients.delete(stream);
   }
 
-  /** What a page at `cursor` lacks, or null when it has everything the feed has. */
-  async #catchUp(cursor: LiveCursor): Promise<Buffer | null> {
+  /** A catch-up's events in order, each sent once the client took the one before (or it is dropped). */
+  async #deliverAll(stream: SseStream, updates: Buffer[]): Promise<void> {
+    for (const [i, update] of updates.entries()) {
+      if (i > 0 && !(await stream.drained())) return void this.#clients.delete(stream);
+      if (!this.#clients.has(stream)) return;
+      if (!stream.send(update)) return void this.#clients.delete(stream);
+    }
+    if (updates.length > 0) this.#clients.set(stream, { seq: this.#seq, log: this.#head.messages.length });
+  }
+
+  /** What a page at `cursor` lacks, as bounded events (none when it has everything the feed has). */
+  async #catchUp(cursor: LiveCursor): Promise<Buffer[]> {
     const seq = Math.min(cursor.seq, this.#seq);
     const entries = seq < this.#seq ? (await this.#readTrace(this.sessionId, seq)).filter((r) => r.seq <= this.#seq) : [];
     const length = this.#head.messages.length;
     let from = Math.min(cursor.log, length);
     if (seq < this.#knownSince) from = Math.min(from, changedPerTrace(entries.filter((r) => r.seq <= this.#knownSince)));
     for (const change of this.#changes) if (change.seq > seq) from = Math.min(from, change.from);
-    if (entries.length === 0 && from === length && cursor.log === length) return null;
-    return this.#update(entries, from);
+    if (entries.length === 0 && from === length && cursor.log === length) return [];
+    const parts = catchUpParts(entries, this.#rest(from));
+    return parts.map((part, i) => sseJsonEvent(part.json, { id: cursorId({ seq: i === parts.length - 1 ? this.#seq : part.lastSeq, log: length }) }));
+  }
+
+  /** What an update says besides its entries: the session's head, its log from `from`, its state. */
+  #rest(from: number) {
+    const { version, messageCount, error, state, messages } = this.#head;
+    return { head: { version, messageCount, error }, log: { from, messages: messages.slice(from) }, state };
   }
 
   #update(entries: readonly ReadTraceEntry[], from: number): Buffer {
-    const { version, messageCount, error, state, messages } = this.#head;
-    const id = cursorId({ seq: this.#seq, log: messages.length });
-    return sseEvent({ entries, head: { version, messageCount, error }, log: { from, messages: messages.slice(from) }, state }, { id });
+    return sseEvent({ entries, ...this.#rest(from) }, { id: cursorId({ seq: this.#seq, log: this.#head.messages.length }) });
   }
 
   #serial(work: () => Promise<void>): Promise<void> {

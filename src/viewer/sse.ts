@@ -61,8 +61,13 @@ export interface LiveStats {
 
 /** One server-sent event, encoded once: the same bytes can go to every client. */
 export function sseEvent(data: unknown, options: { id?: string; event?: string } = {}): Buffer {
+  return sseJsonEvent(JSON.stringify(data), options);
+}
+
+/** One server-sent event whose data is already JSON text (one line: JSON.stringify escapes line breaks). */
+export function sseJsonEvent(json: string, options: { id?: string; event?: string } = {}): Buffer {
   const head = `${options.id !== undefined ? `id: ${options.id}\n` : ''}${options.event !== undefined ? `event: ${options.event}\n` : ''}`;
-  return Buffer.from(`${head}data: ${JSON.stringify(data)}\n\n`);
+  return Buffer.from(`${head}data: ${json}\n\n`);
 }
 
 /**
@@ -88,8 +93,6 @@ export class SseStream {
   readonly #dropNotice: (reason: string, limits: LiveLimits) => Buffer;
   #state: 'open' | 'dropped' | 'closed' = 'open';
   #grace: NodeJS.Timeout | undefined;
-  /** Whether an event went out yet: the first one (a page's catch-up) goes whatever it weighs. */
-  #sent = false;
 
   /** `dropNotice`: the last bytes a dropped client gets (default: the viewer's reconnect hint). */
   constructor(res: SseSink, limits: LiveLimits, onDrop: () => void, dropNotice = reconnectHint) {
@@ -108,22 +111,27 @@ export class SseStream {
     return this.#state === 'closed' ? 0 : this.#res.writableLength;
   }
 
-  /**
-   * Writes one event; false when the client is gone or was dropped by this write. The stream's
-   * first event is never refused: only the greeting can be waiting before it, and it is what
-   * the page asked for (a served page of a long session gets most of its trace this way).
-   */
+  /** Writes one event; false when the client is gone or was dropped by this write. */
   send(chunk: Buffer): boolean {
     if (this.#state !== 'open') return false;
     const waiting = this.#res.writableLength;
-    const first = !this.#sent;
-    this.#sent = true;
-    if (!first && waiting > 0 && waiting + chunk.length > this.#limits.maxBufferedBytes) {
+    if (waiting > 0 && waiting + chunk.length > this.#limits.maxBufferedBytes) {
       this.#drop(waiting);
       return false;
     }
     this.#res.write(chunk);
     return true;
+  }
+
+  /**
+   * Resolves once the client took everything written to it (true), or false once it is gone.
+   * Gives up after `dropGraceMs` (true: the next `send` then applies the bound as usual). A
+   * page's catch-up waits on it between its events, so they never pile up past the bound.
+   */
+  async drained(): Promise<boolean> {
+    const until = Date.now() + this.#limits.dropGraceMs;
+    while (this.#state === 'open' && this.#res.writableLength > 0 && Date.now() < until) await new Promise((resolve) => setTimeout(resolve, 2));
+    return this.#state === 'open';
   }
 
   /** Ends the stream (the server closes, the session is gone), after `last` when given. */
