@@ -62,9 +62,9 @@ describe("a live page's catch-up", () => {
   });
 
   it('cuts by entry count and by bytes, a single larger entry alone', () => {
-    const small = trace.slice(0, CATCH_UP_ENTRIES * 2 + 5);
-    const counted = catchUpParts(small, {}, { entries: CATCH_UP_ENTRIES, bytes: 1e9 });
-    expect(counted.map((part) => (JSON.parse(part.json) as { entries: unknown[] }).entries.length)).toEqual([CATCH_UP_ENTRIES, CATCH_UP_ENTRIES, 5]);
+    const counted = catchUpParts(trace.slice(0, 205), {}, { entries: 100, bytes: 1e9 });
+    expect(counted.map((part) => (JSON.parse(part.json) as { entries: unknown[] }).entries.length)).toEqual([100, 100, 5]);
+    expect(catchUpParts(trace, {}).every((part) => (JSON.parse(part.json) as { entries: unknown[] }).entries.length <= CATCH_UP_ENTRIES)).toBe(true);
     const big = { seq: 1e6, entry: { type: 'prune', at: 0, pruned: 0, before: 0, after: 0, note: 'x'.repeat(3_000) } } as unknown as ReadTraceEntry;
     const sized = catchUpParts([trace[0]!, big, trace[1]!], { head: 1 }, { entries: 100, bytes: 1_000 });
     expect(sized.map((part) => part.lastSeq)).toEqual([trace[0]!.seq, 1e6, trace[1]!.seq]);
