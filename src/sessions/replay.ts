@@ -9,6 +9,7 @@ import { DEFAULT_POLICY, type Message, type Policy, type Step, type ToolMessage 
 import type { SessionStore } from '../stores/session-store.js';
 import { decodeRow } from './session-row.js';
 import { checkAgainstLog, checkAgainstPrompt, type ContentMismatch, type FedSinceModel } from './replay-content.js';
+import { answerAsText, settleHeldReply } from './replay-guard.js';
 import { readSessionTrace, type ReadTraceEntry, type TraceEntry, type TraceEntryOf } from './trace.js';
 
 /**
@@ -107,6 +108,8 @@ export function replayTrace(sessionId: string, trace: readonly ReadTraceEntry[],
   let logMark = 0;
   /** The run the trace started and has not finished. */
   let open: number | null = null;
+  /** A reply that would complete the run, held (as the driver holds it) until its guardrail verdicts are read. */
+  let held: { event: LoopEvent; what: string; check: string; verdicts: TraceEntryOf<'guardrail'>[] } | null = null;
 
   const report = (divergence: ReplayDivergence | null): ReplayReport => ({
     sessionId,
@@ -154,11 +157,26 @@ export function replayTrace(sessionId: string, trace: readonly ReadTraceEntry[],
     }
   };
 
+  /** The held reply once its verdicts are in: fed, with the feedback steered in first as the driver does, or dropped by a trip. */
+  const settleHeld = (next: TraceEntry | null) => {
+    if (!held) return;
+    const { event, what, verdicts } = held;
+    held = null;
+    const outcome = settleHeldReply(verdicts, next);
+    if (outcome.type === 'feedback') feed({ type: 'steer', message: outcome.message }, 'the guardrail feedback');
+    if (outcome.type !== 'stopped') feed(event, what);
+  };
+
   try {
     for (const record of entries) {
       currentSeq = record.seq;
       if ('invalid' in record) throw new Diverged(decisions.length + 1, 'a readable trace entry', `entry ${record.seq} is invalid: ${record.invalid}`);
       const entry = record.entry;
+      if (held && entry.type === 'guardrail' && entry.check === held.check) {
+        held.verdicts.push(entry);
+        continue;
+      }
+      if (entry.type !== 'step') settleHeld(entry);
       switch (entry.type) {
         case 'step':
           tokens = entry.tokens;
@@ -189,19 +207,20 @@ export function replayTrace(sessionId: string, trace: readonly ReadTraceEntry[],
           const label = `CallLLM turn ${entry.turn}`;
           decideAndCheck((step) => (step.type === 'CallLLM' && step.turn === entry.turn ? null : label), label);
           checkContent(checkAgainstPrompt(fed, entry.promptDelta));
-          fed = { results: new Map(), ...(entry.reply && { reply: { turn: entry.turn, message: entry.reply.message } }) };
-          if (entry.reply) {
-            const { message, finishReason } = entry.reply;
-            feed(
-              {
-                type: 'modelResponse',
-                response: message,
-                contextTokens: tokens,
-                availableTools: entry.tools,
-                ...(finishReason && finishReason !== 'stop' && { finishReason: finishReason as never }),
-              },
-              `the reply of turn ${entry.turn}`,
-            );
+          const reply = entry.reply && answerAsText(entry.reply, entry.tools);
+          fed = { results: new Map(), ...(reply && { reply: { turn: entry.turn, message: reply.message } }) };
+          if (reply) {
+            const { message, finishReason } = reply;
+            const event: LoopEvent = {
+              type: 'modelResponse',
+              response: message,
+              contextTokens: tokens,
+              availableTools: entry.tools,
+              ...(finishReason && finishReason !== 'stop' && { finishReason: finishReason as never }),
+            };
+            const what = `the reply of turn ${entry.turn}`;
+            if (message.toolCalls?.length) feed(event, what);
+            else held = { event, what, check: `${entry.key}:guard`, verdicts: [] };
           } else {
             feed({ type: 'fail', error: { type: 'ModelError', message: entry.error?.message ?? 'model call failed' } }, 'the model error');
           }
@@ -273,6 +292,7 @@ export function replayTrace(sessionId: string, trace: readonly ReadTraceEntry[],
       }
     }
     currentSeq = undefined;
+    settleHeld(null);
     if (final && brain && atRest(final)) {
       if (open !== null) throw new Diverged(decisions.length + 1, `a finished entry for run ${open} (the session is at rest)`, 'the trace ends without one', 'finished');
       checkFinal(brain, final, decisions.length + 1);
