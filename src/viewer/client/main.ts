@@ -281,9 +281,9 @@ function connect() {
   const source = new EventSource(`${data.eventsUrl}?after=${builder.lastSeq}&log=${logFrom + data.session.messages.length}`);
   // Updates apply in order; a big one (the rest of a long trace) in slices, so keys and scrolling still answer meanwhile.
   let applying = Promise.resolve();
+  // Each event (a catch-up comes as several of bounded size) is parsed and applied in its own task.
   source.onmessage = (message) => {
-    const update = JSON.parse(message.data) as LiveUpdate;
-    applying = applying.then(() => apply(update));
+    applying = applying.then(() => new Promise((resolve) => setTimeout(resolve, 0))).then(() => apply(JSON.parse(message.data) as LiveUpdate));
   };
   source.addEventListener('dropped', () => {
     liveStatus = 'fell behind; reconnecting to';
