@@ -1,6 +1,6 @@
 import { guardFeedbackMessage, type GuardrailVerdict } from '../agent/guardrails.js';
 import { FINAL_ANSWER_TOOL } from '../agent/structured-output.js';
-import type { AssistantMessage, UserMessage } from '../schemas.js';
+import type { AssistantMessage, Message, ToolMessage, UserMessage } from '../schemas.js';
 import type { TraceEntry, TraceEntryOf } from './trace.js';
 
 /*
@@ -45,3 +45,7 @@ export function settleHeldReply(checks: readonly TraceEntryOf<'guardrail'>[], ne
   const feedback = verdicts.flatMap((verdict) => (verdict.type === 'feedback' ? [verdict.message] : []));
   return feedback.length === 0 ? { type: 'apply' } : { type: 'feedback', message: guardFeedbackMessage(feedback.join('\n\n')) };
 }
+
+/** The result a model call's prompt delta shows for a call (not pruned), or undefined. */
+export const shownResult = (prompt: readonly Message[], callId: string): ToolMessage | undefined =>
+  prompt.find((message): message is ToolMessage => message.role === 'tool' && message.toolCallId === callId && !message.content.startsWith('[pruned: '));

@@ -9,7 +9,7 @@ import { DEFAULT_POLICY, type Message, type Policy, type Step, type ToolMessage 
 import type { SessionStore } from '../stores/session-store.js';
 import { decodeRow } from './session-row.js';
 import { checkAgainstLog, checkAgainstPrompt, type ContentMismatch, type FedSinceModel } from './replay-content.js';
-import { answerAsText, settleHeldReply } from './replay-guard.js';
+import { answerAsText, settleHeldReply, shownResult } from './replay-guard.js';
 import { readSessionTrace, type ReadTraceEntry, type TraceEntry, type TraceEntryOf } from './trace.js';
 
 /**
@@ -142,14 +142,18 @@ export function replayTrace(sessionId: string, trace: readonly ReadTraceEntry[],
     if (decision.target) feed({ type: 'next', policy }, recorded);
     return step;
   };
-  /** A tool batch ends when its results are fed: at the next decision after it. */
-  const settleTools = () => {
+  /**
+   * A tool batch ends when its results are fed: at the next decision after it. A call the trace
+   * holds no result for (a tool policy denied it) takes the result the next model call was given.
+   */
+  const settleTools = (prompt: readonly Message[] = []) => {
     while (brain && brain.value === 'AwaitingTools') {
       decideAndCheck((step) => (step.type === 'CallTools' ? null : 'CallTools (a batch was in flight)'), 'CallTools');
       const results = brain.context.pendingTools.map(
         ({ call, preAnswered }) =>
           batch.get(call.id) ??
-          preAnswered ?? { role: 'tool' as const, toolCallId: call.id, toolName: call.name, content: '(no result recorded: denied or not run)', isError: true },
+          preAnswered ??
+          shownResult(prompt, call.id) ?? { role: 'tool' as const, toolCallId: call.id, toolName: call.name, content: '(no result recorded: denied or not run)', isError: true },
       );
       for (const [id, result] of batch) fed.results.set(id, result);
       batch = new Map();
@@ -203,7 +207,7 @@ export function replayTrace(sessionId: string, trace: readonly ReadTraceEntry[],
           break;
         }
         case 'model': {
-          settleTools();
+          settleTools(entry.promptDelta);
           const label = `CallLLM turn ${entry.turn}`;
           decideAndCheck((step) => (step.type === 'CallLLM' && step.turn === entry.turn ? null : label), label);
           checkContent(checkAgainstPrompt(fed, entry.promptDelta));

@@ -9,6 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
+import { replaySession } from '../../src/sessions/replay.js';
 import { readSessionTrace } from '../../src/sessions/trace.js';
 import { SqliteSessionStore } from '../../src/stores/sqlite.js';
 
@@ -54,6 +55,8 @@ describe('examples/guarded-agent.ts', () => {
 
     const store = new SqliteSessionStore({ path: join(dir, 'guarded.db') });
     try {
+      // Feedback, a final_answer answer and a policy denial: replay re-runs it all with no divergence.
+      expect((await replaySession(store, 'support')).divergence).toBeNull();
       const entries = (await readSessionTrace(store, 'support')).flatMap((record) => ('entry' in record ? [record.entry] : []));
       expect(entries.filter((e) => e.type === 'guardrail').map((e) => `${e.run} ${e.name} ${e.verdict?.type}`)).toEqual([
         '1 no-keys pass',

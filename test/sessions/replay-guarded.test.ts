@@ -17,6 +17,8 @@ import { replaySession } from '../../src/sessions/replay.js';
 import { answerAsText, settleHeldReply } from '../../src/sessions/replay-guard.js';
 import type { TraceEntryOf } from '../../src/sessions/trace.js';
 import { SqliteSessionStore } from '../../src/stores/sqlite.js';
+import { readFileTool } from '../../src/tools/builtin.js';
+import { pathRule } from '../../src/agent/builtin-policies.js';
 
 const root = mkdtempSync(join(tmpdir(), 'loopchart-replay-guarded-'));
 afterAll(() => rmSync(root, { recursive: true, force: true }));
@@ -95,4 +97,15 @@ describe('the replay rules for a reply the driver reshapes', () => {
     const tripped = { type: 'finished', run: 1, outcome: { type: 'Failed', error: { type: 'GuardrailTripped', message: 'still refused' } } } as unknown as TraceEntryOf<'finished'>;
     expect(settleHeldReply([verdictEntry({ type: 'feedback', message: 'A.' })], tripped)).toEqual({ type: 'stopped' });
   });
+});
+
+describe('replay of a call a tool policy denied', () => {
+  it('the denial the next model call was given is its result: no divergence against the stored log', async () => {
+    const dir = mkdtempSync(join(root, 'files-'));
+    const model = scriptedModel([{ toolCalls: [{ id: 'c1', name: 'read_file', args: { path: 'secrets.txt' } }] }, { text: 'I may not read it.' }]);
+    const machine = createAgentMachine({ model, tools: [readFileTool({ root: dir })], toolPolicy: pathRule({ roots: [join(dir, 'docs')], base: dir }) });
+    const { stored, report } = await runThenReplay('denied', machine, 'Read secrets.txt.');
+    expect(stored.messages[2]).toMatchObject({ role: 'tool', toolCallId: 'c1', content: expect.stringContaining('denied') });
+    expect(report.divergence).toBeNull();
+  }, 30_000);
 });
