@@ -7,6 +7,7 @@ import { doubtRequests, isInDoubt, markedInDoubt, restoredDoubt, takeDoubtDecisi
 import { z } from 'zod';
 import { BudgetSchema, PricesSchema, budgetOverrun, costUsd, type BudgetKind, type BudgetOverrun } from '../src/agent/budget.js';
 import { BUDGET_OPERATION, activeMs, limitsOf, pausedAt, pausesOn, raiseOf, raiseProblem, raisedBy } from '../src/agent/budget-pause.js';
+import { limitLifted, limitedUntil, resumeDelay, usageLimitRule, usageLimitWait } from '../src/agent/usage-limit.js';
 import { freshAgentContext, parseAgentContext, type AgentContext } from '../src/agent/context.js';
 import type { OperationHook } from '../src/agent/operation-state.js';
 import {
@@ -292,7 +293,8 @@ export function createAgentMachine(config: AgentConfig) {
     if (!parsed.success) return `invalid policy: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`;
     return pruneLineProblem(pruning, parsed.data);
   };
-  if (budget?.pause && plan.byName.has(BUDGET_OPERATION)) throw new InvalidConfigError(`operation name '${BUDGET_OPERATION}' is taken by budgets that pause`);
+  const usageLimit = usageLimitRule(config.pauseOnUsageLimit);
+  if ((budget?.pause || usageLimit) && plan.byName.has(BUDGET_OPERATION)) throw new InvalidConfigError(`operation name '${BUDGET_OPERATION}' is taken by budgets that pause`);
   /** Checked after tool results and before each model call, when the brain is between steps; paused time is not wall time. */
   const overrun = (context: AgentContext): BudgetOverrun | null =>
     budget && !context.brain.context.cancelled && !context.outputState?.finalCall && (context.brain.value === 'Start' || context.brain.value === 'AwaitingModel')
@@ -483,7 +485,10 @@ export function createAgentMachine(config: AgentConfig) {
       emitted: {} as AgentEmitted,
     },
     actors: { io: ioLogic(deps) },
-    delays: { cancelGrace: ({ context }) => context.cancelGraceMs ?? DEFAULT_CANCEL_GRACE_MS },
+    delays: {
+      cancelGrace: ({ context }) => context.cancelGraceMs ?? DEFAULT_CANCEL_GRACE_MS,
+      usageLimitWait: ({ context }) => resumeDelay(context.budgetPause, clock()),
+    },
     guards: {
       wellFormed: ({ event }) => !fromIo(event) && externalEventProblem(event) === null,
       fromTelemetry: ({ event }) => fromTelemetry(event),
@@ -494,6 +499,8 @@ export function createAgentMachine(config: AgentConfig) {
       runOverBudget: ({ context }) => overBudget(context) !== null,
       budgetPaused: ({ context }) => overrun(context) !== null && overBudget(context) === null,
       raiseRefused: ({ context, event }) => raiseRefusal(context, event) !== null,
+      usageLimitPauses: ({ event }) => usageLimitWait(usageLimit, as(event, 'io.failed').error) !== null,
+      usageLimited: ({ context }) => !!context.budgetPause?.usageLimit,
       budgetResume: ({ event }) => event.type === 'operation.resume' && event.operation === BUDGET_OPERATION,
       finalCallDue: ({ context }) => finalCallDue(context) !== null,
       promptFails: ({ context }) => typeof extrasFor(context) !== 'number',
@@ -591,11 +598,20 @@ export function createAgentMachine(config: AgentConfig) {
       })),
       markPaused: assign({ budgetPause: ({ context }) => pausedAt(context.budgetPause, clock()) }),
       emitBudgetPaused: enqueueActions(({ context, enqueue }) => {
+        const limited = context.budgetPause?.usageLimit;
+        if (limited) return void enqueue.emit({ type: 'operation.yielded', operation: BUDGET_OPERATION, reason: limited.reason, payload: { resumeAt: limited.resumeAt } });
         const { kind, used, limit, reason } = overrun(context)!;
         enqueue.emit({ type: 'budget.paused', kind, used, limit, reason });
         enqueue.emit({ type: 'operation.yielded', operation: BUDGET_OPERATION, reason, payload: { kind, used, limit } });
       }),
       raiseBudget: assign({ budgetPause: ({ context, event }) => raisedBy(context.budgetPause, raiseOf(event as never)!, clock()) }),
+      pauseOnUsageLimit: assign({
+        budgetPause: ({ context, event }) => {
+          const { error } = as(event, 'io.failed');
+          return limitedUntil(context.budgetPause, error as Error, usageLimitWait(usageLimit, error)!, clock());
+        },
+      }),
+      liftUsageLimit: assign({ budgetPause: ({ context }) => limitLifted(context.budgetPause, clock()) }),
       refuseRaise: emit(({ context, event }) => ({ type: 'event.rejected' as const, event: event.type, reason: raiseRefusal(context, event)! })),
       openPoint: assign({ operations: ({ context }, hook: OperationHook) => openPoint(context.operations, plan, hook, pointKey(context, hook)) }),
       requestOperations: sendTo('io', ({ context }): IoRequest => {
@@ -1063,12 +1079,18 @@ export function createAgentMachine(config: AgentConfig) {
           /** Past a limit that pauses: waits for a raise that lifts it (the same run goes on) or a seal. */
           BudgetPaused: {
             entry: ['markPaused', 'emitBudgetPaused'],
+            // A provider's usage limit: the same model call again at the stored time.
+            after: { usageLimitWait: { guard: 'usageLimited', target: 'AwaitingModel', actions: 'liftUsageLimit' } },
             on: {
+              // Restored while waiting for that time: the timer is armed again from the stored time.
+              'io.attached': { guard: 'usageLimited', target: 'BudgetPaused', reenter: true },
               'budget.raise': [
+                { guard: and(['wellFormed', 'usageLimited']), target: 'AwaitingModel', actions: 'raiseBudget' },
                 { guard: and(['wellFormed', 'raiseRefused']), actions: 'refuseRaise' },
                 { guard: 'wellFormed', target: 'Start', actions: 'raiseBudget' },
               ],
               'operation.resume': [
+                { guard: and(['wellFormed', 'budgetResume', 'usageLimited']), target: 'AwaitingModel', actions: 'raiseBudget' },
                 { guard: and(['wellFormed', 'budgetResume', 'raiseRefused']), actions: 'refuseRaise' },
                 { guard: and(['wellFormed', 'budgetResume']), target: 'Start', actions: 'raiseBudget' },
               ],
@@ -1146,6 +1168,8 @@ export function createAgentMachine(config: AgentConfig) {
                 { guard: and(['currentModelCall', 'operationFailure']), target: 'Start', actions: 'failOperation' },
                 // After the model's own retries: the next model of the list takes the same call.
                 { guard: and(['currentModelCall', 'fallsBack']), actions: ['fallBack', { type: 'trace', params: 'model.fallback' }, { type: 'startAttempt', params: 'retry' }, 'requestModel'] },
+                // ...or, with pauseOnUsageLimit, a provider's limit with a retry time waits for it.
+                { guard: and(['currentModelCall', 'usageLimitPauses']), target: 'BudgetPaused', actions: 'pauseOnUsageLimit' },
                 { guard: 'currentModelCall', target: 'Start', actions: { type: 'failWith', params: 'ModelError' } },
               ],
             },

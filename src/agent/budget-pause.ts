@@ -19,6 +19,8 @@ export const BudgetPauseSchema = z.object({
   pausedAt: count.nullable(),
   /** Time spent paused earlier in this run (ms). */
   pausedMs: count,
+  /** Waiting for a provider's usage limit (see usage-limit.ts): when the run goes on by itself, and why it waits. */
+  usageLimit: z.object({ resumeAt: count, reason: z.string() }).optional(),
 });
 export type BudgetPause = z.infer<typeof BudgetPauseSchema>;
 

@@ -81,6 +81,13 @@ export interface AgentConfig {
    * `pause` (true, or the kinds that pause) waits in `BudgetPaused` for a `budget.raise` or a seal.
    */
   budget?: Budget;
+  /**
+   * Off by default. A model call that finally fails (after its retries and any fallback) with a
+   * 429 carrying a retry time of at most `maxWaitMs` (default 15 minutes) pauses the run in
+   * `BudgetPaused` and makes the same call again at that time; a `budget.raise` resumes at once,
+   * a seal ends the run.
+   */
+  pauseOnUsageLimit?: boolean | { maxWaitMs?: number };
   /** Token prices, for cost accounting and `budget.maxCostUsd`. */
   prices?: Prices;
   /**
