@@ -44,6 +44,8 @@ export const ERROR_CODES = [
   'SessionNotIdle',
   // A decision that does not bind to the call waiting (issue 26).
   'ApprovalRefused',
+  // A tool call started before a restart with no recorded result: the run asks (inDoubt: 'ask').
+  'ToolInDoubt',
   'SessionRow',
   'CorruptSession',
   'InvalidWrite',

@@ -101,6 +101,7 @@ export { TelemetryUnavailableError } from './telemetry/otel-api.js';
 export { SessionNotIdleError } from './sessions/durable-session.js';
 export { ApprovalRefusedError, decideStored, type Verdict } from './sessions/stored-decision.js';
 export { decideDoubtStored, type DoubtVerdict } from './sessions/stored-doubt.js';
+export { ToolInDoubtError } from './agent/in-doubt.js';
 export type { DoubtAction, DoubtEmitted, InDoubtPolicy } from './agent/in-doubt.js';
 export { SessionRowError } from './sessions/session-row.js';
 export { ReplayUnavailableError } from './sessions/replay.js';

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { LoopchartError } from '../errors.js';
 import { jsonValueProblem } from '../json-value.js';
 import { ToolMessageSchema, type ToolCall, type ToolMessage } from '../schemas.js';
 import { bindingRefusal, digestOf, provenDecisions, requestFor, type ApprovalRequest } from './approval-binding.js';
@@ -99,18 +100,29 @@ export function startKeys(callKey: string, reruns: number): { marker: string; st
 /** The journal batch holding a tool batch's start markers. */
 export const markerBatch = (batchKey: string): string => `${batchKey}:started`;
 
-/** The name the in-doubt signal carries across an executor that keeps only an error's name and message (Restate's steps). */
-export const IN_DOUBT_SIGNAL = 'ToolInDoubt';
-
-/** Thrown in place of running a call whose start was journaled by an earlier process: the run asks instead. */
-export class InDoubtSignal extends Error {
+/**
+ * Thrown through the executor in place of running a call whose start an earlier process
+ * journaled and whose result nobody recorded: the run asks a person instead (the tool's `inDoubt:
+ * 'ask'`). An executor passes it on like any tool error; only its name and message must survive
+ * (Restate's steps keep no more), so the driver knows it by its name.
+ *
+ * @example
+ * ```ts
+ * import { ToolInDoubtError } from 'loopchart';
+ *
+ * const error: unknown = new ToolInDoubtError('call_1');
+ * if (error instanceof Error && error.name === 'ToolInDoubtError') console.log('the run will ask a person');
+ * ```
+ */
+export class ToolInDoubtError extends LoopchartError {
+  readonly toolCallId: string;
   constructor(toolCallId: string) {
-    super(`tool call '${toolCallId}' was started before the restart and has no recorded result`);
-    this.name = IN_DOUBT_SIGNAL;
+    super('ToolInDoubt', `tool call '${toolCallId}' was started before the restart and has no recorded result`);
+    this.toolCallId = toolCallId;
   }
 }
 
-export const isInDoubtSignal = (error: unknown): boolean => error instanceof Error && error.name === IN_DOUBT_SIGNAL;
+export const isInDoubtSignal = (error: unknown): boolean => error instanceof Error && error.name === ToolInDoubtError.name;
 
 export const rerunsOf = (doubt: DoubtState | undefined, id: string): number => (doubt && Object.hasOwn(doubt.reruns, id) ? doubt.reruns[id]! : 0);
 

@@ -19,7 +19,7 @@ import { DEFAULT_OPERATION_TIMEOUT_MS, OperationError, type HookContext, type Op
 import type { OperationHook } from './operation-state.js';
 import { checkOutput, messageOf, type OperationOutput, type OperationPlan } from './operation-rules.js';
 import { uniqueCallIds } from './call-ids.js';
-import { InDoubtSignal, inDoubtPolicy, isInDoubtSignal, rerunsOf, startKeys, type DoubtState } from './in-doubt.js';
+import { ToolInDoubtError, inDoubtPolicy, isInDoubtSignal, rerunsOf, startKeys, type DoubtState } from './in-doubt.js';
 import { madeHere, startToken } from './start-marker.js';
 import { calibrated, requestTokens } from './request-size.js';
 import { PARENT_STOPPED, inScope, type ChildHandle, type SubagentReport } from './subagent-scope.js';
@@ -389,7 +389,7 @@ export function ioLogic(deps: IoDeps) {
         return inScope({ sessionId: request.sessionId, callId: call.id, parent: self, report, adopt }, () => execute(
           { key: keys?.step ?? callKey, kind: 'tool', input: { turn, call, batchKey: key }, signal: controller.signal },
           async () => {
-            if (!fresh) throw new InDoubtSignal(call.id);
+            if (!fresh) throw new ToolInDoubtError(call.id);
             const listed = executables(request.offered, controller.signal);
             const tools = listed instanceof ToolSet ? listed : await listed;
             return (await runToolCalls([{ call }], tools, { signal: controller.signal, idempotencyKey: () => callKey }))[0]!;
