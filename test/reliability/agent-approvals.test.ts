@@ -18,6 +18,9 @@ const write = defineTool({
   description: 'Writes',
   input: z.object({ path: z.string() }),
   needsApproval: true,
+  // The first process closes while the approved call may be starting: re-run it on reopen (the
+  // default for a tool that needs approval, 'ask', would wait for a person; test/hitl/in-doubt).
+  inDoubt: 'rerun',
   execute: ({ path }, { toolCallId }) => (ran.push(toolCallId), `wrote ${path}`),
 });
 const machine = () =>
