@@ -1,11 +1,8 @@
-import type { AgentContext } from '../../machines/agent.machine.js';
 import type { ApprovalRequest, RefusalReason } from '../agent/approval-binding.js';
 import { takeDecision, type Refusal } from '../agent/approvals.js';
 import { LoopchartError } from '../errors.js';
-import { SessionBusyError, SessionNotFoundError } from '../stores/errors.js';
 import type { SessionStore } from '../stores/session-store.js';
-import { serviceKey } from '../agent/keys.js';
-import { decodeRow, encodeRow } from './session-row.js';
+import { decideOnStoredRow } from './stored-row-decision.js';
 import type { TraceEntry } from './trace.js';
 
 /**
@@ -42,9 +39,6 @@ export interface Verdict {
   reason?: string;
 }
 
-/** Writes lost to another writer before this one gives up (each retry re-reads and re-checks). */
-const MAX_ATTEMPTS = 8;
-
 /**
  * Decides a waiting call straight in the store, from any process, without the agent: the
  * decision is checked against the stored row (the request must be the one shown: its call id,
@@ -78,28 +72,15 @@ export async function decideStored(
     ...(verdict.by !== undefined && { by: verdict.by }),
     ...(verdict.reason !== undefined && { reason: verdict.reason }),
   };
-  for (let attempt = 1; ; attempt++) {
-    const stored = await store.load(sessionId);
-    if (!stored) throw new SessionNotFoundError(sessionId);
-    const decoded: AgentContext = decodeRow(sessionId, stored.state, stored.messages);
-    // Results journaled for the batch count: a call that has one already ran.
-    const batch = decoded.brain.value === 'AwaitingTools' ? serviceKey(decoded, decoded.brain.context.turnsTaken, 'tools') : null;
-    const context = batch ? { ...decoded, toolJournal: await store.journaledToolResults(sessionId, batch) } : decoded;
+  await decideOnStoredRow(store, sessionId, (context) => {
     const taken = takeDecision(context, event, true);
     const at = Date.now();
     const by = verdict.by !== undefined ? { by: verdict.by } : {};
     if ('refusal' in taken) {
-      const entry: TraceEntry = { type: 'approval.refused', at, run: context.runIndex, toolCallId, approved: verdict.approved, refusal: taken.refusal.reason, detail: taken.refusal.detail, digest, ...by };
-      await store.appendTrace?.(sessionId, [entry]);
-      throw new ApprovalRefusedError(toolCallId, taken.refusal);
+      const refused: TraceEntry = { type: 'approval.refused', at, run: context.runIndex, toolCallId, approved: verdict.approved, refusal: taken.refusal.reason, detail: taken.refusal.detail, digest, ...by };
+      return { refused, error: new ApprovalRefusedError(toolCallId, taken.refusal) };
     }
     const entry: TraceEntry = { type: 'approval', at, run: context.runIndex, toolCallId, approved: verdict.approved, digest, ...by, ...(verdict.reason !== undefined && { reason: verdict.reason }) };
-    try {
-      await store.apply(sessionId, { expectedVersion: stored.version, state: encodeRow({ ...context, approvals: taken.approvals }), trace: [entry] });
-      return;
-    } catch (error) {
-      // Another writer moved the session: read it again and decide against what it holds now.
-      if (!SessionBusyError.isInstance(error) || attempt >= MAX_ATTEMPTS) throw error;
-    }
-  }
+    return { write: { ...context, approvals: taken.approvals }, entry };
+  });
 }

@@ -1,19 +1,13 @@
-import type { AgentContext } from '../../machines/agent.machine.js';
 import type { ApprovalRequest } from '../agent/approval-binding.js';
 import { doubtEventProblem, takeDoubtDecision, type DoubtAction } from '../agent/in-doubt.js';
-import { serviceKey } from '../agent/keys.js';
 import { InvalidFeedError } from '../errors.js';
-import { SessionBusyError, SessionNotFoundError } from '../stores/errors.js';
 import type { SessionStore } from '../stores/session-store.js';
-import { decodeRow, encodeRow } from './session-row.js';
+import { decideOnStoredRow } from './stored-row-decision.js';
 import { ApprovalRefusedError } from './stored-decision.js';
 import type { TraceEntry } from './trace.js';
 
 /** What a person decides for a call in doubt: run it again, give its result (any JSON value), or fail it. */
 export type DoubtVerdict = { action: DoubtAction; result?: unknown; by?: string; reason?: string };
-
-/** Writes lost to another writer before this one gives up (each retry re-reads and re-checks). */
-const MAX_ATTEMPTS = 8;
 
 /**
  * Decides a call in doubt straight in the store, from any process, without the agent (the
@@ -44,20 +38,13 @@ export async function decideDoubtStored(
   if (problem) throw new InvalidFeedError('decideDoubtStored', problem);
   const { toolCallId, digest, run } = request;
   const by = verdict.by !== undefined ? { by: verdict.by } : {};
-  for (let attempt = 1; ; attempt++) {
-    const stored = await store.load(sessionId);
-    if (!stored) throw new SessionNotFoundError(sessionId);
-    const decoded: AgentContext = decodeRow(sessionId, stored.state, stored.messages);
-    // Results journaled for the batch count: a call that has one is not in doubt.
-    const batch = decoded.brain.value === 'AwaitingTools' ? serviceKey(decoded, decoded.brain.context.turnsTaken, 'tools') : null;
-    const context = batch ? { ...decoded, toolJournal: await store.journaledToolResults(sessionId, batch) } : decoded;
+  await decideOnStoredRow(store, sessionId, (context, decoded) => {
     const taken = takeDoubtDecision(context, { toolCallId, digest, run, ...verdict });
     const at = Date.now();
     if ('refusal' in taken) {
       const { reason: refusal, detail } = taken.refusal;
-      const entry: TraceEntry = { type: 'doubt.refused', at, run: context.runIndex, toolCallId, action: verdict.action, refusal, detail, digest, ...by };
-      await store.appendTrace?.(sessionId, [entry]);
-      throw new ApprovalRefusedError(toolCallId, taken.refusal);
+      const refused: TraceEntry = { type: 'doubt.refused', at, run: context.runIndex, toolCallId, action: verdict.action, refusal, detail, digest, ...by };
+      return { refused, error: new ApprovalRefusedError(toolCallId, taken.refusal) };
     }
     const entry: TraceEntry = {
       type: 'doubt',
@@ -69,12 +56,7 @@ export async function decideDoubtStored(
       ...by,
       ...(verdict.reason !== undefined && { reason: verdict.reason }),
     };
-    try {
-      // The decision (with a hand result or failure in it) goes in the row: the next open hands it over.
-      await store.apply(sessionId, { expectedVersion: stored.version, state: encodeRow({ ...decoded, doubt: taken.doubt }), trace: [entry] });
-      return;
-    } catch (error) {
-      if (!SessionBusyError.isInstance(error) || attempt >= MAX_ATTEMPTS) throw error;
-    }
-  }
+    // The decision (with a hand result or failure in it) goes in the row: the next open hands it over.
+    return { write: { ...decoded, doubt: taken.doubt }, entry };
+  });
 }
