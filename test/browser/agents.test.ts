@@ -4,10 +4,11 @@
  * timeline has the handoff; a subagent's tool call opens the child session's own page.
  * Skipped without /usr/bin/chromium, like the rest of the browser project.
  */
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { chromium, type BrowserContext } from 'playwright-core';
+import { type BrowserContext } from 'playwright-core';
+import { hasChromium, launchChromium } from './support/chromium.js';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createAgentMachine } from '../../machines/agent.machine.js';
 import { agentTool } from '../../src/agent/agent-tool.js';
@@ -16,7 +17,6 @@ import { DurableSession } from '../../src/sessions/durable-session.js';
 import { SqliteSessionStore } from '../../src/stores/sqlite.js';
 import { startViewer, type RunningViewer } from '../../src/viewer.js';
 
-const CHROMIUM = '/usr/bin/chromium';
 const root = mkdtempSync(join(tmpdir(), 'loopchart-browser-handoff-'));
 let context: BrowserContext | undefined;
 let viewer: RunningViewer | undefined;
@@ -30,11 +30,11 @@ afterAll(async () => {
 
 async function browse() {
   viewer ??= await startViewer({ store: store!, port: 0, storeLabel: 'h.db' });
-  context ??= await chromium.launchPersistentContext(join(root, 'profile'), { executablePath: CHROMIUM, headless: true, args: ['--no-sandbox', '--disable-gpu', '--no-first-run'] });
+  context ??= await launchChromium(join(root, 'profile'));
   return context.pages()[0] ?? (await context.newPage());
 }
 
-describe.skipIf(!existsSync(CHROMIUM))('agents in the viewer', () => {
+describe.skipIf(!hasChromium)('agents in the viewer', () => {
   store = new SqliteSessionStore({ path: join(root, 'h.db') });
 
   it('after a handoff: shows the active agent among the facts and the handoff in the timeline', async () => {

@@ -5,18 +5,16 @@
  * exactly is what makes the page fast: the timeline is virtualized, the huge reply is not in the
  * page's DOM until asked for, and the whole of it is there when it is.
  */
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { chromium, type BrowserContext, type Page } from 'playwright-core';
+import { type BrowserContext, type Page } from 'playwright-core';
+import { hasChromium, launchChromium } from './support/chromium.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SqliteSessionStore } from '../../src/stores/sqlite.js';
 import { startViewer, type RunningViewer } from '../../src/viewer.js';
 import { writeBigSession } from '../viewer/fixtures/big-session.js';
 
-const CHROMIUM = '/usr/bin/chromium';
-const hasChromium = existsSync(CHROMIUM);
-if (!hasChromium && process.env.LOOPCHART_REQUIRE_CHROMIUM) throw new Error(`${CHROMIUM} is missing and LOOPCHART_REQUIRE_CHROMIUM is set`);
 
 const TURNS = 10_000;
 const HUGE = 23_000_000;
@@ -77,11 +75,7 @@ describe.skipIf(!hasChromium)('the viewer on big sessions', () => {
     await writeBigSession(store, 'turns', 2 * (TURNS - 1) + 2);
     await writeBigSession(store, 'huge', 4, 0, HUGE);
     viewer = await startViewer({ store, port: 0 });
-    context = await chromium.launchPersistentContext(join(root, 'profile'), {
-      executablePath: CHROMIUM,
-      headless: true,
-      args: ['--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-    });
+    context = await launchChromium(join(root, 'profile'));
     page = context.pages()[0] ?? (await context.newPage());
     // The page script is bundled on first use: not part of any figure.
     await page.goto(`${viewer.url}s/huge`);

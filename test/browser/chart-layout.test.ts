@@ -5,11 +5,12 @@
  * outside the SVG's viewport; the current and selected states are highlighted. Screenshots of
  * both charts are written to test/browser/artifacts/.
  */
-import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { chromium, type BrowserContext, type Page } from 'playwright-core';
+import { type BrowserContext, type Page } from 'playwright-core';
+import { hasChromium, launchChromium } from './support/chromium.js';
 import { createActor, createMachine } from 'xstate';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DurableSession } from '../../src/sessions/durable-session.js';
@@ -17,9 +18,6 @@ import { SqliteSessionStore } from '../../src/stores/sqlite.js';
 import { startViewer, viewerInspector, type RunningViewer } from '../../src/viewer.js';
 import { liveAgent } from './fixtures/live-agent.js';
 
-const CHROMIUM = '/usr/bin/chromium';
-const hasChromium = existsSync(CHROMIUM);
-if (!hasChromium && process.env.LOOPCHART_REQUIRE_CHROMIUM) throw new Error(`${CHROMIUM} is missing and LOOPCHART_REQUIRE_CHROMIUM is set`);
 const ARTIFACTS = fileURLToPath(new URL('./artifacts/', import.meta.url));
 
 const root = mkdtempSync(join(tmpdir(), 'loopchart-chart-'));
@@ -97,12 +95,7 @@ describe.skipIf(!hasChromium)('the statecharts in chromium', () => {
     await session.close();
     viewer = await startViewer({ store, port: 0 });
     mkdirSync(ARTIFACTS, { recursive: true });
-    context = await chromium.launchPersistentContext(join(root, 'profile'), {
-      executablePath: CHROMIUM,
-      headless: true,
-      viewport: { width: 1400, height: 900 },
-      args: ['--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-    });
+    context = await launchChromium(join(root, 'profile'), { viewport: { width: 1400, height: 900 } });
     page = context.pages()[0] ?? (await context.newPage());
   }, 120_000);
 

@@ -9,17 +9,15 @@
  *
  * Skipped when /usr/bin/chromium is absent (LOOPCHART_REQUIRE_CHROMIUM=1 makes that a failure).
  */
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { chromium, type BrowserContext, type Page } from 'playwright-core';
+import { type BrowserContext, type Page } from 'playwright-core';
+import { hasChromium, launchChromium } from './support/chromium.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { STORY } from '../../examples/chat-ui/agent.js';
 import { startChatExample, stopChatExample, type ChatExample } from '../support/chat-example.js';
 
-const CHROMIUM = '/usr/bin/chromium';
-const hasChromium = existsSync(CHROMIUM);
-if (!hasChromium && process.env.LOOPCHART_REQUIRE_CHROMIUM) throw new Error(`${CHROMIUM} is missing and LOOPCHART_REQUIRE_CHROMIUM is set`);
 
 const root = mkdtempSync(join(tmpdir(), 'loopchart-chat-'));
 
@@ -68,11 +66,7 @@ async function midStory(page: Page): Promise<string> {
 describe.skipIf(!hasChromium)('the chat UI in chromium', () => {
   beforeAll(async () => {
     await startServer();
-    context = await chromium.launchPersistentContext(join(root, 'profile'), {
-      executablePath: CHROMIUM,
-      headless: true,
-      args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-    });
+    context = await launchChromium(join(root, 'profile'));
   }, 120_000);
 
   afterAll(async () => {

@@ -8,11 +8,12 @@
  * Skipped when /usr/bin/chromium is absent (LOOPCHART_REQUIRE_CHROMIUM=1 makes that a failure:
  * CI sets it). `npm run test:browser` runs this suite alone.
  */
-import { existsSync, mkdirSync, mkdtempSync, rmSync, statSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { chromium, type BrowserContext, type Page } from 'playwright-core';
+import { type BrowserContext, type Page } from 'playwright-core';
+import { hasChromium, launchChromium } from './support/chromium.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createFolderAgent, DEFAULT_QUESTION } from '../../examples/folder-agent.js';
 import { loopMachine } from '../../machines/loop.machine.js';
@@ -33,12 +34,6 @@ import { APPROVER } from '../viewer/fixtures/rich-session.js';
 import { makeRichSession } from '../viewer/fixtures/rich-session.js';
 import { liveAgent } from './fixtures/live-agent.js';
 
-const CHROMIUM = '/usr/bin/chromium';
-const hasChromium = existsSync(CHROMIUM);
-if (!hasChromium) {
-  if (process.env.LOOPCHART_REQUIRE_CHROMIUM) throw new Error(`${CHROMIUM} is missing and LOOPCHART_REQUIRE_CHROMIUM is set (run .ci/chromium.sh as root)`);
-  console.log(`browser suite skipped: ${CHROMIUM} not found (install it as root with: bash .ci/chromium.sh; then npm run test:browser)`);
-}
 
 const ARTIFACTS = fileURLToPath(new URL('./artifacts/', import.meta.url));
 const LIVE_CHILD = fileURLToPath(new URL('./fixtures/live-child.ts', import.meta.url));
@@ -99,11 +94,7 @@ describe.skipIf(!hasChromium)('loopchart view in chromium', () => {
     await withOps.close();
     viewer = await startViewer({ store, port: 0, storeLabel: db });
     mkdirSync(ARTIFACTS, { recursive: true });
-    context = await chromium.launchPersistentContext(join(root, 'profile'), {
-      executablePath: CHROMIUM,
-      headless: true,
-      args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-    });
+    context = await launchChromium(join(root, 'profile'));
     page = context.pages()[0] ?? (await context.newPage());
   }, 90_000);
 
