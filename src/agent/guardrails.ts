@@ -6,6 +6,7 @@ import type { Message, TrippedGuardrail, UserMessage } from '../schemas.js';
 import { messageOf } from './operation-rules.js';
 import { InvalidConfigError } from './pruning.js';
 import { timedCheck } from './timed-check.js';
+import { keyOf } from './keys.js';
 import type { BrainState } from './brain-state.js';
 import { checkAnswer, type AnswerStep, type StructuredOutput } from './structured-output.js';
 
@@ -261,7 +262,8 @@ export type GuardState = z.infer<typeof GuardStateSchema>;
 export const NO_GUARD: GuardState = Object.freeze({ check: null, passed: null, feedbacks: 0 }) as GuardState;
 
 /** The key of a run's input check (one per run). */
-export const inputCheckKey = (context: { sessionId: string; runIndex: number }): string => `${context.sessionId}:run-${context.runIndex}:guard-input`;
+export const inputCheckKey = (context: { sessionId: string; runIndex: number }): string =>
+  keyOf({ kind: 'guardCheck', stage: 'input', session: context.sessionId, run: context.runIndex });
 
 /** The input check is due: the agent has input guardrails, the run made no model call yet, and its check has not passed. */
 export const inputCheckDue = (plan: GuardrailPlan | null, guard: GuardState | undefined, turnsTaken: number, key: string): boolean =>

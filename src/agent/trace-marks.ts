@@ -3,6 +3,7 @@ import { decisionFor } from './approvals.js';
 import { pendingCalls } from './brain-state.js';
 import type { AgentContext } from './context.js';
 import type { ToolCall } from '../schemas.js';
+import { runKeyOf as runPrefix } from './keys.js';
 
 /**
  * The points of a run only the chart sees, as one action (`trace`) with the point as its
@@ -21,7 +22,7 @@ const made = new WeakSet<object>();
 export const fromTelemetry = (event: object): boolean => made.has(event);
 
 /** The prefix every effect key of the context's current run starts with (see `serviceKey`). */
-export const runKeyOf = (context: Pick<AgentContext, 'sessionId' | 'runIndex'>): string => `${context.sessionId}:run-${context.runIndex}:`;
+export const runKeyOf = (context: Pick<AgentContext, 'sessionId' | 'runIndex'>): string => runPrefix({ session: context.sessionId, run: context.runIndex });
 
 export interface MarkArgs {
   context: AgentContext;
