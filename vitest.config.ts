@@ -1,5 +1,6 @@
 import { availableParallelism } from 'node:os';
 import { defineConfig } from 'vitest/config';
+import { SlowFirstSequencer } from './test/support/sequencer.js';
 
 /**
  * Projects: `fast` (seconds to a few minutes, what a developer runs while iterating:
@@ -7,7 +8,7 @@ import { defineConfig } from 'vitest/config';
  * crash series: `npm run test:slow`), `distributed` (a real Restate server and worker processes:
  * `npm run test:distributed`) and `mcp` (below). `npm test` and CI run them all.
  */
-const slow = ['test/package/consumer.test.ts', 'test/sessions/crash.test.ts', 'test/sessions/operations-crash.test.ts', 'test/approvals/decision-race.test.ts', 'test/subagents/nested-crash.test.ts', 'test/examples/team.test.ts', 'test/sessions/guardrails-crash.test.ts', 'test/sessions/in-doubt-crash.test.ts'];
+const slow = ['test/package/consumer.test.ts', 'test/sessions/crash-*.test.ts', 'test/sessions/operations-crash.test.ts', 'test/approvals/decision-race.test.ts', 'test/subagents/nested-crash.test.ts', 'test/examples/team.test.ts', 'test/sessions/guardrails-crash.test.ts', 'test/sessions/in-doubt-crash.test.ts'];
 /** Against a real Restate server (`npm run setup:restate` installs it; skipped without it). */
 const distributed = ['test/distributed/**/*.test.ts'];
 /** Real MCP servers as child processes and over HTTP (~15 s, mostly process start and stop): `npm run test:mcp`. */
@@ -22,6 +23,8 @@ export default defineConfig({
     // servers, so two at a time roughly halves the run.
     maxWorkers: Math.max(2, availableParallelism()),
     testTimeout: 30_000,
+    // Long files first (see the sequencer).
+    sequence: { sequencer: SlowFirstSequencer },
     hookTimeout: 60_000,
     projects: [
       { extends: true, test: { name: 'fast', include: ['test/**/*.test.ts'], exclude: [...slow, ...distributed, ...mcp, ...browser] } },

@@ -2,7 +2,7 @@
  * Replay and fork (issue 14). Replay re-runs the brain over a session's trace, calling nothing,
  * and reports the first decision that differs from the recording; fork makes a new session from
  * a coherent prefix of another's log and leaves the original as it was, byte for byte.
- * (Replay over every session of the SIGKILL series is checked in crash.test.ts.)
+ * (Replay over every session of the SIGKILL series is checked in test/support/crash-series.ts.)
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
