@@ -5,7 +5,7 @@
  */
 import { createActor } from 'xstate';
 import { loopMachine, nextStep } from '../machines/loop.machine.js';
-import { LoopMachine } from '../src/loop-machine.js';
+import { LoopMachine } from '../src/brain/loop-machine.js';
 import { DEFAULT_POLICY, type Message, type ToolMessage } from '../src/schemas.js';
 import { medianOf, printTable } from './support.js';
 

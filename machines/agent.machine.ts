@@ -24,7 +24,7 @@ import {
 import { DEFAULT_CANCEL_GRACE_MS, OperationError } from '../src/agent/operation.js';
 import { agentOutcome, type AgentOutcome, type FailureType } from '../src/agent/failure.js';
 import { interruptedStep, keepSteering, runCancelHooks } from '../src/agent/cancel-rules.js';
-import { InvalidSnapshotError } from '../src/errors.js';
+import { InvalidConfigError, InvalidSnapshotError } from '../src/errors.js';
 import { activeModelProblem, bookUsage, fallbackAfter, modelList, startModels, totalCost, usageCosts, type FallbackTrigger, type ModelUsage } from '../src/agent/fallback.js';
 import { repetitionLimit, repetitionNote, repetitionVerdict, type RepetitionVerdict } from '../src/agent/repetition.js';
 import { systemTokens } from '../src/agent/request-size.js';
@@ -36,8 +36,8 @@ import { serviceKey as keyOf } from '../src/agent/keys.js';
 import { ToolPolicyError, applyPolicyVerdicts, planToolPolicies } from '../src/agent/tool-policy.js';
 import * as guard from '../src/agent/guardrails.js';
 import { fromTelemetry, resumeTrace, traceMark, type TelemetryEvent, type TraceMark } from '../src/agent/trace-marks.js';
-import { AgentTracing } from '../src/telemetry/agent-tracing.js';
-import { InvalidConfigError, PruningSchema, pendingPrune, pruneLineProblem, type Pruning } from '../src/agent/pruning.js';
+import { AgentTracing } from '../src/agent/agent-tracing.js';
+import { PruningSchema, pendingPrune, pruneLineProblem, type Pruning } from '../src/agent/pruning.js';
 import {
   NO_USAGE,
   applyCompactionPass,
@@ -61,8 +61,8 @@ import {
 import type { ModelReply, ToolDefinition, Usage } from '../src/model.js';
 import { PolicySchema, type Outcome, type Policy, type PolicyInput, type Step, type ToolCall, type ToolMessage, type UserMessage, type Message } from '../src/schemas.js';
 import { estimateMessageTokens } from '../src/tokens.js';
-import { feedProblem } from '../src/feed-problems.js';
-import { parseHistory } from '../src/history.js';
+import { feedProblem } from '../src/brain/feed-problems.js';
+import { parseHistory } from '../src/brain/history.js';
 import { DEFAULT_TOOL_CONCURRENCY } from '../src/tools/run-tools.js';
 import { activeAgentProblem, compileTeam, presentHistory, settleHandoff, speakerOf } from '../src/agent/handoffs.js';
 import { childUsageCounted, qualifiedCallId, qualifiedCalls, routedEvent, type RoutableEvent } from '../src/agent/subagents.js';

@@ -3,9 +3,9 @@ import {
   coalesceAdjacentAssistants,
   coherentCut,
   unavailableToolResult,
-} from '../src/conversation.js';
-import { feedProblem } from '../src/feed-problems.js';
-import type { LoopEvent } from '../src/loop-events.js';
+} from '../src/brain/conversation.js';
+import { feedProblem } from '../src/brain/feed-problems.js';
+import type { LoopEvent } from '../src/brain/loop-events.js';
 import type {
   CompactionReason,
   LoopContext,

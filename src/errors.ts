@@ -153,6 +153,28 @@ export class InvalidFeedError extends LoopchartError {
   }
 }
 
+/**
+ * An agent configuration that contradicts itself or names something that is not there; thrown
+ * when the agent is built, before any run starts.
+ *
+ * @example
+ * ```ts
+ * import { createAgentMachine, InvalidConfigError } from 'loopchart';
+ * import { scriptedModel } from 'loopchart/testing';
+ *
+ * try {
+ *   createAgentMachine({ model: scriptedModel([]), policy: { compactThreshold: 50 }, pruning: { threshold: 60 } });
+ * } catch (error) {
+ *   if (InvalidConfigError.isInstance(error)) console.error(error.message); // the prune line must be below compactThreshold
+ * }
+ * ```
+ */
+export class InvalidConfigError extends LoopchartError {
+  constructor(problem: string) {
+    super('InvalidConfig', `invalid agent configuration: ${problem}`);
+  }
+}
+
 /** `restore` was given something that is not a snapshot this version can read. */
 export class InvalidSnapshotError extends LoopchartError {
   constructor(problem: string) {

@@ -41,13 +41,14 @@ export {
   type AgentEmitted,
   type WithExecutor,
 } from '../machines/agent.machine.js';
-export type { AgentConfig, Compactor, CompactionRequest, CompactionResult } from './agent/config.js';
+export type { AgentConfig } from './agent/config.js';
+export type { Compactor, CompactionRequest, CompactionResult } from './compaction/contract.js';
 export type { Approvals, ApprovalEvent } from './agent/approvals.js';
 export type { ApprovalRequest, RefusalReason } from './agent/approval-binding.js';
 export type { Budget, Prices } from './agent/budget.js';
 export type { FallbackTrigger, ModelChoice } from './agent/fallback.js';
 export type { HandoffAgent, HandoffsConfig, HistoryPresentation } from './agent/handoffs.js';
-export { runAgent, streamAgent, type RunAgentOptions, type RunAgentResult, type AgentStreamEvent } from './run-agent.js';
+export { runAgent, streamAgent, type RunAgentOptions, type RunAgentResult, type AgentStreamEvent } from './agent/run-agent.js';
 export { agentTool, type AgentToolOptions } from './agent/agent-tool.js';
 export { AgentStepper, type SteppedSession, type StepResult, type StepStatus } from './agent/stepper.js';
 export type { HookContext, InterruptedStep, Operation, OperationContext, OperationFailurePoint, OperationStep, PreparedRequest } from './agent/operation.js';
@@ -74,9 +75,9 @@ export { summarizingCompactor, type SummarizingCompactorOptions } from './compac
 export type { PruningInput } from './agent/pruning.js';
 
 // The brain.
-export { LoopMachine, type LoopMachineOptions } from './loop-machine.js';
+export { LoopMachine, type LoopMachineOptions } from './brain/loop-machine.js';
 export { loopMachine, nextStep, type LoopSnapshot, type LoopInput } from '../machines/loop.machine.js';
-export type { LoopEvent, LoopEventType } from './loop-events.js';
+export type { LoopEvent, LoopEventType } from './brain/loop-events.js';
 
 // Durable sessions.
 export { DurableSession, type OpenSessionOptions } from './sessions/durable-session.js';
@@ -92,7 +93,6 @@ export * from './errors.js';
 export { InvalidModelReplyError, ModelError } from './model.js';
 export { MalformedStreamError, ModelDeadlineError, ReadTimeoutError } from './models/errors.js';
 export { DuplicateToolError, ExpressionError, FileToolError, InvalidToolError, PathOutsideRootError } from './tools/errors.js';
-export { InvalidConfigError } from './agent/pruning.js';
 export { InvalidSummaryError } from './compaction/summarize.js';
 export { OperationError, OperationStateError } from './agent/operation.js';
 export { StepTimeoutError } from './agent/stepper.js';

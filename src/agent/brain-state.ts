@@ -1,7 +1,7 @@
 import { decide, emptyLoopContext, reduceLoop } from '../../machines/loop.machine.js';
 import { InvalidFeedError } from '../errors.js';
-import { feedRejection } from '../feed-rejection.js';
-import type { LoopEvent } from '../loop-events.js';
+import { feedRejection } from '../brain/feed-rejection.js';
+import type { LoopEvent } from '../brain/loop-events.js';
 import type { FailureType } from './failure.js';
 import type { LoopContext, Message, PendingToolCall, Policy, StateName, Step } from '../schemas.js';
 

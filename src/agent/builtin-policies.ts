@@ -2,7 +2,7 @@ import { realpath } from 'node:fs/promises';
 import path from 'node:path';
 import { z } from 'zod';
 import { resolveInRoot } from '../tools/fs-root.js';
-import { InvalidConfigError } from './pruning.js';
+import { InvalidConfigError } from '../errors.js';
 import type { ToolPolicy, ToolPolicyVerdict } from './tool-policy.js';
 
 /**

@@ -1,7 +1,8 @@
+import type { Compactor } from '../compaction/contract.js';
 import type { PruneOptions, PruneResult } from '../compaction/prune.js';
 import type { Model, ToolDefinition } from '../model.js';
 import type { RetryOptions } from '../models/retry.js';
-import type { CompactionReason, Message, PolicyInput } from '../schemas.js';
+import type { Message, PolicyInput } from '../schemas.js';
 import type { Tool } from '../tools/define-tool.js';
 import type { ToolSource } from '../tools/tool-source.js';
 import type { Executor } from './executor.js';
@@ -14,31 +15,6 @@ import type { OutputSchema } from './structured-output.js';
 import type { FallbackTrigger, ModelChoice } from './fallback.js';
 import type { HandoffsConfig } from './handoffs.js';
 import type { GuardrailsConfig } from './guardrails.js';
-
-export interface CompactionRequest {
-  /** The whole conversation (history + pending) to compact. */
-  messages: readonly Message[];
-  reason: CompactionReason;
-  /** The brain's estimate of the next request, tool definitions and prompt parts included. */
-  tokensBefore: number;
-  /** The window the compacted conversation must fit, for a compactor that sizes its own requests. */
-  contextWindow: number;
-  /** The tools the agent advertises (the driver counts them into the estimate itself). */
-  tools: readonly ToolDefinition[];
-  /** Stable across a restore that repeats this compaction: pass it on to the summary call. */
-  idempotencyKey: string;
-  model: Model;
-  signal: AbortSignal;
-}
-
-/**
- * A compacted conversation and the estimate of its messages alone (`estimateTokens(messages)`;
- * the driver adds the tool definitions), or null when the compactor changed nothing.
- */
-export type CompactionResult = { messages: Message[]; tokensAfter: number } | null;
-
-/** Rewrites a conversation that fills the window. Plain function: replace it freely. */
-export type Compactor = (request: CompactionRequest) => Promise<CompactionResult>;
 
 export interface AgentConfig {
   /**

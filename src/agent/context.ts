@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { InvalidSnapshotError } from '../errors.js';
-import { parseLoopSnapshot } from '../loop-snapshot.js';
+import { parseLoopSnapshot } from '../brain/loop-snapshot.js';
 import { LOOP_SNAPSHOT_VERSION, PolicySchema, ToolMessageSchema, UsageSchema, UserMessageSchema } from '../schemas.js';
 import { TRACEPARENT_PATTERN } from '../telemetry/traceparent.js';
 import type { Message, Policy, UserMessage } from '../schemas.js';

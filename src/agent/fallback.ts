@@ -3,7 +3,7 @@ import type { Model } from '../model.js';
 import type { Usage } from '../schemas.js';
 import { UsageSchema } from '../schemas.js';
 import { PricesSchema, costUsd, type Prices } from './budget.js';
-import { InvalidConfigError } from './pruning.js';
+import { InvalidConfigError } from '../errors.js';
 
 /**
  * Model fallback, as pure rules: `model` may be a list, and a call that fails in one of the

@@ -4,7 +4,7 @@ import { jsonValueProblem } from '../json-value.js';
 import type { Failure } from './failure.js';
 import type { Message, TrippedGuardrail, UserMessage } from '../schemas.js';
 import { messageOf } from './operation-rules.js';
-import { InvalidConfigError } from './pruning.js';
+import { InvalidConfigError } from '../errors.js';
 import { timedCheck } from './timed-check.js';
 import { keyOf } from './keys.js';
 import type { BrainState } from './brain-state.js';

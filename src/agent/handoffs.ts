@@ -3,7 +3,7 @@ import type { Model, ToolDefinition } from '../model.js';
 import type { Message, ToolCall, ToolMessage } from '../schemas.js';
 import { estimateMessageTokens } from '../tokens.js';
 import { defineTool, ToolSet, type Tool } from '../tools/define-tool.js';
-import { InvalidConfigError } from './pruning.js';
+import { InvalidConfigError } from '../errors.js';
 
 /**
  * How the conversation is shown to the agent that has it after a handoff (a view: the stored

@@ -6,14 +6,13 @@ import { withRetry, type RetryAttempt, type RetryOptions } from '../models/retry
 import type { CompactionReason, Message, PendingToolCall, ToolCall, ToolMessage } from '../schemas.js';
 import { estimateToolTokens } from '../tokens.js';
 import { runToolCalls } from '../tools/run-tools.js';
-import { InvalidSummaryError } from '../compaction/summarize.js';
+import { changedNothing, type Compactor } from '../compaction/contract.js';
 import { ToolSet } from '../tools/define-tool.js';
 import { parseToolArguments } from '../tools/own-arguments.js';
 import type { ToolSource } from '../tools/tool-source.js';
 import { listSources, plainDefinitions, resolveOffered, type ListingCache } from '../tools/offered-tools.js';
 import { InvalidSnapshotError } from '../errors.js';
 import { ToolDefinitionSchema } from './context.js';
-import type { Compactor } from './config.js';
 import type { Executor, SideEffect, SideEffectKind, SideEffectOutputs } from './executor.js';
 import { DEFAULT_OPERATION_TIMEOUT_MS, OperationError, type HookContext, type Operation, type OperationContext, type PreparedRequest } from './operation.js';
 import type { OperationHook } from './operation-state.js';
@@ -652,9 +651,9 @@ export function ioLogic(deps: IoDeps) {
               );
               finish(controller, key, { type: 'io.compacted', key, reason, output });
             } catch (error) {
-              // A summary that came back empty or cut short changed nothing: the brain's stall
-              // rule decides (a threshold pass that still fits defers, otherwise CompactionStalled).
-              if (!InvalidSummaryError.isInstance(error)) return fail(controller, key, 'compaction', error);
+              // A compactor that failed without touching the conversation changed nothing: the brain's
+              // stall rule decides (a threshold pass that still fits defers, otherwise CompactionStalled).
+              if (!changedNothing(error)) return fail(controller, key, 'compaction', error);
               finish(controller, key, { type: 'io.compacted', key, reason, output: { before: tokensBefore, after: tokensBefore } });
             }
           });

@@ -3,7 +3,7 @@ import { jsonValueProblem } from '../json-value.js';
 import { ToolMessageSchema, type PendingToolCall, type ToolMessage } from '../schemas.js';
 import { OperationError, OperationStateError, type Operation, type OperationStep } from './operation.js';
 import { OPERATION_HOOKS, type OperationHook, type OperationsState } from './operation-state.js';
-import { InvalidConfigError } from './pruning.js';
+import { InvalidConfigError } from '../errors.js';
 
 /**
  * The operations' rules as pure functions: the configuration check (names, list order), what

@@ -1,6 +1,5 @@
 import { z } from 'zod';
 import { pruneToolResults, type PruneOptions, type PruneResult } from '../compaction/prune.js';
-import { LoopchartError } from '../errors.js';
 import type { Message, Policy } from '../schemas.js';
 import { conversationOf, type BrainState } from './brain-state.js';
 
@@ -12,13 +11,6 @@ export const PruningSchema = z.object({
 });
 export type Pruning = z.output<typeof PruningSchema>;
 export type PruningInput = z.input<typeof PruningSchema>;
-
-/** An agent configuration that contradicts itself. */
-export class InvalidConfigError extends LoopchartError {
-  constructor(problem: string) {
-    super('InvalidConfig', `invalid agent configuration: ${problem}`);
-  }
-}
 
 /** Pruning must come before summarizing, so its line sits strictly below the compaction threshold. */
 export function pruneLineProblem(pruning: Pruning | undefined, policy: Policy): string | null {

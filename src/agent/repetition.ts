@@ -1,5 +1,5 @@
 import type { Message, ToolCall, ToolMessage } from '../schemas.js';
-import { InvalidConfigError } from './pruning.js';
+import { InvalidConfigError } from '../errors.js';
 
 /**
  * Repetition ("doom loop") detection, as pure functions of the conversation: a model that asks

@@ -8,7 +8,7 @@ import { jsonSchemaValidator, type JsonSchema } from '../tools/json-schema.js';
 import { decide } from '../../machines/loop.machine.js';
 import { feedBrain, type BrainState } from './brain-state.js';
 import type { AgentOutcome } from './failure.js';
-import { InvalidConfigError } from './pruning.js';
+import { InvalidConfigError } from '../errors.js';
 
 /**
  * Structured final output (issue 21): the rules that make a run complete only with an answer

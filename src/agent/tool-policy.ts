@@ -3,7 +3,7 @@ import { LoopchartError } from '../errors.js';
 import type { Message, ToolCall, ToolMessage } from '../schemas.js';
 import type { Approvals } from './approvals.js';
 import { messageOf } from './operation-rules.js';
-import { InvalidConfigError } from './pruning.js';
+import { InvalidConfigError } from '../errors.js';
 import { timedCheck } from './timed-check.js';
 
 /**

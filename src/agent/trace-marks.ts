@@ -1,4 +1,4 @@
-import type { AgentTracing } from '../telemetry/agent-tracing.js';
+import type { AgentTracing } from './agent-tracing.js';
 import { decisionFor } from './approvals.js';
 import { pendingCalls } from './brain-state.js';
 import type { AgentContext } from './context.js';

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { ModelError } from '../model.js';
 import { raisedBy, type BudgetPause, NO_BUDGET_PAUSE } from './budget-pause.js';
-import { InvalidConfigError } from './pruning.js';
+import { InvalidConfigError } from '../errors.js';
 
 /**
  * Pausing on a provider's usage limit (issue 26): a model call that finally fails (after its own

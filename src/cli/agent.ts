@@ -1,3 +1,4 @@
+import { existsSync } from 'node:fs';
 import { extname, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { createAgentMachine, type AgentMachine } from '../../machines/agent.machine.js';
@@ -9,6 +10,8 @@ import { escapeLine } from './escape.js';
 export const DEMO_SESSION_PREFIX = 'demo-';
 
 const TYPESCRIPT = new Set(['.ts', '.mts', '.cts']);
+
+const DEMO_AGENT_MODULE = new URL('../../examples/folder-agent.ts', import.meta.url);
 
 /**
  * The agent a resumed (or continued: `send`) run goes on with: the one in `--agent <module>` (its export `agent`, or
@@ -35,8 +38,7 @@ export async function loadAgentMachine(
         { exitCode: 2 },
       );
     }
-    const { createFolderAgent } = await import('../../examples/folder-agent.js');
-    return { machine: createFolderAgent().machine, name: 'the demo folder agent (examples/folder-agent.ts)' };
+    return { machine: await demoAgentMachine(), name: 'the demo folder agent (examples/folder-agent.ts)' };
   }
   const module = await importAgentModule(modulePath);
   let config = module.agent ?? module.default;
@@ -45,6 +47,22 @@ export async function loadAgentMachine(
     throw new CliError(`${modulePath} must export \`agent\`: an AgentConfig ({ model, tools, ... }) or a function returning one`);
   }
   return { machine: createAgentMachine(config as AgentConfig), name: modulePath };
+}
+
+/**
+ * The demo's folder agent, loaded where it is (beside the source in a checkout) at run time: the
+ * library does not depend on its examples, and the installed package does not ship them.
+ */
+async function demoAgentMachine(): Promise<AgentMachine> {
+  if (!existsSync(DEMO_AGENT_MODULE)) {
+    throw new CliError(
+      'the demo agent (examples/folder-agent.ts) is only in a checkout of loopchart; ' +
+        'name the agent that made the session: --agent ./agent.ts',
+      { exitCode: 2 },
+    );
+  }
+  const { createFolderAgent } = (await import(DEMO_AGENT_MODULE.href)) as { createFolderAgent: () => { machine: AgentMachine } };
+  return createFolderAgent().machine;
 }
 
 /**

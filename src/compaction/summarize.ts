@@ -1,9 +1,9 @@
 import { createHash } from 'node:crypto';
-import { coherentCut } from '../conversation.js';
+import { coherentCut } from '../brain/conversation.js';
 import { ModelError, type FinishReason, type Model, type ModelReply } from '../model.js';
 import type { Message } from '../schemas.js';
 import { estimateMessageTokens, estimateTokens } from '../tokens.js';
-import type { Compactor } from '../agent/config.js';
+import type { Compactor } from './contract.js';
 
 export interface SummarizingCompactorOptions {
   /** Recent tokens kept verbatim after the summary. Default 2,000. */
@@ -110,6 +110,8 @@ export function summarizingCompactor(options: SummarizingCompactorOptions = {}):
  * ```
  */
 export class InvalidSummaryError extends ModelError {
+  /** The conversation is as it was: the driver lets the brain's stall rule decide (see {@link Compactor}). */
+  readonly changedNothing = true;
   readonly reason: 'empty' | 'truncated';
   readonly finishReason: FinishReason;
   constructor(reason: 'empty' | 'truncated', finishReason: FinishReason) {

@@ -3,7 +3,7 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import { McpError, ToolSchema } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
-import { InvalidConfigError } from '../agent/pruning.js';
+import { InvalidConfigError } from '../errors.js';
 import { defineTool, type Tool, type ToolContext } from '../tools/define-tool.js';
 import { InvalidToolError } from '../tools/errors.js';
 import type { ToolSource } from '../tools/tool-source.js';

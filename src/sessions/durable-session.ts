@@ -12,7 +12,7 @@ import type { Executor, SideEffect, SideEffectOutputs } from '../agent/executor.
 import { serviceKey } from '../agent/keys.js';
 import { markerBatch } from '../agent/in-doubt.js';
 import { InvalidFeedError, LoopchartError } from '../errors.js';
-import { feedProblem } from '../feed-problems.js';
+import { feedProblem } from '../brain/feed-problems.js';
 import type { Message, ToolMessage } from '../schemas.js';
 import type { SessionStore } from '../stores/session-store.js';
 import { externalEventProblem } from '../agent/events.js';

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { freshAgentContext } from '../agent/context.js';
-import { coherentCut } from '../conversation.js';
+import { coherentCut } from '../brain/conversation.js';
 import { LoopchartError } from '../errors.js';
 import type { SessionStore } from '../stores/session-store.js';
 import { checkSessionId } from '../stores/step.js';

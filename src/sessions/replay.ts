@@ -4,7 +4,7 @@ import { finishBrain, startRun } from '../agent/run-rules.js';
 import { repetitionNote } from '../agent/repetition.js';
 import { interruptedResult } from '../agent/interrupt.js';
 import { LoopchartError } from '../errors.js';
-import type { LoopEvent } from '../loop-events.js';
+import type { LoopEvent } from '../brain/loop-events.js';
 import { DEFAULT_POLICY, type Message, type Policy, type Step, type ToolMessage } from '../schemas.js';
 import type { SessionStore } from '../stores/session-store.js';
 import { decodeRow } from './session-row.js';

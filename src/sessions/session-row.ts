@@ -5,7 +5,7 @@ import { NO_OPERATIONS } from '../agent/operation-state.js';
 import { AgentContextSchema } from '../agent/context.js';
 import type { BrainState } from '../agent/brain-state.js';
 import { LoopchartError } from '../errors.js';
-import { parseLoopSnapshot } from '../loop-snapshot.js';
+import { parseLoopSnapshot } from '../brain/loop-snapshot.js';
 import {
   LOOP_SNAPSHOT_VERSION,
   LoopContextSchema,

@@ -1,7 +1,7 @@
 /** compactionResult / compactionNoop: the no-progress guard, the deferred latch, the coalescer. */
 import { describe, expect, it } from 'vitest';
-import { LoopMachine } from '../../src/loop-machine.js';
-import { coalesceAdjacentAssistants } from '../../src/conversation.js';
+import { LoopMachine } from '../../src/brain/loop-machine.js';
+import { coalesceAdjacentAssistants } from '../../src/brain/conversation.js';
 import type { Message } from '../../src/schemas.js';
 import {
   ALL_STATES,

@@ -1,6 +1,6 @@
 /** The decision order of nextStep(policy): terminal, cancelled, turn limit, emergency, threshold, CallLLM. */
 import { describe, expect, it } from 'vitest';
-import { LoopMachine } from '../../src/loop-machine.js';
+import { LoopMachine } from '../../src/brain/loop-machine.js';
 import { nextStep as pureNextStep } from '../../machines/loop.machine.js';
 import { DEFAULT_POLICY, StepSchema, type Policy } from '../../src/schemas.js';
 import {

@@ -1,6 +1,6 @@
 /** The feeds: legal states, postconditions, payload validation. */
 import { describe, expect, it } from 'vitest';
-import { LoopMachine } from '../../src/loop-machine.js';
+import { LoopMachine } from '../../src/brain/loop-machine.js';
 import { InvalidFeedError } from '../../src/errors.js';
 import type { AssistantMessage, Message, StateName, ToolMessage } from '../../src/schemas.js';
 import {

@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { IllegalFeedError, InvalidFeedError } from '../../src/errors.js';
-import { LoopMachine } from '../../src/loop-machine.js';
+import { LoopMachine } from '../../src/brain/loop-machine.js';
 import type { Message } from '../../src/schemas.js';
 import {
   asst,

@@ -2,7 +2,7 @@
 import { describe, expect, it } from 'vitest';
 import { createActor, type InspectionEvent } from 'xstate';
 import { loopMachine } from '../../machines/loop.machine.js';
-import { LoopMachine } from '../../src/loop-machine.js';
+import { LoopMachine } from '../../src/brain/loop-machine.js';
 import { DEFAULT_POLICY, LoopContextSchema, type Policy } from '../../src/schemas.js';
 import { asst, call, toolMsg, user } from '../support/brain.js';
 

@@ -1,6 +1,6 @@
 /** commitPending, discardPending, salvagePending, rewindTo, adoptPruned, coherentCut. */
 import { describe, expect, it } from 'vitest';
-import { LoopMachine } from '../../src/loop-machine.js';
+import { LoopMachine } from '../../src/brain/loop-machine.js';
 import { coherentCut } from '../../machines/loop.machine.js';
 import type { Message } from '../../src/schemas.js';
 import {

@@ -1,7 +1,7 @@
 /** toJSON / LoopMachine.restore and XState's persisted snapshots: identical decisions after resume. */
 import { describe, expect, it } from 'vitest';
 import { createActor } from 'xstate';
-import { LoopMachine } from '../../src/loop-machine.js';
+import { LoopMachine } from '../../src/brain/loop-machine.js';
 import { loopMachine, nextStep as pureNextStep } from '../../machines/loop.machine.js';
 import { InvalidSnapshotError } from '../../src/errors.js';
 import { DEFAULT_POLICY, LoopSnapshotSchema, type Policy, type Step } from '../../src/schemas.js';

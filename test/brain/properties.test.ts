@@ -5,8 +5,8 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { createActor } from 'xstate';
-import { LoopMachine } from '../../src/loop-machine.js';
-import { loopSnapshotProblem } from '../../src/loop-snapshot.js';
+import { LoopMachine } from '../../src/brain/loop-machine.js';
+import { loopSnapshotProblem } from '../../src/brain/loop-snapshot.js';
 import { coherentCut, loopMachine, nextStep as pureNextStep } from '../../machines/loop.machine.js';
 import {
   DEFAULT_POLICY,

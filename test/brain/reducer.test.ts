@@ -7,7 +7,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { initialTransition, transition } from 'xstate';
 import { acceptsFeed, loopMachine, loopTransitions, reduceLoop } from '../../machines/loop.machine.js';
-import type { LoopEvent } from '../../src/loop-events.js';
+import type { LoopEvent } from '../../src/brain/loop-events.js';
 import { DEFAULT_POLICY, type LoopContext, type Message, type StateName } from '../../src/schemas.js';
 import { asst, call, sys, toolMsg, user } from '../support/brain.js';
 

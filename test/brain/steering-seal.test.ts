@@ -1,6 +1,6 @@
 /** From seed 004: seal(reason) and in-turn steering. */
 import { describe, expect, it } from 'vitest';
-import { LoopMachine } from '../../src/loop-machine.js';
+import { LoopMachine } from '../../src/brain/loop-machine.js';
 import type { Message } from '../../src/schemas.js';
 import {
   NON_TERMINAL,

@@ -2,9 +2,9 @@
 import { describe, expect, it } from 'vitest';
 import { createActor } from 'xstate';
 import { createAgentMachine } from '../../machines/agent.machine.js';
-import { InvalidConfigError } from '../../src/agent/pruning.js';
+import { InvalidConfigError } from '../../src/errors.js';
 import { prunedMarker, pruneToolResults } from '../../src/compaction/prune.js';
-import { LoopMachine } from '../../src/loop-machine.js';
+import { LoopMachine } from '../../src/brain/loop-machine.js';
 import type { Message } from '../../src/schemas.js';
 import { estimateMessageTokens, estimateTokens } from '../../src/tokens.js';
 import { asst, call, providerValid, sys, toolMsg, user } from '../support/brain.js';

@@ -1,9 +1,9 @@
 /** summarizingCompactor: where it cuts, what it keeps, what it asks the model, how the brain adopts it. */
 import { describe, expect, it } from 'vitest';
-import type { CompactionRequest } from '../../src/agent/config.js';
+import type { CompactionRequest } from '../../src/compaction/contract.js';
 import { summarizingCompactor } from '../../src/compaction/summarize.js';
-import { coherentCut } from '../../src/conversation.js';
-import { LoopMachine } from '../../src/loop-machine.js';
+import { coherentCut } from '../../src/brain/conversation.js';
+import { LoopMachine } from '../../src/brain/loop-machine.js';
 import type { Model, ModelRequest } from '../../src/model.js';
 import { toWireMessages, toWireTools } from '../../src/models/openai-wire.js';
 import type { Message } from '../../src/schemas.js';

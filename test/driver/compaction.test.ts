@@ -2,7 +2,7 @@
 import { describe, expect, it } from 'vitest';
 import { createActor } from 'xstate';
 import { createAgentMachine, type AgentActor, type AgentEmitted } from '../../machines/agent.machine.js';
-import type { CompactionRequest, CompactionResult, Compactor } from '../../src/agent/config.js';
+import type { CompactionRequest, CompactionResult, Compactor } from '../../src/compaction/contract.js';
 import type { Model } from '../../src/model.js';
 import { scriptedModel, type ScriptEntry } from '../../src/models/scripted.js';
 import type { AssistantMessage, Message, ToolMessage } from '../../src/schemas.js';
@@ -209,6 +209,22 @@ describe('compaction failures', () => {
     );
     expect(output.outcome).toEqual({ type: 'Failed', error: { type: 'CompactionError', message: 'summarizer down' } });
     expect(output.messages).toEqual([user('old'), { role: 'assistant', content: 'older' }]);
+  });
+
+  it("a compactor's own error marked changedNothing is a pass that changed nothing: the stall rule decides", async () => {
+    const model = scriptedModel([
+      { toolCalls: [{ name: 'echo', args: { text: 'x' } }], usage: { inputTokens: 940, outputTokens: 10 } },
+      { text: 'never' },
+    ]);
+    const { compactor } = recordingCompactor(() => {
+      throw Object.assign(new Error('my summarizer had nothing to say'), { changedNothing: true });
+    });
+    const output = await runToCompletion(
+      createActor(createAgentMachine({ model, tools: [echoTool], compactor }), {
+        input: { prompt: 'fill', policy: { contextWindow: 1000 } },
+      }),
+    );
+    expect(output.outcome).toMatchObject({ type: 'Failed', error: { type: 'CompactionStalled' } });
   });
 
   it('cancel during compaction aborts the compactor and salvages the run', async () => {

@@ -7,7 +7,7 @@ import { createActor, waitFor } from 'xstate';
 import { createAgentMachine } from '../../machines/agent.machine.js';
 import { FAILURE_TYPES, agentOutcome, type AgentOutcome, type FailureType } from '../../src/agent/failure.js';
 import { InvalidFeedError } from '../../src/errors.js';
-import { LoopMachine } from '../../src/loop-machine.js';
+import { LoopMachine } from '../../src/brain/loop-machine.js';
 import { DurableSession } from '../../src/sessions/durable-session.js';
 import { MemorySessionStore } from '../../src/stores/memory.js';
 import { scriptedModel } from '../../src/testing.js';

@@ -13,7 +13,7 @@ import { createActor, waitFor } from 'xstate';
 import { z } from 'zod';
 import { createAgentMachine, type AgentEmitted } from '../../machines/agent.machine.js';
 import { fallbackTrigger, modelList } from '../../src/agent/fallback.js';
-import { InvalidConfigError } from '../../src/agent/pruning.js';
+import { InvalidConfigError } from '../../src/errors.js';
 import { InvalidSnapshotError } from '../../src/errors.js';
 import { ModelError } from '../../src/model.js';
 import { ModelDeadlineError, ReadTimeoutError } from '../../src/models/errors.js';

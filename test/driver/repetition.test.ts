@@ -8,7 +8,7 @@ import { createActor, waitFor } from 'xstate';
 import { z } from 'zod';
 import { createAgentMachine, type AgentEmitted } from '../../machines/agent.machine.js';
 import { canonicalJson, identicalBatchesInRow, repetitionLimit, repetitionVerdict } from '../../src/agent/repetition.js';
-import { InvalidConfigError } from '../../src/agent/pruning.js';
+import { InvalidConfigError } from '../../src/errors.js';
 import { scriptedModel, type ScriptEntry } from '../../src/models/scripted.js';
 import type { Message } from '../../src/schemas.js';
 import { defineTool } from '../../src/tools/define-tool.js';

@@ -6,7 +6,7 @@ import { outputOf } from '../../machines/agent.machine.js';
 import { describe, expect, it } from 'vitest';
 import { createActor } from 'xstate';
 import { createAgentMachine } from '../../machines/agent.machine.js';
-import type { Compactor } from '../../src/agent/config.js';
+import type { Compactor } from '../../src/compaction/contract.js';
 import { scriptedModel } from '../../src/models/scripted.js';
 import type { Message } from '../../src/schemas.js';
 import { echoTool, holdable, runFinished, runInSession, tick } from '../support/driver.js';

@@ -7,7 +7,7 @@ import { describe, expect, it } from 'vitest';
 import { createActor, waitFor } from 'xstate';
 import { createAgentMachine } from '../../machines/agent.machine.js';
 import { scriptedModel } from '../../src/models/scripted.js';
-import type { Compactor } from '../../src/agent/config.js';
+import type { Compactor } from '../../src/compaction/contract.js';
 import { echoTool, runFinished, WAIT_MS } from '../support/driver.js';
 import { AWAITING_APPROVAL, guardedTool } from '../hitl/support.js';
 

@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { createActor } from 'xstate';
 import { z } from 'zod';
 import { createAgentMachine } from '../../machines/agent.machine.js';
-import type { Compactor } from '../../src/agent/config.js';
+import type { Compactor } from '../../src/compaction/contract.js';
 import { scriptedModel } from '../../src/models/scripted.js';
 import type { Message, ToolMessage } from '../../src/schemas.js';
 import { defineTool } from '../../src/tools/define-tool.js';

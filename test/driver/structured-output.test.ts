@@ -2,10 +2,10 @@ import { describe, expect, expectTypeOf, it } from 'vitest';
 import { z } from 'zod';
 import { createActor, waitFor } from 'xstate';
 import { createAgentMachine } from '../../machines/agent.machine.js';
-import { runAgent, streamAgent } from '../../src/run-agent.js';
+import { runAgent, streamAgent } from '../../src/agent/run-agent.js';
 import { scriptedModel } from '../../src/models/scripted.js';
 import { StructuredOutputError } from '../../src/errors.js';
-import { InvalidConfigError } from '../../src/agent/pruning.js';
+import { InvalidConfigError } from '../../src/errors.js';
 import { defineTool } from '../../src/tools/define-tool.js';
 import type { Model, ModelRequest } from '../../src/model.js';
 

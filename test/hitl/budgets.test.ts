@@ -8,7 +8,7 @@ import { describe, expect, it } from 'vitest';
 import { createActor } from 'xstate';
 import { z } from 'zod';
 import { createAgentMachine } from '../../machines/agent.machine.js';
-import { InvalidConfigError } from '../../src/agent/pruning.js';
+import { InvalidConfigError } from '../../src/errors.js';
 import { scriptedModel, type ScriptEntry } from '../../src/models/scripted.js';
 import { DurableSession } from '../../src/sessions/durable-session.js';
 import { MemoryBacking, MemorySessionStore } from '../../src/stores/memory.js';

@@ -10,7 +10,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { createActor } from 'xstate';
 import { createAgentMachine } from '../../machines/agent.machine.js';
 import type { ToolPolicyRequest } from '../../src/agent/tool-policy.js';
-import { InvalidConfigError } from '../../src/agent/pruning.js';
+import { InvalidConfigError } from '../../src/errors.js';
 import { scriptedModel } from '../../src/models/scripted.js';
 import { callBudget, pathRule } from '../../src/policies.js';
 import { readFileTool } from '../../src/tools/builtin.js';

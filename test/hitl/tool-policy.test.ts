@@ -9,7 +9,7 @@ import { describe, expect, it } from 'vitest';
 import { createActor, waitFor } from 'xstate';
 import { createAgentMachine } from '../../machines/agent.machine.js';
 import type { ToolPolicy, ToolPolicyRequest } from '../../src/agent/tool-policy.js';
-import { InvalidConfigError } from '../../src/agent/pruning.js';
+import { InvalidConfigError } from '../../src/errors.js';
 import { scriptedModel } from '../../src/models/scripted.js';
 import { DurableSession } from '../../src/sessions/durable-session.js';
 import { MemorySessionStore } from '../../src/stores/memory.js';

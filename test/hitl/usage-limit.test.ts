@@ -7,7 +7,7 @@
 import { describe, expect, it } from 'vitest';
 import { createActor, waitFor } from 'xstate';
 import { createAgentMachine, type AgentEmitted } from '../../machines/agent.machine.js';
-import { InvalidConfigError } from '../../src/agent/pruning.js';
+import { InvalidConfigError } from '../../src/errors.js';
 import { DEFAULT_USAGE_LIMIT_MAX_WAIT_MS, limitLifted, limitedUntil, resumeDelay, usageLimitRule, usageLimitWait } from '../../src/agent/usage-limit.js';
 import { ModelError } from '../../src/model.js';
 import { openAICompatibleModel } from '../../src/models/openai-compatible.js';

@@ -4,7 +4,7 @@ import { createActor, waitFor, type InspectionEvent } from 'xstate';
 import { z } from 'zod';
 import { createAgentMachine, type AgentEmitted } from '../../machines/agent.machine.js';
 import type { Operation, OperationStep } from '../../src/agent/operation.js';
-import { InvalidConfigError } from '../../src/agent/pruning.js';
+import { InvalidConfigError } from '../../src/errors.js';
 import { scriptedModel } from '../../src/models/scripted.js';
 import { defineTool } from '../../src/tools/define-tool.js';
 import { ciGateOperation } from '../../examples/operations/ci-gate.js';

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { CompactionRequest } from '../../src/agent/config.js';
+import type { CompactionRequest } from '../../src/compaction/contract.js';
 import { InvalidSummaryError, summarizingCompactor } from '../../src/compaction/summarize.js';
 import type { Model } from '../../src/model.js';
 import { ModelError } from '../../src/model.js';

@@ -7,7 +7,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { InvalidFeedError } from '../../src/errors.js';
 import { jsonValueProblem, MAX_JSON_DEPTH } from '../../src/json-value.js';
-import { LoopMachine } from '../../src/loop-machine.js';
+import { LoopMachine } from '../../src/brain/loop-machine.js';
 import type { Message, ToolCall } from '../../src/schemas.js';
 import {
   asst,

@@ -19,7 +19,7 @@ import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { createAgentMachine } from '../../machines/agent.machine.js';
-import { coherentCut } from '../../src/conversation.js';
+import { coherentCut } from '../../src/brain/conversation.js';
 import { InvalidFeedError, LoopchartError } from '../../src/errors.js';
 import type { Model } from '../../src/model.js';
 import type { AssistantMessage, Message } from '../../src/schemas.js';

@@ -20,7 +20,7 @@ import {
   withoutForeignTools,
   type HandoffsConfig,
 } from '../../src/agent/handoffs.js';
-import { InvalidConfigError } from '../../src/agent/pruning.js';
+import { InvalidConfigError } from '../../src/errors.js';
 import { describeState } from '../../src/cli/transcript.js';
 import { InvalidSnapshotError } from '../../src/errors.js';
 import type { Model, ModelRequest } from '../../src/model.js';

@@ -3,7 +3,7 @@
  * machines parked in every state, and assertions for illegal / invalid feeds.
  */
 import { expect } from 'vitest';
-import { LoopMachine } from '../../src/loop-machine.js';
+import { LoopMachine } from '../../src/brain/loop-machine.js';
 import { IllegalFeedError, InvalidFeedError } from '../../src/errors.js';
 import type {
   AssistantMessage,

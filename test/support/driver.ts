@@ -12,7 +12,7 @@ import type { Message, ToolMessage } from '../../src/schemas.js';
 import { defineTool, type Tool } from '../../src/tools/define-tool.js';
 
 export { providerValid, allCallsAnswered } from './brain.js';
-export { incoherence } from '../../src/conversation.js';
+export { incoherence } from '../../src/brain/conversation.js';
 
 /** Generous upper bound for anything a test waits for; a hang fails the test instead of stalling it. */
 export const WAIT_MS = 5_000;

@@ -13,7 +13,7 @@
 import { createActor, waitFor } from 'xstate';
 import { z } from 'zod';
 import { createAgentMachine, type AgentEmitted, type AgentOutput } from '../../machines/agent.machine.js';
-import type { CompactionResult, Compactor } from '../../src/agent/config.js';
+import type { CompactionResult, Compactor } from '../../src/compaction/contract.js';
 import { pruneToolResults } from '../../src/compaction/prune.js';
 import { summarizingCompactor } from '../../src/compaction/summarize.js';
 import type { Model, ModelReply, ModelRequest, ToolDefinition } from '../../src/model.js';

@@ -7,7 +7,8 @@
  */
 import fc from 'fast-check';
 import { z } from 'zod';
-import type { AgentConfig, Compactor } from '../../src/agent/config.js';
+import type { AgentConfig } from '../../src/agent/config.js';
+import type { Compactor } from '../../src/compaction/contract.js';
 import type { Operation } from '../../src/agent/operation.js';
 import { requestTokens } from '../../src/agent/request-size.js';
 import type { Model, ModelReply } from '../../src/model.js';

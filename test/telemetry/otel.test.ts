@@ -16,7 +16,7 @@ import { createAgentMachine } from '../../machines/agent.machine.js';
 import type { AgentConfig } from '../../src/agent/config.js';
 import { ModelError, type Model } from '../../src/model.js';
 import { scriptedModel } from '../../src/models/scripted.js';
-import { InvalidConfigError } from '../../src/agent/pruning.js';
+import { InvalidConfigError } from '../../src/errors.js';
 import { decodeRow, encodeRow, SessionRowError } from '../../src/sessions/session-row.js';
 import { defineTool } from '../../src/tools/define-tool.js';
 import { runFinished, runToCompletion, sleepOrAbort, WAIT_MS } from '../support/driver.js';

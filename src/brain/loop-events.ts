@@ -1,4 +1,4 @@
-import type { FinishReason } from './model.js';
+import type { FinishReason } from '../model.js';
 import type {
   AssistantMessage,
   LoopErrorInfo,
@@ -6,7 +6,7 @@ import type {
   Policy,
   ToolMessage,
   UserMessage,
-} from './schemas.js';
+} from '../schemas.js';
 
 /**
  * Every event the brain understands. `next` asks for a decision and carries the policy;

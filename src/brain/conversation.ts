@@ -1,5 +1,5 @@
-import { jsonValueFault } from './json-value.js';
-import type { AssistantMessage, Message, ToolCall, ToolMessage } from './schemas.js';
+import { jsonValueFault } from '../json-value.js';
+import type { AssistantMessage, Message, ToolCall, ToolMessage } from '../schemas.js';
 
 /**
  * The longest prefix of `messages`, at most `limit` long, in which every assistant tool call

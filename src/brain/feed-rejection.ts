@@ -1,10 +1,10 @@
-import { acceptsFeed } from '../machines/loop.machine.js';
+import { acceptsFeed } from '../../machines/loop.machine.js';
 
 export { acceptsFeed };
-import { IllegalFeedError, InvalidFeedError } from './errors.js';
+import { IllegalFeedError, InvalidFeedError } from '../errors.js';
 import { feedProblem } from './feed-problems.js';
 import type { LoopEvent } from './loop-events.js';
-import type { LoopContext, StateName } from './schemas.js';
+import type { LoopContext, StateName } from '../schemas.js';
 
 /**
  * The typed error a feed earns in this state, or null when the brain takes it: the one place

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { conversationFault } from './conversation.js';
-import { InvalidFeedError } from './errors.js';
-import { MessageSchema, type Message } from './schemas.js';
+import { InvalidFeedError } from '../errors.js';
+import { MessageSchema, type Message } from '../schemas.js';
 
 const HistorySchema = z.array(MessageSchema);
 

@@ -1,12 +1,12 @@
 import type { Attributes, Context, Span, Tracer } from '@opentelemetry/api';
-import type { Executor, SideEffect, SideEffectKind, SideEffectOutputs } from '../agent/executor.js';
+import type { Executor, SideEffect, SideEffectKind, SideEffectOutputs } from './executor.js';
 import type { Usage } from '../model.js';
 import type { Outcome, ToolCall } from '../schemas.js';
 import { z } from 'zod';
-import { InvalidConfigError } from '../agent/pruning.js';
-import { TelemetryOptionsSchema, type TelemetryOptions } from './options.js';
-import { otelApi, type OtelApi } from './otel-api.js';
-import { formatTraceparent, parseTraceparent } from './traceparent.js';
+import { InvalidConfigError } from '../errors.js';
+import { TelemetryOptionsSchema, type TelemetryOptions } from '../telemetry/options.js';
+import { otelApi, type OtelApi } from '../telemetry/otel-api.js';
+import { formatTraceparent, parseTraceparent } from '../telemetry/traceparent.js';
 
 /*
  * Spans for an agent's runs, from two sources and nothing else: the executor seam (every model,

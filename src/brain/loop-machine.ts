@@ -3,14 +3,14 @@ import {
   decide,
   loopMachine,
   type LoopSnapshot,
-} from '../machines/loop.machine.js';
+} from '../../machines/loop.machine.js';
 import { coherentCut } from './conversation.js';
 import { parseFeed, parseHistory } from './history.js';
-import { IllegalFeedError, InvalidFeedError } from './errors.js';
+import { IllegalFeedError, InvalidFeedError } from '../errors.js';
 import { feedIllegality } from './feed-problems.js';
 import { acceptsFeed, feedRejection } from './feed-rejection.js';
 import type { LoopEvent } from './loop-events.js';
-import type { FinishReason } from './model.js';
+import type { FinishReason } from '../model.js';
 import {
   AssistantMessageSchema,
   DEFAULT_POLICY,
@@ -31,7 +31,7 @@ import {
   type Step,
   type ToolMessage,
   type UserMessage,
-} from './schemas.js';
+} from '../schemas.js';
 import { parseLoopSnapshot, toLoopSnapshotJSON, type LoopSnapshotJSON } from './loop-snapshot.js';
 import { z } from 'zod';
 

@@ -1,11 +1,11 @@
 import { createActor, type InspectionEvent } from 'xstate';
-import { createAgentMachine, type AgentActor, type AgentEmitted, type AgentOutput } from '../machines/agent.machine.js';
-import type { AgentConfig } from './agent/config.js';
-import { LoopchartError, RunFailedError } from './errors.js';
-import type { Usage } from './model.js';
-import type { Message } from './schemas.js';
-import type { AgentOutcome } from './agent/failure.js';
-import type { OutputOf, OutputSchema } from './agent/structured-output.js';
+import { createAgentMachine, type AgentActor, type AgentEmitted, type AgentOutput } from '../../machines/agent.machine.js';
+import type { AgentConfig } from './config.js';
+import { LoopchartError, RunFailedError } from '../errors.js';
+import type { Usage } from '../model.js';
+import type { Message } from '../schemas.js';
+import type { AgentOutcome } from './failure.js';
+import type { OutputOf, OutputSchema } from './structured-output.js';
 
 /**
  * One run of an agent, without XState: the agent's configuration (`model`, `tools`,

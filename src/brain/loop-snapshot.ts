@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { conversationFault } from './conversation.js';
-import { InvalidSnapshotError } from './errors.js';
-import { jsonValueFault } from './json-value.js';
+import { InvalidSnapshotError } from '../errors.js';
+import { jsonValueFault } from '../json-value.js';
 import {
   LOOP_SNAPSHOT_VERSION,
   LoopSnapshotSchema,
@@ -10,7 +10,7 @@ import {
   type LoopSnapshotJSON,
   type Message,
   type StateName,
-} from './schemas.js';
+} from '../schemas.js';
 
 export type { LoopSnapshotJSON };
 

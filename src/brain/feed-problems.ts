@@ -1,7 +1,7 @@
 import { conversationFault, incoherence, unansweredCall } from './conversation.js';
-import { jsonValueFault } from './json-value.js';
+import { jsonValueFault } from '../json-value.js';
 import type { LoopEvent } from './loop-events.js';
-import type { LoopContext, Message } from './schemas.js';
+import type { LoopContext, Message } from '../schemas.js';
 
 /**
  * What is wrong with a feed whose state accepts it: `illegal` when the machine is not in a

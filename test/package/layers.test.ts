@@ -1,0 +1,94 @@
+/**
+ * The folders import one way: each layer only uses the layers below it, so a reader can learn the
+ * brain without the driver, the driver without the stores, and the library never depends on its
+ * examples or tests. A new import that points up (or sideways into a peer) fails here.
+ */
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { dirname, join, relative, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it } from 'vitest';
+
+const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+
+/** The files every layer may use: the data shapes, typed errors and the model contract. */
+const FOUNDATION = new Set(['src/errors.ts', 'src/schemas.ts', 'src/model.ts', 'src/tokens.ts', 'src/json-value.ts']);
+
+/** Layers from the bottom up; a file may import its own layer or any layer with a lower rank. */
+const RANKS = new Map<string, number>([
+  ['foundation', 0],
+  ['brain', 1],
+  ['models', 2],
+  ['tools', 2],
+  ['stores', 2],
+  ['telemetry', 2],
+  ['compaction', 2],
+  ['mcp', 3],
+  ['agent', 4],
+  ['sessions', 5],
+  ['viewer', 6],
+  ['http', 7],
+  ['restate', 7],
+  ['cli', 7],
+  ['entries', 8],
+]);
+
+/** The layer a repository file belongs to: the two charts sit with the layer whose chart they are. */
+function layerOf(file: string): string {
+  if (FOUNDATION.has(file)) return 'foundation';
+  if (file === 'machines/loop.machine.ts') return 'brain';
+  if (file === 'machines/agent.machine.ts') return 'agent';
+  const [top, folder, ...rest] = file.split('/');
+  if (top !== 'src') return top!;
+  return rest.length > 0 ? folder! : 'entries';
+}
+
+function sourceFiles(dir: string): string[] {
+  return readdirSync(join(ROOT, dir), { withFileTypes: true }).flatMap((entry) => {
+    const path = `${dir}/${entry.name}`;
+    if (entry.isDirectory()) return sourceFiles(path);
+    return /\.tsx?$/.test(entry.name) ? [path] : [];
+  });
+}
+
+const IMPORT = /(?:\bfrom\s*|\bimport\s*\(\s*|\bimport\s+)['"](\.{1,2}\/[^'"]+)['"]/g;
+
+/** Every relative import of a file, as the repository path it resolves to. */
+function importsOf(file: string): string[] {
+  const text = readFileSync(join(ROOT, file), 'utf8');
+  return [...text.matchAll(IMPORT)].map(([, specifier]) => {
+    const target = resolve(ROOT, dirname(file), specifier!);
+    const candidates = [target.replace(/\.js$/, '.ts'), target.replace(/\.js$/, '.tsx'), target, `${target}.ts`, join(target, 'index.ts')];
+    return relative(ROOT, candidates.find((candidate) => existsSync(candidate)) ?? target);
+  });
+}
+
+const library = [...sourceFiles('src'), ...sourceFiles('machines')];
+
+describe('layers', () => {
+  it('every file of the library sits in a known layer', () => {
+    const unknown = library.filter((file) => !RANKS.has(layerOf(file)));
+    expect(unknown).toEqual([]);
+  });
+
+  it('imports only point down: brain ← agent ← sessions ← viewer ← cli / http / restate ← entry points', () => {
+    const upward = library.flatMap((file) =>
+      importsOf(file)
+        .filter((target) => {
+          const from = RANKS.get(layerOf(file))!;
+          const to = RANKS.get(layerOf(target));
+          return to === undefined || (layerOf(target) !== layerOf(file) && to >= from);
+        })
+        .map((target) => `${file} → ${target}`),
+    );
+    expect(upward).toEqual([]);
+  });
+
+  it('the library never imports its examples or tests', () => {
+    const outside = library.flatMap((file) =>
+      importsOf(file)
+        .filter((target) => target.startsWith('examples/') || target.startsWith('test/') || target.startsWith('bench/'))
+        .map((target) => `${file} → ${target}`),
+    );
+    expect(outside).toEqual([]);
+  });
+});
