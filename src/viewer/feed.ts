@@ -3,6 +3,7 @@ import { readSessionTrace, type ReadTraceEntry } from '../sessions/trace.js';
 import type { SessionStore } from '../stores/session-store.js';
 import { cursorParam } from './http.js';
 import { lastIo, loadSessionHead, type SessionHead, type TraceReader } from './load.js';
+import type { SessionView } from './page-model.js';
 import { catchUpParts } from './catch-up.js';
 import { sseEvent, sseJsonEvent, type SseStream } from './sse.js';
 
@@ -94,6 +95,8 @@ export class SessionFeed {
   #work: Promise<void> = Promise.resolve();
   #timer: NodeJS.Timeout | undefined;
   #stopped = false;
+  /** When the feed last had a page (or was opened): it stops once it had none for a grace period. */
+  #lastWatched = Date.now();
 
   private constructor(store: SessionStore, sessionId: string, seq: number, io: string, head: SessionHead, readTrace: TraceReader) {
     this.#store = store;
@@ -113,16 +116,29 @@ export class SessionFeed {
     return head && new SessionFeed(store, sessionId, trace.at(-1)?.seq ?? 0, io, head, readTrace);
   }
 
+  /**
+   * The feed of a session just loaded for a page (its view: head, log and trace as stored now):
+   * the page's event stream then finds it running and the log is not loaded a second time.
+   */
+  static fromView(store: SessionStore, view: SessionView, readTrace: TraceReader = (id, after) => readSessionTrace(store, id, after)): SessionFeed {
+    const { trace, ...head } = view;
+    return new SessionFeed(store, view.sessionId, trace.at(-1)?.seq ?? 0, lastIo(trace), head, readTrace);
+  }
+
   /** True once the feed stopped polling (it had no page left): a new page needs a new feed. */
   get stopped(): boolean {
     return this.#stopped;
   }
 
-  /** Polls the store every `everyMs` until a poll finds no page left; then `onIdle`. */
-  poll(everyMs: number, onIdle: () => void): void {
+  /**
+   * Polls the store every `everyMs` until a poll finds no page left for `graceMs` (a page that
+   * was just served connects its event stream a moment later); then `onIdle`.
+   */
+  poll(everyMs: number, onIdle: () => void, graceMs = 0): void {
     const loop = async () => {
       if (this.#stopped) return;
-      if (this.#clients.size === 0) {
+      if (this.#clients.size > 0) this.#lastWatched = Date.now();
+      else if (Date.now() - this.#lastWatched >= graceMs) {
         this.stop();
         onIdle();
         return;
@@ -227,6 +243,9 @@ export class SessionFeed {
   }
 }
 
+/** How long a feed started for a served page waits for the page's event stream before it stops. */
+const PRIMED_GRACE_MS = 5_000;
+
 /** The feeds of one server, one per watched session, opened on the first page and ended after the last. */
 export class SessionFeeds {
   readonly #store: SessionStore;
@@ -243,23 +262,33 @@ export class SessionFeeds {
   /** The session's running feed, or undefined when there is no such session. */
   async feed(sessionId: string): Promise<SessionFeed | undefined> {
     for (;;) {
-      let pending = this.#feeds.get(sessionId);
-      if (!pending) {
-        pending = SessionFeed.open(this.#store, sessionId, this.#readTrace);
-        this.#feeds.set(sessionId, pending);
-        const opened = pending;
-        void opened.then(
-          (feed) => {
-            if (!feed) this.#feeds.delete(sessionId);
-            else feed.poll(this.#pollMs, () => this.#feeds.get(sessionId) === opened && this.#feeds.delete(sessionId));
-          },
-          () => this.#feeds.delete(sessionId),
-        );
-      }
-      const feed = await pending;
+      const feed = await (this.#feeds.get(sessionId) ?? this.#start(sessionId, SessionFeed.open(this.#store, sessionId, this.#readTrace), 0));
       // A feed that went idle while this page waited: open a fresh one.
       if (!feed?.stopped) return feed;
     }
+  }
+
+  /**
+   * A page of `view`'s session was just served: unless its session has a feed, one starts from
+   * the view, kept for `PRIMED_GRACE_MS` without a page, so the page's event stream attaches to
+   * it instead of loading the session's log again (on a 10,000-turn session, a quarter second of
+   * the server's event loop right when the page is drawn).
+   */
+  prime(view: SessionView): void {
+    if (this.#feeds.has(view.sessionId)) return;
+    void this.#start(view.sessionId, Promise.resolve(SessionFeed.fromView(this.#store, view, this.#readTrace)), PRIMED_GRACE_MS);
+  }
+
+  #start(sessionId: string, opening: Promise<SessionFeed | undefined>, graceMs: number): Promise<SessionFeed | undefined> {
+    this.#feeds.set(sessionId, opening);
+    void opening.then(
+      (feed) => {
+        if (!feed) this.#feeds.delete(sessionId);
+        else feed.poll(this.#pollMs, () => this.#feeds.get(sessionId) === opening && this.#feeds.delete(sessionId), graceMs);
+      },
+      () => this.#feeds.delete(sessionId),
+    );
+    return opening;
   }
 
   stopAll(): void {

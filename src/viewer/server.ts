@@ -147,6 +147,7 @@ export async function startViewer(options: ViewerOptions): Promise<RunningViewer
     const trace = await traces.read(sessionId).catch(() => undefined);
     const view = await loadSessionView(store, sessionId, trace ? async () => trace.entries.slice() : readTrace);
     if (!view) return missing();
+    if (!view.error) feeds.prime(view);
     return send(res, view.error ? 500 : 200, sessionPage(await pageData(view, true), await clientScript(), trace));
   };
 

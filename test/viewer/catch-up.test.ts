@@ -2,7 +2,8 @@
  * A live page's catch-up (the rest of a long trace after the page's first entries) comes as
  * several events of bounded size, over a real socket: each under the stream's buffer bound, in
  * order, and together exactly the trace; a page that reconnects from any of them gets the rest
- * with no entry repeated or missing.
+ * with no entry repeated or missing. A served page's stream attaches to the feed its page load
+ * started, so the session's log is loaded once per page, not again for the stream.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readSessionTrace, type ReadTraceEntry } from '../../src/sessions/trace.js';
@@ -70,5 +71,31 @@ describe("a live page's catch-up", () => {
     expect(sized.map((part) => part.lastSeq)).toEqual([trace[0]!.seq, 1e6, trace[1]!.seq]);
     expect(JSON.parse(sized[0]!.json)).toEqual({ entries: [trace[0]], head: 1 });
     expect(JSON.parse(catchUpParts([], { head: 1 })[0]!.json)).toEqual({ entries: [], head: 1 });
+  });
+});
+
+describe("a served page's event stream", () => {
+  it("attaches to the feed the page load started: the session's log is loaded once, not again for the stream", async () => {
+    const counted = new MemorySessionStore();
+    await writeBigSession(counted, 'once', 3_000, 600);
+    const loads: string[] = [];
+    const load = counted.load.bind(counted);
+    counted.load = (id) => (loads.push(id), load(id));
+    const served = await startViewer({ store: counted, port: 0, pollMs: 20 });
+    try {
+      const html = await (await fetch(`${served.url}s/once`)).text();
+      expect(loads).toEqual(['once']);
+      const data = JSON.parse(/id="loopchart-data">([\s\S]*?)<\/script>/.exec(html)![1]!) as { session: { logFrom: number; messages: unknown[] } };
+      const from = (JSON.parse(/id="loopchart-trace">([\s\S]*?)<\/script>/.exec(html)![1]!) as ReadTraceEntry[]).at(-1)!.seq;
+      const reader = readEvents(served.port, `/s/once/events?after=${from}&log=${data.session.logFrom + data.session.messages.length}`);
+      const last = (await readSessionTrace(counted, 'once')).at(-1)!.seq;
+      await reader.waitFor((event) => event.id !== undefined && parseCursorId(event.id)!.seq === last, 20_000);
+      reader.close();
+      // The catch-up came, from the feed the page started: no second load of the 3,000 messages.
+      expect(reader.events().filter((event) => event.data !== undefined).length).toBeGreaterThan(0);
+      expect(loads).toEqual(['once']);
+    } finally {
+      await served.close();
+    }
   });
 });
