@@ -3,7 +3,7 @@ import { z } from 'zod';
 import type { AgentMachine, AgentOutput } from '../../machines/agent.machine.js';
 import { defineTool, type Tool, type ToolContext } from '../tools/define-tool.js';
 import { childResult, childSessionId } from './subagents.js';
-import { currentScope, isParentStopped, stopActor, type ChildHandle, type ChildSession, type RunScope } from './subagent-scope.js';
+import { currentScope, isParentStopped, markAgentTool, stopActor, type ChildHandle, type ChildSession, type RunScope } from './subagent-scope.js';
 
 /** The default input of an agent tool: the task, in words. */
 const TaskInput = z.object({ task: z.string().min(1).describe('What the agent should do, with everything it needs to know') });
@@ -86,7 +86,7 @@ export interface AgentToolOptions<S extends z.ZodType = typeof TaskInput> {
 export function agentTool<S extends z.ZodType = typeof TaskInput>(options: AgentToolOptions<S>): Tool {
   const input = (options.input ?? TaskInput) as z.ZodType;
   const prompt = (options.prompt ?? defaultPrompt) as (args: unknown) => string;
-  return defineTool({
+  return markAgentTool(defineTool({
     name: options.name,
     description: options.description,
     input,
@@ -98,7 +98,7 @@ export function agentTool<S extends z.ZodType = typeof TaskInput>(options: Agent
       scope?.report({ type: 'usage', childId: sessionId, usage: output?.usage ?? { inputTokens: 0, outputTokens: 0 } });
       return childResult(options.name, output?.outcome as AgentOutput['outcome'] | undefined, options.output);
     },
-  });
+  }));
 }
 
 function defaultPrompt(args: unknown): string {
@@ -121,8 +121,10 @@ function runChild(agent: AgentMachine, sessionId: string, prompt: string, scope:
       return { child: session, done: session.whenIdle(), release: () => session.close() };
     });
   }
+  // Under Restate the child's steps are journaled in the parent's invocation (see restate/steps.ts).
+  const machine = scope?.journal ? scope.journal(agent) : agent;
   return drive(scope, signal, async () => {
-    const actor = createActor(agent, { input: { sessionId, prompt }, ...(scope && { parent: scope.parent }) });
+    const actor = createActor(machine, { input: { sessionId, prompt }, ...(scope && { parent: scope.parent }) });
     relay(actor as never);
     const done = new Promise<Output>((resolve, reject) => actor.subscribe({ complete: () => resolve(actor.getSnapshot().output ?? null), error: reject }));
     actor.start();

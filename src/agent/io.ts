@@ -21,7 +21,7 @@ import { uniqueCallIds } from './call-ids.js';
 import { ToolInDoubtError, inDoubtPolicy, isInDoubtSignal, rerunsOf, startKeys, type DoubtState } from './in-doubt.js';
 import { madeHere, startToken } from './start-marker.js';
 import { calibrated, requestTokens } from './request-size.js';
-import { PARENT_STOPPED, inScope, type ChildHandle, type SubagentReport } from './subagent-scope.js';
+import { PARENT_STOPPED, inScope, isAgentTool, type ChildHandle, type SubagentReport } from './subagent-scope.js';
 import { routedEvent } from './subagents.js';
 import { checkedGuardVerdict, runGuardrail, type GuardrailPlan, type GuardrailStage, type GuardrailVerdict } from './guardrails.js';
 import { checkedVerdict, decideCall, earlierCallsOf, type ToolPolicyPlan, type ToolPolicyVerdict } from './tool-policy.js';
@@ -385,7 +385,8 @@ export function ioLogic(deps: IoDeps) {
         // An 'ask' tool's start is journaled first: a start this IO did not make is an earlier process's, so the call is in doubt.
         const keys = inDoubtPolicy(deps.tools.get(call.name)) === 'ask' ? startKeys(callKey, rerunsOf(request.doubt, call.id)) : null;
         const fresh = !keys || madeHere(starts, await execute({ key: keys.marker, kind: 'toolStart', input: { turn, call, batchKey: key }, signal: controller.signal }, async () => startToken(starts)));
-        return inScope({ sessionId: request.sessionId, callId: call.id, parent: self, report, adopt }, () => execute(
+        const runsAgent = isAgentTool(deps.tools.get(call.name));
+        return inScope({ sessionId: request.sessionId, callId: call.id, parent: self, report, adopt, runsAgent }, () => execute(
           { key: keys?.step ?? callKey, kind: 'tool', input: { turn, call, batchKey: key }, signal: controller.signal },
           async () => {
             if (!fresh) throw new ToolInDoubtError(call.id);

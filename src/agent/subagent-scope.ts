@@ -1,5 +1,6 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import type { AnyActorRef } from 'xstate';
+import type { AgentMachine } from '../../machines/agent.machine.js';
 import type { ToolCall, Usage } from '../schemas.js';
 import type { ApprovalRequest } from './approval-binding.js';
 
@@ -49,7 +50,23 @@ export interface RunScope {
   adopt(child: ChildHandle): () => void;
   /** Under a durable session: opens (or reopens) the child's session on the same store. */
   readonly open?: (options: OpenChildOptions) => Promise<ChildSession>;
+  /** Whether the call's tool is an agent tool (`agentTool`): a host that journals steps runs it unwrapped. */
+  readonly runsAgent?: boolean;
+  /**
+   * Under a host that journals the child's steps in the parent's own run (Restate, see
+   * restate/steps.ts): the child's machine as that host runs it (its executor and clock).
+   */
+  readonly journal?: (machine: AgentMachine) => AgentMachine;
 }
+
+/** The tools `agentTool` made: their calls start a child run (a Restate host runs them inline). */
+const agentTools = new WeakSet<object>();
+
+/** Marks a tool as an agent tool (see `runsAgent`). */
+export const markAgentTool = <T extends object>(tool: T): T => (agentTools.add(tool), tool);
+
+/** Whether `tool` is an agent tool. */
+export const isAgentTool = (tool: object | undefined): boolean => tool !== undefined && agentTools.has(tool);
 
 const storage = new AsyncLocalStorage<RunScope>();
 

@@ -213,10 +213,10 @@ async function runTurn(
   stored: AgentContext | undefined,
   start: ExternalEvent,
 ): Promise<SessionSummaryReply> {
-  const steps = new StepJournal(ctx);
   // The agent's clock is the journal's: the invocation's start, then each step's end, so a replay
   // reads the same times (a run's start, budgets) and decides the same.
   let now = await ctx.date.now();
+  const steps = new StepJournal(ctx, () => now);
   const machine = options.machine.withClock(() => now).withExecutor((inner) => steps.executor(inner));
   const actor = createActor(machine, { input: stored ? { stored } : { sessionId } });
   // The loop reads a chart error from the snapshot; unobserved, XState would rethrow it

@@ -1,5 +1,6 @@
 import * as restate from '@restatedev/restate-sdk';
 import type { Executor, SideEffect, SideEffectKind, SideEffectOutputs } from '../agent/executor.js';
+import { currentScope, extendScope } from '../agent/subagent-scope.js';
 
 /**
  * The executor seam as Restate steps: every side effect the agent hands to its executor becomes
@@ -10,6 +11,19 @@ import type { Executor, SideEffect, SideEffectKind, SideEffectOutputs } from '..
  * The step's outcome goes back to the agent only when the turn's loop picks it from a
  * `RestatePromise.race` (see `session-object.ts`): completions reach the chart in the order the
  * journal recorded them, so a replay makes the same decisions in the same order.
+ *
+ * An agent tool's call (`agentTool`) is the one effect not made a step: its child run goes on
+ * inside the parent's invocation, with this journal as its executor and the turn's clock, so each
+ * of the child's own side effects is a step keyed by the child's own keys (session
+ * `<parent>/<call key>`). Why inline rather than the child as a virtual-object call of its own:
+ * Restate allows no step inside a step, and a call to another object cannot be made from inside
+ * the tool runner's work; inline, the child's steps race in the parent's loop and reach the child
+ * in journal order, so a retry on another worker replays the finished ones (never run again) and
+ * runs again only the one in flight; the parent's call stays in flight until the child ends, as
+ * it is no step of its own; and what the parent's channel takes (approvals `<call>/<child call>`,
+ * cancel, steer) reaches the child through the parent's IO as in one process. The price: the
+ * child's state is no object of its own (its result and usage are the parent's), and the parent's
+ * journal holds the child's steps.
  */
 
 /**
@@ -39,11 +53,14 @@ const describe = (error: unknown): { ok: false; error: { name: string; message: 
 /** The steps one invocation has started and not yet handed back, in the order they started. */
 export class StepJournal {
   readonly #ctx: restate.Context;
+  readonly #clock: () => number;
   readonly #pending = new Map<number, PendingStep>();
   #next = 0;
 
-  constructor(ctx: restate.Context) {
+  /** `clock`: the turn's journal clock, which a child run inline reads too. */
+  constructor(ctx: restate.Context, clock: () => number) {
     this.#ctx = ctx;
+    this.#clock = clock;
   }
 
   get size(): number {
@@ -53,6 +70,7 @@ export class StepJournal {
   /** Wraps the agent's own executor: the work runs inside the step, where its effects happen once. */
   executor(inner: Executor): Executor {
     return (<K extends SideEffectKind>(effect: SideEffect<K>, perform: () => Promise<SideEffectOutputs[K]>) => {
+      if (effect.kind === 'tool' && currentScope()?.runsAgent) return this.#inlineChild(() => inner(effect, perform));
       const id = this.#next++;
       const outcome = this.#ctx.run(effect.key, async (): Promise<StepOutcome> => {
         try {
@@ -74,6 +92,15 @@ export class StepJournal {
         });
       });
     }) as Executor;
+  }
+
+  /**
+   * An agent tool's call, not a step (see above): its child's machine gets this journal and clock.
+   * Its result reaches the parent in the microtasks after the child's last step is delivered
+   * (the turn's loop settles before it looks again), and the child's own steps keep the loop going.
+   */
+  #inlineChild<T>(work: () => Promise<T>): Promise<T> {
+    return extendScope({ journal: (machine) => machine.withClock(this.#clock).withExecutor((inner) => this.executor(inner)) }, work);
   }
 
   /** Every pending step's outcome, tagged with its id, for the turn's race. */

@@ -22,11 +22,19 @@ export interface WorkerEnv {
   TRACE_LOG?: string;
   /** While this file exists, the faultySession object's turns fail unexpectedly (fixtures/worker.ts). */
   FAULT_FILE?: string;
+  /** Where the subagent worker's models record their calls (fixtures/subagent-worker.ts). */
+  MODEL_LOG?: string;
 }
 
-/** Starts a worker and resolves once it listens (20 s at most). `node` is whichever runs the tests. */
-export async function startWorker(env: WorkerEnv): Promise<Worker> {
-  const child = spawn(process.execPath, ['--import', TSX, WORKER], {
+/** The worker script that serves the subagent fixtures. */
+export const SUBAGENT_WORKER = fileURLToPath(new URL('../fixtures/subagent-worker.ts', import.meta.url));
+
+/**
+ * Starts a worker (`script`: the fixture agent's by default) and resolves once it listens (20 s
+ * at most). `node` is whichever runs the tests.
+ */
+export async function startWorker(env: WorkerEnv, script = WORKER): Promise<Worker> {
+  const child = spawn(process.execPath, ['--import', TSX, script], {
     env: { ...process.env, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });

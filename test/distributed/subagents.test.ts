@@ -1,0 +1,127 @@
+/**
+ * Agents inside agents on Restate (issue 22, item 3), against a real server and two real worker
+ * processes behind a balancer: an agent tool's child runs inside its parent's invocation, each of
+ * its side effects a journaled step keyed by the child's own keys, so a worker SIGKILLed mid-child
+ * leaves the invocation to the other worker, which resumes the child where it was; a handoff
+ * restored on another worker goes on with the agent that has the conversation.
+ */
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Message, Outcome, Usage } from '../../src/index.js';
+import type { ModelLine } from './fixtures/subagents.js';
+import { startBalancer, type Balancer } from './support/balancer.js';
+import { IngressClient } from './support/ingress.js';
+import { RestateServer, waitFor } from './support/server.js';
+import { SERVER_BINARY, readToolLog } from './support/suite.js';
+import { SUBAGENT_WORKER, startWorker, type Worker } from './support/workers.js';
+
+interface Summary {
+  state: string;
+  running: boolean;
+  outcome: Outcome | null;
+  usage: Usage | null;
+}
+
+describe.skipIf(!SERVER_BINARY)('subagents on Restate (real server, two real workers)', () => {
+  let server: RestateServer;
+  let workers: Worker[];
+  let balancer: Balancer;
+  let dir: string;
+  let modelLog: string;
+  let toolLog: string;
+  let coordinator: IngressClient;
+  let triage: IngressClient;
+
+  beforeAll(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'loopchart-restate-subagents-'));
+    modelLog = join(dir, 'models.log');
+    toolLog = join(dir, 'tools.log');
+    server = await RestateServer.start(SERVER_BINARY!);
+    workers = await Promise.all([0, 1].map(() => startWorker({ TOOL_LOG: toolLog, MODEL_LOG: modelLog }, SUBAGENT_WORKER)));
+    balancer = await startBalancer(workers.map((worker) => worker.url));
+    await server.register(balancer.url);
+    coordinator = new IngressClient(server.ingressUrl, 'coordinatorSession');
+    triage = new IngressClient(server.ingressUrl, 'triageSession');
+  });
+
+  afterAll(async () => {
+    await Promise.all((workers ?? []).map((worker) => worker.kill('SIGTERM')));
+    await balancer?.close();
+    await server?.stop();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  /** The model calls whose keys hold `session` (a child's key without the parent's scope would not start with it). */
+  const modelCalls = (session: string): ModelLine[] =>
+    existsSync(modelLog)
+      ? readFileSync(modelLog, 'utf8').split('\n').filter(Boolean).map((line) => JSON.parse(line) as ModelLine).filter((line) => line.key.includes(session))
+      : [];
+  const notes = (session: string) => (existsSync(toolLog) ? readToolLog(readFileSync(toolLog, 'utf8')).filter((line) => line.key.startsWith(`${session}/`)) : []);
+  const count = (lines: readonly { key: string }[]) => Object.fromEntries([...new Set(lines.map((l) => l.key))].map((key) => [key, lines.filter((l) => l.key === key).length]));
+  /** SIGKILLs the worker that made `line`'s call; the other one takes the retried invocation. */
+  const killWorkerOf = async (line: ModelLine) => {
+    const victim = workers.find((worker) => worker.child.pid === line.pid)!;
+    await victim.kill('SIGKILL');
+    return victim.child.pid;
+  };
+
+  it("a worker SIGKILLed mid-child: the other worker resumes the child where it was, finished child steps are not run again, and the parent's call waits for the child", async () => {
+    const reference = await coordinator.ok<Summary>('ref', 'send', { message: 'slow question' });
+    expect(reference.outcome).toEqual({ type: 'Completed', finalText: 'coordinator: found: slow question (2 notes)' });
+
+    const invocation = await coordinator.enqueue('boss', 'send', { message: 'slow question' });
+    // The child's second model call (the slow one) is in flight: its own key, under the child's session id.
+    const childSession = 'boss/run-1:turn-1:r1';
+    const inFlight = await waitFor('the child mid-run', async () => modelCalls('boss').find((line) => line.model === 'researcher' && line.key.endsWith(':run-1:turn-2:model')));
+    // The parent's call is in flight: its run goes on, its model is not asked again before the child answers.
+    expect(await coordinator.ok<Summary>('boss', 'state')).toMatchObject({ running: true, outcome: null });
+    expect(modelCalls('boss').filter((line) => line.model === 'coordinator').map((line) => line.key)).toEqual(['boss:run-1:turn-1:model']);
+    const killed = await killWorkerOf(inFlight);
+
+    const reply = await coordinator.attach<Summary>(invocation);
+    expect(reply.outcome).toEqual(reference.outcome);
+    expect(await coordinator.ok<Message[]>('boss', 'transcript')).toEqual(await coordinator.ok<Message[]>('ref', 'transcript'));
+    // Finished before the kill, journaled: never again. In flight at the kill: once more, same key, on the other worker.
+    const calls = modelCalls('boss');
+    expect(count(calls)).toEqual({
+      'boss:run-1:turn-1:model': 1,
+      [`${childSession}:run-1:turn-1:model`]: 1,
+      [`${childSession}:run-1:turn-2:model`]: 2,
+      [`${childSession}:run-1:turn-3:model`]: 1,
+      'boss:run-1:turn-2:model': 1,
+    });
+    expect(calls.filter((line) => line.key === `${childSession}:run-1:turn-2:model`).map((line) => line.pid === killed)).toEqual([true, false]);
+    expect(count(notes('boss'))).toEqual({ [`${childSession}:run-1:turn-1:tools:n1`]: 1, [`${childSession}:run-1:turn-2:tools:n2`]: 1 });
+    // The parent's next model call came after the child's last one: its tool call waited for the child.
+    expect(calls.map((line) => line.key).slice(-2)).toEqual([`${childSession}:run-1:turn-3:model`, 'boss:run-1:turn-2:model']);
+    // The child's three model calls count in the parent's run, once (the retried one too): 5 calls of 10 + 5 tokens.
+    expect(reference.usage).toEqual({ inputTokens: 50, outputTokens: 25 });
+    expect(reply.usage).toEqual(reference.usage);
+  });
+
+  it('a handoff restored on another worker goes on with the agent that has the conversation', async () => {
+    workers = await Promise.all(workers.map(async (worker) => (worker.child.exitCode === null && worker.child.signalCode === null ? worker : restart(worker))));
+    const invocation = await triage.enqueue('desk', 'send', { message: 'slow refund please' });
+    // Handed over, billing's model is answering: kill its worker.
+    const speaking = await waitFor('billing answering', async () => modelCalls('desk:').find((line) => line.model === 'billing'));
+    await killWorkerOf(speaking);
+    const first = await triage.attach<Summary>(invocation);
+    expect(first.outcome).toEqual({ type: 'Completed', finalText: 'billing: slow refund please' });
+    // A new run, on whichever worker: restored from the session's state, billing still has the conversation.
+    const second = await triage.ok<Summary>('desk', 'send', { message: 'and the invoice' });
+    expect(second.outcome).toEqual({ type: 'Completed', finalText: 'billing: and the invoice' });
+    expect(modelCalls('desk:').map((line) => [line.key, line.model])).toEqual([
+      ['desk:run-1:turn-1:model', 'triage'],
+      ['desk:run-1:turn-2:model', 'billing'],
+      ['desk:run-1:turn-2:model', 'billing'],
+      ['desk:run-2:turn-1:model', 'billing'],
+    ]);
+  });
+
+  /** A worker killed by an earlier test, started again on its port (the balancer knows its URL). */
+  async function restart(worker: Worker): Promise<Worker> {
+    return startWorker({ TOOL_LOG: toolLog, MODEL_LOG: modelLog, PORT: new URL(worker.url).port }, SUBAGENT_WORKER);
+  }
+});
