@@ -16,14 +16,27 @@ export type RowDetail = Pick<Row, 'facts' | 'blocks'>;
  */
 export type TimelineRow = Omit<Row, 'facts' | 'blocks'> & { detail: () => RowDetail };
 
+/**
+ * A model call's prompt as the first `length` messages of `tape`. A trace stores each prompt as
+ * a delta on the one before (`promptBase`, `promptDelta`); consecutive prompts that only append
+ * share one tape, and a rewrite (a compaction) starts a new one. So taking in a call costs its
+ * delta, and showing any call's prompt costs one slice, wherever the row is: rebuilding it
+ * from the deltas took seconds on a 10,000-turn session for a row far from the last one shown.
+ */
+export interface ModelPrompt {
+  turn: number;
+  tape: Message[];
+  length: number;
+}
+
 export interface RowBuilder {
   rows: TimelineRow[];
   lastSeq: number;
   costUsd: number;
   /** How the session was left when its last entry is a clean close with the run in flight (else null). */
   closed: string | null;
-  /** Model entries in order: the prompts are rebuilt from their deltas on demand. */
-  models: Extract<TraceEntry, { type: 'model' }>[];
+  /** Each model call's prompt, in order (see `ModelPrompt`). */
+  prompts: ModelPrompt[];
   add(entries: readonly ReadTraceEntry[]): void;
   /** Rows made elsewhere (the inspector's), appended as they are. */
   addRows(rows: readonly Row[]): void;
@@ -64,7 +77,7 @@ export function rowsOf(data: Pick<PageData, 'session' | 'rows'>): RowBuilder {
     lastSeq: 0,
     costUsd: 0,
     closed: null,
-    models: [],
+    prompts: [],
     add(entries) {
       for (const record of entries) {
         builder.lastSeq = Math.max(builder.lastSeq, record.seq);
@@ -89,7 +102,7 @@ export function rowsOf(data: Pick<PageData, 'session' | 'rows'>): RowBuilder {
       state,
       io,
       error: false,
-      modelIndex: builder.models.length - 1,
+      modelIndex: builder.prompts.length - 1,
       detail: () => ({ facts, blocks }),
       ...row,
     });
@@ -109,7 +122,7 @@ export function rowsOf(data: Pick<PageData, 'session' | 'rows'>): RowBuilder {
         push({ ...base, kind: 'run', title: `run ${entry.run}: ${clip(entry.prompt)}`, detail: () => ({ facts: [['policy', json(entry.policy)]], blocks: [['prompt', entry.prompt]] }) });
         return;
       case 'model': {
-        builder.models.push(entry);
+        builder.prompts.push(nextPrompt(builder.prompts.at(-1), entry));
         state = 'AwaitingModel';
         io = 'Running.AwaitingModel';
         const usage = entry.reply?.usage;
@@ -123,7 +136,7 @@ export function rowsOf(data: Pick<PageData, 'session' | 'rows'>): RowBuilder {
           kind: 'model',
           title,
           error: entry.error !== undefined,
-          modelIndex: builder.models.length - 1,
+          modelIndex: builder.prompts.length - 1,
           detail: () => ({
             facts: [
               ['turn', String(entry.turn)],
@@ -355,35 +368,21 @@ export function rowsOf(data: Pick<PageData, 'session' | 'rows'>): RowBuilder {
   return builder;
 }
 
-/** Every this many model calls a rebuilt prompt is kept: any prompt is at most this many deltas from one. */
-const CHECKPOINT_EVERY = 64;
-/** Kept prompts by model index, per builder (prompts never change: models are only appended). */
-const checkpoints = new WeakMap<RowBuilder, Map<number, Message[]>>();
-const lastPrompts = new WeakMap<RowBuilder, { modelIndex: number; prompt: { turn: number; messages: Message[] } }>();
+/** The prompt of a model call, from the one before it (see `ModelPrompt`). */
+function nextPrompt(before: ModelPrompt | undefined, entry: Extract<TraceEntry, { type: 'model' }>): ModelPrompt {
+  const base = Math.min(entry.promptBase, before?.length ?? 0);
+  // Appending to the end of the last prompt's tape changes no earlier prompt: they end before it.
+  if (before && base === before.length && before.tape.length === before.length) {
+    for (const message of entry.promptDelta) before.tape.push(message);
+    return { turn: entry.turn, tape: before.tape, length: before.tape.length };
+  }
+  const tape = (before?.tape.slice(0, base) ?? []).concat(entry.promptDelta);
+  return { turn: entry.turn, tape, length: tape.length };
+}
 
-/**
- * The prompt of the model call a row belongs to, rebuilt from the deltas from the nearest kept
- * prompt before it: moving through a 10,000-message session costs a few deltas a step, not all
- * of them from the first call on.
- */
+/** The prompt of the model call a row belongs to: one slice of its tape, wherever the row is. */
 export function promptAt(builder: RowBuilder, rowIndex: number): { turn: number; messages: Message[] } | null {
   const row = builder.rows[rowIndex];
-  if (!row || row.modelIndex < 0) return null;
-  // Neighbouring rows mostly share a model call (its tool rows follow it): the last prompt is kept too.
-  const last = lastPrompts.get(builder);
-  if (last?.modelIndex === row.modelIndex) return last.prompt;
-  let kept = checkpoints.get(builder);
-  if (!kept) checkpoints.set(builder, (kept = new Map()));
-  let from = row.modelIndex - (row.modelIndex % CHECKPOINT_EVERY);
-  while (from > 0 && !kept.has(from)) from -= CHECKPOINT_EVERY;
-  let prompt = kept.get(from) ?? [];
-  for (let i = kept.has(from) ? from + 1 : 0; i <= row.modelIndex; i++) {
-    const entry = builder.models[i]!;
-    prompt = prompt.slice(0, entry.promptBase).concat(entry.promptDelta);
-    if (i % CHECKPOINT_EVERY === 0) kept.set(i, prompt);
-  }
-  const model = builder.models[row.modelIndex]!;
-  const result = { turn: model.turn, messages: prompt };
-  lastPrompts.set(builder, { modelIndex: row.modelIndex, prompt: result });
-  return result;
+  const prompt = row && row.modelIndex >= 0 ? builder.prompts[row.modelIndex] : undefined;
+  return prompt ? { turn: prompt.turn, messages: prompt.tape.slice(0, prompt.length) } : null;
 }

@@ -1,7 +1,8 @@
 /**
- * The page's prompt of any model call, rebuilt from the nearest kept prompt (issue 24 item 5:
- * a keypress on a 10,000-message session rebuilt every prompt from the first call), is exactly
- * the prompt replay rebuilds from all the deltas, whatever order the rows are visited in.
+ * The page's prompt of any model call, a slice of a tape the appending calls share (issue 24
+ * item 5: a keypress on a 10,000-message session rebuilt every prompt from the first call), is
+ * exactly the prompt replay rebuilds from all the deltas, whatever order the rows are visited
+ * in, also where a compaction rewrote the prompt and later calls appended to the new one.
  */
 import { describe, expect, it } from 'vitest';
 import { promptsOf, type TraceEntry } from '../../src/sessions/trace.js';
@@ -29,6 +30,19 @@ describe('promptAt', () => {
       const prompt = promptAt(builder, index)!;
       expect(prompt.messages).toEqual(expected[builder.rows[index]!.modelIndex]);
     }
+  });
+
+  it('a rewritten prompt starts a tape of its own: earlier prompts stay as they were', () => {
+    const message = (content: string) => ({ role: 'user' as const, content });
+    let at = 0;
+    const model = (turn: number, promptBase: number, contents: string[]) =>
+      ({ seq: ++at, entry: { type: 'model', at, ms: 1, run: 1, turn, key: `k${turn}`, tools: [], promptBase, promptDelta: contents.map(message), reply: { message: { role: 'assistant', content: `r${turn}` }, finishReason: 'stop', usage: { inputTokens: 1, outputTokens: 1 } } } }) as const;
+    // Appends, then a compaction (the summary replaces all but the first message), then appends to it.
+    const trace = [model(1, 0, ['a', 'b']), model(2, 2, ['c']), model(3, 1, ['summary']), model(4, 2, ['d', 'e']), model(5, 4, ['f'])];
+    const builder = rowsOf({ session: { sessionId: 's', version: 1, messageCount: 0, updatedAt: null, error: null, state: null, messages: [], trace: trace as never } });
+    const expected = promptsOf(trace.map((record) => record.entry as unknown as TraceEntry));
+    expect(expected.map((prompt) => prompt.map((m) => m.content))).toEqual([['a', 'b'], ['a', 'b', 'c'], ['a', 'summary'], ['a', 'summary', 'd', 'e'], ['a', 'summary', 'd', 'e', 'f']]);
+    for (const index of [4, 0, 2, 1, 3]) expect(promptAt(builder, index)!.messages).toEqual(expected[index]);
   });
 });
 
