@@ -3,7 +3,7 @@ import { LoopchartError } from '../errors.js';
 import type { Outcome } from '../schemas.js';
 import { decodeRow } from '../sessions/session-row.js';
 import { readSessionTrace, type ReadTraceEntry } from '../sessions/trace.js';
-import type { SessionStore, SessionSummary } from '../stores/session-store.js';
+import type { SessionStore, SessionSummary, StoredSession } from '../stores/session-store.js';
 import type { SessionView } from './page-model.js';
 import { waitingIn } from './rows.js';
 
@@ -42,9 +42,10 @@ export async function loadSessionView(store: SessionStore, sessionId: string, re
   } catch (error) {
     traceError = error;
   }
-  const head = await loadSessionHead(store, sessionId, lastIo(trace));
+  const summaries = await store.list();
+  const head = await loadSessionHead(store, sessionId, lastIo(trace), summaries.find((s) => s.sessionId === sessionId));
   if (!head) return undefined;
-  const children = (await store.list()).map((s) => s.sessionId).filter((id) => id.startsWith(`${sessionId}/`));
+  const children = summaries.map((s) => s.sessionId).filter((id) => id.startsWith(`${sessionId}/`));
   return { ...head, error: head.error ?? (traceError === undefined ? null : errorView(traceError)), trace, ...(children.length > 0 && { children }) };
 }
 
@@ -55,10 +56,10 @@ export type SessionHead = Omit<SessionView, 'trace'>;
  * The session's row and log as the page shows them (`io` is the driver state from the trace),
  * or undefined for a session that does not exist; an unreadable row or log is its typed error.
  */
-export async function loadSessionHead(store: SessionStore, sessionId: string, io: string): Promise<SessionHead | undefined> {
+export async function loadSessionHead(store: SessionStore, sessionId: string, io: string, listed?: SessionSummary): Promise<SessionHead | undefined> {
   let stored;
   try {
-    stored = await store.load(sessionId);
+    stored = await loadStored(store, sessionId, listed);
   } catch (error) {
     // A corrupt log or row: the store's typed error, shown on the page.
     return { sessionId, version: 0, messageCount: 0, updatedAt: null, error: errorView(error), state: null, messages: [] };
@@ -70,6 +71,30 @@ export async function loadSessionHead(store: SessionStore, sessionId: string, io
   } catch (error) {
     return { ...base, error: errorView(error), state: null };
   }
+}
+
+/** Sessions whose stored row and log are kept, per store (a 10,000-turn log is a large thing to hold). */
+const STORED_KEPT = 4;
+/** The last stored session read of each session, per store: keyed by session id (a Map), with the line of `list()` it matched. */
+const storedKept = new WeakMap<SessionStore, Map<string, { summary: SessionSummary; stored: StoredSession }>>();
+const sameSummary = (a: SessionSummary, b: SessionSummary) => a.version === b.version && a.messageCount === b.messageCount && a.updatedAt.getTime() === b.updatedAt.getTime();
+
+/**
+ * The session's row and log. A page load lists the store anyway (for the child sessions), and a
+ * version is written once: when `listed` says the session is still at the version read last,
+ * that read is used again. Reading and validating a 20,000-message log held the server's event
+ * loop for a quarter second on every load of a session that had not changed.
+ */
+async function loadStored(store: SessionStore, sessionId: string, listed: SessionSummary | undefined): Promise<StoredSession | undefined> {
+  let sessions = storedKept.get(store);
+  if (!sessions) storedKept.set(store, (sessions = new Map()));
+  const known = sessions.get(sessionId);
+  if (listed && known && sameSummary(known.summary, listed) && known.stored.version === listed.version) return known.stored;
+  const stored = await store.load(sessionId);
+  sessions.delete(sessionId);
+  if (stored && listed && stored.version === listed.version) sessions.set(sessionId, { summary: listed, stored });
+  if (sessions.size > STORED_KEPT) sessions.delete(sessions.keys().next().value!);
+  return stored;
 }
 
 type StateView = Omit<NonNullable<SessionView['state']>, 'io'>;

@@ -2,7 +2,8 @@
  * What keeps a big session's page small, without a browser (issue 24 item 5): long texts as
  * markers with their own islands after the page script (escaped, exact when parsed back, no
  * stored string can pass for a marker), the log's end only, a live page's trace cut after its
- * first entries, and the viewer's trace cache reading only what was stored since.
+ * first entries, the viewer's trace cache reading only what was stored since, and a session's
+ * log read again only once its version changed.
  */
 import { describe, expect, it } from 'vitest';
 import { readSessionTrace } from '../../src/sessions/trace.js';
@@ -130,5 +131,26 @@ describe('the trace cache', () => {
     expect(first.entries).toHaveLength(second.entries.length - 2);
     const invalid = second.entries.at(-1)!;
     expect('invalid' in invalid && invalid.invalid).toMatch(/turn/);
+  });
+});
+
+describe("a page's session log", () => {
+  it('is read from the store once per stored version: a second page of an unchanged session reads it no more', async () => {
+    const store = new MemorySessionStore();
+    await writeBigSession(store, 'v', 6);
+    const loads: string[] = [];
+    const load = store.load.bind(store);
+    store.load = (id) => (loads.push(id), load(id));
+    const first = (await loadSessionView(store, 'v'))!;
+    const again = (await loadSessionView(store, 'v'))!;
+    expect(loads).toEqual(['v']);
+    expect(again.messages).toEqual(first.messages);
+    // A step stored since: read again, and the page shows it.
+    const stored = (await load('v'))!;
+    await store.apply('v', { expectedVersion: stored.version, state: stored.state, append: [{ role: 'user', content: 'one more' }] });
+    const changed = (await loadSessionView(store, 'v'))!;
+    expect(loads).toEqual(['v', 'v']);
+    expect(changed.messages.at(-1)!.content).toBe('one more');
+    expect(changed.version).toBe(stored.version + 1);
   });
 });
