@@ -17,6 +17,9 @@ import { RestateServer, waitFor } from './support/server.js';
 import { SERVER_BINARY, readToolLog } from './support/suite.js';
 import { SUBAGENT_WORKER, startWorker, type Worker } from './support/workers.js';
 
+interface Streamed {
+  events: { index: number; event: { type: string; calls?: { id: string; name: string }[] } }[];
+}
 interface Summary {
   state: string;
   running: boolean;
@@ -34,12 +37,14 @@ describe.skipIf(!SERVER_BINARY)('subagents on Restate (real server, two real wor
   let coordinator: IngressClient;
   let triage: IngressClient;
 
+  const workerEnv = () => ({ TOOL_LOG: toolLog, MODEL_LOG: modelLog, INACTIVITY_MS: '500' });
+
   beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), 'loopchart-restate-subagents-'));
     modelLog = join(dir, 'models.log');
     toolLog = join(dir, 'tools.log');
     server = await RestateServer.start(SERVER_BINARY!);
-    workers = await Promise.all([0, 1].map(() => startWorker({ TOOL_LOG: toolLog, MODEL_LOG: modelLog }, SUBAGENT_WORKER)));
+    workers = await Promise.all([0, 1].map(() => startWorker(workerEnv(), SUBAGENT_WORKER)));
     balancer = await startBalancer(workers.map((worker) => worker.url));
     await server.register(balancer.url);
     coordinator = new IngressClient(server.ingressUrl, 'coordinatorSession');
@@ -101,8 +106,33 @@ describe.skipIf(!SERVER_BINARY)('subagents on Restate (real server, two real wor
     expect(reply.usage).toEqual(reference.usage);
   });
 
+  it("an approval inside the child surfaces at the parent, waits suspended while the child's worker dies, and is approved from another client", async () => {
+    await restartKilled();
+    const invocation = await coordinator.enqueue('ops', 'send', { message: 'deploy it' });
+    const requested = await waitFor('approval.requested at the parent', async () => {
+      const page = await coordinator.ok<Streamed>('ops', 'events', { cursor: 0, limit: 1000 });
+      return page.events.find((e) => e.event.type === 'approval.requested')?.event.calls?.[0];
+    });
+    // The child's call, as the parent shows it: the parent's call id, then the child's.
+    expect(requested).toMatchObject({ id: 'r1/n2', name: 'deploy' });
+    const status = await waitFor('the waiting run to be suspended', async () => {
+      const rows = await server.query<{ status: string }>(`SELECT status FROM sys_invocation WHERE id = '${invocation}'`);
+      return rows[0]?.status === 'suspended' ? rows[0].status : undefined;
+    });
+    expect(status).toBe('suspended');
+    const childSession = 'ops/run-1:turn-1:r1';
+    await killWorkerOf(modelCalls(childSession).find((line) => line.key.endsWith(':run-1:turn-2:model'))!);
+    await new IngressClient(server.ingressUrl, 'coordinatorSession').ok('ops', 'approve', { toolCallId: 'r1/n2' });
+    const reply = await coordinator.attach<Summary>(invocation);
+    expect(reply.outcome).toEqual({ type: 'Completed', finalText: 'coordinator: found: deploy it (2 notes)' });
+    expect(count(notes('ops'))).toEqual({ [`${childSession}:run-1:turn-1:tools:n1`]: 1, [`${childSession}:run-1:turn-2:tools:n2`]: 1 });
+    expect(notes('ops').map((line) => line.line)).toEqual(['deploy it/a', 'deployed deploy it']);
+    // Nothing the child finished before the wait ran again on the worker that took over.
+    expect(Object.values(count(modelCalls('ops')))).toEqual([1, 1, 1, 1, 1]);
+  });
+
   it('a handoff restored on another worker goes on with the agent that has the conversation', async () => {
-    workers = await Promise.all(workers.map(async (worker) => (worker.child.exitCode === null && worker.child.signalCode === null ? worker : restart(worker))));
+    await restartKilled();
     const invocation = await triage.enqueue('desk', 'send', { message: 'slow refund please' });
     // Handed over, billing's model is answering: kill its worker.
     const speaking = await waitFor('billing answering', async () => modelCalls('desk:').find((line) => line.model === 'billing'));
@@ -120,8 +150,9 @@ describe.skipIf(!SERVER_BINARY)('subagents on Restate (real server, two real wor
     ]);
   });
 
-  /** A worker killed by an earlier test, started again on its port (the balancer knows its URL). */
-  async function restart(worker: Worker): Promise<Worker> {
-    return startWorker({ TOOL_LOG: toolLog, MODEL_LOG: modelLog, PORT: new URL(worker.url).port }, SUBAGENT_WORKER);
+  /** Starts the workers an earlier test killed again, each on its port (the balancer knows its URL). */
+  async function restartKilled(): Promise<void> {
+    const alive = (worker: Worker) => worker.child.exitCode === null && worker.child.signalCode === null;
+    workers = await Promise.all(workers.map((worker) => (alive(worker) ? worker : startWorker({ ...workerEnv(), PORT: new URL(worker.url).port }, SUBAGENT_WORKER))));
   }
 });
