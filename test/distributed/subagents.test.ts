@@ -131,6 +131,19 @@ describe.skipIf(!SERVER_BINARY)('subagents on Restate (real server, two real wor
     expect(Object.values(count(modelCalls('ops')))).toEqual([1, 1, 1, 1, 1]);
   });
 
+  it("a cancel from another client while the child runs ends the child and the parent's run: the child's next step never runs", async () => {
+    await restartKilled();
+    const invocation = await coordinator.enqueue('halt', 'send', { message: 'slow question' });
+    const childSession = 'halt/run-1:turn-1:r1';
+    await waitFor('the child mid-run', async () => modelCalls(childSession).find((line) => line.key.endsWith(':run-1:turn-2:model')));
+    await new IngressClient(server.ingressUrl, 'coordinatorSession').ok('halt', 'cancel', {});
+    const reply = await coordinator.attach<Summary>(invocation);
+    expect(reply.outcome?.type).toBe('Cancelled');
+    // The cancel reached the child at once: its model call in flight was the last step it made.
+    expect(modelCalls('halt').map((line) => line.key)).toEqual(['halt:run-1:turn-1:model', `${childSession}:run-1:turn-1:model`, `${childSession}:run-1:turn-2:model`]);
+    expect(notes('halt').map((line) => line.line)).toEqual(['slow question/a']);
+  });
+
   it('a handoff restored on another worker goes on with the agent that has the conversation', async () => {
     await restartKilled();
     const invocation = await triage.enqueue('desk', 'send', { message: 'slow refund please' });
