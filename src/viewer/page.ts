@@ -75,7 +75,7 @@ export const embedTrace = (entries: readonly ReadTraceEntry[], texts = new LazyT
 });
 
 /** Trace entries a live page gets in the page itself; the rest come over its event stream. */
-export const FIRST_ENTRIES = 2_000;
+export const FIRST_ENTRIES = 500;
 
 /** The texts' islands, each encoded once (a cached trace's 23 MB reply is not escaped again on every load). */
 const encoded = new WeakMap<LazyTexts, string[]>();

@@ -416,6 +416,8 @@ describe.skipIf(!hasChromium)('loopchart view in chromium', () => {
       });
       const rows = await page.locator('#timeline').evaluate(() => ({ total: document.querySelectorAll('#timeline .row').length }));
       expect(rows.total).toBeLessThan(60); // virtualized: only what is on screen (plus a margin)
+      // The page holds the trace's start; the rest comes over its event stream after the first render.
+      await page.waitForFunction(() => document.body.dataset.complete !== undefined, undefined, { timeout: 60_000 });
       expect(await page.locator('#timeline-title').textContent()).toBe(`Timeline (${turns * 2 + 1} steps)`);
       await page.locator('#timeline').focus();
       await page.keyboard.press('End');
