@@ -58,12 +58,16 @@ describe.skipIf(!SERVER_BINARY)('subagents on Restate (real server, two real wor
     rmSync(dir, { recursive: true, force: true });
   });
 
-  /** The model calls whose keys hold `session` (a child's key without the parent's scope would not start with it). */
+  /**
+   * The model calls, and the tool runs, whose keys hold `session` (the session ids here are no
+   * part of another's or of a key's fixed words): a child that lost its parent's scope would run
+   * under `session/<call key>`, which still holds it, so its repeats are counted too.
+   */
   const modelCalls = (session: string): ModelLine[] =>
     existsSync(modelLog)
       ? readFileSync(modelLog, 'utf8').split('\n').filter(Boolean).map((line) => JSON.parse(line) as ModelLine).filter((line) => line.key.includes(session))
       : [];
-  const notes = (session: string) => (existsSync(toolLog) ? readToolLog(readFileSync(toolLog, 'utf8')).filter((line) => line.key.startsWith(`${session}/`)) : []);
+  const notes = (session: string) => (existsSync(toolLog) ? readToolLog(readFileSync(toolLog, 'utf8')).filter((line) => line.key.includes(`${session}`)) : []);
   const count = (lines: readonly { key: string }[]) => Object.fromEntries([...new Set(lines.map((l) => l.key))].map((key) => [key, lines.filter((l) => l.key === key).length]));
   /** SIGKILLs the worker that made `line`'s call; the other one takes the retried invocation. */
   const killWorkerOf = async (line: ModelLine) => {
@@ -104,6 +108,21 @@ describe.skipIf(!SERVER_BINARY)('subagents on Restate (real server, two real wor
     // The child's three model calls count in the parent's run, once (the retried one too): 5 calls of 10 + 5 tokens.
     expect(reference.usage).toEqual({ inputTokens: 50, outputTokens: 25 });
     expect(reply.usage).toEqual(reference.usage);
+  });
+
+  it("a worker SIGKILLed during the child's tool call: the call runs again with the same key on the other worker, the child's model calls do not", async () => {
+    await restartKilled();
+    const invocation = await coordinator.enqueue('tooler', 'send', { message: 'please hang' });
+    const childSession = 'tooler/run-1:turn-1:r1';
+    const inFlight = await waitFor('the child tool call in flight', async () => notes('tooler').find((line) => line.line === 'please hang/b'));
+    const victim = workers.find((worker) => worker.child.pid === inFlight.pid)!;
+    await victim.kill('SIGKILL');
+    const reply = await coordinator.attach<Summary>(invocation);
+    expect(reply.outcome).toEqual({ type: 'Completed', finalText: 'coordinator: found: please hang (2 notes)' });
+    const n2 = `${childSession}:run-1:turn-2:tools:n2`;
+    expect(count(notes('tooler'))).toEqual({ [`${childSession}:run-1:turn-1:tools:n1`]: 1, [n2]: 2 });
+    expect(notes('tooler').filter((line) => line.key === n2).map((line) => line.pid === inFlight.pid)).toEqual([true, false]);
+    expect(Object.values(count(modelCalls('tooler')))).toEqual([1, 1, 1, 1, 1]);
   });
 
   it("an approval inside the child surfaces at the parent, waits suspended while the child's worker dies, and is approved from another client", async () => {
