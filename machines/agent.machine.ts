@@ -1,6 +1,44 @@
 import { and, assign, emit, enqueueActions, sendTo, setup, type ActorRefFrom, type AnyStateMachine } from 'xstate';
 import { conversationOf, feedBrain, pendingCalls, stepTypeOf, takeStep, type BrainState } from '../src/agent/brain-state.js';
 import type { AgentConfig } from '../src/agent/config.js';
+import { checkedPolicy, compileAgent, markTraced, type CompiledAgent } from '../src/agent/compile.js';
+import {
+  afterReply,
+  answerOf,
+  approvalKey,
+  as,
+  batchKey,
+  compactionKey,
+  conversation,
+  decisionPolicy,
+  extrasFor,
+  finalCallDue,
+  guardsReply,
+  guardVerdict,
+  handoffOf,
+  modelKey,
+  offeredTools,
+  overBudget,
+  overrun,
+  ownModel,
+  ownOffered,
+  pointKey,
+  policyProblem,
+  pruneReport,
+  raiseRefusal,
+  repeated,
+  replyApplied,
+  resetBatch,
+  restoredContext,
+  runnable,
+  speakerView,
+  stopRun,
+  toolsetKey,
+  undecided,
+  verdictOf,
+  type AgentEvent,
+} from '../src/agent/driver-rules.js';
+import { APPROVALS_OPERATION, approvalEventOf, approvalResumeProblem } from '../src/agent/approval-events.js';
 import { decisionFor, deniedResult, isWaiting, restoredApprovals, takeDecision, type ApprovalEvent } from '../src/agent/approvals.js';
 import { requestFor, type ApprovalRequest, type RefusalReason } from '../src/agent/approval-binding.js';
 import { doubtRequests, isInDoubt, markedInDoubt, restoredDoubt, takeDoubtDecision, type DoubtEmitted } from '../src/agent/in-doubt.js';
@@ -91,6 +129,8 @@ import {
  */
 
 export type { AgentContext };
+export { APPROVALS_OPERATION };
+export { DEFAULT_MAX_TOOL_CALLS_PER_REPLY } from '../src/agent/compile.js';
 
 export interface AgentInput {
   sessionId?: string;
@@ -117,7 +157,7 @@ export interface AgentOutput {
   usageByModel?: (ModelUsage & { costUsd?: number })[];
 }
 
-export type AgentEvent = ExternalEvent | IoEvent | TelemetryEvent;
+export type { AgentEvent };
 
 /** Events a client may show carry a `DeliveryId` (see there): a repeat after a reconnect or a crash has the same id. */
 export type AgentEmitted =
@@ -178,20 +218,7 @@ export function outputOf(context: AgentContext): AgentOutput | null {
 export const runInFlight = (brain: BrainState): boolean =>
   brain.value !== 'Terminal' && (brain.value !== 'Start' || brain.context.pending.length > 0);
 
-/** Tool calls one reply may ask for by default; the excess gets error results instead of running. */
-export const DEFAULT_MAX_TOOL_CALLS_PER_REPLY = 128;
-
-/** A policy the pruning configuration allows, or a typed error saying why not. */
-function checkedPolicy(policy: PolicyInput | undefined, pruning: Pruning | undefined): Policy {
-  const resolved = PolicySchema.parse(policy ?? {});
-  const problem = pruneLineProblem(pruning, resolved);
-  if (problem) throw new InvalidConfigError(problem);
-  return resolved;
-}
-
 type Args = { context: AgentContext; event: AgentEvent };
-/** The event as its type says it is: for actions behind a guard that checked it. */
-const as = <T extends AgentEvent['type']>(event: AgentEvent, _type: T) => event as Extract<AgentEvent, { type: T }>;
 /** A tool's start or end as listeners get it, with its delivery id. */
 const toolStarted = (context: AgentContext, call: ToolCall) =>
   ({ type: 'tool.started', id: deliveryIds.toolStarted(context.runIndex, context.brain.context.turnsTaken, call.id), call }) as const;
@@ -213,269 +240,13 @@ const toolFinished = (context: AgentContext, call: ToolCall, result: ToolMessage
  * ```
  */
 export function createAgentMachine(config: AgentConfig) {
-  const operations = config.operations ?? [];
-  const clock = config.clock ?? Date.now;
-  // Names, timeouts, schemas and list order are checked here, once (InvalidConfigError).
-  const plan = planOperations(operations);
-  const pruning = config.pruning && PruningSchema.parse(config.pruning);
-  const defaultPolicy = checkedPolicy(config.policy, pruning);
-  const budget = config.budget && BudgetSchema.parse(config.budget);
-  const prices = config.prices && PricesSchema.parse(config.prices);
-  const models = modelList(config.model, config.fallbackOn, prices);
-  if (budget?.maxCostUsd !== undefined && models.entries.some((entry) => !entry.prices)) throw new InvalidConfigError('budget.maxCostUsd needs prices');
-  const maxCalls = config.maxToolCallsPerReply ?? DEFAULT_MAX_TOOL_CALLS_PER_REPLY;
-  if (!Number.isInteger(maxCalls) || maxCalls < 1) throw new InvalidConfigError(`maxToolCallsPerReply must be a positive integer, got ${maxCalls}`);
-  if (config.instructions !== undefined && typeof config.instructions !== 'string') throw new InvalidConfigError('instructions must be a string');
-  const repetition = repetitionLimit(config.repetition);
-  const instructions: Message | undefined = config.instructions ? { role: 'system', content: config.instructions } : undefined;
-  const instructionsTokens = instructions ? estimateMessageTokens(instructions) : 0;
-  // Checked once: a schema that cannot be enforced fails here (InvalidConfigError).
-  const structured = compileOutput(config, models.entries.map((entry) => entry.model));
-  // Built once: a tool name contributed twice (config, operations, the answer's tool) fails here, loudly.
-  const shared = [...operations.flatMap((op) => op.tools ?? []), ...(structured?.tool ? [structured.tool] : [])];
-  // With handoffs: who may speak, each with its own instructions, tools and model (see handoffs.ts).
-  const team = compileTeam({ handoffs: config.handoffs, instructions: config.instructions, own: config.tools ?? [], shared, models: models.entries.length });
-  const tools = new ToolSet(team ? team.tools : [...(config.tools ?? []), ...shared]);
-  const approvalsConfigured = [...tools].some((tool) => tool.needsApproval !== undefined && tool.needsApproval !== false);
-  const toolPolicy = planToolPolicies(config);
-  const guardrails = guard.planGuardrails(config.guardrails);
-  // A batch goes through the approval region when a call may need a decision: a tool's rule or the policy's.
-  const gated = approvalsConfigured || toolPolicy !== null;
-  // A machine rebuilt from this one (`withClock`) keeps its tracing: its executor already has it.
-  const inherited = config.executor && tracedBy.get(config.executor);
-  const tracing = inherited ?? (config.telemetry ? new AgentTracing(config.telemetry, models.entries[0]!.model.name) : undefined);
-  const executor = config.executor ?? inProcessExecutor;
-  // Approvals are the built-in approval-like operation, checked after the beforeTools point.
-  if (gated) approvalsOrderProblem(plan);
-  const deps: IoDeps = {
-    models: [...models.entries.map((entry) => entry.model), ...(team?.models ?? [])],
-    retry: config.retry ?? {},
-    tools,
-    toolSources: config.toolSources ?? [],
-    listings: new ListingCache(),
-    operations: plan,
-    compactor: config.compactor,
-    toolConcurrency: config.toolConcurrency ?? DEFAULT_TOOL_CONCURRENCY,
-    instructions,
-    toolPolicy,
-    responseFormat: structured?.responseFormat,
-    guardrails,
-    // Spans wrap the configured executor: they time the effect as it really runs.
-    executor: tracing && !inherited ? composeExecutors(executor, tracing.wrap) : executor,
-    // A run whose IO stops before it ends (the actor stopped while the run waits) ends its span.
-    ...(tracing && { onStop: (key: string | undefined) => tracing.ioStopped(key) }),
-  };
-  if (tracing) tracedBy.set(deps.executor, tracing);
-
-  /**
-   * The brain of a run stopped mid-step: calls without a result interrupted, then cancelled or
-   * failed. A brain that already concluded (the final reply's afterReply point still running or
-   * waiting) takes the new outcome instead.
-   */
-  const stopRun = (context: AgentContext, outcome: Extract<Outcome, { type: 'Cancelled' | 'Failed' }>): BrainState =>
-    context.brain.value === 'Terminal'
-      ? overruleOutcome(context.brain, outcome)
-      : feedBrain(interruptBatch(context, maxCalls), outcome.type === 'Cancelled' ? { type: 'cancel' } : { type: 'fail', error: outcome.error });
-
-  /** A context from outside, checked as a snapshot is, its operation state against this agent's operations. */
-  const restoredContext = (value: unknown): AgentContext => {
-    const context = parseAgentContext(value);
-    const wrongModel = activeModelProblem(models, context.models);
-    if (wrongModel) throw new InvalidSnapshotError(`context.models: ${wrongModel}`);
-    const wrongAgent = activeAgentProblem(team, context.agent);
-    if (wrongAgent) throw new InvalidSnapshotError(`context.agent: ${wrongAgent}`);
-    return { ...context, operations: checkStoredOperations(plan, context.operations), approvals: restoredApprovals(context.approvals, context.brain), ...restoredDoubt(context.doubt, context) };
-  };
-
-  /** A policy event changes only the fields it names. */
-  const policyProblem = (context: AgentContext, change: PolicyInput): string | null => {
-    const parsed = PolicySchema.safeParse({ ...context.policy, ...change });
-    if (!parsed.success) return `invalid policy: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`;
-    return pruneLineProblem(pruning, parsed.data);
-  };
-  const usageLimit = usageLimitRule(config.pauseOnUsageLimit);
-  if ((budget?.pause || usageLimit) && plan.byName.has(BUDGET_OPERATION)) throw new InvalidConfigError(`operation name '${BUDGET_OPERATION}' is taken by budgets that pause`);
-  /** Checked after tool results and before each model call, when the brain is between steps; paused time is not wall time. */
-  const overrun = (context: AgentContext): BudgetOverrun | null =>
-    budget && !context.brain.context.cancelled && !context.outputState?.finalCall && (context.brain.value === 'Start' || context.brain.value === 'AwaitingModel')
-      ? budgetOverrun(limitsOf(budget, context.budgetPause), prices, {
-          usage: context.runUsage,
-          toolCalls: context.brain.context.totalToolCalls,
-          elapsedMs: activeMs(context.runStartedAt, clock(), context.budgetPause),
-          ...(models.listed && { costUsd: totalCost(models, context.models?.run ?? []) }),
-        })
-      : null;
-  /** A limit passed whose kind seals: the seal reason. */
-  const overBudget = (context: AgentContext): string | null => {
-    const over = overrun(context);
-    return over && !pausesOn(budget!, over.kind) ? over.reason : null;
-  };
-  /** Why a raise is refused (malformed, or it does not lift the limit the run paused on), or null. */
-  const raiseRefusal = (context: AgentContext, event: AgentEvent): string | null => {
-    const change = raiseOf(event as never);
-    if (!change) return `a raise needs { budget: { maxTokens?, maxCostUsd?, maxToolCalls?, maxDurationMs? } }`;
-    const over = overrun(context);
-    return over && pausesOn(budget!, over.kind) ? raiseProblem(over, change) : null;
-  };
-  const extrasCache = new WeakMap<object, { slices: object; tokens: number | OperationError; agent: AgentContext['agent'] }>();
-  /**
-   * Size of the instructions and prompt parts the next model call carries (seed 000: counted
-   * before deciding), or the error of a prompt part that failed. Nothing is evaluated once the
-   * run is cancelled.
-   */
-  const extrasFor = (context: AgentContext): number | OperationError => {
-    const brain = context.brain;
-    if ((brain.value !== 'Start' && brain.value !== 'AwaitingModel') || brain.context.cancelled) return context.extrasTokens;
-    const ownInstructions = team ? speakerOf(team, context.agent).instructionsTokens : instructionsTokens;
-    if (operations.length === 0) return ownInstructions;
-    // Prompt parts read the operations' state: a new slice is a new measure.
-    const slices = context.operations.slices;
-    const cached = extrasCache.get(brain.context);
-    if (cached?.slices === slices && cached.agent === context.agent) return cached.tokens;
-    const ctx = {
-      sessionId: context.sessionId,
-      turn: brain.context.turnsTaken + 1,
-      get messages() {
-        return conversationOf(brain);
-      },
-    };
-    let tokens: number | OperationError;
-    try {
-      tokens = ownInstructions + systemTokens(promptParts(operations, ctx, slices));
-    } catch (error) {
-      tokens = error as OperationError;
-    }
-    extrasCache.set(brain.context, { slices, tokens, agent: context.agent });
-    return tokens;
-  };
-  /** The repetition verdict on the batch the brain is about to run (see repetition.ts). */
-  const repeated = (context: AgentContext): RepetitionVerdict =>
-    repetitionVerdict(context.brain.context.history, context.brain.context.pending, context.brain.value === 'AwaitingTools' ? repetition : null);
-  /** The policy the brain decides with now (see `brainPolicy`, `finalCallPolicy`). */
-  const decisionPolicy = (context: AgentContext) => finalCallPolicy(brainPolicy(context.policy, context.compactionPasses), context.outputState);
-  const stepIs = (type: Step['type']) => ({ context }: Args) => stepTypeOf(context.brain, decisionPolicy(context)) === type;
-  const conversation = (context: AgentContext) => ({ history: context.brain.context.history, pending: context.brain.context.pending });
-  const batchKey = (context: AgentContext) => keyOf(context, context.brain.context.turnsTaken, 'tools');
-  /** The calls that may run now: no result yet, not answered up front, not waiting for a human. */
-  const runnable = (context: AgentContext): ToolCall[] =>
-    batchResults(context, maxCalls)
-      .filter(({ call, result }) => result === undefined && !isInDoubt(context.doubt, call.id) && (decisionFor(context.approvals, call)?.approved ?? !isWaiting(context.approvals, call)))
-      .map(({ call }) => call);
-  /**
-   * Calls of the batch that may need a human's decision and were not asked about yet (a
-   * restored batch keeps its waiting list): the approval check runs only for these.
-   */
-  const undecided = (context: AgentContext): ToolCall[] =>
-    gated
-      ? runnable(context).filter((call) => {
-          if (decisionFor(context.approvals, call) || context.approvals.waiting.includes(call.id)) return false;
-          // With a policy every call is asked once (its verdict recorded); else only calls with a rule.
-          if (toolPolicy) return !(context.policyChecked ?? []).includes(call.id);
-          const rule = tools.get(call.name)?.needsApproval;
-          return rule !== undefined && rule !== false;
-        })
-      : [];
+  const agent = compileAgent(config);
+  const { operations, clock, plan, pruning, defaultPolicy, budget, prices, models, maxCalls, repetition, instructionsTokens, structured, team, tools, toolPolicy, guardrails, gated, usageLimit, hasSources, entryTools, finalOffered, tracing } = agent;
+  const stepIs = (type: Step['type']) => ({ context }: Args) => stepTypeOf(context.brain, decisionPolicy(agent, context)) === type;
   const fromCurrent = (key: (context: AgentContext) => string) => ({ context, event }: Args) =>
     fromIo(event) && (event as { key: string }).key === key(context);
-  const modelKey = (context: AgentContext) => keyOf(context, context.brain.context.turnsTaken + 1, 'model');
-  const compactionKey = (context: AgentContext) => keyOf(context, context.brain.context.turnsTaken, 'compaction');
-  const approvalKey = (context: AgentContext) => `${batchKey(context)}:approvals`;
-  const toolsetKey = (context: AgentContext) => `${context.sessionId}:run-${context.runIndex}:toolset`;
-  const hasSources = deps.toolSources.length > 0;
-  type Offered = { definitions: readonly ToolDefinition[]; names: readonly string[] };
-  const entryTools: Offered = { definitions: tools.definitions, names: tools.names };
-  /** The speaking agent's own tools (with handoffs, each agent has its own). */
-  const ownOffered = (context: AgentContext): Offered => (team ? speakerOf(team, context.agent).offered : entryTools);
-  /** The speaking agent's model, when it has one of its own (its index in the IO's list), else null. */
-  const ownModel = (context: AgentContext): number | null => (team ? speakerOf(team, context.agent).model : null);
-  /** What the IO needs of the speaking agent for a model call: its instructions and its view of the conversation. */
-  const speakerView = (context: AgentContext) => {
-    const speaker = speakerOf(team!, context.agent);
-    return { instructions: speaker.instructions, present: (messages: readonly Message[]) => presentHistory(speaker, context.agent, messages) };
-  };
-  const handoffOf = (context: AgentContext) => team && settleHandoff(team, context.agent, batchResults(context, maxCalls));
-  const offeredCache = new WeakMap<object, Offered>();
-  const finalOffered: Offered | undefined = structured && finalCallTools(structured);
-  /** What a model reply does to the run's answer, decided once per reply (the action and the event read the same). */
-  const answers = new WeakMap<object, AnswerStep>();
-  const answerOf = (context: AgentContext, event: AgentEvent): AnswerStep => {
-    let step = answers.get(event);
-    if (!step) answers.set(event, (step = judgeAnswer(structured, context.brain, context.outputState, as(event, 'io.replied').reply)));
-    return step;
-  };
-  /** The reply applied to the run (see `acceptReply`); an output check applies the reply it held the same way. */
-  const replyApplied = (context: AgentContext, answer: AnswerStep) => {
-    const applied = applyReply({ ...context, brain: answer.brain }, answer.reply, offeredTools(context));
-    return {
-      ...applied,
-      brain: settleAnswer(answer, applied.brain),
-      ...(answer.state && { outputState: answer.state }),
-      ...(context.models && { models: bookUsage(context.models, answer.reply.usage) }),
-    };
-  };
-  /** The open guardrail check's outcome (see guardrails.ts); a final call leaves no turn for feedback. */
-  const guardVerdict = (context: AgentContext) => guard.guardOutcome(guardrails!, context.guard!.check!, context.guard!.feedbacks, !context.outputState?.finalCall);
-  /** A reply that would complete the run waits for the output guardrails first. */
-  const guardsReply = (context: AgentContext, event: AgentEvent) =>
-    !!guardrails?.output.length && guard.completes(replyApplied(context, answerOf(context, event)).brain);
-  const afterReply = (context: AgentContext, answer: AnswerStep) => {
-    const next = replyApplied(context, answer);
-    // The afterReply point opens with the reply it is given (kept until it is done).
-    const key = `${keyOf(context, next.brain.context.turnsTaken, 'model')}:after`;
-    if (next.brain.context.outcome?.type === 'Failed') return { ...next, compactionPasses: 0 };
-    return { ...next, compactionPasses: 0, operations: openPoint(context.operations, plan, 'afterReply', key, answer.reply) };
-  };
-  const finalCallDue = (context: AgentContext) => finalCallReason(structured, context.outputState, context.brain, decisionPolicy(context), overBudget(context));
-  /** The tools the run offers, in any process: the agent's own plus what its `toolset` step recorded (see ToolSource). */
-  const offeredTools = (context: AgentContext): Offered => {
-    if (finalOffered && context.outputState?.finalCall) return finalOffered;
-    const recorded = context.offered;
-    // Tool sources are the entry agent's: an agent handed the conversation has its own tools only.
-    if (!hasSources || !recorded || (team && speakerOf(team, context.agent).name !== team.entry)) return ownOffered(context);
-    let set = offeredCache.get(recorded);
-    if (!set) {
-      const definitions = [...ownOffered(context).definitions, ...recorded.definitions];
-      offeredCache.set(recorded, (set = { definitions, names: definitions.map((tool) => tool.name) }));
-    }
-    return set;
-  };
-  /** The prune about to be applied, as `prune.finished` reports it. */
-  const pruneReport = (context: AgentContext) => {
-    const { pruned, tokensSaved } = pendingPrune(context.brain, context.policy, pruning, config.pruner)!;
-    const before = context.brain.context.contextTokens;
-    return { pruned, tokensSaved, before, after: Math.max(0, before - tokensSaved) };
-  };
-  const resetBatch = (context: AgentContext) => ({
-    toolJournal: [],
-    approvals: { ...context.approvals, waiting: [], decisions: {} },
-    childUsage: {},
-    ...(toolPolicy && { policyChecked: [] }),
-    // A run stopped mid-check (cancel, seal, failure) leaves no check open.
-    ...(context.guard?.check && { guard: { ...context.guard, check: null } }),
-    doubt: undefined,
-  });
-  /** The key of a hook point: its step's key (the model call it precedes or follows, the batch it precedes). */
-  const pointKey = (context: AgentContext, hook: OperationHook) =>
-    hook === 'beforeModelCall'
-      ? `${modelKey(context)}:before`
-      : hook === 'afterReply'
-        ? `${keyOf(context, context.brain.context.turnsTaken, 'model')}:after`
-        : `${batchKey(context)}:before`;
   const pointDue = (hook: OperationHook) => ({ context }: Args) =>
     plan.at[hook].length > 0 && context.operations.done !== pointKey(context, hook);
-  /** What a resume event does, decided once per event (guards and actions read the same verdict). */
-  const verdicts = new WeakMap<object, ResumeVerdict>();
-  const verdictOf = (context: AgentContext, event: AgentEvent): ResumeVerdict => {
-    let verdict = verdicts.get(event);
-    if (!verdict) {
-      const { operation, payload } = as(event, 'operation.resume');
-      const ctx = { sessionId: context.sessionId, turn: context.brain.context.turnsTaken, messages: conversationOf(context.brain) };
-      verdict = resumeVerdict(context.operations, plan, { operation, payload }, ctx);
-      verdicts.set(event, verdict);
-    }
-    return verdict;
-  };
-
   const machine = setup({
     types: {
       context: {} as AgentContext,
@@ -484,7 +255,7 @@ export function createAgentMachine(config: AgentConfig) {
       output: {} as AgentOutput,
       emitted: {} as AgentEmitted,
     },
-    actors: { io: ioLogic(deps) },
+    actors: { io: ioLogic(agent.io) },
     delays: {
       cancelGrace: ({ context }) => context.cancelGraceMs ?? DEFAULT_CANCEL_GRACE_MS,
       usageLimitWait: ({ context }) => resumeDelay(context.budgetPause, clock()),
@@ -496,37 +267,37 @@ export function createAgentMachine(config: AgentConfig) {
       runInFlight: ({ context }) => runInFlight(context.brain),
       rewindable: ({ context, event }) => feedProblem(context.brain.context, { type: 'rewindTo', len: as(event, 'rewind').len }) === null,
       singleRun: ({ context }) => context.once,
-      runOverBudget: ({ context }) => overBudget(context) !== null,
-      budgetPaused: ({ context }) => overrun(context) !== null && overBudget(context) === null,
-      raiseRefused: ({ context, event }) => raiseRefusal(context, event) !== null,
+      runOverBudget: ({ context }) => overBudget(agent, context) !== null,
+      budgetPaused: ({ context }) => overrun(agent, context) !== null && overBudget(agent, context) === null,
+      raiseRefused: ({ context, event }) => raiseRefusal(agent, context, event) !== null,
       usageLimitPauses: ({ event }) => usageLimitWait(usageLimit, as(event, 'io.failed').error) !== null,
       usageLimited: ({ context }) => !!context.budgetPause?.usageLimit,
       budgetResume: ({ event }) => event.type === 'operation.resume' && event.operation === BUDGET_OPERATION,
-      finalCallDue: ({ context }) => finalCallDue(context) !== null,
-      promptFails: ({ context }) => typeof extrasFor(context) !== 'number',
-      extrasChanged: ({ context }) => extrasFor(context) !== context.extrasTokens,
-      fallsBack: ({ context, event }) => ownModel(context) === null && fallbackAfter(models, context.models, as(event, 'io.failed').error) !== null,
+      finalCallDue: ({ context }) => finalCallDue(agent, context) !== null,
+      promptFails: ({ context }) => typeof extrasFor(agent, context) !== 'number',
+      extrasChanged: ({ context }) => extrasFor(agent, context) !== context.extrasTokens,
+      fallsBack: ({ context, event }) => ownModel(agent, context) === null && fallbackAfter(models, context.models, as(event, 'io.failed').error) !== null,
       operationFailure: ({ event }) => event.type === 'io.failed' && OperationError.isInstance(event.error),
       shouldPrune: ({ context }) => !context.brain.context.cancelled && pendingPrune(context.brain, context.policy, pruning, config.pruner) !== null,
       callLLM: stepIs('CallLLM'),
       inputGuardDue: ({ context }) => guard.inputCheckDue(guardrails, context.guard, context.brain.context.turnsTaken, guard.inputCheckKey(context)),
-      outputGuardDue: ({ context, event }) => guardsReply(context, event),
+      outputGuardDue: ({ context, event }) => guardsReply(agent, context, event),
       guardOpen: ({ context }) => !!context.guard?.check,
-      guardUndecided: ({ context }) => guardVerdict(context).type === 'open',
-      guardTripped: ({ context }) => guardVerdict(context).type === 'tripped',
+      guardUndecided: ({ context }) => guardVerdict(agent, context).type === 'open',
+      guardTripped: ({ context }) => guardVerdict(agent, context).type === 'tripped',
       currentGuardCheck: ({ context, event }) => fromIo(event) && context.guard?.check?.key === (event as { key: string }).key,
       callTools: stepIs('CallTools'),
-      repetitionNoted: ({ context }) => repeated(context).type === 'note',
-      repetitionSeals: ({ context }) => repeated(context).type === 'seal',
+      repetitionNoted: ({ context }) => repeated(agent, context).type === 'note',
+      repetitionSeals: ({ context }) => repeated(agent, context).type === 'seal',
       compact: stepIs('Compact'),
-      policyAcceptable: ({ context, event }) => policyProblem(context, as(event, 'policy').policy) === null,
-      needsApprovalCheck: ({ context }) => undecided(context).length > 0,
+      policyAcceptable: ({ context, event }) => policyProblem(agent, context, as(event, 'policy').policy) === null,
+      needsApprovalCheck: ({ context }) => undecided(agent, context).length > 0,
       noApprovalsConfigured: () => !gated,
       policyFailure: ({ event }) => event.type === 'io.failed' && ToolPolicyError.isInstance(event.error),
       batchComplete: ({ context }) => batchComplete(context, maxCalls),
-      handsOff: ({ context }) => handoffOf(context) !== null,
-      callsRunnable: ({ context }) => runnable(context).length > 0,
-      nothingRunnable: ({ context }) => runnable(context).length === 0,
+      handsOff: ({ context }) => handoffOf(agent, context) !== null,
+      callsRunnable: ({ context }) => runnable(agent, context).length > 0,
+      nothingRunnable: ({ context }) => runnable(agent, context).length === 0,
       nothingWaiting: ({ context }) => waitingCalls(context, maxCalls).length === 0,
       someoneWaiting: ({ context }) => waitingCalls(context, maxCalls).length > 0,
       someoneInDoubt: ({ context }) => (context.doubt?.waiting.length ?? 0) > 0,
@@ -544,8 +315,8 @@ export function createAgentMachine(config: AgentConfig) {
       pointOpen: ({ context }) => context.operations.point !== null,
       beforeModelCallDue: pointDue('beforeModelCall'),
       beforeToolsDue: pointDue('beforeTools'),
-      resumeRefused: ({ context, event }) => verdictOf(context, event).type === 'refused',
-      resumeFailed: ({ context, event }) => verdictOf(context, event).type === 'failed',
+      resumeRefused: ({ context, event }) => verdictOf(agent, context, event).type === 'refused',
+      resumeFailed: ({ context, event }) => verdictOf(agent, context, event).type === 'failed',
       approvalResume: ({ event }) => gated && approvalEventOf(event) !== null,
       steersChild: ({ event }) => routedEvent(as(event, 'steer')) !== null,
       /** Unknown types from outside; XState's own events and the IO's late reports pass silently. */
@@ -554,12 +325,12 @@ export function createAgentMachine(config: AgentConfig) {
     actions: {
       beginRun: assign(({ context, event }) => ({
         operations: { ...closeOperations(context.operations), done: null },
-        brain: startRun(context.brain, event.type === 'input' ? asUserMessage(event.message) : context.queued!, ownOffered(context).definitions, context.extrasTokens),
+        brain: startRun(context.brain, event.type === 'input' ? asUserMessage(event.message) : context.queued!, ownOffered(agent, context).definitions, context.extrasTokens),
         queued: null,
         runIndex: context.runIndex + 1,
         runUsage: NO_USAGE,
         compactionPasses: 0,
-        ...resetBatch(context),
+        ...resetBatch(agent, context),
         runStartedAt: clock(),
         budgetPause: undefined,
         // Each run lists its sources once (its `toolset` step); an agent without sources records nothing.
@@ -576,31 +347,31 @@ export function createAgentMachine(config: AgentConfig) {
         message: context.brain.context.pending[0] as UserMessage,
       })),
       recordCancelGrace: assign({ cancelGraceMs: ({ event }) => as(event, 'cancel').graceMs ?? DEFAULT_CANCEL_GRACE_MS }),
-      takeStep: assign({ brain: ({ context }) => takeStep(context.brain, decisionPolicy(context)) }),
-      beginFinalCall: assign(({ context }) => beginFinalCall(structured!, context.brain, context.outputState, finalCallDue(context)!)),
+      takeStep: assign({ brain: ({ context }) => takeStep(context.brain, decisionPolicy(agent, context)) }),
+      beginFinalCall: assign(({ context }) => beginFinalCall(structured!, context.brain, context.outputState, finalCallDue(agent, context)!)),
       rewindBrain: assign({ brain: ({ context, event }) => feedBrain(context.brain, { type: 'rewindTo', len: as(event, 'rewind').len }) }),
       sealOverBudget: assign(({ context }) => ({
-        brain: feedBrain(context.brain, { type: 'seal', reason: overBudget(context)! }),
+        brain: feedBrain(context.brain, { type: 'seal', reason: overBudget(agent, context)! }),
         operations: closeOperations(context.operations),
       })),
       noteRepetition: enqueueActions(({ context, enqueue }) => {
-        const times = (repeated(context) as Extract<RepetitionVerdict, { type: 'note' }>).times;
+        const times = (repeated(agent, context) as Extract<RepetitionVerdict, { type: 'note' }>).times;
         const calls = pendingCalls(context.brain).map(({ call }) => call);
         const toolJournal = calls.map((call) => repetitionNote(call, times));
         enqueue.emit({ type: 'repetition.noted', turn: context.brain.context.turnsTaken, times, calls });
         toolJournal.forEach((result, i) => (enqueue.emit(toolStarted(context, calls[i]!)), enqueue.emit(toolFinished(context, calls[i]!, result))));
-        enqueue.assign({ brain: applyToolResults({ ...context, toolJournal }, maxCalls), ...resetBatch(context) });
+        enqueue.assign({ brain: applyToolResults({ ...context, toolJournal }, maxCalls), ...resetBatch(agent, context) });
       }),
       sealRepetition: assign(({ context }) => ({
-        brain: feedBrain(interruptBatch(context, maxCalls), { type: 'seal', reason: (repeated(context) as Extract<RepetitionVerdict, { type: 'seal' }>).reason }),
+        brain: feedBrain(interruptBatch(context, maxCalls), { type: 'seal', reason: (repeated(agent, context) as Extract<RepetitionVerdict, { type: 'seal' }>).reason }),
         operations: closeOperations(context.operations),
-        ...resetBatch(context),
+        ...resetBatch(agent, context),
       })),
       markPaused: assign({ budgetPause: ({ context }) => pausedAt(context.budgetPause, clock()) }),
       emitBudgetPaused: enqueueActions(({ context, enqueue }) => {
         const limited = context.budgetPause?.usageLimit;
         if (limited) return void enqueue.emit({ type: 'operation.yielded', operation: BUDGET_OPERATION, reason: limited.reason, payload: { resumeAt: limited.resumeAt } });
-        const { kind, used, limit, reason } = overrun(context)!;
+        const { kind, used, limit, reason } = overrun(agent, context)!;
         enqueue.emit({ type: 'budget.paused', kind, used, limit, reason });
         enqueue.emit({ type: 'operation.yielded', operation: BUDGET_OPERATION, reason, payload: { kind, used, limit } });
       }),
@@ -612,7 +383,7 @@ export function createAgentMachine(config: AgentConfig) {
         },
       }),
       liftUsageLimit: assign({ budgetPause: ({ context }) => limitLifted(context.budgetPause, clock()) }),
-      refuseRaise: emit(({ context, event }) => ({ type: 'event.rejected' as const, event: event.type, reason: raiseRefusal(context, event)! })),
+      refuseRaise: emit(({ context, event }) => ({ type: 'event.rejected' as const, event: event.type, reason: raiseRefusal(agent, context, event)! })),
       openPoint: assign({ operations: ({ context }, hook: OperationHook) => openPoint(context.operations, plan, hook, pointKey(context, hook)) }),
       requestOperations: sendTo('io', ({ context }): IoRequest => {
         const point = context.operations.point!;
@@ -649,31 +420,31 @@ export function createAgentMachine(config: AgentConfig) {
         return { type: 'operation.yielded' as const, operation, reason, payload };
       }),
       applyResume: assign({
-        operations: ({ context, event }) => applyResumed(context.operations, plan, (verdictOf(context, event) as Extract<ResumeVerdict, { type: 'accepted' }>).output),
+        operations: ({ context, event }) => applyResumed(context.operations, plan, (verdictOf(agent, context, event) as Extract<ResumeVerdict, { type: 'accepted' }>).output),
       }),
       failOperation: enqueueActions(({ context, event, enqueue }) => {
         const error = (
           event.type === 'operation.resume'
-            ? (verdictOf(context, event) as { error: OperationError }).error
+            ? (verdictOf(agent, context, event) as { error: OperationError }).error
             : event.type === 'io.failed'
               ? event.error
-              : extrasFor(context)
+              : extrasFor(agent, context)
         ) as OperationError;
         enqueue.emit({ type: 'operation.failed', operation: error.operation, error });
         enqueue.assign({
-          brain: stopRun(context, { type: 'Failed', error: errorInfo('OperationError', error) }),
+          brain: stopRun(agent, context, { type: 'Failed', error: errorInfo('OperationError', error) }),
           operations: closeOperations(context.operations),
-          ...resetBatch(context),
+          ...resetBatch(agent, context),
         });
       }),
       refreshExtras: assign(({ context }) => {
-        const extrasTokens = extrasFor(context) as number;
+        const extrasTokens = extrasFor(agent, context) as number;
         return { brain: withExtras(context.brain, context.extrasTokens, extrasTokens), extrasTokens };
       }),
       prune: assign({ brain: ({ context }) => applyPrune(context.brain, pendingPrune(context.brain, context.policy, pruning, config.pruner)!) }),
-      emitPruned: emit(({ context }) => ({ type: 'prune.finished' as const, ...pruneReport(context) })),
+      emitPruned: emit(({ context }) => ({ type: 'prune.finished' as const, ...pruneReport(agent, context) })),
       trace: ({ context, event, self }, mark: TraceMark) =>
-        tracing && traceMark(tracing, mark, { context, event, self, prune: () => pruneReport(context), waiting: () => waitingCalls(context, maxCalls) }),
+        tracing && traceMark(tracing, mark, { context, event, self, prune: () => pruneReport(agent, context), waiting: () => waitingCalls(context, maxCalls) }),
       recordTrace: assign(({ context, event }) => {
         const { runIndex, traceparent } = as(event, 'telemetry.traced');
         return runIndex === context.runIndex ? { trace: traceparent } : {};
@@ -692,25 +463,25 @@ export function createAgentMachine(config: AgentConfig) {
       }),
       /** The check is decided (guardrails.ts): the input passes or trips; an output check's held reply is applied, with feedback, or trips. */
       settleGuard: enqueueActions(({ context, enqueue }) => {
-        const outcome = guardVerdict(context) as Exclude<guard.GuardOutcome, { type: 'open' }>;
+        const outcome = guardVerdict(agent, context) as Exclude<guard.GuardOutcome, { type: 'open' }>;
         const { stage, reply } = context.guard!.check!;
         const settled = { guard: guard.settledGuard(context.guard!, outcome) };
         const judged = stage === 'output' ? judgeAnswer(structured, context.brain, context.outputState, reply as ModelReply) : null;
         if (outcome.type === 'tripped') {
           enqueue.emit({ type: 'guardrail.tripped', error: new guard.GuardrailTrippedError(outcome.guardrail, outcome.message) });
-          const spent = judged ? pickUsage(replyApplied(context, judged)) : {};
-          return void enqueue.assign({ ...settled, ...spent, brain: stopRun(context, { type: 'Failed', error: guard.trippedFailure(outcome) }) });
+          const spent = judged ? pickUsage(replyApplied(agent, context, judged)) : {};
+          return void enqueue.assign({ ...settled, ...spent, brain: stopRun(agent, context, { type: 'Failed', error: guard.trippedFailure(outcome) }) });
         }
         if (!judged) return void enqueue.assign(settled);
         const turn = context.brain.context.turnsTaken + 1;
         if (outcome.type === 'feedback') enqueue.emit({ type: 'guardrail.feedback', turn, message: outcome.message });
         const steered = outcome.type === 'feedback' ? feedBrain(judged.brain, { type: 'steer', message: guard.guardFeedbackMessage(outcome.message) }) : judged.brain;
-        enqueue.assign({ ...afterReply(context, { ...judged, brain: steered }), ...settled });
+        enqueue.assign({ ...afterReply(agent, context, { ...judged, brain: steered }), ...settled });
         enqueue.emit({ type: 'turn.finished', id: deliveryIds.reply(context.runIndex, turn, context.attempt?.attempt ?? 1), turn, reply: reply as ModelReply });
       }),
       failGuardrail: assign(({ context, event }) => ({
-        ...resetBatch(context),
-        brain: stopRun(context, { type: 'Failed', error: errorInfo('GuardrailError', as(event, 'io.failed').error) }),
+        ...resetBatch(agent, context),
+        brain: stopRun(agent, context, { type: 'Failed', error: errorInfo('GuardrailError', as(event, 'io.failed').error) }),
       })),
       requestModel: sendTo('io', ({ context }): IoRequest => ({
         type: 'model',
@@ -719,9 +490,9 @@ export function createAgentMachine(config: AgentConfig) {
         sessionId: context.sessionId,
         conversation: conversation(context),
         slices: context.operations.slices,
-        tools: offeredTools(context).definitions,
-        model: ownModel(context) ?? context.models?.active.index ?? 0,
-        ...(team && { speaker: speakerView(context) }),
+        tools: offeredTools(agent, context).definitions,
+        model: ownModel(agent, context) ?? context.models?.active.index ?? 0,
+        ...(team && { speaker: speakerView(agent, context) }),
       })),
       requestToolset: sendTo('io', ({ context }): IoRequest => ({ type: 'toolset', key: toolsetKey(context) })),
       // The run's first estimate counted the agent's own tools: the listed ones join the measure now.
@@ -735,7 +506,7 @@ export function createAgentMachine(config: AgentConfig) {
         key: batchKey(context),
         turn: context.brain.context.turnsTaken,
         sessionId: context.sessionId,
-        calls: runnable(context),
+        calls: runnable(agent, context),
         batch: pendingCalls(context.brain),
         conversation: conversation(context),
         announce,
@@ -775,7 +546,7 @@ export function createAgentMachine(config: AgentConfig) {
         key: approvalKey(context),
         turn: context.brain.context.turnsTaken,
         sessionId: context.sessionId,
-        calls: undecided(context),
+        calls: undecided(agent, context),
         conversation: conversation(context),
       })),
       requestCompaction: sendTo('io', ({ context }): IoRequest => ({
@@ -787,7 +558,7 @@ export function createAgentMachine(config: AgentConfig) {
         tokensBefore: context.brain.context.contextTokens,
         systemTokens: context.extrasTokens,
         contextWindow: context.policy.contextWindow,
-        tools: offeredTools(context).definitions,
+        tools: offeredTools(agent, context).definitions,
         model: context.models?.active.index ?? 0,
       })),
       abortIo: sendTo('io', { type: 'abort' } satisfies IoRequest),
@@ -805,9 +576,9 @@ export function createAgentMachine(config: AgentConfig) {
         enqueue.emit({ type: 'operation.yielded', operation: APPROVALS_OPERATION, reason: 'approval', payload: { calls: calls.map((call) => call.id) } });
       }),
       // Checked against the tools the model was offered: the run's recorded set (see ToolSource).
-      acceptReply: assign(({ context, event }) => afterReply(context, answerOf(context, event))),
+      acceptReply: assign(({ context, event }) => afterReply(agent, context, answerOf(agent, context, event))),
       emitOutputRejected: enqueueActions(({ context, event, enqueue }) => {
-        const { rejected, overrule } = answerOf(context, event);
+        const { rejected, overrule } = answerOf(agent, context, event);
         if (rejected) enqueue.emit({ type: 'output.rejected', turn: context.brain.context.turnsTaken, error: rejected, final: overrule !== undefined });
       }),
       emitTurnFinished: emit(({ context, event }) => ({
@@ -822,9 +593,9 @@ export function createAgentMachine(config: AgentConfig) {
         const { call, result } = as(event, 'io.toolFinished');
         return toolFinished(context, call, result);
       }),
-      acceptToolResults: assign(({ context }) => ({ brain: applyToolResults(context, maxCalls), ...resetBatch(context) })),
+      acceptToolResults: assign(({ context }) => ({ brain: applyToolResults(context, maxCalls), ...resetBatch(agent, context) })),
       handOff: assign(({ context }) => {
-        const { to, results } = handoffOf(context)!;
+        const { to, results } = handoffOf(agent, context)!;
         return { agent: to, toolJournal: results };
       }),
       emitHandoff: emit(({ context }) => ({ type: 'agent.handoff' as const, run: context.runIndex, turn: context.brain.context.turnsTaken, ...context.agent! })),
@@ -899,9 +670,9 @@ export function createAgentMachine(config: AgentConfig) {
         const { slices, failures } = runCancelHooks(plan, context.operations.slices, interruptedStep(context, maxCalls), ctx);
         for (const error of failures) enqueue.emit({ type: 'operation.failed', operation: error.operation, error });
         enqueue.assign({
-          brain: keepSteering(stopRun(context, { type: 'Cancelled' })),
+          brain: keepSteering(stopRun(agent, context, { type: 'Cancelled' })),
           operations: closeOperations({ ...context.operations, slices }),
-          ...resetBatch(context),
+          ...resetBatch(agent, context),
         });
       }),
       /** A hook that returned while the run was being cancelled: its state is kept, nothing else it asked for. */
@@ -917,7 +688,7 @@ export function createAgentMachine(config: AgentConfig) {
             ? context.brain
             : feedBrain(interruptBatch(context, maxCalls), { type: 'seal', reason: as(event, 'seal').reason }),
         operations: closeOperations(context.operations),
-        ...resetBatch(context),
+        ...resetBatch(agent, context),
       })),
       steerRun: assign({
         brain: ({ context, event }) => feedBrain(context.brain, { type: 'steer', message: asUserMessage(as(event, 'steer').message) }),
@@ -925,7 +696,7 @@ export function createAgentMachine(config: AgentConfig) {
       changePolicy: assign({ policy: ({ context, event }) => PolicySchema.parse({ ...context.policy, ...as(event, 'policy').policy }) }),
       rejectPolicy: emit(({ context, event }) => ({
         type: 'policy.rejected' as const,
-        reason: externalEventProblem(event) ?? policyProblem(context, as(event, 'policy').policy) ?? '',
+        reason: externalEventProblem(event) ?? policyProblem(agent, context, as(event, 'policy').policy) ?? '',
       })),
       rejectEvent: emit(({ event, self }) => ({
         type: 'event.rejected' as const,
@@ -936,7 +707,7 @@ export function createAgentMachine(config: AgentConfig) {
             ? approvalResumeProblem(event)
             : null) ??
           (event.type === 'operation.resume' && self.getSnapshot().context.operations.waiting
-            ? (verdictOf(self.getSnapshot().context, event) as { reason: string }).reason
+            ? (verdictOf(agent, self.getSnapshot().context, event) as { reason: string }).reason
             : `not accepted now (the agent is ${JSON.stringify(self.getSnapshot().value)})`),
       })),
       emitTextDelta: emit(({ context, event }) => {
@@ -980,7 +751,7 @@ export function createAgentMachine(config: AgentConfig) {
     context: ({ input }) =>
       // A stored state comes from outside: checked as a persisted snapshot is.
       input?.stored
-        ? restoredContext(input.stored)
+        ? restoredContext(agent, input.stored)
         : freshAgentContext({
             sessionId: input?.sessionId ?? 'session',
             // A starting conversation from outside: checked as the brain's own facade checks it.
@@ -1292,59 +1063,7 @@ export function createAgentMachine(config: AgentConfig) {
     },
     output: ({ context }) => outputOf(context)!,
   });
-  return hardened(machine, tracing, deps, config, restoredContext);
-}
-
-/**
- * The built-in approvals, as an operation: its decisions arrive as `approve` / `deny`, or as
- * `{ type: 'operation.resume', operation: 'approvals', payload: { toolCallId, approved, always?, reason? } }`.
- *
- * @example
- * ```ts
- * actor.on('operation.yielded', ({ operation, payload }) => {
- *   if (operation !== APPROVALS_OPERATION) return;
- *   for (const toolCallId of (payload as { calls: string[] }).calls) {
- *     actor.send({ type: 'operation.resume', operation: APPROVALS_OPERATION, payload: { toolCallId, approved: true } });
- *   }
- * });
- * ```
- */
-export const APPROVALS_OPERATION = 'approvals';
-
-const ApprovalResumeSchema = z.strictObject({
-  ...ExternalEventSchemas.approve.omit({ type: true }).shape,
-  approved: z.boolean(),
-});
-
-/** Why an approvals resume is refused (its payload), or null. */
-function approvalResumeProblem(event: { payload?: unknown }): string | null {
-  const parsed = ApprovalResumeSchema.safeParse(event.payload);
-  return parsed.success ? null : `payload for '${APPROVALS_OPERATION}': ${z.prettifyError(parsed.error)}`;
-}
-
-/** The decision an event carries: an `approve` / `deny`, or the approvals operation's resume. */
-function approvalEventOf(event: AgentEvent): ApprovalEvent | null {
-  if (event.type === 'approve' || event.type === 'deny') return event;
-  if (event.type !== 'operation.resume' || event.operation !== APPROVALS_OPERATION) return null;
-  const parsed = ApprovalResumeSchema.safeParse(event.payload);
-  if (!parsed.success) return null;
-  const { approved, ...rest } = parsed.data;
-  return { type: approved ? 'approve' : 'deny', ...rest };
-}
-
-/**
- * The approvals operation runs its check after the beforeTools point, so (seed 003) no
- * operation may run tools before it, and none may take its name.
- */
-function approvalsOrderProblem(plan: OperationPlan): void {
-  if (plan.byName.has(APPROVALS_OPERATION)) throw new InvalidConfigError(`operation name '${APPROVALS_OPERATION}' is taken by the built-in approvals when a tool needs approval`);
-  const runner = plan.list.find((op) => op.runsTools);
-  if (runner) {
-    throw new InvalidConfigError(
-      `operation '${runner.name}' runs tools, but tools here need approval, and the approvals operation checks calls after the beforeTools point: ` +
-        `the calls it answered would never be approved (seed 003)`,
-    );
-  }
+  return hardened(machine, agent, agent.io);
 }
 
 /** An agent machine whose executor a host can wrap (see `withExecutor`). */
@@ -1363,35 +1082,26 @@ export type WithExecutor<M> = M & {
  * before it runs (`InvalidSnapshotError` naming the path), and `withExecutor` wraps the
  * executor for a host such as `DurableSession`.
  */
-/** Executors that carry an agent's tracing, so a machine rebuilt on one does not trace twice. */
-const tracedBy = new WeakMap<Executor, AgentTracing>();
-
-function hardened<M extends AnyStateMachine>(
-  machine: M,
-  tracing: AgentTracing | undefined,
-  deps: IoDeps,
-  config: AgentConfig,
-  restoredContext: (value: unknown) => AgentContext,
-): WithExecutor<M> {
+function hardened<M extends AnyStateMachine>(machine: M, agent: CompiledAgent, io: IoDeps): WithExecutor<M> {
   const restore = machine.restoreSnapshot.bind(machine);
   // Wrapped, never patched: the machine object stays XState's own, and every machine derived
   // from this one (`provide`, `withExecutor`, `withClock`) keeps the snapshot check and these methods.
   const wrapped: Record<PropertyKey, unknown> = {
     restoreSnapshot: ((snapshot, scope) => {
       const persisted = snapshot as { context?: unknown };
-      const context = restoredContext(persisted.context);
+      const context = restoredContext(agent, persisted.context);
       // A run restored in flight goes on without a `resume` event: its span continues the stored trace here.
-      if (tracing && (persisted as { value?: unknown }).value !== 'Idle' && runInFlight(context.brain)) resumeTrace(tracing, context);
+      if (agent.tracing && (persisted as { value?: unknown }).value !== 'Idle' && runInFlight(context.brain)) resumeTrace(agent.tracing, context);
       return restore({ ...persisted, context } as never, scope);
     }) as M['restoreSnapshot'],
-    provide: (implementations: Parameters<M['provide']>[0]) => hardened(machine.provide(implementations) as M, tracing, deps, config, restoredContext),
+    provide: (implementations: Parameters<M['provide']>[0]) => hardened(machine.provide(implementations) as M, agent, io),
     withExecutor(wrap: (inner: Executor) => Executor): WithExecutor<M> {
-      const next = { ...deps, executor: composeExecutors(deps.executor, wrap) };
-      if (tracing) tracedBy.set(next.executor, tracing);
-      return hardened(machine.provide({ actors: { io: ioLogic(next) } }) as M, tracing, next, { ...config, executor: next.executor }, restoredContext);
+      const next = { ...io, executor: composeExecutors(io.executor, wrap) };
+      markTraced(next.executor, agent.tracing);
+      return hardened(machine.provide({ actors: { io: ioLogic(next) } }) as M, agent, next);
     },
     withClock(clock: () => number): WithExecutor<M> {
-      return createAgentMachine({ ...config, executor: deps.executor, clock }) as unknown as WithExecutor<M>;
+      return createAgentMachine({ ...agent.config, executor: io.executor, clock }) as unknown as WithExecutor<M>;
     },
   };
   return new Proxy(machine, {
