@@ -12,13 +12,27 @@
  * every client that got the same updates, so "buffers" stays small); dropped clients release it
  * once the grace ends. Before this fix every update carried the whole log ("whole log" column) to every client,
  * stuck or not, and nothing bounded what waited for them.
+ *
+ * Then a 10,000-turn session in a SQLite file (issue 24 item 5, the parts without a browser;
+ * test/browser/big-session.test.ts prints the page's figures in chromium): a page load of the
+ * unchanged session (its log read for the last page is used again) against one after a step
+ * was stored (the log read and validated again, as every load did before), and the prompt of
+ * the last model call on a fresh page (one slice of a shared tape) against rebuilding it from
+ * every delta (what the page did on its first jump to the end).
  */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
+import { promptsOf, type TraceEntry } from '../src/sessions/trace.js';
 import { MemorySessionStore } from '../src/stores/memory.js';
+import { SqliteSessionStore } from '../src/stores/sqlite.js';
+import { loadSessionView } from '../src/viewer/load.js';
+import { promptAt, rowsOf } from '../src/viewer/rows.js';
 import { startViewer } from '../src/viewer.js';
 import { writeBigSession } from '../test/viewer/fixtures/big-session.js';
 import { growSession, readEvents, stuckClient, type StuckClient } from '../test/viewer/fixtures/live-clients.js';
-import { printTable } from './support.js';
+import { median, printTable } from './support.js';
 
 const MESSAGES = 5_000;
 const STUCK = [0, 20, 200];
@@ -77,7 +91,64 @@ async function measure(stuckCount: number) {
   return { stuckCount, wholeLog, smallUpdate, smallMs, before, afterSmall, afterBig, stats, afterGrace };
 }
 
+const TURNS = 10_000;
+const LOADS = 7;
+
+async function timed<T>(fn: () => Promise<T> | T): Promise<number> {
+  const t0 = performance.now();
+  await fn();
+  return performance.now() - t0;
+}
+
+async function bigSession(): Promise<void> {
+  const root = mkdtempSync(join(tmpdir(), 'loopchart-bench-viewer-'));
+  const store = new SqliteSessionStore({ path: join(root, 'big.db') });
+  try {
+    await writeBigSession(store, 'turns', 2 * (TURNS - 1) + 2);
+    const viewer = await startViewer({ store, port: 0, pollMs: 60_000 });
+    const get = async () => (await fetch(`${viewer.url}s/turns`)).text();
+    const cold = await timed(get);
+    const unchanged: number[] = [];
+    const changed: number[] = [];
+    let seq = (await store.readTrace('turns')).at(-1)!.seq;
+    for (let i = 0; i < LOADS; i++) {
+      unchanged.push(await timed(get));
+      ({ seq } = await growSession(store, 'turns', 200, seq));
+      changed.push(await timed(get));
+    }
+    await viewer.close();
+    const view = (await loadSessionView(store, 'turns'))!;
+    const builds: number[] = [];
+    const tapes: number[] = [];
+    const deltas: number[] = [];
+    const entries = view.trace.flatMap((record) => ('entry' in record ? [record.entry as TraceEntry] : []));
+    for (let i = 0; i < 5; i++) {
+      const t0 = performance.now();
+      const builder = rowsOf({ session: view });
+      builds.push(performance.now() - t0);
+      const last = builder.rows.findLastIndex((row) => row.kind === 'model');
+      tapes.push(await timed(() => promptAt(builder, last)));
+      deltas.push(await timed(() => promptsOf(entries).at(-1)));
+    }
+    const [load, unchangedMs, prompt] = [median(changed), median(unchanged), median(tapes)];
+    printTable(
+      `viewer on a ${TURNS.toLocaleString('en-US')}-turn session (SQLite file, ${view.trace.length.toLocaleString('en-US')} trace entries; medians, ms)`,
+      ['what', 'baseline', 'ms', 'now', 'ms', 'ratio'],
+      [
+        ['page load (server)', 'a step stored since: log read again', load, 'unchanged: log reused', unchangedMs, `${(load / unchangedMs).toFixed(1)}x`],
+        ['last prompt, fresh page', 'rebuilt from every delta', median(deltas), 'slice of its tape', prompt, `${(median(deltas) / prompt).toFixed(0)}x`],
+        ['first page load (cold)', '', '', 'trace and log read', cold, ''],
+        ['timeline rows built', '', '', `${view.trace.length} entries`, median(builds), ''],
+      ],
+    );
+  } finally {
+    await store.close();
+    rmSync(root, { recursive: true, force: true });
+  }
+}
+
 export async function run(): Promise<void> {
+  await bigSession();
   const results = [];
   for (const count of STUCK) results.push(await measure(count));
   const base = results[0]!;
