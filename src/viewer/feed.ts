@@ -143,7 +143,9 @@ export class SessionFeed {
         onIdle();
         return;
       }
-      await this.tick().catch(() => {});
+      // A feed kept for a page that has not attached yet reads nothing: its first tick after the
+      // attach finds whatever changed meanwhile.
+      if (this.#clients.size > 0) await this.tick().catch(() => {});
       if (!this.#stopped) this.#timer = setTimeout(loop, everyMs);
     };
     this.#timer = setTimeout(loop, everyMs);
