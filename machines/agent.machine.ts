@@ -1,125 +1,39 @@
 import { and, assign, emit, enqueueActions, sendTo, setup, type ActorRefFrom, type AnyStateMachine } from 'xstate';
-import { conversationOf, feedBrain, pendingCalls, stepTypeOf, takeStep, type BrainState } from '../src/agent/brain-state.js';
+import { feedBrain, pendingCalls, stepTypeOf, takeStep } from '../src/agent/brain-state.js';
 import type { AgentConfig } from '../src/agent/config.js';
 import { checkedPolicy, compileAgent, markTraced, type CompiledAgent } from '../src/agent/compile.js';
-import {
-  afterReply,
-  answerOf,
-  approvalKey,
-  as,
-  batchKey,
-  compactionKey,
-  conversation,
-  decisionPolicy,
-  extrasFor,
-  finalCallDue,
-  guardsReply,
-  guardVerdict,
-  handoffOf,
-  modelKey,
-  offeredTools,
-  overBudget,
-  overrun,
-  ownModel,
-  ownOffered,
-  pointKey,
-  policyProblem,
-  pruneReport,
-  raiseRefusal,
-  repeated,
-  replyApplied,
-  resetBatch,
-  restoredContext,
-  runnable,
-  speakerView,
-  stopRun,
-  toolsetKey,
-  undecided,
-  verdictOf,
-  type AgentEvent,
-} from '../src/agent/driver-rules.js';
+import { afterReply, answerOf, approvalKey, as, batchKey, compactionKey, conversation, decisionPolicy, extrasFor, finalCallDue, guardsReply, guardVerdict, handoffOf, modelKey, overBudget, overrun, ownModel, pointKey, policyProblem, pruneReport, raiseRefusal, repeated, resetBatch, restoredContext, runnable, toolsetKey, undecided, verdictOf, type AgentEvent } from '../src/agent/driver-rules.js';
 import { APPROVALS_OPERATION, approvalEventOf, approvalResumeProblem } from '../src/agent/approval-events.js';
-import { decisionFor, deniedResult, isWaiting, restoredApprovals, takeDecision, type ApprovalEvent } from '../src/agent/approvals.js';
-import { requestFor, type ApprovalRequest, type RefusalReason } from '../src/agent/approval-binding.js';
-import { doubtRequests, isInDoubt, markedInDoubt, restoredDoubt, takeDoubtDecision, type DoubtEmitted } from '../src/agent/in-doubt.js';
-import { z } from 'zod';
-import { BudgetSchema, PricesSchema, budgetOverrun, costUsd, type BudgetKind, type BudgetOverrun } from '../src/agent/budget.js';
-import { BUDGET_OPERATION, activeMs, limitsOf, pausedAt, pausesOn, raiseOf, raiseProblem, raisedBy } from '../src/agent/budget-pause.js';
-import { limitLifted, limitedUntil, resumeDelay, usageLimitRule, usageLimitWait } from '../src/agent/usage-limit.js';
-import { freshAgentContext, parseAgentContext, type AgentContext } from '../src/agent/context.js';
+import { doubtRequests, markedInDoubt } from '../src/agent/in-doubt.js';
+
+import { BUDGET_OPERATION, pausedAt, raiseOf, raisedBy } from '../src/agent/budget-pause.js';
+import { limitLifted, limitedUntil, resumeDelay, usageLimitWait } from '../src/agent/usage-limit.js';
+import { freshAgentContext, type AgentContext } from '../src/agent/context.js';
 import type { OperationHook } from '../src/agent/operation-state.js';
-import {
-  applyOperated,
-  applyResumed,
-  checkStoredOperations,
-  closeOperations,
-  openPoint,
-  planOperations,
-  resumeVerdict,
-  type OperationPlan,
-  type ResumeVerdict,
-} from '../src/agent/operation-rules.js';
+import { applyOperated, applyResumed, openPoint, type ResumeVerdict } from '../src/agent/operation-rules.js';
 import { DEFAULT_CANCEL_GRACE_MS, OperationError } from '../src/agent/operation.js';
-import { agentOutcome, type AgentOutcome, type FailureType } from '../src/agent/failure.js';
-import { interruptedStep, keepSteering, runCancelHooks } from '../src/agent/cancel-rules.js';
-import { InvalidConfigError, InvalidSnapshotError } from '../src/errors.js';
-import { activeModelProblem, bookUsage, fallbackAfter, modelList, startModels, totalCost, usageCosts, type FallbackTrigger, type ModelUsage } from '../src/agent/fallback.js';
-import { repetitionLimit, repetitionNote, repetitionVerdict, type RepetitionVerdict } from '../src/agent/repetition.js';
-import { systemTokens } from '../src/agent/request-size.js';
-import { deliveryIds, nextAttempt, type DeliveryId } from '../src/agent/delivery.js';
-import { ExternalEventSchemas, externalEventProblem, externalEventTypes, type ExternalEvent } from '../src/agent/events.js';
-import { composeExecutors, inProcessExecutor, type Executor } from '../src/agent/executor.js';
-import { fromIo, ioLogic, promptParts, type IoDeps, type IoEvent, type IoRequest } from '../src/agent/io.js';
-import { serviceKey as keyOf } from '../src/agent/keys.js';
-import { ToolPolicyError, applyPolicyVerdicts, planToolPolicies } from '../src/agent/tool-policy.js';
+import { type FailureType } from '../src/agent/failure.js';
+import { fallbackAfter } from '../src/agent/fallback.js';
+
+import { deliveryIds, nextAttempt } from '../src/agent/delivery.js';
+import { externalEventProblem, externalEventTypes } from '../src/agent/events.js';
+import { composeExecutors, type Executor } from '../src/agent/executor.js';
+import { fromIo, ioLogic, type IoDeps, type IoRequest } from '../src/agent/io.js';
+
+import { ToolPolicyError } from '../src/agent/tool-policy.js';
 import * as guard from '../src/agent/guardrails.js';
-import { fromTelemetry, resumeTrace, traceMark, type TelemetryEvent, type TraceMark } from '../src/agent/trace-marks.js';
-import { AgentTracing } from '../src/agent/agent-tracing.js';
-import { PruningSchema, pendingPrune, pruneLineProblem, type Pruning } from '../src/agent/pruning.js';
-import {
-  NO_USAGE,
-  applyCompactionPass,
-  brainPolicy,
-  applyPrune,
-  applyReply,
-  applyToolResults,
-  asUserMessage,
-  batchComplete,
-  batchResults,
-  errorInfo,
-  finishBrain,
-  interruptBatch,
-  journalResult,
-  overruleOutcome,
-  startRun,
-  waitingCalls,
-  withExtras,
-  withListedTools,
-} from '../src/agent/run-rules.js';
-import type { ModelReply, ToolDefinition, Usage } from '../src/model.js';
-import { PolicySchema, type Outcome, type Policy, type PolicyInput, type Step, type ToolCall, type ToolMessage, type UserMessage, type Message } from '../src/schemas.js';
-import { estimateMessageTokens } from '../src/tokens.js';
+import { fromTelemetry, resumeTrace, traceMark, type TraceMark } from '../src/agent/trace-marks.js';
+
+import { pendingPrune } from '../src/agent/pruning.js';
+import { applyPrune, applyToolResults, asUserMessage, batchComplete, errorInfo, journalResult, waitingCalls } from '../src/agent/run-rules.js';
+import { PolicySchema, type Step } from '../src/schemas.js';
+
 import { feedProblem } from '../src/brain/feed-problems.js';
 import { parseHistory } from '../src/brain/history.js';
-import { DEFAULT_TOOL_CONCURRENCY } from '../src/tools/run-tools.js';
-import { activeAgentProblem, compileTeam, presentHistory, settleHandoff, speakerOf } from '../src/agent/handoffs.js';
-import { childUsageCounted, qualifiedCallId, qualifiedCalls, routedEvent, type RoutableEvent } from '../src/agent/subagents.js';
-import { ToolSet } from '../src/tools/define-tool.js';
-import { ListingCache } from '../src/tools/offered-tools.js';
-import type { CompactionReason } from '../src/schemas.js';
-import { StructuredOutputError } from '../src/errors.js';
-import {
-  FRESH_OUTPUT_STATE,
-  beginFinalCall,
-  compileOutput,
-  finalCallPolicy,
-  finalCallReason,
-  finalCallTools,
-  judgeAnswer,
-  settleAnswer,
-  withOutput,
-  type AnswerStep,
-} from '../src/agent/structured-output.js';
+
+import { routedEvent } from '../src/agent/subagents.js';
+
+import { beginFinalCall } from '../src/agent/structured-output.js';
 
 /**
  * The driver: owns one conversation, asks the brain for the next step under the current
@@ -128,102 +42,27 @@ import {
  * the brain. The rules live in `src/agent/run-rules.ts`; here every action is one line.
  */
 
-export type { AgentContext };
+export type { AgentContext, AgentEvent };
+export type { AgentEmitted, AgentInput, AgentOutput } from '../src/agent/actor-types.js';
+export { outputOf, runInFlight } from '../src/agent/actor-types.js';
+import { outputOf, runInFlight, type AgentEmitted, type AgentInput, type AgentOutput } from '../src/agent/actor-types.js';
+import * as act from '../src/agent/driver-actions.js';
 export { APPROVALS_OPERATION };
 export { DEFAULT_MAX_TOOL_CALLS_PER_REPLY } from '../src/agent/compile.js';
 
-export interface AgentInput {
-  sessionId?: string;
-  /** Starts a run at once, and the actor finishes with that run's output (single-run mode). */
-  prompt?: string | UserMessage;
-  /** Committed conversation to continue from. */
-  history?: Message[];
-  policy?: PolicyInput;
-  /**
-   * A stored session's state to continue from (what `DurableSession` passes): the actor starts
-   * at rest on it, and a `resume` event continues a run that was in flight.
-   */
-  stored?: AgentContext;
-}
-
-export interface AgentOutput {
-  outcome: AgentOutcome;
-  /** The committed conversation after the run: what survives, coherent. */
-  messages: Message[];
-  usage: Usage;
-  /** The run's cost, when the config gives prices. */
-  costUsd?: number;
-  /** With a list of models: what each model used in the run (and cost, at its prices). */
-  usageByModel?: (ModelUsage & { costUsd?: number })[];
-}
-
-export type { AgentEvent };
-
-/** Events a client may show carry a `DeliveryId` (see there): a repeat after a reconnect or a crash has the same id. */
-export type AgentEmitted =
-  | { type: 'text.delta'; id: DeliveryId; turn: number; delta: string }
-  /** The model call failed with a fallback trigger: the turn goes to the next model of the list (text streamed so far is void). */
-  | { type: 'model.fallback'; turn: number; from: string; to: string; trigger: FallbackTrigger; error: unknown }
-  /** A model call failed and is tried again: text streamed for this turn so far is void. */
-  | { type: 'model.retry'; turn: number; retry: number; delayMs: number; error: unknown }
-  /**
-   * The text (and reply) shown for this turn so far is void: the model call is made again after
-   * a retry or a resume, and its reply replaces what was streamed. `attempt`: the attempt voided.
-   */
-  | { type: 'text.retracted'; id: DeliveryId; turn: number; attempt: number; reason: 'retry' | 'resumed' }
-  | { type: 'tool.started'; id: DeliveryId; call: ToolCall }
-  | { type: 'tool.finished'; id: DeliveryId; call: ToolCall; result: ToolMessage }
-  | { type: 'turn.finished'; id: DeliveryId; turn: number; reply: ModelReply }
-  /** The final answer did not match the output schema: sent back to the model (`final` false), or the run ends with it. */
-  | { type: 'output.rejected'; turn: number; error: StructuredOutputError; final: boolean }
-  | { type: 'compaction.finished'; reason: CompactionReason; before: number; after: number; rewritten: boolean }
-  | { type: 'prune.finished'; pruned: number; tokensSaved: number; before: number; after: number }
-  | { type: 'policy.rejected'; reason: string }
-  /** An event sent to the actor was refused: it changed nothing. */
-  | { type: 'event.rejected'; event: string; reason: string }
-  /** Calls wait for a person: decide each by its request (call id, digest, run). */
-  | { type: 'approval.requested'; calls: ToolCall[]; requests: ApprovalRequest[] }
-  /** A decision was taken for this call. */
-  | { type: 'approval.decided'; run: number; toolCallId: string; digest: string; approved: boolean; by?: string; reason?: string }
-  /** A decision was refused: it changed nothing (an unknown, decided, finished, other run's or changed call). */
-  | { type: 'approval.refused'; run: number; toolCallId: string; approved: boolean; refusal: RefusalReason; detail: string; by?: string; digest?: string }
-  /** The run went past a limit that pauses: it waits for a raise of that limit (or a seal). */
-  | { type: 'budget.paused'; kind: BudgetKind; used: number; limit: number; reason: string }
-  /** An operation yielded: the run waits for `{ type: 'operation.resume', operation, payload }`. */
-  | { type: 'operation.yielded'; operation: string; reason: string; payload: unknown }
-  /** An operation's hook threw, timed out or broke its contract: the run fails with this error. */
-  | { type: 'operation.failed'; operation: string; error: OperationError }
-  /** An output guardrail refused the final answer: `message` went to the model, which answers again. */
-  | { type: 'guardrail.feedback'; turn: number; message: string }
-  /** A guardrail tripped: the run ends `Failed(GuardrailTripped)` with this error. */
-  | { type: 'guardrail.tripped'; error: guard.GuardrailTrippedError }
-  /** The model asked for the same batch `times` times in a row: its calls got a note instead of running. */
-  | { type: 'repetition.noted'; turn: number; times: number; calls: ToolCall[] }
-  /** The run's output, with what the whole session has used so far (cost when prices are given). */
-  | { type: 'run.finished'; id: DeliveryId; output: AgentOutput; sessionUsage: Usage; sessionCostUsd?: number }
-  /** The conversation was handed to agent `name` (see `AgentConfig.handoffs`): its instructions, tools and model take over. */
-  | { type: 'agent.handoff'; run: number; turn: number; name: string; from: string }
-  /** A run started with this message (its index counts the session's runs from 1). */
-  | { type: 'run.started'; id: DeliveryId; run: number; message: UserMessage }
-  | DoubtEmitted;
-
-const pickUsage = ({ runUsage, sessionUsage, models }: Pick<AgentContext, 'runUsage' | 'sessionUsage' | 'models'>) => ({ runUsage, sessionUsage, ...(models && { models }) });
-
-/** The last run's output: its outcome and usage, with the conversation as it stands after it. */
-export function outputOf(context: AgentContext): AgentOutput | null {
-  return context.lastRun && { ...context.lastRun, messages: context.brain.context.history };
-}
-
-/** A stored brain that is neither finished nor fresh: a run to continue from its last decision. */
-export const runInFlight = (brain: BrainState): boolean =>
-  brain.value !== 'Terminal' && (brain.value !== 'Start' || brain.context.pending.length > 0);
-
 type Args = { context: AgentContext; event: AgentEvent };
-/** A tool's start or end as listeners get it, with its delivery id. */
-const toolStarted = (context: AgentContext, call: ToolCall) =>
-  ({ type: 'tool.started', id: deliveryIds.toolStarted(context.runIndex, context.brain.context.turnsTaken, call.id), call }) as const;
-const toolFinished = (context: AgentContext, call: ToolCall, result: ToolMessage) =>
-  ({ type: 'tool.finished', id: deliveryIds.toolFinished(context.runIndex, context.brain.context.turnsTaken, call.id), call, result }) as const;
+
+/** Performs an action's effects in their order (see `Effect`). */
+function perform(
+  enqueue: { assign(patch: Partial<AgentContext>): void; emit(event: AgentEmitted): void; sendTo(target: 'io', event: IoRequest): void },
+  effects: readonly act.Effect[],
+): void {
+  for (const effect of effects) {
+    if ('assign' in effect) enqueue.assign(effect.assign);
+    else if ('emit' in effect) enqueue.emit(effect.emit);
+    else enqueue.sendTo('io', effect.send);
+  }
+}
 
 /**
  * Builds the agent machine for one configuration: model, tools, operations, compactor, limits.
@@ -241,7 +80,7 @@ const toolFinished = (context: AgentContext, call: ToolCall, result: ToolMessage
  */
 export function createAgentMachine(config: AgentConfig) {
   const agent = compileAgent(config);
-  const { operations, clock, plan, pruning, defaultPolicy, budget, prices, models, maxCalls, repetition, instructionsTokens, structured, team, tools, toolPolicy, guardrails, gated, usageLimit, hasSources, entryTools, finalOffered, tracing } = agent;
+  const { clock, plan, pruning, defaultPolicy, models, maxCalls, structured, guardrails, gated, usageLimit, hasSources, tracing } = agent;
   const stepIs = (type: Step['type']) => ({ context }: Args) => stepTypeOf(context.brain, decisionPolicy(agent, context)) === type;
   const fromCurrent = (key: (context: AgentContext) => string) => ({ context, event }: Args) =>
     fromIo(event) && (event as { key: string }).key === key(context);
@@ -323,58 +162,17 @@ export function createAgentMachine(config: AgentConfig) {
       unknownExternal: ({ event }) => !fromIo(event) && !fromTelemetry(event) && !event.type.startsWith('xstate.'),
     },
     actions: {
-      beginRun: assign(({ context, event }) => ({
-        operations: { ...closeOperations(context.operations), done: null },
-        brain: startRun(context.brain, event.type === 'input' ? asUserMessage(event.message) : context.queued!, ownOffered(agent, context).definitions, context.extrasTokens),
-        queued: null,
-        runIndex: context.runIndex + 1,
-        runUsage: NO_USAGE,
-        compactionPasses: 0,
-        ...resetBatch(agent, context),
-        runStartedAt: clock(),
-        budgetPause: undefined,
-        // Each run lists its sources once (its `toolset` step); an agent without sources records nothing.
-        ...(hasSources && { offered: null }),
-        ...(structured && { outputState: FRESH_OUTPUT_STATE }),
-        ...(guardrails && { guard: guard.NO_GUARD }),
-        // Each run starts on the first model of a list again.
-        ...(models.listed && { models: startModels(models, context.models) }),
-      })),
-      emitRunStarted: emit(({ context }) => ({
-        type: 'run.started' as const,
-        id: deliveryIds.runStarted(context.runIndex),
-        run: context.runIndex,
-        message: context.brain.context.pending[0] as UserMessage,
-      })),
+      beginRun: assign(({ context, event }) => act.beginRun(agent, context, event)),
+      emitRunStarted: emit(({ context, event }) => act.emitRunStarted(agent, context, event)),
       recordCancelGrace: assign({ cancelGraceMs: ({ event }) => as(event, 'cancel').graceMs ?? DEFAULT_CANCEL_GRACE_MS }),
       takeStep: assign({ brain: ({ context }) => takeStep(context.brain, decisionPolicy(agent, context)) }),
       beginFinalCall: assign(({ context }) => beginFinalCall(structured!, context.brain, context.outputState, finalCallDue(agent, context)!)),
       rewindBrain: assign({ brain: ({ context, event }) => feedBrain(context.brain, { type: 'rewindTo', len: as(event, 'rewind').len }) }),
-      sealOverBudget: assign(({ context }) => ({
-        brain: feedBrain(context.brain, { type: 'seal', reason: overBudget(agent, context)! }),
-        operations: closeOperations(context.operations),
-      })),
-      noteRepetition: enqueueActions(({ context, enqueue }) => {
-        const times = (repeated(agent, context) as Extract<RepetitionVerdict, { type: 'note' }>).times;
-        const calls = pendingCalls(context.brain).map(({ call }) => call);
-        const toolJournal = calls.map((call) => repetitionNote(call, times));
-        enqueue.emit({ type: 'repetition.noted', turn: context.brain.context.turnsTaken, times, calls });
-        toolJournal.forEach((result, i) => (enqueue.emit(toolStarted(context, calls[i]!)), enqueue.emit(toolFinished(context, calls[i]!, result))));
-        enqueue.assign({ brain: applyToolResults({ ...context, toolJournal }, maxCalls), ...resetBatch(agent, context) });
-      }),
-      sealRepetition: assign(({ context }) => ({
-        brain: feedBrain(interruptBatch(context, maxCalls), { type: 'seal', reason: (repeated(agent, context) as Extract<RepetitionVerdict, { type: 'seal' }>).reason }),
-        operations: closeOperations(context.operations),
-        ...resetBatch(agent, context),
-      })),
+      sealOverBudget: assign(({ context, event }) => act.sealOverBudget(agent, context, event)),
+      noteRepetition: enqueueActions(({ context, event, enqueue }) => perform(enqueue, act.noteRepetition(agent, context, event))),
+      sealRepetition: assign(({ context, event }) => act.sealRepetition(agent, context, event)),
       markPaused: assign({ budgetPause: ({ context }) => pausedAt(context.budgetPause, clock()) }),
-      emitBudgetPaused: enqueueActions(({ context, enqueue }) => {
-        const limited = context.budgetPause?.usageLimit;
-        if (limited) return void enqueue.emit({ type: 'operation.yielded', operation: BUDGET_OPERATION, reason: limited.reason, payload: { resumeAt: limited.resumeAt } });
-        const { kind, used, limit, reason } = overrun(agent, context)!;
-        enqueue.emit({ type: 'budget.paused', kind, used, limit, reason });
-        enqueue.emit({ type: 'operation.yielded', operation: BUDGET_OPERATION, reason, payload: { kind, used, limit } });
-      }),
+      emitBudgetPaused: enqueueActions(({ context, event, enqueue }) => perform(enqueue, act.emitBudgetPaused(agent, context, event))),
       raiseBudget: assign({ budgetPause: ({ context, event }) => raisedBy(context.budgetPause, raiseOf(event as never)!, clock()) }),
       pauseOnUsageLimit: assign({
         budgetPause: ({ context, event }) => {
@@ -385,121 +183,30 @@ export function createAgentMachine(config: AgentConfig) {
       liftUsageLimit: assign({ budgetPause: ({ context }) => limitLifted(context.budgetPause, clock()) }),
       refuseRaise: emit(({ context, event }) => ({ type: 'event.rejected' as const, event: event.type, reason: raiseRefusal(agent, context, event)! })),
       openPoint: assign({ operations: ({ context }, hook: OperationHook) => openPoint(context.operations, plan, hook, pointKey(context, hook)) }),
-      requestOperations: sendTo('io', ({ context }): IoRequest => {
-        const point = context.operations.point!;
-        return {
-          type: 'operation',
-          key: point.key,
-          hook: point.hook,
-          from: point.next,
-          turn: context.brain.context.turnsTaken + (point.hook === 'beforeModelCall' ? 1 : 0),
-          sessionId: context.sessionId,
-          conversation: conversation(context),
-          slices: context.operations.slices,
-          reply: point.reply,
-          batch: pendingCalls(context.brain),
-        };
-      }),
-      applyOperated: enqueueActions(({ context, event, enqueue }) => {
-        const { index, output } = as(event, 'io.operated');
-        enqueue.assign({ operations: applyOperated(context.operations, plan, index, output) });
-        if (!output?.results) return;
-        // Calls an operation answered are done: they never run, and listeners see them finish.
-        let toolJournal = context.toolJournal;
-        for (const result of output.results) {
-          const call = pendingCalls(context.brain).find((pending) => pending.call.id === result.toolCallId)!.call;
-          if (toolJournal.some((known) => known.toolCallId === call.id)) continue;
-          toolJournal = journalResult(toolJournal, result);
-          enqueue.emit(toolStarted(context, call));
-          enqueue.emit(toolFinished(context, call, result));
-        }
-        enqueue.assign({ toolJournal });
-      }),
-      emitOperationYielded: emit(({ context }) => {
-        const { operation, reason, payload } = context.operations.waiting!;
-        return { type: 'operation.yielded' as const, operation, reason, payload };
-      }),
+      requestOperations: sendTo('io', ({ context, event }) => act.requestOperations(agent, context, event)),
+      applyOperated: enqueueActions(({ context, event, enqueue }) => perform(enqueue, act.acceptOperated(agent, context, event))),
+      emitOperationYielded: emit(({ context, event }) => act.emitOperationYielded(agent, context, event)),
       applyResume: assign({
         operations: ({ context, event }) => applyResumed(context.operations, plan, (verdictOf(agent, context, event) as Extract<ResumeVerdict, { type: 'accepted' }>).output),
       }),
-      failOperation: enqueueActions(({ context, event, enqueue }) => {
-        const error = (
-          event.type === 'operation.resume'
-            ? (verdictOf(agent, context, event) as { error: OperationError }).error
-            : event.type === 'io.failed'
-              ? event.error
-              : extrasFor(agent, context)
-        ) as OperationError;
-        enqueue.emit({ type: 'operation.failed', operation: error.operation, error });
-        enqueue.assign({
-          brain: stopRun(agent, context, { type: 'Failed', error: errorInfo('OperationError', error) }),
-          operations: closeOperations(context.operations),
-          ...resetBatch(agent, context),
-        });
-      }),
-      refreshExtras: assign(({ context }) => {
-        const extrasTokens = extrasFor(agent, context) as number;
-        return { brain: withExtras(context.brain, context.extrasTokens, extrasTokens), extrasTokens };
-      }),
+      failOperation: enqueueActions(({ context, event, enqueue }) => perform(enqueue, act.failOperation(agent, context, event))),
+      refreshExtras: assign(({ context, event }) => act.refreshExtras(agent, context, event)),
       prune: assign({ brain: ({ context }) => applyPrune(context.brain, pendingPrune(context.brain, context.policy, pruning, config.pruner)!) }),
       emitPruned: emit(({ context }) => ({ type: 'prune.finished' as const, ...pruneReport(agent, context) })),
       trace: ({ context, event, self }, mark: TraceMark) =>
         tracing && traceMark(tracing, mark, { context, event, self, prune: () => pruneReport(agent, context), waiting: () => waitingCalls(context, maxCalls) }),
-      recordTrace: assign(({ context, event }) => {
-        const { runIndex, traceparent } = as(event, 'telemetry.traced');
-        return runIndex === context.runIndex ? { trace: traceparent } : {};
-      }),
+      recordTrace: assign(({ context, event }) => act.recordTrace(agent, context, event)),
       openInputCheck: assign({ guard: ({ context }) => guard.openCheck(context.guard, guard.inputCheckKey(context), 'input') }),
       holdReply: assign({ guard: ({ context, event }) => guard.openCheck(context.guard, `${modelKey(context)}:guard`, 'output', as(event, 'io.replied').reply) }),
       recordGuardVerdict: assign({ guard: ({ context, event }) => guard.withVerdict(context.guard!, as(event, 'io.guarded').name, as(event, 'io.guarded').verdict) }),
-      requestGuardrails: enqueueActions(({ context, enqueue }) => {
-        const check = context.guard!.check!;
-        const names = guard.undecidedGuardrails(guardrails!, check).map((guardrail) => guardrail.name);
-        const { history, pending, turnsTaken } = context.brain.context;
-        const judged = check.stage === 'output' ? guard.judgedText(structured, judgeAnswer(structured, context.brain, context.outputState, check.reply as ModelReply)) : null;
-        const about = judged ?? { text: pending[0]!.content };
-        const request = { type: 'guardrails', key: check.key, stage: check.stage, names, turn: turnsTaken + 1, sessionId: context.sessionId, ...about } as const;
-        if (names.length > 0) enqueue.sendTo('io', { ...request, conversation: judged ? conversation(context) : { history, pending: [] } } satisfies IoRequest);
-      }),
+      requestGuardrails: enqueueActions(({ context, event, enqueue }) => perform(enqueue, act.requestGuardrails(agent, context, event))),
       /** The check is decided (guardrails.ts): the input passes or trips; an output check's held reply is applied, with feedback, or trips. */
-      settleGuard: enqueueActions(({ context, enqueue }) => {
-        const outcome = guardVerdict(agent, context) as Exclude<guard.GuardOutcome, { type: 'open' }>;
-        const { stage, reply } = context.guard!.check!;
-        const settled = { guard: guard.settledGuard(context.guard!, outcome) };
-        const judged = stage === 'output' ? judgeAnswer(structured, context.brain, context.outputState, reply as ModelReply) : null;
-        if (outcome.type === 'tripped') {
-          enqueue.emit({ type: 'guardrail.tripped', error: new guard.GuardrailTrippedError(outcome.guardrail, outcome.message) });
-          const spent = judged ? pickUsage(replyApplied(agent, context, judged)) : {};
-          return void enqueue.assign({ ...settled, ...spent, brain: stopRun(agent, context, { type: 'Failed', error: guard.trippedFailure(outcome) }) });
-        }
-        if (!judged) return void enqueue.assign(settled);
-        const turn = context.brain.context.turnsTaken + 1;
-        if (outcome.type === 'feedback') enqueue.emit({ type: 'guardrail.feedback', turn, message: outcome.message });
-        const steered = outcome.type === 'feedback' ? feedBrain(judged.brain, { type: 'steer', message: guard.guardFeedbackMessage(outcome.message) }) : judged.brain;
-        enqueue.assign({ ...afterReply(agent, context, { ...judged, brain: steered }), ...settled });
-        enqueue.emit({ type: 'turn.finished', id: deliveryIds.reply(context.runIndex, turn, context.attempt?.attempt ?? 1), turn, reply: reply as ModelReply });
-      }),
-      failGuardrail: assign(({ context, event }) => ({
-        ...resetBatch(agent, context),
-        brain: stopRun(agent, context, { type: 'Failed', error: errorInfo('GuardrailError', as(event, 'io.failed').error) }),
-      })),
-      requestModel: sendTo('io', ({ context }): IoRequest => ({
-        type: 'model',
-        key: modelKey(context),
-        turn: context.brain.context.turnsTaken + 1,
-        sessionId: context.sessionId,
-        conversation: conversation(context),
-        slices: context.operations.slices,
-        tools: offeredTools(agent, context).definitions,
-        model: ownModel(agent, context) ?? context.models?.active.index ?? 0,
-        ...(team && { speaker: speakerView(agent, context) }),
-      })),
+      settleGuard: enqueueActions(({ context, event, enqueue }) => perform(enqueue, act.settleGuard(agent, context, event))),
+      failGuardrail: assign(({ context, event }) => act.failGuardrail(agent, context, event)),
+      requestModel: sendTo('io', ({ context, event }) => act.requestModel(agent, context, event)),
       requestToolset: sendTo('io', ({ context }): IoRequest => ({ type: 'toolset', key: toolsetKey(context) })),
       // The run's first estimate counted the agent's own tools: the listed ones join the measure now.
-      recordOffered: assign(({ context, event }) => {
-        const { definitions } = as(event, 'io.listed').output;
-        return { offered: { definitions }, brain: withListedTools(context.brain, definitions) };
-      }),
+      recordOffered: assign(({ context, event }) => act.recordOffered(agent, context, event)),
       /** Hands the runnable calls to the IO; `announce`: the IO reports each start (else the chart did, see announceBatch). */
       requestTools: sendTo('io', ({ context }, announce: boolean): IoRequest => ({
         type: 'tools',
@@ -516,165 +223,42 @@ export function createAgentMachine(config: AgentConfig) {
       markInDoubt: assign({ doubt: ({ context, event }) => markedInDoubt(context.doubt, as(event, 'io.toolInDoubt').call.id) }),
       emitInDoubt: emit(({ context }) => ({ type: 'tool.inDoubt' as const, ...doubtRequests(context) })),
       /** A person's decision for a call in doubt, bound to the call as shown; a refused one changes nothing. */
-      decideDoubt: enqueueActions(({ context, event, enqueue }) => {
-        const { toolCallId, action, by, reason, digest } = as(event, 'doubt.decide');
-        const taken = takeDoubtDecision(context, as(event, 'doubt.decide'));
-        const who = by !== undefined ? { by } : {};
-        if ('refusal' in taken) {
-          const { reason: refusal, detail } = taken.refusal;
-          enqueue.emit({ type: 'doubt.refused', run: context.runIndex, toolCallId, action, refusal, detail, ...who, ...(digest !== undefined && { digest }) });
-          return void enqueue.emit({ type: 'event.rejected', event: 'doubt.decide', reason: `${refusal}: ${detail}` });
-        }
-        const { result } = taken.decision;
-        enqueue.assign({ doubt: taken.doubt, ...(result && { toolJournal: journalResult(context.toolJournal, result) }) });
-        enqueue.emit({ type: 'doubt.decided', run: context.runIndex, toolCallId, digest: taken.decision.digest, action, ...who, ...(reason !== undefined && { reason }) });
-        if (result) enqueue.emit(toolFinished(context, taken.call, result));
-      }),
+      decideDoubt: enqueueActions(({ context, event, enqueue }) => perform(enqueue, act.decideDoubt(agent, context, event))),
       /**
        * A new batch, on the common path: every call shows up in a UI's trace at once. Calls answered
        * up front (an unknown tool, past the per-reply limit) start and finish here; the others start,
        * handed to the IO in the same step.
        */
-      announceBatch: enqueueActions(({ context, enqueue }) => {
-        for (const { call, result } of batchResults(context, maxCalls)) {
-          enqueue.emit(toolStarted(context, call));
-          if (result) enqueue.emit(toolFinished(context, call, result));
-        }
-      }),
-      requestApprovals: sendTo('io', ({ context }): IoRequest => ({
-        type: 'approvals',
-        key: approvalKey(context),
-        turn: context.brain.context.turnsTaken,
-        sessionId: context.sessionId,
-        calls: undecided(agent, context),
-        conversation: conversation(context),
-      })),
-      requestCompaction: sendTo('io', ({ context }): IoRequest => ({
-        type: 'compaction',
-        key: compactionKey(context),
-        turn: context.brain.context.turnsTaken,
-        reason: context.brain.context.compactionReason!,
-        conversation: conversation(context),
-        tokensBefore: context.brain.context.contextTokens,
-        systemTokens: context.extrasTokens,
-        contextWindow: context.policy.contextWindow,
-        tools: offeredTools(agent, context).definitions,
-        model: context.models?.active.index ?? 0,
-      })),
+      announceBatch: enqueueActions(({ context, event, enqueue }) => perform(enqueue, act.announceBatch(agent, context, event))),
+      requestApprovals: sendTo('io', ({ context, event }) => act.requestApprovals(agent, context, event)),
+      requestCompaction: sendTo('io', ({ context, event }) => act.requestCompaction(agent, context, event)),
       abortIo: sendTo('io', { type: 'abort' } satisfies IoRequest),
       /** A decision or steer for a child run goes down to the call that runs it (see `routedEvent`). */
-      forwardToChild: enqueueActions(({ event, enqueue }) => {
-        const routable = (approvalEventOf(event) ?? event) as RoutableEvent;
-        if (routedEvent(routable)) enqueue.sendTo('io', { type: 'forward', event: routable } satisfies IoRequest);
-      }),
+      forwardToChild: enqueueActions(({ context, event, enqueue }) => perform(enqueue, act.forwardToChild(agent, context, event))),
       /** A child's wait for a human shows at the parent (qualified ids); its usage joins the run once. */
-      acceptSubagentReport: enqueueActions(({ context, event, enqueue }) => {
-        const { callId, report } = as(event, 'io.subagent');
-        if (report.type === 'usage') return void enqueue.assign(childUsageCounted(context, report.childId, report.usage) ?? {});
-        const calls = qualifiedCalls(callId, report.calls);
-        enqueue.emit({ type: 'approval.requested', calls, requests: report.requests.map((request) => ({ ...request, toolCallId: qualifiedCallId(callId, request.toolCallId) })) });
-        enqueue.emit({ type: 'operation.yielded', operation: APPROVALS_OPERATION, reason: 'approval', payload: { calls: calls.map((call) => call.id) } });
-      }),
+      acceptSubagentReport: enqueueActions(({ context, event, enqueue }) => perform(enqueue, act.acceptSubagentReport(agent, context, event))),
       // Checked against the tools the model was offered: the run's recorded set (see ToolSource).
       acceptReply: assign(({ context, event }) => afterReply(agent, context, answerOf(agent, context, event))),
-      emitOutputRejected: enqueueActions(({ context, event, enqueue }) => {
-        const { rejected, overrule } = answerOf(agent, context, event);
-        if (rejected) enqueue.emit({ type: 'output.rejected', turn: context.brain.context.turnsTaken, error: rejected, final: overrule !== undefined });
-      }),
-      emitTurnFinished: emit(({ context, event }) => ({
-        type: 'turn.finished' as const,
-        id: deliveryIds.reply(context.runIndex, context.brain.context.turnsTaken, context.attempt?.attempt ?? 1),
-        turn: context.brain.context.turnsTaken,
-        reply: as(event, 'io.replied').reply,
-      })),
+      emitOutputRejected: enqueueActions(({ context, event, enqueue }) => perform(enqueue, act.emitOutputRejected(agent, context, event))),
+      emitTurnFinished: emit(({ context, event }) => act.emitTurnFinished(agent, context, event)),
       journalToolResult: assign({ toolJournal: ({ context, event }) => journalResult(context.toolJournal, as(event, 'io.toolFinished').result) }),
-      emitToolStarted: emit(({ context, event }) => toolStarted(context, as(event, 'io.toolStarted').call)),
-      emitToolFinished: emit(({ context, event }) => {
-        const { call, result } = as(event, 'io.toolFinished');
-        return toolFinished(context, call, result);
-      }),
+      emitToolStarted: emit(({ context, event }) => act.toolStarted(context, as(event, 'io.toolStarted').call)),
+      emitToolFinished: emit(({ context, event }) => act.emitToolFinished(agent, context, event)),
       acceptToolResults: assign(({ context }) => ({ brain: applyToolResults(context, maxCalls), ...resetBatch(agent, context) })),
-      handOff: assign(({ context }) => {
-        const { to, results } = handoffOf(agent, context)!;
-        return { agent: to, toolJournal: results };
-      }),
+      handOff: assign(({ context, event }) => act.handOff(agent, context, event)),
       emitHandoff: emit(({ context }) => ({ type: 'agent.handoff' as const, run: context.runIndex, turn: context.brain.context.turnsTaken, ...context.agent! })),
-      awaitApproval: enqueueActions(({ context, event, enqueue }) => {
-        const { waiting, policy } = as(event, 'io.approvalsChecked');
-        const approvals = applyPolicyVerdicts({ ...context.approvals, waiting: [...context.approvals.waiting, ...waiting] }, policy);
-        enqueue.assign({ approvals, ...(toolPolicy && { policyChecked: [...(context.policyChecked ?? []), ...policy.map((entry) => entry.toolCallId)] }) });
-        // A policy's denial is the call's result: listeners see it like any other.
-        for (const { call, result } of batchResults({ ...context, approvals }, maxCalls)) {
-          if (!result || !policy.some((entry) => entry.toolCallId === call.id && entry.verdict.type === 'deny')) continue;
-          enqueue.emit(toolStarted(context, call));
-          enqueue.emit(toolFinished(context, call, result));
-        }
-      }),
-      emitApprovalRequested: emit(({ context }) => {
-        const calls = waitingCalls(context, maxCalls);
-        return { type: 'approval.requested' as const, calls, requests: calls.map((call) => requestFor(call, context.runIndex, context.brain.context.turnsTaken)) };
-      }),
-      emitApprovalYielded: emit(({ context }) => {
-        const calls = waitingCalls(context, maxCalls);
-        const requests = calls.map((call) => requestFor(call, context.runIndex, context.brain.context.turnsTaken));
-        return { type: 'operation.yielded' as const, operation: APPROVALS_OPERATION, reason: 'approval', payload: { calls: calls.map((call) => call.id), requests } };
-      }),
-      recordDecision: enqueueActions(({ context, event, enqueue }) => {
-        const decision = approvalEventOf(event);
-        if (!decision) return;
-        const taken = takeDecision(context, decision);
-        const { toolCallId, by, reason, digest } = decision;
-        const approved = decision.type === 'approve';
-        if ('refusal' in taken) {
-          const { reason: refusal, detail } = taken.refusal;
-          enqueue.emit({ type: 'approval.refused', run: context.runIndex, toolCallId, approved, refusal, detail, ...(by !== undefined && { by }), ...(digest !== undefined && { digest }) });
-          enqueue.emit({ type: 'event.rejected', event: decision.type, reason: `${refusal}: ${detail}` });
-          return;
-        }
-        const { approvals } = taken;
-        const calls = pendingCalls(context.brain);
-        enqueue.assign({ approvals });
-        const made = approvals.decisions[toolCallId]!;
-        enqueue.emit({ type: 'approval.decided', run: context.runIndex, toolCallId, digest: made.digest!, approved, ...(by !== undefined && { by }), ...(reason !== undefined && { reason }) });
-        // A denial is the call's result: listeners see it like any other.
-        const finished = new Set(context.toolJournal.map((result) => result.toolCallId));
-        for (const { call, preAnswered } of calls) {
-          const made = decisionFor(approvals, call);
-          if (preAnswered || finished.has(call.id) || decisionFor(context.approvals, call) || made?.approved !== false) continue;
-          enqueue.emit(toolStarted(context, call));
-          enqueue.emit(toolFinished(context, call, deniedResult(call, made)));
-        }
-      }),
-      acceptCompaction: assign(({ context, event }) => {
-        const { output } = as(event, 'io.compacted');
-        return applyCompactionPass(context, output, context.policy);
-      }),
-      emitCompactionFinished: emit(({ event }) => {
-        const { reason, output } = as(event, 'io.compacted');
-        return { type: 'compaction.finished' as const, reason, before: output.before, after: output.after, rewritten: output.messages !== undefined };
-      }),
-      fallBack: enqueueActions(({ context, event, enqueue }) => {
-        const { error } = as(event, 'io.failed');
-        const next = fallbackAfter(models, context.models, error)!;
-        const from = context.models!.active.name;
-        enqueue.emit({ type: 'model.fallback', turn: context.brain.context.turnsTaken + 1, from, to: next.name, trigger: next.trigger, error });
-        enqueue.assign({ models: { ...context.models!, active: { index: next.index, name: next.name } } });
-      }),
+      awaitApproval: enqueueActions(({ context, event, enqueue }) => perform(enqueue, act.awaitApproval(agent, context, event))),
+      emitApprovalRequested: emit(({ context, event }) => act.emitApprovalRequested(agent, context, event)),
+      emitApprovalYielded: emit(({ context, event }) => act.emitApprovalYielded(agent, context, event)),
+      recordDecision: enqueueActions(({ context, event, enqueue }) => perform(enqueue, act.recordDecision(agent, context, event))),
+      acceptCompaction: assign(({ context, event }) => act.acceptCompaction(agent, context, event)),
+      emitCompactionFinished: emit(({ context, event }) => act.emitCompactionFinished(agent, context, event)),
+      fallBack: enqueueActions(({ context, event, enqueue }) => perform(enqueue, act.fallBack(agent, context, event))),
       failWith: assign({
         brain: ({ context, event }, type: FailureType) => feedBrain(context.brain, { type: 'fail', error: errorInfo(type, as(event, 'io.failed').error) }),
       }),
       /** Seed 003: operations keep what the interrupted step received, calls are answered once, the run ends Cancelled. */
-      cancelRun: enqueueActions(({ context, enqueue }) => {
-        const turn = context.brain.context.turnsTaken;
-        const ctx = { sessionId: context.sessionId, turn, messages: conversationOf(context.brain) };
-        const { slices, failures } = runCancelHooks(plan, context.operations.slices, interruptedStep(context, maxCalls), ctx);
-        for (const error of failures) enqueue.emit({ type: 'operation.failed', operation: error.operation, error });
-        enqueue.assign({
-          brain: keepSteering(stopRun(agent, context, { type: 'Cancelled' })),
-          operations: closeOperations({ ...context.operations, slices }),
-          ...resetBatch(agent, context),
-        });
-      }),
+      cancelRun: enqueueActions(({ context, event, enqueue }) => perform(enqueue, act.cancelRun(agent, context, event))),
       /** A hook that returned while the run was being cancelled: its state is kept, nothing else it asked for. */
       keepOperatedState: assign({
         operations: ({ context, event }) => {
@@ -682,22 +266,12 @@ export function createAgentMachine(config: AgentConfig) {
           return output && 'state' in output ? applyOperated(context.operations, plan, index, { state: output.state }) : context.operations;
         },
       }),
-      sealRun: assign(({ context, event }) => ({
-        brain:
-          context.brain.value === 'Terminal'
-            ? context.brain
-            : feedBrain(interruptBatch(context, maxCalls), { type: 'seal', reason: as(event, 'seal').reason }),
-        operations: closeOperations(context.operations),
-        ...resetBatch(agent, context),
-      })),
+      sealRun: assign(({ context, event }) => act.sealRun(agent, context, event)),
       steerRun: assign({
         brain: ({ context, event }) => feedBrain(context.brain, { type: 'steer', message: asUserMessage(as(event, 'steer').message) }),
       }),
       changePolicy: assign({ policy: ({ context, event }) => PolicySchema.parse({ ...context.policy, ...as(event, 'policy').policy }) }),
-      rejectPolicy: emit(({ context, event }) => ({
-        type: 'policy.rejected' as const,
-        reason: externalEventProblem(event) ?? policyProblem(agent, context, as(event, 'policy').policy) ?? '',
-      })),
+      rejectPolicy: emit(({ context, event }) => act.rejectPolicy(agent, context, event)),
       rejectEvent: emit(({ event, self }) => ({
         type: 'event.rejected' as const,
         event: String(event.type).slice(0, 100),
@@ -710,10 +284,7 @@ export function createAgentMachine(config: AgentConfig) {
             ? (verdictOf(agent, self.getSnapshot().context, event) as { reason: string }).reason
             : `not accepted now (the agent is ${JSON.stringify(self.getSnapshot().value)})`),
       })),
-      emitTextDelta: emit(({ context, event }) => {
-        const { turn, delta, index } = as(event, 'io.textDelta');
-        return { type: 'text.delta' as const, id: deliveryIds.text(context.runIndex, turn, context.attempt?.attempt ?? 1, index), turn, delta };
-      }),
+      emitTextDelta: emit(({ context, event }) => act.emitTextDelta(agent, context, event)),
       /** A model call starts: its attempt is counted (stored before it runs); a later one voids the text before it. */
       startAttempt: enqueueActions(({ context, enqueue }, reason: 'retry' | 'resumed') => {
         const attempt = nextAttempt(context.attempt, modelKey(context));
@@ -723,28 +294,9 @@ export function createAgentMachine(config: AgentConfig) {
         const voided = attempt.attempt - 1;
         enqueue.emit({ type: 'text.retracted', id: deliveryIds.retracted(context.runIndex, turn, voided), turn, attempt: voided, reason });
       }),
-      emitRetry: emit(({ event }) => {
-        const { turn, retry, delayMs, error } = as(event, 'io.retry');
-        return { type: 'model.retry' as const, turn, retry, delayMs, error };
-      }),
-      finishRun: assign(({ context }) => {
-        const brain = finishBrain(context.brain);
-        const byModel = models.listed ? context.models?.run ?? [] : undefined;
-        const cost = byModel ? totalCost(models, byModel) : costUsd(context.runUsage, prices);
-        const usageByModel = byModel && { usageByModel: usageCosts(models, byModel) };
-        const outcome = withOutput(structured, agentOutcome(brain.context.outcome!));
-        return { brain, lastRun: { outcome, usage: context.runUsage, ...(cost !== undefined && { costUsd: cost }), ...usageByModel } };
-      }),
-      emitRunFinished: emit(({ context }) => {
-        const sessionCostUsd = models.listed ? totalCost(models, context.models?.session ?? []) : costUsd(context.sessionUsage, prices);
-        return {
-          type: 'run.finished' as const,
-          id: deliveryIds.runFinished(context.runIndex, context.brain.context.turnsTaken),
-          output: outputOf(context)!,
-          sessionUsage: context.sessionUsage,
-          ...(sessionCostUsd !== undefined && { sessionCostUsd }),
-        };
-      }),
+      emitRetry: emit(({ context, event }) => act.emitRetry(agent, context, event)),
+      finishRun: assign(({ context, event }) => act.finishRun(agent, context, event)),
+      emitRunFinished: emit(({ context, event }) => act.emitRunFinished(agent, context, event)),
     },
   }).createMachine({
     id: 'agent',
