@@ -372,10 +372,17 @@ export function emitApprovalYielded(agent: CompiledAgent, context: AgentContext,
   return { type: 'operation.yielded' as const, operation: APPROVALS_OPERATION, reason: 'approval', payload: { calls: calls.map((call) => call.id), requests } };
 }
 
+/**
+ * A call of a child (`c1/w1`), not one of this run's own: not this run's to judge, it goes down
+ * (forwardToChild) and the child decides or refuses it.
+ */
+const ofChild = (context: AgentContext, toolCallId: string) =>
+  routedEvent({ type: 'approve', toolCallId }) !== null && !pendingCalls(context.brain).some(({ call }) => call.id === toolCallId);
+
 export function recordDecision(agent: CompiledAgent, context: AgentContext, event: AgentEvent): Effect[] {
   const out: Effect[] = [];
   const decision = approvalEventOf(event);
-  if (!decision) return out;
+  if (!decision || ofChild(context, decision.toolCallId)) return out;
   const taken = takeDecision(context, decision);
   const { toolCallId, by, reason, digest } = decision;
   const approved = decision.type === 'approve';

@@ -1,7 +1,12 @@
 import type { ApprovalRequest, RefusalReason } from '../agent/approval-binding.js';
 import { takeDecision, type Refusal } from '../agent/approvals.js';
+import { pendingCalls } from '../agent/brain-state.js';
+import { serviceKey } from '../agent/keys.js';
+import { childSessionId, routeOf } from '../agent/subagents.js';
 import { LoopchartError } from '../errors.js';
+import { SessionNotFoundError } from '../stores/errors.js';
 import type { SessionStore } from '../stores/session-store.js';
+import { decodeRow } from './session-row.js';
 import { decideOnStoredRow } from './stored-row-decision.js';
 import type { TraceEntry } from './trace.js';
 
@@ -25,10 +30,12 @@ import type { TraceEntry } from './trace.js';
 export class ApprovalRefusedError extends LoopchartError {
   readonly reason: RefusalReason;
   readonly toolCallId: string;
+  readonly detail: string;
   constructor(toolCallId: string, refusal: Refusal) {
     super('ApprovalRefused', `decision for '${toolCallId}' refused (${refusal.reason}): ${refusal.detail}`);
     this.reason = refusal.reason;
     this.toolCallId = toolCallId;
+    this.detail = refusal.detail;
   }
 }
 
@@ -46,6 +53,8 @@ export interface Verdict {
  * wins and the other is refused (`already-decided`). A refused decision throws
  * `ApprovalRefusedError` and is recorded as refused. The process that next opens the session
  * with its agent runs (or answers) the call; one still holding it open loses its next write.
+ * A call inside a child run is decided by the id its parent showed (`c1/e1/w1`): the decision
+ * goes down the tree, through each level's call in flight, to the child session that waits.
  *
  * @example
  * ```ts
@@ -63,6 +72,17 @@ export async function decideStored(
   request: Pick<ApprovalRequest, 'toolCallId' | 'digest' | 'run'>,
   verdict: Verdict,
 ): Promise<void> {
+  const route = routeOf(request.toolCallId);
+  const child = route && (await childOfCall(store, sessionId, route.callId, request.toolCallId));
+  if (route && child) {
+    try {
+      return await decideStored(store, child, { ...request, toolCallId: route.rest }, verdict);
+    } catch (error) {
+      // Refused down the tree: said of the id the caller gave.
+      if (ApprovalRefusedError.isInstance(error)) throw new ApprovalRefusedError(request.toolCallId, { reason: error.reason, detail: error.detail });
+      throw error;
+    }
+  }
   const { toolCallId, digest, run } = request;
   const event = {
     type: verdict.approved ? ('approve' as const) : ('deny' as const),
@@ -83,4 +103,27 @@ export async function decideStored(
     const entry: TraceEntry = { type: 'approval', at, run: context.runIndex, toolCallId, approved: verdict.approved, digest, ...by, ...(verdict.reason !== undefined && { reason: verdict.reason }) };
     return { write: { ...context, approvals: taken.approvals }, entry };
   });
+}
+
+/**
+ * The child session that a call of `sessionId` runs, while the call is in flight (in the batch
+ * of tools the row waits for, without a journaled result); else the decision is refused
+ * (`unknown-call`, or `already-ran`): it names no call that waits. Null when `qualifiedId` is
+ * a call of this session's own (a provider's id may hold the separator).
+ */
+async function childOfCall(store: SessionStore, sessionId: string, callId: string, qualifiedId: string): Promise<string | null> {
+  const refuse = (reason: RefusalReason, detail: string) => new ApprovalRefusedError(qualifiedId, { reason, detail });
+  const stored = await store.load(sessionId);
+  if (!stored) throw new SessionNotFoundError(sessionId);
+  const context = decodeRow(sessionId, stored.state, stored.messages);
+  const batchCalls = context.brain.value === 'AwaitingTools' ? pendingCalls(context.brain) : [];
+  if (batchCalls.some(({ call }) => call.id === qualifiedId)) return null;
+  const inBatch = batchCalls.some(({ call }) => call.id === callId);
+  if (!inBatch) throw refuse('unknown-call', `session '${sessionId}' has no call '${callId}' in flight`);
+  const batch = serviceKey(context, context.brain.context.turnsTaken, 'tools');
+  const journaled = await store.journaledToolResults(sessionId, batch);
+  if (journaled.some((result) => result.toolCallId === callId)) throw refuse('already-ran', `call '${callId}' of session '${sessionId}' has its result`);
+  const child = childSessionId(sessionId, `${batch}:${callId}`);
+  if (!(await store.load(child))) throw refuse('unknown-call', `call '${callId}' of session '${sessionId}' runs no child session`);
+  return child;
 }
