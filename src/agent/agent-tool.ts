@@ -3,7 +3,7 @@ import { z } from 'zod';
 import type { AgentMachine, AgentOutput } from '../../machines/agent.machine.js';
 import { defineTool, type Tool, type ToolContext } from '../tools/define-tool.js';
 import { childResult, childSessionId } from './subagents.js';
-import { currentScope, isParentStopped, markAgentTool, stopActor, type ChildHandle, type ChildSession, type RunScope } from './subagent-scope.js';
+import { currentScope, isParentStopped, markAgentTool, stopActor, type ChildHandle, type ChildSession, type RunScope, type SubagentReport } from './subagent-scope.js';
 
 /** The default input of an agent tool: the task, in words. */
 const TaskInput = z.object({ task: z.string().min(1).describe('What the agent should do, with everything it needs to know') });
@@ -110,8 +110,11 @@ type Output = { outcome: unknown; usage: AgentOutput['usage'] } | null;
 
 /** One child run to its end: in its own durable session under a durable parent, else as a plain actor. */
 function runChild(agent: AgentMachine, sessionId: string, prompt: string, scope: RunScope | undefined, signal: AbortSignal): Promise<Output> {
-  const relay = (actor: { on(type: string, handler: (event: never) => void): unknown }) =>
+  const relay = (actor: { on(type: string, handler: (event: never) => void): unknown }) => {
     actor.on('approval.requested', (event: { calls: []; requests: [] }) => scope?.report({ type: 'approval.requested', calls: event.calls, requests: event.requests }));
+    // A decision routed down and refused there: the parent's decide hears why.
+    actor.on('approval.refused', (refused: Extract<SubagentReport, { type: 'approval.refused' }>['refused']) => scope?.report({ type: 'approval.refused', refused }));
+  };
   if (scope?.open) {
     const open = scope.open;
     return drive(scope, signal, async () => {

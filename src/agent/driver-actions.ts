@@ -310,11 +310,12 @@ export function forwardToChild(agent: CompiledAgent, context: AgentContext, even
   return out;
 }
 
-  /** A child's wait for a human shows at the parent (qualified ids); its usage joins the run once. */
+  /** A child's wait for a human, and its refusal of a decision, show at the parent (qualified ids); its usage joins the run once. */
 export function acceptSubagentReport(agent: CompiledAgent, context: AgentContext, event: AgentEvent): Effect[] {
   const out: Effect[] = [];
   const { callId, report } = as(event, 'io.subagent');
   if (report.type === 'usage') return [...out, { assign: childUsageCounted(context, report.childId, report.usage) ?? {} }];
+  if (report.type === 'approval.refused') return [{ emit: { ...report.refused, toolCallId: qualifiedCallId(callId, report.refused.toolCallId) } }];
   const calls = qualifiedCalls(callId, report.calls);
   out.push({ emit: { type: 'approval.requested', calls, requests: report.requests.map((request) => ({ ...request, toolCallId: qualifiedCallId(callId, request.toolCallId) })) } });
   out.push({ emit: { type: 'operation.yielded', operation: APPROVALS_OPERATION, reason: 'approval', payload: { calls: calls.map((call) => call.id) } } });

@@ -3,6 +3,7 @@ import type { AnyActorRef } from 'xstate';
 import type { AgentMachine } from '../../machines/agent.machine.js';
 import type { ToolCall, Usage } from '../schemas.js';
 import type { ApprovalRequest } from './approval-binding.js';
+import type { AgentEmitted } from './actor-types.js';
 
 /**
  * Where a tool call runs, for an agent tool: its parent run (session, call, actor), a line back
@@ -15,6 +16,8 @@ import type { ApprovalRequest } from './approval-binding.js';
 export type SubagentReport =
   /** The child (or one of its own children) waits for a human: calls with ids as the child knows them. */
   | { type: 'approval.requested'; calls: readonly ToolCall[]; requests: readonly ApprovalRequest[] }
+  /** The child (or one of its own) refused a decision the parent routed down: the id as the child knows it. */
+  | { type: 'approval.refused'; refused: Extract<AgentEmitted, { type: 'approval.refused' }> }
   /** The child's run ended: its usage joins the parent's run, once per child session. */
   | { type: 'usage'; childId: string; usage: Usage };
 

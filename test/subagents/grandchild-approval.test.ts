@@ -6,7 +6,8 @@
  * (`c1/e1/w1`), through `DurableSession.decide`, or straight in the store through `decideStored`
  * (then a third process resumes the run). The writer's tool runs once, the three transcripts
  * equal an uninterrupted run's, and the root's and the editor's calls have no result until the
- * decision.
+ * decision. A decision the writer refuses (another digest) is refused at the root too: by the
+ * root's `decide` (the refusal comes up the tree) and by `decideStored`.
  */
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -14,6 +15,15 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { createAgentMachine } from '../../machines/agent.machine.js';
+import { agentTool } from '../../src/agent/agent-tool.js';
+import type { ApprovalRequest } from '../../src/agent/approval-binding.js';
+import { scriptedModel } from '../../src/models/scripted.js';
+import { DurableSession } from '../../src/sessions/durable-session.js';
+import { ApprovalRefusedError } from '../../src/sessions/stored-decision.js';
+import { SqliteSessionStore } from '../../src/stores/sqlite.js';
+import { defineTool } from '../../src/tools/define-tool.js';
 import type { GrandchildTask } from './fixtures/grandchild-approval.js';
 import { bundledCommand, runNode, type NodeCommand } from '../sessions/fixtures/processes.js';
 import { openStore, type StoreSpec } from '../sessions/fixtures/stores.js';
@@ -122,6 +132,32 @@ function series(backend: string, spec: (name: string) => StoreSpec) {
     }
   };
 }
+
+describe('an approval inside a grandchild, decided at the root of a durable session', () => {
+  it("a decision the grandchild refuses (another digest) is refused at the root's decide, and the call still waits", async () => {
+    const ran: string[] = [];
+    const write = defineTool({ name: 'write', description: 'w', input: z.object({ text: z.string() }), needsApproval: true, execute: ({ text }) => (ran.push(text), 'written') });
+    const writer = createAgentMachine({ model: scriptedModel([{ toolCalls: [{ id: 'w1', name: 'write', args: { text: 'report' } }] }, { text: 'writer done' }]), tools: [write] });
+    const delegate = (id: string, name: string) => ({ toolCalls: [{ id, name, args: { task: 'go' } }] });
+    const editor = createAgentMachine({ model: scriptedModel([delegate('e1', 'writer'), { text: 'editor done' }]), tools: [agentTool({ agent: writer, name: 'writer', description: 'w' })] });
+    const lead = createAgentMachine({ model: scriptedModel([delegate('c1', 'editor'), { text: 'lead done' }]), tools: [agentTool({ agent: editor, name: 'editor', description: 'e' })] });
+    const store = new SqliteSessionStore({ path: join(root, 'refused.db') });
+    let announced: (request: ApprovalRequest) => void;
+    const asked = new Promise<ApprovalRequest>((resolve) => (announced = resolve));
+    const session = await DurableSession.open({ machine: lead, store, sessionId: ROOT_ID, attach: (actor) => actor.on('approval.requested', ({ requests }) => announced(requests[0]!)) });
+    session.send({ type: 'input', message: 'go' });
+    const request = await asked;
+    expect(request.toolCallId).toBe('c1/e1/w1');
+    const refused = await session.decide({ ...request, digest: '0'.repeat(64) }, { approved: true }).then(() => null, (error: unknown) => error);
+    expect(ApprovalRefusedError.isInstance(refused) && [refused.toolCallId, refused.reason]).toEqual(['c1/e1/w1', 'changed']);
+    expect(ran).toEqual([]);
+    await session.decide(request, { approved: true });
+    expect((await session.whenIdle())?.outcome).toMatchObject({ type: 'Completed', finalText: 'lead done' });
+    expect(ran).toEqual(['report']);
+    await session.close();
+    await store.close();
+  });
+});
 
 describe('an approval inside a grandchild, decided from another process', () => {
   it('sqlite: process A stops (exit, SIGKILL) while the writer waits; process B decides c1/e1/w1 at the root; the run completes as uninterrupted', series('sqlite', (name) => ({ kind: 'sqlite', path: join(root, `${name}.db`) })), 240_000);
