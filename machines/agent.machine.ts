@@ -1,21 +1,20 @@
-import { and, assign, emit, enqueueActions, sendTo, setup, type ActorRefFrom, type AnyStateMachine } from 'xstate';
-import { feedBrain, pendingCalls, stepTypeOf, takeStep } from '../src/agent/brain-state.js';
+import { and, assign as assignAction, enqueueActions as enqueueAction, sendTo as sendAction, setup, type ActorRefFrom, type AnyActorRef, type AnyStateMachine } from 'xstate';
+import { feedBrain, stepTypeOf, takeStep } from '../src/agent/brain-state.js';
 import type { AgentConfig } from '../src/agent/config.js';
-import { checkedPolicy, compileAgent, markTraced, type CompiledAgent } from '../src/agent/compile.js';
-import { afterReply, answerOf, approvalKey, as, batchKey, compactionKey, conversation, decisionPolicy, extrasFor, finalCallDue, guardsReply, guardVerdict, handoffOf, modelKey, overBudget, overrun, ownModel, pointKey, policyProblem, pruneReport, raiseRefusal, repeated, resetBatch, restoredContext, runnable, toolsetKey, undecided, verdictOf, type AgentEvent } from '../src/agent/driver-rules.js';
+import { compileAgent, markTraced, type CompiledAgent } from '../src/agent/compile.js';
+import { afterReply, answerOf, approvalKey, as, batchKey, compactionKey, decisionPolicy, extrasFor, finalCallDue, guardsReply, guardVerdict, handoffOf, modelKey, overBudget, overrun, ownModel, pointKey, policyProblem, pruneReport, raiseRefusal, repeated, resetBatch, restoredContext, runnable, toolsetKey, undecided, verdictOf, initialContext, type AgentEvent } from '../src/agent/driver-rules.js';
 import { APPROVALS_OPERATION, approvalEventOf, approvalResumeProblem } from '../src/agent/approval-events.js';
 import { doubtRequests, markedInDoubt } from '../src/agent/in-doubt.js';
 
 import { BUDGET_OPERATION, pausedAt, raiseOf, raisedBy } from '../src/agent/budget-pause.js';
 import { limitLifted, limitedUntil, resumeDelay, usageLimitWait } from '../src/agent/usage-limit.js';
-import { freshAgentContext, type AgentContext } from '../src/agent/context.js';
+import { type AgentContext } from '../src/agent/context.js';
 import type { OperationHook } from '../src/agent/operation-state.js';
 import { applyOperated, applyResumed, openPoint, type ResumeVerdict } from '../src/agent/operation-rules.js';
 import { DEFAULT_CANCEL_GRACE_MS, OperationError } from '../src/agent/operation.js';
 import { type FailureType } from '../src/agent/failure.js';
 import { fallbackAfter } from '../src/agent/fallback.js';
 
-import { deliveryIds, nextAttempt } from '../src/agent/delivery.js';
 import { externalEventProblem, externalEventTypes } from '../src/agent/events.js';
 import { composeExecutors, type Executor } from '../src/agent/executor.js';
 import { fromIo, ioLogic, type IoDeps, type IoRequest } from '../src/agent/io.js';
@@ -29,7 +28,6 @@ import { applyPrune, applyToolResults, asUserMessage, batchComplete, errorInfo, 
 import { PolicySchema, type Step } from '../src/schemas.js';
 
 import { feedProblem } from '../src/brain/feed-problems.js';
-import { parseHistory } from '../src/brain/history.js';
 
 import { routedEvent } from '../src/agent/subagents.js';
 
@@ -64,6 +62,561 @@ function perform(
   }
 }
 
+/** The types the chart, its guards and its actions share. */
+const types = {
+  context: {} as AgentContext,
+  events: {} as AgentEvent,
+  input: {} as AgentInput | void,
+  output: {} as AgentOutput,
+  emitted: {} as AgentEmitted,
+};
+const { assign, emit, enqueueActions, sendTo } = setup({ types });
+
+/** Action creators for the actions the chart gives params (`{ type: 'openPoint', params: 'beforeTools' }`). */
+const assignWith = <P>(fn: (args: Args, params: P) => Partial<AgentContext>) =>
+  assignAction<AgentContext, AgentEvent, P, AgentEvent, never>((args, params) => fn(args, params));
+const sendWith = <P>(fn: (args: Args, params: P) => IoRequest) =>
+  sendAction<AgentContext, AgentEvent, P, AnyActorRef, AgentEvent, never, never>('io', (args: Args, params: P) => fn(args, params));
+const enqueueWith = <P>(fn: (args: Args, params: P) => readonly act.Effect[]) =>
+  enqueueAction<AgentContext, AgentEvent, P, AgentEvent, never, never, never, never, AgentEmitted>(({ context, event, enqueue }, params) =>
+    perform(enqueue, fn({ context, event }, params)),
+  );
+
+/** The chart's guards for one compiled agent: each a one-line question to a rule. */
+function guardsOf(agent: CompiledAgent) {
+  const { plan, pruning, models, maxCalls, guardrails, gated, usageLimit, hasSources } = agent;
+  const stepIs = (type: Step['type']) => ({ context }: Args) => stepTypeOf(context.brain, decisionPolicy(agent, context)) === type;
+  const fromCurrent = (key: (context: AgentContext) => string) => ({ context, event }: Args) =>
+    fromIo(event) && (event as { key: string }).key === key(context);
+  const pointDue = (hook: OperationHook) => ({ context }: Args) =>
+    plan.at[hook].length > 0 && context.operations.done !== pointKey(context, hook);
+  return {
+  wellFormed: ({ event }: Args) => !fromIo(event) && externalEventProblem(event) === null,
+  fromTelemetry: ({ event }: Args) => fromTelemetry(event),
+  promptQueued: ({ context }: Args) => context.queued !== null,
+  runInFlight: ({ context }: Args) => runInFlight(context.brain),
+  rewindable: ({ context, event }: Args) => feedProblem(context.brain.context, { type: 'rewindTo', len: as(event, 'rewind').len }) === null,
+  singleRun: ({ context }: Args) => context.once,
+  runOverBudget: ({ context }: Args) => overBudget(agent, context) !== null,
+  budgetPaused: ({ context }: Args) => overrun(agent, context) !== null && overBudget(agent, context) === null,
+  raiseRefused: ({ context, event }: Args) => raiseRefusal(agent, context, event) !== null,
+  usageLimitPauses: ({ event }: Args) => usageLimitWait(usageLimit, as(event, 'io.failed').error) !== null,
+  usageLimited: ({ context }: Args) => !!context.budgetPause?.usageLimit,
+  budgetResume: ({ event }: Args) => event.type === 'operation.resume' && event.operation === BUDGET_OPERATION,
+  finalCallDue: ({ context }: Args) => finalCallDue(agent, context) !== null,
+  promptFails: ({ context }: Args) => typeof extrasFor(agent, context) !== 'number',
+  extrasChanged: ({ context }: Args) => extrasFor(agent, context) !== context.extrasTokens,
+  fallsBack: ({ context, event }: Args) => ownModel(agent, context) === null && fallbackAfter(models, context.models, as(event, 'io.failed').error) !== null,
+  operationFailure: ({ event }: Args) => event.type === 'io.failed' && OperationError.isInstance(event.error),
+  shouldPrune: ({ context }: Args) => !context.brain.context.cancelled && pendingPrune(context.brain, context.policy, pruning, agent.config.pruner) !== null,
+  callLLM: stepIs('CallLLM'),
+  inputGuardDue: ({ context }: Args) => guard.inputCheckDue(guardrails, context.guard, context.brain.context.turnsTaken, guard.inputCheckKey(context)),
+  outputGuardDue: ({ context, event }: Args) => guardsReply(agent, context, event),
+  guardOpen: ({ context }: Args) => !!context.guard?.check,
+  guardUndecided: ({ context }: Args) => guardVerdict(agent, context).type === 'open',
+  guardTripped: ({ context }: Args) => guardVerdict(agent, context).type === 'tripped',
+  currentGuardCheck: ({ context, event }: Args) => fromIo(event) && context.guard?.check?.key === (event as { key: string }).key,
+  callTools: stepIs('CallTools'),
+  repetitionNoted: ({ context }: Args) => repeated(agent, context).type === 'note',
+  repetitionSeals: ({ context }: Args) => repeated(agent, context).type === 'seal',
+  compact: stepIs('Compact'),
+  policyAcceptable: ({ context, event }: Args) => policyProblem(agent, context, as(event, 'policy').policy) === null,
+  needsApprovalCheck: ({ context }: Args) => undecided(agent, context).length > 0,
+  noApprovalsConfigured: () => !gated,
+  policyFailure: ({ event }: Args) => event.type === 'io.failed' && ToolPolicyError.isInstance(event.error),
+  batchComplete: ({ context }: Args) => batchComplete(context, maxCalls),
+  handsOff: ({ context }: Args) => handoffOf(agent, context) !== null,
+  callsRunnable: ({ context }: Args) => runnable(agent, context).length > 0,
+  nothingRunnable: ({ context }: Args) => runnable(agent, context).length === 0,
+  nothingWaiting: ({ context }: Args) => waitingCalls(context, maxCalls).length === 0,
+  someoneWaiting: ({ context }: Args) => waitingCalls(context, maxCalls).length > 0,
+  someoneInDoubt: ({ context }: Args) => (context.doubt?.waiting.length ?? 0) > 0,
+  nothingInDoubt: ({ context }: Args) => (context.doubt?.waiting.length ?? 0) === 0,
+  currentModelCall: fromCurrent(modelKey),
+  currentBatch: fromCurrent(batchKey),
+  currentApprovalCheck: fromCurrent(approvalKey),
+  currentCompaction: fromCurrent(compactionKey),
+  currentToolset: fromCurrent(toolsetKey),
+  toolsetDue: ({ context }: Args) => hasSources && !context.offered,
+  currentPoint: ({ context, event }: Args) => fromIo(event) && context.operations.point?.key === (event as { key: string }).key,
+  operationWaiting: ({ context }: Args) => context.operations.waiting !== null,
+  hookInFlight: ({ context }: Args) => context.operations.point !== null && context.operations.waiting === null,
+  cancelWaits: ({ event }: Args) => (as(event, 'cancel').graceMs ?? DEFAULT_CANCEL_GRACE_MS) > 0,
+  pointOpen: ({ context }: Args) => context.operations.point !== null,
+  beforeModelCallDue: pointDue('beforeModelCall'),
+  beforeToolsDue: pointDue('beforeTools'),
+  resumeRefused: ({ context, event }: Args) => verdictOf(agent, context, event).type === 'refused',
+  resumeFailed: ({ context, event }: Args) => verdictOf(agent, context, event).type === 'failed',
+  approvalResume: ({ event }: Args) => gated && approvalEventOf(event) !== null,
+  steersChild: ({ event }: Args) => routedEvent(as(event, 'steer')) !== null,
+  /** Unknown types from outside; XState's own events and the IO's late reports pass silently. */
+  unknownExternal: ({ event }: Args) => !fromIo(event) && !fromTelemetry(event) && !event.type.startsWith('xstate.'),
+  };
+}
+
+/** The actions that start, step, pause and end a run. */
+function runActions(agent: CompiledAgent) {
+  const { clock, plan, pruning, maxCalls, structured, usageLimit, tracing } = agent;
+  return {
+  beginRun: assign(({ context, event }) => act.beginRun(agent, context, event)),
+  emitRunStarted: emit(({ context, event }) => act.emitRunStarted(agent, context, event)),
+  recordCancelGrace: assign({ cancelGraceMs: ({ event }) => as(event, 'cancel').graceMs ?? DEFAULT_CANCEL_GRACE_MS }),
+  takeStep: assign({ brain: ({ context }) => takeStep(context.brain, decisionPolicy(agent, context)) }),
+  beginFinalCall: assign(({ context }) => beginFinalCall(structured!, context.brain, context.outputState, finalCallDue(agent, context)!)),
+  rewindBrain: assign({ brain: ({ context, event }) => feedBrain(context.brain, { type: 'rewindTo', len: as(event, 'rewind').len }) }),
+  sealOverBudget: assign(({ context, event }) => act.sealOverBudget(agent, context, event)),
+  noteRepetition: enqueueActions(({ context, event, enqueue }) => perform(enqueue, act.noteRepetition(agent, context, event))),
+  sealRepetition: assign(({ context, event }) => act.sealRepetition(agent, context, event)),
+  markPaused: assign({ budgetPause: ({ context }) => pausedAt(context.budgetPause, clock()) }),
+  emitBudgetPaused: enqueueActions(({ context, event, enqueue }) => perform(enqueue, act.emitBudgetPaused(agent, context, event))),
+  raiseBudget: assign({ budgetPause: ({ context, event }) => raisedBy(context.budgetPause, raiseOf(event as never)!, clock()) }),
+  pauseOnUsageLimit: assign({
+    budgetPause: ({ context, event }) => {
+      const { error } = as(event, 'io.failed');
+      return limitedUntil(context.budgetPause, error as Error, usageLimitWait(usageLimit, error)!, clock());
+    },
+  }),
+  liftUsageLimit: assign({ budgetPause: ({ context }) => limitLifted(context.budgetPause, clock()) }),
+  refuseRaise: emit(({ context, event }) => ({ type: 'event.rejected' as const, event: event.type, reason: raiseRefusal(agent, context, event)! })),
+  openPoint: assignWith<OperationHook>(({ context }, hook) => ({ operations: openPoint(context.operations, plan, hook, pointKey(context, hook)) })),
+  requestOperations: sendTo('io', ({ context, event }) => act.requestOperations(agent, context, event)),
+  applyOperated: enqueueActions(({ context, event, enqueue }) => perform(enqueue, act.acceptOperated(agent, context, event))),
+  emitOperationYielded: emit(({ context, event }) => act.emitOperationYielded(agent, context, event)),
+  applyResume: assign({
+    operations: ({ context, event }) => applyResumed(context.operations, plan, (verdictOf(agent, context, event) as Extract<ResumeVerdict, { type: 'accepted' }>).output),
+  }),
+  failOperation: enqueueActions(({ context, event, enqueue }) => perform(enqueue, act.failOperation(agent, context, event))),
+  refreshExtras: assign(({ context, event }) => act.refreshExtras(agent, context, event)),
+  prune: assign({ brain: ({ context }) => applyPrune(context.brain, pendingPrune(context.brain, context.policy, pruning, agent.config.pruner)!) }),
+  emitPruned: emit(({ context }) => ({ type: 'prune.finished' as const, ...pruneReport(agent, context) })),
+  trace: ({ context, event, self }: Args & { self: AnyActorRef }, mark: TraceMark) =>
+    tracing && traceMark(tracing, mark, { context, event, self, prune: () => pruneReport(agent, context), waiting: () => waitingCalls(context, maxCalls) }),
+  recordTrace: assign(({ context, event }) => act.recordTrace(agent, context, event)),
+  openInputCheck: assign({ guard: ({ context }) => guard.openCheck(context.guard, guard.inputCheckKey(context), 'input') }),
+  holdReply: assign({ guard: ({ context, event }) => guard.openCheck(context.guard, `${modelKey(context)}:guard`, 'output', as(event, 'io.replied').reply) }),
+  recordGuardVerdict: assign({ guard: ({ context, event }) => guard.withVerdict(context.guard!, as(event, 'io.guarded').name, as(event, 'io.guarded').verdict) }),
+  requestGuardrails: enqueueActions(({ context, event, enqueue }) => perform(enqueue, act.requestGuardrails(agent, context, event))),
+  /** The check is decided (guardrails.ts): the input passes or trips; an output check's held reply is applied, with feedback, or trips. */
+  settleGuard: enqueueActions(({ context, event, enqueue }) => perform(enqueue, act.settleGuard(agent, context, event))),
+  failGuardrail: assign(({ context, event }) => act.failGuardrail(agent, context, event)),
+  };
+}
+
+/** The actions that hand a step to the IO and take its result back. */
+function stepActions(agent: CompiledAgent) {
+  const { plan, maxCalls } = agent;
+  return {
+  requestModel: sendTo('io', ({ context, event }) => act.requestModel(agent, context, event)),
+  requestToolset: sendTo('io', ({ context }): IoRequest => ({ type: 'toolset', key: toolsetKey(context) })),
+  // The run's first estimate counted the agent's own tools: the listed ones join the measure now.
+  recordOffered: assign(({ context, event }) => act.recordOffered(agent, context, event)),
+  /** Hands the runnable calls to the IO; `announce`: the IO reports each start (else the chart did, see announceBatch). */
+  requestTools: sendWith<boolean>(({ context }, announce) => act.requestTools(agent, context, announce)),
+  markInDoubt: assign({ doubt: ({ context, event }) => markedInDoubt(context.doubt, as(event, 'io.toolInDoubt').call.id) }),
+  emitInDoubt: emit(({ context }) => ({ type: 'tool.inDoubt' as const, ...doubtRequests(context) })),
+  /** A person's decision for a call in doubt, bound to the call as shown; a refused one changes nothing. */
+  decideDoubt: enqueueActions(({ context, event, enqueue }) => perform(enqueue, act.decideDoubt(agent, context, event))),
+  /**
+   * A new batch, on the common path: every call shows up in a UI's trace at once. Calls answered
+   * up front (an unknown tool, past the per-reply limit) start and finish here; the others start,
+   * handed to the IO in the same step.
+   */
+  announceBatch: enqueueActions(({ context, event, enqueue }) => perform(enqueue, act.announceBatch(agent, context, event))),
+  requestApprovals: sendTo('io', ({ context, event }) => act.requestApprovals(agent, context, event)),
+  requestCompaction: sendTo('io', ({ context, event }) => act.requestCompaction(agent, context, event)),
+  abortIo: sendTo('io', { type: 'abort' } satisfies IoRequest),
+  /** A decision or steer for a child run goes down to the call that runs it (see `routedEvent`). */
+  forwardToChild: enqueueActions(({ context, event, enqueue }) => perform(enqueue, act.forwardToChild(agent, context, event))),
+  /** A child's wait for a human shows at the parent (qualified ids); its usage joins the run once. */
+  acceptSubagentReport: enqueueActions(({ context, event, enqueue }) => perform(enqueue, act.acceptSubagentReport(agent, context, event))),
+  // Checked against the tools the model was offered: the run's recorded set (see ToolSource).
+  acceptReply: assign(({ context, event }) => afterReply(agent, context, answerOf(agent, context, event))),
+  emitOutputRejected: enqueueActions(({ context, event, enqueue }) => perform(enqueue, act.emitOutputRejected(agent, context, event))),
+  emitTurnFinished: emit(({ context, event }) => act.emitTurnFinished(agent, context, event)),
+  journalToolResult: assign({ toolJournal: ({ context, event }) => journalResult(context.toolJournal, as(event, 'io.toolFinished').result) }),
+  emitToolStarted: emit(({ context, event }) => act.toolStarted(context, as(event, 'io.toolStarted').call)),
+  emitToolFinished: emit(({ context, event }) => act.emitToolFinished(agent, context, event)),
+  acceptToolResults: assign(({ context }) => ({ brain: applyToolResults(context, maxCalls), ...resetBatch(agent, context) })),
+  handOff: assign(({ context, event }) => act.handOff(agent, context, event)),
+  emitHandoff: emit(({ context }) => ({ type: 'agent.handoff' as const, run: context.runIndex, turn: context.brain.context.turnsTaken, ...context.agent! })),
+  awaitApproval: enqueueActions(({ context, event, enqueue }) => perform(enqueue, act.awaitApproval(agent, context, event))),
+  emitApprovalRequested: emit(({ context, event }) => act.emitApprovalRequested(agent, context, event)),
+  emitApprovalYielded: emit(({ context, event }) => act.emitApprovalYielded(agent, context, event)),
+  recordDecision: enqueueActions(({ context, event, enqueue }) => perform(enqueue, act.recordDecision(agent, context, event))),
+  acceptCompaction: assign(({ context, event }) => act.acceptCompaction(agent, context, event)),
+  emitCompactionFinished: emit(({ context, event }) => act.emitCompactionFinished(agent, context, event)),
+  fallBack: enqueueActions(({ context, event, enqueue }) => perform(enqueue, act.fallBack(agent, context, event))),
+  failWith: assignWith<FailureType>(({ context, event }, type) => ({ brain: feedBrain(context.brain, { type: 'fail', error: errorInfo(type, as(event, 'io.failed').error) }) })),
+  /** Seed 003: operations keep what the interrupted step received, calls are answered once, the run ends Cancelled. */
+  cancelRun: enqueueActions(({ context, event, enqueue }) => perform(enqueue, act.cancelRun(agent, context, event))),
+  /** A hook that returned while the run was being cancelled: its state is kept, nothing else it asked for. */
+  keepOperatedState: assign({
+    operations: ({ context, event }) => {
+      const { index, output } = as(event, 'io.operated');
+      return output && 'state' in output ? applyOperated(context.operations, plan, index, { state: output.state }) : context.operations;
+    },
+  }),
+  sealRun: assign(({ context, event }) => act.sealRun(agent, context, event)),
+  steerRun: assign({
+    brain: ({ context, event }) => feedBrain(context.brain, { type: 'steer', message: asUserMessage(as(event, 'steer').message) }),
+  }),
+  changePolicy: assign({ policy: ({ context, event }) => PolicySchema.parse({ ...context.policy, ...as(event, 'policy').policy }) }),
+  rejectPolicy: emit(({ context, event }) => act.rejectPolicy(agent, context, event)),
+  rejectEvent: emit(({ event, self }) => ({
+    type: 'event.rejected' as const,
+    event: String(event.type).slice(0, 100),
+    reason:
+      externalEventProblem(event) ??
+      (event.type === 'operation.resume' && event.operation === APPROVALS_OPERATION
+        ? approvalResumeProblem(event)
+        : null) ??
+      (event.type === 'operation.resume' && self.getSnapshot().context.operations.waiting
+        ? (verdictOf(agent, self.getSnapshot().context, event) as { reason: string }).reason
+        : `not accepted now (the agent is ${JSON.stringify(self.getSnapshot().value)})`),
+  })),
+  emitTextDelta: emit(({ context, event }) => act.emitTextDelta(agent, context, event)),
+  /** A model call starts: its attempt is counted (stored before it runs); a later one voids the text before it. */
+  startAttempt: enqueueWith<'retry' | 'resumed'>(({ context }, reason) => act.startAttempt(agent, context, reason)),
+  emitRetry: emit(({ context, event }) => act.emitRetry(agent, context, event)),
+  finishRun: assign(({ context, event }) => act.finishRun(agent, context, event)),
+  emitRunFinished: emit(({ context, event }) => act.emitRunFinished(agent, context, event)),
+  };
+}
+
+/** What the chart runs with for one compiled agent: its IO actor, delays, guards and actions. */
+function implementationsOf(agent: CompiledAgent) {
+  return {
+    actors: { io: ioLogic(agent.io) },
+    delays: {
+      cancelGrace: ({ context }: Args) => context.cancelGraceMs ?? DEFAULT_CANCEL_GRACE_MS,
+      usageLimitWait: ({ context }: Args) => resumeDelay(context.budgetPause, agent.clock()),
+    },
+    guards: guardsOf(agent),
+    actions: { ...runActions(agent), ...stepActions(agent) },
+  };
+}
+
+type Implementations = ReturnType<typeof implementationsOf>;
+
+/**
+ * The driver's setup: the names of its IO actor, delays, guards and actions, typed from the
+ * implementations each agent provides (`implementationsOf`), so the chart below is checked
+ * against them without holding an agent.
+ */
+const driver = setup({
+  types,
+  actors: {} as Implementations['actors'],
+  delays: {} as Implementations['delays'],
+  guards: {} as Implementations['guards'],
+  actions: {} as Implementations['actions'],
+});
+
+/** The driver's chart: the states a user reads, top to bottom, and what moves between them. */
+const chart = driver.createStateConfig({
+  initial: 'Idle',
+  on: {
+    policy: [{ guard: and(['wellFormed', 'policyAcceptable']), actions: 'changePolicy' }, { actions: 'rejectPolicy' }],
+    // A decision outside a run is refused as a decision (the trace records why), never taken.
+    approve: [{ guard: 'wellFormed', actions: 'recordDecision' }, { actions: 'rejectEvent' }],
+    deny: [{ guard: 'wellFormed', actions: 'recordDecision' }, { actions: 'rejectEvent' }],
+    'doubt.decide': [{ guard: 'wellFormed', actions: 'decideDoubt' }, { actions: 'rejectEvent' }],
+    'telemetry.traced': [{ guard: 'fromTelemetry', actions: 'recordTrace' }, { actions: 'rejectEvent' }],
+    // Whatever no state took: refused, reported, nothing changed.
+    ...Object.fromEntries(externalEventTypes.filter((type) => !['policy', 'approve', 'deny', 'doubt.decide'].includes(type)).map((type) => [type, { actions: 'rejectEvent' }])),
+    '*': { guard: 'unknownExternal', actions: 'rejectEvent' },
+  },
+  states: {
+    Idle: {
+      always: { guard: 'promptQueued', target: 'Running', actions: ['beginRun', 'emitRunStarted', { type: 'trace', params: 'run.started' }] },
+      on: {
+        input: { guard: 'wellFormed', target: 'Running', actions: ['beginRun', 'emitRunStarted', { type: 'trace', params: 'run.started' }] },
+        // Nothing to continue is not an error: a session opened at rest is resumed as a matter of course.
+        resume: [
+          { guard: and(['wellFormed', 'runInFlight']), target: 'Running', actions: { type: 'trace', params: 'run.resumed' } },
+          { guard: 'wellFormed' },
+        ],
+        rewind: { guard: and(['wellFormed', 'rewindable']), actions: 'rewindBrain' },
+      },
+    },
+    Running: {
+      // One IO actor per run: it runs every side effect through the executor. An idle session has none.
+      invoke: { id: 'io', src: 'io' },
+      initial: 'Start',
+      on: {
+        cancel: [
+          // A hook in flight gets its grace (its signal aborts at once) to return what it received.
+          { guard: and(['wellFormed', 'hookInFlight', 'cancelWaits']), target: '.Cancelling', actions: ['abortIo', 'recordCancelGrace'] },
+          { guard: 'wellFormed', target: '.Start', actions: ['abortIo', 'cancelRun'] },
+        ],
+        seal: { guard: 'wellFormed', target: '.Start', actions: ['abortIo', 'sealRun'] },
+        steer: [{ guard: and(['wellFormed', 'steersChild']), actions: 'forwardToChild' }, { guard: 'wellFormed', actions: 'steerRun' }],
+        // A raise while the run goes: the limits it names hold for the rest of the run.
+        'budget.raise': [{ guard: and(['wellFormed', 'raiseRefused']), actions: 'refuseRaise' }, { guard: 'wellFormed', actions: 'raiseBudget' }],
+        // A user message sent while a run goes is steering: delivered at the next coherent point.
+        input: { guard: 'wellFormed', actions: 'steerRun' },
+        approve: { guard: 'wellFormed', actions: ['recordDecision', 'forwardToChild', { type: 'trace', params: 'approval.decided' }] },
+        deny: { guard: 'wellFormed', actions: ['recordDecision', 'forwardToChild', { type: 'trace', params: 'approval.decided' }] },
+        'doubt.decide': { guard: 'wellFormed', actions: 'decideDoubt' },
+        // The same decision as the approvals operation's resume: `{ operation: 'approvals', payload }`.
+        'operation.resume': { guard: and(['wellFormed', 'approvalResume']), actions: ['recordDecision', 'forwardToChild', { type: 'trace', params: 'approval.decided' }] },
+        'io.subagent': { guard: 'currentBatch', actions: 'acceptSubagentReport' },
+        'io.textDelta': { guard: 'currentModelCall', actions: 'emitTextDelta' },
+        'io.retry': { guard: 'currentModelCall', actions: [{ type: 'startAttempt', params: 'retry' }, 'emitRetry', { type: 'trace', params: 'model.retry' }] },
+      },
+      states: {
+        /** Asks the brain; the policy is re-read here on every step. */
+        Start: {
+          always: [
+            // A guardrail check in progress (restored, or just opened) is decided before anything else.
+            { guard: 'guardOpen', target: 'Guarding' },
+            // A run about to end by maxTurns or a budget first asks for its answer (output schema, finalOutputCall).
+            { guard: 'finalCallDue', target: 'Start', reenter: true, actions: 'beginFinalCall' },
+            // Budgets are checked between steps: going past one seals the run (seed 004).
+            { guard: 'runOverBudget', target: 'Start', reenter: true, actions: 'sealOverBudget' },
+            // ...or, for a kind configured to pause, waits for a raise.
+            { guard: 'budgetPaused', target: 'BudgetPaused' },
+            // An operation yielded: the run waits for it, also after a restore.
+            { guard: 'operationWaiting', target: 'AwaitingOperation' },
+            // A hook point in progress (after a reply, or a restored one) goes on where it was.
+            { guard: 'pointOpen', target: 'Operating' },
+            // A prompt part that throws or is no string fails the run, naming its operation.
+            { guard: 'promptFails', target: 'Start', reenter: true, actions: 'failOperation' },
+            // Pruning comes before any decision, so it always runs before summarizing.
+            { guard: 'extrasChanged', target: 'Start', reenter: true, actions: 'refreshExtras' },
+            { guard: 'shouldPrune', target: 'Start', reenter: true, actions: ['emitPruned', { type: 'trace', params: 'prune' }, 'prune'] },
+            // Input guardrails judge the run's input before anything reaches the model.
+            { guard: and(['callLLM', 'inputGuardDue']), target: 'Guarding', actions: 'openInputCheck' },
+            // The run's first model call is preceded by its toolset step (only with tool sources).
+            { guard: and(['callLLM', 'toolsetDue']), target: 'ListingTools' },
+            { guard: and(['callLLM', 'beforeModelCallDue']), target: 'Operating', actions: { type: 'openPoint', params: 'beforeModelCall' } },
+            { guard: 'callLLM', target: 'AwaitingModel', actions: 'takeStep' },
+            // The same batch again and again: noted instead of run, then sealed (before operations and approvals see it).
+            { guard: and(['callTools', 'repetitionSeals']), target: 'Start', reenter: true, actions: 'sealRepetition' },
+            { guard: and(['callTools', 'repetitionNoted']), target: 'Start', reenter: true, actions: 'noteRepetition' },
+            { guard: and(['callTools', 'beforeToolsDue']), target: 'Operating', actions: { type: 'openPoint', params: 'beforeTools' } },
+            // Without approvals configured, a batch goes straight to work (no approval region).
+            { guard: and(['callTools', 'noApprovalsConfigured']), target: 'AwaitingTools.Executing' },
+            { guard: 'callTools', target: 'AwaitingTools' },
+            { guard: 'compact', target: 'AwaitingCompaction', actions: 'takeStep' },
+            { target: '#agent.Terminal', actions: 'takeStep' },
+          ],
+        },
+        /** Past a limit that pauses: waits for a raise that lifts it (the same run goes on) or a seal. */
+        BudgetPaused: {
+          entry: ['markPaused', 'emitBudgetPaused'],
+          // A provider's usage limit: the same model call again at the stored time.
+          after: { usageLimitWait: { guard: 'usageLimited', target: 'AwaitingModel', actions: 'liftUsageLimit' } },
+          on: {
+            // Restored while waiting for that time: the timer is armed again from the stored time.
+            'io.attached': { guard: 'usageLimited', target: 'BudgetPaused', reenter: true },
+            'budget.raise': [
+              { guard: and(['wellFormed', 'usageLimited']), target: 'AwaitingModel', actions: 'raiseBudget' },
+              { guard: and(['wellFormed', 'raiseRefused']), actions: 'refuseRaise' },
+              { guard: 'wellFormed', target: 'Start', actions: 'raiseBudget' },
+            ],
+            'operation.resume': [
+              { guard: and(['wellFormed', 'budgetResume', 'usageLimited']), target: 'AwaitingModel', actions: 'raiseBudget' },
+              { guard: and(['wellFormed', 'budgetResume', 'raiseRefused']), actions: 'refuseRaise' },
+              { guard: and(['wellFormed', 'budgetResume']), target: 'Start', actions: 'raiseBudget' },
+            ],
+          },
+        },
+        /** Operations run at a hook point, in list order; each declines, applies effects, or yields. */
+        Operating: {
+          entry: 'requestOperations',
+          always: [
+            { guard: 'operationWaiting', target: 'AwaitingOperation' },
+            { guard: 'pointOpen' },
+            { target: 'Start' },
+          ],
+          on: {
+            'io.attached': { actions: 'requestOperations' },
+            'io.operated': { guard: 'currentPoint', actions: 'applyOperated' },
+            'io.failed': { guard: 'currentPoint', target: 'Start', actions: 'failOperation' },
+          },
+        },
+        /** Cancelled while a hook ran: waits for its answer (kept) for the grace period, then the run ends. */
+        Cancelling: {
+          after: { cancelGrace: { target: 'Start', actions: 'cancelRun' } },
+          on: {
+            'io.operated': { guard: 'currentPoint', target: 'Start', actions: ['keepOperatedState', 'cancelRun'] },
+            'io.failed': { guard: 'currentPoint', target: 'Start', actions: 'cancelRun' },
+            // A second cancel does not wait.
+            cancel: { guard: 'wellFormed', target: 'Start', actions: 'cancelRun' },
+          },
+        },
+        /** An operation yielded: the run waits here for `operation.resume` (the context names the operation). */
+        AwaitingOperation: {
+          entry: 'emitOperationYielded',
+          on: {
+            'operation.resume': [
+              { guard: and(['wellFormed', 'resumeRefused']), actions: 'rejectEvent' },
+              { guard: and(['wellFormed', 'resumeFailed']), target: 'Start', actions: 'failOperation' },
+              { guard: 'wellFormed', target: 'Start', actions: 'applyResume' },
+            ],
+          },
+        },
+        /** Guardrails judge the run's input or its final answer, in parallel; each verdict is kept as it comes (see guardrails.ts). */
+        Guarding: {
+          entry: 'requestGuardrails',
+          always: [
+            { guard: 'guardUndecided' },
+            { guard: 'guardTripped', target: 'Start', actions: ['abortIo', 'settleGuard'] },
+            { target: 'Start', actions: 'settleGuard' },
+          ],
+          on: {
+            'io.attached': { actions: 'requestGuardrails' },
+            'io.guarded': { guard: 'currentGuardCheck', actions: 'recordGuardVerdict' },
+            'io.failed': { guard: 'currentGuardCheck', target: 'Start', actions: ['abortIo', 'failGuardrail'] },
+          },
+        },
+        /** Lists the run's tool sources once; the run offers and accepts what this step records. */
+        ListingTools: {
+          entry: 'requestToolset',
+          on: {
+            'io.attached': { actions: 'requestToolset' },
+            'io.listed': { guard: 'currentToolset', target: 'Start', actions: 'recordOffered' },
+            'io.failed': { guard: 'currentToolset', target: 'Start', actions: { type: 'failWith', params: 'ModelError' } },
+          },
+        },
+        AwaitingModel: {
+          entry: [{ type: 'startAttempt', params: 'resumed' }, 'requestModel'],
+          on: {
+            'io.attached': { actions: [{ type: 'startAttempt', params: 'resumed' }, 'requestModel'] },
+            // A reply that would complete the run is held for the output guardrails.
+            'io.replied': [
+              { guard: and(['currentModelCall', 'outputGuardDue']), target: 'Guarding', actions: 'holdReply' },
+              { guard: 'currentModelCall', target: 'Start', actions: ['acceptReply', 'emitTurnFinished', 'emitOutputRejected'] },
+            ],
+            'io.failed': [
+              // A prompt part or request rewrite that failed on the way out is the operation's failure.
+              { guard: and(['currentModelCall', 'operationFailure']), target: 'Start', actions: 'failOperation' },
+              // After the model's own retries: the next model of the list takes the same call.
+              { guard: and(['currentModelCall', 'fallsBack']), actions: ['fallBack', { type: 'trace', params: 'model.fallback' }, { type: 'startAttempt', params: 'retry' }, 'requestModel'] },
+              // ...or, with pauseOnUsageLimit, a provider's limit with a retry time waits for it.
+              { guard: and(['currentModelCall', 'usageLimitPauses']), target: 'BudgetPaused', actions: 'pauseOnUsageLimit' },
+              { guard: 'currentModelCall', target: 'Start', actions: { type: 'failWith', params: 'ModelError' } },
+            ],
+          },
+        },
+        AwaitingTools: {
+          initial: 'Routing',
+          always: [
+            { guard: and(['batchComplete', 'handsOff']), target: 'HandingOff', actions: ['handOff', 'acceptToolResults'] },
+            { guard: 'batchComplete', target: 'Start', actions: 'acceptToolResults' },
+          ],
+          on: {
+            'io.toolStarted': { guard: 'currentBatch', actions: 'emitToolStarted' },
+            'io.toolFinished': { guard: 'currentBatch', actions: ['journalToolResult', 'emitToolFinished'] },
+            'io.failed': { guard: 'currentBatch', target: 'Start', actions: { type: 'failWith', params: 'ToolError' } },
+          },
+          states: {
+            /** The approval region is entered only when a call of this batch may need a decision. */
+            Routing: {
+              always: [
+                { guard: 'needsApprovalCheck', target: 'CheckingApprovals' },
+                // A restored batch whose calls still wait goes straight back to waiting.
+                { guard: 'someoneWaiting', target: 'Working' },
+                { guard: 'someoneInDoubt', target: 'Working' },
+                { target: 'Executing' },
+              ],
+            },
+            Executing: {
+              entry: ['announceBatch', { type: 'requestTools', params: false }],
+              on: {
+                'io.attached': { actions: { type: 'requestTools', params: true } },
+                // A call found in doubt: the batch waits for a person beside the calls that run (see Working.Doubt).
+                'io.toolInDoubt': { guard: 'currentBatch', target: 'Working', actions: 'markInDoubt' },
+              },
+            },
+            CheckingApprovals: {
+              entry: 'requestApprovals',
+              on: {
+                'io.attached': { actions: 'requestApprovals' },
+                'io.approvalsChecked': { guard: 'currentApprovalCheck', target: 'Working', actions: 'awaitApproval' },
+                'io.failed': [
+                  { guard: and(['currentApprovalCheck', 'policyFailure']), target: '#agent.Running.Start', actions: { type: 'failWith', params: 'ToolPolicyError' } },
+                  { guard: 'currentApprovalCheck', target: '#agent.Running.Start', actions: { type: 'failWith', params: 'ToolError' } },
+                ],
+              },
+            },
+            /** Calls that may run do, while calls that need a human wait for a decision. */
+            Working: {
+              type: 'parallel',
+              on: {
+                // A decision may make a call runnable while others still run: hand it over at once.
+                approve: {
+                  guard: 'wellFormed',
+                  actions: ['recordDecision', 'forwardToChild', { type: 'trace', params: 'approval.decided' }, { type: 'requestTools', params: true }],
+                },
+                deny: { guard: 'wellFormed', actions: ['recordDecision', 'forwardToChild', { type: 'trace', params: 'approval.decided' }] },
+                'operation.resume': {
+                  guard: and(['wellFormed', 'approvalResume']),
+                  actions: ['recordDecision', 'forwardToChild', { type: 'trace', params: 'approval.decided' }, { type: 'requestTools', params: true }],
+                },
+                'doubt.decide': { guard: 'wellFormed', actions: ['decideDoubt', { type: 'requestTools', params: true }] },
+              },
+              states: {
+                Execution: {
+                  initial: 'Executing',
+                  states: {
+                    Executing: {
+                      entry: { type: 'requestTools', params: true },
+                      always: { guard: 'nothingRunnable', target: 'Paused' },
+                      on: { 'io.attached': { actions: { type: 'requestTools', params: true } } },
+                    },
+                    /** Nothing may run now; an approval makes a call runnable again. */
+                    Paused: { always: { guard: 'callsRunnable', target: 'Executing' } },
+                  },
+                },
+                Approval: {
+                  initial: 'Checking',
+                  states: {
+                    Checking: { always: [{ guard: 'nothingWaiting', target: 'Settled' }, { target: 'AwaitingApproval' }] },
+                    /** The run yields here until every waiting call has a decision (approve / deny events). */
+                    AwaitingApproval: {
+                      entry: ['emitApprovalRequested', 'emitApprovalYielded', { type: 'trace', params: 'approval.requested' }],
+                      always: { guard: 'nothingWaiting', target: 'Settled' },
+                    },
+                    // A restored decision that did not prove itself puts its call back to wait: asked again.
+                    Settled: { always: { guard: 'someoneWaiting', target: 'AwaitingApproval' } },
+                  },
+                },
+                /** Calls started before a restart with no result, of tools that ask (see in-doubt.ts): the run waits for a person's decision. */
+                Doubt: {
+                  initial: 'Checking',
+                  on: { 'io.toolInDoubt': { guard: 'currentBatch', target: '.AwaitingDecision', reenter: true, actions: 'markInDoubt' } },
+                  states: {
+                    Checking: { always: [{ guard: 'nothingInDoubt', target: 'Clear' }, { target: 'AwaitingDecision' }] },
+                    AwaitingDecision: { entry: 'emitInDoubt', always: { guard: 'nothingInDoubt', target: 'Clear' } },
+                    Clear: {},
+                  },
+                },
+              },
+            },
+          },
+        },
+        /** A transfer call of the batch succeeded: the agent it names speaks from the next step on. */
+        HandingOff: { entry: 'emitHandoff', always: { target: 'Start' } },
+        AwaitingCompaction: {
+          entry: 'requestCompaction',
+          on: {
+            'io.attached': { actions: 'requestCompaction' },
+            'io.compacted': { guard: 'currentCompaction', target: 'Start', actions: ['acceptCompaction', 'emitCompactionFinished'] },
+            'io.failed': { guard: 'currentCompaction', target: 'Start', actions: { type: 'failWith', params: 'CompactionError' } },
+          },
+        },
+      },
+    },
+    /** The run ended: apply its exit to the conversation and report it. */
+    Terminal: {
+      entry: ['finishRun', 'emitRunFinished', { type: 'trace', params: 'run.finished' }],
+      always: [{ guard: 'singleRun', target: 'Done' }, { target: 'Idle' }],
+    },
+    Done: { type: 'final' },
+  },
+});
+
 /**
  * Builds the agent machine for one configuration: model, tools, operations, compactor, limits.
  *
@@ -80,541 +633,15 @@ function perform(
  */
 export function createAgentMachine(config: AgentConfig) {
   const agent = compileAgent(config);
-  const { clock, plan, pruning, defaultPolicy, models, maxCalls, structured, guardrails, gated, usageLimit, hasSources, tracing } = agent;
-  const stepIs = (type: Step['type']) => ({ context }: Args) => stepTypeOf(context.brain, decisionPolicy(agent, context)) === type;
-  const fromCurrent = (key: (context: AgentContext) => string) => ({ context, event }: Args) =>
-    fromIo(event) && (event as { key: string }).key === key(context);
-  const pointDue = (hook: OperationHook) => ({ context }: Args) =>
-    plan.at[hook].length > 0 && context.operations.done !== pointKey(context, hook);
-  const machine = setup({
-    types: {
-      context: {} as AgentContext,
-      events: {} as AgentEvent,
-      input: {} as AgentInput | void,
-      output: {} as AgentOutput,
-      emitted: {} as AgentEmitted,
-    },
-    actors: { io: ioLogic(agent.io) },
-    delays: {
-      cancelGrace: ({ context }) => context.cancelGraceMs ?? DEFAULT_CANCEL_GRACE_MS,
-      usageLimitWait: ({ context }) => resumeDelay(context.budgetPause, clock()),
-    },
-    guards: {
-      wellFormed: ({ event }) => !fromIo(event) && externalEventProblem(event) === null,
-      fromTelemetry: ({ event }) => fromTelemetry(event),
-      promptQueued: ({ context }) => context.queued !== null,
-      runInFlight: ({ context }) => runInFlight(context.brain),
-      rewindable: ({ context, event }) => feedProblem(context.brain.context, { type: 'rewindTo', len: as(event, 'rewind').len }) === null,
-      singleRun: ({ context }) => context.once,
-      runOverBudget: ({ context }) => overBudget(agent, context) !== null,
-      budgetPaused: ({ context }) => overrun(agent, context) !== null && overBudget(agent, context) === null,
-      raiseRefused: ({ context, event }) => raiseRefusal(agent, context, event) !== null,
-      usageLimitPauses: ({ event }) => usageLimitWait(usageLimit, as(event, 'io.failed').error) !== null,
-      usageLimited: ({ context }) => !!context.budgetPause?.usageLimit,
-      budgetResume: ({ event }) => event.type === 'operation.resume' && event.operation === BUDGET_OPERATION,
-      finalCallDue: ({ context }) => finalCallDue(agent, context) !== null,
-      promptFails: ({ context }) => typeof extrasFor(agent, context) !== 'number',
-      extrasChanged: ({ context }) => extrasFor(agent, context) !== context.extrasTokens,
-      fallsBack: ({ context, event }) => ownModel(agent, context) === null && fallbackAfter(models, context.models, as(event, 'io.failed').error) !== null,
-      operationFailure: ({ event }) => event.type === 'io.failed' && OperationError.isInstance(event.error),
-      shouldPrune: ({ context }) => !context.brain.context.cancelled && pendingPrune(context.brain, context.policy, pruning, config.pruner) !== null,
-      callLLM: stepIs('CallLLM'),
-      inputGuardDue: ({ context }) => guard.inputCheckDue(guardrails, context.guard, context.brain.context.turnsTaken, guard.inputCheckKey(context)),
-      outputGuardDue: ({ context, event }) => guardsReply(agent, context, event),
-      guardOpen: ({ context }) => !!context.guard?.check,
-      guardUndecided: ({ context }) => guardVerdict(agent, context).type === 'open',
-      guardTripped: ({ context }) => guardVerdict(agent, context).type === 'tripped',
-      currentGuardCheck: ({ context, event }) => fromIo(event) && context.guard?.check?.key === (event as { key: string }).key,
-      callTools: stepIs('CallTools'),
-      repetitionNoted: ({ context }) => repeated(agent, context).type === 'note',
-      repetitionSeals: ({ context }) => repeated(agent, context).type === 'seal',
-      compact: stepIs('Compact'),
-      policyAcceptable: ({ context, event }) => policyProblem(agent, context, as(event, 'policy').policy) === null,
-      needsApprovalCheck: ({ context }) => undecided(agent, context).length > 0,
-      noApprovalsConfigured: () => !gated,
-      policyFailure: ({ event }) => event.type === 'io.failed' && ToolPolicyError.isInstance(event.error),
-      batchComplete: ({ context }) => batchComplete(context, maxCalls),
-      handsOff: ({ context }) => handoffOf(agent, context) !== null,
-      callsRunnable: ({ context }) => runnable(agent, context).length > 0,
-      nothingRunnable: ({ context }) => runnable(agent, context).length === 0,
-      nothingWaiting: ({ context }) => waitingCalls(context, maxCalls).length === 0,
-      someoneWaiting: ({ context }) => waitingCalls(context, maxCalls).length > 0,
-      someoneInDoubt: ({ context }) => (context.doubt?.waiting.length ?? 0) > 0,
-      nothingInDoubt: ({ context }) => (context.doubt?.waiting.length ?? 0) === 0,
-      currentModelCall: fromCurrent(modelKey),
-      currentBatch: fromCurrent(batchKey),
-      currentApprovalCheck: fromCurrent(approvalKey),
-      currentCompaction: fromCurrent(compactionKey),
-      currentToolset: fromCurrent(toolsetKey),
-      toolsetDue: ({ context }) => hasSources && !context.offered,
-      currentPoint: ({ context, event }) => fromIo(event) && context.operations.point?.key === (event as { key: string }).key,
-      operationWaiting: ({ context }) => context.operations.waiting !== null,
-      hookInFlight: ({ context }) => context.operations.point !== null && context.operations.waiting === null,
-      cancelWaits: ({ event }) => (as(event, 'cancel').graceMs ?? DEFAULT_CANCEL_GRACE_MS) > 0,
-      pointOpen: ({ context }) => context.operations.point !== null,
-      beforeModelCallDue: pointDue('beforeModelCall'),
-      beforeToolsDue: pointDue('beforeTools'),
-      resumeRefused: ({ context, event }) => verdictOf(agent, context, event).type === 'refused',
-      resumeFailed: ({ context, event }) => verdictOf(agent, context, event).type === 'failed',
-      approvalResume: ({ event }) => gated && approvalEventOf(event) !== null,
-      steersChild: ({ event }) => routedEvent(as(event, 'steer')) !== null,
-      /** Unknown types from outside; XState's own events and the IO's late reports pass silently. */
-      unknownExternal: ({ event }) => !fromIo(event) && !fromTelemetry(event) && !event.type.startsWith('xstate.'),
-    },
-    actions: {
-      beginRun: assign(({ context, event }) => act.beginRun(agent, context, event)),
-      emitRunStarted: emit(({ context, event }) => act.emitRunStarted(agent, context, event)),
-      recordCancelGrace: assign({ cancelGraceMs: ({ event }) => as(event, 'cancel').graceMs ?? DEFAULT_CANCEL_GRACE_MS }),
-      takeStep: assign({ brain: ({ context }) => takeStep(context.brain, decisionPolicy(agent, context)) }),
-      beginFinalCall: assign(({ context }) => beginFinalCall(structured!, context.brain, context.outputState, finalCallDue(agent, context)!)),
-      rewindBrain: assign({ brain: ({ context, event }) => feedBrain(context.brain, { type: 'rewindTo', len: as(event, 'rewind').len }) }),
-      sealOverBudget: assign(({ context, event }) => act.sealOverBudget(agent, context, event)),
-      noteRepetition: enqueueActions(({ context, event, enqueue }) => perform(enqueue, act.noteRepetition(agent, context, event))),
-      sealRepetition: assign(({ context, event }) => act.sealRepetition(agent, context, event)),
-      markPaused: assign({ budgetPause: ({ context }) => pausedAt(context.budgetPause, clock()) }),
-      emitBudgetPaused: enqueueActions(({ context, event, enqueue }) => perform(enqueue, act.emitBudgetPaused(agent, context, event))),
-      raiseBudget: assign({ budgetPause: ({ context, event }) => raisedBy(context.budgetPause, raiseOf(event as never)!, clock()) }),
-      pauseOnUsageLimit: assign({
-        budgetPause: ({ context, event }) => {
-          const { error } = as(event, 'io.failed');
-          return limitedUntil(context.budgetPause, error as Error, usageLimitWait(usageLimit, error)!, clock());
-        },
-      }),
-      liftUsageLimit: assign({ budgetPause: ({ context }) => limitLifted(context.budgetPause, clock()) }),
-      refuseRaise: emit(({ context, event }) => ({ type: 'event.rejected' as const, event: event.type, reason: raiseRefusal(agent, context, event)! })),
-      openPoint: assign({ operations: ({ context }, hook: OperationHook) => openPoint(context.operations, plan, hook, pointKey(context, hook)) }),
-      requestOperations: sendTo('io', ({ context, event }) => act.requestOperations(agent, context, event)),
-      applyOperated: enqueueActions(({ context, event, enqueue }) => perform(enqueue, act.acceptOperated(agent, context, event))),
-      emitOperationYielded: emit(({ context, event }) => act.emitOperationYielded(agent, context, event)),
-      applyResume: assign({
-        operations: ({ context, event }) => applyResumed(context.operations, plan, (verdictOf(agent, context, event) as Extract<ResumeVerdict, { type: 'accepted' }>).output),
-      }),
-      failOperation: enqueueActions(({ context, event, enqueue }) => perform(enqueue, act.failOperation(agent, context, event))),
-      refreshExtras: assign(({ context, event }) => act.refreshExtras(agent, context, event)),
-      prune: assign({ brain: ({ context }) => applyPrune(context.brain, pendingPrune(context.brain, context.policy, pruning, config.pruner)!) }),
-      emitPruned: emit(({ context }) => ({ type: 'prune.finished' as const, ...pruneReport(agent, context) })),
-      trace: ({ context, event, self }, mark: TraceMark) =>
-        tracing && traceMark(tracing, mark, { context, event, self, prune: () => pruneReport(agent, context), waiting: () => waitingCalls(context, maxCalls) }),
-      recordTrace: assign(({ context, event }) => act.recordTrace(agent, context, event)),
-      openInputCheck: assign({ guard: ({ context }) => guard.openCheck(context.guard, guard.inputCheckKey(context), 'input') }),
-      holdReply: assign({ guard: ({ context, event }) => guard.openCheck(context.guard, `${modelKey(context)}:guard`, 'output', as(event, 'io.replied').reply) }),
-      recordGuardVerdict: assign({ guard: ({ context, event }) => guard.withVerdict(context.guard!, as(event, 'io.guarded').name, as(event, 'io.guarded').verdict) }),
-      requestGuardrails: enqueueActions(({ context, event, enqueue }) => perform(enqueue, act.requestGuardrails(agent, context, event))),
-      /** The check is decided (guardrails.ts): the input passes or trips; an output check's held reply is applied, with feedback, or trips. */
-      settleGuard: enqueueActions(({ context, event, enqueue }) => perform(enqueue, act.settleGuard(agent, context, event))),
-      failGuardrail: assign(({ context, event }) => act.failGuardrail(agent, context, event)),
-      requestModel: sendTo('io', ({ context, event }) => act.requestModel(agent, context, event)),
-      requestToolset: sendTo('io', ({ context }): IoRequest => ({ type: 'toolset', key: toolsetKey(context) })),
-      // The run's first estimate counted the agent's own tools: the listed ones join the measure now.
-      recordOffered: assign(({ context, event }) => act.recordOffered(agent, context, event)),
-      /** Hands the runnable calls to the IO; `announce`: the IO reports each start (else the chart did, see announceBatch). */
-      requestTools: sendTo('io', ({ context }, announce: boolean): IoRequest => ({
-        type: 'tools',
-        key: batchKey(context),
-        turn: context.brain.context.turnsTaken,
-        sessionId: context.sessionId,
-        calls: runnable(agent, context),
-        batch: pendingCalls(context.brain),
-        conversation: conversation(context),
-        announce,
-        offered: hasSources && context.offered ? { key: toolsetKey(context), definitions: context.offered.definitions } : null,
-        doubt: context.doubt,
-      })),
-      markInDoubt: assign({ doubt: ({ context, event }) => markedInDoubt(context.doubt, as(event, 'io.toolInDoubt').call.id) }),
-      emitInDoubt: emit(({ context }) => ({ type: 'tool.inDoubt' as const, ...doubtRequests(context) })),
-      /** A person's decision for a call in doubt, bound to the call as shown; a refused one changes nothing. */
-      decideDoubt: enqueueActions(({ context, event, enqueue }) => perform(enqueue, act.decideDoubt(agent, context, event))),
-      /**
-       * A new batch, on the common path: every call shows up in a UI's trace at once. Calls answered
-       * up front (an unknown tool, past the per-reply limit) start and finish here; the others start,
-       * handed to the IO in the same step.
-       */
-      announceBatch: enqueueActions(({ context, event, enqueue }) => perform(enqueue, act.announceBatch(agent, context, event))),
-      requestApprovals: sendTo('io', ({ context, event }) => act.requestApprovals(agent, context, event)),
-      requestCompaction: sendTo('io', ({ context, event }) => act.requestCompaction(agent, context, event)),
-      abortIo: sendTo('io', { type: 'abort' } satisfies IoRequest),
-      /** A decision or steer for a child run goes down to the call that runs it (see `routedEvent`). */
-      forwardToChild: enqueueActions(({ context, event, enqueue }) => perform(enqueue, act.forwardToChild(agent, context, event))),
-      /** A child's wait for a human shows at the parent (qualified ids); its usage joins the run once. */
-      acceptSubagentReport: enqueueActions(({ context, event, enqueue }) => perform(enqueue, act.acceptSubagentReport(agent, context, event))),
-      // Checked against the tools the model was offered: the run's recorded set (see ToolSource).
-      acceptReply: assign(({ context, event }) => afterReply(agent, context, answerOf(agent, context, event))),
-      emitOutputRejected: enqueueActions(({ context, event, enqueue }) => perform(enqueue, act.emitOutputRejected(agent, context, event))),
-      emitTurnFinished: emit(({ context, event }) => act.emitTurnFinished(agent, context, event)),
-      journalToolResult: assign({ toolJournal: ({ context, event }) => journalResult(context.toolJournal, as(event, 'io.toolFinished').result) }),
-      emitToolStarted: emit(({ context, event }) => act.toolStarted(context, as(event, 'io.toolStarted').call)),
-      emitToolFinished: emit(({ context, event }) => act.emitToolFinished(agent, context, event)),
-      acceptToolResults: assign(({ context }) => ({ brain: applyToolResults(context, maxCalls), ...resetBatch(agent, context) })),
-      handOff: assign(({ context, event }) => act.handOff(agent, context, event)),
-      emitHandoff: emit(({ context }) => ({ type: 'agent.handoff' as const, run: context.runIndex, turn: context.brain.context.turnsTaken, ...context.agent! })),
-      awaitApproval: enqueueActions(({ context, event, enqueue }) => perform(enqueue, act.awaitApproval(agent, context, event))),
-      emitApprovalRequested: emit(({ context, event }) => act.emitApprovalRequested(agent, context, event)),
-      emitApprovalYielded: emit(({ context, event }) => act.emitApprovalYielded(agent, context, event)),
-      recordDecision: enqueueActions(({ context, event, enqueue }) => perform(enqueue, act.recordDecision(agent, context, event))),
-      acceptCompaction: assign(({ context, event }) => act.acceptCompaction(agent, context, event)),
-      emitCompactionFinished: emit(({ context, event }) => act.emitCompactionFinished(agent, context, event)),
-      fallBack: enqueueActions(({ context, event, enqueue }) => perform(enqueue, act.fallBack(agent, context, event))),
-      failWith: assign({
-        brain: ({ context, event }, type: FailureType) => feedBrain(context.brain, { type: 'fail', error: errorInfo(type, as(event, 'io.failed').error) }),
-      }),
-      /** Seed 003: operations keep what the interrupted step received, calls are answered once, the run ends Cancelled. */
-      cancelRun: enqueueActions(({ context, event, enqueue }) => perform(enqueue, act.cancelRun(agent, context, event))),
-      /** A hook that returned while the run was being cancelled: its state is kept, nothing else it asked for. */
-      keepOperatedState: assign({
-        operations: ({ context, event }) => {
-          const { index, output } = as(event, 'io.operated');
-          return output && 'state' in output ? applyOperated(context.operations, plan, index, { state: output.state }) : context.operations;
-        },
-      }),
-      sealRun: assign(({ context, event }) => act.sealRun(agent, context, event)),
-      steerRun: assign({
-        brain: ({ context, event }) => feedBrain(context.brain, { type: 'steer', message: asUserMessage(as(event, 'steer').message) }),
-      }),
-      changePolicy: assign({ policy: ({ context, event }) => PolicySchema.parse({ ...context.policy, ...as(event, 'policy').policy }) }),
-      rejectPolicy: emit(({ context, event }) => act.rejectPolicy(agent, context, event)),
-      rejectEvent: emit(({ event, self }) => ({
-        type: 'event.rejected' as const,
-        event: String(event.type).slice(0, 100),
-        reason:
-          externalEventProblem(event) ??
-          (event.type === 'operation.resume' && event.operation === APPROVALS_OPERATION
-            ? approvalResumeProblem(event)
-            : null) ??
-          (event.type === 'operation.resume' && self.getSnapshot().context.operations.waiting
-            ? (verdictOf(agent, self.getSnapshot().context, event) as { reason: string }).reason
-            : `not accepted now (the agent is ${JSON.stringify(self.getSnapshot().value)})`),
-      })),
-      emitTextDelta: emit(({ context, event }) => act.emitTextDelta(agent, context, event)),
-      /** A model call starts: its attempt is counted (stored before it runs); a later one voids the text before it. */
-      startAttempt: enqueueActions(({ context, enqueue }, reason: 'retry' | 'resumed') => {
-        const attempt = nextAttempt(context.attempt, modelKey(context));
-        enqueue.assign({ attempt });
-        if (attempt.attempt === 1) return;
-        const turn = context.brain.context.turnsTaken + 1;
-        const voided = attempt.attempt - 1;
-        enqueue.emit({ type: 'text.retracted', id: deliveryIds.retracted(context.runIndex, turn, voided), turn, attempt: voided, reason });
-      }),
-      emitRetry: emit(({ context, event }) => act.emitRetry(agent, context, event)),
-      finishRun: assign(({ context, event }) => act.finishRun(agent, context, event)),
-      emitRunFinished: emit(({ context, event }) => act.emitRunFinished(agent, context, event)),
-    },
-  }).createMachine({
-    id: 'agent',
-    context: ({ input }) =>
+  const machine = driver
+    .createMachine({
+      ...chart,
+      id: 'agent',
       // A stored state comes from outside: checked as a persisted snapshot is.
-      input?.stored
-        ? restoredContext(agent, input.stored)
-        : freshAgentContext({
-            sessionId: input?.sessionId ?? 'session',
-            // A starting conversation from outside: checked as the brain's own facade checks it.
-            history: input?.history === undefined ? [] : parseHistory(input.history),
-            policy: input?.policy ? checkedPolicy(input.policy, pruning) : defaultPolicy,
-            queued: input?.prompt === undefined ? null : asUserMessage(input.prompt),
-          }),
-    initial: 'Idle',
-    on: {
-      policy: [{ guard: and(['wellFormed', 'policyAcceptable']), actions: 'changePolicy' }, { actions: 'rejectPolicy' }],
-      // A decision outside a run is refused as a decision (the trace records why), never taken.
-      approve: [{ guard: 'wellFormed', actions: 'recordDecision' }, { actions: 'rejectEvent' }],
-      deny: [{ guard: 'wellFormed', actions: 'recordDecision' }, { actions: 'rejectEvent' }],
-      'doubt.decide': [{ guard: 'wellFormed', actions: 'decideDoubt' }, { actions: 'rejectEvent' }],
-      'telemetry.traced': [{ guard: 'fromTelemetry', actions: 'recordTrace' }, { actions: 'rejectEvent' }],
-      // Whatever no state took: refused, reported, nothing changed.
-      ...Object.fromEntries(externalEventTypes.filter((type) => !['policy', 'approve', 'deny', 'doubt.decide'].includes(type)).map((type) => [type, { actions: 'rejectEvent' }])),
-      '*': { guard: 'unknownExternal', actions: 'rejectEvent' },
-    },
-    states: {
-      Idle: {
-        always: { guard: 'promptQueued', target: 'Running', actions: ['beginRun', 'emitRunStarted', { type: 'trace', params: 'run.started' }] },
-        on: {
-          input: { guard: 'wellFormed', target: 'Running', actions: ['beginRun', 'emitRunStarted', { type: 'trace', params: 'run.started' }] },
-          // Nothing to continue is not an error: a session opened at rest is resumed as a matter of course.
-          resume: [
-            { guard: and(['wellFormed', 'runInFlight']), target: 'Running', actions: { type: 'trace', params: 'run.resumed' } },
-            { guard: 'wellFormed' },
-          ],
-          rewind: { guard: and(['wellFormed', 'rewindable']), actions: 'rewindBrain' },
-        },
-      },
-      Running: {
-        // One IO actor per run: it runs every side effect through the executor. An idle session has none.
-        invoke: { id: 'io', src: 'io' },
-        initial: 'Start',
-        on: {
-          cancel: [
-            // A hook in flight gets its grace (its signal aborts at once) to return what it received.
-            { guard: and(['wellFormed', 'hookInFlight', 'cancelWaits']), target: '.Cancelling', actions: ['abortIo', 'recordCancelGrace'] },
-            { guard: 'wellFormed', target: '.Start', actions: ['abortIo', 'cancelRun'] },
-          ],
-          seal: { guard: 'wellFormed', target: '.Start', actions: ['abortIo', 'sealRun'] },
-          steer: [{ guard: and(['wellFormed', 'steersChild']), actions: 'forwardToChild' }, { guard: 'wellFormed', actions: 'steerRun' }],
-          // A raise while the run goes: the limits it names hold for the rest of the run.
-          'budget.raise': [{ guard: and(['wellFormed', 'raiseRefused']), actions: 'refuseRaise' }, { guard: 'wellFormed', actions: 'raiseBudget' }],
-          // A user message sent while a run goes is steering: delivered at the next coherent point.
-          input: { guard: 'wellFormed', actions: 'steerRun' },
-          approve: { guard: 'wellFormed', actions: ['recordDecision', 'forwardToChild', { type: 'trace', params: 'approval.decided' }] },
-          deny: { guard: 'wellFormed', actions: ['recordDecision', 'forwardToChild', { type: 'trace', params: 'approval.decided' }] },
-          'doubt.decide': { guard: 'wellFormed', actions: 'decideDoubt' },
-          // The same decision as the approvals operation's resume: `{ operation: 'approvals', payload }`.
-          'operation.resume': { guard: and(['wellFormed', 'approvalResume']), actions: ['recordDecision', 'forwardToChild', { type: 'trace', params: 'approval.decided' }] },
-          'io.subagent': { guard: 'currentBatch', actions: 'acceptSubagentReport' },
-          'io.textDelta': { guard: 'currentModelCall', actions: 'emitTextDelta' },
-          'io.retry': { guard: 'currentModelCall', actions: [{ type: 'startAttempt', params: 'retry' }, 'emitRetry', { type: 'trace', params: 'model.retry' }] },
-        },
-        states: {
-          /** Asks the brain; the policy is re-read here on every step. */
-          Start: {
-            always: [
-              // A guardrail check in progress (restored, or just opened) is decided before anything else.
-              { guard: 'guardOpen', target: 'Guarding' },
-              // A run about to end by maxTurns or a budget first asks for its answer (output schema, finalOutputCall).
-              { guard: 'finalCallDue', target: 'Start', reenter: true, actions: 'beginFinalCall' },
-              // Budgets are checked between steps: going past one seals the run (seed 004).
-              { guard: 'runOverBudget', target: 'Start', reenter: true, actions: 'sealOverBudget' },
-              // ...or, for a kind configured to pause, waits for a raise.
-              { guard: 'budgetPaused', target: 'BudgetPaused' },
-              // An operation yielded: the run waits for it, also after a restore.
-              { guard: 'operationWaiting', target: 'AwaitingOperation' },
-              // A hook point in progress (after a reply, or a restored one) goes on where it was.
-              { guard: 'pointOpen', target: 'Operating' },
-              // A prompt part that throws or is no string fails the run, naming its operation.
-              { guard: 'promptFails', target: 'Start', reenter: true, actions: 'failOperation' },
-              // Pruning comes before any decision, so it always runs before summarizing.
-              { guard: 'extrasChanged', target: 'Start', reenter: true, actions: 'refreshExtras' },
-              { guard: 'shouldPrune', target: 'Start', reenter: true, actions: ['emitPruned', { type: 'trace', params: 'prune' }, 'prune'] },
-              // Input guardrails judge the run's input before anything reaches the model.
-              { guard: and(['callLLM', 'inputGuardDue']), target: 'Guarding', actions: 'openInputCheck' },
-              // The run's first model call is preceded by its toolset step (only with tool sources).
-              { guard: and(['callLLM', 'toolsetDue']), target: 'ListingTools' },
-              { guard: and(['callLLM', 'beforeModelCallDue']), target: 'Operating', actions: { type: 'openPoint', params: 'beforeModelCall' } },
-              { guard: 'callLLM', target: 'AwaitingModel', actions: 'takeStep' },
-              // The same batch again and again: noted instead of run, then sealed (before operations and approvals see it).
-              { guard: and(['callTools', 'repetitionSeals']), target: 'Start', reenter: true, actions: 'sealRepetition' },
-              { guard: and(['callTools', 'repetitionNoted']), target: 'Start', reenter: true, actions: 'noteRepetition' },
-              { guard: and(['callTools', 'beforeToolsDue']), target: 'Operating', actions: { type: 'openPoint', params: 'beforeTools' } },
-              // Without approvals configured, a batch goes straight to work (no approval region).
-              { guard: and(['callTools', 'noApprovalsConfigured']), target: 'AwaitingTools.Executing' },
-              { guard: 'callTools', target: 'AwaitingTools' },
-              { guard: 'compact', target: 'AwaitingCompaction', actions: 'takeStep' },
-              { target: '#agent.Terminal', actions: 'takeStep' },
-            ],
-          },
-          /** Past a limit that pauses: waits for a raise that lifts it (the same run goes on) or a seal. */
-          BudgetPaused: {
-            entry: ['markPaused', 'emitBudgetPaused'],
-            // A provider's usage limit: the same model call again at the stored time.
-            after: { usageLimitWait: { guard: 'usageLimited', target: 'AwaitingModel', actions: 'liftUsageLimit' } },
-            on: {
-              // Restored while waiting for that time: the timer is armed again from the stored time.
-              'io.attached': { guard: 'usageLimited', target: 'BudgetPaused', reenter: true },
-              'budget.raise': [
-                { guard: and(['wellFormed', 'usageLimited']), target: 'AwaitingModel', actions: 'raiseBudget' },
-                { guard: and(['wellFormed', 'raiseRefused']), actions: 'refuseRaise' },
-                { guard: 'wellFormed', target: 'Start', actions: 'raiseBudget' },
-              ],
-              'operation.resume': [
-                { guard: and(['wellFormed', 'budgetResume', 'usageLimited']), target: 'AwaitingModel', actions: 'raiseBudget' },
-                { guard: and(['wellFormed', 'budgetResume', 'raiseRefused']), actions: 'refuseRaise' },
-                { guard: and(['wellFormed', 'budgetResume']), target: 'Start', actions: 'raiseBudget' },
-              ],
-            },
-          },
-          /** Operations run at a hook point, in list order; each declines, applies effects, or yields. */
-          Operating: {
-            entry: 'requestOperations',
-            always: [
-              { guard: 'operationWaiting', target: 'AwaitingOperation' },
-              { guard: 'pointOpen' },
-              { target: 'Start' },
-            ],
-            on: {
-              'io.attached': { actions: 'requestOperations' },
-              'io.operated': { guard: 'currentPoint', actions: 'applyOperated' },
-              'io.failed': { guard: 'currentPoint', target: 'Start', actions: 'failOperation' },
-            },
-          },
-          /** Cancelled while a hook ran: waits for its answer (kept) for the grace period, then the run ends. */
-          Cancelling: {
-            after: { cancelGrace: { target: 'Start', actions: 'cancelRun' } },
-            on: {
-              'io.operated': { guard: 'currentPoint', target: 'Start', actions: ['keepOperatedState', 'cancelRun'] },
-              'io.failed': { guard: 'currentPoint', target: 'Start', actions: 'cancelRun' },
-              // A second cancel does not wait.
-              cancel: { guard: 'wellFormed', target: 'Start', actions: 'cancelRun' },
-            },
-          },
-          /** An operation yielded: the run waits here for `operation.resume` (the context names the operation). */
-          AwaitingOperation: {
-            entry: 'emitOperationYielded',
-            on: {
-              'operation.resume': [
-                { guard: and(['wellFormed', 'resumeRefused']), actions: 'rejectEvent' },
-                { guard: and(['wellFormed', 'resumeFailed']), target: 'Start', actions: 'failOperation' },
-                { guard: 'wellFormed', target: 'Start', actions: 'applyResume' },
-              ],
-            },
-          },
-          /** Guardrails judge the run's input or its final answer, in parallel; each verdict is kept as it comes (see guardrails.ts). */
-          Guarding: {
-            entry: 'requestGuardrails',
-            always: [
-              { guard: 'guardUndecided' },
-              { guard: 'guardTripped', target: 'Start', actions: ['abortIo', 'settleGuard'] },
-              { target: 'Start', actions: 'settleGuard' },
-            ],
-            on: {
-              'io.attached': { actions: 'requestGuardrails' },
-              'io.guarded': { guard: 'currentGuardCheck', actions: 'recordGuardVerdict' },
-              'io.failed': { guard: 'currentGuardCheck', target: 'Start', actions: ['abortIo', 'failGuardrail'] },
-            },
-          },
-          /** Lists the run's tool sources once; the run offers and accepts what this step records. */
-          ListingTools: {
-            entry: 'requestToolset',
-            on: {
-              'io.attached': { actions: 'requestToolset' },
-              'io.listed': { guard: 'currentToolset', target: 'Start', actions: 'recordOffered' },
-              'io.failed': { guard: 'currentToolset', target: 'Start', actions: { type: 'failWith', params: 'ModelError' } },
-            },
-          },
-          AwaitingModel: {
-            entry: [{ type: 'startAttempt', params: 'resumed' }, 'requestModel'],
-            on: {
-              'io.attached': { actions: [{ type: 'startAttempt', params: 'resumed' }, 'requestModel'] },
-              // A reply that would complete the run is held for the output guardrails.
-              'io.replied': [
-                { guard: and(['currentModelCall', 'outputGuardDue']), target: 'Guarding', actions: 'holdReply' },
-                { guard: 'currentModelCall', target: 'Start', actions: ['acceptReply', 'emitTurnFinished', 'emitOutputRejected'] },
-              ],
-              'io.failed': [
-                // A prompt part or request rewrite that failed on the way out is the operation's failure.
-                { guard: and(['currentModelCall', 'operationFailure']), target: 'Start', actions: 'failOperation' },
-                // After the model's own retries: the next model of the list takes the same call.
-                { guard: and(['currentModelCall', 'fallsBack']), actions: ['fallBack', { type: 'trace', params: 'model.fallback' }, { type: 'startAttempt', params: 'retry' }, 'requestModel'] },
-                // ...or, with pauseOnUsageLimit, a provider's limit with a retry time waits for it.
-                { guard: and(['currentModelCall', 'usageLimitPauses']), target: 'BudgetPaused', actions: 'pauseOnUsageLimit' },
-                { guard: 'currentModelCall', target: 'Start', actions: { type: 'failWith', params: 'ModelError' } },
-              ],
-            },
-          },
-          AwaitingTools: {
-            initial: 'Routing',
-            always: [
-              { guard: and(['batchComplete', 'handsOff']), target: 'HandingOff', actions: ['handOff', 'acceptToolResults'] },
-              { guard: 'batchComplete', target: 'Start', actions: 'acceptToolResults' },
-            ],
-            on: {
-              'io.toolStarted': { guard: 'currentBatch', actions: 'emitToolStarted' },
-              'io.toolFinished': { guard: 'currentBatch', actions: ['journalToolResult', 'emitToolFinished'] },
-              'io.failed': { guard: 'currentBatch', target: 'Start', actions: { type: 'failWith', params: 'ToolError' } },
-            },
-            states: {
-              /** The approval region is entered only when a call of this batch may need a decision. */
-              Routing: {
-                always: [
-                  { guard: 'needsApprovalCheck', target: 'CheckingApprovals' },
-                  // A restored batch whose calls still wait goes straight back to waiting.
-                  { guard: 'someoneWaiting', target: 'Working' },
-                  { guard: 'someoneInDoubt', target: 'Working' },
-                  { target: 'Executing' },
-                ],
-              },
-              Executing: {
-                entry: ['announceBatch', { type: 'requestTools', params: false }],
-                on: {
-                  'io.attached': { actions: { type: 'requestTools', params: true } },
-                  // A call found in doubt: the batch waits for a person beside the calls that run (see Working.Doubt).
-                  'io.toolInDoubt': { guard: 'currentBatch', target: 'Working', actions: 'markInDoubt' },
-                },
-              },
-              CheckingApprovals: {
-                entry: 'requestApprovals',
-                on: {
-                  'io.attached': { actions: 'requestApprovals' },
-                  'io.approvalsChecked': { guard: 'currentApprovalCheck', target: 'Working', actions: 'awaitApproval' },
-                  'io.failed': [
-                    { guard: and(['currentApprovalCheck', 'policyFailure']), target: '#agent.Running.Start', actions: { type: 'failWith', params: 'ToolPolicyError' } },
-                    { guard: 'currentApprovalCheck', target: '#agent.Running.Start', actions: { type: 'failWith', params: 'ToolError' } },
-                  ],
-                },
-              },
-              /** Calls that may run do, while calls that need a human wait for a decision. */
-              Working: {
-                type: 'parallel',
-                on: {
-                  // A decision may make a call runnable while others still run: hand it over at once.
-                  approve: {
-                    guard: 'wellFormed',
-                    actions: ['recordDecision', 'forwardToChild', { type: 'trace', params: 'approval.decided' }, { type: 'requestTools', params: true }],
-                  },
-                  deny: { guard: 'wellFormed', actions: ['recordDecision', 'forwardToChild', { type: 'trace', params: 'approval.decided' }] },
-                  'operation.resume': {
-                    guard: and(['wellFormed', 'approvalResume']),
-                    actions: ['recordDecision', 'forwardToChild', { type: 'trace', params: 'approval.decided' }, { type: 'requestTools', params: true }],
-                  },
-                  'doubt.decide': { guard: 'wellFormed', actions: ['decideDoubt', { type: 'requestTools', params: true }] },
-                },
-                states: {
-                  Execution: {
-                    initial: 'Executing',
-                    states: {
-                      Executing: {
-                        entry: { type: 'requestTools', params: true },
-                        always: { guard: 'nothingRunnable', target: 'Paused' },
-                        on: { 'io.attached': { actions: { type: 'requestTools', params: true } } },
-                      },
-                      /** Nothing may run now; an approval makes a call runnable again. */
-                      Paused: { always: { guard: 'callsRunnable', target: 'Executing' } },
-                    },
-                  },
-                  Approval: {
-                    initial: 'Checking',
-                    states: {
-                      Checking: { always: [{ guard: 'nothingWaiting', target: 'Settled' }, { target: 'AwaitingApproval' }] },
-                      /** The run yields here until every waiting call has a decision (approve / deny events). */
-                      AwaitingApproval: {
-                        entry: ['emitApprovalRequested', 'emitApprovalYielded', { type: 'trace', params: 'approval.requested' }],
-                        always: { guard: 'nothingWaiting', target: 'Settled' },
-                      },
-                      // A restored decision that did not prove itself puts its call back to wait: asked again.
-                      Settled: { always: { guard: 'someoneWaiting', target: 'AwaitingApproval' } },
-                    },
-                  },
-                  /** Calls started before a restart with no result, of tools that ask (see in-doubt.ts): the run waits for a person's decision. */
-                  Doubt: {
-                    initial: 'Checking',
-                    on: { 'io.toolInDoubt': { guard: 'currentBatch', target: '.AwaitingDecision', reenter: true, actions: 'markInDoubt' } },
-                    states: {
-                      Checking: { always: [{ guard: 'nothingInDoubt', target: 'Clear' }, { target: 'AwaitingDecision' }] },
-                      AwaitingDecision: { entry: 'emitInDoubt', always: { guard: 'nothingInDoubt', target: 'Clear' } },
-                      Clear: {},
-                    },
-                  },
-                },
-              },
-            },
-          },
-          /** A transfer call of the batch succeeded: the agent it names speaks from the next step on. */
-          HandingOff: { entry: 'emitHandoff', always: { target: 'Start' } },
-          AwaitingCompaction: {
-            entry: 'requestCompaction',
-            on: {
-              'io.attached': { actions: 'requestCompaction' },
-              'io.compacted': { guard: 'currentCompaction', target: 'Start', actions: ['acceptCompaction', 'emitCompactionFinished'] },
-              'io.failed': { guard: 'currentCompaction', target: 'Start', actions: { type: 'failWith', params: 'CompactionError' } },
-            },
-          },
-        },
-      },
-      /** The run ended: apply its exit to the conversation and report it. */
-      Terminal: {
-        entry: ['finishRun', 'emitRunFinished', { type: 'trace', params: 'run.finished' }],
-        always: [{ guard: 'singleRun', target: 'Done' }, { target: 'Idle' }],
-      },
-      Done: { type: 'final' },
-    },
-    output: ({ context }) => outputOf(context)!,
-  });
+      context: ({ input }) => initialContext(agent, input),
+      output: ({ context }) => outputOf(context)!,
+    })
+    .provide(implementationsOf(agent));
   return hardened(machine, agent, agent.io);
 }
 

@@ -6,7 +6,7 @@
 import { conversationOf, feedBrain, pendingCalls } from './brain-state.js';
 
 import { type CompiledAgent } from './compile.js';
-import { afterReply, answerOf, approvalKey, as, compactionKey, conversation, extrasFor, guardVerdict, handoffOf, modelKey, offeredTools, overBudget, overrun, ownModel, ownOffered, policyProblem, repeated, replyApplied, resetBatch, speakerView, stopRun, undecided, verdictOf, type AgentEvent } from './driver-rules.js';
+import { afterReply, answerOf, approvalKey, as, batchKey, compactionKey, conversation, extrasFor, guardVerdict, handoffOf, modelKey, offeredTools, overBudget, overrun, ownModel, ownOffered, policyProblem, repeated, replyApplied, resetBatch, runnable, speakerView, stopRun, toolsetKey, undecided, verdictOf, type AgentEvent } from './driver-rules.js';
 import { APPROVALS_OPERATION, approvalEventOf } from './approval-events.js';
 import { decisionFor, deniedResult, takeDecision } from './approvals.js';
 import { requestFor } from './approval-binding.js';
@@ -23,7 +23,7 @@ import { interruptedStep, keepSteering, runCancelHooks } from './cancel-rules.js
 import { fallbackAfter, startModels, totalCost, usageCosts } from './fallback.js';
 import { repetitionNote, type RepetitionVerdict } from './repetition.js';
 
-import { deliveryIds } from './delivery.js';
+import { deliveryIds, nextAttempt } from './delivery.js';
 import { externalEventProblem } from './events.js';
 import { type IoRequest } from './io.js';
 
@@ -490,4 +490,29 @@ export function emitRunFinished(agent: CompiledAgent, context: AgentContext, eve
     sessionUsage: context.sessionUsage,
     ...(sessionCostUsd !== undefined && { sessionCostUsd }),
   };
+}
+
+/** Hands the runnable calls to the IO; `announce`: the IO reports each start (else the chart did, see announceBatch). */
+export function requestTools(agent: CompiledAgent, context: AgentContext, announce: boolean): IoRequest {
+  return {
+    type: 'tools',
+    key: batchKey(context),
+    turn: context.brain.context.turnsTaken,
+    sessionId: context.sessionId,
+    calls: runnable(agent, context),
+    batch: pendingCalls(context.brain),
+    conversation: conversation(context),
+    announce,
+    offered: agent.hasSources && context.offered ? { key: toolsetKey(context), definitions: context.offered.definitions } : null,
+    doubt: context.doubt,
+  };
+}
+
+/** A model call starts: its attempt is counted (stored before it runs); a later one voids the text before it. */
+export function startAttempt(_agent: CompiledAgent, context: AgentContext, reason: 'retry' | 'resumed'): Effect[] {
+  const attempt = nextAttempt(context.attempt, modelKey(context));
+  if (attempt.attempt === 1) return [{ assign: { attempt } }];
+  const turn = context.brain.context.turnsTaken + 1;
+  const voided = attempt.attempt - 1;
+  return [{ assign: { attempt } }, { emit: { type: 'text.retracted', id: deliveryIds.retracted(context.runIndex, turn, voided), turn, attempt: voided, reason } }];
 }

@@ -10,7 +10,10 @@ import { conversationOf, feedBrain, type BrainState } from './brain-state.js';
 import { activeMs, limitsOf, pausesOn, raiseOf, raiseProblem } from './budget-pause.js';
 import { budgetOverrun, type BudgetOverrun } from './budget.js';
 import type { CompiledAgent, Offered } from './compile.js';
-import { parseAgentContext, type AgentContext } from './context.js';
+import { freshAgentContext, parseAgentContext, type AgentContext } from './context.js';
+import type { AgentInput } from './actor-types.js';
+import { checkedPolicy } from './compile.js';
+import { parseHistory } from '../brain/history.js';
 import type { ExternalEvent } from './events.js';
 import { activeModelProblem, bookUsage, totalCost } from './fallback.js';
 import * as guard from './guardrails.js';
@@ -24,7 +27,7 @@ import type { OperationError } from './operation.js';
 import { pendingPrune, pruneLineProblem } from './pruning.js';
 import { repetitionVerdict, type RepetitionVerdict } from './repetition.js';
 import { systemTokens } from './request-size.js';
-import { applyReply, batchResults, brainPolicy, interruptBatch, overruleOutcome } from './run-rules.js';
+import { applyReply, asUserMessage, batchResults, brainPolicy, interruptBatch, overruleOutcome } from './run-rules.js';
 import { finalCallPolicy, finalCallReason, judgeAnswer, settleAnswer, type AnswerStep } from './structured-output.js';
 import type { TelemetryEvent } from './trace-marks.js';
 
@@ -267,3 +270,17 @@ export const verdictOf = (agent: CompiledAgent, context: AgentContext, event: Ag
   return verdict;
 };
 
+
+/**
+ * The context an actor starts from: a stored state checked as a persisted snapshot is, or a
+ * fresh one whose starting conversation is checked as the brain's own facade checks it.
+ */
+export const initialContext = (agent: CompiledAgent, input: AgentInput | void): AgentContext =>
+  input?.stored
+    ? restoredContext(agent, input.stored)
+    : freshAgentContext({
+        sessionId: input?.sessionId ?? 'session',
+        history: input?.history === undefined ? [] : parseHistory(input.history),
+        policy: input?.policy ? checkedPolicy(input.policy, agent.pruning) : agent.defaultPolicy,
+        queued: input?.prompt === undefined ? null : asUserMessage(input.prompt),
+      });
