@@ -196,7 +196,7 @@ export function requestGuardrails(agent: CompiledAgent, context: AgentContext, e
   return out;
 }
 
-  /** The check is decided (guardrails.ts): the input passes or trips; an output check's held reply is applied, with feedback, or trips. */
+/** The check is decided (guardrails.ts): the input passes or trips; an output check's held reply is applied, with feedback, or trips. */
 export function settleGuard(agent: CompiledAgent, context: AgentContext, event: AgentEvent): Effect[] {
   const out: Effect[] = [];
   const outcome = guardVerdict(agent, context) as Exclude<guard.GuardOutcome, { type: 'open' }>;
@@ -238,13 +238,13 @@ export function requestModel(agent: CompiledAgent, context: AgentContext, event:
   };
 }
 
-  // The run's first estimate counted the agent's own tools: the listed ones join the measure now.
+// The run's first estimate counted the agent's own tools: the listed ones join the measure now.
 export function recordOffered(agent: CompiledAgent, context: AgentContext, event: AgentEvent): Partial<AgentContext> {
   const { definitions } = as(event, 'io.listed').output;
   return { offered: { definitions }, brain: withListedTools(context.brain, definitions) };
 }
 
-  /** A person's decision for a call in doubt, bound to the call as shown; a refused one changes nothing. */
+/** A person's decision for a call in doubt, bound to the call as shown; a refused one changes nothing. */
 export function decideDoubt(agent: CompiledAgent, context: AgentContext, event: AgentEvent): Effect[] {
   const out: Effect[] = [];
   const { toolCallId, action, by, reason, digest } = as(event, 'doubt.decide');
@@ -262,11 +262,11 @@ export function decideDoubt(agent: CompiledAgent, context: AgentContext, event: 
   return out;
 }
 
-  /**
-   * A new batch, on the common path: every call shows up in a UI's trace at once. Calls answered
-   * up front (an unknown tool, past the per-reply limit) start and finish here; the others start,
-   * handed to the IO in the same step.
-   */
+/**
+ * A new batch, on the common path: every call shows up in a UI's trace at once. Calls answered
+ * up front (an unknown tool, past the per-reply limit) start and finish here; the others start,
+ * handed to the IO in the same step.
+ */
 export function announceBatch(agent: CompiledAgent, context: AgentContext, event: AgentEvent): Effect[] {
   const out: Effect[] = [];
   for (const { call, result } of batchResults(context, agent.maxCalls)) {
@@ -302,7 +302,7 @@ export function requestCompaction(agent: CompiledAgent, context: AgentContext, e
   };
 }
 
-  /** A decision or steer for a child run goes down to the call that runs it (see `routedEvent`). */
+/** A decision or steer for a child run goes down to the call that runs it (see `routedEvent`). */
 export function forwardToChild(agent: CompiledAgent, context: AgentContext, event: AgentEvent): Effect[] {
   const out: Effect[] = [];
   const routable = (approvalEventOf(event) ?? event) as RoutableEvent;
@@ -310,7 +310,7 @@ export function forwardToChild(agent: CompiledAgent, context: AgentContext, even
   return out;
 }
 
-  /** A child's wait for a human, and its refusal of a decision, show at the parent (qualified ids); its usage joins the run once. */
+/** A child's wait for a human, and its refusal of a decision, show at the parent (qualified ids); its usage joins the run once. */
 export function acceptSubagentReport(agent: CompiledAgent, context: AgentContext, event: AgentEvent): Effect[] {
   const out: Effect[] = [];
   const { callId, report } = as(event, 'io.subagent');
@@ -429,7 +429,7 @@ export function fallBack(agent: CompiledAgent, context: AgentContext, event: Age
   return out;
 }
 
-  /** Seed 003: operations keep what the interrupted step received, calls are answered once, the run ends Cancelled. */
+/** Seed 003: operations keep what the interrupted step received, calls are answered once, the run ends Cancelled. */
 export function cancelRun(agent: CompiledAgent, context: AgentContext, event: AgentEvent): Effect[] {
   const out: Effect[] = [];
   const turn = context.brain.context.turnsTaken;
