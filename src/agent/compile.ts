@@ -2,7 +2,7 @@ import { InvalidConfigError } from '../errors.js';
 import type { ToolDefinition } from '../model.js';
 import { PolicySchema, type Message, type Policy, type PolicyInput } from '../schemas.js';
 import { estimateMessageTokens } from '../tokens.js';
-import { ToolSet } from '../tools/define-tool.js';
+import { hasApprovalRule, ToolSet } from '../tools/define-tool.js';
 import { ListingCache } from '../tools/offered-tools.js';
 import { DEFAULT_TOOL_CONCURRENCY } from '../tools/run-tools.js';
 import { AgentTracing } from './agent-tracing.js';
@@ -114,7 +114,7 @@ export function compileAgent(config: AgentConfig): CompiledAgent {
   const tools = new ToolSet(team ? team.tools : [...(config.tools ?? []), ...shared]);
   const toolPolicy = planToolPolicies(config);
   const guardrails = planGuardrails(config.guardrails);
-  const gated = [...tools].some((tool) => tool.needsApproval !== undefined && tool.needsApproval !== false) || toolPolicy !== null;
+  const gated = [...tools].some(hasApprovalRule) || toolPolicy !== null;
   // Approvals are the built-in approval-like operation, checked after the beforeTools point.
   if (gated) approvalsOrderProblem(plan);
   const usageLimit = usageLimitRule(config.pauseOnUsageLimit);

@@ -5,6 +5,7 @@
  */
 import { InvalidSnapshotError } from '../errors.js';
 import { PolicySchema, type Message, type Outcome, type PolicyInput, type ToolCall } from '../schemas.js';
+import { hasApprovalRule } from '../tools/define-tool.js';
 import { decisionFor, isWaiting, restoredApprovals } from './approvals.js';
 import { conversationOf, feedBrain, type BrainState } from './brain-state.js';
 import { activeMs, limitsOf, pausesOn, raiseOf, raiseProblem } from './budget-pause.js';
@@ -149,8 +150,8 @@ export const undecided = (agent: CompiledAgent, context: AgentContext): ToolCall
         if (decisionFor(context.approvals, call) || context.approvals.waiting.includes(call.id)) return false;
         // With a policy every call is asked once (its verdict recorded); else only calls with a rule.
         if (agent.toolPolicy) return !(context.policyChecked ?? []).includes(call.id);
-        const rule = agent.tools.get(call.name)?.needsApproval;
-        return rule !== undefined && rule !== false;
+        const tool = agent.tools.get(call.name);
+        return tool !== undefined && hasApprovalRule(tool);
       })
     : [];
 

@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { LoopchartError } from '../errors.js';
 import { jsonValueProblem } from '../json-value.js';
 import { ToolMessageSchema, type ToolCall, type ToolMessage } from '../schemas.js';
+import { hasApprovalRule } from '../tools/define-tool.js';
 import { bindingRefusal, digestOf, provenDecisions, requestFor, type ApprovalRequest } from './approval-binding.js';
 import { keyedByModel, type DecisionState, type Refusal } from './approvals.js';
 import { pendingCalls } from './brain-state.js';
@@ -85,7 +86,7 @@ export interface DoubtEvent {
 export function inDoubtPolicy(tool: { inDoubt?: InDoubtPolicy | undefined; needsApproval?: unknown } | undefined): InDoubtPolicy {
   if (!tool) return 'rerun';
   if (tool.inDoubt) return tool.inDoubt;
-  return tool.needsApproval !== undefined && tool.needsApproval !== false ? 'ask' : 'rerun';
+  return hasApprovalRule(tool) ? 'ask' : 'rerun';
 }
 
 /**

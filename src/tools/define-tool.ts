@@ -122,6 +122,20 @@ export function defineTool(spec: ToolSpec<z.ZodType> | JsonSchemaToolSpec): Tool
   return tool;
 }
 
+/**
+ * Whether a tool has an approval rule (`needsApproval` true or a function): its calls may wait
+ * for a person. The one place that says so, for the chart, tool sources and in-doubt calls.
+ *
+ * @example
+ * ```ts
+ * hasApprovalRule({ needsApproval: () => true }); // true: a rule that decides per call
+ * hasApprovalRule({ needsApproval: false }); // false
+ * ```
+ */
+export function hasApprovalRule(tool: { needsApproval?: unknown }): boolean {
+  return tool.needsApproval !== undefined && tool.needsApproval !== false;
+}
+
 /** The validator and the schema the model sees, from whichever of `input` / `inputSchema` was given. */
 function toolInput(spec: ToolSpec<z.ZodType> | JsonSchemaToolSpec): { input: z.ZodType; inputSchema: Record<string, unknown> } {
   const given = spec as { input?: unknown; inputSchema?: unknown };

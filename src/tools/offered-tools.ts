@@ -1,5 +1,5 @@
 import type { ToolDefinition } from '../model.js';
-import { defineTool, ToolSet, type Tool } from './define-tool.js';
+import { defineTool, hasApprovalRule, ToolSet, type Tool } from './define-tool.js';
 import { InvalidToolError } from './errors.js';
 import type { ToolSource } from './tool-source.js';
 
@@ -31,7 +31,7 @@ export async function listSources(own: ToolSet, sources: readonly ToolSource[], 
   const listed = (await Promise.all(sources.map((source) => source.listTools(signal)))).flat();
   for (const tool of listed) {
     // The chart decides which calls need a human from the tools it was built with.
-    if (tool.needsApproval !== undefined && tool.needsApproval !== false) {
+    if (hasApprovalRule(tool)) {
       throw new InvalidToolError(tool.name, 'a tool from a tool source cannot need approval; give it in `tools` instead');
     }
   }
