@@ -444,16 +444,22 @@ export const acceptsFeed = (state: StateName, type: LoopEvent['type']): boolean 
  * from `loopTransitions` with XState's semantics (first enabled transition wins, guards read the
  * context before any action, exit actions run before the transition's own), and checked against
  * the statechart by a property test.
+ *
+ * `checked`: the caller has found no `feedProblem` with this context (as `feedRejection` does
+ * before every feed the driver makes), so `feedIsValid` holds without walking the payload again:
+ * a feed is validated once.
  */
 export function reduceLoop(
   state: StateName,
   context: LoopContext,
   event: LoopEvent,
+  checked = false,
 ): { value: StateName; context: LoopContext } | null {
   const candidates = loopTransitions[state][event.type];
   if (!candidates) return null;
   const args: GuardArgs = { context, event };
-  const chosen = candidates.find(({ guards }) => guards.every((guard) => loopGuards[guard](args)));
+  const holds = (guard: GuardName) => (checked && guard === 'feedIsValid') || loopGuards[guard](args);
+  const chosen = candidates.find(({ guards }) => guards.every(holds));
   if (!chosen) return null;
   const leaving = chosen.target !== undefined && chosen.target !== state;
   const actions = leaving && exitActions[state] ? [...exitActions[state], ...chosen.actions] : chosen.actions;

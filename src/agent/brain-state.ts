@@ -25,7 +25,7 @@ export const freshBrain = (history: Message[] = []): BrainState => ({
 export function feedBrain(brain: BrainState, event: LoopEvent): BrainState {
   const rejected = feedRejection(brain.value, brain.context, event);
   if (rejected) throw rejected;
-  return reduceLoop(brain.value, brain.context, event) ?? brain;
+  return reduceLoop(brain.value, brain.context, event, true) ?? brain;
 }
 
 /**
@@ -34,7 +34,7 @@ export function feedBrain(brain: BrainState, event: LoopEvent): BrainState {
  */
 export function feedOrFail(brain: BrainState, event: LoopEvent, errorType: FailureType): BrainState {
   const rejected = feedRejection(brain.value, brain.context, event);
-  if (!rejected) return reduceLoop(brain.value, brain.context, event) ?? brain;
+  if (!rejected) return reduceLoop(brain.value, brain.context, event, true) ?? brain;
   if (!(rejected instanceof InvalidFeedError)) throw rejected;
   return feedBrain(brain, { type: 'fail', error: { type: errorType, message: rejected.message } });
 }

@@ -5,7 +5,7 @@ import type { ModelReply, ToolDefinition, Usage } from '../model.js';
 import type { Message, Outcome, Policy, ToolCall, ToolMessage, UserMessage } from '../schemas.js';
 import { estimateTokens, estimateToolTokens } from '../tokens.js';
 import type { SideEffectOutputs } from './executor.js';
-import { calibrated, requestTokens } from './request-size.js';
+import { calibrated, messageListTokens, rememberAppend, requestTokens } from './request-size.js';
 import type { Failure, FailureType } from './failure.js';
 
 /**
@@ -56,7 +56,9 @@ export function applyReply(
   reply: ModelReply,
   tools: { definitions: readonly ToolDefinition[]; names: readonly string[] },
 ): Pick<RunState, 'brain' | 'runUsage' | 'sessionUsage'> {
-  const measured = requestTokens({ system: state.extrasTokens, messages: [...conversationOf(state.brain), reply.message], tools: tools.definitions });
+  const { history, pending } = state.brain.context;
+  // requestTokens over the conversation plus the reply, with the conversation's lists memoized.
+  const measured = state.extrasTokens + messageListTokens(history) + messageListTokens(pending) + estimateTokens([reply.message], tools.definitions);
   const tokens = calibrated(measured, reply.usage && reply.usage.inputTokens + reply.usage.outputTokens);
   const brain = feedOrFail(
     state.brain,
@@ -69,6 +71,7 @@ export function applyReply(
     },
     'ModelError',
   );
+  rememberAppend(brain.context.pending, pending);
   return { brain, runUsage: addUsage(state.runUsage, reply.usage), sessionUsage: addUsage(state.sessionUsage, reply.usage) };
 }
 
@@ -148,6 +151,7 @@ export function journalResult(journal: readonly ToolMessage[], result: ToolMessa
 export function applyToolResults(state: RunState, maxCalls: number): BrainState {
   const results = batchResults(state, maxCalls).map(({ result }) => result!);
   const brain = feedBrain(state.brain, { type: 'toolResults', messages: results });
+  rememberAppend(brain.context.pending, state.brain.context.pending);
   return feedBrain(brain, { type: 'setContextTokens', tokens: state.brain.context.contextTokens + estimateTokens(results) });
 }
 

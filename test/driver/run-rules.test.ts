@@ -3,7 +3,11 @@
  */
 import { describe, expect, it } from 'vitest';
 import { NO_APPROVALS } from '../../src/agent/approvals.js';
-import { feedBrain, freshBrain, type BrainState } from '../../src/agent/brain-state.js';
+import { conversationOf, feedBrain, freshBrain, type BrainState } from '../../src/agent/brain-state.js';
+import { requestTokens } from '../../src/agent/request-size.js';
+import { reduceLoop } from '../../machines/loop.machine.js';
+import { feedProblem } from '../../src/brain/feed-problems.js';
+import type { LoopEvent } from '../../src/brain/loop-events.js';
 import {
   NO_USAGE,
   applyPrune,
@@ -55,6 +59,45 @@ describe('applyReply', () => {
     const calls = [{ id: 'same', name: 'echo', args: {} }, { id: 'same', name: 'echo', args: {} }];
     const next = applyReply({ brain: start, toolJournal: [], approvals: NO_APPROVALS, runUsage: NO_USAGE, sessionUsage: NO_USAGE, extrasTokens: 0 }, { message: { role: 'assistant', content: '', toolCalls: calls }, finishReason: 'tool-calls' }, tools);
     expect(next.brain.context.outcome).toMatchObject({ type: 'Failed', error: { type: 'ModelError' } });
+  });
+});
+
+describe('the measure of a growing run', () => {
+  const definitions = [{ name: 'echo', description: 'Echoes.', inputSchema: { type: 'object' } }];
+  const echoTools = { definitions, names: ['echo'] };
+  const turn = (n: number) => ({ message: { role: 'assistant' as const, content: `step ${n}`, toolCalls: [{ id: `c${n}`, name: 'echo', args: { n } }] }, finishReason: 'tool-calls' as const });
+
+  it('stays the measure of the whole request, turn after turn, through steering and a pruned conversation', () => {
+    let state: RunState = { brain: startRun(freshBrain([{ role: 'user', content: 'earlier' }, { role: 'assistant', content: 'before' }]), { role: 'user', content: 'go' }, definitions, 5), toolJournal: [], approvals: NO_APPROVALS, runUsage: NO_USAGE, sessionUsage: NO_USAGE, extrasTokens: 5 };
+    for (let n = 1; n <= 30; n++) {
+      let brain = feedBrain(state.brain, { type: 'next', policy: DEFAULT_POLICY });
+      if (n % 7 === 0) brain = feedBrain(brain, { type: 'steer', message: { role: 'user', content: `steer ${n}` } });
+      state = { ...state, ...applyReply({ ...state, brain }, turn(n), echoTools) };
+      const sent = conversationOf(state.brain);
+      expect(state.brain.context.contextTokens).toBe(requestTokens({ system: 5, messages: sent, tools: definitions }));
+      state = { ...state, brain: applyToolResults({ ...state, toolJournal: [result(`c${n}`, 'x'.repeat(n))] }, 10) };
+      if (n === 20) state = { ...state, brain: applyPrune(state.brain, { messages: sent.map((m) => (m.role === 'tool' ? { ...m, content: 'pruned' } : m)).concat(state.brain.context.pending.at(-1)!), tokensSaved: 0 }) };
+    }
+  });
+});
+
+describe('feeding the brain', () => {
+  it('validates a feed once: the reducer takes the check feedBrain made', () => {
+    const brain = feedBrain(startRun(freshBrain(), { role: 'user', content: 'go' }, []), { type: 'next', policy: DEFAULT_POLICY });
+    let count = 0;
+    // The validation reads availableTools; the reducer reads it too, to pre-answer unknown tools.
+    const event = Object.defineProperty(
+      { type: 'modelResponse' as const, response: { role: 'assistant' as const, content: '', toolCalls: [{ id: 'c1', name: 'echo', args: {} }] }, contextTokens: 1 },
+      'availableTools',
+      { enumerable: true, get: () => (count++, ['echo']) },
+    ) as LoopEvent;
+    const reads = (feed: () => unknown) => ((count = 0), feed(), count);
+    const validation = reads(() => feedProblem(brain.context, event));
+    const reducer = reads(() => reduceLoop(brain.value, brain.context, event, true));
+    expect(validation).toBeGreaterThan(0);
+    expect(reads(() => reduceLoop(brain.value, brain.context, event))).toBe(validation + reducer);
+    expect(reads(() => feedBrain(brain, event))).toBe(validation + reducer);
+    expect(feedBrain(brain, event).value).toBe('AwaitingTools');
   });
 });
 
