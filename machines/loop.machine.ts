@@ -218,7 +218,7 @@ export const loopUpdates = {
   },
   appendToPending: (context, event) => {
     assertEvent(event, ['inject', 'steer']);
-    return { pending: [...context.pending, event.message] };
+    return { pending: context.pending.concat([event.message]) };
   },
   adoptEstimate: (_context, event) => {
     assertEvent(event, 'setContextTokens');
@@ -243,7 +243,8 @@ export const loopUpdates = {
   acceptReply: (context, event) => {
     assertEvent(event, 'modelResponse');
     return {
-      pending: [...context.pending, event.response],
+      // concat, not spread: the run's messages are copied once per turn, and concat is a block copy.
+      pending: context.pending.concat([event.response]),
       contextTokens: event.contextTokens,
       turnsTaken: context.turnsTaken + 1,
     };

@@ -74,6 +74,7 @@ const SAMPLE_WINDOWS = 32;
  */
 export function countTextTokens(text: string): number {
   if (text === '') return 0;
+  if (text.length <= SHORT_TEXT) return countShort(text);
   if (text.length <= EXACT_LIMIT) return countSegments(text);
   const step = (text.length - SEGMENT) / (SAMPLE_WINDOWS - 1);
   let sampledChars = 0;
@@ -88,6 +89,22 @@ export function countTextTokens(text: string): number {
 }
 
 /** Exact count, fed to the tokenizer in segments of at most SEGMENT characters. */
+/** Texts this short recur (tool names, small results, argument shapes): their counts are kept. */
+const SHORT_TEXT = 64;
+/** Bound on the kept counts; past it the table starts over (the texts are someone else's). */
+const SHORT_COUNTS_MAX = 4096;
+const shortCounts = new Map<string, number>();
+
+function countShort(text: string): number {
+  let tokens = shortCounts.get(text);
+  if (tokens === undefined) {
+    tokens = countO200k(text, PLAIN_TEXT);
+    if (shortCounts.size >= SHORT_COUNTS_MAX) shortCounts.clear();
+    shortCounts.set(text, tokens);
+  }
+  return tokens;
+}
+
 function countSegments(text: string): number {
   let tokens = 0;
   let start = 0;

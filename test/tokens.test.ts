@@ -7,6 +7,16 @@ import type { Message } from '../src/schemas.js';
 import { countTextTokens, estimateMessageTokens, estimateTokens, estimateToolTokens } from '../src/tokens.js';
 import { defineTool } from '../src/tools/define-tool.js';
 
+describe('countTextTokens on short texts', () => {
+  it('gives the exact count again and again, for more distinct texts than it keeps', () => {
+    const texts = Array.from({ length: 5_000 }, (_, i) => `{"path":"src/file-${i}.ts","line":${i * 7}}`);
+    for (const round of [1, 2]) {
+      for (const text of texts) expect(countTextTokens(text), `${text} (round ${round})`).toBe(countTokens(text));
+    }
+    expect(countTextTokens('echo')).toBe(countTokens('echo'));
+  });
+});
+
 describe('estimateTokens', () => {
   it('counts content with o200k plus 3 per message and 3 to prime the reply (OpenAI counting guide)', () => {
     const messages: Message[] = [
