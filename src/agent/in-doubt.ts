@@ -6,6 +6,7 @@ import { hasApprovalRule } from '../tools/define-tool.js';
 import { bindingRefusal, digestOf, provenDecisions, requestFor, type ApprovalRequest } from './approval-binding.js';
 import { keyedByModel, type DecisionState, type Refusal } from './approvals.js';
 import { pendingCalls } from './brain-state.js';
+import { innerKey } from './keys.js';
 
 /**
  * Tools in doubt (issue 26): a run that resumes and finds a call that was started and has no
@@ -94,12 +95,12 @@ export function inDoubtPolicy(tool: { inDoubt?: InDoubtPolicy | undefined; needs
  * first run keeps the call's own key; rerun n has keys of its own (a journal that recorded the
  * doubt does not answer it), while the tool always sees the call's key as its idempotency key.
  */
-export function startKeys(callKey: string, reruns: number): { marker: string; step: string } {
-  return reruns === 0 ? { marker: `${callKey}:started`, step: callKey } : { marker: `${callKey}:started-${reruns}`, step: `${callKey}:rerun-${reruns}` };
+export function startKeys(batchKey: string, call: string, reruns: number): { marker: string; step: string } {
+  return { marker: innerKey(batchKey, { kind: 'toolStart', call, rerun: reruns }), step: innerKey(batchKey, { kind: 'tool', call, rerun: reruns }) };
 }
 
 /** The journal batch holding a tool batch's start markers. */
-export const markerBatch = (batchKey: string): string => `${batchKey}:started`;
+export const markerBatch = (batchKey: string): string => innerKey(batchKey, { kind: 'toolStarts' });
 
 /**
  * Thrown through the executor in place of running a call whose start an earlier process

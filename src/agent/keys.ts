@@ -68,7 +68,7 @@ export function keyOf(parts: KeyParts): string {
     case 'guardCheck':
       return checkKey(parts);
     case 'guardrail':
-      return `${checkKey(parts)}:${parts.guardrail}`;
+      return innerKey(checkKey(parts), parts);
     case 'model':
     case 'tools':
     case 'compaction':
@@ -76,18 +76,50 @@ export function keyOf(parts: KeyParts): string {
     case 'point':
       return pointKey(parts, parts.hook);
     case 'operation':
-      return `${pointKey(parts, parts.hook)}:${parts.operation}`;
+      return innerKey(pointKey(parts, parts.hook), parts);
     case 'approvals':
       return `${turnKey(parts, 'tools')}:approvals`;
     case 'policy':
     case 'approval':
-      return `${turnKey(parts, 'tools')}:approvals:${parts.call}:${parts.kind}`;
+      return innerKey(keyOf({ ...turnOf(parts), kind: 'approvals' }), parts);
     case 'tool':
-      return `${turnKey(parts, 'tools')}:${parts.call}${parts.rerun === 0 ? '' : `:rerun-${parts.rerun}`}`;
     case 'toolStart':
-      return `${turnKey(parts, 'tools')}:${parts.call}:started${parts.rerun === 0 ? '' : `-${parts.rerun}`}`;
     case 'toolStarts':
-      return `${turnKey(parts, 'tools')}:started`;
+      return innerKey(turnKey(parts, 'tools'), parts);
+  }
+}
+
+/**
+ * What runs inside a step, relative to the step: a guardrail of a check, an operation at a
+ * point, a call's policy or approval check within the batch's approvals step, a call of a
+ * tool batch and its start marker, the batch's markers.
+ */
+export type InnerParts =
+  | { readonly kind: 'guardrail'; readonly guardrail: string }
+  | { readonly kind: 'operation'; readonly operation: string }
+  | { readonly kind: 'policy' | 'approval'; readonly call: string }
+  | { readonly kind: 'tool' | 'toolStart'; readonly call: string; readonly rerun: number }
+  | { readonly kind: 'toolStarts' };
+
+/**
+ * The key of a side effect inside the step whose key the IO was handed with its request: the
+ * same string `keyOf` makes from the whole parts (a test holds the two together).
+ */
+export function innerKey(stepKey: string, inner: InnerParts): string {
+  switch (inner.kind) {
+    case 'guardrail':
+      return `${stepKey}:${inner.guardrail}`;
+    case 'operation':
+      return `${stepKey}:${inner.operation}`;
+    case 'policy':
+    case 'approval':
+      return `${stepKey}:${inner.call}:${inner.kind}`;
+    case 'tool':
+      return `${stepKey}:${inner.call}${inner.rerun === 0 ? '' : `:rerun-${inner.rerun}`}`;
+    case 'toolStart':
+      return `${stepKey}:${inner.call}:started${inner.rerun === 0 ? '' : `-${inner.rerun}`}`;
+    case 'toolStarts':
+      return `${stepKey}:started`;
   }
 }
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { childSessionOf, keyOf, parseKey, runKeyOf, serviceKey, type KeyParts } from '../../src/agent/keys.js';
+import { childSessionOf, innerKey, keyOf, parseKey, runKeyOf, serviceKey, turnOf, type KeyParts } from '../../src/agent/keys.js';
 
 // Stored session rows, tool journals and Restate journals hold these strings: they are pinned
 // exactly, and each must read back as the parts it was built from.
@@ -44,6 +44,36 @@ describe('side-effect keys', () => {
     expect(serviceKey({ sessionId: 's', runIndex: 2 }, 3, 'tools')).toBe('s:run-2:turn-3:tools');
     expect(runKeyOf({ session: 's', run: 2 })).toBe('s:run-2:');
     expect(childSessionOf({ session: 'support-42', run: 1, turn: 1, call: 'call_7' })).toBe('support-42/run-1:turn-1:call_7');
+  });
+
+  it('builds a side effect inside a step from the step key the IO is handed, as keyOf does from the parts', () => {
+    const stepOf = (parts: KeyParts): KeyParts | null => {
+      switch (parts.kind) {
+        case 'guardrail':
+          return parts.stage === 'input' ? { kind: 'guardCheck', stage: 'input', session: parts.session, run: parts.run } : { kind: 'guardCheck', stage: 'output', ...turnOf(parts) };
+        case 'operation':
+          return { kind: 'point', hook: parts.hook, ...turnOf(parts) };
+        case 'policy':
+        case 'approval':
+          return { kind: 'approvals', ...turnOf(parts) };
+        case 'tool':
+        case 'toolStart':
+        case 'toolStarts':
+          return { kind: 'tools', ...turnOf(parts) };
+        default:
+          return null;
+      }
+    };
+    let inner = 0;
+    for (const [pinned] of PINNED) {
+      for (const parts of [pinned, awkward(pinned)]) {
+        const step = stepOf(parts);
+        if (!step) continue;
+        inner++;
+        expect(innerKey(keyOf(step), parts as Parameters<typeof innerKey>[1])).toBe(keyOf(parts));
+      }
+    }
+    expect(inner).toBe(2 * 12);
   });
 
   it('parses each key back to its parts', () => {

@@ -38,8 +38,8 @@ describe('in-doubt rules', () => {
   });
 
   it('each rerun has a start marker and a step of its own; the first keeps the call key', () => {
-    expect(startKeys('s:run-1:turn-1:tools:c1', 0)).toEqual({ marker: 's:run-1:turn-1:tools:c1:started', step: 's:run-1:turn-1:tools:c1' });
-    expect(startKeys('s:run-1:turn-1:tools:c1', 2)).toEqual({ marker: 's:run-1:turn-1:tools:c1:started-2', step: 's:run-1:turn-1:tools:c1:rerun-2' });
+    expect(startKeys('s:run-1:turn-1:tools', 'c1', 0)).toEqual({ marker: 's:run-1:turn-1:tools:c1:started', step: 's:run-1:turn-1:tools:c1' });
+    expect(startKeys('s:run-1:turn-1:tools', 'c1', 2)).toEqual({ marker: 's:run-1:turn-1:tools:c1:started-2', step: 's:run-1:turn-1:tools:c1:rerun-2' });
   });
 
   it('a decision binds to a call waiting in doubt: other calls, runs, digests and a second decision are refused', () => {

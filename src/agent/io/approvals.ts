@@ -2,6 +2,7 @@ import type { ToolCall } from '../../schemas.js';
 import { parseToolArguments } from '../../tools/own-arguments.js';
 import { checkedVerdict, decideCall, earlierCallsOf, type ToolPolicyPlan, type ToolPolicyVerdict } from '../tool-policy.js';
 import type { Handler, IoScope, PolicyVerdicts, RequestOf } from './protocol.js';
+import { innerKey } from '../keys.js';
 
 /**
  * The `approvals` request: which calls of a batch wait for a person. The tool policy is asked
@@ -34,7 +35,7 @@ export function approvalsHandler(io: IoScope): Handler<'approvals'> {
           const args = parseToolArguments(tool, call.args);
           if (!args.success) continue;
           const asks = await execute(
-            { key: `${key}:${call.id}:approval`, kind: 'approval', input: { turn, call }, signal: controller.signal },
+            { key: innerKey(key, { kind: 'approval', call: call.id }), kind: 'approval', input: { turn, call }, signal: controller.signal },
             async () => Boolean(await rule(args.data, { toolCallId: call.id, sessionId })),
           );
           if (asks) waiting.push(call.id);
@@ -54,7 +55,7 @@ async function policyVerdict(
   call: ToolCall,
   signal: AbortSignal,
 ): Promise<ToolPolicyVerdict> {
-  const key = `${request.key}:${call.id}:policy`;
+  const key = innerKey(request.key, { kind: 'policy', call: call.id });
   const { turn, sessionId, conversation } = request;
   const output = await execute({ key, kind: 'policy', input: { turn, call }, signal }, () =>
     decideCall(plan, { call, sessionId, turn, messages: view(conversation), earlierCalls: earlierCallsOf(conversation.pending, call.id) }, signal),

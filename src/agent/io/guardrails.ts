@@ -1,5 +1,6 @@
 import { checkedGuardVerdict, runGuardrail } from '../guardrails.js';
 import type { Handler, IoScope } from './protocol.js';
+import { innerKey } from '../keys.js';
 
 /** The `guardrails` request: runs the named guardrails of one check in parallel, each as its own side effect. */
 export const guardrailsHandler =
@@ -15,7 +16,7 @@ export const guardrailsHandler =
           const guardrail = deps.guardrails!.byName.get(name)!;
           try {
             const output = await execute(
-              { key: `${key}:${name}`, kind: 'guardrail', input: { turn, stage, guardrail: name, checkKey: key }, signal: controller.signal },
+              { key: innerKey(key, { kind: 'guardrail', guardrail: name }), kind: 'guardrail', input: { turn, stage, guardrail: name, checkKey: key }, signal: controller.signal },
               () => runGuardrail(guardrail, input, controller.signal),
             );
             send(controller, { type: 'io.guarded', key, name, verdict: checkedGuardVerdict(name, stage, output) });

@@ -4,6 +4,7 @@ import type { OperationHook } from '../operation-state.js';
 import { checkOutput, messageOf, type OperationOutput } from '../operation-rules.js';
 import { contextFor } from './operation-context.js';
 import type { Handler, IoScope } from './protocol.js';
+import { innerKey } from '../keys.js';
 
 /**
  * The `operation` request: runs the operations of a hook point in list order from `from`, each
@@ -28,7 +29,7 @@ export const operationHandler =
         let output: OperationOutput | null;
         try {
           output = await execute(
-            { key: `${key}:${op.name}`, kind: 'operation', input: { turn, operation: op.name, hook, pointKey: key }, signal: controller.signal },
+            { key: innerKey(key, { kind: 'operation', operation: op.name }), kind: 'operation', input: { turn, operation: op.name, hook, pointKey: key }, signal: controller.signal },
             () =>
               runHook(
                 op,

@@ -7,6 +7,7 @@ import { madeHere, startToken } from '../start-marker.js';
 import { inScope, isAgentTool, type ChildHandle, type SubagentReport } from '../subagent-scope.js';
 import { routedEvent } from '../subagents.js';
 import type { Handler, IoScope, RequestOf } from './protocol.js';
+import { innerKey } from '../keys.js';
 
 /** One tool batch's bookkeeping: its calls queued in order, how far it got, how many run. */
 interface Batch {
@@ -128,11 +129,12 @@ async function runOne(state: Scheduler, batch: Batch, request: RequestOf<'tools'
   await null; // after the chart's current step, as every request (see `start`)
   if (controller.signal.aborted) return undefined;
   if (announce) send(controller, { type: 'io.toolStarted', key, call });
-  const callKey = `${key}:${call.id}`;
+  // The tool's idempotency key is the call's own, whichever rerun this is.
+  const callKey = innerKey(key, { kind: 'tool', call: call.id, rerun: 0 });
   const report = (report: SubagentReport) => send(controller, { type: 'io.subagent', key, callId: call.id, report });
   const adopt = (child: ChildHandle) => (children.set(call.id, child), () => children.get(call.id) === child && children.delete(call.id));
   // An 'ask' tool's start is journaled first: a start this IO did not make is an earlier process's, so the call is in doubt.
-  const keys = inDoubtPolicy(deps.tools.get(call.name)) === 'ask' ? startKeys(callKey, rerunsOf(request.doubt, call.id)) : null;
+  const keys = inDoubtPolicy(deps.tools.get(call.name)) === 'ask' ? startKeys(key, call.id, rerunsOf(request.doubt, call.id)) : null;
   const fresh = !keys || madeHere(starts, await execute({ key: keys.marker, kind: 'toolStart', input: { turn, call, batchKey: key }, signal: controller.signal }, async () => startToken(starts)));
   const runsAgent = isAgentTool(deps.tools.get(call.name));
   return inScope({ sessionId: request.sessionId, callId: call.id, parent: io.self, report, adopt, runsAgent }, () => execute(
