@@ -9,7 +9,7 @@ import {
   type AgentOutput,
 } from '../../machines/agent.machine.js';
 import type { Executor, SideEffect, SideEffectOutputs } from '../agent/executor.js';
-import { serviceKey } from '../agent/keys.js';
+import { keyOf, parseKey, serviceKey, turnOf } from '../agent/keys.js';
 import { markerBatch } from '../agent/in-doubt.js';
 import { InvalidFeedError, LoopchartError } from '../errors.js';
 import { feedProblem } from '../brain/feed-problems.js';
@@ -490,8 +490,9 @@ export class DurableSession {
     if (effect.signal.aborted) return output;
     const entry: ToolMessage = { role: 'tool', toolCallId: operation, toolName: 'operation', content: JSON.stringify(output) };
     this.#enqueue(() => this.#store.journalToolResult(this.sessionId, pointKey, entry));
-    // A beforeTools point's key is its batch's key plus ':before' (see the agent machine).
-    const batchKey = hook === 'beforeTools' ? pointKey.slice(0, -':before'.length) : undefined;
+    // Results a beforeTools point gave belong to the journal of its batch.
+    const point = hook === 'beforeTools' ? parseKey(pointKey, this.sessionId) : null;
+    const batchKey = point?.kind === 'point' ? keyOf({ ...turnOf(point), kind: 'tools' }) : undefined;
     for (const result of (batchKey && output?.results) || []) {
       this.#enqueue(() => this.#store.journalToolResult(this.sessionId, batchKey!, result));
     }

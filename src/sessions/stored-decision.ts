@@ -1,7 +1,7 @@
 import type { ApprovalRequest, RefusalReason } from '../agent/approval-binding.js';
 import { takeDecision, type Refusal } from '../agent/approvals.js';
 import { pendingCalls } from '../agent/brain-state.js';
-import { serviceKey } from '../agent/keys.js';
+import { innerKey, serviceKey } from '../agent/keys.js';
 import { childSessionId, routeOf } from '../agent/subagents.js';
 import { LoopchartError } from '../errors.js';
 import { SessionNotFoundError } from '../stores/errors.js';
@@ -123,7 +123,7 @@ async function childOfCall(store: SessionStore, sessionId: string, callId: strin
   const batch = serviceKey(context, context.brain.context.turnsTaken, 'tools');
   const journaled = await store.journaledToolResults(sessionId, batch);
   if (journaled.some((result) => result.toolCallId === callId)) throw refuse('already-ran', `call '${callId}' of session '${sessionId}' has its result`);
-  const child = childSessionId(sessionId, `${batch}:${callId}`);
+  const child = childSessionId(sessionId, innerKey(batch, { kind: 'tool', call: callId, rerun: 0 }));
   if (!(await store.load(child))) throw refuse('unknown-call', `call '${callId}' of session '${sessionId}' runs no child session`);
   return child;
 }

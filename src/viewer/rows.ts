@@ -2,6 +2,7 @@ import type { Message } from '../schemas.js';
 import type { ReadTraceEntry, TraceEntry } from '../sessions/trace.js';
 import { shownText } from './lazy-text.js';
 import type { PageData, Row } from './page-model.js';
+import { childSessionOf } from '../agent/keys.js';
 
 /**
  * Trace entries as timeline rows, built incrementally (live updates append). Pure and
@@ -175,7 +176,7 @@ export function rowsOf(data: Pick<PageData, 'session' | 'rows'>): RowBuilder {
         const result = entry.result;
         const failed = entry.error !== undefined || result?.isError === true;
         // An agent tool's child session is named by the call (see agentTool): linked when stored.
-        const child = `${data.session.sessionId}/run-${entry.run}:turn-${entry.turn}:${entry.call.id}`;
+        const child = childSessionOf({ session: data.session.sessionId, run: entry.run, turn: entry.turn, call: entry.call.id });
         push({
           ...base,
           ...(data.session.children?.includes(child) && { child }),
