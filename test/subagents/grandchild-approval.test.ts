@@ -9,7 +9,7 @@
  * decision. A decision the writer refuses (another digest) is refused at the root too: by the
  * root's `decide` (the refusal comes up the tree) and by `decideStored`.
  */
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -26,7 +26,8 @@ import { SqliteSessionStore } from '../../src/stores/sqlite.js';
 import { defineTool } from '../../src/tools/define-tool.js';
 import type { GrandchildTask } from './fixtures/grandchild-approval.js';
 import { bundledCommand, runNode, type NodeCommand } from '../sessions/fixtures/processes.js';
-import { openStore, type StoreSpec } from '../sessions/fixtures/stores.js';
+import type { StoreSpec } from '../sessions/fixtures/stores.js';
+import { effectsOf, storedSessions } from './fixtures/support.js';
 
 // The tree's sessions: `<parent>/<run>:<turn>:<call id>` at each level.
 const [ROOT_ID, CHILD_ID, GRANDCHILD_ID] = ['team', 'team/run-1:turn-1:c1', 'team/run-1:turn-1:c1/run-1:turn-1:e1'];
@@ -56,18 +57,12 @@ async function processRun(task: GrandchildTask, stop?: 'exit' | 'kill') {
   return { lines: run.lines, request: waiting ? (JSON.parse(waiting.slice('WAITING '.length)) as GrandchildTask['request']) : undefined };
 }
 
-const effectsOf = (path: string) => readFileSync(path, 'utf8').trim().split('\n');
 const hasResult = (messages: readonly { role: string; toolCallId?: string }[], id: string) => messages.some((m) => m.role === 'tool' && m.toolCallId === id);
 
 /** The three sessions of the tree as stored. */
 async function stored(spec: StoreSpec) {
-  const store = await openStore(spec);
-  try {
-    const [lead, editor, writer] = await Promise.all([ROOT_ID, CHILD_ID, GRANDCHILD_ID].map((id) => store.load(id)));
-    return { lead: lead!, editor: editor!, writer: writer! };
-  } finally {
-    await store.close();
-  }
+  const [lead, editor, writer] = await storedSessions(spec, [ROOT_ID, CHILD_ID, GRANDCHILD_ID]);
+  return { lead: lead!, editor: editor!, writer: writer! };
 }
 
 /** The tree while the writer waits: no result for the root's call, the editor's, or the writer's. */

@@ -6,7 +6,7 @@
  * no finished step runs again (only the one in flight at the kill, once more), the parent's tool
  * call stays in flight while its child is unfinished, and the handoff goes on with the closer.
  */
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -14,7 +14,8 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { NestedTask } from './fixtures/nested-child.js';
 import { bundledCommand, runNode, type NodeCommand } from '../sessions/fixtures/processes.js';
-import { openStore, type StoreSpec } from '../sessions/fixtures/stores.js';
+import type { StoreSpec } from '../sessions/fixtures/stores.js';
+import { effectsOf, storedSessions } from './fixtures/support.js';
 
 const CHILD = fileURLToPath(new URL('./fixtures/nested-child.ts', import.meta.url));
 const CHILD_ID = 'team/run-1:turn-1:c1';
@@ -34,16 +35,10 @@ async function child(task: NestedTask, killAt?: string) {
   return run;
 }
 
-const effectsOf = (path: string) => readFileSync(path, 'utf8').trim().split('\n');
 const sorted = (lines: string[]) => [...lines].sort();
 const stored = async (spec: StoreSpec) => {
-  const store = await openStore(spec);
-  try {
-    const [parent, sub] = [(await store.load('team'))!, (await store.load(CHILD_ID))!];
-    return { parent, sub };
-  } finally {
-    await store.close();
-  }
+  const [parent, sub] = await storedSessions(spec, ['team', CHILD_ID]);
+  return { parent: parent!, sub: sub! };
 };
 
 /** Where each kill lands, and the step that was in flight there (it runs once more). */
