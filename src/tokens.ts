@@ -88,7 +88,6 @@ export function countTextTokens(text: string): number {
   return Math.ceil((sampledTokens * text.length) / sampledChars);
 }
 
-/** Exact count, fed to the tokenizer in segments of at most SEGMENT characters. */
 /** Texts this short recur (tool names, small results, argument shapes): their counts are kept. */
 const SHORT_TEXT = 64;
 /** Bound on the kept counts; past it the table starts over (the texts are someone else's). */
@@ -105,6 +104,7 @@ function countShort(text: string): number {
   return tokens;
 }
 
+/** Exact count, fed to the tokenizer in segments of at most SEGMENT characters. */
 function countSegments(text: string): number {
   let tokens = 0;
   let start = 0;

@@ -5,7 +5,6 @@ import { sessionIdProblem } from '../stores/step.js';
 import { InvalidSessionIdError } from '../stores/errors.js';
 import type { AgentOutcome } from './failure.js';
 import { LoopchartError } from '../errors.js';
-import { childSessionOf, parseKey } from './keys.js';
 
 /**
  * The rules of agents inside agents, as pure functions: how a child session is named, how the
@@ -24,10 +23,8 @@ export const TREE_SEPARATOR = '/';
  * `support-42/run-1:turn-1:call_7`.
  */
 export function childSessionId(parentSessionId: string, idempotencyKey: string): string {
-  const parts = parseKey(idempotencyKey, parentSessionId);
-  // The driver hands a tool its call's key; a key of another shape (a tool called by hand) names the child as it is.
   const own = idempotencyKey.startsWith(`${parentSessionId}:`) ? idempotencyKey.slice(parentSessionId.length + 1) : idempotencyKey;
-  const id = parts?.kind === 'tool' && parts.rerun === 0 ? childSessionOf(parts) : `${parentSessionId}${TREE_SEPARATOR}${own.replace(':tools:', ':')}`;
+  const id = `${parentSessionId}${TREE_SEPARATOR}${own.replace(':tools:', ':')}`;
   const problem = sessionIdProblem(id);
   if (problem) throw new InvalidSessionIdError(id, problem);
   return id;
