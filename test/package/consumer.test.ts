@@ -7,7 +7,7 @@
 import { execFileSync, spawnSync } from 'node:child_process';
 import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
@@ -26,6 +26,10 @@ let root: string;
 let consumer: string;
 const npm = process.platform === 'win32' ? 'npm.cmd' : 'npm';
 
+/** The version of a package this repository has installed. */
+const installedVersion = (name: string) =>
+  (JSON.parse(readFileSync(join(repo, 'node_modules', name, 'package.json'), 'utf8')) as { version: string }).version;
+
 function node(args: string[], env: Record<string, string> = {}) {
   return spawnSync(process.execPath, args, { cwd: consumer, encoding: 'utf8', timeout: 170_000, env: { ...process.env, ...env } });
 }
@@ -41,12 +45,21 @@ beforeAll(() => {
   const dev = manifest.devDependencies;
   // The peers and tools at the versions this repo tests with (so they come from npm's cache).
   const wanted = ['xstate', 'zod', 'typescript', '@types/node', 'pg', '@types/pg'].map((name) => `${name}@${dev[name]}`);
-  const omit = builtinSqlite ? ['--omit=optional'] : [];
-  execFileSync(npm, ['install', '--no-audit', '--no-fund', '--prefer-offline', ...omit, tarball, ...wanted], {
+  // Without node:sqlite the consumer gets better-sqlite3, which has no prebuilt binary reachable
+  // here and compiles from source (about two minutes of one core). Its install script is skipped
+  // instead and the binary this repository's `npm ci` compiled, from the same version's source
+  // for this very Node, is put where the package loads it from.
+  const sqlite = builtinSqlite ? ['--omit=optional'] : ['--ignore-scripts', `better-sqlite3@${installedVersion('better-sqlite3')}`];
+  execFileSync(npm, ['install', '--no-audit', '--no-fund', '--prefer-offline', ...sqlite, tarball, ...wanted], {
     cwd: consumer,
     stdio: ['ignore', 'pipe', 'pipe'],
     timeout: 540_000,
   });
+  if (!builtinSqlite) {
+    const binary = join('node_modules', 'better-sqlite3', 'build', 'Release', 'better_sqlite3.node');
+    mkdirSync(dirname(join(consumer, binary)), { recursive: true });
+    cpSync(join(repo, binary), join(consumer, binary));
+  }
 });
 
 afterAll(() => {
