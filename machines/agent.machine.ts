@@ -2,7 +2,7 @@ import { and, assign as assignAction, enqueueActions as enqueueAction, sendTo as
 import { feedBrain, stepTypeOf, takeStep } from '../src/agent/brain-state.js';
 import type { AgentConfig } from '../src/agent/config.js';
 import { compileAgent, markTraced, type CompiledAgent } from '../src/agent/compile.js';
-import { afterReply, answerOf, approvalKey, as, batchKey, compactionKey, decisionPolicy, extrasFor, finalCallDue, guardsReply, guardVerdict, handoffOf, modelKey, overBudget, overrun, ownModel, pointKey, policyProblem, pruneReport, raiseRefusal, repeated, resetBatch, restoredContext, runnable, toolsetKey, undecided, verdictOf, initialContext, type AgentEvent } from '../src/agent/driver-rules.js';
+import { afterReply, answerOf, approvalKey, as, batchKey, compactionKey, decisionPolicy, extrasFor, finalCallDue, guardsReply, guardVerdict, handoffOf, modelKey, outputCheckKey, overBudget, overrun, ownModel, pointKey, policyProblem, pruneReport, raiseRefusal, repeated, resetBatch, restoredContext, runnable, toolsetKey, undecided, verdictOf, initialContext, type AgentEvent } from '../src/agent/driver-rules.js';
 import { APPROVALS_OPERATION, approvalEventOf, approvalResumeProblem } from '../src/agent/approval-events.js';
 import { doubtRequests, markedInDoubt } from '../src/agent/in-doubt.js';
 
@@ -193,7 +193,7 @@ function runActions(agent: CompiledAgent) {
     tracing && traceMark(tracing, mark, { context, event, self, prune: () => pruneReport(agent, context), waiting: () => waitingCalls(context, maxCalls) }),
   recordTrace: assign(({ context, event }) => act.recordTrace(agent, context, event)),
   openInputCheck: assign({ guard: ({ context }) => guard.openCheck(context.guard, guard.inputCheckKey(context), 'input') }),
-  holdReply: assign({ guard: ({ context, event }) => guard.openCheck(context.guard, `${modelKey(context)}:guard`, 'output', as(event, 'io.replied').reply) }),
+  holdReply: assign({ guard: ({ context, event }) => guard.openCheck(context.guard, outputCheckKey(context), 'output', as(event, 'io.replied').reply) }),
   recordGuardVerdict: assign({ guard: ({ context, event }) => guard.withVerdict(context.guard!, as(event, 'io.guarded').name, as(event, 'io.guarded').verdict) }),
   requestGuardrails: enqueueActions(({ context, event, enqueue }) => perform(enqueue, act.requestGuardrails(agent, context, event))),
   /** The check is decided (guardrails.ts): the input passes or trips; an output check's held reply is applied, with feedback, or trips. */

@@ -21,7 +21,7 @@ import * as guard from './guardrails.js';
 import { activeAgentProblem, presentHistory, settleHandoff, speakerOf } from './handoffs.js';
 import { isInDoubt, restoredDoubt } from './in-doubt.js';
 import { promptParts, type IoEvent } from './io.js';
-import { serviceKey as keyOf } from './keys.js';
+import { keyOf as buildKey, serviceKey as keyOf, type TurnRef } from './keys.js';
 import { checkStoredOperations, openPoint, resumeVerdict, type ResumeVerdict } from './operation-rules.js';
 import type { OperationHook } from './operation-state.js';
 import type { OperationError } from './operation.js';
@@ -162,7 +162,14 @@ export const modelKey = (context: AgentContext) => keyOf(context, context.brain.
 export const compactionKey = (context: AgentContext) => keyOf(context, context.brain.context.turnsTaken, 'compaction');
 
 /** The key of the current batch's approval check. */
-export const approvalKey = (context: AgentContext) => `${batchKey(context)}:approvals`;
+export const approvalKey = (context: AgentContext) => buildKey({ kind: 'approvals', ...turnAt(context, context.brain.context.turnsTaken) });
+
+/** The output guardrail check of the reply the current model call brought. */
+export const outputCheckKey = (context: AgentContext) =>
+  buildKey({ kind: 'guardCheck', stage: 'output', ...turnAt(context, context.brain.context.turnsTaken + 1) });
+
+/** Turn `turn` of the context's run. */
+const turnAt = (context: AgentContext, turn: number): TurnRef => ({ session: context.sessionId, run: context.runIndex, turn });
 
 /** The key of the run's `toolset` step (tool sources listed once per run). */
 export const toolsetKey = (context: AgentContext) => `${context.sessionId}:run-${context.runIndex}:toolset`;
@@ -211,7 +218,7 @@ export const guardsReply = (agent: CompiledAgent, context: AgentContext, event: 
 export const afterReply = (agent: CompiledAgent, context: AgentContext, answer: AnswerStep) => {
   const next = replyApplied(agent, context, answer);
   // The afterReply point opens with the reply it is given (kept until it is done).
-  const key = `${keyOf(context, next.brain.context.turnsTaken, 'model')}:after`;
+  const key = buildKey({ kind: 'point', hook: 'afterReply', ...turnAt(context, next.brain.context.turnsTaken) });
   if (next.brain.context.outcome?.type === 'Failed') return { ...next, compactionPasses: 0 };
   return { ...next, compactionPasses: 0, operations: openPoint(context.operations, agent.plan, 'afterReply', key, answer.reply) };
 };
@@ -253,11 +260,7 @@ export const resetBatch = (agent: CompiledAgent, context: AgentContext) => ({
 
 /** The key of a hook point: its step's key (the model call it precedes or follows, the batch it precedes). */
 export const pointKey = (context: AgentContext, hook: OperationHook) =>
-  hook === 'beforeModelCall'
-    ? `${modelKey(context)}:before`
-    : hook === 'afterReply'
-      ? `${keyOf(context, context.brain.context.turnsTaken, 'model')}:after`
-      : `${batchKey(context)}:before`;
+  buildKey({ kind: 'point', hook, ...turnAt(context, context.brain.context.turnsTaken + (hook === 'beforeModelCall' ? 1 : 0)) });
 
 /** What a resume event does, decided once per event (guards and actions read the same verdict). */
 export const verdictOf = (agent: CompiledAgent, context: AgentContext, event: AgentEvent): ResumeVerdict => {

@@ -3,6 +3,7 @@ import { feedBrain, freshBrain, type BrainState } from '../agent/brain-state.js'
 import { finishBrain, startRun } from '../agent/run-rules.js';
 import { repetitionNote } from '../agent/repetition.js';
 import { interruptedResult } from '../agent/interrupt.js';
+import { keyOf, parseKey, turnOf } from '../agent/keys.js';
 import { LoopchartError } from '../errors.js';
 import type { LoopEvent } from '../brain/loop-events.js';
 import { DEFAULT_POLICY, type Message, type Policy, type Step, type ToolMessage } from '../schemas.js';
@@ -109,7 +110,7 @@ export function replayTrace(sessionId: string, trace: readonly ReadTraceEntry[],
   /** The run the trace started and has not finished. */
   let open: number | null = null;
   /** A reply that would complete the run, held (as the driver holds it) until its guardrail verdicts are read. */
-  let held: { event: LoopEvent; what: string; check: string; verdicts: TraceEntryOf<'guardrail'>[] } | null = null;
+  let held: { event: LoopEvent; what: string; check: string | null; verdicts: TraceEntryOf<'guardrail'>[] } | null = null;
 
   const report = (divergence: ReplayDivergence | null): ReplayReport => ({
     sessionId,
@@ -224,7 +225,7 @@ export function replayTrace(sessionId: string, trace: readonly ReadTraceEntry[],
             };
             const what = `the reply of turn ${entry.turn}`;
             if (message.toolCalls?.length) feed(event, what);
-            else held = { event, what, check: `${entry.key}:guard`, verdicts: [] };
+            else held = { event, what, check: outputCheckOf(entry.key), verdicts: [] };
           } else {
             feed({ type: 'fail', error: { type: 'ModelError', message: entry.error?.message ?? 'model call failed' } }, 'the model error');
           }
@@ -329,6 +330,12 @@ function applyHostEvent(entry: TraceEntryOf<'event'>, feed: (event: LoopEvent, w
 
 /** A session with no run in flight: its stored state is where a replay must end. */
 const atRest = (final: BrainState): boolean => final.value === 'Terminal' || (final.value === 'Start' && final.context.pending.length === 0);
+
+/** The output guardrail check of a recorded model call's reply (null for a key no driver made). */
+function outputCheckOf(modelKey: string): string | null {
+  const parts = parseKey(modelKey);
+  return parts?.kind === 'model' ? keyOf({ ...turnOf(parts), kind: 'guardCheck', stage: 'output' }) : null;
+}
 
 /** The stored state must be where the replay ended (when the session is at rest). */
 function checkFinal(brain: BrainState, final: BrainState, step: number) {
