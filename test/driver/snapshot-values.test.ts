@@ -8,6 +8,8 @@ import { createActor, waitFor } from 'xstate';
 import { createAgentMachine } from '../../machines/agent.machine.js';
 import { scriptedModel } from '../../src/models/scripted.js';
 import type { Compactor } from '../../src/compaction/contract.js';
+import type { Model } from '../../src/model.js';
+import type { Message } from '../../src/schemas.js';
 import { echoTool, runFinished, WAIT_MS } from '../support/driver.js';
 import { AWAITING_APPROVAL, guardedTool } from '../hitl/support.js';
 
@@ -60,5 +62,30 @@ describe('snapshots are values', () => {
     const changed = seen.filter(({ snapshot, copy }) => JSON.stringify(snapshot.context) !== copy).length;
     const changedPersisted = persisted.filter(({ snapshot, copy }) => JSON.stringify(snapshot) !== copy).length;
     expect({ changed, changedPersisted }).toEqual({ changed: 0, changedPersisted: 0 });
+  });
+
+  it('the messages a model call was handed never change afterwards, with instructions and history in front', async () => {
+    const requests: { messages: readonly Message[]; copy: string }[] = [];
+    const model: Model = {
+      name: 'recording',
+      generate: async ({ messages }) => {
+        requests.push({ messages, copy: JSON.stringify(messages) });
+        const last = messages.at(-1)!;
+        return last.role === 'user'
+          ? { message: { role: 'assistant', content: '', toolCalls: [{ id: `c${requests.length}`, name: 'echo', args: { text: 'x' } }] }, finishReason: 'tool-calls' }
+          : { message: { role: 'assistant', content: `answer ${requests.length}` }, finishReason: 'stop' };
+      },
+    };
+    const actor = createActor(createAgentMachine({ model, tools: [echoTool], instructions: 'Be brief.', retry: false }), { input: { sessionId: 'requests' } });
+    actor.start();
+    for (let run = 1; run <= 3; run++) {
+      actor.send({ type: 'input', message: `question ${run}` });
+      expect((await runFinished(actor, run)).outcome.type).toBe('Completed');
+    }
+    actor.stop();
+
+    // Two calls per run; each later call carries the runs before it.
+    expect(requests.map((r) => r.messages.length)).toEqual([2, 4, 6, 8, 10, 12]);
+    expect(requests.filter(({ messages, copy }) => JSON.stringify(messages) !== copy)).toEqual([]);
   });
 });

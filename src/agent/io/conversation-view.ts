@@ -2,24 +2,25 @@ import type { Message } from '../../schemas.js';
 import type { ConversationRef } from './protocol.js';
 
 /**
- * The conversation as one list for a request, kept per agent and grown in place while the
- * brain only appends: a turn does not copy the conversation. Callers get it read-only.
+ * The conversation as one list for a request: the prefix (the instructions), history, then
+ * pending. With nothing to join the brain's own list is handed over as is; otherwise the joined
+ * list is built once per (history, pending) pair, so a call repeated on the same conversation (a
+ * retry, a fallback, a restore re-issuing it) does not build it again. A list once handed out
+ * never changes: the brain appends by copying (snapshots are values), so a new turn is a new
+ * pair and a new list. Callers get it read-only.
  */
 export function conversationView(prefix: Message | undefined) {
   let history: readonly Message[] | undefined;
   let pending: readonly Message[] | undefined;
-  let taken = 0;
-  let view: Message[] = [];
+  let view: readonly Message[] = [];
   return ({ history: h, pending: p }: ConversationRef): readonly Message[] => {
     if (!prefix && h.length === 0) return p;
     if (!prefix && p.length === 0) return h;
-    if (h !== history || p !== pending || p.length < taken) {
-      view = prefix ? [prefix, ...h] : [...h];
+    if (h !== history || p !== pending) {
+      view = prefix ? [prefix, ...h, ...p] : [...h, ...p];
       history = h;
       pending = p;
-      taken = 0;
     }
-    for (; taken < p.length; taken++) view.push(p[taken]!);
     return view;
   };
 }
