@@ -21,7 +21,7 @@ import * as guard from './guardrails.js';
 import { activeAgentProblem, presentHistory, settleHandoff, speakerOf } from './handoffs.js';
 import { isInDoubt, restoredDoubt } from './in-doubt.js';
 import { promptParts, type IoEvent } from './io.js';
-import { keyOf as buildKey, serviceKey as keyOf, type TurnRef } from './keys.js';
+import { keyOf, serviceKey, turnAt } from './keys.js';
 import { checkStoredOperations, openPoint, resumeVerdict, type ResumeVerdict } from './operation-rules.js';
 import type { OperationHook } from './operation-state.js';
 import type { OperationError } from './operation.js';
@@ -132,7 +132,7 @@ export const decisionPolicy = (agent: CompiledAgent, context: AgentContext) => f
 export const conversation = (context: AgentContext) => ({ history: context.brain.context.history, pending: context.brain.context.pending });
 
 /** The key of the current batch's tool calls (see keys.ts). */
-export const batchKey = (context: AgentContext) => keyOf(context, context.brain.context.turnsTaken, 'tools');
+export const batchKey = (context: AgentContext) => serviceKey(context, context.brain.context.turnsTaken, 'tools');
 
 /** The calls that may run now: no result yet, not answered up front, not waiting for a human. */
 export const runnable = (agent: CompiledAgent, context: AgentContext): ToolCall[] =>
@@ -156,23 +156,20 @@ export const undecided = (agent: CompiledAgent, context: AgentContext): ToolCall
     : [];
 
 /** The key of the next model call. */
-export const modelKey = (context: AgentContext) => keyOf(context, context.brain.context.turnsTaken + 1, 'model');
+export const modelKey = (context: AgentContext) => serviceKey(context, context.brain.context.turnsTaken + 1, 'model');
 
 /** The key of the current compaction pass. */
-export const compactionKey = (context: AgentContext) => keyOf(context, context.brain.context.turnsTaken, 'compaction');
+export const compactionKey = (context: AgentContext) => serviceKey(context, context.brain.context.turnsTaken, 'compaction');
 
 /** The key of the current batch's approval check. */
-export const approvalKey = (context: AgentContext) => buildKey({ kind: 'approvals', ...turnAt(context, context.brain.context.turnsTaken) });
+export const approvalKey = (context: AgentContext) => keyOf({ kind: 'approvals', ...turnAt(context, context.brain.context.turnsTaken) });
 
 /** The output guardrail check of the reply the current model call brought. */
 export const outputCheckKey = (context: AgentContext) =>
-  buildKey({ kind: 'guardCheck', stage: 'output', ...turnAt(context, context.brain.context.turnsTaken + 1) });
-
-/** Turn `turn` of the context's run. */
-const turnAt = (context: AgentContext, turn: number): TurnRef => ({ session: context.sessionId, run: context.runIndex, turn });
+  keyOf({ kind: 'guardCheck', stage: 'output', ...turnAt(context, context.brain.context.turnsTaken + 1) });
 
 /** The key of the run's `toolset` step (tool sources listed once per run). */
-export const toolsetKey = (context: AgentContext) => `${context.sessionId}:run-${context.runIndex}:toolset`;
+export const toolsetKey = (context: AgentContext) => keyOf({ kind: 'toolset', session: context.sessionId, run: context.runIndex });
 
 /** The speaking agent's own agent.tools (with handoffs, each agent has its own). */
 export const ownOffered = (agent: CompiledAgent, context: AgentContext): Offered => (agent.team ? speakerOf(agent.team, context.agent).offered : agent.entryTools);
@@ -218,7 +215,7 @@ export const guardsReply = (agent: CompiledAgent, context: AgentContext, event: 
 export const afterReply = (agent: CompiledAgent, context: AgentContext, answer: AnswerStep) => {
   const next = replyApplied(agent, context, answer);
   // The afterReply point opens with the reply it is given (kept until it is done).
-  const key = buildKey({ kind: 'point', hook: 'afterReply', ...turnAt(context, next.brain.context.turnsTaken) });
+  const key = keyOf({ kind: 'point', hook: 'afterReply', ...turnAt(context, next.brain.context.turnsTaken) });
   if (next.brain.context.outcome?.type === 'Failed') return { ...next, compactionPasses: 0 };
   return { ...next, compactionPasses: 0, operations: openPoint(context.operations, agent.plan, 'afterReply', key, answer.reply) };
 };
@@ -260,7 +257,7 @@ export const resetBatch = (agent: CompiledAgent, context: AgentContext) => ({
 
 /** The key of a hook point: its step's key (the model call it precedes or follows, the batch it precedes). */
 export const pointKey = (context: AgentContext, hook: OperationHook) =>
-  buildKey({ kind: 'point', hook, ...turnAt(context, context.brain.context.turnsTaken + (hook === 'beforeModelCall' ? 1 : 0)) });
+  keyOf({ kind: 'point', hook, ...turnAt(context, context.brain.context.turnsTaken + (hook === 'beforeModelCall' ? 1 : 0)) });
 
 /** What a resume event does, decided once per event (guards and actions read the same verdict). */
 export const verdictOf = (agent: CompiledAgent, context: AgentContext, event: AgentEvent): ResumeVerdict => {

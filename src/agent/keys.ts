@@ -126,12 +126,13 @@ export function innerKey(stepKey: string, inner: InnerParts): string {
 /** The run and turn of parts, alone: what another key of the same turn is built from. */
 export const turnOf = ({ session, run, turn }: TurnRef): TurnRef => ({ session, run, turn });
 
+/** Turn `turn` of the current run of a context of the driver's. */
+export const turnAt = (context: { sessionId: string; runIndex: number }, turn: number): TurnRef => ({ session: context.sessionId, run: context.runIndex, turn });
+
 /** The parts of a turn's step, for a context of the driver's. */
 export const stepParts = (context: { sessionId: string; runIndex: number }, turn: number, kind: StepKind): PartsOf<StepKind> => ({
   kind,
-  session: context.sessionId,
-  run: context.runIndex,
-  turn,
+  ...turnAt(context, turn),
 });
 
 /**

@@ -225,7 +225,7 @@ export function replayTrace(sessionId: string, trace: readonly ReadTraceEntry[],
             };
             const what = `the reply of turn ${entry.turn}`;
             if (message.toolCalls?.length) feed(event, what);
-            else held = { event, what, check: outputCheckOf(entry.key), verdicts: [] };
+            else held = { event, what, check: outputCheckOf(sessionId, entry.key), verdicts: [] };
           } else {
             feed({ type: 'fail', error: { type: 'ModelError', message: entry.error?.message ?? 'model call failed' } }, 'the model error');
           }
@@ -331,9 +331,9 @@ function applyHostEvent(entry: TraceEntryOf<'event'>, feed: (event: LoopEvent, w
 /** A session with no run in flight: its stored state is where a replay must end. */
 const atRest = (final: BrainState): boolean => final.value === 'Terminal' || (final.value === 'Start' && final.context.pending.length === 0);
 
-/** The output guardrail check of a recorded model call's reply (null for a key no driver made). */
-function outputCheckOf(modelKey: string): string | null {
-  const parts = parseKey(modelKey);
+/** The output guardrail check of a recorded model call's reply (null for a key the session's driver did not make). */
+function outputCheckOf(sessionId: string, modelKey: string): string | null {
+  const parts = parseKey(modelKey, sessionId);
   return parts?.kind === 'model' ? keyOf({ ...turnOf(parts), kind: 'guardCheck', stage: 'output' }) : null;
 }
 
