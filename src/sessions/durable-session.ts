@@ -23,6 +23,7 @@ import { ApprovalRefusedError, type Verdict } from './stored-decision.js';
 import type { ApprovalRequest } from '../agent/approval-binding.js';
 import type { Refusal } from '../agent/approvals.js';
 import { PromptDelta, errorRecord, statePath, type TraceEntry } from './trace.js';
+import { planWrites, type PlannedWrite, type QueuedWrite } from './write-plan.js';
 
 export interface OpenSessionOptions {
   machine: AgentMachine;
@@ -66,8 +67,8 @@ export class SessionNotIdleError extends LoopchartError {
  * store is its session loader and effect handler). Every change of the driver's context is one
  * transaction with an optimistic version check. Its guarantees go through the agent's executor
  * seam: before any side effect runs, every step decided so far is stored; each tool result is
- * journaled the moment it exists; on resume, journaled results are replayed instead of run
- * again. A process killed anywhere reopens the session and continues from the brain's last
+ * stored the moment it exists (journaled, or with the step that logs it when it ends its batch);
+ * on resume, stored results are replayed instead of run again. A process killed anywhere reopens the session and continues from the brain's last
  * decision.
  *
  * @example
@@ -90,6 +91,10 @@ export class DurableSession {
   #version: number;
   #written: { log: WrittenLog; row: string; awaitingToolsKey: string | null; pointKey: string | null };
   #queue: Promise<void> = Promise.resolve();
+  /** Writes decided and not yet handed to the chain (`#drain`). */
+  #queued: QueuedWrite[] = [];
+  #traceWanted = false;
+  #drainScheduled = false;
   #failure: Error | undefined;
   /** The last context `#persist` looked at. */
   #seen: AgentContext | undefined;
@@ -289,6 +294,7 @@ export class DurableSession {
   async flush(): Promise<void> {
     this.#persist(this.actor.getSnapshot().context);
     this.#writeTrace();
+    this.#drain();
     await Promise.race([this.#failed, this.#queue]);
   }
 
@@ -351,8 +357,9 @@ export class DurableSession {
 
   /**
    * The durability wrapper around the agent's executor: nothing runs before the steps that
-   * decided it are stored; a tool result is journaled before the driver sees it (the write is
-   * queued ahead of any step that uses it); a result journaled before a crash is replayed.
+   * decided it are stored; a tool result's journal entry is queued before the driver sees it,
+   * ahead of any step that uses it (the step that logs it absorbs it: `planWrites`); a result
+   * journaled before a crash is replayed.
    */
   #durable(inner: Executor): Executor {
     return async (effect, perform) => {
@@ -366,7 +373,7 @@ export class DurableSession {
       // An agent tool's child run is a session of its own on this store.
       const result = await extendScope({ open: (options) => this.#openChild(options) }, () => this.#traced(effect, () => inner(effect, perform)));
       if (!effect.signal.aborted) {
-        this.#enqueue(() => this.#store.journalToolResult(this.sessionId, batchKey, result as ToolMessage));
+        this.#enqueue({ kind: 'journal', turnKey: batchKey, entry: result as ToolMessage });
       }
       return result;
     };
@@ -461,15 +468,13 @@ export class DurableSession {
   }
 
   /**
-   * Queues a write of the trace alone for entries no step will take: one that finds them taken
-   * by a step queued ahead of it writes nothing.
+   * Asks for a write of the trace alone for entries no step will take: the drain writes what
+   * its steps did not take.
    */
   #writeTrace(): void {
     if (this.#trace.length === 0 || this.#failure) return;
-    this.#enqueue(async () => {
-      const entries = this.#takeTrace();
-      if (entries) await this.#store.appendTrace!(this.sessionId, entries);
-    });
+    this.#traceWanted = true;
+    this.#scheduleDrain();
   }
 
   /**
@@ -489,12 +494,12 @@ export class DurableSession {
     const output = await inner(effect, perform);
     if (effect.signal.aborted) return output;
     const entry: ToolMessage = { role: 'tool', toolCallId: operation, toolName: 'operation', content: JSON.stringify(output) };
-    this.#enqueue(() => this.#store.journalToolResult(this.sessionId, pointKey, entry));
+    this.#enqueue({ kind: 'journal', turnKey: pointKey, entry });
     // Results a beforeTools point gave belong to the journal of its batch.
     const point = hook === 'beforeTools' ? parseKey(pointKey, this.sessionId) : null;
     const batchKey = point?.kind === 'point' ? keyOf({ ...turnOf(point), kind: 'tools' }) : undefined;
     for (const result of (batchKey && output?.results) || []) {
-      this.#enqueue(() => this.#store.journalToolResult(this.sessionId, batchKey!, result));
+      this.#enqueue({ kind: 'journal', turnKey: batchKey!, entry: result });
     }
     return output;
   }
@@ -510,7 +515,7 @@ export class DurableSession {
     if (marker && !this.#replay.get(batchKey)?.has(call.id)) return { token: marker.content as string };
     const output = await inner(effect, perform);
     const entry: ToolMessage = { role: 'tool', toolCallId: effect.key, toolName: call.name, content: output.token };
-    this.#enqueue(() => this.#store.journalToolResult(this.sessionId, markerBatch(batchKey), entry));
+    this.#enqueue({ kind: 'journal', turnKey: markerBatch(batchKey), entry });
     await this.flush();
     return output;
   }
@@ -538,11 +543,7 @@ export class DurableSession {
     const clearJournal = obsolete.length > 0 ? obsolete : undefined;
     const expectedVersion = this.#version++;
     this.#written = { log, row, awaitingToolsKey: key, pointKey };
-    this.#enqueue(async () => {
-      // The step's trace entries (its run's start, the effects that led to it, the step itself) go in its transaction.
-      const trace = this.#takeTrace();
-      await this.#store.apply(this.sessionId, { expectedVersion, state: rowValue, ...effect, ...(clearJournal && { clearJournal }), ...(trace && { trace }) });
-    });
+    this.#enqueue({ kind: 'step', write: { expectedVersion, state: rowValue, ...effect, ...(clearJournal && { clearJournal }) } });
     this.#recordStep(context, expectedVersion + 1);
   }
 
@@ -569,15 +570,54 @@ export class DurableSession {
     });
   }
 
-  #enqueue(write: () => Promise<unknown>): void {
+  #enqueue(write: QueuedWrite): void {
+    this.#queued.push(write);
+    this.#scheduleDrain();
+  }
+
+  /**
+   * Writes are queued as they are decided and handed to the store together once the work of the
+   * moment is done (or at a flush, which every side effect waits for): a tool result and the
+   * step that takes it into the log are then one transaction (see `planWrites`).
+   */
+  #scheduleDrain(): void {
+    if (this.#drainScheduled) return;
+    this.#drainScheduled = true;
+    setImmediate(() => this.#drain());
+  }
+
+  /** Hands what was queued to the write chain, in order. */
+  #drain(): void {
+    this.#drainScheduled = false;
+    const planned = planWrites(this.#queued.splice(0));
+    const trace = this.#traceWanted;
+    this.#traceWanted = false;
+    if (planned.length === 0 && !trace) return;
     this.#queue = this.#queue.then(async () => {
-      if (this.#failure) return;
       try {
-        await write();
+        for (const write of planned) await this.#write(write);
+        // Entries no step of this drain took (a step takes every entry recorded before it runs).
+        const entries = trace && !this.#failure ? this.#takeTrace() : undefined;
+        if (entries) await this.#store.appendTrace!(this.sessionId, entries);
       } catch (error) {
         this.#stop(error as Error);
       }
     });
+  }
+
+  async #write(write: PlannedWrite): Promise<void> {
+    if (this.#failure) return;
+    if (write.kind === 'journal') return this.#store.journalToolResult(this.sessionId, write.turnKey, write.entry);
+    // The step's trace entries (its run's start, the effects that led to it, the step itself) go in its transaction.
+    const trace = this.#takeTrace();
+    try {
+      await this.#store.apply(this.sessionId, { ...write.write, ...(trace && { trace }) });
+    } catch (error) {
+      // A refused step (another process won the session) leaves the results it held where they
+      // would have been without it: in the journal.
+      for (const journal of write.absorbed) await this.#store.journalToolResult(this.sessionId, journal.turnKey, journal.entry).catch(() => {});
+      throw error;
+    }
   }
 
   /** A write that failed (another process won the session, the disk is gone): stop acting at once. */

@@ -1,9 +1,10 @@
 /**
  * One write per durable step (issue 19, item 7): a `DurableSession` step's log, row and trace
- * entries reach the store in one transaction. Only what happens between steps has writes of its
- * own: a tool result's journal entry and its trace entry (other calls of the batch may run on);
- * a retry's entry rides in the step that stores the model call's new attempt. Counted two ways on a real SQLite file: the store calls the session makes,
- * and the transactions committed to the file (commit frames in its write-ahead log); on
+ * entries reach the store in one transaction, and so does the result of the tool call that ends
+ * a batch (its journal entry would be cleared by that very step). Only a result that arrives
+ * while other calls of its batch run on is written between steps, on its own; a retry's entry
+ * rides in the step that stores the model call's new attempt. Counted two ways on a real SQLite
+ * file: the store calls the session makes, and the transactions committed to the file (commit frames in its write-ahead log); on
  * PostgreSQL (when DATABASE_URL is set) the write transactions its connections run.
  */
 import { closeSync, existsSync, mkdtempSync, openSync, readSync, rmSync, statSync } from 'node:fs';
@@ -18,6 +19,7 @@ import { DurableSession } from '../../src/sessions/durable-session.js';
 import { PostgresSessionStore } from '../../src/stores/postgres.js';
 import type { SessionStore, StepWrite } from '../../src/stores/session-store.js';
 import { SqliteSessionStore } from '../../src/stores/sqlite.js';
+import { SessionBusyError } from '../../src/stores/errors.js';
 import { defineTool } from '../../src/tools/define-tool.js';
 
 const root = mkdtempSync(join(tmpdir(), 'loopchart-step-writes-'));
@@ -33,7 +35,7 @@ afterAll(async () => {
   }
 });
 
-type Call = { kind: 'apply'; write: StepWrite } | { kind: 'trace'; entries: readonly unknown[] } | { kind: 'journal' };
+type Call = { kind: 'apply'; write: StepWrite } | { kind: 'trace'; entries: readonly unknown[] } | { kind: 'journal'; turnKey: string };
 
 /** The same store, recording every write call the session makes. */
 function countingStore(inner: SessionStore): { store: SessionStore; calls: Call[] } {
@@ -53,7 +55,7 @@ function countingStore(inner: SessionStore): { store: SessionStore; calls: Call[
       return inner.appendTrace!(id, entries);
     },
     journalToolResult(id, key, result) {
-      calls.push({ kind: 'journal' });
+      calls.push({ kind: 'journal', turnKey: key });
       return inner.journalToolResult(id, key, result);
     },
   };
@@ -227,23 +229,72 @@ describe.each(backends)('one write per durable step ($name)', (backend) => {
     expect(trace.map((entry) => entry.type)).toEqual(expect.arrayContaining(['run', 'model', 'finished', 'step']));
   });
 
-  it('a run with tools: steps are one transaction each; only the tool results (journal and trace) are written between steps', async () => {
+  it("a run with tools: a batch's result goes in the step that takes it into the log; nothing is written between steps", async () => {
     const { output, calls, transactions, trace } = await runSession(backend, 'tools', toolScript());
     expect(output?.outcome).toEqual({ type: 'Completed', finalText: '3 and 7.' });
     const steps = calls.filter((call) => call.kind === 'apply');
-    const journal = calls.filter((call) => call.kind === 'journal');
-    const between = calls.filter((call) => call.kind === 'trace');
-    // Between steps: each tool's trace entry, written as the tool finishes, then its result's journal entry.
-    expect(calls.filter((call) => call.kind !== 'apply').map((call) => [call.kind, ...typesOf(call)])).toEqual([
-      ['trace', 'tool'],
-      ['journal'],
-      ['trace', 'tool'],
-      ['journal'],
-    ]);
-    expect(transactions).toBe(steps.length + journal.length + between.length);
+    // The tool's result would be journaled and cleared again by the step that logs it: that step carries it, with the tool's trace entry.
+    expect(calls.filter((call) => call.kind !== 'apply')).toEqual([]);
+    expect(transactions).toBe(steps.length);
+    const logging = steps.filter((call) => call.write.append?.some((message) => message.role === 'tool'));
+    expect(logging).toHaveLength(2);
+    for (const call of logging) {
+      expect(typesOf(call)).toContain('tool');
+      expect(call.write.clearJournal).toEqual(expect.arrayContaining([expect.stringMatching(/:tools$/)]));
+    }
     expect(trace.filter((entry) => entry.type === 'step').map((entry) => entry.v)).toEqual(steps.map((_, i) => i + 1));
     expect(trace.filter((entry) => entry.type === 'tool')).toHaveLength(2);
     expect(trace.filter((entry) => entry.type === 'model')).toHaveLength(3);
+  });
+
+  it('a parallel batch: a result that arrives while another call runs is journaled at once, on its own; the last one rides in the step', async () => {
+    const { store: inner, committed, done } = await backend.open();
+    const { store, calls } = countingStore(inner);
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => (release = resolve));
+    const slow = defineTool({ name: 'slow', description: 'Waits.', input: z.object({}), execute: async () => (await released, 'late') });
+    try {
+      const model = scriptedModel([{ toolCalls: [{ name: 'add', args: { a: 1, b: 2 } }, { name: 'slow', args: {} }] }, { text: 'Done.' }]);
+      const session = await DurableSession.open({ machine: createAgentMachine({ model, tools: [add, slow] }), store, sessionId: 'parallel' });
+      session.send({ type: 'input', message: 'Both.' });
+      const deadline = Date.now() + 5_000;
+      while (!calls.some((call) => call.kind === 'journal') && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 5));
+      const key = calls.flatMap((call) => (call.kind === 'journal' ? [call.turnKey] : []))[0]!;
+      expect((await inner.journaledToolResults('parallel', key)).map((result) => result.content)).toEqual(['3']);
+      release();
+      expect((await session.whenIdle())?.outcome).toEqual({ type: 'Completed', finalText: 'Done.' });
+      await session.close();
+      expect(calls.filter((call) => call.kind === 'journal')).toHaveLength(1);
+      const logged = calls.find((call) => call.kind === 'apply' && call.write.append?.some((message) => message.role === 'tool'));
+      expect(logged?.kind === 'apply' && logged.write.clearJournal).toEqual(expect.arrayContaining([key]));
+      expect(await inner.journaledToolResults('parallel', key)).toEqual([]);
+      expect(committed()).toBe(calls.length);
+    } finally {
+      await done();
+    }
+  });
+
+  it('a step refused with its batch\'s last result (another process won the session) leaves that result in the journal', async () => {
+    const { store: inner, done } = await backend.open();
+    let refusedKeys: string[] = [];
+    const store: SessionStore = {
+      ...countingStore(inner).store,
+      async apply(id, write) {
+        if (!write.append?.some((message) => message.role === 'tool')) return inner.apply(id, write);
+        refusedKeys = (write.clearJournal as string[]).filter((key) => key.endsWith(':tools'));
+        throw new SessionBusyError(id, write.expectedVersion, write.expectedVersion + 1);
+      },
+    };
+    try {
+      const session = await DurableSession.open({ machine: createAgentMachine({ model: toolScript(), tools: [add] }), store, sessionId: 'refused' });
+      session.send({ type: 'input', message: 'Add them.' });
+      await expect(session.whenIdle()).rejects.toBeInstanceOf(SessionBusyError);
+      expect(refusedKeys).toHaveLength(1);
+      expect(await inner.journaledToolResults('refused', refusedKeys[0]!)).toEqual([expect.objectContaining({ role: 'tool', content: '3' })]);
+      await session.close().catch(() => {});
+    } finally {
+      await done();
+    }
   });
 
   it('a host event that changes nothing is written at once, on its own (no step will carry it)', async () => {

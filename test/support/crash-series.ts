@@ -8,8 +8,9 @@
  *  - the stored transcript (the log) and the state row equal those of an uninterrupted run:
  *    no message lost, none duplicated, no usage counted twice;
  *  - each tool side effect happened exactly once per tool call id, except calls in flight at
- *    the kill: a call whose side effect was done and whose journal write had not started ran
- *    exactly once more (per kill), one whose journal write was on its way at most once more;
+ *    the kill: a call whose side effect was done and whose result's write had not started ran
+ *    exactly once more (per kill), one whose write was on its way at most once more (the
+ *    result's write is its journal entry, or for a batch's last result the step that logs it);
  *    every run of a call carried the same idempotency key `<sessionId>:<toolCallId>`;
  *  - the tool journal is empty once the results are in the log.
  *
@@ -18,8 +19,8 @@
  *
  * The series is cut into PARTS files (test/sessions/crash-<n>.test.ts), so the kill points run
  * on every worker at once instead of one after another in a single file: part i kills at every
- * k with (k - 1) % PARTS === i and takes every PARTS-th double kill; together the parts cover
- * every kill point. Each part makes its own uninterrupted reference run (one child).
+ * PARTS-th point of each kind (model call, side effect, journal write, commit; from the i-th on)
+ * and takes every PARTS-th double kill; together the parts cover every kill point. Each part makes its own uninterrupted reference run (one child).
  *
  * To keep the run short, one child process resumes the previous kill point's session and then
  * starts the next one's fresh session (the one it gets killed in): every resume still happens
@@ -60,8 +61,8 @@ const markersOf = (run: ChildRun): Marker[] =>
 
 /**
  * How many extra runs a kill allows per tool call. A call whose side effect happened but whose
- * journal write had not started MUST run once more (nothing recorded its result); one whose
- * journal write was sent but not acknowledged MAY (PostgreSQL commits a statement it received
+ * result's write (journal entry or logging step) had not started MUST run once more (nothing
+ * recorded its result); one whose write was sent but not acknowledged MAY (PostgreSQL commits a statement it received
  * even if the client dies before reading the reply).
  */
 type Reruns = Map<string, { must: number; may: number }>;
@@ -69,10 +70,15 @@ type Reruns = Map<string, { must: number; may: number }>;
 function rerunsAfterKill(markers: Marker[], into: Reruns = new Map()): Reruns {
   const state = new Map<string, 'effected' | 'journaling' | 'journaled'>();
   for (const { label } of markers) {
-    const [what, id] = label.split(' ') as [string, string];
+    const [what, id, logged] = label.split(' ') as [string, string, string | undefined];
     if (what === 'tool:after') state.set(id, 'effected');
     if (what === 'journal:before') state.set(id, 'journaling');
     if (what === 'journal:after') state.set(id, 'journaled');
+    // A batch's last result has no journal write: the step that logs it records it.
+    for (const call of logged?.replace(/^results=/, '').split(',') ?? []) {
+      if (what === 'apply:before' && state.get(call) === 'effected') state.set(call, 'journaling');
+      if (what === 'apply:after' && state.has(call)) state.set(call, 'journaled');
+    }
   }
   for (const [id, where] of state) {
     if (where === 'journaled') continue;
@@ -133,11 +139,11 @@ const attemptOf = (state: unknown) => (state as StoredAttempt).attempt?.attempt 
 const CHAINS: Array<[number, number]> = [
   [14, 3], // all three side effects of batch 1 done, none journaled; die again while re-running them
   [16, 2], // one journaled; die again after re-running another
-  [22, 1], // batch 1's results committed; die again before the next model call
-  [30, 4], // both side effects of batch 2 done; die again after re-running both
-  [56, 2], // run 1's final reply received, not stored; die again with it received again
-  [60, 3], // run 2's prompt committed; die again committing its first model reply
-  [68, 5], // run 2's batch done, not journaled; die again while journaling the re-run
+  [20, 1], // batch 1's results committed; die again before the next model call
+  [28, 4], // both side effects of batch 2 done; die again after re-running both
+  [50, 2], // run 1's final reply received, not stored; die again with it received again
+  [54, 3], // run 2's prompt committed; die again as it calls for its first model reply
+  [62, 5], // run 2's batch done, not journaled; die again while journaling the re-run
 ];
 
 /** The point kinds every series must hit many times over: model calls, side effects, journal writes, commits. */
@@ -282,7 +288,13 @@ export function crashSuite(part: number): void {
       const finishPrevious = async () => {
         if (previous) problems.push(...(await check(backend, previous.k, reference, previous.reruns)));
       };
-      const points = Array.from({ length: total }, (_, i) => i + 1).filter((k) => (k - 1) % PARTS === part);
+      // Every PARTS-th point of each kind, so that each part kills at every kind of point.
+      const seen = new Map<string, number>();
+      const points = markers.flatMap((marker, i) => {
+        const rank = seen.get(kindOf(marker.label)) ?? 0;
+        seen.set(kindOf(marker.label), rank + 1);
+        return rank % PARTS === part ? [i + 1] : [];
+      });
       for (const k of points) {
         const killed = await child({ ...(previous && { resume: phase(previous.k) }), fresh: phase(`k${k}`) }, { phase: 'fresh', at: k });
         await finishPrevious();
