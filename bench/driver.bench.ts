@@ -5,7 +5,8 @@
  *    turn) and an instant tool, for runs of 10, 100, 1,000 and 5,000 turns: a hand-written async
  *    loop making the same calls (call the model, validate and run the tool, push the messages,
  *    repeat), the floor (a minimal XState actor doing the same), the agent actor, and the agent in
- *    a `DurableSession` over the memory store and over SQLite (`synchronous = NORMAL`).
+ *    a `DurableSession` over the memory store and over SQLite (`synchronous = NORMAL`), each store
+ *    opened once, as an application does, with a new session per run.
  * 2. Peak heap growth during one 5,000-turn run, floor and agent.
  * 3. Heap per idle session actor with 1,000 sessions alive, each after one short completed run,
  *    against 1,000 plain objects holding copies of the same messages.
@@ -189,15 +190,18 @@ function runners(model = instantModel()): Record<string, Runner> {
   const expectTurns = (what: string, messages: readonly Message[], turns: number) => {
     if (messages.length !== 2 * turns) throw new Error(`${what}: ${messages.length} messages after ${turns} turns`);
   };
-  const durable = (open: () => SessionStore): Runner => async (turns) => {
-    model.reset(turns);
-    const store = open();
-    const session = await DurableSession.open({ machine: agent, store, sessionId: `bench-${++sessions}` });
-    session.send({ type: 'input', message: 'go' });
-    const output = await session.whenIdle();
-    await session.close();
-    await store.close();
-    expectTurns('durable', output!.messages, turns);
+  // One store for all runs, as an application opens it once: a run is a new session in it.
+  const durable = (open: () => SessionStore): Runner => {
+    let store: SessionStore | undefined;
+    return async (turns) => {
+      model.reset(turns);
+      store ??= open();
+      const session = await DurableSession.open({ machine: agent, store, sessionId: `bench-${++sessions}` });
+      session.send({ type: 'input', message: 'go' });
+      const output = await session.whenIdle();
+      await session.close();
+      expectTurns('durable', output!.messages, turns);
+    };
   };
   let sessions = 0;
   const dir = mkdtempSync(join(tmpdir(), 'loopchart-bench-'));
@@ -217,7 +221,7 @@ function runners(model = instantModel()): Record<string, Runner> {
       expectTurns('agent', output.messages, turns);
     },
     'durable, memory store': durable(() => new MemorySessionStore()),
-    'durable, SQLite NORMAL': durable(() => new SqliteSessionStore({ path: join(dir, `s-${sessions}.db`), synchronous: 'NORMAL' })),
+    'durable, SQLite NORMAL': durable(() => new SqliteSessionStore({ path: join(dir, 'sessions.db'), synchronous: 'NORMAL' })),
   };
 }
 

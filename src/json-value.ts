@@ -117,3 +117,29 @@ function arrayProblem(value: unknown[], path: string, depthLeft: number, walkSta
   walkState.ancestors.delete(value);
   return null;
 }
+
+/**
+ * Whether two JSON values hold the same data, as `JSON.stringify` would write it (a property
+ * whose value is `undefined` is absent; the order of keys does not count). Anything it is not
+ * sure of (NaN, `undefined` in an array) counts as different, so a caller that skips a write on
+ * `true` never skips a change.
+ *
+ * @example
+ * ```ts
+ * sameJson({ a: 1, b: [true] }, { b: [true], a: 1 }); // true
+ * sameJson({ a: 1, c: undefined }, { a: 1 });          // true
+ * sameJson({ a: [1] }, { a: [1, 2] });                 // false
+ * ```
+ */
+export function sameJson(a: unknown, b: unknown): boolean {
+  if (a === b) return a !== undefined;
+  if (typeof a !== 'object' || typeof b !== 'object' || a === null || b === null) return false;
+  if (Array.isArray(a) || Array.isArray(b)) {
+    return Array.isArray(a) && Array.isArray(b) && a.length === b.length && a.every((item, i) => item !== undefined && sameJson(item, b[i]));
+  }
+  const left = a as Record<string, unknown>;
+  const right = b as Record<string, unknown>;
+  const keys = Object.keys(left).filter((key) => left[key] !== undefined);
+  const rightCount = Object.keys(right).filter((key) => right[key] !== undefined).length;
+  return keys.length === rightCount && keys.every((key) => Object.hasOwn(right, key) && sameJson(left[key], right[key]));
+}

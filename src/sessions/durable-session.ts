@@ -23,6 +23,7 @@ import { ApprovalRefusedError, type Verdict } from './stored-decision.js';
 import type { ApprovalRequest } from '../agent/approval-binding.js';
 import type { Refusal } from '../agent/approvals.js';
 import { PromptDelta, errorRecord, statePath, type TraceEntry } from './trace.js';
+import { sameJson } from '../json-value.js';
 import { planWrites, type PlannedWrite, type QueuedWrite } from './write-plan.js';
 
 export interface OpenSessionOptions {
@@ -89,7 +90,8 @@ export class DurableSession {
   readonly sessionId: string;
   readonly #store: SessionStore;
   #version: number;
-  #written: { log: WrittenLog; row: string; awaitingToolsKey: string | null; pointKey: string | null };
+  /** What the last step queued holds: its log, its row (undefined before the first), the batch and point it waits on. */
+  #written: { log: WrittenLog; row: unknown; awaitingToolsKey: string | null; pointKey: string | null };
   #queue: Promise<void> = Promise.resolve();
   /** Writes decided and not yet handed to the chain (`#drain`). */
   #queued: QueuedWrite[] = [];
@@ -142,8 +144,8 @@ export class DurableSession {
     // What is stored is what the actor starts from (its own checked copy of the stored state).
     const start = initial.context;
     this.#written = context
-      ? { log: logOf(start), row: JSON.stringify(encodeRow(start)), awaitingToolsKey: toolsKey(start), pointKey: start.operations.point?.key ?? null }
-      : { log: logNow([], []), row: '', awaitingToolsKey: null, pointKey: null };
+      ? { log: logOf(start), row: encodeRow(start), awaitingToolsKey: toolsKey(start), pointKey: start.operations.point?.key ?? null }
+      : { log: logNow([], []), row: undefined, awaitingToolsKey: null, pointKey: null };
     this.actor.subscribe({
       next: (snapshot) => {
         this.#ioState = statePath(snapshot.value);
@@ -524,13 +526,13 @@ export class DurableSession {
     // Events that change nothing (text deltas, progress) keep the context object: nothing to encode.
     if (this.#failure || context === this.#seen) return;
     this.#seen = context;
-    const rowValue = encodeRow(context);
-    const row = JSON.stringify(rowValue);
+    const row = encodeRow(context);
     const log = logOf(context);
     const written = this.#written;
     const logUnchanged =
       log.history === written.log.history && log.pending === written.log.pending && log.pendingLength === written.log.pendingLength;
-    if (row === written.row && logUnchanged) return;
+    // Compared as data, not as text: the store serializes the row once, when it writes it.
+    if (logUnchanged && sameJson(row, written.row)) return;
     const effect = logEffect(written.log, log);
     const key = toolsKey(context);
     const pointKey = context.operations.point?.key ?? null;
@@ -543,7 +545,7 @@ export class DurableSession {
     const clearJournal = obsolete.length > 0 ? obsolete : undefined;
     const expectedVersion = this.#version++;
     this.#written = { log, row, awaitingToolsKey: key, pointKey };
-    this.#enqueue({ kind: 'step', write: { expectedVersion, state: rowValue, ...effect, ...(clearJournal && { clearJournal }) } });
+    this.#enqueue({ kind: 'step', write: { expectedVersion, state: row, ...effect, ...(clearJournal && { clearJournal }) } });
     this.#recordStep(context, expectedVersion + 1);
   }
 
