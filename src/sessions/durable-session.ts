@@ -96,7 +96,8 @@ export class DurableSession {
   /** Writes decided and not yet handed to the chain (`#drain`). */
   #queued: QueuedWrite[] = [];
   #traceWanted = false;
-  #drainScheduled = false;
+  /** The drain that runs once the moment's work is done, unless a flush drains first (and cancels it). */
+  #drainTimer: NodeJS.Immediate | undefined;
   #failure: Error | undefined;
   /** The last context `#persist` looked at. */
   #seen: AgentContext | undefined;
@@ -583,14 +584,16 @@ export class DurableSession {
    * step that takes it into the log are then one transaction (see `planWrites`).
    */
   #scheduleDrain(): void {
-    if (this.#drainScheduled) return;
-    this.#drainScheduled = true;
-    setImmediate(() => this.#drain());
+    this.#drainTimer ??= setImmediate(() => this.#drain());
   }
 
   /** Hands what was queued to the write chain, in order. */
   #drain(): void {
-    this.#drainScheduled = false;
+    // At most one timer, and none left once drained: a host whose work never yields to the event
+    // loop (instant model and tools, a store that answers at once) would pile up timers, each
+    // holding its closed session.
+    clearImmediate(this.#drainTimer);
+    this.#drainTimer = undefined;
     const planned = planWrites(this.#queued.splice(0));
     const trace = this.#traceWanted;
     this.#traceWanted = false;

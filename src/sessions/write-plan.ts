@@ -22,10 +22,11 @@ const clears = (write: Omit<StepWrite, 'trace'>, turnKey: string): boolean =>
 
 /**
  * The writes to run for what was queued since the last drain, in the same order. A journal entry
- * whose key the next queued step clears is not written: that step holds the result in its log
- * (or dropped it) and clears the key in one transaction, so the entry would be inserted and
- * deleted in two. The result is then durable exactly when the step is, and a batch's last
- * result costs no write of its own.
+ * queued right before a step that clears its key is not written: it is the result that ended
+ * its batch, and that step holds it in its log and clears the key in one transaction (the entry
+ * would be inserted and deleted in two). The result is durable exactly when the step is. Only
+ * that one entry: results that arrived earlier are written on their own whether or not the
+ * drain came before the batch ended, so what is written does not depend on timing.
  *
  * @example
  * ```ts
@@ -38,15 +39,15 @@ const clears = (write: Omit<StepWrite, 'trace'>, turnKey: string): boolean =>
  */
 export function planWrites(queued: readonly QueuedWrite[]): PlannedWrite[] {
   const planned: PlannedWrite[] = [];
-  let held: JournalWrite[] = [];
   for (const write of queued) {
     if (write.kind === 'journal') {
-      held.push(write);
+      planned.push(write);
       continue;
     }
-    const absorbed = held.filter((journal) => clears(write.write, journal.turnKey));
-    planned.push(...held.filter((journal) => !absorbed.includes(journal)), { kind: 'step', write: write.write, absorbed });
-    held = [];
+    const last = planned.at(-1);
+    const absorbed = last?.kind === 'journal' && clears(write.write, last.turnKey) ? [last] : [];
+    if (absorbed.length > 0) planned.pop();
+    planned.push({ kind: 'step', write: write.write, absorbed });
   }
-  return planned.concat(held);
+  return planned;
 }

@@ -19,6 +19,7 @@ import { DurableSession } from '../../src/sessions/durable-session.js';
 import { PostgresSessionStore } from '../../src/stores/postgres.js';
 import type { SessionStore, StepWrite } from '../../src/stores/session-store.js';
 import { SqliteSessionStore } from '../../src/stores/sqlite.js';
+import { MemorySessionStore } from '../../src/stores/memory.js';
 import { SessionBusyError } from '../../src/stores/errors.js';
 import { defineTool } from '../../src/tools/define-tool.js';
 
@@ -333,5 +334,20 @@ describe.each(backends)('one write per durable step ($name)', (backend) => {
     expect(calls[reply]!.kind).toBe('apply');
     expect(calls.filter((call) => call.kind !== 'apply')).toHaveLength(0);
     expect(transactions).toBe(calls.length);
+  });
+});
+
+describe('the write queue leaves nothing behind', () => {
+  it('a session closed before the event loop turns leaves no timer holding it (hosts whose work never yields)', async () => {
+    const immediates = () => process.getActiveResourcesInfo().filter((resource) => resource === 'Immediate').length;
+    const store = new MemorySessionStore();
+    const machine = createAgentMachine({ model: toolScript(), tools: [add] });
+    const before = immediates();
+    const session = await DurableSession.open({ machine, store, sessionId: 'no-timer' });
+    session.send({ type: 'input', message: 'Add them.' });
+    expect(immediates()).toBeGreaterThan(before); // a write is queued: its drain is scheduled
+    await session.whenIdle();
+    await session.close();
+    expect(immediates()).toBe(before);
   });
 });
