@@ -19,6 +19,7 @@ import {
 import { mcpTools, McpServerError, McpServerStartError, type McpTools } from '../../src/mcp.js';
 import { runToolCalls } from '../../src/tools/run-tools.js';
 import { MemorySessionStore } from '../../src/index.js';
+import type { StepWrite } from '../../src/stores/session-store.js';
 import { scriptedModel } from '../../src/testing.js';
 import { alive, eventually, FIXTURE_SERVER, fixtureServer, scratch } from './support.js';
 
@@ -35,12 +36,20 @@ afterAll(async () => {
 
 const toolsOf = (messages: readonly { role: string }[]) => messages.filter((m): m is ToolMessage => m.role === 'tool');
 
-/** Records every tool call journaled, as DurableSession writes it. */
+/** Records every tool result DurableSession stores: journaled on its own, or in the step that logs it and clears its batch's key. */
 class RecordingStore extends MemorySessionStore {
   readonly journaled: { turnKey: string; result: ToolMessage }[] = [];
+  readonly logged: { turnKey: string; result: ToolMessage }[] = [];
   override async journalToolResult(sessionId: string, turnKey: string, result: ToolMessage): Promise<void> {
     this.journaled.push({ turnKey, result });
     return super.journalToolResult(sessionId, turnKey, result);
+  }
+  override async apply(sessionId: string, write: StepWrite): Promise<number> {
+    const cleared = Array.isArray(write.clearJournal) ? write.clearJournal : [];
+    for (const message of write.append ?? []) {
+      for (const turnKey of cleared) if (message.role === 'tool') this.logged.push({ turnKey, result: message });
+    }
+    return super.apply(sessionId, write);
   }
 }
 
@@ -61,7 +70,7 @@ describe('mcpTools over stdio', () => {
     expect(mcp.skipped[0]!.message).toContain('inputSchema.properties.a.type');
   });
 
-  it('an agent run calls MCP tools through the executor seam; DurableSession journals each result under its key', async () => {
+  it('an agent run calls MCP tools through the executor seam; DurableSession stores each result under its key', async () => {
     const store = new RecordingStore();
     const effects: { kind: string; key: string }[] = [];
     const recording: Executor = (effect, perform) => (effects.push({ kind: effect.kind, key: effect.key }), perform());
@@ -99,9 +108,12 @@ describe('mcpTools over stdio', () => {
     expect(effects.filter((effect) => effect.kind === 'tool').map((effect) => effect.key)).toEqual(
       ['e', 'p', 's', 'f', 'x', 'v'].map((id) => `${batch}:${id}`),
     );
-    expect(store.journaled.map(({ turnKey, result }) => `${turnKey}:${result.toolCallId}`).sort()).toEqual(
-      ['e', 'f', 'p', 's', 'v', 'x'].map((id) => `${batch}:${id}`),
-    );
+    // Each result is journaled as it comes, but for the one that ends the batch: the step that logs the batch stores it.
+    const journaled = store.journaled.map(({ turnKey, result }) => `${turnKey}:${result.toolCallId}`);
+    expect(journaled).toHaveLength(5);
+    const last = ['e', 'f', 'p', 's', 'v', 'x'].find((id) => !journaled.includes(`${batch}:${id}`))!;
+    expect(store.logged.filter(({ turnKey }) => turnKey === batch).map(({ result }) => result.toolCallId)).toContain(last);
+    expect([...journaled, `${batch}:${last}`].sort()).toEqual(['e', 'f', 'p', 's', 'v', 'x'].map((id) => `${batch}:${id}`));
     // The idempotency key reaches the server in the call's _meta; the invalid call never left.
     const calls = files.events().filter((event) => event.key?.toString().startsWith(batch));
     expect(calls.map((event) => event.key)).toEqual(['e', 'p', 's', 'f', 'x'].map((id) => `${batch}:${id}`));
