@@ -96,6 +96,8 @@ export class DurableSession {
   /** Writes decided and not yet handed to the chain (`#drain`). */
   #queued: QueuedWrite[] = [];
   #traceWanted = false;
+  /** Steps queued whose write has not started: a write of the trace alone leaves its entries to them. */
+  #stepsAhead = 0;
   /** The drain that runs once the moment's work is done, unless a flush drains first (and cancels it). */
   #drainTimer: NodeJS.Immediate | undefined;
   #failure: Error | undefined;
@@ -574,6 +576,7 @@ export class DurableSession {
   }
 
   #enqueue(write: QueuedWrite): void {
+    if (write.kind === 'step') this.#stepsAhead++;
     this.#queued.push(write);
     this.#scheduleDrain();
   }
@@ -601,8 +604,9 @@ export class DurableSession {
     this.#queue = this.#queue.then(async () => {
       try {
         for (const write of planned) await this.#write(write);
-        // Entries no step of this drain took (a step takes every entry recorded before it runs).
-        const entries = trace && !this.#failure ? this.#takeTrace() : undefined;
+        // Entries no step of this drain took (a step takes every entry recorded before it runs),
+        // unless a step decided while this drain wrote waits its turn: it takes them, in its transaction.
+        const entries = trace && !this.#failure && this.#stepsAhead === 0 ? this.#takeTrace() : undefined;
         if (entries) await this.#store.appendTrace!(this.sessionId, entries);
       } catch (error) {
         this.#stop(error as Error);
@@ -613,6 +617,7 @@ export class DurableSession {
   async #write(write: PlannedWrite): Promise<void> {
     if (this.#failure) return;
     if (write.kind === 'journal') return this.#store.journalToolResult(this.sessionId, write.turnKey, write.entry);
+    this.#stepsAhead--;
     // The step's trace entries (its run's start, the effects that led to it, the step itself) go in its transaction.
     const trace = this.#takeTrace();
     try {

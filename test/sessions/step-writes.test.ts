@@ -337,6 +337,29 @@ describe.each(backends)('one write per durable step ($name)', (backend) => {
   });
 });
 
+describe('entries recorded while a write is in flight', () => {
+  it('go in the step decided meanwhile, not in a write of the trace alone (a slow store: the reply comes while the retry is written)', async () => {
+    const { store: inner, calls } = countingStore(new MemorySessionStore());
+    const store: SessionStore = {
+      ...inner,
+      async apply(id, write) {
+        // The write that carries the retry's entry outlasts the 40 ms retry delay.
+        if ((write.trace ?? []).some((entry) => (entry as { type: string }).type === 'retry')) await new Promise((resolve) => setTimeout(resolve, 120));
+        return inner.apply(id, write);
+      },
+    };
+    const model = scriptedModel([{ error: { message: 'rate limited', status: 429 } }, { text: 'Hello.' }]);
+    const machine = createAgentMachine({ model, retry: { baseDelayMs: 40, maxDelayMs: 40 } });
+    const session = await DurableSession.open({ machine, store, sessionId: 'slow-store' });
+    session.send({ type: 'input', message: 'Hi.' });
+    expect((await session.whenIdle())?.outcome).toEqual({ type: 'Completed', finalText: 'Hello.' });
+    await session.close();
+    const reply = calls.find((call) => typesOf(call).includes('model'));
+    expect(reply?.kind).toBe('apply');
+    expect(calls.filter((call) => call.kind !== 'apply')).toEqual([]);
+  });
+});
+
 describe('the write queue leaves nothing behind', () => {
   it('a session closed before the event loop turns leaves no timer holding it (hosts whose work never yields)', async () => {
     const immediates = () => process.getActiveResourcesInfo().filter((resource) => resource === 'Immediate').length;
