@@ -69,8 +69,8 @@ export class SessionNotIdleError extends LoopchartError {
  * transaction with an optimistic version check. Its guarantees go through the agent's executor
  * seam: before any side effect runs, every step decided so far is stored; each tool result is
  * stored the moment it exists (journaled, or with the step that logs it when it ends its batch);
- * on resume, stored results are replayed instead of run again. A process killed anywhere reopens the session and continues from the brain's last
- * decision.
+ * on resume, stored results are replayed instead of run again. A process killed anywhere reopens
+ * the session and continues from the brain's last decision.
  *
  * @example
  * ```ts
