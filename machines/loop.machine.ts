@@ -5,6 +5,7 @@ import {
   unavailableToolResult,
 } from '../src/brain/conversation.js';
 import { feedProblem } from '../src/brain/feed-problems.js';
+import { fieldsOf, logOf, loopContextOf, MessageLog, type LoopFields } from '../src/brain/message-log.js';
 import type { LoopEvent } from '../src/brain/loop-events.js';
 import type {
   CompactionReason,
@@ -183,12 +184,13 @@ export const emptyLoopContext = (history: Message[] = []): LoopContext => ({
 });
 
 /**
- * One action's change to the context. Updates never change a list they were given: a list grows
- * into a new one, and every snapshot stays a value, for the statechart and for the driver's
- * reducer alike. `pending` holds the whole run, so a long run copies it once per append (a block
- * copy; `bench/driver.ts` prints what that costs at 5,000 turns).
+ * One action's change to the context: fields, and the conversation as a new `MessageLog` when it
+ * changes. Updates never change what they were given: a log grows into a new log that shares the
+ * old one's messages (see `MessageLog`), so every snapshot stays a value, for the statechart and
+ * for the driver's reducer alike, and a turn does not copy the run's messages.
  */
-type Update = (context: LoopContext, event: LoopEvent) => Partial<LoopContext>;
+export type LoopChange = Partial<LoopFields> & { log?: MessageLog };
+type Update = (context: LoopContext, event: LoopEvent) => LoopChange;
 
 const conclude = (outcome: Outcome): Update => () => ({ outcome });
 const beginCompaction = (reason: CompactionReason): Update => (context) => ({
@@ -205,10 +207,10 @@ export const loopUpdates = {
   concludeMaxTurns: conclude({ type: 'MaxTurnsExceeded' }),
   beginEmergencyCompaction: beginCompaction('Emergency'),
   beginThresholdCompaction: beginCompaction('ThresholdExceeded'),
-  beginRun: (_context, event) => {
+  beginRun: (context, event) => {
     assertEvent(event, 'acceptInput');
     return {
-      pending: [event.message],
+      log: logOf(context).discardPending().append([event.message]),
       pendingTools: [],
       turnsTaken: 0,
       totalToolCalls: 0,
@@ -219,7 +221,7 @@ export const loopUpdates = {
   },
   appendToPending: (context, event) => {
     assertEvent(event, ['inject', 'steer']);
-    return { pending: context.pending.concat([event.message]) };
+    return { log: logOf(context).append([event.message]) };
   },
   adoptEstimate: (_context, event) => {
     assertEvent(event, 'setContextTokens');
@@ -240,12 +242,11 @@ export const loopUpdates = {
     return { steering: [...context.steering, event.message] };
   },
   deliverSteering: (context) =>
-    context.steering.length ? { pending: context.pending.concat(context.steering), steering: [] } : {},
+    context.steering.length ? { log: logOf(context).append(context.steering), steering: [] } : {},
   acceptReply: (context, event) => {
     assertEvent(event, 'modelResponse');
     return {
-      // concat, not spread: the run's messages are copied once per turn, and concat is a block copy.
-      pending: context.pending.concat([event.response]),
+      log: logOf(context).append([event.response]),
       contextTokens: event.contextTokens,
       turnsTaken: context.turnsTaken + 1,
     };
@@ -275,7 +276,7 @@ export const loopUpdates = {
     // Results go in call order whatever order they finished in: the transcript stays stable.
     const results = context.pendingTools.map((pending) => byId.get(pending.call.id)!);
     return {
-      pending: context.pending.concat(results),
+      log: logOf(context).append(results),
       pendingTools: [],
       totalToolCalls: context.totalToolCalls + results.length,
     };
@@ -299,8 +300,7 @@ export const loopUpdates = {
   adoptCompacted: (_context, event) => {
     assertEvent(event, 'compactionResult');
     return {
-      history: coalesceAdjacentAssistants(event.compacted),
-      pending: [],
+      log: MessageLog.of(coalesceAdjacentAssistants(event.compacted), []),
       contextTokens: event.after,
       deferredCompaction: false,
     };
@@ -310,23 +310,18 @@ export const loopUpdates = {
     return { contextTokens: event.after };
   },
   endCompactionPass: () => ({ compactionReason: null }),
-  commitPending: (context) => ({
-    history: context.pending.length ? context.history.concat(context.pending) : context.history,
-    pending: [],
-  }),
-  discardPending: () => ({ pending: [] }),
+  commitPending: (context) => ({ log: logOf(context).commit() }),
+  discardPending: (context) => ({ log: logOf(context).discardPending() }),
   salvagePending: (context) => {
-    const keep = coherentCut(context.pending, Infinity);
-    return {
-      history: keep ? context.history.concat(context.pending.slice(0, keep)) : context.history,
-      pending: [],
-    };
+    const log = logOf(context);
+    return { log: log.commit(coherentCut(log.pendingView(), Infinity)) };
   },
   rewindHistory: (context, event) => {
     assertEvent(event, 'rewindTo');
-    if (event.len >= context.history.length) return {};
+    const log = logOf(context);
+    if (event.len >= log.split) return {};
     return {
-      history: context.history.slice(0, coherentCut(context.history, event.len)),
+      log: log.rewind(coherentCut(log.historyView(), event.len)),
       deferredCompaction: false,
       // The estimate described the longer conversation; the driver measures afresh.
       contextTokens: 0,
@@ -334,8 +329,8 @@ export const loopUpdates = {
   },
   adoptPruned: (context, event) => {
     assertEvent(event, 'adoptPruned');
-    const split = context.history.length;
-    return { history: event.messages.slice(0, split), pending: event.messages.slice(split) };
+    const split = logOf(context).split;
+    return { log: MessageLog.of(event.messages.slice(0, split), event.messages.slice(split)) };
   },
 } satisfies Record<string, Update>;
 
@@ -466,8 +461,18 @@ export function reduceLoop(
   const leaving = chosen.target !== undefined && chosen.target !== state;
   const actions = leaving && exitActions[state] ? [...exitActions[state], ...chosen.actions] : chosen.actions;
   let next = context;
-  for (const action of actions) next = { ...next, ...loopUpdates[action](next, event) };
+  for (const action of actions) next = applyChange(next, loopUpdates[action](next, event));
   return { value: chosen.target ?? state, context: next };
+}
+
+/** The context after one action: its fields changed, and its conversation the change's log or the same one. */
+function applyChange(context: LoopContext, { log, ...fields }: LoopChange): LoopContext {
+  return loopContextOf({ ...fieldsOf(context), ...fields }, log ?? logOf(context));
+}
+
+/** A change as XState's `assign` takes it: the log's two views in place of the log. */
+function asAssignment({ log, ...fields }: LoopChange): Partial<LoopContext> {
+  return log ? { ...fields, history: log.historyView() as Message[], pending: log.pendingView() as Message[] } : fields;
 }
 
 const loopSetup = setup({
@@ -481,7 +486,7 @@ const loopSetup = setup({
     Object.entries(loopUpdates).map(([name, update]) => [
       name,
       assign<LoopContext, LoopEvent, undefined, LoopEvent, never>(({ context, event }) =>
-        (update as Update)(context, event),
+        asAssignment((update as Update)(context, event)),
       ),
     ]),
   ) as Record<ActionName, ReturnType<typeof assign<LoopContext, LoopEvent, undefined, LoopEvent, never>>>,

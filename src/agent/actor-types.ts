@@ -4,6 +4,7 @@ import type { ModelReply, Usage } from '../model.js';
 import type { StructuredOutputError } from '../errors.js';
 import type { ApprovalRequest, RefusalReason } from './approval-binding.js';
 import type { BrainState } from './brain-state.js';
+import { logOf } from '../brain/message-log.js';
 import type { BudgetKind } from './budget.js';
 import type { AgentContext } from './context.js';
 import type { AgentEvent } from './driver-rules.js';
@@ -96,5 +97,5 @@ export function outputOf(context: AgentContext): AgentOutput | null {
 
 /** A stored brain that is neither finished nor fresh: a run to continue from its last decision. */
 export const runInFlight = (brain: BrainState): boolean =>
-  brain.value !== 'Terminal' && (brain.value !== 'Start' || brain.context.pending.length > 0);
+  brain.value !== 'Terminal' && (brain.value !== 'Start' || logOf(brain.context).pendingLength > 0);
 

@@ -1,6 +1,7 @@
 import { decide, emptyLoopContext, reduceLoop } from '../../machines/loop.machine.js';
 import { InvalidFeedError } from '../errors.js';
 import { feedRejection } from '../brain/feed-rejection.js';
+import { fieldsOf, logOf, loopContextOf } from '../brain/message-log.js';
 import type { LoopEvent } from '../brain/loop-events.js';
 import type { FailureType } from './failure.js';
 import type { LoopContext, Message, PendingToolCall, Policy, StateName, Step } from '../schemas.js';
@@ -57,4 +58,16 @@ export function takeStep(brain: BrainState, policy: Policy): BrainState {
 }
 
 /** The whole conversation (history, then pending) as a new list. */
-export const conversationOf = (brain: BrainState): Message[] => brain.context.history.concat(brain.context.pending);
+export const conversationOf = (brain: BrainState): Message[] => logOf(brain.context).toArray();
+
+/** The run's first message (its prompt), if a run is in flight. */
+export const firstPending = (brain: BrainState): Message | undefined => {
+  const log = logOf(brain.context);
+  return log.at(log.split);
+};
+
+/** A brain at rest over the committed history of `previous`, sharing its messages (the next run starts here). */
+export const restingBrain = (previous: BrainState): BrainState => ({
+  value: 'Start',
+  context: loopContextOf(fieldsOf(emptyLoopContext()), logOf(previous.context).discardPending()),
+});

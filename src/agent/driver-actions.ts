@@ -3,7 +3,7 @@
  * change, the event to emit, the request for the IO, or an ordered list of those (an Effect
  * list) that the chart performs. The chart (machines/agent.machine.ts) names them, one line each.
  */
-import { conversationOf, feedBrain, pendingCalls } from './brain-state.js';
+import { conversationOf, feedBrain, firstPending, pendingCalls } from './brain-state.js';
 
 import { type CompiledAgent } from './compile.js';
 import { afterReply, answerOf, approvalKey, as, batchKey, compactionKey, conversation, extrasFor, guardVerdict, handoffOf, modelKey, offeredTools, overBudget, overrun, ownModel, ownOffered, policyProblem, repeated, replyApplied, resetBatch, runnable, speakerView, stopRun, toolsetKey, undecided, verdictOf, type AgentEvent } from './driver-rules.js';
@@ -77,7 +77,7 @@ export function emitRunStarted(agent: CompiledAgent, context: AgentContext, even
     type: 'run.started' as const,
     id: deliveryIds.runStarted(context.runIndex),
     run: context.runIndex,
-    message: context.brain.context.pending[0] as UserMessage,
+    message: firstPending(context.brain) as UserMessage,
   };
 }
 
@@ -188,11 +188,11 @@ export function requestGuardrails(agent: CompiledAgent, context: AgentContext, e
   const out: Effect[] = [];
   const check = context.guard!.check!;
   const names = guard.undecidedGuardrails(agent.guardrails!, check).map((guardrail) => guardrail.name);
-  const { history, pending, turnsTaken } = context.brain.context;
+  const { turnsTaken } = context.brain.context;
   const judged = check.stage === 'output' ? guard.judgedText(agent.structured, judgeAnswer(agent.structured, context.brain, context.outputState, check.reply as ModelReply)) : null;
-  const about = judged ?? { text: pending[0]!.content };
+  const about = judged ?? { text: firstPending(context.brain)!.content };
   const request = { type: 'guardrails', key: check.key, stage: check.stage, names, turn: turnsTaken + 1, sessionId: context.sessionId, ...about } as const;
-  if (names.length > 0) out.push({ send: { ...request, conversation: judged ? conversation(context) : { history, pending: [] } } satisfies IoRequest });
+  if (names.length > 0) out.push({ send: { ...request, conversation: judged ? conversation(context) : conversation(context).discardPending() } satisfies IoRequest });
   return out;
 }
 

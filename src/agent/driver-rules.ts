@@ -15,6 +15,7 @@ import { freshAgentContext, parseAgentContext, type AgentContext } from './conte
 import type { AgentInput } from './actor-types.js';
 import { checkedPolicy } from './compile.js';
 import { parseHistory } from '../brain/history.js';
+import { logOf, type MessageLog } from '../brain/message-log.js';
 import type { ExternalEvent } from './events.js';
 import { activeModelProblem, bookUsage, totalCost } from './fallback.js';
 import * as guard from './guardrails.js';
@@ -123,13 +124,13 @@ export const extrasFor = (agent: CompiledAgent, context: AgentContext): number |
 
 /** The agent.repetition verdict on the batch the brain is about to run (see repetition.ts). */
 export const repeated = (agent: CompiledAgent, context: AgentContext): RepetitionVerdict =>
-  repetitionVerdict(context.brain.context.history, context.brain.context.pending, context.brain.value === 'AwaitingTools' ? agent.repetition : null);
+  repetitionVerdict(logOf(context.brain.context), context.brain.value === 'AwaitingTools' ? agent.repetition : null);
 
 /** The policy the brain decides with now (see `brainPolicy`, `finalCallPolicy`). */
 export const decisionPolicy = (agent: CompiledAgent, context: AgentContext) => finalCallPolicy(brainPolicy(context.policy, context.compactionPasses), context.outputState);
 
 /** The conversation a side effect sees: committed history and the run's pending messages. */
-export const conversation = (context: AgentContext) => ({ history: context.brain.context.history, pending: context.brain.context.pending });
+export const conversation = (context: AgentContext): MessageLog => logOf(context.brain.context);
 
 /** The key of the current batch's tool calls (see keys.ts). */
 export const batchKey = (context: AgentContext) => serviceKey(context, context.brain.context.turnsTaken, 'tools');

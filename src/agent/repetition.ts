@@ -72,16 +72,22 @@ export function batchSignature(message: { toolCalls: readonly ToolCall[] }): str
   return signature;
 }
 
+/** A conversation read by position: a list, or the brain's `MessageLog`. */
+export interface MessageSequence {
+  readonly length: number;
+  at(index: number): Message | undefined;
+}
+
 /**
  * How many identical batches in a row end the conversation (history, then pending), counted up
  * to `cap`: 0 when its newest message after the tool results is not a batch of calls. Reads
  * from the end, so the cost is the batches counted, not the conversation's length.
  */
-export function identicalBatchesInRow(history: readonly Message[], pending: readonly Message[], cap: number): number {
+export function identicalBatchesInRow(conversation: MessageSequence, cap: number): number {
   let newest: string | undefined;
   let count = 0;
-  for (let i = history.length + pending.length - 1; i >= 0 && count < cap; i--) {
-    const message = i >= history.length ? pending[i - history.length]! : history[i]!;
+  for (let i = conversation.length - 1; i >= 0 && count < cap; i--) {
+    const message = conversation.at(i)!;
     if (message.role === 'tool') continue;
     if (message.role !== 'assistant' || !message.toolCalls?.length) break;
     const signature = batchSignature(message as { toolCalls: ToolCall[] });
@@ -103,16 +109,18 @@ export type RepetitionVerdict = { type: 'run' } | { type: 'note'; times: number 
  * ```ts
  * const batch = { role: 'assistant' as const, content: '', toolCalls: [{ id: 'c1', name: 'read_file', args: { path: 'a' } }] };
  * const result = { role: 'tool' as const, toolCallId: 'c1', toolName: 'read_file', content: 'text of a' };
- * const verdict = repetitionVerdict([], [batch, result, batch, result, batch, result, batch], 3);
+ * const verdict = repetitionVerdict([batch, result, batch, result, batch, result, batch], 3);
  * if (verdict.type === 'seal') console.log(verdict.reason); // 'repetition: read_file({"path":"a"}) asked for 4 times in a row'
  * ```
  */
-export function repetitionVerdict(history: readonly Message[], pending: readonly Message[], limit: number | null): RepetitionVerdict {
+export function repetitionVerdict(conversation: MessageSequence, limit: number | null): RepetitionVerdict {
   if (limit === null) return { type: 'run' };
-  const times = identicalBatchesInRow(history, pending, limit + 1);
+  const times = identicalBatchesInRow(conversation, limit + 1);
   if (times < limit) return { type: 'run' };
   if (times === limit) return { type: 'note', times };
-  const newest = [...history, ...pending].findLast((m) => m.role === 'assistant') as { toolCalls: ToolCall[] };
+  let last = conversation.length - 1;
+  while (conversation.at(last)!.role !== 'assistant') last--;
+  const newest = conversation.at(last) as { toolCalls: ToolCall[] };
   return { type: 'seal', reason: `repetition: ${batchLabel(newest.toolCalls)} asked for ${times} times in a row` };
 }
 

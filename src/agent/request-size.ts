@@ -1,4 +1,5 @@
 import type { ToolDefinition } from '../model.js';
+import type { MessageLog } from '../brain/message-log.js';
 import type { Message } from '../schemas.js';
 import { estimateMessageTokens, estimateTokens } from '../tokens.js';
 
@@ -27,36 +28,33 @@ export function requestTokens(request: {
   return system + estimateTokens(request.messages, request.tools);
 }
 
-const listTokens = new WeakMap<readonly Message[], number>();
+const logTokens = new WeakMap<MessageLog, number>();
 
 /**
- * The tokens of a message list, without the request's framing: memoized by the list, which the
- * driver never changes once the brain holds it (snapshots are values), so the measure of a
- * growing conversation costs O(1) per turn once `rememberAppend` has linked each list to the
- * one it extends.
+ * The tokens of a conversation's messages, without the request's framing: memoized by the log,
+ * which never changes (snapshots are values), so the measure of a growing conversation costs
+ * O(1) per turn once `rememberAppend` has linked each log to the one it extends.
  */
-export function messageListTokens(list: readonly Message[]): number {
-  let tokens = listTokens.get(list);
+export function conversationTokens(log: MessageLog): number {
+  let tokens = logTokens.get(log);
   if (tokens === undefined) {
     tokens = 0;
-    for (const message of list) tokens += estimateMessageTokens(message);
-    listTokens.set(list, tokens);
+    for (let i = 0; i < log.length; i++) tokens += estimateMessageTokens(log.at(i)!);
+    logTokens.set(log, tokens);
   }
   return tokens;
 }
 
 /**
- * Records the measure of `list`, which the caller made by appending to `base` (the brain copies
- * on append): the base's measure plus the new messages'. A list that is not `base` plus a tail
- * (shorter, or another element where the base ends) is left to be measured in full.
+ * Records the measure of `log`, which the caller made by appending to `base`: the base's measure
+ * plus the new messages'. A log that is not `base` plus a tail is left to be measured in full.
  */
-export function rememberAppend(list: readonly Message[], base: readonly Message[]): void {
-  const known = listTokens.get(base);
-  if (known === undefined || listTokens.has(list) || list.length < base.length) return;
-  if (base.length > 0 && list[base.length - 1] !== base[base.length - 1]) return;
+export function rememberAppend(log: MessageLog, base: MessageLog): void {
+  const known = logTokens.get(base);
+  if (known === undefined || logTokens.has(log) || log.commonPrefix(base) < base.length) return;
   let tokens = known;
-  for (let i = base.length; i < list.length; i++) tokens += estimateMessageTokens(list[i]!);
-  listTokens.set(list, tokens);
+  for (let i = base.length; i < log.length; i++) tokens += estimateMessageTokens(log.at(i)!);
+  logTokens.set(log, tokens);
 }
 
 /** Tokens of the system parts a request carries before its conversation. */

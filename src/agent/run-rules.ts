@@ -1,11 +1,12 @@
 import { decisionFor, deniedResult, isWaiting, type Approvals } from './approvals.js';
-import { conversationOf, feedBrain, feedOrFail, freshBrain, pendingCalls, type BrainState } from './brain-state.js';
+import { conversationOf, feedBrain, feedOrFail, pendingCalls, restingBrain, type BrainState } from './brain-state.js';
+import { logOf } from '../brain/message-log.js';
 import { interruptedResult } from './interrupt.js';
 import type { ModelReply, ToolDefinition, Usage } from '../model.js';
 import type { Message, Outcome, Policy, ToolCall, ToolMessage, UserMessage } from '../schemas.js';
 import { estimateTokens, estimateToolTokens } from '../tokens.js';
 import type { SideEffectOutputs } from './executor.js';
-import { calibrated, messageListTokens, rememberAppend, requestTokens } from './request-size.js';
+import { calibrated, conversationTokens, rememberAppend, requestTokens } from './request-size.js';
 import type { Failure, FailureType } from './failure.js';
 
 /**
@@ -40,7 +41,7 @@ export const asUserMessage = (message: string | UserMessage): UserMessage =>
  * system parts the estimate is known to count, `extrasTokens`).
  */
 export function startRun(previous: BrainState, message: UserMessage, tools: readonly ToolDefinition[], extrasTokens = 0): BrainState {
-  const brain = feedBrain(freshBrain(previous.context.history), { type: 'acceptInput', message });
+  const brain = feedBrain(restingBrain(previous), { type: 'acceptInput', message });
   const anchor = previous.context.contextTokens;
   const tokens = anchor > 0 ? anchor + estimateTokens([message]) : requestTokens({ system: extrasTokens, messages: conversationOf(brain), tools });
   return feedBrain(brain, { type: 'setContextTokens', tokens });
@@ -56,9 +57,9 @@ export function applyReply(
   reply: ModelReply,
   tools: { definitions: readonly ToolDefinition[]; names: readonly string[] },
 ): Pick<RunState, 'brain' | 'runUsage' | 'sessionUsage'> {
-  const { history, pending } = state.brain.context;
-  // requestTokens over the conversation plus the reply, with the conversation's lists memoized.
-  const measured = state.extrasTokens + messageListTokens(history) + messageListTokens(pending) + estimateTokens([reply.message], tools.definitions);
+  const sent = logOf(state.brain.context);
+  // requestTokens over the conversation plus the reply, with the conversation's measure memoized.
+  const measured = state.extrasTokens + conversationTokens(sent) + estimateTokens([reply.message], tools.definitions);
   const tokens = calibrated(measured, reply.usage && reply.usage.inputTokens + reply.usage.outputTokens);
   const brain = feedOrFail(
     state.brain,
@@ -71,7 +72,7 @@ export function applyReply(
     },
     'ModelError',
   );
-  rememberAppend(brain.context.pending, pending);
+  rememberAppend(logOf(brain.context), sent);
   return { brain, runUsage: addUsage(state.runUsage, reply.usage), sessionUsage: addUsage(state.sessionUsage, reply.usage) };
 }
 
@@ -151,7 +152,7 @@ export function journalResult(journal: readonly ToolMessage[], result: ToolMessa
 export function applyToolResults(state: RunState, maxCalls: number): BrainState {
   const results = batchResults(state, maxCalls).map(({ result }) => result!);
   const brain = feedBrain(state.brain, { type: 'toolResults', messages: results });
-  rememberAppend(brain.context.pending, state.brain.context.pending);
+  rememberAppend(logOf(brain.context), logOf(state.brain.context));
   return feedBrain(brain, { type: 'setContextTokens', tokens: state.brain.context.contextTokens + estimateTokens(results) });
 }
 

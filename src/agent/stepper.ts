@@ -3,6 +3,8 @@ import type { AgentEvent, AgentInput, AgentMachine } from '../../machines/agent.
 import { LoopchartError } from '../errors.js';
 import type { Executor, SideEffect } from './executor.js';
 import type { IoEvent } from './io.js';
+import { runInFlight } from './actor-types.js';
+import type { BrainState } from './brain-state.js';
 
 /**
  * The caller-driven API (seed 003's `step` / `apply` / `finalize`) for hosts that drive the
@@ -238,9 +240,9 @@ function stepOf(effect: SideEffect): string {
 const park: Executor = () => new Promise<never>(() => {});
 
 function statusOf(session: SteppedSession): StepStatus {
-  const { status, value, context } = session as unknown as { status: string; value: unknown; context: { brain: { value: string; context: { pending: unknown[] } } } };
+  const { status, value, context } = session as unknown as { status: string; value: unknown; context: { brain: BrainState } };
   if (status !== 'active') return 'finished';
-  if (value === 'Idle') return context.brain.value !== 'Terminal' && (context.brain.value !== 'Start' || context.brain.context.pending.length > 0) ? 'continues' : 'finished';
+  if (value === 'Idle') return runInFlight(context.brain) ? 'continues' : 'finished';
   const text = JSON.stringify(value);
   // An approval yields once nothing else of the batch can run meanwhile.
   const approvalOnly = text.includes('"AwaitingApproval"') && text.includes('"Paused"');

@@ -1,4 +1,5 @@
 import { conversationFault, incoherence, unansweredCall } from './conversation.js';
+import { logOf } from './message-log.js';
 import { jsonValueFault } from '../json-value.js';
 import type { LoopEvent } from './loop-events.js';
 import type { LoopContext, Message } from '../schemas.js';
@@ -21,12 +22,12 @@ const isCount = (n: number) => Number.isSafeInteger(n) && n >= 0;
 export function feedIllegality(context: LoopContext, type: LoopEvent['type']): string | null {
   switch (type) {
     case 'rewindTo':
-      return context.pending.length > 0 ? 'a turn is in flight (pending is not empty)' : null;
+      return logOf(context).pendingLength > 0 ? 'a turn is in flight (pending is not empty)' : null;
     case 'inject': {
       // Only AwaitingTools has pending calls among the states that take inject.
       const { pendingTools } = context;
       if (pendingTools.length === 0) return null;
-      const position = context.history.length + context.pending.length - 1;
+      const position = logOf(context).length - 1;
       const more = pendingTools.length > 1 ? ` (and ${pendingTools.length - 1} more)` : '';
       return (
         `tool call '${pendingTools[0]!.call.id}'${more} of the reply at position ${position} awaits its result; ` +
@@ -85,7 +86,7 @@ export function feedProblem(context: LoopContext, event: LoopEvent): FeedProblem
       return event.error.type ? null : invalid('error.type must be a non-empty string');
     case 'commitPending': {
       // History keeps the invariant by construction, so pending alone decides.
-      const broken = unansweredCall(context.pending);
+      const broken = unansweredCall(logOf(context).pendingView());
       return broken ? invalid(`pending is not coherent (${broken}); use salvagePending`) : null;
     }
     case 'rewindTo':
@@ -118,7 +119,7 @@ function toolResultsProblem(context: LoopContext, messages: readonly Message[]):
     answered.add(id);
   }
   if (answered.size === expected.size) return null;
-  const position = context.history.length + context.pending.length - 1;
+  const position = logOf(context).length - 1;
   const missing = [...expected].filter(([id]) => !answered.has(id));
   const named = missing.slice(0, 3).map(([id, k]) => `'${id}' (call ${k})`).join(', ');
   const more = missing.length > 3 ? ` and ${missing.length - 3} more` : '';
@@ -128,13 +129,13 @@ function toolResultsProblem(context: LoopContext, messages: readonly Message[]):
 /** A pruned conversation may change contents only: same length, roles and tool-call ids. */
 function prunedProblem(context: LoopContext, messages: readonly Message[]): FeedProblem | null {
   const invalid = (problem: string): FeedProblem => ({ kind: 'invalid', problem });
-  const { history, pending } = context;
-  const expectedLength = history.length + pending.length;
+  const log = logOf(context);
+  const expectedLength = log.length;
   if (messages.length !== expectedLength) {
     return invalid(`expected ${expectedLength} messages (pruning keeps the count), got ${messages.length}`);
   }
   for (let i = 0; i < messages.length; i++) {
-    const was = i < history.length ? history[i]! : pending[i - history.length]!;
+    const was = log.at(i)!;
     const now = messages[i]!;
     if (shapeKey(was) !== shapeKey(now)) {
       return invalid(`message ${i} changed role or tool-call ids (pruning may change contents only)`);
@@ -158,7 +159,7 @@ function shapeKey(message: Message): string {
  * AwaitingTools the conversation has no open call, so an injected tool result answers nothing.
  */
 function injectProblem(context: LoopContext, message: Message): FeedProblem | null {
-  const position = context.history.length + context.pending.length;
+  const position = logOf(context).length;
   if (message.role === 'tool') {
     return {
       kind: 'invalid',

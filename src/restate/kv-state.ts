@@ -1,7 +1,7 @@
 import type * as restate from '@restatedev/restate-sdk';
 import type { AgentContext } from '../../machines/agent.machine.js';
 import type { Message } from '../schemas.js';
-import { logEffect, logNow, type WrittenLog } from '../sessions/log-delta.js';
+import { EMPTY_LOG, logEffect, logNow, type WrittenLog } from '../sessions/log-delta.js';
 import { decodeRow, encodeRow } from '../sessions/session-row.js';
 
 /**
@@ -45,8 +45,8 @@ export async function loadRow(ctx: restate.ObjectSharedContext): Promise<{ row: 
 
 /** What a context looks like once written: the baseline of the next delta. */
 export function writtenOf(context: AgentContext, stored: boolean): KvWritten {
-  const log = logNow(context.brain.context.history, context.brain.context.pending);
-  return stored ? { log, row: JSON.stringify(encodeRow(context)) } : { log: logNow([], []), row: '' };
+  const log = logNow(context.brain.context);
+  return stored ? { log, row: JSON.stringify(encodeRow(context)) } : { log: EMPTY_LOG, row: '' };
 }
 
 /**
@@ -56,9 +56,9 @@ export function writtenOf(context: AgentContext, stored: boolean): KvWritten {
 export function persistSession(ctx: restate.ObjectContext, context: AgentContext, written: KvWritten): KvWritten {
   const row = encodeRow(context);
   const rowJson = JSON.stringify(row);
-  const log = logNow(context.brain.context.history, context.brain.context.pending);
+  const log = logNow(context.brain.context);
   const effect = logEffect(written.log, log);
-  const oldLength = written.log.history.length + written.log.pendingLength;
+  const oldLength = written.log.length;
   if (rowJson === written.row && !('replaceLog' in effect) && effect.truncateTo === undefined && !effect.append) return written;
   let keep: number;
   let append: Message[];

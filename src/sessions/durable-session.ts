@@ -17,7 +17,7 @@ import type { Message, ToolMessage } from '../schemas.js';
 import type { SessionStore } from '../stores/session-store.js';
 import { externalEventProblem } from '../agent/events.js';
 import { extendScope, stopActor, type ChildSession, type OpenChildOptions } from '../agent/subagent-scope.js';
-import { logEffect, logNow, type WrittenLog } from './log-delta.js';
+import { EMPTY_LOG, logEffect, logNow, type WrittenLog } from './log-delta.js';
 import { decodeRow, encodeRow } from './session-row.js';
 import { ApprovalRefusedError, type Verdict } from './stored-decision.js';
 import type { ApprovalRequest } from '../agent/approval-binding.js';
@@ -148,7 +148,7 @@ export class DurableSession {
     const start = initial.context;
     this.#written = context
       ? { log: logOf(start), row: encodeRow(start), awaitingToolsKey: toolsKey(start), pointKey: start.operations.point?.key ?? null }
-      : { log: logNow([], []), row: undefined, awaitingToolsKey: null, pointKey: null };
+      : { log: EMPTY_LOG, row: undefined, awaitingToolsKey: null, pointKey: null };
     this.actor.subscribe({
       next: (snapshot) => {
         this.#ioState = statePath(snapshot.value);
@@ -532,8 +532,7 @@ export class DurableSession {
     const row = encodeRow(context);
     const log = logOf(context);
     const written = this.#written;
-    const logUnchanged =
-      log.history === written.log.history && log.pending === written.log.pending && log.pendingLength === written.log.pendingLength;
+    const logUnchanged = log.sameAs(written.log);
     // Compared as data, not as text: the store serializes the row once, when it writes it.
     if (logUnchanged && sameJson(row, written.row)) return;
     const effect = logEffect(written.log, log);
@@ -568,7 +567,7 @@ export class DurableSession {
       turns: brain.context.turnsTaken,
       tokens: brain.context.contextTokens,
       toolCalls: brain.context.totalToolCalls,
-      log: brain.context.history.length + brain.context.pending.length,
+      log: logNow(brain.context).length,
       policy: context.policy,
       usage: context.sessionUsage,
       outcome: brain.context.outcome,
@@ -648,7 +647,7 @@ function parsedOutput(content: string): SideEffectOutputs['operation'] | undefin
   }
 }
 
-const logOf = (context: AgentContext): WrittenLog => logNow(context.brain.context.history, context.brain.context.pending);
+const logOf = (context: AgentContext): WrittenLog => logNow(context.brain.context);
 
 /** The journal batch of the tool calls the brain is waiting for, if it is waiting for any. */
 function toolsKey(context: AgentContext): string | null {

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { fieldsOf, logOf } from '../brain/message-log.js';
 import type { AgentContext } from '../../machines/agent.machine.js';
 import { NO_APPROVALS } from '../agent/approvals.js';
 import { NO_OPERATIONS } from '../agent/operation-state.js';
@@ -101,10 +102,9 @@ export class SessionRowError extends LoopchartError {
 }
 
 export function encodeRow(context: AgentContext): SessionRow {
-  const { history, pending: _pending, ...brainRest } = context.brain.context;
   return {
     rowVersion: SESSION_ROW_VERSION,
-    brain: { value: context.brain.value, historyLength: history.length, context: brainRest },
+    brain: { value: context.brain.value, historyLength: logOf(context.brain.context).split, context: fieldsOf(context.brain.context) },
     policy: context.policy,
     runIndex: context.runIndex,
     runUsage: context.runUsage,

@@ -7,6 +7,7 @@ import { describe, expect, it } from 'vitest';
 import { createActor, waitFor } from 'xstate';
 import { z } from 'zod';
 import { createAgentMachine, type AgentEmitted } from '../../machines/agent.machine.js';
+import { MessageLog } from '../../src/brain/message-log.js';
 import { canonicalJson, identicalBatchesInRow, repetitionLimit, repetitionVerdict } from '../../src/agent/repetition.js';
 import { InvalidConfigError } from '../../src/errors.js';
 import { scriptedModel, type ScriptEntry } from '../../src/models/scripted.js';
@@ -42,24 +43,24 @@ describe('the repetition rule (pure)', () => {
     const a = { name: 'read', args: { path: 'a', lines: 10 } };
     const aSwapped = { name: 'read', args: { lines: 10, path: 'a' } };
     const b = read('b');
-    expect(identicalBatchesInRow([], conversation([a, b], [b, aSwapped], [aSwapped, b]), 10)).toBe(3);
-    expect(repetitionVerdict([], conversation([a], [aSwapped], [a]), 3)).toEqual({ type: 'note', times: 3 });
-    expect(repetitionVerdict([], conversation([a], [a]), 3)).toEqual({ type: 'run' });
-    expect(repetitionVerdict([], conversation([a], [a], [a], [a]), 3)).toEqual({ type: 'seal', reason: 'repetition: read({"lines":10,"path":"a"}) asked for 4 times in a row' });
+    expect(identicalBatchesInRow(conversation([a, b], [b, aSwapped], [aSwapped, b]), 10)).toBe(3);
+    expect(repetitionVerdict(conversation([a], [aSwapped], [a]), 3)).toEqual({ type: 'note', times: 3 });
+    expect(repetitionVerdict(conversation([a], [a]), 3)).toEqual({ type: 'run' });
+    expect(repetitionVerdict(conversation([a], [a], [a], [a]), 3)).toEqual({ type: 'seal', reason: 'repetition: read({"lines":10,"path":"a"}) asked for 4 times in a row' });
     // History and pending are one conversation.
     const all = conversation([a], [a], [a]);
-    expect(repetitionVerdict(all.slice(0, 3), all.slice(3), 3)).toEqual({ type: 'note', times: 3 });
+    expect(repetitionVerdict(MessageLog.of(all.slice(0, 3), all.slice(3)), 3)).toEqual({ type: 'note', times: 3 });
   });
 
   it('near-identical batches do not count: other arguments, another tool, one call more, a user message between', () => {
-    expect(identicalBatchesInRow([], conversation([read('a')], [read('b')], [read('a')]), 10)).toBe(1);
-    expect(identicalBatchesInRow([], conversation([read('a')], [read('a', { lines: 1 })], [read('a')]), 10)).toBe(1);
-    expect(identicalBatchesInRow([], conversation([read('a')], [{ name: 'list', args: { path: 'a' } }], [read('a')]), 10)).toBe(1);
-    expect(identicalBatchesInRow([], conversation([read('a'), read('a')], [read('a')]), 10)).toBe(1);
+    expect(identicalBatchesInRow(conversation([read('a')], [read('b')], [read('a')]), 10)).toBe(1);
+    expect(identicalBatchesInRow(conversation([read('a')], [read('a', { lines: 1 })], [read('a')]), 10)).toBe(1);
+    expect(identicalBatchesInRow(conversation([read('a')], [{ name: 'list', args: { path: 'a' } }], [read('a')]), 10)).toBe(1);
+    expect(identicalBatchesInRow(conversation([read('a'), read('a')], [read('a')]), 10)).toBe(1);
     const steered = conversation([read('a')], [read('a')], [read('a')]);
     steered.splice(4, 0, { role: 'user', content: 'try harder' });
-    expect(identicalBatchesInRow([], steered, 10)).toBe(1);
-    expect(repetitionVerdict([], conversation([read('a')], [read('a')], [read('a')], [read('a')]), null)).toEqual({ type: 'run' });
+    expect(identicalBatchesInRow(steered, 10)).toBe(1);
+    expect(repetitionVerdict(conversation([read('a')], [read('a')], [read('a')], [read('a')]), null)).toEqual({ type: 'run' });
   });
 
   it('the limit: default 3, false is off, anything but a whole number of at least 2 is refused at machine creation', () => {

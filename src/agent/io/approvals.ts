@@ -58,7 +58,7 @@ async function policyVerdict(
   const key = innerKey(request.key, { kind: 'policy', call: call.id });
   const { turn, sessionId, conversation } = request;
   const output = await execute({ key, kind: 'policy', input: { turn, call }, signal }, () =>
-    decideCall(plan, { call, sessionId, turn, messages: view(conversation), earlierCalls: earlierCallsOf(conversation.pending, call.id) }, signal),
+    decideCall(plan, { call, sessionId, turn, messages: view(conversation), earlierCalls: earlierCallsOf(conversation.pendingView(), call.id) }, signal),
   );
   return checkedVerdict(key, output);
 }

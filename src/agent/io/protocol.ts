@@ -1,4 +1,5 @@
 import type { AnyActorRef } from 'xstate';
+import type { MessageLog } from '../../brain/message-log.js';
 import type { Model, ModelReply, ResponseFormat, ToolDefinition } from '../../model.js';
 import type { RetryAttempt, RetryOptions } from '../../models/retry.js';
 import type { CompactionReason, Message, PendingToolCall, ToolCall, ToolMessage } from '../../schemas.js';
@@ -51,11 +52,8 @@ export interface SpeakerView {
   present(messages: readonly Message[]): readonly Message[];
 }
 
-/** The conversation as the brain holds it: two lists, read only. */
-export interface ConversationRef {
-  readonly history: readonly Message[];
-  readonly pending: readonly Message[];
-}
+/** The conversation as the brain holds it: history and pending in one shared log, read only. */
+export type ConversationRef = MessageLog;
 
 /** What the chart asks of its IO. Each request's `key` is the idempotency key of its step. */
 export type IoRequest =

@@ -1,0 +1,206 @@
+import { LoopContextSchema, type LoopContext, type Message } from '../schemas.js';
+
+/** The log of each context built here, and of each view a log handed out (for contexts copied field by field). */
+const logOfContext = new WeakMap<object, MessageLog>();
+const logOfPendingView = new WeakMap<readonly Message[], MessageLog>();
+
+/**
+ * A brain context's conversation, shared between the contexts that grew from one another:
+ * `history` is `items[0, split)` and `pending` is `items[split, length)` of one list. Positions
+ * below a log's `length` never change, so every log stays a value while the list grows: a log
+ * appends in place when it is the list's tip, and copies its own part once when it is not (after
+ * a rewind or a discard, or when two contexts grow from the same one). A run of N turns costs
+ * O(N) appends, not the O(N²) of copying the run's messages at every turn.
+ *
+ * The arrays a context shows as `history` and `pending` are cut from the log when first read
+ * (`historyView`, `pendingView`) and kept, so a snapshot nobody reads costs nothing per step.
+ *
+ * @example
+ * ```ts
+ * const log = MessageLog.of([{ role: 'user', content: 'Hi' }], []);
+ * const grown = log.append([{ role: 'assistant', content: 'Hello' }]);
+ * log.length; // 1: the first log is unchanged
+ * grown.pendingView(); // [{ role: 'assistant', content: 'Hello' }]
+ * ```
+ */
+export class MessageLog {
+  #history: readonly Message[] | undefined;
+  #pending: readonly Message[] | undefined;
+
+  private constructor(
+    private readonly items: Message[],
+    /** Where history ends and pending begins. */
+    readonly split: number,
+    /** History and pending together. */
+    readonly length: number,
+  ) {}
+
+  /** A log of these two lists; the lists become its views, so the caller must not change them afterwards. */
+  static of(history: readonly Message[], pending: readonly Message[]): MessageLog {
+    const log = new MessageLog(history.concat(pending), history.length, history.length + pending.length);
+    log.#history = history;
+    log.#pending = pending;
+    logOfPendingView.set(pending, log);
+    return log;
+  }
+
+  get pendingLength(): number {
+    return this.length - this.split;
+  }
+
+  /** The message at position `i` of history then pending, if there is one. */
+  at(i: number): Message | undefined {
+    return i >= 0 && i < this.length ? this.items[i] : undefined;
+  }
+
+  historyView(): readonly Message[] {
+    return (this.#history ??= this.items.slice(0, this.split));
+  }
+
+  pendingView(): readonly Message[] {
+    if (!this.#pending) {
+      this.#pending = this.items.slice(this.split, this.length);
+      logOfPendingView.set(this.#pending, this);
+    }
+    return this.#pending;
+  }
+
+  /** History then pending as a new list, behind `prefix` when there is one. */
+  toArray(prefix?: Message): Message[] {
+    const list = this.items.slice(0, this.length);
+    if (prefix) list.unshift(prefix);
+    return list;
+  }
+
+  /** Positions `from` to the end as a new list. */
+  tail(from: number): Message[] {
+    return this.items.slice(Math.max(0, from), this.length);
+  }
+
+  /** Pending grown by `messages`. */
+  append(messages: readonly Message[]): MessageLog {
+    if (messages.length === 0) return this;
+    // The tip grows in place: no other log sees the positions it writes.
+    const items = this.items.length === this.length ? this.items : this.items.slice(0, this.length);
+    for (const message of messages) items.push(message);
+    const next = new MessageLog(items, this.split, this.length + messages.length);
+    next.#history = this.#history;
+    return next;
+  }
+
+  /** The first `keep` pending messages moved into history and the rest dropped (all of them by default). */
+  commit(keep = this.pendingLength): MessageLog {
+    const end = this.split + Math.min(Math.max(0, keep), this.pendingLength);
+    return end === this.split ? this.discardPending() : new MessageLog(this.items, end, end);
+  }
+
+  /** Pending dropped, history kept. */
+  discardPending(): MessageLog {
+    if (this.pendingLength === 0) return this;
+    const next = new MessageLog(this.items, this.split, this.split);
+    next.#history = this.#history;
+    return next;
+  }
+
+  /** History cut to its first `length` messages, pending dropped. */
+  rewind(length: number): MessageLog {
+    const end = Math.min(Math.max(0, length), this.split);
+    return end === this.split ? this.discardPending() : new MessageLog(this.items, end, end);
+  }
+
+  /** Whether the two logs hold the same messages, split at the same place. */
+  sameAs(other: MessageLog): boolean {
+    return this === other || (this.split === other.split && this.length === other.length && this.commonPrefix(other) === this.length);
+  }
+
+  /**
+   * How many leading positions the two logs share, by identity (messages are never changed, so
+   * an unchanged one keeps its identity). Two logs cut from one list share all their common
+   * length: O(1) for consecutive steps of a run.
+   */
+  commonPrefix(other: MessageLog): number {
+    const end = Math.min(this.length, other.length);
+    if (this.sharesStorageWith(other)) return end;
+    let i = 0;
+    while (i < end && this.items[i] === other.items[i]) i++;
+    return i;
+  }
+
+  /** Whether the two logs are cut from one list (no copy was made between them). */
+  sharesStorageWith(other: MessageLog): boolean {
+    return this.items === other.items;
+  }
+
+  /** Whether `history` and `pending` are the views this log handed out (a context copied field by field). */
+  hasViews(history: readonly Message[], pending: readonly Message[]): boolean {
+    return this.#history === history && this.#pending === pending;
+  }
+}
+
+/** Fields of the brain's context besides the conversation. */
+export type LoopFields = Omit<LoopContext, 'history' | 'pending'>;
+
+const FIELD_NAMES = Object.keys(LoopContextSchema.shape).filter((name) => name !== 'history' && name !== 'pending') as (keyof LoopFields)[];
+
+
+/**
+ * A brain context over `log`. `history` and `pending` are plain enumerable properties as far as
+ * spreading, `structuredClone`, JSON and equality go; they are cut from the log on first read.
+ * Assigning either replaces it with a plain value (the context then no longer follows the log).
+ *
+ * @example
+ * ```ts
+ * const fields = { pendingTools: [], turnsTaken: 0, contextTokens: 0, cancelled: false, lastCompactionTokens: null,
+ *   deferredCompaction: false, totalToolCalls: 0, compactionReason: null, steering: [], outcome: null };
+ * const context = loopContextOf(fields, MessageLog.of([], [{ role: 'user', content: 'Hi' }]));
+ * context.pending; // [{ role: 'user', content: 'Hi' }], cut from the log on this first read
+ * ```
+ */
+export function loopContextOf(fields: LoopFields, log: MessageLog): LoopContext {
+  const context = {
+    ...fields,
+    get history(): Message[] {
+      return log.historyView() as Message[];
+    },
+    set history(value: Message[]) {
+      detach(context, 'history', value);
+    },
+    get pending(): Message[] {
+      return log.pendingView() as Message[];
+    },
+    set pending(value: Message[]) {
+      detach(context, 'pending', value);
+    },
+  };
+  logOfContext.set(context, log);
+  return context;
+}
+
+function detach(context: LoopContext, field: 'history' | 'pending', value: Message[]): void {
+  const other = field === 'history' ? 'pending' : 'history';
+  const keep = context[other];
+  logOfContext.delete(context);
+  Object.defineProperty(context, field, { value, writable: true, enumerable: true, configurable: true });
+  Object.defineProperty(context, other, { value: keep, writable: true, enumerable: true, configurable: true });
+}
+
+/**
+ * The log behind a context: its own when `loopContextOf` built it or its lists are a log's
+ * views (XState's `assign` copies a context field by field), else a new log of its two lists.
+ */
+export function logOf(context: LoopContext): MessageLog {
+  const own = logOfContext.get(context);
+  if (own) return own;
+  const { history, pending } = context;
+  const owner = logOfPendingView.get(pending);
+  const log = owner?.hasViews(history, pending) ? owner : MessageLog.of(history, pending);
+  logOfContext.set(context, log);
+  return log;
+}
+
+/** The context's fields besides the conversation, read without cutting the conversation's lists. */
+export function fieldsOf(context: LoopContext): LoopFields {
+  const fields = {} as Record<string, unknown>;
+  for (const name of FIELD_NAMES) fields[name] = context[name];
+  return fields as LoopFields;
+}
