@@ -190,7 +190,7 @@ export const emptyLoopContext = (history: Message[] = []): LoopContext => ({
  * for the driver's reducer alike, and a turn does not copy the run's messages.
  */
 export type LoopChange = Partial<LoopFields> & { log?: MessageLog };
-type Update = (context: LoopContext, event: LoopEvent) => LoopChange;
+type Update = (context: LoopFields, event: LoopEvent, log: MessageLog) => LoopChange;
 
 const conclude = (outcome: Outcome): Update => () => ({ outcome });
 const beginCompaction = (reason: CompactionReason): Update => (context) => ({
@@ -207,10 +207,10 @@ export const loopUpdates = {
   concludeMaxTurns: conclude({ type: 'MaxTurnsExceeded' }),
   beginEmergencyCompaction: beginCompaction('Emergency'),
   beginThresholdCompaction: beginCompaction('ThresholdExceeded'),
-  beginRun: (context, event) => {
+  beginRun: (_context, event, log) => {
     assertEvent(event, 'acceptInput');
     return {
-      log: logOf(context).discardPending().append([event.message]),
+      log: log.discardPending().append([event.message]),
       pendingTools: [],
       turnsTaken: 0,
       totalToolCalls: 0,
@@ -219,9 +219,9 @@ export const loopUpdates = {
       steering: [],
     };
   },
-  appendToPending: (context, event) => {
+  appendToPending: (_context, event, log) => {
     assertEvent(event, ['inject', 'steer']);
-    return { log: logOf(context).append([event.message]) };
+    return { log: log.append([event.message]) };
   },
   adoptEstimate: (_context, event) => {
     assertEvent(event, 'setContextTokens');
@@ -241,12 +241,11 @@ export const loopUpdates = {
     assertEvent(event, 'steer');
     return { steering: [...context.steering, event.message] };
   },
-  deliverSteering: (context) =>
-    context.steering.length ? { log: logOf(context).append(context.steering), steering: [] } : {},
-  acceptReply: (context, event) => {
+  deliverSteering: (context, _event, log) => (context.steering.length ? { log: log.append(context.steering), steering: [] } : {}),
+  acceptReply: (context, event, log) => {
     assertEvent(event, 'modelResponse');
     return {
-      log: logOf(context).append([event.response]),
+      log: log.append([event.response]),
       contextTokens: event.contextTokens,
       turnsTaken: context.turnsTaken + 1,
     };
@@ -270,13 +269,13 @@ export const loopUpdates = {
           : { type: 'Completed', finalText: event.response.content },
     };
   },
-  acceptToolResults: (context, event) => {
+  acceptToolResults: (context, event, log) => {
     assertEvent(event, 'toolResults');
     const byId = new Map(event.messages.map((message) => [message.toolCallId, message]));
     // Results go in call order whatever order they finished in: the transcript stays stable.
     const results = context.pendingTools.map((pending) => byId.get(pending.call.id)!);
     return {
-      log: logOf(context).append(results),
+      log: log.append(results),
       pendingTools: [],
       totalToolCalls: context.totalToolCalls + results.length,
     };
@@ -310,15 +309,11 @@ export const loopUpdates = {
     return { contextTokens: event.after };
   },
   endCompactionPass: () => ({ compactionReason: null }),
-  commitPending: (context) => ({ log: logOf(context).commit() }),
-  discardPending: (context) => ({ log: logOf(context).discardPending() }),
-  salvagePending: (context) => {
-    const log = logOf(context);
-    return { log: log.commit(coherentCut(log.pendingView(), Infinity)) };
-  },
-  rewindHistory: (context, event) => {
+  commitPending: (_context, _event, log) => ({ log: log.commit() }),
+  discardPending: (_context, _event, log) => ({ log: log.discardPending() }),
+  salvagePending: (_context, _event, log) => ({ log: log.commit(coherentCut(log.pendingView(), Infinity)) }),
+  rewindHistory: (_context, event, log) => {
     assertEvent(event, 'rewindTo');
-    const log = logOf(context);
     if (event.len >= log.split) return {};
     return {
       log: log.rewind(coherentCut(log.historyView(), event.len)),
@@ -327,9 +322,9 @@ export const loopUpdates = {
       contextTokens: 0,
     };
   },
-  adoptPruned: (context, event) => {
+  adoptPruned: (_context, event, log) => {
     assertEvent(event, 'adoptPruned');
-    const split = logOf(context).split;
+    const { split } = log;
     return { log: MessageLog.of(event.messages.slice(0, split), event.messages.slice(split)) };
   },
 } satisfies Record<string, Update>;
@@ -460,14 +455,17 @@ export function reduceLoop(
   if (!chosen) return null;
   const leaving = chosen.target !== undefined && chosen.target !== state;
   const actions = leaving && exitActions[state] ? [...exitActions[state], ...chosen.actions] : chosen.actions;
-  let next = context;
-  for (const action of actions) next = applyChange(next, loopUpdates[action](next, event));
-  return { value: chosen.target ?? state, context: next };
-}
-
-/** The context after one action: its fields changed, and its conversation the change's log or the same one. */
-function applyChange(context: LoopContext, { log, ...fields }: LoopChange): LoopContext {
-  return loopContextOf({ ...fieldsOf(context), ...fields }, log ?? logOf(context));
+  const value = chosen.target ?? state;
+  if (actions.length === 0) return { value, context };
+  // The actions read the fields and the log as the previous action left them; one context is built at the end.
+  let fields = fieldsOf(context);
+  let log = logOf(context);
+  for (const action of actions) {
+    const { log: changed, ...change }: LoopChange = loopUpdates[action](fields, event, log);
+    fields = { ...fields, ...change };
+    if (changed) log = changed;
+  }
+  return { value, context: loopContextOf(fields, log) };
 }
 
 /** A change as XState's `assign` takes it: the log's two views in place of the log. */
@@ -486,7 +484,7 @@ const loopSetup = setup({
     Object.entries(loopUpdates).map(([name, update]) => [
       name,
       assign<LoopContext, LoopEvent, undefined, LoopEvent, never>(({ context, event }) =>
-        asAssignment((update as Update)(context, event)),
+        asAssignment((update as Update)(context, event, logOf(context))),
       ),
     ]),
   ) as Record<ActionName, ReturnType<typeof assign<LoopContext, LoopEvent, undefined, LoopEvent, never>>>,

@@ -1,4 +1,4 @@
-import { LoopContextSchema, type LoopContext, type Message } from '../schemas.js';
+import type { LoopContext, Message } from '../schemas.js';
 
 /** The log of each context built here, and of each view a log handed out (for contexts copied field by field). */
 const logOfContext = new WeakMap<object, MessageLog>();
@@ -140,13 +140,52 @@ export class MessageLog {
 /** Fields of the brain's context besides the conversation. */
 export type LoopFields = Omit<LoopContext, 'history' | 'pending'>;
 
-const FIELD_NAMES = Object.keys(LoopContextSchema.shape).filter((name) => name !== 'history' && name !== 'pending') as (keyof LoopFields)[];
-
+/** The context's fields besides the conversation, read without cutting the conversation's lists. */
+export const fieldsOf = (context: LoopFields): LoopFields => ({
+  pendingTools: context.pendingTools,
+  turnsTaken: context.turnsTaken,
+  contextTokens: context.contextTokens,
+  cancelled: context.cancelled,
+  lastCompactionTokens: context.lastCompactionTokens,
+  deferredCompaction: context.deferredCompaction,
+  totalToolCalls: context.totalToolCalls,
+  compactionReason: context.compactionReason,
+  steering: context.steering,
+  outcome: context.outcome,
+});
 
 /**
- * A brain context over `log`. `history` and `pending` are plain enumerable properties as far as
- * spreading, `structuredClone`, JSON and equality go; they are cut from the log on first read.
- * Assigning either replaces it with a plain value (the context then no longer follows the log).
+ * `history` and `pending` of a context over a log: enumerable, so spreading, `structuredClone`,
+ * JSON and equality see plain lists; one pair of functions for every context, since accessors
+ * written in an object literal cost a closure pair per context and several times the time.
+ * Assigning either replaces it with a plain value (that context then no longer follows the log).
+ */
+const conversationFields: PropertyDescriptorMap = {
+  history: {
+    get(this: LoopContext) {
+      return logOfContext.get(this)!.historyView();
+    },
+    set(this: LoopContext, value: Message[]) {
+      detach(this, 'history', value);
+    },
+    enumerable: true,
+    configurable: true,
+  },
+  pending: {
+    get(this: LoopContext) {
+      return logOfContext.get(this)!.pendingView();
+    },
+    set(this: LoopContext, value: Message[]) {
+      detach(this, 'pending', value);
+    },
+    enumerable: true,
+    configurable: true,
+  },
+};
+
+/**
+ * A brain context over `log`: its fields, and `history` and `pending` cut from the log on first
+ * read (see `conversationFields`).
  *
  * @example
  * ```ts
@@ -157,21 +196,7 @@ const FIELD_NAMES = Object.keys(LoopContextSchema.shape).filter((name) => name !
  * ```
  */
 export function loopContextOf(fields: LoopFields, log: MessageLog): LoopContext {
-  const context = {
-    ...fields,
-    get history(): Message[] {
-      return log.historyView() as Message[];
-    },
-    set history(value: Message[]) {
-      detach(context, 'history', value);
-    },
-    get pending(): Message[] {
-      return log.pendingView() as Message[];
-    },
-    set pending(value: Message[]) {
-      detach(context, 'pending', value);
-    },
-  };
+  const context = Object.defineProperties(fieldsOf(fields), conversationFields) as LoopContext;
   logOfContext.set(context, log);
   return context;
 }
@@ -196,11 +221,4 @@ export function logOf(context: LoopContext): MessageLog {
   const log = owner?.hasViews(history, pending) ? owner : MessageLog.of(history, pending);
   logOfContext.set(context, log);
   return log;
-}
-
-/** The context's fields besides the conversation, read without cutting the conversation's lists. */
-export function fieldsOf(context: LoopContext): LoopFields {
-  const fields = {} as Record<string, unknown>;
-  for (const name of FIELD_NAMES) fields[name] = context[name];
-  return fields as LoopFields;
 }
