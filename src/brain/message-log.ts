@@ -141,18 +141,23 @@ export class MessageLog {
 export type LoopFields = Omit<LoopContext, 'history' | 'pending'>;
 
 /** The context's fields besides the conversation, read without cutting the conversation's lists. */
-export const fieldsOf = (context: LoopFields): LoopFields => ({
-  pendingTools: context.pendingTools,
-  turnsTaken: context.turnsTaken,
-  contextTokens: context.contextTokens,
-  cancelled: context.cancelled,
-  lastCompactionTokens: context.lastCompactionTokens,
-  deferredCompaction: context.deferredCompaction,
-  totalToolCalls: context.totalToolCalls,
-  compactionReason: context.compactionReason,
-  steering: context.steering,
-  outcome: context.outcome,
-});
+export const fieldsOf = (context: LoopFields): LoopFields => withFields({}, context);
+
+/** `target` with the fields of `from` added, in the schema's order. */
+function withFields<T extends object>(target: T, from: LoopFields): T & LoopFields {
+  const to = target as T & LoopFields;
+  to.pendingTools = from.pendingTools;
+  to.turnsTaken = from.turnsTaken;
+  to.contextTokens = from.contextTokens;
+  to.cancelled = from.cancelled;
+  to.lastCompactionTokens = from.lastCompactionTokens;
+  to.deferredCompaction = from.deferredCompaction;
+  to.totalToolCalls = from.totalToolCalls;
+  to.compactionReason = from.compactionReason;
+  to.steering = from.steering;
+  to.outcome = from.outcome;
+  return to;
+}
 
 /**
  * `history` and `pending` of a context over a log: enumerable, so spreading, `structuredClone`,
@@ -196,7 +201,8 @@ const conversationFields: PropertyDescriptorMap = {
  * ```
  */
 export function loopContextOf(fields: LoopFields, log: MessageLog): LoopContext {
-  const context = Object.defineProperties(fieldsOf(fields), conversationFields) as LoopContext;
+  // The conversation first, as in the schema, so a context serializes as it always did.
+  const context = withFields(Object.defineProperties({}, conversationFields) as LoopContext, fields);
   logOfContext.set(context, log);
   return context;
 }

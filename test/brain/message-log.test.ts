@@ -8,7 +8,7 @@ import { describe, expect, it } from 'vitest';
 import { emptyLoopContext, reduceLoop } from '../../machines/loop.machine.js';
 import { feedBrain, freshBrain, takeStep, type BrainState } from '../../src/agent/brain-state.js';
 import { fieldsOf, logOf, loopContextOf, MessageLog } from '../../src/brain/message-log.js';
-import { DEFAULT_POLICY, type Message } from '../../src/schemas.js';
+import { DEFAULT_POLICY, LoopContextSchema, type Message } from '../../src/schemas.js';
 import { asst, call, toolMsg, user } from '../support/brain.js';
 
 const says = (n: number): Message => user(`m${n}`);
@@ -97,6 +97,9 @@ describe('a brain context over a log', () => {
     expect(structuredClone(context())).toStrictEqual(plain);
     expect(JSON.parse(JSON.stringify(context()))).toStrictEqual(plain);
     expect({ ...context() }).toStrictEqual(plain);
+    // Keys in the schema's order: a context serializes as a plain one always did.
+    expect(Object.keys(context())).toEqual(Object.keys(LoopContextSchema.shape));
+    expect(JSON.stringify(context())).toBe(JSON.stringify(plain));
   });
 
   it('a list assigned to it replaces the log for that context only', () => {
