@@ -186,6 +186,12 @@ const conversationFields: PropertyDescriptorMap = {
     enumerable: true,
     configurable: true,
   },
+  // Node's console and util.inspect would print the accessors as [Getter/Setter]: show the lists.
+  [Symbol.for('nodejs.util.inspect.custom')]: {
+    value(this: LoopContext) {
+      return { ...this };
+    },
+  },
 };
 
 /**

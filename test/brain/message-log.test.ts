@@ -3,6 +3,7 @@
  * copying the run, and every log (so every context and snapshot) stays a value, whichever older
  * log a change starts from.
  */
+import { inspect } from 'node:util';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { emptyLoopContext, reduceLoop } from '../../machines/loop.machine.js';
@@ -100,6 +101,12 @@ describe('a brain context over a log', () => {
     // Keys in the schema's order: a context serializes as a plain one always did.
     expect(Object.keys(context())).toEqual(Object.keys(LoopContextSchema.shape));
     expect(JSON.stringify(context())).toBe(JSON.stringify(plain));
+  });
+
+  it('prints as plain data in Node (console.log, util.inspect)', () => {
+    const printed = inspect(context(), { depth: 4 });
+    expect(printed).not.toContain('Getter');
+    expect(printed).toContain("content: 'm1'");
   });
 
   it('a list assigned to it replaces the log for that context only', () => {
