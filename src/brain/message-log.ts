@@ -159,6 +159,20 @@ function withFields<T extends object>(target: T, from: LoopFields): T & LoopFiel
   return to;
 }
 
+/** One of the two conversation fields: read from the context's log, detached when assigned. */
+function viewField(field: 'history' | 'pending', view: (log: MessageLog) => readonly Message[]): PropertyDescriptor {
+  return {
+    get(this: LoopContext) {
+      return view(logOfContext.get(this)!);
+    },
+    set(this: LoopContext, value: Message[]) {
+      detach(this, field, value);
+    },
+    enumerable: true,
+    configurable: true,
+  };
+}
+
 /**
  * `history` and `pending` of a context over a log: enumerable, so spreading, `structuredClone`,
  * JSON and equality see plain lists; one pair of functions for every context, since accessors
@@ -166,26 +180,8 @@ function withFields<T extends object>(target: T, from: LoopFields): T & LoopFiel
  * Assigning either replaces it with a plain value (that context then no longer follows the log).
  */
 const conversationFields: PropertyDescriptorMap = {
-  history: {
-    get(this: LoopContext) {
-      return logOfContext.get(this)!.historyView();
-    },
-    set(this: LoopContext, value: Message[]) {
-      detach(this, 'history', value);
-    },
-    enumerable: true,
-    configurable: true,
-  },
-  pending: {
-    get(this: LoopContext) {
-      return logOfContext.get(this)!.pendingView();
-    },
-    set(this: LoopContext, value: Message[]) {
-      detach(this, 'pending', value);
-    },
-    enumerable: true,
-    configurable: true,
-  },
+  history: viewField('history', (log) => log.historyView()),
+  pending: viewField('pending', (log) => log.pendingView()),
   // Node's console and util.inspect would print the accessors as [Getter/Setter]: show the lists.
   [Symbol.for('nodejs.util.inspect.custom')]: {
     value(this: LoopContext) {
