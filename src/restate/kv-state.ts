@@ -1,7 +1,8 @@
 import type * as restate from '@restatedev/restate-sdk';
 import type { AgentContext } from '../../machines/agent.machine.js';
 import type { Message } from '../schemas.js';
-import { EMPTY_LOG, logEffect, logNow, type WrittenLog } from '../sessions/log-delta.js';
+import { EMPTY_LOG, logEffect } from '../sessions/log-delta.js';
+import { logOf, type MessageLog } from '../brain/message-log.js';
 import { decodeRow, encodeRow } from '../sessions/session-row.js';
 
 /**
@@ -17,7 +18,7 @@ const at = (index: number) => `log:${index}`;
 
 /** What was last written, to compute the next step's delta. */
 export interface KvWritten {
-  log: WrittenLog;
+  log: MessageLog;
   row: string;
 }
 
@@ -45,7 +46,7 @@ export async function loadRow(ctx: restate.ObjectSharedContext): Promise<{ row: 
 
 /** What a context looks like once written: the baseline of the next delta. */
 export function writtenOf(context: AgentContext, stored: boolean): KvWritten {
-  const log = logNow(context.brain.context);
+  const log = logOf(context.brain.context);
   return stored ? { log, row: JSON.stringify(encodeRow(context)) } : { log: EMPTY_LOG, row: '' };
 }
 
@@ -56,7 +57,7 @@ export function writtenOf(context: AgentContext, stored: boolean): KvWritten {
 export function persistSession(ctx: restate.ObjectContext, context: AgentContext, written: KvWritten): KvWritten {
   const row = encodeRow(context);
   const rowJson = JSON.stringify(row);
-  const log = logNow(context.brain.context);
+  const log = logOf(context.brain.context);
   const effect = logEffect(written.log, log);
   const oldLength = written.log.length;
   if (rowJson === written.row && !('replaceLog' in effect) && effect.truncateTo === undefined && !effect.append) return written;

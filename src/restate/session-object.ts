@@ -1,6 +1,7 @@
 import * as restate from '@restatedev/restate-sdk';
 import { createActor } from 'xstate';
 import { runInFlight, type AgentContext, type AgentMachine, type AgentEmitted } from '../../machines/agent.machine.js';
+import { logOf } from '../brain/message-log.js';
 import { externalEventProblem, type ExternalEvent } from '../agent/events.js';
 import { LoopchartError } from '../errors.js';
 import type { Message, Outcome } from '../schemas.js';
@@ -53,7 +54,7 @@ function summary(sessionId: string, context: AgentContext | undefined, running: 
     state: context?.brain.value ?? 'Start',
     running,
     turnsTaken: context?.brain.context.turnsTaken ?? 0,
-    messageCount: context ? context.brain.context.history.length + context.brain.context.pending.length : 0,
+    messageCount: context ? logOf(context.brain.context).length : 0,
     outcome: context?.lastRun?.outcome ?? null,
     usage: context?.lastRun?.usage ?? null,
   };

@@ -17,7 +17,8 @@ import type { Message, ToolMessage } from '../schemas.js';
 import type { SessionStore } from '../stores/session-store.js';
 import { externalEventProblem } from '../agent/events.js';
 import { extendScope, stopActor, type ChildSession, type OpenChildOptions } from '../agent/subagent-scope.js';
-import { EMPTY_LOG, logEffect, logNow, type WrittenLog } from './log-delta.js';
+import { EMPTY_LOG, logEffect } from './log-delta.js';
+import { logOf, type MessageLog } from '../brain/message-log.js';
 import { decodeRow, encodeRow } from './session-row.js';
 import { ApprovalRefusedError, type Verdict } from './stored-decision.js';
 import type { ApprovalRequest } from '../agent/approval-binding.js';
@@ -91,7 +92,7 @@ export class DurableSession {
   readonly #store: SessionStore;
   #version: number;
   /** What the last step queued holds: its log, its row (undefined before the first), the batch and point it waits on. */
-  #written: { log: WrittenLog; row: unknown; awaitingToolsKey: string | null; pointKey: string | null };
+  #written: { log: MessageLog; row: unknown; awaitingToolsKey: string | null; pointKey: string | null };
   #queue: Promise<void> = Promise.resolve();
   /** Writes decided and not yet handed to the chain (`#drain`). */
   #queued: QueuedWrite[] = [];
@@ -147,7 +148,7 @@ export class DurableSession {
     // What is stored is what the actor starts from (its own checked copy of the stored state).
     const start = initial.context;
     this.#written = context
-      ? { log: logOf(start), row: encodeRow(start), awaitingToolsKey: toolsKey(start), pointKey: start.operations.point?.key ?? null }
+      ? { log: logOf(start.brain.context), row: encodeRow(start), awaitingToolsKey: toolsKey(start), pointKey: start.operations.point?.key ?? null }
       : { log: EMPTY_LOG, row: undefined, awaitingToolsKey: null, pointKey: null };
     this.actor.subscribe({
       next: (snapshot) => {
@@ -530,7 +531,7 @@ export class DurableSession {
     if (this.#failure || context === this.#seen) return;
     this.#seen = context;
     const row = encodeRow(context);
-    const log = logOf(context);
+    const log = logOf(context.brain.context);
     const written = this.#written;
     const logUnchanged = log.sameAs(written.log);
     // Compared as data, not as text: the store serializes the row once, when it writes it.
@@ -567,7 +568,7 @@ export class DurableSession {
       turns: brain.context.turnsTaken,
       tokens: brain.context.contextTokens,
       toolCalls: brain.context.totalToolCalls,
-      log: logNow(brain.context).length,
+      log: logOf(brain.context).length,
       policy: context.policy,
       usage: context.sessionUsage,
       outcome: brain.context.outcome,
@@ -647,7 +648,6 @@ function parsedOutput(content: string): SideEffectOutputs['operation'] | undefin
   }
 }
 
-const logOf = (context: AgentContext): WrittenLog => logNow(context.brain.context);
 
 /** The journal batch of the tool calls the brain is waiting for, if it is waiting for any. */
 function toolsKey(context: AgentContext): string | null {

@@ -1,14 +1,8 @@
-import { logOf, MessageLog } from '../brain/message-log.js';
-import type { LoopContext, Message } from '../schemas.js';
-
-/** The log as last written: the brain's `MessageLog`, which never changes once held. */
-export type WrittenLog = MessageLog;
-
-/** The log of a brain context, as a step writes it. */
-export const logNow = (context: LoopContext): WrittenLog => logOf(context);
+import { MessageLog } from '../brain/message-log.js';
+import type { Message } from '../schemas.js';
 
 /** The log of a session that has written nothing. */
-export const EMPTY_LOG: WrittenLog = MessageLog.of([], []);
+export const EMPTY_LOG = MessageLog.of([], []);
 
 export type LogEffect = { truncateTo?: number; append?: Message[] } | { replaceLog: Message[] };
 
@@ -18,7 +12,7 @@ export type LogEffect = { truncateTo?: number; append?: Message[] } | { replaceL
  * two logs cut from one list (every step of a run) share it whole, so a step costs the same
  * however long the conversation is.
  */
-export function logEffect(before: WrittenLog, after: WrittenLog): LogEffect {
+export function logEffect(before: MessageLog, after: MessageLog): LogEffect {
   const common = before.commonPrefix(after);
   const append = after.tail(common);
   if (common === 0 && before.length > 0) return { replaceLog: append };

@@ -1,5 +1,7 @@
 import { decide } from '../../machines/loop.machine.js';
-import { feedBrain, freshBrain, type BrainState } from '../agent/brain-state.js';
+import { conversationOf, feedBrain, freshBrain, type BrainState } from '../agent/brain-state.js';
+import { runInFlight } from '../agent/actor-types.js';
+import { logOf } from '../brain/message-log.js';
 import { finishBrain, startRun } from '../agent/run-rules.js';
 import { repetitionNote } from '../agent/repetition.js';
 import { interruptedResult } from '../agent/interrupt.js';
@@ -77,8 +79,6 @@ class Diverged {
   }
 }
 
-/** The brain's conversation: history, then the run's pending messages. */
-const logOf = (brain: BrainState): Message[] => brain.context.history.concat(brain.context.pending);
 const nothingFed = (): FedSinceModel => ({ results: new Map() });
 
 
@@ -250,14 +250,14 @@ export function replayTrace(sessionId: string, trace: readonly ReadTraceEntry[],
             const current = brain!.context;
             feed(
               entry.rewritten
-                ? { type: 'compactionResult', compacted: current.history.concat(current.pending), before: entry.before, after: entry.after, contextWindow }
+                ? { type: 'compactionResult', compacted: logOf(current).toArray(), before: entry.before, after: entry.after, contextWindow }
                 : { type: 'compactionNoop', before: entry.before, after: entry.after, contextWindow },
               `the compaction of turn ${entry.turn}`,
             );
             // A rewritten log holds the compactor's messages, which the trace does not record.
             if (entry.rewritten) {
               fed = nothingFed();
-              logMark = logOf(brain!).length;
+              logMark = logOf(brain!.context).length;
             }
           }
           break;
@@ -268,7 +268,7 @@ export function replayTrace(sessionId: string, trace: readonly ReadTraceEntry[],
           break;
         case 'event':
           if (brain) applyHostEvent(entry, feed);
-          if (brain && entry.event.type === 'rewind') logMark = logOf(brain).length;
+          if (brain && entry.event.type === 'rewind') logMark = logOf(brain.context).length;
           break;
         case 'finished': {
           // Cancel, seal and failures come from outside the brain: fed as recorded, then checked.
@@ -301,7 +301,7 @@ export function replayTrace(sessionId: string, trace: readonly ReadTraceEntry[],
     if (final && brain && atRest(final)) {
       if (open !== null) throw new Diverged(decisions.length + 1, `a finished entry for run ${open} (the session is at rest)`, 'the trace ends without one', 'finished');
       checkFinal(brain, final, decisions.length + 1);
-      const mismatch = checkAgainstLog(logOf(brain).slice(logMark), logOf(final));
+      const mismatch = checkAgainstLog(logOf(brain.context).tail(logMark), conversationOf(final));
       if (mismatch) throw Diverged.content(decisions.length, mismatch);
     }
   } catch (error) {
@@ -329,7 +329,7 @@ function applyHostEvent(entry: TraceEntryOf<'event'>, feed: (event: LoopEvent, w
 }
 
 /** A session with no run in flight: its stored state is where a replay must end. */
-const atRest = (final: BrainState): boolean => final.value === 'Terminal' || (final.value === 'Start' && final.context.pending.length === 0);
+const atRest = (final: BrainState): boolean => !runInFlight(final);
 
 /** The output guardrail check of a recorded model call's reply (null for a key the session's driver did not make). */
 function outputCheckOf(sessionId: string, modelKey: string): string | null {
