@@ -56,7 +56,10 @@ export function modelHandler({ deps, start, execute, send, finish, fail, view }:
             return speaker ? speaker.present(view(request.conversation)) : view(request.conversation);
           },
         };
-        const request_ = speaker
+        // Let, and dropped once the call returns: the closures below share this frame's scope, and
+        // V8 kept that scope (and so this copy of the whole conversation) past the turn, promoting
+        // every turn's copy to the old generation: 141 vs 66 MB peak heap in a 5,000-turn run.
+        let request_: PreparedRequest | undefined = speaker
           ? prepareRequest({ ...deps, instructions: speaker.instructions }, request.tools, ctx, request.slices)
           : deps.operations.list.length
             ? prepareRequest(deps, request.tools, ctx, request.slices)
@@ -69,13 +72,14 @@ export function modelHandler({ deps, start, execute, send, finish, fail, view }:
         const model = models.at(request.model);
         const raw = await execute({ key, kind: 'model', input: { turn, request: request_, model: deps.models[request.model]?.name ?? model.name }, signal }, () =>
           model.generate({
-            ...request_,
+            ...request_!,
             ...(deps.responseFormat && { responseFormat: deps.responseFormat }),
             signal,
             idempotencyKey: key,
             onTextDelta: (delta) => send(controller, { type: 'io.textDelta', key, turn, delta, index: index++ }),
           }),
         );
+        request_ = undefined;
         const reply = uniqueCallIds(parseModelReply(raw));
         finish(controller, key, { type: 'io.replied', key, reply });
       } catch (error) {
