@@ -1,5 +1,5 @@
 import type { PendingToolCall, ToolCall, ToolMessage } from '../schemas.js';
-import { ToolSet, type Tool } from './define-tool.js';
+import { ToolSet, type Tool, type ToolContext } from './define-tool.js';
 import { parseToolArguments, type ArgumentIssue, type ParsedArguments } from './own-arguments.js';
 
 export interface RunToolCallsOptions {
@@ -162,11 +162,26 @@ async function runOne(
       }, ms);
     }
     // The executor form also catches a tool that throws synchronously.
-    new Promise<unknown>((run) => run(tool.execute(parsed.data, { signal: controller.signal, toolCallId: call.id, idempotencyKey }))).then(
+    new Promise<unknown>((run) => run(tool.execute(parsed.data, toolContext(controller, call.id, idempotencyKey)))).then(
       (value) => settle(valueResult(call, value)),
       (error: unknown) => settle(errorResult(call, errorText(error))),
     );
   });
+}
+
+/**
+ * What a tool's `execute` is given. The signal is made on first read: Node builds an AbortSignal
+ * (an EventTarget) lazily, and most tools never look at it. Own and enumerable, so spreading the
+ * context or logging it shows the signal as a plain property would.
+ */
+function toolContext(controller: AbortController, toolCallId: string, idempotencyKey: string): ToolContext {
+  return {
+    get signal() {
+      return controller.signal;
+    },
+    toolCallId,
+    idempotencyKey,
+  };
 }
 
 function valueResult(call: ToolCall, value: unknown): ToolMessage {

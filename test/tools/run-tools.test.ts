@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import type { PendingToolCall, ToolCall, ToolMessage } from '../../src/schemas.js';
-import { defineTool, type Tool } from '../../src/tools/define-tool.js';
+import { defineTool, type Tool, type ToolContext } from '../../src/tools/define-tool.js';
 import { INTERRUPTED_CONTENT, runToolCalls } from '../../src/tools/run-tools.js';
 
 const key = (call: ToolCall) => `run1:${call.id}`;
@@ -239,6 +239,30 @@ describe('runToolCalls', () => {
     expect(results[1]).toMatchObject({ content: 'quick' });
     expect(signal!.aborted).toBe(true);
     expect((signal!.reason as DOMException).name).toBe('TimeoutError');
+  });
+
+  it("hands a tool a context whose signal, read late or spread, is the call's own and carries its timeout", async () => {
+    let ctx: ToolContext | undefined;
+    const slow = defineTool({
+      name: 'slow',
+      description: '',
+      input: z.object({}),
+      timeoutMs: 20,
+      // Keeps the context but reads nothing of it until the call has timed out.
+      execute: (_args, context) => {
+        ctx = context;
+        return new Promise(() => {});
+      },
+    });
+    const [result] = await runToolCalls([pending('1', 'slow', {})], [slow], { idempotencyKey: key });
+    expect(result).toMatchObject({ isError: true, content: 'tool "slow" timed out after 20 ms' });
+    const spread = { ...ctx! };
+    expect(Object.keys(spread).sort()).toEqual(['idempotencyKey', 'signal', 'toolCallId']);
+    expect(spread.signal).toBeInstanceOf(AbortSignal);
+    expect(spread.signal).toBe(ctx!.signal);
+    expect(ctx!.signal.aborted).toBe(true);
+    expect((ctx!.signal.reason as DOMException).name).toBe('TimeoutError');
+    expect(spread).toMatchObject({ toolCallId: '1', idempotencyKey: 'run1:1' });
   });
 
   it('on abort mid-batch: aborts in-flight tools, interrupts every unanswered call, still resolves', async () => {
