@@ -1,3 +1,4 @@
+import { objectSlot, type ObjectSlot } from '../object-slot.js';
 import { InvalidConfigError } from '../errors.js';
 import type { ToolDefinition } from '../model.js';
 import { PolicySchema, type Message, type Policy, type PolicyInput } from '../schemas.js';
@@ -67,15 +68,18 @@ export interface CompiledAgent {
   /** What the IO actor runs with (models, tools, operations, executor, …). */
   readonly io: IoDeps;
   readonly memo: {
-    readonly extras: WeakMap<object, { slices: object; tokens: number | OperationError; agent: unknown }>;
-    readonly offered: WeakMap<object, Offered>;
-    readonly answers: WeakMap<object, unknown>;
-    readonly verdicts: WeakMap<object, unknown>;
+    readonly extras: ObjectSlot<object, ExtrasMemo>;
+    readonly offered: ObjectSlot<object, Offered>;
+    readonly answers: ObjectSlot<object, unknown>;
+    readonly verdicts: ObjectSlot<object, unknown>;
   };
 }
 
 /** Executors that carry an agent's tracing, so a machine rebuilt on one does not trace twice. */
 const tracedBy = new WeakMap<Executor, AgentTracing>();
+
+/** A context's prompt parts, measured (see `extrasFor`). */
+type ExtrasMemo = { slices: object; tokens: number | OperationError; agent: unknown };
 
 /** Records that `executor` already carries `tracing` (a machine rebuilt on it must not add its own). */
 export function markTraced(executor: Executor, tracing: AgentTracing | undefined): void {
@@ -145,7 +149,7 @@ export function compileAgent(config: AgentConfig): CompiledAgent {
     finalOffered: structured && finalCallTools(structured),
     tracing,
     io,
-    memo: { extras: new WeakMap(), offered: new WeakMap(), answers: new WeakMap(), verdicts: new WeakMap() },
+    memo: { extras: objectSlot<object, ExtrasMemo>(), offered: objectSlot<object, Offered>(), answers: objectSlot<object, unknown>(), verdicts: objectSlot<object, unknown>() },
   });
 }
 

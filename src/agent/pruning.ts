@@ -1,3 +1,4 @@
+import { objectSlot } from '../object-slot.js';
 import { z } from 'zod';
 import { pruneToolResults, type PruneOptions, type PruneResult } from '../compaction/prune.js';
 import type { Message, Policy } from '../schemas.js';
@@ -19,7 +20,7 @@ export function pruneLineProblem(pruning: Pruning | undefined, policy: Policy): 
 }
 
 // Guard and action look at the same brain; computing the prune once per brain keeps it O(n) per step.
-const cache = new WeakMap<object, PruneResult | null>();
+const cache = objectSlot<object, PruneResult | null>();
 
 /** The prune the driver would apply now, or null when the estimate is under the line or nothing is prunable. */
 export function pendingPrune(

@@ -1,3 +1,4 @@
+import { objectSlot } from '../object-slot.js';
 import type { Message, ToolCall, ToolMessage } from '../schemas.js';
 import { InvalidConfigError } from '../errors.js';
 
@@ -60,7 +61,7 @@ export function canonicalJson(value: unknown): string {
   return `{${keys.map((key) => `${JSON.stringify(key)}:${canonicalJson(record[key])}`).join(',')}}`;
 }
 
-const signatures = new WeakMap<object, string>();
+const signatures = objectSlot<object, string>();
 
 /** A batch as one string: each call's name and canonical arguments, sorted. Cached per message. */
 export function batchSignature(message: { toolCalls: readonly ToolCall[] }): string {

@@ -2,6 +2,7 @@ import type { ToolDefinition } from '../model.js';
 import type { MessageLog } from '../brain/message-log.js';
 import type { Message } from '../schemas.js';
 import { estimateMessageTokens, estimateTokens } from '../tokens.js';
+import { objectSlot } from '../object-slot.js';
 
 /**
  * The one measure of a model request (seed 000: "the compaction trigger always sees the true
@@ -28,7 +29,7 @@ export function requestTokens(request: {
   return system + estimateTokens(request.messages, request.tools);
 }
 
-const logTokens = new WeakMap<MessageLog, number>();
+const logTokens = objectSlot<MessageLog, number>();
 
 /**
  * The tokens of a conversation's messages, without the request's framing: memoized by the log,

@@ -1,3 +1,4 @@
+import { objectSlot } from '../object-slot.js';
 import { decisionFor, deniedResult, isWaiting, type Approvals } from './approvals.js';
 import { conversationOf, feedBrain, feedOrFail, pendingCalls, restingBrain, type BrainState } from './brain-state.js';
 import { logOf } from '../brain/message-log.js';
@@ -126,7 +127,7 @@ export function batchComplete(state: RunState, maxCalls: number): boolean {
   return batchResults(state, maxCalls).every(({ result }) => result !== undefined);
 }
 
-const upFront = new WeakMap<object, { maxCalls: number; count: number }>();
+const upFront = objectSlot<object, { maxCalls: number; count: number }>();
 /** How many calls of the batch are answered before anything runs (unknown tools, over the limit). */
 function answeredUpFront(brain: BrainState, maxCalls: number): number {
   const calls = pendingCalls(brain);

@@ -1,8 +1,9 @@
+import { objectSlot } from '../object-slot.js';
 import type { LoopContext, Message } from '../schemas.js';
 
 /** The log of each context built here, and of each view a log handed out (for contexts copied field by field). */
-const logOfContext = new WeakMap<object, MessageLog>();
-const logOfPendingView = new WeakMap<readonly Message[], MessageLog>();
+const logOfContext = objectSlot<object, MessageLog>();
+const logOfPendingView = objectSlot<readonly Message[], MessageLog>();
 
 /**
  * A brain context's conversation, shared between the contexts that grew from one another:
@@ -212,7 +213,7 @@ export function loopContextOf(fields: LoopFields, log: MessageLog): LoopContext 
 function detach(context: LoopContext, field: 'history' | 'pending', value: Message[]): void {
   const other = field === 'history' ? 'pending' : 'history';
   const keep = context[other];
-  logOfContext.delete(context);
+  logOfContext.clear(context);
   Object.defineProperty(context, field, { value, writable: true, enumerable: true, configurable: true });
   Object.defineProperty(context, other, { value: keep, writable: true, enumerable: true, configurable: true });
 }

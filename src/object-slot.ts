@@ -1,0 +1,59 @@
+/**
+ * A value kept on an object in a private slot: what a `WeakMap` keyed by the object would hold,
+ * stored instead as a private class field stamped onto the object itself.
+ *
+ * Why not a WeakMap: in V8 a WeakMap entry whose key and value are both young keeps them alive
+ * through young-generation collections (a plain loop setting one entry per iteration peaks at
+ * 51 MB of heap against 2.4 MB without it, and a WeakSet or a field does not do this). The driver
+ * caches facts about each step's objects (a context's log, a log's token count, a reply's
+ * answer), so with WeakMaps every step's objects were promoted to the old generation and piled
+ * up there until a full collection.
+ *
+ * A slot is invisible: private fields are not enumerable, not symbols, not seen by JSON,
+ * spreading, `structuredClone`, `util.inspect` or equality checks, and no one else can read or
+ * forge one. A slot cannot be added to a frozen (or otherwise non-extensible) object: `set` then
+ * keeps nothing, and `get` answers `undefined`, so a cache built on it recomputes.
+ *
+ * @example
+ * ```ts
+ * const measured = objectSlot<object, number>();
+ * const list = [1, 2, 3];
+ * measured.set(list, 6);
+ * measured.get(list); // 6
+ * JSON.stringify(list); // '[1,2,3]'
+ * ```
+ */
+export function objectSlot<K extends object, V>(): ObjectSlot<K, V> {
+  class Slot extends Stamp {
+    #value: V | undefined;
+    static has(target: object): boolean {
+      return #value in target;
+    }
+    static get(target: object): V | undefined {
+      return #value in target ? (target as Slot).#value : undefined;
+    }
+    static set(target: object, value: V): void {
+      if (#value in target) (target as Slot).#value = value;
+      else if (Object.isExtensible(target)) (new Slot(target) as Slot).#value = value;
+    }
+  }
+  return { has: Slot.has, get: Slot.get, set: Slot.set, clear: (target) => Slot.has(target) && Slot.set(target, undefined as V) };
+}
+
+/** The slot's operations; `clear` leaves the slot empty (a private field cannot be deleted). */
+export interface ObjectSlot<K extends object, V> {
+  has(target: K): boolean;
+  get(target: K): V | undefined;
+  set(target: K, value: V): void;
+  clear(target: K): void;
+}
+
+/**
+ * Returns the object it is given: a class that extends it and is called with `new Sub(target)`
+ * adds its private fields to `target` instead of to a new object.
+ */
+class Stamp {
+  constructor(target: object) {
+    return target;
+  }
+}

@@ -1,0 +1,62 @@
+import { inspect } from 'node:util';
+import { describe, expect, it } from 'vitest';
+import { objectSlot } from '../src/object-slot.js';
+
+describe('objectSlot', () => {
+  it('keeps a value per object, like a WeakMap keyed by it', () => {
+    const slot = objectSlot<object, number>();
+    const a = {};
+    const b = [1, 2];
+    expect(slot.has(a)).toBe(false);
+    expect(slot.get(a)).toBeUndefined();
+    slot.set(a, 1);
+    slot.set(b, 2);
+    slot.set(a, 3);
+    expect([slot.get(a), slot.get(b), slot.has(a)]).toEqual([3, 2, true]);
+    slot.clear(a);
+    expect(slot.get(a)).toBeUndefined();
+    expect(slot.get(b)).toBe(2);
+  });
+
+  it('is invisible: JSON, spreading, structuredClone, keys, symbols, inspect and strict equality see the object as it was', () => {
+    const slot = objectSlot<object, { secret: string }>();
+    const plain = { history: [{ role: 'user', content: 'Hi' }], turns: 1 };
+    const stamped = structuredClone(plain);
+    slot.set(stamped, { secret: 'kept' });
+    slot.set(stamped.history, { secret: 'on the array too' });
+    expect(JSON.stringify(stamped)).toBe(JSON.stringify(plain));
+    expect({ ...stamped }).toStrictEqual(plain);
+    expect(structuredClone(stamped)).toStrictEqual(plain);
+    expect(stamped).toStrictEqual(plain);
+    expect(Reflect.ownKeys(stamped)).toEqual(['history', 'turns']);
+    expect(Reflect.ownKeys(stamped.history)).toEqual(['0', 'length']);
+    expect(inspect(stamped, { showHidden: true, depth: 5 })).not.toContain('secret');
+    expect(slot.get(stamped)).toEqual({ secret: 'kept' });
+  });
+
+  it('slots are independent, and no copy of an object carries its slot', () => {
+    const first = objectSlot<object, string>();
+    const second = objectSlot<object, string>();
+    const target = { a: 1 };
+    first.set(target, 'first');
+    expect(second.get(target)).toBeUndefined();
+    second.set(target, 'second');
+    expect([first.get(target), second.get(target)]).toEqual(['first', 'second']);
+    expect(first.get({ ...target })).toBeUndefined();
+    expect(first.get(Object.assign({}, target))).toBeUndefined();
+  });
+
+  it('keeps nothing on an object that cannot be extended, so a cache on it recomputes', () => {
+    const slot = objectSlot<object, number>();
+    const frozen = Object.freeze({ a: 1 });
+    const sealed = Object.seal({ b: 2 });
+    slot.set(frozen, 1);
+    slot.set(sealed, 2);
+    expect([slot.has(frozen), slot.get(frozen), slot.has(sealed), slot.get(sealed)]).toEqual([false, undefined, false, undefined]);
+    // A slot set before the object was frozen stays readable.
+    const later = { c: 3 };
+    slot.set(later, 3);
+    Object.freeze(later);
+    expect(slot.get(later)).toBe(3);
+  });
+});
