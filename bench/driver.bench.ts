@@ -10,11 +10,15 @@
  * 2. Peak heap growth during one 5,000-turn run, floor and agent.
  * 3. Heap per idle session actor with 1,000 sessions alive, each after one short completed run,
  *    against 1,000 plain objects holding copies of the same messages.
+ * 4. Only with `BENCH_ONLY=promoted`: what the peak of (2) is made of. V8's sampling heap profiler
+ *    keeps the samples of objects that survived the young generation and died in a full
+ *    collection (objects promoted, then garbage), by where they were allocated.
  *
  * Heap numbers need a callable GC: run with `node --expose-gc` (`tsx --expose-gc bench/run.ts
  * driver`, or `NODE_OPTIONS=--expose-gc npm run bench`). Without the flag the bench turns it on
  * through `v8.setFlagsFromString`, which works on current Node versions but is not an official API.
  */
+import { Session } from 'node:inspector/promises';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { mkdtempSync } from 'node:fs';
@@ -375,8 +379,59 @@ async function perSession(): Promise<void> {
   );
 }
 
+// ---------------------------------------------------------------------------------------------
+// 4. Where the peak comes from.
+
+type SampledNode = { callFrame: { functionName: string; url: string }; selfSize: number; children: SampledNode[] };
+
+/**
+ * A frame as `name file`, the file relative to the repository (or the package it is in). No line:
+ * tsx hands V8 each module transformed, so the profiler's lines are not the source's.
+ */
+function frameName({ functionName, url }: SampledNode['callFrame']): string {
+  const file = url.includes('node_modules/') ? url.slice(url.lastIndexOf('node_modules/') + 13).split('/')[0]! : url.replace(/^.*?\/(src|machines|bench)\//, '$1/');
+  return `${functionName || '(anonymous)'} ${file || '(native)'}`;
+}
+
+/**
+ * Bytes of objects promoted to the old generation and collected there during one long agent run,
+ * by allocation site: the allocating frame and the nearest loopchart frame that called it.
+ */
+async function promotedGarbage(): Promise<void> {
+  const turns = TURN_COUNTS.at(-1)!;
+  const model = instantModel();
+  const agentRun = runners(model)['agent actor']!;
+  await agentRun(100);
+  const session = new Session();
+  session.connect();
+  await session.post('HeapProfiler.enable');
+  await session.post('HeapProfiler.startSampling', { samplingInterval: 4096, includeObjectsCollectedByMajorGC: true, includeObjectsCollectedByMinorGC: false });
+  await agentRun(turns);
+  const { profile } = (await session.post('HeapProfiler.stopSampling')) as unknown as { profile: { head: SampledNode } };
+  session.disconnect();
+  const bySite = new Map<string, number>();
+  const walk = (node: SampledNode, ours: string | undefined) => {
+    const name = frameName(node.callFrame);
+    const own = /^[^ ]+ (src|machines)\//.test(name) ? name : ours;
+    if (node.selfSize > 0) {
+      const site = own && own !== name ? `${name} ← ${own}` : name;
+      bySite.set(site, (bySite.get(site) ?? 0) + node.selfSize);
+    }
+    for (const child of node.children) walk(child, own);
+  };
+  walk(profile.head, undefined);
+  const total = [...bySite.values()].reduce((sum, bytes) => sum + bytes, 0);
+  const top = [...bySite].sort((a, b) => b[1] - a[1]).slice(0, 15);
+  printTable(
+    `driver: objects promoted and then collected during one ${turns.toLocaleString('en-US')}-turn agent run, by allocation site (sampled; ${(total / 1e6).toFixed(1)} MB in all)`,
+    ['allocated in ← nearest loopchart frame', 'MB', 'share'],
+    top.map(([site, bytes]) => [site, bytes / 1e6, `${((100 * bytes) / total).toFixed(1)} %`]),
+  );
+}
+
 export async function run(): Promise<void> {
   if (process.env.BENCH_ONLY === 'heap') return peakHeap();
+  if (process.env.BENCH_ONLY === 'promoted') return promotedGarbage();
   await perTurn();
   if (process.env.BENCH_TURNS) return; // the quick look: per-turn table only
   await peakHeap();
