@@ -13,6 +13,19 @@ function deferred<T>() {
   return { promise, resolve };
 }
 
+/** A tool named 'slow' that never resolves on its own (only its timeout ends it), handing `seen` its context. */
+const endlessTool = (timeoutMs: number, seen: (ctx: ToolContext) => unknown) =>
+  defineTool({
+    name: 'slow',
+    description: '',
+    input: z.object({}),
+    timeoutMs,
+    execute: (_args, ctx) => {
+      seen(ctx);
+      return new Promise(() => {});
+    },
+  });
+
 /** A tool whose calls finish only when the test says so, recording how many run at once. */
 function gatedTool() {
   const gates = new Map<string, ReturnType<typeof deferred<string>>>();
@@ -217,17 +230,7 @@ describe('runToolCalls', () => {
 
   it('times out a slow tool, aborts its signal and frees its slot', async () => {
     let signal: AbortSignal | undefined;
-    const slow = defineTool({
-      name: 'slow',
-      description: '',
-      input: z.object({}),
-      timeoutMs: 30,
-      // Never resolves on its own: only the timeout can end it.
-      execute: (_args, ctx) => {
-        signal = ctx.signal;
-        return new Promise(() => {});
-      },
-    });
+    const slow = endlessTool(30, (ctx) => (signal = ctx.signal));
     const fast = defineTool({ name: 'fast', description: '', input: z.object({}), execute: () => 'quick' });
     const started = Date.now();
     const results = await runToolCalls([pending('1', 'slow', {}), pending('2', 'fast', {})], [slow, fast], {
@@ -243,17 +246,8 @@ describe('runToolCalls', () => {
 
   it("hands a tool a context whose signal, read late or spread, is the call's own and carries its timeout", async () => {
     let ctx: ToolContext | undefined;
-    const slow = defineTool({
-      name: 'slow',
-      description: '',
-      input: z.object({}),
-      timeoutMs: 20,
-      // Keeps the context but reads nothing of it until the call has timed out.
-      execute: (_args, context) => {
-        ctx = context;
-        return new Promise(() => {});
-      },
-    });
+    // Keeps the context but reads nothing of it until the call has timed out.
+    const slow = endlessTool(20, (context) => (ctx = context));
     const [result] = await runToolCalls([pending('1', 'slow', {})], [slow], { idempotencyKey: key });
     expect(result).toMatchObject({ isError: true, content: 'tool "slow" timed out after 20 ms' });
     const spread = { ...ctx! };
