@@ -1,6 +1,6 @@
-import { objectSlot, type ObjectSlot } from '../object-slot.js';
 import { InvalidConfigError } from '../errors.js';
 import type { ToolDefinition } from '../model.js';
+import { objectSlot, type ObjectSlot } from '../object-slot.js';
 import { PolicySchema, type Message, type Policy, type PolicyInput } from '../schemas.js';
 import { estimateMessageTokens } from '../tokens.js';
 import { hasApprovalRule, ToolSet } from '../tools/define-tool.js';
