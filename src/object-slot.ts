@@ -26,21 +26,27 @@
 export function objectSlot<K extends object, V>(): ObjectSlot<K, V> {
   class Slot extends Stamp {
     #value: V | undefined;
-    static has(target: object): boolean {
-      return #value in target;
-    }
     static get(target: object): V | undefined {
       return #value in target ? (target as Slot).#value : undefined;
     }
-    static set(target: object, value: V): void {
+    static set(target: object, value: V | undefined): void {
       if (#value in target) (target as Slot).#value = value;
-      else if (Object.isExtensible(target)) (new Slot(target) as Slot).#value = value;
+      else if (value !== undefined && Object.isExtensible(target)) (new Slot(target) as Slot).#value = value;
     }
   }
-  return { has: Slot.has, get: Slot.get, set: Slot.set, clear: (target) => Slot.has(target) && Slot.set(target, undefined as V) };
+  return {
+    has: (target) => Slot.get(target) !== undefined,
+    get: Slot.get,
+    set: Slot.set,
+    clear: (target) => Slot.set(target, undefined),
+  };
 }
 
-/** The slot's operations; `clear` leaves the slot empty (a private field cannot be deleted). */
+/**
+ * The slot's operations, as a WeakMap's. A slot holds a value or nothing: `undefined` is not a
+ * value (`set` with it is `clear`), so `has` is `get(target) !== undefined`. A cleared slot stays
+ * on the object, empty (a private field cannot be deleted).
+ */
 export interface ObjectSlot<K extends object, V> {
   has(target: K): boolean;
   get(target: K): V | undefined;

@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { objectSlot } from '../src/object-slot.js';
 
 describe('objectSlot', () => {
-  it('keeps a value per object, like a WeakMap keyed by it', () => {
+  it('keeps a value per object, like a WeakMap keyed by it (null is a value, a cleared slot has none)', () => {
     const slot = objectSlot<object, number>();
     const a = {};
     const b = [1, 2];
@@ -13,9 +13,14 @@ describe('objectSlot', () => {
     slot.set(b, 2);
     slot.set(a, 3);
     expect([slot.get(a), slot.get(b), slot.has(a)]).toEqual([3, 2, true]);
+    const nothing = objectSlot<object, null>();
+    nothing.set(a, null);
+    expect([nothing.has(a), nothing.get(a)]).toEqual([true, null]);
     slot.clear(a);
-    expect(slot.get(a)).toBeUndefined();
+    expect([slot.has(a), slot.get(a)]).toEqual([false, undefined]);
     expect(slot.get(b)).toBe(2);
+    slot.set(a, 4);
+    expect([slot.has(a), slot.get(a)]).toEqual([true, 4]);
   });
 
   it('is invisible: JSON, spreading, structuredClone, keys, symbols, inspect and strict equality see the object as it was', () => {

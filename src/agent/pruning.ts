@@ -1,6 +1,6 @@
-import { objectSlot } from '../object-slot.js';
 import { z } from 'zod';
 import { pruneToolResults, type PruneOptions, type PruneResult } from '../compaction/prune.js';
+import { objectSlot } from '../object-slot.js';
 import type { Message, Policy } from '../schemas.js';
 import { conversationOf, type BrainState } from './brain-state.js';
 

@@ -1,6 +1,6 @@
-import { objectSlot } from '../object-slot.js';
 import type { Message, ToolCall, ToolMessage } from '../schemas.js';
 import { InvalidConfigError } from '../errors.js';
+import { objectSlot } from '../object-slot.js';
 
 /**
  * Repetition ("doom loop") detection, as pure functions of the conversation: a model that asks

@@ -1,7 +1,7 @@
-import { objectSlot } from '../object-slot.js';
 import { decisionFor, deniedResult, isWaiting, type Approvals } from './approvals.js';
 import { conversationOf, feedBrain, feedOrFail, pendingCalls, restingBrain, type BrainState } from './brain-state.js';
 import { logOf } from '../brain/message-log.js';
+import { objectSlot } from '../object-slot.js';
 import { interruptedResult } from './interrupt.js';
 import type { ModelReply, ToolDefinition, Usage } from '../model.js';
 import type { Message, Outcome, Policy, ToolCall, ToolMessage, UserMessage } from '../schemas.js';
