@@ -20,6 +20,8 @@ import { startWorker, type Worker } from './support/workers.js';
 const SESSIONS = 200;
 /** The server-kill round: fewer sessions, the point is the restart. */
 const SERVER_ROUND = 60;
+/** The scripted model asks for three tool calls per session. */
+const CALLS_PER_SESSION = 3;
 
 interface Summary {
   outcome: Outcome | null;
@@ -65,6 +67,16 @@ describe.skipIf(!SERVER_BINARY)('Restate: load and crashes (real server, two rea
     return repeated.map(([key]) => key);
   }
 
+  /** How many sessions have had some but not all of their tool calls, every one of them on `pid`. */
+  function partwayOn(pid: number, all: ToolLine[]): number {
+    const bySession = new Map<string, ToolLine[]>();
+    for (const line of all) {
+      const session = line.key.split(':')[0]!;
+      bySession.set(session, [...(bySession.get(session) ?? []), line]);
+    }
+    return [...bySession.values()].filter((runs) => runs.length < CALLS_PER_SESSION && runs.every((line) => line.pid === pid)).length;
+  }
+
   async function expectTranscriptsMatch(ids: string[], prompt: (id: string) => string): Promise<void> {
     const reference = await referenceTranscripts(dir, new Map(ids.map((id) => [id, [prompt(id)]])));
     const transcripts = await Promise.all(ids.map((id) => client.ok<Message[]>(id, 'transcript')));
@@ -76,10 +88,17 @@ describe.skipIf(!SERVER_BINARY)('Restate: load and crashes (real server, two rea
     const prompt = (id: string) => `task ${id}`;
     const started = Date.now();
     const replies = Promise.all(ids.map((id) => client.ok<Summary>(id, 'send', { message: prompt(id) }, 110_000)));
-    // Mid-run: a third of all tool calls done.
-    await waitFor('a third of the tool calls', async () => (lines('load-').length >= SESSIONS ? true : undefined), 60_000);
     const victim = workers[0]!;
     const killedPid = victim.child.pid!;
+    // Mid-run: a third of all tool calls done, and the victim partway through several sessions
+    // (a count alone can land when the victim has only finished or unstarted sessions left, and
+    // then no session changes worker).
+    const midRun = async () => {
+      const all = lines('load-');
+      if (all.length < SESSIONS) return undefined;
+      return partwayOn(killedPid, all) >= 3 ? true : undefined;
+    };
+    await waitFor('a third of the tool calls, the victim partway through sessions', midRun, 60_000, 10);
     await victim.kill('SIGKILL');
     const results = await replies;
     const elapsed = Date.now() - started;
@@ -87,7 +106,7 @@ describe.skipIf(!SERVER_BINARY)('Restate: load and crashes (real server, two rea
     const all = lines('load-');
     // Both workers did work, and the survivor finished what the victim had.
     expect(new Set(all.map((line) => line.pid)).size).toBe(2);
-    expect(new Set(all.map((line) => line.key)).size).toBe(SESSIONS * 3);
+    expect(new Set(all.map((line) => line.key)).size).toBe(SESSIONS * CALLS_PER_SESSION);
     const repeated = expectNoRepeatsBut(all, killedPid);
     // Sessions the victim had worked on were finished by the survivor.
     const pidsBySession = new Map<string, Set<number>>();
@@ -117,8 +136,8 @@ describe.skipIf(!SERVER_BINARY)('Restate: load and crashes (real server, two rea
     const results = await Promise.all(invocations.map((id) => client.attach<Summary>(id, 110_000)));
     expect(results.every((reply) => reply.outcome?.type === 'Completed')).toBe(true);
     const all = lines('server-');
-    expect(before).toBeLessThan(SERVER_ROUND * 3);
-    expect(new Set(all.map((line) => line.key)).size).toBe(SERVER_ROUND * 3);
+    expect(before).toBeLessThan(SERVER_ROUND * CALLS_PER_SESSION);
+    expect(new Set(all.map((line) => line.key)).size).toBe(SERVER_ROUND * CALLS_PER_SESSION);
     // With the server gone, a worker's step may finish without its result reaching the journal:
     // that step, and only such, runs again with the same key (no worker pid is to blame here).
     const byKey = new Map<string, number>();
