@@ -49,6 +49,7 @@ export type { Budget, Prices } from './agent/budget.js';
 export type { FallbackTrigger, ModelChoice } from './agent/fallback.js';
 export type { HandoffAgent, HandoffsConfig, HistoryPresentation } from './agent/handoffs.js';
 export { runAgent, streamAgent, type RunAgentOptions, type RunAgentResult, type AgentStreamEvent } from './agent/run-agent.js';
+export type { ApprovalAnswer, ApproveFunction } from './agent/unattended.js';
 export { agentTool, type AgentToolOptions } from './agent/agent-tool.js';
 export { AgentStepper, type SteppedSession, type StepResult, type StepStatus } from './agent/stepper.js';
 export type { HookContext, InterruptedStep, Operation, OperationContext, OperationFailurePoint, OperationStep, PreparedRequest } from './agent/operation.js';

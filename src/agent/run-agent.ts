@@ -6,13 +6,14 @@ import type { Usage } from '../model.js';
 import type { Message } from '../schemas.js';
 import type { AgentOutcome } from './failure.js';
 import type { OutputOf, OutputSchema } from './structured-output.js';
+import { answerWaits, type UnattendedOptions } from './unattended.js';
 
 /**
  * One run of an agent, without XState: the agent's configuration (`model`, `tools`,
  * `instructions` — the system prompt, sent on every call and never stored — ...) plus what to ask
  * and how to stop it.
  */
-export interface RunAgentOptions<S extends OutputSchema | undefined = OutputSchema | undefined> extends AgentConfig {
+export interface RunAgentOptions<S extends OutputSchema | undefined = OutputSchema | undefined> extends AgentConfig, UnattendedOptions {
   /** The final answer's schema (see `AgentConfig.output`): the result's `output` has its type. */
   output?: S;
   /** The user's message that starts the run. */
@@ -48,9 +49,12 @@ export interface RunAgentResult<O = unknown> {
 /** What `streamAgent` yields: every event the agent emits while it runs, then `done` with the result. */
 export type AgentStreamEvent<O = unknown> = AgentEmitted | { type: 'done'; result: RunAgentResult<O> };
 
-/** The run's actor, and the last error its side effects failed with (what a Failed outcome came from). */
-function startRun(options: RunAgentOptions): { actor: AgentActor; lastFailure: () => unknown } {
-  const { prompt, history, signal, ...config } = options;
+/**
+ * The run's actor, the last error its side effects failed with (what a Failed outcome came from),
+ * and the function that stops answering its waits (see unattended.ts), for when the run is over.
+ */
+function startRun(options: RunAgentOptions): { actor: AgentActor; lastFailure: () => unknown; stopAnswering: () => void } {
+  const { prompt, history, signal, approve, approveTimeoutMs, ...config } = options;
   let failure: unknown;
   const inspect = (event: InspectionEvent) => {
     if (event.type === '@xstate.event' && event.event.type === 'io.failed') failure = (event.event as { error?: unknown }).error;
@@ -60,7 +64,9 @@ function startRun(options: RunAgentOptions): { actor: AgentActor; lastFailure: (
   actor.on('output.rejected', (event) => (failure = event.error));
   // A guardrail that tripped: its GuardrailTrippedError (name, stage, info).
   actor.on('guardrail.tripped', (event) => (failure = event.error));
-  return { actor, lastFailure: () => failure };
+  // Nobody else holds this actor: a call that needs approval is put to `approve`, a yield is sealed.
+  const stopAnswering = answerWaits(actor, { approve, approveTimeoutMs });
+  return { actor, lastFailure: () => failure, stopAnswering };
 }
 
 /** Cancels the run when `signal` aborts; returns the detach function. */
@@ -134,7 +140,7 @@ function outputOf(actor: AgentActor): Promise<AgentOutput> {
  * ```
  */
 export async function runAgent<S extends OutputSchema | undefined = undefined>(options: RunAgentOptions<S>): Promise<RunAgentResult<OutputOf<S>>> {
-  const { actor, lastFailure } = startRun(options);
+  const { actor, lastFailure, stopAnswering } = startRun(options);
   const output = outputOf(actor);
   actor.start();
   const detach = cancelOnAbort(actor, options.signal);
@@ -142,6 +148,7 @@ export async function runAgent<S extends OutputSchema | undefined = undefined>(o
     return resultOf(await output, lastFailure()) as RunAgentResult<OutputOf<S>>;
   } finally {
     detach();
+    stopAnswering();
     actor.stop();
   }
 }
@@ -165,7 +172,7 @@ export async function runAgent<S extends OutputSchema | undefined = undefined>(o
 export async function* streamAgent<S extends OutputSchema | undefined = undefined>(
   options: RunAgentOptions<S>,
 ): AsyncGenerator<AgentStreamEvent<OutputOf<S>>, void, undefined> {
-  const { actor, lastFailure } = startRun(options);
+  const { actor, lastFailure, stopAnswering } = startRun(options);
   const queue: AgentStreamEvent<OutputOf<S>>[] = [];
   let wake: (() => void) | undefined;
   let failure: { error: unknown } | undefined;
@@ -206,6 +213,7 @@ export async function* streamAgent<S extends OutputSchema | undefined = undefine
     }
   } finally {
     detach();
+    stopAnswering();
     // A consumer that left early: cancel the run so its tools and model call are aborted.
     if (actor.getSnapshot().status === 'active') actor.send({ type: 'cancel' });
     actor.stop();
