@@ -54,19 +54,17 @@ export type ApprovalAnswer = z.input<typeof AnswerSchema>;
 export type ApproveFunction = (request: ApprovalRequest, options: { signal: AbortSignal }) => ApprovalAnswer | Promise<ApprovalAnswer>;
 
 const OptionsSchema = z.object({
+  /** Decides each call that needs approval; without it such calls are denied (`NO_APPROVER_REASON`). */
   approve: z.custom<ApproveFunction>((value) => typeof value === 'function', { error: 'approve must be a function' }).optional(),
+  /** How long `approve` may take over one call (default 10 minutes); then the call is denied. */
   approveTimeoutMs: z.number().positive({ error: 'approveTimeoutMs must be a positive number of ms' }).optional(),
 });
 
 /** How `runAgent` answers the run's waits. */
-export interface UnattendedOptions {
-  /** Decides each call that needs approval; without it such calls are denied (`NO_APPROVER_REASON`). */
-  approve?: ApproveFunction;
-  /** How long `approve` may take over one call (default 10 minutes); then the call is denied. */
-  approveTimeoutMs?: number;
-}
+export type UnattendedOptions = z.input<typeof OptionsSchema>;
 
-type Decision = { type: 'approve' | 'deny'; reason?: string; always?: boolean; by?: string };
+/** An approve or deny event's fields, besides the call it names. */
+type Decision = { type: 'approve' | 'deny' } & Omit<Exclude<z.output<typeof AnswerSchema>, boolean>, 'approved'>;
 
 /** The decision for one request: `approve`'s answer, or a denial that says why there is none. */
 async function decide(request: ApprovalRequest, options: UnattendedOptions, run: AbortSignal): Promise<Decision> {
@@ -74,7 +72,8 @@ async function decide(request: ApprovalRequest, options: UnattendedOptions, run:
   if (!approve) return { type: 'deny', reason: NO_APPROVER_REASON };
   let answer: unknown;
   try {
-    answer = await timedCheck(run, approveTimeoutMs, (signal) => approve(request, { signal }), () => new Error(`no decision within ${approveTimeoutMs} ms`));
+    // A copy: the decision names the call as shown, whatever the function does with its argument.
+    answer = await timedCheck(run, approveTimeoutMs, (signal) => approve({ ...request }, { signal }), () => new Error(`no decision within ${approveTimeoutMs} ms`));
   } catch (error) {
     return { type: 'deny', reason: `the approve function failed: ${error instanceof Error ? error.message : String(error)}` };
   }
@@ -85,11 +84,16 @@ async function decide(request: ApprovalRequest, options: UnattendedOptions, run:
   return { type: approved ? 'approve' : 'deny', ...rest };
 }
 
-/** Yields not to seal: an approval wait (answered above) and a provider's usage limit (it resumes at its stored time). */
-const sealable = (operation: string, payload: unknown): boolean =>
-  !(
-  operation === APPROVALS_OPERATION || (operation === BUDGET_OPERATION && typeof (payload as { resumeAt?: unknown } | null)?.resumeAt === 'number')
-  );
+/**
+ * Whether a yield leaves the run waiting for someone who is not there. Not an approval wait
+ * (answered through `approval.requested`) nor a provider's usage limit (it resumes on its own at
+ * its stored time).
+ */
+function nobodyResumes(operation: string, payload: unknown): boolean {
+  if (operation === APPROVALS_OPERATION) return false;
+  const resumeAt = (payload as { resumeAt?: unknown } | null | undefined)?.resumeAt;
+  return !(operation === BUDGET_OPERATION && typeof resumeAt === 'number');
+}
 
 /**
  * Answers the waits of a run only this caller can reach; returns the function that stops it
@@ -122,7 +126,7 @@ export function answerWaits(actor: AgentActor, unchecked: UnattendedOptions): ()
     }
   });
   const yielded = actor.on('operation.yielded', ({ operation, reason, payload }) => {
-    if (!sealable(operation, payload)) return;
+    if (!nobodyResumes(operation, payload)) return;
     queueMicrotask(() =>
       send({
         type: 'seal',

@@ -6,7 +6,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { defineTool, InvalidConfigError, runAgent, streamAgent, type ApprovalRequest, type Operation, type ToolMessage } from '../../src/index.js';
+import { agentTool, createAgentMachine, defineTool, InvalidConfigError, runAgent, streamAgent, type ApprovalRequest, type Operation, type ToolMessage } from '../../src/index.js';
 import { scriptedModel } from '../../src/testing.js';
 import { NO_APPROVER_REASON } from '../../src/agent/unattended.js';
 
@@ -78,6 +78,31 @@ describe('runAgent answers the waits only it can answer', () => {
     let signal: AbortSignal | undefined;
     await within(5_000, runAgent({ ...options, approveTimeoutMs: 30, approve: (_, options) => ((signal = options.signal), new Promise(() => {})) }));
     expect(signal?.aborted).toBe(true);
+  });
+
+  it("a subagent's call that needs approval reaches approve under its path, once, and only the approved call runs", async () => {
+    const published: string[] = [];
+    const publish = defineTool({
+      name: 'publish',
+      description: 'Publishes a note.',
+      input: z.object({ text: z.string() }),
+      needsApproval: true,
+      execute: ({ text }) => (published.push(text), 'published'),
+    });
+    const writer = createAgentMachine({
+      model: scriptedModel([{ toolCalls: [{ id: 'p1', name: 'publish', args: { text: 'Tea.' } }, { id: 'p2', name: 'publish', args: { text: 'Cake.' } }] }, { text: 'Published one.' }]),
+      tools: [publish],
+    });
+    const asked: string[] = [];
+    const result = await within(5_000, runAgent({
+      model: scriptedModel([{ toolCalls: [{ id: 'c1', name: 'writer', args: { task: 'Announce.' } }] }, { text: 'Done.' }]),
+      tools: [agentTool({ agent: writer, name: 'writer', description: 'Writes notes.' })],
+      prompt: 'Tell everyone.',
+      approve: async (request) => (asked.push(request.toolCallId), request.toolCallId === 'c1/p1'),
+    }));
+    expect(result.outcome.type).toBe('Completed');
+    expect(asked).toEqual(['c1/p1', 'c1/p2']);
+    expect(published).toEqual(['Tea.']);
   });
 
   it('streamAgent streams the request and its decision, then the tool', async () => {
