@@ -20,7 +20,23 @@ export interface PostgresStoreOptions {
   schema?: string;
   /** Pool size when we create the pool. Default 10. */
   max?: number;
+  /**
+   * How long opening a connection may take, when we create the pool (default 10 s); then the
+   * call fails with `StoreUnavailableError`. A given `pool` keeps its own settings.
+   */
+  connectTimeoutMs?: number;
+  /**
+   * How long the server may take to answer one query, when we create the pool (default 30 s);
+   * then the call fails with `StoreUnavailableError` and the connection is dropped, so a server
+   * that stops answering never leaves a session waiting for ever. A given `pool` keeps its own.
+   */
+  queryTimeoutMs?: number;
 }
+
+/** How long opening a connection may take (`PostgresStoreOptions.connectTimeoutMs`). */
+const DEFAULT_PG_CONNECT_TIMEOUT_MS = 10_000;
+/** How long one query may wait for the server (`PostgresStoreOptions.queryTimeoutMs`). */
+const DEFAULT_PG_QUERY_TIMEOUT_MS = 30_000;
 
 interface HeadRow {
   version: number;
@@ -51,6 +67,12 @@ function postgresStoreError(where: string, error: unknown): unknown {
   if (code === '53100') return new StoreFullError(where, detail, { cause: error });
   if (code === 'XX001' || code === 'XX002') return new StoreCorruptError(where, detail, { cause: error });
   return new StoreError(where, detail, { cause: error });
+}
+
+/** A timeout option as pg takes it: a positive whole number of ms. */
+function positiveMs(name: string, value: number): number {
+  if (!Number.isInteger(value) || value <= 0) throw new TypeError(`PostgresSessionStore: ${name} must be a positive whole number of ms, got ${String(value)}`);
+  return value;
 }
 
 /** The connection string for messages: the password masked, so an error can be printed or logged. */
@@ -109,7 +131,12 @@ export class PostgresSessionStore implements SessionStore {
       this.ownsPool = false;
     } else {
       if (!options.connectionString) throw new TypeError('PostgresSessionStore needs a connectionString or a pool');
-      this.pool = new pg.Pool({ connectionString: options.connectionString, max: options.max ?? 10 });
+      this.pool = new pg.Pool({
+        connectionString: options.connectionString,
+        max: options.max ?? 10,
+        connectionTimeoutMillis: positiveMs('connectTimeoutMs', options.connectTimeoutMs ?? DEFAULT_PG_CONNECT_TIMEOUT_MS),
+        query_timeout: positiveMs('queryTimeoutMs', options.queryTimeoutMs ?? DEFAULT_PG_QUERY_TIMEOUT_MS),
+      });
       // An idle client whose server went away emits 'error'; unhandled, that kills the
       // process. The next query gets a fresh connection (or a proper error), so ignore it.
       this.pool.on('error', () => {});
