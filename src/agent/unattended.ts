@@ -127,12 +127,10 @@ export function answerWaits(actor: AgentActor, unchecked: UnattendedOptions): ()
   });
   const yielded = actor.on('operation.yielded', ({ operation, reason, payload }) => {
     if (!nobodyResumes(operation, payload)) return;
-    queueMicrotask(() =>
-      send({
-        type: 'seal',
-        reason: `the '${operation}' operation yielded (${reason}) and runAgent cannot resume it: run the agent as an actor or a DurableSession to send operation.resume`,
-      }),
-    );
+    send({
+      type: 'seal',
+      reason: `the '${operation}' operation yielded (${reason}) and runAgent cannot resume it: run the agent as an actor or a DurableSession to send operation.resume`,
+    });
   });
   return () => {
     run.abort(new Error('the run ended'));

@@ -30,8 +30,14 @@ function deleting() {
 const toolResult = (messages: readonly { role: string }[]) => messages.find((message): message is ToolMessage => message.role === 'tool')!;
 
 /** Settles within `ms` or fails the test: the point is that nothing waits forever. */
-const within = <T>(ms: number, promise: Promise<T>): Promise<T> =>
-  Promise.race([promise, new Promise<never>((_, reject) => setTimeout(() => reject(new Error(`still waiting after ${ms} ms`)), ms))]);
+async function within<T>(ms: number, promise: Promise<T>): Promise<T> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  try {
+    return await Promise.race([promise, new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`still waiting after ${ms} ms`)), ms)))]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
 
 describe('runAgent answers the waits only it can answer', () => {
   it('without approve, a call that needs approval is denied with the reason, and the run goes on to its answer', async () => {
@@ -103,6 +109,19 @@ describe('runAgent answers the waits only it can answer', () => {
     expect(result.outcome.type).toBe('Completed');
     expect(asked).toEqual(['c1/p1', 'c1/p2']);
     expect(published).toEqual(['Tea.']);
+  });
+
+  it('a run cancelled while approve is pending ends at once, and nothing of it stays behind (its signal aborts, no timer)', async () => {
+    const { effects, options } = deleting();
+    const timers = () => process.getActiveResourcesInfo().filter((kind) => kind === 'Timeout').length;
+    const before = timers();
+    const stop = new AbortController();
+    let signal: AbortSignal | undefined;
+    const result = await within(5_000, runAgent({ ...options, signal: stop.signal, approve: (_, options) => ((signal = options.signal), stop.abort(), new Promise(() => {})) }));
+    expect(result.outcome.type).toBe('Cancelled');
+    expect(effects.runs).toBe(0);
+    expect(signal?.aborted).toBe(true);
+    expect(timers()).toBe(before);
   });
 
   it('streamAgent streams the request and its decision, then the tool', async () => {
