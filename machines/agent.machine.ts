@@ -15,7 +15,7 @@ import { DEFAULT_CANCEL_GRACE_MS, OperationError } from '../src/agent/operation.
 import { type FailureType } from '../src/agent/failure.js';
 import { fallbackAfter } from '../src/agent/fallback.js';
 
-import { externalEventProblem, externalEventTypes } from '../src/agent/events.js';
+import { admitted, externalEventProblem, externalEventTypes } from '../src/agent/events.js';
 import { composeExecutors, type Executor } from '../src/agent/executor.js';
 import { fromIo, ioLogic, type IoDeps, type IoRequest } from '../src/agent/io.js';
 
@@ -666,6 +666,8 @@ function hardened<M extends AnyStateMachine>(machine: M, agent: CompiledAgent, i
   // Wrapped, never patched: the machine object stays XState's own, and every machine derived
   // from this one (`provide`, `withExecutor`, `withClock`) keeps the snapshot check and these methods.
   const wrapped: Record<PropertyKey, unknown> = {
+    // Every event from outside is read once, as data, before any guard sees it (see `admitted`).
+    transition: ((snapshot, event, scope) => machine.transition(snapshot, fromIo(event) || fromTelemetry(event) ? event : admitted(event), scope)) as M['transition'],
     restoreSnapshot: ((snapshot, scope) => {
       const persisted = snapshot as { context?: unknown };
       const context = restoredContext(agent, persisted.context);

@@ -65,8 +65,60 @@ export type ExternalEvent = { [T in ExternalEventType]: z.input<(typeof External
 
 const schemas = new Map<string, z.ZodType>(Object.entries(ExternalEventSchemas));
 
+/** What stands in for an event that cannot be read as data, and why it could not. */
+const unreadable = new WeakMap<object, string>();
+const UNREADABLE = 'event.unreadable';
+
+/**
+ * The event the chart gets for one sent from outside: a plain-data copy, so no getter, Proxy or
+ * later change of the sender's object runs inside a guard; or, for one that cannot be read as
+ * data or has no string type, a stand-in the chart refuses with the reason (`event.rejected`)
+ * instead of failing on it. Fields that are not data (a function, an actor ref) are left out of
+ * the copy, as JSON leaves them out. Events the driver made itself (its IO's, XState's own) pass
+ * as they are.
+ *
+ * @example
+ * ```ts
+ * const event = { type: 'input', get message(): string { throw new Error('no') } };
+ * externalEventProblem(admitted(event)); // "the 'input' event cannot be read as data (no): ..."
+ * ```
+ */
+export function admitted<E extends object>(event: E): E {
+  if (unreadable.has(event)) return event;
+  let type: unknown;
+  let copy: unknown;
+  try {
+    type = (event as { type?: unknown }).type;
+    if (typeof type === 'string' && type.startsWith('xstate.')) return event;
+    copy = plainCopy(event);
+  } catch (error) {
+    return standIn(type, `cannot be read as data (${error instanceof Error ? error.message : String(error)})`) as E;
+  }
+  if (typeof (copy as { type?: unknown } | null)?.type !== 'string') return standIn(type, 'has no string type') as E;
+  return copy as E;
+}
+
+/** A copy that keeps dates and the like; JSON's, which drops functions and refs, when that fails. */
+function plainCopy(value: unknown): unknown {
+  try {
+    return structuredClone(value);
+  } catch {
+    const text = JSON.stringify(value);
+    return text === undefined ? undefined : JSON.parse(text);
+  }
+}
+
+function standIn(type: unknown, problem: string): object {
+  const named = typeof type === 'string' ? `the '${type.slice(0, 100)}' event` : 'an event';
+  const event = { type: UNREADABLE };
+  unreadable.set(event, `${named} ${problem}: send plain data with a string type (see ExternalEvent)`);
+  return event;
+}
+
 /** Why an external event is malformed, or null when its payload is what its type needs. */
 export function externalEventProblem(event: { type: string }): string | null {
+  const standsIn = unreadable.get(event);
+  if (standsIn !== undefined) return standsIn;
   const schema = schemas.get(event.type);
   if (!schema) return `unknown event type '${String(event.type).slice(0, 100)}'`;
   const parsed = schema.safeParse(event);

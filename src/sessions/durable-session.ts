@@ -15,7 +15,7 @@ import { InvalidFeedError, LoopchartError } from '../errors.js';
 import { feedProblem } from '../brain/feed-problems.js';
 import type { Message, ToolMessage } from '../schemas.js';
 import type { SessionStore } from '../stores/session-store.js';
-import { externalEventProblem } from '../agent/events.js';
+import { admitted, externalEventProblem } from '../agent/events.js';
 import { extendScope, stopActor, type ChildSession, type OpenChildOptions } from '../agent/subagent-scope.js';
 import { EMPTY_LOG, logEffect } from './log-delta.js';
 import { logOf, type MessageLog } from '../brain/message-log.js';
@@ -243,8 +243,10 @@ export class DurableSession {
     return session;
   }
 
-  send(event: AgentEvent): void {
+  send(sent: AgentEvent): void {
     if (this.#failure) throw this.#failure;
+    // Read once, as data: a getter that throws is refused by the chart, not thrown at the caller.
+    const event = admitted(sent);
     this.#recordSent(event);
     this.actor.send(event);
     // The step the event caused (if any) takes the entry; an event that changed nothing gets a write of its own.
