@@ -60,6 +60,24 @@ export function requestFor(call: ToolCall, run: number, turn: number): ApprovalR
   return { toolCallId: call.id, toolName: call.name, args: call.args, digest: digestOf(call), run, turn };
 }
 
+/**
+ * The `approve` or `deny` event that decides a request as it was shown: bound to its call id,
+ * digest and run, with the verdict's other fields (`reason`, `by`, `always`) as given.
+ *
+ * @example
+ * ```ts
+ * actor.on('approval.requested', ({ requests }) => {
+ *   for (const request of requests) actor.send(decisionEvent(request, { approved: false, reason: 'Not on Fridays.' }));
+ * });
+ * ```
+ */
+export function decisionEvent<V extends { approved: boolean }>(
+  request: Pick<ApprovalRequest, 'toolCallId' | 'digest' | 'run'>,
+  { approved, ...rest }: V,
+): { type: 'approve' | 'deny'; toolCallId: string; digest: string; run: number } & Omit<V, 'approved'> {
+  return { type: approved ? 'approve' : 'deny', toolCallId: request.toolCallId, digest: request.digest, run: request.run, ...rest };
+}
+
 /** What a decision names: the call id always; the run and digest when it is bound (see `bindingRefusal`). */
 export interface DecisionTarget {
   toolCallId: string;

@@ -65,8 +65,12 @@ export type ExternalEvent = { [T in ExternalEventType]: z.input<(typeof External
 
 const schemas = new Map<string, z.ZodType>(Object.entries(ExternalEventSchemas));
 
-/** What stands in for an event that cannot be read as data, and why it could not. */
-const unreadable = new WeakMap<object, string>();
+/**
+ * The events `admitted` made: each copy (null) and each stand-in, with why the sent event could
+ * not be read. A copy is read once: admitted again (a DurableSession's, then the chart's) it
+ * passes as it is.
+ */
+const made = new WeakMap<object, string | null>();
 const UNREADABLE = 'event.unreadable';
 
 /**
@@ -84,7 +88,7 @@ const UNREADABLE = 'event.unreadable';
  * ```
  */
 export function admitted<E extends object>(event: E): E {
-  if (unreadable.has(event)) return event;
+  if (made.has(event)) return event;
   let type: unknown;
   let copy: unknown;
   try {
@@ -95,6 +99,7 @@ export function admitted<E extends object>(event: E): E {
     return standIn(type, `cannot be read as data (${error instanceof Error ? error.message : String(error)})`) as E;
   }
   if (typeof (copy as { type?: unknown } | null)?.type !== 'string') return standIn(type, 'has no string type') as E;
+  made.set(copy as object, null);
   return copy as E;
 }
 
@@ -111,14 +116,14 @@ function plainCopy(value: unknown): unknown {
 function standIn(type: unknown, problem: string): object {
   const named = typeof type === 'string' ? `the '${type.slice(0, 100)}' event` : 'an event';
   const event = { type: UNREADABLE };
-  unreadable.set(event, `${named} ${problem}: send plain data with a string type (see ExternalEvent)`);
+  made.set(event, `${named} ${problem}: send plain data with a string type (see ExternalEvent)`);
   return event;
 }
 
 /** Why an external event is malformed, or null when its payload is what its type needs. */
 export function externalEventProblem(event: { type: string }): string | null {
-  const standsIn = unreadable.get(event);
-  if (standsIn !== undefined) return standsIn;
+  const standsIn = made.get(event);
+  if (typeof standsIn === 'string') return standsIn;
   const schema = schemas.get(event.type);
   if (!schema) return `unknown event type '${String(event.type).slice(0, 100)}'`;
   const parsed = schema.safeParse(event);

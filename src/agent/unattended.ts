@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import type { AgentActor } from '../../machines/agent.machine.js';
 import { InvalidConfigError } from '../errors.js';
-import type { ApprovalRequest } from './approval-binding.js';
+import { decisionEvent, type ApprovalRequest } from './approval-binding.js';
 import { APPROVALS_OPERATION } from './approval-events.js';
 import { BUDGET_OPERATION } from './budget-pause.js';
 import { timedCheck } from './timed-check.js';
@@ -63,25 +63,23 @@ const OptionsSchema = z.object({
 /** How `runAgent` answers the run's waits. */
 export type UnattendedOptions = z.input<typeof OptionsSchema>;
 
-/** An approve or deny event's fields, besides the call it names. */
-type Decision = { type: 'approve' | 'deny' } & Omit<Exclude<z.output<typeof AnswerSchema>, boolean>, 'approved'>;
+/** What `approve` decided, as a verdict (see `decisionEvent`). */
+type Verdict = Exclude<z.output<typeof AnswerSchema>, boolean>;
 
-/** The decision for one request: `approve`'s answer, or a denial that says why there is none. */
-async function decide(request: ApprovalRequest, options: UnattendedOptions, run: AbortSignal): Promise<Decision> {
+/** The verdict on one request: `approve`'s answer, or a denial that says why there is none. */
+async function decide(request: ApprovalRequest, options: UnattendedOptions, run: AbortSignal): Promise<Verdict> {
   const { approve, approveTimeoutMs = DEFAULT_APPROVE_TIMEOUT_MS } = options;
-  if (!approve) return { type: 'deny', reason: NO_APPROVER_REASON };
+  if (!approve) return { approved: false, reason: NO_APPROVER_REASON };
   let answer: unknown;
   try {
     // A copy: the decision names the call as shown, whatever the function does with its argument.
     answer = await timedCheck(run, approveTimeoutMs, (signal) => approve({ ...request }, { signal }), () => new Error(`no decision within ${approveTimeoutMs} ms`));
   } catch (error) {
-    return { type: 'deny', reason: `the approve function failed: ${error instanceof Error ? error.message : String(error)}` };
+    return { approved: false, reason: `the approve function failed: ${error instanceof Error ? error.message : String(error)}` };
   }
   const parsed = AnswerSchema.safeParse(answer);
-  if (!parsed.success) return { type: 'deny', reason: `the approve function answered ${typeof answer}, not true, false or { approved }` };
-  if (typeof parsed.data === 'boolean') return { type: parsed.data ? 'approve' : 'deny' };
-  const { approved, ...rest } = parsed.data;
-  return { type: approved ? 'approve' : 'deny', ...rest };
+  if (!parsed.success) return { approved: false, reason: `the approve function answered ${typeof answer}, not true, false or { approved }` };
+  return typeof parsed.data === 'boolean' ? { approved: parsed.data } : parsed.data;
 }
 
 /**
@@ -120,8 +118,7 @@ export function answerWaits(actor: AgentActor, unchecked: UnattendedOptions): ()
   const requested = actor.on('approval.requested', ({ requests }) => {
     for (const request of requests) {
       queue = queue.then(async () => {
-        const decision = await decide(request, options, run.signal);
-        send({ ...decision, toolCallId: request.toolCallId, digest: request.digest, run: request.run });
+        send(decisionEvent(request, await decide(request, options, run.signal)));
       });
     }
   });

@@ -21,7 +21,7 @@ import { EMPTY_LOG, logEffect } from './log-delta.js';
 import { logOf, type MessageLog } from '../brain/message-log.js';
 import { decodeRow, encodeRow } from './session-row.js';
 import { ApprovalRefusedError, type Verdict } from './stored-decision.js';
-import type { ApprovalRequest } from '../agent/approval-binding.js';
+import { decisionEvent, type ApprovalRequest } from '../agent/approval-binding.js';
 import type { Refusal } from '../agent/approvals.js';
 import { PromptDelta, errorRecord, statePath, type TraceEntry } from './trace.js';
 import { sameJson } from '../json-value.js';
@@ -272,8 +272,7 @@ export class DurableSession {
     let refused: Refusal | undefined;
     const listening = this.actor.on('approval.refused', (e) => e.toolCallId === request.toolCallId && (refused = { reason: e.refusal, detail: e.detail }));
     try {
-      const { approved, ...rest } = verdict;
-      const event = { type: approved ? ('approve' as const) : ('deny' as const), toolCallId: request.toolCallId, digest: request.digest, run: request.run, ...rest };
+      const event = decisionEvent(request, verdict);
       const problem = externalEventProblem(event);
       if (problem) throw new InvalidFeedError('decide', problem);
       this.send(event);
