@@ -68,6 +68,16 @@ export const ERROR_CODES = [
   'InvalidViewerOptions',
   // loopchart/http: a chat handler made with options out of range.
   'InvalidChatHandlerOptions',
+  // loopchart/mcp-server: a server made with options it cannot serve (a duplicate tool name, a limit out of range).
+  'InvalidMcpServerOptions',
+  // loopchart/schedules: a schedule that cannot fire (a cron expression that does not parse, an unknown
+  // time zone, an agent the scheduler was not given), one that does not exist, scheduler options out of range.
+  'InvalidSchedule',
+  'InvalidCron',
+  'UnknownTimeZone',
+  'ScheduleNotFound',
+  'UnknownScheduleAgent',
+  'InvalidSchedulerOptions',
   // A child run an agent tool started did not complete, or answered a shape its tool refuses.
   'SubagentFailed',
   // runAgent / streamAgent: a Failed run whose cause was not a loopchart error itself.
