@@ -5,7 +5,7 @@ import type { AddressInfo } from 'node:net';
 import type { AnyStateMachine, InspectionEvent } from 'xstate';
 import { statePath } from '../sessions/trace.js';
 import { clientScript } from './asset.js';
-import { cursorParam, localRequestProblem, pagePath, refuse, sendHtml as html } from './http.js';
+import { cursorParam, localRequestProblem, pagePath, refuse, requestTarget, sendHtml as html } from './http.js';
 import { brainChart, chartOf, type ChartModel } from './chart.js';
 import { actorPath, homePage, messagePage, sessionPage } from './page.js';
 import type { PageData, Row, SessionView } from './page-model.js';
@@ -186,11 +186,13 @@ export function viewerInspector(options: ViewerInspectorOptions = {}): ViewerIns
     return sessionPage(data, script);
   };
 
-  const server = createServer((req, res) => {
+  // A request with no Host is answered here (a JSON 400), not by Node's plain one.
+  const server = createServer({ requireHostHeader: false }, (req, res) => {
     const address = server.address() as AddressInfo;
-    const refused = localRequestProblem(req.headers, address.port);
-    if (refused) return refuse(res, refused.status, refused.reason);
-    const url = new URL(req.url ?? '/', `http://${VIEWER_HOST}`);
+    const refused = localRequestProblem(req.headers, address.port, req.rawHeaders);
+    if (refused) return refuse(res, refused.status, refused.code, refused.reason);
+    const url = requestTarget(req.url);
+    if (url === null) return refuse(res, 400, 'BadRequestTarget', 'only a path (/...) is served here');
     if (req.method !== 'GET') return html(res, 405, messagePage('Method not allowed', `${req.method} is not served here.`));
     if (url.pathname === '/') {
       const listings = [...actors.values()].map((a) => ({ sessionId: a.id, updatedAt: new Date(a.rows.at(-1)?.at ?? Date.now()), runs: null, outcome: a.state, tokens: null, costUsd: null, error: null }));

@@ -7,7 +7,7 @@ import type { SessionStore } from '../stores/session-store.js';
 import { sessionIdProblem } from '../stores/step.js';
 import { clientScript } from './asset.js';
 import { SessionFeeds, liveCursor } from './feed.js';
-import { localRequestProblem, pagePath, refuse, sendHtml as send } from './http.js';
+import { localRequestProblem, pagePath, refuse, requestTarget, sendHtml as send } from './http.js';
 import { brainChart, chartOf, type ChartModel } from './chart.js';
 import { cachedLayout } from './chart-layout.js';
 import { listSessionViews, loadSessionView } from './load.js';
@@ -126,9 +126,10 @@ export async function startViewer(options: ViewerOptions): Promise<RunningViewer
   const laidOut = chartLayouts(brainChart(), agentChart());
 
   const handle = async (req: IncomingMessage, res: ServerResponse) => {
-    const refused = localRequestProblem(req.headers, port);
-    if (refused) return refuse(res, refused.status, refused.reason);
-    const url = new URL(req.url ?? '/', `http://${VIEWER_HOST}`);
+    const refused = localRequestProblem(req.headers, port, req.rawHeaders);
+    if (refused) return refuse(res, refused.status, refused.code, refused.reason);
+    const url = requestTarget(req.url);
+    if (url === null) return refuse(res, 400, 'BadRequestTarget', 'only a path (/...) is served here');
     if (req.method !== 'GET') return send(res, 405, messagePage('Method not allowed', `${req.method} is not served here.`));
     if (url.pathname === '/') return send(res, 200, homePage(await listSessionViews(store), label));
     const page = pagePath(url.pathname, 's');
@@ -151,7 +152,8 @@ export async function startViewer(options: ViewerOptions): Promise<RunningViewer
     return send(res, view.error ? 500 : 200, sessionPage(await pageData(view, true), await clientScript(), trace));
   };
 
-  const server: Server = createServer((request, response) => {
+  // A request with no Host is answered here (a JSON 400), not by Node's plain one.
+  const server: Server = createServer({ requireHostHeader: false }, (request, response) => {
     handle(request, response).catch((error) => {
       if (!response.headersSent) send(response, 500, messagePage('Error', (error as Error).message ?? String(error)));
       else response.end();

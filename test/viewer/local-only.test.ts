@@ -5,11 +5,13 @@
  * included (it used to answer 200 and poll forever).
  */
 import { request } from 'node:http';
+import { connect } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createActor, createMachine } from 'xstate';
 import { MemorySessionStore } from '../../src/stores/memory.js';
 import type { SessionStore } from '../../src/stores/session-store.js';
-import { startViewer, viewerInspector, ViewerOptionsError, type RunningViewer, type ViewerInspector } from '../../src/viewer.js';
+import { localRequestProblem, requestTarget } from '../../src/viewer/http.js';
+import { startViewer, viewerInspector, ViewerListenError, ViewerOptionsError, type RunningViewer, type ViewerInspector } from '../../src/viewer.js';
 import { writeBigSession } from './fixtures/big-session.js';
 
 /** A store that counts every read: a refused request must not cause one. */
@@ -48,15 +50,43 @@ function get(port: number, path: string, headers: Record<string, string>): Promi
   });
 }
 
+/** Well-formed Hosts that name another server: a 421. */
 const hostile = (port: number) => [
   { host: 'evil.example' },
   { host: `evil.example:${port}` },
   { host: `127.0.0.1:${port + 1}` },
   { host: '127.0.0.1' },
   { host: `localhost.evil.example:${port}` },
-  { host: `127.0.0.1:${port}@evil.example` },
   { host: '' },
 ];
+
+/** Hosts that are no `host[:port]` at all: a 400 with a JSON error (before: a 421 in plain text). */
+const malformed = (port: number) => [
+  { host: `127.0.0.1:${port}@evil.example` },
+  { host: 'a b' },
+  { host: `x/s/known?` },
+  { host: `127.0.0.1:${port}/s/known` },
+  { host: 'localhost:99999' },
+  { host: 'localhost:-1' },
+];
+
+/** Raw bytes to the server (a request Node's client would not send: no Host, two Hosts); resolves with the status and body. */
+function raw(port: number, head: string): Promise<{ status: number; body: string }> {
+  return new Promise((resolve, reject) => {
+    const socket = connect(port, '127.0.0.1');
+    let text = '';
+    socket.setEncoding('utf8');
+    socket.setTimeout(5_000, () => socket.destroy(new Error('no answer within 5 s')));
+    socket.on('data', (chunk: string) => (text += chunk));
+    socket.on('error', reject);
+    socket.on('close', () => {
+      const status = /^HTTP\/1\.1 (\d{3})/.exec(text);
+      if (!status) return reject(new Error(`no HTTP response: ${JSON.stringify(text)}`));
+      resolve({ status: Number(status[1]), body: text.slice(text.indexOf('\r\n\r\n') + 4) });
+    });
+    socket.end(`${head}\r\n\r\n`);
+  });
+}
 
 describe('viewer: loopback names only', () => {
   let store: ReturnType<typeof countingStore>;
@@ -87,6 +117,36 @@ describe('viewer: loopback names only', () => {
     }
     expect(store.reads).toBe(before);
     expect(viewer.liveStats().clients).toBe(0);
+  });
+
+  it('a malformed, missing or repeated Host is a 400 with a JSON error, on every route, before anything is read', async () => {
+    const { port } = viewer;
+    const before = store.reads;
+    for (const path of ['/', '/s/known', '/s/known/events', '/nothing']) {
+      for (const headers of malformed(port)) {
+        const refused = await get(port, path, headers);
+        expect(refused.status, `${path} ${JSON.stringify(headers)}`).toBe(400);
+        expect(JSON.parse(refused.body), `${path} ${JSON.stringify(headers)}`).toMatchObject({ error: { code: 'BadHost', message: expect.stringMatching(/malformed Host/) } });
+      }
+      const none = await raw(port, `GET ${path} HTTP/1.1\r\nconnection: close`);
+      expect([none.status, JSON.parse(none.body).error.code], path).toEqual([400, 'BadHost']);
+      const twice = await raw(port, `GET ${path} HTTP/1.1\r\nhost: 127.0.0.1:${port}\r\nhost: evil.example\r\nconnection: close`);
+      expect([twice.status, JSON.parse(twice.body).error.message], path).toEqual([400, expect.stringMatching(/more than one Host/)]);
+    }
+    expect(store.reads).toBe(before);
+    expect(viewer.liveStats().clients).toBe(0);
+  });
+
+  it('routes by the path alone: an absolute-form target is a 400, a path that looks like an authority is a 404', async () => {
+    const { port } = viewer;
+    const host = `127.0.0.1:${port}`;
+    // `//evil/s/known` resolved against a base URL is the path /s/known on host evil: here it stays a path.
+    expect((await get(port, '//evil.example/s/known', { host })).status).toBe(404);
+    const absolute = await raw(port, `GET http://${host}/s/known HTTP/1.1\r\nhost: ${host}\r\nconnection: close`);
+    expect([absolute.status, JSON.parse(absolute.body).error.code]).toEqual([400, 'BadRequestTarget']);
+    expect(requestTarget('/s/a%20b/events?after=3')).toEqual({ pathname: '/s/a%20b/events', searchParams: new URLSearchParams('after=3') });
+    expect(requestTarget('//x/s/y')!.pathname).toBe('//x/s/y');
+    expect(requestTarget('*')).toBeNull();
   });
 
   it('a cross-origin Origin is a 403 before anything is read; its own origin is answered', async () => {
@@ -120,6 +180,42 @@ describe('viewer: loopback names only', () => {
   });
 });
 
+describe('a viewer on port 80', () => {
+  it('answers what a browser sends there (Host and Origin without the port), with the port too, and refuses the rest', () => {
+    for (const host of ['localhost', '127.0.0.1', '[::1]', 'LocalHost', 'localhost:80', '127.0.0.1:80', '[::1]:80']) {
+      expect(localRequestProblem({ host }, 80), host).toBeNull();
+    }
+    expect(localRequestProblem({ host: 'localhost', origin: 'http://localhost' }, 80)).toBeNull();
+    expect(localRequestProblem({ host: 'localhost', origin: 'http://127.0.0.1:80' }, 80)).toBeNull();
+    expect(localRequestProblem({ host: 'localhost', origin: 'http://evil.example' }, 80)?.status).toBe(403);
+    expect(localRequestProblem({ host: 'evil.example' }, 80)?.status).toBe(421);
+    expect(localRequestProblem({ host: 'localhost:8080' }, 80)?.status).toBe(421);
+    expect(localRequestProblem({ host: 'localhost@evil' }, 80)?.status).toBe(400);
+    // On any other port the port must be there: a Host with none means 80.
+    expect(localRequestProblem({ host: 'localhost' }, 4317)?.status).toBe(421);
+    expect(localRequestProblem({ host: 'localhost:4317', origin: 'http://localhost' }, 4317)?.status).toBe(403);
+  });
+
+  // Binding 80 needs root (CI runs as root); elsewhere the pure check above stands alone.
+  it('over a real socket on port 80: Host: localhost is answered', async () => {
+    let viewer: RunningViewer;
+    try {
+      viewer = await startViewer({ store: new MemorySessionStore(), port: 80 });
+    } catch (error) {
+      if (!ViewerListenError.isInstance(error)) throw error;
+      console.log(`port 80 not available here (${error.message}): the real-socket leg is skipped`);
+      return;
+    }
+    try {
+      expect((await get(80, '/', { host: 'localhost' })).status).toBe(200);
+      expect((await get(80, '/', { host: '127.0.0.1', origin: 'http://127.0.0.1' })).status).toBe(200);
+      expect((await get(80, '/', { host: 'localhost:4317' })).status).toBe(421);
+    } finally {
+      await viewer.close();
+    }
+  });
+});
+
 describe('viewerInspector: loopback names only', () => {
   let inspector: ViewerInspector;
   let port: number;
@@ -148,6 +244,7 @@ describe('viewerInspector: loopback names only', () => {
         expect(refused.body).not.toContain('toggle');
       }
       expect((await get(port, path, { host: `127.0.0.1:${port}`, origin: 'http://evil.example' })).status, path).toBe(403);
+      for (const headers of malformed(port)) expect((await get(port, path, headers)).status, `${path} ${JSON.stringify(headers)}`).toBe(400);
     }
     expect(inspector.liveStats().clients).toBe(0);
   });
