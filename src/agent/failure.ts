@@ -56,7 +56,16 @@ export interface Failure {
  * A completed run: the brain's `Completed`, with `output`, the answer validated by the agent's
  * `output` schema (typed `O` when the schema is a zod schema), when the agent has one.
  */
-export type CompletedOutcome<O = unknown> = Extract<Outcome, { type: 'Completed' }> & (undefined extends O ? { output?: O } : { output: O });
+export type CompletedOutcome<O = unknown> = Extract<Outcome, { type: 'Completed' }> & OutputField<O>;
+
+/**
+ * `output` is optional when `O` admits undefined (no schema), required otherwise. Asked as "does a
+ * function of O take undefined" rather than `undefined extends O`: TypeScript relates two such
+ * conditionals only when their `extends` sides are identical, so O there made every result type
+ * invariant (`RunAgentResult<{ city: string }>` was no `RunAgentResult<unknown>`); with O on the
+ * checked side they are covariant in O.
+ */
+type OutputField<O> = ((value: O) => void) extends (value: undefined) => void ? { output?: O } : { output: O };
 
 /**
  * How an agent run ended: the brain's outcomes, with a failure's type from `FAILURE_TYPES` and,

@@ -25,7 +25,7 @@ export interface RunAgentOptions<S extends OutputSchema | undefined = OutputSche
 }
 
 /** How a run ended; `O` is the output schema's type (see `AgentConfig.output`). */
-export interface RunAgentResult<O = unknown> {
+export interface RunAgentResult<out O = unknown> {
   /** The final answer when the run is `Completed`, else ''. */
   text: string;
   /** The validated answer of a `Completed` run with an output schema (also `outcome.output`), else undefined. */
