@@ -1,21 +1,24 @@
 /**
- * Every TypeScript block in README.md is a file under examples/readme/ (its first line names it):
- * the test keeps the two identical, `npm run typecheck` type-checks the files (they import
- * `loopchart` by name, mapped to src/ by tsconfig `paths`), and this test runs each one and
- * checks the output its `console.log(...) // expected` comments promise.
+ * Every TypeScript block in README.md and in docs/**\/*.md is a file under examples/readme/ (its
+ * first line names it): the test keeps the two identical, `npm run typecheck` type-checks the
+ * files (they import `loopchart` by name, mapped to src/ by tsconfig `paths`), and this test runs
+ * each one and checks the output its `console.log(...) // expected` comments promise. A snippet
+ * moved from the README into a guide stays checked and run.
  */
 import { spawn } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
 import { startChatServer } from '../support/chat-server.js';
+import { REPO, userMarkdown } from '../docs/markdown.js';
 
-const REPO = fileURLToPath(new URL('../../', import.meta.url));
 const TSX = new URL('../../node_modules/tsx/dist/loader.mjs', import.meta.url).href;
-const readme = readFileSync(join(REPO, 'README.md'), 'utf8');
-const blocks = [...readme.matchAll(/```ts\n([\s\S]*?)```/g)].map((m) => m[1]!);
+const pages = userMarkdown();
+const readme = pages.find((page) => page.path === 'README.md')!.text;
+const docs = pages.filter((page) => page.path !== 'README.md');
+/** Every ```ts block with the page it is on. */
+const blocks = pages.flatMap((page) => [...page.text.matchAll(/```ts\n([\s\S]*?)```/g)].map((m) => ({ page: page.path, block: m[1]! })));
 const snippetDir = join(REPO, 'examples', 'readme');
 const cwd = mkdtempSync(join(tmpdir(), 'loopchart-readme-'));
 afterAll(() => rmSync(cwd, { recursive: true, force: true }));
@@ -43,18 +46,18 @@ function run(file: string, env: Record<string, string>): Promise<{ code: number 
   });
 }
 
-describe('README snippets', () => {
+describe('README and docs snippets', () => {
   it('every TypeScript block names its file on its first line, and the file is the block, byte for byte', () => {
-    expect(blocks.length).toBeGreaterThanOrEqual(6);
-    for (const block of blocks) {
+    expect(blocks.length).toBeGreaterThanOrEqual(23);
+    for (const { page, block } of blocks) {
       const path = pathOf(block);
-      expect(path, `a README block without its file:\n${block.slice(0, 200)}`).toBeDefined();
-      expect(readFileSync(join(REPO, path!), 'utf8'), path).toBe(block);
+      expect(path, `a block without its file in ${page}:\n${block.slice(0, 200)}`).toBeDefined();
+      expect(readFileSync(join(REPO, path!), 'utf8'), `${page}: ${path}`).toBe(block);
     }
   });
 
-  it('every file in examples/readme/ is shown in the README', () => {
-    const shown = new Set(blocks.map(pathOf));
+  it('every file in examples/readme/ is shown in the README or a guide under docs/', () => {
+    const shown = new Set(blocks.map(({ block }) => pathOf(block)));
     for (const file of readdirSync(snippetDir)) expect(shown, file).toContain(`examples/readme/${file}`);
   });
 
@@ -81,13 +84,21 @@ describe('README snippets', () => {
   });
 });
 
-describe('README wording for users', () => {
+describe('README and docs wording for users', () => {
   it('cites no internal spec seed ("seed 003"): users have no seeds to look up', () => {
-    expect(readme).not.toMatch(/\bseeds?\b/i);
+    for (const page of pages) expect(page.text, page.path).not.toMatch(/\bseeds?\b/i);
   });
 
   it('says that the AI SDK under strict tsc needs @types/json-schema, and how to install it', () => {
-    expect(readme).toContain('npm install --save-dev @types/json-schema');
-    expect(readme).toMatch(/AI SDK 6[\s\S]{0,200}`@types\/json-schema`/);
+    const aiSdk = docs.find((page) => page.path === 'docs/integrations/ai-sdk.md')!.text;
+    expect(aiSdk).toContain('npm install --save-dev @types/json-schema');
+    expect(aiSdk).toMatch(/AI SDK 6[\s\S]{0,200}`@types\/json-schema`/);
+  });
+
+  it('the README is a front page: at most 300 lines, with the two commands a newcomer runs and the Quickstart', () => {
+    expect(readme.split('\n').length).toBeLessThanOrEqual(300);
+    expect(readme).toContain('npm ci && npm start');
+    expect(readme).toMatch(/^npm test\b/m);
+    expect(readme).toContain('// examples/readme/quickstart.ts');
   });
 });
