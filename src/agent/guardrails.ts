@@ -6,6 +6,7 @@ import type { Message, TrippedGuardrail, UserMessage } from '../schemas.js';
 import { messageOf } from './operation-rules.js';
 import { InvalidConfigError } from '../errors.js';
 import { timedCheck } from './timed-check.js';
+import { readAnswer } from '../read-answer.js';
 import { keyOf } from './keys.js';
 import type { BrainState } from './brain-state.js';
 import { checkAnswer, type AnswerStep, type StructuredOutput } from './structured-output.js';
@@ -237,12 +238,13 @@ export async function runGuardrail(guardrail: Guardrail, input: Omit<GuardrailIn
 
 /** A verdict as a guardrail (or an executor replaying one) gave it, checked: plain JSON, a known shape. */
 export function checkedGuardVerdict(name: string, stage: GuardrailStage, value: unknown): GuardrailVerdict {
-  const parsed = GuardrailVerdictSchema.safeParse(value);
-  if (!parsed.success) throw new GuardrailError(name, stage, `returned no verdict: ${z.prettifyError(parsed.error)}`);
-  if (parsed.data.type === 'feedback' && stage === 'input') throw new GuardrailError(name, stage, 'returned feedback, but only an output guardrail may');
-  const problem = parsed.data.type === 'trip' ? jsonValueProblem(parsed.data.info ?? null, 'info') : null;
+  // readAnswer: a verdict whose fields throw when read (a getter, a Proxy) is no verdict either.
+  const parsed = readAnswer(GuardrailVerdictSchema, value);
+  if (!parsed.ok) throw new GuardrailError(name, stage, `returned no verdict: ${parsed.problem}`);
+  if (parsed.value.type === 'feedback' && stage === 'input') throw new GuardrailError(name, stage, 'returned feedback, but only an output guardrail may');
+  const problem = parsed.value.type === 'trip' ? jsonValueProblem(parsed.value.info ?? null, 'info') : null;
   if (problem) throw new GuardrailError(name, stage, `returned a trip whose ${problem}`);
-  return parsed.data;
+  return parsed.value;
 }
 
 

@@ -4,6 +4,7 @@ import { ToolMessageSchema, type PendingToolCall, type ToolMessage } from '../sc
 import { OperationError, OperationStateError, type Operation, type OperationStep } from './operation.js';
 import { OPERATION_HOOKS, type OperationHook, type OperationsState } from './operation-state.js';
 import { InvalidConfigError } from '../errors.js';
+import { readAnswer, thrownMessage as messageOf } from '../read-answer.js';
 
 /**
  * The operations' rules as pure functions: the configuration check (names, list order), what
@@ -64,12 +65,19 @@ export function planOperations(list: readonly Operation[]): OperationPlan {
   return { list, byName, at };
 }
 
-/** Why a value cannot be an operation's slice (its schema refuses it, or it is not plain JSON). */
-function sliceProblem(op: Operation, value: unknown): string | null {
-  const parsed = op.state!.schema.safeParse(value);
-  if (!parsed.success) return `does not match its schema: ${z.prettifyError(parsed.error)}`;
-  return jsonValueProblem(parsed.data, 'state');
+/** An operation's slice as its schema reads it, or why it cannot be one (its schema refuses it, reading it threw, it is not plain JSON). */
+function readSlice(op: Operation, value: unknown): { ok: true; value: unknown } | { ok: false; problem: string } {
+  const parsed = readAnswer(op.state!.schema, value);
+  if (!parsed.ok) return { ok: false, problem: `does not match its schema: ${parsed.problem}` };
+  const problem = jsonValueProblem(parsed.value, 'state');
+  return problem ? { ok: false, problem } : parsed;
 }
+
+/** Why a value cannot be an operation's slice, or null. */
+const sliceProblem = (op: Operation, value: unknown): string | null => {
+  const slice = readSlice(op, value);
+  return slice.ok ? null : slice.problem;
+};
 
 /** An operation's slice: the stored one, else its initial value. */
 export const sliceOf = (state: OperationsState, op: Operation): unknown =>
@@ -113,15 +121,16 @@ export function checkOutput(
 ): OperationOutput | null {
   if (value === undefined || value === null) return null;
   const fail = (problem: string) => new OperationError(op.name, hook, problem);
-  const shape = StepShape.safeParse(value);
-  if (!shape.success) throw fail(`returned something that is not effects: ${z.prettifyError(shape.error)}`);
-  const step = shape.data;
+  // readAnswer: effects whose fields throw when read (a getter, a Proxy) are no effects either.
+  const shape = readAnswer(StepShape, value);
+  if (!shape.ok) throw fail(`returned something that is not effects: ${shape.problem}`);
+  const step = shape.value;
   const output: OperationOutput = {};
   if ('state' in step && step.state !== undefined) {
     if (!op.state) throw fail('returned state, but declares no state schema');
-    const problem = sliceProblem(op, step.state);
-    if (problem) throw fail(`returned state that ${problem}`);
-    output.state = op.state.schema.parse(step.state);
+    const slice = readSlice(op, step.state);
+    if (!slice.ok) throw fail(`returned state that ${slice.problem}`);
+    output.state = slice.value;
   }
   if (step.results) {
     if (!op.runsTools || hook !== 'beforeTools') throw fail('returned tool results, but only a runsTools operation may, at beforeTools');
@@ -206,11 +215,11 @@ export function resumeVerdict(
     return { type: 'refused', reason: `operation '${String(event.operation).slice(0, 100)}' is not waiting ('${waiting.operation}' is)` };
   }
   const op = plan.byName.get(waiting.operation)!;
-  const parsed = op.resume!.schema.safeParse(event.payload);
-  if (!parsed.success) return { type: 'refused', reason: `payload for '${op.name}': ${z.prettifyError(parsed.error)}` };
+  const parsed = readAnswer(op.resume!.schema, event.payload);
+  if (!parsed.ok) return { type: 'refused', reason: `payload for '${op.name}': ${parsed.problem}` };
   if (!op.resume!.apply) return { type: 'accepted', output: null };
   try {
-    const value = op.resume!.apply(parsed.data, { ...ctx, state: sliceOf(state, op) });
+    const value = op.resume!.apply(parsed.value, { ...ctx, state: sliceOf(state, op) });
     if (value && typeof (value as { then?: unknown }).then === 'function') {
       return { type: 'failed', error: new OperationError(op.name, 'resume', 'apply returned a promise; it must be synchronous') };
     }
@@ -221,11 +230,5 @@ export function resumeVerdict(
   }
 }
 
-/** A thrown value's message, whatever was thrown. */
-export function messageOf(error: unknown): string {
-  try {
-    return error instanceof Error ? String(error.message) : String(error);
-  } catch {
-    return 'an error whose message could not be read';
-  }
-}
+/** A thrown value's message, whatever was thrown (one helper for every reader of user answers). */
+export { messageOf };

@@ -5,6 +5,7 @@ import type { Approvals } from './approvals.js';
 import { messageOf } from './operation-rules.js';
 import { InvalidConfigError } from '../errors.js';
 import { timedCheck } from './timed-check.js';
+import { readAnswer } from '../read-answer.js';
 
 /**
  * Tool policy: rules as code that see a tool call, its arguments and the whole run, and decide
@@ -167,19 +168,20 @@ export async function decideCall(plan: ToolPolicyPlan, request: Omit<ToolPolicyR
       if (ToolPolicyError.isInstance(error)) throw error;
       throw new ToolPolicyError(name, `threw: ${messageOf(error)}`, { cause: error });
     }
-    const verdict = ToolPolicyVerdictSchema.safeParse(value);
-    if (!verdict.success) throw new ToolPolicyError(name, `returned no verdict for '${request.call.name}': ${z.prettifyError(verdict.error)}`);
-    if (verdict.data.type === 'deny') return verdict.data;
-    if (verdict.data.type === 'needs-approval') asks = true;
+    // readAnswer: a verdict whose fields throw when read (a getter, a Proxy) is no verdict either.
+    const verdict = readAnswer(ToolPolicyVerdictSchema, value);
+    if (!verdict.ok) throw new ToolPolicyError(name, `returned no verdict for '${request.call.name}': ${verdict.problem}`);
+    if (verdict.value.type === 'deny') return verdict.value;
+    if (verdict.value.type === 'needs-approval') asks = true;
   }
   return asks ? { type: 'needs-approval' } : { type: 'allow' };
 }
 
 /** A verdict an executor handed back (perhaps from a journal written elsewhere), checked. */
 export function checkedVerdict(key: string, value: unknown): ToolPolicyVerdict {
-  const parsed = ToolPolicyVerdictSchema.safeParse(value);
-  if (!parsed.success) throw new ToolPolicyError(`at ${key}`, `the executor returned no verdict: ${z.prettifyError(parsed.error)}`);
-  return parsed.data;
+  const parsed = readAnswer(ToolPolicyVerdictSchema, value);
+  if (!parsed.ok) throw new ToolPolicyError(`at ${key}`, `the executor returned no verdict: ${parsed.problem}`);
+  return parsed.value;
 }
 
 /** The policy's denials recorded as decisions: the call's result is `denied: <reason>`, as a human's denial. */

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import type { AgentActor } from '../../machines/agent.machine.js';
 import { InvalidConfigError } from '../errors.js';
+import { readAnswer, thrownMessage } from '../read-answer.js';
 import { decisionEvent, type ApprovalRequest } from './approval-binding.js';
 import { APPROVALS_OPERATION } from './approval-events.js';
 import { BUDGET_OPERATION } from './budget-pause.js';
@@ -75,11 +76,12 @@ async function decide(request: ApprovalRequest, options: UnattendedOptions, run:
     // A copy: the decision names the call as shown, whatever the function does with its argument.
     answer = await timedCheck(run, approveTimeoutMs, (signal) => approve({ ...request }, { signal }), () => new Error(`no decision within ${approveTimeoutMs} ms`));
   } catch (error) {
-    return { approved: false, reason: `the approve function failed: ${error instanceof Error ? error.message : String(error)}` };
+    return { approved: false, reason: `the approve function failed: ${thrownMessage(error)}` };
   }
-  const parsed = AnswerSchema.safeParse(answer);
-  if (!parsed.success) return { approved: false, reason: `the approve function answered ${typeof answer}, not true, false or { approved }` };
-  return typeof parsed.data === 'boolean' ? { approved: parsed.data } : parsed.data;
+  // Read through readAnswer: a getter or Proxy trap that throws denies the call like any bad answer.
+  const parsed = readAnswer(AnswerSchema, answer);
+  if (!parsed.ok) return { approved: false, reason: `the approve function answered ${typeof answer}, not true, false or { approved } (${parsed.problem})` };
+  return typeof parsed.value === 'boolean' ? { approved: parsed.value } : parsed.value;
 }
 
 /**

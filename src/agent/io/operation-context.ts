@@ -52,11 +52,25 @@ export function prepareRequest(deps: Pick<IoDeps, 'operations' | 'instructions'>
       throw new OperationError(op.name, 'prepareRequest', `threw: ${messageOf(error)}`, { cause: error });
     }
     if (rewritten === undefined) continue;
-    const shape = rewritten as Partial<PreparedRequest> | null;
-    if (!shape || typeof shape !== 'object' || !Array.isArray(shape.messages) || !Array.isArray(shape.tools)) {
-      throw new OperationError(op.name, 'prepareRequest', `returned ${describeValue(rewritten)} without messages and tools arrays`);
-    }
-    request = shape as PreparedRequest;
+    request = readRewrite(op, rewritten);
   }
   return request;
+}
+
+/**
+ * A rewritten request read once, inside a try: its two lists copied (a getter or Proxy that
+ * throws is the operation's failure, `OperationError`, not the model call's later on).
+ */
+function readRewrite(op: Operation, rewritten: unknown): PreparedRequest {
+  let copy: PreparedRequest | null = null;
+  try {
+    const shape = rewritten as Partial<PreparedRequest> | null;
+    if (shape && typeof shape === 'object' && Array.isArray(shape.messages) && Array.isArray(shape.tools)) {
+      copy = { messages: Array.from(shape.messages), tools: Array.from(shape.tools) };
+    }
+  } catch (error) {
+    throw new OperationError(op.name, 'prepareRequest', `returned a request that could not be read: ${messageOf(error)}`, { cause: error });
+  }
+  if (!copy) throw new OperationError(op.name, 'prepareRequest', `returned ${describeValue(rewritten)} without messages and tools arrays`);
+  return copy;
 }
