@@ -2,11 +2,12 @@ import { and, assign as assignAction, enqueueActions as enqueueAction, sendTo as
 import { feedBrain, stepTypeOf, takeStep } from '../src/agent/brain-state.js';
 import type { AgentConfig } from '../src/agent/config.js';
 import { compileAgent, markTraced, type CompiledAgent } from '../src/agent/compile.js';
-import { afterReply, answerOf, approvalKey, as, batchKey, compactionKey, decisionPolicy, extrasFor, finalCallDue, guardsReply, guardVerdict, handoffOf, modelKey, outputCheckKey, overBudget, overrun, ownModel, pointKey, policyProblem, pruneReport, raiseRefusal, repeated, resetBatch, restoredContext, runnable, toolsetKey, undecided, verdictOf, initialContext, type AgentEvent } from '../src/agent/driver-rules.js';
+import { afterReply, answerOf, approvalKey, as, batchKey, compactionKey, deadlinePassed, deadlineRun, decisionPolicy, extrasFor, finalCallDue, guardsReply, guardVerdict, handoffOf, modelKey, outputCheckKey, overBudget, overrun, ownModel, pointKey, policyProblem, pruneReport, raiseRefusal, repeated, resetBatch, restoredContext, runnable, toolsetKey, undecided, verdictOf, initialContext, type AgentEvent } from '../src/agent/driver-rules.js';
 import { APPROVALS_OPERATION, approvalEventOf, approvalResumeProblem } from '../src/agent/approval-events.js';
 import { doubtRequests, markedInDoubt } from '../src/agent/in-doubt.js';
 
 import { BUDGET_OPERATION, pausedAt, raiseOf, raisedBy } from '../src/agent/budget-pause.js';
+import { deadlineDelay } from '../src/agent/deadline.js';
 import { limitLifted, limitedUntil, resumeDelay, usageLimitWait } from '../src/agent/usage-limit.js';
 import { type AgentContext } from '../src/agent/context.js';
 import type { OperationHook } from '../src/agent/operation-state.js';
@@ -98,6 +99,8 @@ function guardsOf(agent: CompiledAgent) {
   rewindable: ({ context, event }: Args) => feedProblem(context.brain.context, { type: 'rewindTo', len: as(event, 'rewind').len }) === null,
   singleRun: ({ context }: Args) => context.once,
   runOverBudget: ({ context }: Args) => overBudget(agent, context) !== null,
+  deadlineSeals: ({ context }: Args) => deadlinePassed(agent, context)?.pauses === false,
+  deadlinePauses: ({ context }: Args) => deadlinePassed(agent, context)?.pauses === true,
   budgetPaused: ({ context }: Args) => overrun(agent, context) !== null && overBudget(agent, context) === null,
   raiseRefused: ({ context, event }: Args) => raiseRefusal(agent, context, event) !== null,
   usageLimitPauses: ({ event }: Args) => usageLimitWait(usageLimit, as(event, 'io.failed').error) !== null,
@@ -165,6 +168,7 @@ function runActions(agent: CompiledAgent) {
   beginFinalCall: assign(({ context }) => beginFinalCall(structured!, context.brain, context.outputState, finalCallDue(agent, context)!)),
   rewindBrain: assign({ brain: ({ context, event }) => feedBrain(context.brain, { type: 'rewindTo', len: as(event, 'rewind').len }) }),
   sealOverBudget: assign(({ context, event }) => act.sealOverBudget(agent, context, event)),
+  sealAtDeadline: assign(({ context, event }) => act.sealAtDeadline(agent, context, event)),
   noteRepetition: enqueueActions(({ context, event, enqueue }) => perform(enqueue, act.noteRepetition(agent, context, event))),
   sealRepetition: assign(({ context, event }) => act.sealRepetition(agent, context, event)),
   markPaused: assign({ budgetPause: ({ context }) => pausedAt(context.budgetPause, clock()) }),
@@ -290,6 +294,8 @@ function implementationsOf(agent: CompiledAgent) {
     delays: {
       cancelGrace: ({ context }: Args) => context.cancelGraceMs ?? DEFAULT_CANCEL_GRACE_MS,
       usageLimitWait: ({ context }: Args) => resumeDelay(context.budgetPause, agent.clock()),
+      // No time budget: undefined, and XState arms no timer (the after event is raised and its guards refuse it).
+      budgetDeadline: ({ context }: Args) => deadlineDelay(agent.budget, deadlineRun(context), agent.clock()) as number,
     },
     guards: guardsOf(agent),
     actions: { ...runActions(agent), ...stepActions(agent) },
@@ -473,6 +479,7 @@ const chart = driver.createStateConfig({
         /** Lists the run's tool sources once; the run offers and accepts what this step records. */
         ListingTools: {
           entry: 'requestToolset',
+          after: { budgetDeadline: { guard: 'deadlineSeals', target: 'Start', actions: ['abortIo', 'sealAtDeadline'] } },
           on: {
             'io.attached': { actions: 'requestToolset' },
             'io.listed': { guard: 'currentToolset', target: 'Start', actions: 'recordOffered' },
@@ -481,6 +488,13 @@ const chart = driver.createStateConfig({
         },
         AwaitingModel: {
           entry: [{ type: 'startAttempt', params: 'resumed' }, 'requestModel'],
+          // The time budget is a deadline on the call in flight (see deadline.ts): aborted, the run sealed or paused.
+          after: {
+            budgetDeadline: [
+              { guard: 'deadlineSeals', target: 'Start', actions: ['abortIo', 'sealAtDeadline'] },
+              { guard: 'deadlinePauses', target: 'BudgetPaused', actions: 'abortIo' },
+            ],
+          },
           on: {
             'io.attached': { actions: [{ type: 'startAttempt', params: 'resumed' }, 'requestModel'] },
             // A reply that would complete the run is held for the output guardrails.
@@ -501,6 +515,8 @@ const chart = driver.createStateConfig({
         },
         AwaitingTools: {
           initial: 'Routing',
+          // A batch in flight past the time budget is aborted and the run sealed; a pausing budget lets it finish (a tool's effect is not redone).
+          after: { budgetDeadline: { guard: 'deadlineSeals', target: 'Start', actions: ['abortIo', 'sealAtDeadline'] } },
           always: [
             { guard: and(['batchComplete', 'handsOff']), target: 'HandingOff', actions: ['handOff', 'acceptToolResults'] },
             { guard: 'batchComplete', target: 'Start', actions: 'acceptToolResults' },
@@ -600,6 +616,7 @@ const chart = driver.createStateConfig({
         HandingOff: { entry: 'emitHandoff', always: { target: 'Start' } },
         AwaitingCompaction: {
           entry: 'requestCompaction',
+          after: { budgetDeadline: { guard: 'deadlineSeals', target: 'Start', actions: ['abortIo', 'sealAtDeadline'] } },
           on: {
             'io.attached': { actions: 'requestCompaction' },
             'io.compacted': { guard: 'currentCompaction', target: 'Start', actions: ['acceptCompaction', 'emitCompactionFinished'] },

@@ -6,7 +6,7 @@
 import { conversationOf, feedBrain, firstPending, pendingCalls } from './brain-state.js';
 
 import { type CompiledAgent } from './compile.js';
-import { afterReply, answerOf, approvalKey, as, batchKey, compactionKey, conversation, extrasFor, guardVerdict, handoffOf, modelKey, offeredTools, overBudget, overrun, ownModel, ownOffered, policyProblem, repeated, replyApplied, resetBatch, runnable, speakerView, stopRun, toolsetKey, undecided, verdictOf, type AgentEvent } from './driver-rules.js';
+import { afterReply, answerOf, deadlinePassed, approvalKey, as, batchKey, compactionKey, conversation, extrasFor, guardVerdict, handoffOf, modelKey, offeredTools, overBudget, overrun, ownModel, ownOffered, policyProblem, repeated, replyApplied, resetBatch, runnable, speakerView, stopRun, toolsetKey, undecided, verdictOf, type AgentEvent } from './driver-rules.js';
 import { APPROVALS_OPERATION, approvalEventOf } from './approval-events.js';
 import { decisionFor, deniedResult, takeDecision } from './approvals.js';
 import { requestFor } from './approval-binding.js';
@@ -442,6 +442,11 @@ export function cancelRun(agent: CompiledAgent, context: AgentContext, event: Ag
     ...resetBatch(agent, context),
   } });
   return out;
+}
+
+/** The time budget's deadline passed with a side effect in flight (aborted beside this): the run is sealed by the budget, its calls answered interrupted. */
+export function sealAtDeadline(agent: CompiledAgent, context: AgentContext, event: AgentEvent): Partial<AgentContext> {
+  return sealRun(agent, context, { type: 'seal', reason: deadlinePassed(agent, context)!.reason } as AgentEvent);
 }
 
 export function sealRun(agent: CompiledAgent, context: AgentContext, event: AgentEvent): Partial<AgentContext> {

@@ -10,6 +10,7 @@ import { decisionFor, isWaiting, restoredApprovals } from './approvals.js';
 import { conversationOf, feedBrain, type BrainState } from './brain-state.js';
 import { activeMs, limitsOf, pausesOn, raiseOf, raiseProblem } from './budget-pause.js';
 import { budgetOverrun, type BudgetOverrun } from './budget.js';
+import { deadlineOverrun, type DeadlineRun } from './deadline.js';
 import type { CompiledAgent, Offered } from './compile.js';
 import { freshAgentContext, parseAgentContext, type AgentContext } from './context.js';
 import type { AgentInput } from './actor-types.js';
@@ -76,6 +77,17 @@ export const overrun = (agent: CompiledAgent, context: AgentContext): BudgetOver
         ...(agent.models.listed && { costUsd: totalCost(agent.models, context.models?.run ?? []) }),
       })
     : null;
+
+/** What the time budget's deadline reads of the run (see deadline.ts). */
+export const deadlineRun = (context: AgentContext): DeadlineRun => ({
+  runStartedAt: context.runStartedAt,
+  budgetPause: context.budgetPause,
+  finalCall: !!context.outputState?.finalCall,
+  cancelled: context.brain.context.cancelled,
+});
+
+/** The time budget passed while a side effect ran (the deadline's timer fired), or null. */
+export const deadlinePassed = (agent: CompiledAgent, context: AgentContext) => deadlineOverrun(agent.budget, deadlineRun(context), agent.clock());
 
 /** A limit passed whose kind seals: the seal reason. */
 export const overBudget = (agent: CompiledAgent, context: AgentContext): string | null => {

@@ -1,0 +1,116 @@
+/**
+ * `budget.maxDurationMs` is a deadline on the side effect in flight, not only a check between
+ * steps: a model call (over real HTTP to a server that never answers, or a custom model) or a
+ * tool that honours its signal but never returns is aborted when the run's time is up, and the
+ * run ends by the budget (Sealed, with the budget's reason). Before, such a run was still
+ * pending seconds after its 300 ms budget, and for ever.
+ */
+import { createServer, type Server, type Socket } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createActor } from 'xstate';
+import { z } from 'zod';
+import { createAgentMachine, defineTool, openAICompatibleModel, runAgent, type Model } from '../../../src/index.js';
+import { scriptedModel } from '../../../src/testing.js';
+
+/** Settles within `ms` or fails the test. */
+async function within<T>(ms: number, promise: Promise<T>): Promise<T> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  try {
+    return await Promise.race([promise, new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`still pending after ${ms} ms`)), ms)))]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** A model that honours its signal and never answers; `aborted` records that it saw the abort. */
+function stuckModel() {
+  const seen = { calls: 0, aborted: 0 };
+  const model: Model = {
+    name: 'stuck',
+    generate: (request) =>
+      new Promise((_, reject) => {
+        seen.calls++;
+        request.signal.addEventListener('abort', () => (seen.aborted++, reject(request.signal.reason)), { once: true });
+      }),
+  };
+  return { model, seen };
+}
+
+const budgetReason = /^budget: \d+ ms elapsed, limit 300 ms$/;
+const elapsedOf = (outcome: { type: string; reason?: string }) => Number(/(\d+) ms elapsed/.exec(outcome.reason ?? '')?.[1]);
+
+describe('a time budget is a deadline on the side effect in flight', () => {
+  // A server that takes the request and never answers (nor closes): the socket stays open.
+  let server: Server;
+  let baseURL: string;
+  const sockets = new Set<Socket>();
+  const requests = { count: 0, closed: 0 };
+  beforeAll(async () => {
+    server = createServer((request) => {
+      requests.count++;
+      request.socket.once('close', () => requests.closed++);
+    });
+    server.on('connection', (socket) => (sockets.add(socket), socket.once('close', () => sockets.delete(socket))));
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    baseURL = `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`;
+  });
+  afterAll(async () => {
+    for (const socket of sockets) socket.destroy();
+    await new Promise((resolve) => server.close(resolve));
+  });
+
+  it('a model call over HTTP to a server that never answers is aborted and the run sealed by the budget', async () => {
+    const model = openAICompatibleModel({ baseURL, model: 'silent' });
+    // The bound is loose: the first run of the file also loads the tokenizer (seconds under load).
+    const result = await within(10_000, runAgent({ model, retry: false, prompt: 'Hi.', budget: { maxDurationMs: 300 } }));
+    expect(result.outcome).toMatchObject({ type: 'Sealed', reason: expect.stringMatching(budgetReason) });
+    // Sealed by the deadline, on the run's own clock, well before the model's 5-minute default read timeout.
+    expect(elapsedOf(result.outcome)).toBeLessThan(2_000);
+    expect(requests.count).toBe(1);
+    // The HTTP request itself was aborted: its socket closes.
+    await within(2_000, (async () => {
+      while (requests.closed < 1) await new Promise((resolve) => setTimeout(resolve, 10));
+    })());
+  });
+
+  it('a custom model that honours its signal and never answers: aborted, Sealed by the budget', async () => {
+    const { model, seen } = stuckModel();
+    const result = await within(3_000, runAgent({ model, prompt: 'Hi.', budget: { maxDurationMs: 300 } }));
+    expect(result.outcome).toMatchObject({ type: 'Sealed', reason: expect.stringMatching(budgetReason) });
+    expect(seen).toEqual({ calls: 1, aborted: 1 });
+  });
+
+  it('a tool in flight that never returns is aborted and the run sealed by the budget', async () => {
+    let toolSignal: AbortSignal | undefined;
+    const wait = defineTool({
+      name: 'wait',
+      description: 'Waits.',
+      input: z.object({}),
+      execute: (_, { signal }) => new Promise((resolve) => ((toolSignal = signal), signal.addEventListener('abort', () => resolve('stopped'), { once: true }))),
+    });
+    const model = scriptedModel([{ toolCalls: [{ name: 'wait', args: {} }] }, { text: 'never' }]);
+    const result = await within(3_000, runAgent({ model, tools: [wait], prompt: 'Wait.', budget: { maxDurationMs: 300 } }));
+    expect(result.outcome).toMatchObject({ type: 'Sealed', reason: expect.stringMatching(budgetReason) });
+    expect(toolSignal?.aborted).toBe(true);
+  });
+
+  it('a duration budget that pauses: the model call is aborted and the run waits in BudgetPaused for a raise', async () => {
+    const { model, seen } = stuckModel();
+    const actor = createActor(createAgentMachine({ model, budget: { maxDurationMs: 300, pause: ['duration'] } }), { input: { prompt: 'Hi.' } });
+    const paused = new Promise<{ kind: string }>((resolve) => actor.on('budget.paused', (event) => resolve(event as never)));
+    actor.start();
+    try {
+      expect(await within(3_000, paused)).toMatchObject({ kind: 'duration' });
+      expect(seen.aborted).toBe(1);
+      expect(actor.getSnapshot().matches({ Running: 'BudgetPaused' })).toBe(true);
+    } finally {
+      actor.stop();
+    }
+  });
+
+  it('a run inside its time budget is not touched by the deadline', async () => {
+    const result = await within(3_000, runAgent({ model: scriptedModel([{ text: 'quick' }]), prompt: 'Hi.', budget: { maxDurationMs: 60_000 } }));
+    expect(result.outcome).toMatchObject({ type: 'Completed', finalText: 'quick' });
+  });
+});
