@@ -5,6 +5,16 @@ export interface OversizedLine {
   tail: string;
 }
 
+/** Where a JSON-RPC id sits in a serialized message: at its end (`{"result":…,"id":7}`) or start. */
+const ID_AT_END = /"id"\s*:\s*(-?\d+|"(?:[^"\\]|\\.)*")\s*\}\s*$/;
+const ID_AT_START = /^\s*\{\s*"jsonrpc"\s*:\s*"2\.0"\s*,\s*"id"\s*:\s*(-?\d+|"(?:[^"\\]|\\.)*")/;
+
+/** The JSON-RPC id an oversized message names where serializers put it, if it can be read from its ends. */
+export function oversizedMessageId(line: OversizedLine): string | number | undefined {
+  const found = ID_AT_END.exec(line.tail)?.[1] ?? ID_AT_START.exec(line.head)?.[1];
+  return found === undefined ? undefined : (JSON.parse(found) as string | number);
+}
+
 /** Bytes kept of each end of an oversized line. */
 const END_BYTES = 256;
 

@@ -4,7 +4,7 @@ import { getDefaultEnvironment } from '@modelcontextprotocol/sdk/client/stdio.js
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
 import { endOnExit, killGroup } from './child-exit.js';
-import { LineReader, type OversizedLine } from './line-reader.js';
+import { LineReader, oversizedMessageId, type OversizedLine } from './line-reader.js';
 
 /*
  * The stdio transport loopchart starts MCP servers with, instead of the SDK's, for two things it
@@ -17,15 +17,12 @@ import { LineReader, type OversizedLine } from './line-reader.js';
 /** The JSON-RPC error code of a request whose answer was over the size limit (a server-error code). */
 export const RESULT_TOO_LARGE_CODE = -32_090;
 const GRACE_MS = 2_000;
-/** Where the answered request's id sits in a serialized response: at its end (`{"result":…,"id":7}`) or start. */
-const ID_AT_END = /"id"\s*:\s*(-?\d+|"(?:[^"\\]|\\.)*")\s*\}\s*$/;
-const ID_AT_START = /^\s*\{\s*"jsonrpc"\s*:\s*"2\.0"\s*,\s*"id"\s*:\s*(-?\d+|"(?:[^"\\]|\\.)*")/;
 
 export interface StdioParams {
   command: string;
-  args?: readonly string[];
-  env?: Record<string, string>;
-  cwd?: string;
+  args?: readonly string[] | undefined;
+  env?: Record<string, string> | undefined;
+  cwd?: string | undefined;
   /** The longest message the server may send, in bytes. */
   maxMessageBytes: number;
 }
@@ -33,9 +30,9 @@ export interface StdioParams {
 type RequestId = string | number;
 
 export class GroupStdioTransport implements Transport {
-  onclose?: () => void;
-  onerror?: (error: Error) => void;
-  onmessage?: <T extends JSONRPCMessage>(message: T) => void;
+  onclose?: (() => void) | undefined;
+  onerror?: ((error: Error) => void) | undefined;
+  onmessage?: (<T extends JSONRPCMessage>(message: T) => void) | undefined;
   /** The server's stderr, readable before the start. */
   readonly stderr = new PassThrough();
   readonly #params: StdioParams;
@@ -149,8 +146,7 @@ export class GroupStdioTransport implements Transport {
   }
 
   #answeredId(line: OversizedLine): RequestId | undefined {
-    const found = ID_AT_END.exec(line.tail)?.[1] ?? ID_AT_START.exec(line.head)?.[1];
-    const id = found === undefined ? undefined : (JSON.parse(found) as RequestId);
+    const id = oversizedMessageId(line);
     if (id !== undefined && this.#waiting.has(id)) return id;
     // Not where servers put it: with one request waiting, it can only be that one's answer.
     return this.#waiting.size === 1 ? [...this.#waiting][0] : undefined;

@@ -1,0 +1,125 @@
+import { runInFlight, type AgentOutput } from '../../machines/agent.machine.js';
+import type { ApprovalRequest } from '../agent/approval-binding.js';
+import { DurableSession } from '../sessions/durable-session.js';
+import { ApprovalRefusedError, type Verdict } from '../sessions/stored-decision.js';
+import type { SessionStore } from '../stores/session-store.js';
+import type { ServedAgent } from './agents.js';
+
+/**
+ * One tools/call as a run of a durable session: opened (or resumed) on the store, the call's
+ * prompt sent unless it attaches to a run already made, driven to its end with the client's
+ * progress, cancellation, approvals and the call's timeout.
+ */
+
+/** What a person answered through the client, or `gone`: nobody can be asked (the client left). */
+export type ApprovalAnswer = Verdict | 'gone';
+
+export interface CallPlan {
+  served: ServedAgent;
+  prompt: string;
+  store: SessionStore;
+  sessionId: string;
+  /**
+   * A call repeated under the same idempotency key: a run the session already made is the answer
+   * (in flight: waited for; ended: its outcome), and the prompt goes only to a session that never ran.
+   */
+  repeat: boolean;
+}
+
+export interface CallHooks {
+  /** Aborts when the client cancels the request or its connection closes. */
+  signal: AbortSignal;
+  /** Whether the connection is gone (told apart from a cancel once the abort has been seen). */
+  disconnected(): boolean;
+  /** On a closed connection, leave the run going (stored) instead of cancelling it. */
+  keepOnDisconnect: boolean;
+  timeoutMs: number;
+  /** Told once per finished turn. */
+  progress(turn: number): void;
+  approve(request: ApprovalRequest, signal: AbortSignal): Promise<ApprovalAnswer>;
+}
+
+/** How the call ended: the run's output, or why the call stopped waiting for it. */
+export type CallEnd =
+  | { type: 'output'; output: AgentOutput | null; attached: boolean }
+  | { type: 'timeout'; output: AgentOutput | null }
+  /** The client left and the run is kept in the store (still going, or waiting for a person). */
+  | { type: 'left' };
+
+/** How long a cancelled run may take to come to rest before the call gives up on it. */
+const CANCEL_GRACE_MS = 30_000;
+
+export async function runCall(plan: CallPlan, hooks: CallHooks): Promise<CallEnd> {
+  const run = new AbortController();
+  let opened!: (session: DurableSession) => void;
+  const whenOpen = new Promise<DurableSession>((resolve) => (opened = resolve));
+  let approvals = Promise.resolve();
+  let abandon!: () => void;
+  const abandoned = new Promise<'left'>((resolve) => (abandon = () => resolve('left')));
+
+  const session = await DurableSession.open({
+    machine: plan.served.agent,
+    store: plan.store,
+    sessionId: plan.sessionId,
+    // Listening before the actor starts: a resumed run that already waits for a person asks again at once.
+    attach: (actor) => {
+      actor.on('turn.finished', (event) => hooks.progress(event.turn));
+      actor.on('approval.requested', ({ requests }) => {
+        for (const request of requests) approvals = approvals.then(() => decide(request));
+      });
+    },
+  });
+  opened(session);
+
+  // One request at a time, as a person answers: asked of the client, decided in the session.
+  async function decide(request: ApprovalRequest): Promise<void> {
+    const held = await whenOpen;
+    if (run.signal.aborted) return;
+    const answer = await hooks.approve({ ...request }, run.signal);
+    if (run.signal.aborted) return;
+    // Nobody to ask: the call stays undecided in the store, for the client that attaches next.
+    if (answer === 'gone') return abandon();
+    await held.decide(request, answer).catch((error: unknown) => {
+      // Decided elsewhere meanwhile (another process, a run that moved on): the session says how it went.
+      if (!ApprovalRefusedError.isInstance(error)) throw error;
+    });
+  }
+
+  let stuck!: () => void;
+  const stopped = new Promise<'stuck'>((resolve) => (stuck = () => resolve('stuck')));
+  let grace: NodeJS.Timeout | undefined;
+  const cancel = () => {
+    if (grace) return;
+    grace = setTimeout(stuck, CANCEL_GRACE_MS);
+    session.send({ type: 'cancel' });
+  };
+  let timedOut = false;
+  const timer = setTimeout(() => {
+    timedOut = true;
+    cancel();
+  }, hooks.timeoutMs);
+  const onAbort = () =>
+    // The SDK aborts the handler before it marks the connection closed: look once it has.
+    setImmediate(() => {
+      if (hooks.disconnected() && hooks.keepOnDisconnect) return;
+      cancel();
+    });
+  hooks.signal.addEventListener('abort', onAbort, { once: true });
+  try {
+    const { runIndex, brain } = session.actor.getSnapshot().context;
+    const inFlight = runInFlight(brain);
+    const attached = inFlight || (plan.repeat && runIndex > 0);
+    if (!attached) session.send({ type: 'input', message: plan.prompt });
+    if (hooks.signal.aborted) onAbort();
+    const ended = await Promise.race([session.whenIdle(), abandoned, stopped]);
+    if (ended === 'left') return { type: 'left' };
+    if (ended === 'stuck') return { type: 'timeout', output: null };
+    return timedOut ? { type: 'timeout', output: ended } : { type: 'output', output: ended, attached };
+  } finally {
+    clearTimeout(timer);
+    clearTimeout(grace);
+    hooks.signal.removeEventListener('abort', onAbort);
+    run.abort(new Error('the call ended'));
+    await session.close();
+  }
+}

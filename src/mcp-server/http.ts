@@ -1,0 +1,225 @@
+import { randomUUID } from 'node:crypto';
+import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js';
+import { z } from 'zod';
+import { readAnswer } from '../read-answer.js';
+import { McpServerOptionsError } from './agents.js';
+import { createMcpServer, type AgentMcpServer, type McpServerOptions } from './server.js';
+
+/**
+ * What `authorize` answers for one request: `true` lets it through; `false` is a 401; `{ status,
+ * reason }` refuses with that status (401 or 403) and reason. A throw, a timeout or any other
+ * answer is a 403: the hook fails closed.
+ *
+ * @example
+ * ```ts
+ * import type { McpAuthorize } from 'loopchart/mcp-server';
+ *
+ * const authorize: McpAuthorize = (request) =>
+ *   request.headers.get('authorization') === `Bearer ${process.env.MCP_TOKEN}` || { status: 401, reason: 'a bearer token is needed' };
+ * ```
+ */
+export type McpAuthorize = (request: Request, options: { signal: AbortSignal }) => McpAuthorization | Promise<McpAuthorization>;
+export type McpAuthorization = z.input<typeof AuthorizationSchema>;
+
+const AuthorizationSchema = z.union([z.boolean(), z.strictObject({ status: z.union([z.literal(401), z.literal(403)]), reason: z.string().max(500).optional() })]);
+
+const HttpSettingsSchema = z.strictObject({
+  /** The one path the server answers on (default `/mcp`); any other path is a 404. The `Host` header is never read. */
+  path: z.string().regex(/^\/[^?#]*$/, 'must start with / and hold no query').default('/mcp'),
+  /** Checks every request before anything else reads it (see `McpAuthorize`); none lets every request through. */
+  authorize: z.custom<McpAuthorize>((value) => typeof value === 'function', { error: 'authorize must be a function' }).optional(),
+  /** Longest `authorize` may take, in ms; then the request is refused (403). Default 10 s. */
+  authorizeTimeoutMs: z.number().int().positive().max(600_000).default(10_000),
+  /**
+   * Browser origins allowed to call (`https://app.example.com`): a request with an `Origin` header
+   * not listed, or that the browser marks cross-site, is a 403. Clients that are not browsers send
+   * neither. Default none.
+   */
+  allowedOrigins: z.array(z.string().regex(/^https?:\/\/[^/]+$/, 'must be an origin: scheme://host[:port]')).default([]),
+  /** Largest request body, in bytes (the transport answers a larger one 413). Default 4 MiB. */
+  maxBodyBytes: z.number().int().min(1024).max(2 ** 30).default(4 << 20),
+  /** MCP sessions (connections) held at once; a new one past it is a 503. Default 100. */
+  maxSessions: z.number().int().min(1).max(100_000).default(100),
+  /** A session with no request for this long is closed, in ms. Default 30 minutes. */
+  sessionIdleMs: z.number().int().positive().max(2 ** 31 - 1).default(30 * 60_000),
+});
+
+/**
+ * What `createMcpHandler` takes: the server's options and the HTTP ones (path, `authorize`,
+ * allowed origins, body and session limits).
+ *
+ * @example
+ * ```ts
+ * import type { McpHandlerOptions } from 'loopchart/mcp-server';
+ *
+ * const options: McpHandlerOptions = { agents: [{ agent: machine, name: 'helper', description: 'Helps.' }], store, path: '/mcp' };
+ * ```
+ */
+export interface McpHandlerOptions extends McpServerOptions, z.input<typeof HttpSettingsSchema> {}
+
+/**
+ * A Fetch API handler serving MCP's Streamable HTTP transport, and what its owner needs to stop it.
+ *
+ * @example
+ * ```ts
+ * import { createMcpHandler, type McpHandler } from 'loopchart/mcp-server';
+ *
+ * const mcp: McpHandler = createMcpHandler({ agents: [{ agent: machine, name: 'helper', description: 'Helps.' }] });
+ * await mcp.close();
+ * ```
+ */
+export interface McpHandler {
+  (request: Request): Promise<Response>;
+  server: AgentMcpServer;
+  /** MCP sessions open now. */
+  sessions(): number;
+  /** Closes every session (their runs are cancelled or kept as `onDisconnect` says). */
+  close(): Promise<void>;
+}
+
+const refusal = (status: number, message: string, headers: Record<string, string> = {}): Response =>
+  new Response(JSON.stringify({ jsonrpc: '2.0', id: null, error: { code: -32_000, message } }), {
+    status,
+    headers: { 'content-type': 'application/json', 'cache-control': 'no-store', ...headers },
+  });
+
+interface HttpSession {
+  transport: WebStandardStreamableHTTPServerTransport;
+  idle: NodeJS.Timeout | undefined;
+}
+
+/**
+ * Serves agents over MCP's Streamable HTTP transport as a Fetch API handler (mount it on
+ * `node:http` with `toNodeListener` from `loopchart/http`, or in Hono, Bun, Deno, a Next.js route).
+ * A request goes through, in order: its path (only `path`, never the `Host` header, decides), its
+ * `Origin` (a browser request from an origin not in `allowedOrigins` is a 403), `authorize`
+ * (timed; it fails closed), then the MCP session it names (`mcp-session-id`; an unknown one is a
+ * 404, a new one past `maxSessions` a 503). Each session is a connection of one `createMcpServer`
+ * server, so the call limit holds across them; an idle one is closed after `sessionIdleMs`.
+ *
+ * @example
+ * ```ts
+ * import { createServer } from 'node:http';
+ * import { createAgentMachine, openSessionStore } from 'loopchart';
+ * import { toNodeListener } from 'loopchart/http';
+ * import { createMcpHandler } from 'loopchart/mcp-server';
+ * import { scriptedModel } from 'loopchart/testing';
+ *
+ * const store = await openSessionStore('.loopchart/mcp.db');
+ * const helper = createAgentMachine({ model: scriptedModel([{ text: 'Done.' }]) });
+ * const mcp = createMcpHandler({
+ *   agents: [{ agent: helper, name: 'helper', description: 'Does one task.' }],
+ *   store,
+ *   authorize: (request) => request.headers.get('authorization') === 'Bearer s3cret',
+ * });
+ * createServer(toNodeListener(mcp)).listen(3001, '127.0.0.1');
+ * ```
+ */
+export function createMcpHandler(options: McpHandlerOptions): McpHandler {
+  if (typeof options !== 'object' || options === null) throw new McpServerOptionsError('options must be an object');
+  const { path, authorize, authorizeTimeoutMs, allowedOrigins, maxBodyBytes, maxSessions, sessionIdleMs, ...serverOptions } = options;
+  const parsed = HttpSettingsSchema.safeParse({ path, authorize, authorizeTimeoutMs, allowedOrigins, maxBodyBytes, maxSessions, sessionIdleMs });
+  if (!parsed.success) throw new McpServerOptionsError(z.prettifyError(parsed.error));
+  const settings = parsed.data;
+  const origins = new Set(settings.allowedOrigins.map((origin) => origin.toLowerCase()));
+  const server = createMcpServer(serverOptions);
+  const sessions = new Map<string, HttpSession>();
+  let closing = false;
+
+  const touch = (id: string, session: HttpSession) => {
+    clearTimeout(session.idle);
+    session.idle = setTimeout(() => void session.transport.close(), settings.sessionIdleMs);
+    session.idle.unref();
+    sessions.set(id, session);
+  };
+
+  const open = async (request: Request): Promise<Response> => {
+    if (sessions.size >= settings.maxSessions) return refusal(503, `the server holds ${settings.maxSessions} MCP sessions (maxSessions); try again later`);
+    const transport: WebStandardStreamableHTTPServerTransport = new WebStandardStreamableHTTPServerTransport({
+      sessionIdGenerator: () => randomUUID(),
+      maxRequestBodySize: settings.maxBodyBytes,
+      onsessioninitialized: (id) => touch(id, { transport, idle: undefined }),
+    });
+    transport.onclose = () => {
+      const id = transport.sessionId;
+      if (id === undefined) return;
+      clearTimeout(sessions.get(id)?.idle);
+      sessions.delete(id);
+    };
+    await server.connect(transport);
+    const response = await transport.handleRequest(request);
+    // Not an initialize request (the transport refused it): nothing to keep.
+    if (transport.sessionId === undefined) await transport.close();
+    return response;
+  };
+
+  const handler = async (request: Request): Promise<Response> => {
+    if (closing) return refusal(503, 'the server is closing');
+    let pathname: string;
+    try {
+      pathname = new URL(request.url).pathname;
+    } catch {
+      return refusal(400, 'the request URL cannot be read');
+    }
+    if (pathname !== settings.path) return refusal(404, `nothing here: the MCP endpoint is ${settings.path}`);
+    const originProblem = crossOrigin(request, origins);
+    if (originProblem) return refusal(403, originProblem);
+    const denied = await authorized(request, settings.authorize, settings.authorizeTimeoutMs);
+    if (denied) return denied;
+    const id = request.headers.get('mcp-session-id');
+    if (id === null) return request.method === 'POST' ? open(request) : refusal(400, 'a request without an mcp-session-id header must be an initialize POST');
+    const session = sessions.get(id);
+    if (!session) return refusal(404, 'no such MCP session (it ended, or the server restarted): initialize a new one');
+    touch(id, session);
+    return session.transport.handleRequest(request);
+  };
+
+  return Object.assign(handler, {
+    server,
+    sessions: () => sessions.size,
+    async close() {
+      closing = true;
+      for (const session of sessions.values()) clearTimeout(session.idle);
+      await server.close();
+      sessions.clear();
+    },
+  });
+}
+
+/** Why a browser request from another origin is refused, or null. Non-browser clients send no `Origin`. */
+function crossOrigin(request: Request, allowed: ReadonlySet<string>): string | null {
+  const origin = request.headers.get('origin');
+  if (origin !== null) return allowed.has(origin.toLowerCase()) ? null : `requests from the origin ${origin.slice(0, 200)} are refused (allowedOrigins)`;
+  // A browser that sends no Origin still says where the request comes from.
+  if (request.headers.get('sec-fetch-site') === 'cross-site') return 'cross-site requests are refused';
+  return null;
+}
+
+/** The refusal for a request `authorize` does not let through, or null. */
+async function authorized(request: Request, authorize: McpAuthorize | undefined, timeoutMs: number): Promise<Response | null> {
+  if (!authorize) return null;
+  const controller = new AbortController();
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => {
+      const error = new Error(`authorize gave no answer within ${timeoutMs} ms`);
+      controller.abort(error);
+      reject(error);
+    }, timeoutMs);
+  });
+  let answer: unknown;
+  try {
+    answer = await Promise.race([Promise.resolve().then(() => authorize(request, { signal: controller.signal })), timeout]);
+  } catch {
+    // What the hook threw stays on the server: it may say more than a refused client should read.
+    return refusal(403, 'the request could not be authorized');
+  } finally {
+    clearTimeout(timer);
+  }
+  const parsed = readAnswer(AuthorizationSchema, answer);
+  if (!parsed.ok) return refusal(403, 'the request could not be authorized: authorize answered neither true, false nor { status, reason }');
+  if (parsed.value === true) return null;
+  if (parsed.value === false) return refusal(401, 'unauthorized', { 'www-authenticate': 'Bearer' });
+  const { status, reason } = parsed.value;
+  return refusal(status, reason ?? (status === 401 ? 'unauthorized' : 'forbidden'), status === 401 ? { 'www-authenticate': 'Bearer' } : {});
+}

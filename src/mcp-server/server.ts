@@ -1,0 +1,296 @@
+import { createHash, randomUUID } from 'node:crypto';
+import { Server } from '@modelcontextprotocol/sdk/server/index.js';
+import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
+import { CallToolRequestSchema, ElicitResultSchema, ErrorCode, ListToolsRequestSchema, McpError, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { z } from 'zod';
+import type { ApprovalRequest } from '../agent/approval-binding.js';
+import { IDEMPOTENCY_KEY_META } from '../mcp/client.js';
+import { thrownMessage } from '../read-answer.js';
+import { MemorySessionStore } from '../stores/memory.js';
+import type { SessionStore } from '../stores/session-store.js';
+import { sessionIdProblem } from '../stores/step.js';
+import { McpServerOptionsError, servedAgents, type McpAgent, type ServedAgent } from './agents.js';
+import { runCall, type ApprovalAnswer, type CallPlan } from './call.js';
+import { callResult, SESSION_ID_META } from './result.js';
+
+/** The JSON-RPC error code of a call refused because the server runs as many calls as it may. */
+export const SERVER_BUSY_CODE = -32_091;
+
+/** The limits and policies of an agent MCP server, checked once when it is made. */
+export const McpServerSettingsSchema = z.strictObject({
+  /** The server's name and version in the MCP handshake. */
+  name: z.string().min(1).max(200).default('loopchart'),
+  version: z.string().min(1).max(100).default('1'),
+  /** Calls run at once across every connection; one more is refused (`SERVER_BUSY_CODE`). Default 8. */
+  maxConcurrentCalls: z.number().int().min(1).max(10_000).default(8),
+  /** Longest a call's run may take, in ms; then it is cancelled and the call answers an error result. Default 10 minutes. */
+  callTimeoutMs: z.number().int().positive().max(2 ** 31 - 1).default(10 * 60_000),
+  /** Longest the client may take to answer one approval (elicitation), in ms; then the call is denied. Default 10 minutes. */
+  approveTimeoutMs: z.number().int().positive().max(2 ** 31 - 1).default(10 * 60_000),
+  /** Largest arguments of one call, in bytes of JSON. Default 1 MiB. */
+  maxArgumentBytes: z.number().int().min(64).max(2 ** 30).default(1 << 20),
+  /**
+   * What a run does when its client's connection closes: `cancel` it, or `continue` it in the store
+   * (a repeat of the call under the same idempotency key attaches to it). Default `continue` with a
+   * store, `cancel` without one (nobody could read the result).
+   */
+  onDisconnect: z.enum(['cancel', 'continue']).optional(),
+});
+export type McpServerSettings = z.input<typeof McpServerSettingsSchema>;
+
+/**
+ * What `createMcpServer` serves: the agents (each a tool), the store their calls run in as durable
+ * sessions (without one, each call runs in a session of its own in memory), and the limits.
+ *
+ * @example
+ * ```ts
+ * import type { McpServerOptions } from 'loopchart/mcp-server';
+ *
+ * const options: McpServerOptions = {
+ *   agents: [{ agent: machine, name: 'researcher', description: 'Researches one question.' }],
+ *   store,
+ *   maxConcurrentCalls: 4,
+ * };
+ * ```
+ */
+export interface McpServerOptions extends McpServerSettings {
+  agents: readonly McpAgent[];
+  store?: SessionStore;
+}
+
+/** Calls in flight across the server's connections. */
+export interface McpServerStats {
+  running: number;
+}
+
+/**
+ * Agents as an MCP server, ready for any number of connections (`connect` one SDK transport each);
+ * `serveStdio` and `createMcpHandler` are built on it.
+ *
+ * @example
+ * ```ts
+ * import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
+ * import { createMcpServer } from 'loopchart/mcp-server';
+ *
+ * const server = createMcpServer({ agents: [{ agent: machine, name: 'helper', description: 'Helps.' }] });
+ * await server.connect(new StdioServerTransport());
+ * ```
+ */
+export interface AgentMcpServer {
+  /** Serves one connection over `transport`; resolves once it is started. Closing the transport ends it. */
+  connect(transport: Transport): Promise<void>;
+  stats(): McpServerStats;
+  /** Closes every connection (their runs are cancelled or kept as `onDisconnect` says) and waits for their calls to end. */
+  close(): Promise<void>;
+}
+
+/**
+ * Serves agents as MCP tools, over any MCP transport. Each agent is a tool whose input schema is
+ * its arguments' schema; a call runs the agent as a durable session on `store` (resumed after a
+ * crash; its id in the result's `_meta['loopchart/sessionId']`, which a later call may pass back
+ * in its own `_meta` to continue the conversation) and answers with the run's final text, or its
+ * answer as `structuredContent` where the tool has an output schema. The client hears a progress
+ * notification per turn (when it sent a `progressToken`); its cancel ends the run `Cancelled`; a
+ * tool call that needs approval is asked of the client through MCP elicitation, and denied with
+ * the reason when the client cannot answer (no elicitation support, no answer in time): never run
+ * without a decision. Arguments that fail the input schema are an `InvalidParams` error; a call
+ * over `maxConcurrentCalls` is refused with `SERVER_BUSY_CODE`. Needs `@modelcontextprotocol/sdk`.
+ *
+ * @example
+ * ```ts
+ * import { createAgentMachine } from 'loopchart';
+ * import { createMcpServer } from 'loopchart/mcp-server';
+ * import { scriptedModel } from 'loopchart/testing';
+ *
+ * const helper = createAgentMachine({ model: scriptedModel([{ text: 'Done.' }]) });
+ * const server = createMcpServer({ agents: [{ agent: helper, name: 'helper', description: 'Does one task.' }], store });
+ * console.log(server.stats().running); // 0
+ * ```
+ */
+export function createMcpServer(options: McpServerOptions): AgentMcpServer {
+  if (typeof options !== 'object' || options === null) throw new McpServerOptionsError('options must be an object');
+  const { agents, store, ...rest } = options;
+  const parsed = McpServerSettingsSchema.safeParse(rest);
+  if (!parsed.success) throw new McpServerOptionsError(z.prettifyError(parsed.error));
+  if (store !== undefined && (typeof store !== 'object' || store === null || typeof (store as SessionStore).apply !== 'function')) {
+    throw new McpServerOptionsError('store must be a SessionStore');
+  }
+  return new AgentServer(servedAgents(agents), store, parsed.data);
+}
+
+type Settings = z.output<typeof McpServerSettingsSchema>;
+
+class AgentServer implements AgentMcpServer {
+  readonly #agents: Map<string, ServedAgent>;
+  readonly #store: SessionStore | undefined;
+  readonly #settings: Settings;
+  readonly #keep: boolean;
+  readonly #connections = new Set<Server>();
+  /** Sessions a call of this process drives: a second call on one is refused, not run beside it. */
+  readonly #busy = new Set<string>();
+  readonly #calls = new Set<Promise<unknown>>();
+
+  constructor(agents: Map<string, ServedAgent>, store: SessionStore | undefined, settings: Settings) {
+    this.#agents = agents;
+    this.#store = store;
+    this.#settings = settings;
+    this.#keep = (settings.onDisconnect ?? (store ? 'continue' : 'cancel')) === 'continue';
+  }
+
+  stats(): McpServerStats {
+    return { running: this.#calls.size };
+  }
+
+  async connect(transport: Transport): Promise<void> {
+    const server = new Server({ name: this.#settings.name, version: this.#settings.version }, { capabilities: { tools: {} } });
+    let closed = false;
+    server.onclose = () => {
+      closed = true;
+      this.#connections.delete(server);
+    };
+    server.setRequestHandler(ListToolsRequestSchema, () => ({
+      tools: [...this.#agents.values()].map((served) => ({
+        name: served.name,
+        description: served.description,
+        inputSchema: served.inputSchema as { type: 'object' },
+        ...(served.outputSchema && { outputSchema: served.outputSchema as { type: 'object' } }),
+      })),
+    }));
+    server.setRequestHandler(CallToolRequestSchema, (request, extra) => {
+      const call = this.#call(server, request.params, {
+        signal: extra.signal,
+        disconnected: () => closed,
+        progressToken: extra._meta?.progressToken,
+        requestId: extra.requestId,
+        notify: (notification) => extra.sendNotification(notification as never),
+      });
+      this.#calls.add(call);
+      void call.then(
+        () => this.#calls.delete(call),
+        () => this.#calls.delete(call),
+      );
+      return call;
+    });
+    this.#connections.add(server);
+    await server.connect(transport);
+  }
+
+  async close(): Promise<void> {
+    await Promise.allSettled([...this.#connections].map((server) => server.close()));
+    await Promise.allSettled([...this.#calls]);
+  }
+
+  async #call(
+    server: Server,
+    params: { name: string; arguments?: Record<string, unknown> | undefined; _meta?: Record<string, unknown> | undefined },
+    extra: {
+      signal: AbortSignal;
+      disconnected: () => boolean;
+      progressToken: string | number | undefined;
+      requestId: string | number;
+      notify: (notification: { method: string; params: Record<string, unknown> }) => Promise<void>;
+    },
+  ): Promise<CallToolResult> {
+    const served = this.#agents.get(params.name);
+    if (!served) throw new McpError(ErrorCode.InvalidParams, `unknown tool '${params.name}': this server has ${[...this.#agents.keys()].join(', ')}`);
+    const args = params.arguments ?? {};
+    const bytes = Buffer.byteLength(JSON.stringify(args));
+    if (bytes > this.#settings.maxArgumentBytes) throw new McpError(ErrorCode.InvalidParams, `the arguments are ${bytes} bytes of JSON, over the limit of ${this.#settings.maxArgumentBytes}`);
+    const checked = served.input.safeParse(args);
+    if (!checked.success) throw new McpError(ErrorCode.InvalidParams, `the arguments do not match the input schema of '${served.name}': ${z.prettifyError(checked.error)}`);
+    const prompt = promptOf(served, checked.data);
+    const { sessionId, repeat } = sessionOf(served.name, params._meta);
+    if (this.#calls.size >= this.#settings.maxConcurrentCalls) {
+      throw new McpError(SERVER_BUSY_CODE, `the server runs ${this.#settings.maxConcurrentCalls} calls already (maxConcurrentCalls); try again later`);
+    }
+    if (this.#busy.has(sessionId)) throw new McpError(ErrorCode.InvalidRequest, `session '${sessionId}' is running another call; wait for it to end`);
+    this.#busy.add(sessionId);
+    let progress = 0;
+    const plan: CallPlan = { served, prompt, store: this.#store ?? new MemorySessionStore(), sessionId, repeat };
+    try {
+      const end = await runCall(plan, {
+        signal: extra.signal,
+        disconnected: extra.disconnected,
+        keepOnDisconnect: this.#keep && this.#store !== undefined,
+        timeoutMs: this.#settings.callTimeoutMs,
+        progress: (turn) => {
+          if (extra.progressToken === undefined || extra.disconnected()) return;
+          const params = { progressToken: extra.progressToken, progress: ++progress, message: `turn ${turn} finished` };
+          void extra.notify({ method: 'notifications/progress', params }).catch(() => {});
+        },
+        approve: (request, signal) => this.#approve(server, request, signal, extra),
+      });
+      return callResult(served, sessionId, end, this.#settings.callTimeoutMs);
+    } finally {
+      this.#busy.delete(sessionId);
+    }
+  }
+
+  /** Asks the client, through a form elicitation, whether the call may run. */
+  async #approve(server: Server, request: ApprovalRequest, signal: AbortSignal, extra: { disconnected: () => boolean; requestId: string | number }): Promise<ApprovalAnswer> {
+    if (extra.disconnected()) return 'gone';
+    const elicitation = server.getClientCapabilities()?.elicitation as { form?: object; url?: object } | undefined;
+    if (!elicitation || (elicitation.url && !elicitation.form)) {
+      return { approved: false, reason: `the tool call '${request.toolName}' needs approval, and the MCP client cannot be asked (it does not support form elicitation): denied` };
+    }
+    const params = {
+      mode: 'form' as const,
+      message: `Allow the agent to call ${request.toolName} with ${truncate(JSON.stringify(request.args) ?? '', 2_000)}?`,
+      requestedSchema: {
+        type: 'object' as const,
+        properties: {
+          approve: { type: 'boolean' as const, title: 'Approve', description: `Run ${request.toolName}` },
+          reason: { type: 'string' as const, title: 'Reason', description: 'Why (the agent reads it when denied)' },
+        },
+        required: ['approve'],
+      },
+    };
+    try {
+      const answer = await server.request({ method: 'elicitation/create', params }, ElicitResultSchema, {
+        relatedRequestId: extra.requestId,
+        signal,
+        timeout: this.#settings.approveTimeoutMs,
+      });
+      if (answer.action !== 'accept') return { approved: false, reason: `the user ${answer.action === 'decline' ? 'declined' : 'dismissed'} the approval`, by: 'mcp-client' };
+      const content = ElicitedApproval.safeParse(answer.content);
+      if (!content.success) return { approved: false, reason: 'the client answered the approval without a yes or no', by: 'mcp-client' };
+      return { approved: content.data.approve, ...(content.data.reason && { reason: content.data.reason }), by: 'mcp-client' };
+    } catch (error) {
+      if (extra.disconnected()) return 'gone';
+      return { approved: false, reason: `no decision from the MCP client: ${thrownMessage(error)}` };
+    }
+  }
+}
+
+const ElicitedApproval = z.object({ approve: z.boolean(), reason: z.string().max(2_000).optional() });
+
+function promptOf(served: ServedAgent, args: unknown): string {
+  let prompt: unknown;
+  try {
+    prompt = served.prompt(args);
+  } catch (error) {
+    throw new McpError(ErrorCode.InternalError, `the prompt function of '${served.name}' failed: ${thrownMessage(error)}`);
+  }
+  if (typeof prompt !== 'string' || prompt.length === 0) throw new McpError(ErrorCode.InternalError, `the prompt function of '${served.name}' returned no text`);
+  return prompt;
+}
+
+/**
+ * The session a call runs in: the one its `_meta` names (continued), the one its idempotency key
+ * gives (a repeat attaches to it), or a new one.
+ */
+function sessionOf(tool: string, meta: Record<string, unknown> | undefined): { sessionId: string; repeat: boolean } {
+  const named = meta?.[SESSION_ID_META];
+  if (named !== undefined) {
+    const problem = sessionIdProblem(named);
+    if (problem) throw new McpError(ErrorCode.InvalidParams, `_meta['${SESSION_ID_META}'] is not a session id: ${problem}`);
+    return { sessionId: named as string, repeat: false };
+  }
+  const key = meta?.[IDEMPOTENCY_KEY_META];
+  if (typeof key === 'string' && key.length > 0) {
+    return { sessionId: `mcp/${tool}/${createHash('sha256').update(key).digest('hex').slice(0, 32)}`, repeat: true };
+  }
+  return { sessionId: `mcp/${tool}/${randomUUID()}`, repeat: false };
+}
+
+const truncate = (text: string, max: number): string => (text.length > max ? `${text.slice(0, max)}…` : text);
