@@ -1,19 +1,19 @@
 import { z } from 'zod';
 import { runInFlight, type AgentActor, type AgentContext, type AgentEmitted, type AgentMachine } from '../../machines/agent.machine.js';
-import { digestOf } from '../agent/approval-binding.js';
-import { pendingCalls } from '../agent/brain-state.js';
 import { LoopchartError } from '../errors.js';
 import { DurableSession } from '../sessions/durable-session.js';
+import { ApprovalRefusedError, decideStored } from '../sessions/stored-decision.js';
 import { decodeRow } from '../sessions/session-row.js';
 import type { SessionStore } from '../stores/session-store.js';
 import { sessionIdProblem } from '../stores/step.js';
 import { LiveLimitsSchema, type LiveStats, type SseStream } from '../viewer/sse.js';
+import { checkAnswers, type ContextOf } from './answers.js';
 import { ChatRun } from './chat-run.js';
 import { FetchSink } from './fetch-sink.js';
 import { chatAsk, readJsonBody, type ApprovalAnswer } from './request.js';
-import { parseApprovalId, RunChunker } from './ui-chunks.js';
+import { SubagentTree } from './subagent-tree.js';
+import { RunChunker } from './ui-chunks.js';
 import { toUIMessages } from './ui-messages.js';
-import { waitsForSomeone } from './waiting.js';
 
 /** The options of `createChatHandler`, checked once when the handler is made. */
 export const ChatHandlerOptionsSchema = z.strictObject({
@@ -63,6 +63,8 @@ interface LiveChat {
   run: ChatRun | null;
   /** A check of whether the session can be let go is queued. */
   settling: boolean;
+  /** The session's subagents, running in this process. */
+  tree: SubagentTree | null;
 }
 
 const json = (status: number, code: string, message: string): Response =>
@@ -186,29 +188,54 @@ class ChatSessions {
     });
   }
 
-  /** Sends the page's decisions, once each is checked against the session: a forged or stale one changes nothing. */
+  /**
+   * Sends the page's decisions, once each is checked against the session: a forged or stale one
+   * changes nothing. A subagent's call (`c1/p1`) is decided through its parent while this process
+   * runs the child; at rest, in the child's stored session (decideStored walks down the tree), and
+   * the parent, opened again, resumes the child with it.
+   */
   async #answer(chatId: string, answers: ApprovalAnswer[]): Promise<Response> {
     const live = this.#live.get(chatId);
     const context = live ? live.session.actor.getSnapshot().context : await this.#stored(chatId);
     if (!context) return json(404, 'ChatNotFound', `no chat '${chatId}'`);
-    const problem = answersProblem(context, answers);
-    if (problem) return json(409, 'ApprovalNotFound', problem);
+    const checked = await checkAnswers(chatId, context, answers, this.#contextOf(live));
+    if ('problem' in checked) return json(409, 'ApprovalNotFound', checked.problem);
+    let toSend = checked.answers;
+    if (!live) {
+      for (const answer of checked.answers.filter((a) => a.ofChild)) {
+        try {
+          await decideStored(this.#store, chatId, answer, { approved: answer.approved, ...(answer.reason !== undefined && { reason: answer.reason }) });
+        } catch (error) {
+          if (ApprovalRefusedError.isInstance(error)) return json(409, 'ApprovalNotFound', error.message);
+          throw error;
+        }
+      }
+      toSend = checked.answers.filter((a) => !a.ofChild);
+    }
     const chat = live ?? (await this.#open(chatId));
-    const again = answersProblem(chat.session.actor.getSnapshot().context, answers);
-    if (again || !chat.run) {
+    const again = toSend.length > 0 ? await checkAnswers(chatId, chat.session.actor.getSnapshot().context, toSend, this.#contextOf(chat)) : null;
+    if ((again && 'problem' in again) || !chat.run) {
       this.#settle(chatId, chat);
-      return json(409, 'ApprovalNotFound', again ?? 'the run waits for nothing');
+      return json(409, 'ApprovalNotFound', again && 'problem' in again ? again.problem : 'the run waits for nothing');
     }
     const run = chat.run;
     // The page has the message up to here: this response continues it.
     const from = run.length;
-    for (const answer of answers) {
-      const { toolCallId, digest, run: runIndex } = parseApprovalId(answer.approvalId)!;
-      if (!answer.approved) run.chunker.denied(toolCallId);
+    for (const answer of checked.answers) {
+      run.chunker.answered(answer.toolCallId);
+      if (!answer.approved) run.chunker.denied(answer.toolCallId);
+    }
+    for (const { toolCallId, digest, run: runIndex, approved, reason } of toSend) {
       // Bound to the call as the page showed it: the session refuses it for any other.
-      chat.session.send({ type: answer.approved ? 'approve' : 'deny', toolCallId, digest, run: runIndex, ...(answer.reason !== undefined && { reason: answer.reason }) });
+      chat.session.send({ type: approved ? 'approve' : 'deny', toolCallId, digest, run: runIndex, ...(reason !== undefined && { reason }) });
     }
     return this.#stream(run, from);
+  }
+
+  /** Where answers find a subagent's context: the live child while this process holds the chat, else the store. */
+  #contextOf(live: LiveChat | undefined): ContextOf {
+    if (live) return async (_sessionId, via) => live.tree?.contextOf(via);
+    return async (sessionId) => this.#stored(sessionId);
   }
 
   async #resume(chatId: string): Promise<Response> {
@@ -277,7 +304,7 @@ class ChatSessions {
   async #open(chatId: string): Promise<LiveChat> {
     const existing = this.#live.get(chatId);
     if (existing) return existing;
-    const chat: LiveChat = { session: undefined as never, run: null, settling: false };
+    const chat: LiveChat = { session: undefined as never, run: null, settling: false, tree: null };
     chat.session = await DurableSession.open({
       machine: this.#machine,
       store: this.#store,
@@ -291,6 +318,13 @@ class ChatSessions {
   /** Listens to the session's actor before it starts: a run picked up from the store shows what it stored first. */
   #follow(chatId: string, chat: LiveChat, actor: AgentActor): void {
     const context = actor.getSnapshot().context;
+    const tree = new SubagentTree(chatId, actor, {
+      event: (via, event) => chat.run?.childEvent(via, event),
+      changed: () => {
+        if (chat.run && !chat.run.ended && tree.waits()) this.#settle(chatId, chat);
+      },
+    });
+    chat.tree = tree;
     if (runInFlight(context.brain)) {
       const run = this.#newRun(context.runIndex);
       const { pending, turnsTaken } = context.brain.context;
@@ -300,6 +334,7 @@ class ChatSessions {
     }
     actor.on('*', (event: AgentEmitted) => {
       if (event.type === 'run.started') chat.run = this.#newRun(event.run);
+      tree.rootEvent(event);
       chat.run?.event(event);
       if (event.type === 'run.finished') {
         chat.run?.close(event.output);
@@ -307,8 +342,8 @@ class ChatSessions {
       }
     });
     actor.subscribe({
-      next: (snapshot) => {
-        if (chat.run && !chat.run.ended && waitsForSomeone(snapshot.value)) this.#settle(chatId, chat);
+      next: () => {
+        if (chat.run && !chat.run.ended && tree.waits()) this.#settle(chatId, chat);
       },
       error: (error) => this.#failed(chatId, chat, error),
       complete: () => this.#failed(chatId, chat, new Error('the session stopped')),
@@ -330,9 +365,8 @@ class ChatSessions {
     void this.#serial(chatId, async () => {
       chat.settling = false;
       if (this.#live.get(chatId) !== chat) return;
-      const { value } = chat.session.actor.getSnapshot();
       if (chat.run && !chat.run.ended) {
-        if (!waitsForSomeone(value)) return;
+        if (!chat.tree?.waits()) return;
         chat.run.close(null);
       }
       await this.#letGo(chatId, chat, false);
@@ -344,11 +378,13 @@ class ChatSessions {
     this.#live.delete(chatId);
     if (ending) chat.run?.close(null);
     await chat.session.close().catch(() => {});
+    chat.tree?.stop();
   }
 
   /** The session stopped under a run (a write failed: another process took the session): its responses end with the error. */
   #failed(chatId: string, chat: LiveChat, error: unknown): void {
     if (chat.run && !chat.run.ended) chat.run.fail(`the session stopped: ${(error as Error).message}`);
+    chat.tree?.stop();
     if (this.#live.get(chatId) === chat) this.#live.delete(chatId);
   }
 
@@ -360,25 +396,4 @@ class ChatSessions {
     void settled.then(() => this.#queues.get(chatId) === settled && this.#queues.delete(chatId));
     return next;
   }
-}
-
-/** Why the page's decisions cannot be taken (a call that does not wait, another run's call), or null. */
-function answersProblem(context: AgentContext, answers: readonly ApprovalAnswer[]): string | null {
-  const seen = new Set<string>();
-  for (const answer of answers) {
-    const id = parseApprovalId(answer.approvalId);
-    if (!id) return `approval '${answer.approvalId.slice(0, 100)}' is not one this chat asked for`;
-    if (seen.has(id.toolCallId)) return `call '${id.toolCallId.slice(0, 100)}' is answered twice`;
-    seen.add(id.toolCallId);
-    const call = pendingCalls(context.brain).find((pending) => pending.call.id === id.toolCallId)?.call;
-    const waiting =
-      call !== undefined &&
-      runInFlight(context.brain) &&
-      id.run === context.runIndex &&
-      digestOf(call) === id.digest &&
-      context.approvals.waiting.includes(id.toolCallId) &&
-      !Object.hasOwn(context.approvals.decisions, id.toolCallId);
-    if (!waiting) return `no call '${id.toolCallId.slice(0, 100)}' of run ${id.run} as shown waits for a decision`;
-  }
-  return null;
 }

@@ -67,6 +67,12 @@ export class ChatRun {
     this.#add(chunks);
   }
 
+  /** Adds what a subagent's event shows (`via`: the id of the call that runs it, see RunChunker.childEvent). */
+  childEvent(via: string, event: AgentEmitted): void {
+    if (this.#closing) return;
+    this.#add(this.chunker.childEvent(via, event));
+  }
+
   /** Ends every response: the run finished (its output) or waits for someone (null). */
   close(output: AgentOutput | null): void {
     if (this.#closing) return;

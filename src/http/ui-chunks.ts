@@ -4,8 +4,15 @@ import type { Message, ToolCall, ToolMessage } from '../schemas.js';
 
 /**
  * The run of a chat session as AI SDK UI message stream chunks: one assistant UI message per
- * run, one step per model turn (`start-step` / `finish-step`), its text as one text part, each
- * tool call as `tool-input-available` then its output, the finish with usage as metadata.
+ * run, one step per model turn (`start-step` / `finish-step`), its text as one text part (a
+ * reply that arrived whole, from a model that does not stream, as one delta), each tool call as
+ * `tool-input-available` then its output, the finish with usage as metadata.
+ *
+ * A subagent's run (an agent tool's child, and its own children) shows in the same message:
+ * each of its tool calls is a tool part of its own, under the id its parent shows it by
+ * (`c1/p1`: call `p1` of the child that call `c1` runs), so its approval request is one the
+ * page can answer; its text is the preliminary output (`preliminary: true`) of the call that
+ * runs it, `{ subagent: true, text }`, replaced by the call's final output when the child ends.
  * Pure and stateful per run: the same events in give the same chunks out.
  */
 
@@ -39,6 +46,16 @@ function finishReason(output: AgentOutput): string {
  */
 export const approvalIdOf = (request: Pick<ApprovalRequest, 'run' | 'digest' | 'toolCallId'>): string => `${request.run}:${request.digest}:${request.toolCallId}`;
 
+/** What a running subagent shows as the preliminary output of the call that runs it. */
+export interface SubagentProgress {
+  subagent: true;
+  /** The child's text so far, its turns separated by a blank line. */
+  text: string;
+}
+
+/** How often, at most, a subagent's streamed text is sent again as its call's preliminary output (its whole text each time). */
+const PROGRESS_EVERY_MS = 100;
+
 /** The run, digest and call an approval id names, or null when it is not one this handler wrote. */
 export function parseApprovalId(id: string): { run: number; digest: string; toolCallId: string } | null {
   const match = /^(\d{1,9}):([0-9a-f]{64}):(.+)$/s.exec(id);
@@ -57,6 +74,14 @@ export class RunChunker {
   /** Text parts opened so far (their ids stay unique across retries). */
   #parts = 0;
   readonly #denied = new Set<string>();
+  /** Calls whose tool part the page has (`tool-input-available` sent): each is sent once. */
+  readonly #inputs = new Set<string>();
+  /** Calls answered from the page: a request repeated by a resumed child is not shown again. */
+  readonly #answered = new Set<string>();
+  /** Whether the open turn's text streamed (else its reply's text is sent whole at its end). */
+  #streamed = false;
+  /** Per subagent (the id of the call that runs it): its text, where its open turn's text begins, when it was last sent. */
+  readonly #children = new Map<string, { text: string; turnAt: number; turn: number; streamed: boolean; sentAt: number }>();
 
   constructor(version: AiSdkVersion, run: number) {
     this.version = version;
@@ -74,6 +99,17 @@ export class RunChunker {
   }
 
   /**
+   * A call the page answered (approved or denied): a repeat of its request shows nothing. The page
+   * has its tool part and those of the calls it runs under (`c1`, `c1/c2` for `c1/c2/p1`), so a
+   * run opened again from the store shows their progress and outputs without announcing them again.
+   */
+  answered(toolCallId: string): void {
+    this.#answered.add(toolCallId);
+    for (let at = toolCallId.indexOf('/'); at > 0; at = toolCallId.indexOf('/', at + 1)) this.#inputs.add(toolCallId.slice(0, at));
+    this.#inputs.add(toolCallId);
+  }
+
+  /**
    * The chunks of what a run already stored (its replies and tool results after the message that
    * started it), as a page that reattaches needs them; `turnsTaken` is the run's turn count, so
    * the next live turn opens a step of its own.
@@ -84,7 +120,7 @@ export class RunChunker {
       if (message.role === 'assistant') {
         out.push(...this.#step(this.#turn + 1));
         if (message.content) out.push(...this.#textDelta(message.content), ...this.#endText());
-        for (const call of message.toolCalls ?? []) out.push(this.#toolInput(call));
+        for (const call of message.toolCalls ?? []) out.push(...this.#toolInput(call));
       } else if (message.role === 'tool') {
         out.push(this.#toolOutput(message));
       }
@@ -97,9 +133,14 @@ export class RunChunker {
   event(event: AgentEmitted): UIChunk[] {
     switch (event.type) {
       case 'text.delta':
-        return event.delta ? [...this.#step(event.turn), ...this.#textDelta(event.delta)] : [];
-      case 'turn.finished':
-        return [...this.#step(event.turn), ...this.#endText(), ...(event.reply.message.toolCalls ?? []).map((call) => this.#toolInput(call))];
+        if (!event.delta) return [];
+        return [...this.#step(event.turn), ...((this.#streamed = true), this.#textDelta(event.delta))];
+      case 'turn.finished': {
+        const step = this.#step(event.turn);
+        // A model that does not stream gave its text whole: the page gets it as a streamed one would.
+        const whole = !this.#streamed && event.reply.message.content ? this.#textDelta(event.reply.message.content) : [];
+        return [...step, ...whole, ...this.#endText(), ...(event.reply.message.toolCalls ?? []).flatMap((call) => this.#toolInput(call))];
+      }
       case 'model.retry':
         return this.#retry();
       case 'approval.requested':
@@ -146,6 +187,7 @@ export class RunChunker {
     const out = [...this.#endText(), ...this.#endStep()];
     this.#turn = turn;
     this.#stepOpen = true;
+    this.#streamed = false;
     out.push({ type: 'start-step' });
     return out;
   }
@@ -179,6 +221,7 @@ export class RunChunker {
    * the run kept, see ChatRun).
    */
   #retry(): UIChunk[] {
+    this.#streamed = false;
     if (this.version === 7 && this.#stepOpen) {
       this.#text = null;
       return [{ type: 'reset-step' }];
@@ -186,20 +229,77 @@ export class RunChunker {
     return this.#endText();
   }
 
-  #toolInput(call: ToolCall): UIChunk {
-    return { type: 'tool-input-available', toolCallId: call.id, toolName: call.name, input: call.args };
+  /** The call's tool part, once: a child's call may be announced by its turn, its start and its approval request. */
+  #toolInput(call: ToolCall): UIChunk[] {
+    if (this.#inputs.has(call.id)) return [];
+    this.#inputs.add(call.id);
+    return [{ type: 'tool-input-available', toolCallId: call.id, toolName: call.name, input: call.args }];
   }
 
+  /** A request the page already answered (repeated when a child resumes) shows nothing; a child's call gets its tool part first. */
   #approvalRequests(requests: readonly ApprovalRequest[]): UIChunk[] {
-    if (this.version === 5) {
+    const out: UIChunk[] = [];
+    for (const request of requests) {
+      if (this.#answered.has(request.toolCallId)) continue;
+      out.push(...this.#toolInput({ id: request.toolCallId, name: request.toolName, args: request.args } as ToolCall));
+      const approvalId = approvalIdOf(request);
       // AI SDK 5 has no approval chunk: a data part the page renders and answers (README, Chat UI).
-      return requests.map((request) => ({
-        type: 'data-approval-request',
-        id: approvalIdOf(request),
-        data: { approvalId: approvalIdOf(request), toolCallId: request.toolCallId, toolName: request.toolName, input: request.args },
-      }));
+      if (this.version === 5) out.push({ type: 'data-approval-request', id: approvalId, data: { approvalId, toolCallId: request.toolCallId, toolName: request.toolName, input: request.args } });
+      else out.push({ type: 'tool-approval-request', approvalId, toolCallId: request.toolCallId });
     }
-    return requests.map((request) => ({ type: 'tool-approval-request', approvalId: approvalIdOf(request), toolCallId: request.toolCallId }));
+    return out;
+  }
+
+  /**
+   * What a subagent's event adds: `via` is the id of the call that runs it as the page knows it
+   * (`c1`, or `c1/c2` for a grandchild). Its calls become tool parts (`<via>/<id>`); its text the
+   * call's preliminary output, sent at most every PROGRESS_EVERY_MS while it streams and at each
+   * turn's end. Its approval requests reach this run through its parent (see `event`).
+   */
+  childEvent(via: string, event: AgentEmitted, now = Date.now()): UIChunk[] {
+    if (!this.#inputs.has(via)) return [];
+    let child = this.#children.get(via);
+    if (!child) this.#children.set(via, (child = { text: '', turnAt: 0, turn: 0, streamed: false, sentAt: 0 }));
+    const open = (turn: number) => {
+      if (turn === child.turn) return;
+      child.turn = turn;
+      child.streamed = false;
+      if (child.text) child.text += '\n\n';
+      child.turnAt = child.text.length;
+    };
+    const qualify = (call: ToolCall): ToolCall => ({ ...call, id: `${via}/${call.id}` });
+    switch (event.type) {
+      case 'text.delta':
+        if (!event.delta) return [];
+        open(event.turn);
+        child.streamed = true;
+        child.text += event.delta;
+        return now - child.sentAt >= PROGRESS_EVERY_MS ? this.#progress(via, child, now) : [];
+      case 'model.retry':
+      case 'text.retracted':
+        // The attempt's text is void: the next preliminary output leaves it out.
+        child.text = child.text.slice(0, child.turnAt);
+        child.streamed = false;
+        return [];
+      case 'turn.finished': {
+        open(event.turn);
+        if (!child.streamed && event.reply.message.content) child.text += event.reply.message.content;
+        const calls = (event.reply.message.toolCalls ?? []).flatMap((call) => this.#toolInput(qualify(call)));
+        return [...(child.text ? this.#progress(via, child, now) : []), ...calls];
+      }
+      case 'tool.started':
+        return this.#toolInput(qualify(event.call));
+      case 'tool.finished':
+        return this.#inputs.has(`${via}/${event.call.id}`) ? [this.#toolOutput({ ...event.result, toolCallId: `${via}/${event.result.toolCallId}` })] : [];
+      default:
+        return [];
+    }
+  }
+
+  #progress(via: string, child: { text: string; sentAt: number }, now: number): UIChunk[] {
+    child.sentAt = now;
+    const output: SubagentProgress = { subagent: true, text: child.text };
+    return [{ type: 'tool-output-available', toolCallId: via, output, preliminary: true }];
   }
 
   #toolOutput(result: ToolMessage): UIChunk {

@@ -14,7 +14,7 @@ export interface UIMessage {
   id: string;
   role: string;
   metadata?: { run: number; outcome: string; usage?: { inputTokens: number; outputTokens: number } };
-  parts: Array<{ type: string; text?: string; state?: string; toolCallId?: string; input?: unknown; output?: unknown; errorText?: string; approval?: { id: string; approved?: boolean }; data?: Record<string, unknown> }>;
+  parts: Array<{ type: string; text?: string; state?: string; toolCallId?: string; input?: unknown; output?: unknown; preliminary?: boolean; errorText?: string; approval?: { id: string; approved?: boolean }; data?: Record<string, unknown> }>;
 }
 
 export const nodeMajor = Number(process.versions.node.split('.')[0]);

@@ -1,0 +1,72 @@
+import { runInFlight, type AgentContext } from '../../machines/agent.machine.js';
+import { digestOf } from '../agent/approval-binding.js';
+import { pendingCalls } from '../agent/brain-state.js';
+import { innerKey, serviceKey } from '../agent/keys.js';
+import { childSessionId, routeOf } from '../agent/subagents.js';
+import type { ApprovalAnswer } from './request.js';
+import { parseApprovalId } from './ui-chunks.js';
+
+/**
+ * Whether a page's approval answers name calls that wait, as shown: a call of the chat's own
+ * run, or a call of a subagent (`c1/p1`, `c1/c2/p1`), found by walking down the calls in flight
+ * to the child session that waits. Read only: a forged, stale or foreign answer changes nothing.
+ */
+
+/** A session's context, live or stored: `via` is the id the chat shows the child's calls under. */
+export type ContextOf = (sessionId: string, via: string) => Promise<AgentContext | undefined>;
+
+/** An answer, read: the call as the chat shows it, and whether it is a subagent's. */
+export interface ReadAnswer extends ApprovalAnswer {
+  toolCallId: string;
+  digest: string;
+  run: number;
+  ofChild: boolean;
+}
+
+/** The answers read and checked, or why they cannot be taken. */
+export async function checkAnswers(
+  chatId: string,
+  context: AgentContext,
+  answers: readonly ApprovalAnswer[],
+  contextOf: ContextOf,
+): Promise<{ answers: ReadAnswer[] } | { problem: string }> {
+  const seen = new Set<string>();
+  const read: ReadAnswer[] = [];
+  for (const answer of answers) {
+    const id = parseApprovalId(answer.approvalId);
+    if (!id) return { problem: `approval '${answer.approvalId.slice(0, 100)}' is not one this chat asked for` };
+    if (seen.has(id.toolCallId)) return { problem: `call '${id.toolCallId.slice(0, 100)}' is answered twice` };
+    seen.add(id.toolCallId);
+    const found = await waiting(chatId, context, id, '', contextOf);
+    if (found === null) return { problem: `no call '${id.toolCallId.slice(0, 100)}' of run ${id.run} as shown waits for a decision` };
+    read.push({ ...answer, ...id, ofChild: found });
+  }
+  return { answers: read };
+}
+
+/** Whether the call waits in this session (false) or in a child down the tree (true); null when it waits nowhere. */
+async function waiting(sessionId: string, context: AgentContext, id: { run: number; digest: string; toolCallId: string }, via: string, contextOf: ContextOf): Promise<boolean | null> {
+  if (!runInFlight(context.brain)) return null;
+  const calls = pendingCalls(context.brain);
+  const own = calls.find((pending) => pending.call.id === id.toolCallId)?.call;
+  if (own) {
+    const waits =
+      id.run === context.runIndex &&
+      digestOf(own) === id.digest &&
+      context.approvals.waiting.includes(id.toolCallId) &&
+      !Object.hasOwn(context.approvals.decisions, id.toolCallId);
+    return waits ? false : null;
+  }
+  const route = routeOf(id.toolCallId);
+  if (!route || !calls.some((pending) => pending.call.id === route.callId)) return null;
+  let childId: string;
+  try {
+    childId = childSessionId(sessionId, innerKey(serviceKey(context, context.brain.context.turnsTaken, 'tools'), { kind: 'tool', call: route.callId, rerun: 0 }));
+  } catch {
+    return null;
+  }
+  const childVia = via ? `${via}/${route.callId}` : route.callId;
+  const child = await contextOf(childId, childVia);
+  if (!child) return null;
+  return (await waiting(childId, child, { ...id, toolCallId: route.rest }, childVia, contextOf)) === null ? null : true;
+}

@@ -1,0 +1,139 @@
+/**
+ * Subagents in the page: a child's (and grandchild's) call that needs approval is a tool part of
+ * the chat's message under the id its parent shows (`call_1_0/call_1_0`), with its approval
+ * request, read by the AI SDK's own client code (DefaultChatTransport + readUIMessageStream); the
+ * response ends while the child waits, as for the chat's own calls; the answer, sent with the id
+ * the server sent, runs the child's tool; the child's text is the preliminary output of the call
+ * that runs it. Forged answers for a child's call are refused with nothing stored changed.
+ */
+import { afterEach, describe, expect, it } from 'vitest';
+import { createChatHandler, type ChatHandler } from '../../src/http.js';
+import { MemorySessionStore } from '../../src/index.js';
+import { teamAgent } from './fixtures/team-agent.js';
+import { loadSdk, page, textOf, userMessage, type UIMessage } from './support.js';
+
+const handlers: ChatHandler[] = [];
+afterEach(async () => {
+  await Promise.all(handlers.splice(0).map((handler) => handler.close()));
+});
+
+function setup(depth: 2 | 3, version: 5 | 6 = 6, options: { streams?: boolean } = {}) {
+  const store = new MemorySessionStore();
+  const team = teamAgent(depth, options);
+  const handler = createChatHandler({ machine: team.machine, store, aiSdk: version });
+  handlers.push(handler);
+  return { store, handler, ...team };
+}
+
+const answered = (message: UIMessage, approved: boolean): UIMessage => ({
+  ...message,
+  parts: message.parts.map((part) => (part.state === 'approval-requested' ? { ...part, state: 'approval-responded', approval: { ...part.approval!, approved } } : part)),
+});
+
+const within = <T>(promise: Promise<T>, ms: number): Promise<T> =>
+  Promise.race([promise, new Promise<T>((_, reject) => setTimeout(() => reject(new Error(`not settled within ${ms} ms`)), ms))]);
+
+describe.each([2, 3] as const)('a subagent %s levels deep', (depth) => {
+  const deepId = depth === 2 ? 'call_1_0/call_1_0' : 'call_1_0/call_1_0/call_1_0';
+
+  it('its approval is a tool part the page knows; the response ends; the answer runs its tool and the run completes', async () => {
+    const { handler, transfers } = setup(depth);
+    const chat = page(await loadSdk(6), handler, `team-${depth}`);
+    const user = userMessage('Send 5 through research.');
+    const asked = await within(chat.send([user]), 5000);
+    expect(chat.errors).toEqual([]);
+    expect(asked.metadata?.outcome).toBe('waiting');
+    const part = asked.parts.find((p) => p.toolCallId === deepId)!;
+    expect(part).toMatchObject({ type: 'tool-transfer', state: 'approval-requested', input: { amount: 5 } });
+    expect(part.approval!.id).toMatch(new RegExp(`^1:[0-9a-f]{64}:${deepId}$`));
+    // The child's words so far: the preliminary output of the call that runs it.
+    const research = asked.parts.find((p) => p.toolCallId === 'call_1_0')!;
+    expect(research).toMatchObject({ type: 'tool-research', state: 'output-available', preliminary: true });
+    expect((research.output as { text: string }).text).toBe(depth === 2 ? 'Worker checking the account.' : 'Middle asks the worker.');
+    expect(transfers).toEqual([]);
+
+    const after = await within(chat.send([user, answered(asked, true)], answered(asked, true)), 5000);
+    expect(chat.errors).toEqual([]);
+    expect(transfers).toEqual(['5']);
+    expect(after.parts.find((p) => p.toolCallId === deepId)).toMatchObject({ state: 'output-available', output: 'sent 5' });
+    expect(after.parts.find((p) => p.toolCallId === 'call_1_0')).toMatchObject({ state: 'output-available', output: depth === 2 ? 'Worker sent it.' : 'Middle done.' });
+    expect(after.parts.find((p) => p.toolCallId === 'call_1_0')!.preliminary).not.toBe(true);
+    expect(textOf(after)).toBe('Asking research.|All done.');
+    expect(after.metadata?.outcome).toBe('Completed');
+  });
+
+  it('a denial reaches the child as its call\'s result; the page shows it denied', async () => {
+    const { handler, transfers } = setup(depth);
+    const chat = page(await loadSdk(6), handler, `team-deny-${depth}`);
+    const user = userMessage('Send 5 through research.');
+    const asked = await within(chat.send([user]), 5000);
+    const after = await within(chat.send([user, answered(asked, false)], answered(asked, false)), 5000);
+    expect(transfers).toEqual([]);
+    expect(after.parts.find((p) => p.toolCallId === deepId)!.state).toBe('output-denied');
+    expect(after.metadata?.outcome).toBe('Completed');
+  });
+});
+
+describe('answers for a subagent\'s call', () => {
+  it('a forged one (another digest, another run, a call that does not wait, a made-up child) is a 409; nothing stored changes', async () => {
+    const { handler, store, transfers } = setup(2);
+    const chat = page(await loadSdk(6), handler, 'team-forged');
+    const user = userMessage('Send 5 through research.');
+    const asked = await within(chat.send([user]), 5000);
+    const shown = asked.parts.find((p) => p.state === 'approval-requested')!.approval!.id;
+    const [, digest] = shown.split(':');
+    const other = digest!.replace(/^./, (c) => (c === '0' ? '1' : '0'));
+    const sessions = ['team-forged', 'team-forged/run-1:turn-1:call_1_0'];
+    const snapshot = async () => Promise.all(sessions.map(async (id) => ({ row: await store.load(id), trace: await store.readTrace(id) })));
+    const before = await snapshot();
+    expect(before[1]!.row).toBeDefined();
+    for (const id of [`1:${other}:call_1_0/call_1_0`, `2:${digest}:call_1_0/call_1_0`, `1:${digest}:call_1_0/call_9`, `1:${digest}:call_9/call_1_0`, `1:${digest}:call_1_0/call_1_0/x`]) {
+      const forged = { ...asked, parts: asked.parts.map((p) => (p.state === 'approval-requested' ? { ...p, state: 'approval-responded', approval: { id, approved: true } } : p)) };
+      const response = await chat.post({ id: 'team-forged', messages: [user, forged] });
+      expect(response.status, id).toBe(409);
+      expect(((await response.json()) as { error: { code: string } }).error.code).toBe('ApprovalNotFound');
+    }
+    expect(await snapshot()).toEqual(before);
+    expect(transfers).toEqual([]);
+    // The real answer still works.
+    const after = await within(chat.send([user, answered(asked, true)], answered(asked, true)), 5000);
+    expect(transfers).toEqual(['5']);
+    expect(after.metadata?.outcome).toBe('Completed');
+  });
+
+  it('AI SDK 5: the child\'s request is a data part; the answer in the body runs its tool', async () => {
+    const sdk = await loadSdk(5);
+    const { handler, transfers } = setup(2, 5);
+    const chat = page(sdk, handler, 'team-v5');
+    const user = userMessage('Send 5 through research.');
+    const asked = await within(chat.send([user]), 5000);
+    const request = asked.parts.find((p) => p.type === 'data-approval-request')!;
+    expect(request.data).toMatchObject({ toolCallId: 'call_1_0/call_1_0', toolName: 'transfer' });
+    expect(asked.parts.find((p) => p.toolCallId === 'call_1_0/call_1_0')).toMatchObject({ type: 'tool-transfer', state: 'input-available' });
+    const transport = new sdk.DefaultChatTransport({
+      api: 'http://127.0.0.1/api/chat',
+      fetch: ((input: string, init?: RequestInit) => handler(new Request(input, init))) as typeof fetch,
+      body: { approvals: [{ approvalId: String(request.data!.approvalId), approved: true }] },
+    });
+    const after = await within(chat.read(await transport.sendMessages({ chatId: 'team-v5', messages: [user, asked], trigger: 'submit-message', messageId: undefined, abortSignal: undefined }), asked), 5000);
+    expect(transfers).toEqual(['5']);
+    expect(after.parts.find((p) => p.toolCallId === 'call_1_0/call_1_0')).toMatchObject({ state: 'output-available', output: 'sent 5' });
+  });
+});
+
+describe('a model that does not stream', () => {
+  it('its text reaches the page as text parts, as a streamed one does, the subagent\'s too', async () => {
+    const { handler } = setup(2, 6, { streams: false });
+    const chat = page(await loadSdk(6), handler, 'whole-text');
+    const user = userMessage('Send 5 through research.');
+    const asked = await within(chat.send([user]), 5000);
+    expect(textOf(asked)).toBe('Asking research.');
+    expect((asked.parts.find((p) => p.toolCallId === 'call_1_0')!.output as { text: string }).text).toBe('Worker checking the account.');
+    const after = await within(chat.send([user, answered(asked, true)], answered(asked, true)), 5000);
+    expect(textOf(after)).toBe('Asking research.|All done.');
+    // The page and a reload agree.
+    const stored = (await (await handler(new Request('http://127.0.0.1/api/chat/whole-text/messages'))).json()) as { messages: UIMessage[] };
+    expect(textOf(stored.messages.at(-1)!)).toBe(textOf(after));
+    expect(chat.errors).toEqual([]);
+  });
+});
