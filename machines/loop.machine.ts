@@ -82,10 +82,10 @@ interface Decision {
   type: Step['type'];
   /** The states in which this entry of the decision order is considered. */
   states: readonly StateName[];
-  guard?: GuardName;
+  guard?: GuardName | undefined;
   /** Where the brain moves when this decision is taken; none means it stays. */
-  target?: StateName;
-  action?: 'concludeCancelled' | 'concludeMaxTurns' | 'beginEmergencyCompaction' | 'beginThresholdCompaction';
+  target?: StateName | undefined;
+  action?: 'concludeCancelled' | 'concludeMaxTurns' | 'beginEmergencyCompaction' | 'beginThresholdCompaction' | undefined;
   step: (context: LoopContext) => Step;
 }
 
@@ -165,7 +165,7 @@ export function nextStep(snapshot: LoopSnapshot, policy: Policy): Step {
 
 export interface LoopInput {
   /** Committed messages to start from, e.g. a session's history for its next run. */
-  history?: Message[];
+  history?: Message[] | undefined;
 }
 
 export const emptyLoopContext = (history: Message[] = []): LoopContext => ({
@@ -189,7 +189,7 @@ export const emptyLoopContext = (history: Message[] = []): LoopContext => ({
  * old one's messages (see `MessageLog`), so every snapshot stays a value, for the statechart and
  * for the driver's reducer alike, and a turn does not copy the run's messages.
  */
-export type LoopChange = Partial<LoopFields> & { log?: MessageLog };
+export type LoopChange = Partial<LoopFields> & { log?: MessageLog | undefined };
 type Update = (context: LoopFields, event: LoopEvent, log: MessageLog) => LoopChange;
 
 const conclude = (outcome: Outcome): Update => () => ({ outcome });
@@ -334,7 +334,7 @@ type ActionName = keyof typeof loopUpdates;
 /** One transition of the brain: all `guards` must hold; first match wins, as in XState. */
 export interface LoopTransition {
   readonly guards: readonly GuardName[];
-  readonly target?: StateName;
+  readonly target?: StateName | undefined;
   readonly actions: readonly ActionName[];
 }
 

@@ -12,7 +12,7 @@ const isMessageList = (value: unknown): value is unknown[] =>
  */
 export function summarizingInspector(
   inspector: Inspector,
-  options: { lastMessages?: number } = {},
+  options: { lastMessages?: number | undefined } = {},
 ): (event: InspectionEvent) => void {
   const keep = options.lastMessages ?? 3;
   const deliver = typeof inspector === 'function' ? inspector : (event: InspectionEvent) => inspector.next?.(event);

@@ -7,7 +7,7 @@ export const MAX_JSON_DEPTH = 64;
 
 export interface JsonValueLimits {
   /** Deepest nesting allowed; a scalar is depth 0, `[1]` is depth 1. Default `MAX_JSON_DEPTH`. */
-  maxDepth?: number;
+  maxDepth?: number | undefined;
 }
 
 /**

@@ -23,14 +23,14 @@ export interface ModelRequest {
   /** Stable across retries and across a restore that repeats this call. */
   idempotencyKey: string;
   /** Called with each streamed piece of assistant text, in order. */
-  onTextDelta?: (delta: string) => void;
+  onTextDelta?: ((delta: string) => void) | undefined;
   /**
    * The shape the final answer must have, sent only to a model whose `supports.responseFormat`
    * is at least RESPONSE_FORMAT_VERSION: the adapter passes it to the provider's JSON-schema mode
    * (Chat Completions `response_format`, the AI SDK's `responseFormat`). The driver validates the
    * answer itself, so a provider that only approximates the schema is still held to it.
    */
-  responseFormat?: ResponseFormat;
+  responseFormat?: ResponseFormat | undefined;
 }
 
 /**
@@ -50,7 +50,7 @@ export interface ResponseFormat {
   type: 'json';
   /** 1-64 characters of a-z, A-Z, 0-9, _ or - (what OpenAI accepts as the schema's name). */
   name: string;
-  description?: string;
+  description?: string | undefined;
   /** A JSON Schema whose root is an object (`type: 'object'`). */
   schema: Record<string, unknown>;
 }
@@ -58,13 +58,13 @@ export interface ResponseFormat {
 /** What a model can do beyond text and tool calls. */
 export interface ModelSupports {
   /** The `ResponseFormat` version the model reads (see RESPONSE_FORMAT_VERSION); absent: none. */
-  readonly responseFormat?: number;
+  readonly responseFormat?: number | undefined;
 }
 
 export interface ModelReply {
   message: AssistantMessage;
   finishReason: FinishReason;
-  usage?: Usage;
+  usage?: Usage | undefined;
 }
 
 /**
@@ -84,7 +84,7 @@ export interface ModelReply {
 export interface Model {
   readonly name: string;
   /** Optional capabilities; a wrapper around a model must pass them on. */
-  readonly supports?: ModelSupports;
+  readonly supports?: ModelSupports | undefined;
   generate(request: ModelRequest): Promise<ModelReply>;
 }
 
@@ -102,7 +102,7 @@ export class ModelError extends LoopchartError {
   readonly retryAfterMs: number | undefined;
   constructor(
     message: string,
-    options: { status?: number; retryable: boolean; retryAfterMs?: number; cause?: unknown },
+    options: { status?: number | undefined; retryable: boolean; retryAfterMs?: number | undefined; cause?: unknown },
   ) {
     super('ModelError', message, { cause: options.cause });
     this.status = options.status;

@@ -16,17 +16,17 @@ import type { DoubtEmitted } from './in-doubt.js';
 import type { OperationError } from './operation.js';
 
 export interface AgentInput {
-  sessionId?: string;
+  sessionId?: string | undefined;
   /** Starts a run at once, and the actor finishes with that run's output (single-run mode). */
-  prompt?: string | UserMessage;
+  prompt?: string | UserMessage | undefined;
   /** Committed conversation to continue from. */
-  history?: Message[];
-  policy?: PolicyInput;
+  history?: Message[] | undefined;
+  policy?: PolicyInput | undefined;
   /**
    * A stored session's state to continue from (what `DurableSession` passes): the actor starts
    * at rest on it, and a `resume` event continues a run that was in flight.
    */
-  stored?: AgentContext;
+  stored?: AgentContext | undefined;
 }
 
 export interface AgentOutput {
@@ -35,9 +35,9 @@ export interface AgentOutput {
   messages: Message[];
   usage: Usage;
   /** The run's cost, when the config gives prices. */
-  costUsd?: number;
+  costUsd?: number | undefined;
   /** With a list of models: what each model used in the run (and cost, at its prices). */
-  usageByModel?: (ModelUsage & { costUsd?: number })[];
+  usageByModel?: (ModelUsage & { costUsd?: number | undefined })[] | undefined;
 }
 
 export type { AgentEvent };
@@ -67,9 +67,9 @@ export type AgentEmitted =
   /** Calls wait for a person: decide each by its request (call id, digest, run). */
   | { type: 'approval.requested'; calls: ToolCall[]; requests: ApprovalRequest[] }
   /** A decision was taken for this call. */
-  | { type: 'approval.decided'; run: number; toolCallId: string; digest: string; approved: boolean; by?: string; reason?: string }
+  | { type: 'approval.decided'; run: number; toolCallId: string; digest: string; approved: boolean; by?: string | undefined; reason?: string | undefined }
   /** A decision was refused: it changed nothing (an unknown, decided, finished, other run's or changed call). */
-  | { type: 'approval.refused'; run: number; toolCallId: string; approved: boolean; refusal: RefusalReason; detail: string; by?: string; digest?: string }
+  | { type: 'approval.refused'; run: number; toolCallId: string; approved: boolean; refusal: RefusalReason; detail: string; by?: string | undefined; digest?: string | undefined }
   /** The run went past a limit that pauses: it waits for a raise of that limit (or a seal). */
   | { type: 'budget.paused'; kind: BudgetKind; used: number; limit: number; reason: string }
   /** An operation yielded: the run waits for `{ type: 'operation.resume', operation, payload }`. */
@@ -83,7 +83,7 @@ export type AgentEmitted =
   /** The model asked for the same batch `times` times in a row: its calls got a note instead of running. */
   | { type: 'repetition.noted'; turn: number; times: number; calls: ToolCall[] }
   /** The run's output, with what the whole session has used so far (cost when prices are given). */
-  | { type: 'run.finished'; id: DeliveryId; output: AgentOutput; sessionUsage: Usage; sessionCostUsd?: number }
+  | { type: 'run.finished'; id: DeliveryId; output: AgentOutput; sessionUsage: Usage; sessionCostUsd?: number | undefined }
   /** The conversation was handed to agent `name` (see `AgentConfig.handoffs`): its instructions, tools and model take over. */
   | { type: 'agent.handoff'; run: number; turn: number; name: string; from: string }
   /** A run started with this message (its index counts the session's runs from 1). */

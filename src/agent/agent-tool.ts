@@ -2,8 +2,9 @@ import { createActor } from 'xstate';
 import { z } from 'zod';
 import type { AgentMachine, AgentOutput } from '../../machines/agent.machine.js';
 import { defineTool, type Tool, type ToolContext } from '../tools/define-tool.js';
-import { childResult, childSessionId } from './subagents.js';
-import { currentScope, isParentStopped, markAgentTool, stopActor, type ChildHandle, type ChildSession, type RunScope, type SubagentReport } from './subagent-scope.js';
+import { checkDepth, childResult, childSessionId, DEFAULT_MAX_SUBAGENT_DEPTH } from './subagents.js';
+import { InvalidConfigError } from '../errors.js';
+import { currentScope, isParentStopped, markAgentTool, markDepth, stopActor, type ChildHandle, type ChildSession, type RunScope, type SubagentReport } from './subagent-scope.js';
 
 /** The default input of an agent tool: the task, in words. */
 const TaskInput = z.object({ task: z.string().min(1).describe('What the agent should do, with everything it needs to know') });
@@ -47,17 +48,23 @@ export interface AgentToolOptions<S extends z.ZodType = typeof TaskInput> {
   name: string;
   description: string;
   /** The arguments the parent's model gives; default `{ task: string }`. */
-  input?: S;
+  input?: S | undefined;
   /** The child's first message from the arguments; default the `task`, or the arguments as JSON. */
-  prompt?: (args: z.output<S>) => string;
+  prompt?: ((args: z.output<S>) => string) | undefined;
   /**
    * The result's schema: the child's structured output (or its final text parsed as JSON) must
    * match, else the parent gets an error result. Without it the result is the structured output
    * when the child has one, else its final text.
    */
-  output?: z.ZodType;
+  output?: z.ZodType | undefined;
   /** Default `DEFAULT_AGENT_TOOL_TIMEOUT_MS`; `Infinity` turns it off. */
-  timeoutMs?: number;
+  timeoutMs?: number | undefined;
+  /**
+   * The deepest level of the tree of agents its child may run at (a top-level agent's child is 1);
+   * default `DEFAULT_MAX_SUBAGENT_DEPTH` (5). A call past it is an error result naming the depth
+   * (`SubagentDepthError`), checked before any child session is created.
+   */
+  maxDepth?: number | undefined;
 }
 
 /**
@@ -86,6 +93,8 @@ export interface AgentToolOptions<S extends z.ZodType = typeof TaskInput> {
 export function agentTool<S extends z.ZodType = typeof TaskInput>(options: AgentToolOptions<S>): Tool {
   const input = (options.input ?? TaskInput) as z.ZodType;
   const prompt = (options.prompt ?? defaultPrompt) as (args: unknown) => string;
+  const maxDepth = options.maxDepth ?? DEFAULT_MAX_SUBAGENT_DEPTH;
+  if (!Number.isInteger(maxDepth) || maxDepth < 1) throw new InvalidConfigError(`agentTool '${String(options.name)}': maxDepth must be a whole number >= 1, got ${String(maxDepth)}`);
   return markAgentTool(defineTool({
     name: options.name,
     description: options.description,
@@ -93,8 +102,11 @@ export function agentTool<S extends z.ZodType = typeof TaskInput>(options: Agent
     timeoutMs: options.timeoutMs ?? DEFAULT_AGENT_TOOL_TIMEOUT_MS,
     execute: async (args: unknown, ctx: ToolContext) => {
       const scope = currentScope();
+      // Before anything of the child exists: its depth in the tree, then its session id.
+      const depth = (scope?.depth ?? 0) + 1;
+      checkDepth(options.name, depth, maxDepth);
       const sessionId = childSessionId(scope?.sessionId ?? 'session', ctx.idempotencyKey);
-      const output = await runChild(options.agent, sessionId, prompt(args), scope, ctx.signal);
+      const output = await runChild(options.agent, sessionId, prompt(args), scope, ctx.signal, depth);
       scope?.report({ type: 'usage', childId: sessionId, usage: output?.usage ?? { inputTokens: 0, outputTokens: 0 } });
       return childResult(options.name, output?.outcome as AgentOutput['outcome'] | undefined, options.output);
     },
@@ -109,8 +121,10 @@ function defaultPrompt(args: unknown): string {
 type Output = { outcome: unknown; usage: AgentOutput['usage'] } | null;
 
 /** One child run to its end: in its own durable session under a durable parent, else as a plain actor. */
-function runChild(agent: AgentMachine, sessionId: string, prompt: string, scope: RunScope | undefined, signal: AbortSignal): Promise<Output> {
+function runChild(agent: AgentMachine, sessionId: string, prompt: string, scope: RunScope | undefined, signal: AbortSignal, depth: number): Promise<Output> {
   const relay = (actor: { on(type: string, handler: (event: never) => void): unknown }) => {
+    // Every child actor is relayed before it starts: its own agent tools read their depth from it.
+    markDepth(actor, depth);
     actor.on('approval.requested', (event: { calls: []; requests: [] }) => scope?.report({ type: 'approval.requested', calls: event.calls, requests: event.requests }));
     // A decision routed down and refused there: the parent's decide hears why.
     actor.on('approval.refused', (refused: Extract<SubagentReport, { type: 'approval.refused' }>['refused']) => scope?.report({ type: 'approval.refused', refused }));

@@ -29,7 +29,7 @@ export interface RunFacts {
   sessionId: string;
   runIndex: number;
   /** The stored trace context of the run this one continues (a resumed session), if any. */
-  continues?: string | null;
+  continues?: string | null | undefined;
 }
 
 interface OpenRun {

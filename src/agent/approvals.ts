@@ -53,7 +53,7 @@ export type Approvals = z.output<typeof ApprovalsSchema>;
 
 export const NO_APPROVALS: Approvals = { waiting: [], decisions: {}, standing: {} };
 
-type DecisionFields = { toolCallId: string; always?: boolean; reason?: string; by?: string; digest?: string; run?: number };
+type DecisionFields = { toolCallId: string; always?: boolean | undefined; reason?: string | undefined; by?: string | undefined; digest?: string | undefined; run?: number | undefined };
 export type ApprovalEvent = ({ type: 'approve' } & DecisionFields) | ({ type: 'deny' } & DecisionFields);
 
 /** The decision that applies to a call: its own, else the session's standing one for its tool. */

@@ -70,7 +70,7 @@ export const nextAttempt = (current: ModelAttempt | null | undefined, key: strin
   current?.key === key ? { key, attempt: current.attempt + 1 } : { key, attempt: 1 };
 
 /** The shape of an event a delivery ledger reads: its id, and for text its turn and delta. */
-export type DeliveredEvent = { type: string; id: DeliveryId; delta?: string };
+export type DeliveredEvent = { type: string; id: DeliveryId; delta?: string | undefined };
 
 /**
  * What a client shows, rebuilt from delivered events: each id is taken once, and a

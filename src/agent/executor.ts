@@ -15,7 +15,7 @@ import type { GuardrailStage, GuardrailVerdict } from './guardrails.js';
 /** What each kind of side effect is given, besides its key. */
 export interface SideEffectInputs {
   /** `model`: the name of the model that takes the call (with a list of models, the run's active one). */
-  model: { turn: number; request: Omit<ModelRequest, 'signal' | 'idempotencyKey' | 'onTextDelta'>; model?: string };
+  model: { turn: number; request: Omit<ModelRequest, 'signal' | 'idempotencyKey' | 'onTextDelta'>; model?: string | undefined };
   /** `batchKey` names the batch the call belongs to (the turn's tool step). */
   tool: { turn: number; call: ToolCall; batchKey: string };
   /** The start of a call of a tool whose in-doubt policy asks, journaled before it runs (see `inDoubt` on a tool). */
@@ -40,7 +40,7 @@ export interface SideEffectOutputs {
   /** A token of the process that started the call: one from another process means the call is in doubt. */
   toolStart: { token: string };
   /** `messages` absent: the compactor changed nothing. `after` counts tool definitions too. */
-  compaction: { before: number; after: number; messages?: Message[] };
+  compaction: { before: number; after: number; messages?: Message[] | undefined };
   approval: boolean;
   policy: ToolPolicyVerdict;
   guardrail: GuardrailVerdict;

@@ -21,7 +21,7 @@ export const FALLBACK_TRIGGERS = ['rate-limit', 'server-error', 'timeout', 'cont
 export type FallbackTrigger = (typeof FALLBACK_TRIGGERS)[number];
 
 /** One entry of a model list: a model, or a model with its own prices (for cost per model). */
-export type ModelChoice = Model | { model: Model; prices?: Prices };
+export type ModelChoice = Model | { model: Model; prices?: Prices | undefined };
 
 /** The agent's models, checked: entries in fallback order and the triggers that move along. */
 export interface ModelList {
@@ -151,7 +151,7 @@ export function bookUsage(state: ModelsState, usage: Usage | undefined): ModelsS
 }
 
 /** What each model's usage cost, at its own prices (else the agent's); undefined where none are known. */
-export function usageCosts(list: ModelList, rows: readonly ModelUsage[]): { model: string; usage: Usage; costUsd?: number }[] {
+export function usageCosts(list: ModelList, rows: readonly ModelUsage[]): { model: string; usage: Usage; costUsd?: number | undefined }[] {
   return rows.map((row) => {
     const prices = list.entries.find((entry) => entry.model.name === row.model)?.prices;
     const cost = costUsd(row.usage, prices);

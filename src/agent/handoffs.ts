@@ -47,14 +47,14 @@ export interface HandoffAgent {
   name: string;
   /** What it does: the description of its transfer tool, which the other agents' models read. */
   description: string;
-  instructions?: string;
-  tools?: readonly Tool[];
+  instructions?: string | undefined;
+  tools?: readonly Tool[] | undefined;
   /** Default: the agent's own model (its list, with its fallback). */
-  model?: Model;
+  model?: Model | undefined;
   /** Agents it may hand to, by name (the entry agent's too: cycles are fine). Default none. */
-  handoffs?: readonly string[];
+  handoffs?: readonly string[] | undefined;
   /** How it sees the conversation; default the team's `history`. */
-  history?: HistoryPresentation;
+  history?: HistoryPresentation | undefined;
 }
 
 /**
@@ -77,14 +77,14 @@ export interface HandoffAgent {
  * ```
  */
 export interface HandoffsConfig {
-  name?: string;
+  name?: string | undefined;
   /** The entry agent's transfer tool description, when an agent may hand back to it. */
-  description?: string;
+  description?: string | undefined;
   agents: readonly HandoffAgent[];
   /** Agents the entry agent may hand to; default all of `agents`. */
-  to?: readonly string[];
+  to?: readonly string[] | undefined;
   /** Default `'whole'` (see `HistoryPresentation`). */
-  history?: HistoryPresentation;
+  history?: HistoryPresentation | undefined;
 }
 
 /** Which agent has the conversation (absent: the entry agent), and who handed it over. */

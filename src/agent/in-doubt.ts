@@ -213,7 +213,7 @@ export function takeDoubtDecision(
 export function restoredDoubt(
   doubt: DoubtState | undefined,
   state: Pick<DecisionState, 'brain' | 'toolJournal'>,
-): { doubt?: DoubtState; toolJournal: readonly ToolMessage[] } {
+): { doubt?: DoubtState | undefined; toolJournal: readonly ToolMessage[] } {
   if (!doubt) return { toolJournal: state.toolJournal };
   const batch = pendingCalls(state.brain);
   const decisions = provenDecisions(doubt.decisions, batch);
@@ -229,6 +229,6 @@ export type DoubtEmitted =
   /** Calls in doubt after a restart: the run waits until each has a decision (`doubt.decide`, bound to its request). */
   | { type: 'tool.inDoubt'; calls: ToolCall[]; requests: ApprovalRequest[] }
   /** A decision was taken for a call in doubt. */
-  | { type: 'doubt.decided'; run: number; toolCallId: string; digest: string; action: DoubtAction; by?: string; reason?: string }
+  | { type: 'doubt.decided'; run: number; toolCallId: string; digest: string; action: DoubtAction; by?: string | undefined; reason?: string | undefined }
   /** A decision was refused: it changed nothing (the call is not in doubt, unknown, finished, of another run or changed). */
-  | { type: 'doubt.refused'; run: number; toolCallId: string; action: DoubtAction; refusal: Refusal['reason']; detail: string; by?: string; digest?: string };
+  | { type: 'doubt.refused'; run: number; toolCallId: string; action: DoubtAction; refusal: Refusal['reason']; detail: string; by?: string | undefined; digest?: string | undefined };

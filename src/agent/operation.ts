@@ -64,9 +64,9 @@ export interface PreparedRequest {
  * ```
  */
 export interface OperationStep<S = unknown> {
-  state?: S;
-  results?: ToolMessage[];
-  yield?: { reason: string; payload?: unknown };
+  state?: S | undefined;
+  results?: ToolMessage[] | undefined;
+  yield?: { reason: string; payload?: unknown } | undefined;
 }
 
 type HookResult<S> = OperationStep<S> | void | undefined;
@@ -113,18 +113,18 @@ export const DEFAULT_OPERATION_TIMEOUT_MS = 30_000;
 export interface Operation<S = any, R = any> {
   /** Unique within the agent: letters, digits, `_`, `-`, `.`, starting with a letter. */
   readonly name: string;
-  readonly tools?: readonly Tool[];
+  readonly tools?: readonly Tool[] | undefined;
   /** The operation's slice of application state, persisted with the session and checked on restore. */
-  readonly state?: { schema: z.ZodType<S>; initial: S };
+  readonly state?: { schema: z.ZodType<S>; initial: S } | undefined;
   /**
    * Declares that the operation may yield, and the payload that resumes it. `apply` turns the
    * payload into effects (a new slice; it may yield again).
    */
-  readonly resume?: { schema: z.ZodType<R>; apply?(payload: R, ctx: OperationContext<S>): HookResult<S> };
+  readonly resume?: { schema: z.ZodType<R>; apply?(payload: R, ctx: OperationContext<S>): HookResult<S> } | undefined;
   /** Declares that its `beforeTools` may answer tool calls (`results`): it runs tools. */
-  readonly runsTools?: boolean;
+  readonly runsTools?: boolean | undefined;
   /** How long each hook may take, in ms. Default `DEFAULT_OPERATION_TIMEOUT_MS`. */
-  readonly timeoutMs?: number;
+  readonly timeoutMs?: number | undefined;
   /** System text to send before the conversation on this call. */
   prompt?(ctx: OperationContext<S>): string | undefined;
   /** Rewrites the request just before it goes to the model (sync; never stored). */
@@ -139,7 +139,7 @@ export interface Operation<S = any, R = any> {
    * before the unanswered calls get their interrupted results. A throw or a slice the schema
    * refuses is reported (`operation.failed`); the run still ends `Cancelled`.
    */
-  onCancel?(interrupted: InterruptedStep, ctx: OperationContext<S>): { state?: S } | void;
+  onCancel?(interrupted: InterruptedStep, ctx: OperationContext<S>): { state?: S | undefined } | void;
 }
 
 /**

@@ -15,13 +15,13 @@ import { answerWaits, type UnattendedOptions } from './unattended.js';
  */
 export interface RunAgentOptions<S extends OutputSchema | undefined = OutputSchema | undefined> extends AgentConfig, UnattendedOptions {
   /** The final answer's schema (see `AgentConfig.output`): the result's `output` has its type. */
-  output?: S;
+  output?: S | undefined;
   /** The user's message that starts the run. */
   prompt: string;
   /** Conversation to continue from (committed messages of an earlier run). */
-  history?: Message[];
+  history?: Message[] | undefined;
   /** Aborting it cancels the run: in-flight model and tool calls are aborted, the outcome is `Cancelled`. */
-  signal?: AbortSignal;
+  signal?: AbortSignal | undefined;
 }
 
 /** How a run ended; `O` is the output schema's type (see `AgentConfig.output`). */
@@ -35,15 +35,15 @@ export interface RunAgentResult<out O = unknown> {
   messages: Message[];
   usage: Usage;
   /** The run's cost, when the config gives prices. */
-  costUsd?: number;
+  costUsd?: number | undefined;
   /** With a list of models: what each model used (and cost), in order of first use. */
-  usageByModel?: AgentOutput['usageByModel'];
+  usageByModel?: AgentOutput['usageByModel'] | undefined;
   /**
    * Why the run failed, when `outcome.type` is `Failed`: the typed error itself (a `ModelError`
    * with its `status`, an `OperationError`...), or a `RunFailedError` whose `cause` is what a
    * custom model or tool threw. Its `message` is the one line to show: the cause and what to check.
    */
-  error?: LoopchartError;
+  error?: LoopchartError | undefined;
 }
 
 /** What `streamAgent` yields: every event the agent emits while it runs, then `done` with the result. */

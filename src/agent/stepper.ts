@@ -108,7 +108,7 @@ export class AgentStepper {
   readonly #timeoutMs: number;
   #session: SteppedSession;
 
-  constructor(machine: AgentMachine, from: { input: AgentInput } | { session: SteppedSession }, options: { timeoutMs?: number } = {}) {
+  constructor(machine: AgentMachine, from: { input: AgentInput } | { session: SteppedSession }, options: { timeoutMs?: number | undefined } = {}) {
     this.#machine = machine;
     // The chart with an executor that never performs: applying effects runs no side effect.
     this.#parked = machine.withExecutor(() => park);

@@ -58,8 +58,8 @@ export interface StructuredOutput {
 /** The part of `AgentConfig` this module reads. */
 export interface OutputConfig {
   output?: unknown;
-  outputRetries?: number;
-  finalOutputCall?: boolean;
+  outputRetries?: number | undefined;
+  finalOutputCall?: boolean | undefined;
 }
 
 /**
@@ -187,9 +187,9 @@ export interface AnswerStep {
   reply: ModelReply;
   state: OutputState | undefined;
   /** The outcome the run ends with instead of the brain's, once the reply is in. */
-  overrule?: Outcome;
+  overrule?: Outcome | undefined;
   /** The answer did not validate (sent back, or the run fails with it). */
-  rejected?: StructuredOutputError;
+  rejected?: StructuredOutputError | undefined;
 }
 
 /** The reply as text only; an answer given through the tool ended the turn as a natural stop does. */

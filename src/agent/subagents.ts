@@ -44,7 +44,7 @@ export function routeOf(id: string): { callId: string; rest: string } | null {
 }
 
 /** A decision (`toolCallId`) or a steer (`target`) the parent routes to a child. */
-export type RoutableEvent = { type: string; toolCallId?: string; target?: string };
+export type RoutableEvent = { type: string; toolCallId?: string | undefined; target?: string | undefined };
 
 /**
  * Where a parent sends an event meant for a child, and the event as that child takes it: a
@@ -83,6 +83,53 @@ export class SubagentError extends LoopchartError {
     super('SubagentFailed', `subagent '${agent}' ${problem}`);
     this.agent = agent;
   }
+}
+
+/**
+ * How deep a child run may start in the tree of agents by default: a top-level agent's child is
+ * depth 1. Five levels is more than a coordinator, its workers and their helpers need, and an
+ * agent that calls itself is stopped there with an error that names the depth, before the child
+ * session ids (each level adds the call's key) pass the 256-character limit of a session id.
+ *
+ * @example
+ * ```ts
+ * import { agentTool, DEFAULT_MAX_SUBAGENT_DEPTH } from 'loopchart';
+ *
+ * agentTool({ agent: machine, name: 'helper', description: 'Helps.', maxDepth: DEFAULT_MAX_SUBAGENT_DEPTH + 2 });
+ * ```
+ */
+export const DEFAULT_MAX_SUBAGENT_DEPTH = 5;
+
+/**
+ * An agent tool was called where its child would run deeper than its `maxDepth`. Thrown before
+ * the child starts (no child session is created), inside the tool: the parent's model reads it
+ * as an error result (its message names the depth and the limit) and its run goes on.
+ *
+ * @example
+ * ```ts
+ * import { SubagentDepthError } from 'loopchart';
+ *
+ * const error: unknown = new SubagentDepthError('research', 6, 5);
+ * if (SubagentDepthError.isInstance(error)) console.log(error.code, error.depth, error.maxDepth); // 'SubagentDepth' 6 5
+ * ```
+ */
+export class SubagentDepthError extends LoopchartError {
+  /** The agent tool's name. */
+  readonly agent: string;
+  /** The depth the child would have run at (a top-level agent's child is 1). */
+  readonly depth: number;
+  readonly maxDepth: number;
+  constructor(agent: string, depth: number, maxDepth: number) {
+    super('SubagentDepth', `subagent '${agent}' not started: it would run at depth ${depth} of the tree of agents, past its maxDepth ${maxDepth}`);
+    this.agent = agent;
+    this.depth = depth;
+    this.maxDepth = maxDepth;
+  }
+}
+
+/** Throws `SubagentDepthError` when a child at `depth` is past `maxDepth`. */
+export function checkDepth(agent: string, depth: number, maxDepth: number): void {
+  if (depth > maxDepth) throw new SubagentDepthError(agent, depth, maxDepth);
 }
 
 /**

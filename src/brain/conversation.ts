@@ -75,7 +75,7 @@ export interface ConversationFault {
  */
 export function conversationFault(
   messages: readonly Message[],
-  options: { openTail?: boolean } = {},
+  options: { openTail?: boolean | undefined } = {},
 ): ConversationFault | null {
   /** The calls of the latest assistant message that has some: id -> answered yet. */
   let block = new Map<string, boolean>();

@@ -21,7 +21,7 @@ export type LoopEvent =
       contextTokens: number;
       availableTools: readonly string[];
       /** Why the model stopped; anything but 'stop' is carried into a Completed outcome. */
-      finishReason?: FinishReason;
+      finishReason?: FinishReason | undefined;
     }
   | { type: 'toolResults'; messages: readonly ToolMessage[] }
   | {

@@ -39,9 +39,9 @@ const ToolNamesSchema = z.array(z.string());
 
 export interface LoopMachineOptions {
   /** Committed messages to start from; must be coherent. */
-  history?: Message[];
+  history?: Message[] | undefined;
   /** XState inspection observer, e.g. from `@statelyai/inspect` or `summarizingInspector`. */
-  inspect?: Observer<InspectionEvent> | ((event: InspectionEvent) => void);
+  inspect?: Observer<InspectionEvent> | ((event: InspectionEvent) => void) | undefined;
 }
 
 /**

@@ -7,16 +7,16 @@ import type { Compactor } from './contract.js';
 
 export interface SummarizingCompactorOptions {
   /** Recent tokens kept verbatim after the summary. Default 2,000. */
-  keepTokens?: number;
+  keepTokens?: number | undefined;
   /** The model that writes the summary; default: the agent's own model. */
-  model?: Model;
+  model?: Model | undefined;
   /** Instructions for the summary. */
-  instructions?: string;
+  instructions?: string | undefined;
   /**
    * How many times to ask for a summary when the model answers with an empty one. Default 2.
    * A summary cut short is not asked again: the same request would be cut again.
    */
-  attempts?: number;
+  attempts?: number | undefined;
 }
 
 const DEFAULT_INSTRUCTIONS =

@@ -218,7 +218,7 @@ type ListedTool = z.infer<typeof ToolSchema>;
  */
 const ListPageSchema = z.object({ tools: z.array(z.unknown()), nextCursor: z.string().optional() });
 
-async function listAll(client: Client, options: { signal?: AbortSignal; timeout: number }): Promise<unknown[]> {
+async function listAll(client: Client, options: { signal?: AbortSignal | undefined; timeout: number }): Promise<unknown[]> {
   const tools: unknown[] = [];
   let cursor: string | undefined;
   for (let page = 0; page < MAX_LIST_PAGES; page++) {
@@ -245,7 +245,7 @@ function listedTool(entry: unknown, index: number): ListedTool {
  * structured result against the tool's `outputSchema` and refuses a call to a task-only tool.
  */
 function rememberTools(client: Client, tools: readonly ListedTool[]): void {
-  const cache = (client as unknown as { cacheToolMetadata?: (tools: readonly ListedTool[]) => void }).cacheToolMetadata;
+  const cache = (client as unknown as { cacheToolMetadata?: ((tools: readonly ListedTool[]) => void) | undefined }).cacheToolMetadata;
   if (typeof cache === 'function') cache.call(client, tools);
 }
 

@@ -25,7 +25,7 @@ export type AiSdkPrompt = Array<
 >;
 
 /** A function tool as the adapter declares it; `inputSchema` is the tool's JSON Schema. */
-export type AiSdkFunctionTool = { type: 'function'; name: string; description?: string; inputSchema: object };
+export type AiSdkFunctionTool = { type: 'function'; name: string; description?: string | undefined; inputSchema: object };
 
 export function toLanguageModelPrompt(messages: readonly Message[]): AiSdkPrompt {
   const prompt: AiSdkPrompt = [];

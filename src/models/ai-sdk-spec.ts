@@ -17,12 +17,12 @@ export type AiSdkSpecificationVersion = (typeof AI_SDK_SPECIFICATION_VERSIONS)[n
 /** The call options the adapter passes: the same fields, in the same shapes, in V2, V3 and V4. */
 export interface AiSdkStreamOptions {
   prompt: AiSdkPrompt;
-  tools?: AiSdkFunctionTool[];
-  toolChoice?: { type: 'auto' };
+  tools?: AiSdkFunctionTool[] | undefined;
+  toolChoice?: { type: 'auto' } | undefined;
   /** JSON matching `schema` (the provider's JSON-schema mode); the same shape in V2, V3 and V4. */
-  responseFormat?: { type: 'json'; schema: Record<string, unknown>; name?: string; description?: string };
-  abortSignal?: AbortSignal;
-  headers?: Record<string, string | undefined>;
+  responseFormat?: { type: 'json'; schema: Record<string, unknown>; name?: string | undefined; description?: string | undefined } | undefined;
+  abortSignal?: AbortSignal | undefined;
+  headers?: Record<string, string | undefined> | undefined;
 }
 
 /**

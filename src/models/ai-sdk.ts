@@ -29,13 +29,13 @@ export interface AiSdkModelOptions {
    * 60 000 ms; `Infinity` turns it off, 0 or a negative value is refused. The SDK has no read
    * timeout of its own; a stalled provider would hang forever.
    */
-  readTimeoutMs?: number;
+  readTimeoutMs?: number | undefined;
   /**
    * Longest a whole call may take, stream included, default 600 000 ms (10 minutes); `Infinity`
    * turns it off. Past it the call fails with ModelDeadlineError (not retryable), even while data
    * keeps arriving: endless keep-alive comments or endless text would otherwise hold it open.
    */
-  deadlineMs?: number;
+  deadlineMs?: number | undefined;
   /**
    * Whether an agent with an output schema asks this model through the call's `responseFormat`
    * (the provider's JSON-schema mode) rather than a `final_answer` tool. Default: yes, unless the
@@ -43,7 +43,7 @@ export interface AiSdkModelOptions {
    * `@ai-sdk/openai-compatible` models do unless created with `supportsStructuredOutputs: true`):
    * such a provider drops the schema and would be asked for JSON of no particular shape.
    */
-  structuredOutputs?: boolean;
+  structuredOutputs?: boolean | undefined;
 }
 
 const DEFAULT_READ_TIMEOUT_MS = 60_000;

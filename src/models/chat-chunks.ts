@@ -35,7 +35,7 @@ export class ChatChunkAssembler {
   /** Prefix for ids a server left out; deterministic so a repeated call produces the same ids. */
   private readonly fallbackIdPrefix: string;
 
-  constructor(options: { onTextDelta?: (delta: string) => void; fallbackIdPrefix: string }) {
+  constructor(options: { onTextDelta?: ((delta: string) => void) | undefined; fallbackIdPrefix: string }) {
     this.onTextDelta = options.onTextDelta;
     this.fallbackIdPrefix = options.fallbackIdPrefix;
   }

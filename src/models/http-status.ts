@@ -87,7 +87,7 @@ export interface HttpErrorContext {
   /** Where the request went, for 404 hints. */
   url: string;
   /** Overrides the status-based judgement (the AI SDK's providers decide `isRetryable` themselves). */
-  retryable?: boolean;
+  retryable?: boolean | undefined;
   cause?: unknown;
 }
 

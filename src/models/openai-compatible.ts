@@ -11,21 +11,21 @@ export interface OpenAICompatibleOptions {
   /** e.g. https://api.openai.com/v1, http://localhost:11434/v1 (Ollama), http://localhost:8000/v1 (vLLM). */
   baseURL: string;
   /** Sent as `Authorization: Bearer …`; local servers usually need none. */
-  apiKey?: string;
+  apiKey?: string | undefined;
   model: string;
   /** Extra headers on every request (e.g. OpenRouter's HTTP-Referer). */
-  headers?: Record<string, string>;
+  headers?: Record<string, string> | undefined;
   /**
    * Longest silence tolerated between bytes (and before the response headers). Default 60 000 ms;
    * `Infinity` turns it off, 0 or a negative value is refused.
    */
-  readTimeoutMs?: number;
+  readTimeoutMs?: number | undefined;
   /**
    * Longest a whole call may take, stream included, default 600 000 ms (10 minutes); `Infinity`
    * turns it off. Past it the call fails with ModelDeadlineError (not retryable), even while data
    * keeps arriving: endless keep-alive comments or endless text would otherwise hold it open.
    */
-  deadlineMs?: number;
+  deadlineMs?: number | undefined;
   /**
    * Most bytes one response may carry once decompressed, default 268 435 456 (256 MiB): a
    * 128K-token reply streamed one token per chunk is about 30 MB. Past it the call fails with
@@ -33,15 +33,15 @@ export interface OpenAICompatibleOptions {
    * cannot fill memory. Each SSE line and event has its own limit too (MAX_SSE_LINE_LENGTH,
    * MAX_SSE_EVENT_LENGTH).
    */
-  maxResponseBytes?: number;
+  maxResponseBytes?: number | undefined;
   /** Replaces the global fetch (tests, proxies, instrumentation). */
-  fetch?: typeof globalThis.fetch;
+  fetch?: typeof globalThis.fetch | undefined;
   /**
    * Whether the server takes `response_format: { type: 'json_schema', ... }` (OpenAI, vLLM,
    * Ollama, llama.cpp do): an agent with an output schema then asks for its answer that way.
    * Default true; false makes the agent use a `final_answer` tool instead.
    */
-  structuredOutputs?: boolean;
+  structuredOutputs?: boolean | undefined;
 }
 
 const DEFAULT_READ_TIMEOUT_MS = 60_000;

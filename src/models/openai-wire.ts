@@ -5,7 +5,7 @@ import type { ResponseFormat, ToolDefinition } from '../model.js';
 
 export type WireMessage =
   | { role: 'system' | 'user'; content: string }
-  | { role: 'assistant'; content: string | null; tool_calls?: WireToolCall[] }
+  | { role: 'assistant'; content: string | null; tool_calls?: WireToolCall[] | undefined }
   | { role: 'tool'; tool_call_id: string; content: string };
 
 export interface WireToolCall {

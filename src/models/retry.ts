@@ -21,11 +21,11 @@ export interface RetryAttempt {
 
 export interface RetryOptions extends z.input<typeof RetrySettingsSchema> {
   /** A number in [0, 1); injectable so tests can pin the jitter. */
-  random?: () => number;
+  random?: (() => number) | undefined;
   /** Injectable so tests can record delays instead of waiting them. Must reject when `signal` aborts. */
-  sleep?: (ms: number, signal: AbortSignal) => Promise<void>;
+  sleep?: ((ms: number, signal: AbortSignal) => Promise<void>) | undefined;
   /** Before each wait, for a UI line like "rate limited, retrying in 2 s". */
-  onRetry?: (attempt: RetryAttempt) => void;
+  onRetry?: ((attempt: RetryAttempt) => void) | undefined;
 }
 
 /** Connection-level failures: the request may never have reached the provider, so trying again is safe. */

@@ -70,9 +70,9 @@ export type ScriptEntry = ScriptedReply | ScriptedFailure | ScriptedFunction;
 
 export interface ScriptedModelOptions {
   /** Default `scripted`. */
-  name?: string;
+  name?: string | undefined;
   /** Default delay for entries that set none. */
-  delayMs?: number;
+  delayMs?: number | undefined;
 }
 
 /** A script entry (or what a script function returned) that is not a reply or failure spec. */

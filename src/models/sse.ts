@@ -47,9 +47,9 @@ export const MAX_SSE_EVENT_LENGTH = 16 * 1024 * 1024;
 
 export interface SseLimits {
   /** Default MAX_SSE_LINE_LENGTH. */
-  maxLineLength?: number;
+  maxLineLength?: number | undefined;
   /** Default MAX_SSE_EVENT_LENGTH. */
-  maxEventLength?: number;
+  maxEventLength?: number | undefined;
 }
 
 const LF = 10;

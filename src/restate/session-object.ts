@@ -17,18 +17,18 @@ export interface RestateSessionOptions {
   /** The agent every session of this object runs (built with `createAgentMachine`). */
   machine: AgentMachine;
   /** The virtual object's name (default `loopchartSession`); its channel is `<name>Channel`. */
-  name?: string;
+  name?: string | undefined;
   /**
    * Restate's ingress URL as this worker reaches it (say `http://127.0.0.1:8080`). When given,
    * text deltas are published to the session's event stream while the model streams them; without
    * it a client sees each turn's text when the turn ends (`turn.finished`).
    */
-  ingressUrl?: string;
+  ingressUrl?: string | undefined;
   /**
    * How long a turn waiting for an approval stays on its worker before Restate suspends it
    * (default 60 s, Restate's own default): a suspended turn costs no worker.
    */
-  inactivityTimeoutMs?: number;
+  inactivityTimeoutMs?: number | undefined;
 }
 
 /** What `send` returns once the turn is over, and `state` reports at any time. */

@@ -32,27 +32,27 @@ export interface OpenSessionOptions {
   store: SessionStore;
   sessionId: string;
   /** Conversation to start a new session from (ignored when the session exists). */
-  history?: Message[];
-  inspect?: Observer<InspectionEvent> | ((event: InspectionEvent) => void);
+  history?: Message[] | undefined;
+  inspect?: Observer<InspectionEvent> | ((event: InspectionEvent) => void) | undefined;
   /**
    * Continue a run that was in flight when the session was stored (default true). With false the
    * session opens at rest whatever it holds, for maintenance (a rewind refuses a run in flight
    * instead of driving it); send `{ type: 'resume' }` to continue the run later.
    */
-  resume?: boolean;
+  resume?: boolean | undefined;
   /**
    * Wraps the session's durable executor, for what must see every effect as the run sees it,
    * replayed ones included (a tracer): `(durable) => traced(durable)`. The machine's own executor
    * runs inside the durability layer.
    */
-  wrapExecutor?: (durable: Executor) => Executor;
+  wrapExecutor?: ((durable: Executor) => Executor) | undefined;
   /**
    * Called with the actor before it starts, so listeners (`actor.on(...)`) hear what a resumed
    * run emits at once, such as the `approval.requested` of calls that were already waiting.
    */
-  attach?: (actor: AgentActor) => void;
+  attach?: ((actor: AgentActor) => void) | undefined;
   /** The actor this session's actor belongs to (a parent run, for a child an agent tool opened): it joins that actor's system and inspector. */
-  parent?: AnyActorRef;
+  parent?: AnyActorRef | undefined;
 }
 
 /** A maintenance step (say a rewind) that needs the session at rest was asked for while a run is in flight. */
@@ -268,7 +268,7 @@ export class DurableSession {
    * bound to that call id, digest and run. Resolves once the decision is stored; throws
    * `ApprovalRefusedError` (and records the refusal) when it does not apply.
    */
-  async decide(request: Pick<ApprovalRequest, 'toolCallId' | 'digest' | 'run'>, verdict: Verdict & { always?: boolean }): Promise<void> {
+  async decide(request: Pick<ApprovalRequest, 'toolCallId' | 'digest' | 'run'>, verdict: Verdict & { always?: boolean | undefined }): Promise<void> {
     let refused: Refusal | undefined;
     const listening = this.actor.on('approval.refused', (e) => e.toolCallId === request.toolCallId && (refused = { reason: e.refusal, detail: e.detail }));
     try {

@@ -27,7 +27,7 @@ export interface ForkOptions {
   /** Keep the first `at` messages of the log, snapped down to a coherent cut (no tool call without its result). */
   at: number;
   /** The new session's id; default `<id>-fork-<cut>-<random>`. Must not exist yet. */
-  as?: string;
+  as?: string | undefined;
 }
 
 export interface ForkResult {

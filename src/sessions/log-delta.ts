@@ -4,7 +4,7 @@ import type { Message } from '../schemas.js';
 /** The log of a session that has written nothing. */
 export const EMPTY_LOG = MessageLog.of([], []);
 
-export type LogEffect = { truncateTo?: number; append?: Message[] } | { replaceLog: Message[] };
+export type LogEffect = { truncateTo?: number | undefined; append?: Message[] | undefined } | { replaceLog: Message[] };
 
 /**
  * What a step must write so the stored log (history then pending) matches the brain's again.

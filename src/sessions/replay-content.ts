@@ -18,7 +18,7 @@ export interface ContentMismatch {
 /** What replay fed the brain since the previous model call of the run. */
 export interface FedSinceModel {
   results: Map<string, ToolMessage>;
-  reply?: { turn: number; message: AssistantMessage };
+  reply?: { turn: number; message: AssistantMessage } | undefined;
 }
 
 const PRUNED_PREFIX = '[pruned: ';

@@ -12,7 +12,7 @@ import type { TraceEntry, TraceEntryOf } from './trace.js';
 /** A recorded reply as the brain is fed it. */
 export interface ReplayedReply {
   message: AssistantMessage;
-  finishReason?: string;
+  finishReason?: string | undefined;
 }
 
 /**

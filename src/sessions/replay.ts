@@ -32,12 +32,12 @@ export interface ReplayDivergence {
   /** 1-based number of the decision (the same numbering as `decisions`). */
   step: number;
   /** The trace entry where it showed (its `seq`), when one did. */
-  seq?: number;
+  seq?: number | undefined;
   run: number;
   expected: string;
   got: string;
   /** For a content mismatch, the field that differs, e.g. `tool result call_1_0: content`. */
-  field?: string;
+  field?: string | undefined;
 }
 
 export interface ReplayReport {

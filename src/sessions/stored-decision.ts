@@ -42,8 +42,8 @@ export class ApprovalRefusedError extends LoopchartError {
 /** How a person decides a request. */
 export interface Verdict {
   approved: boolean;
-  by?: string;
-  reason?: string;
+  by?: string | undefined;
+  reason?: string | undefined;
 }
 
 /**

@@ -7,7 +7,7 @@ import { ApprovalRefusedError } from './stored-decision.js';
 import type { TraceEntry } from './trace.js';
 
 /** What a person decides for a call in doubt: run it again, give its result (any JSON value), or fail it. */
-export type DoubtVerdict = { action: DoubtAction; result?: unknown; by?: string; reason?: string };
+export type DoubtVerdict = { action: DoubtAction; result?: unknown; by?: string | undefined; reason?: string | undefined };
 
 /**
  * Decides a call in doubt straight in the store, from any process, without the agent (the

@@ -150,7 +150,7 @@ function describeId(sessionId: unknown): string {
 export class StoreError extends LoopchartError {
   /** Which store, e.g. `SQLite store /srv/app/loopchart.db` or `PostgreSQL store (schema loopchart)`. */
   readonly where: string;
-  constructor(where: string, problem: string, options?: { cause?: unknown; code?: LoopchartErrorCode; message?: string }) {
+  constructor(where: string, problem: string, options?: { cause?: unknown; code?: LoopchartErrorCode | undefined; message?: string | undefined }) {
     super(options?.code ?? 'StoreFailed', options?.message ?? `${where}: ${problem}`, options);
     this.where = where;
   }

@@ -17,7 +17,7 @@ import type { SessionStore } from './session-store.js';
  * const scratch = await openSessionStore('memory:');
  * ```
  */
-export async function openSessionStore(location?: string, options: { schema?: string } = {}): Promise<SessionStore> {
+export async function openSessionStore(location?: string, options: { schema?: string | undefined } = {}): Promise<SessionStore> {
   if (location === 'memory:') {
     const { MemorySessionStore } = await import('./memory.js');
     return new MemorySessionStore();

@@ -13,24 +13,24 @@ import type { EncodedStep } from './step.js';
 
 export interface PostgresStoreOptions {
   /** e.g. `postgres://user@host:5432/db`. Ignored when `pool` is given. */
-  connectionString?: string;
+  connectionString?: string | undefined;
   /** Share the application's pool instead; `close()` then leaves it open. */
-  pool?: Pool;
+  pool?: Pool | undefined;
   /** Schema holding the tables, created on first use. Default `loopchart`. */
-  schema?: string;
+  schema?: string | undefined;
   /** Pool size when we create the pool. Default 10. */
-  max?: number;
+  max?: number | undefined;
   /**
    * How long opening a connection may take, when we create the pool (default 10 s); then the
    * call fails with `StoreUnavailableError`. A given `pool` keeps its own settings.
    */
-  connectTimeoutMs?: number;
+  connectTimeoutMs?: number | undefined;
   /**
    * How long the server may take to answer one query, when we create the pool (default 30 s);
    * then the call fails with `StoreUnavailableError` and the connection is dropped, so a server
    * that stops answering never leaves a session waiting for ever. A given `pool` keeps its own.
    */
-  queryTimeoutMs?: number;
+  queryTimeoutMs?: number | undefined;
 }
 
 /** How long opening a connection may take (`PostgresStoreOptions.connectTimeoutMs`). */
@@ -88,7 +88,7 @@ function maskedAddress(connectionString: string | undefined): string {
 
 /** A unique violation on the log's primary key: only rows past message_count can collide. */
 function strayRowError(sessionId: string, error: unknown): unknown {
-  if ((error as { code?: string }).code !== '23505') return error;
+  if ((error as { code?: string | undefined }).code !== '23505') return error;
   return new CorruptSessionError(sessionId, { kind: 'log' }, 'a stray row already sits where this step appends', { cause: error });
 }
 

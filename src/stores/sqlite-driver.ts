@@ -82,7 +82,7 @@ interface NodeSqliteModule {
   };
 }
 
-type BetterSqliteConstructor = new (path: string, options?: { timeout?: number }) => {
+type BetterSqliteConstructor = new (path: string, options?: { timeout?: number | undefined }) => {
   exec(sql: string): void;
   prepare(sql: string): SqliteStatement;
   close(): void;
@@ -119,7 +119,7 @@ export function defaultSqliteDriver(): SqliteDriverName {
 }
 
 /** Opens `path` with the named driver (default: `defaultSqliteDriver()`). */
-export function openSqlite(path: string, options: { driver?: SqliteDriverName; busyTimeoutMs: number }): SqliteConnection {
+export function openSqlite(path: string, options: { driver?: SqliteDriverName | undefined; busyTimeoutMs: number }): SqliteConnection {
   const driver = options.driver ?? defaultSqliteDriver();
   if (driver === 'node:sqlite') {
     const module = loadNodeSqlite();

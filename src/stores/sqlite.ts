@@ -16,7 +16,7 @@ export const DEFAULT_SQLITE_PATH = '.loopchart/loopchart.db';
 
 export interface SqliteStoreOptions {
   /** Database file; default `.loopchart/loopchart.db` (its folder is created). ':memory:' works too. */
-  path?: string;
+  path?: string | undefined;
   /**
    * FULL (default) fsyncs the WAL at every commit: a committed step survives power loss and
    * OS crashes. NORMAL syncs only at checkpoints: a committed step still survives the process
@@ -25,14 +25,14 @@ export interface SqliteStoreOptions {
    * step is taken once per model call or tool batch (milliseconds to seconds), so one fsync
    * per step is noise there, while a rolled-back step is a repeated tool side effect.
    */
-  synchronous?: 'FULL' | 'NORMAL';
+  synchronous?: 'FULL' | 'NORMAL' | undefined;
   /** How long a writer waits for another connection's write lock before StoreBusyError. Default 5000. */
-  busyTimeoutMs?: number;
+  busyTimeoutMs?: number | undefined;
   /**
    * The SQLite binding. Default: the built-in `node:sqlite` on Node 22.5+ (22.13+ without a
    * flag), else better-sqlite3 (an optional dependency). Both store the same file format.
    */
-  driver?: SqliteDriverName;
+  driver?: SqliteDriverName | undefined;
 }
 
 interface HeadRow {

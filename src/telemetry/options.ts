@@ -38,15 +38,15 @@ export interface TelemetryOptions {
    * Where spans go. Default: `trace.getTracer('loopchart')` from `@opentelemetry/api`, loaded
    * (synchronously, when the machine is made) only because telemetry is on.
    */
-  tracer?: TelemetryTracer;
+  tracer?: TelemetryTracer | undefined;
   /**
    * Record message and tool content (`gen_ai.input.messages`, `gen_ai.output.messages`,
    * `gen_ai.tool.call.arguments`, `gen_ai.tool.call.result`). Default false: prompts and tool
    * output often hold what must not leave the process.
    */
-  recordContent?: boolean;
+  recordContent?: boolean | undefined;
   /** The agent's name: `gen_ai.agent.name` and the run span's name. Default 'agent'. */
-  name?: string;
+  name?: string | undefined;
 }
 
 /** The options as given, checked when the machine is made. */

@@ -46,7 +46,7 @@ export const DirListingSchema = z.object({
 export type DirListing = z.infer<typeof DirListingSchema>;
 
 /** `list_dir`: a directory's entries as JSON (`DirListing`), sorted by name. */
-export function listDirTool(options: RootOptions & { maxEntries?: number }) {
+export function listDirTool(options: RootOptions & { maxEntries?: number | undefined }) {
   const root = path.resolve(options.root);
   const maxEntries = options.maxEntries ?? 1000;
   return defineTool({
@@ -74,7 +74,7 @@ export function listDirTool(options: RootOptions & { maxEntries?: number }) {
 }
 
 /** `read_file`: a text file's content, cut at `maxBytes` (default 64 KiB) with a note saying so. */
-export function readFileTool(options: RootOptions & { maxBytes?: number }) {
+export function readFileTool(options: RootOptions & { maxBytes?: number | undefined }) {
   const root = path.resolve(options.root);
   const maxBytes = options.maxBytes ?? 64 * 1024;
   return defineTool({

@@ -48,7 +48,7 @@ export interface ToolSpec<S extends z.ZodType, O = unknown> extends ToolMeta {
    * Whether a call must wait for a human's approval before it runs (seed 003: an approval
    * step yields until the decision is saved). A function sees the validated arguments.
    */
-  needsApproval?: boolean | ((args: z.output<S>, ctx: ApprovalContext) => boolean | Promise<boolean>);
+  needsApproval?: boolean | ((args: z.output<S>, ctx: ApprovalContext) => boolean | Promise<boolean>) | undefined;
 }
 
 /**
@@ -59,7 +59,7 @@ export interface ToolSpec<S extends z.ZodType, O = unknown> extends ToolMeta {
 export interface JsonSchemaToolSpec<O = unknown> extends ToolMeta {
   inputSchema: JsonSchema;
   execute(args: Record<string, unknown>, ctx: ToolContext): O;
-  needsApproval?: boolean | ((args: Record<string, unknown>, ctx: ApprovalContext) => boolean | Promise<boolean>);
+  needsApproval?: boolean | ((args: Record<string, unknown>, ctx: ApprovalContext) => boolean | Promise<boolean>) | undefined;
 }
 
 export interface ApprovalContext {

@@ -4,14 +4,14 @@ import { parseToolArguments, type ArgumentIssue, type ParsedArguments } from './
 
 export interface RunToolCallsOptions {
   /** How many tools may run at once. Default 4. */
-  concurrency?: number;
+  concurrency?: number | undefined;
   /** Cancels the batch: in-flight tools are aborted, unfinished calls get an interrupted result. */
-  signal?: AbortSignal;
+  signal?: AbortSignal | undefined;
   /**
    * Timeout for tools that set no `timeoutMs` of their own, in ms. Default DEFAULT_TOOL_TIMEOUT_MS
    * (5 minutes); `Infinity` turns it off.
    */
-  defaultTimeoutMs?: number;
+  defaultTimeoutMs?: number | undefined;
   /** Computed for every call to run before any of them starts, so a throwing key function runs nothing. */
   idempotencyKey(call: ToolCall): string;
   /** A call was taken up (validation included). Every call that starts also finishes. */

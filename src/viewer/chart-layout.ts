@@ -184,7 +184,7 @@ function elkWorker(): Worker {
   if (worker) return worker;
   const elkPath = createRequire(import.meta.url).resolve('elkjs/lib/elk.bundled.js');
   const started = new Worker(WORKER, { eval: true, workerData: { elk: elkPath } });
-  started.on('message', (message: { id: number; laid?: ElkNode; error?: string }) => {
+  started.on('message', (message: { id: number; laid?: ElkNode | undefined; error?: string | undefined }) => {
     const job = jobs.get(message.id);
     jobs.delete(message.id);
     if (message.laid) job?.resolve(message.laid);

@@ -40,7 +40,7 @@ export interface ChartModel {
 export type GuardNamer = (from: string, event: string, index: number, guard: unknown) => string[] | undefined;
 
 /** XState's `and`, `or` and `not` are functions carrying their operands as `guards`. */
-type Combinator = ((...args: never[]) => unknown) & { guards?: unknown[] };
+type Combinator = ((...args: never[]) => unknown) & { guards?: unknown[] | undefined };
 
 function guardName(guard: unknown): string {
   if (typeof guard === 'string') return guard;

@@ -21,7 +21,7 @@ export interface SessionView {
     usage: Usage;
     outcome: string | null;
     /** With handoffs: the agent that has the conversation and who handed it over (absent: the entry agent). */
-    agent?: { name: string; from: string };
+    agent?: { name: string; from: string } | undefined;
     /** The operations' persisted state (session row version 3): slices, the point in progress, a yield waited on. */
     operations: {
       slices: Record<string, unknown>;
@@ -32,15 +32,15 @@ export interface SessionView {
   /** The log, or in a page its last `LOG_SHOWN` messages (the page shows no more of it). */
   messages: Message[];
   /** The log position of `messages[0]` (0, or more in a page given only the log's end). */
-  logFrom?: number;
+  logFrom?: number | undefined;
   trace: ReadTraceEntry[];
   /**
    * The last stored trace entry's seq when the page holds only the trace's start (a served page
    * of a long session: the live stream brings the rest); absent when `trace` is all of it.
    */
-  traceTo?: number;
+  traceTo?: number | undefined;
   /** Its child sessions (agent tools) and theirs, by id: a tool call that started one links to it. */
-  children?: string[];
+  children?: string[] | undefined;
 }
 
 /** Messages of the log a page holds and shows (a model call's conversation comes from the trace). */
@@ -57,7 +57,7 @@ export interface PageData {
   layouts: { chart: ChartLayout | null; driver: ChartLayout | null };
   session: SessionView;
   /** Ready-made rows (the live-actor inspector), shown before the trace's. */
-  rows?: Row[];
+  rows?: Row[] | undefined;
 }
 
 /** One line of the timeline, with what the detail pane shows when it is selected. */
@@ -76,5 +76,5 @@ export interface Row {
   /** Index of the model call (among the trace's model entries) whose prompt applies. */
   modelIndex: number;
   /** The child session this tool call started (an agent tool), when the store has it. */
-  child?: string;
+  child?: string | undefined;
 }

@@ -28,7 +28,7 @@ export const sessionPath = (sessionId: string): string => `/s/${encodeURICompone
 /** The page of a live actor `viewerInspector()` streams (ids chosen by the host, so encoded too). */
 export const actorPath = (actorId: string): string => `/a/${encodeURIComponent(actorId)}`;
 
-function document(title: string, body: string, options: { script?: string; connect?: boolean; after?: string } = {}): string {
+function document(title: string, body: string, options: { script?: string | undefined; connect?: boolean | undefined; after?: string | undefined } = {}): string {
   // An exported file has no server: no connection at all. A served page talks to its own origin only.
   const csp = [
     "default-src 'none'",

@@ -97,7 +97,7 @@ export function rowsOf(data: Pick<PageData, 'session' | 'rows'>): RowBuilder {
     },
   };
   /** A row; its detail given as `facts` and `blocks`, or built on demand by `detail`. */
-  const push = ({ facts = [], blocks = [], ...row }: Partial<Row> & Pick<Row, 'kind' | 'seq' | 'at' | 'title'> & { detail?: () => RowDetail }) =>
+  const push = ({ facts = [], blocks = [], ...row }: Partial<Row> & Pick<Row, 'kind' | 'seq' | 'at' | 'title'> & { detail?: (() => RowDetail) | undefined }) =>
     builder.rows.push({
       time: clock(row.at),
       state,

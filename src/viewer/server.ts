@@ -39,13 +39,13 @@ export class ViewerListenError extends LoopchartError {
 export interface ViewerOptions {
   store: SessionStore;
   /** Default 4317; 0 picks a free port. */
-  port?: number;
+  port?: number | undefined;
   /** How often a live page's store is polled for new steps, in ms (default 250). */
-  pollMs?: number;
+  pollMs?: number | undefined;
   /** Shown on the home page (the store's location). */
-  storeLabel?: string;
+  storeLabel?: string | undefined;
   /** How far a live page may fall behind before it is dropped (it reconnects where it was). */
-  live?: LiveLimitsInput;
+  live?: LiveLimitsInput | undefined;
 }
 
 export interface RunningViewer {

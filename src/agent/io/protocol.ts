@@ -43,7 +43,7 @@ export interface IoDeps {
   /** The agent's guardrails (null: none). */
   guardrails: GuardrailPlan | null;
   /** Told when the IO stops (its run ended, or the actor stopped mid-run), with the last request's key. */
-  onStop?: (lastKey: string | undefined) => void;
+  onStop?: ((lastKey: string | undefined) => void) | undefined;
 }
 
 /** With handoffs: the speaking agent's instructions (instead of the agent's) and its view of the conversation. */
@@ -61,7 +61,7 @@ export type IoRequest =
   | { type: 'toolset'; key: string }
   /** `tools`: the run's recorded set, offered to the model. */
   /** `model`: which of the agent's models (its index) takes the call. */
-  | { type: 'model'; key: string; turn: number; sessionId: string; conversation: ConversationRef; slices: Slices; tools: readonly ToolDefinition[]; model: number; speaker?: SpeakerView }
+  | { type: 'model'; key: string; turn: number; sessionId: string; conversation: ConversationRef; slices: Slices; tools: readonly ToolDefinition[]; model: number; speaker?: SpeakerView | undefined }
   /** Runs the operations of a hook point in list order from `from`, until one yields. */
   | {
       type: 'operation';
@@ -122,7 +122,7 @@ export type IoRequest =
   /** Stops everything in flight: the run no longer needs it. */
   | { type: 'abort' }
   /** A decision or a steer for a child run (an agent tool's): routed by the first part of its path. */
-  | { type: 'forward'; event: { type: string; toolCallId?: string; target?: string } };
+  | { type: 'forward'; event: { type: string; toolCallId?: string | undefined; target?: string | undefined } };
 
 /** What the IO reports. Only events the IO actor made are accepted (see `fromIo`). */
 export type IoEvent =
