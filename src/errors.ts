@@ -80,10 +80,16 @@ export const ERROR_CODES = [
   'InvalidSchedulerOptions',
   // A child run an agent tool started did not complete, or answered a shape its tool refuses.
   'SubagentFailed',
+  // A child run would start deeper in the tree of agents than its agent tool's maxDepth allows.
+  'SubagentDepth',
   // runAgent / streamAgent: a Failed run whose cause was not a loopchart error itself.
   'RunFailed',
   // An agent with an output schema whose model never gave an answer that validates.
   'StructuredOutput',
+  // loopchart/evals: a dataset file, a case that could not run, a scorer that failed.
+  'InvalidDataset',
+  'EvalCaseFailed',
+  'ScorerFailed',
 ] as const;
 
 /** The union of every loopchart error `code`. */

@@ -1,0 +1,144 @@
+import type { Outcome } from '../schemas.js';
+import type { TraceEntry } from '../sessions/trace.js';
+import { lastOfEach } from './record.js';
+
+/*
+ * The decisions of a session, read from its trace, each with the rule that took it as far as the
+ * trace records it: the brain's guard for a compaction or a stop (its decision order's names,
+ * machines/loop.machine.ts), the driver's part for what it records (the tools a model call was
+ * offered, a guardrail's verdict, an approval asked, a seal's reason, a repetition, a handoff).
+ * Two runs are compared by `what` alone: ids, times and keys never make a difference.
+ */
+
+export type DecisionKind = 'model' | 'tools' | 'compact' | 'guardrail' | 'approval' | 'repetition' | 'handoff' | 'fallback' | 'done';
+
+/** One decision: what was decided (compared) and the rule that decided it (shown). */
+export interface Decision {
+  /** 1-based position in the session's decisions. */
+  step: number;
+  /** 0-based index of the run among the session's runs (the n-th prompt). */
+  run: number;
+  kind: DecisionKind;
+  what: string;
+  rule: string;
+}
+
+/** The first decision where two runs part: the step, and each side's decision there (null past its end). */
+export interface DecisionDifference {
+  step: number;
+  recorded: Decision | null;
+  got: Decision | null;
+}
+
+/** Arguments as compact JSON with sorted keys, cut at 120 characters. */
+export function argsText(args: unknown): string {
+  const sorted = (value: unknown): unknown =>
+    Array.isArray(value)
+      ? value.map(sorted)
+      : value !== null && typeof value === 'object'
+        ? Object.fromEntries(Object.keys(value).sort().map((key) => [key, sorted((value as Record<string, unknown>)[key])]))
+        : value;
+  const text = JSON.stringify(sorted(args)) ?? 'undefined';
+  return text.length > 120 ? `${text.slice(0, 120)}…` : text;
+}
+
+/** The brain's rule for a run's end (a guard of its decision order, or who ended it). */
+function doneRule(outcome: Outcome): string {
+  switch (outcome.type) {
+    case 'Completed':
+      return 'brain: the reply asked for no tool (the run completes)';
+    case 'MaxTurnsExceeded':
+      return 'brain: turnLimitReached (policy.maxTurns)';
+    case 'Cancelled':
+      return 'brain: cancelRequested';
+    case 'Sealed':
+      return `driver: sealed (${outcome.reason})`;
+    case 'Failed':
+      return `driver: failed with ${outcome.error.type}`;
+  }
+}
+
+const outcomeText = (outcome: Outcome): string =>
+  outcome.type === 'Sealed' ? `Sealed: ${outcome.reason}` : outcome.type === 'Failed' ? `Failed ${outcome.error.type}` : outcome.type;
+
+/**
+ * The decisions a trace records, in order (retried effects counted once).
+ *
+ * @example
+ * ```ts
+ * const trace = (await readSessionTrace(store, 'support-42')).flatMap((r) => ('entry' in r ? [r.entry] : []));
+ * for (const d of decisionsOf(trace)) console.log(d.step, d.what, '←', d.rule);
+ * ```
+ */
+export function decisionsOf(trace: readonly TraceEntry[]): Decision[] {
+  const decisions: Decision[] = [];
+  const runs = new Map<number, number>();
+  const runOf = (run: number) => {
+    if (!runs.has(run)) runs.set(run, runs.size);
+    return runs.get(run)!;
+  };
+  const add = (run: number, kind: DecisionKind, what: string, rule: string) => decisions.push({ step: decisions.length + 1, run: runOf(run), kind, what, rule });
+  for (const entry of lastOfEach(trace)) {
+    switch (entry.type) {
+      case 'run':
+        runOf(entry.run);
+        break;
+      case 'model': {
+        const offered = [...entry.tools].sort().join(', ');
+        add(entry.run, 'model', `call the model (turn ${entry.turn}) offering [${offered}]`, 'brain: CallLLM (no stop or compaction guard held); driver: the tools offered');
+        const calls = entry.reply?.message.toolCalls ?? [];
+        if (calls.length > 0) {
+          add(entry.run, 'tools', `call tools ${calls.map((call) => `${call.name}(${argsText(call.args)})`).join(', ')}`, 'brain: CallTools (the reply asked for tools)');
+        }
+        break;
+      }
+      case 'compaction':
+        add(entry.run, 'compact', `compact (${entry.reason})`, entry.reason === 'Emergency' ? 'brain: atEmergencyLine' : 'brain: aboveCompactThreshold');
+        break;
+      case 'guardrail':
+        add(entry.run, 'guardrail', `guardrail ${entry.name} (${entry.stage}): ${entry.verdict?.type ?? `error ${entry.error?.name ?? ''}`.trim()}`, `guardrail '${entry.name}' on the ${entry.stage}`);
+        break;
+      case 'approval.requested':
+        add(entry.run, 'approval', `ask approval for ${entry.calls.length} call(s)`, 'driver: the tool needs approval (needsApproval or a tool policy)');
+        break;
+      case 'approval':
+        add(entry.run, 'approval', `approval ${entry.approved ? 'granted' : 'denied'}`, `decided by ${entry.by ?? 'the host'}${entry.reason ? `: ${entry.reason}` : ''}`);
+        break;
+      case 'repetition':
+        add(entry.run, 'repetition', `answer a batch repeated ${entry.times} times with a note`, 'driver: repetition');
+        break;
+      case 'handoff':
+        add(entry.run, 'handoff', `hand off from ${entry.from} to ${entry.to}`, 'driver: the model called a transfer tool');
+        break;
+      case 'fallback':
+        add(entry.run, 'fallback', `fall back from ${entry.from} to ${entry.to}`, `driver: fallbackOn ${entry.trigger}`);
+        break;
+      case 'finished':
+        add(entry.run, 'done', `done: ${outcomeText(entry.outcome)}`, doneRule(entry.outcome));
+        break;
+      default:
+        break;
+    }
+  }
+  return decisions;
+}
+
+/**
+ * The first step where `got` decides otherwise than `recorded` (or one ends first), or null when
+ * they decide alike throughout.
+ *
+ * @example
+ * ```ts
+ * const difference = firstDifference(decisionsOf(recordedTrace), decisionsOf(newTrace));
+ * if (difference) console.log(difference.step, difference.recorded?.what, '→', difference.got?.what);
+ * ```
+ */
+export function firstDifference(recorded: readonly Decision[], got: readonly Decision[]): DecisionDifference | null {
+  const length = Math.max(recorded.length, got.length);
+  for (let i = 0; i < length; i++) {
+    const a = recorded[i] ?? null;
+    const b = got[i] ?? null;
+    if (a?.what !== b?.what || a?.run !== b?.run) return { step: i + 1, recorded: a, got: b };
+  }
+  return null;
+}

@@ -1,0 +1,111 @@
+import type { SideEffectOutputs } from '../agent/executor.js';
+import { ModelError } from '../model.js';
+import type { ToolCall, ToolMessage } from '../schemas.js';
+import type { TraceEntry } from '../sessions/trace.js';
+import type { EvalCase } from './dataset.js';
+import { argsText } from './decisions.js';
+import { lastOfEach } from './record.js';
+
+/*
+ * What a case's recording (or its hand-written tool answers) says the outside world answered:
+ * tool results by call, model replies by run and turn, approval decisions by call. A quarantined
+ * run asks here instead of calling anything.
+ */
+
+/** Where a tool call's result came from in a case's run. */
+export type ToolSourceKind = 'recorded' | 'live' | 'unrecorded';
+
+const callKey = (name: string, args: unknown) => `${name}\u0000${argsText(args)}`;
+
+/** The result a quarantined run gives a call the recording has no result for (decided: the run goes on, the model reads it). */
+export function unrecordedResult(call: ToolCall): ToolMessage {
+  return {
+    role: 'tool',
+    toolCallId: call.id,
+    toolName: call.name,
+    content: `unrecorded call: the recording has no result for ${call.name}(${argsText(call.args)}); tools are quarantined (make this tool live to run it)`,
+    isError: true,
+  };
+}
+
+export class RecordedWorld {
+  /** Results by call id (a dry run asks with the recorded ids), and by name + args, in order, for a live model's new ids. */
+  readonly #byId = new Map<string, { key: string; result: ToolMessage }>();
+  readonly #byCall = new Map<string, ToolMessage[]>();
+  readonly #used = new Map<string, number>();
+  readonly #replies = new Map<string, Extract<TraceEntry, { type: 'model' }>>();
+  readonly #approvals = new Map<string, { approved: boolean; reason?: string }>();
+  readonly #approvalsByCall = new Map<string, { approved: boolean; reason?: string }>();
+  readonly #answers: NonNullable<EvalCase['toolResults']>;
+
+  constructor(evalCase: EvalCase) {
+    this.#answers = evalCase.toolResults ?? [];
+    const trace = evalCase.recording ? lastOfEach(evalCase.recording.trace) : [];
+    const runs = new Map<number, number>();
+    const calls = new Map<string, ToolCall>();
+    for (const entry of trace) {
+      if (entry.type === 'run' && !runs.has(entry.run)) runs.set(entry.run, runs.size);
+      if (entry.type === 'model') {
+        this.#replies.set(`${runs.get(entry.run) ?? 0}:${entry.turn}`, entry);
+        for (const call of entry.reply?.message.toolCalls ?? []) calls.set(call.id, call);
+      }
+      if (entry.type === 'tool' && entry.result) {
+        const key = callKey(entry.call.name, entry.call.args);
+        this.#byId.set(entry.call.id, { key, result: entry.result });
+        this.#byCall.set(key, [...(this.#byCall.get(key) ?? []), entry.result]);
+      }
+      if (entry.type === 'approval') {
+        const decision = { approved: entry.approved, ...(entry.reason !== undefined && { reason: entry.reason }) };
+        this.#approvals.set(entry.toolCallId, decision);
+        const call = calls.get(entry.toolCallId);
+        if (call) this.#approvalsByCall.set(callKey(call.name, call.args), decision);
+      }
+    }
+  }
+
+  /** The recorded result for a call, under the call's own id; undefined when the recording has none. */
+  toolResult(call: ToolCall): ToolMessage | undefined {
+    const key = callKey(call.name, call.args);
+    // A dry run asks with the recorded ids; the same id for another call (a live model numbers its calls alike) does not count.
+    const byId = this.#byId.get(call.id);
+    let result = byId?.key === key ? byId.result : undefined;
+    if (!result) {
+      // The same call made again takes the next recorded result, the last one once they run out.
+      const results = this.#byCall.get(key);
+      if (!results) return this.#answer(call);
+      const used = this.#used.get(key) ?? 0;
+      result = results[Math.min(used, results.length - 1)]!;
+      this.#used.set(key, used + 1);
+    }
+    return { ...result, toolCallId: call.id, toolName: call.name };
+  }
+
+  /** A hand-written answer for the call: by name, and args when the answer gives them. */
+  #answer(call: ToolCall): ToolMessage | undefined {
+    const answer = this.#answers.find((a) => a.name === call.name && (a.args === undefined || argsText(a.args) === argsText(call.args)));
+    return answer && { role: 'tool', toolCallId: call.id, toolName: call.name, content: answer.content, ...(answer.isError && { isError: true }) };
+  }
+
+  /** The recorded reply of the run's turn (run: 0-based among the case's runs), as the model's answer; a recorded failure is thrown again. */
+  reply(run: number, turn: number): SideEffectOutputs['model'] {
+    const entry = this.#replies.get(`${run}:${turn}`);
+    if (!entry) throw new ModelError(`unrecorded model call: the recording has no reply for run ${run + 1}, turn ${turn}`, { retryable: false });
+    if (!entry.reply) throw new ModelError(`recorded failure: ${entry.error?.message ?? 'the model call failed'}`, { retryable: false });
+    const { message, finishReason, usage } = entry.reply;
+    return {
+      message,
+      finishReason: (finishReason ?? (message.toolCalls?.length ? 'tool-calls' : 'stop')) as SideEffectOutputs['model']['finishReason'],
+      ...(usage && { usage }),
+    };
+  }
+
+  /** The recorded decision on a call that needed approval (by id, else by name + args). */
+  approval(call: { id: string; name: string; args: unknown }): { approved: boolean; reason?: string } | undefined {
+    return this.#approvals.get(call.id) ?? this.#approvalsByCall.get(callKey(call.name, call.args));
+  }
+
+  /** Tool names the recording ran. */
+  toolNames(): Set<string> {
+    return new Set([...this.#byId.values()].map(({ result }) => result.toolName));
+  }
+}

@@ -1,0 +1,204 @@
+import { createAgentMachine } from '../../machines/agent.machine.js';
+import type { AgentConfig } from '../agent/config.js';
+import { inProcessExecutor, type Executor, type SideEffect, type SideEffectOutputs } from '../agent/executor.js';
+import type { AgentOutcome } from '../agent/failure.js';
+import { answerWaits } from '../agent/unattended.js';
+import { LoopchartError } from '../errors.js';
+import type { Usage } from '../model.js';
+import type { Message } from '../schemas.js';
+import { DurableSession } from '../sessions/durable-session.js';
+import { readSessionTrace, type TraceEntry } from '../sessions/trace.js';
+import { MemorySessionStore } from '../stores/memory.js';
+import type { EvalCase } from './dataset.js';
+import { decisionsOf, firstDifference, type Decision, type DecisionDifference } from './decisions.js';
+import { EvalCaseError } from './errors.js';
+import { lastOfEach } from './record.js';
+import { RecordedWorld, unrecordedResult, type ToolSourceKind } from './recorded.js';
+
+/** The agent a case runs against: a config, or a function giving one per case (a throw fails that case only). */
+export type EvalAgent = AgentConfig | ((evalCase: EvalCase) => AgentConfig | Promise<AgentConfig>);
+
+export interface RunCaseOptions {
+  /**
+   * 'live' (default): the agent's model answers. 'recorded': a dry run, each model call answered
+   * with the recording's reply of the same run and turn (a call it has none for fails the run
+   * with a ModelError saying so).
+   */
+  model?: 'live' | 'recorded';
+  /** Tools that run for real; every other call is answered from the recording (quarantined). */
+  liveTools?: readonly string[];
+  /** The case's runs must end within this, in ms (default 120 000): past it they are cancelled and the case fails. */
+  timeoutMs?: number;
+  /** For a dry run (`sessions replay --against`): a recorded tool the agent no longer has is a difference to show, not a failed case. */
+  allowMissingTools?: boolean;
+}
+
+/** One tool call of the new run and where its result came from. */
+export interface RunToolCall {
+  name: string;
+  args: unknown;
+  content: string;
+  isError: boolean;
+  source: ToolSourceKind;
+}
+
+/** What one case's new run did: what scorers read (plain JSON, stored per case in the results file). */
+export interface CaseRun {
+  caseId: string;
+  model: 'live' | 'recorded';
+  /** The last run's outcome. */
+  outcome: AgentOutcome;
+  /** The last run's final text ('' unless it completed). */
+  text: string;
+  /** The last run's structured answer, when the agent has an output schema. */
+  output?: unknown;
+  /** The conversation after the last run. */
+  messages: Message[];
+  toolCalls: RunToolCall[];
+  /** Model calls made (all runs). */
+  turns: number;
+  usage: Usage;
+  costUsd?: number;
+  /** Wall time of the runs, in ms. */
+  ms: number;
+  guardrails: { name: string; stage: 'input' | 'output'; verdict: string }[];
+  decisions: Decision[];
+  /** The first decision that differs from the recording's; null when none does; absent for a case without a recording. */
+  difference?: DecisionDifference | null;
+}
+
+const DEFAULT_TIMEOUT_MS = 120_000;
+
+/** Calls the recording ran of tools the agent does not have (unknowable with tool sources: those are listed at run time). */
+function missingTools(config: AgentConfig, world: RecordedWorld): string[] {
+  if (config.toolSources?.length) return [];
+  const have = new Set((config.tools ?? []).map((tool) => tool.name));
+  return [...world.toolNames()].filter((name) => !have.has(name)).sort();
+}
+
+/**
+ * Runs one case against an agent in a session of its own (in memory, with a trace), its tools
+ * quarantined: each call answered from the recording (or the case's `toolResults`), a call with
+ * no answer given an `unrecorded call` error result, only `liveTools` run. Approvals are decided
+ * as recorded (not recorded: denied), an operation that yields is sealed. Throws `EvalCaseError`.
+ *
+ * @example
+ * ```ts
+ * const run = await runCase(evalCase, { model, instructions: 'Be brief.', tools }, { model: 'recorded' });
+ * console.log(run.outcome.type, run.difference?.step);
+ * ```
+ */
+export async function runCase(evalCase: EvalCase, agent: EvalAgent, options: RunCaseOptions = {}): Promise<CaseRun> {
+  const caseId = evalCase.id;
+  const mode = options.model ?? 'live';
+  if (mode === 'recorded' && !evalCase.recording) throw new EvalCaseError(caseId, 'recording', 'a dry run (model: recorded) needs a recorded case; this one is hand-written');
+  let config: AgentConfig;
+  try {
+    config = typeof agent === 'function' ? await agent(evalCase) : agent;
+    if (!config || typeof config !== 'object' || !('model' in config)) throw new Error('the agent is not an AgentConfig ({ model, tools, ... })');
+  } catch (error) {
+    throw new EvalCaseError(caseId, 'agent', `the agent could not be had: ${messageOf(error)}`, { cause: error });
+  }
+  const world = new RecordedWorld(evalCase);
+  const missing = missingTools(config, world);
+  if (missing.length > 0 && !options.allowMissingTools) {
+    throw new EvalCaseError(caseId, 'tools', `the recording calls tools the agent no longer has: ${missing.join(', ')}`);
+  }
+  const live = new Set(options.liveTools ?? []);
+  const sources = new Map<string, ToolSourceKind>();
+  let run = -1;
+  const inner = config.executor ?? inProcessExecutor;
+  const quarantine: Executor = async <K extends keyof SideEffectOutputs>(effect: SideEffect<K>, perform: () => Promise<SideEffectOutputs[K]>) => {
+    if (effect.kind === 'tool') {
+      const { call } = (effect as SideEffect<'tool'>).input;
+      if (live.has(call.name)) {
+        sources.set(call.id, 'live');
+        return inner(effect, perform);
+      }
+      const recorded = world.toolResult(call);
+      sources.set(call.id, recorded ? 'recorded' : 'unrecorded');
+      return (recorded ?? unrecordedResult(call)) as SideEffectOutputs[K];
+    }
+    if (effect.kind === 'model' && mode === 'recorded') return world.reply(run, (effect as SideEffect<'model'>).input.turn) as SideEffectOutputs[K];
+    return inner(effect, perform);
+  };
+  let machine;
+  try {
+    machine = createAgentMachine({ ...config, executor: quarantine, ...(mode === 'recorded' && { retry: false as const }) });
+  } catch (error) {
+    throw new EvalCaseError(caseId, 'agent', `the agent's config is refused: ${messageOf(error)}`, { cause: error });
+  }
+  const store = new MemorySessionStore();
+  const sessionId = `eval-${caseId}`;
+  const started = performance.now();
+  let session: DurableSession | undefined;
+  let stopAnswering = () => {};
+  try {
+    session = await DurableSession.open({ machine, store, sessionId, ...(evalCase.history && { history: evalCase.history }) });
+    stopAnswering = answerWaits(session.actor, {
+      approve: (request) => world.approval({ id: request.toolCallId, name: request.toolName, args: request.args }) ?? { approved: false, reason: 'unrecorded approval: the recording has no decision for this call' },
+    });
+    const deadline = performance.now() + (options.timeoutMs ?? DEFAULT_TIMEOUT_MS);
+    for (const prompt of evalCase.input) {
+      run++;
+      session.send({ type: 'input', message: prompt });
+      await within(session, deadline - performance.now(), caseId);
+    }
+  } catch (error) {
+    if (EvalCaseError.isInstance(error)) throw error;
+    throw new EvalCaseError(caseId, 'run', `the run failed: ${messageOf(error)}`, { cause: error });
+  } finally {
+    stopAnswering();
+    await session?.close().catch(() => {});
+  }
+  const ms = performance.now() - started;
+  const trace = (await readSessionTrace(store, sessionId)).flatMap((record) => ('entry' in record ? [record.entry] : []));
+  return summarize(evalCase, trace, session.actor.getSnapshot().context.brain.context.history, sources, mode, ms);
+}
+
+/** Waits for the session to be idle, cancelling the run past the deadline (then the case fails). */
+async function within(session: DurableSession, ms: number, caseId: string): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const timedOut = new Promise<'timeout'>((resolve) => (timer = setTimeout(() => resolve('timeout'), Math.max(0, ms))));
+  try {
+    const idle = await Promise.race([session.whenIdle(), timedOut]);
+    if (idle !== 'timeout') return;
+    session.send({ type: 'cancel' });
+    throw new EvalCaseError(caseId, 'run', `the run did not finish within its time (${Math.round(ms)} ms left of the case's timeoutMs): cancelled`);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+function summarize(evalCase: EvalCase, trace: readonly TraceEntry[], messages: readonly Message[], sources: ReadonlyMap<string, ToolSourceKind>, model: 'live' | 'recorded', ms: number): CaseRun {
+  const finished = trace.filter((entry): entry is Extract<TraceEntry, { type: 'finished' }> => entry.type === 'finished');
+  const last = finished.at(-1);
+  if (!last) throw new EvalCaseError(evalCase.id, 'run', 'the session records no finished run');
+  const outcome = last.outcome as AgentOutcome;
+  const usage = finished.reduce((sum, entry) => ({ inputTokens: sum.inputTokens + entry.usage.inputTokens, outputTokens: sum.outputTokens + entry.usage.outputTokens }), { inputTokens: 0, outputTokens: 0 });
+  const costs = finished.flatMap((entry) => (entry.costUsd === undefined ? [] : [entry.costUsd]));
+  const decisions = decisionsOf(trace);
+  const output = outcome.type === 'Completed' ? (outcome as { output?: unknown }).output : undefined;
+  return {
+    caseId: evalCase.id,
+    model,
+    outcome,
+    text: outcome.type === 'Completed' ? outcome.finalText : '',
+    ...(output !== undefined && { output }),
+    messages: [...messages],
+    toolCalls: trace.flatMap((entry) =>
+      entry.type === 'tool' && entry.result
+        ? [{ name: entry.call.name, args: entry.call.args, content: entry.result.content, isError: Boolean(entry.result.isError), source: sources.get(entry.call.id) ?? 'live' }]
+        : [],
+    ),
+    turns: lastOfEach(trace).filter((entry) => entry.type === 'model').length,
+    usage,
+    ...(costs.length > 0 && { costUsd: costs.reduce((a, b) => a + b, 0) }),
+    ms,
+    guardrails: trace.flatMap((entry) => (entry.type === 'guardrail' ? [{ name: entry.name, stage: entry.stage, verdict: entry.verdict?.type ?? 'error' }] : [])),
+    decisions,
+    ...(evalCase.recording && { difference: firstDifference(decisionsOf(evalCase.recording.trace), decisions) }),
+  };
+}
+
+const messageOf = (error: unknown): string => (LoopchartError.isInstance(error) || error instanceof Error ? error.message : String(error)).split('\n')[0]!;

@@ -1,0 +1,252 @@
+import { appendFile, mkdir, readFile } from 'node:fs/promises';
+import { dirname } from 'node:path';
+import { z } from 'zod';
+import { LoopchartError } from '../errors.js';
+import { loadDataset, type Dataset, type EvalCase } from './dataset.js';
+import { DatasetError, EvalCaseError, ScorerError } from './errors.js';
+import { runCase, type CaseRun, type EvalAgent, type RunCaseOptions } from './run-case.js';
+import { ScoreValueSchema, expectations, sameDecisions, type Scorer } from './scorers.js';
+
+/** One scorer's verdict on one case: the score (null: does not apply), whether it passed, why, or the error that stopped it. */
+export interface CaseScore {
+  score: number | null;
+  pass: boolean;
+  reason?: string;
+  error?: string;
+}
+
+/** One case's result: its run, or the typed error that stopped it (`code`, `problem`, `message`), and its scores. */
+export interface CaseResult {
+  caseId: string;
+  run?: CaseRun;
+  error?: { code: string; problem?: string; message: string };
+  scores: Record<string, CaseScore>;
+}
+
+/** One scorer over the dataset: mean score and pass rate over the cases it applies to, its errors, and its gate. */
+export interface ScorerSummary {
+  name: string;
+  /** Cases the score applies to (errored cases count, as 0). */
+  cases: number;
+  mean: number;
+  passed: number;
+  errors: number;
+  threshold?: number;
+  /** False when the mean is below the threshold. */
+  gate: boolean;
+}
+
+export interface EvalReport {
+  cases: CaseResult[];
+  scorers: ScorerSummary[];
+  /** Cases that could not run (their typed errors are in `cases`). */
+  failedCases: number;
+  /** Why the gate fails, one line each; empty when it holds. */
+  gateFailures: string[];
+  passed: boolean;
+  ms: number;
+}
+
+/** Progress of a dataset run, for a progress bar (the CLI writes it to stderr). */
+export interface EvalProgress {
+  done: number;
+  total: number;
+  caseId: string;
+  status: 'ok' | 'error' | 'skipped';
+  ms: number;
+}
+
+export interface RunEvalOptions extends Omit<RunCaseOptions, 'allowMissingTools'> {
+  /** A dataset folder, or a loaded dataset. */
+  dataset: string | Dataset;
+  agent: EvalAgent;
+  /** Default: `expectations()` and `sameDecisions()`. */
+  scorers?: readonly Scorer[];
+  /** Cases run at once (default 4). */
+  concurrency?: number;
+  /**
+   * A JSONL file each finished case is appended to as it finishes; cases already in it are not
+   * run again (an interrupted evaluation resumes). Delete it to start over.
+   */
+  resultsFile?: string;
+  /** Cases that may fail before the gate fails (default 0). */
+  maxFailedCases?: number;
+  onProgress?: (progress: EvalProgress) => void;
+}
+
+const DEFAULT_SCORER_TIMEOUT_MS = 30_000;
+
+/** A results-file line, read back loosely: only what a resumed evaluation needs is checked. */
+const StoredResultSchema = z.looseObject({ caseId: z.string(), scores: z.record(z.string(), z.looseObject({ score: z.number().nullable(), pass: z.boolean() })) });
+
+/**
+ * Runs every case of a dataset against an agent (see `runCase`: a new session per case, tools
+ * quarantined, the model live or recorded), `concurrency` at a time, then scores each with every
+ * scorer and sums up per scorer against its threshold. A case that cannot run (a corrupt file, a
+ * recording this build cannot read, tools the agent lost, an agent that fails to load, a run that
+ * breaks) is a typed error in its result and scores 0; a scorer that throws or hangs fails only
+ * its score. The report's `passed` is the CI gate.
+ *
+ * @example
+ * ```ts
+ * const report = await runEval({ dataset: 'evals/support', agent: config, model: 'recorded', scorers: [outcomeIs('Completed', { threshold: 1 })] });
+ * console.log(formatTable(report));
+ * process.exitCode = report.passed ? 0 : 1;
+ * ```
+ */
+export async function runEval(options: RunEvalOptions): Promise<EvalReport> {
+  const started = performance.now();
+  const dataset = typeof options.dataset === 'string' ? await loadDataset(options.dataset) : options.dataset;
+  const scorers = options.scorers ?? [...expectations(), sameDecisions()];
+  const names = new Set<string>();
+  for (const s of scorers) {
+    if (names.has(s.name)) throw new ScorerError('(all)', s.name, 'two scorers have this name: give one another name');
+    names.add(s.name);
+  }
+  const previous = options.resultsFile ? await readResults(options.resultsFile) : new Map<string, CaseResult>();
+  const total = dataset.cases.length + dataset.problems.length;
+  let done = 0;
+  const progress = (caseId: string, status: EvalProgress['status'], ms: number) => options.onProgress?.({ done: ++done, total, caseId, status, ms });
+  const record = async (result: CaseResult) => {
+    if (!options.resultsFile) return;
+    await mkdir(dirname(options.resultsFile), { recursive: true });
+    await appendFile(options.resultsFile, `${JSON.stringify(result)}\n`);
+  };
+
+  const results = new Map<string, CaseResult>();
+  for (const problem of dataset.problems) {
+    const caseId = problem.caseId ?? problem.file;
+    results.set(caseId, failed(caseId, problem, 'dataset', scorers));
+    progress(caseId, 'error', 0);
+  }
+  const queue = dataset.cases.filter((evalCase) => {
+    const stored = previous.get(evalCase.id);
+    if (!stored) return true;
+    results.set(evalCase.id, stored);
+    return false;
+  });
+  for (const evalCase of dataset.cases) if (previous.has(evalCase.id)) progress(evalCase.id, 'skipped', 0);
+  // Scores of stored cases for scorers added since: computed from the stored run.
+  for (const [caseId, result] of results) {
+    const evalCase = dataset.cases.find((c) => c.id === caseId);
+    if (evalCase && result.run) Object.assign(result.scores, await scoreCase(evalCase, result.run, scorers.filter((s) => !(s.name in result.scores))));
+  }
+
+  let next = 0;
+  const worker = async () => {
+    while (next < queue.length) {
+      const evalCase = queue[next++]!;
+      const t0 = performance.now();
+      let result: CaseResult;
+      try {
+        const run = await runCase(evalCase, options.agent, options);
+        result = { caseId: evalCase.id, run, scores: await scoreCase(evalCase, run, scorers) };
+      } catch (error) {
+        result = failed(evalCase.id, error, 'run', scorers);
+      }
+      results.set(evalCase.id, result);
+      await record(result);
+      progress(evalCase.id, result.error ? 'error' : 'ok', performance.now() - t0);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.max(1, Math.min(options.concurrency ?? 4, queue.length)) }, worker));
+
+  const ordered = [...dataset.problems.map((p) => p.caseId ?? p.file), ...dataset.cases.map((c) => c.id)].map((id) => results.get(id)!);
+  return summarizeReport(ordered, scorers, options.maxFailedCases ?? 0, performance.now() - started);
+}
+
+/** A case that did not run: its error, and every scorer's score 0 (failed). */
+function failed(caseId: string, error: unknown, problem: string, scorers: readonly Scorer[]): CaseResult {
+  const typed = LoopchartError.isInstance(error) ? error : new EvalCaseError(caseId, 'run', String((error as Error)?.message ?? error), { cause: error });
+  const message = typed.message;
+  return {
+    caseId,
+    error: { code: typed.code, problem: EvalCaseError.isInstance(typed) ? typed.problem : DatasetError.isInstance(typed) ? 'dataset' : problem, message },
+    scores: Object.fromEntries(scorers.map((s) => [s.name, { score: 0, pass: false, error: 'the case did not run' }])),
+  };
+}
+
+/** Every scorer on one run, each with its timeout: a throw, a hang or a bad value fails that score only. */
+export async function scoreCase(evalCase: EvalCase, run: CaseRun, scorers: readonly Scorer[]): Promise<Record<string, CaseScore>> {
+  const entries = await Promise.all(
+    scorers.map(async (s): Promise<[string, CaseScore]> => {
+      try {
+        const value = ScoreValueSchema.safeParse(await timed(s, evalCase, run));
+        if (!value.success) throw new ScorerError(evalCase.id, s.name, `returned no score (a number 0..1, a boolean, { score, reason } or null): ${z.prettifyError(value.error).split('\n').join(' ')}`);
+        const v = value.data;
+        if (v === null) return [s.name, { score: null, pass: true, reason: 'does not apply' }];
+        const score = typeof v === 'boolean' ? (v ? 1 : 0) : typeof v === 'number' ? v : v.score;
+        const reason = typeof v === 'object' ? v.reason : undefined;
+        return [s.name, { score, pass: score >= (s.passAt ?? 1), ...(reason !== undefined && { reason }) }];
+      } catch (error) {
+        const typed = ScorerError.isInstance(error) ? error : new ScorerError(evalCase.id, s.name, `threw: ${(error as Error)?.message ?? String(error)}`, { cause: error });
+        return [s.name, { score: 0, pass: false, error: typed.message }];
+      }
+    }),
+  );
+  return Object.fromEntries(entries);
+}
+
+/** One score, settled by its timeout (the scorer's signal aborts then; a scorer that ignores it is left behind). */
+async function timed(s: Scorer, evalCase: EvalCase, run: CaseRun): Promise<unknown> {
+  const ms = s.timeoutMs ?? DEFAULT_SCORER_TIMEOUT_MS;
+  const controller = new AbortController();
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => {
+      const error = new ScorerError(evalCase.id, s.name, `did not answer within ${ms} ms`);
+      controller.abort(error);
+      reject(error);
+    }, ms);
+  });
+  try {
+    return await Promise.race([Promise.resolve().then(() => s.score(evalCase, run, { signal: controller.signal })), timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** Aggregates per scorer and the gate. */
+export function summarizeReport(cases: CaseResult[], scorers: readonly Scorer[], maxFailedCases: number, ms: number): EvalReport {
+  const summaries = scorers.map((s): ScorerSummary => {
+    const scores = cases.map((c) => c.scores[s.name]).filter((score): score is CaseScore => score !== undefined && score.score !== null);
+    const mean = scores.length ? scores.reduce((sum, score) => sum + score.score!, 0) / scores.length : 1;
+    return {
+      name: s.name,
+      cases: scores.length,
+      mean,
+      passed: scores.filter((score) => score.pass).length,
+      errors: scores.filter((score) => score.error).length,
+      ...(s.threshold !== undefined && { threshold: s.threshold }),
+      gate: s.threshold === undefined || mean >= s.threshold,
+    };
+  });
+  const failedCases = cases.filter((c) => c.error).length;
+  const gateFailures = [
+    ...summaries.filter((s) => !s.gate).map((s) => `${s.name}: mean ${s.mean.toFixed(3)} is below its threshold ${s.threshold}`),
+    ...(failedCases > maxFailedCases ? [`${failedCases} case(s) could not run (at most ${maxFailedCases} may)`] : []),
+  ];
+  return { cases, scorers: summaries, failedCases, gateFailures, passed: gateFailures.length === 0, ms };
+}
+
+/** The results file of an earlier, interrupted evaluation: finished cases by id (a torn last line is ignored). */
+async function readResults(file: string): Promise<Map<string, CaseResult>> {
+  let text: string;
+  try {
+    text = await readFile(file, 'utf8');
+  } catch (error) {
+    if ((error as { code?: unknown }).code === 'ENOENT') return new Map();
+    throw error;
+  }
+  const results = new Map<string, CaseResult>();
+  for (const line of text.split('\n')) {
+    if (!line.trim()) continue;
+    try {
+      const parsed = StoredResultSchema.safeParse(JSON.parse(line));
+      if (parsed.success) results.set(parsed.data.caseId, parsed.data as unknown as CaseResult);
+    } catch {
+      // A line cut by the interruption: that case runs again.
+    }
+  }
+  return results;
+}

@@ -1,0 +1,76 @@
+import { beforeAll, describe, expect, it } from 'vitest';
+import { recordCase } from '../../src/evals/record.js';
+import { runCase } from '../../src/evals/run-case.js';
+import { EvalCaseError } from '../../src/evals/errors.js';
+import type { EvalCase } from '../../src/evals/dataset.js';
+import { MemorySessionStore } from '../../src/stores/memory.js';
+import { calls, lookup, recordSession, supportAgent } from './support.js';
+
+const store = new MemorySessionStore();
+let recorded: EvalCase;
+
+beforeAll(async () => {
+  await recordSession(store, 'support-1');
+  recorded = await recordCase(store, 'support-1');
+  calls.lookup = 0;
+});
+
+describe('runCase', () => {
+  it('a dry run of the unchanged agent decides as recorded and calls no tool', async () => {
+    const run = await runCase(recorded, supportAgent([]), { model: 'recorded' });
+    expect(run.outcome).toEqual({ type: 'Completed', finalText: 'Order A1 was delivered; the total was 40.' });
+    expect(run.difference).toBeNull();
+    expect(run.decisions.map((d) => d.kind)).toEqual(['model', 'tools', 'model', 'done']);
+    expect(run.toolCalls).toEqual([{ name: 'lookup', args: { order: 'A1' }, content: '{"order":"A1","status":"delivered","total":40}', isError: false, source: 'recorded' }]);
+    expect(run.usage).toEqual({ inputTokens: 130, outputTokens: 22 });
+    expect(calls.lookup).toBe(0);
+  });
+
+  it('a live tool runs; a call the recording lacks gets an unrecorded-call result and the run goes on', async () => {
+    const script = [{ toolCalls: [{ name: 'lookup', args: { order: 'B2' } }] }, { text: 'done' }];
+    const quarantined = await runCase(recorded, supportAgent(script));
+    expect(quarantined.toolCalls[0]).toMatchObject({ name: 'lookup', source: 'unrecorded', isError: true });
+    expect(quarantined.toolCalls[0]!.content).toMatch(/^unrecorded call: the recording has no result for lookup\(\{"order":"B2"\}\)/);
+    expect(calls.lookup).toBe(0);
+    const live = await runCase(recorded, supportAgent(script), { liveTools: ['lookup'] });
+    expect(live.toolCalls[0]).toMatchObject({ source: 'live', isError: false });
+    expect(calls.lookup).toBe(1);
+    // The live model asked for another order: the first difference is the tool batch, with its rule.
+    expect(live.difference).toMatchObject({ step: 2, recorded: { what: 'call tools lookup({"order":"A1"})' }, got: { what: 'call tools lookup({"order":"B2"})', rule: 'brain: CallTools (the reply asked for tools)' } });
+  });
+
+  it('a lower maxTurns shows as the first differing decision, with the brain rule that took it', async () => {
+    const run = await runCase(recorded, supportAgent([], { policy: { maxTurns: 1 } }), { model: 'recorded' });
+    expect(run.outcome.type).toBe('MaxTurnsExceeded');
+    expect(run.difference).toMatchObject({
+      step: 3,
+      recorded: { what: 'call the model (turn 2) offering [lookup, refund]' },
+      got: { what: 'done: MaxTurnsExceeded', rule: 'brain: turnLimitReached (policy.maxTurns)' },
+    });
+  });
+
+  it('a tool no longer offered is the first difference of a dry run', async () => {
+    const run = await runCase(recorded, supportAgent([], { tools: [lookup] }), { model: 'recorded', allowMissingTools: true });
+    expect(run.difference).toMatchObject({ step: 1, recorded: { what: 'call the model (turn 1) offering [lookup, refund]' }, got: { what: 'call the model (turn 1) offering [lookup]' } });
+  });
+
+  it('a recording that calls a tool the agent lost is a typed error naming the case', async () => {
+    const error = await runCase(recorded, supportAgent([], { tools: [] }), { model: 'recorded' }).catch((e: unknown) => e);
+    expect(EvalCaseError.isInstance(error)).toBe(true);
+    expect(error).toMatchObject({ caseId: 'support-1', problem: 'tools', message: "case 'support-1': the recording calls tools the agent no longer has: lookup" });
+  });
+
+  it('an agent function that throws fails its case with problem agent', async () => {
+    const error = await runCase(recorded, () => {
+      throw new Error('no API key');
+    }).catch((e: unknown) => e);
+    expect(error).toMatchObject({ problem: 'agent', message: "case 'support-1': the agent could not be had: no API key" });
+  });
+
+  it('a dry run past the recording fails the run with an unrecorded model call', async () => {
+    // The first reply now has no lookup result to read: the recorded model ran out after 2 turns.
+    const cut: EvalCase = { ...recorded, recording: { ...recorded.recording!, trace: recorded.recording!.trace.filter((e) => !(e.type === 'model' && e.turn === 2)) } };
+    const run = await runCase(cut, supportAgent([]), { model: 'recorded' });
+    expect(run.outcome).toMatchObject({ type: 'Failed', error: { type: 'ModelError', message: expect.stringContaining('unrecorded model call: the recording has no reply for run 1, turn 2') } });
+  });
+});
