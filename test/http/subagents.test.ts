@@ -17,7 +17,7 @@ afterEach(async () => {
   await Promise.all(handlers.splice(0).map((handler) => handler.close()));
 });
 
-function setup(depth: 2 | 3, version: 5 | 6 = 6, options: { streams?: boolean } = {}) {
+function setup(depth: 2 | 3, version: 5 | 6 = 6, options: { streams?: boolean; sibling?: boolean } = {}) {
   const store = new MemorySessionStore();
   const team = teamAgent(depth, options);
   const handler = createChatHandler({ machine: team.machine, store, aiSdk: version });
@@ -137,3 +137,72 @@ describe('a model that does not stream', () => {
     expect(chat.errors).toEqual([]);
   });
 });
+
+describe('with the AI SDK\'s Chat (@ai-sdk/react 3, AI SDK 6) in Node', () => {
+  it('three levels deep: the page shows the grandchild\'s approval, answers it, and the run completes', async () => {
+    const { Chat } = await import('@ai-sdk/react');
+    const { DefaultChatTransport, lastAssistantMessageIsCompleteWithApprovalResponses } = await import('ai-v6');
+    // The AI SDK's own predicate waits for every call of the step to end: the call that runs the
+    // child has not (its output is preliminary), so it never sends the answer.
+    expect(lastAssistantMessageIsCompleteWithApprovalResponses({ messages: [{ id: 'a', role: 'assistant', parts: [
+      { type: 'tool-research', toolCallId: 'c1', state: 'output-available', input: {}, output: { subagent: true, text: '' }, preliminary: true },
+      { type: 'tool-transfer', toolCallId: 'c1/p1', state: 'approval-responded', input: {}, approval: { id: 'x', approved: true } },
+    ] }] as never })).toBe(false);
+    const { handler, transfers } = setup(3);
+    const direct = ((input: string | URL | Request, init?: RequestInit) => handler(new Request(new URL(String(input), 'http://127.0.0.1'), init))) as typeof fetch;
+    const chat = new Chat({
+      id: 'team-chat-class',
+      transport: new DefaultChatTransport({ api: 'http://127.0.0.1/api/chat', fetch: direct }),
+      sendAutomaticallyWhen: approvalsAnswered,
+    });
+    await within(chat.sendMessage({ text: 'Send 5 through research.' }), 5000);
+    expect(chat.error).toBeUndefined();
+    expect(chat.status).toBe('ready');
+    const parts = () => chat.lastMessage!.parts as unknown as UIMessage['parts'];
+    const asked = parts().find((p) => p.toolCallId === 'call_1_0/call_1_0/call_1_0')!;
+    expect(asked).toMatchObject({ type: 'tool-transfer', state: 'approval-requested' });
+    await chat.addToolApprovalResponse({ id: asked.approval!.id, approved: true });
+    // The approval sends itself (sendAutomaticallyWhen); wait for that response to end.
+    const deadline = Date.now() + 5000;
+    while ((chat.status !== 'ready' || parts().find((p) => p.toolCallId === 'call_1_0')?.state !== 'output-available' || parts().find((p) => p.toolCallId === 'call_1_0')?.preliminary) && Date.now() < deadline) {
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    }
+    expect(chat.error).toBeUndefined();
+    expect(transfers).toEqual(['5']);
+    expect(parts().find((p) => p.toolCallId === 'call_1_0/call_1_0/call_1_0')).toMatchObject({ state: 'output-available', output: 'sent 5' });
+    expect(parts().find((p) => p.toolCallId === 'call_1_0')).toMatchObject({ state: 'output-available', output: 'Middle done.' });
+    expect(textOf(chat.lastMessage as unknown as UIMessage)).toBe('Asking research.|All done.');
+  });
+
+  it('an answer that reaches the handler while it still holds the chat (a sibling call still runs) runs the child\'s tool', async () => {
+    const { handler, transfers } = setup(2, 6, { sibling: true });
+    const chat = page(await loadSdk(6), handler, 'team-live');
+    const user = userMessage('Send 5 through research.');
+    const first = (await chat.post({ id: 'team-live', messages: [user] })).body!.pipeThrough(new TextDecoderStream()).getReader();
+    let seen = '';
+    while (!seen.includes('tool-approval-request')) seen += (await within(first.read(), 5000)).value;
+    // The sibling still runs: the first response has not ended.
+    expect(seen).not.toContain('"finish"');
+    const approvalId = /"approvalId":"([^"]+)"/.exec(seen)![1]!;
+    const answer = { id: 'run-1', role: 'assistant', parts: [{ type: 'tool-transfer', toolCallId: 'call_1_0/call_1_0', state: 'approval-responded', input: { amount: 5 }, approval: { id: approvalId, approved: true } }] };
+    const response = await chat.post({ id: 'team-live', messages: [user, answer] });
+    expect(response.status).toBe(200);
+    const rest = await within(response.text(), 5000);
+    expect(transfers).toEqual(['5']);
+    expect(rest).toContain('{"type":"tool-output-available","toolCallId":"call_1_0/call_1_0","output":"sent 5"}');
+    expect(rest).toContain('"outcome":"Completed"');
+    await first.cancel();
+  });
+});
+
+/**
+ * When the page sends its approval answers by itself (useChat's `sendAutomaticallyWhen`), as the
+ * docs and the example page do: every request of the last step answered, at least one of them.
+ */
+function approvalsAnswered({ messages }: { messages: Array<{ role: string; parts: Array<{ type: string; state?: string }> }> }): boolean {
+  const last = messages.at(-1);
+  if (last?.role !== 'assistant') return false;
+  const step = last.parts.slice(last.parts.map((part) => part.type).lastIndexOf('step-start') + 1);
+  const tools = step.filter((part) => part.type.startsWith('tool-'));
+  return tools.some((part) => part.state === 'approval-responded') && !tools.some((part) => part.state === 'approval-requested');
+}
