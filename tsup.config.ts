@@ -14,11 +14,16 @@ export default defineConfig({
     viewer: 'src/viewer.ts',
     http: 'src/http.ts',
     policies: 'src/policies.ts',
+    evals: 'src/evals.ts',
+    'mcp-server': 'src/mcp-server.ts',
+    schedules: 'src/schedules.ts',
     cli: 'src/cli.ts',
   },
   format: ['esm', 'cjs'],
   dts: true,
-  sourcemap: true,
+  // No source maps in the package: they pointed at src/, which is not published, and were 3.4 of
+  // its 6.0 MB unpacked. The built code is not minified and keeps its names, so a stack reads as is.
+  sourcemap: false,
   clean: true,
   // Shared code goes to chunks in both formats, so `loopchart` and `loopchart/sqlite` share one
   // copy of each class (instanceof holds across subpaths of the same format).
@@ -30,6 +35,10 @@ export default defineConfig({
   // Loaded only to run an --agent .ts module, from the user's own install.
   external: ['tsx'],
   target: 'node20',
+  // Built-in imports keep their node: prefix (tsup strips it by default): runtimes and bundlers
+  // that know only node: names load the package, and vitest in a linked workspace no longer takes
+  // a bare 'stream' for a file of the consumer's (vitest-dev/vitest#11194).
+  removeNodeProtocol: false,
   tsconfig: 'tsconfig.build.json',
   // The viewer's page script, built for the browser into the asset the server inlines.
   onSuccess: async () => {

@@ -59,6 +59,13 @@ const DOCUMENTED = [
   'McpServerStartError',
   'McpServerError',
   'McpToolError',
+  'createMcpServer',
+  'serveStdio',
+  'createMcpHandler',
+  'McpServerOptionsError',
+  'schedule',
+  'startScheduler',
+  'parseCron',
   'replaySession',
   'replayTrace',
   'forkSession',
@@ -71,6 +78,13 @@ const DOCUMENTED = [
   'exportSessionHtml',
   'viewerInspector',
   'chartOf',
+  'runEval',
+  'runCase',
+  'recordCase',
+  'loadDataset',
+  'judge',
+  'replayAgainst',
+  'formatJUnit',
 ];
 
 describe('TSDoc', () => {
