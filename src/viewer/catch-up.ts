@@ -27,35 +27,80 @@ function encode(record: ReadTraceEntry): { json: string; bytes: number } {
   return piece;
 }
 
-/** One event of a catch-up: its JSON payload, and the last trace entry it brings. */
+/** Each message's JSON, made once per message object (the feed's head keeps the same objects between pages). */
+const encodedMessages = new WeakMap<object, string>();
+function encodeMessage(message: unknown): string {
+  if (typeof message !== 'object' || message === null) return JSON.stringify(message);
+  let json = encodedMessages.get(message);
+  if (json === undefined) encodedMessages.set(message, (json = JSON.stringify(message)));
+  return json;
+}
+
+/** What a catch-up brings: trace entries, the log from a position on, and the rest of the page's state. */
+export interface CatchUp {
+  entries: readonly ReadTraceEntry[];
+  /** The log from position `from` on (the page replaces what it holds past `from`). */
+  log: { from: number; messages: readonly unknown[] };
+  /** Fields every update carries once, in its first event (the session's head and state). */
+  rest: Record<string, unknown>;
+  /** The page's trace cursor before the catch-up, and the feed's after it. */
+  seq: { from: number; to: number };
+}
+
+/** One event of a catch-up: its JSON payload, and the cursor a page holds once it applied it. */
 export interface CatchUpPart {
   json: string;
-  lastSeq: number;
+  cursor: { seq: number; log: number };
 }
 
 /**
- * The catch-up's events, in order. The first carries `rest` (the page's head, log and state as
- * the feed has them now) with the first entries; the others only entries. So every event's id
- * (the seq of its last entry and the log length the page then has) is a cursor a reconnecting
- * page can resume from, with no entry repeated or missing.
+ * The catch-up's events, in order, each under `bounds` (a single larger entry or message goes
+ * alone): first the trace entries, then the log in slices; `rest` comes with the first event.
+ * Each event's cursor is where a reconnecting page resumes with nothing repeated or missing:
+ * after an entries event it has the trace to that entry and the log before `log.from` (unchanged
+ * over the whole catch-up, so right at any of its entries); after a log slice, the whole trace and
+ * the log to the slice's end. So a page dropped anywhere in a long catch-up (it fell asleep again)
+ * reconnects past what it got, and no single event can outgrow the stream's buffer bound.
  */
-export function catchUpParts(entries: readonly ReadTraceEntry[], rest: Record<string, unknown>, bounds = { entries: CATCH_UP_ENTRIES, bytes: CATCH_UP_BYTES }): CatchUpPart[] {
-  const restJson = JSON.stringify(rest);
-  const tail = restJson === '{}' ? '}' : `,${restJson.slice(1)}`;
+export function catchUpParts(catchUp: CatchUp, bounds = { entries: CATCH_UP_ENTRIES, bytes: CATCH_UP_BYTES }): CatchUpPart[] {
+  const { entries, log, seq } = catchUp;
+  const restJson = JSON.stringify(catchUp.rest);
+  let rest = restJson === '{}' ? '' : `,${restJson.slice(1, -1)}`;
   const parts: CatchUpPart[] = [];
-  let pieces: string[] = [];
+  let held: { entries: string[]; messages: string[] } = { entries: [], messages: [] };
   let bytes = 0;
-  const flush = (lastSeq: number) => {
-    parts.push({ json: `{"entries":[${pieces.join(',')}]${parts.length === 0 ? tail : '}'}`, lastSeq });
-    pieces = [];
+  /** The page's cursor once it applied what was added so far: the last entry sent, the log held. */
+  const cursor = { seq: seq.from, log: log.from };
+  /** Where the current event's log slice starts. */
+  let logFrom = log.from;
+  /** Ends the event being filled; the last one always carries the log's end (possibly no message), so the page knows its length. */
+  const flush = (last: boolean) => {
+    const logged = held.messages.length > 0 || last;
+    const slice = logged ? `,"log":{"from":${logFrom},"messages":[${held.messages.join(',')}]}` : '';
+    parts.push({ json: `{"entries":[${held.entries.join(',')}]${slice}${rest}}`, cursor: { ...cursor } });
+    logFrom = cursor.log;
+    rest = '';
+    held = { entries: [], messages: [] };
     bytes = 0;
   };
-  entries.forEach((record, i) => {
+  const add = (json: string, size: number, into: 'entries' | 'messages') => {
+    const count = held.entries.length + held.messages.length;
+    if (count > 0 && (count >= bounds.entries || bytes + size > bounds.bytes)) flush(false);
+    held[into].push(json);
+    bytes += size + 1;
+  };
+  for (const record of entries) {
     const piece = encode(record);
-    if (pieces.length > 0 && (pieces.length >= bounds.entries || bytes + piece.bytes > bounds.bytes)) flush(entries[i - 1]!.seq);
-    pieces.push(piece.json);
-    bytes += piece.bytes + 1;
-  });
-  if (pieces.length > 0 || parts.length === 0) flush(entries.at(-1)?.seq ?? 0);
+    add(piece.json, piece.bytes, 'entries');
+    cursor.seq = record.seq;
+  }
+  // Every entry is in: from here each event's log slice is the log as of the feed's last entry.
+  cursor.seq = seq.to;
+  for (const message of log.messages) {
+    const json = encodeMessage(message);
+    add(json, Buffer.byteLength(json), 'messages');
+    cursor.log++;
+  }
+  flush(true);
   return parts;
 }

@@ -47,6 +47,12 @@ interface LogChange {
   from: number;
 }
 
+/** An event as encoded for every page, and its id (the cursor a page holds once it applied it). */
+interface Sent {
+  event: Buffer;
+  id: string;
+}
+
 /** Changes remembered for pages that reconnect; older ones fall back to what the trace says. */
 const CHANGES_KEPT = 64;
 
@@ -191,7 +197,7 @@ export class SessionFeed {
       this.#head = head;
       this.#changes.push({ seq: this.#seq, from });
       if (this.#changes.length > CHANGES_KEPT) this.#knownSince = this.#changes.shift()!.seq;
-      let shared: Buffer | undefined;
+      let shared: Sent | undefined;
       for (const [stream, cursor] of this.#clients) {
         const inStep = cursor.seq === before.seq && cursor.log === before.log;
         if (inStep) this.#deliver(stream, (shared ??= this.#update(entries, from)));
@@ -200,23 +206,29 @@ export class SessionFeed {
     });
   }
 
-  #deliver(stream: SseStream, update: Buffer): void {
-    if (stream.send(update)) this.#clients.set(stream, { seq: this.#seq, log: this.#head.messages.length });
+  #deliver(stream: SseStream, update: Sent): void {
+    if (stream.send(update.event, update.id)) this.#clients.set(stream, { seq: this.#seq, log: this.#head.messages.length });
     else this.#clients.delete(stream);
   }
 
-  /** A catch-up's events in order, each sent once the client took the one before (or it is dropped). */
-  async #deliverAll(stream: SseStream, updates: Buffer[]): Promise<void> {
-    for (const [i, update] of updates.entries()) {
-      if (i > 0 && !(await stream.drained())) return void this.#clients.delete(stream);
+  /**
+   * A catch-up's events in order, each sent once the client took everything before it: the
+   * stream's own header first (a fresh response's first bytes wait in Node until the next tick;
+   * a catch-up event written behind them found them "unread" and dropped the page at once), then
+   * each event. A client that stops reading meanwhile is dropped by the bound, told the cursor of
+   * the last event it was sent.
+   */
+  async #deliverAll(stream: SseStream, updates: readonly Sent[]): Promise<void> {
+    for (const update of updates) {
+      if (!(await stream.drained())) return void this.#clients.delete(stream);
       if (!this.#clients.has(stream)) return;
-      if (!stream.send(update)) return void this.#clients.delete(stream);
+      if (!stream.send(update.event, update.id)) return void this.#clients.delete(stream);
     }
     if (updates.length > 0) this.#clients.set(stream, { seq: this.#seq, log: this.#head.messages.length });
   }
 
-  /** What a page at `cursor` lacks, as bounded events (none when it has everything the feed has). */
-  async #catchUp(cursor: LiveCursor): Promise<Buffer[]> {
+  /** What a page at `cursor` lacks, as bounded events with their ids (none when it has everything the feed has). */
+  async #catchUp(cursor: LiveCursor): Promise<Sent[]> {
     const seq = Math.min(cursor.seq, this.#seq);
     const entries = seq < this.#seq ? (await this.#readTrace(this.sessionId, seq)).filter((r) => r.seq <= this.#seq) : [];
     const length = this.#head.messages.length;
@@ -224,8 +236,9 @@ export class SessionFeed {
     if (seq < this.#knownSince) from = Math.min(from, changedPerTrace(entries.filter((r) => r.seq <= this.#knownSince)));
     for (const change of this.#changes) if (change.seq > seq) from = Math.min(from, change.from);
     if (entries.length === 0 && from === length && cursor.log === length) return [];
-    const parts = catchUpParts(entries, this.#rest(from));
-    return parts.map((part, i) => sseJsonEvent(part.json, { id: cursorId({ seq: i === parts.length - 1 ? this.#seq : part.lastSeq, log: length }) }));
+    const { version, messageCount, error, state, messages } = this.#head;
+    const parts = catchUpParts({ entries, log: { from, messages: messages.slice(from) }, rest: { head: { version, messageCount, error }, state }, seq: { from: seq, to: this.#seq } });
+    return parts.map((part) => ({ event: sseJsonEvent(part.json, { id: cursorId(part.cursor) }), id: cursorId(part.cursor) }));
   }
 
   /** What an update says besides its entries: the session's head, its log from `from`, its state. */
@@ -234,8 +247,9 @@ export class SessionFeed {
     return { head: { version, messageCount, error }, log: { from, messages: messages.slice(from) }, state };
   }
 
-  #update(entries: readonly ReadTraceEntry[], from: number): Buffer {
-    return sseEvent({ entries, ...this.#rest(from) }, { id: cursorId({ seq: this.#seq, log: this.#head.messages.length }) });
+  #update(entries: readonly ReadTraceEntry[], from: number): Sent {
+    const id = cursorId({ seq: this.#seq, log: this.#head.messages.length });
+    return { event: sseEvent({ entries, ...this.#rest(from) }, { id }), id };
   }
 
   #serial(work: () => Promise<void>): Promise<void> {

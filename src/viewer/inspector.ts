@@ -159,7 +159,7 @@ export function viewerInspector(options: ViewerInspectorOptions = {}): ViewerIns
     if (tracked.rows.length > maxRows) tracked.rows.splice(0, tracked.rows.length - maxRows);
     if (tracked.listeners.size === 0) return;
     const update = rowsEvent(tracked, [row]);
-    for (const stream of tracked.listeners) if (!stream.send(update)) tracked.listeners.delete(stream);
+    for (const stream of tracked.listeners) if (!stream.send(update, String(row.seq))) tracked.listeners.delete(stream);
   };
 
   const pageFor = async (tracked: Tracked, script: string) => {
@@ -210,7 +210,7 @@ export function viewerInspector(options: ViewerInspectorOptions = {}): ViewerIns
     if (after === null) return html(res, 400, messagePage('Bad request', "'after' must be an event sequence number (a whole number from 0)."));
     const stream = live.open(res, (closed) => tracked.listeners.delete(closed));
     const missed = tracked.rows.filter((row) => row.seq > after);
-    if (missed.length === 0 || stream.send(rowsEvent(tracked, missed))) tracked.listeners.add(stream);
+    if (missed.length === 0 || stream.send(rowsEvent(tracked, missed), String(missed.at(-1)!.seq))) tracked.listeners.add(stream);
   });
   const port = options.port ?? 0;
   const ready = new Promise<string>((resolve, reject) => {

@@ -81,18 +81,30 @@ export interface SseSink {
   destroy(): unknown;
 }
 
-/** The viewer's last words to a dropped page: a reconnect hint its EventSource follows. */
-const reconnectHint = (reason: string, limits: LiveLimits): Buffer =>
-  Buffer.from(`retry: ${limits.retryMs}\nevent: dropped\ndata: ${JSON.stringify({ reason })}\n\n`);
+/**
+ * The viewer's last words to a dropped page: a reconnect hint its EventSource follows, with the
+ * id of the last event the page was sent (its cursor): the notice itself says where the
+ * reconnect resumes, so it asks for what comes after what this stream delivered.
+ */
+const reconnectHint = (reason: string, limits: LiveLimits, lastId: string | undefined): Buffer =>
+  Buffer.from(`retry: ${limits.retryMs}\n${lastId === undefined ? '' : `id: ${lastId}\n`}event: dropped\ndata: ${JSON.stringify({ reason })}\n\n`);
 
 /** One client's stream. `send` refuses (and drops the client) rather than buffer past the bound. */
 export class SseStream {
   readonly #res: SseSink;
   readonly #limits: LiveLimits;
   readonly #onDrop: () => void;
-  readonly #dropNotice: (reason: string, limits: LiveLimits) => Buffer;
+  readonly #dropNotice: (reason: string, limits: LiveLimits, lastId: string | undefined) => Buffer;
   #state: 'open' | 'dropped' | 'closed' = 'open';
   #grace: NodeJS.Timeout | undefined;
+  /** The id of the last event written: what a drop notice repeats. */
+  #lastId: string | undefined;
+  /**
+   * Bytes the sink held before the first event: the stream's own header, which Node sends on the
+   * next tick. They are not the client's unread events: counted as such, a first event larger
+   * than the bound minus the header (a long catch-up) dropped a client that had read everything.
+   */
+  #preamble: number;
 
   /** `dropNotice`: the last bytes a dropped client gets (default: the viewer's reconnect hint). */
   constructor(res: SseSink, limits: LiveLimits, onDrop: () => void, dropNotice = reconnectHint) {
@@ -100,6 +112,7 @@ export class SseStream {
     this.#limits = limits;
     this.#onDrop = onDrop;
     this.#dropNotice = dropNotice;
+    this.#preamble = res.writableLength;
   }
 
   get open(): boolean {
@@ -111,15 +124,17 @@ export class SseStream {
     return this.#state === 'closed' ? 0 : this.#res.writableLength;
   }
 
-  /** Writes one event; false when the client is gone or was dropped by this write. */
-  send(chunk: Buffer): boolean {
+  /** Writes one event (`id`: the id it carries); false when the client is gone or was dropped by this write. */
+  send(chunk: Buffer, id?: string): boolean {
     if (this.#state !== 'open') return false;
-    const waiting = this.#res.writableLength;
+    const waiting = Math.max(0, this.#res.writableLength - this.#preamble);
     if (waiting > 0 && waiting + chunk.length > this.#limits.maxBufferedBytes) {
       this.#drop(waiting);
       return false;
     }
     this.#res.write(chunk);
+    this.#preamble = 0;
+    if (id !== undefined) this.#lastId = id;
     return true;
   }
 
@@ -151,7 +166,7 @@ export class SseStream {
     this.#state = 'dropped';
     const reason = `this page fell behind (${waiting} bytes unread); reconnect to continue from its last event`;
     // The notice is the last thing in the stream: a client that wakes up reads what it missed, then this.
-    this.#res.end(this.#dropNotice(reason, this.#limits));
+    this.#res.end(this.#dropNotice(reason, this.#limits, this.#lastId));
     this.#grace = setTimeout(() => this.#res.destroy(), this.#limits.dropGraceMs);
     this.#grace.unref();
     this.#onDrop();

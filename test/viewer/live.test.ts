@@ -81,6 +81,8 @@ describe('viewer live streams', () => {
     expect(last.event).toBe('dropped');
     expect(last.retry).toBeGreaterThan(0);
     expect(JSON.parse(last.data!).reason).toMatch(/fell behind \(\d+ bytes unread\); reconnect/);
+    // The notice carries the cursor of the last update the page was sent: an EventSource reconnects from it.
+    expect(last.id).toBe(seen.filter((event) => event.id !== undefined && event.event === undefined).at(-1)!.id);
     await expectSoon(() => viewer.liveStats().dropping === 0);
     expect(viewer.liveStats().bufferedBytes).toBe(0);
 
