@@ -5,12 +5,14 @@ import { DurableSession } from '../sessions/durable-session.js';
 import { ApprovalRefusedError, decideStored } from '../sessions/stored-decision.js';
 import { decodeRow } from '../sessions/session-row.js';
 import type { SessionStore } from '../stores/session-store.js';
-import { sessionIdProblem } from '../stores/step.js';
 import { LiveLimitsSchema, type LiveStats, type SseStream } from '../viewer/sse.js';
 import { checkAnswers, type ContextOf } from './answers.js';
+import { ChatAccess, type ChatAction, type ChatAuthorizer, type ChatKeyMapper } from './chat-access.js';
 import { ChatRun } from './chat-run.js';
+import { AllowedOriginSchema, contentTypeProblem, crossSiteProblem } from './cross-site.js';
 import { FetchSink } from './fetch-sink.js';
 import { chatAsk, readJsonBody, type ApprovalAnswer } from './request.js';
+import { chatRoute, subagentSessionProblem } from './route.js';
 import { SubagentTree } from './subagent-tree.js';
 import { RunChunker } from './ui-chunks.js';
 import { toUIMessages } from './ui-messages.js';
@@ -23,12 +25,27 @@ export const ChatHandlerOptionsSchema = z.strictObject({
   maxBodyBytes: z.number().int().min(1024).max(2 ** 30).default(1 << 20),
   /** How far a reader may fall behind before its response is dropped (the viewer's live limits). */
   live: LiveLimitsSchema.default(LiveLimitsSchema.parse({})),
+  /**
+   * Origins besides the request's own host whose pages may POST (messages, approvals, cancel):
+   * `https://app.example.com`. A POST whose `Origin` is neither is a 403. Default none.
+   */
+  allowedOrigins: z.array(AllowedOriginSchema).max(1000).default([]),
+  /** How long `authorize` and `chatKey` each may take before the request is refused (ms). Default 5 s. */
+  authorizeTimeoutMs: z.number().int().min(1).max(120_000).default(5000),
 });
 export type ChatHandlerSettings = z.input<typeof ChatHandlerOptionsSchema>;
 
 export interface ChatHandlerOptions extends ChatHandlerSettings {
   machine: AgentMachine;
   store: SessionStore;
+  /**
+   * May this request do this to this chat? Called before any store read or write of every
+   * request; a false, a throw, a timeout or an answer of another shape refuse it (see
+   * `ChatAuthorizer`). Without it, anyone who knows a chat id may read and drive the chat.
+   */
+  authorize?: ChatAuthorizer;
+  /** The stored session id of a page's chat id for this caller (see `ChatKeyMapper`). Default: the chat id itself. */
+  chatKey?: ChatKeyMapper;
 }
 
 /**
@@ -67,11 +84,14 @@ interface LiveChat {
   tree: SubagentTree | null;
 }
 
-const json = (status: number, code: string, message: string): Response =>
-  new Response(JSON.stringify({ error: { code, message } }), {
+const json = (status: number, code: string, message: string, extra: Record<string, string> = {}): Response => {
+  const text = JSON.stringify({ error: { code, message } });
+  // A length: a client that reads the answer before it sent all its body (a 413) knows where it ends.
+  return new Response(text, {
     status,
-    headers: { 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-store' },
+    headers: { 'content-type': 'application/json; charset=utf-8', 'content-length': String(Buffer.byteLength(text)), 'cache-control': 'no-store', ...extra },
   });
+};
 
 const STREAM_HEADERS = {
   'content-type': 'text/event-stream',
@@ -104,10 +124,13 @@ const STREAM_HEADERS = {
  * ```
  */
 export function createChatHandler(options: ChatHandlerOptions): ChatHandler {
-  const { machine, store, ...settings } = options;
+  const { machine, store, authorize, chatKey, ...settings } = options;
   const parsed = ChatHandlerOptionsSchema.safeParse(settings);
   if (!parsed.success) throw new ChatHandlerOptionsError(z.prettifyError(parsed.error));
-  const chats = new ChatSessions(machine, store, parsed.data);
+  for (const [name, value] of [['authorize', authorize], ['chatKey', chatKey]] as const) {
+    if (value !== undefined && typeof value !== 'function') throw new ChatHandlerOptionsError(`${name} must be a function, not ${typeof value}`);
+  }
+  const chats = new ChatSessions(machine, store, parsed.data, new ChatAccess(authorize, chatKey, parsed.data.authorizeTimeoutMs));
   const handler = (request: Request) => chats.handle(request);
   return Object.assign(handler, { stats: () => chats.stats(), close: () => chats.close() });
 }
@@ -120,35 +143,50 @@ class ChatSessions {
   /** Per chat, the work that opens, drives or lets go of its session, one at a time. */
   readonly #queues = new Map<string, Promise<unknown>>();
   #dropped = 0;
+  readonly #access: ChatAccess;
+  readonly #origins: ReadonlySet<string>;
 
-  constructor(machine: AgentMachine, store: SessionStore, settings: z.output<typeof ChatHandlerOptionsSchema>) {
+  constructor(machine: AgentMachine, store: SessionStore, settings: z.output<typeof ChatHandlerOptionsSchema>, access: ChatAccess) {
     this.#machine = machine;
     this.#store = store;
     this.#settings = settings;
+    this.#access = access;
+    this.#origins = new Set(settings.allowedOrigins);
   }
 
+  /**
+   * Routes on the URL's path alone, refuses cross-site state changes, then asks `authorize` and
+   * `chatKey`; only then is the store read. Past this point `chatId` is the stored session id.
+   */
   async handle(request: Request): Promise<Response> {
     try {
-      const path = new URL(request.url).pathname;
-      const match = /\/([^/]+)\/(stream|messages|cancel)$/.exec(path);
-      if (request.method === 'POST' && !match) return await this.#post(request);
-      const routed = match && (match[2] === 'cancel' ? request.method === 'POST' : request.method === 'GET');
-      if (match && routed) {
-        let chatId: string;
-        try {
-          chatId = decodeURIComponent(match[1]!);
-        } catch {
-          return json(400, 'InvalidChatRequest', 'the chat id in the path is not valid percent-encoding');
-        }
-        const problem = sessionIdProblem(chatId);
-        if (problem) return json(400, 'InvalidChatRequest', `the chat id is not a valid session id: ${problem}`);
-        if (match[2] === 'cancel') return await this.#cancel(chatId);
-        return match[2] === 'stream' ? await this.#resume(chatId) : await this.#messages(chatId);
+      const route = chatRoute(request.method, request.url);
+      if ('refusal' in route) {
+        const { status, code, message, allow } = route.refusal;
+        return json(status, code, message, allow ? { allow } : {});
       }
-      return json(405, 'MethodNotAllowed', 'POST a chat request or <chat id>/cancel, or GET <chat id>/stream or <chat id>/messages');
+      if (request.method === 'POST') {
+        const crossSite = crossSiteProblem(request, this.#origins);
+        if (crossSite) return json(403, 'CrossSiteRequest', crossSite);
+        const type = contentTypeProblem(request, route.action === 'post');
+        if (type) return json(415, 'UnsupportedMediaType', type);
+      }
+      if (route.action === 'post') return await this.#post(request);
+      const admitted = await this.#admit(request, route.chatId, route.action);
+      if (admitted instanceof Response) return admitted;
+      if (route.action === 'cancel') return await this.#cancel(admitted);
+      return route.action === 'stream' ? await this.#resume(admitted) : await this.#messages(admitted);
     } catch (error) {
       return json(500, LoopchartError.isInstance(error) ? error.code : 'Internal', (error as Error).message);
     }
+  }
+
+  /** The stored session id of the page's chat id, or the refusal of `authorize` or `chatKey`. */
+  async #admit(request: Request, chatId: string, action: ChatAction): Promise<string | Response> {
+    const admitted = await this.#access.admit(request, chatId, action);
+    if ('key' in admitted) return admitted.key;
+    const { status, code, message } = admitted.refusal;
+    return json(status, code, message);
   }
 
   stats(): LiveStats {
@@ -173,7 +211,11 @@ class ChatSessions {
     if ('problem' in read) return json(read.tooLarge ? 413 : 400, read.tooLarge ? 'BodyTooLarge' : 'InvalidChatRequest', read.problem);
     const asked = chatAsk(read.body);
     if ('problem' in asked) return json(400, 'InvalidChatRequest', asked.problem);
-    const { ask } = asked;
+    const child = subagentSessionProblem(asked.ask.chatId);
+    if (child) return json(404, 'ChatNotFound', `no chat '${asked.ask.chatId.slice(0, 100)}': ${child}`);
+    const key = await this.#admit(request, asked.ask.chatId, asked.ask.type === 'approvals' ? 'approve' : 'post');
+    if (key instanceof Response) return key;
+    const ask = { ...asked.ask, chatId: key };
     return this.#serial(ask.chatId, async () => {
       if (ask.type === 'approvals') return this.#answer(ask.chatId, ask.answers);
       const chat = await this.#open(ask.chatId);

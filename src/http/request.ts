@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { sessionIdProblem } from '../stores/step.js';
+import { chatIdProblem } from './route.js';
 
 /**
  * The chat request as it enters: the AI SDK's body (`DefaultChatTransport`: chat id, the page's
@@ -29,8 +29,8 @@ const ApprovalAnswerSchema = z.strictObject({ approvalId: z.string().min(1), app
 
 export const ChatRequestSchema = z.looseObject({
   id: z.string().superRefine((id, ctx) => {
-    const problem = sessionIdProblem(id);
-    if (problem) ctx.addIssue({ code: 'custom', message: `the chat id is not a valid session id: ${problem}` });
+    const problem = chatIdProblem(id);
+    if (problem) ctx.addIssue({ code: 'custom', message: problem });
   }),
   messages: z.array(UIMessageSchema).min(1).max(MAX_MESSAGES),
   trigger: z.enum(['submit-message', 'regenerate-message']).optional(),

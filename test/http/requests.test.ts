@@ -56,7 +56,7 @@ describe('bad requests', () => {
     expect(await refusal(await post(handler, big))).toEqual([413, 'BodyTooLarge']);
     // No content-length: the limit holds while the body is read.
     const body = new ReadableStream({ start: (c) => (c.enqueue(new TextEncoder().encode(JSON.stringify(big))), c.close()) });
-    const streamed = await handler(new Request('http://127.0.0.1/api/chat', { method: 'POST', body, duplex: 'half' } as RequestInit));
+    const streamed = await handler(new Request('http://127.0.0.1/api/chat', { method: 'POST', headers: { 'content-type': 'application/json' }, body, duplex: 'half' } as RequestInit));
     expect(await refusal(streamed)).toEqual([413, 'BodyTooLarge']);
     // The default limit is 1 MiB.
     const { handler: byDefault } = setup();

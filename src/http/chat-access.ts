@@ -1,0 +1,173 @@
+import { z } from 'zod';
+import { sessionIdProblem } from '../stores/step.js';
+import { subagentSessionProblem } from './route.js';
+
+/**
+ * Who may do what with which chat: the handler's `authorize` and `chatKey` callbacks, called
+ * before any store read or write, each with a timeout, their answers checked with zod. Every
+ * failure is a refusal: an answer that is neither allow nor deny, a throw (a getter that throws
+ * included) and a timeout all deny.
+ */
+
+/**
+ * What a request does to a chat: `read` its `/messages`, reattach to its `/stream`, `post` a
+ * message, `cancel` its run, `approve` (answer approvals, approved or denied).
+ *
+ * @example
+ * ```ts
+ * import type { ChatAction } from 'loopchart/http';
+ * const changes = (action: ChatAction) => action !== 'read' && action !== 'stream';
+ * ```
+ */
+export type ChatAction = 'read' | 'stream' | 'post' | 'cancel' | 'approve';
+
+/**
+ * What `authorize` is asked: the request (its headers and URL; a POST's body has been read), the
+ * chat id as the page sent it, and the action.
+ *
+ * @example
+ * ```ts
+ * import type { ChatAccessRequest } from 'loopchart/http';
+ * const onlyReads = ({ action }: ChatAccessRequest) => action === 'read';
+ * ```
+ */
+export interface ChatAccessRequest {
+  request: Request;
+  chatId: string;
+  action: ChatAction;
+}
+
+/**
+ * `authorize`'s answer: `true` / `{ allow: true }` lets the request through; `false` is a 403;
+ * `{ allow: false, status, reason }` refuses with 401 (not signed in), 403 or 404 (to not say the
+ * chat exists), the reason in the JSON error. Anything else is a 403.
+ */
+export const ChatAuthorizationSchema = z.union([
+  z.boolean(),
+  z.strictObject({ allow: z.literal(true) }),
+  z.strictObject({
+    allow: z.literal(false),
+    status: z.union([z.literal(401), z.literal(403), z.literal(404)]).default(403),
+    reason: z.string().max(1000).optional(),
+  }),
+]);
+
+/**
+ * What `authorize` returns (or resolves to): see `ChatAuthorizationSchema`.
+ *
+ * @example
+ * ```ts
+ * import type { ChatAuthorization } from 'loopchart/http';
+ * const signIn: ChatAuthorization = { allow: false, status: 401, reason: 'sign in first' };
+ * ```
+ */
+export type ChatAuthorization = z.input<typeof ChatAuthorizationSchema>;
+
+/**
+ * The `authorize` option of `createChatHandler`: may this request do `action` on `chatId`?
+ * Sync or async; it has `authorizeTimeoutMs` (5 s by default) to answer, then the request is refused.
+ *
+ * @example
+ * ```ts
+ * import type { ChatAuthorizer } from 'loopchart/http';
+ * const signedIn: ChatAuthorizer = ({ request }) =>
+ *   request.headers.get('authorization') === 'Bearer let-me-in' || { allow: false, status: 401, reason: 'no valid token' };
+ * ```
+ */
+export type ChatAuthorizer = (access: ChatAccessRequest) => ChatAuthorization | PromiseLike<ChatAuthorization>;
+
+/**
+ * The `chatKey` option of `createChatHandler`: the stored session id of the chat id a page sent,
+ * for this caller (for example `${userId}:${chatId}`), so one user's chat id never reaches another
+ * user's session. It must return a valid session id that is not a subagent's (none with
+ * `/run-<n>:turn-<n>:<call>` at its end); sync or async, within `authorizeTimeoutMs`.
+ *
+ * @example
+ * ```ts
+ * import type { ChatKeyMapper } from 'loopchart/http';
+ * const perUser: ChatKeyMapper = (request, chatId) => `${request.headers.get('x-user-id')}.${chatId}`;
+ * ```
+ */
+export type ChatKeyMapper = (request: Request, chatId: string) => string | PromiseLike<string>;
+
+/** A refusal as the handler answers it. */
+export interface AccessRefusal {
+  status: 401 | 403 | 404;
+  code: 'Unauthorized' | 'Forbidden' | 'ChatNotFound';
+  message: string;
+}
+
+const CODES = { 401: 'Unauthorized', 403: 'Forbidden', 404: 'ChatNotFound' } as const;
+
+/** The callbacks of one handler, and how long each may take. */
+export class ChatAccess {
+  readonly #authorize: ChatAuthorizer | undefined;
+  readonly #chatKey: ChatKeyMapper | undefined;
+  readonly #timeoutMs: number;
+
+  constructor(authorize: ChatAuthorizer | undefined, chatKey: ChatKeyMapper | undefined, timeoutMs: number) {
+    this.#authorize = authorize;
+    this.#chatKey = chatKey;
+    this.#timeoutMs = timeoutMs;
+  }
+
+  /** The stored session id for `chatId`, once `authorize` allowed the action; or the refusal. */
+  async admit(request: Request, chatId: string, action: ChatAction): Promise<{ key: string } | { refusal: AccessRefusal }> {
+    if (this.#authorize) {
+      const authorize = this.#authorize;
+      const answer = await timed('authorize', () => authorize({ request, chatId, action }), this.#timeoutMs);
+      const refusal = 'problem' in answer ? forbidden(answer.problem) : verdict(answer.value);
+      if (refusal) return { refusal };
+    }
+    if (!this.#chatKey) return { key: chatId };
+    const chatKey = this.#chatKey;
+    const answer = await timed('chatKey', () => chatKey(request, chatId), this.#timeoutMs);
+    if ('problem' in answer) return { refusal: forbidden(answer.problem) };
+    const problem = keyProblem(answer.value);
+    return problem ? { refusal: forbidden(`chatKey returned no usable session id (${problem})`) } : { key: answer.value as string };
+  }
+}
+
+const forbidden = (message: string): AccessRefusal => ({ status: 403, code: 'Forbidden', message });
+
+/** The refusal an answer of `authorize` means, or null when it allows. Read once, inside a try: a getter may throw. */
+function verdict(value: unknown): AccessRefusal | null {
+  let parsed: z.output<typeof ChatAuthorizationSchema>;
+  try {
+    const result = ChatAuthorizationSchema.safeParse(value);
+    if (!result.success) return forbidden('authorize answered neither true, false nor { allow }');
+    parsed = result.data;
+  } catch {
+    return forbidden('authorize answered something that cannot be read');
+  }
+  if (parsed === true || (typeof parsed === 'object' && parsed.allow)) return null;
+  if (parsed === false) return forbidden('not allowed');
+  return { status: parsed.status, code: CODES[parsed.status], message: parsed.reason ?? 'not allowed' };
+}
+
+/** Why a key from `chatKey` is not a chat's session id, or null. */
+function keyProblem(key: unknown): string | null {
+  try {
+    return sessionIdProblem(key) ?? subagentSessionProblem(key as string);
+  } catch {
+    return 'it cannot be read';
+  }
+}
+
+/**
+ * The value `call` returns or resolves to, or why there is none: it threw, rejected, or did not
+ * settle within `ms`. What it threw is not shown to the client (it may hold anything); the name of
+ * the callback and the kind of failure are.
+ */
+async function timed<T>(name: string, call: () => T | PromiseLike<T>, ms: number): Promise<{ value: T } | { problem: string }> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<{ problem: string }>((resolve) => {
+    timer = setTimeout(() => resolve({ problem: `${name} did not answer within ${ms} ms` }), ms);
+  });
+  const answer = (async () => ({ value: await call() }))().catch(() => ({ problem: `${name} failed` }));
+  try {
+    return await Promise.race([answer, timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
