@@ -3,35 +3,26 @@ import { defineConfig } from 'vitest/config';
 import { SlowFirstSequencer } from './test/support/sequencer.js';
 
 /**
- * Projects: `fast` (in-process suites, what a developer runs while iterating: `npm run test:fast`),
- * `processes` (below), `slow` (the packed tarball installed into fresh consumers, SIGKILL
- * crash series: `npm run test:slow`), `distributed` (a real Restate server and worker processes:
- * `npm run test:distributed`) and `mcp` (below). `npm test` and CI run them all.
+ * Projects are chosen by a test file's suffix, never by a list of paths, so a new test lands in the
+ * right project by its name alone (`npm run test:<project>` runs one):
+ * - `fast`: plain `*.test.ts`, in-process suites (ms to a few s each), what a developer runs while
+ *   iterating (`npm run test:fast`; one feature: `npx vitest run --project fast test/agent/guardrails`).
+ * - `processes`: `*.process.test.ts`, suites built on real child processes in the fast project's
+ *   time range (a few to 30 s each): the README's commands, the CLI, Ctrl-C and SIGKILL of a session.
+ * - `slow`: `*.crash.test.ts` (SIGKILL series, minutes each) and `*.slow.test.ts` (the packed
+ *   tarball in fresh consumers, long races).
+ * - `browser`: `*.browser.test.ts`, pages in Debian's chromium (skipped without /usr/bin/chromium).
+ * - `mcp`: `test/mcp/`, real MCP servers as child processes and over HTTP.
+ * - `distributed`: `test/distributed/`, against a real Restate server (`npm run setup:restate`).
+ * `npm test` and CI run them all.
  */
-const slow = ['test/package/consumer.test.ts', 'test/sessions/crash-*.test.ts', 'test/sessions/operations-crash.test.ts', 'test/approvals/decision-race.test.ts', 'test/subagents/nested-crash.test.ts', 'test/examples/team.test.ts', 'test/sessions/guardrails-crash.test.ts', 'test/sessions/in-doubt-crash.test.ts'];
-/**
- * Suites built on real child processes in the fast project's time range (a few to 30 s each): the
- * README's and the examples' commands, the CLI, Ctrl-C and SIGKILL of a session process, a
- * grandchild run's approval across processes, the OpenTelemetry exporter process. `npm run test:processes`.
- */
-const processes = [
-  'test/readme/readme.test.ts',
-  'test/sessions/cli.test.ts',
-  'test/sessions/interrupt.test.ts',
-  'test/sessions/durable.test.ts',
-  'test/subagents/grandchild-approval.test.ts',
-  'test/examples/demo-session.test.ts',
-  'test/hitl/demo.test.ts',
-  'test/hitl/durable.test.ts',
-  'test/stores/kill.test.ts',
-  'test/telemetry/otel.test.ts',
-];
-/** Against a real Restate server (`npm run setup:restate` installs it; skipped without it). */
-const distributed = ['test/distributed/**/*.test.ts'];
-/** Real MCP servers as child processes and over HTTP (~15 s, mostly process start and stop): `npm run test:mcp`. */
+const spawning = ['test/**/*.process.test.ts'];
+const slow = ['test/**/*.crash.test.ts', 'test/**/*.slow.test.ts'];
+const browser = ['test/**/*.browser.test.ts'];
 const mcp = ['test/mcp/**/*.test.ts'];
-/** `loopchart view` in Debian's chromium (`npm run test:browser`; skipped without /usr/bin/chromium). */
-const browser = ['test/browser/**/*.test.ts'];
+const distributed = ['test/distributed/**/*.test.ts'];
+/** The two server folders keep their own projects whatever a file's suffix. */
+const servers = [...mcp, ...distributed];
 
 export default defineConfig({
   test: {
@@ -44,11 +35,11 @@ export default defineConfig({
     sequence: { sequencer: SlowFirstSequencer },
     hookTimeout: 60_000,
     projects: [
-      { extends: true, test: { name: 'fast', include: ['test/**/*.test.ts'], exclude: [...slow, ...processes, ...distributed, ...mcp, ...browser] } },
-      { extends: true, test: { name: 'processes', include: processes } },
-      { extends: true, test: { name: 'browser', include: browser, testTimeout: 60_000, hookTimeout: 120_000 } },
+      { extends: true, test: { name: 'fast', include: ['test/**/*.test.ts'], exclude: [...spawning, ...slow, ...browser, ...servers] } },
+      { extends: true, test: { name: 'processes', include: spawning, exclude: servers } },
+      { extends: true, test: { name: 'browser', include: browser, exclude: servers, testTimeout: 60_000, hookTimeout: 120_000 } },
       { extends: true, test: { name: 'mcp', include: mcp } },
-      { extends: true, test: { name: 'slow', include: slow, hookTimeout: 600_000 } },
+      { extends: true, test: { name: 'slow', include: slow, exclude: servers, hookTimeout: 600_000 } },
       // One file at a time: each starts its own server and workers on a 2-core machine.
       {
         extends: true,

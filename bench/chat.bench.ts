@@ -16,7 +16,7 @@ import { ChatRun } from '../src/http/chat-run.js';
 import { FetchSink } from '../src/http/fetch-sink.js';
 import { RunChunker } from '../src/http/ui-chunks.js';
 import { LiveLimitsSchema } from '../src/viewer/sse.js';
-import { deliveryIds } from '../src/agent/delivery.js';
+import { deliveryIds } from '../src/agent/protocol/delivery.js';
 import { median, printTable } from './support.js';
 
 const CHUNKS = 50_000;

@@ -8,7 +8,7 @@
 import { createActor, toPromise } from 'xstate';
 import { z } from 'zod';
 import { createAgentMachine } from '../machines/agent.machine.js';
-import type { Operation } from '../src/agent/operation.js';
+import type { Operation } from '../src/agent/operations/operation.js';
 import type { Model, ModelReply } from '../src/model.js';
 import { defineTool } from '../src/tools/define-tool.js';
 import { median, printTable } from './support.js';

@@ -20,7 +20,7 @@ import { runInNewContext } from 'node:vm';
 import { createActor, toPromise } from 'xstate';
 import { z } from 'zod';
 import { createAgentMachine } from '../machines/agent.machine.js';
-import { agentTool } from '../src/agent/agent-tool.js';
+import { agentTool } from '../src/agent/subagents/agent-tool.js';
 import type { Model, ModelReply, ModelRequest } from '../src/model.js';
 import { DurableSession } from '../src/sessions/durable-session.js';
 import { MemorySessionStore } from '../src/stores/memory.js';

@@ -14,7 +14,7 @@
  * stuck or not, and nothing bounded what waited for them.
  *
  * Then a 10,000-turn session in a SQLite file (issue 24 item 5, the parts without a browser;
- * test/browser/big-session.test.ts prints the page's figures in chromium): a page load of the
+ * test/browser/big-session.browser.test.ts prints the page's figures in chromium): a page load of the
  * unchanged session (its log read for the last page is used again) against one after a step
  * was stored (the log read and validated again, as every load did before), and the prompt of
  * the last model call on a fresh page (one slice of a shared tape) against rebuilding it from

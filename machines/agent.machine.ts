@@ -1,53 +1,53 @@
 import { and, assign as assignAction, enqueueActions as enqueueAction, sendTo as sendAction, setup, type ActorRefFrom, type AnyActorRef, type AnyStateMachine } from 'xstate';
-import { feedBrain, stepTypeOf, takeStep } from '../src/agent/brain-state.js';
-import type { AgentConfig } from '../src/agent/config.js';
-import { compileAgent, markTraced, type CompiledAgent } from '../src/agent/compile.js';
-import { afterReply, answerOf, approvalKey, as, batchKey, compactionKey, deadlinePassed, deadlineRun, decisionPolicy, extrasFor, finalCallDue, guardsReply, guardVerdict, handoffOf, modelKey, outputCheckKey, overBudget, overrun, ownModel, pointKey, policyProblem, pruneReport, raiseRefusal, repeated, resetBatch, restoredContext, runnable, toolsetKey, undecided, verdictOf, initialContext, type AgentEvent } from '../src/agent/driver-rules.js';
-import { APPROVALS_OPERATION, approvalEventOf, approvalResumeProblem } from '../src/agent/approval-events.js';
-import { doubtRequests, markedInDoubt } from '../src/agent/in-doubt.js';
+import { feedBrain, stepTypeOf, takeStep } from '../src/agent/core/brain-state.js';
+import type { AgentConfig } from '../src/agent/core/config.js';
+import { compileAgent, markTraced, type CompiledAgent } from '../src/agent/core/compile.js';
+import { afterReply, answerOf, approvalKey, as, batchKey, compactionKey, deadlinePassed, deadlineRun, decisionPolicy, extrasFor, finalCallDue, guardsReply, guardVerdict, handoffOf, modelKey, outputCheckKey, overBudget, overrun, ownModel, pointKey, policyProblem, pruneReport, raiseRefusal, repeated, resetBatch, restoredContext, runnable, toolsetKey, undecided, verdictOf, initialContext, type AgentEvent } from '../src/agent/core/driver-rules.js';
+import { APPROVALS_OPERATION, approvalEventOf, approvalResumeProblem } from '../src/agent/approvals/approval-events.js';
+import { doubtRequests, markedInDoubt } from '../src/agent/in-doubt/in-doubt.js';
 
-import { BUDGET_OPERATION, pausedAt, raiseOf, raisedBy } from '../src/agent/budget-pause.js';
-import { deadlineDelay } from '../src/agent/deadline.js';
-import { limitLifted, limitedUntil, resumeDelay, usageLimitWait } from '../src/agent/usage-limit.js';
-import { type AgentContext } from '../src/agent/context.js';
-import type { OperationHook } from '../src/agent/operation-state.js';
-import { applyOperated, applyResumed, openPoint, type ResumeVerdict } from '../src/agent/operation-rules.js';
-import { DEFAULT_CANCEL_GRACE_MS, OperationError } from '../src/agent/operation.js';
-import { type FailureType } from '../src/agent/failure.js';
-import { fallbackAfter } from '../src/agent/fallback.js';
+import { BUDGET_OPERATION, pausedAt, raiseOf, raisedBy } from '../src/agent/budget/budget-pause.js';
+import { deadlineDelay } from '../src/agent/budget/deadline.js';
+import { limitLifted, limitedUntil, resumeDelay, usageLimitWait } from '../src/agent/budget/usage-limit.js';
+import { type AgentContext } from '../src/agent/core/context.js';
+import type { OperationHook } from '../src/agent/operations/operation-state.js';
+import { applyOperated, applyResumed, openPoint, type ResumeVerdict } from '../src/agent/operations/operation-rules.js';
+import { DEFAULT_CANCEL_GRACE_MS, OperationError } from '../src/agent/operations/operation.js';
+import { type FailureType } from '../src/agent/protocol/failure.js';
+import { fallbackAfter } from '../src/agent/fallback/fallback.js';
 
-import { admitted, externalEventProblem, externalEventTypes } from '../src/agent/events.js';
-import { composeExecutors, type Executor } from '../src/agent/executor.js';
-import { fromIo, ioLogic, type IoDeps, type IoRequest } from '../src/agent/io.js';
+import { admitted, externalEventProblem, externalEventTypes } from '../src/agent/protocol/events.js';
+import { composeExecutors, type Executor } from '../src/agent/protocol/executor.js';
+import { fromIo, ioLogic, type IoDeps, type IoRequest } from '../src/agent/core/io.js';
 
-import { ToolPolicyError } from '../src/agent/tool-policy.js';
-import * as guard from '../src/agent/guardrails.js';
-import { fromTelemetry, resumeTrace, traceMark, type TraceMark } from '../src/agent/trace-marks.js';
+import { ToolPolicyError } from '../src/agent/approvals/tool-policy.js';
+import * as guard from '../src/agent/guardrails/guardrails.js';
+import { fromTelemetry, resumeTrace, traceMark, type TraceMark } from '../src/agent/tracing/trace-marks.js';
 
-import { pendingPrune } from '../src/agent/pruning.js';
-import { applyPrune, applyToolResults, asUserMessage, batchComplete, errorInfo, journalResult, waitingCalls } from '../src/agent/run-rules.js';
+import { pendingPrune } from '../src/agent/core/pruning.js';
+import { applyPrune, applyToolResults, asUserMessage, batchComplete, errorInfo, journalResult, waitingCalls } from '../src/agent/core/run-rules.js';
 import { PolicySchema, type Step } from '../src/schemas.js';
 
 import { feedProblem } from '../src/brain/feed-problems.js';
 
-import { routedEvent } from '../src/agent/subagents.js';
+import { routedEvent } from '../src/agent/subagents/subagents.js';
 
-import { beginFinalCall } from '../src/agent/structured-output.js';
+import { beginFinalCall } from '../src/agent/structured-output/structured-output.js';
 
 /**
  * The driver: owns one conversation, asks the brain for the next step under the current
  * policy, hands the matching side effect to its IO and feeds the result back. Its own state is
  * only which IO is in flight, and its states carry the brain's names, so the inspector shows
- * the brain. The rules live in `src/agent/run-rules.ts`; here every action is one line.
+ * the brain. The rules live in `src/agent/core/run-rules.ts`; here every action is one line.
  */
 
 export type { AgentContext, AgentEvent };
-export type { AgentEmitted, AgentInput, AgentOutput } from '../src/agent/actor-types.js';
-export { outputOf, runInFlight } from '../src/agent/actor-types.js';
-import { outputOf, runInFlight, type AgentEmitted, type AgentInput, type AgentOutput } from '../src/agent/actor-types.js';
-import * as act from '../src/agent/driver-actions.js';
+export type { AgentEmitted, AgentInput, AgentOutput } from '../src/agent/protocol/actor-types.js';
+export { outputOf, runInFlight } from '../src/agent/protocol/actor-types.js';
+import { outputOf, runInFlight, type AgentEmitted, type AgentInput, type AgentOutput } from '../src/agent/protocol/actor-types.js';
+import * as act from '../src/agent/core/driver-actions.js';
 export { APPROVALS_OPERATION };
-export { DEFAULT_MAX_TOOL_CALLS_PER_REPLY } from '../src/agent/compile.js';
+export { DEFAULT_MAX_TOOL_CALLS_PER_REPLY } from '../src/agent/core/compile.js';
 
 type Args = { context: AgentContext; event: AgentEvent };
 

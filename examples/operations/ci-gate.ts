@@ -6,7 +6,7 @@
  * kept in the gate's state and told to the model from then on.
  */
 import { z } from 'zod';
-import type { Operation } from '../../src/agent/operation.js';
+import type { Operation } from '../../src/agent/operations/operation.js';
 
 export const CiResult = z.object({ status: z.enum(['passed', 'failed']), url: z.string().url().optional() });
 export type CiResult = z.infer<typeof CiResult>;

@@ -5,7 +5,7 @@
  * database or a search service behind the same `search` function.
  */
 import { z } from 'zod';
-import type { Operation } from '../../src/agent/operation.js';
+import type { Operation } from '../../src/agent/operations/operation.js';
 
 export interface MemoryStore {
   search(query: string, options: { signal: AbortSignal }): Promise<string[]>;

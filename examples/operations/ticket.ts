@@ -5,7 +5,7 @@
  * effects.
  */
 import { z } from 'zod';
-import type { Operation } from '../../src/agent/operation.js';
+import type { Operation } from '../../src/agent/operations/operation.js';
 
 export const TicketState = z.object({
   id: z.string(),

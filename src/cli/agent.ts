@@ -2,7 +2,7 @@ import { existsSync } from 'node:fs';
 import { extname, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { createAgentMachine, type AgentMachine } from '../../machines/agent.machine.js';
-import type { AgentConfig } from '../agent/config.js';
+import type { AgentConfig } from '../agent/core/config.js';
 import { CliError } from './errors.js';
 import { escapeLine } from './escape.js';
 

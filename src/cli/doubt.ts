@@ -1,5 +1,5 @@
-import { doubtRequests } from '../agent/in-doubt.js';
-import { serviceKey } from '../agent/keys.js';
+import { doubtRequests } from '../agent/in-doubt/in-doubt.js';
+import { serviceKey } from '../agent/protocol/keys.js';
 import { decideDoubtStored, type DoubtVerdict } from '../sessions/stored-doubt.js';
 import { ApprovalRefusedError } from '../sessions/stored-decision.js';
 import { CliError, UsageError } from './errors.js';

@@ -1,4 +1,4 @@
-import type { SideEffectOutputs } from '../agent/executor.js';
+import type { SideEffectOutputs } from '../agent/protocol/executor.js';
 import { ModelError } from '../model.js';
 import type { ToolCall, ToolMessage } from '../schemas.js';
 import type { TraceEntry } from '../sessions/trace.js';

@@ -1,8 +1,8 @@
 import { createAgentMachine } from '../../machines/agent.machine.js';
-import type { AgentConfig } from '../agent/config.js';
-import { inProcessExecutor, type Executor, type SideEffect, type SideEffectOutputs } from '../agent/executor.js';
-import type { AgentOutcome } from '../agent/failure.js';
-import { answerWaits } from '../agent/unattended.js';
+import type { AgentConfig } from '../agent/core/config.js';
+import { inProcessExecutor, type Executor, type SideEffect, type SideEffectOutputs } from '../agent/protocol/executor.js';
+import type { AgentOutcome } from '../agent/protocol/failure.js';
+import { answerWaits } from '../agent/hosts/unattended.js';
 import { LoopchartError } from '../errors.js';
 import type { Usage } from '../model.js';
 import type { Message } from '../schemas.js';

@@ -1,8 +1,8 @@
 import { runInFlight, type AgentContext } from '../../machines/agent.machine.js';
-import { digestOf } from '../agent/approval-binding.js';
-import { pendingCalls } from '../agent/brain-state.js';
-import { innerKey, serviceKey } from '../agent/keys.js';
-import { childSessionId, routeOf } from '../agent/subagents.js';
+import { digestOf } from '../agent/approvals/approval-binding.js';
+import { pendingCalls } from '../agent/core/brain-state.js';
+import { innerKey, serviceKey } from '../agent/protocol/keys.js';
+import { childSessionId, routeOf } from '../agent/subagents/subagents.js';
 import type { ApprovalAnswer } from './request.js';
 import { parseApprovalId } from './ui-chunks.js';
 

@@ -1,5 +1,5 @@
 import type { AgentEmitted, AgentOutput } from '../../machines/agent.machine.js';
-import type { ApprovalRequest } from '../agent/approval-binding.js';
+import type { ApprovalRequest } from '../agent/approvals/approval-binding.js';
 import type { Message, ToolCall, ToolMessage } from '../schemas.js';
 
 /**

@@ -1,5 +1,5 @@
 import { runInFlight, type AgentOutput } from '../../machines/agent.machine.js';
-import type { ApprovalRequest } from '../agent/approval-binding.js';
+import type { ApprovalRequest } from '../agent/approvals/approval-binding.js';
 import { DurableSession } from '../sessions/durable-session.js';
 import { ApprovalRefusedError, type Verdict } from '../sessions/stored-decision.js';
 import type { SessionStore } from '../stores/session-store.js';

@@ -3,7 +3,7 @@ import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import { CallToolRequestSchema, ElicitResultSchema, ErrorCode, ListToolsRequestSchema, McpError, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
-import type { ApprovalRequest } from '../agent/approval-binding.js';
+import type { ApprovalRequest } from '../agent/approvals/approval-binding.js';
 import { IDEMPOTENCY_KEY_META } from '../mcp/client.js';
 import { thrownMessage } from '../read-answer.js';
 import { MemorySessionStore } from '../stores/memory.js';

@@ -1,5 +1,5 @@
 import * as restate from '@restatedev/restate-sdk';
-import type { ExternalEvent } from '../agent/events.js';
+import type { ExternalEvent } from '../agent/protocol/events.js';
 
 /**
  * A session's channel: a second virtual object with the same key, for the two streams that must

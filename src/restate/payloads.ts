@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import * as restate from '@restatedev/restate-sdk';
-import { ExternalEventSchemas, checkHandResult, doubtFields } from '../agent/events.js';
+import { ExternalEventSchemas, checkHandResult, doubtFields } from '../agent/protocol/events.js';
 import { sessionIdProblem } from '../stores/step.js';
 
 /**

@@ -2,7 +2,7 @@ import * as restate from '@restatedev/restate-sdk';
 import { createActor } from 'xstate';
 import { runInFlight, type AgentContext, type AgentMachine, type AgentEmitted } from '../../machines/agent.machine.js';
 import { logOf } from '../brain/message-log.js';
-import { externalEventProblem, type ExternalEvent } from '../agent/events.js';
+import { externalEventProblem, type ExternalEvent } from '../agent/protocol/events.js';
 import { LoopchartError } from '../errors.js';
 import type { Message, Outcome } from '../schemas.js';
 import type { Usage } from '../model.js';

@@ -1,6 +1,6 @@
 import * as restate from '@restatedev/restate-sdk';
-import type { Executor, SideEffect, SideEffectKind, SideEffectOutputs } from '../agent/executor.js';
-import { currentScope, extendScope } from '../agent/subagent-scope.js';
+import type { Executor, SideEffect, SideEffectKind, SideEffectOutputs } from '../agent/protocol/executor.js';
+import { currentScope, extendScope } from '../agent/subagents/subagent-scope.js';
 
 /**
  * The executor seam as Restate steps: every side effect the agent hands to its executor becomes

@@ -1,9 +1,9 @@
 import * as restate from '@restatedev/restate-sdk';
 import { runInFlight, type AgentContext } from '../../machines/agent.machine.js';
-import { feedBrain } from '../agent/brain-state.js';
-import { closeOperations } from '../agent/operation-rules.js';
-import { finishBrain, overruleOutcome } from '../agent/run-rules.js';
-import { agentOutcome, type FailureType } from '../agent/failure.js';
+import { feedBrain } from '../agent/core/brain-state.js';
+import { closeOperations } from '../agent/operations/operation-rules.js';
+import { finishBrain, overruleOutcome } from '../agent/core/run-rules.js';
+import { agentOutcome, type FailureType } from '../agent/protocol/failure.js';
 import type { Outcome } from '../schemas.js';
 
 /*

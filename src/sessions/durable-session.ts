@@ -8,21 +8,21 @@ import {
   type AgentMachine,
   type AgentOutput,
 } from '../../machines/agent.machine.js';
-import type { Executor, SideEffect, SideEffectOutputs } from '../agent/executor.js';
-import { keyOf, parseKey, serviceKey, turnOf } from '../agent/keys.js';
-import { markerBatch } from '../agent/in-doubt.js';
+import type { Executor, SideEffect, SideEffectOutputs } from '../agent/protocol/executor.js';
+import { keyOf, parseKey, serviceKey, turnOf } from '../agent/protocol/keys.js';
+import { markerBatch } from '../agent/in-doubt/in-doubt.js';
 import { InvalidFeedError, LoopchartError } from '../errors.js';
 import { feedProblem } from '../brain/feed-problems.js';
 import type { Message, ToolMessage } from '../schemas.js';
 import type { SessionStore } from '../stores/session-store.js';
-import { admitted, externalEventProblem } from '../agent/events.js';
-import { extendScope, stopActor, type ChildSession, type OpenChildOptions } from '../agent/subagent-scope.js';
+import { admitted, externalEventProblem } from '../agent/protocol/events.js';
+import { extendScope, stopActor, type ChildSession, type OpenChildOptions } from '../agent/subagents/subagent-scope.js';
 import { EMPTY_LOG, logEffect } from './log-delta.js';
 import { logOf, type MessageLog } from '../brain/message-log.js';
 import { decodeRow, encodeRow } from './session-row.js';
 import { ApprovalRefusedError, type Verdict } from './stored-decision.js';
-import { decisionEvent, type ApprovalRequest } from '../agent/approval-binding.js';
-import type { Refusal } from '../agent/approvals.js';
+import { decisionEvent, type ApprovalRequest } from '../agent/approvals/approval-binding.js';
+import type { Refusal } from '../agent/approvals/approvals.js';
 import { PromptDelta, errorRecord, statePath, type TraceEntry } from './trace.js';
 import { sameJson } from '../json-value.js';
 import { planWrites, type PlannedWrite, type QueuedWrite } from './write-plan.js';

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { freshAgentContext } from '../agent/context.js';
+import { freshAgentContext } from '../agent/core/context.js';
 import { coherentCut } from '../brain/conversation.js';
 import { LoopchartError } from '../errors.js';
 import type { SessionStore } from '../stores/session-store.js';

@@ -1,5 +1,5 @@
-import { guardFeedbackMessage, type GuardrailVerdict } from '../agent/guardrails.js';
-import { FINAL_ANSWER_TOOL } from '../agent/structured-output.js';
+import { guardFeedbackMessage, type GuardrailVerdict } from '../agent/guardrails/guardrails.js';
+import { FINAL_ANSWER_TOOL } from '../agent/structured-output/structured-output.js';
 import type { AssistantMessage, Message, ToolMessage, UserMessage } from '../schemas.js';
 import type { TraceEntry, TraceEntryOf } from './trace.js';
 

@@ -1,11 +1,11 @@
 import { decide } from '../../machines/loop.machine.js';
-import { conversationOf, feedBrain, freshBrain, type BrainState } from '../agent/brain-state.js';
-import { runInFlight } from '../agent/actor-types.js';
+import { conversationOf, feedBrain, freshBrain, type BrainState } from '../agent/core/brain-state.js';
+import { runInFlight } from '../agent/protocol/actor-types.js';
 import { logOf } from '../brain/message-log.js';
-import { finishBrain, startRun } from '../agent/run-rules.js';
-import { repetitionNote } from '../agent/repetition.js';
-import { interruptedResult } from '../agent/interrupt.js';
-import { keyOf, parseKey, turnOf } from '../agent/keys.js';
+import { finishBrain, startRun } from '../agent/core/run-rules.js';
+import { repetitionNote } from '../agent/repetition/repetition.js';
+import { interruptedResult } from '../agent/cancel/interrupt.js';
+import { keyOf, parseKey, turnOf } from '../agent/protocol/keys.js';
 import { LoopchartError } from '../errors.js';
 import type { LoopEvent } from '../brain/loop-events.js';
 import { DEFAULT_POLICY, type Message, type Policy, type Step, type ToolMessage } from '../schemas.js';

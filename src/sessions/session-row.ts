@@ -1,10 +1,10 @@
 import { z } from 'zod';
 import { fieldsOf, logOf } from '../brain/message-log.js';
 import type { AgentContext } from '../../machines/agent.machine.js';
-import { NO_APPROVALS } from '../agent/approvals.js';
-import { NO_OPERATIONS } from '../agent/operation-state.js';
-import { AgentContextSchema } from '../agent/context.js';
-import type { BrainState } from '../agent/brain-state.js';
+import { NO_APPROVALS } from '../agent/approvals/approvals.js';
+import { NO_OPERATIONS } from '../agent/operations/operation-state.js';
+import { AgentContextSchema } from '../agent/core/context.js';
+import type { BrainState } from '../agent/core/brain-state.js';
 import { LoopchartError } from '../errors.js';
 import { parseLoopSnapshot } from '../brain/loop-snapshot.js';
 import {

@@ -1,8 +1,8 @@
-import type { ApprovalRequest, RefusalReason } from '../agent/approval-binding.js';
-import { takeDecision, type Refusal } from '../agent/approvals.js';
-import { pendingCalls } from '../agent/brain-state.js';
-import { innerKey, serviceKey } from '../agent/keys.js';
-import { childSessionId, routeOf } from '../agent/subagents.js';
+import type { ApprovalRequest, RefusalReason } from '../agent/approvals/approval-binding.js';
+import { takeDecision, type Refusal } from '../agent/approvals/approvals.js';
+import { pendingCalls } from '../agent/core/brain-state.js';
+import { innerKey, serviceKey } from '../agent/protocol/keys.js';
+import { childSessionId, routeOf } from '../agent/subagents/subagents.js';
 import { LoopchartError } from '../errors.js';
 import { SessionNotFoundError } from '../stores/errors.js';
 import type { SessionStore } from '../stores/session-store.js';

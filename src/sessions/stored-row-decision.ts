@@ -1,5 +1,5 @@
 import type { AgentContext } from '../../machines/agent.machine.js';
-import { serviceKey } from '../agent/keys.js';
+import { serviceKey } from '../agent/protocol/keys.js';
 import { SessionBusyError, SessionNotFoundError } from '../stores/errors.js';
 import type { SessionStore } from '../stores/session-store.js';
 import { decodeRow, encodeRow } from './session-row.js';

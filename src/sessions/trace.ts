@@ -1,7 +1,7 @@
 import { z } from 'zod';
-import { RefusalReasonSchema } from '../agent/approval-binding.js';
-import { GuardrailVerdictSchema } from '../agent/guardrails.js';
-import { DoubtActionSchema } from '../agent/in-doubt.js';
+import { RefusalReasonSchema } from '../agent/approvals/approval-binding.js';
+import { GuardrailVerdictSchema } from '../agent/guardrails/guardrails.js';
+import { DoubtActionSchema } from '../agent/in-doubt/in-doubt.js';
 import type { SessionStore, TraceRecord } from '../stores/session-store.js';
 import {
   CompactionReasonSchema,

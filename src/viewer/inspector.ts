@@ -1,6 +1,6 @@
 import { createServer } from 'node:http';
 import { runInFlight } from '../../machines/agent.machine.js';
-import type { AgentContext } from '../agent/context.js';
+import type { AgentContext } from '../agent/core/context.js';
 import type { AddressInfo } from 'node:net';
 import type { AnyStateMachine, InspectionEvent } from 'xstate';
 import { statePath } from '../sessions/trace.js';

@@ -2,7 +2,7 @@ import type { Message } from '../schemas.js';
 import type { ReadTraceEntry, TraceEntry } from '../sessions/trace.js';
 import { shownText } from './lazy-text.js';
 import type { PageData, Row } from './page-model.js';
-import { childSessionOf } from '../agent/keys.js';
+import { childSessionOf } from '../agent/protocol/keys.js';
 
 /**
  * Trace entries as timeline rows, built incrementally (live updates append). Pure and

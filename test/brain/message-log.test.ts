@@ -7,7 +7,7 @@ import { inspect } from 'node:util';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { emptyLoopContext, reduceLoop } from '../../machines/loop.machine.js';
-import { feedBrain, freshBrain, takeStep, type BrainState } from '../../src/agent/brain-state.js';
+import { feedBrain, freshBrain, takeStep, type BrainState } from '../../src/agent/core/brain-state.js';
 import { fieldsOf, logOf, loopContextOf, MessageLog } from '../../src/brain/message-log.js';
 import { DEFAULT_POLICY, LoopContextSchema, type Message } from '../../src/schemas.js';
 import { asst, call, toolMsg, user } from '../support/brain.js';

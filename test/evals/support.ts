@@ -1,7 +1,7 @@
 /** A recorded session for the eval tests: a support agent that looks an order up, then answers. */
 import { z } from 'zod';
 import { createAgentMachine } from '../../machines/agent.machine.js';
-import type { AgentConfig } from '../../src/agent/config.js';
+import type { AgentConfig } from '../../src/agent/core/config.js';
 import { scriptedModel } from '../../src/models/scripted.js';
 import type { ScriptEntry } from '../../src/models/scripted.js';
 import { DurableSession } from '../../src/sessions/durable-session.js';

@@ -8,7 +8,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { aiSdkModel } from '../../src/ai-sdk.js';
 import { providerMessage } from '../../src/models/http-status.js';
 import { openAICompatibleModel } from '../../src/models/openai-compatible.js';
-import { runAgent } from '../../src/agent/run-agent.js';
+import { runAgent } from '../../src/agent/hosts/run-agent.js';
 import { startChatServer, type ChatServer } from '../support/chat-server.js';
 
 const PAGE = `<!DOCTYPE html>\n<html lang="en"><head><title>Teashop: page not found</title>\n<style>${'body{margin:0}'.repeat(400)}</style></head>\n<body><h1>Not here</h1></body></html>\n`;

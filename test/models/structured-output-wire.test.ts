@@ -2,7 +2,7 @@ import { createOpenAICompatible as createV2 } from '@ai-sdk/openai-compatible';
 import { createOpenAICompatible as createV3 } from 'ai-sdk-openai-compatible-v2';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { runAgent } from '../../src/agent/run-agent.js';
+import { runAgent } from '../../src/agent/hosts/run-agent.js';
 import { openAICompatibleModel } from '../../src/models/openai-compatible.js';
 import { aiSdkModel } from '../../src/models/ai-sdk.js';
 import type { AiSdkLanguageModel } from '../../src/models/ai-sdk-spec.js';

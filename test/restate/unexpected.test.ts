@@ -12,7 +12,7 @@ import { failedRun, UNEXPECTED_ERROR_TYPE } from '../../src/restate/unexpected.j
 import { decodeRow, encodeRow } from '../../src/sessions/session-row.js';
 import { defineTool } from '../../src/tools/define-tool.js';
 import { runFinished, WAIT_MS } from '../support/driver.js';
-import { AWAITING_APPROVAL } from '../hitl/support.js';
+import { AWAITING_APPROVAL } from '../support/hitl.js';
 
 const deploy = defineTool({ name: 'deploy', description: 'Needs a human', input: z.object({}), needsApproval: true, execute: () => 'deployed' });
 const machine = () =>

@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { createAgentMachine } from '../../machines/agent.machine.js';
-import type { Guardrail } from '../../src/agent/guardrails.js';
+import type { Guardrail } from '../../src/agent/guardrails/guardrails.js';
 import { scriptedModel } from '../../src/models/scripted.js';
 import { DurableSession } from '../../src/sessions/durable-session.js';
 import { replaySession } from '../../src/sessions/replay.js';
@@ -18,7 +18,7 @@ import { answerAsText, settleHeldReply } from '../../src/sessions/replay-guard.j
 import type { TraceEntryOf } from '../../src/sessions/trace.js';
 import { SqliteSessionStore } from '../../src/stores/sqlite.js';
 import { readFileTool } from '../../src/tools/builtin.js';
-import { pathRule } from '../../src/agent/builtin-policies.js';
+import { pathRule } from '../../src/agent/approvals/builtin-policies.js';
 
 const root = mkdtempSync(join(tmpdir(), 'loopchart-replay-guarded-'));
 afterAll(() => rmSync(root, { recursive: true, force: true }));

@@ -17,7 +17,7 @@
  * Plus double kills: a second kill while a new process resumes (a crash during recovery).
  * Against SQLite (a file per kill point) and PostgreSQL (when DATABASE_URL is set).
  *
- * The series is cut into PARTS files (test/sessions/crash-<n>.test.ts), so the kill points run
+ * The series is cut into PARTS files (test/sessions/series-<n>.crash.test.ts), so the kill points run
  * on every worker at once instead of one after another in a single file: part i kills at every
  * PARTS-th point of each kind (model call, side effect, journal write, commit; from the i-th on)
  * and takes every PARTS-th double kill; together the parts cover every kill point. Each part makes its own uninterrupted reference run (one child).

@@ -7,10 +7,10 @@
  */
 import fc from 'fast-check';
 import { z } from 'zod';
-import type { AgentConfig } from '../../src/agent/config.js';
+import type { AgentConfig } from '../../src/agent/core/config.js';
 import type { Compactor } from '../../src/compaction/contract.js';
-import type { Operation } from '../../src/agent/operation.js';
-import { requestTokens } from '../../src/agent/request-size.js';
+import type { Operation } from '../../src/agent/operations/operation.js';
+import { requestTokens } from '../../src/agent/core/request-size.js';
 import type { Model, ModelReply } from '../../src/model.js';
 import type { Message } from '../../src/schemas.js';
 import { estimateTokens } from '../../src/tokens.js';

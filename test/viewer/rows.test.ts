@@ -13,7 +13,7 @@ import { writeBigSession } from './fixtures/big-session.js';
 import { createAgentMachine } from '../../machines/agent.machine.js';
 import { DurableSession } from '../../src/sessions/durable-session.js';
 import { scriptedModel } from '../../src/models/scripted.js';
-import type { Guardrail } from '../../src/agent/guardrails.js';
+import type { Guardrail } from '../../src/agent/guardrails/guardrails.js';
 
 describe('promptAt', () => {
   it('gives every model row the prompt the deltas add up to, visited in any order', async () => {

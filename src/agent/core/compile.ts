@@ -1,0 +1,207 @@
+import { InvalidConfigError } from '../../errors.js';
+import type { ToolDefinition } from '../../model.js';
+import { objectSlot, type ObjectSlot } from '../../object-slot.js';
+import { PolicySchema, type Message, type Policy, type PolicyInput } from '../../schemas.js';
+import { estimateMessageTokens } from '../../tokens.js';
+import { hasApprovalRule, ToolSet } from '../../tools/define-tool.js';
+import { ListingCache } from '../../tools/offered-tools.js';
+import { DEFAULT_TOOL_CONCURRENCY } from '../../tools/run-tools.js';
+import { AgentTracing } from '../tracing/agent-tracing.js';
+import { APPROVALS_OPERATION } from '../approvals/approval-events.js';
+import { BudgetSchema, PricesSchema, type Budget, type Prices } from '../budget/budget.js';
+import { BUDGET_OPERATION } from '../budget/budget-pause.js';
+import type { AgentConfig } from './config.js';
+import { composeExecutors, inProcessExecutor, type Executor } from '../protocol/executor.js';
+import { modelList, type ModelList } from '../fallback/fallback.js';
+import { planGuardrails, type GuardrailPlan } from '../guardrails/guardrails.js';
+import { compileTeam, type Team } from '../handoffs/handoffs.js';
+import type { IoDeps } from './io.js';
+import type { Operation, OperationError } from '../operations/operation.js';
+import { planOperations, type OperationPlan } from '../operations/operation-rules.js';
+import { PruningSchema, pruneLineProblem, type Pruning } from './pruning.js';
+import { repetitionLimit } from '../repetition/repetition.js';
+import { compileOutput, finalCallTools, type StructuredOutput } from '../structured-output/structured-output.js';
+import { planToolPolicies, type ToolPolicyPlan } from '../approvals/tool-policy.js';
+import { usageLimitRule, type UsageLimitRule } from '../budget/usage-limit.js';
+
+/** Tool calls one reply may ask for by default; the excess gets error results instead of running. */
+export const DEFAULT_MAX_TOOL_CALLS_PER_REPLY = 128;
+
+/** The tools a model call offers: their definitions and, in the same order, their names. */
+export interface Offered {
+  readonly definitions: readonly ToolDefinition[];
+  readonly names: readonly string[];
+}
+
+/**
+ * An agent configuration checked and resolved once, before any run: everything the driver's
+ * rules read besides the run's own context. Frozen; the memo tables inside it cache pure
+ * functions of objects that never change (a brain's context, an event), so they are invisible.
+ */
+export interface CompiledAgent {
+  readonly config: AgentConfig;
+  readonly clock: () => number;
+  readonly operations: readonly Operation[];
+  readonly plan: OperationPlan;
+  readonly pruning: Pruning | undefined;
+  readonly defaultPolicy: Policy;
+  readonly budget: Budget | undefined;
+  readonly prices: Prices | undefined;
+  readonly models: ModelList;
+  readonly maxCalls: number;
+  readonly repetition: number | null;
+  readonly instructionsTokens: number;
+  readonly structured: StructuredOutput | undefined;
+  readonly team: Team | null;
+  readonly tools: ToolSet;
+  readonly toolPolicy: ToolPolicyPlan | null;
+  readonly guardrails: GuardrailPlan | null;
+  /** A batch goes through the approval region when a call may need a decision: a tool's rule or the policy's. */
+  readonly gated: boolean;
+  readonly usageLimit: UsageLimitRule;
+  readonly hasSources: boolean;
+  /** The entry agent's own tools. */
+  readonly entryTools: Offered;
+  /** The one tool a final output call offers, when the agent has an output schema with a tool. */
+  readonly finalOffered: Offered | undefined;
+  readonly tracing: AgentTracing | undefined;
+  /** What the IO actor runs with (models, tools, operations, executor, …). */
+  readonly io: IoDeps;
+  readonly memo: {
+    readonly extras: ObjectSlot<object, ExtrasMemo>;
+    readonly offered: ObjectSlot<object, Offered>;
+    readonly answers: ObjectSlot<object, unknown>;
+    readonly verdicts: ObjectSlot<object, unknown>;
+  };
+}
+
+/** Executors that carry an agent's tracing, so a machine rebuilt on one does not trace twice. */
+const tracedBy = new WeakMap<Executor, AgentTracing>();
+
+/** A context's prompt parts, measured (see `extrasFor`). */
+type ExtrasMemo = { slices: object; tokens: number | OperationError; agent: unknown };
+
+/** Records that `executor` already carries `tracing` (a machine rebuilt on it must not add its own). */
+export function markTraced(executor: Executor, tracing: AgentTracing | undefined): void {
+  if (tracing) tracedBy.set(executor, tracing);
+}
+
+/**
+ * Checks and resolves an agent configuration: names, limits, schemas, prices, tools and the
+ * operation list, each once (`InvalidConfigError` naming what is wrong). The driver's chart and
+ * rules read only the result.
+ *
+ * @example
+ * ```ts
+ * const agent = compileAgent({ model: scriptedModel([{ text: 'hi' }]), instructions: 'Be brief.' });
+ * console.log(agent.maxCalls, agent.tools.names); // 128 []
+ * ```
+ */
+export function compileAgent(config: AgentConfig): CompiledAgent {
+  const operations = config.operations ?? [];
+  const plan = planOperations(operations);
+  const pruning = config.pruning && PruningSchema.parse(config.pruning);
+  const defaultPolicy = checkedPolicy(config.policy, pruning);
+  const budget = config.budget && BudgetSchema.parse(config.budget);
+  const prices = config.prices && PricesSchema.parse(config.prices);
+  const models = modelList(config.model, config.fallbackOn, prices);
+  if (budget?.maxCostUsd !== undefined && models.entries.some((entry) => !entry.prices)) throw new InvalidConfigError('budget.maxCostUsd needs prices');
+  const maxCalls = config.maxToolCallsPerReply ?? DEFAULT_MAX_TOOL_CALLS_PER_REPLY;
+  if (!Number.isInteger(maxCalls) || maxCalls < 1) throw new InvalidConfigError(`maxToolCallsPerReply must be a positive integer, got ${maxCalls}`);
+  if (config.instructions !== undefined && typeof config.instructions !== 'string') throw new InvalidConfigError('instructions must be a string');
+  const repetition = repetitionLimit(config.repetition);
+  const instructions: Message | undefined = config.instructions ? { role: 'system', content: config.instructions } : undefined;
+  const structured = compileOutput(config, models.entries.map((entry) => entry.model));
+  // A tool name contributed twice (config, operations, the answer's tool) fails here, loudly.
+  const shared = [...operations.flatMap((op) => op.tools ?? []), ...(structured?.tool ? [structured.tool] : [])];
+  const team = compileTeam({ handoffs: config.handoffs, instructions: config.instructions, own: config.tools ?? [], shared, models: models.entries.length });
+  const tools = new ToolSet(team ? team.tools : [...(config.tools ?? []), ...shared]);
+  const toolPolicy = planToolPolicies(config);
+  const guardrails = planGuardrails(config.guardrails);
+  const gated = [...tools].some(hasApprovalRule) || toolPolicy !== null;
+  // Approvals are the built-in approval-like operation, checked after the beforeTools point.
+  if (gated) approvalsOrderProblem(plan);
+  const usageLimit = usageLimitRule(config.pauseOnUsageLimit);
+  if ((budget?.pause || usageLimit) && plan.byName.has(BUDGET_OPERATION)) throw new InvalidConfigError(`operation name '${BUDGET_OPERATION}' is taken by budgets that pause`);
+  const { io, tracing } = ioDeps(config, { models, team, tools, plan, toolPolicy, guardrails, instructions, structured });
+  return Object.freeze({
+    config,
+    clock: config.clock ?? Date.now,
+    operations,
+    plan,
+    pruning,
+    defaultPolicy,
+    budget,
+    prices,
+    models,
+    maxCalls,
+    repetition,
+    instructionsTokens: instructions ? estimateMessageTokens(instructions) : 0,
+    structured,
+    team,
+    tools,
+    toolPolicy,
+    guardrails,
+    gated,
+    usageLimit,
+    hasSources: io.toolSources.length > 0,
+    entryTools: { definitions: tools.definitions, names: tools.names },
+    finalOffered: structured && finalCallTools(structured),
+    tracing,
+    io,
+    memo: { extras: objectSlot<object, ExtrasMemo>(), offered: objectSlot<object, Offered>(), answers: objectSlot<object, unknown>(), verdicts: objectSlot<object, unknown>() },
+  });
+}
+
+type IoParts = Pick<CompiledAgent, 'models' | 'team' | 'tools' | 'plan' | 'toolPolicy' | 'guardrails' | 'structured'> & { instructions: Message | undefined };
+
+/** The IO actor's dependencies, with the executor wrapped in the agent's spans when it traces. */
+function ioDeps(config: AgentConfig, parts: IoParts): { io: IoDeps; tracing: AgentTracing | undefined } {
+  // A machine rebuilt from this one (`withClock`) keeps its tracing: its executor already has it.
+  const inherited = config.executor && tracedBy.get(config.executor);
+  const tracing = inherited ?? (config.telemetry ? new AgentTracing(config.telemetry, parts.models.entries[0]!.model.name) : undefined);
+  const executor = config.executor ?? inProcessExecutor;
+  const io: IoDeps = {
+    models: [...parts.models.entries.map((entry) => entry.model), ...(parts.team?.models ?? [])],
+    retry: config.retry ?? {},
+    tools: parts.tools,
+    toolSources: config.toolSources ?? [],
+    listings: new ListingCache(),
+    operations: parts.plan,
+    compactor: config.compactor,
+    toolConcurrency: config.toolConcurrency ?? DEFAULT_TOOL_CONCURRENCY,
+    instructions: parts.instructions,
+    toolPolicy: parts.toolPolicy,
+    responseFormat: parts.structured?.responseFormat,
+    guardrails: parts.guardrails,
+    // Spans wrap the configured executor: they time the effect as it really runs.
+    executor: tracing && !inherited ? composeExecutors(executor, tracing.wrap) : executor,
+    // A run whose IO stops before it ends (the actor stopped while the run waits) ends its span.
+    ...(tracing && { onStop: (key: string | undefined) => tracing.ioStopped(key) }),
+  };
+  markTraced(io.executor, tracing);
+  return { io, tracing };
+}
+
+/** A policy the pruning configuration allows, or a typed error saying why not. */
+export function checkedPolicy(policy: PolicyInput | undefined, pruning: Pruning | undefined): Policy {
+  const resolved = PolicySchema.parse(policy ?? {});
+  const problem = pruneLineProblem(pruning, resolved);
+  if (problem) throw new InvalidConfigError(problem);
+  return resolved;
+}
+
+/**
+ * The approvals operation runs its check after the beforeTools point, so (seed 003) no
+ * operation may run tools before it, and none may take its name.
+ */
+function approvalsOrderProblem(plan: OperationPlan): void {
+  if (plan.byName.has(APPROVALS_OPERATION)) throw new InvalidConfigError(`operation name '${APPROVALS_OPERATION}' is taken by the built-in approvals when a tool needs approval`);
+  const runner = plan.list.find((op) => op.runsTools);
+  if (runner) {
+    throw new InvalidConfigError(
+      `operation '${runner.name}' runs tools, but tools here need approval, and the approvals operation checks calls after the beforeTools point: ` +
+        `the calls it answered would never be approved (seed 003)`,
+    );
+  }
+}

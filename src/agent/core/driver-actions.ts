@@ -1,0 +1,523 @@
+/**
+ * The driver's actions as pure functions of (agent, context, event): each returns the context
+ * change, the event to emit, the request for the IO, or an ordered list of those (an Effect
+ * list) that the chart performs. The chart (machines/agent.machine.ts) names them, one line each.
+ */
+import { conversationOf, feedBrain, firstPending, pendingCalls } from './brain-state.js';
+
+import { type CompiledAgent } from './compile.js';
+import { afterReply, answerOf, deadlinePassed, approvalKey, as, batchKey, compactionKey, conversation, extrasFor, guardVerdict, handoffOf, modelKey, offeredTools, overBudget, overrun, ownModel, ownOffered, policyProblem, repeated, replyApplied, resetBatch, runnable, speakerView, stopRun, toolsetKey, undecided, verdictOf, type AgentEvent } from './driver-rules.js';
+import { APPROVALS_OPERATION, approvalEventOf } from '../approvals/approval-events.js';
+import { decisionFor, deniedResult, takeDecision } from '../approvals/approvals.js';
+import { requestFor } from '../approvals/approval-binding.js';
+import { takeDoubtDecision } from '../in-doubt/in-doubt.js';
+
+import { costUsd } from '../budget/budget.js';
+import { BUDGET_OPERATION } from '../budget/budget-pause.js';
+import { type AgentContext } from './context.js';
+
+import { applyOperated, closeOperations } from '../operations/operation-rules.js';
+import { OperationError } from '../operations/operation.js';
+import { agentOutcome } from '../protocol/failure.js';
+import { interruptedStep, keepSteering, runCancelHooks } from '../cancel/cancel-rules.js';
+import { fallbackAfter, startModels, totalCost, usageCosts } from '../fallback/fallback.js';
+import { repetitionNote, type RepetitionVerdict } from '../repetition/repetition.js';
+
+import { deliveryIds, nextAttempt } from '../protocol/delivery.js';
+import { externalEventProblem } from '../protocol/events.js';
+import { type IoRequest } from './io.js';
+
+import { applyPolicyVerdicts } from '../approvals/tool-policy.js';
+import * as guard from '../guardrails/guardrails.js';
+
+import { NO_USAGE, applyCompactionPass, applyToolResults, asUserMessage, batchResults, errorInfo, finishBrain, interruptBatch, journalResult, startRun, waitingCalls, withExtras, withListedTools } from './run-rules.js';
+import type { ModelReply } from '../../model.js';
+import { type ToolCall, type ToolMessage, type UserMessage } from '../../schemas.js';
+
+import { childUsageCounted, qualifiedCallId, qualifiedCalls, routedEvent, type RoutableEvent } from '../subagents/subagents.js';
+
+import { FRESH_OUTPUT_STATE, judgeAnswer, withOutput } from '../structured-output/structured-output.js';
+
+import type { AgentEmitted } from '../protocol/actor-types.js';
+import { outputOf } from '../protocol/actor-types.js';
+
+/** One thing an action does, in order: change the context, emit an event, or send the IO a request. */
+export type Effect = { assign: Partial<AgentContext> } | { emit: AgentEmitted } | { send: IoRequest };
+
+const pickUsage = ({ runUsage, sessionUsage, models }: Pick<AgentContext, 'runUsage' | 'sessionUsage' | 'models'>) => ({ runUsage, sessionUsage, ...(models && { models }) });
+
+/** A tool's start or end as listeners get it, with its delivery id. */
+export const toolStarted = (context: AgentContext, call: ToolCall) =>
+  ({ type: 'tool.started', id: deliveryIds.toolStarted(context.runIndex, context.brain.context.turnsTaken, call.id), call }) as const;
+export const toolFinished = (context: AgentContext, call: ToolCall, result: ToolMessage) =>
+  ({ type: 'tool.finished', id: deliveryIds.toolFinished(context.runIndex, context.brain.context.turnsTaken, call.id), call, result }) as const;
+
+export function beginRun(agent: CompiledAgent, context: AgentContext, event: AgentEvent): Partial<AgentContext> {
+  return {
+    operations: { ...closeOperations(context.operations), done: null },
+    brain: startRun(context.brain, event.type === 'input' ? asUserMessage(event.message) : context.queued!, ownOffered(agent, context).definitions, context.extrasTokens),
+    queued: null,
+    runIndex: context.runIndex + 1,
+    runUsage: NO_USAGE,
+    compactionPasses: 0,
+    ...resetBatch(agent, context),
+    runStartedAt: agent.clock(),
+    budgetPause: undefined,
+    // Each run lists its sources once (its `toolset` step); an agent without sources records nothing.
+    ...(agent.hasSources && { offered: null }),
+    ...(agent.structured && { outputState: FRESH_OUTPUT_STATE }),
+    ...(agent.guardrails && { guard: guard.NO_GUARD }),
+    // Each run starts on the first model of a list again.
+    ...(agent.models.listed && { models: startModels(agent.models, context.models) }),
+  };
+}
+
+export function emitRunStarted(agent: CompiledAgent, context: AgentContext, event: AgentEvent): AgentEmitted {
+  return {
+    type: 'run.started' as const,
+    id: deliveryIds.runStarted(context.runIndex),
+    run: context.runIndex,
+    message: firstPending(context.brain) as UserMessage,
+  };
+}
+
+export function sealOverBudget(agent: CompiledAgent, context: AgentContext, event: AgentEvent): Partial<AgentContext> {
+  return {
+    brain: feedBrain(context.brain, { type: 'seal', reason: overBudget(agent, context)! }),
+    operations: closeOperations(context.operations),
+  };
+}
+
+export function noteRepetition(agent: CompiledAgent, context: AgentContext, event: AgentEvent): Effect[] {
+  const out: Effect[] = [];
+  const times = (repeated(agent, context) as Extract<RepetitionVerdict, { type: 'note' }>).times;
+  const calls = pendingCalls(context.brain).map(({ call }) => call);
+  const toolJournal = calls.map((call) => repetitionNote(call, times));
+  out.push({ emit: { type: 'repetition.noted', turn: context.brain.context.turnsTaken, times, calls } });
+  toolJournal.forEach((result, i) => (out.push({ emit: toolStarted(context, calls[i]!) }), out.push({ emit: toolFinished(context, calls[i]!, result) })));
+  out.push({ assign: { brain: applyToolResults({ ...context, toolJournal }, agent.maxCalls), ...resetBatch(agent, context) } });
+  return out;
+}
+
+export function sealRepetition(agent: CompiledAgent, context: AgentContext, event: AgentEvent): Partial<AgentContext> {
+  return {
+    brain: feedBrain(interruptBatch(context, agent.maxCalls), { type: 'seal', reason: (repeated(agent, context) as Extract<RepetitionVerdict, { type: 'seal' }>).reason }),
+    operations: closeOperations(context.operations),
+    ...resetBatch(agent, context),
+  };
+}
+
+export function emitBudgetPaused(agent: CompiledAgent, context: AgentContext, event: AgentEvent): Effect[] {
+  const out: Effect[] = [];
+  const limited = context.budgetPause?.usageLimit;
+  if (limited) return [...out, { emit: { type: 'operation.yielded', operation: BUDGET_OPERATION, reason: limited.reason, payload: { resumeAt: limited.resumeAt } } }];
+  const { kind, used, limit, reason } = overrun(agent, context)!;
+  out.push({ emit: { type: 'budget.paused', kind, used, limit, reason } });
+  out.push({ emit: { type: 'operation.yielded', operation: BUDGET_OPERATION, reason, payload: { kind, used, limit } } });
+  return out;
+}
+
+export function requestOperations(agent: CompiledAgent, context: AgentContext, event: AgentEvent): IoRequest {
+  const point = context.operations.point!;
+  return {
+    type: 'operation',
+    key: point.key,
+    hook: point.hook,
+    from: point.next,
+    turn: context.brain.context.turnsTaken + (point.hook === 'beforeModelCall' ? 1 : 0),
+    sessionId: context.sessionId,
+    conversation: conversation(context),
+    slices: context.operations.slices,
+    reply: point.reply,
+    batch: pendingCalls(context.brain),
+  };
+}
+
+export function acceptOperated(agent: CompiledAgent, context: AgentContext, event: AgentEvent): Effect[] {
+  const out: Effect[] = [];
+  const { index, output } = as(event, 'io.operated');
+  out.push({ assign: { operations: applyOperated(context.operations, agent.plan, index, output) } });
+  if (!output?.results) return out;
+  // Calls an operation answered are done: they never run, and listeners see them finish.
+  let toolJournal = context.toolJournal;
+  for (const result of output.results) {
+    const call = pendingCalls(context.brain).find((pending) => pending.call.id === result.toolCallId)!.call;
+    if (toolJournal.some((known) => known.toolCallId === call.id)) continue;
+    toolJournal = journalResult(toolJournal, result);
+    out.push({ emit: toolStarted(context, call) });
+    out.push({ emit: toolFinished(context, call, result) });
+  }
+  out.push({ assign: { toolJournal } });
+  return out;
+}
+
+export function emitOperationYielded(agent: CompiledAgent, context: AgentContext, event: AgentEvent): AgentEmitted {
+  const { operation, reason, payload } = context.operations.waiting!;
+  return { type: 'operation.yielded' as const, operation, reason, payload };
+}
+
+export function failOperation(agent: CompiledAgent, context: AgentContext, event: AgentEvent): Effect[] {
+  const out: Effect[] = [];
+  const error = (
+    event.type === 'operation.resume'
+      ? (verdictOf(agent, context, event) as { error: OperationError }).error
+      : event.type === 'io.failed'
+        ? event.error
+        : extrasFor(agent, context)
+  ) as OperationError;
+  out.push({ emit: { type: 'operation.failed', operation: error.operation, error } });
+  out.push({ assign: {
+    brain: stopRun(agent, context, { type: 'Failed', error: errorInfo('OperationError', error) }),
+    operations: closeOperations(context.operations),
+    ...resetBatch(agent, context),
+  } });
+  return out;
+}
+
+export function refreshExtras(agent: CompiledAgent, context: AgentContext, event: AgentEvent): Partial<AgentContext> {
+  const extrasTokens = extrasFor(agent, context) as number;
+  return { brain: withExtras(context.brain, context.extrasTokens, extrasTokens), extrasTokens };
+}
+
+export function recordTrace(agent: CompiledAgent, context: AgentContext, event: AgentEvent): Partial<AgentContext> {
+  const { runIndex, traceparent } = as(event, 'telemetry.traced');
+  return runIndex === context.runIndex ? { trace: traceparent } : {};
+}
+
+export function requestGuardrails(agent: CompiledAgent, context: AgentContext, event: AgentEvent): Effect[] {
+  const out: Effect[] = [];
+  const check = context.guard!.check!;
+  const names = guard.undecidedGuardrails(agent.guardrails!, check).map((guardrail) => guardrail.name);
+  const { turnsTaken } = context.brain.context;
+  const judged = check.stage === 'output' ? guard.judgedText(agent.structured, judgeAnswer(agent.structured, context.brain, context.outputState, check.reply as ModelReply)) : null;
+  const about = judged ?? { text: firstPending(context.brain)!.content };
+  const request = { type: 'guardrails', key: check.key, stage: check.stage, names, turn: turnsTaken + 1, sessionId: context.sessionId, ...about } as const;
+  if (names.length > 0) out.push({ send: { ...request, conversation: judged ? conversation(context) : conversation(context).discardPending() } satisfies IoRequest });
+  return out;
+}
+
+/** The check is decided (guardrails.ts): the input passes or trips; an output check's held reply is applied, with feedback, or trips. */
+export function settleGuard(agent: CompiledAgent, context: AgentContext, event: AgentEvent): Effect[] {
+  const out: Effect[] = [];
+  const outcome = guardVerdict(agent, context) as Exclude<guard.GuardOutcome, { type: 'open' }>;
+  const { stage, reply } = context.guard!.check!;
+  const settled = { guard: guard.settledGuard(context.guard!, outcome) };
+  const judged = stage === 'output' ? judgeAnswer(agent.structured, context.brain, context.outputState, reply as ModelReply) : null;
+  if (outcome.type === 'tripped') {
+    out.push({ emit: { type: 'guardrail.tripped', error: new guard.GuardrailTrippedError(outcome.guardrail, outcome.message) } });
+    const spent = judged ? pickUsage(replyApplied(agent, context, judged)) : {};
+    return [...out, { assign: { ...settled, ...spent, brain: stopRun(agent, context, { type: 'Failed', error: guard.trippedFailure(outcome) }) } }];
+  }
+  if (!judged) return [...out, { assign: settled }];
+  const turn = context.brain.context.turnsTaken + 1;
+  if (outcome.type === 'feedback') out.push({ emit: { type: 'guardrail.feedback', turn, message: outcome.message } });
+  const steered = outcome.type === 'feedback' ? feedBrain(judged.brain, { type: 'steer', message: guard.guardFeedbackMessage(outcome.message) }) : judged.brain;
+  out.push({ assign: { ...afterReply(agent, context, { ...judged, brain: steered }), ...settled } });
+  out.push({ emit: { type: 'turn.finished', id: deliveryIds.reply(context.runIndex, turn, context.attempt?.attempt ?? 1), turn, reply: reply as ModelReply } });
+  return out;
+}
+
+export function failGuardrail(agent: CompiledAgent, context: AgentContext, event: AgentEvent): Partial<AgentContext> {
+  return {
+    ...resetBatch(agent, context),
+    brain: stopRun(agent, context, { type: 'Failed', error: errorInfo('GuardrailError', as(event, 'io.failed').error) }),
+  };
+}
+
+export function requestModel(agent: CompiledAgent, context: AgentContext, event: AgentEvent): IoRequest {
+  return {
+    type: 'model',
+    key: modelKey(context),
+    turn: context.brain.context.turnsTaken + 1,
+    sessionId: context.sessionId,
+    conversation: conversation(context),
+    slices: context.operations.slices,
+    tools: offeredTools(agent, context).definitions,
+    model: ownModel(agent, context) ?? context.models?.active.index ?? 0,
+    ...(agent.team && { speaker: speakerView(agent, context) }),
+  };
+}
+
+// The run's first estimate counted the agent's own tools: the listed ones join the measure now.
+export function recordOffered(agent: CompiledAgent, context: AgentContext, event: AgentEvent): Partial<AgentContext> {
+  const { definitions } = as(event, 'io.listed').output;
+  return { offered: { definitions }, brain: withListedTools(context.brain, definitions) };
+}
+
+/** A person's decision for a call in doubt, bound to the call as shown; a refused one changes nothing. */
+export function decideDoubt(agent: CompiledAgent, context: AgentContext, event: AgentEvent): Effect[] {
+  const out: Effect[] = [];
+  const { toolCallId, action, by, reason, digest } = as(event, 'doubt.decide');
+  const taken = takeDoubtDecision(context, as(event, 'doubt.decide'));
+  const who = by !== undefined ? { by } : {};
+  if ('refusal' in taken) {
+    const { reason: refusal, detail } = taken.refusal;
+    out.push({ emit: { type: 'doubt.refused', run: context.runIndex, toolCallId, action, refusal, detail, ...who, ...(digest !== undefined && { digest }) } });
+    return [...out, { emit: { type: 'event.rejected', event: 'doubt.decide', reason: `${refusal}: ${detail}` } }];
+  }
+  const { result } = taken.decision;
+  out.push({ assign: { doubt: taken.doubt, ...(result && { toolJournal: journalResult(context.toolJournal, result) }) } });
+  out.push({ emit: { type: 'doubt.decided', run: context.runIndex, toolCallId, digest: taken.decision.digest, action, ...who, ...(reason !== undefined && { reason }) } });
+  if (result) out.push({ emit: toolFinished(context, taken.call, result) });
+  return out;
+}
+
+/**
+ * A new batch, on the common path: every call shows up in a UI's trace at once. Calls answered
+ * up front (an unknown tool, past the per-reply limit) start and finish here; the others start,
+ * handed to the IO in the same step.
+ */
+export function announceBatch(agent: CompiledAgent, context: AgentContext, event: AgentEvent): Effect[] {
+  const out: Effect[] = [];
+  for (const { call, result } of batchResults(context, agent.maxCalls)) {
+    out.push({ emit: toolStarted(context, call) });
+    if (result) out.push({ emit: toolFinished(context, call, result) });
+  }
+  return out;
+}
+
+export function requestApprovals(agent: CompiledAgent, context: AgentContext, event: AgentEvent): IoRequest {
+  return {
+    type: 'approvals',
+    key: approvalKey(context),
+    turn: context.brain.context.turnsTaken,
+    sessionId: context.sessionId,
+    calls: undecided(agent, context),
+    conversation: conversation(context),
+  };
+}
+
+export function requestCompaction(agent: CompiledAgent, context: AgentContext, event: AgentEvent): IoRequest {
+  return {
+    type: 'compaction',
+    key: compactionKey(context),
+    turn: context.brain.context.turnsTaken,
+    reason: context.brain.context.compactionReason!,
+    conversation: conversation(context),
+    tokensBefore: context.brain.context.contextTokens,
+    systemTokens: context.extrasTokens,
+    contextWindow: context.policy.contextWindow,
+    tools: offeredTools(agent, context).definitions,
+    model: context.models?.active.index ?? 0,
+  };
+}
+
+/** A decision or steer for a child run goes down to the call that runs it (see `routedEvent`). */
+export function forwardToChild(agent: CompiledAgent, context: AgentContext, event: AgentEvent): Effect[] {
+  const out: Effect[] = [];
+  const routable = (approvalEventOf(event) ?? event) as RoutableEvent;
+  if (routedEvent(routable)) out.push({ send: { type: 'forward', event: routable } satisfies IoRequest });
+  return out;
+}
+
+/** A child's wait for a human, and its refusal of a decision, show at the parent (qualified ids); its usage joins the run once. */
+export function acceptSubagentReport(agent: CompiledAgent, context: AgentContext, event: AgentEvent): Effect[] {
+  const out: Effect[] = [];
+  const { callId, report } = as(event, 'io.subagent');
+  if (report.type === 'usage') return [...out, { assign: childUsageCounted(context, report.childId, report.usage) ?? {} }];
+  if (report.type === 'approval.refused') return [{ emit: { ...report.refused, toolCallId: qualifiedCallId(callId, report.refused.toolCallId) } }];
+  const calls = qualifiedCalls(callId, report.calls);
+  out.push({ emit: { type: 'approval.requested', calls, requests: report.requests.map((request) => ({ ...request, toolCallId: qualifiedCallId(callId, request.toolCallId) })) } });
+  out.push({ emit: { type: 'operation.yielded', operation: APPROVALS_OPERATION, reason: 'approval', payload: { calls: calls.map((call) => call.id) } } });
+  return out;
+}
+
+export function emitOutputRejected(agent: CompiledAgent, context: AgentContext, event: AgentEvent): Effect[] {
+  const out: Effect[] = [];
+  const { rejected, overrule } = answerOf(agent, context, event);
+  if (rejected) out.push({ emit: { type: 'output.rejected', turn: context.brain.context.turnsTaken, error: rejected, final: overrule !== undefined } });
+  return out;
+}
+
+export function emitTurnFinished(agent: CompiledAgent, context: AgentContext, event: AgentEvent): AgentEmitted {
+  return {
+    type: 'turn.finished' as const,
+    id: deliveryIds.reply(context.runIndex, context.brain.context.turnsTaken, context.attempt?.attempt ?? 1),
+    turn: context.brain.context.turnsTaken,
+    reply: as(event, 'io.replied').reply,
+  };
+}
+
+export function emitToolFinished(agent: CompiledAgent, context: AgentContext, event: AgentEvent): AgentEmitted {
+  const { call, result } = as(event, 'io.toolFinished');
+  return toolFinished(context, call, result);
+}
+
+export function handOff(agent: CompiledAgent, context: AgentContext, event: AgentEvent): Partial<AgentContext> {
+  const { to, results } = handoffOf(agent, context)!;
+  return { agent: to, toolJournal: results };
+}
+
+export function awaitApproval(agent: CompiledAgent, context: AgentContext, event: AgentEvent): Effect[] {
+  const out: Effect[] = [];
+  const { waiting, policy } = as(event, 'io.approvalsChecked');
+  const approvals = applyPolicyVerdicts({ ...context.approvals, waiting: [...context.approvals.waiting, ...waiting] }, policy);
+  out.push({ assign: { approvals, ...(agent.toolPolicy && { policyChecked: [...(context.policyChecked ?? []), ...policy.map((entry) => entry.toolCallId)] }) } });
+  // A policy's denial is the call's result: listeners see it like any other.
+  for (const { call, result } of batchResults({ ...context, approvals }, agent.maxCalls)) {
+    if (!result || !policy.some((entry) => entry.toolCallId === call.id && entry.verdict.type === 'deny')) continue;
+    out.push({ emit: toolStarted(context, call) });
+    out.push({ emit: toolFinished(context, call, result) });
+  }
+  return out;
+}
+
+export function emitApprovalRequested(agent: CompiledAgent, context: AgentContext, event: AgentEvent): AgentEmitted {
+  const calls = waitingCalls(context, agent.maxCalls);
+  return { type: 'approval.requested' as const, calls, requests: calls.map((call) => requestFor(call, context.runIndex, context.brain.context.turnsTaken)) };
+}
+
+export function emitApprovalYielded(agent: CompiledAgent, context: AgentContext, event: AgentEvent): AgentEmitted {
+  const calls = waitingCalls(context, agent.maxCalls);
+  const requests = calls.map((call) => requestFor(call, context.runIndex, context.brain.context.turnsTaken));
+  return { type: 'operation.yielded' as const, operation: APPROVALS_OPERATION, reason: 'approval', payload: { calls: calls.map((call) => call.id), requests } };
+}
+
+/**
+ * A call of a child (`c1/w1`), not one of this run's own: not this run's to judge, it goes down
+ * (forwardToChild) and the child decides or refuses it.
+ */
+const ofChild = (context: AgentContext, toolCallId: string) =>
+  routedEvent({ type: 'approve', toolCallId }) !== null && !pendingCalls(context.brain).some(({ call }) => call.id === toolCallId);
+
+export function recordDecision(agent: CompiledAgent, context: AgentContext, event: AgentEvent): Effect[] {
+  const out: Effect[] = [];
+  const decision = approvalEventOf(event);
+  if (!decision || ofChild(context, decision.toolCallId)) return out;
+  const taken = takeDecision(context, decision);
+  const { toolCallId, by, reason, digest } = decision;
+  const approved = decision.type === 'approve';
+  if ('refusal' in taken) {
+    const { reason: refusal, detail } = taken.refusal;
+    out.push({ emit: { type: 'approval.refused', run: context.runIndex, toolCallId, approved, refusal, detail, ...(by !== undefined && { by }), ...(digest !== undefined && { digest }) } });
+    out.push({ emit: { type: 'event.rejected', event: decision.type, reason: `${refusal}: ${detail}` } });
+    return out;
+  }
+  const { approvals } = taken;
+  const calls = pendingCalls(context.brain);
+  out.push({ assign: { approvals } });
+  const made = approvals.decisions[toolCallId]!;
+  out.push({ emit: { type: 'approval.decided', run: context.runIndex, toolCallId, digest: made.digest!, approved, ...(by !== undefined && { by }), ...(reason !== undefined && { reason }) } });
+  // A denial is the call's result: listeners see it like any other.
+  const finished = new Set(context.toolJournal.map((result) => result.toolCallId));
+  for (const { call, preAnswered } of calls) {
+    const made = decisionFor(approvals, call);
+    if (preAnswered || finished.has(call.id) || decisionFor(context.approvals, call) || made?.approved !== false) continue;
+    out.push({ emit: toolStarted(context, call) });
+    out.push({ emit: toolFinished(context, call, deniedResult(call, made)) });
+  }
+  return out;
+}
+
+export function acceptCompaction(agent: CompiledAgent, context: AgentContext, event: AgentEvent): Partial<AgentContext> {
+  const { output } = as(event, 'io.compacted');
+  return applyCompactionPass(context, output, context.policy);
+}
+
+export function emitCompactionFinished(agent: CompiledAgent, context: AgentContext, event: AgentEvent): AgentEmitted {
+  const { reason, output } = as(event, 'io.compacted');
+  return { type: 'compaction.finished' as const, reason, before: output.before, after: output.after, rewritten: output.messages !== undefined };
+}
+
+export function fallBack(agent: CompiledAgent, context: AgentContext, event: AgentEvent): Effect[] {
+  const out: Effect[] = [];
+  const { error } = as(event, 'io.failed');
+  const next = fallbackAfter(agent.models, context.models, error)!;
+  const from = context.models!.active.name;
+  out.push({ emit: { type: 'model.fallback', turn: context.brain.context.turnsTaken + 1, from, to: next.name, trigger: next.trigger, error } });
+  out.push({ assign: { models: { ...context.models!, active: { index: next.index, name: next.name } } } });
+  return out;
+}
+
+/** Seed 003: operations keep what the interrupted step received, calls are answered once, the run ends Cancelled. */
+export function cancelRun(agent: CompiledAgent, context: AgentContext, event: AgentEvent): Effect[] {
+  const out: Effect[] = [];
+  const turn = context.brain.context.turnsTaken;
+  const ctx = { sessionId: context.sessionId, turn, messages: conversationOf(context.brain) };
+  const { slices, failures } = runCancelHooks(agent.plan, context.operations.slices, interruptedStep(context, agent.maxCalls), ctx);
+  for (const error of failures) out.push({ emit: { type: 'operation.failed', operation: error.operation, error } });
+  out.push({ assign: {
+    brain: keepSteering(stopRun(agent, context, { type: 'Cancelled' })),
+    operations: closeOperations({ ...context.operations, slices }),
+    ...resetBatch(agent, context),
+  } });
+  return out;
+}
+
+/** The time budget's deadline passed with a side effect in flight (aborted beside this): the run is sealed by the budget, its calls answered interrupted. */
+export function sealAtDeadline(agent: CompiledAgent, context: AgentContext, event: AgentEvent): Partial<AgentContext> {
+  return sealRun(agent, context, { type: 'seal', reason: deadlinePassed(agent, context)!.reason } as AgentEvent);
+}
+
+export function sealRun(agent: CompiledAgent, context: AgentContext, event: AgentEvent): Partial<AgentContext> {
+  return {
+    brain:
+      context.brain.value === 'Terminal'
+        ? context.brain
+        : feedBrain(interruptBatch(context, agent.maxCalls), { type: 'seal', reason: as(event, 'seal').reason }),
+    operations: closeOperations(context.operations),
+    ...resetBatch(agent, context),
+  };
+}
+
+export function rejectPolicy(agent: CompiledAgent, context: AgentContext, event: AgentEvent): AgentEmitted {
+  return {
+    type: 'policy.rejected' as const,
+    reason: externalEventProblem(event) ?? policyProblem(agent, context, as(event, 'policy').policy) ?? '',
+  };
+}
+
+export function emitTextDelta(agent: CompiledAgent, context: AgentContext, event: AgentEvent): AgentEmitted {
+  const { turn, delta, index } = as(event, 'io.textDelta');
+  return { type: 'text.delta' as const, id: deliveryIds.text(context.runIndex, turn, context.attempt?.attempt ?? 1, index), turn, delta };
+}
+
+export function emitRetry(agent: CompiledAgent, context: AgentContext, event: AgentEvent): AgentEmitted {
+  const { turn, retry, delayMs, error } = as(event, 'io.retry');
+  return { type: 'model.retry' as const, turn, retry, delayMs, error };
+}
+
+export function finishRun(agent: CompiledAgent, context: AgentContext, event: AgentEvent): Partial<AgentContext> {
+  const brain = finishBrain(context.brain);
+  const byModel = agent.models.listed ? context.models?.run ?? [] : undefined;
+  const cost = byModel ? totalCost(agent.models, byModel) : costUsd(context.runUsage, agent.prices);
+  const usageByModel = byModel && { usageByModel: usageCosts(agent.models, byModel) };
+  const outcome = withOutput(agent.structured, agentOutcome(brain.context.outcome!));
+  return { brain, lastRun: { outcome, usage: context.runUsage, ...(cost !== undefined && { costUsd: cost }), ...usageByModel } };
+}
+
+export function emitRunFinished(agent: CompiledAgent, context: AgentContext, event: AgentEvent): AgentEmitted {
+  const sessionCostUsd = agent.models.listed ? totalCost(agent.models, context.models?.session ?? []) : costUsd(context.sessionUsage, agent.prices);
+  return {
+    type: 'run.finished' as const,
+    id: deliveryIds.runFinished(context.runIndex, context.brain.context.turnsTaken),
+    output: outputOf(context)!,
+    sessionUsage: context.sessionUsage,
+    ...(sessionCostUsd !== undefined && { sessionCostUsd }),
+  };
+}
+
+/** Hands the runnable calls to the IO; `announce`: the IO reports each start (else the chart did, see announceBatch). */
+export function requestTools(agent: CompiledAgent, context: AgentContext, announce: boolean): IoRequest {
+  return {
+    type: 'tools',
+    key: batchKey(context),
+    turn: context.brain.context.turnsTaken,
+    sessionId: context.sessionId,
+    calls: runnable(agent, context),
+    batch: pendingCalls(context.brain),
+    conversation: conversation(context),
+    announce,
+    offered: agent.hasSources && context.offered ? { key: toolsetKey(context), definitions: context.offered.definitions } : null,
+    doubt: context.doubt,
+  };
+}
+
+/** A model call starts: its attempt is counted (stored before it runs); a later one voids the text before it. */
+export function startAttempt(_agent: CompiledAgent, context: AgentContext, reason: 'retry' | 'resumed'): Effect[] {
+  const attempt = nextAttempt(context.attempt, modelKey(context));
+  if (attempt.attempt === 1) return [{ assign: { attempt } }];
+  const turn = context.brain.context.turnsTaken + 1;
+  const voided = attempt.attempt - 1;
+  return [{ assign: { attempt } }, { emit: { type: 'text.retracted', id: deliveryIds.retracted(context.runIndex, turn, voided), turn, attempt: voided, reason } }];
+}

@@ -1,0 +1,300 @@
+/**
+ * The driver's rules: pure functions of the compiled agent, the run's context and, where one is
+ * being handled, the event. The chart (machines/agent.machine.ts) calls them from one-line
+ * guards and actions, so each can be read and tested without the machine.
+ */
+import { InvalidSnapshotError } from '../../errors.js';
+import { PolicySchema, type Message, type Outcome, type PolicyInput, type ToolCall } from '../../schemas.js';
+import { hasApprovalRule } from '../../tools/define-tool.js';
+import { decisionFor, isWaiting, restoredApprovals } from '../approvals/approvals.js';
+import { conversationOf, feedBrain, type BrainState } from './brain-state.js';
+import { activeMs, limitsOf, pausesOn, raiseOf, raiseProblem } from '../budget/budget-pause.js';
+import { budgetOverrun, type BudgetOverrun } from '../budget/budget.js';
+import { deadlineOverrun, type DeadlineRun } from '../budget/deadline.js';
+import type { CompiledAgent, Offered } from './compile.js';
+import { freshAgentContext, parseAgentContext, type AgentContext } from './context.js';
+import type { AgentInput } from '../protocol/actor-types.js';
+import { checkedPolicy } from './compile.js';
+import { parseHistory } from '../../brain/history.js';
+import { logOf, type MessageLog } from '../../brain/message-log.js';
+import type { ExternalEvent } from '../protocol/events.js';
+import { activeModelProblem, bookUsage, totalCost } from '../fallback/fallback.js';
+import * as guard from '../guardrails/guardrails.js';
+import { activeAgentProblem, presentHistory, settleHandoff, speakerOf } from '../handoffs/handoffs.js';
+import { isInDoubt, restoredDoubt } from '../in-doubt/in-doubt.js';
+import { promptParts, type IoEvent } from './io.js';
+import { keyOf, serviceKey, turnAt } from '../protocol/keys.js';
+import { checkStoredOperations, openPoint, resumeVerdict, type ResumeVerdict } from '../operations/operation-rules.js';
+import type { OperationHook } from '../operations/operation-state.js';
+import type { OperationError } from '../operations/operation.js';
+import { pendingPrune, pruneLineProblem } from './pruning.js';
+import { repetitionVerdict, type RepetitionVerdict } from '../repetition/repetition.js';
+import { systemTokens } from './request-size.js';
+import { applyReply, asUserMessage, batchResults, brainPolicy, interruptBatch, overruleOutcome } from './run-rules.js';
+import { finalCallPolicy, finalCallReason, judgeAnswer, settleAnswer, type AnswerStep } from '../structured-output/structured-output.js';
+import type { TelemetryEvent } from '../tracing/trace-marks.js';
+
+/** Every event the agent actor takes: from outside, from its IO actor, from its tracing. */
+export type AgentEvent = ExternalEvent | IoEvent | TelemetryEvent;
+
+/** The event as its type says it is: for actions behind a guard that checked it. */
+export const as = <T extends AgentEvent['type']>(event: AgentEvent, _type: T) => event as Extract<AgentEvent, { type: T }>;
+
+/**
+ * The brain of a run stopped mid-step: calls without a result interrupted, then cancelled or
+ * failed. A brain that already concluded (the final reply's afterReply point still running or
+ * waiting) takes the new outcome instead.
+ */
+export const stopRun = (agent: CompiledAgent, context: AgentContext, outcome: Extract<Outcome, { type: 'Cancelled' | 'Failed' }>): BrainState =>
+  context.brain.value === 'Terminal'
+    ? overruleOutcome(context.brain, outcome)
+    : feedBrain(interruptBatch(context, agent.maxCalls), outcome.type === 'Cancelled' ? { type: 'cancel' } : { type: 'fail', error: outcome.error });
+
+/** A context from outside, checked as a snapshot is, its operation state against this agent's operations. */
+export const restoredContext = (agent: CompiledAgent, value: unknown): AgentContext => {
+  const context = parseAgentContext(value);
+  const wrongModel = activeModelProblem(agent.models, context.models);
+  if (wrongModel) throw new InvalidSnapshotError(`context.models: ${wrongModel}`);
+  const wrongAgent = activeAgentProblem(agent.team, context.agent);
+  if (wrongAgent) throw new InvalidSnapshotError(`context.agent: ${wrongAgent}`);
+  return { ...context, operations: checkStoredOperations(agent.plan, context.operations), approvals: restoredApprovals(context.approvals, context.brain), ...restoredDoubt(context.doubt, context) };
+};
+
+/** A policy event changes only the fields it names. */
+export const policyProblem = (agent: CompiledAgent, context: AgentContext, change: PolicyInput): string | null => {
+  const parsed = PolicySchema.safeParse({ ...context.policy, ...change });
+  if (!parsed.success) return `invalid policy: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`;
+  return pruneLineProblem(agent.pruning, parsed.data);
+};
+
+/** Checked after tool results and before each model call, when the brain is between steps; paused time is not wall time. */
+export const overrun = (agent: CompiledAgent, context: AgentContext): BudgetOverrun | null =>
+  agent.budget && !context.brain.context.cancelled && !context.outputState?.finalCall && (context.brain.value === 'Start' || context.brain.value === 'AwaitingModel')
+    ? budgetOverrun(limitsOf(agent.budget, context.budgetPause), agent.prices, {
+        usage: context.runUsage,
+        toolCalls: context.brain.context.totalToolCalls,
+        elapsedMs: activeMs(context.runStartedAt, agent.clock(), context.budgetPause),
+        ...(agent.models.listed && { costUsd: totalCost(agent.models, context.models?.run ?? []) }),
+      })
+    : null;
+
+/** What the time budget's deadline reads of the run (see deadline.ts). */
+export const deadlineRun = (context: AgentContext): DeadlineRun => ({
+  runStartedAt: context.runStartedAt,
+  budgetPause: context.budgetPause,
+  finalCall: !!context.outputState?.finalCall,
+  cancelled: context.brain.context.cancelled,
+});
+
+/** The time budget passed while a side effect ran (the deadline's timer fired), or null. */
+export const deadlinePassed = (agent: CompiledAgent, context: AgentContext) => deadlineOverrun(agent.budget, deadlineRun(context), agent.clock());
+
+/** A limit passed whose kind seals: the seal reason. */
+export const overBudget = (agent: CompiledAgent, context: AgentContext): string | null => {
+  const over = overrun(agent, context);
+  return over && !pausesOn(agent.budget!, over.kind) ? over.reason : null;
+};
+
+/** Why a raise is refused (malformed, or it does not lift the limit the run paused on), or null. */
+export const raiseRefusal = (agent: CompiledAgent, context: AgentContext, event: AgentEvent): string | null => {
+  const change = raiseOf(event as never);
+  if (!change) return `a raise needs { budget: { maxTokens?, maxCostUsd?, maxToolCalls?, maxDurationMs? } }`;
+  const over = overrun(agent, context);
+  return over && pausesOn(agent.budget!, over.kind) ? raiseProblem(over, change) : null;
+};
+
+/**
+ * Size of the instructions and prompt parts the next model call carries (seed 000: counted
+ * before deciding), or the error of a prompt part that failed. Nothing is evaluated once the
+ * run is cancelled.
+ */
+export const extrasFor = (agent: CompiledAgent, context: AgentContext): number | OperationError => {
+  const brain = context.brain;
+  if ((brain.value !== 'Start' && brain.value !== 'AwaitingModel') || brain.context.cancelled) return context.extrasTokens;
+  const ownInstructions = agent.team ? speakerOf(agent.team, context.agent).instructionsTokens : agent.instructionsTokens;
+  if (agent.operations.length === 0) return ownInstructions;
+  // Prompt parts read the operations' state: a new slice is a new measure.
+  const slices = context.operations.slices;
+  const cached = agent.memo.extras.get(brain.context);
+  if (cached?.slices === slices && cached.agent === context.agent) return cached.tokens;
+  const ctx = {
+    sessionId: context.sessionId,
+    turn: brain.context.turnsTaken + 1,
+    get messages() {
+      return conversationOf(brain);
+    },
+  };
+  let tokens: number | OperationError;
+  try {
+    tokens = ownInstructions + systemTokens(promptParts(agent.operations, ctx, slices));
+  } catch (error) {
+    tokens = error as OperationError;
+  }
+  agent.memo.extras.set(brain.context, { slices, tokens, agent: context.agent });
+  return tokens;
+};
+
+/** The agent.repetition verdict on the batch the brain is about to run (see repetition.ts). */
+export const repeated = (agent: CompiledAgent, context: AgentContext): RepetitionVerdict =>
+  repetitionVerdict(logOf(context.brain.context), context.brain.value === 'AwaitingTools' ? agent.repetition : null);
+
+/** The policy the brain decides with now (see `brainPolicy`, `finalCallPolicy`). */
+export const decisionPolicy = (agent: CompiledAgent, context: AgentContext) => finalCallPolicy(brainPolicy(context.policy, context.compactionPasses), context.outputState);
+
+/** The conversation a side effect sees: committed history and the run's pending messages. */
+export const conversation = (context: AgentContext): MessageLog => logOf(context.brain.context);
+
+/** The key of the current batch's tool calls (see keys.ts). */
+export const batchKey = (context: AgentContext) => serviceKey(context, context.brain.context.turnsTaken, 'tools');
+
+/** The calls that may run now: no result yet, not answered up front, not waiting for a human. */
+export const runnable = (agent: CompiledAgent, context: AgentContext): ToolCall[] =>
+  batchResults(context, agent.maxCalls)
+    .filter(({ call, result }) => result === undefined && !isInDoubt(context.doubt, call.id) && (decisionFor(context.approvals, call)?.approved ?? !isWaiting(context.approvals, call)))
+    .map(({ call }) => call);
+
+/**
+ * Calls of the batch that may need a human's decision and were not asked about yet (a
+ * restored batch keeps its waiting list): the approval check runs only for these.
+ */
+export const undecided = (agent: CompiledAgent, context: AgentContext): ToolCall[] =>
+  agent.gated
+    ? runnable(agent, context).filter((call) => {
+        if (decisionFor(context.approvals, call) || context.approvals.waiting.includes(call.id)) return false;
+        // With a policy every call is asked once (its verdict recorded); else only calls with a rule.
+        if (agent.toolPolicy) return !(context.policyChecked ?? []).includes(call.id);
+        const tool = agent.tools.get(call.name);
+        return tool !== undefined && hasApprovalRule(tool);
+      })
+    : [];
+
+/** The key of the next model call. */
+export const modelKey = (context: AgentContext) => serviceKey(context, context.brain.context.turnsTaken + 1, 'model');
+
+/** The key of the current compaction pass. */
+export const compactionKey = (context: AgentContext) => serviceKey(context, context.brain.context.turnsTaken, 'compaction');
+
+/** The key of the current batch's approval check. */
+export const approvalKey = (context: AgentContext) => keyOf({ kind: 'approvals', ...turnAt(context, context.brain.context.turnsTaken) });
+
+/** The output guardrail check of the reply the current model call brought. */
+export const outputCheckKey = (context: AgentContext) =>
+  keyOf({ kind: 'guardCheck', stage: 'output', ...turnAt(context, context.brain.context.turnsTaken + 1) });
+
+/** The key of the run's `toolset` step (tool sources listed once per run). */
+export const toolsetKey = (context: AgentContext) => keyOf({ kind: 'toolset', session: context.sessionId, run: context.runIndex });
+
+/** The speaking agent's own agent.tools (with handoffs, each agent has its own). */
+export const ownOffered = (agent: CompiledAgent, context: AgentContext): Offered => (agent.team ? speakerOf(agent.team, context.agent).offered : agent.entryTools);
+
+/** The speaking agent's model, when it has one of its own (its index in the IO's list), else null. */
+export const ownModel = (agent: CompiledAgent, context: AgentContext): number | null => (agent.team ? speakerOf(agent.team, context.agent).model : null);
+
+/** What the IO needs of the speaking agent for a model call: its instructions and its view of the conversation. */
+export const speakerView = (agent: CompiledAgent, context: AgentContext) => {
+  const speaker = speakerOf(agent.team!, context.agent);
+  return { instructions: speaker.instructions, present: (messages: readonly Message[]) => presentHistory(speaker, context.agent, messages) };
+};
+
+/** The handoff the finished batch asks for (its tool result names the next agent), or null. */
+export const handoffOf = (agent: CompiledAgent, context: AgentContext) => agent.team && settleHandoff(agent.team, context.agent, batchResults(context, agent.maxCalls));
+
+/** What a model reply does to the run's answer, decided once per reply (the action and the event read the same). */
+export const answerOf = (agent: CompiledAgent, context: AgentContext, event: AgentEvent): AnswerStep => {
+  let step = agent.memo.answers.get(event) as AnswerStep | undefined;
+  if (!step) agent.memo.answers.set(event, (step = judgeAnswer(agent.structured, context.brain, context.outputState, as(event, 'io.replied').reply)));
+  return step;
+};
+
+/** The reply applied to the run (see `acceptReply`); an output check applies the reply it held the same way. */
+export const replyApplied = (agent: CompiledAgent, context: AgentContext, answer: AnswerStep) => {
+  const applied = applyReply({ ...context, brain: answer.brain }, answer.reply, offeredTools(agent, context));
+  return {
+    ...applied,
+    brain: settleAnswer(answer, applied.brain),
+    ...(answer.state && { outputState: answer.state }),
+    ...(context.models && { models: bookUsage(context.models, answer.reply.usage) }),
+  };
+};
+
+/** The open guardrail check's outcome (see guardrails.ts); a final call leaves no turn for feedback. */
+export const guardVerdict = (agent: CompiledAgent, context: AgentContext) => guard.guardOutcome(agent.guardrails!, context.guard!.check!, context.guard!.feedbacks, !context.outputState?.finalCall);
+
+/** A reply that would complete the run waits for the output agent.guardrails first. */
+export const guardsReply = (agent: CompiledAgent, context: AgentContext, event: AgentEvent) =>
+  !!agent.guardrails?.output.length && guard.completes(replyApplied(agent, context, answerOf(agent, context, event)).brain);
+
+/** A reply applied, its afterReply point opened (unless the reply failed the run). */
+export const afterReply = (agent: CompiledAgent, context: AgentContext, answer: AnswerStep) => {
+  const next = replyApplied(agent, context, answer);
+  // The afterReply point opens with the reply it is given (kept until it is done).
+  const key = keyOf({ kind: 'point', hook: 'afterReply', ...turnAt(context, next.brain.context.turnsTaken) });
+  if (next.brain.context.outcome?.type === 'Failed') return { ...next, compactionPasses: 0 };
+  return { ...next, compactionPasses: 0, operations: openPoint(context.operations, agent.plan, 'afterReply', key, answer.reply) };
+};
+
+/** Why the run must ask for its answer now (an output schema, a limit about to end it), or null. */
+export const finalCallDue = (agent: CompiledAgent, context: AgentContext) => finalCallReason(agent.structured, context.outputState, context.brain, decisionPolicy(agent, context), overBudget(agent, context));
+
+/** The agent.tools the run offers, in any process: the agent's own plus what its `toolset` step recorded (see ToolSource). */
+export const offeredTools = (agent: CompiledAgent, context: AgentContext): Offered => {
+  if (agent.finalOffered && context.outputState?.finalCall) return agent.finalOffered;
+  const recorded = context.offered;
+  // Tool sources are the entry agent's: an agent handed the conversation has its own agent.tools only.
+  if (!agent.hasSources || !recorded || (agent.team && speakerOf(agent.team, context.agent).name !== agent.team.entry)) return ownOffered(agent, context);
+  let set = agent.memo.offered.get(recorded);
+  if (!set) {
+    const definitions = [...ownOffered(agent, context).definitions, ...recorded.definitions];
+    agent.memo.offered.set(recorded, (set = { definitions, names: definitions.map((tool) => tool.name) }));
+  }
+  return set;
+};
+
+/** The prune about to be applied, as `prune.finished` reports it. */
+export const pruneReport = (agent: CompiledAgent, context: AgentContext) => {
+  const { pruned, tokensSaved } = pendingPrune(context.brain, context.policy, agent.pruning, agent.config.pruner)!;
+  const before = context.brain.context.contextTokens;
+  return { pruned, tokensSaved, before, after: Math.max(0, before - tokensSaved) };
+};
+
+/** The batch's bookkeeping cleared: a new batch (or none) starts from here. */
+export const resetBatch = (agent: CompiledAgent, context: AgentContext) => ({
+  toolJournal: [],
+  approvals: { ...context.approvals, waiting: [], decisions: {} },
+  childUsage: {},
+  ...(agent.toolPolicy && { policyChecked: [] }),
+  // A run stopped mid-check (cancel, seal, failure) leaves no check open.
+  ...(context.guard?.check && { guard: { ...context.guard, check: null } }),
+  doubt: undefined,
+});
+
+/** The key of a hook point: its step's key (the model call it precedes or follows, the batch it precedes). */
+export const pointKey = (context: AgentContext, hook: OperationHook) =>
+  keyOf({ kind: 'point', hook, ...turnAt(context, context.brain.context.turnsTaken + (hook === 'beforeModelCall' ? 1 : 0)) });
+
+/** What a resume event does, decided once per event (guards and actions read the same verdict). */
+export const verdictOf = (agent: CompiledAgent, context: AgentContext, event: AgentEvent): ResumeVerdict => {
+  let verdict = agent.memo.verdicts.get(event) as ResumeVerdict | undefined;
+  if (!verdict) {
+    const { operation, payload } = as(event, 'operation.resume');
+    const ctx = { sessionId: context.sessionId, turn: context.brain.context.turnsTaken, messages: conversationOf(context.brain) };
+    verdict = resumeVerdict(context.operations, agent.plan, { operation, payload }, ctx);
+    agent.memo.verdicts.set(event, verdict);
+  }
+  return verdict;
+};
+
+
+/**
+ * The context an actor starts from: a stored state checked as a persisted snapshot is, or a
+ * fresh one whose starting conversation is checked as the brain's own facade checks it.
+ */
+export const initialContext = (agent: CompiledAgent, input: AgentInput | void): AgentContext =>
+  input?.stored
+    ? restoredContext(agent, input.stored)
+    : freshAgentContext({
+        sessionId: input?.sessionId ?? 'session',
+        history: input?.history === undefined ? [] : parseHistory(input.history),
+        policy: input?.policy ? checkedPolicy(input.policy, agent.pruning) : agent.defaultPolicy,
+        queued: input?.prompt === undefined ? null : asUserMessage(input.prompt),
+      });

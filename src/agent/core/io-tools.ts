@@ -1,0 +1,149 @@
+import type { ToolCall, ToolMessage } from '../../schemas.js';
+import { runToolCalls } from '../../tools/run-tools.js';
+import { ToolSet } from '../../tools/define-tool.js';
+import { listSources, resolveOffered } from '../../tools/offered-tools.js';
+import { ToolInDoubtError, inDoubtPolicy, isInDoubtSignal, rerunsOf, startKeys } from '../in-doubt/in-doubt.js';
+import { madeHere, startToken } from '../protocol/start-marker.js';
+import { inScope, isAgentTool, type ChildHandle, type SubagentReport } from '../subagents/subagent-scope.js';
+import { routedEvent } from '../subagents/subagents.js';
+import type { Handler, IoScope, RequestOf } from '../protocol/io-protocol.js';
+import { innerKey } from '../protocol/keys.js';
+
+/** One tool batch's bookkeeping: its calls queued in order, how far it got, how many run. */
+interface Batch {
+  controller: AbortController;
+  started: Set<string>;
+  queue: { call: ToolCall; announce: boolean }[];
+  next: number;
+  active: number;
+}
+
+/** The tool calls of one IO actor: its `tools` and `forward` handlers and what the run's abort asks of them. */
+export interface ToolScheduler {
+  tools: Handler<'tools'>;
+  /** A decision or a steer for a child run (an agent tool's), routed by the first part of its path. */
+  forward: Handler<'forward'>;
+  /** Whether a batch still runs calls or has some queued. */
+  busy(): boolean;
+  /** Forgets the batches: the run no longer needs them. */
+  clear(): void;
+}
+
+/** The per-actor state the scheduler's pieces share. */
+interface Scheduler {
+  io: IoScope;
+  /**
+   * Tool batches by key. A batch may be asked for more than once (a decision makes calls
+   * runnable while others still run, a restore re-issues it): each call runs once, and no more
+   * than `toolConcurrency` of a batch run at a time.
+   */
+  batches: Map<string, Batch>;
+  /** The start markers of 'ask' calls this IO made (see in-doubt.ts). */
+  starts: Set<string>;
+  /** Running children of this run's calls (agent tools), by call id. */
+  children: Map<string, ChildHandle>;
+  executables: (offered: RequestOf<'tools'>['offered'], signal: AbortSignal) => ToolSet | Promise<ToolSet>;
+}
+
+/** Runs the tool calls of the run's batches, `toolConcurrency` at a time per batch. */
+export function toolScheduler(io: IoScope): ToolScheduler {
+  const state: Scheduler = { io, batches: new Map(), starts: new Set(), children: new Map(), executables: executables(io) };
+  return {
+    tools: (request) => {
+      let batch = state.batches.get(request.key);
+      if (!batch) {
+        // One batch at a time: a new one means the chart is done with the others.
+        state.batches.clear();
+        batch = { controller: io.run, started: new Set(), queue: [], next: 0, active: 0 };
+        state.batches.set(request.key, batch);
+      }
+      for (const call of request.calls) {
+        if (batch.started.has(call.id)) continue;
+        batch.started.add(call.id);
+        batch.queue.push({ call, announce: request.announce });
+      }
+      pump(state, batch, request);
+    },
+    forward: (request) => {
+      const routed = routedEvent(request.event);
+      if (routed) state.children.get(routed.callId)?.send(routed.event);
+    },
+    busy: () => [...state.batches.values()].some((batch) => batch.active > 0 || batch.next < batch.queue.length),
+    clear: () => state.batches.clear(),
+  };
+}
+
+/**
+ * Runnable tools for the run's recorded set: this process's own listing when it made it,
+ * else resolved once per IO actor (see `resolveOffered`). Without sources no await at all:
+ * the work keeps its timing relative to the chart's events.
+ */
+function executables({ deps }: IoScope): Scheduler['executables'] {
+  let resolving: Promise<ToolSet> | undefined;
+  return (offered, signal) => {
+    if (deps.toolSources.length === 0) return deps.tools;
+    // A snapshot of an older build records no set: the sources are listed as they were then.
+    if (!offered) return (resolving ??= listSources(deps.tools, deps.toolSources, signal).then(({ all }) => all));
+    const cached = deps.listings.get(offered.key);
+    if (cached) return cached;
+    return (resolving ??= resolveOffered(deps.tools, deps.toolSources, offered.definitions, signal).then((set) => {
+      deps.listings.set(offered.key, set);
+      return set;
+    }));
+  };
+}
+
+/** Starts the batch's queued calls while it has room; each call's end makes room for the next. */
+function pump(state: Scheduler, batch: Batch, request: RequestOf<'tools'>): void {
+  const { io } = state;
+  const { controller } = batch;
+  const { key } = request;
+  while (batch.active < io.deps.toolConcurrency && batch.next < batch.queue.length && !controller.signal.aborted) {
+    const { call, announce } = batch.queue[batch.next++]!;
+    batch.active++;
+    runOne(state, batch, request, call, announce).then(
+      (result) => {
+        // Off the books before the chart hears it: the call is no longer in flight.
+        batch.active--;
+        if (result) io.send(controller, { type: 'io.toolFinished', key, call, result });
+        pump(state, batch, request);
+      },
+      (error) => {
+        batch.active--;
+        // In doubt: the chart waits for a person; a decision to run it again hands it over anew.
+        if (!isInDoubtSignal(error)) return io.fail(controller, key, 'tool', error);
+        batch.started.delete(call.id);
+        io.send(controller, { type: 'io.toolInDoubt', key, call });
+        pump(state, batch, request);
+      },
+    );
+  }
+}
+
+/** Runs one call as its side effect (an 'ask' tool's start journaled first), in its child-run scope. */
+async function runOne(state: Scheduler, batch: Batch, request: RequestOf<'tools'>, call: ToolCall, announce: boolean): Promise<ToolMessage | undefined> {
+  const { io, children, starts } = state;
+  const { deps, execute, send } = io;
+  const { controller } = batch;
+  const { key, turn } = request;
+  await null; // after the chart's current step, as every request (see `start`)
+  if (controller.signal.aborted) return undefined;
+  if (announce) send(controller, { type: 'io.toolStarted', key, call });
+  // The tool's idempotency key is the call's own, whichever rerun this is.
+  const callKey = innerKey(key, { kind: 'tool', call: call.id, rerun: 0 });
+  const report = (report: SubagentReport) => send(controller, { type: 'io.subagent', key, callId: call.id, report });
+  const adopt = (child: ChildHandle) => (children.set(call.id, child), () => children.get(call.id) === child && children.delete(call.id));
+  // An 'ask' tool's start is journaled first: a start this IO did not make is an earlier process's, so the call is in doubt.
+  const keys = inDoubtPolicy(deps.tools.get(call.name)) === 'ask' ? startKeys(key, call.id, rerunsOf(request.doubt, call.id)) : null;
+  const fresh = !keys || madeHere(starts, await execute({ key: keys.marker, kind: 'toolStart', input: { turn, call, batchKey: key }, signal: controller.signal }, async () => startToken(starts)));
+  const runsAgent = isAgentTool(deps.tools.get(call.name));
+  return inScope({ sessionId: request.sessionId, callId: call.id, parent: io.self, report, adopt, runsAgent }, () => execute(
+    { key: keys?.step ?? callKey, kind: 'tool', input: { turn, call, batchKey: key }, signal: controller.signal },
+    async () => {
+      if (!fresh) throw new ToolInDoubtError(call.id);
+      const listed = state.executables(request.offered, controller.signal);
+      const tools = listed instanceof ToolSet ? listed : await listed;
+      return (await runToolCalls([{ call }], tools, { signal: controller.signal, idempotencyKey: () => callKey }))[0]!;
+    },
+  ));
+}

@@ -1,0 +1,258 @@
+import { z } from 'zod';
+import type { Model, ToolDefinition } from '../../model.js';
+import type { Message, ToolCall, ToolMessage } from '../../schemas.js';
+import { estimateMessageTokens } from '../../tokens.js';
+import { defineTool, ToolSet, type Tool } from '../../tools/define-tool.js';
+import { InvalidConfigError } from '../../errors.js';
+
+/**
+ * How the conversation is shown to the agent that has it after a handoff (a view: the stored
+ * conversation stays whole, so handing back shows everything again):
+ * - `'whole'` (the default): every message, tool traffic included. The facts an earlier agent's
+ *   tools found are often only in their results, and an unchanged prefix keeps the provider's
+ *   prompt cache.
+ * - `'filtered'`: without the tool traffic of tools the active agent does not have (the earlier
+ *   agents' calls, their transfers, and those calls' results); text stays.
+ * - a function of the whole conversation and the handoff, such as a summary (synchronous: it is
+ *   applied on every model call; compute an expensive summary beforehand).
+ *
+ * @example
+ * ```ts
+ * import type { HistoryPresentation } from 'loopchart';
+ *
+ * const lastFour: HistoryPresentation = (messages) => messages.filter((m) => m.role === 'user').slice(-4);
+ * ```
+ */
+export type HistoryPresentation = 'whole' | 'filtered' | ((messages: readonly Message[], handoff: { agent: string; from: string }) => Message[]);
+
+/**
+ * An agent the conversation can be handed to: its instructions, tools and model take over.
+ *
+ * @example
+ * ```ts
+ * import type { HandoffAgent } from 'loopchart';
+ * import { scriptedModel } from 'loopchart/testing';
+ *
+ * const billing: HandoffAgent = {
+ *   name: 'billing',
+ *   description: 'Refunds and invoices.',
+ *   instructions: 'You handle refunds.',
+ *   model: scriptedModel([{ text: 'Refunded.' }]),
+ *   handoffs: ['triage'],
+ * };
+ * ```
+ */
+export interface HandoffAgent {
+  /** Letters, digits, `_` and `-`, starting with a letter; unique in the team. Its tool is `transfer_to_<name>`. */
+  name: string;
+  /** What it does: the description of its transfer tool, which the other agents' models read. */
+  description: string;
+  instructions?: string | undefined;
+  tools?: readonly Tool[] | undefined;
+  /** Default: the agent's own model (its list, with its fallback). */
+  model?: Model | undefined;
+  /** Agents it may hand to, by name (the entry agent's too: cycles are fine). Default none. */
+  handoffs?: readonly string[] | undefined;
+  /** How it sees the conversation; default the team's `history`. */
+  history?: HistoryPresentation | undefined;
+}
+
+/**
+ * `AgentConfig.handoffs`: the agents this one can hand the conversation to. The agent being
+ * configured is the entry agent (`name`, default `'main'`); it may hand to every agent listed
+ * unless `to` says otherwise. Session-wide settings (limits, operations, compaction, output
+ * schema, executor) stay the entry agent's whoever speaks.
+ *
+ * @example
+ * ```ts
+ * import { createAgentMachine, type HandoffsConfig } from 'loopchart';
+ * import { scriptedModel } from 'loopchart/testing';
+ *
+ * const handoffs: HandoffsConfig = {
+ *   name: 'triage',
+ *   agents: [{ name: 'billing', description: 'Refunds.', instructions: 'You handle refunds.', handoffs: ['triage'] }],
+ *   history: 'filtered',
+ * };
+ * const agent = createAgentMachine({ model: scriptedModel([{ text: 'Hi' }]), handoffs });
+ * ```
+ */
+export interface HandoffsConfig {
+  name?: string | undefined;
+  /** The entry agent's transfer tool description, when an agent may hand back to it. */
+  description?: string | undefined;
+  agents: readonly HandoffAgent[];
+  /** Agents the entry agent may hand to; default all of `agents`. */
+  to?: readonly string[] | undefined;
+  /** Default `'whole'` (see `HistoryPresentation`). */
+  history?: HistoryPresentation | undefined;
+}
+
+/** Which agent has the conversation (absent: the entry agent), and who handed it over. */
+export const ActiveAgentSchema = z.object({ name: z.string(), from: z.string() });
+export type ActiveAgent = z.infer<typeof ActiveAgentSchema>;
+
+/** One agent as the chart uses it while it speaks. */
+export interface Speaker {
+  name: string;
+  instructions: Message | undefined;
+  instructionsTokens: number;
+  /** What its model is offered (its tools, the session's, its transfers) and accepts. */
+  offered: { definitions: readonly ToolDefinition[]; names: readonly string[] };
+  /** Its model's index in the driver's model list; null: the entry agent's models. */
+  model: number | null;
+  history: HistoryPresentation;
+}
+
+export interface Team {
+  entry: string;
+  speakers: ReadonlyMap<string, Speaker>;
+  /** Every tool any agent may call, once each (the driver runs calls from this set). */
+  tools: readonly Tool[];
+  /** The handoff agents' own models, appended to the driver's list. */
+  models: readonly Model[];
+}
+
+const NAME = /^[A-Za-z][A-Za-z0-9_-]{0,51}$/;
+const TRANSFER_PREFIX = 'transfer_to_';
+
+/** The tool whose call hands the conversation to `name`. */
+export const transferToolName = (name: string): string => `${TRANSFER_PREFIX}${name}`;
+
+function transferTool(agent: { name: string; description: string }): Tool {
+  return defineTool({
+    name: transferToolName(agent.name),
+    description: `Hand the conversation to ${agent.name}: ${agent.description}`,
+    input: z.object({}),
+    execute: () => `Transferred to ${agent.name}.`,
+  });
+}
+
+const instructionsOf = (text: string | undefined): Message | undefined => (text ? { role: 'system', content: text } : undefined);
+
+/**
+ * The team a config describes, checked once: names well formed and unique, every target known.
+ * `own`: the entry agent's tools; `shared`: tools every agent is offered (operations', the
+ * answer's); `models`: how many models the entry agent has. Null without handoffs.
+ */
+export function compileTeam(input: {
+  handoffs: HandoffsConfig | undefined;
+  instructions: string | undefined;
+  own: readonly Tool[];
+  shared: readonly Tool[];
+  models: number;
+}): Team | null {
+  const { handoffs } = input;
+  if (!handoffs) return null;
+  const entry = handoffs.name ?? 'main';
+  const agents = [{ name: entry, description: handoffs.description ?? 'the agent the conversation started with', to: handoffs.to ?? handoffs.agents.map((a) => a.name) }, ...handoffs.agents.map((a) => ({ ...a, to: a.handoffs ?? [] }))];
+  const byName = new Map<string, (typeof agents)[number]>();
+  for (const agent of agents) {
+    if (typeof agent.name !== 'string' || !NAME.test(agent.name)) throw new InvalidConfigError(`handoff agent name ${JSON.stringify(agent.name)} must be letters, digits, _ or -, starting with a letter`);
+    if (byName.has(agent.name)) throw new InvalidConfigError(`handoff agent name '${agent.name}' is used twice`);
+    byName.set(agent.name, agent);
+  }
+  for (const agent of agents) {
+    for (const target of agent.to) {
+      if (!byName.has(target)) throw new InvalidConfigError(`agent '${agent.name}' hands off to '${target}', which is not in the team`);
+      if (target === agent.name) throw new InvalidConfigError(`agent '${agent.name}' cannot hand off to itself`);
+    }
+  }
+  const transfers = new Map(agents.slice(1).map((agent) => [agent.name, transferTool(agent)]));
+  if (agents[0]!.to.length > 0) transfers.set(entry, transferTool(agents[0]!));
+  const speakers = new Map<string, Speaker>();
+  const all = new Set<Tool>();
+  const models: Model[] = [];
+  for (const [i, agent] of agents.entries()) {
+    const configured = i === 0 ? input.own : (handoffs.agents[i - 1]!.tools ?? []);
+    const offered = [...configured, ...input.shared, ...agent.to.map((target) => transfers.get(target)!)];
+    // Checked per agent (a name twice is a DuplicateToolError), and across agents below.
+    const set = new ToolSet(offered);
+    for (const tool of offered) all.add(tool);
+    const own = i === 0 ? undefined : handoffs.agents[i - 1]!;
+    const instructions = instructionsOf(i === 0 ? input.instructions : own!.instructions);
+    if (own?.model) models.push(own.model);
+    speakers.set(agent.name, {
+      name: agent.name,
+      instructions,
+      instructionsTokens: instructions ? estimateMessageTokens(instructions) : 0,
+      offered: { definitions: set.definitions, names: set.names },
+      model: own?.model ? input.models + models.length - 1 : null,
+      history: own?.history ?? handoffs.history ?? 'whole',
+    });
+  }
+  const names = new Map<string, Tool>();
+  for (const tool of all) {
+    if (names.has(tool.name)) throw new InvalidConfigError(`two different tools are named '${tool.name}' in the team: agents may share a tool, not a name`);
+    names.set(tool.name, tool);
+  }
+  return { entry, speakers, tools: [...all], models };
+}
+
+/** The agent that speaks now. */
+export const speakerOf = (team: Team, active: ActiveAgent | undefined): Speaker => team.speakers.get(active?.name ?? team.entry)!;
+
+/** Why a stored active agent cannot go on with this team (another configuration), or null. */
+export function activeAgentProblem(team: Team | null, active: ActiveAgent | undefined): string | null {
+  if (!active) return null;
+  if (!team) return `the session is with agent '${active.name}', but this agent has no handoffs`;
+  return team.speakers.has(active.name) ? null : `the session is with agent '${active.name}', which this team does not have`;
+}
+
+/**
+ * What a finished batch does to who speaks: the first transfer call (in call order) that
+ * succeeded hands over; a later transfer in the same batch gets an error result instead of
+ * its own, since only one agent can take the conversation.
+ */
+export function settleHandoff(
+  team: Team,
+  active: ActiveAgent | undefined,
+  batch: readonly { call: ToolCall; result: ToolMessage | undefined }[],
+): { to: ActiveAgent; results: ToolMessage[] } | null {
+  const from = speakerOf(team, active).name;
+  let to: string | null = null;
+  const results: ToolMessage[] = [];
+  for (const { call, result } of batch) {
+    const target = call.name.startsWith(TRANSFER_PREFIX) ? call.name.slice(TRANSFER_PREFIX.length) : null;
+    const transfers = target !== null && team.speakers.has(target) && result !== undefined && !result.isError;
+    if (transfers && to === null) to = target;
+    else if (transfers) {
+      results.push({ ...result, content: `Not transferred: this reply already hands the conversation to ${to}.`, isError: true });
+      continue;
+    }
+    if (result) results.push(result);
+  }
+  return to === null ? null : { to: { name: to, from }, results };
+}
+
+/** The conversation without the tool traffic of tools outside `names` (see `'filtered'`). */
+export function withoutForeignTools(messages: readonly Message[], names: ReadonlySet<string>): Message[] {
+  const dropped = new Set<string>();
+  const out: Message[] = [];
+  for (const message of messages) {
+    if (message.role === 'tool') {
+      if (!dropped.has(message.toolCallId)) out.push(message);
+      continue;
+    }
+    if (message.role !== 'assistant' || !message.toolCalls?.length) {
+      out.push(message);
+      continue;
+    }
+    const kept = message.toolCalls.filter((call) => names.has(call.name) || (dropped.add(call.id), false));
+    if (kept.length === message.toolCalls.length) out.push(message);
+    else if (kept.length > 0) out.push({ ...message, toolCalls: kept });
+    else if (message.content) out.push({ role: 'assistant', content: message.content });
+  }
+  return out;
+}
+
+const PresentedSchema = z.array(z.object({ role: z.enum(['system', 'user', 'assistant', 'tool']) }).loose());
+
+/** The conversation as the speaking agent is shown it (see `HistoryPresentation`). */
+export function presentHistory(speaker: Speaker, active: ActiveAgent | undefined, messages: readonly Message[]): readonly Message[] {
+  const how = speaker.history;
+  if (!active || how === 'whole') return messages;
+  if (how === 'filtered') return withoutForeignTools(messages, new Set(speaker.offered.names));
+  const shown = how(messages, { agent: active.name, from: active.from });
+  if (!PresentedSchema.safeParse(shown).success) throw new TypeError(`the history presentation of agent '${speaker.name}' returned no list of messages`);
+  return shown;
+}

@@ -1,0 +1,250 @@
+import { createActor, type Snapshot } from 'xstate';
+import type { AgentEvent, AgentInput, AgentMachine } from '../../../machines/agent.machine.js';
+import { LoopchartError } from '../../errors.js';
+import type { Executor, SideEffect } from '../protocol/executor.js';
+import type { IoEvent } from '../core/io.js';
+import { runInFlight } from '../protocol/actor-types.js';
+import type { BrainState } from '../core/brain-state.js';
+
+/**
+ * The caller-driven API (seed 003's `step` / `apply` / `finalize`) for hosts that drive the
+ * loop themselves: a queue worker, a request handler. The session is the agent actor's
+ * persisted snapshot (plain JSON: store it anywhere). `step` performs the next step's side
+ * effects (a model call, a tool batch, an operation point, a compaction) and returns what
+ * came back, without changing the session; `apply` feeds those effects (or external events,
+ * such as `operation.resume`) to the same statechart and returns the new session. The chart
+ * decides both ways, so a stepped run gives the same transcript as the actor.
+ */
+
+/**
+ * A session as the stepper carries it: the agent actor's persisted snapshot.
+ *
+ * @example
+ * ```ts
+ * const saved: string = JSON.stringify(stepper.session as SteppedSession); // store it anywhere: it is plain JSON
+ * ```
+ */
+export type SteppedSession = Snapshot<unknown>;
+
+/**
+ * Where a run stands: more steps to take, waiting for the caller (a yield, an approval), or finished.
+ *
+ * @example
+ * ```ts
+ * const status: StepStatus = stepper.status();
+ * if (status === 'yielded') console.log('waiting for an operation.resume');
+ * ```
+ */
+export type StepStatus = 'continues' | 'yielded' | 'finished';
+
+/**
+ * What `step` returns: where the run stands and the effects to `apply`.
+ *
+ * @example
+ * ```ts
+ * const { status, effects }: StepResult = await stepper.step();
+ * if (status === 'continues') stepper.apply(effects);
+ * ```
+ */
+export interface StepResult {
+  status: StepStatus;
+  /**
+   * What the step's side effects returned, in order, for `apply`. They are the IO's own events,
+   * trusted by identity: apply them in this process (a copy from elsewhere is refused).
+   */
+  effects: readonly IoEvent[];
+}
+
+/**
+ * A step's side effects took longer than the stepper allows.
+ *
+ * @example
+ * ```ts
+ * try {
+ *   await stepper.step();
+ * } catch (error) {
+ *   if (StepTimeoutError.isInstance(error)) stepper.finalize();
+ * }
+ * ```
+ */
+export class StepTimeoutError extends LoopchartError {
+  constructor(ms: number) {
+    super('StepTimeout', `the step's side effects did not finish within ${ms} ms`);
+  }
+}
+
+/**
+ * How long one step may take by default: its model call, tools and hooks have their own limits inside it.
+ *
+ * @example
+ * ```ts
+ * const stepper = new AgentStepper(machine, { input: { prompt: 'Hi' } }, { timeoutMs: DEFAULT_STEP_TIMEOUT_MS / 10 });
+ * ```
+ */
+export const DEFAULT_STEP_TIMEOUT_MS = 600_000;
+
+/**
+ * Drives an agent one step at a time. `step(session)` → the next effects and whether the run
+ * continues, yielded or finished; `apply(effects)` → the new session; `finalize()` closes an
+ * interrupted run as cancellation does (unanswered tool calls get their interrupted results).
+ *
+ * @example
+ * ```ts
+ * import { AgentStepper, createAgentMachine } from 'loopchart';
+ * import { scriptedModel } from 'loopchart/testing';
+ *
+ * const stepper = new AgentStepper(createAgentMachine({ model: scriptedModel([{ text: 'Hello!' }]) }), { input: { prompt: 'Hi' } });
+ * for (;;) {
+ *   const { status, effects } = await stepper.step();
+ *   if (status !== 'continues') break;
+ *   const session = stepper.apply(effects); // store `session` here: it is plain JSON
+ * }
+ * console.log(stepper.status(), stepper.session);
+ * ```
+ */
+export class AgentStepper {
+  readonly #machine: AgentMachine;
+  readonly #parked: AgentMachine;
+  readonly #timeoutMs: number;
+  #session: SteppedSession;
+
+  constructor(machine: AgentMachine, from: { input: AgentInput } | { session: SteppedSession }, options: { timeoutMs?: number | undefined } = {}) {
+    this.#machine = machine;
+    // The chart with an executor that never performs: applying effects runs no side effect.
+    this.#parked = machine.withExecutor(() => park);
+    this.#timeoutMs = options.timeoutMs ?? DEFAULT_STEP_TIMEOUT_MS;
+    this.#session = 'session' in from ? from.session : this.#settle(createActor(this.#parked, { input: from.input }));
+  }
+
+  /** The current session: the persisted snapshot to store. */
+  get session(): SteppedSession {
+    return this.#session;
+  }
+
+  /** Where the current session stands. */
+  status(session: SteppedSession = this.#session): StepStatus {
+    return statusOf(session);
+  }
+
+  /**
+   * Performs the next step's side effects and returns them; the session is unchanged until
+   * `apply`. A session that yielded or finished has no step to take (no effects).
+   */
+  async step(session: SteppedSession = this.#session): Promise<StepResult> {
+    // A stored session at rest with a run in flight continues as the actor does on `resume`.
+    if ((session as { value?: unknown }).value === 'Idle' && statusOf(session) === 'continues') session = this.apply([{ type: 'resume' }], session);
+    this.#session = session;
+    const status = statusOf(session);
+    if (status !== 'continues') return { status, effects: [] };
+    const effects: IoEvent[] = [];
+    // One step, one side effect: the first effect names the step; effects of any other step the
+    // chart asks for meanwhile (a steer sends it back to the model at once) are parked, never
+    // performed, and so is everything once the step's work is done.
+    let closed = false;
+    let step: string | undefined;
+    let inFlight = 0;
+    let performed = 0;
+    const gated = this.#machine.withExecutor((inner): Executor => async (effect, perform) => {
+      const id = stepOf(effect);
+      step ??= id;
+      if (closed || id !== step) return park(effect, perform);
+      inFlight++;
+      try {
+        return await inner(effect, perform);
+      } finally {
+        inFlight--;
+        performed++;
+      }
+    });
+    const actor = createActor(gated, {
+      snapshot: session,
+      inspect: (event) => {
+        if (event.type === '@xstate.event' && event.actorRef === actor && event.event.type.startsWith('io.') && event.event.type !== 'io.attached') {
+          effects.push(event.event as IoEvent);
+        }
+      },
+    });
+    const before = JSON.stringify(actor.getSnapshot().value);
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    try {
+      await new Promise<void>((resolve, reject) => {
+        timer = setTimeout(() => reject(new StepTimeoutError(this.#timeoutMs)), this.#timeoutMs);
+        actor.subscribe({
+          next: (snapshot) => {
+            if (JSON.stringify(snapshot.value) !== before || snapshot.status !== 'active' || (performed > 0 && inFlight === 0)) {
+              closed = true;
+              resolve();
+            }
+          },
+          error: reject,
+        });
+        actor.start();
+      });
+    } finally {
+      clearTimeout(timer);
+      closed = true;
+      actor.stop();
+    }
+    return { status: 'continues', effects };
+  }
+
+  /**
+   * Applies a step's effects (and any external events, such as an `operation.resume` or an
+   * `approve`) to the session through the statechart; returns the new session. A refused event
+   * changes nothing, as with the actor.
+   */
+  apply(effects: readonly AgentEvent[], session: SteppedSession = this.#session): SteppedSession {
+    const actor = createActor(this.#parked, { snapshot: session });
+    return (this.#session = this.#settle(actor, effects));
+  }
+
+  /** Closes an interrupted run the way cancellation does: unanswered calls get their interrupted results. */
+  finalize(session: SteppedSession = this.#session): SteppedSession {
+    if (statusOf(session) === 'finished') return (this.#session = session);
+    // Nothing of a stepped run is in flight here: the cancel does not wait for it.
+    return this.apply([{ type: 'cancel', graceMs: 0 }], session);
+  }
+
+  #settle(actor: ReturnType<typeof createActor<AgentMachine>>, events: readonly AgentEvent[] = []): SteppedSession {
+    const failure = (actor.getSnapshot() as { error?: unknown }).error;
+    if (actor.getSnapshot().status === 'error') throw failure;
+    actor.start();
+    try {
+      for (const event of events) actor.send(event);
+      return actor.getPersistedSnapshot() as SteppedSession;
+    } finally {
+      actor.stop();
+    }
+  }
+}
+
+/**
+ * The step an effect belongs to: a model call, a compaction, one tool batch (its calls and their
+ * approval checks), one hook point (its operations).
+ */
+function stepOf(effect: SideEffect): string {
+  switch (effect.kind) {
+    case 'tool':
+    case 'toolStart':
+      return `tools ${(effect as SideEffect<'tool'>).input.batchKey}`;
+    case 'approval':
+      return `approvals ${(effect as SideEffect<'approval'>).input.turn}`;
+    case 'operation':
+      return `point ${(effect as SideEffect<'operation'>).input.pointKey}`;
+    default:
+      return `${effect.kind} ${effect.key}`;
+  }
+}
+
+/** An executor that never performs: the effect waits until the actor is stopped. */
+const park: Executor = () => new Promise<never>(() => {});
+
+function statusOf(session: SteppedSession): StepStatus {
+  const { status, value, context } = session as unknown as { status: string; value: unknown; context: { brain: BrainState } };
+  if (status !== 'active') return 'finished';
+  if (value === 'Idle') return runInFlight(context.brain) ? 'continues' : 'finished';
+  const text = JSON.stringify(value);
+  // An approval yields once nothing else of the batch can run meanwhile.
+  const approvalOnly = text.includes('"AwaitingApproval"') && text.includes('"Paused"');
+  return text.includes('"AwaitingOperation"') || approvalOnly ? 'yielded' : 'continues';
+}

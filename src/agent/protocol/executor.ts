@@ -1,0 +1,118 @@
+import type { ModelReply, ModelRequest, ToolDefinition } from '../../model.js';
+import type { CompactionReason, Message, ToolCall, ToolMessage } from '../../schemas.js';
+import type { OperationHook } from '../operations/operation-state.js';
+import type { OperationOutput } from '../operations/operation-rules.js';
+import type { ToolPolicyVerdict } from '../approvals/tool-policy.js';
+import type { GuardrailStage, GuardrailVerdict } from '../guardrails/guardrails.js';
+
+/**
+ * The executor seam: every side effect of a run (a model call, one tool call, a compaction, an
+ * approval check, the listing of its tool sources) is handed to one executor as a described effect plus the work that performs
+ * it in-process. The chart decides what happens; the executor decides how and where: at once
+ * (the default), journaled by a durable session, as an engine's durable step, inside a span.
+ */
+
+/** What each kind of side effect is given, besides its key. */
+export interface SideEffectInputs {
+  /** `model`: the name of the model that takes the call (with a list of models, the run's active one). */
+  model: { turn: number; request: Omit<ModelRequest, 'signal' | 'idempotencyKey' | 'onTextDelta'>; model?: string | undefined };
+  /** `batchKey` names the batch the call belongs to (the turn's tool step). */
+  tool: { turn: number; call: ToolCall; batchKey: string };
+  /** The start of a call of a tool whose in-doubt policy asks, journaled before it runs (see `inDoubt` on a tool). */
+  toolStart: { turn: number; call: ToolCall; batchKey: string };
+  compaction: { turn: number; reason: CompactionReason; messages: readonly Message[]; tokensBefore: number };
+  /** Asks whether one call must wait for a human's decision before it runs. */
+  approval: { turn: number; call: ToolCall };
+  /** Asks the agent's tool policies about one call, before its approval rule and before anything runs. */
+  policy: { turn: number; call: ToolCall };
+  /** One guardrail of one check (`checkKey`): the run's input before its first model call, or its final answer. */
+  guardrail: { turn: number; stage: GuardrailStage; guardrail: string; checkKey: string };
+  /** One operation's hook at one point; `pointKey` names the point (its operations share it). */
+  operation: { turn: number; operation: string; hook: OperationHook; pointKey: string };
+  /** Lists the run's tool sources, once per run before its first model call (only for an agent with sources). */
+  toolset: { sources: number };
+}
+
+/** What each kind of side effect resolves to: plain JSON, so it can be journaled and replayed. */
+export interface SideEffectOutputs {
+  model: ModelReply;
+  tool: ToolMessage;
+  /** A token of the process that started the call: one from another process means the call is in doubt. */
+  toolStart: { token: string };
+  /** `messages` absent: the compactor changed nothing. `after` counts tool definitions too. */
+  compaction: { before: number; after: number; messages?: Message[] | undefined };
+  approval: boolean;
+  policy: ToolPolicyVerdict;
+  guardrail: GuardrailVerdict;
+  /** The hook's effects, checked; null when it declined. */
+  operation: OperationOutput | null;
+  /** The definitions the sources listed: the run offers these (and the agent's own tools) to its end. */
+  toolset: { definitions: ToolDefinition[] };
+}
+
+export type SideEffectKind = keyof SideEffectInputs;
+
+/** One side effect, described. */
+export interface SideEffect<K extends SideEffectKind = SideEffectKind> {
+  /**
+   * The idempotency key: the same effect has the same key across retries, restores and
+   * processes, and no other effect of the session shares it.
+   */
+  readonly key: string;
+  readonly kind: K;
+  readonly input: SideEffectInputs[K];
+  /** Aborted when the run stops needing the result (cancel, seal, the actor stopped). */
+  readonly signal: AbortSignal;
+}
+
+/**
+ * Runs side effects. `perform` does the work in this process; an executor may call it, wrap
+ * it (timing, spans, retries), skip it (a result recorded earlier), or hand the effect to
+ * another runner. Executors compose by wrapping one another.
+ *
+ * @example
+ * ```ts
+ * import { createAgentMachine, type Executor } from 'loopchart';
+ *
+ * const logged: Executor = async (effect, perform) => {
+ *   const started = performance.now();
+ *   try {
+ *     return await perform();
+ *   } finally {
+ *     console.log(effect.kind, effect.key, `${(performance.now() - started).toFixed(1)} ms`);
+ *   }
+ * };
+ * const agent = createAgentMachine({ model, tools, executor: logged });
+ * ```
+ */
+export type Executor = <K extends SideEffectKind>(
+  effect: SideEffect<K>,
+  perform: () => Promise<SideEffectOutputs[K]>,
+) => Promise<SideEffectOutputs[K]>;
+
+/**
+ * The default: performs every effect at once, in this process.
+ *
+ * @example
+ * ```ts
+ * const agent = createAgentMachine({ model, executor: inProcessExecutor });
+ * ```
+ */
+export const inProcessExecutor: Executor = (_effect, perform) => perform();
+
+/**
+ * Wraps an executor: `wrap(inner)` sees every effect first and passes it on (or not).
+ * The outermost wrapper is applied last: `composeExecutors(durable, traced)` traces around
+ * durability.
+ *
+ * @example
+ * ```ts
+ * const executor = composeExecutors(inProcessExecutor, (inner) => async (effect, perform) => {
+ *   console.log('start', effect.key);
+ *   return inner(effect, perform);
+ * });
+ * ```
+ */
+export function composeExecutors(base: Executor, ...wrappers: ReadonlyArray<(inner: Executor) => Executor>): Executor {
+  return wrappers.reduce<Executor>((inner, wrap) => wrap(inner), base);
+}

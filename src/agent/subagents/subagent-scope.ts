@@ -1,0 +1,104 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
+import type { AnyActorRef } from 'xstate';
+import type { AgentMachine } from '../../../machines/agent.machine.js';
+import type { ToolCall, Usage } from '../../schemas.js';
+import type { ApprovalRequest } from '../approvals/approval-binding.js';
+import type { AgentEmitted } from '../protocol/actor-types.js';
+
+/**
+ * Where a tool call runs, for an agent tool: its parent run (session, call, actor), a line back
+ * to that run's chart, and, under a durable session, how to open the child's own session. It
+ * travels with the call's async work (the executor seam hands effects over as `perform()`
+ * alone), so an executor in between (tracing, Restate) needs to know nothing of it.
+ */
+
+/** What a running child tells its parent's chart. */
+export type SubagentReport =
+  /** The child (or one of its own children) waits for a human: calls with ids as the child knows them. */
+  | { type: 'approval.requested'; calls: readonly ToolCall[]; requests: readonly ApprovalRequest[] }
+  /** The child (or one of its own) refused a decision the parent routed down: the id as the child knows it. */
+  | { type: 'approval.refused'; refused: Extract<AgentEmitted, { type: 'approval.refused' }> }
+  /** The child's run ended: its usage joins the parent's run, once per child session. */
+  | { type: 'usage'; childId: string; usage: Usage };
+
+/** A running child, as its parent's IO routes decisions and steering to it. */
+export interface ChildHandle {
+  send(event: { type: string }): void;
+}
+
+/** A child's durable session, as the agent tool drives it. */
+export interface ChildSession {
+  readonly actor: { getSnapshot(): { context: { runIndex: number } } };
+  send(event: { type: string; [key: string]: unknown }): void;
+  whenIdle(): Promise<{ outcome: unknown; usage: Usage } | null>;
+  close(): Promise<void>;
+}
+
+export interface OpenChildOptions {
+  machine: unknown;
+  sessionId: string;
+  /** Called with the child's actor before it starts, so a resumed child's first events are heard. */
+  attach: (actor: { on(type: string, handler: (event: never) => void): unknown }) => void;
+  /** The parent's IO actor (see `RunScope.parent`). */
+  parent: AnyActorRef;
+}
+
+export interface RunScope {
+  readonly sessionId: string;
+  readonly callId: string;
+  /** The parent's IO actor: a child created with it as parent joins the parent's actor system (and its inspector). */
+  readonly parent: AnyActorRef;
+  report(report: SubagentReport): void;
+  /** The call's running child, for what the parent routes to it; returns the release. */
+  adopt(child: ChildHandle): () => void;
+  /** Under a durable session: opens (or reopens) the child's session on the same store. */
+  readonly open?: (options: OpenChildOptions) => Promise<ChildSession>;
+  /** Whether the call's tool is an agent tool (`agentTool`): a host that journals steps runs it unwrapped. */
+  readonly runsAgent?: boolean;
+  /**
+   * Under a host that journals the child's steps in the parent's own run (Restate, see
+   * restate/steps.ts): the child's machine as that host runs it (its executor and clock).
+   */
+  readonly journal?: (machine: AgentMachine) => AgentMachine;
+}
+
+/** The tools `agentTool` made: their calls start a child run (a Restate host runs them inline). */
+const agentTools = new WeakSet<object>();
+
+/** Marks a tool as an agent tool (see `runsAgent`). */
+export const markAgentTool = <T extends object>(tool: T): T => (agentTools.add(tool), tool);
+
+/** Whether `tool` is an agent tool. */
+export const isAgentTool = (tool: object | undefined): boolean => tool !== undefined && agentTools.has(tool);
+
+const storage = new AsyncLocalStorage<RunScope>();
+
+/** The scope of the tool call running now, if it runs inside an agent. */
+export const currentScope = (): RunScope | undefined => storage.getStore();
+
+/** Runs a tool call's work in its own scope (an agent's IO does, per call). */
+export const inScope = <T>(scope: RunScope, work: () => T): T => storage.run(scope, work);
+
+/** Runs `work` with the current scope extended (a durable session adds how to open children). */
+export function extendScope<T>(extra: Partial<RunScope>, work: () => T): T {
+  const current = storage.getStore();
+  return current ? storage.run({ ...current, ...extra }, work) : work();
+}
+
+/**
+ * Stops an actor, a child run's included. XState refuses `stop()` on an actor created with a
+ * parent (`ActorOptions.parent`, how a child run joins its parent's system and inspector) that
+ * the parent's chart did not spawn, so such an actor is stopped the way its parent would stop it.
+ */
+export function stopActor(actor: { stop(): unknown }): void {
+  const child = actor as { _parent?: unknown; _stop?: () => unknown };
+  if (child._parent && typeof child._stop === 'function') child._stop();
+  else actor.stop();
+}
+
+/**
+ * The reason an agent's IO aborts its calls when the actor stops (not cancelled: the process
+ * shuts down or the session closes): a child then stays where it is, to be resumed.
+ */
+export const PARENT_STOPPED: unknown = Object.freeze({ reason: 'the agent stopped' });
+export const isParentStopped = (reason: unknown): boolean => reason === PARENT_STOPPED;

@@ -1,0 +1,191 @@
+import { z } from 'zod';
+import type { ToolCall, Usage } from '../../schemas.js';
+import { addUsage } from '../core/run-rules.js';
+import { sessionIdProblem } from '../../stores/step.js';
+import { InvalidSessionIdError } from '../../stores/errors.js';
+import type { AgentOutcome } from '../protocol/failure.js';
+import { LoopchartError } from '../../errors.js';
+
+/**
+ * The rules of agents inside agents, as pure functions: how a child session is named, how the
+ * tree addresses a call deep inside it, and what a child's run gives its parent as a tool result.
+ */
+
+/** Separates the levels of the tree in a child session id and in a qualified call id. */
+export const TREE_SEPARATOR = '/';
+
+/**
+ * The session id of the child run a tool call starts: `<parent>/<call key>`, where the call key
+ * is the call's idempotency key within the parent (run, turn, call id), so it is unique in the
+ * parent and the same in every process that repeats the call. Checked like any session id
+ * (`InvalidSessionIdError`): the parts come from the model and from whoever named the parent.
+ * For example `support-42:run-1:turn-1:tools:call_7` in session `support-42` starts
+ * `support-42/run-1:turn-1:call_7`.
+ */
+export function childSessionId(parentSessionId: string, idempotencyKey: string): string {
+  const own = idempotencyKey.startsWith(`${parentSessionId}:`) ? idempotencyKey.slice(parentSessionId.length + 1) : idempotencyKey;
+  const id = `${parentSessionId}${TREE_SEPARATOR}${own.replace(':tools:', ':')}`;
+  const problem = sessionIdProblem(id);
+  if (problem) throw new InvalidSessionIdError(id, problem);
+  return id;
+}
+
+/** A child's call id as its parent shows it: the path of parent call ids down to it. */
+export const qualifiedCallId = (parentCallId: string, childCallId: string): string => `${parentCallId}${TREE_SEPARATOR}${childCallId}`;
+
+/**
+ * Where a qualified id points: the parent's call whose child holds it, and the id the child
+ * knows it by (itself qualified further down a deeper tree); null for a plain id of this level.
+ */
+export function routeOf(id: string): { callId: string; rest: string } | null {
+  const at = id.indexOf(TREE_SEPARATOR);
+  if (at <= 0 || at === id.length - 1) return null;
+  return { callId: id.slice(0, at), rest: id.slice(at + 1) };
+}
+
+/** A decision (`toolCallId`) or a steer (`target`) the parent routes to a child. */
+export type RoutableEvent = { type: string; toolCallId?: string | undefined; target?: string | undefined };
+
+/**
+ * Where a parent sends an event meant for a child, and the event as that child takes it: a
+ * decision for `c1/c7` goes to the child of call `c1` as a decision for `c7`; a steer with target
+ * `c1` goes to that child as a plain steer, with `c1/c7` as a steer targeting `c7`. Null for an
+ * event of the parent's own.
+ */
+export function routedEvent(event: RoutableEvent): { callId: string; event: RoutableEvent } | null {
+  if (event.toolCallId !== undefined) {
+    const route = routeOf(event.toolCallId);
+    return route && { callId: route.callId, event: { ...event, toolCallId: route.rest } };
+  }
+  if (event.target === undefined || event.target === '') return null;
+  const { target, ...rest } = event;
+  const route = routeOf(target);
+  return route ? { callId: route.callId, event: { ...rest, target: route.rest } } : { callId: target, event: rest };
+}
+
+/**
+ * A child run did not complete, or answered in a shape its tool refuses. Thrown inside the agent
+ * tool, so the parent gets it as an error tool result (its message) and its run goes on.
+ *
+ * @example
+ * ```ts
+ * import { SubagentError } from 'loopchart';
+ *
+ * // The parent's model reads it as an error result: "subagent 'research' ended Failed: ModelError: ..."
+ * const error: unknown = new SubagentError('research', 'ended Cancelled');
+ * if (SubagentError.isInstance(error)) console.log(error.code, error.agent); // 'SubagentFailed' 'research'
+ * ```
+ */
+export class SubagentError extends LoopchartError {
+  /** The agent tool's name. */
+  readonly agent: string;
+  constructor(agent: string, problem: string) {
+    super('SubagentFailed', `subagent '${agent}' ${problem}`);
+    this.agent = agent;
+  }
+}
+
+/**
+ * How deep a child run may start in the tree of agents by default: a top-level agent's child is
+ * depth 1. Five levels is more than a coordinator, its workers and their helpers need, and an
+ * agent that calls itself is stopped there with an error that names the depth, before the child
+ * session ids (each level adds the call's key) pass the 256-character limit of a session id.
+ *
+ * @example
+ * ```ts
+ * import { agentTool, DEFAULT_MAX_SUBAGENT_DEPTH } from 'loopchart';
+ *
+ * agentTool({ agent: machine, name: 'helper', description: 'Helps.', maxDepth: DEFAULT_MAX_SUBAGENT_DEPTH + 2 });
+ * ```
+ */
+export const DEFAULT_MAX_SUBAGENT_DEPTH = 5;
+
+/**
+ * An agent tool was called where its child would run deeper than its `maxDepth`. Thrown before
+ * the child starts (no child session is created), inside the tool: the parent's model reads it
+ * as an error result (its message names the depth and the limit) and its run goes on.
+ *
+ * @example
+ * ```ts
+ * import { SubagentDepthError } from 'loopchart';
+ *
+ * const error: unknown = new SubagentDepthError('research', 6, 5);
+ * if (SubagentDepthError.isInstance(error)) console.log(error.code, error.depth, error.maxDepth); // 'SubagentDepth' 6 5
+ * ```
+ */
+export class SubagentDepthError extends LoopchartError {
+  /** The agent tool's name. */
+  readonly agent: string;
+  /** The depth the child would have run at (a top-level agent's child is 1). */
+  readonly depth: number;
+  readonly maxDepth: number;
+  constructor(agent: string, depth: number, maxDepth: number) {
+    super('SubagentDepth', `subagent '${agent}' not started: it would run at depth ${depth} of the tree of agents, past its maxDepth ${maxDepth}`);
+    this.agent = agent;
+    this.depth = depth;
+    this.maxDepth = maxDepth;
+  }
+}
+
+/** Throws `SubagentDepthError` when a child at `depth` is past `maxDepth`. */
+export function checkDepth(agent: string, depth: number, maxDepth: number): void {
+  if (depth > maxDepth) throw new SubagentDepthError(agent, depth, maxDepth);
+}
+
+/**
+ * The tool result a finished child gives its parent: its structured output when it has one, else
+ * its final text; checked against `output` when the tool names a schema (a JSON text is parsed
+ * first). Anything but Completed, or a result the schema refuses, throws `SubagentError`, which
+ * the tool runner turns into an error result: the parent reads why and goes on.
+ */
+export function childResult(agent: string, outcome: AgentOutcome | undefined, output?: z.ZodType): unknown {
+  if (!outcome) throw new SubagentError(agent, `ended without an outcome`);
+  if (outcome.type !== 'Completed') {
+    const why = outcome.type === 'Failed' ? `: ${outcome.error.type}: ${outcome.error.message}` : outcome.type === 'Sealed' ? `: ${outcome.reason}` : '';
+    throw new SubagentError(agent, `ended ${outcome.type}${why}`);
+  }
+  const structured = (outcome as { output?: unknown }).output;
+  if (!output) return structured !== undefined ? structured : outcome.finalText;
+  let value = structured;
+  if (value === undefined) {
+    try {
+      value = JSON.parse(outcome.finalText);
+    } catch {
+      throw new SubagentError(agent, `answered text that is not JSON, and its tool expects structured output`);
+    }
+  }
+  const parsed = output.safeParse(value);
+  if (!parsed.success) throw new SubagentError(agent, `answered a malformed result: ${z.prettifyError(parsed.error)}`);
+  return parsed.data;
+}
+
+/** A child's calls as its parent shows them: ids qualified by the parent's call id. */
+export const qualifiedCalls = (parentCallId: string, calls: readonly ToolCall[]): ToolCall[] =>
+  calls.map((call) => ({ ...call, id: qualifiedCallId(parentCallId, call.id) }));
+
+/**
+ * A child's usage added to its parent's run and session, once per child session of the batch
+ * (a call repeated after a crash finds its child counted); null when it was counted already.
+ */
+export function childUsageCounted(
+  context: { runUsage: Usage; sessionUsage: Usage; childUsage?: Readonly<Record<string, Usage>> | undefined },
+  childId: string,
+  usage: Usage,
+): { runUsage: Usage; sessionUsage: Usage; childUsage: Record<string, Usage> } | null {
+  const counted = countChildUsage(context.childUsage, childId, usage);
+  if (!counted) return null;
+  return { runUsage: addUsage(context.runUsage, usage), sessionUsage: addUsage(context.sessionUsage, usage), childUsage: counted };
+}
+
+/**
+ * A child's usage added to its parent's run once: `counted` holds the child sessions of the
+ * current batch already counted (a call repeated after a crash finds its child counted).
+ */
+export function countChildUsage(
+  counted: Readonly<Record<string, Usage>> | undefined,
+  childId: string,
+  usage: Usage,
+): Record<string, Usage> | null {
+  if (counted && Object.hasOwn(counted, childId)) return null;
+  return { ...counted, [childId]: usage };
+}

@@ -1,0 +1,43 @@
+/** The pure rules of agents inside agents: child session ids, routing through the tree, child results, usage counted once. */
+import { describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { childResult, childSessionId, childUsageCounted, qualifiedCalls, routedEvent, SubagentError } from '../../../src/agent/subagents/subagents.js';
+import { InvalidSessionIdError } from '../../../src/stores/errors.js';
+
+describe('subagent rules', () => {
+  it("a child's session id is its parent's, then the call's key within the parent; checked like any session id", () => {
+    expect(childSessionId('support-42', 'support-42:run-1:turn-1:tools:call_7')).toBe('support-42/run-1:turn-1:call_7');
+    expect(childSessionId('a/run-1:turn-1:c1', 'a/run-1:turn-1:c1:run-1:turn-2:tools:c2')).toBe('a/run-1:turn-1:c1/run-1:turn-2:c2');
+    expect(() => childSessionId('p', 'p:run-1:turn-1:tools:\u0000')).toThrow(InvalidSessionIdError);
+    expect(() => childSessionId('p'.repeat(250), `${'p'.repeat(250)}:run-1:turn-1:tools:c1`)).toThrow(/limit is 256/);
+  });
+
+  it('a qualified id routes to the child of its first call id, with the rest as the id the child knows', () => {
+    expect(routedEvent({ type: 'approve', toolCallId: 'c1/e1/w1' })).toEqual({ callId: 'c1', event: { type: 'approve', toolCallId: 'e1/w1' } });
+    expect(routedEvent({ type: 'approve', toolCallId: 'w1' })).toBeNull();
+    expect(routedEvent({ type: 'approve', toolCallId: '/w1' })).toBeNull();
+    expect(routedEvent({ type: 'steer', target: 'c1' })).toEqual({ callId: 'c1', event: { type: 'steer' } });
+    expect(routedEvent({ type: 'steer', target: 'c1/e1' })).toEqual({ callId: 'c1', event: { type: 'steer', target: 'e1' } });
+    expect(routedEvent({ type: 'steer' })).toBeNull();
+    expect(qualifiedCalls('c1', [{ id: 'w1', name: 'write', args: {} }])).toEqual([{ id: 'c1/w1', name: 'write', args: {} }]);
+  });
+
+  it("a child's result: its final text, its structured output, checked against the tool's schema; anything else is a SubagentError", () => {
+    expect(childResult('r', { type: 'Completed', finalText: 'hi' })).toBe('hi');
+    expect(childResult('r', { type: 'Completed', finalText: '{"n":1}' }, z.object({ n: z.number() }))).toEqual({ n: 1 });
+    expect(childResult('r', { type: 'Completed', finalText: 'x', output: { n: 2 } } as never, z.object({ n: z.number() }))).toEqual({ n: 2 });
+    expect(() => childResult('r', { type: 'Completed', finalText: 'not json' }, z.object({}))).toThrow(/not JSON/);
+    expect(() => childResult('r', { type: 'Completed', finalText: '{"n":"1"}' }, z.object({ n: z.number() }))).toThrow(/malformed result/);
+    expect(() => childResult('r', { type: 'Cancelled' })).toThrow(SubagentError);
+    expect(() => childResult('r', { type: 'Sealed', reason: 'budget' })).toThrow("subagent 'r' ended Sealed: budget");
+    expect(() => childResult('r', undefined)).toThrow(/without an outcome/);
+  });
+
+  it("a child's usage joins its parent's run and session once per child session", () => {
+    const zero = { inputTokens: 0, outputTokens: 0 };
+    const used = { inputTokens: 3, outputTokens: 4 };
+    const once = childUsageCounted({ runUsage: zero, sessionUsage: used }, 'p/c1', used)!;
+    expect(once).toEqual({ runUsage: used, sessionUsage: { inputTokens: 6, outputTokens: 8 }, childUsage: { 'p/c1': used } });
+    expect(childUsageCounted(once, 'p/c1', used)).toBeNull();
+  });
+});
