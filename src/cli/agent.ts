@@ -69,7 +69,7 @@ async function demoAgentMachine(): Promise<AgentMachine> {
  * Imports the agent module. A TypeScript module runs where Node strips types itself (23.6+,
  * 22.18+) or through tsx when it is installed; otherwise the error says which of those to do.
  */
-async function importAgentModule(modulePath: string): Promise<Record<string, unknown>> {
+export async function importAgentModule(modulePath: string): Promise<Record<string, unknown>> {
   const url = pathToFileURL(resolve(modulePath)).href;
   try {
     return (await import(url)) as Record<string, unknown>;

@@ -2,7 +2,7 @@ import { parseArgs } from 'node:util';
 import { LoopchartError } from '../errors.js';
 import { CliError, UsageError } from './errors.js';
 import { escapeLine, escapeText } from './escape.js';
-import { forkCommand, replayCommand } from './replay.js';
+import { forkCommand, replayAgainstCommand, replayCommand } from './replay.js';
 import { resumeSession, sendSession } from './continue.js';
 import { DOUBT_SHAPE, decideDoubtCommand } from './doubt.js';
 import { listSessions, rewindSession, showSession, type CommandOptions, type Io } from './sessions.js';
@@ -21,6 +21,9 @@ const SESSIONS_COMMANDS = `sessions commands:
                     or give its result by hand; resume then goes on
   replay ID         re-run the brain over the recorded results, calling nothing; report the first
                     decision that differs from the recording (exit 1 when one does)
+  replay ID --against MODULE
+                    the recorded replies and results through that agent (nothing called): the first
+                    decision it takes otherwise, with the rule on each side (exit 1 when one does)
   fork ID --at N [--as NEW]
                     a new session from the first N messages of the log (snapped to a coherent cut),
                     at rest, to continue with send and any agent; the original is only read`;
@@ -65,6 +68,7 @@ ${VIEW_COMMANDS}
 ${OPTIONS}`;
 
 export const USAGE = `usage: loopchart sessions <command> [options]
+       loopchart eval DATASET --agent MODULE [options]   (loopchart eval --help)
        loopchart view [--store LOCATION] [--port N]
        loopchart view export ID -o FILE
 
@@ -136,6 +140,8 @@ export async function main(argv: string[], terminal: Io): Promise<number> {
 }
 
 async function run(argv: string[], io: Io): Promise<number> {
+  // `loopchart eval …` has options of its own (src/cli/eval.ts), loaded only for it.
+  if (argv[0] === 'eval') return (await import('./eval.js')).evalCommand(argv.slice(1), io);
   let parsed: ReturnType<typeof parse>;
   try {
     parsed = parse(argv);
@@ -179,7 +185,7 @@ async function run(argv: string[], io: Io): Promise<number> {
       return rewindSession(rest[0]!, rest[1]!, options);
     case 'replay':
       expect(1, 'ID');
-      return replayCommand(rest[0]!, options);
+      return values.against !== undefined ? replayAgainstCommand(rest[0]!, values.against, options) : replayCommand(rest[0]!, options);
     case 'doubt':
       if (rest.length < 3 || rest.length > 4) throw new UsageError(`usage: loopchart sessions doubt ${DOUBT_SHAPE}`);
       return decideDoubtCommand(rest[0]!, rest[1]!, rest[2]!, rest[3], values.by, options);
@@ -215,6 +221,7 @@ function parse(argv: string[]) {
       store: { type: 'string' },
       schema: { type: 'string' },
       agent: { type: 'string' },
+      against: { type: 'string' },
       full: { type: 'boolean' },
       at: { type: 'string' },
       port: { type: 'string' },

@@ -1,8 +1,10 @@
+import { replayAgainst } from '../evals/helpers.js';
+import type { EvalAgent } from '../evals/run-case.js';
 import { forkSession } from '../sessions/fork.js';
 import { replaySession } from '../sessions/replay.js';
-import { DEMO_SESSION_PREFIX } from './agent.js';
+import { DEMO_SESSION_PREFIX, importAgentModule } from './agent.js';
 import { sendHint } from './continue.js';
-import { UsageError } from './errors.js';
+import { CliError, UsageError } from './errors.js';
 import { escapeLine } from './escape.js';
 import { noStore, withStore, type CommandOptions } from './sessions.js';
 
@@ -45,6 +47,37 @@ export async function forkCommand(sessionId: string, at: string, as: string | un
       const agent = options.agent === undefined && !fork.sessionId.startsWith(DEMO_SESSION_PREFIX) ? ' --agent ./agent.ts' : '';
       io.out(`continue it: ${sendHint(fork.sessionId, options)}${agent}`);
       return 0;
+    },
+    noStore(location),
+  );
+}
+
+/**
+ * `loopchart sessions replay ID --against MODULE`: the session's recorded replies and results fed
+ * through that agent's brain and driver, nothing called; exit 0 when it decides as recorded, 1 at
+ * the first decision it takes otherwise (printed with the rule on each side).
+ */
+export async function replayAgainstCommand(sessionId: string, modulePath: string, options: CommandOptions): Promise<number> {
+  const { io, location } = options;
+  const module = await importAgentModule(modulePath);
+  const agent = module.agent ?? module.default;
+  if (!agent || (typeof agent !== 'function' && (typeof agent !== 'object' || !('model' in agent)))) {
+    throw new CliError(`${modulePath} must export \`agent\`: an AgentConfig, or a function returning one`);
+  }
+  return withStore(
+    options,
+    async (store) => {
+      const run = await replayAgainst(store, sessionId, agent as EvalAgent);
+      io.out(`session ${escapeLine(sessionId)} against ${escapeLine(modulePath)}: ${run.decisions.length} decision(s) in ${run.ms.toFixed(1)} ms, calling nothing (outcome now: ${run.outcome.type})`);
+      const d = run.difference;
+      if (!d) {
+        io.out('no difference: the agent decides as the recording did, step for step');
+        return 0;
+      }
+      io.out(`first difference at decision ${d.step} (run ${(d.recorded ?? d.got)!.run + 1}):`);
+      io.out(`  recorded: ${d.recorded ? `${escapeLine(d.recorded.what)}  [${escapeLine(d.recorded.rule)}]` : '(the recording ends here)'}`);
+      io.out(`  now:      ${d.got ? `${escapeLine(d.got.what)}  [${escapeLine(d.got.rule)}]` : '(the new run ends here)'}`);
+      return 1;
     },
     noStore(location),
   );

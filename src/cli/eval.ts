@@ -1,0 +1,158 @@
+import { writeFile } from 'node:fs/promises';
+import { parseArgs } from 'node:util';
+import type { AgentConfig } from '../agent/core/config.js';
+import type { EvalCase } from '../evals/dataset.js';
+import { saveCases } from '../evals/dataset.js';
+import { recordCases } from '../evals/record.js';
+import { formatJUnit, formatJson, formatTable } from '../evals/report.js';
+import { runEval } from '../evals/run-eval.js';
+import type { EvalAgent } from '../evals/run-case.js';
+import type { Scorer } from '../evals/scorers.js';
+import { importAgentModule } from './agent.js';
+import { CliError, UsageError } from './errors.js';
+import { escapeLine } from './escape.js';
+import { noStore, withStore, type Io } from './sessions.js';
+import { parseLocation } from './store.js';
+
+export const EVAL_USAGE = `usage: loopchart eval DATASET --agent MODULE [options]
+       loopchart eval record DATASET [--store LOCATION] [--session ID ...] [--prefix P]
+
+  eval DATASET      run every case of the dataset folder (one JSON file per case) against the agent,
+                    score the runs and print the report; exit 1 when the gate fails
+  eval record DATASET
+                    write sessions of a store into the dataset folder as recorded cases
+
+options:
+  --agent MODULE    a module exporting \`agent\`: an AgentConfig, or a function (case) => AgentConfig
+  --scorers MODULE  a module exporting \`scorers\` (Scorer[]; default: the cases' expectations and
+                    same decisions as the recording)
+  --dry-run         answer the model from the recording too (nothing is called)
+  --live-tools A,B  these tools run for real; every other call is answered from the recording
+  --concurrency N   cases run at once (default 4)
+  --results FILE    each finished case is appended here; a rerun skips the cases it holds
+                    (default DATASET/.results.jsonl; --fresh starts over)
+  --format F        table (default), json or junit
+  -o, --out FILE    write the report there (the table still goes to stdout)
+  --timeout MS      each case's runs must end within this (default 120000)
+  --max-failed N    cases that may fail to run before the gate fails (default 0)
+  --store, --schema, --session ID (repeatable), --prefix P: record: where and which sessions
+
+exit codes: 0 gate passed, 1 gate failed or an error, 2 bad usage`;
+
+function parse(argv: string[]) {
+  return parseArgs({
+    args: argv,
+    allowPositionals: true,
+    strict: true,
+    options: {
+      agent: { type: 'string' },
+      scorers: { type: 'string' },
+      'dry-run': { type: 'boolean' },
+      'live-tools': { type: 'string' },
+      concurrency: { type: 'string' },
+      results: { type: 'string' },
+      fresh: { type: 'boolean' },
+      format: { type: 'string' },
+      out: { type: 'string', short: 'o' },
+      timeout: { type: 'string' },
+      'max-failed': { type: 'string' },
+      store: { type: 'string' },
+      schema: { type: 'string' },
+      session: { type: 'string', multiple: true },
+      prefix: { type: 'string' },
+      help: { type: 'boolean', short: 'h' },
+    },
+  });
+}
+
+const wholeNumber = (name: string, text: string | undefined, fallback: number, min = 0): number => {
+  if (text === undefined) return fallback;
+  if (!/^\d+$/.test(text) || Number(text) < min) throw new UsageError(`${name} must be a whole number${min ? ` from ${min}` : ''}, got '${text}'`);
+  return Number(text);
+};
+
+/** `loopchart eval …` (argv after `eval`). */
+export async function evalCommand(argv: string[], io: Io): Promise<number> {
+  let parsed: ReturnType<typeof parse>;
+  try {
+    parsed = parse(argv);
+  } catch (error) {
+    throw new UsageError((error as Error).message);
+  }
+  const { values, positionals } = parsed;
+  if (values.help || positionals.length === 0) {
+    io.out(EVAL_USAGE);
+    return values.help ? 0 : 2;
+  }
+  if (positionals[0] === 'record') {
+    if (positionals.length !== 2) throw new UsageError('usage: loopchart eval record DATASET [--store LOCATION] [--session ID ...] [--prefix P]');
+    return record(positionals[1]!, values, io);
+  }
+  if (positionals.length !== 1) throw new UsageError('usage: loopchart eval DATASET --agent MODULE');
+  if (!values.agent) throw new UsageError('loopchart eval needs --agent MODULE (a module exporting `agent`)');
+  const format = values.format ?? 'table';
+  if (!['table', 'json', 'junit'].includes(format)) throw new UsageError(`--format must be table, json or junit, got '${format}'`);
+  const dataset = positionals[0]!;
+  const resultsFile = values.results ?? `${dataset}/.results.jsonl`;
+  if (values.fresh) await writeFile(resultsFile, '').catch(() => {});
+  const scorers = values.scorers ? await loadScorers(values.scorers) : undefined;
+  const report = await runEval({
+    dataset,
+    agent: agentOf(values.agent),
+    ...(scorers && { scorers }),
+    model: values['dry-run'] ? 'recorded' : 'live',
+    liveTools: values['live-tools'] ? values['live-tools'].split(',').map((name) => name.trim()).filter(Boolean) : [],
+    concurrency: wholeNumber('--concurrency', values.concurrency, 4, 1),
+    timeoutMs: wholeNumber('--timeout', values.timeout, 120_000, 1),
+    maxFailedCases: wholeNumber('--max-failed', values['max-failed'], 0),
+    resultsFile,
+    onProgress: ({ done, total, caseId, status, ms }) => io.err(`[${done}/${total}] ${escapeLine(caseId)} ${status}${status === 'skipped' ? ' (in the results file)' : ` ${Math.round(ms)} ms`}`),
+  });
+  const text = format === 'json' ? formatJson(report) : format === 'junit' ? formatJUnit(report, dataset) : formatTable(report);
+  if (values.out) {
+    await writeFile(values.out, text);
+    io.out(formatTable(report));
+  } else io.out(text);
+  return report.passed ? 0 : 1;
+}
+
+/**
+ * The agent of the module, loaded once on first use: a module that fails to load fails every
+ * case with that error (typed, naming the case), and the report says so.
+ */
+function agentOf(modulePath: string): EvalAgent {
+  let loaded: Promise<unknown> | undefined;
+  return async (evalCase: EvalCase) => {
+    loaded ??= importAgentModule(modulePath).then((module) => module.agent ?? module.default);
+    const agent = await loaded;
+    const config = typeof agent === 'function' ? await (agent as (c: EvalCase) => unknown)(evalCase) : agent;
+    if (!config || typeof config !== 'object' || !('model' in config)) throw new Error(`${modulePath} must export \`agent\`: an AgentConfig or a function (case) => AgentConfig`);
+    return config as AgentConfig;
+  };
+}
+
+async function loadScorers(modulePath: string): Promise<Scorer[]> {
+  const module = await importAgentModule(modulePath);
+  const scorers = module.scorers ?? module.default;
+  if (!Array.isArray(scorers) || !scorers.every((s) => s && typeof s.name === 'string' && typeof s.score === 'function')) {
+    throw new CliError(`${modulePath} must export \`scorers\`: an array of scorers ({ name, score(case, run) })`);
+  }
+  return scorers as Scorer[];
+}
+
+async function record(dataset: string, values: ReturnType<typeof parse>['values'], io: Io): Promise<number> {
+  if (!values.session && values.prefix === undefined) throw new UsageError('loopchart eval record needs --session ID (repeatable) or --prefix P');
+  const location = parseLocation(values.store ?? process.env.LOOPCHART_STORE);
+  return withStore(
+    { location, ...(values.schema !== undefined && { schema: values.schema }), full: false, io },
+    async (store) => {
+      const { cases, problems } = await recordCases(store, { ...(values.session && { ids: values.session }), ...(values.prefix !== undefined && { prefix: values.prefix }) });
+      const files = await saveCases(dataset, cases);
+      for (const file of files) io.out(`recorded ${escapeLine(file)}`);
+      for (const problem of problems) io.err(`not recorded: ${escapeLine(problem.message)}`);
+      io.out(`${files.length} case(s) recorded, ${problems.length} not`);
+      return problems.length === 0 ? 0 : 1;
+    },
+    noStore(location),
+  );
+}
