@@ -7,6 +7,7 @@
  * 2. Time from a model delta to its chunk read by the client, over real HTTP (node:http,
  *    toNodeListener, fetch) with 1 and 200 chats streaming at once: each model stamps its deltas
  *    with performance.now(), the reader subtracts (one process, one clock).
+ * 3. 1, 100 and 1,000 chats at once beside the AI SDK's own streamText (see chat-scale.ts).
  */
 import { createServer } from 'node:http';
 import { pathToFileURL } from 'node:url';
@@ -17,6 +18,7 @@ import { FetchSink } from '../src/http/fetch-sink.js';
 import { RunChunker } from '../src/http/ui-chunks.js';
 import { LiveLimitsSchema } from '../src/viewer/sse.js';
 import { deliveryIds } from '../src/agent/protocol/delivery.js';
+import { scaleTable } from './chat-scale.js';
 import { median, printTable } from './support.js';
 
 const CHUNKS = 50_000;
@@ -109,6 +111,7 @@ async function latencyTable(): Promise<void> {
 export async function run(): Promise<void> {
   await conversionTable();
   await latencyTable();
+  await scaleTable();
 }
 
 if (import.meta.url === pathToFileURL(process.argv[1]!).href) await run();
