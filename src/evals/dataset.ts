@@ -169,8 +169,7 @@ export function parseCase(text: string, file: string): EvalCase {
   try {
     json = JSON.parse(text);
   } catch (error) {
-    const position = /position (\d+)/.exec((error as Error).message);
-    const line = position ? text.slice(0, Number(position[1])).split('\n').length : undefined;
+    const line = syntaxErrorLine(text, (error as Error).message);
     throw new DatasetError(file, `not JSON: ${(error as Error).message}`, { caseId: fromName, ...(line !== undefined && { line }) });
   }
   const id = typeof (json as { id?: unknown })?.id === 'string' ? (json as { id: string }).id : fromName;
@@ -186,6 +185,22 @@ export function parseCase(text: string, file: string): EvalCase {
   }
   if (parsed.data.id !== fromName) throw new DatasetError(file, `the case id '${parsed.data.id}' is not the file's name`, { caseId: parsed.data.id });
   return parsed.data;
+}
+
+/**
+ * The line of a JSON syntax error: from the position or line Node names, else (Node 20 names
+ * neither) from the excerpt it quotes around the unexpected token.
+ */
+function syntaxErrorLine(text: string, message: string): number | undefined {
+  const line = /\(line (\d+) column \d+\)/.exec(message);
+  if (line) return Number(line[1]);
+  const position = /position (\d+)/.exec(message);
+  if (position) return text.slice(0, Number(position[1])).split('\n').length;
+  const excerpt = /^Unexpected token '(.)', (?:\.\.\.)?"([\s\S]*?)"(?:\.\.\.)? is not valid JSON$/.exec(message);
+  if (!excerpt) return undefined;
+  const at = text.indexOf(excerpt[2]!);
+  if (at === -1) return undefined;
+  return text.slice(0, at + excerpt[2]!.indexOf(excerpt[1]!)).split('\n').length;
 }
 
 /**

@@ -23,7 +23,7 @@ export function formatTable(report: EvalReport): string {
   lines.push(`${pad('scorer', 28)} ${'mean'.padStart(6)} ${'passed'.padStart(9)} ${'errors'.padStart(6)}  gate`);
   for (const s of report.scorers) {
     const gate = s.threshold === undefined ? '-' : `${s.gate ? 'ok' : 'FAIL'} (>= ${s.threshold})`;
-    lines.push(`${pad(s.name, 28)} ${s.mean.toFixed(3).padStart(6)} ${`${s.passed}/${s.cases}`.padStart(9)} ${String(s.errors).padStart(6)}  ${gate}`);
+    lines.push(`${pad(s.name, 28)} ${(s.cases ? s.mean.toFixed(3) : '-').padStart(6)} ${`${s.passed}/${s.cases}`.padStart(9)} ${String(s.errors).padStart(6)}  ${gate}`);
   }
   const failing = report.cases.filter((c) => c.error || Object.values(c.scores).some((score) => !score.pass));
   if (failing.length) {

@@ -114,8 +114,11 @@ export async function runEval(options: RunEvalOptions): Promise<EvalReport> {
   };
 
   const results = new Map<string, CaseResult>();
+  const ids = new Set(dataset.cases.map((c) => c.id));
+  /** A corrupt file's result is keyed by its case id, or its file when a readable case has that id. */
+  const problemKey = (problem: DatasetError) => (problem.caseId && !ids.has(problem.caseId) ? problem.caseId : problem.file);
   for (const problem of dataset.problems) {
-    const caseId = problem.caseId ?? problem.file;
+    const caseId = problemKey(problem);
     results.set(caseId, failed(caseId, problem, 'dataset', scorers));
     progress(caseId, 'error', 0);
   }
@@ -151,7 +154,7 @@ export async function runEval(options: RunEvalOptions): Promise<EvalReport> {
   };
   await Promise.all(Array.from({ length: Math.max(1, Math.min(options.concurrency ?? 4, queue.length)) }, worker));
 
-  const ordered = [...dataset.problems.map((p) => p.caseId ?? p.file), ...dataset.cases.map((c) => c.id)].map((id) => results.get(id)!);
+  const ordered = [...dataset.problems.map(problemKey), ...dataset.cases.map((c) => c.id)].map((id) => results.get(id)!);
   return summarizeReport(ordered, scorers, options.maxFailedCases ?? 0, performance.now() - started);
 }
 
