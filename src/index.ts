@@ -97,7 +97,7 @@ export { DuplicateToolError, ExpressionError, FileToolError, InvalidToolError, P
 export { InvalidSummaryError } from './compaction/summarize.js';
 export { OperationError, OperationStateError } from './agent/operations/operation.js';
 export { StepTimeoutError } from './agent/hosts/stepper.js';
-export { SubagentError } from './agent/subagents/subagents.js';
+export { SubagentDepthError, SubagentError } from './agent/subagents/subagents.js';
 export { TelemetryUnavailableError } from './telemetry/otel-api.js';
 export { SessionNotIdleError } from './sessions/durable-session.js';
 export { ApprovalRefusedError, decideStored, type Verdict } from './sessions/stored-decision.js';

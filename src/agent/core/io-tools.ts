@@ -4,7 +4,7 @@ import { ToolSet } from '../../tools/define-tool.js';
 import { listSources, resolveOffered } from '../../tools/offered-tools.js';
 import { ToolInDoubtError, inDoubtPolicy, isInDoubtSignal, rerunsOf, startKeys } from '../in-doubt/in-doubt.js';
 import { madeHere, startToken } from '../protocol/start-marker.js';
-import { inScope, isAgentTool, type ChildHandle, type SubagentReport } from '../subagents/subagent-scope.js';
+import { depthOfIo, inScope, isAgentTool, type ChildHandle, type SubagentReport } from '../subagents/subagent-scope.js';
 import { routedEvent } from '../subagents/subagents.js';
 import type { Handler, IoScope, RequestOf } from '../protocol/io-protocol.js';
 import { innerKey } from '../protocol/keys.js';
@@ -137,7 +137,7 @@ async function runOne(state: Scheduler, batch: Batch, request: RequestOf<'tools'
   const keys = inDoubtPolicy(deps.tools.get(call.name)) === 'ask' ? startKeys(key, call.id, rerunsOf(request.doubt, call.id)) : null;
   const fresh = !keys || madeHere(starts, await execute({ key: keys.marker, kind: 'toolStart', input: { turn, call, batchKey: key }, signal: controller.signal }, async () => startToken(starts)));
   const runsAgent = isAgentTool(deps.tools.get(call.name));
-  return inScope({ sessionId: request.sessionId, callId: call.id, parent: io.self, report, adopt, runsAgent }, () => execute(
+  return inScope({ sessionId: request.sessionId, callId: call.id, parent: io.self, report, adopt, runsAgent, depth: depthOfIo(io.self) }, () => execute(
     { key: keys?.step ?? callKey, kind: 'tool', input: { turn, call, batchKey: key }, signal: controller.signal },
     async () => {
       if (!fresh) throw new ToolInDoubtError(call.id);

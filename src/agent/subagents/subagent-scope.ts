@@ -60,6 +60,8 @@ export interface RunScope {
    * restate/steps.ts): the child's machine as that host runs it (its executor and clock).
    */
   readonly journal?: (machine: AgentMachine) => AgentMachine;
+  /** How deep in the tree of agents the calling agent runs: 0 for a top-level run, 1 for its child... */
+  readonly depth: number;
 }
 
 /** The tools `agentTool` made: their calls start a child run (a Restate host runs them inline). */
@@ -67,6 +69,21 @@ const agentTools = new WeakSet<object>();
 
 /** Marks a tool as an agent tool (see `runsAgent`). */
 export const markAgentTool = <T extends object>(tool: T): T => (agentTools.add(tool), tool);
+
+/**
+ * The depth of each child agent actor an agent tool started (a top-level agent has none: 0). Kept
+ * by actor, not read from the session id: a user's session id may itself hold the tree separator.
+ */
+const depths = new WeakMap<object, number>();
+
+/** Records the depth of a child agent actor, before it starts. */
+export const markDepth = (actor: object, depth: number): void => void depths.set(actor, depth);
+
+/** The depth of the agent whose IO actor is `io` (its parent actor is the agent): 0 unless an agent tool started it. */
+export const depthOfIo = (io: object): number => {
+  const agent = (io as { _parent?: object | undefined })._parent;
+  return (agent && depths.get(agent)) ?? 0;
+};
 
 /** Whether `tool` is an agent tool. */
 export const isAgentTool = (tool: object | undefined): boolean => tool !== undefined && agentTools.has(tool);

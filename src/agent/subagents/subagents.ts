@@ -93,7 +93,8 @@ export class SubagentError extends LoopchartError {
  *
  * @example
  * ```ts
- * import { agentTool, DEFAULT_MAX_SUBAGENT_DEPTH } from 'loopchart';
+ * import { agentTool } from 'loopchart';
+ * import { DEFAULT_MAX_SUBAGENT_DEPTH } from 'loopchart/schemas';
  *
  * agentTool({ agent: machine, name: 'helper', description: 'Helps.', maxDepth: DEFAULT_MAX_SUBAGENT_DEPTH + 2 });
  * ```

@@ -5,8 +5,8 @@
  * run ends by the budget (Sealed, with the budget's reason). Before, such a run was still
  * pending seconds after its 300 ms budget, and for ever.
  */
-import { createServer, type Server, type Socket } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo, Socket } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createActor } from 'xstate';
 import { z } from 'zod';
