@@ -2,7 +2,7 @@
  * The same agent with its model's script changed: it no longer looks the order up. The
  * evaluation of this one fails its gate, and shows the first decision it takes otherwise.
  */
-import type { AgentConfig } from 'loopchart';
+import type { AgentConfig } from '../../src/index.js';
 import { lookup, supportModel } from './agent.js';
 
 export const agent = (): AgentConfig => ({

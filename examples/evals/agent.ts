@@ -6,8 +6,8 @@
  * `loopchart eval examples/evals/dataset --agent examples/evals/agent.ts --scorers examples/evals/scorers.ts`
  */
 import { z } from 'zod';
-import { defineTool, type AgentConfig, type Model } from 'loopchart';
-import { scriptedModel } from 'loopchart/testing';
+import { defineTool, type AgentConfig, type Model } from '../../src/index.js';
+import { scriptedModel } from '../../src/testing.js';
 
 /** The order system. An evaluation never reaches it: its tools are answered from the recording. */
 export const orders = new Map([

@@ -4,8 +4,8 @@
  * examples/evals/dataset/order-a1.json; the hand-written case beside it is not touched.
  */
 import { fileURLToPath } from 'node:url';
-import { DurableSession, MemorySessionStore, createAgentMachine } from 'loopchart';
-import { recordCase, saveCases } from 'loopchart/evals';
+import { DurableSession, MemorySessionStore, createAgentMachine } from '../../src/index.js';
+import { recordCase, saveCases } from '../../src/evals.js';
 import { agent } from './agent.js';
 
 export async function recordExample(folder = fileURLToPath(new URL('./dataset', import.meta.url))): Promise<string[]> {

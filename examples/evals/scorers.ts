@@ -1,5 +1,5 @@
 /** The scorers of the example's evaluation, each with its gate (the mean over the cases it applies to). */
-import { expectations, sameDecisions, textMatches, toolsWithin, withinBudget } from 'loopchart/evals';
+import { expectations, sameDecisions, textMatches, toolsWithin, withinBudget } from '../../src/evals.js';
 
 export const scorers = [
   ...expectations({ threshold: 1 }),
