@@ -101,6 +101,31 @@ function isAgentContext(context: unknown): context is Parameters<typeof agentSum
   );
 }
 
+/** The page of one inspected actor: its chart (and the driver's, for an agent) and its rows so far. */
+async function pageFor(tracked: Tracked, script: string): Promise<string> {
+  const driver = tracked.agent ? agentChart() : { id: tracked.chart.id, states: [], transitions: [] };
+  const data: PageData = {
+    mode: 'inspector',
+    live: true,
+    eventsUrl: `${actorPath(tracked.id)}/events`,
+    chart: tracked.chart,
+    driver,
+    layouts: await chartLayouts(tracked.chart, driver),
+    session: {
+      sessionId: tracked.id,
+      version: tracked.seq,
+      messageCount: 0,
+      updatedAt: null,
+      error: null,
+      state: { brain: tracked.state as never, io: tracked.io, ...tracked.counts, operations: { slices: {}, point: null, waiting: null } },
+      messages: [],
+      trace: [],
+    },
+    rows: tracked.rows,
+  };
+  return sessionPage(data, script);
+}
+
 /**
  * An `inspect` option that streams any live actor to a local page.
  *
@@ -160,30 +185,6 @@ export function viewerInspector(options: ViewerInspectorOptions = {}): ViewerIns
     if (tracked.listeners.size === 0) return;
     const update = rowsEvent(tracked, [row]);
     for (const stream of tracked.listeners) if (!stream.send(update, String(row.seq))) tracked.listeners.delete(stream);
-  };
-
-  const pageFor = async (tracked: Tracked, script: string) => {
-    const driver = tracked.agent ? agentChart() : { id: tracked.chart.id, states: [], transitions: [] };
-    const data: PageData = {
-      mode: 'inspector',
-      live: true,
-      eventsUrl: `${actorPath(tracked.id)}/events`,
-      chart: tracked.chart,
-      driver,
-      layouts: await chartLayouts(tracked.chart, driver),
-      session: {
-        sessionId: tracked.id,
-        version: tracked.seq,
-        messageCount: 0,
-        updatedAt: null,
-        error: null,
-        state: { brain: tracked.state as never, io: tracked.io, ...tracked.counts, operations: { slices: {}, point: null, waiting: null } },
-        messages: [],
-        trace: [],
-      },
-      rows: tracked.rows,
-    };
-    return sessionPage(data, script);
   };
 
   // A request with no Host is answered here (a JSON 400), not by Node's plain one.

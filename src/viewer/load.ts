@@ -5,7 +5,7 @@ import { decodeRow } from '../sessions/session-row.js';
 import { readSessionTrace, type ReadTraceEntry } from '../sessions/trace.js';
 import type { SessionStore, SessionSummary, StoredSession } from '../stores/session-store.js';
 import type { SessionView } from './page-model.js';
-import { waitingIn } from './rows.js';
+import { waitingIn } from './row-kinds.js';
 
 /** An error as the page shows it: its class, stable code and message (never a stack). */
 export function errorView(error: unknown): { name: string; code: string; message: string } {

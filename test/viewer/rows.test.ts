@@ -9,6 +9,10 @@ import { promptsOf, type TraceEntry } from '../../src/sessions/trace.js';
 import { MemorySessionStore } from '../../src/stores/memory.js';
 import { loadSessionView } from '../../src/viewer/load.js';
 import { promptAt, rowsOf } from '../../src/viewer/rows.js';
+import { readFileSync } from 'node:fs';
+import { childSessionOf } from '../../src/agent/protocol/keys.js';
+import { TraceEntrySchema } from '../../src/sessions/trace.js';
+import { everyEntry, kindsCovered } from './fixtures/every-entry.js';
 import { writeBigSession } from './fixtures/big-session.js';
 import { createAgentMachine } from '../../machines/agent.machine.js';
 import { DurableSession } from '../../src/sessions/durable-session.js';
@@ -60,5 +64,19 @@ describe('guardrail rows', () => {
       ['output guardrail cite: feedback: Cite a source.', true],
       ['output guardrail cite: pass', false],
     ]);
+  });
+});
+
+describe('rowsOf: one handler per kind of entry', () => {
+  it('every kind of entry makes the rows it made before the table (rows, details, totals, prompts as recorded from the switch)', () => {
+    // The trace schema's kinds, all in the fixture: a new kind without a row fails here (and, in the table, does not compile).
+    expect([...kindsCovered].sort()).toEqual(TraceEntrySchema.options.map((option) => option.shape.type.value).sort());
+    const session = { sessionId: 's', children: [childSessionOf({ session: 's', run: 1, turn: 1, call: 'c1' })], trace: everyEntry };
+    const builder = rowsOf({ session } as never);
+    const rows = builder.rows.map(({ detail, ...row }) => ({ ...row, ...detail() }));
+    const made = JSON.parse(JSON.stringify({ rows, costUsd: builder.costUsd, closed: builder.closed, lastSeq: builder.lastSeq, prompts: builder.prompts.map((p) => ({ turn: p.turn, length: p.length, tape: p.tape.slice(0, p.length) })) }));
+    // Written by the 301-line switch this table replaced (commit 4cc8eff's rowsOf), over the same fixture.
+    const before = JSON.parse(readFileSync(new URL('./fixtures/rows-golden.json', import.meta.url), 'utf8'));
+    expect(made).toEqual(before);
   });
 });
