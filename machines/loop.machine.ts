@@ -274,10 +274,13 @@ export const loopUpdates = {
     const byId = new Map(event.messages.map((message) => [message.toolCallId, message]));
     // Results go in call order whatever order they finished in: the transcript stays stable.
     const results = context.pendingTools.map((pending) => byId.get(pending.call.id)!);
+    // An interrupted call was answered, not made: it does not count.
+    const unfinished = new Set(event.unfinished ?? []);
+    const made = context.pendingTools.filter((pending) => !unfinished.has(pending.call.id)).length;
     return {
       log: log.append(results),
       pendingTools: [],
-      totalToolCalls: context.totalToolCalls + results.length,
+      totalToolCalls: context.totalToolCalls + made,
     };
   },
   deferCompaction: (_context, event) => {

@@ -23,7 +23,15 @@ export type LoopEvent =
       /** Why the model stopped; anything but 'stop' is carried into a Completed outcome. */
       finishReason?: FinishReason | undefined;
     }
-  | { type: 'toolResults'; messages: readonly ToolMessage[] }
+  | {
+      type: 'toolResults';
+      messages: readonly ToolMessage[];
+      /**
+       * Calls among them that never finished (answered "interrupted" by a seal or a cancel): they
+       * keep the transcript coherent but are not tool calls made (`totalToolCalls`, the budget's count).
+       */
+      unfinished?: readonly string[] | undefined;
+    }
   | {
       type: 'compactionResult';
       compacted: readonly Message[];

@@ -160,8 +160,10 @@ export function applyToolResults(state: RunState, maxCalls: number): BrainState 
 /** Feeds what the batch has so far when the run stops mid-batch: calls without a result are interrupted. */
 export function interruptBatch(state: RunState, maxCalls: number): BrainState {
   if (state.brain.value !== 'AwaitingTools') return state.brain;
-  const results = batchResults(state, maxCalls).map(({ call, result }) => result ?? interruptedResult(call));
-  return feedBrain(state.brain, { type: 'toolResults', messages: results });
+  const batch = batchResults(state, maxCalls);
+  const results = batch.map(({ call, result }) => result ?? interruptedResult(call));
+  const unfinished = batch.flatMap(({ call, result }) => (result ? [] : [call.id]));
+  return feedBrain(state.brain, { type: 'toolResults', messages: results, unfinished });
 }
 
 /** A compactor's answer fed to the brain; an answer the brain refuses fails the run. */
