@@ -62,9 +62,14 @@ function linkRewriter(page: string, copies: Set<string>) {
     let url = target;
     if (target.endsWith('.md')) url = pageUrl(target);
     else if (existsSync(join(REPO, target)) && statSync(join(REPO, target)).isFile()) copies.add(target);
+    // A folder of the repository (a feature's code) has no page on the site: the link becomes its text.
+    else return FOLDER;
     return encodeURI(posix.relative(from, url) || posix.basename(url)) + (anchor === undefined ? '' : `#${anchor}`);
   };
 }
+
+/** The href of a link to a folder of the repository, rendered as its text alone. */
+const FOLDER = 'loopchart-folder:';
 
 function markedFor(rewrite: (href: string) => string): Marked {
   const slugger = new Slugger();
@@ -73,6 +78,9 @@ function markedFor(rewrite: (href: string) => string): Marked {
       if (token.type === 'link' || token.type === 'image') (token as Tokens.Link).href = rewrite((token as Tokens.Link).href);
     },
     renderer: {
+      link({ href, tokens }) {
+        return href === FOLDER ? this.parser.parseInline(tokens) : false;
+      },
       heading({ tokens, depth, text }) {
         const id = slugger.slug(text);
         return `<h${depth} id="${escapeHtml(id)}">${this.parser.parseInline(tokens)}</h${depth}>\n`;
