@@ -95,6 +95,15 @@ describe('README and docs wording for users', () => {
     expect(aiSdk).toMatch(/AI SDK 6[\s\S]{0,200}`@types\/json-schema`/);
   });
 
+  it('the README\'s install table names every entry point of package.json "exports"', () => {
+    const manifest = JSON.parse(readFileSync(join(REPO, 'package.json'), 'utf8')) as { exports: Record<string, unknown> };
+    const rows = readme.split('\n').filter((line) => line.startsWith('| `loopchart'));
+    for (const subpath of Object.keys(manifest.exports).filter((path) => path !== './package.json')) {
+      const specifier = subpath === '.' ? 'loopchart' : `loopchart/${subpath.slice(2)}`;
+      expect(rows.some((row) => row.startsWith(`| \`${specifier}\` |`)), specifier).toBe(true);
+    }
+  });
+
   it('the README is a front page: at most 300 lines, with the two commands a newcomer runs and the Quickstart', () => {
     expect(readme.split('\n').length).toBeLessThanOrEqual(300);
     expect(readme).toContain('npm ci && npm start');
