@@ -46,7 +46,7 @@ export type { Compactor, CompactionRequest, CompactionResult } from './compactio
 export type { Approvals, ApprovalEvent } from './agent/approvals/approvals.js';
 export type { ApprovalRequest, RefusalReason } from './agent/approvals/approval-binding.js';
 export type { Budget, Prices } from './agent/budget/budget.js';
-export type { FallbackTrigger, ModelChoice } from './agent/fallback/fallback.js';
+export type { FallbackCause, FallbackPredicate, FallbackTrigger, ModelChoice } from './agent/fallback/fallback.js';
 export type { HandoffAgent, HandoffsConfig, HistoryPresentation } from './agent/handoffs/handoffs.js';
 export { runAgent, streamAgent, type RunAgentOptions, type RunAgentResult, type AgentStreamEvent } from './agent/hosts/run-agent.js';
 export type { ApprovalAnswer, ApproveFunction } from './agent/hosts/unattended.js';

@@ -12,7 +12,7 @@ import type { Budget, Prices } from '../budget/budget.js';
 import type { TelemetryOptions } from '../../telemetry/options.js';
 import type { ToolPolicy } from '../approvals/tool-policy.js';
 import type { OutputSchema } from '../structured-output/structured-output.js';
-import type { FallbackTrigger, ModelChoice } from '../fallback/fallback.js';
+import type { FallbackPredicate, FallbackTrigger, ModelChoice } from '../fallback/fallback.js';
 import type { HandoffsConfig } from '../handoffs/handoffs.js';
 import type { GuardrailsConfig } from '../guardrails/guardrails.js';
 
@@ -23,8 +23,13 @@ export interface AgentConfig {
    * starts on the first again). An entry may be `{ model, prices }` for its cost.
    */
   model: Model | readonly ModelChoice[];
-  /** With a list of models: the failures that move to the next model. Default: all of `FALLBACK_TRIGGERS`. */
-  fallbackOn?: readonly FallbackTrigger[] | undefined;
+  /**
+   * With a list of models: the failures that move to the next model. Default: all of
+   * `FALLBACK_TRIGGERS` (a rate limit, a 5xx or network failure, a timeout, a context too long);
+   * a plain `Error` from a custom model is none of them and does not fall back. A function
+   * `(error) => boolean` decides instead (only `true` falls back; a throw does not).
+   */
+  fallbackOn?: readonly FallbackTrigger[] | FallbackPredicate | undefined;
   /**
    * The system prompt: sent first on every model call, counted in the context estimate, never
    * stored in the conversation (so changing it takes effect on the next call).

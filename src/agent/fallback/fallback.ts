@@ -20,6 +20,24 @@ import { InvalidConfigError } from '../../errors.js';
 export const FALLBACK_TRIGGERS = ['rate-limit', 'server-error', 'timeout', 'context-length'] as const;
 export type FallbackTrigger = (typeof FALLBACK_TRIGGERS)[number];
 
+/**
+ * Decides whether a failed call (after that model's own retries) moves to the next model: `true`
+ * falls back, anything else does not. A predicate that throws, or whose answer cannot be read,
+ * does not fall back (the run fails with the model's error, as without a list).
+ *
+ * @example
+ * ```ts
+ * import type { FallbackPredicate } from 'loopchart';
+ *
+ * // Also move on when a custom model throws its own "overloaded" error (no status, no network code).
+ * const fallbackOn: FallbackPredicate = (error) => error instanceof Error && /overloaded/i.test(error.message);
+ * ```
+ */
+export type FallbackPredicate = (error: unknown) => boolean;
+
+/** What a `model.fallback` event names as its cause: the trigger, or `fallbackOn` when a predicate decided on an error no trigger names. */
+export type FallbackCause = FallbackTrigger | 'fallbackOn';
+
 /** One entry of a model list: a model, or a model with its own prices (for cost per model). */
 export type ModelChoice = Model | { model: Model; prices?: Prices | undefined };
 
@@ -27,6 +45,8 @@ export type ModelChoice = Model | { model: Model; prices?: Prices | undefined };
 export interface ModelList {
   readonly entries: readonly { readonly model: Model; readonly prices: Prices | undefined }[];
   readonly on: ReadonlySet<FallbackTrigger>;
+  /** The user's `fallbackOn` function, when one was given instead of a list of triggers. */
+  readonly decide?: FallbackPredicate | undefined;
   /** Whether a list was given: only then does the driver keep `context.models`. */
   readonly listed: boolean;
 }
@@ -69,6 +89,7 @@ export function modelList(option: unknown, fallbackOn: unknown, prices: Prices |
     if (!parsed.success) throw new InvalidConfigError(`model[${i}].prices: ${z.prettifyError(parsed.error)}`);
     return { model: choice.model, prices: parsed.data };
   });
+  if (typeof fallbackOn === 'function') return { entries, on: new Set(), decide: fallbackOn as FallbackPredicate, listed: true };
   return { entries, on: fallbackTriggers(fallbackOn), listed: true };
 }
 
@@ -76,7 +97,7 @@ function fallbackTriggers(option: unknown): ReadonlySet<FallbackTrigger> {
   if (option === undefined) return new Set(FALLBACK_TRIGGERS);
   const known: readonly unknown[] = FALLBACK_TRIGGERS;
   if (!Array.isArray(option) || option.length === 0 || option.some((trigger) => !known.includes(trigger))) {
-    throw new InvalidConfigError(`fallbackOn must be a non-empty list of ${FALLBACK_TRIGGERS.map((t) => `'${t}'`).join(', ')}; got ${JSON.stringify(option)?.slice(0, 120)}`);
+    throw new InvalidConfigError(`fallbackOn must be a function (error) => boolean or a non-empty list of ${FALLBACK_TRIGGERS.map((t) => `'${t}'`).join(', ')}; got ${JSON.stringify(option)?.slice(0, 120)}`);
   }
   return new Set(option as FallbackTrigger[]);
 }
@@ -129,12 +150,35 @@ export function startModels(list: ModelList, state: ModelsState | undefined): Mo
   return { active: { index: 0, name: list.entries[0]!.model.name }, run: [], session: state?.session ?? [] };
 }
 
-/** The model the run moves to after `error`, or null: the error is not a listed trigger, or no model is left. */
-export function fallbackAfter(list: ModelList, state: ModelsState | undefined, error: unknown): { index: number; name: string; trigger: FallbackTrigger } | null {
+/** A predicate's answers, per error: the chart's guard and its action ask about the same error, and get one answer. */
+const decided = new WeakMap<object, boolean>();
+
+/** The predicate's answer on `error`, read inside the try: only `true` falls back; a throw does not. */
+function predicateSays(decide: FallbackPredicate, error: unknown): boolean {
+  const memo = typeof error === 'object' && error !== null ? decided.get(error) : undefined;
+  if (memo !== undefined) return memo;
+  let answer: boolean;
+  try {
+    answer = decide(error) === true;
+  } catch {
+    answer = false;
+  }
+  if (typeof error === 'object' && error !== null) decided.set(error, answer);
+  return answer;
+}
+
+/**
+ * The model the run moves to after `error`, or null: no model is left, or the error is not one
+ * to fall back on. By default that is a listed trigger (a status, a network code, a timeout: a
+ * plain `Error` from a custom model is none); with a `fallbackOn` function, its answer.
+ */
+export function fallbackAfter(list: ModelList, state: ModelsState | undefined, error: unknown): { index: number; name: string; trigger: FallbackCause } | null {
   if (!list.listed) return null;
   const index = (state?.active.index ?? 0) + 1;
+  if (index >= list.entries.length) return null;
   const trigger = fallbackTrigger(error);
-  if (trigger === null || !list.on.has(trigger) || index >= list.entries.length) return null;
+  if (list.decide) return predicateSays(list.decide, error) ? { index, name: list.entries[index]!.model.name, trigger: trigger ?? 'fallbackOn' } : null;
+  if (trigger === null || !list.on.has(trigger)) return null;
   return { index, name: list.entries[index]!.model.name, trigger };
 }
 

@@ -10,7 +10,7 @@ import type { AgentContext } from '../core/context.js';
 import type { AgentEvent } from '../core/driver-rules.js';
 import type { DeliveryId } from './delivery.js';
 import type { AgentOutcome } from './failure.js';
-import type { FallbackTrigger, ModelUsage } from '../fallback/fallback.js';
+import type { FallbackCause, ModelUsage } from '../fallback/fallback.js';
 import type { GuardrailTrippedError } from '../guardrails/guardrails.js';
 import type { DoubtEmitted } from '../in-doubt/in-doubt.js';
 import type { OperationError } from '../operations/operation.js';
@@ -46,7 +46,7 @@ export type { AgentEvent };
 export type AgentEmitted =
   | { type: 'text.delta'; id: DeliveryId; turn: number; delta: string }
   /** The model call failed with a fallback trigger: the turn goes to the next model of the list (text streamed so far is void). */
-  | { type: 'model.fallback'; turn: number; from: string; to: string; trigger: FallbackTrigger; error: unknown }
+  | { type: 'model.fallback'; turn: number; from: string; to: string; trigger: FallbackCause; error: unknown }
   /** A model call failed and is tried again: text streamed for this turn so far is void. */
   | { type: 'model.retry'; turn: number; retry: number; delayMs: number; error: unknown }
   /**

@@ -75,7 +75,7 @@ describe('fallback triggers (pure)', () => {
     for (const bad of [[m, 42], [m, { name: 'x' }], [], [m, { model: m, prices: { inputPerMillionUsd: -1, outputPerMillionUsd: 0 } }], 'gpt-4']) {
       expect(() => createAgentMachine({ model: bad as never }), JSON.stringify(bad)).toThrow(InvalidConfigError);
     }
-    expect(() => createAgentMachine({ model: [m, m], fallbackOn: ['nope' as never] })).toThrow(/fallbackOn must be a non-empty list/);
+    expect(() => createAgentMachine({ model: [m, m], fallbackOn: ['nope' as never] })).toThrow(/fallbackOn must be a function \(error\) => boolean or a non-empty list/);
     expect(() => createAgentMachine({ model: [m, m], fallbackOn: [] })).toThrow(InvalidConfigError);
     expect(() => createAgentMachine({ model: m, fallbackOn: ['timeout'] })).toThrow(/needs a list of models/);
     expect(modelList([m, { model: m }], undefined, undefined).on.size).toBe(4);
