@@ -40,7 +40,7 @@ async function perChunk(write: (sink: FetchSink) => (delta: string) => void): Pr
 
 const raw = (sink: FetchSink) => (delta: string) => sink.write(Buffer.from(`data: ${JSON.stringify({ type: 'text-delta', id: 'text-1-1', delta })}\n\n`));
 const converted = (sink: FetchSink) => {
-  const run = new ChatRun(new RunChunker(6, 1), unbounded, () => {});
+  const run = new ChatRun(new RunChunker(6, 1, 'bench'), unbounded, () => {});
   run.attach(sink, 0);
   let index = 0;
   return (delta: string) => run.event({ type: 'text.delta', id: deliveryIds.text(1, 1, 1, index++), turn: 1, delta });

@@ -4,7 +4,7 @@ import { pendingCalls } from '../agent/core/brain-state.js';
 import { innerKey, serviceKey } from '../agent/protocol/keys.js';
 import { childSessionId, routeOf } from '../agent/subagents/subagents.js';
 import type { ApprovalAnswer } from './request.js';
-import { parseApprovalId } from './ui-chunks.js';
+import { chatDigest, parseApprovalId } from './ui-chunks.js';
 
 /**
  * Whether a page's approval answers name calls that wait, as shown: a call of the chat's own
@@ -37,25 +37,35 @@ export async function checkAnswers(
     if (!id) return { problem: `approval '${answer.approvalId.slice(0, 100)}' is not one this chat asked for` };
     if (seen.has(id.toolCallId)) return { problem: `call '${id.toolCallId.slice(0, 100)}' is answered twice` };
     seen.add(id.toolCallId);
-    const found = await waiting(chatId, context, id, '', contextOf);
+    const found = await waiting(chatId, chatId, context, id, '', contextOf);
     if (found === null) return { problem: `no call '${id.toolCallId.slice(0, 100)}' of run ${id.run} as shown waits for a decision` };
-    read.push({ ...answer, ...id, ofChild: found });
+    read.push({ ...answer, ...id, digest: found.digest, ofChild: found.ofChild });
   }
   return { answers: read };
 }
 
-/** Whether the call waits in this session (false) or in a child down the tree (true); null when it waits nowhere. */
-async function waiting(sessionId: string, context: AgentContext, id: { run: number; digest: string; toolCallId: string }, via: string, contextOf: ContextOf): Promise<boolean | null> {
+/**
+ * Where the call waits, in this session or in a child down the tree, with its digest (the id shows
+ * it bound to `chat`, the chat's session id); null when it waits nowhere.
+ */
+async function waiting(
+  chat: string,
+  sessionId: string,
+  context: AgentContext,
+  id: { run: number; digest: string; toolCallId: string },
+  via: string,
+  contextOf: ContextOf,
+): Promise<{ ofChild: boolean; digest: string } | null> {
   if (!runInFlight(context.brain)) return null;
   const calls = pendingCalls(context.brain);
   const own = calls.find((pending) => pending.call.id === id.toolCallId)?.call;
   if (own) {
     const waits =
       id.run === context.runIndex &&
-      digestOf(own) === id.digest &&
+      chatDigest(chat, digestOf(own)) === id.digest &&
       context.approvals.waiting.includes(id.toolCallId) &&
       !Object.hasOwn(context.approvals.decisions, id.toolCallId);
-    return waits ? false : null;
+    return waits ? { ofChild: false, digest: digestOf(own) } : null;
   }
   const route = routeOf(id.toolCallId);
   if (!route || !calls.some((pending) => pending.call.id === route.callId)) return null;
@@ -68,5 +78,6 @@ async function waiting(sessionId: string, context: AgentContext, id: { run: numb
   const childVia = via ? `${via}/${route.callId}` : route.callId;
   const child = await contextOf(childId, childVia);
   if (!child) return null;
-  return (await waiting(childId, child, { ...id, toolCallId: route.rest }, childVia, contextOf)) === null ? null : true;
+  const found = await waiting(chat, childId, child, { ...id, toolCallId: route.rest }, childVia, contextOf);
+  return found && { ofChild: true, digest: found.digest };
 }

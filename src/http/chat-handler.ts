@@ -368,14 +368,14 @@ class ChatSessions {
     });
     chat.tree = tree;
     if (runInFlight(context.brain)) {
-      const run = this.#newRun(context.runIndex);
+      const run = this.#newRun(chatId, context.runIndex);
       const { pending, turnsTaken } = context.brain.context;
       for (const [id, decision] of Object.entries(context.approvals.decisions)) if (!decision.approved) run.chunker.denied(id);
       run.seed(run.chunker.fromMessages(pending.slice(1), turnsTaken));
       chat.run = run;
     }
     actor.on('*', (event: AgentEmitted) => {
-      if (event.type === 'run.started') chat.run = this.#newRun(event.run);
+      if (event.type === 'run.started') chat.run = this.#newRun(chatId, event.run);
       tree.rootEvent(event);
       chat.run?.event(event);
       if (event.type === 'run.finished') {
@@ -392,8 +392,8 @@ class ChatSessions {
     });
   }
 
-  #newRun(run: number): ChatRun {
-    return new ChatRun(new RunChunker(this.#settings.aiSdk, run), this.#settings.live, () => this.#dropped++);
+  #newRun(chatId: string, run: number): ChatRun {
+    return new ChatRun(new RunChunker(this.#settings.aiSdk, run, chatId), this.#settings.live, () => this.#dropped++);
   }
 
   /**

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import type { AgentEmitted, AgentOutput } from '../../machines/agent.machine.js';
 import type { ApprovalRequest } from '../agent/approvals/approval-binding.js';
 import type { Message, ToolCall, ToolMessage } from '../schemas.js';
@@ -41,10 +42,18 @@ function finishReason(output: AgentOutput): string {
 }
 
 /**
- * The approval id a page answers with: the run, the digest of the call as shown and its id, so a
- * decision binds to that call in that run (the session refuses it for any other).
+ * The digest an approval id shows: the call's digest bound to the chat's stored session id, so an
+ * id one chat showed names nothing in another, even for the same call with the same arguments.
  */
-export const approvalIdOf = (request: Pick<ApprovalRequest, 'run' | 'digest' | 'toolCallId'>): string => `${request.run}:${request.digest}:${request.toolCallId}`;
+export const chatDigest = (chat: string, digest: string): string => createHash('sha256').update(chat).update('\u0000').update(digest).digest('hex');
+
+/**
+ * The approval id a page answers with: the run, the digest of the call as shown (bound to the
+ * chat) and its id, so a decision binds to that call in that run of that chat (the session
+ * refuses it for any other).
+ */
+export const approvalIdOf = (request: Pick<ApprovalRequest, 'run' | 'digest' | 'toolCallId'>, chat: string): string =>
+  `${request.run}:${chatDigest(chat, request.digest)}:${request.toolCallId}`;
 
 /** What a running subagent shows as the preliminary output of the call that runs it. */
 export interface SubagentProgress {
@@ -83,9 +92,13 @@ export class RunChunker {
   /** Per subagent (the id of the call that runs it): its text, where its open turn's text begins, when it was last sent. */
   readonly #children = new Map<string, { text: string; turnAt: number; turn: number; streamed: boolean; sentAt: number }>();
 
-  constructor(version: AiSdkVersion, run: number) {
+  /** The chat's stored session id, which its approval ids are bound to. */
+  readonly #chat: string;
+
+  constructor(version: AiSdkVersion, run: number, chat: string) {
     this.version = version;
     this.run = run;
+    this.#chat = chat;
     this.messageId = `run-${run}`;
   }
 
@@ -242,7 +255,7 @@ export class RunChunker {
     for (const request of requests) {
       if (this.#answered.has(request.toolCallId)) continue;
       out.push(...this.#toolInput({ id: request.toolCallId, name: request.toolName, args: request.args } as ToolCall));
-      const approvalId = approvalIdOf(request);
+      const approvalId = approvalIdOf(request, this.#chat);
       // AI SDK 5 has no approval chunk: a data part the page renders and answers (README, Chat UI).
       if (this.version === 5) out.push({ type: 'data-approval-request', id: approvalId, data: { approvalId, toolCallId: request.toolCallId, toolName: request.toolName, input: request.args } });
       else out.push({ type: 'tool-approval-request', approvalId, toolCallId: request.toolCallId });
