@@ -1,0 +1,21 @@
+/**
+ * `loopchart/schedules`: agents that run on a schedule. `schedule` stores a schedule beside the
+ * sessions (a `MemorySessionStore` or a `SqliteSessionStore` file); `startScheduler` fires them in a
+ * process of yours, each tick once even with several schedulers on one store; `parseCron` and
+ * `nextCronTime` are the strict five-field cron reader behind `cron` schedules.
+ */
+export { InvalidCronError, nextCronTime, parseCron, type CronExpression } from './schedules/cron.js';
+export { UnknownTimeZoneError } from './schedules/time-zone.js';
+export {
+  deleteSchedule,
+  InvalidScheduleError,
+  listSchedules,
+  pauseSchedule,
+  resumeSchedule,
+  schedule,
+  ScheduleNotFoundError,
+  type ScheduleInfo,
+  type ScheduleOptions,
+} from './schedules/schedules.js';
+export { InvalidSchedulerOptionsError, startScheduler, UnknownScheduleAgentError, type Scheduler, type SchedulerOptions } from './schedules/scheduler.js';
+export type { Timing } from './schedules/row.js';

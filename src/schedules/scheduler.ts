@@ -1,0 +1,325 @@
+import { randomUUID } from 'node:crypto';
+import { hostname } from 'node:os';
+import { z } from 'zod';
+import { runInFlight, type AgentMachine } from '../../machines/agent.machine.js';
+import { LoopchartError } from '../errors.js';
+import { thrownMessage } from '../read-answer.js';
+import { DurableSession } from '../sessions/durable-session.js';
+import type { SessionStore } from '../stores/session-store.js';
+import type { ScheduleBackend, ScheduleRow, TickEnd } from './row.js';
+import { nextAfter, scheduleBackend } from './schedules.js';
+
+/**
+ * A schedule names an agent this scheduler was not given: it leaves the schedule to a scheduler
+ * that has it (it is reported once, to `onError`).
+ *
+ * @example
+ * ```ts
+ * import { startScheduler, UnknownScheduleAgentError } from 'loopchart/schedules';
+ *
+ * const scheduler = await startScheduler({
+ *   store,
+ *   agents: { reporter: machine },
+ *   onError: (error) => UnknownScheduleAgentError.isInstance(error) && console.warn(error.message),
+ * });
+ * ```
+ */
+export class UnknownScheduleAgentError extends LoopchartError {
+  readonly scheduleId: string;
+  readonly agent: string;
+  constructor(scheduleId: string, agent: string, known: readonly string[]) {
+    super('UnknownScheduleAgent', `schedule '${scheduleId}' runs the agent '${agent}', which this scheduler was not given (it has ${known.join(', ') || 'none'})`);
+    this.scheduleId = scheduleId;
+    this.agent = agent;
+  }
+}
+
+/**
+ * `startScheduler` was given options out of range (no agents, a lease shorter than a second).
+ *
+ * @example
+ * ```ts
+ * import { InvalidSchedulerOptionsError, startScheduler } from 'loopchart/schedules';
+ * try {
+ *   await startScheduler({ store, agents: {} });
+ * } catch (error) {
+ *   if (InvalidSchedulerOptionsError.isInstance(error)) console.error(error.message);
+ * }
+ * ```
+ */
+export class InvalidSchedulerOptionsError extends LoopchartError {
+  constructor(problem: string) {
+    super('InvalidSchedulerOptions', `invalid scheduler options: ${problem}`);
+  }
+}
+
+const SchedulerSettingsSchema = z.strictObject({
+  /**
+   * How long a claimed tick is this scheduler's without a renewal, in ms (renewed every third of
+   * it while the run goes). A scheduler killed mid-tick leaves it to another one after this. Default 30 s.
+   */
+  leaseMs: z.number().int().min(200).max(3_600_000).default(30_000),
+  /** Longest the idle loop sleeps before it looks again (schedules other processes add), in ms. Default 60 s. */
+  maxIdleMs: z.number().int().min(50).max(3_600_000).default(60_000),
+  /** A tick found this much later than due is missed (its schedule's `missed` policy applies), in ms. Default 60 s. */
+  missedAfterMs: z.number().int().min(0).max(366 * 86_400_000).default(60_000),
+  /** Longest one tick's run may take, in ms; then it is cancelled. Default 30 minutes. */
+  runTimeoutMs: z.number().int().positive().max(2 ** 31 - 1).default(30 * 60_000),
+  /** Ticks this scheduler runs at once. Default 4. */
+  maxConcurrentRuns: z.number().int().min(1).max(1_000).default(4),
+  /** This scheduler's name in the leases it takes (default host, pid and a random part). */
+  owner: z.string().min(1).max(200).optional(),
+  /** Told of what went wrong without stopping the scheduler (a store that failed, an unknown agent, a run that failed). */
+  onError: z.custom<(error: Error) => void>((value) => typeof value === 'function', { error: 'onError must be a function' }).optional(),
+});
+
+/**
+ * What `startScheduler` takes: the store whose schedules it fires, the agents by name, and its limits.
+ *
+ * @example
+ * ```ts
+ * import type { SchedulerOptions } from 'loopchart/schedules';
+ *
+ * const options: SchedulerOptions = { store, agents: { reporter: machine }, leaseMs: 30_000 };
+ * ```
+ */
+export interface SchedulerOptions extends z.input<typeof SchedulerSettingsSchema> {
+  store: SessionStore;
+  agents: Readonly<Record<string, AgentMachine>> | ReadonlyMap<string, AgentMachine>;
+}
+
+/**
+ * A running scheduler.
+ *
+ * @example
+ * ```ts
+ * import { startScheduler, type Scheduler } from 'loopchart/schedules';
+ *
+ * const scheduler: Scheduler = await startScheduler({ store, agents: { reporter: machine } });
+ * process.once('SIGTERM', () => void scheduler.stop());
+ * ```
+ */
+export interface Scheduler {
+  readonly owner: string;
+  /** Ticks running now. */
+  running(): number;
+  /** Looks for due schedules now (after `schedule` in this process, say) instead of at the next wake. */
+  wake(): void;
+  /** Stops claiming; waits for the ticks in flight to end (their runs go on to their end or timeout). */
+  stop(): Promise<void>;
+}
+
+/** What the loop sleeps at least between looks that found nothing: never a busy loop. */
+const MIN_SLEEP_MS = 25;
+/** After a store error, the loop waits this long before it tries again. */
+const ERROR_BACKOFF_MS = 1_000;
+
+/**
+ * Fires the schedules of `store` (see `schedule`) in this process: each due tick is claimed under a
+ * lease in the store, so with several schedulers on one store each tick starts or continues its
+ * session once; the session's run is driven to its end (bounded by `runTimeoutMs`) while the lease
+ * is renewed. A scheduler killed mid-tick leaves the lease to expire; the next one to claim the
+ * tick continues its run and sends the input only if it was not sent. Between ticks the loop
+ * sleeps until the next due time (at most `maxIdleMs`). Errors go to `onError`; the loop goes on.
+ *
+ * @example
+ * ```ts
+ * import { createAgentMachine, openSessionStore } from 'loopchart';
+ * import { schedule, startScheduler } from 'loopchart/schedules';
+ * import { scriptedModel } from 'loopchart/testing';
+ *
+ * const store = await openSessionStore('.loopchart/loopchart.db');
+ * const reporter = createAgentMachine({ model: scriptedModel([{ text: 'All quiet.' }]) });
+ * await schedule(store, { session: 'reports', agent: 'reporter', input: 'Report.', every: 3_600_000 });
+ * const scheduler = await startScheduler({ store, agents: { reporter } });
+ * // ... later
+ * await scheduler.stop();
+ * ```
+ */
+export async function startScheduler(options: SchedulerOptions): Promise<Scheduler> {
+  if (typeof options !== 'object' || options === null) throw new InvalidSchedulerOptionsError('options must be an object');
+  const { store, agents, ...rest } = options;
+  const parsed = SchedulerSettingsSchema.safeParse(rest);
+  if (!parsed.success) throw new InvalidSchedulerOptionsError(z.prettifyError(parsed.error));
+  const machines = new Map<string, AgentMachine>(agents instanceof Map ? agents : Object.entries((agents ?? {}) as Record<string, AgentMachine>));
+  if (machines.size === 0) throw new InvalidSchedulerOptionsError('agents must name at least one agent');
+  for (const [name, machine] of machines) {
+    if (typeof machine !== 'object' || machine === null || !('transition' in machine)) throw new InvalidSchedulerOptionsError(`agents.${name} is not an agent machine`);
+  }
+  if (typeof store !== 'object' || store === null || typeof store.apply !== 'function') throw new InvalidSchedulerOptionsError('store must be a SessionStore');
+  const backend = scheduleBackend(store);
+  const loop = new SchedulerLoop(store, backend, machines, { ...parsed.data, owner: parsed.data.owner ?? `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}` });
+  await loop.reportUnknownAgents();
+  loop.start();
+  return loop;
+}
+
+type Settings = z.output<typeof SchedulerSettingsSchema> & { owner: string };
+
+class SchedulerLoop implements Scheduler {
+  readonly owner: string;
+  readonly #store: SessionStore;
+  readonly #backend: ScheduleBackend;
+  readonly #agents: Map<string, AgentMachine>;
+  readonly #names: string[];
+  readonly #settings: Settings;
+  readonly #ticks = new Set<Promise<void>>();
+  #stopped = false;
+  #done: Promise<void> = Promise.resolve();
+  #wakeUp: (() => void) | undefined;
+
+  constructor(store: SessionStore, backend: ScheduleBackend, agents: Map<string, AgentMachine>, settings: Settings) {
+    this.owner = settings.owner;
+    this.#store = store;
+    this.#backend = backend;
+    this.#agents = agents;
+    this.#names = [...agents.keys()];
+    this.#settings = settings;
+  }
+
+  running(): number {
+    return this.#ticks.size;
+  }
+
+  wake(): void {
+    this.#wakeUp?.();
+  }
+
+  start(): void {
+    this.#done = this.#run();
+  }
+
+  async stop(): Promise<void> {
+    this.#stopped = true;
+    this.wake();
+    await this.#done;
+    await Promise.allSettled([...this.#ticks]);
+    await this.#backend.close();
+  }
+
+  #report(error: unknown): void {
+    try {
+      this.#settings.onError?.(error instanceof Error ? error : new Error(String(error)));
+    } catch {
+      // A reporter that throws must not stop the scheduler.
+    }
+  }
+
+  async reportUnknownAgents(): Promise<void> {
+    for (const row of await this.#backend.list()) {
+      if (!this.#agents.has(row.agent)) this.#report(new UnknownScheduleAgentError(row.id, row.agent, this.#names));
+    }
+  }
+
+  async #run(): Promise<void> {
+    while (!this.#stopped) {
+      let sleepMs: number;
+      try {
+        const free = this.#settings.maxConcurrentRuns - this.#ticks.size;
+        const claimed = free > 0 ? await this.#backend.claim(this.owner, Date.now(), this.#settings.leaseMs, this.#names, free) : [];
+        for (const row of claimed) this.#fire(row);
+        if (claimed.length > 0 && claimed.length === free) continue;
+        const wake = await this.#backend.nextWake(this.#names);
+        sleepMs = wake === null ? this.#settings.maxIdleMs : Math.min(this.#settings.maxIdleMs, wake - Date.now());
+      } catch (error) {
+        this.#report(error);
+        sleepMs = ERROR_BACKOFF_MS;
+      }
+      await this.#sleep(Math.max(MIN_SLEEP_MS, sleepMs));
+    }
+  }
+
+  /** Sleeps `ms`, or until `wake()`, `stop()` or a tick that ends frees a slot. */
+  #sleep(ms: number): Promise<void> {
+    if (this.#stopped) return Promise.resolve();
+    return new Promise((resolve) => {
+      const timer = setTimeout(done, ms);
+      function done() {
+        clearTimeout(timer);
+        resolve();
+      }
+      this.#wakeUp = done;
+    });
+  }
+
+  #fire(row: ScheduleRow): void {
+    const tick = this.#tick(row).catch((error: unknown) => this.#report(error));
+    this.#ticks.add(tick);
+    void tick.finally(() => {
+      this.#ticks.delete(tick);
+      this.wake();
+    });
+  }
+
+  /** One claimed tick: fired (or skipped by policy), its run driven to its end, the schedule moved on. */
+  async #tick(row: ScheduleRow): Promise<void> {
+    const { leaseMs, missedAfterMs } = this.#settings;
+    let lost = false;
+    const renewal = setInterval(() => {
+      this.#backend.renew(row.id, this.owner, Date.now() + leaseMs).then(
+        (held) => (lost ||= !held),
+        (error: unknown) => this.#report(error),
+      );
+    }, Math.max(50, Math.floor(leaseMs / 3)));
+    try {
+      const started = Date.now();
+      const takenOver = row.tickDue !== null;
+      const due = row.tickDue ?? row.nextAt!;
+      const late = !takenOver && started - due > missedAfterMs;
+      if (late && row.missed === 'skip') {
+        await this.#end(row, { nextAt: nextAfter(row.timing, row.timezone, started), lastFiredAt: row.lastFiredAt, lastOutcome: 'Missed', lastError: null, ran: 0 });
+        return;
+      }
+      const session = await DurableSession.open({ machine: this.#agents.get(row.agent)!, store: this.#store, sessionId: row.sessionId });
+      try {
+        let ran = 0;
+        const { runIndex, brain } = session.actor.getSnapshot().context;
+        // A tick taken over from a scheduler that died: its input is in the session if the run count moved.
+        const sent = takenOver && row.tickBaseRun !== null && runIndex > row.tickBaseRun;
+        if (!sent) {
+          if (runInFlight(brain)) {
+            // The session's last run still goes (resumed here): this tick overlaps it.
+            if (row.overlap === 'skip') {
+              await this.#end(row, { nextAt: nextAfter(row.timing, row.timezone, Math.max(due, Date.now())), lastFiredAt: row.lastFiredAt, lastOutcome: 'Skipped', lastError: 'the last run was still going', ran: 0 });
+              return;
+            }
+            await this.#settle(session);
+          }
+          if (!(await this.#backend.startTick(row.id, this.owner, due, session.actor.getSnapshot().context.runIndex))) return;
+          session.send({ type: 'input', message: row.input });
+          ran = 1;
+        }
+        const output = await this.#settle(session);
+        if (lost) return;
+        const ended = Date.now();
+        const outcome = output?.outcome;
+        const base = late ? started : row.overlap === 'skip' ? Math.max(due, ended) : due;
+        let nextAt = nextAfter(row.timing, row.timezone, base);
+        // A queued tick (due while the run went) fires once, now, not once per tick it missed.
+        if (row.overlap === 'queue' && nextAt !== null && nextAt < ended) nextAt = ended;
+        const lastError = outcome?.type === 'Failed' ? `${outcome.error.type}: ${outcome.error.message}` : outcome?.type === 'Sealed' ? outcome.reason : null;
+        await this.#end(row, { nextAt, lastFiredAt: started, lastOutcome: outcome?.type ?? 'None', lastError, ran: sent ? 1 : ran });
+      } finally {
+        await session.close();
+      }
+    } finally {
+      clearInterval(renewal);
+    }
+  }
+
+  /** The run in flight to its end, cancelled past `runTimeoutMs`. */
+  async #settle(session: DurableSession) {
+    const timer = setTimeout(() => session.send({ type: 'cancel' }), this.#settings.runTimeoutMs);
+    try {
+      return await session.whenIdle();
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  async #end(row: ScheduleRow, end: TickEnd): Promise<void> {
+    if (!(await this.#backend.endTick(row.id, this.owner, end, Date.now()))) {
+      this.#report(new Error(`schedule '${row.id}': the lease was lost before the tick ended (another scheduler took it over)`));
+    }
+  }
+}

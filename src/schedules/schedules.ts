@@ -1,0 +1,334 @@
+import { randomUUID } from 'node:crypto';
+import { z } from 'zod';
+import { LoopchartError } from '../errors.js';
+import { MemorySessionStore } from '../stores/memory.js';
+import type { SessionStore } from '../stores/session-store.js';
+import { SqliteSessionStore } from '../stores/sqlite.js';
+import { sessionIdProblem } from '../stores/step.js';
+import { nextCronTime, parseCron } from './cron.js';
+import { MemoryScheduleBackend } from './memory-backend.js';
+import type { ScheduleBackend, ScheduleRow, Timing } from './row.js';
+import { SqliteScheduleBackend } from './sqlite-backend.js';
+import { checkTimeZone } from './time-zone.js';
+
+/**
+ * A schedule that cannot be made as asked: no timing or two, a session id the store refuses, an
+ * interval under a second, a cron that never matches, an id that exists, a store that cannot hold
+ * schedules.
+ *
+ * @example
+ * ```ts
+ * import { InvalidScheduleError, schedule } from 'loopchart/schedules';
+ * try {
+ *   await schedule(store, { session: 's', agent: 'a', input: 'Go.', every: 10 });
+ * } catch (error) {
+ *   if (InvalidScheduleError.isInstance(error)) console.error(error.message);
+ * }
+ * ```
+ */
+export class InvalidScheduleError extends LoopchartError {
+  constructor(problem: string) {
+    super('InvalidSchedule', `invalid schedule: ${problem}`);
+  }
+}
+
+/**
+ * No schedule has this id (it was deleted, or never made).
+ *
+ * @example
+ * ```ts
+ * import { pauseSchedule, ScheduleNotFoundError } from 'loopchart/schedules';
+ * try {
+ *   await pauseSchedule(store, 'nightly');
+ * } catch (error) {
+ *   if (ScheduleNotFoundError.isInstance(error)) console.error(error.message);
+ * }
+ * ```
+ */
+export class ScheduleNotFoundError extends LoopchartError {
+  readonly scheduleId: string;
+  constructor(scheduleId: string) {
+    super('ScheduleNotFound', `no schedule '${scheduleId.slice(0, 200)}'`);
+    this.scheduleId = scheduleId;
+  }
+}
+
+/** The shortest interval of an `every` schedule. */
+const MIN_EVERY_MS = 1_000;
+const MAX_INPUT_CHARS = 100_000;
+
+const ScheduleOptionsSchema = z
+  .strictObject({
+    /** The schedule's id; default a random UUID. */
+    id: z.string().min(1).max(200).optional(),
+    /** The session each tick starts or continues (created by the first tick). */
+    session: z.string(),
+    /** The agent's name among those `startScheduler` is given. */
+    agent: z.string().min(1).max(200),
+    /** The message each tick sends. */
+    input: z.string().min(1).max(MAX_INPUT_CHARS),
+    /** Once, at this time (a Date, ms since epoch, or an ISO 8601 text with its offset). */
+    at: z.union([z.date(), z.number().int().nonnegative(), z.iso.datetime({ offset: true })]).optional(),
+    /** Every this many ms (at least 1000), from now. */
+    every: z.number().int().min(MIN_EVERY_MS).max(366 * 86_400_000).optional(),
+    /** A five-field cron expression, read on the wall clock of `timezone`. */
+    cron: z.string().optional(),
+    /** IANA time zone of `cron` (default UTC). */
+    timezone: z.string().optional(),
+    /** A tick the scheduler finds late (its processes were down): `run-once` (default) or `skip`. */
+    missed: z.enum(['run-once', 'skip']).default('run-once'),
+    /** A tick due while the last run still goes: `skip` it (default) or `queue` it (run once that run ends). */
+    overlap: z.enum(['skip', 'queue']).default('skip'),
+    /** Made paused (default false). */
+    paused: z.boolean().default(false),
+  })
+  .refine((options) => [options.at, options.every, options.cron].filter((timing) => timing !== undefined).length === 1, {
+    error: 'give exactly one of at, every or cron',
+  });
+
+/**
+ * What `schedule` takes: the session, the agent and the input of each tick, exactly one of `at`,
+ * `every` or `cron` (with `timezone`), and the missed-tick and overlap policies.
+ *
+ * @example
+ * ```ts
+ * import type { ScheduleOptions } from 'loopchart/schedules';
+ *
+ * const nightly: ScheduleOptions = { session: 'report', agent: 'reporter', input: 'Write the nightly report.', cron: '0 2 * * *', timezone: 'Europe/Paris' };
+ * ```
+ */
+export type ScheduleOptions = z.input<typeof ScheduleOptionsSchema>;
+
+/**
+ * A schedule as `listSchedules` shows it: what it does, when it fires next, how its last tick went.
+ *
+ * @example
+ * ```ts
+ * import { listSchedules, type ScheduleInfo } from 'loopchart/schedules';
+ *
+ * const all: ScheduleInfo[] = await listSchedules(store);
+ * for (const s of all) console.log(s.id, s.nextAt?.toISOString() ?? 'done', s.lastOutcome);
+ * ```
+ */
+export interface ScheduleInfo {
+  id: string;
+  session: string;
+  agent: string;
+  input: string;
+  timing: Timing;
+  timezone: string;
+  missed: 'run-once' | 'skip';
+  overlap: 'skip' | 'queue';
+  paused: boolean;
+  /** null once a one-off has fired. */
+  nextAt: Date | null;
+  lastFiredAt: Date | null;
+  /** How the last tick's run ended (`Completed`, `Failed`, `Cancelled`...), or `Skipped` / `Missed`. */
+  lastOutcome: string | null;
+  lastError: string | null;
+  /** Runs its ticks started. */
+  runs: number;
+  /** The scheduler firing it now, if one is. */
+  firingBy: string | null;
+}
+
+/** The next time `timing` fires after `after`, or null when it will not. */
+export function nextAfter(timing: Timing, timeZone: string, after: number): number | null {
+  switch (timing.kind) {
+    case 'at':
+      return timing.at > after ? timing.at : null;
+    case 'every':
+      return after < timing.anchor ? timing.anchor : timing.anchor + (Math.floor((after - timing.anchor) / timing.everyMs) + 1) * timing.everyMs;
+    case 'cron':
+      return nextCronTime(parseCron(timing.cron), after, timeZone);
+  }
+}
+
+/**
+ * Where a store's schedules live: a `MemorySessionStore`'s backing, or a table in a
+ * `SqliteSessionStore`'s file. The caller closes it.
+ */
+export function scheduleBackend(store: SessionStore): ScheduleBackend {
+  if (store instanceof MemorySessionStore) return new MemoryScheduleBackend(store.backing);
+  if (store instanceof SqliteSessionStore) {
+    if (store.path === ':memory:') throw new InvalidScheduleError('an in-memory SQLite store (:memory:) cannot be shared with a scheduler: use a file');
+    return new SqliteScheduleBackend(store.path);
+  }
+  throw new InvalidScheduleError('schedules are kept in a MemorySessionStore or a SqliteSessionStore (PostgreSQL is not supported yet)');
+}
+
+async function withBackend<T>(store: SessionStore, work: (backend: ScheduleBackend) => Promise<T>): Promise<T> {
+  const backend = scheduleBackend(store);
+  try {
+    return await work(backend);
+  } finally {
+    await backend.close();
+  }
+}
+
+export function infoOf(row: ScheduleRow): ScheduleInfo {
+  const date = (ms: number | null) => (ms === null ? null : new Date(ms));
+  return {
+    id: row.id,
+    session: row.sessionId,
+    agent: row.agent,
+    input: row.input,
+    timing: row.timing,
+    timezone: row.timezone,
+    missed: row.missed,
+    overlap: row.overlap,
+    paused: row.paused,
+    nextAt: date(row.nextAt),
+    lastFiredAt: date(row.lastFiredAt),
+    lastOutcome: row.lastOutcome,
+    lastError: row.lastError,
+    runs: row.runs,
+    firingBy: row.leaseOwner,
+  };
+}
+
+/**
+ * Stores a schedule beside the sessions of `store` (a `MemorySessionStore` or `SqliteSessionStore`):
+ * each tick starts or continues the session `session` with `input`, run by the agent named
+ * `agent` in a scheduler (`startScheduler`) on the same store. Checked here: a cron expression
+ * that does not parse is an `InvalidCronError`, a time zone `Intl` does not know an
+ * `UnknownTimeZoneError`, anything else wrong an `InvalidScheduleError`; nothing is stored then.
+ *
+ * @example
+ * ```ts
+ * import { schedule } from 'loopchart/schedules';
+ *
+ * const nightly = await schedule(store, {
+ *   id: 'nightly-report',
+ *   session: 'reports',
+ *   agent: 'reporter',
+ *   input: 'Write the nightly report.',
+ *   cron: '0 2 * * *',
+ *   timezone: 'Europe/Paris',
+ *   missed: 'run-once',
+ * });
+ * console.log(nightly.nextAt?.toISOString());
+ * ```
+ */
+export async function schedule(store: SessionStore, options: ScheduleOptions): Promise<ScheduleInfo> {
+  const parsed = ScheduleOptionsSchema.safeParse(options);
+  if (!parsed.success) throw new InvalidScheduleError(z.prettifyError(parsed.error));
+  const given = parsed.data;
+  const sessionProblem = sessionIdProblem(given.session);
+  if (sessionProblem) throw new InvalidScheduleError(`session: ${sessionProblem}`);
+  if (given.timezone !== undefined && given.cron === undefined) throw new InvalidScheduleError('timezone goes with cron (at and every are instants, in no zone)');
+  const timezone = checkTimeZone(given.timezone ?? 'UTC');
+  const now = Date.now();
+  let timing: Timing;
+  if (given.cron !== undefined) {
+    parseCron(given.cron);
+    timing = { kind: 'cron', cron: given.cron.trim() };
+  } else if (given.every !== undefined) {
+    timing = { kind: 'every', everyMs: given.every, anchor: now };
+  } else {
+    timing = { kind: 'at', at: new Date(given.at!).getTime() };
+  }
+  // A one-off in the past fires at once; the others fire from the next time after now.
+  const nextAt = timing.kind === 'at' ? timing.at : nextAfter(timing, timezone, now);
+  if (nextAt === null) throw new InvalidScheduleError(`the cron expression '${given.cron}' never matches a date`);
+  const row: ScheduleRow = {
+    id: given.id ?? randomUUID(),
+    sessionId: given.session,
+    agent: given.agent,
+    input: given.input,
+    timing,
+    timezone,
+    missed: given.missed,
+    overlap: given.overlap,
+    paused: given.paused,
+    nextAt,
+    lastFiredAt: null,
+    lastOutcome: null,
+    lastError: null,
+    runs: 0,
+    tickDue: null,
+    tickBaseRun: null,
+    leaseOwner: null,
+    leaseUntil: null,
+    createdAt: now,
+    updatedAt: now,
+  };
+  await withBackend(store, async (backend) => {
+    if (!(await backend.insert(row))) throw new InvalidScheduleError(`a schedule '${row.id}' exists (delete it first, or give another id)`);
+  });
+  return infoOf(row);
+}
+
+/**
+ * Every schedule of the store, oldest first, with its next and last runs.
+ *
+ * @example
+ * ```ts
+ * import { listSchedules } from 'loopchart/schedules';
+ *
+ * for (const s of await listSchedules(store)) console.log(`${s.id}: next ${s.nextAt?.toISOString() ?? '-'}, last ${s.lastOutcome ?? '-'}`);
+ * ```
+ */
+export function listSchedules(store: SessionStore): Promise<ScheduleInfo[]> {
+  return withBackend(store, async (backend) => (await backend.list()).map(infoOf));
+}
+
+/**
+ * Stops a schedule firing (a tick in flight goes on to its end) until `resumeSchedule`.
+ * `ScheduleNotFoundError` when there is none with this id.
+ *
+ * @example
+ * ```ts
+ * import { pauseSchedule, resumeSchedule } from 'loopchart/schedules';
+ *
+ * await pauseSchedule(store, 'nightly-report');
+ * await resumeSchedule(store, 'nightly-report'); // fires next at the next time after now
+ * ```
+ */
+export function pauseSchedule(store: SessionStore, id: string): Promise<ScheduleInfo> {
+  return setPaused(store, id, true);
+}
+
+/**
+ * Lets a paused schedule fire again, from the next time after now (ticks it would have fired
+ * while paused are not made up; a one-off whose time passed fires at once).
+ *
+ * @example
+ * ```ts
+ * import { resumeSchedule } from 'loopchart/schedules';
+ *
+ * const resumed = await resumeSchedule(store, 'nightly-report');
+ * console.log(resumed.nextAt);
+ * ```
+ */
+export function resumeSchedule(store: SessionStore, id: string): Promise<ScheduleInfo> {
+  return setPaused(store, id, false);
+}
+
+async function setPaused(store: SessionStore, id: string, paused: boolean): Promise<ScheduleInfo> {
+  return withBackend(store, async (backend) => {
+    const row = await backend.get(id);
+    if (!row) throw new ScheduleNotFoundError(id);
+    const now = Date.now();
+    const nextAt = paused || row.nextAt === null || row.timing.kind === 'at' ? row.nextAt : nextAfter(row.timing, row.timezone, now);
+    if (!(await backend.setPaused(id, paused, nextAt, now))) throw new ScheduleNotFoundError(id);
+    return infoOf((await backend.get(id)) ?? row);
+  });
+}
+
+/**
+ * Deletes a schedule (its session stays). A tick in flight goes on to its end.
+ * `ScheduleNotFoundError` when there is none with this id.
+ *
+ * @example
+ * ```ts
+ * import { deleteSchedule } from 'loopchart/schedules';
+ *
+ * await deleteSchedule(store, 'nightly-report');
+ * ```
+ */
+export function deleteSchedule(store: SessionStore, id: string): Promise<void> {
+  return withBackend(store, async (backend) => {
+    if (!(await backend.delete(id))) throw new ScheduleNotFoundError(id);
+  });
+}

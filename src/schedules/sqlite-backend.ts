@@ -1,0 +1,144 @@
+import { StoreSchemaVersionError } from '../stores/errors.js';
+import { openSqlite, type SqliteConnection } from '../stores/sqlite-driver.js';
+import { endedTick, ScheduleRowSchema, type ScheduleBackend, type ScheduleRow, type TickEnd } from './row.js';
+
+/**
+ * Schedules of a `SqliteSessionStore`, in a `schedules` table of the same file, on a connection of
+ * their own (the store's is its own business). The row is JSON; the columns the scheduler selects
+ * on (agent, paused, next_at, the lease) are kept beside it by every write. A claim is one
+ * IMMEDIATE transaction: across processes on the file, a due schedule goes to one scheduler.
+ */
+
+/** The version of this table's layout, in the store's `meta` table under its own key. */
+const SCHEMA_VERSION = 1;
+const META_KEY = 'schedules_schema_version';
+
+export class SqliteScheduleBackend implements ScheduleBackend {
+  readonly #db: SqliteConnection;
+
+  constructor(path: string) {
+    this.#db = openSqlite(path, { busyTimeoutMs: 5_000 });
+    try {
+      this.#db.exec('PRAGMA journal_mode = WAL');
+      this.#migrate(`SQLite store ${path}`);
+    } catch (error) {
+      this.#db.close();
+      throw error;
+    }
+  }
+
+  #migrate(where: string): void {
+    this.#db.transaction('immediate', () => {
+      this.#db.exec('CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)');
+      const found = this.#db.prepare('SELECT value FROM meta WHERE key = ?').get(META_KEY) as { value: string } | undefined;
+      if (found && found.value !== String(SCHEMA_VERSION)) throw new StoreSchemaVersionError(`${where} (schedules)`, found.value, SCHEMA_VERSION);
+      if (found) return;
+      this.#db.exec(`
+        CREATE TABLE schedules (
+          id          TEXT PRIMARY KEY,
+          agent       TEXT NOT NULL,
+          paused      INTEGER NOT NULL,
+          next_at     INTEGER,
+          lease_owner TEXT,
+          lease_until INTEGER,
+          created_at  INTEGER NOT NULL,
+          row         TEXT NOT NULL
+        );
+        -- The idle loop's question (what is due next) and the claim's scan read this index only.
+        CREATE INDEX schedules_due ON schedules (next_at) WHERE paused = 0;
+      `);
+      this.#db.prepare('INSERT INTO meta (key, value) VALUES (?, ?)').run(META_KEY, String(SCHEMA_VERSION));
+    });
+  }
+
+  #write(row: ScheduleRow): void {
+    this.#db
+      .prepare('UPDATE schedules SET agent = ?, paused = ?, next_at = ?, lease_owner = ?, lease_until = ?, row = ? WHERE id = ?')
+      .run(row.agent, row.paused ? 1 : 0, row.nextAt, row.leaseOwner, row.leaseUntil, JSON.stringify(row), row.id);
+  }
+
+  #read(id: string): ScheduleRow | undefined {
+    const found = this.#db.prepare('SELECT row FROM schedules WHERE id = ?').get(id) as { row: string } | undefined;
+    return found && ScheduleRowSchema.parse(JSON.parse(found.row));
+  }
+
+  async insert(row: ScheduleRow): Promise<boolean> {
+    const result = this.#db
+      .prepare('INSERT INTO schedules (id, agent, paused, next_at, lease_owner, lease_until, created_at, row) VALUES (?, ?, ?, ?, NULL, NULL, ?, ?) ON CONFLICT (id) DO NOTHING')
+      .run(row.id, row.agent, row.paused ? 1 : 0, row.nextAt, row.createdAt, JSON.stringify(row));
+    return Number(result.changes) === 1;
+  }
+
+  async get(id: string): Promise<ScheduleRow | undefined> {
+    return this.#read(id);
+  }
+
+  async list(): Promise<ScheduleRow[]> {
+    const rows = this.#db.prepare('SELECT row FROM schedules ORDER BY created_at, id').all() as { row: string }[];
+    return rows.map(({ row }) => ScheduleRowSchema.parse(JSON.parse(row)));
+  }
+
+  /** Reads, changes and writes one row in one write transaction, if `change` gives a new row. */
+  #update(id: string, change: (row: ScheduleRow) => ScheduleRow | undefined): boolean {
+    return this.#db.transaction('immediate', () => {
+      const row = this.#read(id);
+      const next = row && change(row);
+      if (!next) return false;
+      this.#write(next);
+      return true;
+    });
+  }
+
+  async setPaused(id: string, paused: boolean, nextAt: number | null, now: number): Promise<boolean> {
+    return this.#update(id, (row) => ({ ...row, paused, nextAt, updatedAt: now }));
+  }
+
+  async delete(id: string): Promise<boolean> {
+    return Number(this.#db.prepare('DELETE FROM schedules WHERE id = ?').run(id).changes) === 1;
+  }
+
+  async claim(owner: string, now: number, leaseMs: number, agents: readonly string[], limit: number): Promise<ScheduleRow[]> {
+    if (agents.length === 0) return [];
+    return this.#db.transaction('immediate', () => {
+      const due = this.#db
+        .prepare(
+          `SELECT id FROM schedules WHERE paused = 0 AND next_at <= ? AND (lease_until IS NULL OR lease_until <= ?)
+           AND agent IN (${agents.map(() => '?').join(', ')}) ORDER BY next_at LIMIT ?`,
+        )
+        .all(now, now, ...agents, limit) as { id: string }[];
+      return due.map(({ id }) => {
+        const taken = { ...this.#read(id)!, leaseOwner: owner, leaseUntil: now + leaseMs, updatedAt: now };
+        this.#write(taken);
+        return taken;
+      });
+    });
+  }
+
+  async renew(id: string, owner: string, until: number): Promise<boolean> {
+    return this.#update(id, (row) => (row.leaseOwner === owner ? { ...row, leaseUntil: until } : undefined));
+  }
+
+  async startTick(id: string, owner: string, due: number, baseRun: number): Promise<boolean> {
+    return this.#update(id, (row) => (row.leaseOwner === owner ? { ...row, tickDue: due, tickBaseRun: baseRun } : undefined));
+  }
+
+  async endTick(id: string, owner: string, end: TickEnd, now: number): Promise<boolean> {
+    return this.#update(id, (row) =>
+      row.leaseOwner === owner
+        ? endedTick(row, end, now)
+        : undefined,
+    );
+  }
+
+  async nextWake(agents: readonly string[]): Promise<number | null> {
+    if (agents.length === 0) return null;
+    const found = this.#db
+      .prepare(`SELECT MIN(MAX(next_at, COALESCE(lease_until, 0))) AS at FROM schedules WHERE paused = 0 AND next_at IS NOT NULL AND agent IN (${agents.map(() => '?').join(', ')})`)
+      .get(...agents) as { at: number | null } | undefined;
+    return found?.at ?? null;
+  }
+
+  async close(): Promise<void> {
+    this.#db.close();
+  }
+}
