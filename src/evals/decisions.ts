@@ -129,7 +129,8 @@ export function decisionsOf(trace: readonly TraceEntry[]): Decision[] {
  *
  * @example
  * ```ts
- * const difference = firstDifference(decisionsOf(recordedTrace), decisionsOf(newTrace));
+ * const entriesOf = async (id: string) => (await readSessionTrace(store, id)).flatMap((r) => ('entry' in r ? [r.entry] : []));
+ * const difference = firstDifference(decisionsOf(await entriesOf('support-42')), decisionsOf(await entriesOf('support-42-fork')));
  * if (difference) console.log(difference.step, difference.recorded?.what, '→', difference.got?.what);
  * ```
  */

@@ -61,6 +61,7 @@ export class EvalCaseError extends LoopchartError {
  *
  * @example
  * ```ts
+ * const report = await runEval({ dataset: 'evals/support', agent: config, scorers: [judge({ model, rubric: 'Answers the question.' })] });
  * const result = report.cases[0]!;
  * for (const [name, score] of Object.entries(result.scores)) if (score.error) console.error(name, score.error);
  * ```

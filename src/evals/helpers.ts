@@ -25,6 +25,8 @@ export function evalCases(cases: readonly EvalCase[]): [string, EvalCase][] {
  *
  * @example
  * ```ts
+ * const { cases } = await loadDataset('evals/support');
+ * const evalCase = cases[0]!;
  * const run = await runCase(evalCase, config, { model: 'recorded' });
  * await expectToPass(evalCase, run, [outcomeIs('Completed'), sameDecisions()]);
  * ```

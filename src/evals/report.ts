@@ -57,7 +57,8 @@ export function formatTable(report: EvalReport): string {
  *
  * @example
  * ```ts
- * await writeFile('eval-report.json', formatJson(report));
+ * const report = await runEval({ dataset: 'evals/support', agent: config });
+ * console.log(formatJson(report));
  * ```
  */
 export function formatJson(report: EvalReport): string {
@@ -77,7 +78,8 @@ const xml = (text: string) =>
  *
  * @example
  * ```ts
- * await writeFile('eval-junit.xml', formatJUnit(report, 'support evals'));
+ * const report = await runEval({ dataset: 'evals/support', agent: config });
+ * console.log(formatJUnit(report, 'support evals'));
  * ```
  */
 export function formatJUnit(report: EvalReport, suite = 'loopchart eval'): string {

@@ -84,7 +84,8 @@ function missingTools(config: AgentConfig, world: RecordedWorld): string[] {
  *
  * @example
  * ```ts
- * const run = await runCase(evalCase, { model, instructions: 'Be brief.', tools }, { model: 'recorded' });
+ * const { cases } = await loadDataset('evals/support');
+ * const run = await runCase(cases[0]!, { model, instructions: 'Be brief.', tools }, { model: 'recorded' });
  * console.log(run.outcome.type, run.difference?.step);
  * ```
  */

@@ -2,7 +2,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { AgentConfig } from '../../src/agent/config.js';
+import type { AgentConfig } from '../../src/agent/core/config.js';
 import { saveCases } from '../../src/evals/dataset.js';
 import { judge } from '../../src/evals/judge.js';
 import { recordCase } from '../../src/evals/record.js';
