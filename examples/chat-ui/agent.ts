@@ -5,7 +5,7 @@
  * streamed over a few seconds (time to press Stop, reload, or restart the server).
  */
 import { z } from 'zod';
-import { calculatorTool, createAgentMachine, defineTool, type ModelRequest } from '../../src/index.js';
+import { agentTool, calculatorTool, createAgentMachine, defineTool, type ModelRequest } from '../../src/index.js';
 import { scriptedModel } from '../../src/testing.js';
 
 /** The long answer, streamed over about five seconds. */
@@ -21,6 +21,10 @@ function reply(request: ModelRequest) {
     return replies === 0
       ? { text: 'Let me calculate that.', toolCalls: [{ name: 'calculator', args: { expression: '6*7' } }], delayMs: 600 }
       : { text: 'Six times seven is 42.', delayMs: 600 };
+  }
+  if (/ask the assistant/i.test(question)) {
+    const task = question.replace(/^.*?ask the assistant to /i, '');
+    return replies === 0 ? { text: 'I will hand that to the assistant.', toolCalls: [{ name: 'assistant', args: { task } }] } : { text: 'The assistant has finished.' };
   }
   const amount = /send (\d+)/i.exec(question)?.[1];
   if (amount !== undefined) return replies === 0 ? { text: 'I will ask you first.', toolCalls: [{ name: 'transfer', args: { amount: Number(amount) } }] } : { text: 'Done: see the tool result above.' };
@@ -38,6 +42,13 @@ const transfer = defineTool({
   },
 });
 
-/** The chart of the example's agent; the script answers up to 500 model calls. */
-export const exampleMachine = () =>
-  createAgentMachine({ model: scriptedModel(Array.from({ length: 500 }, () => reply), { name: 'scripted-chat' }), tools: [calculatorTool(), transfer] });
+const script = () => Array.from({ length: 500 }, () => reply);
+
+/** The chart of the example's agent; the script answers up to 500 model calls. Its `assistant` tool runs a subagent with `transfer`. */
+export const exampleMachine = () => {
+  const assistant = createAgentMachine({ model: scriptedModel(script(), { name: 'scripted-assistant' }), tools: [transfer], instructions: 'You carry out one task.' });
+  return createAgentMachine({
+    model: scriptedModel(script(), { name: 'scripted-chat' }),
+    tools: [calculatorTool(), transfer, agentTool({ agent: assistant, name: 'assistant', description: 'Hands a task to an assistant agent.' })],
+  });
+};

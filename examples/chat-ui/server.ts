@@ -9,7 +9,8 @@ import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { createServer } from 'node:http';
 import { tmpdir } from 'node:os';
-import { extname, join, resolve, sep } from 'node:path';
+import { createRequire } from 'node:module';
+import { dirname, extname, join, resolve, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { build } from 'vite';
@@ -25,7 +26,20 @@ const kept = values.data !== undefined;
 const work = values.data !== undefined ? resolve(values.data) : mkdtempSync(join(tmpdir(), 'loopchart-chat-ui-'));
 mkdirSync(work, { recursive: true });
 const dist = join(work, 'page');
-await build({ root: fileURLToPath(new URL('.', import.meta.url)), configFile: false, logLevel: 'error', build: { outDir: dist, emptyOutDir: true } });
+/**
+ * The page imports `ai` as an app would. This repository's own `ai` dependency is AI SDK 5 (its
+ * tests speak every version), so the build resolves `ai` to the copy `@ai-sdk/react` itself uses
+ * (AI SDK 6): one `ai` in the bundle, the one an app installing `@ai-sdk/react` 3 gets.
+ */
+const reactRequire = createRequire(createRequire(import.meta.url).resolve('@ai-sdk/react'));
+const ai = dirname(reactRequire.resolve('ai/package.json'));
+await build({
+  root: fileURLToPath(new URL('.', import.meta.url)),
+  configFile: false,
+  logLevel: 'error',
+  resolve: { alias: [{ find: /^ai$/, replacement: ai }] },
+  build: { outDir: dist, emptyOutDir: true },
+});
 
 const store = new SqliteSessionStore({ path: join(work, 'chat.db') });
 const chat = createChatHandler({ machine: exampleMachine(), store });

@@ -2,10 +2,11 @@
  * The chat UI in a real browser: the example page of `npm run example:chat` (examples/chat-ui: a
  * React page on `useChat`, @ai-sdk/react 3, AI SDK 6, built with Vite), served with
  * createChatHandler by the example's own server in a child process over a SQLite file kept with
- * `--data`, its offline scripted model streaming with delays. Streamed text and tool parts; an
- * approval in the page that runs the tool once; Stop; a reload mid-stream; a second tab; the
- * server SIGKILLed mid-run and restarted, the page finishing the turn. Each time the reply is
- * there exactly once.
+ * `--data`, its offline scripted model streaming with delays. Streamed text and tool cards; an
+ * approval in the page that runs the tool once; a subagent's approval, under the card of the
+ * call that runs it; Stop (the page then shows what a reload shows); a reload mid-stream; a
+ * second tab; the server SIGKILLed mid-run and restarted, the page finishing the turn. Each time
+ * the reply is there exactly once.
  *
  * Skipped when /usr/bin/chromium is absent (LOOPCHART_REQUIRE_CHROMIUM=1 makes that a failure).
  */
@@ -85,7 +86,8 @@ describe.skipIf(!hasChromium)('the chat UI in chromium', () => {
     }, null, { timeout: 20_000, polling: 10 });
     const tool = page.locator('.tool[data-tool=calculator]');
     await expect.poll(() => tool.getAttribute('data-state'), { timeout: 20_000 }).toBe('output-available');
-    expect(await tool.textContent()).toBe('calculator {"expression":"6*7"} output-available -> 42');
+    expect(await tool.locator('.tool-input').textContent()).toBe(JSON.stringify({ expression: '6*7' }, null, 2));
+    expect(await tool.locator('.tool-output').textContent()).toBe('42');
     await ready(page);
     expect(await assistantTexts(page)).toEqual(['Let me calculate that.|Six times seven is 42.']);
     await page.close();
@@ -121,21 +123,46 @@ describe.skipIf(!hasChromium)('the chat UI in chromium', () => {
     await second.close();
   });
 
-  it('Stop mid-stream: the page stops and the run ends on the server, the text that arrived kept', async () => {
+  it('Stop mid-stream: the run ends on the server; the stopped reply is not kept, on the page as after a reload', async () => {
     const page = await open('stop');
     await ask(page, 'Tell me a story.');
-    const partial = await midStory(page);
+    await midStory(page);
     await page.click('#stop');
     await ready(page);
-    const shown = await lastAnswer(page);
-    expect(STORY.startsWith(shown) && shown.length >= partial.length && shown.length < STORY.length).toBe(true);
-    // The run was cancelled, not only this page's stream: a reload after the story's time shows no more.
+    // The session stores none of a stopped reply: the page shows the stored chat, the question without its partial answer.
+    await expect.poll(() => assistantTexts(page), { timeout: 10_000 }).toEqual([]);
+    const shown = await page.locator('.message').evaluateAll((nodes) => nodes.map((node) => [node.getAttribute('data-role'), node.querySelector('.text')?.textContent]));
+    expect(shown).toEqual([['user', 'Tell me a story.']]);
+    // The run was cancelled, not only this page's stream: a reload after the story's time shows the same.
     await page.waitForTimeout(5500);
     await page.reload();
     await page.locator('#prompt').waitFor();
-    const stored = await lastAnswer(page);
-    expect(stored.length).toBeLessThan(STORY.length);
-    expect(STORY.startsWith(stored)).toBe(true);
+    await expect.poll(() => page.locator('.message').evaluateAll((nodes) => nodes.map((node) => [node.getAttribute('data-role'), node.querySelector('.text')?.textContent])), { timeout: 10_000 }).toEqual(shown);
+    // And the chat goes on.
+    await ask(page, 'What is 6 times 7?');
+    await expect.poll(() => lastAnswer(page), { timeout: 20_000 }).toBe('Let me calculate that.|Six times seven is 42.');
+    await page.close();
+  });
+
+  it("a subagent's approval, under the card of the call that runs it: approving runs the child's tool once and the run completes", async () => {
+    const page = await open('subagent');
+    await ask(page, 'Ask the assistant to send 7 to Bob.');
+    const call = page.locator('.tool[data-tool=assistant]');
+    const nested = call.locator('.children .tool[data-tool=transfer]');
+    await expect.poll(() => nested.getAttribute('data-state'), { timeout: 20_000 }).toBe('approval-requested');
+    // The child's words so far, under its call; the response ended as for the page's own approvals.
+    expect(await call.locator('.progress-text').textContent()).toBe('I will ask you first.');
+    await ready(page);
+    expect(transfers.filter((line) => line === 'transfer 7')).toEqual([]);
+    await nested.locator('.approve').click();
+    await expect.poll(() => nested.getAttribute('data-state'), { timeout: 20_000 }).toBe('output-available');
+    expect(await nested.locator('.tool-output').textContent()).toBe('sent 7');
+    await expect.poll(() => lastAnswer(page), { timeout: 20_000 }).toBe('I will hand that to the assistant.|The assistant has finished.');
+    await expect.poll(() => call.getAttribute('data-state'), { timeout: 20_000 }).toBe('output-available');
+    expect(await call.locator(':scope > .tool-output').textContent()).toBe('Done: see the tool result above.');
+    await ready(page);
+    expect(await page.locator('#error').count()).toBe(0);
+    expect(transfers.filter((line) => line === 'transfer 7')).toEqual(['transfer 7']);
     await page.close();
   });
 
