@@ -127,12 +127,14 @@ function navigation(pages: readonly MarkdownFile[], titles: ReadonlyMap<string, 
         ? 'Features'
         : path.startsWith('docs/integrations/')
           ? 'Integrations'
-          : /^docs\/(sessions|viewer|cli|http\/)/.test(path)
+          : /^docs\/(sessions|viewer|cli|mcp-server|http\/)/.test(path)
             ? 'Sessions and hosts'
             : /^docs\/(guarantees|errors|contributing)\.md$/.test(path)
               ? 'Reference'
-              : 'Start';
-  const groups = new Map<string, NavGroup>(['Start', 'Features', 'Sessions and hosts', 'Integrations', 'Reference'].map((name) => [name, { name, links: [] }]));
+              : /^docs\/(install|concepts|which-way|examples|quickstart)\.md$/.test(path)
+                ? 'Start'
+                : 'More';
+  const groups = new Map<string, NavGroup>(['Start', 'Features', 'Sessions and hosts', 'Integrations', 'More', 'Reference'].map((name) => [name, { name, links: [] }]));
   const sorted = [...pages].sort((a, b) => (a.path === 'README.md' ? -1 : b.path === 'README.md' ? 1 : rank(a.path) - rank(b.path)));
   for (const page of sorted) groups.get(group(page.path))!.links.push({ url: pageUrl(page.path), title: page.path === 'README.md' ? 'Home' : page.path === 'docs/README.md' ? 'Contents' : titles.get(page.path)! });
   groups.get('Reference')!.links.push({ url: 'api/index.html', title: 'API reference' }, ...api.map((entry) => ({ url: apiUrl(entry), title: `  ${entry.specifier}` })));
