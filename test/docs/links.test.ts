@@ -44,6 +44,13 @@ describe('links in the README and the docs', () => {
     expect(brokenLinks(pages, readFile)).toEqual([]);
   });
 
+  it('the table of contents (docs/README.md) links every page under docs/', () => {
+    const contents = pages.find((page) => page.path === 'docs/README.md')!;
+    const linked = new Set(linksOf(contents.text).targets.map((target) => `docs/${target.split('#')[0]}`));
+    const unlisted = pages.filter((page) => page.path.startsWith('docs/') && page.path !== 'docs/README.md' && !linked.has(page.path));
+    expect(unlisted.map((page) => page.path)).toEqual([]);
+  });
+
   it('reports a missing file, a missing anchor, an anchor into a non-page and a link out of the repository', () => {
     const page = {
       path: 'docs/agent/example.md',
