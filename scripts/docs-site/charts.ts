@@ -1,7 +1,7 @@
 /**
  * `npm run docs:charts`: draws the brain's and the driver's statecharts, laid out by the viewer's
  * ELK layout from the machine definitions, into docs/images/brain-chart.svg and driver-chart.svg
- * (the pictures of the README and docs/concepts.md). Run it after changing a chart; the docs test
+ * (the pictures of the README and docs/concepts.md). Run it after changing a chart; test/docs/charts.test.ts
  * checks that each picture names every state of its chart.
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
