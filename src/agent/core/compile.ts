@@ -11,7 +11,7 @@ import { APPROVALS_OPERATION } from '../approvals/approval-events.js';
 import { BudgetSchema, PricesSchema, type Budget, type Prices } from '../budget/budget.js';
 import { BUDGET_OPERATION } from '../budget/budget-pause.js';
 import type { AgentConfig } from './config.js';
-import { composeExecutors, inProcessExecutor, type Executor } from '../protocol/executor.js';
+import { composeExecutors, executorVersionProblem, inProcessExecutor, type Executor } from '../protocol/executor.js';
 import { modelList, type ModelList } from '../fallback/fallback.js';
 import { planGuardrails, type GuardrailPlan } from '../guardrails/guardrails.js';
 import { compileTeam, type Team } from '../handoffs/handoffs.js';
@@ -161,6 +161,8 @@ function ioDeps(config: AgentConfig, parts: IoParts): { io: IoDeps; tracing: Age
   const inherited = config.executor && tracedBy.get(config.executor);
   const tracing = inherited ?? (config.telemetry ? new AgentTracing(config.telemetry, parts.models.entries[0]!.model.name) : undefined);
   const executor = config.executor ?? inProcessExecutor;
+  const versionProblem = executorVersionProblem(executor);
+  if (versionProblem) throw new InvalidConfigError(versionProblem);
   const io: IoDeps = {
     models: [...parts.models.entries.map((entry) => entry.model), ...(parts.team?.models ?? [])],
     retry: config.retry ?? {},

@@ -2,6 +2,7 @@ import { setMaxListeners } from 'node:events';
 import { fromCallback, type AnyActorRef, type AnyEventObject } from 'xstate';
 import { PARENT_STOPPED } from '../subagents/subagent-scope.js';
 import { conversationView } from './conversation-view.js';
+import { EFFECT_SPECIFICATION_VERSION } from '../protocol/executor.js';
 import { trusted, type Handler, type IoDeps, type IoEvent, type IoRequest, type IoScope } from '../protocol/io-protocol.js';
 import { modelHandler, retryingModels } from './io-model.js';
 import { toolScheduler, type ToolScheduler } from './io-tools.js';
@@ -95,7 +96,7 @@ function ioScope(deps: IoDeps, sendBack: (event: AnyEventObject) => void, self: 
       inFlight.set(key, token);
       void later(controller, () => work(controller)).finally(() => inFlight.get(key) === token && inFlight.delete(key));
     },
-    execute: (effect, perform) => deps.executor(effect, perform),
+    execute: (effect, perform) => deps.executor({ ...effect, specificationVersion: EFFECT_SPECIFICATION_VERSION }, perform),
     send,
     report: (event) => sendBack(trusted(event)),
     finish,

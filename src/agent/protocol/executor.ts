@@ -52,8 +52,29 @@ export interface SideEffectOutputs {
 
 export type SideEffectKind = keyof SideEffectInputs;
 
+/**
+ * The version of the side-effect contract (the kinds, their inputs and outputs) this build
+ * speaks, as the AI SDK's `specificationVersion`: every effect carries it, and an executor may
+ * declare the one it was written against, so a journal, a worker or a wrapper from another build
+ * is recognised before it runs an effect it would misread. A change to `SideEffectInputs` or
+ * `SideEffectOutputs` that an older executor cannot read raises it.
+ *
+ * @example
+ * ```ts
+ * import { EFFECT_SPECIFICATION_VERSION, type Executor } from 'loopchart';
+ *
+ * const journaled: Executor = Object.assign<Executor, { specificationVersion: string }>(
+ *   (effect, perform) => perform(),
+ *   { specificationVersion: EFFECT_SPECIFICATION_VERSION },
+ * );
+ * ```
+ */
+export const EFFECT_SPECIFICATION_VERSION = 'v1';
+
 /** One side effect, described. */
 export interface SideEffect<K extends SideEffectKind = SideEffectKind> {
+  /** The contract version the effect is described in (`EFFECT_SPECIFICATION_VERSION`). */
+  readonly specificationVersion: typeof EFFECT_SPECIFICATION_VERSION;
   /**
    * The idempotency key: the same effect has the same key across retries, restores and
    * processes, and no other effect of the session shares it.
@@ -85,10 +106,28 @@ export interface SideEffect<K extends SideEffectKind = SideEffectKind> {
  * const agent = createAgentMachine({ model, tools, executor: logged });
  * ```
  */
-export type Executor = <K extends SideEffectKind>(
+export type Executor = (<K extends SideEffectKind>(
   effect: SideEffect<K>,
   perform: () => Promise<SideEffectOutputs[K]>,
-) => Promise<SideEffectOutputs[K]>;
+) => Promise<SideEffectOutputs[K]>) & {
+  /** The contract version the executor was written against; absent: any (it reads effects as they come). */
+  readonly specificationVersion?: string | undefined;
+};
+
+/**
+ * Why an executor cannot run this build's effects, or null: it declares a contract version
+ * other than `EFFECT_SPECIFICATION_VERSION`. Read once, when the agent is compiled.
+ */
+export function executorVersionProblem(executor: Executor): string | null {
+  let declared: unknown;
+  try {
+    declared = executor.specificationVersion;
+  } catch (error) {
+    return `its specificationVersion cannot be read (${(error as Error)?.message ?? String(error)})`;
+  }
+  if (declared === undefined || declared === EFFECT_SPECIFICATION_VERSION) return null;
+  return `the executor speaks side-effect contract ${JSON.stringify(declared)}; this build of loopchart speaks ${JSON.stringify(EFFECT_SPECIFICATION_VERSION)} (a journal, worker or wrapper from another build: update it with the library)`;
+}
 
 /**
  * The default: performs every effect at once, in this process.

@@ -182,7 +182,7 @@ export interface IoScope {
    */
   start(key: string, work: (controller: AbortController) => Promise<void>): void;
   /** Hands one side effect to the executor. */
-  execute<K extends SideEffectKind>(effect: SideEffect<K>, perform: () => Promise<SideEffectOutputs[K]>): Promise<SideEffectOutputs[K]>;
+  execute<K extends SideEffectKind>(effect: Omit<SideEffect<K>, 'specificationVersion'>, perform: () => Promise<SideEffectOutputs[K]>): Promise<SideEffectOutputs[K]>;
   /** Reports an event, unless its work's controller was aborted. */
   send(controller: AbortController, event: IoEvent): void;
   /** Reports an event whatever happened to the run. */
