@@ -85,6 +85,13 @@ const DOCUMENTED = [
   'judge',
   'replayAgainst',
   'formatJUnit',
+  'createChatHandler',
+  'toNodeListener',
+  'ChatAuthorizer',
+  'ChatKeyMapper',
+  'ChatAccessRequest',
+  'ChatAuthorization',
+  'ChatAction',
 ];
 
 describe('TSDoc', () => {
