@@ -35,7 +35,17 @@ export type FallbackTrigger = (typeof FALLBACK_TRIGGERS)[number];
  */
 export type FallbackPredicate = (error: unknown) => boolean;
 
-/** What a `model.fallback` event names as its cause: the trigger, or `fallbackOn` when a predicate decided on an error no trigger names. */
+/**
+ * What a `model.fallback` event names as its cause: the trigger, or `fallbackOn` when a predicate
+ * decided on an error no trigger names.
+ *
+ * @example
+ * ```ts
+ * import type { FallbackCause } from 'loopchart';
+ *
+ * const label = (cause: FallbackCause) => (cause === 'fallbackOn' ? 'your fallbackOn function' : cause);
+ * ```
+ */
 export type FallbackCause = FallbackTrigger | 'fallbackOn';
 
 /** One entry of a model list: a model, or a model with its own prices (for cost per model). */
