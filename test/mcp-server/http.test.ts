@@ -33,8 +33,10 @@ afterEach(async () => {
     await new Promise((resolve) => server.close(resolve));
   }
 });
+// The slow agent's one model call: long enough to act during it, short enough for a fast suite.
+process.env.SLOW_MS = '1000';
 afterAll(() => {
-  process.env.SLOW_MS = undefined;
+  delete process.env.SLOW_MS;
 });
 
 const text = (result: CallToolResult) => (result.content[0] as { text: string }).text;
@@ -80,7 +82,6 @@ describe('the SDK client over Streamable HTTP', () => {
   });
 
   it('calls past maxConcurrentCalls are refused with SERVER_BUSY_CODE while the others run', async () => {
-    process.env.SLOW_MS = '3000';
     const { url } = await serve({ maxConcurrentCalls: 1 });
     const { client: mcp } = client();
     await mcp.connect(new StreamableHTTPClientTransport(url));
