@@ -31,12 +31,13 @@ import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { DurableSession, openSessionStore, type AgentActor, type ToolCall } from '../src/index.js';
 import { DEMO_SESSION_PREFIX } from '../src/cli/agent.js';
+import { cliHint } from '../src/cli/hint.js';
 import { watchInterrupt } from '../src/cli/interrupt.js';
 import { createFolderAgent, DEFAULT_QUESTION } from './folder-agent.js';
 import { cut, exitCodeOf, traceAgent, type Trace } from './trace.js';
 
 const USAGE = 'usage: tsx examples/demo.ts [--resume ID] [--approve [--out DIR]] [folder] [question...]';
-/** What a resumed demo says to its model when its last run is over and no question is given. */
+/** What a resumed demo says to its model when its last run was cut short (Ctrl+C, a failure) and no question is given. */
 const CONTINUE_MESSAGE = 'Please go on where you stopped.';
 const { approve, out, resume, positional } = parseFlags(process.argv.slice(2));
 const [folderArg, ...questionWords] = positional;
@@ -75,8 +76,8 @@ if (reportRoot) console.log(`writes:   ${reportRoot}`);
 const storeFlag = storeLocation ? ` --store ${storeLocation}` : '';
 const again = [approve ? '--approve' : '', out ? `--out ${out}` : '', folderArg ?? ''].filter(Boolean).join(' ');
 console.log(`session:  ${sessionId} (${resume ? 'resumed' : 'new'}, stored in ${storeLocation ?? '.loopchart/loopchart.db'})`);
-console.log(`  list:   npx loopchart sessions list${storeFlag}`);
-console.log(`  show:   npx loopchart sessions show ${sessionId}${storeFlag}`);
+console.log(`  list:   ${cliHint(`sessions list${storeFlag}`)}`);
+console.log(`  show:   ${cliHint(`sessions show ${sessionId}${storeFlag}`)}`);
 console.log(`  resume: npm start -- --resume ${sessionId}${again ? ` ${again}` : ''}   (after Ctrl+C, a failure or a crash)`);
 if (!resume) console.log(`question: ${agent.input.prompt}\n`);
 else console.log('');
@@ -101,19 +102,30 @@ try {
   });
   // A new session, or one at rest (its last run was cancelled, failed or finished): a run starts
   // with the question. A run left in flight (the process was killed) has gone on by itself.
-  const atRest = session.actor.getSnapshot().value === 'Idle';
-  if (!resume) session.send({ type: 'input', message: String(agent.input.prompt) });
-  else if (atRest) {
-    const message = questionWords.join(' ') || CONTINUE_MESSAGE;
-    console.log(`the last run is over; the next one starts with: ${message}\n`);
-    session.send({ type: 'input', message });
-  }
-  const output = await session.whenIdle();
-  trace?.stop();
-  process.exitCode = output ? exitCodeOf(output) : 1;
-  if (output?.outcome.type === 'Cancelled') {
-    console.log(`the session is kept; continue it: npm start -- --resume ${sessionId}${again ? ` ${again}` : ''}`);
-    console.log(`                   or: npx loopchart sessions send ${sessionId} "your next message"${storeFlag}`);
+  const { value, context } = session.actor.getSnapshot();
+  const atRest = value === 'Idle';
+  // A finished session has nothing to go on with: say so, and call no model, unless a question is given.
+  const finished = resume !== undefined && atRest && questionWords.length === 0 && context.lastRun?.outcome.type === 'Completed';
+  if (finished) {
+    trace?.stop();
+    console.log(`the session's last run finished (Completed); there is nothing to resume, and no model was called.`);
+    const flags = [approve ? '--approve' : '', out ? `--out ${out}` : '', folderArg ?? agent.label].filter(Boolean).join(' ');
+    console.log(`ask it something new: npm start -- --resume ${sessionId} ${flags} "your next question"`);
+    console.log(`                  or: ${cliHint(`sessions send ${sessionId} "your next message"${storeFlag}`)}`);
+  } else {
+    if (!resume) session.send({ type: 'input', message: String(agent.input.prompt) });
+    else if (atRest) {
+      const message = questionWords.join(' ') || CONTINUE_MESSAGE;
+      console.log(`the last run is over; the next one starts with: ${message}\n`);
+      session.send({ type: 'input', message });
+    }
+    const output = await session.whenIdle();
+    trace?.stop();
+    process.exitCode = output ? exitCodeOf(output) : 1;
+    if (output?.outcome.type === 'Cancelled') {
+      console.log(`the session is kept; continue it: npm start -- --resume ${sessionId}${again ? ` ${again}` : ''}`);
+      console.log(`                   or: ${cliHint(`sessions send ${sessionId} "your next message"${storeFlag}`)}`);
+    }
   }
 } catch (error) {
   trace?.stop();

@@ -5,6 +5,7 @@ import { createAgentMachine, type AgentMachine } from '../../machines/agent.mach
 import type { AgentConfig } from '../agent/core/config.js';
 import { CliError } from './errors.js';
 import { escapeLine } from './escape.js';
+import { cliHint } from './hint.js';
 
 /** Session ids the demo (`npm start`) gives its sessions: the record of which agent made them. */
 export const DEMO_SESSION_PREFIX = 'demo-';
@@ -33,7 +34,7 @@ export async function loadAgentMachine(
       const next = command === 'send' ? `send ${id} "…"` : `resume ${id}`;
       throw new CliError(
         `session ${id} was not made by the demo agent, so it will not be ${command === 'send' ? 'continued' : 'resumed'} with it. ` +
-          `Name the agent that made it: loopchart sessions ${next} --agent ./agent.ts ` +
+          `Name the agent that made it: ${cliHint(`sessions ${next} --agent ./agent.ts`)} ` +
           '(a module exporting `agent`: an AgentConfig, or a function returning one)',
         { exitCode: 2 },
       );

@@ -1,10 +1,13 @@
 import { runInFlight } from '../../machines/agent.machine.js';
 import type { AgentOutput } from '../../machines/agent.machine.js';
+import type { Message } from '../schemas.js';
 import { DurableSession } from '../sessions/durable-session.js';
 import { loadAgentMachine } from './agent.js';
 import { CliError, UsageError } from './errors.js';
 import { escapeLine } from './escape.js';
+import { cliHint } from './hint.js';
 import { INTERRUPTED_EXIT_CODE, watchInterrupt } from './interrupt.js';
+import { liveTranscript } from './live-transcript.js';
 import { loadSession, noStore, withStore, type CommandOptions } from './sessions.js';
 import { DEFAULT_SQLITE_PATH } from './store.js';
 import { describeOutcome, describeState, formatMessage } from './transcript.js';
@@ -20,7 +23,7 @@ export function sendHint(sessionId: string, options: CommandOptions): string {
   const agent = options.agent !== undefined ? ` --agent ${escapeLine(options.agent)}` : '';
   const label = options.location.label;
   const store = label !== DEFAULT_SQLITE_PATH ? ` --store ${escapeLine(label)}` : '';
-  return `loopchart sessions send ${escapeLine(sessionId)} "your next message"${agent}${store}`;
+  return cliHint(`sessions send ${escapeLine(sessionId)} "your next message"${agent}${store}`);
 }
 
 /** True once the run stands still waiting for a human's approve/deny. */
@@ -56,23 +59,30 @@ async function refuseStall(session: DurableSession, sessionId: string, why: 'app
 }
 
 /**
- * Drives the session's run to its end and prints what it committed and how it ended. Ctrl-C
- * cancels it (the session stays, at rest) and prints how to go on; exit 130 then, 1 for Failed.
+ * Drives the session's run to its end, printing its messages as they come (`start` begins the
+ * run once the printer listens), then how it ended. Ctrl-C cancels it (the session stays, at
+ * rest) and prints how to go on; exit 130 then, 1 for Failed.
  */
-async function driveRun(session: DurableSession, sessionId: string, committedBefore: number, options: CommandOptions): Promise<number> {
+async function driveRun(session: DurableSession, sessionId: string, committedBefore: number, options: CommandOptions, start?: () => void): Promise<number> {
   const { io } = options;
+  const print = (message: Message, position: number) => io.out(formatMessage(message, position, { full: options.full }));
+  const transcript = liveTranscript(session.actor, committedBefore, print);
   const interrupt = watchInterrupt(() => session.send({ type: 'cancel' }), io.err);
   let ended: AgentOutput | null | 'approval' | 'operation';
   try {
+    start?.();
     ended = await Promise.race([session.whenIdle(), stalled(session)]);
   } finally {
     interrupt.detach();
   }
+  const replaced = transcript.finish();
   if (ended === 'approval' || ended === 'operation') return refuseStall(session, sessionId, ended);
   const now = session.actor.getSnapshot().context;
-  const history = now.brain.context.history;
-  io.out(`run ${now.runIndex} committed ${history.length - committedBefore} message(s):`);
-  history.slice(committedBefore).forEach((message, i) => io.out(formatMessage(message, committedBefore + i, { full: options.full })));
+  if (replaced.messages.length > 0) {
+    io.out('as committed:');
+    replaced.messages.forEach((message, i) => print(message, replaced.position + i));
+  }
+  io.out(`run ${now.runIndex} committed ${now.brain.context.history.length - committedBefore} message(s)`);
   const outcome = ended?.outcome ?? now.lastRun?.outcome;
   io.out(`outcome: ${outcome ? describeOutcome(outcome) : 'unknown'}`);
   if (outcome?.type === 'Cancelled') {
@@ -126,7 +136,7 @@ export async function sendSession(sessionId: string, text: string, options: Comm
       if (runInFlight(context.brain)) {
         throw new CliError(
           `session ${escapeLine(sessionId)}: a run is in flight (${describeState(context, true)}); ` +
-            `finish it first: loopchart sessions resume ${escapeLine(sessionId)}`,
+            `finish it first: ${cliHint(`sessions resume ${escapeLine(sessionId)}`)}`,
         );
       }
       const { machine, name } = await loadAgentMachine(options.agent, sessionId, 'send');
@@ -135,9 +145,8 @@ export async function sendSession(sessionId: string, text: string, options: Comm
       const session = await DurableSession.open({ machine, store, sessionId, resume: false });
       try {
         const before = session.actor.getSnapshot().context;
-        if (runInFlight(before.brain)) throw new CliError(`session ${escapeLine(sessionId)}: a run is in flight; loopchart sessions resume ${escapeLine(sessionId)}`);
-        session.send({ type: 'input', message: text });
-        return await driveRun(session, sessionId, before.brain.context.history.length, options);
+        if (runInFlight(before.brain)) throw new CliError(`session ${escapeLine(sessionId)}: a run is in flight; ${cliHint(`sessions resume ${escapeLine(sessionId)}`)}`);
+        return await driveRun(session, sessionId, before.brain.context.history.length, options, () => session.send({ type: 'input', message: text }));
       } finally {
         await session.close().catch(() => {});
       }

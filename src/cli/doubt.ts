@@ -4,6 +4,7 @@ import { decideDoubtStored, type DoubtVerdict } from '../sessions/stored-doubt.j
 import { ApprovalRefusedError } from '../sessions/stored-decision.js';
 import { CliError, UsageError } from './errors.js';
 import { escapeLine } from './escape.js';
+import { cliHint } from './hint.js';
 import { loadSession, noStore, withStore, type CommandOptions } from './sessions.js';
 
 export const DOUBT_SHAPE = 'ID CALL rerun | fail [REASON] | result JSON [--by NAME]';
@@ -46,7 +47,7 @@ export async function decideDoubtCommand(sessionId: string, callId: string, acti
         if (ApprovalRefusedError.isInstance(error)) throw new CliError(error.message, { cause: error });
         throw error;
       }
-      io.out(`session ${escapeLine(sessionId)}: call ${escapeLine(callId)} decided (${action}); resume the session to go on (loopchart sessions resume ${escapeLine(sessionId)})`);
+      io.out(`session ${escapeLine(sessionId)}: call ${escapeLine(callId)} decided (${action}); resume the session to go on (${cliHint(`sessions resume ${escapeLine(sessionId)}`)})`);
       return 0;
     },
     noStore(location),

@@ -15,3 +15,14 @@ export class UsageError extends CliError {
     this.name = 'UsageError';
   }
 }
+
+/**
+ * A command the CLI does not have: one line naming the closest command when one is close (or the
+ * commands there are), exit code 2, and no usage text (the whole help buried the line that mattered).
+ */
+export class UnknownCommandError extends UsageError {
+  constructor(message: string) {
+    super(message);
+    this.name = 'UnknownCommandError';
+  }
+}

@@ -1,12 +1,14 @@
 import { parseArgs } from 'node:util';
 import { LoopchartError } from '../errors.js';
-import { CliError, UsageError } from './errors.js';
+import { CliError, UnknownCommandError, UsageError } from './errors.js';
 import { escapeLine, escapeText } from './escape.js';
+import { cliHint } from './hint.js';
 import { forkCommand, replayAgainstCommand, replayCommand } from './replay.js';
 import { resumeSession, sendSession } from './continue.js';
 import { DOUBT_SHAPE, decideDoubtCommand } from './doubt.js';
 import { listSessions, rewindSession, showSession, type CommandOptions, type Io } from './sessions.js';
 import { parseLocation } from './store.js';
+import { closestCommand } from './suggest.js';
 
 const SESSIONS_COMMANDS = `sessions commands:
   list              every session: id, version (steps stored), messages, last update
@@ -131,7 +133,7 @@ export async function main(argv: string[], terminal: Io): Promise<number> {
     return await run(argv, io);
   } catch (error) {
     io.err(`loopchart: ${escapeLine(describeFailure(error, argv))}`);
-    if (error instanceof UsageError) io.err(usageFor(argv));
+    if (error instanceof UsageError && !(error instanceof UnknownCommandError)) io.err(usageFor(argv));
     if (process.env.LOOPCHART_DEBUG && !(error instanceof CliError) && !LoopchartError.isInstance(error)) {
       io.err(String((error as Error)?.stack ?? error));
     }
@@ -156,7 +158,7 @@ async function run(argv: string[], io: Io): Promise<number> {
     return 0;
   }
   if (group === 'view') return view(command, rest, values, io);
-  if (group !== 'sessions') throw new UsageError(`unknown command '${group}'`);
+  if (group !== 'sessions') throw unknownCommand([], group, GROUPS);
   const options: CommandOptions = {
     location: parseLocation(values.store ?? process.env.LOOPCHART_STORE),
     ...(values.schema !== undefined && { schema: values.schema }),
@@ -194,8 +196,20 @@ async function run(argv: string[], io: Io): Promise<number> {
       if (values.at === undefined) throw new UsageError('usage: loopchart sessions fork ID --at N [--as NEW]');
       return forkCommand(rest[0]!, values.at, values.as, options);
     default:
-      throw new UsageError(`unknown command 'sessions ${command}'`);
+      throw unknownCommand(['sessions'], command ?? '', SESSIONS_COMMAND_NAMES);
   }
+}
+
+const GROUPS = ['sessions', 'view', 'eval'];
+const SESSIONS_COMMAND_NAMES = ['list', 'show', 'resume', 'send', 'rewind', 'doubt', 'replay', 'fork'];
+
+/** `unknown command 'sessions lst'; did you mean 'sessions list'?`, or the commands there are. */
+function unknownCommand(path: readonly string[], word: string, commands: readonly string[]): UnknownCommandError {
+  const typed = [...path, word].join(' ');
+  const near = closestCommand(word, commands);
+  const help = cliHint(`${[...path, '--help'].join(' ')}`);
+  const next = near !== undefined ? `did you mean '${[...path, near].join(' ')}'?` : `the commands: ${commands.join(', ')}`;
+  return new UnknownCommandError(`unknown command '${typed}'; ${next} (${help} for more)`);
 }
 
 /** `loopchart view` and `loopchart view export ID -o FILE`; the viewer is loaded only for these. */
@@ -209,7 +223,8 @@ async function view(command: string | undefined, rest: string[], values: ReturnT
   const { exportCommand, serveCommand } = await import('./view.js');
   if (command === undefined) return serveCommand(values.port, options);
   if (command === 'export' && rest.length === 1) return exportCommand(rest[0]!, values.out, options);
-  throw new UsageError(command === 'export' ? 'usage: loopchart view export ID -o FILE' : `unknown command 'view ${command}'`);
+  if (command === 'export') throw new UsageError('usage: loopchart view export ID -o FILE');
+  throw unknownCommand(['view'], command, ['export']);
 }
 
 function parse(argv: string[]) {

@@ -5,6 +5,7 @@ import { decodeRow } from '../sessions/session-row.js';
 import type { SessionStore, StoredSession } from '../stores/session-store.js';
 import { CliError, UsageError } from './errors.js';
 import { escapeLine } from './escape.js';
+import { cliHint } from './hint.js';
 import { openExisting, type StoreLocation } from './store.js';
 import { describeOperations, describeState, formatTranscript } from './transcript.js';
 import { sessionTree, treeLines, type SessionNode } from './session-tree.js';
@@ -135,7 +136,7 @@ export async function rewindSession(sessionId: string, length: string, options: 
         dropped = await session.rewindTo(keep);
       } catch (error) {
         if (error instanceof SessionNotIdleError) {
-          throw new CliError(`${error.message} (loopchart sessions resume ${sessionId})`, { cause: error });
+          throw new CliError(`${error.message} (${cliHint(`sessions resume ${escapeLine(sessionId)}`)})`, { cause: error });
         }
         throw error;
       } finally {

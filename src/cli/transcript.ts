@@ -1,6 +1,7 @@
 import type { AgentContext } from '../../machines/agent.machine.js';
 import type { Message, Outcome } from '../schemas.js';
 import { escapeLine, escapeText } from './escape.js';
+import { cliHint } from './hint.js';
 
 /** How much of a tool result (or of a call's arguments) `show` prints unless asked for all. */
 export const PREVIEW_CHARS = 200;
@@ -70,7 +71,7 @@ export function describeState(context: AgentContext, inFlight: boolean): string 
   if (brain.value === 'AwaitingTools') parts.push(`${brain.context.pendingTools.length} tool call(s) pending`);
   if (waiting.length > 0) parts.push(`waiting for approval of ${waiting.map(escapeLine).join(', ')}`);
   const inDoubt = context.doubt?.waiting ?? [];
-  if (inDoubt.length > 0) parts.push(`in doubt after a restart (started, no result): ${inDoubt.map(escapeLine).join(', ')} (loopchart sessions doubt)`);
+  if (inDoubt.length > 0) parts.push(`in doubt after a restart (started, no result): ${inDoubt.map(escapeLine).join(', ')} (${cliHint('sessions doubt')})`);
   return parts.join('; ') + agent;
 }
 

@@ -1,5 +1,5 @@
-import { mkdirSync } from 'node:fs';
-import { dirname, resolve } from 'node:path';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { basename, dirname, join, resolve } from 'node:path';
 import type { ToolMessage } from '../schemas.js';
 import { decodeJournalEntry, decodeSession } from './decode.js';
 import type { LogRow } from './decode.js';
@@ -100,6 +100,25 @@ function prepareStatements(db: SqliteConnection) {
   };
 }
 
+/** The folder name of the default store (`.loopchart/loopchart.db`). */
+const DEFAULT_FOLDER = basename(dirname(DEFAULT_SQLITE_PATH));
+
+/**
+ * A `.loopchart` folder the store has just created gets a `.gitignore` of `*`, so the database
+ * never lands in a commit and nobody has to add it to the project's own .gitignore (as pytest
+ * does for its cache). Only a folder of that name, only when this store created it: a folder the
+ * user made, or named otherwise, is theirs.
+ */
+function ignoreInGit(created: string | undefined, folder: string): void {
+  if (created === undefined || basename(folder) !== DEFAULT_FOLDER) return;
+  try {
+    writeFileSync(join(folder, '.gitignore'), '# Created by loopchart: the session store stays out of git.\n*\n', { flag: 'wx' });
+  } catch {
+    // A .gitignore that cannot be written (another process's came first, a read-only folder) is
+    // no reason to refuse the store.
+  }
+}
+
 /**
  * The embedded session store: one SQLite file (WAL), safe for several processes on one machine.
  * @example
@@ -123,7 +142,7 @@ export class SqliteSessionStore implements SessionStore {
   constructor(options: SqliteStoreOptions = {}) {
     const path = options.path ?? DEFAULT_SQLITE_PATH;
     this.path = path === ':memory:' ? path : resolve(path);
-    if (this.path !== ':memory:') mkdirSync(dirname(this.path), { recursive: true });
+    if (this.path !== ':memory:') ignoreInGit(mkdirSync(dirname(this.path), { recursive: true }), dirname(this.path));
     const where = `SQLite store ${this.path}`;
     try {
       this.db = openSqlite(this.path, { busyTimeoutMs: options.busyTimeoutMs ?? 5000, ...(options.driver && { driver: options.driver }) });

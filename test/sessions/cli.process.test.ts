@@ -273,11 +273,17 @@ describe('loopchart sessions rewind', () => {
   });
 
   it('rejects a bad N and unknown commands as usage errors (exit 2)', async () => {
-    for (const args of [['sessions', 'rewind', 'finished', 'two'], ['sessions', 'rewind', 'finished'], ['sessions', 'drop', 'x'], ['sessions', 'list', '--bogus']]) {
+    for (const args of [['sessions', 'rewind', 'finished', 'two'], ['sessions', 'rewind', 'finished'], ['sessions', 'list', '--bogus']]) {
       const { code, err } = await inStore(...args);
       expect(code, args.join(' ')).toBe(2);
       expect(err).toContain('usage: loopchart sessions');
     }
+    // An unknown command is one line naming the commands there are, not the whole usage.
+    const unknown = await inStore('sessions', 'drop', 'x');
+    expect(unknown.code).toBe(2);
+    expect(unknown.err.trim()).toBe(
+      "loopchart: unknown command 'sessions drop'; the commands: list, show, resume, send, rewind, doubt, replay, fork (npx loopchart sessions --help for more)",
+    );
   });
 });
 
@@ -301,7 +307,7 @@ describe('loopchart sessions resume', () => {
     expect(out).toBe('');
     expect(err.trim()).toBe(
       'loopchart: session inflight was not made by the demo agent, so it will not be resumed with it. ' +
-        'Name the agent that made it: loopchart sessions resume inflight --agent ./agent.ts ' +
+        'Name the agent that made it: npx loopchart sessions resume inflight --agent ./agent.ts ' +
         '(a module exporting `agent`: an AgentConfig, or a function returning one)',
     );
     const after = await stored('inflight');
@@ -366,7 +372,7 @@ describe('loopchart sessions resume', () => {
     const idle = await inStore('sessions', 'resume', 'midrun', '--agent', AGENT);
     expect(idle.code).toBe(0);
     expect(idle.out).toMatch(/^session midrun: no run in flight \(at rest; last run \(1\) Completed: Both pages fetched\.\); nothing to resume$/m);
-    expect(idle.out).toContain(`start its next run: loopchart sessions send midrun "your next message" --agent ${AGENT} --store ${db}`);
+    expect(idle.out).toContain(`start its next run: npx loopchart sessions send midrun "your next message" --agent ${AGENT} --store ${db}`);
     const unknown = await inStore('sessions', 'resume', 'ghost');
     expect(unknown.code).toBe(1);
     expect(unknown.err.trim()).toBe(`loopchart: no session 'ghost' in ${db}`);

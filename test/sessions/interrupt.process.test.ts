@@ -150,7 +150,7 @@ describe('Ctrl-C interrupts a run and keeps the session; send / --resume continu
     expect(exit.code, first.stderr()).toBe(130);
     expect(first.stderr()).toContain('interrupted: cancelling the run');
     expect(first.stdout()).toContain('outcome: Cancelled');
-    expect(first.stdout()).toContain(`the session is kept; continue it: loopchart sessions send slow "your next message" --agent ${SLOW_AGENT} --store ${db}`);
+    expect(first.stdout()).toContain(`the session is kept; continue it: npx loopchart sessions send slow "your next message" --agent ${SLOW_AGENT} --store ${db}`);
     const cancelled = await stored('slow');
     const result = cancelled.brain.context.history.at(-1)!;
     expect(result).toMatchObject({ role: 'tool', toolName: 'slow', isError: true, content: INTERRUPTED_CONTENT });
@@ -159,7 +159,7 @@ describe('Ctrl-C interrupts a run and keeps the session; send / --resume continu
     const resume = await cli('sessions', 'resume', 'slow', '--agent', SLOW_AGENT);
     expect(resume.code).toBe(0);
     expect(resume.out).toContain('no run in flight');
-    expect(resume.out).toContain('start its next run: loopchart sessions send slow');
+    expect(resume.out).toContain('start its next run: npx loopchart sessions send slow');
 
     const next = await cli('sessions', 'send', 'slow', 'Go on.', '--agent', SLOW_AGENT);
     expect(next.code, next.err).toBe(0);
@@ -210,18 +210,18 @@ describe('Ctrl-C interrupts a run and keeps the session; send / --resume continu
     expect(fork.code, fork.err).toBe(0);
     const forkId = new RegExp(`into (${interruptedDemo}-fork-4-[0-9a-f]+) `).exec(fork.out)?.[1];
     expect(forkId, fork.out).toBeDefined();
-    expect(fork.out).toContain(`continue it: loopchart sessions send ${forkId} "your next message" --store ${db}`);
+    expect(fork.out).toContain(`continue it: npx loopchart sessions send ${forkId} "your next message" --store ${db}`);
     const sent = await cli('sessions', 'send', forkId!, 'Go on.');
     expect(sent.code, sent.err).toBe(0);
     expect(sent.out).toContain('27 lines in all');
     expect((await stored(forkId!)).lastRun?.outcome.type).toBe('Completed');
 
     const named = await cli('sessions', 'fork', interruptedDemo!, '--at', '4', '--as', 'branch');
-    expect(named.out).toContain('continue it: loopchart sessions send branch "your next message" --store');
+    expect(named.out).toContain('continue it: npx loopchart sessions send branch "your next message" --store');
     expect(named.out).toContain('--agent ./agent.ts');
     const refused = await cli('sessions', 'send', 'branch', 'Go on.');
     expect(refused.code).toBe(2);
-    expect(refused.err).toContain('Name the agent that made it: loopchart sessions send branch "…" --agent ./agent.ts');
+    expect(refused.err).toContain('Name the agent that made it: npx loopchart sessions send branch "…" --agent ./agent.ts');
     // Refused before anything ran: the fork holds the four messages it was cut with.
     expect((await stored('branch')).brain.context.history).toHaveLength(4);
   });
