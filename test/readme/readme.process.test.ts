@@ -1,6 +1,6 @@
 /**
- * Every TypeScript block in README.md and in docs/**\/*.md is a file under examples/readme/ (its
- * first line names it): the test keeps the two identical, `npm run typecheck` type-checks the
+ * Every TypeScript block in README.md and in docs/**\/*.md is a file under examples/ (its first
+ * line names it; examples/readme/ holds the guides' own): the test keeps the two identical, `npm run typecheck` type-checks the
  * files (they import `loopchart` by name, mapped to src/ by tsconfig `paths`), and this test runs
  * each one and checks the output its `console.log(...) // expected` comments promise. A snippet
  * moved from the README into a guide stays checked and run.
@@ -23,7 +23,8 @@ const snippetDir = join(REPO, 'examples', 'readme');
 const cwd = mkdtempSync(join(tmpdir(), 'loopchart-readme-'));
 afterAll(() => rmSync(cwd, { recursive: true, force: true }));
 
-const pathOf = (block: string) => /^\/\/ (examples\/readme\/[\w-]+\.ts)\n/.exec(block)?.[1];
+/** The file a block shows: one under examples/ (examples/readme/ holds the guides' own, run below; others run in their own tests). */
+const pathOf = (block: string) => /^\/\/ (examples\/[\w/-]+\.tsx?)\n/.exec(block)?.[1];
 
 function run(file: string, env: Record<string, string>): Promise<{ code: number | null; stdout: string; stderr: string }> {
   const base: NodeJS.ProcessEnv = { ...process.env, TSX_TSCONFIG_PATH: join(REPO, 'tsconfig.json'), ...env };
@@ -52,8 +53,14 @@ describe('README and docs snippets', () => {
     for (const { page, block } of blocks) {
       const path = pathOf(block);
       expect(path, `a block without its file in ${page}:\n${block.slice(0, 200)}`).toBeDefined();
-      expect(readFileSync(join(REPO, path!), 'utf8'), `${page}: ${path}`).toBe(block);
+      // A file under examples/readme/ starts with its own name; another example may leave it to the guide.
+      const file = readFileSync(join(REPO, path!), 'utf8');
+      expect(file.startsWith(`// ${path}\n`) ? file : `// ${path}\n${file}`, `${page}: ${path}`).toBe(block);
     }
+  });
+
+  it('code is fenced as ts, so none escapes the check (no typescript, tsx, js, javascript, mjs or mts fences)', () => {
+    for (const page of pages) expect(page.text.match(/^```(typescript|tsx|jsx?|javascript|[mc][jt]s)\b.*$/gm) ?? [], page.path).toEqual([]);
   });
 
   it('every file in examples/readme/ is shown in the README or a guide under docs/', () => {
