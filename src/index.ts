@@ -58,7 +58,7 @@ export type { ExternalEvent } from './agent/protocol/events.js';
 export { DeliveryLedger, type DeliveryId, type DeliveredEvent } from './agent/protocol/delivery.js';
 export { GuardrailError, GuardrailTrippedError, type Guardrail, type GuardrailInput, type GuardrailStage, type GuardrailVerdict, type GuardrailsConfig } from './agent/guardrails/guardrails.js';
 export { ToolPolicyError, type ToolPolicy, type ToolPolicyRequest, type ToolPolicyVerdict, type EarlierCall } from './agent/approvals/tool-policy.js';
-export { composeExecutors, EFFECT_SPECIFICATION_VERSION, inProcessExecutor, type Executor, type SideEffect, type SideEffectKind, type SideEffectInputs, type SideEffectOutputs } from './agent/protocol/executor.js';
+export { composeExecutors, inProcessExecutor, type Executor, type SideEffect, type SideEffectKind, type SideEffectInputs, type SideEffectOutputs } from './agent/protocol/executor.js';
 export type { TelemetryOptions, TelemetryTracer } from './telemetry/options.js';
 export { summarizingInspector } from './inspect.js';
 

@@ -36,3 +36,4 @@ export { RefusalReasonSchema, callDigest } from './agent/approvals/approval-bind
 export { BUDGET_OPERATION, BudgetRaiseSchema } from './agent/budget/budget-pause.js';
 export { DoubtActionSchema, InDoubtPolicySchema } from './agent/in-doubt/in-doubt.js';
 export { FALLBACK_TRIGGERS, fallbackTrigger } from './agent/fallback/fallback.js';
+export { EFFECT_SPECIFICATION_VERSION } from './agent/protocol/executor.js';

@@ -61,7 +61,8 @@ export type SideEffectKind = keyof SideEffectInputs;
  *
  * @example
  * ```ts
- * import { EFFECT_SPECIFICATION_VERSION, type Executor } from 'loopchart';
+ * import type { Executor } from 'loopchart';
+ * import { EFFECT_SPECIFICATION_VERSION } from 'loopchart/schemas';
  *
  * const journaled: Executor = Object.assign<Executor, { specificationVersion: string }>(
  *   (effect, perform) => perform(),
