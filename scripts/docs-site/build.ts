@@ -127,7 +127,7 @@ function navigation(pages: readonly MarkdownFile[], titles: ReadonlyMap<string, 
         ? 'Features'
         : path.startsWith('docs/integrations/')
           ? 'Integrations'
-          : /^docs\/(sessions|viewer|cli|mcp-server|http\/)/.test(path)
+          : /^docs\/(sessions|viewer|cli|mcp-server|schedules|http\/)/.test(path)
             ? 'Sessions and hosts'
             : /^docs\/(guarantees|errors|contributing)\.md$/.test(path)
               ? 'Reference'
