@@ -16,7 +16,7 @@
  */
 import { useChat } from '@ai-sdk/react';
 import { DefaultChatTransport, type UIMessage } from 'ai';
-import { createElement as h, useRef, useState } from 'react';
+import { createElement as h, useEffect, useRef, useState } from 'react';
 import { createRoot } from 'react-dom/client';
 
 const chatId = new URL(location.href).searchParams.get('chat') ?? 'example';
@@ -162,6 +162,11 @@ function Chat({ initial, reattach }: { initial: UIMessage[]; reattach: (stored: 
   });
   const [input, setInput] = useState('');
   const busy = status === 'submitted' || status === 'streaming';
+  // The newest message in view as it grows.
+  const list = useRef<HTMLElement | null>(null);
+  useEffect(() => {
+    if (list.current) list.current.scrollTop = list.current.scrollHeight;
+  }, [messages]);
   // useChat's stop() only drops this page's stream (a reload does the same and the run goes on):
   // cancel asks the server. The stopped reply is not stored, so the page then shows what is.
   const cancel = async () => {
@@ -180,7 +185,7 @@ function Chat({ initial, reattach }: { initial: UIMessage[]; reattach: (stored: 
     shownError && h('div', { id: 'error', className: 'banner', role: 'alert' }, h('span', null, shownError), h('button', { className: 'dismiss', onClick: () => setBanner(null) }, 'Dismiss')),
     h(
       'main',
-      { id: 'messages' },
+      { id: 'messages', ref: list },
       messages.length === 0 && h('p', { className: 'hint' }, 'Try "What is 6 times 7?", "Send 5 to Alice." (asks for approval), "Ask the assistant to send 7 to Bob." (a subagent asks) or "Tell me a story." (long: try Stop, or a reload).'),
       messages.map((message, i) => h(Message, { key: message.id, message, streaming: busy && i === messages.length - 1 && message.role === 'assistant', approve })),
     ),
