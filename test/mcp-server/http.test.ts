@@ -130,6 +130,53 @@ describe('the SDK client over Streamable HTTP', () => {
   });
 });
 
+describe('long runs and runs that wait for a person', () => {
+  it('a run past callTimeoutMs is cancelled and the call answers an error result saying so', async () => {
+    const { url, store } = await serve({ callTimeoutMs: 300 });
+    const { client: mcp } = client();
+    await mcp.connect(new StreamableHTTPClientTransport(url));
+    try {
+      const result = (await mcp.callTool({ name: 'slow', arguments: { task: 'a' }, _meta: { 'loopchart/sessionId': 'too-long' } })) as CallToolResult;
+      expect(result.isError).toBe(true);
+      expect(text(result)).toMatch(/took longer than 300 ms and was cancelled/);
+      expect(((await store.load('too-long'))?.state as { lastRun: { outcome: { type: string } } }).lastRun.outcome.type).toBe('Cancelled');
+    } finally {
+      await mcp.close();
+    }
+  });
+
+  it('a client that leaves while asked for an approval: the call stays undecided in the store, and the next client to attach is asked', async () => {
+    const { url, store } = await serve();
+    let asked!: () => void;
+    const wasAsked = new Promise<void>((resolve) => (asked = resolve));
+    // This client is asked and never answers: it leaves instead.
+    const { client: first } = client(() => {
+      asked();
+      return new Promise<never>(() => {}) as never;
+    });
+    const transport = new StreamableHTTPClientTransport(url);
+    await first.connect(transport);
+    const call = first.callTool({ name: 'guarded', arguments: { task: 'tidy' }, _meta: { 'loopchart/sessionId': 'waiting' } }).catch(() => 'gone');
+    await wasAsked;
+    await transport.terminateSession();
+    await first.close();
+    expect(await call).toBe('gone');
+    const stored = await store.load('waiting');
+    expect(stored?.messages.filter((m) => m.role === 'tool')).toEqual([]);
+    // The next client attaches by the session id: it is asked, approves, and gets the run's end.
+    const { client: next, asked: questions } = client(() => ({ action: 'accept', content: { approve: true } }));
+    await next.connect(new StreamableHTTPClientTransport(url));
+    try {
+      const result = (await next.callTool({ name: 'guarded', arguments: { task: 'ignored: the run in flight is attached' }, _meta: { 'loopchart/sessionId': 'waiting' } })) as CallToolResult;
+      expect(questions).toHaveLength(1);
+      expect(text(result)).toBe('result: deleted notes.txt');
+      expect((await store.load('waiting'))!.messages.filter((m) => m.role === 'user')).toHaveLength(1);
+    } finally {
+      await next.close();
+    }
+  });
+});
+
 describe('the HTTP rules: path, Origin, authorize, limits', () => {
   it('routes by path alone: another path is a 404 whatever the Host; the MCP path answers whatever the Host says', async () => {
     const { url } = await serve();
