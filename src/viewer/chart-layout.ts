@@ -2,7 +2,8 @@ import { createRequire } from 'node:module';
 import { Worker } from 'node:worker_threads';
 import type { ElkExtendedEdge, ElkNode } from 'elkjs/lib/elk-api.js';
 import type { ChartModel, ChartState, ChartTransition } from './chart.js';
-import { TEXT_METRICS, type ChartLayout, type InitialMarker, type LaidOutEdge, type LaidOutState, type TextLine } from './chart-geometry.js';
+import { chartViews, compoundsOf, foldChart, type FoldedChart } from './chart-fold.js';
+import { TEXT_METRICS, type ChartLayout, type InitialMarker, type LaidOutEdge, type LaidOutJump, type LaidOutState, type TextLine } from './chart-geometry.js';
 
 /**
  * A statechart laid out by ELK (the layered algorithm Stately's editor uses): nested states as
@@ -19,6 +20,17 @@ const MARKER = 10;
 const WRAP = 44;
 /** Edge labels wrap sooner: in a layered layout every label's width widens its layer. */
 const EDGE_WRAP = 30;
+/**
+ * Transitions an edge's label lists at most; past that the last line says how many more (all of
+ * them are in the edge's tooltip and the transitions table). An edge from a folded state stands
+ * for many transitions: listed in full, their labels were a tall stack at the target.
+ */
+const EDGE_LABELS = 3;
+/**
+ * A state entered from more states than this is a hub: each of its sources' edges ends at a
+ * jump box `→ hub` beside the source (see `LaidOutJump`) instead of joining a comb at the hub.
+ */
+const HUB_SOURCES = 5;
 
 /** Words joined into lines of at most `max` characters (a longer word keeps its own line); continuation lines indented. */
 function wrap(words: readonly string[], max: number): string[] {
@@ -74,9 +86,22 @@ function containerOf(from: string, to: string): string | null {
 interface Graph {
   elk: ElkNode;
   nodes: Map<string, ElkNode>;
+  /** Each edge's transition labels, by the edge's id. */
+  labels: Map<string, string[]>;
+  /** Each jump box's hub and the state holding the box, by the box's id. */
+  jumps: Map<string, { to: string; parent: string | null }>;
 }
 
-function buildGraph(chart: ChartModel): Graph {
+/** What a folded state shows under its title. */
+const foldedLine = (hidden: number) => `▸ ${hidden} state${hidden === 1 ? '' : 's'} inside`;
+
+/** The label lines of an edge standing for `labels`: the first few, then how many more. */
+export function edgeLabelLines(labels: readonly string[]): string[] {
+  if (labels.length <= EDGE_LABELS) return labels.flatMap(edgeLines);
+  return [...labels.slice(0, EDGE_LABELS - 1).flatMap(edgeLines), `+${labels.length - EDGE_LABELS + 1} more`];
+}
+
+function buildGraph(chart: FoldedChart): Graph {
   const nodes = new Map<string, ElkNode>();
   const root: ElkNode = { id: '#root', children: [], edges: [] };
   const holder = (id: string | null) => (id === null ? root : nodes.get(id)!);
@@ -84,7 +109,8 @@ function buildGraph(chart: ChartModel): Graph {
   for (const t of chart.transitions) if (t.to === null) stays.set(t.from, [...(stays.get(t.from) ?? []), t]);
   const children = new Set(chart.states.map((s) => s.parent).filter((p): p is string => p !== null));
   for (const state of chart.states) {
-    const internal = internalLines(stays.get(state.id) ?? []);
+    const hidden = chart.folded.get(state.id);
+    const internal = [...(hidden === undefined ? [] : [foldedLine(hidden)]), ...internalLines(stays.get(state.id) ?? [])];
     const title = state.label + (state.parallel ? ' ∥' : '');
     const width = Math.max(widthOf(title, 'title'), ...internal.map((l) => widthOf(l, 'internal')), 60) + 2 * PAD;
     const head = TEXT_METRICS.title.line + internal.length * TEXT_METRICS.internal.line + PAD;
@@ -104,8 +130,7 @@ function buildGraph(chart: ChartModel): Graph {
     holder(state.parent).children!.push(node);
   }
   addInitials(chart, holder);
-  addEdges(chart, holder);
-  return { elk: root, nodes };
+  return { elk: root, nodes, ...addEdges(chart, holder) };
 }
 
 function addInitials(chart: ChartModel, holder: (id: string | null) => ElkNode) {
@@ -118,32 +143,51 @@ function addInitials(chart: ChartModel, holder: (id: string | null) => ElkNode) 
   }
 }
 
-function addEdges(chart: ChartModel, holder: (id: string | null) => ElkNode) {
+/** What a jump box to `hub` says. */
+const jumpText = (label: string) => `→ ${label}`;
+
+function addEdges(chart: ChartModel, holder: (id: string | null) => ElkNode): Pick<Graph, 'labels' | 'jumps'> {
+  const labelsOf = new Map<string, string[]>();
+  const jumps: Graph['jumps'] = new Map();
   const pairs = new Map<string, ChartTransition[]>();
+  const sources = new Map<string, Set<string>>();
   for (const t of chart.transitions) {
     if (t.to === null) continue;
     const key = `${t.from}\u0000${t.to}`;
     pairs.set(key, [...(pairs.get(key) ?? []), t]);
+    if (t.from !== t.to) sources.set(t.to, (sources.get(t.to) ?? new Set()).add(t.from));
   }
+  const labelOf = new Map(chart.states.map((s) => [s.id, s.label]));
   let n = 0;
   for (const list of pairs.values()) {
     const { from, to } = list[0]! as { from: string; to: string };
-    const lines = [...new Set(list.map(transitionLabel))].flatMap(edgeLines);
+    const labels = [...new Set(list.map(transitionLabel))];
+    const lines = edgeLabelLines(labels);
     const width = Math.max(...lines.map((l) => widthOf(l, 'edge')));
-    const edge: ElkExtendedEdge = {
-      id: `#edge:${n++}`,
-      sources: [from],
-      targets: [to],
-      labels: [{ id: `#label:${n}`, text: lines.join('\n'), width: width + 4, height: lines.length * TEXT_METRICS.edge.line + 2 }],
-    };
+    const id = `#edge:${n++}`;
+    labelsOf.set(id, labels);
+    const edge: ElkExtendedEdge = { id, sources: [from], targets: [to], labels: [{ id: `#label:${n}`, text: lines.join('\n'), width: width + 4, height: lines.length * TEXT_METRICS.edge.line + 2 }] };
+    // Into a hub from elsewhere (not from inside it): the edge ends at a jump box beside its source.
+    if ((sources.get(to)?.size ?? 0) > HUB_SOURCES && from !== to && !from.startsWith(`${to}.`)) {
+      const jump = `#jump:${id}`;
+      jumps.set(jump, { to, parent: parentOf(from) });
+      const text = jumpText(labelOf.get(to) ?? to);
+      const box = holder(parentOf(from));
+      box.children!.push({ id: jump, width: widthOf(text, 'internal') + 2 * PAD, height: TEXT_METRICS.internal.line + PAD });
+      box.edges!.push({ ...edge, targets: [jump] });
+      continue;
+    }
     holder(containerOf(from, to)).edges!.push(edge);
   }
+  return { labels: labelsOf, jumps };
 }
 
 export const LAYOUT_OPTIONS: Record<string, string> = {
   'elk.algorithm': 'layered',
   'elk.direction': 'DOWN',
   'elk.hierarchyHandling': 'INCLUDE_CHILDREN',
+  // Edges into one state join before they reach it, and leave one state together: one entry, not a comb.
+  'elk.layered.mergeEdges': 'true',
   'elk.edgeRouting': 'ORTHOGONAL',
   'elk.edgeLabels.placement': 'CENTER',
   'elk.layered.edgeLabels.sideSelection': 'SMART_DOWN',
@@ -237,12 +281,14 @@ function linesOf(text: string, at: { x: number; y: number }, kind: TextLine['kin
   return text.split('\n').map((t, i) => textLine(t, kind, at.x, at.y + i * TEXT_METRICS[kind].line));
 }
 
-function stateOf(state: ChartState, node: ElkNode, compound: boolean, stays: readonly ChartTransition[]): LaidOutState {
+function stateOf(state: ChartState, node: ElkNode, compound: boolean, stays: readonly ChartTransition[], hidden: number | undefined): LaidOutState {
   const box = { x: node.x!, y: node.y!, width: node.width!, height: node.height! };
   const title = state.label + (state.parallel ? ' ∥' : '');
   const titleLine = textLine(title, 'title', box.x + PAD, box.y + PAD / 2);
-  const internal = internalLines(stays).map((text, i) => textLine(text, 'internal', box.x + PAD, box.y + PAD / 2 + TEXT_METRICS.title.line + i * TEXT_METRICS.internal.line));
-  return { id: state.id, parent: state.parent, compound, parallel: state.parallel, final: state.final, ...box, lines: [titleLine, ...internal] };
+  const texts = [...(hidden === undefined ? [] : [foldedLine(hidden)]), ...internalLines(stays)];
+  const internal = texts.map((text, i) => textLine(text, 'internal', box.x + PAD, box.y + PAD / 2 + TEXT_METRICS.title.line + i * TEXT_METRICS.internal.line));
+  const folded = hidden === undefined ? {} : { folded: hidden };
+  return { id: state.id, parent: state.parent, compound: compound || hidden !== undefined, parallel: state.parallel, final: state.final, ...folded, ...box, lines: [titleLine, ...internal] };
 }
 
 const pathOf = (points: readonly { x: number; y: number }[]) => points.map((p, i) => `${i ? 'L' : 'M'} ${round(p.x)} ${round(p.y)}`).join(' ');
@@ -257,8 +303,13 @@ function collectEdges(node: ElkNode, into: { edge: ElkExtendedEdge; container: s
   for (const child of node.children ?? []) collectEdges(child, into);
 }
 
-/** Lays a chart out (ELK layered, orthogonal edges, labels placed by the layout). */
-export async function layoutChart(chart: ChartModel): Promise<ChartLayout> {
+/**
+ * Lays a chart out (ELK layered, orthogonal edges routed through the hierarchy, labels placed by
+ * the layout) with the compound states in `unfolded` open and every other one folded (default:
+ * all open).
+ */
+export async function layoutChart(model: ChartModel, unfolded: readonly string[] = compoundsOf(model)): Promise<ChartLayout> {
+  const chart = foldChart(model, unfolded);
   const graph = buildGraph(chart);
   const done = await elkLayout({ ...graph.elk, layoutOptions: LAYOUT_OPTIONS });
   const placed = new Map<string, ElkNode>();
@@ -270,7 +321,7 @@ export async function layoutChart(chart: ChartModel): Promise<ChartLayout> {
   const stays = new Map<string, ChartTransition[]>();
   for (const t of chart.transitions) if (t.to === null) stays.set(t.from, [...(stays.get(t.from) ?? []), t]);
   const compound = new Set(chart.states.map((s) => s.parent));
-  const states = chart.states.map((s) => stateOf(s, placed.get(s.id)!, compound.has(s.id), stays.get(s.id) ?? []));
+  const states = chart.states.map((s) => stateOf(s, placed.get(s.id)!, compound.has(s.id), stays.get(s.id) ?? [], chart.folded.get(s.id)));
   const all: { edge: ElkExtendedEdge; container: string | null }[] = [];
   collectEdges(done, all);
   const edges: LaidOutEdge[] = [];
@@ -283,29 +334,38 @@ export async function layoutChart(chart: ChartModel): Promise<ChartLayout> {
       continue;
     }
     const lines = (edge.labels ?? []).flatMap((label) => linesOf(label.text ?? '', { x: label.x! + 2, y: label.y! + 1 }, 'edge'));
-    edges.push({ from, to, container, path: edgePath(edge), lines });
+    const hub = graph.jumps.get(to)?.to;
+    edges.push({ from, to: hub ?? to, container, path: edgePath(edge), labels: graph.labels.get(edge.id) ?? [], lines, ...(hub !== undefined && { jump: true as const }) });
   }
-  return { width: Math.ceil(done.width!), height: Math.ceil(done.height!), states, edges, initials };
+  const labelOf = new Map(model.states.map((s) => [s.id, s.label]));
+  const jumps = [...graph.jumps].map(([id, { to, parent }]): LaidOutJump => {
+    const box = placed.get(id)!;
+    return { to, parent, x: box.x!, y: box.y!, width: box.width!, height: box.height!, lines: [textLine(jumpText(labelOf.get(to) ?? to), 'internal', box.x! + PAD, box.y! + PAD / 2)] };
+  });
+  return { unfolded: [...unfolded], width: Math.ceil(done.width!), height: Math.ceil(done.height!), states, edges, jumps, initials };
 }
 
-const cache = new Map<string, Promise<ChartLayout | null>>();
+const cache = new Map<string, Promise<ChartLayout[] | null>>();
 const CACHED = 64;
 
 /**
- * A chart's layout, computed once per distinct chart (the viewer's pages ask for the same two
+ * A chart laid out in each of its views (see `chartViews`: all folded, each compound state
+ * unfolded, all unfolded), once per distinct chart (the viewer's pages ask for the same two
  * charts every time). Null when ELK cannot lay it out: the page then shows the transitions table.
  */
-export function cachedLayout(chart: ChartModel): Promise<ChartLayout | null> {
+export function cachedViews(chart: ChartModel): Promise<ChartLayout[] | null> {
   const key = JSON.stringify(chart);
-  let layout = cache.get(key);
-  if (!layout) {
+  let views = cache.get(key);
+  if (!views) {
     if (cache.size >= CACHED) cache.delete(cache.keys().next().value!);
-    // A failed layout is not kept: the next page tries again.
-    layout = layoutChart(chart).catch(() => {
-      cache.delete(key);
-      return null;
-    });
-    cache.set(key, layout);
+    // One at a time: the worker lays out one graph at a time anyway. A failed layout is not kept: the next page tries again.
+    views = chartViews(chart)
+      .reduce<Promise<ChartLayout[]>>(async (done, unfolded) => [...(await done), await layoutChart(chart, unfolded)], Promise.resolve([]))
+      .catch(() => {
+        cache.delete(key);
+        return null;
+      });
+    cache.set(key, views);
   }
-  return layout;
+  return views;
 }

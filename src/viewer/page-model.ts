@@ -53,8 +53,12 @@ export interface PageData {
   eventsUrl: string | null;
   chart: ChartModel;
   driver: ChartModel;
-  /** Both charts laid out in Node (null: not laid out, the page lists the transitions only). */
-  layouts: { chart: ChartLayout | null; driver: ChartLayout | null };
+  /**
+   * Both charts laid out in Node, in each of their views (folded and unfolded compound states,
+   * see chart-fold.ts; the first has every compound state folded). Null: not laid out, the page
+   * lists the transitions only.
+   */
+  layouts: { chart: ChartLayout[] | null; driver: ChartLayout[] | null };
   session: SessionView;
   /** Ready-made rows (the live-actor inspector), shown before the trace's. */
   rows?: Row[] | undefined;

@@ -9,7 +9,7 @@ import { clientScript } from './asset.js';
 import { SessionFeeds, liveCursor } from './feed.js';
 import { localRequestProblem, pagePath, refuse, requestTarget, sendHtml as send } from './http.js';
 import { brainChart, chartOf, type ChartModel } from './chart.js';
-import { cachedLayout } from './chart-layout.js';
+import { cachedViews } from './chart-layout.js';
 import { listSessionViews, loadSessionView } from './load.js';
 import { homePage, messagePage, sessionPage, sessionPath } from './page.js';
 import type { PageData, SessionView } from './page-model.js';
@@ -61,9 +61,9 @@ let driverChart: ChartModel | undefined;
 /** The driver's chart, generated once from a real agent machine (its states do not depend on the config). */
 export const agentChart = (): ChartModel => (driverChart ??= chartOf(createAgentMachine({ model: NO_MODEL })));
 
-/** Both charts of a page, laid out (once per process: the layouts are cached). */
+/** Both charts of a page, laid out in each of their views (once per process: the layouts are cached). */
 export async function chartLayouts(chart: ChartModel, driver: ChartModel): Promise<PageData['layouts']> {
-  const [a, b] = await Promise.all([cachedLayout(chart), driver.states.length ? cachedLayout(driver) : null]);
+  const [a, b] = await Promise.all([cachedViews(chart), driver.states.length ? cachedViews(driver) : null]);
   return { chart: a, driver: b };
 }
 

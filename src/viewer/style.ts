@@ -11,10 +11,17 @@ main.home { display: block; } .home .table { overflow-x: auto; } .home table { b
 tr.unreadable td { color: var(--bad); }
 .error { color: var(--bad); font-weight: 600; }
 dl.facts { display: flex; flex-wrap: wrap; gap: 4px 18px; margin: 4px 0; } dl.facts div { display: flex; gap: 6px; } dt { color: var(--muted); } dd { margin: 0; overflow-wrap: anywhere; }
-#chart { display: grid; gap: 6px; }
-details.chart > summary { cursor: pointer; } details.chart > summary h2 { display: inline; }
-.chart-scroll { overflow: auto; max-height: 72vh; border: 1px solid var(--line); background: var(--panel); }
-.chart-scroll svg { display: block; }
+#chart { display: grid; grid-template-columns: minmax(0, 1fr); gap: 6px; }
+details.chart { min-width: 0; } details.chart > summary { cursor: pointer; } details.chart > summary h2 { display: inline; }
+.chart-tools { display: flex; gap: 4px; margin: 2px 0 4px; }
+.chart-tool { font: inherit; font-size: 12px; min-width: 28px; color: var(--fg); background: var(--panel); border: 1px solid var(--line); border-radius: 4px; padding: 1px 8px; cursor: pointer; }
+.chart-frame { position: relative; overflow: hidden; width: 100%; border: 1px solid var(--line); background: var(--panel); touch-action: none; cursor: grab; }
+.chart-frame:focus { outline: 2px solid var(--accent); outline-offset: 1px; } .chart-frame:active { cursor: grabbing; }
+.chart-frame svg { display: block; }
+#chart .node[data-fold] > text.title { cursor: pointer; text-decoration: underline dotted; }
+#chart .node.folded > .box { stroke-width: 1.6; stroke-dasharray: 7 3; }
+#chart .jump .box { fill: none; stroke: var(--muted); stroke-dasharray: 3 3; } #chart .jump text { fill: var(--muted); }
+.table-scroll { overflow-x: auto; max-width: 100%; }
 #chart .node .box { fill: var(--panel); stroke: var(--muted); stroke-width: 1.2; }
 #chart .node.compound > .box { fill: color-mix(in srgb, var(--fg) 3%, var(--panel)); }
 #chart .node.region > .box { stroke-dasharray: 5 4; fill: none; }

@@ -47,9 +47,9 @@ const geometryOf = (p: Page, chart: string): Promise<Geometry> =>
       const b = e.getBBox();
       return { x: b.x, y: b.y, width: b.width, height: b.height };
     };
-    const view = svg.viewBox.baseVal;
+    // The whole drawing (the viewBox is the frame's camera: zoomed and panned).
     return {
-      viewport: { x: view.x, y: view.y, width: view.width, height: view.height },
+      viewport: { x: 0, y: 0, width: Number(svg.dataset.width), height: Number(svg.dataset.height) },
       states: [...svg.querySelectorAll<SVGGElement>('.node')].map((g) => ({ id: g.dataset.state!, box: box(g.querySelector<SVGRectElement>('rect.box')!) })),
       labels: [...svg.querySelectorAll<SVGTextElement>('text.label')].map((t) => ({ text: t.textContent!, kind: t.classList[1]!, owner: t.dataset.owner!, box: box(t) })),
       edges: [...svg.querySelectorAll<SVGGElement>('.edge path, .initial path')].map((path) => box(path as SVGGraphicsElement)),
@@ -78,9 +78,15 @@ function problems(g: Geometry): string[] {
   return found;
 }
 
-/** Each edge's label lines joined (a long label wraps). */
+/** Each edge's transitions, from its tooltip (the drawn lines list the first few). */
 const edgeTexts = (p: Page, chart: string) =>
-  p.locator(`svg[data-chart="${chart}"] .edge`).evaluateAll((edges) => edges.flatMap((e) => [...e.querySelectorAll('text')].map((t) => t.textContent!).join(' ')));
+  p.locator(`svg[data-chart="${chart}"] g.edge`).evaluateAll((edges) => edges.flatMap((e) => e.querySelector('title')!.textContent!.split('\n').slice(1)));
+/** Opens a session page with every compound state of the driver unfolded. */
+async function unfolded(p: Page, url: string) {
+  await p.goto(url);
+  await p.waitForSelector('[data-frame="driver"][data-placed="true"]');
+  await p.locator('#chart-driver .chart-tool', { hasText: /^unfold all$/ }).click();
+}
 const containing = (texts: string[], label: string) => texts.some((t) => t.includes(label));
 
 const marked = (p: Page, chart: string, cls: string) =>
@@ -107,8 +113,7 @@ describe.skipIf(!hasChromium)('the statecharts in chromium', () => {
   });
 
   it('both charts: compound states inside their parents, guards on the edges, no overlap, nothing clipped', async () => {
-    await page.goto(`${viewer.url}s/one`);
-    await page.waitForSelector('svg[data-chart="driver"] .node');
+    await unfolded(page, `${viewer.url}s/one`);
     for (const chart of ['brain', 'driver']) {
       const g = await geometryOf(page, chart);
       expect(problems(g), chart).toEqual([]);
@@ -130,8 +135,7 @@ describe.skipIf(!hasChromium)('the statecharts in chromium', () => {
   });
 
   it('the current state is highlighted, and the selected step lights its brain and driver states', async () => {
-    await page.goto(`${viewer.url}s/one`);
-    await page.waitForSelector('svg[data-chart="driver"] .node');
+    await unfolded(page, `${viewer.url}s/one`);
     expect(await marked(page, 'brain', 'current')).toEqual(['Terminal']);
     expect(await marked(page, 'driver', 'current')).toEqual(['Idle']);
     const kinds = await page.locator('#timeline .row').evaluateAll((rows) => rows.map((row) => (row as HTMLElement).dataset.kind));

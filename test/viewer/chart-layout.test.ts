@@ -7,7 +7,8 @@ import { and, createMachine, not, or } from 'xstate';
 import { describe, expect, it } from 'vitest';
 import { createAgentMachine } from '../../machines/agent.machine.js';
 import { scriptedModel } from '../../src/models/scripted.js';
-import { edgeLines, internalLines, layoutChart, transitionLabel } from '../../src/viewer/chart-layout.js';
+import { cachedViews, edgeLabelLines, edgeLines, internalLines, layoutChart, transitionLabel } from '../../src/viewer/chart-layout.js';
+import { chartViews, foldChart } from '../../src/viewer/chart-fold.js';
 import type { ChartLayout } from '../../src/viewer/chart-geometry.js';
 import { brainChart, chartOf, type ChartModel } from '../../src/viewer/chart.js';
 
@@ -30,8 +31,7 @@ function checkLabels(chart: ChartModel, layout: ChartLayout) {
     const edge = layout.edges.find((e) => e.from === t.from && e.to === t.to);
     expect(edge, `${t.from} → ${t.to}`).toBeDefined();
     expect(edge!.path).toMatch(/^M [\d.]+ [\d.]+( L [\d.]+ [\d.]+)+/);
-    const text = edge!.lines.map((l) => l.text).join(' ');
-    expect(text).toContain(transitionLabel(t).split(' ').join(' '));
+    expect(edge!.labels).toContain(transitionLabel(t));
   }
 }
 
@@ -77,4 +77,64 @@ describe('chart layout', () => {
       { from: 's', to: null, event: 'cancel', guards: [] },
     ])).toEqual(['inject, steer [ok]', 'cancel']);
   });
+
+  it('edge labels: at most three transitions listed, then how many more (all of them kept for the tooltip)', () => {
+    expect(edgeLabelLines(['a', 'b', 'c'])).toEqual(['a', 'b', 'c']);
+    expect(edgeLabelLines(['a', 'b', 'c', 'd', 'e'])).toEqual(['a', 'b', '+3 more']);
+  });
+});
+
+/** A machine no viewer test was written for: a hub entered from seven states, compound states two deep. */
+const hubMachine = () =>
+  createMachine({
+    id: 'hub',
+    initial: 'home',
+    states: {
+      home: { on: { a: 'one', b: 'two', c: 'three', d: 'four', e: 'five', f: 'six', g: 'nest' } },
+      one: { on: { back: 'home' } },
+      two: { on: { back: 'home' } },
+      three: { on: { back: 'home' } },
+      four: { on: { back: 'home' } },
+      five: { on: { back: 'home' } },
+      six: { on: { back: 'home', next: 'one' } },
+      nest: {
+        initial: 'x',
+        on: { back: 'home' },
+        states: { x: { on: { go: 'y' } }, y: { initial: 'p', states: { p: { on: { q: 'q' } }, q: { on: { out: '#hub.home' } } } } },
+      },
+    },
+  });
+
+describe('folding and hubs, for any chart', () => {
+  it('folding hides a compound state\'s insides and draws their transitions from and to its box', () => {
+    const chart = chartOf(hubMachine());
+    expect(chartViews(chart)).toEqual([[], ['nest'], ['nest', 'nest.y']]);
+    const folded = foldChart(chart, []);
+    expect(folded.states.map((s) => s.id)).toEqual(['home', 'one', 'two', 'three', 'four', 'five', 'six', 'nest']);
+    expect(folded.folded).toEqual(new Map([['nest', 4]]));
+    // nest.y.q → home is drawn from nest; nest.x → nest.y happens inside: not drawn.
+    expect(folded.transitions.filter((t) => t.from === 'nest').map((t) => `${t.event}→${t.to}`)).toEqual(['back→home', 'out→home']);
+    const half = foldChart(chart, ['nest']);
+    expect(half.states.map((s) => s.id)).toContain('nest.y');
+    expect(half.folded).toEqual(new Map([['nest.y', 2]]));
+    expect(half.transitions.find((t) => t.event === 'out')).toMatchObject({ from: 'nest.y', to: 'home' });
+  });
+
+  it('a state entered from more than five states gets no comb: each source\'s edge ends at a jump box beside it', async () => {
+    const chart = chartOf(hubMachine());
+    const views = (await cachedViews(chart))!;
+    expect(views.map((v) => v.unfolded)).toEqual([[], ['nest'], ['nest', 'nest.y']]);
+    for (const layout of views) {
+      checkNesting(layout);
+      const into = layout.edges.filter((e) => e.to === 'home');
+      expect(into.length).toBeGreaterThan(5);
+      expect(into.every((e) => e.jump)).toBe(true);
+      expect(layout.jumps.filter((j) => j.to === 'home')).toHaveLength(into.length);
+      // One is not a hub: its edges end at it.
+      expect(layout.edges.filter((e) => e.to === 'one').every((e) => !e.jump)).toBe(true);
+      for (const jump of layout.jumps) expect(jump.lines.map((l) => l.text)).toEqual(['→ home']);
+    }
+    const folded = views[0]!.states.find((s) => s.id === 'nest')!;
+    expect([folded.folded, folded.lines[1]!.text]).toEqual([4, '▸ 4 states inside']);
+  }, 60_000);
 });

@@ -8,7 +8,8 @@
 import { LAZY_TEXT_OVER, LAZY_HEAD, lazyTextId, parseLazy } from '../lazy-text.js';
 import { LOG_SHOWN, type PageData, type Row } from '../page-model.js';
 import { rowsOf, promptAt, type RowBuilder, type TimelineRow } from '../rows.js';
-import { drawChart, markStates } from './chart-view.js';
+import { chartFrame, type ChartFrame } from './chart-frame.js';
+import { markStates } from './chart-view.js';
 
 const ROW_HEIGHT = 30;
 const OVERSCAN = 8;
@@ -62,8 +63,8 @@ function renderHeader() {
 
 // ---------- statechart ----------
 const chartBox = el('section', { id: 'chart', 'aria-label': 'Statecharts' });
-let brainNodes = new Map<string, SVGElement>();
-let driverNodes = new Map<string, SVGElement>();
+let brainFrame: ChartFrame | undefined;
+let driverFrame: ChartFrame | undefined;
 
 function transitionsTable(chart: PageData['chart']): HTMLElement {
   const table = el('table', { class: 'transitions' }, el('caption', {}, `Transitions of ${chart.id} (generated from the machine definition)`));
@@ -71,35 +72,39 @@ function transitionsTable(chart: PageData['chart']): HTMLElement {
   for (const t of chart.transitions) {
     table.append(el('tr', { 'data-from': t.from }, el('td', {}, t.from), el('td', {}, t.event), el('td', {}, t.guards.join(' && ') || '—'), el('td', {}, t.to ?? '(stays)')));
   }
-  return el('details', { class: 'transitions' }, el('summary', {}, `${chart.transitions.length} transitions as a table`), table);
+  // A long guard list scrolls inside its box: the page never grows wider than the window.
+  return el('details', { class: 'transitions' }, el('summary', {}, `${chart.transitions.length} transitions as a table`), el('div', { class: 'table-scroll' }, table));
 }
 
-function chartFigure(name: string, title: string, chart: PageData['chart'], layout: PageData['layouts']['chart']) {
+function chartFigure(name: string, title: string, chart: PageData['chart'], views: PageData['layouts']['chart'], current: string) {
   const figure = el('details', { class: 'chart', id: `chart-${name}`, open: '' }, el('summary', {}, el('h2', {}, title)));
-  if (!layout) {
+  if (!views || views.length === 0) {
     figure.append(el('p', { class: 'hint' }, 'This chart could not be laid out; its transitions are listed below.'), transitionsTable(chart));
-    return { figure, nodes: new Map<string, SVGElement>() };
+    return { figure, frame: undefined };
   }
-  const drawn = drawChart(layout, name, `statechart of ${chart.id}`);
-  figure.append(el('div', { class: 'chart-scroll' }, drawn.svg), transitionsTable(chart));
-  return { figure, nodes: drawn.nodes };
+  const frame = chartFrame(views, name, `statechart of ${chart.id}`, current, highlight);
+  figure.append(frame.element, transitionsTable(chart));
+  return { figure, frame };
 }
 
 /** Drawn after the first rows are on screen: the timeline is what a reader waits for. */
 function renderChart() {
   const agent = data.driver.states.length > 0;
-  const brain = chartFigure('brain', data.mode === 'inspector' && !agent ? `Statechart of ${data.chart.id}` : 'The brain (what to do next)', data.chart, data.layouts.chart);
-  brainNodes = brain.nodes;
+  const brain = chartFigure('brain', data.mode === 'inspector' && !agent ? `Statechart of ${data.chart.id}` : 'The brain (what to do next)', data.chart, data.layouts.chart, data.session.state?.brain ?? '');
+  brainFrame = brain.frame;
   chartBox.replaceChildren(brain.figure);
   if (agent) {
-    const driver = chartFigure('driver', 'The driver (the side effects)', data.driver, data.layouts.driver);
-    driverNodes = driver.nodes;
+    const driver = chartFigure('driver', 'The driver (the side effects)', data.driver, data.layouts.driver, data.session.state?.io ?? '');
+    driverFrame = driver.frame;
     chartBox.append(driver.figure);
   }
   highlight();
 }
+const NO_NODES = new Map<string, SVGElement>();
 function highlight() {
   const row = selected >= 0 ? builder.rows[selected] : undefined;
+  const brainNodes = brainFrame?.nodes() ?? NO_NODES;
+  const driverNodes = driverFrame?.nodes() ?? NO_NODES;
   markStates(brainNodes, 'current', data.session.state?.brain ?? '');
   markStates(brainNodes, 'selected', row?.state ?? '');
   markStates(driverNodes, 'current', data.session.state?.io ?? '');
