@@ -27,7 +27,8 @@ const STYLE = `
 text { font-family: ui-monospace, 'DejaVu Sans Mono', Menlo, Consolas, monospace; fill: #223; }
 .title { font-size: 12px; font-weight: 600; } .internal { font-size: 10px; fill: #556; } .edge { font-size: 10.5px; fill: #556; }
 .edge-path, .initial path { fill: none; stroke: #667; stroke-width: 1.1; }
-.arrowhead, .initial circle { fill: #667; }`;
+.arrowhead, .initial circle { fill: #667; }
+.jump-box { fill: none; stroke: #667; stroke-dasharray: 3 3; }`;
 
 /** The SVG document of one chart; `label` is its accessible name. */
 export function chartSvg(layout: ChartLayout, label: string): string {
@@ -48,6 +49,10 @@ export function chartSvg(layout: ChartLayout, label: string): string {
   }
   for (const dot of layout.initials) {
     parts.push(tag('g', { class: 'initial' }, tag('path', { d: dot.path, 'marker-end': 'url(#arrow)' }) + tag('circle', { cx: dot.x, cy: dot.y, r: 5 })));
+  }
+  // Where the edges into a hub end (a state entered from many others: see LaidOutJump).
+  for (const jump of layout.jumps) {
+    parts.push(tag('g', { class: 'jump' }, tag('rect', { x: jump.x, y: jump.y, width: jump.width, height: jump.height, rx: jump.height / 2, class: 'jump-box' }) + jump.lines.map(text).join('')));
   }
   for (const edge of layout.edges) {
     parts.push(tag('g', { class: 'transition' }, tag('path', { d: edge.path, class: 'edge-path', 'marker-end': 'url(#arrow)' }) + edge.lines.map(text).join('')));
