@@ -18,6 +18,8 @@ export default defineConfig({
     'mcp-server': 'src/mcp-server.ts',
     schedules: 'src/schedules.ts',
     cli: 'src/cli.ts',
+    // Not a subpath: what the entries that need an optional peer load it through (scripts/peer-entries.ts).
+    'peer-guard': 'src/missing-package.ts',
   },
   format: ['esm', 'cjs'],
   dts: true,
@@ -44,5 +46,7 @@ export default defineConfig({
   onSuccess: async () => {
     const { bundleClient } = await import('./src/viewer/asset.js');
     await bundleClient('dist/viewer-client.js');
+    const { guardPeerEntries } = await import('./scripts/peer-entries.js');
+    guardPeerEntries('dist');
   },
 });

@@ -1,4 +1,5 @@
 import { MissingPackageError } from '../errors.js';
+import { isMissingPackage } from '../missing-package.js';
 import type { SessionStore } from './session-store.js';
 
 /**
@@ -32,11 +33,3 @@ export async function openSessionStore(location?: string, options: { schema?: st
   const path = location?.startsWith('sqlite:') ? location.slice('sqlite:'.length) : location;
   return new SqliteSessionStore(path ? { path } : {});
 }
-
-/** True when `error` is the module loader saying `packageName` is not installed (ESM or CommonJS). */
-function isMissingPackage(error: unknown, packageName: string): boolean {
-  const { code, message } = (error ?? {}) as { code?: unknown; message?: unknown };
-  if (code !== 'ERR_MODULE_NOT_FOUND' && code !== 'MODULE_NOT_FOUND') return false;
-  return typeof message === 'string' && (message.includes(`'${packageName}'`) || message.includes(`"${packageName}"`));
-}
-
