@@ -22,6 +22,7 @@ import { fromIo, ioLogic, type IoDeps, type IoRequest } from '../src/agent/core/
 
 import { ToolPolicyError } from '../src/agent/approvals/tool-policy.js';
 import * as guard from '../src/agent/guardrails/guardrails.js';
+import { handoffLimitReached } from '../src/agent/handoffs/handoffs.js';
 import { fromTelemetry, resumeTrace, traceMark, type TraceMark } from '../src/agent/tracing/trace-marks.js';
 
 import { pendingPrune } from '../src/agent/core/pruning.js';
@@ -129,6 +130,7 @@ function guardsOf(agent: CompiledAgent) {
   policyFailure: ({ event }: Args) => event.type === 'io.failed' && ToolPolicyError.isInstance(event.error),
   batchComplete: ({ context }: Args) => batchComplete(context, maxCalls),
   handsOff: ({ context }: Args) => handoffOf(agent, context) !== null,
+  handoffLimitReached: ({ context }: Args) => handoffLimitReached(agent.team!, context.handoffs),
   callsRunnable: ({ context }: Args) => runnable(agent, context).length > 0,
   nothingRunnable: ({ context }: Args) => runnable(agent, context).length === 0,
   nothingWaiting: ({ context }: Args) => waitingCalls(context, maxCalls).length === 0,
@@ -242,6 +244,7 @@ function stepActions(agent: CompiledAgent) {
   emitToolFinished: emit(({ context, event }) => act.emitToolFinished(agent, context, event)),
   acceptToolResults: assign(({ context }) => ({ brain: applyToolResults(context, maxCalls), ...resetBatch(agent, context) })),
   handOff: assign(({ context, event }) => act.handOff(agent, context, event)),
+  refuseHandoff: assign(({ context, event }) => act.refuseHandoff(agent, context, event)),
   emitHandoff: emit(({ context }) => ({ type: 'agent.handoff' as const, run: context.runIndex, turn: context.brain.context.turnsTaken, ...context.agent! })),
   awaitApproval: enqueueActions(({ context, event, enqueue }) => perform(enqueue, act.awaitApproval(agent, context, event))),
   emitApprovalRequested: emit(({ context, event }) => act.emitApprovalRequested(agent, context, event)),
@@ -518,6 +521,8 @@ const chart = driver.createStateConfig({
           // A batch in flight past the time budget is aborted and the run sealed; a pausing budget lets it finish (a tool's effect is not redone).
           after: { budgetDeadline: { guard: 'deadlineSeals', target: 'Start', actions: ['abortIo', 'sealAtDeadline'] } },
           always: [
+            // A transfer past maxHandoffs is refused and ends the run (agents handing round in a cycle).
+            { guard: and(['batchComplete', 'handsOff', 'handoffLimitReached']), target: 'Start', actions: 'refuseHandoff' },
             { guard: and(['batchComplete', 'handsOff']), target: 'HandingOff', actions: ['handOff', 'acceptToolResults'] },
             { guard: 'batchComplete', target: 'Start', actions: 'acceptToolResults' },
           ],

@@ -95,6 +95,8 @@ export const AgentContextSchema = z.object({
   models: ModelsStateSchema.optional(),
   /** With handoffs: the agent that has the conversation, once it was handed over. Absent: the entry agent. */
   agent: ActiveAgentSchema.optional(),
+  /** With handoffs: how many the current run has made (see `HandoffsConfig.maxHandoffs`). Absent without handoffs, and in older snapshots (none yet). */
+  handoffs: count.optional(),
   /** The guardrail check in progress with its verdicts so far, the last that passed, the run's feedback rounds. Absent without guardrails. */
   guard: GuardStateSchema.optional(),
   /** Calls of the current batch in doubt after a restart, their decisions and reruns (see in-doubt.ts). Absent when none was. */

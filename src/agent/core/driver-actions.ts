@@ -24,6 +24,7 @@ import { fallbackAfter, startModels, totalCost, usageCosts } from '../fallback/f
 import { repetitionNote, type RepetitionVerdict } from '../repetition/repetition.js';
 
 import { deliveryIds, nextAttempt } from '../protocol/delivery.js';
+import { refusedHandoff } from '../handoffs/handoffs.js';
 import { externalEventProblem } from '../protocol/events.js';
 import { type IoRequest } from './io.js';
 
@@ -67,6 +68,8 @@ export function beginRun(agent: CompiledAgent, context: AgentContext, event: Age
     ...(agent.hasSources && { offered: null }),
     ...(agent.structured && { outputState: FRESH_OUTPUT_STATE }),
     ...(agent.guardrails && { guard: guard.NO_GUARD }),
+    // maxHandoffs counts per run.
+    ...(agent.team && { handoffs: 0 }),
     // Each run starts on the first model of a list again.
     ...(agent.models.listed && { models: startModels(agent.models, context.models) }),
   };
@@ -345,7 +348,19 @@ export function emitToolFinished(agent: CompiledAgent, context: AgentContext, ev
 
 export function handOff(agent: CompiledAgent, context: AgentContext, event: AgentEvent): Partial<AgentContext> {
   const { to, results } = handoffOf(agent, context)!;
-  return { agent: to, toolJournal: results };
+  return { agent: to, toolJournal: results, handoffs: (context.handoffs ?? 0) + 1 };
+}
+
+/**
+ * A transfer past `maxHandoffs`: refused (its result says so, the agent that asked keeps the
+ * conversation), the batch's results applied, and the run sealed (`maxHandoffs: …`) like every
+ * other per-run limit, so its conversation is kept.
+ */
+export function refuseHandoff(agent: CompiledAgent, context: AgentContext, event: AgentEvent): Partial<AgentContext> {
+  const { to, results: settled } = handoffOf(agent, context)!;
+  const { results, reason } = refusedHandoff(agent.team!, to.name, settled);
+  const brain = applyToolResults({ ...context, toolJournal: results }, agent.maxCalls);
+  return { brain: feedBrain(brain, { type: 'seal', reason }), operations: closeOperations(context.operations), ...resetBatch(agent, context) };
 }
 
 export function awaitApproval(agent: CompiledAgent, context: AgentContext, event: AgentEvent): Effect[] {

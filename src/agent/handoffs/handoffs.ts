@@ -85,7 +85,29 @@ export interface HandoffsConfig {
   to?: readonly string[] | undefined;
   /** Default `'whole'` (see `HistoryPresentation`). */
   history?: HistoryPresentation | undefined;
+  /**
+   * Handoffs one run may make (a positive integer); the transfer past it is refused and the run
+   * ends `Sealed` with a reason starting `maxHandoffs:`, keeping its conversation as every limit
+   * does. Default `DEFAULT_MAX_HANDOFFS` (10).
+   */
+  maxHandoffs?: number | undefined;
 }
+
+/**
+ * Handoffs per run unless `HandoffsConfig.maxHandoffs` says otherwise. Agents that hand the
+ * conversation round in a cycle (A → B → A …) would otherwise go on until `maxTurns` (200 model
+ * calls by default). 10 is OpenAI Agents JS's default turn limit: a real triage chain hands over
+ * two or three times, so ten leaves room for a few round trips while a cycle stops after about
+ * eleven model calls.
+ *
+ * @example
+ * ```ts
+ * import { DEFAULT_MAX_HANDOFFS } from 'loopchart/schemas';
+ *
+ * console.log(DEFAULT_MAX_HANDOFFS); // 10
+ * ```
+ */
+export const DEFAULT_MAX_HANDOFFS = 10;
 
 /** Which agent has the conversation (absent: the entry agent), and who handed it over. */
 export const ActiveAgentSchema = z.object({ name: z.string(), from: z.string() });
@@ -105,6 +127,8 @@ export interface Speaker {
 
 export interface Team {
   entry: string;
+  /** Handoffs one run may make (see `HandoffsConfig.maxHandoffs`). */
+  maxHandoffs: number;
   speakers: ReadonlyMap<string, Speaker>;
   /** Every tool any agent may call, once each (the driver runs calls from this set). */
   tools: readonly Tool[];
@@ -144,6 +168,8 @@ export function compileTeam(input: {
   const { handoffs } = input;
   if (!handoffs) return null;
   const entry = handoffs.name ?? 'main';
+  const maxHandoffs = handoffs.maxHandoffs ?? DEFAULT_MAX_HANDOFFS;
+  if (!Number.isInteger(maxHandoffs) || maxHandoffs < 1) throw new InvalidConfigError(`handoffs.maxHandoffs must be a positive integer, got ${String(maxHandoffs)}`);
   const agents = [{ name: entry, description: handoffs.description ?? 'the agent the conversation started with', to: handoffs.to ?? handoffs.agents.map((a) => a.name) }, ...handoffs.agents.map((a) => ({ ...a, to: a.handoffs ?? [] }))];
   const byName = new Map<string, (typeof agents)[number]>();
   for (const agent of agents) {
@@ -185,7 +211,24 @@ export function compileTeam(input: {
     if (names.has(tool.name)) throw new InvalidConfigError(`two different tools are named '${tool.name}' in the team: agents may share a tool, not a name`);
     names.set(tool.name, tool);
   }
-  return { entry, speakers, tools: [...all], models };
+  return { entry, maxHandoffs, speakers, tools: [...all], models };
+}
+
+/** Whether the run has made all the handoffs it may (the next transfer is refused). */
+export const handoffLimitReached = (team: Team, handoffs: number | undefined): boolean => (handoffs ?? 0) >= team.maxHandoffs;
+
+/**
+ * The batch's results when its transfer is refused at the limit, and the reason the run is sealed
+ * with: the transfer's own result says it did not happen (the conversation is kept).
+ */
+export function refusedHandoff(team: Team, to: string, results: readonly ToolMessage[]): { results: ToolMessage[]; reason: string } {
+  const limit = team.maxHandoffs;
+  const transfer = results.findIndex((result) => result.toolName === transferToolName(to) && !result.isError);
+  const note = `Not transferred: this run already handed the conversation over ${limit} times (maxHandoffs ${limit}).`;
+  return {
+    results: results.map((result, i) => (i === transfer ? { ...result, content: note, isError: true } : result)),
+    reason: `maxHandoffs: handoff to '${to}' refused, the run already handed the conversation over ${limit} times (limit ${limit})`,
+  };
 }
 
 /** The agent that speaks now. */
