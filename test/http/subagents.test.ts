@@ -74,6 +74,24 @@ describe.each([2, 3] as const)('a subagent %s levels deep', (depth) => {
   });
 });
 
+describe('a page that reloads while a subagent waits', () => {
+  it('reattaching shows the subagent\'s request again and ends; its answer then runs the tool', async () => {
+    const { handler, transfers } = setup(3);
+    const sdk = await loadSdk(6);
+    const user = userMessage('Send 5 through research.');
+    await within(page(sdk, handler, 'team-reload').send([user]), 5000);
+    const reloaded = page(sdk, handler, 'team-reload');
+    const replay = (await within(reloaded.resume(), 5000))!;
+    expect(reloaded.errors).toEqual([]);
+    expect(replay.metadata?.outcome).toBe('waiting');
+    expect(replay.parts.find((p) => p.toolCallId === 'call_1_0/call_1_0/call_1_0')).toMatchObject({ type: 'tool-transfer', state: 'approval-requested' });
+    const after = await within(reloaded.send([user, answered(replay, true)], answered(replay, true)), 5000);
+    expect(transfers).toEqual(['5']);
+    expect(after.metadata?.outcome).toBe('Completed');
+    expect(reloaded.errors).toEqual([]);
+  });
+});
+
 describe('answers for a subagent\'s call', () => {
   it('a forged one (another digest, another run, a call that does not wait, a made-up child) is a 409; nothing stored changes', async () => {
     const { handler, store, transfers } = setup(2);
