@@ -2,7 +2,8 @@ import { and, assign as assignAction, enqueueActions as enqueueAction, sendTo as
 import { feedBrain, stepTypeOf, takeStep } from '../src/agent/core/brain-state.js';
 import type { AgentConfig } from '../src/agent/core/config.js';
 import { compileAgent, markTraced, type CompiledAgent } from '../src/agent/core/compile.js';
-import { afterReply, answerOf, approvalKey, as, batchKey, compactionKey, deadlinePassed, deadlineRun, decisionPolicy, extrasFor, finalCallDue, guardsReply, guardVerdict, handoffOf, modelKey, outputCheckKey, overBudget, overrun, ownModel, pointKey, policyProblem, pruneReport, raiseRefusal, repeated, resetBatch, restoredContext, runnable, toolsetKey, undecided, verdictOf, initialContext, type AgentEvent } from '../src/agent/core/driver-rules.js';
+import { afterReply, answerOf, approvalKey, batchKey, compactionKey, deadlinePassed, deadlineRun, decisionPolicy, extrasFor, finalCallDue, guardsReply, guardVerdict, handoffOf, modelKey, outputCheckKey, overBudget, overrun, ownModel, pointKey, policyProblem, pruneReport, raiseRefusal, repeated, resetBatch, restoredContext, runnable, toolsetKey, undecided, verdictOf, initialContext } from '../src/agent/core/driver-rules.js';
+import { as, type AgentEvent } from '../src/agent/protocol/agent-event.js';
 import { APPROVALS_OPERATION, approvalEventOf, approvalResumeProblem } from '../src/agent/approvals/approval-events.js';
 import { doubtRequests, markedInDoubt } from '../src/agent/in-doubt/in-doubt.js';
 
@@ -42,13 +43,8 @@ import { beginFinalCall } from '../src/agent/structured-output/structured-output
  * the brain. The rules live in `src/agent/core/run-rules.ts`; here every action is one line.
  */
 
-export type { AgentContext, AgentEvent };
-export type { AgentEmitted, AgentInput, AgentOutput } from '../src/agent/protocol/actor-types.js';
-export { outputOf, runInFlight } from '../src/agent/protocol/actor-types.js';
 import { outputOf, runInFlight, type AgentEmitted, type AgentInput, type AgentOutput } from '../src/agent/protocol/actor-types.js';
 import * as act from '../src/agent/core/driver-actions.js';
-export { APPROVALS_OPERATION };
-export { DEFAULT_MAX_TOOL_CALLS_PER_REPLY } from '../src/agent/core/compile.js';
 
 type Args = { context: AgentContext; event: AgentEvent };
 

@@ -12,6 +12,7 @@ export {
   type ChatHandlerSettings,
 } from './http/chat-handler.js';
 export { toNodeListener } from './http/node.js';
-export type { ChatAccessRequest, ChatAction, ChatAuthorization, ChatAuthorizer, ChatKeyMapper } from './http/chat-access.js';
+export type { ChatAction } from './http/route.js';
+export type { ChatAccessRequest, ChatAuthorization, ChatAuthorizer, ChatKeyMapper } from './http/chat-access.js';
 export type { AiSdkVersion, ChatMessageMetadata } from './http/ui-chunks.js';
 export type { LiveStats } from './viewer/sse.js';

@@ -29,18 +29,11 @@ export type {
 } from './schemas.js';
 
 // The agent.
-export {
-  createAgentMachine,
-  APPROVALS_OPERATION,
-  type AgentMachine,
-  type AgentActor,
-  type AgentInput,
-  type AgentOutput,
-  type AgentContext,
-  type AgentEvent,
-  type AgentEmitted,
-  type WithExecutor,
-} from '../machines/agent.machine.js';
+export { createAgentMachine, type AgentMachine, type AgentActor, type WithExecutor } from '../machines/agent.machine.js';
+export { APPROVALS_OPERATION } from './agent/approvals/approval-events.js';
+export { type AgentInput, type AgentOutput, type AgentEmitted } from './agent/protocol/actor-types.js';
+export { type AgentContext } from './agent/core/context.js';
+export { type AgentEvent } from './agent/protocol/agent-event.js';
 export type { AgentConfig } from './agent/core/config.js';
 export type { Compactor, CompactionRequest, CompactionResult } from './compaction/contract.js';
 export type { Approvals, ApprovalEvent } from './agent/approvals/approvals.js';

@@ -22,7 +22,7 @@ export { decisionOrder } from '../machines/loop.machine.js';
 export { describeStep } from './sessions/replay.js';
 export { ExternalEventSchemas, type ExternalEvent } from './agent/protocol/events.js';
 export { TraceEntrySchema, type TraceEntry, type ReadTraceEntry } from './sessions/trace.js';
-export { DEFAULT_MAX_TOOL_CALLS_PER_REPLY } from '../machines/agent.machine.js';
+export { DEFAULT_MAX_TOOL_CALLS_PER_REPLY } from './agent/core/compile.js';
 export { DEFAULT_CANCEL_GRACE_MS, DEFAULT_OPERATION_TIMEOUT_MS } from './agent/operations/operation.js';
 export { DEFAULT_TOOL_POLICY_TIMEOUT_MS, ToolPolicyVerdictSchema } from './agent/approvals/tool-policy.js';
 export { DEFAULT_GUARDRAIL_TIMEOUT_MS, DEFAULT_MAX_GUARDRAIL_FEEDBACK, GuardrailVerdictSchema } from './agent/guardrails/guardrails.js';

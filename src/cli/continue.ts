@@ -1,5 +1,5 @@
-import { runInFlight } from '../../machines/agent.machine.js';
-import type { AgentOutput } from '../../machines/agent.machine.js';
+import { runInFlight } from '../agent/protocol/actor-types.js';
+import type { AgentOutput } from '../agent/protocol/actor-types.js';
 import type { Message } from '../schemas.js';
 import { DurableSession } from '../sessions/durable-session.js';
 import { loadAgentMachine } from './agent.js';

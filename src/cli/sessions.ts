@@ -1,4 +1,6 @@
-import { createAgentMachine, runInFlight, type AgentContext } from '../../machines/agent.machine.js';
+import { createAgentMachine } from '../../machines/agent.machine.js';
+import { runInFlight } from '../agent/protocol/actor-types.js';
+import { type AgentContext } from '../agent/core/context.js';
 import type { Model } from '../model.js';
 import { DurableSession, SessionNotIdleError } from '../sessions/durable-session.js';
 import { decodeRow } from '../sessions/session-row.js';

@@ -1,4 +1,4 @@
-import type { AgentContext } from '../../machines/agent.machine.js';
+import type { AgentContext } from '../agent/core/context.js';
 import type { Message, Outcome } from '../schemas.js';
 import { escapeLine, escapeText } from './escape.js';
 import { cliHint } from './hint.js';

@@ -1,4 +1,5 @@
-import { runInFlight, type AgentContext } from '../../machines/agent.machine.js';
+import { runInFlight } from '../agent/protocol/actor-types.js';
+import { type AgentContext } from '../agent/core/context.js';
 import { digestOf } from '../agent/approvals/approval-binding.js';
 import { pendingCalls } from '../agent/core/brain-state.js';
 import { innerKey, serviceKey } from '../agent/protocol/keys.js';

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { sessionIdProblem } from '../stores/step.js';
-import { subagentSessionProblem } from './route.js';
+import { subagentSessionProblem, type ChatAction } from './route.js';
 
 /**
  * Who may do what with which chat: the handler's `authorize` and `chatKey` callbacks, called
@@ -8,18 +8,6 @@ import { subagentSessionProblem } from './route.js';
  * failure is a refusal: an answer that is neither allow nor deny, a throw (a getter that throws
  * included) and a timeout all deny.
  */
-
-/**
- * What a request does to a chat: `read` its `/messages`, reattach to its `/stream`, `post` a
- * message, `cancel` its run, `approve` (answer approvals, approved or denied).
- *
- * @example
- * ```ts
- * import type { ChatAction } from 'loopchart/http';
- * const changes = (action: ChatAction) => action !== 'read' && action !== 'stream';
- * ```
- */
-export type ChatAction = 'read' | 'stream' | 'post' | 'cancel' | 'approve';
 
 /**
  * What `authorize` is asked: the request (its headers and URL; a POST's body has been read), the

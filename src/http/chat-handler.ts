@@ -1,5 +1,7 @@
 import { z } from 'zod';
-import { runInFlight, type AgentActor, type AgentContext, type AgentEmitted, type AgentMachine } from '../../machines/agent.machine.js';
+import { type AgentActor, type AgentMachine } from '../../machines/agent.machine.js';
+import { runInFlight, type AgentEmitted } from '../agent/protocol/actor-types.js';
+import { type AgentContext } from '../agent/core/context.js';
 import { LoopchartError } from '../errors.js';
 import { DurableSession } from '../sessions/durable-session.js';
 import { ApprovalRefusedError, decideStored } from '../sessions/stored-decision.js';
@@ -7,7 +9,8 @@ import { decodeRow } from '../sessions/session-row.js';
 import type { SessionStore } from '../stores/session-store.js';
 import { LiveLimitsSchema, type LiveStats, type SseStream } from '../viewer/sse.js';
 import { checkAnswers, type ContextOf } from './answers.js';
-import { ChatAccess, type ChatAction, type ChatAuthorizer, type ChatKeyMapper } from './chat-access.js';
+import { ChatAccess, type ChatAuthorizer, type ChatKeyMapper } from './chat-access.js';
+import type { ChatAction } from './route.js';
 import { ChatRun } from './chat-run.js';
 import { AllowedOriginSchema, contentTypeProblem, crossSiteProblem } from './cross-site.js';
 import { FetchSink } from './fetch-sink.js';

@@ -1,4 +1,4 @@
-import type { AgentEmitted, AgentOutput } from '../../machines/agent.machine.js';
+import type { AgentEmitted, AgentOutput } from '../agent/protocol/actor-types.js';
 import { sseEvent, SseStream, type LiveLimits } from '../viewer/sse.js';
 import type { RunChunker, UIChunk } from './ui-chunks.js';
 

@@ -1,5 +1,16 @@
 import { sessionIdProblem } from '../stores/step.js';
-import type { ChatAction } from './chat-access.js';
+
+/**
+ * What a request does to a chat: `read` its `/messages`, reattach to its `/stream`, `post` a
+ * message, `cancel` its run, `approve` (answer approvals, approved or denied).
+ *
+ * @example
+ * ```ts
+ * import type { ChatAction } from 'loopchart/http';
+ * const changes = (action: ChatAction) => action !== 'read' && action !== 'stream';
+ * ```
+ */
+export type ChatAction = 'read' | 'stream' | 'post' | 'cancel' | 'approve';
 
 /**
  * Which chat a request is for and what it does, from the method and the URL's path alone (never

@@ -1,5 +1,7 @@
 import type { AnyActorRef, Subscription } from 'xstate';
-import type { AgentActor, AgentContext, AgentEmitted } from '../../machines/agent.machine.js';
+import type { AgentActor } from '../../machines/agent.machine.js';
+import type { AgentContext } from '../agent/core/context.js';
+import type { AgentEmitted } from '../agent/protocol/actor-types.js';
 import { waitsForSomeone } from './waiting.js';
 
 /**

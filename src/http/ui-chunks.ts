@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import type { AgentEmitted, AgentOutput } from '../../machines/agent.machine.js';
+import type { AgentEmitted, AgentOutput } from '../agent/protocol/actor-types.js';
 import type { ApprovalRequest } from '../agent/approvals/approval-binding.js';
 import type { Message, ToolCall, ToolMessage } from '../schemas.js';
 

@@ -1,4 +1,4 @@
-import { runInFlight, type AgentOutput } from '../../machines/agent.machine.js';
+import { runInFlight, type AgentOutput } from '../agent/protocol/actor-types.js';
 import type { ApprovalRequest } from '../agent/approvals/approval-binding.js';
 import { DurableSession } from '../sessions/durable-session.js';
 import { ApprovalRefusedError, type Verdict } from '../sessions/stored-decision.js';

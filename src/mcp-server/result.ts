@@ -1,6 +1,6 @@
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
-import type { AgentOutput } from '../../machines/agent.machine.js';
+import type { AgentOutput } from '../agent/protocol/actor-types.js';
 import type { ServedAgent } from './agents.js';
 import type { CallEnd } from './call.js';
 

@@ -1,5 +1,5 @@
 import type * as restate from '@restatedev/restate-sdk';
-import type { AgentContext } from '../../machines/agent.machine.js';
+import type { AgentContext } from '../agent/core/context.js';
 import type { Message } from '../schemas.js';
 import { EMPTY_LOG, logEffect } from '../sessions/log-delta.js';
 import { logOf, type MessageLog } from '../brain/message-log.js';

@@ -1,6 +1,8 @@
 import * as restate from '@restatedev/restate-sdk';
 import { createActor } from 'xstate';
-import { runInFlight, type AgentContext, type AgentMachine, type AgentEmitted } from '../../machines/agent.machine.js';
+import { type AgentMachine } from '../../machines/agent.machine.js';
+import { runInFlight, type AgentEmitted } from '../agent/protocol/actor-types.js';
+import { type AgentContext } from '../agent/core/context.js';
 import { logOf } from '../brain/message-log.js';
 import { externalEventProblem, type ExternalEvent } from '../agent/protocol/events.js';
 import { LoopchartError } from '../errors.js';

@@ -1,5 +1,6 @@
 import * as restate from '@restatedev/restate-sdk';
-import { runInFlight, type AgentContext } from '../../machines/agent.machine.js';
+import { runInFlight } from '../agent/protocol/actor-types.js';
+import { type AgentContext } from '../agent/core/context.js';
 import { feedBrain } from '../agent/core/brain-state.js';
 import { closeOperations } from '../agent/operations/operation-rules.js';
 import { finishBrain, overruleOutcome } from '../agent/core/run-rules.js';

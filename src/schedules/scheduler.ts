@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import { z } from 'zod';
-import { runInFlight, type AgentMachine } from '../../machines/agent.machine.js';
+import { type AgentMachine } from '../../machines/agent.machine.js';
+import { runInFlight } from '../agent/protocol/actor-types.js';
 import { LoopchartError } from '../errors.js';
 import { thrownMessage } from '../read-answer.js';
 import { DurableSession } from '../sessions/durable-session.js';

@@ -1,13 +1,8 @@
 import { createActor, type AnyActorRef, type InspectionEvent, type Observer } from 'xstate';
-import {
-  outputOf,
-  runInFlight,
-  type AgentActor,
-  type AgentContext,
-  type AgentEvent,
-  type AgentMachine,
-  type AgentOutput,
-} from '../../machines/agent.machine.js';
+import { type AgentActor, type AgentMachine } from '../../machines/agent.machine.js';
+import { outputOf, runInFlight, type AgentOutput } from '../agent/protocol/actor-types.js';
+import { type AgentContext } from '../agent/core/context.js';
+import { type AgentEvent } from '../agent/protocol/agent-event.js';
 import type { Executor, SideEffect, SideEffectOutputs } from '../agent/protocol/executor.js';
 import { keyOf, parseKey, serviceKey, turnOf } from '../agent/protocol/keys.js';
 import { markerBatch } from '../agent/in-doubt/in-doubt.js';

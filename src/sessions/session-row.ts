@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { fieldsOf, logOf } from '../brain/message-log.js';
-import type { AgentContext } from '../../machines/agent.machine.js';
+import type { AgentContext } from '../agent/core/context.js';
 import { NO_APPROVALS } from '../agent/approvals/approvals.js';
 import { NO_OPERATIONS } from '../agent/operations/operation-state.js';
 import { AgentContextSchema } from '../agent/core/context.js';

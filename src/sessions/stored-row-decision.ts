@@ -1,4 +1,4 @@
-import type { AgentContext } from '../../machines/agent.machine.js';
+import type { AgentContext } from '../agent/core/context.js';
 import { serviceKey } from '../agent/protocol/keys.js';
 import { SessionBusyError, SessionNotFoundError } from '../stores/errors.js';
 import type { SessionStore } from '../stores/session-store.js';

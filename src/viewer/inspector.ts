@@ -1,5 +1,5 @@
 import { createServer } from 'node:http';
-import { runInFlight } from '../../machines/agent.machine.js';
+import { runInFlight } from '../agent/protocol/actor-types.js';
 import type { AgentContext } from '../agent/core/context.js';
 import type { AddressInfo } from 'node:net';
 import type { AnyStateMachine, InspectionEvent } from 'xstate';

@@ -1,4 +1,4 @@
-import { runInFlight } from '../../machines/agent.machine.js';
+import { runInFlight } from '../agent/protocol/actor-types.js';
 import { LoopchartError } from '../errors.js';
 import type { Outcome } from '../schemas.js';
 import { decodeRow } from '../sessions/session-row.js';

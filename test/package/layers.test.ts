@@ -11,7 +11,7 @@ import { describe, expect, it } from 'vitest';
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 
 /** The files every layer may use: the data shapes, typed errors and the model contract. */
-const FOUNDATION = new Set(['src/errors.ts', 'src/schemas.ts', 'src/model.ts', 'src/tokens.ts', 'src/json-value.ts', 'src/object-slot.ts']);
+const FOUNDATION = new Set(['src/errors.ts', 'src/missing-package.ts', 'src/schemas.ts', 'src/model.ts', 'src/tokens.ts', 'src/json-value.ts', 'src/object-slot.ts', 'src/read-answer.ts']);
 
 /** Layers from the bottom up; a file may import its own layer or any layer with a lower rank. */
 const RANKS = new Map<string, number>([
@@ -84,6 +84,39 @@ describe('layers', () => {
         .map((target) => `${file} → ${target}`),
     );
     expect(upward).toEqual([]);
+  });
+
+  it('no import cycle in src/ and machines/, type imports included: each file can be read before the files that use it', () => {
+    const graph = new Map(library.map((file) => [file, importsOf(file).filter((target) => target !== file)]));
+    // Tarjan's strongly connected components: a component of more than one file is a cycle.
+    const index = new Map<string, number>();
+    const low = new Map<string, number>();
+    const stack: string[] = [];
+    const onStack = new Set<string>();
+    const cycles: string[] = [];
+    const visit = (file: string) => {
+      index.set(file, index.size);
+      low.set(file, index.get(file)!);
+      stack.push(file);
+      onStack.add(file);
+      for (const target of graph.get(file) ?? []) {
+        if (!graph.has(target)) continue;
+        if (!index.has(target)) {
+          visit(target);
+          low.set(file, Math.min(low.get(file)!, low.get(target)!));
+        } else if (onStack.has(target)) low.set(file, Math.min(low.get(file)!, index.get(target)!));
+      }
+      if (low.get(file) !== index.get(file)) return;
+      const component: string[] = [];
+      for (let member = stack.pop()!; ; member = stack.pop()!) {
+        onStack.delete(member);
+        component.push(member);
+        if (member === file) break;
+      }
+      if (component.length > 1) cycles.push(component.sort().join(' ↔ '));
+    };
+    for (const file of library) if (!index.has(file)) visit(file);
+    expect(cycles).toEqual([]);
   });
 
   it('the library never imports its examples or tests', () => {

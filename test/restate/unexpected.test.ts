@@ -6,7 +6,8 @@
 import { describe, expect, it } from 'vitest';
 import { createActor, waitFor } from 'xstate';
 import { z } from 'zod';
-import { createAgentMachine, runInFlight } from '../../machines/agent.machine.js';
+import { createAgentMachine } from '../../machines/agent.machine.js';
+import { runInFlight } from '../../src/agent/protocol/actor-types.js';
 import { scriptedModel } from '../../src/models/scripted.js';
 import { failedRun, UNEXPECTED_ERROR_TYPE } from '../../src/restate/unexpected.js';
 import { decodeRow, encodeRow } from '../../src/sessions/session-row.js';

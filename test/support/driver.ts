@@ -1,4 +1,4 @@
-import { outputOf } from '../../machines/agent.machine.js';
+import { outputOf } from '../../src/agent/protocol/actor-types.js';
 /**
  * Helpers for the driver's end-to-end tests (machines/agent.machine.ts): running an actor to its
  * end, waiting for states, recording models, gated tools, and the provider-validity check shared
@@ -6,7 +6,8 @@ import { outputOf } from '../../machines/agent.machine.js';
  */
 import { waitFor, type InspectionEvent } from 'xstate';
 import { z } from 'zod';
-import type { AgentActor, AgentOutput } from '../../machines/agent.machine.js';
+import type { AgentActor } from '../../machines/agent.machine.js';
+import type { AgentOutput } from '../../src/agent/protocol/actor-types.js';
 import type { Model, ModelReply, ModelRequest } from '../../src/model.js';
 import type { Message, ToolMessage } from '../../src/schemas.js';
 import { defineTool, type Tool } from '../../src/tools/define-tool.js';

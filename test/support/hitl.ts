@@ -5,7 +5,8 @@
  */
 import { waitFor } from 'xstate';
 import { z } from 'zod';
-import type { AgentActor, AgentEmitted } from '../../machines/agent.machine.js';
+import type { AgentActor } from '../../machines/agent.machine.js';
+import type { AgentEmitted } from '../../src/agent/protocol/actor-types.js';
 import type { Model, ModelReply, ModelRequest } from '../../src/model.js';
 import type { Message, ToolCall, ToolMessage } from '../../src/schemas.js';
 import { defineTool, type ApprovalContext, type Tool } from '../../src/tools/define-tool.js';

@@ -12,7 +12,8 @@
  */
 import { createActor, waitFor } from 'xstate';
 import { z } from 'zod';
-import { createAgentMachine, type AgentEmitted, type AgentOutput } from '../../machines/agent.machine.js';
+import { createAgentMachine } from '../../machines/agent.machine.js';
+import { type AgentEmitted, type AgentOutput } from '../../src/agent/protocol/actor-types.js';
 import type { CompactionResult, Compactor } from '../../src/compaction/contract.js';
 import { pruneToolResults } from '../../src/compaction/prune.js';
 import { summarizingCompactor } from '../../src/compaction/summarize.js';

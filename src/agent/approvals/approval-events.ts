@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import type { ApprovalEvent } from './approvals.js';
 import { ExternalEventSchemas } from '../protocol/events.js';
-import type { AgentEvent } from '../core/driver-rules.js';
+import type { AgentEvent } from '../protocol/agent-event.js';
 
 /**
  * The built-in approvals, as an operation: its decisions arrive as `approve` / `deny`, or as

@@ -1,5 +1,6 @@
 import { feedBrain, type BrainState } from '../core/brain-state.js';
-import { contextFor, type Slices } from '../core/io.js';
+import { contextFor } from '../operations/operation-context.js';
+import type { Slices } from '../protocol/io-protocol.js';
 import { messageOf, type OperationPlan } from '../operations/operation-rules.js';
 import { OperationError, type InterruptedStep } from '../operations/operation.js';
 import type { OperationsState } from '../operations/operation-state.js';

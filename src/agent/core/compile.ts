@@ -15,7 +15,7 @@ import { composeExecutors, executorVersionProblem, inProcessExecutor, type Execu
 import { modelList, type ModelList } from '../fallback/fallback.js';
 import { planGuardrails, type GuardrailPlan } from '../guardrails/guardrails.js';
 import { compileTeam, type Team } from '../handoffs/handoffs.js';
-import type { IoDeps } from './io.js';
+import type { IoDeps } from '../protocol/io-protocol.js';
 import type { Operation, OperationError } from '../operations/operation.js';
 import { planOperations, type OperationPlan } from '../operations/operation-rules.js';
 import { PruningSchema, pruneLineProblem, type Pruning } from './pruning.js';

@@ -6,7 +6,8 @@
 import { conversationOf, feedBrain, firstPending, pendingCalls } from './brain-state.js';
 
 import { type CompiledAgent } from './compile.js';
-import { afterReply, answerOf, deadlinePassed, approvalKey, as, batchKey, compactionKey, conversation, extrasFor, guardVerdict, handoffOf, modelKey, offeredTools, overBudget, overrun, ownModel, ownOffered, policyProblem, repeated, replyApplied, resetBatch, runnable, speakerView, stopRun, toolsetKey, undecided, verdictOf, type AgentEvent } from './driver-rules.js';
+import { afterReply, answerOf, deadlinePassed, approvalKey, batchKey, compactionKey, conversation, extrasFor, guardVerdict, handoffOf, modelKey, offeredTools, overBudget, overrun, ownModel, ownOffered, policyProblem, repeated, replyApplied, resetBatch, runnable, speakerView, stopRun, toolsetKey, undecided, verdictOf } from './driver-rules.js';
+import { as, type AgentEvent } from '../protocol/agent-event.js';
 import { APPROVALS_OPERATION, approvalEventOf } from '../approvals/approval-events.js';
 import { decisionFor, deniedResult, takeDecision } from '../approvals/approvals.js';
 import { requestFor } from '../approvals/approval-binding.js';
@@ -26,7 +27,7 @@ import { repetitionNote, type RepetitionVerdict } from '../repetition/repetition
 import { deliveryIds, nextAttempt } from '../protocol/delivery.js';
 import { refusedHandoff } from '../handoffs/handoffs.js';
 import { externalEventProblem } from '../protocol/events.js';
-import { type IoRequest } from './io.js';
+import type { IoRequest } from '../protocol/io-protocol.js';
 
 import { applyPolicyVerdicts } from '../approvals/tool-policy.js';
 import * as guard from '../guardrails/guardrails.js';

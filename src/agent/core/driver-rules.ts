@@ -17,12 +17,12 @@ import type { AgentInput } from '../protocol/actor-types.js';
 import { checkedPolicy } from './compile.js';
 import { parseHistory } from '../../brain/history.js';
 import { logOf, type MessageLog } from '../../brain/message-log.js';
-import type { ExternalEvent } from '../protocol/events.js';
 import { activeModelProblem, bookUsage, totalCost } from '../fallback/fallback.js';
 import * as guard from '../guardrails/guardrails.js';
 import { activeAgentProblem, presentHistory, settleHandoff, speakerOf } from '../handoffs/handoffs.js';
 import { isInDoubt, restoredDoubt } from '../in-doubt/in-doubt.js';
-import { promptParts, type IoEvent } from './io.js';
+import { promptParts } from '../operations/operation-context.js';
+import { as, type AgentEvent } from '../protocol/agent-event.js';
 import { keyOf, serviceKey, turnAt } from '../protocol/keys.js';
 import { checkStoredOperations, openPoint, resumeVerdict, type ResumeVerdict } from '../operations/operation-rules.js';
 import type { OperationHook } from '../operations/operation-state.js';
@@ -32,13 +32,7 @@ import { repetitionVerdict, type RepetitionVerdict } from '../repetition/repetit
 import { systemTokens } from './request-size.js';
 import { applyReply, asUserMessage, batchResults, brainPolicy, interruptBatch, overruleOutcome } from './run-rules.js';
 import { finalCallPolicy, finalCallReason, judgeAnswer, settleAnswer, type AnswerStep } from '../structured-output/structured-output.js';
-import type { TelemetryEvent } from '../tracing/trace-marks.js';
 
-/** Every event the agent actor takes: from outside, from its IO actor, from its tracing. */
-export type AgentEvent = ExternalEvent | IoEvent | TelemetryEvent;
-
-/** The event as its type says it is: for actions behind a guard that checked it. */
-export const as = <T extends AgentEvent['type']>(event: AgentEvent, _type: T) => event as Extract<AgentEvent, { type: T }>;
 
 /**
  * The brain of a run stopped mid-step: calls without a result interrupted, then cancelled or

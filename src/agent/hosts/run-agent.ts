@@ -1,5 +1,6 @@
 import { createActor, type InspectionEvent } from 'xstate';
-import { createAgentMachine, type AgentActor, type AgentEmitted, type AgentOutput } from '../../../machines/agent.machine.js';
+import { createAgentMachine, type AgentActor } from '../../../machines/agent.machine.js';
+import { type AgentEmitted, type AgentOutput } from '../protocol/actor-types.js';
 import type { AgentConfig } from '../core/config.js';
 import { LoopchartError, RunFailedError } from '../../errors.js';
 import type { Usage } from '../../model.js';

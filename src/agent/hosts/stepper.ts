@@ -1,5 +1,7 @@
 import { createActor, type Snapshot } from 'xstate';
-import type { AgentEvent, AgentInput, AgentMachine } from '../../../machines/agent.machine.js';
+import type { AgentMachine } from '../../../machines/agent.machine.js';
+import type { AgentEvent } from '../protocol/agent-event.js';
+import type { AgentInput } from '../protocol/actor-types.js';
 import { LoopchartError } from '../../errors.js';
 import type { Executor, SideEffect } from '../protocol/executor.js';
 import type { IoEvent } from '../core/io.js';

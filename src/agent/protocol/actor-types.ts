@@ -7,7 +7,6 @@ import type { BrainState } from '../core/brain-state.js';
 import { logOf } from '../../brain/message-log.js';
 import type { BudgetKind } from '../budget/budget.js';
 import type { AgentContext } from '../core/context.js';
-import type { AgentEvent } from '../core/driver-rules.js';
 import type { DeliveryId } from './delivery.js';
 import type { AgentOutcome } from './failure.js';
 import type { FallbackCause, ModelUsage } from '../fallback/fallback.js';
@@ -40,7 +39,6 @@ export interface AgentOutput {
   usageByModel?: (ModelUsage & { costUsd?: number | undefined })[] | undefined;
 }
 
-export type { AgentEvent };
 
 /** Events a client may show carry a `DeliveryId` (see there): a repeat after a reconnect or a crash has the same id. */
 export type AgentEmitted =
@@ -99,3 +97,11 @@ export function outputOf(context: AgentContext): AgentOutput | null {
 export const runInFlight = (brain: BrainState): boolean =>
   brain.value !== 'Terminal' && (brain.value !== 'Start' || logOf(brain.context).pendingLength > 0);
 
+/** What a running child tells its parent's chart. */
+export type SubagentReport =
+  /** The child (or one of its own children) waits for a human: calls with ids as the child knows them. */
+  | { type: 'approval.requested'; calls: readonly ToolCall[]; requests: readonly ApprovalRequest[] }
+  /** The child (or one of its own) refused a decision the parent routed down: the id as the child knows it. */
+  | { type: 'approval.refused'; refused: Extract<AgentEmitted, { type: 'approval.refused' }> }
+  /** The child's run ended: its usage joins the parent's run, once per child session. */
+  | { type: 'usage'; childId: string; usage: Usage };

@@ -140,6 +140,12 @@ export function executorVersionProblem(executor: Executor): string | null {
  */
 export const inProcessExecutor: Executor = (_effect, perform) => perform();
 
+/** What a host may change of an agent's machine: its executor and its clock (see `WithExecutor`). */
+export interface Rewirable<Self> {
+  withExecutor(wrap: (inner: Executor) => Executor): Self;
+  withClock(clock: () => number): Self;
+}
+
 /**
  * Wraps an executor: `wrap(inner)` sees every effect first and passes it on (or not).
  * The outermost wrapper is applied last: `composeExecutors(durable, traced)` traces around

@@ -11,7 +11,7 @@ import type { Executor, SideEffect, SideEffectKind, SideEffectOutputs } from './
 import type { OperationHook } from '../operations/operation-state.js';
 import type { OperationOutput, OperationPlan } from '../operations/operation-rules.js';
 import type { DoubtState } from '../in-doubt/in-doubt.js';
-import type { SubagentReport } from '../subagents/subagent-scope.js';
+import type { SubagentReport } from './actor-types.js';
 import type { GuardrailPlan, GuardrailStage, GuardrailVerdict } from '../guardrails/guardrails.js';
 import type { ToolPolicyPlan, ToolPolicyVerdict } from '../approvals/tool-policy.js';
 

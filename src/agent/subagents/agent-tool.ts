@@ -1,10 +1,12 @@
 import { createActor } from 'xstate';
 import { z } from 'zod';
-import type { AgentMachine, AgentOutput } from '../../../machines/agent.machine.js';
+import type { AgentMachine } from '../../../machines/agent.machine.js';
+import type { AgentOutput } from '../protocol/actor-types.js';
 import { defineTool, type Tool, type ToolContext } from '../../tools/define-tool.js';
 import { checkDepth, childResult, childSessionId, DEFAULT_MAX_SUBAGENT_DEPTH } from './subagents.js';
 import { InvalidConfigError } from '../../errors.js';
-import { currentScope, isParentStopped, markAgentTool, markDepth, stopActor, type ChildHandle, type ChildSession, type RunScope, type SubagentReport } from './subagent-scope.js';
+import { currentScope, isParentStopped, markAgentTool, markDepth, stopActor, type ChildHandle, type ChildSession, type RunScope } from './subagent-scope.js';
+import type { SubagentReport } from '../protocol/actor-types.js';
 
 /** The default input of an agent tool: the task, in words. */
 const TaskInput = z.object({ task: z.string().min(1).describe('What the agent should do, with everything it needs to know') });

@@ -1,9 +1,8 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import type { AnyActorRef } from 'xstate';
-import type { AgentMachine } from '../../../machines/agent.machine.js';
-import type { ToolCall, Usage } from '../../schemas.js';
-import type { ApprovalRequest } from '../approvals/approval-binding.js';
-import type { AgentEmitted } from '../protocol/actor-types.js';
+import type { Usage } from '../../schemas.js';
+import type { SubagentReport } from '../protocol/actor-types.js';
+import type { Rewirable } from '../protocol/executor.js';
 
 /**
  * Where a tool call runs, for an agent tool: its parent run (session, call, actor), a line back
@@ -11,15 +10,6 @@ import type { AgentEmitted } from '../protocol/actor-types.js';
  * travels with the call's async work (the executor seam hands effects over as `perform()`
  * alone), so an executor in between (tracing, Restate) needs to know nothing of it.
  */
-
-/** What a running child tells its parent's chart. */
-export type SubagentReport =
-  /** The child (or one of its own children) waits for a human: calls with ids as the child knows them. */
-  | { type: 'approval.requested'; calls: readonly ToolCall[]; requests: readonly ApprovalRequest[] }
-  /** The child (or one of its own) refused a decision the parent routed down: the id as the child knows it. */
-  | { type: 'approval.refused'; refused: Extract<AgentEmitted, { type: 'approval.refused' }> }
-  /** The child's run ended: its usage joins the parent's run, once per child session. */
-  | { type: 'usage'; childId: string; usage: Usage };
 
 /** A running child, as its parent's IO routes decisions and steering to it. */
 export interface ChildHandle {
@@ -52,14 +42,14 @@ export interface RunScope {
   /** The call's running child, for what the parent routes to it; returns the release. */
   adopt(child: ChildHandle): () => void;
   /** Under a durable session: opens (or reopens) the child's session on the same store. */
-  readonly open?: (options: OpenChildOptions) => Promise<ChildSession>;
+  readonly open?: ((options: OpenChildOptions) => Promise<ChildSession>) | undefined;
   /** Whether the call's tool is an agent tool (`agentTool`): a host that journals steps runs it unwrapped. */
-  readonly runsAgent?: boolean;
+  readonly runsAgent?: boolean | undefined;
   /**
    * Under a host that journals the child's steps in the parent's own run (Restate, see
    * restate/steps.ts): the child's machine as that host runs it (its executor and clock).
    */
-  readonly journal?: (machine: AgentMachine) => AgentMachine;
+  readonly journal?: (<M extends Rewirable<M>>(machine: M) => M) | undefined;
   /** How deep in the tree of agents the calling agent runs: 0 for a top-level run, 1 for its child... */
   readonly depth: number;
 }
@@ -108,7 +98,7 @@ export function extendScope<T>(extra: Partial<RunScope>, work: () => T): T {
  * the parent's chart did not spawn, so such an actor is stopped the way its parent would stop it.
  */
 export function stopActor(actor: { stop(): unknown }): void {
-  const child = actor as { _parent?: unknown; _stop?: () => unknown };
+  const child = actor as { _parent?: unknown; _stop?: (() => unknown) | undefined };
   if (child._parent && typeof child._stop === 'function') child._stop();
   else actor.stop();
 }

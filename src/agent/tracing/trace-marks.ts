@@ -4,6 +4,7 @@ import { pendingCalls } from '../core/brain-state.js';
 import type { AgentContext } from '../core/context.js';
 import type { ToolCall } from '../../schemas.js';
 import { runKeyOf as runPrefix } from '../protocol/keys.js';
+import type { TelemetryEvent } from '../protocol/agent-event.js';
 
 /**
  * The points of a run only the chart sees, as one action (`trace`) with the point as its
@@ -12,8 +13,6 @@ import { runKeyOf as runPrefix } from '../protocol/keys.js';
  */
 export type TraceMark = 'run.started' | 'run.resumed' | 'run.finished' | 'prune' | 'approval.requested' | 'approval.decided' | 'model.retry' | 'model.fallback';
 
-/** Tells the chart the trace context of a run it started, to store with the session. */
-export type TelemetryEvent = { type: 'telemetry.traced'; runIndex: number; traceparent: string };
 
 // Trusted by identity, as IO events are: only this module makes them.
 const made = new WeakSet<object>();

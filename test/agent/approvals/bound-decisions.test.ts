@@ -5,7 +5,8 @@
  */
 import { describe, expect, it } from 'vitest';
 import { createActor } from 'xstate';
-import { createAgentMachine, type AgentEmitted } from '../../../machines/agent.machine.js';
+import { createAgentMachine } from '../../../machines/agent.machine.js';
+import { type AgentEmitted } from '../../../src/agent/protocol/actor-types.js';
 import type { ApprovalRequest } from '../../../src/agent/approvals/approval-binding.js';
 import { scriptedModel } from '../../../src/models/scripted.js';
 import { DurableSession } from '../../../src/sessions/durable-session.js';

@@ -6,7 +6,8 @@
  */
 import { describe, expect, it } from 'vitest';
 import { createActor, waitFor } from 'xstate';
-import { createAgentMachine, type AgentEmitted } from '../../../machines/agent.machine.js';
+import { createAgentMachine } from '../../../machines/agent.machine.js';
+import { type AgentEmitted } from '../../../src/agent/protocol/actor-types.js';
 import { InvalidConfigError } from '../../../src/errors.js';
 import { DEFAULT_USAGE_LIMIT_MAX_WAIT_MS, limitLifted, limitedUntil, resumeDelay, usageLimitRule, usageLimitWait } from '../../../src/agent/budget/usage-limit.js';
 import { ModelError } from '../../../src/model.js';

@@ -1,7 +1,8 @@
 /** cancel and seal during a run: in-flight IO aborted, history coherent and provider-valid afterwards. */
 import { describe, expect, it, vi } from 'vitest';
 import { createActor } from 'xstate';
-import { createAgentMachine, type AgentOutput } from '../../../machines/agent.machine.js';
+import { createAgentMachine } from '../../../machines/agent.machine.js';
+import { type AgentOutput } from '../../../src/agent/protocol/actor-types.js';
 import { scriptedModel } from '../../../src/models/scripted.js';
 import type { Message, ToolMessage } from '../../../src/schemas.js';
 import { INTERRUPTED_CONTENT } from '../../../src/tools/run-tools.js';

@@ -1,7 +1,8 @@
 /** Threshold and emergency compaction through the compactor service, the deferred latch, stalls. */
 import { describe, expect, it } from 'vitest';
 import { createActor } from 'xstate';
-import { createAgentMachine, type AgentActor, type AgentEmitted } from '../../../machines/agent.machine.js';
+import { createAgentMachine, type AgentActor } from '../../../machines/agent.machine.js';
+import { type AgentEmitted } from '../../../src/agent/protocol/actor-types.js';
 import type { CompactionRequest, CompactionResult, Compactor } from '../../../src/compaction/contract.js';
 import type { Model } from '../../../src/model.js';
 import { scriptedModel, type ScriptEntry } from '../../../src/models/scripted.js';

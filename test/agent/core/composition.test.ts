@@ -2,7 +2,8 @@
 import { describe, expect, it } from 'vitest';
 import { assign, createActor, sendTo, setup, waitFor, type AnyActorRef, type InspectionEvent } from 'xstate';
 import { z } from 'zod';
-import { createAgentMachine, type AgentOutput } from '../../../machines/agent.machine.js';
+import { createAgentMachine } from '../../../machines/agent.machine.js';
+import { type AgentOutput } from '../../../src/agent/protocol/actor-types.js';
 import type { Operation } from '../../../src/agent/operations/operation.js';
 import { summarizingInspector } from '../../../src/inspect.js';
 import { scriptedModel } from '../../../src/models/scripted.js';

@@ -6,7 +6,8 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { createActor, type Snapshot } from 'xstate';
 import { z } from 'zod';
-import { createAgentMachine, type AgentOutput } from '../../../machines/agent.machine.js';
+import { createAgentMachine } from '../../../machines/agent.machine.js';
+import { type AgentOutput } from '../../../src/agent/protocol/actor-types.js';
 import { scriptedModel } from '../../../src/models/scripted.js';
 import type { Message } from '../../../src/schemas.js';
 import { defineTool } from '../../../src/tools/define-tool.js';

@@ -6,7 +6,8 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { createActor, toPromise } from 'xstate';
-import { createAgentMachine, type AgentOutput } from '../../../machines/agent.machine.js';
+import { createAgentMachine } from '../../../machines/agent.machine.js';
+import { type AgentOutput } from '../../../src/agent/protocol/actor-types.js';
 import { AgentStepper } from '../../../src/agent/hosts/stepper.js';
 import { calibrated, requestTokens } from '../../../src/agent/core/request-size.js';
 import { MAX_COMPACTION_PASSES } from '../../../src/agent/core/run-rules.js';

@@ -1,4 +1,4 @@
-import { outputOf } from '../../../machines/agent.machine.js';
+import { outputOf } from '../../../src/agent/protocol/actor-types.js';
 /**
  * Bad input from outside (a service's output, an event's payload) must end the run with a clear
  * outcome or be refused, never kill the actor: a dead session actor loses its conversation.

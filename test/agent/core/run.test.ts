@@ -2,7 +2,8 @@
 import { describe, expect, it } from 'vitest';
 import { createActor } from 'xstate';
 import { z } from 'zod';
-import { createAgentMachine, type AgentEmitted } from '../../../machines/agent.machine.js';
+import { createAgentMachine } from '../../../machines/agent.machine.js';
+import { type AgentEmitted } from '../../../src/agent/protocol/actor-types.js';
 import { scriptedModel } from '../../../src/models/scripted.js';
 import type { Message, ToolMessage } from '../../../src/schemas.js';
 import { defineTool } from '../../../src/tools/define-tool.js';

@@ -1,8 +1,9 @@
-import { outputOf } from '../../../machines/agent.machine.js';
+import { outputOf } from '../../../src/agent/protocol/actor-types.js';
 /** A long-lived session actor: idle between runs, each `input` starts a run over the committed history. */
 import { describe, expect, it } from 'vitest';
 import { createActor } from 'xstate';
-import { createAgentMachine, type AgentEmitted } from '../../../machines/agent.machine.js';
+import { createAgentMachine } from '../../../machines/agent.machine.js';
+import { type AgentEmitted } from '../../../src/agent/protocol/actor-types.js';
 import { scriptedModel } from '../../../src/models/scripted.js';
 import type { Message } from '../../../src/schemas.js';
 import { echoTool, providerValid, recording, runInSession } from '../../support/driver.js';

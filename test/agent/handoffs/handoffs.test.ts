@@ -9,7 +9,8 @@ import { join } from 'node:path';
 import { createActor, type InspectionEvent } from 'xstate';
 import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { createAgentMachine, type AgentOutput } from '../../../machines/agent.machine.js';
+import { createAgentMachine } from '../../../machines/agent.machine.js';
+import { type AgentOutput } from '../../../src/agent/protocol/actor-types.js';
 import type { AgentConfig } from '../../../src/agent/core/config.js';
 import {
   activeAgentProblem,

@@ -7,7 +7,8 @@
  */
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { createAgentMachine, type AgentEmitted } from '../../../machines/agent.machine.js';
+import { createAgentMachine } from '../../../machines/agent.machine.js';
+import { type AgentEmitted } from '../../../src/agent/protocol/actor-types.js';
 import { callDigest } from '../../../src/agent/approvals/approval-binding.js';
 import { inDoubtPolicy, restoredDoubt, startKeys, takeDoubtDecision, NO_DOUBT, type DoubtState } from '../../../src/agent/in-doubt/in-doubt.js';
 import { InvalidFeedError } from '../../../src/errors.js';

@@ -2,7 +2,9 @@
 import { describe, expect, it } from 'vitest';
 import { createActor, waitFor } from 'xstate';
 import { z } from 'zod';
-import { APPROVALS_OPERATION, createAgentMachine, type AgentEmitted } from '../../../machines/agent.machine.js';
+import { createAgentMachine } from '../../../machines/agent.machine.js';
+import { APPROVALS_OPERATION } from '../../../src/agent/approvals/approval-events.js';
+import { type AgentEmitted } from '../../../src/agent/protocol/actor-types.js';
 import type { Operation } from '../../../src/agent/operations/operation.js';
 import { scriptedModel } from '../../../src/models/scripted.js';
 import { defineTool } from '../../../src/tools/define-tool.js';

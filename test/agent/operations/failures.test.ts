@@ -6,7 +6,8 @@
  */
 import { describe, expect, it } from 'vitest';
 import { createActor, toPromise, waitFor } from 'xstate';
-import { createAgentMachine, type AgentEmitted } from '../../../machines/agent.machine.js';
+import { createAgentMachine } from '../../../machines/agent.machine.js';
+import { type AgentEmitted } from '../../../src/agent/protocol/actor-types.js';
 import type { Operation } from '../../../src/agent/operations/operation.js';
 import { DurableSession } from '../../../src/sessions/durable-session.js';
 import { MemorySessionStore } from '../../../src/stores/memory.js';

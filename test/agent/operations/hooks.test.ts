@@ -2,7 +2,8 @@
 import { describe, expect, it } from 'vitest';
 import { createActor, waitFor } from 'xstate';
 import { z } from 'zod';
-import { createAgentMachine, type AgentEmitted } from '../../../machines/agent.machine.js';
+import { createAgentMachine } from '../../../machines/agent.machine.js';
+import { type AgentEmitted } from '../../../src/agent/protocol/actor-types.js';
 import type { Executor } from '../../../src/agent/protocol/executor.js';
 import { OperationError, OperationStateError, type HookContext, type Operation } from '../../../src/agent/operations/operation.js';
 import { OPERATION_HOOKS, type OperationHook } from '../../../src/agent/operations/operation-state.js';

@@ -2,7 +2,9 @@
 import { describe, expect, it } from 'vitest';
 import { createActor, waitFor } from 'xstate';
 import { z } from 'zod';
-import { createAgentMachine, type AgentEvent, type AgentOutput } from '../../../machines/agent.machine.js';
+import { createAgentMachine } from '../../../machines/agent.machine.js';
+import { type AgentEvent } from '../../../src/agent/protocol/agent-event.js';
+import { type AgentOutput } from '../../../src/agent/protocol/actor-types.js';
 import type { AgentConfig } from '../../../src/agent/core/config.js';
 import { AgentStepper, StepTimeoutError, type SteppedSession } from '../../../src/agent/hosts/stepper.js';
 import { scriptedModel } from '../../../src/models/scripted.js';

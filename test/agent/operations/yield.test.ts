@@ -2,7 +2,8 @@
 import { describe, expect, it } from 'vitest';
 import { createActor, waitFor, type InspectionEvent } from 'xstate';
 import { z } from 'zod';
-import { createAgentMachine, type AgentEmitted } from '../../../machines/agent.machine.js';
+import { createAgentMachine } from '../../../machines/agent.machine.js';
+import { type AgentEmitted } from '../../../src/agent/protocol/actor-types.js';
 import type { Operation, OperationStep } from '../../../src/agent/operations/operation.js';
 import { InvalidConfigError } from '../../../src/errors.js';
 import { scriptedModel } from '../../../src/models/scripted.js';

@@ -7,7 +7,8 @@
 import { describe, expect, it } from 'vitest';
 import { createActor } from 'xstate';
 import { z } from 'zod';
-import { createAgentMachine, type AgentActor, type AgentEmitted } from '../../../machines/agent.machine.js';
+import { createAgentMachine, type AgentActor } from '../../../machines/agent.machine.js';
+import { type AgentEmitted } from '../../../src/agent/protocol/actor-types.js';
 import { scriptedModel } from '../../../src/models/scripted.js';
 import { defineTool, type Tool } from '../../../src/tools/define-tool.js';
 import { providerValid, runFinished, runInSession, runToCompletion, tick } from '../../support/driver.js';

@@ -6,7 +6,8 @@
 import { describe, expect, it } from 'vitest';
 import { createActor, waitFor } from 'xstate';
 import { z } from 'zod';
-import { createAgentMachine, type AgentEmitted } from '../../../machines/agent.machine.js';
+import { createAgentMachine } from '../../../machines/agent.machine.js';
+import { type AgentEmitted } from '../../../src/agent/protocol/actor-types.js';
 import { MessageLog } from '../../../src/brain/message-log.js';
 import { canonicalJson, identicalBatchesInRow, repetitionLimit, repetitionVerdict } from '../../../src/agent/repetition/repetition.js';
 import { InvalidConfigError } from '../../../src/errors.js';

@@ -6,7 +6,8 @@
 import { createActor, type InspectionEvent } from 'xstate';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { createAgentMachine, type AgentMachine, type AgentOutput } from '../../../machines/agent.machine.js';
+import { createAgentMachine, type AgentMachine } from '../../../machines/agent.machine.js';
+import { type AgentOutput } from '../../../src/agent/protocol/actor-types.js';
 import { agentTool } from '../../../src/agent/subagents/agent-tool.js';
 import { defineTool } from '../../../src/tools/define-tool.js';
 import { scriptedModel, type ScriptEntry } from '../../../src/models/scripted.js';
