@@ -71,6 +71,7 @@ ${OPTIONS}`;
 
 export const USAGE = `usage: loopchart sessions <command> [options]
        loopchart eval DATASET --agent MODULE [options]   (loopchart eval --help)
+       loopchart schedules list|add|pause|resume|delete   (loopchart schedules --help)
        loopchart view [--store LOCATION] [--port N]
        loopchart view export ID -o FILE
 
@@ -144,6 +145,8 @@ export async function main(argv: string[], terminal: Io): Promise<number> {
 async function run(argv: string[], io: Io): Promise<number> {
   // `loopchart eval …` has options of its own (src/cli/eval.ts), loaded only for it.
   if (argv[0] === 'eval') return (await import('./eval.js')).evalCommand(argv.slice(1), io);
+  // `loopchart schedules …` (src/cli/schedules.ts), loaded only for it.
+  if (argv[0] === 'schedules') return (await import('./schedules.js')).schedulesCommand(argv.slice(1), io);
   let parsed: ReturnType<typeof parse>;
   try {
     parsed = parse(argv);
@@ -200,7 +203,7 @@ async function run(argv: string[], io: Io): Promise<number> {
   }
 }
 
-const GROUPS = ['sessions', 'view', 'eval'];
+const GROUPS = ['sessions', 'view', 'eval', 'schedules'];
 const SESSIONS_COMMAND_NAMES = ['list', 'show', 'resume', 'send', 'rewind', 'doubt', 'replay', 'fork'];
 
 /** `unknown command 'sessions lst'; did you mean 'sessions list'?`, or the commands there are. */

@@ -85,7 +85,7 @@ const EntrySchema = z.strictObject({
 });
 
 /** Checks the agents once, when the server is made: every tool name once, every schema with a JSON Schema form. */
-export function servedAgents(agents: readonly McpAgent[]): Map<string, ServedAgent> {
+export function servedAgents(agents: readonly McpAgent<z.ZodType<any>>[]): Map<string, ServedAgent> {
   if (!Array.isArray(agents) || agents.length === 0) throw new McpServerOptionsError('agents must list at least one agent');
   const served = new Map<string, ServedAgent>();
   for (const [index, given] of agents.entries()) {

@@ -54,7 +54,8 @@ export type McpServerSettings = z.input<typeof McpServerSettingsSchema>;
  * ```
  */
 export interface McpServerOptions extends McpServerSettings {
-  agents: readonly McpAgent[];
+  /** Each entry's own arguments type (its `input`'s output) types its `prompt`: any entry fits the list. */
+  agents: readonly McpAgent<z.ZodType<any>>[];
   store?: SessionStore;
 }
 

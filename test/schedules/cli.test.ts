@@ -1,0 +1,44 @@
+/** `loopchart schedules …` in process, on a SQLite file. */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { main } from '../../src/cli/main.js';
+
+const dir = mkdtempSync(join(tmpdir(), 'loopchart-schedules-cli-'));
+const store = join(dir, 'loopchart.db');
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+async function cli(...argv: string[]): Promise<{ code: number; out: string; err: string }> {
+  const out: string[] = [];
+  const err: string[] = [];
+  const code = await main(argv, { out: (line) => out.push(line), err: (line) => err.push(line) });
+  return { code, out: out.join('\n'), err: err.join('\n') };
+}
+
+describe('loopchart schedules', () => {
+  it('add, list, pause, resume, delete', async () => {
+    const added = await cli('schedules', 'add', '--store', store, '--id', 'nightly', '--session', 'reports', '--agent', 'reporter', '--input', 'Report.', '--cron', '0 2 * * *', '--timezone', 'Europe/Paris');
+    expect(added.code).toBe(0);
+    expect(added.out).toMatch(/^nightly {2}active {2}reporter -> reports {2}cron '0 2 \* \* \*' Europe\/Paris {2}next 20\d\d-/);
+    expect((await cli('schedules', 'add', '--store', store, '--id', 'ping', '--session', 's', '--agent', 'a', '--input', 'Ping.', '--every', '60000')).code).toBe(0);
+    const listed = await cli('schedules', 'list', '--store', store);
+    expect(listed.out.split('\n').map((l) => l.split('  ')[0])).toEqual(['nightly', 'ping']);
+    expect((await cli('schedules', 'pause', 'ping', '--store', store)).out).toMatch(/^ping {2}paused/);
+    expect((await cli('schedules', 'resume', 'ping', '--store', store)).out).toMatch(/^ping {2}active/);
+    expect((await cli('schedules', 'delete', 'ping', '--store', store)).out).toBe('deleted ping');
+    expect((await cli('schedules', 'list', '--store', store)).out.split('\n')).toHaveLength(1);
+  });
+
+  it('bad input: one line on stderr, exit 1 (or 2 for usage), nothing stored', async () => {
+    const cron = await cli('schedules', 'add', '--store', store, '--session', 's', '--agent', 'a', '--input', 'x', '--cron', '61 * * * *');
+    expect(cron).toMatchObject({ code: 1 });
+    expect(cron.err).toMatch(/^loopchart: cron expression '61 \* \* \* \*': minute: 61 is outside 0-59$/);
+    const zone = await cli('schedules', 'add', '--store', store, '--session', 's', '--agent', 'a', '--input', 'x', '--cron', '* * * * *', '--timezone', 'Mars/Olympus');
+    expect(zone.err).toMatch(/unknown time zone 'Mars\/Olympus'/);
+    expect((await cli('schedules', 'pause', 'nope', '--store', store)).err).toMatch(/no schedule 'nope'/);
+    expect((await cli('schedules', 'frobnicate', '--store', store)).code).toBe(2);
+    expect((await cli('schedules', 'list', '--store', join(dir, 'missing.db'))).err).toMatch(/no session store/);
+    expect((await cli('schedules', 'list', '--store', store)).out.split('\n')).toHaveLength(1);
+  });
+});
