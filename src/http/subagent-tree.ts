@@ -52,7 +52,8 @@ export class SubagentTree {
   readonly #seen = new WeakSet<object>();
   readonly #listener: TreeListener;
   readonly #inspection: Subscription;
-  readonly #subscriptions: Subscription[] = [];
+  /** The children's state subscriptions, each let go when its child stops. */
+  readonly #subscriptions = new Set<Subscription>();
 
   /** Follows `root`'s children from now on; call before `root` starts, so a resumed child is heard. */
   constructor(chatId: string, root: AgentActor, listener: TreeListener) {
@@ -88,7 +89,8 @@ export class SubagentTree {
 
   stop(): void {
     this.#inspection.unsubscribe();
-    for (const subscription of this.#subscriptions.splice(0)) subscription.unsubscribe();
+    for (const subscription of this.#subscriptions) subscription.unsubscribe();
+    this.#subscriptions.clear();
     this.#nodes.clear();
   }
 
@@ -111,8 +113,13 @@ export class SubagentTree {
     if (via === null) return null;
     const node: Node = { actor: actor as unknown as Node['actor'], via, running: new Set() };
     this.#nodes.set(via, node);
-    const gone = () => this.#nodes.get(via) === node && this.#nodes.delete(via);
-    this.#subscriptions.push(actor.subscribe({ next: () => this.#listener.changed(), error: gone, complete: gone }));
+    let subscription: Subscription | undefined;
+    const gone = () => {
+      if (this.#nodes.get(via) === node) this.#nodes.delete(via);
+      if (subscription) this.#subscriptions.delete(subscription);
+    };
+    subscription = actor.subscribe({ next: () => this.#listener.changed(), error: gone, complete: gone });
+    this.#subscriptions.add(subscription);
     return node;
   }
 }
