@@ -179,6 +179,18 @@ describe.skipIf(!hasChromium)('charts you can read', () => {
     expect(again.states.find((s) => s.id === 'Running.AwaitingTools')!.cls).toContain('current-within');
   });
 
+  it('selecting a step shows its states: a folded holder unfolds, the state comes into the box', async () => {
+    await open(page, `${viewer.url}s/waiting`);
+    await page.locator('#chart-driver .chart-tool', { hasText: /^fold all$/ }).click();
+    expect((await seen(page, 'driver')).states.map((s) => s.id)).not.toContain('Running.AwaitingModel');
+    const kinds = await page.locator('#timeline .row').evaluateAll((rows) => rows.map((row) => (row as HTMLElement).dataset.kind));
+    await page.locator(`#row-${kinds.indexOf('model')}`).click();
+    const g = await seen(page, 'driver');
+    const selected = g.states.find((s) => s.id === 'Running.AwaitingModel');
+    expect(selected?.cls).toContain('selected');
+    expect(inside(selected!.screen, g.frame)).toBe(true);
+  });
+
   it('zoom and pan move the picture inside its box; the page does not move sideways', async () => {
     await open(page, `${viewer.url}s/waiting`);
     const frame = page.locator('[data-frame="driver"]');

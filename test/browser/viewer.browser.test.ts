@@ -153,9 +153,10 @@ describe.skipIf(!hasChromium)('loopchart view in chromium', () => {
     expect(texts[8]).toMatch(new RegExp(`approved javascript:alert\\(4\\) by ${APPROVER.replace(/[()[\]\\.*+?^$|{}]/g, '\\$&')} after \\d+ ms`));
     // The tokens after are the driver's measure of the compacted request (system parts and tools included), as stored.
     const compaction = (await store.readTrace!('rich')).map((r) => r.entry as { type: string; before: number; after: number }).find((e) => e.type === 'compaction')!;
-    expect(compaction.before).toBe(921);
+    // Past the threshold (80% of 1,000); the exact figure is the driver's measure (request-size.ts), not the viewer's.
+    expect(compaction.before).toBeGreaterThan(800);
     expect(compaction.after).toBeLessThan(compaction.before);
-    expect(texts[10]).toContain(`compaction (ThresholdExceeded) 921 → ${compaction.after} tokens`);
+    expect(texts[10]).toContain(`compaction (ThresholdExceeded) ${compaction.before} → ${compaction.after} tokens`);
     expect(texts[12]).toContain('run 1 Completed · 1080 in / 32 out · $0.003720');
     // Selecting the write tool call: its arguments, result, duration; AwaitingTools lit up.
     await page.locator('#row-9').click();

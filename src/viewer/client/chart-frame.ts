@@ -25,6 +25,8 @@ export interface ChartFrame {
   element: HTMLElement;
   /** Each drawn state's group by its id (for highlighting); changes when the view changes. */
   nodes(): ReadonlyMap<string, SVGElement>;
+  /** Shows the states of `paths` (`a.b | c.d`): unfolds what holds them, or pans them into the box. */
+  reveal(paths: string): void;
 }
 
 /** The compound states among a state path's ancestors (`a.b.c` → `a`, `a.b`, where drawn as compound in the fullest view). */
@@ -45,6 +47,19 @@ const el = (tag: string, attrs: Record<string, string>, text?: string) => {
   if (text !== undefined) node.textContent = text;
   return node;
 };
+
+/** The box around the states of `paths` (`a.b | c.d`: parallel regions) in `view`, each drawn itself or as its folded holder. */
+function boxAround(view: ChartLayout, compounds: ReadonlySet<string>, paths: string): { x: number; y: number; width: number; height: number } {
+  const boxes = paths.split(' | ').flatMap((path) => {
+    const ids = [path, ...holdersOf(path, compounds).reverse()];
+    const state = ids.map((id) => view.states.find((s) => s.id === id)).find((s) => s !== undefined);
+    return state ? [state] : [];
+  });
+  if (boxes.length === 0) return { x: 0, y: 0, width: view.width, height: view.height };
+  const x = Math.min(...boxes.map((b) => b.x));
+  const y = Math.min(...boxes.map((b) => b.y));
+  return { x, y, width: Math.max(...boxes.map((b) => b.x + b.width)) - x, height: Math.max(...boxes.map((b) => b.y + b.height)) - y };
+}
 
 /** What the frame's input moves. */
 interface Controls {
@@ -149,18 +164,7 @@ export function chartFrame(views: readonly ChartLayout[], name: string, label: s
     drawn.svg.setAttribute('viewBox', `${camera.cx - vw / 2} ${camera.cy - vh / 2} ${vw} ${vh}`);
     box.dataset.scale = camera.scale.toFixed(3);
   };
-  /** The box around the states of `paths` (`a.b | c.d`: parallel regions), each drawn itself or as its folded holder. */
-  const boxOf = (paths: string) => {
-    const boxes = paths.split(' | ').flatMap((path) => {
-      const ids = [path, ...holdersOf(path, compounds).reverse()];
-      const state = ids.map((id) => view.states.find((s) => s.id === id)).find((s) => s !== undefined);
-      return state ? [state] : [];
-    });
-    if (boxes.length === 0) return { x: 0, y: 0, width: view.width, height: view.height };
-    const x = Math.min(...boxes.map((b) => b.x));
-    const y = Math.min(...boxes.map((b) => b.y));
-    return { x, y, width: Math.max(...boxes.map((b) => b.x + b.width)) - x, height: Math.max(...boxes.map((b) => b.y + b.height)) - y };
-  };
+  const boxOf = (paths: string) => boxAround(view, compounds, paths);
   /**
    * Centres `paths`: at scale 1 when the whole chart fits, else at a readable scale, smaller
    * still (down to the whole chart) when the states do not fit at it.
@@ -229,5 +233,18 @@ export function chartFrame(views: readonly ChartLayout[], name: string, label: s
     else focus(current);
     box.dataset.placed = 'true';
   });
-  return { element, nodes: () => drawn.nodes };
+  const reveal = (paths: string) => {
+    const list = paths ? paths.split(' | ') : [];
+    if (list.length === 0) return;
+    if (list.some((path) => !view.states.some((s) => s.id === path))) {
+      const next = pickView(views, [...view.unfolded, ...list.flatMap((path) => holdersOf(path, compounds))]);
+      if (next !== view) return show(next, paths);
+    }
+    const { w, h } = size();
+    const target = boxOf(paths);
+    const seen = { x: camera.cx - w / camera.scale / 2, y: camera.cy - h / camera.scale / 2, width: w / camera.scale, height: h / camera.scale };
+    const within = target.x >= seen.x && target.y >= seen.y && target.x + target.width <= seen.x + seen.width && target.y + target.height <= seen.y + seen.height;
+    if (!within) apply({ ...camera, cx: target.x + target.width / 2, cy: target.y + target.height / 2 });
+  };
+  return { element, nodes: () => drawn.nodes, reveal };
 }

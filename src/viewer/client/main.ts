@@ -179,6 +179,10 @@ function select(index: number) {
   renderRows();
   renderDetail();
   highlight();
+  // The selected step's states are shown: unfolded when folded away, brought into the box when outside it.
+  const row = builder.rows[index]!;
+  brainFrame?.reveal(row.state);
+  driverFrame?.reveal(row.io);
 }
 
 /**
