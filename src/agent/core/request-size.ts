@@ -58,12 +58,18 @@ export function rememberAppend(log: MessageLog, base: MessageLog): void {
   logTokens.set(log, tokens);
 }
 
-/** Tokens of the system parts a request carries before its conversation. */
-export function systemTokens(parts: readonly Message[]): number {
+/**
+ * Tokens of messages added to a request that is already measured: each message's own count, without
+ * the request's framing (the reply priming), which the measure it joins counted once already.
+ */
+export function messagesTokens(messages: readonly Message[]): number {
   let tokens = 0;
-  for (const part of parts) tokens += estimateMessageTokens(part);
+  for (const message of messages) tokens += estimateMessageTokens(message);
   return tokens;
 }
+
+/** Tokens of the system parts a request carries before its conversation. */
+export const systemTokens = messagesTokens;
 
 /**
  * The size a provider reported, as a calibration of the measure: it may raise the estimate

@@ -7,7 +7,7 @@ import type { ModelReply, ToolDefinition, Usage } from '../../model.js';
 import type { Message, Outcome, Policy, ToolCall, ToolMessage, UserMessage } from '../../schemas.js';
 import { estimateTokens, estimateToolTokens } from '../../tokens.js';
 import type { SideEffectOutputs } from '../protocol/executor.js';
-import { calibrated, conversationTokens, rememberAppend, requestTokens } from './request-size.js';
+import { calibrated, conversationTokens, messagesTokens, rememberAppend, requestTokens } from './request-size.js';
 import type { Failure, FailureType } from '../protocol/failure.js';
 
 /**
@@ -44,7 +44,8 @@ export const asUserMessage = (message: string | UserMessage): UserMessage =>
 export function startRun(previous: BrainState, message: UserMessage, tools: readonly ToolDefinition[], extrasTokens = 0): BrainState {
   const brain = feedBrain(restingBrain(previous), { type: 'acceptInput', message });
   const anchor = previous.context.contextTokens;
-  const tokens = anchor > 0 ? anchor + estimateTokens([message]) : requestTokens({ system: extrasTokens, messages: conversationOf(brain), tools });
+  // The anchor measured a whole request (its reply priming included): the prompt adds its own tokens only.
+  const tokens = anchor > 0 ? anchor + messagesTokens([message]) : requestTokens({ system: extrasTokens, messages: conversationOf(brain), tools });
   return feedBrain(brain, { type: 'setContextTokens', tokens });
 }
 
@@ -149,12 +150,17 @@ export function journalResult(journal: readonly ToolMessage[], result: ToolMessa
   return journal.some((known) => known.toolCallId === result.toolCallId) ? journal : [...journal, result];
 }
 
-/** Feeds the finished batch, with the estimate refreshed: the last reply's size plus what came back (seed 000). */
+/**
+ * Feeds the finished batch, with the estimate refreshed: the last reply's size plus what came back
+ * (seed 000), each result counted as a message of the request already measured, so the estimate
+ * is the measure of the next request exactly (one measure: a priming counted per batch made an
+ * unchanged conversation look 3 tokens bigger each time).
+ */
 export function applyToolResults(state: RunState, maxCalls: number): BrainState {
   const results = batchResults(state, maxCalls).map(({ result }) => result!);
   const brain = feedBrain(state.brain, { type: 'toolResults', messages: results });
   rememberAppend(logOf(brain.context), logOf(state.brain.context));
-  return feedBrain(brain, { type: 'setContextTokens', tokens: state.brain.context.contextTokens + estimateTokens(results) });
+  return feedBrain(brain, { type: 'setContextTokens', tokens: state.brain.context.contextTokens + messagesTokens(results) });
 }
 
 /** Feeds what the batch has so far when the run stops mid-batch: calls without a result are interrupted. */

@@ -7,7 +7,7 @@ import type { CompactionRequest, CompactionResult, Compactor } from '../../../sr
 import type { Model } from '../../../src/model.js';
 import { scriptedModel, type ScriptEntry } from '../../../src/models/scripted.js';
 import type { AssistantMessage, Message, ToolMessage } from '../../../src/schemas.js';
-import { estimateTokens, estimateToolTokens } from '../../../src/tokens.js';
+import { estimateMessageTokens, estimateTokens, estimateToolTokens } from '../../../src/tokens.js';
 import {
   echoTool,
   providerValid,
@@ -21,8 +21,8 @@ const user = (content: string): Message => ({ role: 'user', content });
 const echoResult = (id: string, content: string): ToolMessage => ({ role: 'tool', toolCallId: id, toolName: 'echo', content });
 const a1: Message = { role: 'assistant', content: '', toolCalls: [{ id: 'call_1_0', name: 'echo', args: { text: 'x' } }] };
 const r1 = echoResult('call_1_0', 'x');
-/** contextTokens after turn 1's results: the reply's reported usage plus the results' estimate. */
-const afterResults = (usage: number) => usage + estimateTokens([r1]);
+/** contextTokens after turn 1's results: the reply's reported usage plus the result as one more message (the request's priming is in the usage already). */
+const afterResults = (usage: number) => usage + estimateMessageTokens(r1);
 
 interface SeenCompaction {
   messages: Message[];
@@ -166,7 +166,7 @@ describe('emergency compaction', () => {
 
     const second = await runInSession(actor, 'second');
     expect(seen.map((s) => [s.reason, s.tokensBefore, s.messages])).toEqual([
-      ['Emergency', 970 + estimateTokens([user('second')]), [user('first'), { role: 'assistant', content: 're: first' }, user('second')]],
+      ['Emergency', 970 + estimateMessageTokens(user('second')), [user('first'), { role: 'assistant', content: 're: first' }, user('second')]],
     ]);
     expect(model.seen.at(-1)!.messages).toEqual([summary, user('second')]);
     expect(second.outcome).toEqual({ type: 'Completed', finalText: 're: second' });

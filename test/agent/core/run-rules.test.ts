@@ -23,7 +23,7 @@ import {
   type RunState,
 } from '../../../src/agent/core/run-rules.js';
 import { DEFAULT_POLICY, type ToolMessage } from '../../../src/schemas.js';
-import { estimateTokens } from '../../../src/tokens.js';
+import { estimateMessageTokens, estimateTokens } from '../../../src/tokens.js';
 import { INTERRUPTED_CONTENT } from '../../../src/tools/run-tools.js';
 
 const tools = { definitions: [], names: ['echo'] };
@@ -120,7 +120,8 @@ describe('a tool batch', () => {
     const state = awaitingTools(['a', 'b']);
     const brain = applyToolResults({ ...state, toolJournal: [result('b', 'B'), result('a', 'A')] }, 10);
     expect(brain.context.pending.slice(-2)).toEqual([result('a', 'A'), result('b', 'B')]);
-    expect(brain.context.contextTokens).toBe(state.brain.context.contextTokens + estimateTokens([result('a', 'A'), result('b', 'B')]));
+    // Each result is one more message of the request already measured: no second reply priming.
+    expect(brain.context.contextTokens).toBe(state.brain.context.contextTokens + estimateMessageTokens(result('a', 'A')) + estimateMessageTokens(result('b', 'B')));
   });
 
   it('interrupted mid-batch: finished calls keep their results, the rest are interrupted', () => {
