@@ -36,10 +36,13 @@ export const PROVIDER_MAJORS: ProviderMajor[] = [
     name: 'V4 (AI SDK 7, @ai-sdk/openai-compatible@3)',
     specificationVersion: 'v4',
     skip: nodeMajor >= 22 ? undefined : `AI SDK 7 declares Node >= 22 (this is Node ${process.versions.node}); CI runs it on the Node 24 leg`,
-    // Imported only where it runs: the package is ESM-only and declares Node >= 22.
+    // Imported only where it runs: the package declares Node >= 22, so it is not in package.json
+    // (npm ci on Node 20 warned EBADENGINE); .ci/run links it in for the Node 24 leg
+    // (.ci/node22/package.json). Its API is the one of the majors before it.
     make: async (baseURL) => {
-      const { createOpenAICompatible } = await import('ai-sdk-openai-compatible-v3');
-      return createOpenAICompatible(settings(baseURL)).chatModel(TEST_MODEL);
+      const name = 'ai-sdk-openai-compatible-v3';
+      const { createOpenAICompatible } = (await import(name)) as { createOpenAICompatible: typeof createV3 };
+      return createOpenAICompatible(settings(baseURL)).chatModel(TEST_MODEL) as unknown as AiSdkLanguageModel;
     },
   },
 ];
