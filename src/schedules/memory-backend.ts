@@ -91,6 +91,10 @@ export class MemoryScheduleBackend implements ScheduleBackend {
     return true;
   }
 
+  async foreignAgents(agents: readonly string[]): Promise<{ id: string; agent: string }[]> {
+    return (await this.list()).filter((row) => !agents.includes(row.agent)).map(({ id, agent }) => ({ id, agent }));
+  }
+
   async nextWake(agents: readonly string[]): Promise<number | null> {
     let earliest: number | null = null;
     for (const id of this.#rows.keys()) {

@@ -76,6 +76,8 @@ export interface ScheduleBackend {
   /** Records the tick being fired and the session's run count before its input; false when the lease is lost. */
   startTick(id: string, owner: string, due: number, baseRun: number): Promise<boolean>;
   endTick(id: string, owner: string, end: TickEnd, now: number): Promise<boolean>;
+  /** Schedules for agents not among `agents` (what a scheduler reports at its start), read without decoding every row. */
+  foreignAgents(agents: readonly string[]): Promise<{ id: string; agent: string }[]>;
   /** The earliest time something may be claimable for these agents: a due time, or a lease that ends. */
   nextWake(agents: readonly string[]): Promise<number | null>;
   close(): Promise<void>;

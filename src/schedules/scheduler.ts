@@ -207,9 +207,7 @@ class SchedulerLoop implements Scheduler {
   }
 
   async reportUnknownAgents(): Promise<void> {
-    for (const row of await this.#backend.list()) {
-      if (!this.#agents.has(row.agent)) this.#report(new UnknownScheduleAgentError(row.id, row.agent, this.#names));
-    }
+    for (const { id, agent } of await this.#backend.foreignAgents(this.#names)) this.#report(new UnknownScheduleAgentError(id, agent, this.#names));
   }
 
   async #run(): Promise<void> {

@@ -130,6 +130,10 @@ export class SqliteScheduleBackend implements ScheduleBackend {
     );
   }
 
+  async foreignAgents(agents: readonly string[]): Promise<{ id: string; agent: string }[]> {
+    return this.#db.prepare(`SELECT id, agent FROM schedules WHERE agent NOT IN (${agents.map(() => '?').join(', ')}) ORDER BY created_at, id`).all(...agents) as { id: string; agent: string }[];
+  }
+
   async nextWake(agents: readonly string[]): Promise<number | null> {
     if (agents.length === 0) return null;
     const found = this.#db
