@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { LoopchartError } from '../../errors.js';
 import type { Message, ToolCall, ToolMessage } from '../../schemas.js';
 import type { Approvals } from './approvals.js';
+import { digestOf } from './approval-binding.js';
 import { messageOf } from '../operations/operation-rules.js';
 import { InvalidConfigError } from '../../errors.js';
 import { timedCheck } from '../core/timed-check.js';
@@ -184,9 +185,19 @@ export function checkedVerdict(key: string, value: unknown): ToolPolicyVerdict {
   return parsed.value;
 }
 
-/** The policy's denials recorded as decisions: the call's result is `denied: <reason>`, as a human's denial. */
-export function applyPolicyVerdicts(approvals: Approvals, verdicts: readonly { toolCallId: string; verdict: ToolPolicyVerdict }[]): Approvals {
-  const denials = verdicts.flatMap(({ toolCallId, verdict }) => (verdict.type === 'deny' ? [[toolCallId, { approved: false, reason: verdict.reason }] as const] : []));
+/**
+ * The policy's denials recorded as decisions: the call's result is `denied: <reason>`, as a human's
+ * denial. Each names the digest of the call it was made for (`batch`), as a human's does: a restore
+ * keeps only decisions that prove themselves (`restoredApprovals`), and the call of a dropped
+ * denial, already marked policy-checked, would run unasked.
+ */
+export function applyPolicyVerdicts(approvals: Approvals, verdicts: readonly { toolCallId: string; verdict: ToolPolicyVerdict }[], batch: readonly ToolCall[]): Approvals {
+  const calls = new Map(batch.map((call) => [call.id, call]));
+  const denials = verdicts.flatMap(({ toolCallId, verdict }) => {
+    if (verdict.type !== 'deny') return [];
+    const call = calls.get(toolCallId);
+    return [[toolCallId, { approved: false, reason: verdict.reason, ...(call && { digest: digestOf(call) }) }] as const];
+  });
   if (denials.length === 0) return approvals;
   // fromEntries defines own properties: an id such as `__proto__` stays data.
   return { ...approvals, decisions: { ...approvals.decisions, ...Object.fromEntries(denials) } };

@@ -367,7 +367,8 @@ export function refuseHandoff(agent: CompiledAgent, context: AgentContext, event
 export function awaitApproval(agent: CompiledAgent, context: AgentContext, event: AgentEvent): Effect[] {
   const out: Effect[] = [];
   const { waiting, policy } = as(event, 'io.approvalsChecked');
-  const approvals = applyPolicyVerdicts({ ...context.approvals, waiting: [...context.approvals.waiting, ...waiting] }, policy);
+  const batch = pendingCalls(context.brain).map(({ call }) => call);
+  const approvals = applyPolicyVerdicts({ ...context.approvals, waiting: [...context.approvals.waiting, ...waiting] }, policy, batch);
   out.push({ assign: { approvals, ...(agent.toolPolicy && { policyChecked: [...(context.policyChecked ?? []), ...policy.map((entry) => entry.toolCallId)] }) } });
   // A policy's denial is the call's result: listeners see it like any other.
   for (const { call, result } of batchResults({ ...context, approvals }, agent.maxCalls)) {

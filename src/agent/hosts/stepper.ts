@@ -7,6 +7,7 @@ import type { Executor, SideEffect } from '../protocol/executor.js';
 import type { IoEvent } from '../core/io.js';
 import { runInFlight } from '../protocol/actor-types.js';
 import type { BrainState } from '../core/brain-state.js';
+import type { BudgetPause } from '../budget/budget-pause.js';
 
 /**
  * The caller-driven API (seed 003's `step` / `apply` / `finalize`) for hosts that drive the
@@ -29,7 +30,8 @@ import type { BrainState } from '../core/brain-state.js';
 export type SteppedSession = Snapshot<unknown>;
 
 /**
- * Where a run stands: more steps to take, waiting for the caller (a yield, an approval), or finished.
+ * Where a run stands: more steps to take, waiting for the caller (a yield, an approval, a budget
+ * pause: apply `budget.raise`), or finished.
  *
  * @example
  * ```ts
@@ -229,7 +231,9 @@ function stepOf(effect: SideEffect): string {
     case 'tool':
     case 'toolStart':
       return `tools ${(effect as SideEffect<'tool'>).input.batchKey}`;
+    // A batch's approval check asks each call's policy verdict, then its approval rule: one step.
     case 'approval':
+    case 'policy':
       return `approvals ${(effect as SideEffect<'approval'>).input.turn}`;
     case 'operation':
       return `point ${(effect as SideEffect<'operation'>).input.pointKey}`;
@@ -242,11 +246,13 @@ function stepOf(effect: SideEffect): string {
 const park: Executor = () => new Promise<never>(() => {});
 
 function statusOf(session: SteppedSession): StepStatus {
-  const { status, value, context } = session as unknown as { status: string; value: unknown; context: { brain: BrainState } };
+  const { status, value, context } = session as unknown as { status: string; value: unknown; context: { brain: BrainState; budgetPause?: BudgetPause } };
   if (status !== 'active') return 'finished';
   if (value === 'Idle') return runInFlight(context.brain) ? 'continues' : 'finished';
   const text = JSON.stringify(value);
   // An approval yields once nothing else of the batch can run meanwhile.
   const approvalOnly = text.includes('"AwaitingApproval"') && text.includes('"Paused"');
-  return text.includes('"AwaitingOperation"') || approvalOnly ? 'yielded' : 'continues';
+  // A budget pause waits for a raise (a provider's usage limit resumes by itself at its stored time: a step waits for it).
+  const budgetPaused = text.includes('"BudgetPaused"') && !context.budgetPause?.usageLimit;
+  return text.includes('"AwaitingOperation"') || approvalOnly || budgetPaused ? 'yielded' : 'continues';
 }

@@ -1,0 +1,194 @@
+/**
+ * The declared conformance matrix (issue 41): every feature × every host is a cell, and a cell is
+ * one of
+ * - `tested`: this suite runs the scenario on the host and checks the scenario's result;
+ * - `refused`: the host does not do this by design, for the reason given; where the host refuses
+ *   at run time (runAgent seals a pause), the suite runs the scenario and checks the refusal;
+ * - `elsewhere`: not run by this suite, run by the test named (Restate needs a server);
+ * - `open`: a gap found and not closed, with the reason.
+ * docs/matrix.md is generated from this declaration and the suite's results
+ * (`LOOPCHART_WRITE_MATRIX=1 npx vitest run test/agent/matrix`), and matrix-doc.test.ts checks
+ * that the file is what this declaration generates: a cell cannot be claimed without a test.
+ */
+import { expect } from 'vitest';
+import { FEATURES, type FeatureId, type RunResult } from './scenarios.js';
+
+export const HOSTS = [
+  { id: 'actor', title: 'actor', runs: 'fast' },
+  { id: 'runAgent', title: '`runAgent`', runs: 'fast' },
+  { id: 'streamAgent', title: '`streamAgent`', runs: 'fast' },
+  { id: 'durable-memory', title: '`DurableSession` memory', runs: 'fast' },
+  { id: 'durable-sqlite', title: '`DurableSession` SQLite', runs: 'fast' },
+  { id: 'durable-postgres', title: '`DurableSession` PostgreSQL', runs: 'postgres' },
+  { id: 'stepper', title: '`AgentStepper`', runs: 'fast' },
+  { id: 'restate', title: 'Restate session object', runs: 'distributed' },
+  { id: 'chat', title: 'chat handler', runs: 'fast' },
+  { id: 'cli', title: 'CLI', runs: 'process' },
+] as const;
+export type HostId = (typeof HOSTS)[number]['id'];
+
+export type Cell =
+  | { status: 'tested' }
+  | { status: 'refused'; reason: string; verify?: (result: RunResult) => void }
+  | { status: 'elsewhere'; test: string }
+  | { status: 'open'; reason: string };
+
+const NO_JOURNAL =
+  'nothing journals a call’s start outside a durable store: the process that dies takes the run with it (an actor snapshot or a stepped session restored elsewhere reruns the step); in-doubt needs `DurableSession` or Restate';
+const SEALS = (what: string) =>
+  `\`runAgent\` / \`streamAgent\` hold the run’s only handle, so nobody could ${what}: the run ends \`Sealed\` with a reason that names the operation and says to run the agent as an actor or a \`DurableSession\` (checked)`;
+const sealedBy = (operation: string) => (result: RunResult) => {
+  expect(result.outcome.type).toBe('Sealed');
+  expect(result.outcome.reason).toContain(`the '${operation}' operation yielded`);
+  expect(result.outcome.reason).toContain('run the agent as an actor or a DurableSession');
+};
+const NO_STEER = '`runAgent` / `streamAgent` take no events while they run (a signal cancels); steer an actor or a `DurableSession`';
+const RESTATE = 'test/distributed/session-object.test.ts';
+const RESTATE_SUB = 'test/distributed/subagents.test.ts';
+const RESTATE_NOT_RUN = 'no test runs it on the Restate session object (the chart and executor are the ones the other hosts use; the distributed suite covers runs, waits, crashes)';
+
+/** Every cell that is not `tested`, by feature then host. */
+const DECLARED: Partial<Record<FeatureId, Partial<Record<HostId, Cell>>>> = {
+  'structured-output': { restate: { status: 'open', reason: RESTATE_NOT_RUN } },
+  'input-guardrail': { restate: { status: 'open', reason: RESTATE_NOT_RUN } },
+  'output-guardrail': { restate: { status: 'open', reason: RESTATE_NOT_RUN } },
+  'tool-policy': { restate: { status: 'open', reason: RESTATE_NOT_RUN } },
+  approvals: { restate: { status: 'elsewhere', test: `${RESTATE}: waits for an approval across a worker restart …; a deny from another client …` } },
+  'in-doubt': {
+    actor: { status: 'refused', reason: NO_JOURNAL },
+    runAgent: { status: 'refused', reason: NO_JOURNAL },
+    streamAgent: { status: 'refused', reason: NO_JOURNAL },
+    stepper: { status: 'refused', reason: NO_JOURNAL },
+    restate: { status: 'elsewhere', test: `${RESTATE}: a worker SIGKILLed during a tool that asks when in doubt …` },
+    chat: { status: 'open', reason: 'not run: a chat restarted with a call in doubt (a durable session under the handler) has no page answer for it; decide with `decideDoubtStored` or the CLI' },
+  },
+  'budget-pause': {
+    runAgent: { status: 'refused', reason: SEALS('raise the budget'), verify: sealedBy('budget') },
+    streamAgent: { status: 'refused', reason: SEALS('raise the budget'), verify: sealedBy('budget') },
+    restate: { status: 'open', reason: RESTATE_NOT_RUN },
+    chat: { status: 'open', reason: 'the response ends `waiting` and the chat protocol carries only approval answers: no route raises a budget' },
+  },
+  'time-budget': {
+    restate: { status: 'open', reason: RESTATE_NOT_RUN },
+    stepper: {
+      status: 'open',
+      reason:
+        'a stepped session is restored from its snapshot, which keeps no XState delayed event: the deadline timer armed when the model call began is not armed again in `step()`, so a model that never answers holds the step until the stepper’s `timeoutMs` (`StepTimeoutError`) instead of ending the run `Sealed` at `maxDurationMs` (the limit still holds at the next step boundary)',
+    },
+  },
+  fallback: { restate: { status: 'open', reason: RESTATE_NOT_RUN } },
+  repetition: { restate: { status: 'open', reason: RESTATE_NOT_RUN } },
+  subagents: { restate: { status: 'elsewhere', test: `${RESTATE_SUB}: a worker SIGKILLed mid-child …` } },
+  handoffs: { restate: { status: 'elsewhere', test: `${RESTATE_SUB}: a handoff restored on another worker …` } },
+  steering: {
+    runAgent: { status: 'refused', reason: NO_STEER },
+    streamAgent: { status: 'refused', reason: NO_STEER },
+    restate: { status: 'elsewhere', test: `${RESTATE}: a steer from another client reaches the brain …` },
+    chat: { status: 'refused', reason: 'a second message while a run streams is a 409 (`useChat` sends one message per turn; the next message starts the next run)' },
+  },
+  cancel: { restate: { status: 'elsewhere', test: `${RESTATE}: a cancel from another client ends a run in flight …` } },
+  compaction: { restate: { status: 'open', reason: RESTATE_NOT_RUN } },
+  operations: {
+    runAgent: { status: 'refused', reason: SEALS('resume the operation'), verify: sealedBy('ci-gate') },
+    streamAgent: { status: 'refused', reason: SEALS('resume the operation'), verify: sealedBy('ci-gate') },
+    restate: { status: 'elsewhere', test: `${RESTATE}: a run an operation yielded waits, and resumeOperation …` },
+    chat: { status: 'open', reason: 'the response ends `waiting` and the chat protocol carries only approval answers: no route resumes an operation' },
+  },
+  delivery: {
+    runAgent: { status: 'refused', reason: '`runAgent` returns the result only; `streamAgent` is its evented form' },
+    stepper: { status: 'refused', reason: 'the stepper emits no events: the caller stores the session and reads it' },
+    restate: { status: 'elsewhere', test: `${RESTATE}: streams tool events and text deltas to a client polling with a cursor …` },
+    chat: { status: 'refused', reason: 'the page gets UI message chunks, not agent events: a reattach replays the whole message and `useChat` replaces its copy (test/http/protocol.test.ts: a second tab …)' },
+  },
+};
+
+const CLI_NOT_RUN =
+  'not run: the matrix has no CLI driver yet (`loopchart sessions send/resume --agent` in a child process); the CLI runs the same `DurableSession` as the SQLite column';
+const CLI_DECIDES_NOT =
+  '`sessions send/resume` stop at the wait with exit 1 and say to decide from the application that owns the session: the CLI does not decide for you (src/cli/continue.ts)';
+const CLI_STALL =
+  'not run; by reading src/cli/continue.ts the CLI recognises a stall only in `AwaitingApproval` / `AwaitingOperation`, so a run that pauses on its budget (`Running.BudgetPaused`) or waits on a call in doubt would keep `sessions send` waiting instead of saying so (`sessions doubt` decides the latter)';
+
+/** The CLI column (a host with its own process suite, not written yet). */
+const CLI: Record<FeatureId, Cell> = Object.fromEntries(FEATURES.map((feature) => [feature, { status: 'open', reason: CLI_NOT_RUN }])) as Record<FeatureId, Cell>;
+CLI.approvals = { status: 'refused', reason: CLI_DECIDES_NOT };
+CLI.operations = { status: 'refused', reason: CLI_DECIDES_NOT };
+CLI['budget-pause'] = { status: 'open', reason: CLI_STALL };
+CLI['in-doubt'] = { status: 'open', reason: CLI_STALL };
+
+/** The cell of a feature on a host. */
+export function cellOf(feature: FeatureId, host: HostId): Cell {
+  if (host === 'cli') return CLI[feature];
+  return DECLARED[feature]?.[host] ?? { status: 'tested' };
+}
+
+export const FEATURE_TITLES: Record<FeatureId, string> = {
+  'structured-output': 'structured output',
+  'input-guardrail': 'input guardrail',
+  'output-guardrail': 'output guardrail',
+  'tool-policy': 'tool policy',
+  approvals: 'approvals',
+  'in-doubt': 'in-doubt calls',
+  'budget-pause': 'budget pause and raise',
+  'time-budget': 'time budget',
+  fallback: 'fallback',
+  repetition: 'repetition',
+  subagents: 'subagents',
+  handoffs: 'handoffs',
+  steering: 'steering',
+  cancel: 'cancel',
+  compaction: 'compaction',
+  operations: 'operations that yield and resume',
+  delivery: 'delivery ids',
+};
+
+/** What a run of the suite found for a cell (the declaration's status when it held). */
+export type CellResult = 'tested' | 'refused' | 'elsewhere' | 'open' | 'failed' | 'skipped';
+
+const MARK: Record<CellResult, string> = { tested: '✓', refused: 'refused', elsewhere: 'elsewhere', open: 'open', failed: 'FAILED', skipped: 'not run' };
+
+/**
+ * docs/matrix.md from the declaration and the results of a run (`results` by `feature|host`;
+ * without them, what the declaration claims). A tested cell that failed reads FAILED, one whose
+ * host was not available (PostgreSQL without DATABASE_URL) "not run".
+ */
+export function renderMatrix(results: ReadonlyMap<string, CellResult> = new Map()): string {
+  const notes: string[] = [];
+  const resultOf = (feature: FeatureId, host: HostId): string => {
+    const cell = cellOf(feature, host);
+    const got = results.get(`${feature}|${host}`) ?? cell.status;
+    if (got !== cell.status) return MARK[got];
+    if (cell.status === 'tested') return MARK.tested;
+    notes.push(`- **${FEATURE_TITLES[feature]} × ${HOSTS.find((h) => h.id === host)!.title}** (${cell.status}): ${'reason' in cell ? cell.reason : cell.test}`);
+    return `${MARK[cell.status]} [${notes.length}]`;
+  };
+  const rows = FEATURES.map((feature) => `| ${FEATURE_TITLES[feature]} | ${HOSTS.map((host) => resultOf(feature, host.id)).join(' | ')} |`);
+  const count = (status: Cell['status']) => FEATURES.flatMap((f) => HOSTS.map((h) => cellOf(f, h.id).status)).filter((s) => s === status).length;
+  return [
+    '# Every feature through every host',
+    '',
+    '<!-- Generated by test/agent/matrix (LOOPCHART_WRITE_MATRIX=1 npx vitest run test/agent/matrix); test/agent/matrix/matrix-doc.test.ts checks it. Do not edit by hand. -->',
+    '',
+    'Each feature (a scenario in `test/agent/matrix/scenarios.ts`: the agent, the prompt, what to answer when the run waits) runs',
+    'unchanged on each host through one driver interface (`test/agent/matrix/hosts.ts`). ✓: the suite runs it on that host and',
+    'checks the result. refused: the host does not do it by design (where it refuses at run time, the suite checks the refusal).',
+    'elsewhere: run by the test named. open: not covered or not working, with the reason.',
+    '',
+    `| feature | ${HOSTS.map((h) => h.title).join(' | ')} |`,
+    `| --- | ${HOSTS.map(() => '---').join(' | ')} |`,
+    ...rows,
+    '',
+    `${count('tested')} cells tested, ${count('refused')} refused by design, ${count('elsewhere')} tested elsewhere, ${count('open')} open.`,
+    '',
+    'Where they run: the in-process hosts in `test/agent/matrix/matrix.test.ts` (the SQLite store a real file in a temporary folder),',
+    'PostgreSQL there too when `DATABASE_URL` is set (CI); Restate in `test/distributed/` (a real server). The in-doubt cells of',
+    'the durable hosts stop the session’s actor while the tool runs (what a crash leaves: the start journaled, no result) and open',
+    'the session again in the same process; the SIGKILL series of a real child process on SQLite and PostgreSQL is',
+    '`test/agent/in-doubt/in-doubt.crash.test.ts`.',
+    '',
+    '## Notes',
+    '',
+    ...notes,
+    '',
+  ].join('\n');
+}

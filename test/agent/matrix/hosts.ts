@@ -1,0 +1,364 @@
+/**
+ * Host drivers of the conformance matrix: one interface over every way to run an agent, so a
+ * scenario (test/agent/matrix/scenarios.ts) runs unchanged on each. `start` begins the run and
+ * answers its waits with the scenario's script, `steer` / `cancel` act on it while it runs,
+ * `crash` cuts it off as a dead process would and opens it again, `result` normalizes how it
+ * ended. A host that has no way to do something throws `Unsupported`: the matrix declares those
+ * cells refused by design (test/agent/matrix/cells.ts), so a driver never fakes one.
+ */
+import { createActor, toPromise } from 'xstate';
+import { createAgentMachine, type AgentActor } from '../../../machines/agent.machine.js';
+import { type AgentEvent } from '../../../src/agent/protocol/agent-event.js';
+import { type AgentOutput } from '../../../src/agent/protocol/actor-types.js';
+import type { AgentConfig } from '../../../src/agent/core/config.js';
+import { APPROVALS_OPERATION } from '../../../src/agent/approvals/approval-events.js';
+import { decisionEvent, requestFor, type ApprovalRequest } from '../../../src/agent/approvals/approval-binding.js';
+import { runAgent, streamAgent, type RunAgentResult } from '../../../src/agent/hosts/run-agent.js';
+import { AgentStepper, type SteppedSession } from '../../../src/agent/hosts/stepper.js';
+import type { AgentContext } from '../../../src/agent/core/context.js';
+import { createChatHandler, type ChatHandler } from '../../../src/http.js';
+import { decodeRow } from '../../../src/sessions/session-row.js';
+import { DurableSession } from '../../../src/sessions/durable-session.js';
+import type { SessionStore } from '../../../src/stores/session-store.js';
+import { MemorySessionStore } from '../../../src/stores/memory.js';
+import type { Message } from '../../../src/schemas.js';
+import { loadSdk, page, userMessage, type UIMessage } from '../../http/support.js';
+import type { Answer, RunResult, Wait } from './scenarios.js';
+
+export type OnWait = (wait: Wait) => Answer;
+
+export interface HostDriver {
+  start(config: AgentConfig, prompt: string, onWait: OnWait): Promise<void>;
+  steer(message: string): Promise<void>;
+  cancel(): Promise<void>;
+  /** The process holding the run dies while a tool runs; a fresh one (with `config`) opens the session again. */
+  crash(config: AgentConfig): Promise<void>;
+  result(): Promise<RunResult>;
+  dispose(): Promise<void>;
+}
+
+/** What a host cannot do by design (the cell that needs it is declared refused). */
+export class Unsupported extends Error {}
+
+let sessions = 0;
+/** A session id of its own for each run, unique across files and reruns on one store. */
+export const freshSessionId = (host: string) => `matrix-${host}-${process.pid}-${Date.now().toString(36)}-${++sessions}`;
+
+/** The event that delivers `answer` for `wait`. */
+export function eventFor(wait: Wait, answer: Answer): AgentEvent {
+  if ('approve' in answer && wait.kind === 'approval') return decisionEvent(wait.request, { approved: answer.approve });
+  if ('doubt' in answer && wait.kind === 'doubt') {
+    const { toolCallId, digest, run } = wait.request;
+    return { type: 'doubt.decide', toolCallId, digest, run, ...answer.doubt } as AgentEvent;
+  }
+  if ('resume' in answer) return { type: 'operation.resume', ...answer.resume };
+  if ('raise' in answer) return { type: 'budget.raise', budget: answer.raise } as AgentEvent;
+  throw new Error(`the script answered ${JSON.stringify(answer)} to a ${wait.kind} wait`);
+}
+
+/** A promise that rejects with the first failure of the driving script (raced with the run's end). */
+function failureSink(): { failed: Promise<never>; fail: (error: unknown) => void } {
+  let fail!: (error: unknown) => void;
+  const failed = new Promise<never>((_, reject) => (fail = reject));
+  failed.catch(() => {});
+  return { failed, fail };
+}
+
+/** Listens to an actor's waits and answers them through `send` (after the current event is taken); a script that throws fails the run. */
+function answerFrom(actor: AgentActor, onWait: OnWait, send: (event: AgentEvent) => void, fail: (error: unknown) => void): void {
+  const later = (wait: Wait) =>
+    void Promise.resolve()
+      .then(() => send(eventFor(wait, onWait(wait))))
+      .catch(fail);
+  actor.on('approval.requested', ({ requests }) => requests.forEach((request) => later({ kind: 'approval', request })));
+  actor.on('tool.inDoubt', ({ requests }) => requests.forEach((request) => later({ kind: 'doubt', request })));
+  actor.on('operation.yielded', ({ operation, reason, payload }) => {
+    // Approvals yield as an operation too: answered above, by their requests.
+    if (operation === APPROVALS_OPERATION) return;
+    if (operation === 'budget' && typeof (payload as { resumeAt?: unknown } | null)?.resumeAt === 'number') return;
+    later(operation === 'budget' ? { kind: 'budget', limit: reason } : { kind: 'operation', operation, reason });
+  });
+}
+
+/** Emitted events as the matrix compares them. */
+function recordEvents(actor: AgentActor, into: { type: string; id?: string | undefined }[]): void {
+  actor.on('*', (event) => into.push({ type: event.type, ...('id' in event && typeof event.id === 'string' && { id: event.id }) }));
+}
+
+export function normalize(output: Pick<AgentOutput, 'outcome' | 'messages'>, events: RunResult['events']): RunResult {
+  const { outcome, messages } = output;
+  return {
+    outcome: {
+      type: outcome.type,
+      ...('reason' in outcome && { reason: outcome.reason }),
+      ...(outcome.type === 'Failed' && { errorType: outcome.error.type }),
+      ...(outcome.type === 'Completed' && { finalText: outcome.finalText, output: outcome.output }),
+    },
+    text: outcome.type === 'Completed' ? outcome.finalText : '',
+    toolCalls: toolResults(messages),
+    messages,
+    events,
+  };
+}
+
+function toolResults(messages: readonly Message[]): RunResult['toolCalls'] {
+  return messages.flatMap((m) => (m.role === 'tool' ? [{ name: m.toolName ?? '', content: m.content, isError: m.isError === true }] : []));
+}
+
+/** The actor: `createActor(createAgentMachine(config), { input: { prompt } })`, waits answered by events. */
+function actorHost(): HostDriver {
+  let actor: AgentActor | undefined;
+  const events: { type: string; id?: string }[] = [];
+  const { failed, fail } = failureSink();
+  return {
+    async start(config, prompt, onWait) {
+      actor = createActor(createAgentMachine(config), { input: { prompt } });
+      recordEvents(actor, events);
+      answerFrom(actor, onWait, (event) => actor!.send(event), fail);
+      actor.start();
+    },
+    async steer(message) {
+      actor!.send({ type: 'steer', message });
+    },
+    async cancel() {
+      actor!.send({ type: 'cancel' });
+    },
+    crash: async () => {
+      throw new Unsupported('the actor keeps no journal');
+    },
+    result: async () => normalize(await Promise.race([toPromise(actor!), failed]), events),
+    async dispose() {
+      actor?.stop();
+    },
+  };
+}
+
+/** `runAgent` and `streamAgent`: approvals go to `approve`, everything else the host decides itself. */
+function unattendedHost(streaming: boolean): HostDriver {
+  const abort = new AbortController();
+  let done: Promise<RunAgentResult> | undefined;
+  const events: { type: string; id?: string }[] = [];
+  return {
+    async start(config, prompt, onWait) {
+      const approve = (request: ApprovalRequest) => {
+        const answer = onWait({ kind: 'approval', request });
+        if (!('approve' in answer)) throw new Error('not an approval answer');
+        return answer.approve;
+      };
+      const options = { ...config, prompt, approve, signal: abort.signal };
+      if (!streaming) {
+        done = runAgent(options);
+        return;
+      }
+      done = (async () => {
+        for await (const event of streamAgent(options)) {
+          if (event.type === 'done') return event.result;
+          events.push({ type: event.type, ...('id' in event && typeof event.id === 'string' && { id: event.id }) });
+        }
+        throw new Error('streamAgent ended without done');
+      })();
+    },
+    steer: async () => {
+      throw new Unsupported('runAgent and streamAgent take no events while they run');
+    },
+    async cancel() {
+      abort.abort();
+    },
+    crash: async () => {
+      throw new Unsupported('runAgent keeps no journal');
+    },
+    async result() {
+      const result = await done!;
+      return normalize(result, streaming ? events : null);
+    },
+    async dispose() {
+      abort.abort();
+      await done?.catch(() => {});
+    },
+  };
+}
+
+/** `DurableSession` on a store: waits answered through the session (a decision by its request). */
+export function durableHost(store: () => SessionStore, name: string): HostDriver {
+  let session: DurableSession | undefined;
+  let onWait: OnWait;
+  const sessionId = freshSessionId(name);
+  const events: { type: string; id?: string }[] = [];
+  const { failed, fail } = failureSink();
+  let generation = 0;
+  const open = async (config: AgentConfig) => {
+    const mine = ++generation;
+    session = await DurableSession.open({
+      machine: createAgentMachine(config),
+      store: store(),
+      sessionId,
+      attach: (actor) => {
+        recordEvents(actor, events);
+        // Only the session opened last answers (a crashed one is gone).
+        answerFrom(actor, onWait, (event) => generation === mine && session!.send(event), fail);
+      },
+    });
+  };
+  return {
+    async start(config, prompt, wait) {
+      onWait = wait;
+      await open(config);
+      session!.send({ type: 'input', message: prompt });
+    },
+    async steer(message) {
+      session!.send({ type: 'steer', message });
+    },
+    async cancel() {
+      session!.send({ type: 'cancel' });
+    },
+    async crash(config) {
+      // As a SIGKILL leaves it: what was stored stays, nothing more is written, the tool in flight never returns.
+      await session!.flush();
+      session!.actor.stop();
+      await open(config);
+    },
+    async result() {
+      const output = await Promise.race([session!.whenIdle(), failed]);
+      if (!output) throw new Error('no run stored');
+      return normalize(output, events);
+    },
+    async dispose() {
+      await session?.close().catch(() => {});
+    },
+  };
+}
+
+/** The waits of a stepped session that yielded, read from its plain-JSON context. */
+function waitsOf(session: SteppedSession): Wait[] {
+  const { context, value } = session as unknown as { context: AgentContext; value: unknown };
+  if (JSON.stringify(value).includes('"BudgetPaused"')) return [{ kind: 'budget', limit: 'paused' }];
+  const waiting = context.operations.waiting;
+  if (waiting) {
+    if (waiting.operation === 'budget') return [{ kind: 'budget', limit: waiting.reason }];
+    if (waiting.operation !== 'approvals') return [{ kind: 'operation', operation: waiting.operation, reason: waiting.reason }];
+  }
+  const brain = context.brain.context;
+  const calls = brain.pendingTools.map((pending) => pending.call);
+  return context.approvals.waiting.map((id) => ({ kind: 'approval', request: requestFor(calls.find((call) => call.id === id)!, context.runIndex, brain.turnsTaken) }));
+}
+
+/** `AgentStepper`: the caller performs each step and applies its effects; a steer joins the next apply. */
+function stepperHost(): HostDriver {
+  let stepper: AgentStepper | undefined;
+  let loop: Promise<void> | undefined;
+  const queued: AgentEvent[] = [];
+  let cancelled = false;
+  return {
+    async start(config, prompt, onWait) {
+      stepper = new AgentStepper(createAgentMachine(config), { input: { prompt } }, { timeoutMs: 5_000 });
+      loop = (async () => {
+        for (let i = 0; i < 50; i++) {
+          const { status, effects } = await stepper!.step();
+          if (cancelled) {
+            stepper!.finalize();
+            return;
+          }
+          if (status === 'finished') return;
+          if (status === 'yielded') stepper!.apply([...queued.splice(0), ...waitsOf(stepper!.session).map((wait) => eventFor(wait, onWait(wait)))]);
+          else stepper!.apply([...queued.splice(0), ...effects]);
+        }
+        throw new Error('the stepped run took more than 50 steps');
+      })();
+    },
+    async steer(message) {
+      queued.push({ type: 'steer', message });
+    },
+    async cancel() {
+      cancelled = true;
+    },
+    crash: async () => {
+      throw new Unsupported('the stepper keeps no journal of a step in flight');
+    },
+    async result() {
+      await loop;
+      const session = stepper!.session as unknown as { status: string; output?: AgentOutput; context: AgentContext };
+      const output = session.output ?? (session.context.lastRun && { ...session.context.lastRun, messages: session.context.brain.context.history });
+      if (!output) throw new Error(`the stepped session has no output (status ${session.status})`);
+      return normalize(output, null);
+    },
+    async dispose() {
+      cancelled = true;
+      await loop?.catch(() => {});
+    },
+  };
+}
+
+/**
+ * The chat handler, through its Fetch handler with real Requests and the AI SDK 6 transport a
+ * `useChat` page uses: approvals answered as the page answers them, the rest read from the store
+ * (the stored session is the truth the page loads).
+ */
+function chatHost(): HostDriver {
+  const store = new MemorySessionStore();
+  const chatId = freshSessionId('chat');
+  let handler: ChatHandler | undefined;
+  let done: Promise<UIMessage> | undefined;
+  return {
+    async start(config, prompt, onWait) {
+      handler = createChatHandler({ machine: createAgentMachine(config), store, aiSdk: 6 });
+      const chat = page(await loadSdk(6), handler, chatId);
+      const user = userMessage(prompt);
+      done = (async () => {
+        let message = await chat.send([user]);
+        for (let i = 0; i < 10 && message.metadata?.outcome === 'waiting'; i++) {
+          const asked = message.parts.filter((part) => part.state === 'approval-requested');
+          if (asked.length === 0) throw new Unsupported('the run waits for something other than an approval: the page has no answer for it');
+          const answered: UIMessage = {
+            ...message,
+            parts: message.parts.map((part) => {
+              if (part.state !== 'approval-requested') return part;
+              const request = { toolCallId: part.toolCallId!, toolName: part.type.slice('tool-'.length), args: part.input } as ApprovalRequest;
+              const answer = onWait({ kind: 'approval', request });
+              return { ...part, state: 'approval-responded', approval: { ...part.approval!, approved: 'approve' in answer && answer.approve } };
+            }),
+          };
+          message = await chat.send([user, answered], answered);
+        }
+        return message;
+      })();
+    },
+    steer: async () => {
+      throw new Unsupported('a message while a run streams is a 409');
+    },
+    async cancel() {
+      const response = await handler!(new Request(`http://127.0.0.1/api/chat/${encodeURIComponent(chatId)}/cancel`, { method: 'POST' }));
+      if (response.status !== 202) throw new Error(`cancel answered ${response.status}: ${await response.text()}`);
+    },
+    crash: async () => {
+      throw new Unsupported('not in one process');
+    },
+    async result() {
+      const message = await done!;
+      const stored = await store.load(chatId);
+      if (!stored) throw new Error('the chat stored nothing');
+      const context = decodeRow(chatId, stored.state, stored.messages);
+      if (!context.lastRun) throw new Error(`no run stored (the page saw ${message.metadata?.outcome})`);
+      expectSame(message.metadata?.outcome, context.lastRun.outcome.type);
+      return normalize({ outcome: context.lastRun.outcome, messages: context.brain.context.history }, null);
+    },
+    async dispose() {
+      await handler?.close();
+    },
+  };
+}
+
+/** The page's finish chunk and the store agree on how the run ended. */
+function expectSame(page: string | undefined, stored: string): void {
+  if (page !== stored) throw new Error(`the page's finish says ${page}, the store says ${stored}`);
+}
+
+export type HostFactory = () => HostDriver;
+
+/** The in-process drivers by host id (the stores of the durable ones are the caller's). */
+export const inProcessHosts = {
+  actor: actorHost,
+  runAgent: () => unattendedHost(false),
+  streamAgent: () => unattendedHost(true),
+  stepper: stepperHost,
+  chat: chatHost,
+} satisfies Record<string, HostFactory>;
