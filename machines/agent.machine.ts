@@ -24,6 +24,7 @@ import { fromIo, ioLogic, type IoDeps, type IoRequest } from '../src/agent/core/
 import { ToolPolicyError } from '../src/agent/approvals/tool-policy.js';
 import * as guard from '../src/agent/guardrails/guardrails.js';
 import { handoffLimitReached } from '../src/agent/handoffs/handoffs.js';
+import { inputRefused } from '../src/agent/core/actor-input.js';
 import { fromTelemetry, resumeTrace, traceMark, type TraceMark } from '../src/agent/tracing/trace-marks.js';
 
 import { pendingPrune } from '../src/agent/core/pruning.js';
@@ -92,6 +93,7 @@ function guardsOf(agent: CompiledAgent) {
   wellFormed: ({ event }: Args) => !fromIo(event) && externalEventProblem(event) === null,
   fromTelemetry: ({ event }: Args) => fromTelemetry(event),
   promptQueued: ({ context }: Args) => context.queued !== null,
+  inputRefused: ({ context }: Args) => inputRefused(context),
   runInFlight: ({ context }: Args) => runInFlight(context.brain),
   rewindable: ({ context, event }: Args) => feedProblem(context.brain.context, { type: 'rewindTo', len: as(event, 'rewind').len }) === null,
   singleRun: ({ context }: Args) => context.once,
@@ -332,7 +334,11 @@ const chart = driver.createStateConfig({
   },
   states: {
     Idle: {
-      always: { guard: 'promptQueued', target: 'Running', actions: ['beginRun', 'emitRunStarted', { type: 'trace', params: 'run.started' }] },
+      always: [
+        // Input the actor was created with that does not pass its check ends it at once, Failed(InvalidInput) (see actor-input.ts).
+        { guard: 'inputRefused', target: 'Done' },
+        { guard: 'promptQueued', target: 'Running', actions: ['beginRun', 'emitRunStarted', { type: 'trace', params: 'run.started' }] },
+      ],
       on: {
         input: { guard: 'wellFormed', target: 'Running', actions: ['beginRun', 'emitRunStarted', { type: 'trace', params: 'run.started' }] },
         // Nothing to continue is not an error: a session opened at rest is resumed as a matter of course.

@@ -2,6 +2,7 @@ import { createActor, type AnyActorRef, type InspectionEvent, type Observer } fr
 import { type AgentActor, type AgentMachine } from '../../machines/agent.machine.js';
 import { outputOf, runInFlight, type AgentOutput } from '../agent/protocol/actor-types.js';
 import { type AgentContext } from '../agent/core/context.js';
+import { inputRefusal } from '../agent/core/actor-input.js';
 import { type AgentEvent } from '../agent/protocol/agent-event.js';
 import type { Executor, SideEffect, SideEffectOutputs } from '../agent/protocol/executor.js';
 import { keyOf, parseKey, serviceKey, turnOf } from '../agent/protocol/keys.js';
@@ -140,6 +141,9 @@ export class DurableSession {
     // A stored state this agent refuses (say an operation's slice its schema rejects): nothing starts, nothing is written.
     const initial = this.actor.getSnapshot();
     if (initial.status === 'error') throw (initial as { error?: unknown }).error;
+    // A starting history the actor refused (it ended at once, Failed(InvalidInput)): no session is made.
+    const refused = inputRefusal(initial.context);
+    if (refused) throw refused;
     // What is stored is what the actor starts from (its own checked copy of the stored state).
     const start = initial.context;
     this.#written = context

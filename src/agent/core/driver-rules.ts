@@ -12,10 +12,9 @@ import { activeMs, limitsOf, pausesOn, raiseOf, raiseProblem } from '../budget/b
 import { budgetOverrun, type BudgetOverrun } from '../budget/budget.js';
 import { deadlineOverrun, type DeadlineRun } from '../budget/deadline.js';
 import type { CompiledAgent, Offered } from './compile.js';
-import { freshAgentContext, parseAgentContext, type AgentContext } from './context.js';
+import { parseAgentContext, type AgentContext } from './context.js';
 import type { AgentInput } from '../protocol/actor-types.js';
-import { checkedPolicy } from './compile.js';
-import { parseHistory } from '../../brain/history.js';
+import { freshContext } from './actor-input.js';
 import { logOf, type MessageLog } from '../../brain/message-log.js';
 import { activeModelProblem, bookUsage, totalCost } from '../fallback/fallback.js';
 import * as guard from '../guardrails/guardrails.js';
@@ -30,7 +29,7 @@ import type { OperationError } from '../operations/operation.js';
 import { pendingPrune, pruneLineProblem } from './pruning.js';
 import { repetitionVerdict, type RepetitionVerdict } from '../repetition/repetition.js';
 import { systemTokens } from './request-size.js';
-import { applyReply, asUserMessage, batchResults, brainPolicy, interruptBatch, overruleOutcome } from './run-rules.js';
+import { applyReply, batchResults, brainPolicy, interruptBatch, overruleOutcome } from './run-rules.js';
 import { finalCallPolicy, finalCallReason, judgeAnswer, settleAnswer, type AnswerStep } from '../structured-output/structured-output.js';
 
 
@@ -280,15 +279,8 @@ export const verdictOf = (agent: CompiledAgent, context: AgentContext, event: Ag
 
 
 /**
- * The context an actor starts from: a stored state checked as a persisted snapshot is, or a
- * fresh one whose starting conversation is checked as the brain's own facade checks it.
+ * The context an actor starts from: a stored state checked as a persisted snapshot is, or fresh
+ * input checked field by field (a refused one ends the actor at once, see `freshContext`).
  */
 export const initialContext = (agent: CompiledAgent, input: AgentInput | void): AgentContext =>
-  input?.stored
-    ? restoredContext(agent, input.stored)
-    : freshAgentContext({
-        sessionId: input?.sessionId ?? 'session',
-        history: input?.history === undefined ? [] : parseHistory(input.history),
-        policy: input?.policy ? checkedPolicy(input.policy, agent.pruning) : agent.defaultPolicy,
-        queued: input?.prompt === undefined ? null : asUserMessage(input.prompt),
-      });
+  input?.stored ? restoredContext(agent, input.stored) : freshContext(agent, input);

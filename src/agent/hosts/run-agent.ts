@@ -8,6 +8,7 @@ import type { Message } from '../../schemas.js';
 import type { AgentOutcome } from '../protocol/failure.js';
 import type { OutputOf, OutputSchema } from '../structured-output/structured-output.js';
 import { answerWaits, type UnattendedOptions } from './unattended.js';
+import { inputRefusal } from '../core/actor-input.js';
 
 /**
  * One run of an agent, without XState: the agent's configuration (`model`, `tools`,
@@ -67,7 +68,8 @@ function startRun(options: RunAgentOptions): { actor: AgentActor; lastFailure: (
   actor.on('guardrail.tripped', (event) => (failure = event.error));
   // Nobody else holds this actor: a call that needs approval is put to `approve`, a yield is sealed.
   const stopAnswering = answerWaits(actor, { approve, approveTimeoutMs });
-  return { actor, lastFailure: () => failure, stopAnswering };
+  // Input the actor refused (it ended at once, Failed(InvalidInput)): the error is its InvalidFeedError.
+  return { actor, lastFailure: () => failure ?? inputRefusal(actor.getSnapshot().context), stopAnswering };
 }
 
 /** Cancels the run when `signal` aborts; returns the detach function. */

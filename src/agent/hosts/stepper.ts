@@ -6,6 +6,7 @@ import { LoopchartError } from '../../errors.js';
 import type { Executor, SideEffect } from '../protocol/executor.js';
 import type { IoEvent } from '../core/io.js';
 import { runInFlight } from '../protocol/actor-types.js';
+import { inputRefusal } from '../core/actor-input.js';
 import type { BrainState } from '../core/brain-state.js';
 import type { BudgetPause } from '../budget/budget-pause.js';
 
@@ -212,6 +213,9 @@ export class AgentStepper {
   #settle(actor: ReturnType<typeof createActor<AgentMachine>>, events: readonly AgentEvent[] = []): SteppedSession {
     const failure = (actor.getSnapshot() as { error?: unknown }).error;
     if (actor.getSnapshot().status === 'error') throw failure;
+    // Input the actor refused (it ended at once, Failed(InvalidInput)): thrown here, as `DurableSession.open` does.
+    const refused = inputRefusal(actor.getSnapshot().context);
+    if (refused) throw refused;
     actor.start();
     try {
       for (const event of events) actor.send(event);

@@ -15,6 +15,8 @@ import { jsonValueProblem } from '../../json-value.js';
  * - `StructuredOutputError`: the final answer never matched the agent's `output` schema;
  * - `GuardrailTripped`: a guardrail tripped (`error.guardrail` names it, with its stage and info);
  * - `GuardrailError`: a guardrail threw, timed out or returned no verdict;
+ * - `InvalidInput`: the actor's input (`history`, `policy`, `prompt`, `sessionId`) was refused when
+ *   it was created; nothing ran, and the message says what was wrong;
  * - `TurnFailed`: the host running the turn (a Restate handler) kept failing in an unexpected
  *   way past its bounded retries;
  * - `Unknown`: a failure stored by another build under a type this one does not know (its
@@ -33,13 +35,14 @@ import { jsonValueProblem } from '../../json-value.js';
  *     case 'StructuredOutputError': return 'the answer never matched the output schema';
  *     case 'GuardrailTripped': return 'a guardrail stopped the run';
  *     case 'GuardrailError': return 'a guardrail failed';
+ *     case 'InvalidInput': return 'the input was refused before anything ran';
  *     case 'TurnFailed': return 'the host could not run the turn';
  *     case 'Unknown': return 'a failure this version does not know';
  *   }
  * }
  * ```
  */
-export const FAILURE_TYPES = ['ModelError', 'ToolError', 'CompactionError', 'CompactionStalled', 'OperationError', 'ToolPolicyError', 'StructuredOutputError', 'GuardrailTripped', 'GuardrailError', 'TurnFailed', 'Unknown'] as const;
+export const FAILURE_TYPES = ['ModelError', 'ToolError', 'CompactionError', 'CompactionStalled', 'OperationError', 'ToolPolicyError', 'StructuredOutputError', 'GuardrailTripped', 'GuardrailError', 'InvalidInput', 'TurnFailed', 'Unknown'] as const;
 export type FailureType = (typeof FAILURE_TYPES)[number];
 
 const known = new Set<string>(FAILURE_TYPES);

@@ -8,6 +8,7 @@ import { describe, expect, it } from 'vitest';
 import { createActor, toPromise } from 'xstate';
 import { z } from 'zod';
 import { createAgentMachine } from '../../../machines/agent.machine.js';
+import { inputRefusal } from '../../../src/agent/core/actor-input.js';
 import { uniqueCallIds } from '../../../src/agent/core/call-ids.js';
 import { coherentCut, conversationFault } from '../../../src/brain/conversation.js';
 import { InvalidFeedError } from '../../../src/errors.js';
@@ -92,16 +93,18 @@ describe('one coherence check for a starting history', () => {
 
   for (const [name, history] of Object.entries({ 'an unanswered call': open, 'a message between a call and its result': between })) {
     it(`input.history with ${name} is refused with a typed error naming the position, as LoopMachine refuses it`, () => {
+      // The actor ends at once, Failed(InvalidInput) (a throw would end the process from XState's timer); the error is kept for hosts that throw it.
       const actor = createActor(createAgentMachine({ model: scriptedModel([{ text: 'never' }]) }), { input: { prompt: 'x', history } });
-      const error = (actor.getSnapshot() as { error?: unknown }).error;
+      const error = inputRefusal(actor.getSnapshot().context);
       expect(InvalidFeedError.isInstance(error)).toBe(true);
-      expect(String((error as Error).message)).toMatch(/position \d/);
-      expect(() => new LoopMachine({ history })).toThrow((error as Error).message);
+      expect(String(error!.message)).toMatch(/position \d/);
+      expect(actor.getSnapshot().output!.outcome).toEqual({ type: 'Failed', error: { type: 'InvalidInput', message: error!.message } });
+      expect(() => new LoopMachine({ history })).toThrow(error!.message.replace(/^input\.history: /, ''));
     });
   }
 
   it('a malformed message in input.history is refused the same way', () => {
     const actor = createActor(createAgentMachine({ model: scriptedModel([{ text: 'never' }]) }), { input: { history: [{ role: 'robot', content: 1 }] as never } });
-    expect(InvalidFeedError.isInstance((actor.getSnapshot() as { error?: unknown }).error)).toBe(true);
+    expect(InvalidFeedError.isInstance(inputRefusal(actor.getSnapshot().context))).toBe(true);
   });
 });

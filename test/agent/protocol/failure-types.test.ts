@@ -26,6 +26,7 @@ function explain(outcome: AgentOutcome): string {
     case 'StructuredOutputError':
     case 'GuardrailTripped':
     case 'GuardrailError':
+    case 'InvalidInput':
     case 'TurnFailed':
     case 'Unknown':
       return type;
@@ -41,6 +42,7 @@ describe('failure types', () => {
       'CompactionStalled',
       'GuardrailError',
       'GuardrailTripped',
+      'InvalidInput',
       'ModelError',
       'OperationError',
       'StructuredOutputError',
