@@ -17,7 +17,7 @@ import { DEFAULT_CANCEL_GRACE_MS, OperationError } from '../src/agent/operations
 import { type FailureType } from '../src/agent/protocol/failure.js';
 import { fallbackAfter } from '../src/agent/fallback/fallback.js';
 
-import { admitted, externalEventProblem, externalEventTypes } from '../src/agent/protocol/events.js';
+import { checkedExternal, externalEventProblem, externalEventTypes } from '../src/agent/protocol/events.js';
 import { composeExecutors, type Executor } from '../src/agent/protocol/executor.js';
 import { fromIo, ioLogic, type IoDeps, type IoRequest } from '../src/agent/core/io.js';
 
@@ -90,7 +90,7 @@ function guardsOf(agent: CompiledAgent) {
   const pointDue = (hook: OperationHook) => ({ context }: Args) =>
     plan.at[hook].length > 0 && context.operations.done !== pointKey(context, hook);
   return {
-  wellFormed: ({ event }: Args) => !fromIo(event) && externalEventProblem(event) === null,
+  malformedPolicy: ({ event }: Args) => event.type === 'event.malformed' && event.of === 'policy',
   fromTelemetry: ({ event }: Args) => fromTelemetry(event),
   promptQueued: ({ context }: Args) => context.queued !== null,
   inputRefused: ({ context }: Args) => inputRefused(context),
@@ -269,7 +269,7 @@ function stepActions(agent: CompiledAgent) {
   rejectPolicy: emit(({ context, event }) => act.rejectPolicy(agent, context, event)),
   rejectEvent: emit(({ event, self }) => ({
     type: 'event.rejected' as const,
-    event: String(event.type).slice(0, 100),
+    event: (event.type === 'event.malformed' ? event.of : String(event.type)).slice(0, 100),
     reason:
       externalEventProblem(event) ??
       (event.type === 'operation.resume' && event.operation === APPROVALS_OPERATION
@@ -322,11 +322,13 @@ const driver = setup({
 const chart = driver.createStateConfig({
   initial: 'Idle',
   on: {
-    policy: [{ guard: and(['wellFormed', 'policyAcceptable']), actions: 'changePolicy' }, { actions: 'rejectPolicy' }],
+    policy: [{ guard: 'policyAcceptable', actions: 'changePolicy' }, { actions: 'rejectPolicy' }],
     // A decision outside a run is refused as a decision (the trace records why), never taken.
-    approve: [{ guard: 'wellFormed', actions: 'recordDecision' }, { actions: 'rejectEvent' }],
-    deny: [{ guard: 'wellFormed', actions: 'recordDecision' }, { actions: 'rejectEvent' }],
-    'doubt.decide': [{ guard: 'wellFormed', actions: 'decideDoubt' }, { actions: 'rejectEvent' }],
+    approve: { actions: 'recordDecision' },
+    deny: { actions: 'recordDecision' },
+    'doubt.decide': { actions: 'decideDoubt' },
+    // An event from outside whose payload does not fit its type, in any state (see `checkedExternal`).
+    'event.malformed': [{ guard: 'malformedPolicy', actions: 'rejectPolicy' }, { actions: 'rejectEvent' }],
     'telemetry.traced': [{ guard: 'fromTelemetry', actions: 'recordTrace' }, { actions: 'rejectEvent' }],
     // Whatever no state took: refused, reported, nothing changed.
     ...Object.fromEntries(externalEventTypes.filter((type) => !['policy', 'approve', 'deny', 'doubt.decide'].includes(type)).map((type) => [type, { actions: 'rejectEvent' }])),
@@ -340,13 +342,13 @@ const chart = driver.createStateConfig({
         { guard: 'promptQueued', target: 'Running', actions: ['beginRun', 'emitRunStarted', { type: 'trace', params: 'run.started' }] },
       ],
       on: {
-        input: { guard: 'wellFormed', target: 'Running', actions: ['beginRun', 'emitRunStarted', { type: 'trace', params: 'run.started' }] },
+        input: { target: 'Running', actions: ['beginRun', 'emitRunStarted', { type: 'trace', params: 'run.started' }] },
         // Nothing to continue is not an error: a session opened at rest is resumed as a matter of course.
         resume: [
-          { guard: and(['wellFormed', 'runInFlight']), target: 'Running', actions: { type: 'trace', params: 'run.resumed' } },
-          { guard: 'wellFormed' },
+          { guard: 'runInFlight', target: 'Running', actions: { type: 'trace', params: 'run.resumed' } },
+          {},
         ],
-        rewind: { guard: and(['wellFormed', 'rewindable']), actions: 'rewindBrain' },
+        rewind: { guard: 'rewindable', actions: 'rewindBrain' },
       },
     },
     Running: {
@@ -356,20 +358,20 @@ const chart = driver.createStateConfig({
       on: {
         cancel: [
           // A hook in flight gets its grace (its signal aborts at once) to return what it received.
-          { guard: and(['wellFormed', 'hookInFlight', 'cancelWaits']), target: '.Cancelling', actions: ['abortIo', 'recordCancelGrace'] },
-          { guard: 'wellFormed', target: '.Start', actions: ['abortIo', 'cancelRun'] },
+          { guard: and(['hookInFlight', 'cancelWaits']), target: '.Cancelling', actions: ['abortIo', 'recordCancelGrace'] },
+          { target: '.Start', actions: ['abortIo', 'cancelRun'] },
         ],
-        seal: { guard: 'wellFormed', target: '.Start', actions: ['abortIo', 'sealRun'] },
-        steer: [{ guard: and(['wellFormed', 'steersChild']), actions: 'forwardToChild' }, { guard: 'wellFormed', actions: 'steerRun' }],
+        seal: { target: '.Start', actions: ['abortIo', 'sealRun'] },
+        steer: [{ guard: 'steersChild', actions: 'forwardToChild' }, { actions: 'steerRun' }],
         // A raise while the run goes: the limits it names hold for the rest of the run.
-        'budget.raise': [{ guard: and(['wellFormed', 'raiseRefused']), actions: 'refuseRaise' }, { guard: 'wellFormed', actions: 'raiseBudget' }],
+        'budget.raise': [{ guard: 'raiseRefused', actions: 'refuseRaise' }, { actions: 'raiseBudget' }],
         // A user message sent while a run goes is steering: delivered at the next coherent point.
-        input: { guard: 'wellFormed', actions: 'steerRun' },
-        approve: { guard: 'wellFormed', actions: ['recordDecision', 'forwardToChild', { type: 'trace', params: 'approval.decided' }] },
-        deny: { guard: 'wellFormed', actions: ['recordDecision', 'forwardToChild', { type: 'trace', params: 'approval.decided' }] },
-        'doubt.decide': { guard: 'wellFormed', actions: 'decideDoubt' },
+        input: { actions: 'steerRun' },
+        approve: { actions: ['recordDecision', 'forwardToChild', { type: 'trace', params: 'approval.decided' }] },
+        deny: { actions: ['recordDecision', 'forwardToChild', { type: 'trace', params: 'approval.decided' }] },
+        'doubt.decide': { actions: 'decideDoubt' },
         // The same decision as the approvals operation's resume: `{ operation: 'approvals', payload }`.
-        'operation.resume': { guard: and(['wellFormed', 'approvalResume']), actions: ['recordDecision', 'forwardToChild', { type: 'trace', params: 'approval.decided' }] },
+        'operation.resume': { guard: 'approvalResume', actions: ['recordDecision', 'forwardToChild', { type: 'trace', params: 'approval.decided' }] },
         'io.subagent': { guard: 'currentBatch', actions: 'acceptSubagentReport' },
         'io.textDelta': { guard: 'currentModelCall', actions: 'emitTextDelta' },
         'io.retry': { guard: 'currentModelCall', actions: [{ type: 'startAttempt', params: 'retry' }, 'emitRetry', { type: 'trace', params: 'model.retry' }] },
@@ -421,14 +423,14 @@ const chart = driver.createStateConfig({
             // Restored while waiting for that time: the timer is armed again from the stored time.
             'io.attached': { guard: 'usageLimited', target: 'BudgetPaused', reenter: true },
             'budget.raise': [
-              { guard: and(['wellFormed', 'usageLimited']), target: 'AwaitingModel', actions: 'raiseBudget' },
-              { guard: and(['wellFormed', 'raiseRefused']), actions: 'refuseRaise' },
-              { guard: 'wellFormed', target: 'Start', actions: 'raiseBudget' },
+              { guard: 'usageLimited', target: 'AwaitingModel', actions: 'raiseBudget' },
+              { guard: 'raiseRefused', actions: 'refuseRaise' },
+              { target: 'Start', actions: 'raiseBudget' },
             ],
             'operation.resume': [
-              { guard: and(['wellFormed', 'budgetResume', 'usageLimited']), target: 'AwaitingModel', actions: 'raiseBudget' },
-              { guard: and(['wellFormed', 'budgetResume', 'raiseRefused']), actions: 'refuseRaise' },
-              { guard: and(['wellFormed', 'budgetResume']), target: 'Start', actions: 'raiseBudget' },
+              { guard: and(['budgetResume', 'usageLimited']), target: 'AwaitingModel', actions: 'raiseBudget' },
+              { guard: and(['budgetResume', 'raiseRefused']), actions: 'refuseRaise' },
+              { guard: 'budgetResume', target: 'Start', actions: 'raiseBudget' },
             ],
           },
         },
@@ -453,7 +455,7 @@ const chart = driver.createStateConfig({
             'io.operated': { guard: 'currentPoint', target: 'Start', actions: ['keepOperatedState', 'cancelRun'] },
             'io.failed': { guard: 'currentPoint', target: 'Start', actions: 'cancelRun' },
             // A second cancel does not wait.
-            cancel: { guard: 'wellFormed', target: 'Start', actions: 'cancelRun' },
+            cancel: { target: 'Start', actions: 'cancelRun' },
           },
         },
         /** An operation yielded: the run waits here for `operation.resume` (the context names the operation). */
@@ -461,9 +463,9 @@ const chart = driver.createStateConfig({
           entry: 'emitOperationYielded',
           on: {
             'operation.resume': [
-              { guard: and(['wellFormed', 'resumeRefused']), actions: 'rejectEvent' },
-              { guard: and(['wellFormed', 'resumeFailed']), target: 'Start', actions: 'failOperation' },
-              { guard: 'wellFormed', target: 'Start', actions: 'applyResume' },
+              { guard: 'resumeRefused', actions: 'rejectEvent' },
+              { guard: 'resumeFailed', target: 'Start', actions: 'failOperation' },
+              { target: 'Start', actions: 'applyResume' },
             ],
           },
         },
@@ -569,15 +571,14 @@ const chart = driver.createStateConfig({
               on: {
                 // A decision may make a call runnable while others still run: hand it over at once.
                 approve: {
-                  guard: 'wellFormed',
                   actions: ['recordDecision', 'forwardToChild', { type: 'trace', params: 'approval.decided' }, { type: 'requestTools', params: true }],
                 },
-                deny: { guard: 'wellFormed', actions: ['recordDecision', 'forwardToChild', { type: 'trace', params: 'approval.decided' }] },
+                deny: { actions: ['recordDecision', 'forwardToChild', { type: 'trace', params: 'approval.decided' }] },
                 'operation.resume': {
-                  guard: and(['wellFormed', 'approvalResume']),
+                  guard: 'approvalResume',
                   actions: ['recordDecision', 'forwardToChild', { type: 'trace', params: 'approval.decided' }, { type: 'requestTools', params: true }],
                 },
-                'doubt.decide': { guard: 'wellFormed', actions: ['decideDoubt', { type: 'requestTools', params: true }] },
+                'doubt.decide': { actions: ['decideDoubt', { type: 'requestTools', params: true }] },
               },
               states: {
                 Execution: {
@@ -723,8 +724,8 @@ function hardened<M extends AnyStateMachine>(machine: M, agent: CompiledAgent, i
   // Wrapped, never patched: the machine object stays XState's own, and every machine derived
   // from this one (`provide`, `withExecutor`, `withClock`) keeps the snapshot check and these methods.
   const wrapped: Record<PropertyKey, unknown> = {
-    // Every event from outside is read once, as data, before any guard sees it (see `admitted`).
-    transition: ((snapshot, event, scope) => machine.transition(snapshot, fromIo(event) || fromTelemetry(event) ? event : admitted(event), scope)) as M['transition'],
+    // Every event from outside is read once, as data, and checked against its type before any guard sees it (see `checkedExternal`).
+    transition: ((snapshot, event, scope) => machine.transition(snapshot, fromIo(event) || fromTelemetry(event) ? event : checkedExternal(event), scope)) as M['transition'],
     restoreSnapshot: ((snapshot, scope) => {
       const persisted = snapshot as { context?: unknown };
       const context = restoredContext(agent, persisted.context);

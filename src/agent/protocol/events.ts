@@ -120,6 +120,35 @@ function standIn(type: unknown, problem: string): object {
   return event;
 }
 
+const MALFORMED = 'event.malformed';
+
+/**
+ * The event the chart gets for one sent from outside, checked once where it enters: the
+ * `admitted` copy when its payload is what its type needs; else a stand-in of type
+ * `event.malformed` that names the type it was sent as (`of`) and carries the reason, which one
+ * root handler refuses (`event.rejected`, or `policy.rejected` for a policy). So no transition of
+ * the chart asks whether its event is well formed.
+ *
+ * @example
+ * ```ts
+ * import { checkedExternal, externalEventProblem } from './events.js';
+ * const event = checkedExternal({ type: 'approve', toolCallId: 42 });
+ * console.log(event.type, externalEventProblem(event)); // "event.malformed" and why
+ * ```
+ */
+export function checkedExternal<E extends object>(event: E): E | MalformedEvent {
+  const copy = admitted(event) as E & { type: string };
+  if (typeof made.get(copy) === 'string' || copy.type.startsWith('xstate.')) return copy;
+  const problem = externalEventProblem(copy);
+  if (problem === null) return copy;
+  const malformed: MalformedEvent = { type: MALFORMED, of: copy.type.slice(0, 100) };
+  made.set(malformed, problem);
+  return malformed;
+}
+
+/** An event from outside whose payload does not fit its type, as the chart sees it (see `checkedExternal`). */
+export type MalformedEvent = { type: typeof MALFORMED; of: string };
+
 /** Why an external event is malformed, or null when its payload is what its type needs. */
 export function externalEventProblem(event: { type: string }): string | null {
   const standsIn = made.get(event);
