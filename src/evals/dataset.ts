@@ -207,7 +207,7 @@ function syntaxErrorLine(text: string, message: string): number | undefined {
  * The line of the problem's path in a pretty-printed case: the line of the last key of the path
  * found, scanning forward (a good guess for the files `saveCases` writes, none for others).
  */
-function lineOf(text: string, path: readonly PropertyKey[]): { line?: number } {
+function lineOf(text: string, path: readonly PropertyKey[]): { line?: number | undefined } {
   let offset = 0;
   for (const part of path) {
     if (typeof part !== 'string') continue;

@@ -15,7 +15,7 @@ export class DatasetError extends LoopchartError {
   readonly file: string;
   readonly caseId: string | undefined;
   readonly line: number | undefined;
-  constructor(file: string, problem: string, options: { caseId?: string; line?: number; cause?: unknown } = {}) {
+  constructor(file: string, problem: string, options: { caseId?: string | undefined; line?: number | undefined; cause?: unknown } = {}) {
     super('InvalidDataset', `dataset file ${file}${options.line !== undefined ? `:${options.line}` : ''}${options.caseId ? ` (case '${options.caseId}')` : ''}: ${problem}`, { cause: options.cause });
     this.file = file;
     this.caseId = options.caseId;

@@ -10,12 +10,12 @@ export interface JudgeOptions {
   /** What a good answer is, in words. */
   rubric: string;
   /** Default `judge`. */
-  name?: string;
+  name?: string | undefined;
   /** Default 0.5. */
-  passAt?: number;
-  threshold?: number;
+  passAt?: number | undefined;
+  threshold?: number | undefined;
   /** How long the judge may take per case, in ms (default 30 000); past it that case's score fails as a ScorerError. */
-  timeoutMs?: number;
+  timeoutMs?: number | undefined;
 }
 
 /** The judge's reply read as a score: the first JSON object in it, `{ "score": 0..1, "reason": "..." }`. */

@@ -8,9 +8,9 @@ import { EvalCaseError } from './errors.js';
 
 /** Which sessions of a store become cases: by id, by id prefix, or any test on the summary. All given must hold. */
 export interface SessionSelection {
-  ids?: readonly string[];
-  prefix?: string;
-  filter?: (summary: SessionSummary) => boolean;
+  ids?: readonly string[] | undefined;
+  prefix?: string | undefined;
+  filter?: ((summary: SessionSummary) => boolean) | undefined;
 }
 
 /**

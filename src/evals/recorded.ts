@@ -34,8 +34,8 @@ export class RecordedWorld {
   readonly #byCall = new Map<string, ToolMessage[]>();
   readonly #used = new Map<string, number>();
   readonly #replies = new Map<string, Extract<TraceEntry, { type: 'model' }>>();
-  readonly #approvals = new Map<string, { approved: boolean; reason?: string }>();
-  readonly #approvalsByCall = new Map<string, { approved: boolean; reason?: string }>();
+  readonly #approvals = new Map<string, { approved: boolean; reason?: string | undefined }>();
+  readonly #approvalsByCall = new Map<string, { approved: boolean; reason?: string | undefined }>();
   readonly #answers: NonNullable<EvalCase['toolResults']>;
 
   constructor(evalCase: EvalCase) {
@@ -100,7 +100,7 @@ export class RecordedWorld {
   }
 
   /** The recorded decision on a call that needed approval (by id, else by name + args). */
-  approval(call: { id: string; name: string; args: unknown }): { approved: boolean; reason?: string } | undefined {
+  approval(call: { id: string; name: string; args: unknown }): { approved: boolean; reason?: string | undefined } | undefined {
     return this.#approvals.get(call.id) ?? this.#approvalsByCall.get(callKey(call.name, call.args));
   }
 

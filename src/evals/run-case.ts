@@ -24,13 +24,13 @@ export interface RunCaseOptions {
    * with the recording's reply of the same run and turn (a call it has none for fails the run
    * with a ModelError saying so).
    */
-  model?: 'live' | 'recorded';
+  model?: 'live' | 'recorded' | undefined;
   /** Tools that run for real; every other call is answered from the recording (quarantined). */
-  liveTools?: readonly string[];
+  liveTools?: readonly string[] | undefined;
   /** The case's runs must end within this, in ms (default 120 000): past it they are cancelled and the case fails. */
-  timeoutMs?: number;
+  timeoutMs?: number | undefined;
   /** For a dry run (`sessions replay --against`): a recorded tool the agent no longer has is a difference to show, not a failed case. */
-  allowMissingTools?: boolean;
+  allowMissingTools?: boolean | undefined;
 }
 
 /** One tool call of the new run and where its result came from. */
@@ -58,13 +58,13 @@ export interface CaseRun {
   /** Model calls made (all runs). */
   turns: number;
   usage: Usage;
-  costUsd?: number;
+  costUsd?: number | undefined;
   /** Wall time of the runs, in ms. */
   ms: number;
   guardrails: { name: string; stage: 'input' | 'output'; verdict: string }[];
   decisions: Decision[];
   /** The first decision that differs from the recording's; null when none does; absent for a case without a recording. */
-  difference?: DecisionDifference | null;
+  difference?: DecisionDifference | null | undefined;
 }
 
 const DEFAULT_TIMEOUT_MS = 120_000;

@@ -11,15 +11,15 @@ import { ScoreValueSchema, expectations, sameDecisions, type Scorer } from './sc
 export interface CaseScore {
   score: number | null;
   pass: boolean;
-  reason?: string;
-  error?: string;
+  reason?: string | undefined;
+  error?: string | undefined;
 }
 
 /** One case's result: its run, or the typed error that stopped it (`code`, `problem`, `message`), and its scores. */
 export interface CaseResult {
   caseId: string;
-  run?: CaseRun;
-  error?: { code: string; problem?: string; message: string };
+  run?: CaseRun | undefined;
+  error?: { code: string; problem?: string | undefined; message: string } | undefined;
   scores: Record<string, CaseScore>;
 }
 
@@ -31,7 +31,7 @@ export interface ScorerSummary {
   mean: number;
   passed: number;
   errors: number;
-  threshold?: number;
+  threshold?: number | undefined;
   /** False when the mean is below the threshold. */
   gate: boolean;
 }
@@ -61,17 +61,17 @@ export interface RunEvalOptions extends Omit<RunCaseOptions, 'allowMissingTools'
   dataset: string | Dataset;
   agent: EvalAgent;
   /** Default: `expectations()` and `sameDecisions()`. */
-  scorers?: readonly Scorer[];
+  scorers?: readonly Scorer[] | undefined;
   /** Cases run at once (default 4). */
-  concurrency?: number;
+  concurrency?: number | undefined;
   /**
    * A JSONL file each finished case is appended to as it finishes; cases already in it are not
    * run again (an interrupted evaluation resumes). Delete it to start over.
    */
-  resultsFile?: string;
+  resultsFile?: string | undefined;
   /** Cases that may fail before the gate fails (default 0). */
-  maxFailedCases?: number;
-  onProgress?: (progress: EvalProgress) => void;
+  maxFailedCases?: number | undefined;
+  onProgress?: ((progress: EvalProgress) => void) | undefined;
 }
 
 const DEFAULT_SCORER_TIMEOUT_MS = 30_000;

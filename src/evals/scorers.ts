@@ -28,10 +28,10 @@ export type ScoreValue = z.infer<typeof ScoreValueSchema>;
  */
 export interface Scorer {
   name: string;
-  passAt?: number;
-  threshold?: number;
+  passAt?: number | undefined;
+  threshold?: number | undefined;
   /** How long one score may take, in ms (default 30 000): past it the case's score is a ScorerError. */
-  timeoutMs?: number;
+  timeoutMs?: number | undefined;
   score(evalCase: EvalCase, run: CaseRun, context: { signal: AbortSignal }): ScoreValue | Promise<ScoreValue>;
 }
 
@@ -45,7 +45,7 @@ type Gate = Pick<Scorer, 'passAt' | 'threshold'>;
  * const polite = scorer('polite', (_case, run) => /please|thank/i.test(run.text), { threshold: 0.8 });
  * ```
  */
-export function scorer(name: string, fn: Scorer['score'], gate: Gate & { timeoutMs?: number } = {}): Scorer {
+export function scorer(name: string, fn: Scorer['score'], gate: Gate & { timeoutMs?: number | undefined } = {}): Scorer {
   return { name, score: fn, ...gate };
 }
 
@@ -165,7 +165,7 @@ export function toolsWithin(allowed: readonly string[], gate: Gate = {}): Scorer
  * const cheap = withinBudget({ maxTurns: 4, maxTokens: 2_000 });
  * ```
  */
-export function withinBudget(budget: { maxTurns?: number; maxTokens?: number; maxCostUsd?: number }, gate: Gate = {}): Scorer {
+export function withinBudget(budget: { maxTurns?: number | undefined; maxTokens?: number | undefined; maxCostUsd?: number | undefined }, gate: Gate = {}): Scorer {
   return scorer('within budget', (_c, run) => {
     const tokens = run.usage.inputTokens + run.usage.outputTokens;
     const over = [

@@ -46,9 +46,9 @@ export interface ChatHandlerOptions extends ChatHandlerSettings {
    * request; a false, a throw, a timeout or an answer of another shape refuse it (see
    * `ChatAuthorizer`). Without it, anyone who knows a chat id may read and drive the chat.
    */
-  authorize?: ChatAuthorizer;
+  authorize?: ChatAuthorizer | undefined;
   /** The stored session id of a page's chat id for this caller (see `ChatKeyMapper`). Default: the chat id itself. */
-  chatKey?: ChatKeyMapper;
+  chatKey?: ChatKeyMapper | undefined;
 }
 
 /**

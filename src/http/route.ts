@@ -23,7 +23,7 @@ export type ChatAction = 'read' | 'stream' | 'post' | 'cancel' | 'approve';
 export type ChatRoute =
   | { action: 'post' }
   | { action: Exclude<ChatAction, 'post' | 'approve'>; chatId: string }
-  | { refusal: { status: 400 | 404 | 405; code: string; message: string; allow?: string } };
+  | { refusal: { status: 400 | 404 | 405; code: string; message: string; allow?: string | undefined } };
 
 const SUFFIXES = new Map<string, { action: 'read' | 'stream' | 'cancel'; method: 'GET' | 'POST' }>([
   ['messages', { action: 'read', method: 'GET' }],

@@ -78,7 +78,7 @@ export class SubagentTree {
 
   /** Whether the session waits for someone: itself, or every call it runs is a child that waits. */
   waits(node: Node = this.#root): boolean {
-    if (waitsForSomeone(node.actor.getSnapshot().value)) return true;
+    if (waitsForSomeone(node.actor.getSnapshot())) return true;
     if (node.running.size === 0) return false;
     for (const id of node.running) {
       const child = this.#nodes.get(node.via ? `${node.via}/${id}` : id);
@@ -108,7 +108,7 @@ export class SubagentTree {
   }
 
   #adopt(actor: AnyActorRef): Node | null {
-    const sessionId = (actor.getSnapshot() as { context?: { sessionId?: unknown } }).context?.sessionId;
+    const sessionId = (actor.getSnapshot() as { context?: { sessionId?: unknown } | undefined }).context?.sessionId;
     const via = typeof sessionId === 'string' ? viaOf(this.#chatId, sessionId) : null;
     if (via === null) return null;
     const node: Node = { actor: actor as unknown as Node['actor'], via, running: new Set() };

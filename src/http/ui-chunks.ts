@@ -28,8 +28,8 @@ export interface ChatMessageMetadata {
   run: number;
   /** The outcome's type (Completed, Cancelled, Failed, ...), or `waiting` while a run waits for a decision. */
   outcome: string;
-  usage?: { inputTokens: number; outputTokens: number };
-  costUsd?: number;
+  usage?: { inputTokens: number; outputTokens: number } | undefined;
+  costUsd?: number | undefined;
 }
 
 /** A loopchart outcome as the protocol's finish reason. */

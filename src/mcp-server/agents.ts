@@ -55,11 +55,11 @@ export interface McpAgent<S extends z.ZodType = z.ZodType> {
   name: string;
   description: string;
   /** The arguments' zod 4 schema (an object); default `{ task: string }`. */
-  input?: S;
+  input?: S | undefined;
   /** The run's first message from the validated arguments. */
-  prompt?: (args: z.output<S>) => string;
+  prompt?: ((args: z.output<S>) => string) | undefined;
   /** The answer's zod 4 schema (an object): the tool's `outputSchema`, checked before it is sent. */
-  output?: z.ZodType;
+  output?: z.ZodType | undefined;
 }
 
 /** An agent ready to serve: what tools/list shows and what a call needs. */

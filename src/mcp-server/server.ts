@@ -56,7 +56,7 @@ export type McpServerSettings = z.input<typeof McpServerSettingsSchema>;
 export interface McpServerOptions extends McpServerSettings {
   /** Each entry's own arguments type (its `input`'s output) types its `prompt`: any entry fits the list. */
   agents: readonly McpAgent<z.ZodType<any>>[];
-  store?: SessionStore;
+  store?: SessionStore | undefined;
 }
 
 /** Calls in flight across the server's connections. */
@@ -230,7 +230,7 @@ class AgentServer implements AgentMcpServer {
   /** Asks the client, through a form elicitation, whether the call may run. */
   async #approve(server: Server, request: ApprovalRequest, signal: AbortSignal, extra: { disconnected: () => boolean; requestId: string | number }): Promise<ApprovalAnswer> {
     if (extra.disconnected()) return 'gone';
-    const elicitation = server.getClientCapabilities()?.elicitation as { form?: object; url?: object } | undefined;
+    const elicitation = server.getClientCapabilities()?.elicitation as { form?: object | undefined; url?: object | undefined } | undefined;
     if (!elicitation || (elicitation.url && !elicitation.form)) {
       return { approved: false, reason: `the tool call '${request.toolName}' needs approval, and the MCP client cannot be asked (it does not support form elicitation): denied` };
     }

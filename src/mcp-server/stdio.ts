@@ -12,9 +12,9 @@ import { createMcpServer, type AgentMcpServer, type McpServerOptions } from './s
  * and the connection stays. The SDK's own transport closes the connection at its buffer's limit.
  */
 class BoundedStdioTransport implements Transport {
-  onclose?: () => void;
-  onerror?: (error: Error) => void;
-  onmessage?: <T extends JSONRPCMessage>(message: T) => void;
+  onclose?: (() => void) | undefined;
+  onerror?: ((error: Error) => void) | undefined;
+  onmessage?: (<T extends JSONRPCMessage>(message: T) => void) | undefined;
   readonly #input: Readable;
   readonly #output: Writable;
   readonly #reader: LineReader;

@@ -33,7 +33,7 @@ interface FieldSpec {
   name: string;
   min: number;
   max: number;
-  names?: readonly string[];
+  names?: readonly string[] | undefined;
 }
 
 const FIELDS: readonly FieldSpec[] = [

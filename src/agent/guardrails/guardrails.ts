@@ -96,7 +96,7 @@ export interface Guardrail {
   /** Unique among the agent's guardrails: letters, digits, `_`, `-`, `.`, starting with a letter. */
   readonly name: string;
   /** How long one check may take, in ms. Default `DEFAULT_GUARDRAIL_TIMEOUT_MS`. */
-  readonly timeoutMs?: number;
+  readonly timeoutMs?: number | undefined;
   check(input: GuardrailInput): GuardrailVerdict | Promise<GuardrailVerdict>;
 }
 
@@ -111,11 +111,11 @@ export interface Guardrail {
  */
 export interface GuardrailsConfig {
   /** Run before the first model call of every run, on its input message. */
-  readonly input?: readonly Guardrail[];
+  readonly input?: readonly Guardrail[] | undefined;
   /** Run on the final answer before the run completes. */
-  readonly output?: readonly Guardrail[];
+  readonly output?: readonly Guardrail[] | undefined;
   /** Feedback rounds a run may take before feedback fails it `GuardrailTripped`. Default 2. */
-  readonly maxFeedback?: number;
+  readonly maxFeedback?: number | undefined;
 }
 
 /**

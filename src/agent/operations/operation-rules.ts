@@ -15,8 +15,8 @@ import { readAnswer, thrownMessage as messageOf } from '../../read-answer.js';
 /** A hook's effects once checked: plain JSON, what the executor journals. Null: it declined. */
 export interface OperationOutput {
   state?: unknown;
-  results?: ToolMessage[];
-  yield?: { reason: string; payload: unknown };
+  results?: ToolMessage[] | undefined;
+  yield?: { reason: string; payload: unknown } | undefined;
 }
 
 /** The operations of one agent, checked, with each point's list in list order. */
