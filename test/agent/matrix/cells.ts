@@ -66,11 +66,7 @@ const DECLARED: Partial<Record<FeatureId, Partial<Record<HostId, Cell>>>> = {
     runAgent: { status: 'refused', reason: SEALS('raise the budget'), verify: sealedBy('budget') },
     streamAgent: { status: 'refused', reason: SEALS('raise the budget'), verify: sealedBy('budget') },
     restate: { status: 'open', reason: RESTATE_NOT_RUN },
-    chat: {
-      status: 'open',
-      reason:
-        'the response never ends: the handler ends a response that waits for someone only in `AwaitingApproval` or `AwaitingOperation` (src/http/waiting.ts), not in `Running.BudgetPaused` (the stream stays open; bounded at 3 s by hand); and the chat protocol carries only approval answers, so no route raises a budget (for the engineers on src/http)',
-    },
+    chat: { status: 'elsewhere', test: 'test/http/budget-pause.test.ts (the response ends with the run waiting; the raise goes to the stored session, server side: no chat route carries one)' },
   },
   'time-budget': {
     restate: { status: 'open', reason: RESTATE_NOT_RUN },
