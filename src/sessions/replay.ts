@@ -278,8 +278,11 @@ export function replayTrace(sessionId: string, trace: readonly ReadTraceEntry[],
             else if (outcome.type === 'Sealed') {
               // As the driver seals: a batch in flight is fed first, its calls without a result interrupted.
               if (brain.value === 'AwaitingTools') {
-                const results = brain.context.pendingTools.map(({ call, preAnswered }) => batch.get(call.id) ?? preAnswered ?? interruptedResult(call));
-                feed({ type: 'toolResults', messages: results }, 'the sealed batch');
+                const pending = brain.context.pendingTools;
+                const results = pending.map(({ call, preAnswered }) => batch.get(call.id) ?? preAnswered ?? interruptedResult(call));
+                // Interrupted calls are not calls made (the driver's interruptBatch): the counts agree.
+                const unfinished = pending.flatMap(({ call, preAnswered }) => (batch.has(call.id) || preAnswered ? [] : [call.id]));
+                feed({ type: 'toolResults', messages: results, unfinished }, 'the sealed batch');
               }
               feed({ type: 'seal', reason: outcome.reason }, 'the seal');
             }
