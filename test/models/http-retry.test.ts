@@ -80,9 +80,10 @@ describe.each(adapters)('%s under withRetry', (_, make) => {
 });
 
 describe('openAICompatibleModel under withRetry: broken streams', () => {
+  // The read timeout bounds a gap between chunks: long enough that the second, healthy reply is never cut on a loaded machine (100 ms was, once).
   it('a stalled stream times out and the retry gets the reply', async () => {
     server.enqueue({ type: 'stall', afterBytes: 120 }, { type: 'reply', text: ['recovered'] });
-    const { retried, waits } = retrying(openAICompatibleModel({ baseURL: server.baseURL, model: TEST_MODEL, readTimeoutMs: 100 }));
+    const { retried, waits } = retrying(openAICompatibleModel({ baseURL: server.baseURL, model: TEST_MODEL, readTimeoutMs: 750 }));
     const reply = await retried.generate(request());
     expect(reply.message.content).toBe('recovered');
     expect(waits).toHaveLength(1);
