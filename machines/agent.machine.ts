@@ -28,6 +28,7 @@ import { inputRefused } from '../src/agent/core/actor-input.js';
 import { fromTelemetry, resumeTrace, traceMark, type TraceMark } from '../src/agent/tracing/trace-marks.js';
 
 import { pendingPrune } from '../src/agent/core/pruning.js';
+import { alwaysOf, stepOrder } from '../src/agent/core/step-order.js';
 import { applyPrune, applyToolResults, asUserMessage, batchComplete, errorInfo, journalResult, waitingCalls } from '../src/agent/core/run-rules.js';
 import { PolicySchema, type Step } from '../src/schemas.js';
 
@@ -377,43 +378,14 @@ const chart = driver.createStateConfig({
         'io.retry': { guard: 'currentModelCall', actions: [{ type: 'startAttempt', params: 'retry' }, 'emitRetry', { type: 'trace', params: 'model.retry' }] },
       },
       states: {
-        /** Asks the brain; the policy is re-read here on every step. */
-        Start: {
-          always: [
-            // A guardrail check in progress (restored, or just opened) is decided before anything else.
-            { guard: 'guardOpen', target: 'Guarding' },
-            // A run about to end by maxTurns or a budget first asks for its answer (output schema, finalOutputCall).
-            { guard: 'finalCallDue', target: 'Start', reenter: true, actions: 'beginFinalCall' },
-            // Budgets are checked between steps: going past one seals the run (seed 004).
-            { guard: 'runOverBudget', target: 'Start', reenter: true, actions: 'sealOverBudget' },
-            // ...or, for a kind configured to pause, waits for a raise.
-            { guard: 'budgetPaused', target: 'BudgetPaused' },
-            // An operation yielded: the run waits for it, also after a restore.
-            { guard: 'operationWaiting', target: 'AwaitingOperation' },
-            // A hook point in progress (after a reply, or a restored one) goes on where it was.
-            { guard: 'pointOpen', target: 'Operating' },
-            // A prompt part that throws or is no string fails the run, naming its operation.
-            { guard: 'promptFails', target: 'Start', reenter: true, actions: 'failOperation' },
-            // Pruning comes before any decision, so it always runs before summarizing.
-            { guard: 'extrasChanged', target: 'Start', reenter: true, actions: 'refreshExtras' },
-            { guard: 'shouldPrune', target: 'Start', reenter: true, actions: ['emitPruned', { type: 'trace', params: 'prune' }, 'prune'] },
-            // Input guardrails judge the run's input before anything reaches the model.
-            { guard: and(['callLLM', 'inputGuardDue']), target: 'Guarding', actions: 'openInputCheck' },
-            // The run's first model call is preceded by its toolset step (only with tool sources).
-            { guard: and(['callLLM', 'toolsetDue']), target: 'ListingTools' },
-            { guard: and(['callLLM', 'beforeModelCallDue']), target: 'Operating', actions: { type: 'openPoint', params: 'beforeModelCall' } },
-            { guard: 'callLLM', target: 'AwaitingModel', actions: 'takeStep' },
-            // The same batch again and again: noted instead of run, then sealed (before operations and approvals see it).
-            { guard: and(['callTools', 'repetitionSeals']), target: 'Start', reenter: true, actions: 'sealRepetition' },
-            { guard: and(['callTools', 'repetitionNoted']), target: 'Start', reenter: true, actions: 'noteRepetition' },
-            { guard: and(['callTools', 'beforeToolsDue']), target: 'Operating', actions: { type: 'openPoint', params: 'beforeTools' } },
-            // Without approvals configured, a batch goes straight to work (no approval region).
-            { guard: and(['callTools', 'noApprovalsConfigured']), target: 'AwaitingTools.Executing' },
-            { guard: 'callTools', target: 'AwaitingTools' },
-            { guard: 'compact', target: 'AwaitingCompaction', actions: 'takeStep' },
-            { target: '#agent.Terminal', actions: 'takeStep' },
-          ],
-        },
+        /** Between two steps: settles what must come first (see `betweenSteps`); the policy is re-read on every step. */
+        Start: { always: alwaysOf(stepOrder.Start) },
+        /** Makes the request ready (prompt parts, pruning) and asks the brain for its step (see `deciding`). */
+        Deciding: { always: alwaysOf(stepOrder.Deciding) },
+        /** What precedes a model call, then the call (see `callLLM`). */
+        CallLLM: { always: alwaysOf(stepOrder.CallLLM) },
+        /** What precedes a tool batch, then the batch (see `callTools`). */
+        CallTools: { always: alwaysOf(stepOrder.CallTools) },
         /** Past a limit that pauses: waits for a raise that lifts it (the same run goes on) or a seal. */
         BudgetPaused: {
           entry: ['markPaused', 'emitBudgetPaused'],
