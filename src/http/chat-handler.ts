@@ -19,6 +19,7 @@ import { chatRoute, subagentSessionProblem } from './route.js';
 import { SubagentTree } from './subagent-tree.js';
 import { RunChunker } from './ui-chunks.js';
 import { toUIMessages } from './ui-messages.js';
+import { checkKnownKeys, parseOptions } from '../known-keys.js';
 
 /** The options of `createChatHandler`, checked once when the handler is made. */
 export const ChatHandlerOptionsSchema = z.strictObject({
@@ -37,6 +38,8 @@ export const ChatHandlerOptionsSchema = z.strictObject({
   authorizeTimeoutMs: z.number().int().min(1).max(120_000).default(5000),
 });
 export type ChatHandlerSettings = z.input<typeof ChatHandlerOptionsSchema>;
+
+const CHAT_HANDLER_KEYS = [...Object.keys(ChatHandlerOptionsSchema.shape), 'machine', 'store', 'authorize', 'chatKey'];
 
 export interface ChatHandlerOptions extends ChatHandlerSettings {
   machine: AgentMachine;
@@ -127,13 +130,15 @@ const STREAM_HEADERS = {
  * ```
  */
 export function createChatHandler(options: ChatHandlerOptions): ChatHandler {
+  const refuse = (message: string) => new ChatHandlerOptionsError(message);
+  // Strict: a misspelt key (`allowedOrigin`) is named with the closest known one.
+  checkKnownKeys(options, CHAT_HANDLER_KEYS, '', refuse);
   const { machine, store, authorize, chatKey, ...settings } = options;
-  const parsed = ChatHandlerOptionsSchema.safeParse(settings);
-  if (!parsed.success) throw new ChatHandlerOptionsError(z.prettifyError(parsed.error));
+  const checked = parseOptions(ChatHandlerOptionsSchema, settings, '', refuse);
   for (const [name, value] of [['authorize', authorize], ['chatKey', chatKey]] as const) {
     if (value !== undefined && typeof value !== 'function') throw new ChatHandlerOptionsError(`${name} must be a function, not ${typeof value}`);
   }
-  const chats = new ChatSessions(machine, store, parsed.data, new ChatAccess(authorize, chatKey, parsed.data.authorizeTimeoutMs));
+  const chats = new ChatSessions(machine, store, checked, new ChatAccess(authorize, chatKey, checked.authorizeTimeoutMs));
   const handler = (request: Request) => chats.handle(request);
   return Object.assign(handler, { stats: () => chats.stats(), close: () => chats.close() });
 }

@@ -3,6 +3,7 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import { McpError, ToolSchema } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
+import { parseOptions } from '../known-keys.js';
 import { InvalidConfigError } from '../errors.js';
 import { defineTool, type Tool, type ToolContext } from '../tools/define-tool.js';
 import { InvalidToolError } from '../tools/errors.js';
@@ -101,19 +102,19 @@ const MAX_LIST_PAGES = 100;
  * ```
  */
 export async function mcpTools(server: McpServer, options: McpToolsOptions = {}): Promise<McpTools> {
-  const config = McpServerSchema.safeParse(server);
-  if (!config.success) throw new InvalidConfigError(`MCP server: ${z.prettifyError(config.error)}`);
-  const settings = McpToolsOptionsSchema.safeParse(options);
-  if (!settings.success) throw new InvalidConfigError(`MCP options: ${z.prettifyError(settings.error)}`);
+  // Strict, each against the schema of its kind (a `url` says HTTP): a misspelt key names the closest.
+  const isHttp = typeof server === 'object' && server !== null && 'url' in server;
+  const config: z.output<typeof McpServerSchema> = parseOptions(isHttp ? McpHttpServerSchema : McpStdioServerSchema, server, 'MCP server');
+  const settings = parseOptions(McpToolsOptionsSchema, options, 'MCP options');
   const {
     prefix = '',
     startTimeoutMs = DEFAULT_START_TIMEOUT_MS,
     listTimeoutMs = DEFAULT_LIST_TIMEOUT_MS,
     toolTimeoutMs,
     maxResultBytes = DEFAULT_MAX_RESULT_BYTES,
-  } = settings.data;
+  } = settings;
 
-  const connection = await connect(config.data, { timeoutMs: startTimeoutMs, maxMessageBytes: maxResultBytes });
+  const connection = await connect(config, { timeoutMs: startTimeoutMs, maxMessageBytes: maxResultBytes });
   const { client, label } = connection;
   let closed = false;
 

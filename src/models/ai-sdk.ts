@@ -9,6 +9,7 @@ import { parseArguments, streamedError } from './chat-chunks.js';
 import { MalformedStreamError } from './errors.js';
 import { replyFinishReason } from './finish-reason.js';
 import { describeError, httpModelError, parseRetryAfter, providerMessage } from './http-status.js';
+import { checkKnownKeys, optionKeys } from '../known-keys.js';
 
 /*
  * Why `languageModel.doStream()` and not `streamText()`:
@@ -46,6 +47,8 @@ export interface AiSdkModelOptions {
   structuredOutputs?: boolean | undefined;
 }
 
+const OPTION_KEYS = optionKeys<AiSdkModelOptions>()({ readTimeoutMs: true, deadlineMs: true, structuredOutputs: true });
+
 const DEFAULT_READ_TIMEOUT_MS = 60_000;
 
 /**
@@ -64,6 +67,7 @@ const DEFAULT_READ_TIMEOUT_MS = 60_000;
  * ```
  */
 export function aiSdkModel(languageModel: AiSdkLanguageModel, options: AiSdkModelOptions = {}): Model {
+  checkKnownKeys(options, OPTION_KEYS, 'aiSdkModel');
   const version = specificationVersionOf(languageModel);
   const readTimeoutMs = timeoutOption('readTimeoutMs', options.readTimeoutMs, DEFAULT_READ_TIMEOUT_MS);
   const deadlineMs = timeoutOption('deadlineMs', options.deadlineMs, DEFAULT_MODEL_DEADLINE_MS);

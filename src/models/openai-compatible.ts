@@ -6,6 +6,8 @@ import { MalformedStreamError } from './errors.js';
 import { describeError, httpModelError, parseRetryAfter, providerMessage } from './http-status.js';
 import { toWireMessages, toWireResponseFormat, toWireTools } from './openai-wire.js';
 import { SseParser, type SseEvent } from './sse.js';
+import { checkKnownKeys, optionKeys } from '../known-keys.js';
+import { InvalidConfigError } from '../errors.js';
 
 export interface OpenAICompatibleOptions {
   /** e.g. https://api.openai.com/v1, http://localhost:11434/v1 (Ollama), http://localhost:8000/v1 (vLLM). */
@@ -44,6 +46,18 @@ export interface OpenAICompatibleOptions {
   structuredOutputs?: boolean | undefined;
 }
 
+const OPTION_KEYS = optionKeys<OpenAICompatibleOptions>()({
+  baseURL: true,
+  apiKey: true,
+  model: true,
+  headers: true,
+  readTimeoutMs: true,
+  deadlineMs: true,
+  maxResponseBytes: true,
+  fetch: true,
+  structuredOutputs: true,
+});
+
 const DEFAULT_READ_TIMEOUT_MS = 60_000;
 const DEFAULT_MAX_RESPONSE_BYTES = 256 * 1024 * 1024;
 /** An error body is read for its message only; beyond this it is not worth holding. */
@@ -60,6 +74,10 @@ const MAX_ERROR_BODY_BYTES = 64 * 1024;
  * ```
  */
 export function openAICompatibleModel(options: OpenAICompatibleOptions): Model {
+  checkKnownKeys(options, OPTION_KEYS, 'openAICompatibleModel');
+  for (const key of ['baseURL', 'model'] as const) {
+    if (typeof options?.[key] !== 'string' || options[key] === '') throw new InvalidConfigError(`openAICompatibleModel: ${key} must be a non-empty string`);
+  }
   const url = `${options.baseURL.replace(/\/+$/, '')}/chat/completions`;
   const readTimeoutMs = timeoutOption('readTimeoutMs', options.readTimeoutMs, DEFAULT_READ_TIMEOUT_MS);
   const deadlineMs = timeoutOption('deadlineMs', options.deadlineMs, DEFAULT_MODEL_DEADLINE_MS);

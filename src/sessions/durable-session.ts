@@ -8,6 +8,7 @@ import type { Executor, SideEffect, SideEffectOutputs } from '../agent/protocol/
 import { keyOf, parseKey, serviceKey, turnOf } from '../agent/protocol/keys.js';
 import { markerBatch } from '../agent/in-doubt/in-doubt.js';
 import { InvalidFeedError, LoopchartError } from '../errors.js';
+import { checkKnownKeys, optionKeys } from '../known-keys.js';
 import { feedProblem } from '../brain/feed-problems.js';
 import type { Message, ToolMessage } from '../schemas.js';
 import type { SessionStore } from '../stores/session-store.js';
@@ -59,6 +60,18 @@ export class SessionNotIdleError extends LoopchartError {
     this.sessionId = sessionId;
   }
 }
+
+const OPEN_OPTION_KEYS = optionKeys<OpenSessionOptions>()({
+  machine: true,
+  store: true,
+  sessionId: true,
+  history: true,
+  inspect: true,
+  resume: true,
+  wrapExecutor: true,
+  attach: true,
+  parent: true,
+});
 
 /**
  * An agent session persisted step by step (seed 003: the application owns the state; the
@@ -210,6 +223,7 @@ export class DurableSession {
 
   /** Loads the session, or creates it, and starts its actor; a run in flight continues at once (unless `resume: false`). */
   static async open(options: OpenSessionOptions): Promise<DurableSession> {
+    checkKnownKeys(options, OPEN_OPTION_KEYS, 'DurableSession.open');
     const stored = await options.store.load(options.sessionId);
     let context: AgentContext | undefined;
     const replay = new Map<string, Map<string, ToolMessage>>();

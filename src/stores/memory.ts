@@ -1,6 +1,7 @@
 import type { ToolMessage } from '../schemas.js';
 import { decodeJournalEntry, decodeSession } from './decode.js';
 import { CorruptSessionError } from './errors.js';
+import { InvalidConfigError } from '../errors.js';
 import type { SessionStore, SessionSummary, StepWrite, StoredSession, TraceRecord } from './session-store.js';
 import { checkSessionId, decodeTraceRow, encodeJournalEntry, encodeStep, encodeTraceEntries, planStep } from './step.js';
 
@@ -56,6 +57,11 @@ export class MemorySessionStore implements SessionStore {
   readonly backing: MemoryBacking;
 
   constructor(backing: MemoryBacking = new MemoryBacking()) {
+    // It takes a backing, not options: a plain object here is a mistake (say a SQLite store's { path }).
+    if (!(backing instanceof MemoryBacking)) {
+      const keys = typeof backing === 'object' && backing !== null ? Object.keys(backing) : [];
+      throw new InvalidConfigError(`MemorySessionStore takes a MemoryBacking or nothing${keys.length > 0 ? `, not options (unknown option ${JSON.stringify(keys[0])})` : `, got ${typeof backing}`}`);
+    }
     this.backing = backing;
   }
 

@@ -5,6 +5,7 @@ import type { ToolMessage } from '../schemas.js';
 import { decodeJournalEntry, decodeSession } from './decode.js';
 import type { LogRow } from './decode.js';
 import { LoopchartError } from '../errors.js';
+import { checkKnownKeys, optionKeys } from '../known-keys.js';
 import { CorruptSessionError, SessionBusyError, StoreCorruptError, StoreError, StoreFullError, StoreUnavailableError } from './errors.js';
 import { migratePostgres, quoteSchema } from './postgres-schema.js';
 import type { SessionStore, SessionSummary, StepWrite, StoredSession, TraceRecord } from './session-store.js';
@@ -92,6 +93,8 @@ function strayRowError(sessionId: string, error: unknown): unknown {
   return new CorruptSessionError(sessionId, { kind: 'log' }, 'a stray row already sits where this step appends', { cause: error });
 }
 
+const POSTGRES_OPTION_KEYS = optionKeys<PostgresStoreOptions>()({ connectionString: true, pool: true, schema: true, max: true, connectTimeoutMs: true, queryTimeoutMs: true });
+
 /**
  * The store for many processes on one database. Each step is one transaction whose version
  * check is the UPDATE itself (`WHERE version = $expected`): under READ COMMITTED a concurrent
@@ -122,6 +125,7 @@ export class PostgresSessionStore implements SessionStore {
   private readonly where: string;
 
   constructor(options: PostgresStoreOptions) {
+    checkKnownKeys(options, POSTGRES_OPTION_KEYS, 'PostgresSessionStore');
     this.schema = options.schema ?? 'loopchart';
     this.s = quoteSchema(this.schema);
     this.where = options.pool ? `the given pool (schema ${this.schema})` : maskedAddress(options.connectionString);

@@ -4,6 +4,7 @@ import type { ToolMessage } from '../schemas.js';
 import { decodeJournalEntry, decodeSession } from './decode.js';
 import type { LogRow } from './decode.js';
 import { LoopchartError } from '../errors.js';
+import { checkKnownKeys, optionKeys } from '../known-keys.js';
 import { CorruptSessionError, StoreBusyError, StoreCorruptError, StoreError, StoreFullError, StoreUnavailableError } from './errors.js';
 import type { SessionStore, SessionSummary, StepWrite, StoredSession, TraceRecord } from './session-store.js';
 import { migrateSqlite } from './sqlite-schema.js';
@@ -119,6 +120,8 @@ function ignoreInGit(created: string | undefined, folder: string): void {
   }
 }
 
+const SQLITE_OPTION_KEYS = optionKeys<SqliteStoreOptions>()({ path: true, synchronous: true, busyTimeoutMs: true, driver: true });
+
 /**
  * The embedded session store: one SQLite file (WAL), safe for several processes on one machine.
  * @example
@@ -140,6 +143,7 @@ export class SqliteSessionStore implements SessionStore {
   private readonly loadTxn: (sessionId: string) => StoredSession | undefined;
 
   constructor(options: SqliteStoreOptions = {}) {
+    checkKnownKeys(options, SQLITE_OPTION_KEYS, 'SqliteSessionStore');
     const path = options.path ?? DEFAULT_SQLITE_PATH;
     this.path = path === ':memory:' ? path : resolve(path);
     if (this.path !== ':memory:') ignoreInGit(mkdirSync(dirname(this.path), { recursive: true }), dirname(this.path));

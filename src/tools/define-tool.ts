@@ -3,6 +3,7 @@ import type { ToolDefinition } from '../model.js';
 import { DuplicateToolError, InvalidToolError } from './errors.js';
 import { jsonSchemaValidator, type JsonSchema } from './json-schema.js';
 import { protoKeys, rememberProtoKeys } from './own-arguments.js';
+import { optionKeys, unknownKeyProblem } from '../known-keys.js';
 
 /** What a running tool gets besides its arguments. */
 export interface ToolContext {
@@ -62,6 +63,24 @@ export interface JsonSchemaToolSpec<O = unknown> extends ToolMeta {
   needsApproval?: boolean | ((args: Record<string, unknown>, ctx: ApprovalContext) => boolean | Promise<boolean>) | undefined;
 }
 
+/** Every key a tool spec may have (a zod `input` or a JSON Schema `inputSchema`). */
+const TOOL_KEYS = optionKeys<ToolSpec<z.ZodType> & JsonSchemaToolSpec>()({
+  name: true,
+  description: true,
+  timeoutMs: true,
+  inDoubt: true,
+  input: true,
+  inputSchema: true,
+  execute: true,
+  needsApproval: true,
+});
+/** Names other tool libraries use for ours: the AI SDK's `parameters` (its name before v5) is our `input`. */
+const TOOL_KEY_ALIASES: ReadonlyMap<string, string> = new Map([
+  ['parameters', 'input'],
+  ['handler', 'execute'],
+  ['run', 'execute'],
+]);
+
 export interface ApprovalContext {
   readonly toolCallId: string;
   readonly sessionId: string;
@@ -102,6 +121,9 @@ export interface Tool<S extends z.ZodType = z.ZodType, O = unknown> extends Read
 export function defineTool<S extends z.ZodType, O>(spec: ToolSpec<S, O>): Tool<S, O>;
 export function defineTool<O>(spec: JsonSchemaToolSpec<O>): Tool<z.ZodType<Record<string, unknown>>, O>;
 export function defineTool(spec: ToolSpec<z.ZodType> | JsonSchemaToolSpec): Tool {
+  if (typeof spec !== 'object' || spec === null) throw new InvalidToolError(String(spec), 'defineTool takes an object { name, description, input, execute }');
+  const unknown = unknownKeyProblem(spec, TOOL_KEYS, TOOL_KEY_ALIASES);
+  if (unknown) throw new InvalidToolError(String(spec.name), unknown);
   const meta = ToolMetaSchema.safeParse(spec);
   if (!meta.success) throw new InvalidToolError(String(spec.name), z.prettifyError(meta.error));
   const { input, inputSchema } = toolInput(spec);

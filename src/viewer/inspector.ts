@@ -11,7 +11,8 @@ import { actorPath, homePage, messagePage, sessionPage } from './page.js';
 import type { PageData, Row, SessionView } from './page-model.js';
 import { describeOutcome } from './load.js';
 import { agentChart, chartLayouts, VIEWER_HOST, ViewerListenError } from './server.js';
-import { LiveStreams, liveLimits, sseEvent, type LiveLimitsInput, type LiveStats, type SseStream } from './sse.js';
+import { LiveStreams, liveLimits, sseEvent, ViewerOptionsError, type LiveLimitsInput, type LiveStats, type SseStream } from './sse.js';
+import { checkKnownKeys, optionKeys } from '../known-keys.js';
 
 /**
  * `viewerInspector()`: the offline counterpart of the Stately inspector. Pass `inspect` to
@@ -30,6 +31,8 @@ export interface ViewerInspectorOptions {
   /** How far a live page may fall behind before it is dropped (it reconnects where it was). */
   live?: LiveLimitsInput;
 }
+
+const INSPECTOR_OPTION_KEYS = optionKeys<ViewerInspectorOptions>()({ port: true, maxRows: true, live: true });
 
 export interface ViewerInspector {
   /** The `inspect` option for `createActor`. */
@@ -140,6 +143,7 @@ async function pageFor(tracked: Tracked, script: string): Promise<string> {
  * ```
  */
 export function viewerInspector(options: ViewerInspectorOptions = {}): ViewerInspector {
+  checkKnownKeys(options, INSPECTOR_OPTION_KEYS, 'viewerInspector', (message) => new ViewerOptionsError(message));
   const maxRows = options.maxRows ?? 10_000;
   const actors = new Map<string, Tracked>();
   const live = new LiveStreams(liveLimits(options.live));

@@ -14,7 +14,8 @@ import { listSessionViews, loadSessionView } from './load.js';
 import { homePage, messagePage, sessionPage, sessionPath } from './page.js';
 import type { PageData, SessionView } from './page-model.js';
 import { TraceCache } from './trace-cache.js';
-import { LiveStreams, liveLimits, type LiveLimitsInput, type LiveStats } from './sse.js';
+import { LiveStreams, liveLimits, ViewerOptionsError, type LiveLimitsInput, type LiveStats } from './sse.js';
+import { checkKnownKeys, optionKeys } from '../known-keys.js';
 
 /** The viewer's address: loopback only, never another interface. */
 export const VIEWER_HOST = '127.0.0.1';
@@ -47,6 +48,8 @@ export interface ViewerOptions {
   /** How far a live page may fall behind before it is dropped (it reconnects where it was). */
   live?: LiveLimitsInput | undefined;
 }
+
+const VIEWER_OPTION_KEYS = optionKeys<ViewerOptions>()({ store: true, port: true, pollMs: true, storeLabel: true, live: true });
 
 export interface RunningViewer {
   url: string;
@@ -115,6 +118,7 @@ export async function exportSessionHtml(store: SessionStore, sessionId: string):
  * ```
  */
 export async function startViewer(options: ViewerOptions): Promise<RunningViewer> {
+  checkKnownKeys(options, VIEWER_OPTION_KEYS, 'startViewer', (message) => new ViewerOptionsError(message));
   const { store } = options;
   const live = new LiveStreams(liveLimits(options.live));
   const traces = new TraceCache(store);

@@ -1,6 +1,7 @@
 import type { ServerResponse } from 'node:http';
 import { z } from 'zod';
 import { LoopchartError } from '../errors.js';
+import { parseOptions } from '../known-keys.js';
 
 /**
  * Server-sent-event streams whose memory is bounded: a client that stops reading (a laptop
@@ -42,9 +43,7 @@ export class ViewerOptionsError extends LoopchartError {
 
 /** The limits with their defaults, or ViewerOptionsError naming the field. */
 export function liveLimits(input: LiveLimitsInput | undefined): LiveLimits {
-  const parsed = LiveLimitsSchema.safeParse(input ?? {});
-  if (!parsed.success) throw new ViewerOptionsError(`live: ${z.prettifyError(parsed.error)}`);
-  return parsed.data;
+  return parseOptions(LiveLimitsSchema, input ?? {}, 'live', (message) => new ViewerOptionsError(message));
 }
 
 /** What the live streams of one server hold now, and how many were dropped so far. */

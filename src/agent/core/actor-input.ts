@@ -52,7 +52,7 @@ export function freshContext(agent: CompiledAgent, input: AgentInput | void): Ag
       return input?.prompt;
     });
     const history: Message[] = input?.history === undefined ? [] : checked('history', () => parseHistory(input.history));
-    const policy: Policy = input?.policy === undefined ? agent.defaultPolicy : checked('policy', () => checkedPolicy(input.policy, agent.pruning));
+    const policy: Policy = input?.policy === undefined ? agent.defaultPolicy : checked('policy', () => checkedPolicy(input.policy, agent.pruning, (message) => new Error(message), ''));
     return freshAgentContext({ sessionId, history, policy, queued: prompt === undefined ? null : asUserMessage(prompt) });
   } catch (error) {
     const refusal = error instanceof InvalidFeedError ? error : new InvalidFeedError('input', problemOf(error));

@@ -10,7 +10,8 @@ import { AgentTracing } from '../tracing/agent-tracing.js';
 import { APPROVALS_OPERATION } from '../approvals/approval-events.js';
 import { BudgetSchema, PricesSchema, type Budget, type Prices } from '../budget/budget.js';
 import { BUDGET_OPERATION } from '../budget/budget-pause.js';
-import type { AgentConfig } from './config.js';
+import { AGENT_CONFIG_KEYS, type AgentConfig } from './config.js';
+import { checkKnownKeys, parseOptions } from '../../known-keys.js';
 import { composeExecutors, executorVersionProblem, inProcessExecutor, type Executor } from '../protocol/executor.js';
 import { modelList, type ModelList } from '../fallback/fallback.js';
 import { planGuardrails, type GuardrailPlan } from '../guardrails/guardrails.js';
@@ -98,12 +99,15 @@ export function markTraced(executor: Executor, tracing: AgentTracing | undefined
  * ```
  */
 export function compileAgent(config: AgentConfig): CompiledAgent {
+  if (typeof config !== 'object' || config === null || Array.isArray(config)) throw new InvalidConfigError('the agent config must be an object { model, ... }');
+  // Strict: a misspelt key is named with the closest known one, not ignored.
+  checkKnownKeys(config, AGENT_CONFIG_KEYS, 'agent config');
   const operations = config.operations ?? [];
   const plan = planOperations(operations);
-  const pruning = config.pruning && PruningSchema.parse(config.pruning);
+  const pruning = config.pruning && parseOptions(PruningSchema, config.pruning, 'pruning');
   const defaultPolicy = checkedPolicy(config.policy, pruning);
-  const budget = config.budget && BudgetSchema.parse(config.budget);
-  const prices = config.prices && PricesSchema.parse(config.prices);
+  const budget = config.budget && parseOptions(BudgetSchema, config.budget, 'budget');
+  const prices = config.prices && parseOptions(PricesSchema, config.prices, 'prices');
   const models = modelList(config.model, config.fallbackOn, prices);
   if (budget?.maxCostUsd !== undefined && models.entries.some((entry) => !entry.prices)) throw new InvalidConfigError('budget.maxCostUsd needs prices');
   const maxCalls = config.maxToolCallsPerReply ?? DEFAULT_MAX_TOOL_CALLS_PER_REPLY;
@@ -185,11 +189,19 @@ function ioDeps(config: AgentConfig, parts: IoParts): { io: IoDeps; tracing: Age
   return { io, tracing };
 }
 
-/** A policy the pruning configuration allows, or a typed error saying why not. */
-export function checkedPolicy(policy: PolicyInput | undefined, pruning: Pruning | undefined): Policy {
-  const resolved = PolicySchema.parse(policy ?? {});
+/**
+ * A policy the pruning configuration allows (strict: an unknown key names the closest), or the
+ * error `make` builds saying why not (`InvalidConfigError` naming `where` by default).
+ */
+export function checkedPolicy(
+  policy: PolicyInput | undefined,
+  pruning: Pruning | undefined,
+  make: (message: string) => Error = (message) => new InvalidConfigError(message),
+  where = 'policy',
+): Policy {
+  const resolved = parseOptions(PolicySchema, policy ?? {}, where, make);
   const problem = pruneLineProblem(pruning, resolved);
-  if (problem) throw new InvalidConfigError(problem);
+  if (problem) throw make(problem);
   return resolved;
 }
 

@@ -15,6 +15,7 @@ import type { OutputSchema } from '../structured-output/structured-output.js';
 import type { FallbackPredicate, FallbackTrigger, ModelChoice } from '../fallback/fallback.js';
 import type { HandoffsConfig } from '../handoffs/handoffs.js';
 import type { GuardrailsConfig } from '../guardrails/guardrails.js';
+import { optionKeys } from '../../known-keys.js';
 
 export interface AgentConfig {
   /**
@@ -132,3 +133,34 @@ export interface AgentConfig {
    */
   guardrails?: GuardrailsConfig | undefined;
 }
+
+/** Every key an agent config may have: any other is an `InvalidConfigError` naming the closest. */
+export const AGENT_CONFIG_KEYS = optionKeys<AgentConfig>()({
+  model: true,
+  fallbackOn: true,
+  instructions: true,
+  tools: true,
+  toolSources: true,
+  operations: true,
+  compactor: true,
+  toolConcurrency: true,
+  retry: true,
+  policy: true,
+  pruning: true,
+  pruner: true,
+  budget: true,
+  pauseOnUsageLimit: true,
+  prices: true,
+  executor: true,
+  clock: true,
+  telemetry: true,
+  maxToolCallsPerReply: true,
+  repetition: true,
+  toolPolicy: true,
+  toolPolicyTimeoutMs: true,
+  output: true,
+  outputRetries: true,
+  finalOutputCall: true,
+  handoffs: true,
+  guardrails: true,
+});

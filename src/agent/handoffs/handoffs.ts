@@ -4,6 +4,7 @@ import type { Message, ToolCall, ToolMessage } from '../../schemas.js';
 import { estimateMessageTokens } from '../../tokens.js';
 import { defineTool, ToolSet, type Tool } from '../../tools/define-tool.js';
 import { InvalidConfigError } from '../../errors.js';
+import { checkKnownKeys, optionKeys } from '../../known-keys.js';
 
 /**
  * How the conversation is shown to the agent that has it after a handoff (a view: the stored
@@ -136,6 +137,9 @@ export interface Team {
   models: readonly Model[];
 }
 
+const HANDOFFS_KEYS = optionKeys<HandoffsConfig>()({ name: true, description: true, agents: true, to: true, history: true, maxHandoffs: true });
+const AGENT_KEYS = optionKeys<HandoffAgent>()({ name: true, description: true, instructions: true, tools: true, model: true, handoffs: true, history: true });
+
 const NAME = /^[A-Za-z][A-Za-z0-9_-]{0,51}$/;
 const TRANSFER_PREFIX = 'transfer_to_';
 
@@ -167,6 +171,9 @@ export function compileTeam(input: {
 }): Team | null {
   const { handoffs } = input;
   if (!handoffs) return null;
+  checkKnownKeys(handoffs, HANDOFFS_KEYS, 'handoffs');
+  if (!Array.isArray(handoffs.agents as unknown)) throw new InvalidConfigError('handoffs.agents must be a list of agents');
+  handoffs.agents.forEach((agent, i) => checkKnownKeys(agent, AGENT_KEYS, `handoffs.agents[${i}]`));
   const entry = handoffs.name ?? 'main';
   const maxHandoffs = handoffs.maxHandoffs ?? DEFAULT_MAX_HANDOFFS;
   if (!Number.isInteger(maxHandoffs) || maxHandoffs < 1) throw new InvalidConfigError(`handoffs.maxHandoffs must be a positive integer, got ${String(maxHandoffs)}`);

@@ -1,8 +1,9 @@
 import { createActor, type InspectionEvent } from 'xstate';
 import { createAgentMachine, type AgentActor } from '../../../machines/agent.machine.js';
 import { type AgentEmitted, type AgentOutput } from '../protocol/actor-types.js';
-import type { AgentConfig } from '../core/config.js';
-import { LoopchartError, RunFailedError } from '../../errors.js';
+import { AGENT_CONFIG_KEYS, type AgentConfig } from '../core/config.js';
+import { checkKnownKeys, optionKeys } from '../../known-keys.js';
+import { InvalidConfigError, LoopchartError, RunFailedError } from '../../errors.js';
 import type { Usage } from '../../model.js';
 import type { Message } from '../../schemas.js';
 import type { AgentOutcome } from '../protocol/failure.js';
@@ -55,7 +56,15 @@ export type AgentStreamEvent<O = unknown> = AgentEmitted | { type: 'done'; resul
  * The run's actor, the last error its side effects failed with (what a Failed outcome came from),
  * and the function that stops answering its waits (see unattended.ts), for when the run is over.
  */
-function startRun(options: RunAgentOptions): { actor: AgentActor; lastFailure: () => unknown; stopAnswering: () => void } {
+/** What `runAgent` and `streamAgent` take besides the agent config. */
+const RUN_KEYS = optionKeys<Omit<RunAgentOptions, keyof AgentConfig>>()({ prompt: true, history: true, signal: true, approve: true, approveTimeoutMs: true });
+const RUN_AGENT_KEYS = [...AGENT_CONFIG_KEYS, ...RUN_KEYS];
+
+function startRun(options: RunAgentOptions, where: 'runAgent' | 'streamAgent'): { actor: AgentActor; lastFailure: () => unknown; stopAnswering: () => void } {
+  // Strict, over the config and the run's own options together (`promt` → "prompt").
+  checkKnownKeys(options, RUN_AGENT_KEYS, where);
+  // Without a prompt the actor would wait for an input nobody can send: the run would never settle.
+  if (options.prompt === undefined) throw new InvalidConfigError(`${where}: prompt is required (the user's message that starts the run)`);
   const { prompt, history, signal, approve, approveTimeoutMs, ...config } = options;
   let failure: unknown;
   const inspect = (event: InspectionEvent) => {
@@ -143,7 +152,7 @@ function outputOf(actor: AgentActor): Promise<AgentOutput> {
  * ```
  */
 export async function runAgent<S extends OutputSchema | undefined = undefined>(options: RunAgentOptions<S>): Promise<RunAgentResult<OutputOf<S>>> {
-  const { actor, lastFailure, stopAnswering } = startRun(options);
+  const { actor, lastFailure, stopAnswering } = startRun(options, 'runAgent');
   const output = outputOf(actor);
   actor.start();
   const detach = cancelOnAbort(actor, options.signal);
@@ -175,7 +184,7 @@ export async function runAgent<S extends OutputSchema | undefined = undefined>(o
 export async function* streamAgent<S extends OutputSchema | undefined = undefined>(
   options: RunAgentOptions<S>,
 ): AsyncGenerator<AgentStreamEvent<OutputOf<S>>, void, undefined> {
-  const { actor, lastFailure, stopAnswering } = startRun(options);
+  const { actor, lastFailure, stopAnswering } = startRun(options, 'streamAgent');
   const queue: AgentStreamEvent<OutputOf<S>>[] = [];
   let wake: (() => void) | undefined;
   let failure: { error: unknown } | undefined;

@@ -5,6 +5,7 @@ import type { AgentOutput } from '../protocol/actor-types.js';
 import { defineTool, type Tool, type ToolContext } from '../../tools/define-tool.js';
 import { checkDepth, childResult, childSessionId, DEFAULT_MAX_SUBAGENT_DEPTH } from './subagents.js';
 import { InvalidConfigError } from '../../errors.js';
+import { checkKnownKeys, optionKeys } from '../../known-keys.js';
 import { currentScope, isParentStopped, markAgentTool, markDepth, stopActor, type ChildHandle, type ChildSession, type RunScope } from './subagent-scope.js';
 import type { SubagentReport } from '../protocol/actor-types.js';
 
@@ -69,6 +70,8 @@ export interface AgentToolOptions<S extends z.ZodType = typeof TaskInput> {
   maxDepth?: number | undefined;
 }
 
+const AGENT_TOOL_KEYS = optionKeys<AgentToolOptions>()({ agent: true, name: true, description: true, input: true, prompt: true, output: true, timeoutMs: true, maxDepth: true });
+
 /**
  * An agent as a tool: a call starts a child run of `agent` (its own conversation, instructions,
  * tools, model, compaction and limits) with the call's arguments as its prompt, and the child's
@@ -93,6 +96,7 @@ export interface AgentToolOptions<S extends z.ZodType = typeof TaskInput> {
  * ```
  */
 export function agentTool<S extends z.ZodType = typeof TaskInput>(options: AgentToolOptions<S>): Tool {
+  checkKnownKeys(options, AGENT_TOOL_KEYS, `agentTool '${String((options as { name?: unknown } | undefined)?.name)}'`);
   const input = (options.input ?? TaskInput) as z.ZodType;
   const prompt = (options.prompt ?? defaultPrompt) as (args: unknown) => string;
   const maxDepth = options.maxDepth ?? DEFAULT_MAX_SUBAGENT_DEPTH;

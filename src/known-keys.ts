@@ -1,0 +1,137 @@
+import { z } from 'zod';
+import { InvalidConfigError } from './errors.js';
+
+/**
+ * Strict options, one rule for every options object a user passes (issue 41): a key the API does
+ * not know is an error naming the closest known key, so a misspelling (`baseUrl` for `baseURL`,
+ * the AI SDK's `parameters` for `input`) is found where it is written instead of being ignored
+ * or failing later as a raw `TypeError`.
+ */
+
+/** Levenshtein distance with a swap of two neighbours counted as one edit (`lsit` → `list`). */
+export function editDistance(a: string, b: string): number {
+  const rows = Array.from({ length: a.length + 1 }, (_, i) => Array.from({ length: b.length + 1 }, (_, j) => (i === 0 ? j : j === 0 ? i : 0)));
+  for (let i = 1; i <= a.length; i++) {
+    for (let j = 1; j <= b.length; j++) {
+      const cost = a[i - 1] === b[j - 1] ? 0 : 1;
+      let d = Math.min(rows[i - 1]![j]! + 1, rows[i]![j - 1]! + 1, rows[i - 1]![j - 1]! + cost);
+      if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1]) d = Math.min(d, rows[i - 2]![j - 2]! + 1);
+      rows[i]![j] = d;
+    }
+  }
+  return rows[a.length]![b.length]!;
+}
+
+/** Keys longer than this are not compared (the distance is quadratic in the length): no guess. */
+const MAX_COMPARED_LENGTH = 64;
+
+/**
+ * The known name `word` most likely meant, compared case-insensitively: the one at the smallest
+ * edit distance when that distance is small for the word's length (a third of it, at least one
+ * edit) and no other name is as close; `aliases` maps names other libraries use to ours
+ * (`parameters` → `input`). Undefined when nothing is close, or two names are equally close.
+ */
+export function closestName(word: string, known: readonly string[], aliases?: ReadonlyMap<string, string>): string | undefined {
+  const alias = aliases?.get(word);
+  if (alias !== undefined) return alias;
+  if (word.length > MAX_COMPARED_LENGTH) return undefined;
+  const lower = word.toLowerCase();
+  const allowed = Math.max(1, Math.floor(word.length / 3));
+  let best: string | undefined;
+  let bestDistance = Infinity;
+  let tie = false;
+  for (const name of known) {
+    if (name.length > MAX_COMPARED_LENGTH) continue;
+    const d = editDistance(lower, name.toLowerCase());
+    if (d < bestDistance) [best, bestDistance, tie] = [name, d, false];
+    else if (d === bestDistance) tie = true;
+  }
+  return bestDistance <= allowed && !tie ? best : undefined;
+}
+
+/** `unknown option "baseUrl" — did you mean "baseURL"?`, or the known options when nothing is close. */
+export function unknownOptionMessage(key: string, known: readonly string[], aliases?: ReadonlyMap<string, string>): string {
+  const shown = JSON.stringify(key.length > 100 ? `${key.slice(0, 100)}…` : key);
+  const guess = closestName(key, known, aliases);
+  return guess !== undefined ? `unknown option ${shown} — did you mean ${JSON.stringify(guess)}?` : `unknown option ${shown} (known: ${known.join(', ')})`;
+}
+
+/** Where a set of known keys comes from: every key of `T`, listed once (the compiler checks the list is whole). */
+export const optionKeys = <T>() => <K extends Record<keyof T, true>>(keys: K & Record<Exclude<keyof K, keyof T>, never>): readonly string[] => Object.keys(keys);
+
+/**
+ * The first own key of `options` that is not in `known`, as the message to throw, or null. Only
+ * plain objects are read (a class instance or a non-object is left to the API's own checks).
+ */
+export function unknownKeyProblem(options: unknown, known: readonly string[], aliases?: ReadonlyMap<string, string>): string | null {
+  if (typeof options !== 'object' || options === null || Array.isArray(options)) return null;
+  const allowed = new Set(known);
+  for (const key of Object.keys(options)) if (!allowed.has(key)) return unknownOptionMessage(key, known, aliases);
+  return null;
+}
+
+/**
+ * Throws when `options` has a key outside `known`: `InvalidConfigError` by default, or the API's
+ * own options error (`make`), with `where` naming the API: `openAICompatibleModel: unknown
+ * option "baseUrl" — did you mean "baseURL"?`.
+ *
+ * @example
+ * ```ts
+ * checkKnownKeys({ baseUrl: 'x' }, ['baseURL', 'model'], 'openAICompatibleModel'); // throws InvalidConfigError
+ * ```
+ */
+export function checkKnownKeys(
+  options: unknown,
+  known: readonly string[],
+  where: string,
+  make: (message: string) => Error = (message) => new InvalidConfigError(message),
+  aliases?: ReadonlyMap<string, string>,
+): void {
+  const problem = unknownKeyProblem(options, known, aliases);
+  if (problem) throw make(where ? `${where}: ${problem}` : problem);
+}
+
+/**
+ * An options object checked by its zod object schema, strictly: an unknown key first (with the
+ * closest known one), then the schema's own checks, the first problem thrown as `make`'s error
+ * (`InvalidConfigError` by default) prefixed with `where` (none when empty). The one place a zod refusal of options
+ * becomes a message.
+ *
+ * @example
+ * ```ts
+ * const budget = parseOptions(z.object({ maxTokens: z.number().optional() }), { maxToken: 5 }, 'budget'); // throws: did you mean "maxTokens"?
+ * ```
+ */
+export function parseOptions<S extends z.ZodType>(schema: S, value: unknown, where: string, make: (message: string) => Error = (message) => new InvalidConfigError(message)): z.output<S> {
+  const known = knownKeysAt(schema, []);
+  if (known) checkKnownKeys(value, known, where, make);
+  const parsed = schema.safeParse(value);
+  if (parsed.success) return parsed.data;
+  const issue = parsed.error.issues[0]!;
+  const message = issueMessage(issue, knownKeysAt(schema, issue.path));
+  throw make(where ? `${where}: ${message}` : message);
+}
+
+/**
+ * A zod issue as one line, with the suggestion for an unknown key (a `z.strictObject`'s
+ * `unrecognized_keys` issue): the one place a strict schema's refusal becomes a message.
+ * `schema` is the object schema the issue's path points into, for its known keys.
+ */
+export function issueMessage(issue: z.core.$ZodIssue, known?: readonly string[]): string {
+  const at = issue.path.length > 0 ? `${issue.path.map(String).join('.')}: ` : '';
+  if (issue.code === 'unrecognized_keys' && known) return `${at}${unknownOptionMessage(issue.keys[0]!, known)}`;
+  return `${at}${issue.message}`;
+}
+
+/** The keys an object schema knows at `path` (through nested objects), for `issueMessage`. */
+export function knownKeysAt(schema: z.ZodType, path: readonly PropertyKey[]): readonly string[] | undefined {
+  let node: unknown = schema;
+  for (const step of path) {
+    const shape = (node as { shape?: Record<string, unknown> | undefined }).shape;
+    node = shape?.[String(step)];
+    // Optional, nullable and default wrappers keep the object inside.
+    while (node && typeof node === 'object' && 'unwrap' in node && typeof (node as { unwrap: unknown }).unwrap === 'function' && !(node as { shape?: unknown }).shape) node = (node as { unwrap: () => unknown }).unwrap();
+  }
+  const shape = (node as { shape?: Record<string, unknown> | undefined } | undefined)?.shape;
+  return shape ? Object.keys(shape) : undefined;
+}
