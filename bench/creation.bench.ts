@@ -23,7 +23,7 @@ function instantModel(turns: number): Model {
     name: 'instant',
     generate: async (): Promise<ModelReply> => {
       turn += 1;
-      if (turn < turns) return { message: { role: 'assistant', content: '', toolCalls: [{ id: `c${turn}`, name: 'echo', args: { text: `x${turn}` } }] }, finishReason: 'tool_calls' };
+      if (turn < turns) return { message: { role: 'assistant', content: '', toolCalls: [{ id: `c${turn}`, name: 'echo', args: { text: `x${turn}` } }] }, finishReason: 'tool-calls' };
       return { message: { role: 'assistant', content: 'done' }, finishReason: 'stop', usage: { inputTokens: 1, outputTokens: 1 } };
     },
   };

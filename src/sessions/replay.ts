@@ -93,232 +93,254 @@ const nothingFed = (): FedSinceModel => ({ results: new Map() });
  */
 export function replayTrace(sessionId: string, trace: readonly ReadTraceEntry[], final?: BrainState): ReplayReport {
   const t0 = performance.now();
-  const decisions: string[] = [];
-  let runs = 0;
-  let run = 0;
-  let brain: BrainState | null = null;
-  let policy: Policy = DEFAULT_POLICY;
-  let tokens = 0;
+  const replay = new Replay(sessionId);
   let currentSeq: number | undefined;
-  /** Tool results of the batch in flight, by call id (a re-run after a crash overwrites). */
-  let batch = new Map<string, ToolMessage>();
-  const entries = lastByKey(trace);
-  /** Results and the reply fed since the run's previous model call, for the next prompt to confirm. */
-  let fed = nothingFed();
-  /** Where the stored log was last rewritten (a compaction, a rewind): the log's tail from here is compared. */
-  let logMark = 0;
-  /** The run the trace started and has not finished. */
-  let open: number | null = null;
-  /** A reply that would complete the run, held (as the driver holds it) until its guardrail verdicts are read. */
-  let held: { event: LoopEvent; what: string; check: string | null; verdicts: TraceEntryOf<'guardrail'>[] } | null = null;
-
   const report = (divergence: ReplayDivergence | null): ReplayReport => ({
     sessionId,
-    decisions,
-    runs,
+    decisions: replay.decisions,
+    runs: replay.runs,
     divergence,
     ms: performance.now() - t0,
   });
-  const checkContent = (mismatch: ContentMismatch | null) => {
-    if (mismatch) throw Diverged.content(Math.max(1, decisions.length), mismatch);
-  };
-  const feed = (event: LoopEvent, what: string) => {
-    try {
-      brain = feedBrain(brain!, event);
-    } catch (error) {
-      throw new Diverged(Math.max(1, decisions.length), what, `the brain refused it: ${(error as Error).message}`);
-    }
-  };
-  /** The brain's next decision, checked against what the recording shows next. */
-  const decideAndCheck = (expected: (got: Step) => string | null, recorded: string) => {
-    if (!brain) throw new Diverged(decisions.length + 1, recorded, 'no run had started');
-    if (brain.value !== 'Terminal') feed({ type: 'setContextTokens', tokens }, recorded);
-    const decision = decide(brain.value, brain.context, policy);
-    const step = decision.step(brain.context);
-    const got = describeStep(step);
-    decisions.push(got);
-    const mismatch = expected(step);
-    if (mismatch !== null) throw new Diverged(decisions.length, mismatch, got);
-    // As the driver's takeStep: a decision that moves nothing (a batch to run, the outcome) is not fed.
-    if (decision.target) feed({ type: 'next', policy }, recorded);
-    return step;
-  };
-  /**
-   * A tool batch ends when its results are fed: at the next decision after it. A call the trace
-   * holds no result for (a tool policy denied it) takes the result the next model call was given.
-   */
-  const settleTools = (prompt: readonly Message[] = []) => {
-    while (brain && brain.value === 'AwaitingTools') {
-      decideAndCheck((step) => (step.type === 'CallTools' ? null : 'CallTools (a batch was in flight)'), 'CallTools');
-      const results = brain.context.pendingTools.map(
-        ({ call, preAnswered }) =>
-          batch.get(call.id) ??
-          preAnswered ??
-          shownResult(prompt, call.id) ?? { role: 'tool' as const, toolCallId: call.id, toolName: call.name, content: '(no result recorded: denied or not run)', isError: true },
-      );
-      for (const [id, result] of batch) fed.results.set(id, result);
-      batch = new Map();
-      feed({ type: 'toolResults', messages: results }, 'the batch results');
-    }
-  };
-
-  /** The held reply once its verdicts are in: fed, with the feedback steered in first as the driver does, or dropped by a trip. */
-  const settleHeld = (next: TraceEntry | null) => {
-    if (!held) return;
-    const { event, what, verdicts } = held;
-    held = null;
-    const outcome = settleHeldReply(verdicts, next);
-    if (outcome.type === 'feedback') feed({ type: 'steer', message: outcome.message }, 'the guardrail feedback');
-    if (outcome.type !== 'stopped') feed(event, what);
-  };
-
   try {
-    for (const record of entries) {
+    for (const record of lastByKey(trace)) {
       currentSeq = record.seq;
-      if ('invalid' in record) throw new Diverged(decisions.length + 1, 'a readable trace entry', `entry ${record.seq} is invalid: ${record.invalid}`);
-      const entry = record.entry;
-      if (held && entry.type === 'guardrail' && entry.check === held.check) {
-        held.verdicts.push(entry);
-        continue;
-      }
-      if (entry.type !== 'step') settleHeld(entry);
-      switch (entry.type) {
-        case 'step':
-          tokens = entry.tokens;
-          policy = entry.policy;
-          break;
-        case 'resumed':
-          tokens = entry.tokens;
-          if (brain && brain.context.turnsTaken !== entry.turns) {
-            throw new Diverged(decisions.length + 1, `${entry.turns} turns taken when the run resumed`, `${brain.context.turnsTaken} turns taken`);
-          }
-          break;
-        case 'run': {
-          if (open !== null) throw new Diverged(decisions.length + 1, `a finished entry for run ${open}`, `run ${entry.run} started without one`, 'finished');
-          if (brain && brain.value !== 'Terminal' && brain.context.pending.length > 0) {
-            throw new Diverged(decisions.length + 1, `run ${entry.run} starts after run ${run} ended`, `run ${run} still in ${brain.value}`);
-          }
-          runs++;
-          run = entry.run;
-          open = entry.run;
-          policy = entry.policy;
-          brain = startRun(brain ?? freshBrain(), { role: 'user', content: entry.prompt }, []);
-          batch = new Map();
-          fed = nothingFed();
-          break;
-        }
-        case 'model': {
-          settleTools(entry.promptDelta);
-          const label = `CallLLM turn ${entry.turn}`;
-          decideAndCheck((step) => (step.type === 'CallLLM' && step.turn === entry.turn ? null : label), label);
-          checkContent(checkAgainstPrompt(fed, entry.promptDelta));
-          const reply = entry.reply && answerAsText(entry.reply, entry.tools);
-          fed = { results: new Map(), ...(reply && { reply: { turn: entry.turn, message: reply.message } }) };
-          if (reply) {
-            const { message, finishReason } = reply;
-            const event: LoopEvent = {
-              type: 'modelResponse',
-              response: message,
-              contextTokens: tokens,
-              availableTools: entry.tools,
-              ...(finishReason && finishReason !== 'stop' && { finishReason: finishReason as never }),
-            };
-            const what = `the reply of turn ${entry.turn}`;
-            if (message.toolCalls?.length) feed(event, what);
-            else held = { event, what, check: outputCheckOf(sessionId, entry.key), verdicts: [] };
-          } else {
-            feed({ type: 'fail', error: { type: 'ModelError', message: entry.error?.message ?? 'model call failed' } }, 'the model error');
-          }
-          break;
-        }
-        case 'tool': {
-          if (brain?.value !== 'AwaitingTools' || !brain.context.pendingTools.some((pending) => pending.call.id === entry.call.id)) {
-            const got = brain ? describeStep(decide(brain.value, brain.context, policy).step(brain.context)) : 'no run';
-            throw new Diverged(decisions.length + 1, `CallTools turn ${entry.turn} with call ${entry.call.id}`, got);
-          }
-          if (entry.result) batch.set(entry.call.id, entry.result);
-          break;
-        }
-        case 'compaction': {
-          settleTools();
-          const label = `Compact ${entry.reason}`;
-          decideAndCheck((step) => (step.type === 'Compact' && step.reason === entry.reason ? null : label), label);
-          if (entry.error) {
-            feed({ type: 'fail', error: { type: 'CompactionError', message: entry.error.message } }, 'the compaction error');
-          } else {
-            const contextWindow = policy.contextWindow;
-            const current = brain!.context;
-            feed(
-              entry.rewritten
-                ? { type: 'compactionResult', compacted: logOf(current).toArray(), before: entry.before, after: entry.after, contextWindow }
-                : { type: 'compactionNoop', before: entry.before, after: entry.after, contextWindow },
-              `the compaction of turn ${entry.turn}`,
-            );
-            // A rewritten log holds the compactor's messages, which the trace does not record.
-            if (entry.rewritten) {
-              fed = nothingFed();
-              logMark = logOf(brain!.context).length;
-            }
-          }
-          break;
-        }
-        // The batch was answered with notes, not run: the notes are its results (the same pure rule as the driver's).
-        case 'repetition':
-          for (const call of entry.calls) batch.set(call.id, repetitionNote(call, entry.times));
-          break;
-        case 'event':
-          if (brain) applyHostEvent(entry, feed);
-          if (brain && entry.event.type === 'rewind') logMark = logOf(brain.context).length;
-          break;
-        case 'finished': {
-          // Cancel, seal and failures come from outside the brain: fed as recorded, then checked.
-          const { outcome } = entry;
-          if (brain && brain.value !== 'Terminal') {
-            if (outcome.type === 'Cancelled') feed({ type: 'cancel' }, 'the cancel');
-            else if (outcome.type === 'Sealed') {
-              // As the driver seals: a batch in flight is fed first, its calls without a result interrupted.
-              if (brain.value === 'AwaitingTools') {
-                const pending = brain.context.pendingTools;
-                const results = pending.map(({ call, preAnswered }) => batch.get(call.id) ?? preAnswered ?? interruptedResult(call));
-                // Interrupted calls are not calls made (the driver's interruptBatch): the counts agree.
-                const unfinished = pending.flatMap(({ call, preAnswered }) => (batch.has(call.id) || preAnswered ? [] : [call.id]));
-                feed({ type: 'toolResults', messages: results, unfinished }, 'the sealed batch');
-              }
-              feed({ type: 'seal', reason: outcome.reason }, 'the seal');
-            }
-            else if (outcome.type === 'Failed' && outcome.error.type !== 'CompactionStalled') feed({ type: 'fail', error: outcome.error }, 'the failure');
-          }
-          settleTools();
-          const label = `Done ${outcome.type}${outcome.type === 'Failed' ? ` ${outcome.error.type}` : ''}`;
-          decideAndCheck((step) => (describeStep(step) === label ? null : label), label);
-          brain = finishBrain(brain!);
-          open = null;
-          break;
-        }
-        default:
-          break;
-      }
+      if ('invalid' in record) throw new Diverged(replay.decisions.length + 1, 'a readable trace entry', `entry ${record.seq} is invalid: ${record.invalid}`);
+      replay.take(record.entry);
     }
     currentSeq = undefined;
-    settleHeld(null);
-    if (final && brain && atRest(final)) {
-      if (open !== null) throw new Diverged(decisions.length + 1, `a finished entry for run ${open} (the session is at rest)`, 'the trace ends without one', 'finished');
-      checkFinal(brain, final, decisions.length + 1);
-      const mismatch = checkAgainstLog(logOf(brain.context).tail(logMark), conversationOf(final));
-      if (mismatch) throw Diverged.content(decisions.length, mismatch);
-    }
+    replay.end(final);
   } catch (error) {
     if (!(error instanceof Diverged)) throw error;
     return report({
       step: error.step,
       ...(currentSeq !== undefined && { seq: currentSeq }),
-      run,
+      run: replay.run,
       expected: error.expected,
       got: error.got,
       ...(error.field !== undefined && { field: error.field }),
     });
   }
   return report(null);
+}
+
+/** What replay holds while it walks a trace, and the moves every entry kind shares. */
+class Replay {
+  readonly decisions: string[] = [];
+  runs = 0;
+  run = 0;
+  brain: BrainState | null = null;
+  policy: Policy = DEFAULT_POLICY;
+  tokens = 0;
+  /** Tool results of the batch in flight, by call id (a re-run after a crash overwrites). */
+  batch = new Map<string, ToolMessage>();
+  /** Results and the reply fed since the run's previous model call, for the next prompt to confirm. */
+  fed = nothingFed();
+  /** Where the stored log was last rewritten (a compaction, a rewind): the log's tail from here is compared. */
+  logMark = 0;
+  /** The run the trace started and has not finished. */
+  open: number | null = null;
+  /** A reply that would complete the run, held (as the driver holds it) until its guardrail verdicts are read. */
+  held: { event: LoopEvent; what: string; check: string | null; verdicts: TraceEntryOf<'guardrail'>[] } | null = null;
+
+  constructor(readonly sessionId: string) {}
+
+  /** One entry: a verdict of the held reply joins it; any other entry settles that reply first, then its kind's handler. */
+  take(entry: TraceEntry): void {
+    if (this.held && entry.type === 'guardrail' && entry.check === this.held.check) {
+      this.held.verdicts.push(entry);
+      return;
+    }
+    if (entry.type !== 'step') this.settleHeld(entry);
+    const handle = ENTRY_HANDLERS[entry.type] as ((replay: Replay, entry: TraceEntry) => void) | undefined;
+    handle?.(this, entry);
+  }
+
+  /** The trace is read: a held reply is settled, and a session at rest must be where replay ended. */
+  end(final: BrainState | undefined): void {
+    this.settleHeld(null);
+    const { brain } = this;
+    if (!final || !brain || !atRest(final)) return;
+    if (this.open !== null) throw new Diverged(this.decisions.length + 1, `a finished entry for run ${this.open} (the session is at rest)`, 'the trace ends without one', 'finished');
+    checkFinal(brain, final, this.decisions.length + 1);
+    const mismatch = checkAgainstLog(logOf(brain.context).tail(this.logMark), conversationOf(final));
+    if (mismatch) throw Diverged.content(this.decisions.length, mismatch);
+  }
+
+  checkContent(mismatch: ContentMismatch | null): void {
+    if (mismatch) throw Diverged.content(Math.max(1, this.decisions.length), mismatch);
+  }
+
+  readonly feed = (event: LoopEvent, what: string): void => {
+    try {
+      this.brain = feedBrain(this.brain!, event);
+    } catch (error) {
+      throw new Diverged(Math.max(1, this.decisions.length), what, `the brain refused it: ${(error as Error).message}`);
+    }
+  };
+
+  /** The brain's next decision, checked against what the recording shows next. */
+  decideAndCheck(expected: (got: Step) => string | null, recorded: string): Step {
+    const { brain } = this;
+    if (!brain) throw new Diverged(this.decisions.length + 1, recorded, 'no run had started');
+    if (brain.value !== 'Terminal') this.feed({ type: 'setContextTokens', tokens: this.tokens }, recorded);
+    const decision = decide(this.brain!.value, this.brain!.context, this.policy);
+    const step = decision.step(this.brain!.context);
+    const got = describeStep(step);
+    this.decisions.push(got);
+    const mismatch = expected(step);
+    if (mismatch !== null) throw new Diverged(this.decisions.length, mismatch, got);
+    // As the driver's takeStep: a decision that moves nothing (a batch to run, the outcome) is not fed.
+    if (decision.target) this.feed({ type: 'next', policy: this.policy }, recorded);
+    return step;
+  }
+
+  /**
+   * A tool batch ends when its results are fed: at the next decision after it. A call the trace
+   * holds no result for (a tool policy denied it) takes the result the next model call was given.
+   */
+  settleTools(prompt: readonly Message[] = []): void {
+    while (this.brain && this.brain.value === 'AwaitingTools') {
+      this.decideAndCheck((step) => (step.type === 'CallTools' ? null : 'CallTools (a batch was in flight)'), 'CallTools');
+      const results = this.brain.context.pendingTools.map(
+        ({ call, preAnswered }) =>
+          this.batch.get(call.id) ??
+          preAnswered ??
+          shownResult(prompt, call.id) ?? { role: 'tool' as const, toolCallId: call.id, toolName: call.name, content: '(no result recorded: denied or not run)', isError: true },
+      );
+      for (const [id, result] of this.batch) this.fed.results.set(id, result);
+      this.batch = new Map();
+      this.feed({ type: 'toolResults', messages: results }, 'the batch results');
+    }
+  }
+
+  /** The held reply once its verdicts are in: fed, with the feedback steered in first as the driver does, or dropped by a trip. */
+  settleHeld(next: TraceEntry | null): void {
+    if (!this.held) return;
+    const { event, what, verdicts } = this.held;
+    this.held = null;
+    const outcome = settleHeldReply(verdicts, next);
+    if (outcome.type === 'feedback') this.feed({ type: 'steer', message: outcome.message }, 'the guardrail feedback');
+    if (outcome.type !== 'stopped') this.feed(event, what);
+  }
+}
+
+/** What each kind of trace entry does to the replay; a kind without a handler changes nothing. */
+const ENTRY_HANDLERS: { [K in TraceEntry['type']]?: (replay: Replay, entry: TraceEntryOf<K>) => void } = {
+  step(replay, entry) {
+    replay.tokens = entry.tokens;
+    replay.policy = entry.policy;
+  },
+  resumed(replay, entry) {
+    replay.tokens = entry.tokens;
+    const { brain } = replay;
+    if (brain && brain.context.turnsTaken !== entry.turns) {
+      throw new Diverged(replay.decisions.length + 1, `${entry.turns} turns taken when the run resumed`, `${brain.context.turnsTaken} turns taken`);
+    }
+  },
+  run(replay, entry) {
+    if (replay.open !== null) throw new Diverged(replay.decisions.length + 1, `a finished entry for run ${replay.open}`, `run ${entry.run} started without one`, 'finished');
+    const { brain } = replay;
+    if (brain && brain.value !== 'Terminal' && brain.context.pending.length > 0) {
+      throw new Diverged(replay.decisions.length + 1, `run ${entry.run} starts after run ${replay.run} ended`, `run ${replay.run} still in ${brain.value}`);
+    }
+    replay.runs++;
+    replay.run = entry.run;
+    replay.open = entry.run;
+    replay.policy = entry.policy;
+    replay.brain = startRun(brain ?? freshBrain(), { role: 'user', content: entry.prompt }, []);
+    replay.batch = new Map();
+    replay.fed = nothingFed();
+  },
+  model(replay, entry) {
+    replay.settleTools(entry.promptDelta);
+    const label = `CallLLM turn ${entry.turn}`;
+    replay.decideAndCheck((step) => (step.type === 'CallLLM' && step.turn === entry.turn ? null : label), label);
+    replay.checkContent(checkAgainstPrompt(replay.fed, entry.promptDelta));
+    const reply = entry.reply && answerAsText(entry.reply, entry.tools);
+    replay.fed = { results: new Map(), ...(reply && { reply: { turn: entry.turn, message: reply.message } }) };
+    if (!reply) {
+      replay.feed({ type: 'fail', error: { type: 'ModelError', message: entry.error?.message ?? 'model call failed' } }, 'the model error');
+      return;
+    }
+    const { message, finishReason } = reply;
+    const event: LoopEvent = {
+      type: 'modelResponse',
+      response: message,
+      contextTokens: replay.tokens,
+      availableTools: entry.tools,
+      ...(finishReason && finishReason !== 'stop' && { finishReason: finishReason as never }),
+    };
+    const what = `the reply of turn ${entry.turn}`;
+    if (message.toolCalls?.length) replay.feed(event, what);
+    else replay.held = { event, what, check: outputCheckOf(replay.sessionId, entry.key), verdicts: [] };
+  },
+  tool(replay, entry) {
+    const { brain } = replay;
+    if (brain?.value !== 'AwaitingTools' || !brain.context.pendingTools.some((pending) => pending.call.id === entry.call.id)) {
+      const got = brain ? describeStep(decide(brain.value, brain.context, replay.policy).step(brain.context)) : 'no run';
+      throw new Diverged(replay.decisions.length + 1, `CallTools turn ${entry.turn} with call ${entry.call.id}`, got);
+    }
+    if (entry.result) replay.batch.set(entry.call.id, entry.result);
+  },
+  compaction(replay, entry) {
+    replay.settleTools();
+    const label = `Compact ${entry.reason}`;
+    replay.decideAndCheck((step) => (step.type === 'Compact' && step.reason === entry.reason ? null : label), label);
+    if (entry.error) {
+      replay.feed({ type: 'fail', error: { type: 'CompactionError', message: entry.error.message } }, 'the compaction error');
+      return;
+    }
+    const contextWindow = replay.policy.contextWindow;
+    const current = replay.brain!.context;
+    replay.feed(
+      entry.rewritten
+        ? { type: 'compactionResult', compacted: logOf(current).toArray(), before: entry.before, after: entry.after, contextWindow }
+        : { type: 'compactionNoop', before: entry.before, after: entry.after, contextWindow },
+      `the compaction of turn ${entry.turn}`,
+    );
+    // A rewritten log holds the compactor's messages, which the trace does not record.
+    if (entry.rewritten) {
+      replay.fed = nothingFed();
+      replay.logMark = logOf(replay.brain!.context).length;
+    }
+  },
+  // The batch was answered with notes, not run: the notes are its results (the same pure rule as the driver's).
+  repetition(replay, entry) {
+    for (const call of entry.calls) replay.batch.set(call.id, repetitionNote(call, entry.times));
+  },
+  event(replay, entry) {
+    if (!replay.brain) return;
+    applyHostEvent(entry, replay.feed);
+    if (entry.event.type === 'rewind') replay.logMark = logOf(replay.brain.context).length;
+  },
+  finished(replay, entry) {
+    // Cancel, seal and failures come from outside the brain: fed as recorded, then checked.
+    const { outcome } = entry;
+    const { brain } = replay;
+    if (brain && brain.value !== 'Terminal') {
+      if (outcome.type === 'Cancelled') replay.feed({ type: 'cancel' }, 'the cancel');
+      else if (outcome.type === 'Sealed') sealAsRecorded(replay, outcome.reason);
+      else if (outcome.type === 'Failed' && outcome.error.type !== 'CompactionStalled') replay.feed({ type: 'fail', error: outcome.error }, 'the failure');
+    }
+    replay.settleTools();
+    const label = `Done ${outcome.type}${outcome.type === 'Failed' ? ` ${outcome.error.type}` : ''}`;
+    replay.decideAndCheck((step) => (describeStep(step) === label ? null : label), label);
+    replay.brain = finishBrain(replay.brain!);
+    replay.open = null;
+  },
+};
+
+/** As the driver seals: a batch in flight is fed first, its calls without a result interrupted (not counted as calls made). */
+function sealAsRecorded(replay: Replay, reason: string): void {
+  const { brain } = replay;
+  if (brain?.value === 'AwaitingTools') {
+    const pending = brain.context.pendingTools;
+    const results = pending.map(({ call, preAnswered }) => replay.batch.get(call.id) ?? preAnswered ?? interruptedResult(call));
+    const unfinished = pending.flatMap(({ call, preAnswered }) => (replay.batch.has(call.id) || preAnswered ? [] : [call.id]));
+    replay.feed({ type: 'toolResults', messages: results, unfinished }, 'the sealed batch');
+  }
+  replay.feed({ type: 'seal', reason }, 'the seal');
 }
 
 /** A host event that moves the brain, fed as it was sent (a policy change reaches replay through the recorded steps). */
