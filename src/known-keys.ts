@@ -22,31 +22,40 @@ export function editDistance(a: string, b: string): number {
   return rows[a.length]![b.length]!;
 }
 
+function commonStart(a: string, b: string): number {
+  let i = 0;
+  while (i < a.length && i < b.length && a[i] === b[i]) i++;
+  return i;
+}
+
 /** Keys longer than this are not compared (the distance is quadratic in the length): no guess. */
 const MAX_COMPARED_LENGTH = 64;
 
 /**
  * The known name `word` most likely meant, compared case-insensitively: the one at the smallest
- * edit distance when that distance is small for the word's length (a third of it, at least one
- * edit) and no other name is as close; `aliases` maps names other libraries use to ours
- * (`parameters` → `input`). Undefined when nothing is close, or two names are equally close.
+ * edit distance (between equally close ones, the one sharing the longer start) when that distance
+ * is small for the word's length (a third of it, rounded up); `aliases` maps names other
+ * libraries use to ours (`parameters` → `input`). Undefined when nothing is close, or two names
+ * are equally close with as long a shared start.
  */
 export function closestName(word: string, known: readonly string[], aliases?: ReadonlyMap<string, string>): string | undefined {
   const alias = aliases?.get(word);
   if (alias !== undefined) return alias;
   if (word.length > MAX_COMPARED_LENGTH) return undefined;
   const lower = word.toLowerCase();
-  const allowed = Math.max(1, Math.floor(word.length / 3));
+  const allowed = Math.ceil(word.length / 3);
   let best: string | undefined;
-  let bestDistance = Infinity;
+  let bestScore: [number, number] = [Infinity, 0];
   let tie = false;
   for (const name of known) {
     if (name.length > MAX_COMPARED_LENGTH) continue;
-    const d = editDistance(lower, name.toLowerCase());
-    if (d < bestDistance) [best, bestDistance, tie] = [name, d, false];
-    else if (d === bestDistance) tie = true;
+    const other = name.toLowerCase();
+    // Closest first; between equally close names, the one sharing the longer start (`maxRetry`: `maxRetries`, not `onRetry`).
+    const score: [number, number] = [editDistance(lower, other), commonStart(lower, other)];
+    if (score[0] < bestScore[0] || (score[0] === bestScore[0] && score[1] > bestScore[1])) [best, bestScore, tie] = [name, score, false];
+    else if (score[0] === bestScore[0] && score[1] === bestScore[1]) tie = true;
   }
-  return bestDistance <= allowed && !tie ? best : undefined;
+  return bestScore[0] <= allowed && !tie ? best : undefined;
 }
 
 /** `unknown option "baseUrl" — did you mean "baseURL"?`, or the known options when nothing is close. */
@@ -115,7 +124,7 @@ export function parseOptions<S extends z.ZodType>(schema: S, value: unknown, whe
 /**
  * A zod issue as one line, with the suggestion for an unknown key (a `z.strictObject`'s
  * `unrecognized_keys` issue): the one place a strict schema's refusal becomes a message.
- * `schema` is the object schema the issue's path points into, for its known keys.
+ * `known`: the keys of the object the issue's path points into (see `knownKeysAt`).
  */
 export function issueMessage(issue: z.core.$ZodIssue, known?: readonly string[]): string {
   const at = issue.path.length > 0 ? `${issue.path.map(String).join('.')}: ` : '';
@@ -123,15 +132,20 @@ export function issueMessage(issue: z.core.$ZodIssue, known?: readonly string[])
   return `${at}${issue.message}`;
 }
 
-/** The keys an object schema knows at `path` (through nested objects), for `issueMessage`. */
+/** Optional, nullable and default wrappers keep the schema inside: the one to read keys from. */
+function unwrapped(node: unknown): unknown {
+  let inner = node;
+  for (let i = 0; i < 8 && inner && typeof inner === 'object' && !('shape' in inner) && typeof (inner as { unwrap?: unknown }).unwrap === 'function'; i++) inner = (inner as { unwrap: () => unknown }).unwrap();
+  return inner;
+}
+
+/** The keys an object schema knows at `path` (through nested objects and arrays), for `issueMessage`. */
 export function knownKeysAt(schema: z.ZodType, path: readonly PropertyKey[]): readonly string[] | undefined {
   let node: unknown = schema;
   for (const step of path) {
-    const shape = (node as { shape?: Record<string, unknown> | undefined }).shape;
-    node = shape?.[String(step)];
-    // Optional, nullable and default wrappers keep the object inside.
-    while (node && typeof node === 'object' && 'unwrap' in node && typeof (node as { unwrap: unknown }).unwrap === 'function' && !(node as { shape?: unknown }).shape) node = (node as { unwrap: () => unknown }).unwrap();
+    const at = unwrapped(node) as { shape?: Record<string, unknown>; element?: unknown } | undefined;
+    node = typeof step === 'number' ? at?.element : at?.shape?.[String(step)];
   }
-  const shape = (node as { shape?: Record<string, unknown> | undefined } | undefined)?.shape;
-  return shape ? Object.keys(shape) : undefined;
+  const shape = (unwrapped(node) as { shape?: Record<string, unknown> } | undefined)?.shape;
+  return shape && typeof shape === 'object' ? Object.keys(shape) : undefined;
 }

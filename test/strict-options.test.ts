@@ -48,8 +48,9 @@ describe('the closest known name', () => {
     // Nothing close: no guess, the message lists what there is.
     expect(closestName('colour', ['model', 'tools'])).toBeUndefined();
     expect(unknownOptionMessage('colour', ['model', 'tools'])).toBe('unknown option "colour" (known: model, tools)');
-    // Two names equally close: no guess either.
-    expect(closestName('ab', ['aa', 'bb'])).toBeUndefined();
+    // Two names equally close and sharing as much of their start: no guess either; a longer shared start wins a tie.
+    expect(closestName('ac', ['ab', 'ad'])).toBeUndefined();
+    expect(closestName('maxRetry', ['onRetry', 'maxRetries'])).toBe('maxRetries');
     // Bounded: a huge key is not compared (and is cut in the message).
     expect(closestName('x'.repeat(100_000), ['model'])).toBeUndefined();
     expect(unknownOptionMessage('x'.repeat(100_000), ['model']).length).toBeLessThan(200);
@@ -79,7 +80,7 @@ describe('every options object is strict', () => {
     expect((await refusal(() => defineTool({ name: 'add', description: 'Adds.', input: z.object({}), exceute: () => 1 } as never))).message).toMatch(suggests('exceute', 'execute'));
   });
 
-  it('the agent config, and the objects inside it (handoffs and their agents, budget, pruning, prices, policy)', async () => {
+  it('the agent config, and the objects inside it (handoffs and their agents, budget, prices, policy, retry, pauseOnUsageLimit, guardrails, telemetry)', async () => {
     const cases: [object, RegExp][] = [
       [{ model, tool: [echo] }, suggests('tool', 'tools')],
       [{ model, instruction: 'Be brief.' }, suggests('instruction', 'instructions')],
@@ -88,6 +89,12 @@ describe('every options object is strict', () => {
       [{ model, budget: { maxToken: 10 } }, suggests('maxToken', 'maxTokens')],
       [{ model, policy: { maxTurn: 3 } }, suggests('maxTurn', 'maxTurns')],
       [{ model, prices: { inputPerMillionUsd: 1, outputPerMillionUSD: 2 } }, suggests('outputPerMillionUSD', 'outputPerMillionUsd')],
+      [{ model, retry: { maxRetry: 1 } }, suggests('maxRetry', 'maxRetries')],
+      [{ model, pauseOnUsageLimit: { maxWait: 1000 } }, suggests('maxWait', 'maxWaitMs')],
+      [{ model, guardrails: { inputs: [] } }, suggests('inputs', 'input')],
+      // A problem inside a list is named with its path.
+      [{ model, guardrails: { input: [{ name: 'a', check: 5 }] } }, /guardrails: input\.0\.check: check must be a function/],
+      [{ model, telemetry: { recordContents: true } }, suggests('recordContents', 'recordContent')],
     ];
     for (const [config, message] of cases) {
       const error = await refusal(() => createAgentMachine(config as never));

@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { ModelError } from '../../model.js';
 import { raisedBy, type BudgetPause, NO_BUDGET_PAUSE } from './budget-pause.js';
 import { InvalidConfigError } from '../../errors.js';
+import { parseOptions } from '../../known-keys.js';
 
 /**
  * Pausing on a provider's usage limit (issue 26): a model call that finally fails (after its own
@@ -26,6 +27,8 @@ export type UsageLimitRule = { readonly maxWaitMs: number } | null;
 /** `pauseOnUsageLimit` checked once, when the machine is created (`InvalidConfigError` otherwise). */
 export function usageLimitRule(option: unknown): UsageLimitRule {
   if (option === undefined) return null;
+  // An object's keys first: a misspelt one is named with `maxWaitMs`.
+  if (typeof option === 'object' && option !== null && !Array.isArray(option)) parseOptions(UsageLimitOptionSchema.options[1], option, 'pauseOnUsageLimit');
   const parsed = UsageLimitOptionSchema.safeParse(option);
   if (!parsed.success) throw new InvalidConfigError(`pauseOnUsageLimit must be true, false or { maxWaitMs?: positive integer <= ${MAX_TIMER_MS} }: ${z.prettifyError(parsed.error)}`);
   if (parsed.data === false) return null;

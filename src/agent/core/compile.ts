@@ -11,7 +11,8 @@ import { APPROVALS_OPERATION } from '../approvals/approval-events.js';
 import { BudgetSchema, PricesSchema, type Budget, type Prices } from '../budget/budget.js';
 import { BUDGET_OPERATION } from '../budget/budget-pause.js';
 import { AGENT_CONFIG_KEYS, type AgentConfig } from './config.js';
-import { checkKnownKeys, parseOptions } from '../../known-keys.js';
+import { checkKnownKeys, optionKeys, parseOptions } from '../../known-keys.js';
+import type { RetryOptions } from '../../models/retry.js';
 import { composeExecutors, executorVersionProblem, inProcessExecutor, type Executor } from '../protocol/executor.js';
 import { modelList, type ModelList } from '../fallback/fallback.js';
 import { planGuardrails, type GuardrailPlan } from '../guardrails/guardrails.js';
@@ -27,6 +28,8 @@ import { usageLimitRule, type UsageLimitRule } from '../budget/usage-limit.js';
 
 /** Tool calls one reply may ask for by default; the excess gets error results instead of running. */
 export const DEFAULT_MAX_TOOL_CALLS_PER_REPLY = 128;
+
+const RETRY_KEYS = optionKeys<RetryOptions>()({ maxRetries: true, baseDelayMs: true, maxDelayMs: true, random: true, sleep: true, onRetry: true });
 
 /** The tools a model call offers: their definitions and, in the same order, their names. */
 export interface Offered {
@@ -108,6 +111,7 @@ export function compileAgent(config: AgentConfig): CompiledAgent {
   const defaultPolicy = checkedPolicy(config.policy, pruning);
   const budget = config.budget && parseOptions(BudgetSchema, config.budget, 'budget');
   const prices = config.prices && parseOptions(PricesSchema, config.prices, 'prices');
+  if (config.retry) checkKnownKeys(config.retry, RETRY_KEYS, 'retry');
   const models = modelList(config.model, config.fallbackOn, prices);
   if (budget?.maxCostUsd !== undefined && models.entries.some((entry) => !entry.prices)) throw new InvalidConfigError('budget.maxCostUsd needs prices');
   const maxCalls = config.maxToolCallsPerReply ?? DEFAULT_MAX_TOOL_CALLS_PER_REPLY;

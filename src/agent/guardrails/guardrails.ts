@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { LoopchartError } from '../../errors.js';
 import { jsonValueProblem } from '../../json-value.js';
+import { parseOptions } from '../../known-keys.js';
 import type { Failure } from '../protocol/failure.js';
 import type { Message, TrippedGuardrail, UserMessage } from '../../schemas.js';
 import { messageOf } from '../operations/operation-rules.js';
@@ -208,10 +209,7 @@ const ConfigShape = z.strictObject({
 /** The plan for an agent's `guardrails` (null without any); garbage (not a function, a name used twice, a bad timeout) is an `InvalidConfigError`. */
 export function planGuardrails(config: unknown): GuardrailPlan | null {
   if (config === undefined) return null;
-  const parsed = ConfigShape.safeParse(config);
-  if (!parsed.success) {
-    throw new InvalidConfigError(`guardrails: ${parsed.error.issues.map((issue) => `${issue.path.join('.') || 'config'}: ${issue.message}`).join('; ')}`);
-  }
+  const { maxFeedback } = parseOptions(ConfigShape, config, 'guardrails');
   const { input = [], output = [] } = config as GuardrailsConfig;
   const byName = new Map<string, Guardrail>();
   for (const guardrail of [...input, ...output]) {
@@ -220,7 +218,7 @@ export function planGuardrails(config: unknown): GuardrailPlan | null {
     byName.set(guardrail.name, guardrail);
   }
   if (input.length === 0 && output.length === 0) return null;
-  return { input: [...input], output: [...output], maxFeedback: parsed.data.maxFeedback ?? DEFAULT_MAX_GUARDRAIL_FEEDBACK, byName };
+  return { input: [...input], output: [...output], maxFeedback: maxFeedback ?? DEFAULT_MAX_GUARDRAIL_FEEDBACK, byName };
 }
 
 /** Runs one guardrail's check and checks its verdict; throws `GuardrailError` naming it. */

@@ -2,9 +2,8 @@ import type { Attributes, Context, Span, Tracer } from '@opentelemetry/api';
 import type { Executor, SideEffect, SideEffectKind, SideEffectOutputs } from '../protocol/executor.js';
 import type { Usage } from '../../model.js';
 import type { Outcome, ToolCall } from '../../schemas.js';
-import { z } from 'zod';
-import { InvalidConfigError } from '../../errors.js';
 import { TelemetryOptionsSchema, type TelemetryOptions } from '../../telemetry/options.js';
+import { parseOptions } from '../../known-keys.js';
 import { otelApi, type OtelApi } from '../../telemetry/otel-api.js';
 import { formatTraceparent, parseTraceparent } from '../../telemetry/traceparent.js';
 
@@ -58,9 +57,7 @@ export class AgentTracing {
   private readonly calls = new Map<string, Span>();
 
   constructor(given: TelemetryOptions, modelName: string) {
-    const parsed = TelemetryOptionsSchema.safeParse(given);
-    if (!parsed.success) throw new InvalidConfigError(`telemetry: ${z.prettifyError(parsed.error)}`);
-    const options = parsed.data;
+    const options = parseOptions(TelemetryOptionsSchema, given, 'telemetry');
     this.api = otelApi();
     this.tracer = (options.tracer as Tracer | undefined) ?? this.api.trace.getTracer('loopchart');
     this.recordContent = options.recordContent === true;

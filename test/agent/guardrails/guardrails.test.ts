@@ -166,7 +166,7 @@ describe('broken guardrails and bad config', () => {
     ['two guardrails under one name', { input: [{ name: 'a', check: () => ({ type: 'pass' }) }], output: [{ name: 'a', check: () => ({ type: 'pass' }) }] }, "guardrail name 'a' is used twice"],
     ['a bad timeout', { output: [{ name: 'a', timeoutMs: -1, check: () => ({ type: 'pass' }) }] }, 'timeoutMs must be a positive number'],
     ['a bad name', { output: [{ name: '', check: () => ({ type: 'pass' }) }] }, 'a guardrail name must be'],
-    ['an unknown key', { inputs: [] }, 'guardrails: config'],
+    ['an unknown key', { inputs: [] }, 'guardrails: unknown option "inputs" — did you mean "input"?'],
   ])('%s is an InvalidConfigError at creation', (_, guardrails, message) => {
     const make = () => createAgentMachine({ model: scriptedModel([]), guardrails: guardrails as never });
     expect(make).toThrow(InvalidConfigError);
