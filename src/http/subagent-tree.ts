@@ -2,7 +2,7 @@ import type { AnyActorRef, Subscription } from 'xstate';
 import type { AgentActor } from '../../machines/agent.machine.js';
 import type { AgentContext } from '../agent/core/context.js';
 import type { AgentEmitted } from '../agent/protocol/actor-types.js';
-import { waitsForSomeone } from './waiting.js';
+import { waitsForSomeone } from '../agent/hosts/waiting.js';
 
 /**
  * The subagents of one chat's session as the chat handler follows them: every child run an agent

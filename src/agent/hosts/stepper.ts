@@ -9,6 +9,7 @@ import { runInFlight } from '../protocol/actor-types.js';
 import { inputRefusal } from '../core/actor-input.js';
 import type { BrainState } from '../core/brain-state.js';
 import type { BudgetPause } from '../budget/budget-pause.js';
+import { waitsForSomeone } from './waiting.js';
 
 /**
  * The caller-driven API (seed 003's `step` / `apply` / `finalize`) for hosts that drive the
@@ -253,10 +254,5 @@ function statusOf(session: SteppedSession): StepStatus {
   const { status, value, context } = session as unknown as { status: string; value: unknown; context: { brain: BrainState; budgetPause?: BudgetPause } };
   if (status !== 'active') return 'finished';
   if (value === 'Idle') return runInFlight(context.brain) ? 'continues' : 'finished';
-  const text = JSON.stringify(value);
-  // An approval yields once nothing else of the batch can run meanwhile.
-  const approvalOnly = text.includes('"AwaitingApproval"') && text.includes('"Paused"');
-  // A budget pause waits for a raise (a provider's usage limit resumes by itself at its stored time: a step waits for it).
-  const budgetPaused = text.includes('"BudgetPaused"') && !context.budgetPause?.usageLimit;
-  return text.includes('"AwaitingOperation"') || approvalOnly || budgetPaused ? 'yielded' : 'continues';
+  return waitsForSomeone({ value, context }) ? 'yielded' : 'continues';
 }

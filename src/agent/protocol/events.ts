@@ -131,7 +131,6 @@ const MALFORMED = 'event.malformed';
  *
  * @example
  * ```ts
- * import { checkedExternal, externalEventProblem } from './events.js';
  * const event = checkedExternal({ type: 'approve', toolCallId: 42 });
  * console.log(event.type, externalEventProblem(event)); // "event.malformed" and why
  * ```
