@@ -8,6 +8,7 @@ import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { createAgentMachine } from '../machines/agent.machine.js';
 import { agentTool } from '../src/agent/subagents/agent-tool.js';
+import { AgentStepper } from '../src/agent/hosts/stepper.js';
 import { runAgent, streamAgent } from '../src/agent/hosts/run-agent.js';
 import { InvalidConfigError, type LoopchartError } from '../src/errors.js';
 import { ChatHandlerOptionsError, createChatHandler } from '../src/http/chat-handler.js';
@@ -124,7 +125,7 @@ describe('every options object is strict', () => {
     expect(memory.message).toMatch(/MemorySessionStore takes a MemoryBacking/);
   });
 
-  it('DurableSession.open and agentTool', async () => {
+  it('DurableSession.open, agentTool and AgentStepper', async () => {
     const machine = createAgentMachine({ model });
     const store = new MemorySessionStore();
     const error = await refusal(() => DurableSession.open({ machine, store, sessionID: 's' } as never));
@@ -132,6 +133,8 @@ describe('every options object is strict', () => {
     expect(error.message).toMatch(suggests('sessionID', 'sessionId'));
     expect((await store.list()).length).toBe(0);
     expect((await refusal(() => agentTool({ agent: machine, name: 'helper', description: 'Helps.', maxdepth: 2 } as never))).message).toMatch(suggests('maxdepth', 'maxDepth'));
+    expect((await refusal(() => new AgentStepper(machine, { input: { prompt: 'x' } }, { timeout: 5 } as never))).message).toMatch(suggests('timeout', 'timeoutMs'));
+    expect((await refusal(() => new AgentStepper(machine, { input: {}, sesion: 's' } as never))).message).toMatch(/AgentStepper: unknown option "sesion"/);
   });
 
   it("createChatHandler and the viewer's options: their own typed errors", async () => {

@@ -7,6 +7,7 @@ import type { Executor, SideEffect } from '../protocol/executor.js';
 import type { IoEvent } from '../core/io.js';
 import { runInFlight } from '../protocol/actor-types.js';
 import { inputRefusal } from '../core/actor-input.js';
+import { checkKnownKeys } from '../../known-keys.js';
 import type { BrainState } from '../core/brain-state.js';
 import type { BudgetPause } from '../budget/budget-pause.js';
 import { waitsForSomeone } from './waiting.js';
@@ -115,6 +116,9 @@ export class AgentStepper {
   #session: SteppedSession;
 
   constructor(machine: AgentMachine, from: { input: AgentInput } | { session: SteppedSession }, options: { timeoutMs?: number | undefined } = {}) {
+    // Strict, as every options object: `{ inputs }` or `{ timeout }` is named, not ignored.
+    checkKnownKeys(from, 'session' in from ? ['session'] : ['input'], 'AgentStepper');
+    checkKnownKeys(options, ['timeoutMs'], 'AgentStepper options');
     this.#machine = machine;
     // The chart with an executor that never performs: applying effects runs no side effect.
     this.#parked = machine.withExecutor(() => park);
