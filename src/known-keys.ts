@@ -143,9 +143,9 @@ function unwrapped(node: unknown): unknown {
 export function knownKeysAt(schema: z.ZodType, path: readonly PropertyKey[]): readonly string[] | undefined {
   let node: unknown = schema;
   for (const step of path) {
-    const at = unwrapped(node) as { shape?: Record<string, unknown>; element?: unknown } | undefined;
+    const at = unwrapped(node) as { shape?: Record<string, unknown> | undefined; element?: unknown } | undefined;
     node = typeof step === 'number' ? at?.element : at?.shape?.[String(step)];
   }
-  const shape = (unwrapped(node) as { shape?: Record<string, unknown> } | undefined)?.shape;
+  const shape = (unwrapped(node) as { shape?: Record<string, unknown> | undefined } | undefined)?.shape;
   return shape && typeof shape === 'object' ? Object.keys(shape) : undefined;
 }
