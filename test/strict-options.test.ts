@@ -160,3 +160,23 @@ describe('every options object is strict', () => {
     expect((await refusal(() => mcpTools({ command: 'node' }, { prefx: 'fs_' } as never))).message).toMatch(suggests('prefx', 'prefix'));
   });
 });
+
+describe('the hosts that had strict schemas name the closest key too', () => {
+  it('schedule, startScheduler, createMcpServer (and its agents), serveStdio and createMcpHandler', async () => {
+    const { schedule } = await import('../src/schedules/schedules.js');
+    const { startScheduler } = await import('../src/schedules/scheduler.js');
+    const { createMcpServer } = await import('../src/mcp-server/server.js');
+    const { createMcpHandler } = await import('../src/mcp-server/http.js');
+    const { serveStdio } = await import('../src/mcp-server/stdio.js');
+    const store = new MemorySessionStore();
+    const agent = createAgentMachine({ model });
+    expect((await refusal(() => schedule(store, { session: 's', agent: 'a', input: 'hi', evry: 1000 } as never))).message).toMatch(suggests('evry', 'every'));
+    expect((await refusal(() => startScheduler({ store, agents: {}, leaseMS: 5 } as never))).message).toMatch(suggests('leaseMS', 'leaseMs'));
+    expect((await refusal(() => startScheduler({ stor: store, agents: {} } as never))).message).toMatch(suggests('stor', 'store'));
+    const entry = { agent, name: 'helper', description: 'Helps.' };
+    expect((await refusal(() => createMcpServer({ agent: [entry] } as never))).message).toMatch(suggests('agent', 'agents'));
+    expect((await refusal(() => createMcpServer({ agents: [{ ...entry, descripton: 'x' }] } as never))).message).toMatch(/agents\[0\]: unknown option "descripton" — did you mean "description"\?/);
+    expect((await refusal(() => createMcpHandler({ agents: [entry], pth: '/mcp' } as never))).message).toMatch(suggests('pth', 'path'));
+    expect((await refusal(() => serveStdio({ agents: [entry], maxMessageByte: 4096 } as never))).message).toMatch(suggests('maxMessageByte', 'maxMessageBytes'));
+  });
+});

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import type { AgentMachine } from '../../machines/agent.machine.js';
 import { LoopchartError } from '../errors.js';
+import { parseOptions } from '../known-keys.js';
 import { defineTool } from '../tools/define-tool.js';
 import { InvalidToolError } from '../tools/errors.js';
 import type { JsonSchema } from '../tools/json-schema.js';
@@ -89,9 +90,8 @@ export function servedAgents(agents: readonly McpAgent<z.ZodType<any>>[]): Map<s
   if (!Array.isArray(agents) || agents.length === 0) throw new McpServerOptionsError('agents must list at least one agent');
   const served = new Map<string, ServedAgent>();
   for (const [index, given] of agents.entries()) {
-    const parsed = EntrySchema.safeParse(given);
-    if (!parsed.success) throw new McpServerOptionsError(`agents[${index}]: ${z.prettifyError(parsed.error)}`);
-    const entry = parsed.data;
+    // Strict: an unknown key names the closest known one.
+    const entry = parseOptions(EntrySchema, given, `agents[${index}]`, (message) => new McpServerOptionsError(message));
     if (served.has(entry.name)) throw new McpServerOptionsError(`two agents are named '${entry.name}': tool names must be unique`);
     const input = entry.input ?? TaskInput;
     let inputSchema: JsonSchema;

@@ -3,7 +3,8 @@ import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/
 import { z } from 'zod';
 import { readAnswer } from '../read-answer.js';
 import { McpServerOptionsError } from './agents.js';
-import { createMcpServer, type AgentMcpServer, type McpServerOptions } from './server.js';
+import { createMcpServer, MCP_SERVER_KEYS, type AgentMcpServer, type McpServerOptions } from './server.js';
+import { checkKnownKeys, parseOptions } from '../known-keys.js';
 
 /**
  * What `authorize` answers for one request: `true` lets it through; `false` is a 401; `{ status,
@@ -117,10 +118,10 @@ interface HttpSession {
  */
 export function createMcpHandler(options: McpHandlerOptions): McpHandler {
   if (typeof options !== 'object' || options === null) throw new McpServerOptionsError('options must be an object');
+  const refuse = (message: string) => new McpServerOptionsError(message);
+  checkKnownKeys(options, [...Object.keys(HttpSettingsSchema.shape), ...MCP_SERVER_KEYS], '', refuse);
   const { path, authorize, authorizeTimeoutMs, allowedOrigins, maxBodyBytes, maxSessions, sessionIdleMs, ...serverOptions } = options;
-  const parsed = HttpSettingsSchema.safeParse({ path, authorize, authorizeTimeoutMs, allowedOrigins, maxBodyBytes, maxSessions, sessionIdleMs });
-  if (!parsed.success) throw new McpServerOptionsError(z.prettifyError(parsed.error));
-  const settings = parsed.data;
+  const settings = parseOptions(HttpSettingsSchema, { path, authorize, authorizeTimeoutMs, allowedOrigins, maxBodyBytes, maxSessions, sessionIdleMs }, '', refuse);
   const origins = new Set(settings.allowedOrigins.map((origin) => origin.toLowerCase()));
   const server = createMcpServer(serverOptions);
   const sessions = new Map<string, HttpSession>();

@@ -3,6 +3,7 @@ import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import { CallToolRequestSchema, ElicitResultSchema, ErrorCode, ListToolsRequestSchema, McpError, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
+import { checkKnownKeys, parseOptions } from '../known-keys.js';
 import type { ApprovalRequest } from '../agent/approvals/approval-binding.js';
 import { IDEMPOTENCY_KEY_META } from '../mcp/client.js';
 import { thrownMessage } from '../read-answer.js';
@@ -85,6 +86,9 @@ export interface AgentMcpServer {
   close(): Promise<void>;
 }
 
+/** Every key `createMcpServer` takes (the hosts add theirs to it). */
+export const MCP_SERVER_KEYS: readonly string[] = [...Object.keys(McpServerSettingsSchema.shape), 'agents', 'store'];
+
 /**
  * Serves agents as MCP tools, over any MCP transport. Each agent is a tool whose input schema is
  * its arguments' schema; a call runs the agent as a durable session on `store` (resumed after a
@@ -110,13 +114,15 @@ export interface AgentMcpServer {
  */
 export function createMcpServer(options: McpServerOptions): AgentMcpServer {
   if (typeof options !== 'object' || options === null) throw new McpServerOptionsError('options must be an object');
+  const refuse = (message: string) => new McpServerOptionsError(message);
+  // Strict over every key it takes (a misspelt one names the closest), then the settings' own checks.
+  checkKnownKeys(options, MCP_SERVER_KEYS, '', refuse);
   const { agents, store, ...rest } = options;
-  const parsed = McpServerSettingsSchema.safeParse(rest);
-  if (!parsed.success) throw new McpServerOptionsError(z.prettifyError(parsed.error));
+  const settings = parseOptions(McpServerSettingsSchema, rest, '', refuse);
   if (store !== undefined && (typeof store !== 'object' || store === null || typeof (store as SessionStore).apply !== 'function')) {
     throw new McpServerOptionsError('store must be a SessionStore');
   }
-  return new AgentServer(servedAgents(agents), store, parsed.data);
+  return new AgentServer(servedAgents(agents), store, settings);
 }
 
 type Settings = z.output<typeof McpServerSettingsSchema>;

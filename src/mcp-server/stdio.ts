@@ -4,7 +4,8 @@ import { ErrorCode, type JSONRPCMessage } from '@modelcontextprotocol/sdk/types.
 import { z } from 'zod';
 import { LineReader, oversizedMessageId, type OversizedLine } from '../mcp/line-reader.js';
 import { McpServerOptionsError } from './agents.js';
-import { createMcpServer, type AgentMcpServer, type McpServerOptions } from './server.js';
+import { createMcpServer, MCP_SERVER_KEYS, type AgentMcpServer, type McpServerOptions } from './server.js';
+import { checkKnownKeys, parseOptions } from '../known-keys.js';
 
 /**
  * The server end of MCP's stdio transport, with a bound on what one message may hold: a request
@@ -132,11 +133,12 @@ export interface StdioServing {
  */
 export async function serveStdio(options: StdioServeOptions): Promise<StdioServing> {
   if (typeof options !== 'object' || options === null) throw new McpServerOptionsError('options must be an object');
+  const refuse = (message: string) => new McpServerOptionsError(message);
+  checkKnownKeys(options, [...Object.keys(StdioSettingsSchema.shape), ...MCP_SERVER_KEYS], '', refuse);
   const { maxMessageBytes, stdin, stdout, ...serverOptions } = options;
-  const parsed = StdioSettingsSchema.safeParse({ maxMessageBytes, stdin, stdout });
-  if (!parsed.success) throw new McpServerOptionsError(z.prettifyError(parsed.error));
+  const settings = parseOptions(StdioSettingsSchema, { maxMessageBytes, stdin, stdout }, '', refuse);
   const server = createMcpServer(serverOptions);
-  const transport = new BoundedStdioTransport(parsed.data.stdin ?? process.stdin, parsed.data.stdout ?? process.stdout, parsed.data.maxMessageBytes);
+  const transport = new BoundedStdioTransport(settings.stdin ?? process.stdin, settings.stdout ?? process.stdout, settings.maxMessageBytes);
   const gone = new Promise<void>((resolve) => {
     const previous = transport.onclose;
     transport.onclose = () => {

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import { z } from 'zod';
+import { checkKnownKeys, parseOptions } from '../known-keys.js';
 import { type AgentMachine } from '../../machines/agent.machine.js';
 import { runInFlight } from '../agent/protocol/actor-types.js';
 import { LoopchartError } from '../errors.js';
@@ -139,9 +140,11 @@ const ERROR_BACKOFF_MS = 1_000;
  */
 export async function startScheduler(options: SchedulerOptions): Promise<Scheduler> {
   if (typeof options !== 'object' || options === null) throw new InvalidSchedulerOptionsError('options must be an object');
+  const refuse = (message: string) => new InvalidSchedulerOptionsError(message);
+  // Strict over every key it takes (a misspelt one names the closest), then the settings' own checks.
+  checkKnownKeys(options, [...Object.keys(SchedulerSettingsSchema.shape), 'store', 'agents'], '', refuse);
   const { store, agents, ...rest } = options;
-  const parsed = SchedulerSettingsSchema.safeParse(rest);
-  if (!parsed.success) throw new InvalidSchedulerOptionsError(z.prettifyError(parsed.error));
+  const settings = parseOptions(SchedulerSettingsSchema, rest, '', refuse);
   const machines = new Map<string, AgentMachine>(agents instanceof Map ? agents : Object.entries((agents ?? {}) as Record<string, AgentMachine>));
   if (machines.size === 0) throw new InvalidSchedulerOptionsError('agents must name at least one agent');
   for (const [name, machine] of machines) {
@@ -149,7 +152,7 @@ export async function startScheduler(options: SchedulerOptions): Promise<Schedul
   }
   if (typeof store !== 'object' || store === null || typeof store.apply !== 'function') throw new InvalidSchedulerOptionsError('store must be a SessionStore');
   const backend = scheduleBackend(store);
-  const loop = new SchedulerLoop(store, backend, machines, { ...parsed.data, owner: parsed.data.owner ?? `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}` });
+  const loop = new SchedulerLoop(store, backend, machines, { ...settings, owner: settings.owner ?? `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}` });
   await loop.reportUnknownAgents();
   loop.start();
   return loop;

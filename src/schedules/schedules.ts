@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
+import { parseOptions } from '../known-keys.js';
 import { LoopchartError } from '../errors.js';
 import { MemorySessionStore } from '../stores/memory.js';
 import type { SessionStore } from '../stores/session-store.js';
@@ -211,9 +212,8 @@ export function infoOf(row: ScheduleRow): ScheduleInfo {
  * ```
  */
 export async function schedule(store: SessionStore, options: ScheduleOptions): Promise<ScheduleInfo> {
-  const parsed = ScheduleOptionsSchema.safeParse(options);
-  if (!parsed.success) throw new InvalidScheduleError(z.prettifyError(parsed.error));
-  const given = parsed.data;
+  // Strict: an unknown key names the closest known one.
+  const given = parseOptions(ScheduleOptionsSchema, options, '', (message) => new InvalidScheduleError(message));
   const sessionProblem = sessionIdProblem(given.session);
   if (sessionProblem) throw new InvalidScheduleError(`session: ${sessionProblem}`);
   if (given.timezone !== undefined && given.cron === undefined) throw new InvalidScheduleError('timezone goes with cron (at and every are instants, in no zone)');

@@ -4,6 +4,7 @@ import type { Usage } from '../../schemas.js';
 import { UsageSchema } from '../../schemas.js';
 import { PricesSchema, costUsd, type Prices } from '../budget/budget.js';
 import { InvalidConfigError } from '../../errors.js';
+import { parseOptions } from '../../known-keys.js';
 
 /**
  * Model fallback, as pure rules: `model` may be a list, and a call that fails in one of the
@@ -95,9 +96,7 @@ export function modelList(option: unknown, fallbackOn: unknown, prices: Prices |
       throw new InvalidConfigError(`model[${i}] is not a model (with a name and generate()) nor { model, prices? }: got ${describe(entry)}`);
     }
     if (choice.prices === undefined) return { model: choice.model, prices };
-    const parsed = PricesSchema.safeParse(choice.prices);
-    if (!parsed.success) throw new InvalidConfigError(`model[${i}].prices: ${z.prettifyError(parsed.error)}`);
-    return { model: choice.model, prices: parsed.data };
+    return { model: choice.model, prices: parseOptions(PricesSchema, choice.prices, `model[${i}].prices`) };
   });
   if (typeof fallbackOn === 'function') return { entries, on: new Set(), decide: fallbackOn as FallbackPredicate, listed: true };
   return { entries, on: fallbackTriggers(fallbackOn), listed: true };

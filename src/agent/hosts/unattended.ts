@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import type { AgentActor } from '../../../machines/agent.machine.js';
-import { InvalidConfigError } from '../../errors.js';
+import { parseOptions } from '../../known-keys.js';
 import { readAnswer, thrownMessage } from '../../read-answer.js';
 import { decisionEvent, type ApprovalRequest } from '../approvals/approval-binding.js';
 import { APPROVALS_OPERATION } from '../approvals/approval-events.js';
@@ -108,9 +108,7 @@ function nobodyResumes(operation: string, payload: unknown): boolean {
  * ```
  */
 export function answerWaits(actor: AgentActor, unchecked: UnattendedOptions): () => void {
-  const checked = OptionsSchema.safeParse(unchecked);
-  if (!checked.success) throw new InvalidConfigError(z.prettifyError(checked.error));
-  const options = checked.data;
+  const options = parseOptions(OptionsSchema, unchecked, 'answerWaits');
   const run = new AbortController();
   // One request at a time, in order: an approve function that asks a person asks one question at a time.
   let queue = Promise.resolve();
