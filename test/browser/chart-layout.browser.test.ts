@@ -130,7 +130,7 @@ describe.skipIf(!hasChromium)('the statecharts in chromium', () => {
       expect(containing(brain, label), label).toBe(true);
     }
     const driver = await edgeTexts(page, 'driver');
-    for (const label of ['resume [wellFormed && runInFlight]', 'always [needsApprovalCheck]']) expect(containing(driver, label), label).toBe(true);
+    for (const label of ['resume [runInFlight]', 'always [needsApprovalCheck]']) expect(containing(driver, label), label).toBe(true);
     expect((await geometryOf(page, 'driver')).states.map((s) => s.id)).toContain('Running.AwaitingTools.Working.Approval.AwaitingApproval');
   });
 

@@ -11,10 +11,10 @@ type Action = string | { readonly type: string; readonly params: unknown };
 
 /** One branch of an eventless list: the guard that takes it, where it goes, what it does. */
 export interface Branch {
-  readonly guard?: string;
+  readonly guard?: string | undefined;
   readonly target: string;
-  readonly reenter?: true;
-  readonly actions?: Action | readonly Action[];
+  readonly reenter?: true | undefined;
+  readonly actions?: Action | readonly Action[] | undefined;
   /** Why the branch sits where it does. */
   readonly why: string;
 }

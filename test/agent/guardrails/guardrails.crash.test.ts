@@ -16,7 +16,7 @@ import { bundledCommand, runNode, type NodeCommand } from '../../sessions/fixtur
 const dir = mkdtempSync(join(tmpdir(), 'loopchart-guard-crash-'));
 let child: NodeCommand;
 // One bundle for both processes: a child starts without the on-the-fly transform.
-beforeAll(async () => void (child = await bundledCommand(join(import.meta.dirname, 'fixtures', 'guard-child.ts'))));
+beforeAll(async () => void (child = await bundledCommand(join(import.meta.dirname, '..', '..', 'sessions', 'fixtures', 'guard-child.ts'))));
 afterAll(() => (child?.dispose(), rmSync(dir, { recursive: true, force: true })));
 
 describe('guardrails across a crash', () => {
