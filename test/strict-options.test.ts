@@ -74,6 +74,12 @@ describe('every options object is strict', () => {
     expect(error.message).toMatch(suggests('readTimeout', 'readTimeoutMs'));
   });
 
+  it('defineTool: a defined tool spread into a new one is taken (its definition is rebuilt, not an unknown option)', () => {
+    const add = defineTool({ name: 'add', description: 'Adds.', input: z.object({ a: z.number() }), execute: ({ a }) => a });
+    const traced = defineTool({ ...add, execute: ({ a }) => a + 1 });
+    expect(traced.definition).toEqual(add.definition);
+  });
+
   it("defineTool: the AI SDK's parameters is InvalidToolError naming input (was \"Cannot use 'in' operator ... _idmap\")", async () => {
     const error = await refusal(() => defineTool({ name: 'add', description: 'Adds.', parameters: z.object({ a: z.number() }), execute: () => 1 } as never));
     expect(InvalidToolError.isInstance(error)).toBe(true);

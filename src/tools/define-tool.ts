@@ -122,7 +122,10 @@ export function defineTool<S extends z.ZodType, O>(spec: ToolSpec<S, O>): Tool<S
 export function defineTool<O>(spec: JsonSchemaToolSpec<O>): Tool<z.ZodType<Record<string, unknown>>, O>;
 export function defineTool(spec: ToolSpec<z.ZodType> | JsonSchemaToolSpec): Tool {
   if (typeof spec !== 'object' || spec === null) throw new InvalidToolError(String(spec), 'defineTool takes an object { name, description, input, execute }');
-  const unknown = unknownKeyProblem(spec, TOOL_KEYS, TOOL_KEY_ALIASES);
+  // A defined tool spread into a new one (`defineTool({ ...tool, execute })`) brings its
+  // `definition`, which is rebuilt from the spec: not an unknown option.
+  const { definition: _rebuilt, ...own } = spec as typeof spec & { definition?: unknown };
+  const unknown = unknownKeyProblem(own, TOOL_KEYS, TOOL_KEY_ALIASES);
   if (unknown) throw new InvalidToolError(String(spec.name), unknown);
   const meta = ToolMetaSchema.safeParse(spec);
   if (!meta.success) throw new InvalidToolError(String(spec.name), z.prettifyError(meta.error));
