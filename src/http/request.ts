@@ -78,7 +78,7 @@ export function chatAsk(body: unknown): { ask: ChatAsk } | { problem: string } {
  * The body as JSON, read up to `maxBytes` (a larger one is refused before it is all read), or
  * why it cannot be taken: `tooLarge` for a 413, anything else for a 400.
  */
-export async function readJsonBody(request: Request, maxBytes: number): Promise<{ body: unknown } | { problem: string; tooLarge?: true }> {
+export async function readJsonBody(request: Request, maxBytes: number): Promise<{ body: unknown } | { problem: string; tooLarge?: true | undefined }> {
   const declared = Number(request.headers.get('content-length') ?? NaN);
   if (declared > maxBytes) return { problem: `the body is ${declared} bytes; the limit is ${maxBytes}`, tooLarge: true };
   if (!request.body) return { problem: 'the request has no body' };

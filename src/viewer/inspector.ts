@@ -25,11 +25,11 @@ import { checkKnownKeys, optionKeys } from '../known-keys.js';
 
 export interface ViewerInspectorOptions {
   /** Default 0: a free port (read `url` once `ready` resolves). */
-  port?: number;
+  port?: number | undefined;
   /** Rows kept per actor, oldest dropped first. Default 10,000. */
-  maxRows?: number;
+  maxRows?: number | undefined;
   /** How far a live page may fall behind before it is dropped (it reconnects where it was). */
-  live?: LiveLimitsInput;
+  live?: LiveLimitsInput | undefined;
 }
 
 const INSPECTOR_OPTION_KEYS = optionKeys<ViewerInspectorOptions>()({ port: true, maxRows: true, live: true });
@@ -91,7 +91,7 @@ function agentSummary(context: { brain: { value: string; context: { history: unk
 
 /** A loopchart agent's context (what the header counts from), not just any machine's. */
 function isAgentContext(context: unknown): context is Parameters<typeof agentSummary>[0] {
-  const c = context as { brain?: { value?: unknown; context?: { history?: unknown; pending?: unknown } }; runIndex?: unknown; sessionUsage?: unknown } | null;
+  const c = context as { brain?: { value?: unknown; context?: { history?: unknown; pending?: unknown } | undefined } | undefined; runIndex?: unknown; sessionUsage?: unknown } | null;
   return (
     typeof c === 'object' &&
     c !== null &&
@@ -151,7 +151,7 @@ export function viewerInspector(options: ViewerInspectorOptions = {}): ViewerIns
   const inspect = (event: InspectionEvent) => {
     if (event.type !== '@xstate.snapshot') return;
     const ref = event.actorRef;
-    const logic = (ref as unknown as { logic?: Partial<AnyStateMachine> }).logic;
+    const logic = (ref as unknown as { logic?: Partial<AnyStateMachine> | undefined }).logic;
     if (!logic || typeof logic !== 'object' || !('root' in logic)) return; // a promise or callback actor: no chart
     const snapshot = event.snapshot as { value?: unknown; context?: unknown };
     let tracked = actors.get(ref.sessionId);

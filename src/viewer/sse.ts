@@ -59,12 +59,12 @@ export interface LiveStats {
 }
 
 /** One server-sent event, encoded once: the same bytes can go to every client. */
-export function sseEvent(data: unknown, options: { id?: string; event?: string } = {}): Buffer {
+export function sseEvent(data: unknown, options: { id?: string | undefined; event?: string | undefined } = {}): Buffer {
   return sseJsonEvent(JSON.stringify(data), options);
 }
 
 /** One server-sent event whose data is already JSON text (one line: JSON.stringify escapes line breaks). */
-export function sseJsonEvent(json: string, options: { id?: string; event?: string } = {}): Buffer {
+export function sseJsonEvent(json: string, options: { id?: string | undefined; event?: string | undefined } = {}): Buffer {
   const head = `${options.id !== undefined ? `id: ${options.id}\n` : ''}${options.event !== undefined ? `event: ${options.event}\n` : ''}`;
   return Buffer.from(`${head}data: ${json}\n\n`);
 }

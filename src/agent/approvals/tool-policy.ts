@@ -38,7 +38,7 @@ export const ToolPolicyVerdictSchema = z.discriminatedUnion('type', [
 /** An earlier tool call of the run, with its result once it has one. */
 export interface EarlierCall {
   readonly call: ToolCall;
-  readonly result?: ToolMessage;
+  readonly result?: ToolMessage | undefined;
 }
 
 /**

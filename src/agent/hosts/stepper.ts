@@ -255,7 +255,7 @@ function stepOf(effect: SideEffect): string {
 const park: Executor = () => new Promise<never>(() => {});
 
 function statusOf(session: SteppedSession): StepStatus {
-  const { status, value, context } = session as unknown as { status: string; value: unknown; context: { brain: BrainState; budgetPause?: BudgetPause } };
+  const { status, value, context } = session as unknown as { status: string; value: unknown; context: { brain: BrainState; budgetPause?: BudgetPause | undefined } };
   if (status !== 'active') return 'finished';
   if (value === 'Idle') return runInFlight(context.brain) ? 'continues' : 'finished';
   return waitsForSomeone({ value, context }) ? 'yielded' : 'continues';

@@ -52,7 +52,7 @@ export interface Failure {
   type: FailureType;
   message: string;
   /** A `GuardrailTripped` failure: the guardrail, the stage it guards and the info it gave. */
-  guardrail?: TrippedGuardrail;
+  guardrail?: TrippedGuardrail | undefined;
 }
 
 /**
@@ -68,7 +68,7 @@ export type CompletedOutcome<O = unknown> = Extract<Outcome, { type: 'Completed'
  * invariant (`RunAgentResult<{ city: string }>` was no `RunAgentResult<unknown>`); with O on the
  * checked side they are covariant in O.
  */
-type OutputField<O> = ((value: O) => void) extends (value: undefined) => void ? { output?: O } : { output: O };
+type OutputField<O> = ((value: O) => void) extends (value: undefined) => void ? { output?: O | undefined } : { output: O };
 
 /**
  * How an agent run ended: the brain's outcomes, with a failure's type from `FAILURE_TYPES` and,
