@@ -1,13 +1,12 @@
 import { z } from 'zod';
 import type { AgentMachine } from '../../machines/agent.machine.js';
+import { defaultPrompt, TaskInput } from '../agent/subagents/agent-tool.js';
 import { LoopchartError } from '../errors.js';
 import { parseOptions } from '../known-keys.js';
 import { defineTool } from '../tools/define-tool.js';
 import { InvalidToolError } from '../tools/errors.js';
 import type { JsonSchema } from '../tools/json-schema.js';
 
-/** The default arguments of an agent's tool: the task, in words (as `agentTool`'s). */
-const TaskInput = z.object({ task: z.string().min(1).describe('What the agent should do, with everything it needs to know') });
 
 /**
  * `createMcpServer`, `serveStdio` or `createMcpHandler` was given options it cannot serve: no
@@ -127,9 +126,4 @@ function outputSchemaOf(name: string, output: z.ZodType): JsonSchema {
   if (schema.type !== 'object') throw new McpServerOptionsError(`agent '${name}': its output schema must describe an object (MCP structured content is an object)`);
   delete schema.$schema;
   return schema;
-}
-
-function defaultPrompt(args: unknown): string {
-  const task = (args as { task?: unknown }).task;
-  return typeof task === 'string' ? task : JSON.stringify(args);
 }

@@ -9,8 +9,8 @@ import { checkKnownKeys, optionKeys } from '../../known-keys.js';
 import { currentScope, isParentStopped, markAgentTool, markDepth, stopActor, type ChildHandle, type ChildSession, type RunScope } from './subagent-scope.js';
 import type { SubagentReport } from '../protocol/actor-types.js';
 
-/** The default input of an agent tool: the task, in words. */
-const TaskInput = z.object({ task: z.string().min(1).describe('What the agent should do, with everything it needs to know') });
+/** The default input of an agent tool (and of an agent served over MCP): the task, in words. */
+export const TaskInput = z.object({ task: z.string().min(1).describe('What the agent should do, with everything it needs to know') });
 
 /**
  * How long one call of an agent tool may run by default (10 minutes, waits for a human inside
@@ -119,7 +119,8 @@ export function agentTool<S extends z.ZodType = typeof TaskInput>(options: Agent
   }));
 }
 
-function defaultPrompt(args: unknown): string {
+/** The default first message of an agent run from its tool's arguments: the task, or the arguments as JSON. */
+export function defaultPrompt(args: unknown): string {
   const task = (args as { task?: unknown }).task;
   return typeof task === 'string' ? task : JSON.stringify(args);
 }
