@@ -12,7 +12,7 @@ import { checkKnownKeys, optionKeys } from '../known-keys.js';
 import { feedProblem } from '../brain/feed-problems.js';
 import type { Message, ToolMessage } from '../schemas.js';
 import type { SessionStore } from '../stores/session-store.js';
-import { admitted, externalEventProblem } from '../agent/protocol/events.js';
+import { checkedExternal, externalEventProblem } from '../agent/protocol/events.js';
 import { extendScope, stopActor, type ChildSession, type OpenChildOptions } from '../agent/subagents/subagent-scope.js';
 import { EMPTY_LOG, logEffect } from './log-delta.js';
 import { logOf, type MessageLog } from '../brain/message-log.js';
@@ -258,8 +258,9 @@ export class DurableSession {
 
   send(sent: AgentEvent): void {
     if (this.#failure) throw this.#failure;
-    // Read once, as data: a getter that throws is refused by the chart, not thrown at the caller.
-    const event = admitted(sent);
+    // Read once, as data, and checked against its type: a getter that throws or a payload that does
+    // not fit is refused by the chart (as a stand-in event), not thrown at the caller.
+    const event = checkedExternal(sent) as AgentEvent;
     this.#recordSent(event);
     this.actor.send(event);
     // The step the event caused (if any) takes the entry; an event that changed nothing gets a write of its own.
@@ -268,7 +269,7 @@ export class DurableSession {
 
   /** Events from the host that move the brain, for the timeline and replay (decisions are recorded as the chart takes or refuses them). */
   #recordSent(event: AgentEvent): void {
-    if (externalEventProblem(event) !== null) return;
+    // A refused event arrives as its stand-in (`event.malformed`, `event.unreadable`): never one of these types.
     const now = Date.now();
     const run = this.actor.getSnapshot().context.runIndex;
     if (['cancel', 'seal', 'steer', 'policy', 'rewind', 'budget.raise'].includes(event.type)) {

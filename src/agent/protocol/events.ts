@@ -121,6 +121,8 @@ function standIn(type: unknown, problem: string): object {
 }
 
 const MALFORMED = 'event.malformed';
+/** Copies `checkedExternal` found well formed. */
+const wellFormed = new WeakSet<object>();
 
 /**
  * The event the chart gets for one sent from outside, checked once where it enters: the
@@ -136,10 +138,15 @@ const MALFORMED = 'event.malformed';
  * ```
  */
 export function checkedExternal<E extends object>(event: E): E | MalformedEvent {
+  if (wellFormed.has(event)) return event;
   const copy = admitted(event) as E & { type: string };
   if (typeof made.get(copy) === 'string' || copy.type.startsWith('xstate.')) return copy;
   const problem = externalEventProblem(copy);
-  if (problem === null) return copy;
+  if (problem === null) {
+    // A host that checked it (DurableSession.send) hands the same copy to the chart: parsed once.
+    wellFormed.add(copy);
+    return copy;
+  }
   const malformed: MalformedEvent = { type: MALFORMED, of: copy.type.slice(0, 100) };
   made.set(malformed, problem);
   return malformed;
