@@ -1,8 +1,9 @@
 /**
  * `loopchart/schedules`: agents that run on a schedule. `schedule` stores a schedule beside the
- * sessions (a `MemorySessionStore` or a `SqliteSessionStore` file); `startScheduler` fires them in a
- * process of yours, each tick once even with several schedulers on one store; `parseCron` and
- * `nextCronTime` are the strict five-field cron reader behind `cron` schedules.
+ * sessions (a `MemorySessionStore`, a `SqliteSessionStore` file or a `PostgresSessionStore` schema);
+ * `startScheduler` fires them in a process of yours (or `loopchart scheduler`), each tick once even
+ * with several schedulers on one store; `parseCron` and `nextCronTime` are the strict five-field
+ * cron reader behind `cron` schedules.
  */
 export { InvalidCronError, nextCronTime, parseCron, type CronExpression } from './schedules/cron.js';
 export { UnknownTimeZoneError } from './schedules/time-zone.js';

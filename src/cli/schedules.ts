@@ -16,7 +16,9 @@ export const SCHEDULES_USAGE = `usage: loopchart schedules <command> [options]
   pause ID | resume ID | delete ID
 
 options:
-  --store LOCATION  SQLite path (default .loopchart/loopchart.db) or memory:; or $LOOPCHART_STORE`;
+  --store LOCATION  a SQLite file (default: $LOOPCHART_STORE, else .loopchart/loopchart.db),
+                    sqlite:PATH, or postgres://...
+  --schema NAME     the PostgreSQL schema holding the tables (default loopchart)`;
 
 function parse(argv: string[]) {
   return parseArgs({
@@ -114,7 +116,7 @@ export async function schedulesCommand(argv: string[], io: Io): Promise<number> 
         ...(values.paused !== undefined && { paused: values.paused }),
       } as ScheduleOptions;
       // Adding is the one command that may create the store.
-      const store = await openSessionStore(values.store ?? process.env.LOOPCHART_STORE);
+      const store = await openSessionStore(values.store ?? process.env.LOOPCHART_STORE, { schema: values.schema });
       try {
         io.out(line(await schedule(store, given)));
         return 0;

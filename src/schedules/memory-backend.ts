@@ -1,5 +1,5 @@
 import type { MemoryBacking } from '../stores/memory.js';
-import { endedTick, ScheduleRowSchema, type ScheduleBackend, type ScheduleRow, type TickEnd } from './row.js';
+import { decodeScheduleRow, endedTick, type ScheduleBackend, type ScheduleRow, type TickEnd } from './row.js';
 
 /**
  * Schedules of a `MemorySessionStore`, kept with its backing (two stores over one backing see the
@@ -19,7 +19,7 @@ export class MemoryScheduleBackend implements ScheduleBackend {
 
   #read(id: string): ScheduleRow | undefined {
     const json = this.#rows.get(id);
-    return json === undefined ? undefined : ScheduleRowSchema.parse(JSON.parse(json));
+    return json === undefined ? undefined : decodeScheduleRow(json, 'memory store (schedules)');
   }
 
   #write(row: ScheduleRow): void {

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { StoreError } from '../stores/errors.js';
 
 /**
  * A schedule as stored, beside the sessions: what it sends to which session and when, its
@@ -43,6 +44,23 @@ export const ScheduleRowSchema = z.strictObject({
   updatedAt: z.number().int(),
 });
 export type ScheduleRow = z.infer<typeof ScheduleRowSchema>;
+
+/**
+ * A stored row read back, checked: a row another version wrote, or one edited by hand, is a
+ * `StoreError` naming the store (`where`) and what is wrong, never a schedule half understood.
+ */
+export function decodeScheduleRow(text: string, where: string): ScheduleRow {
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch (error) {
+    throw new StoreError(where, `a stored schedule is not JSON (${(error as Error).message})`, { cause: error });
+  }
+  const parsed = ScheduleRowSchema.safeParse(value);
+  if (parsed.success) return parsed.data;
+  const id = typeof (value as { id?: unknown } | null)?.id === 'string' ? `'${(value as { id: string }).id.slice(0, 200)}'` : '(no id)';
+  throw new StoreError(where, `the stored schedule ${id} is not one this version reads: ${z.prettifyError(parsed.error)}`, { cause: parsed.error });
+}
 
 /** What a tick's holder writes when it ends the tick: where the schedule goes next. The lease is cleared. */
 export interface TickEnd {

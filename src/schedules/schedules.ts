@@ -8,6 +8,7 @@ import { SqliteSessionStore } from '../stores/sqlite.js';
 import { sessionIdProblem } from '../stores/step.js';
 import { nextCronTime, parseCron } from './cron.js';
 import { MemoryScheduleBackend } from './memory-backend.js';
+import { isPostgresTables, PostgresScheduleBackend } from './postgres-backend.js';
 import type { ScheduleBackend, ScheduleRow, Timing } from './row.js';
 import { SqliteScheduleBackend } from './sqlite-backend.js';
 import { checkTimeZone } from './time-zone.js';
@@ -146,8 +147,8 @@ export function nextAfter(timing: Timing, timeZone: string, after: number): numb
 }
 
 /**
- * Where a store's schedules live: a `MemorySessionStore`'s backing, or a table in a
- * `SqliteSessionStore`'s file. The caller closes it.
+ * Where a store's schedules live: a `MemorySessionStore`'s backing, a table in a
+ * `SqliteSessionStore`'s file, or a table in a `PostgresSessionStore`'s schema. The caller closes it.
  */
 export function scheduleBackend(store: SessionStore): ScheduleBackend {
   if (store instanceof MemorySessionStore) return new MemoryScheduleBackend(store.backing);
@@ -155,7 +156,9 @@ export function scheduleBackend(store: SessionStore): ScheduleBackend {
     if (store.path === ':memory:') throw new InvalidScheduleError('an in-memory SQLite store (:memory:) cannot be shared with a scheduler: use a file');
     return new SqliteScheduleBackend(store.path);
   }
-  throw new InvalidScheduleError('schedules are kept in a MemorySessionStore or a SqliteSessionStore (PostgreSQL is not supported yet)');
+  // Told by its hook, not by its class: importing PostgresSessionStore here would load pg for every store.
+  if (isPostgresTables(store)) return new PostgresScheduleBackend(store);
+  throw new InvalidScheduleError('schedules are kept in a MemorySessionStore, a SqliteSessionStore or a PostgresSessionStore');
 }
 
 async function withBackend<T>(store: SessionStore, work: (backend: ScheduleBackend) => Promise<T>): Promise<T> {
@@ -189,7 +192,8 @@ export function infoOf(row: ScheduleRow): ScheduleInfo {
 }
 
 /**
- * Stores a schedule beside the sessions of `store` (a `MemorySessionStore` or `SqliteSessionStore`):
+ * Stores a schedule beside the sessions of `store` (a `MemorySessionStore`, `SqliteSessionStore` or
+ * `PostgresSessionStore`):
  * each tick starts or continues the session `session` with `input`, run by the agent named
  * `agent` in a scheduler (`startScheduler`) on the same store. Checked here: a cron expression
  * that does not parse is an `InvalidCronError`, a time zone `Intl` does not know an

@@ -1,6 +1,6 @@
 import { StoreSchemaVersionError } from '../stores/errors.js';
 import { openSqlite, type SqliteConnection } from '../stores/sqlite-driver.js';
-import { endedTick, ScheduleRowSchema, type ScheduleBackend, type ScheduleRow, type TickEnd } from './row.js';
+import { decodeScheduleRow, endedTick, type ScheduleBackend, type ScheduleRow, type TickEnd } from './row.js';
 
 /**
  * Schedules of a `SqliteSessionStore`, in a `schedules` table of the same file, on a connection of
@@ -15,8 +15,10 @@ const META_KEY = 'schedules_schema_version';
 
 export class SqliteScheduleBackend implements ScheduleBackend {
   readonly #db: SqliteConnection;
+  readonly #where: string;
 
   constructor(path: string) {
+    this.#where = `SQLite store ${path} (schedules)`;
     this.#db = openSqlite(path, { busyTimeoutMs: 5_000 });
     try {
       this.#db.exec('PRAGMA journal_mode = WAL');
@@ -59,7 +61,7 @@ export class SqliteScheduleBackend implements ScheduleBackend {
 
   #read(id: string): ScheduleRow | undefined {
     const found = this.#db.prepare('SELECT row FROM schedules WHERE id = ?').get(id) as { row: string } | undefined;
-    return found && ScheduleRowSchema.parse(JSON.parse(found.row));
+    return found && decodeScheduleRow(found.row, this.#where);
   }
 
   async insert(row: ScheduleRow): Promise<boolean> {
@@ -75,7 +77,7 @@ export class SqliteScheduleBackend implements ScheduleBackend {
 
   async list(): Promise<ScheduleRow[]> {
     const rows = this.#db.prepare('SELECT row FROM schedules ORDER BY created_at, id').all() as { row: string }[];
-    return rows.map(({ row }) => ScheduleRowSchema.parse(JSON.parse(row)));
+    return rows.map(({ row }) => decodeScheduleRow(row, this.#where));
   }
 
   /** Reads, changes and writes one row in one write transaction, if `change` gives a new row. */

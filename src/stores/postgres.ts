@@ -267,6 +267,19 @@ export class PostgresSessionStore implements SessionStore {
     });
   }
 
+  /**
+   * One transaction on this store's pool, once its tables exist, for tables kept beside the
+   * sessions in its schema (`quotedSchema`): the schedules (src/schedules/postgres-backend.ts).
+   * What pg throws leaves as the store error it means, as from every other call.
+   * @internal
+   */
+  async besideSessions<T>(work: (client: PoolClient, quotedSchema: string) => Promise<T>): Promise<T> {
+    return this.guard(async () => {
+      await this.ready();
+      return this.transaction('BEGIN', (client) => work(client, this.s));
+    });
+  }
+
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;

@@ -1,7 +1,8 @@
-/** `loopchart schedules …` in process, on a SQLite file. */
+/** `loopchart schedules …` in process, on a SQLite file (and a PostgreSQL schema when DATABASE_URL is set). */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
 import { main } from '../../src/cli/main.js';
 
@@ -40,5 +41,24 @@ describe('loopchart schedules', () => {
     expect((await cli('schedules', 'frobnicate', '--store', store)).code).toBe(2);
     expect((await cli('schedules', 'list', '--store', join(dir, 'missing.db'))).err).toMatch(/no session store/);
     expect((await cli('schedules', 'list', '--store', store)).out.split('\n')).toHaveLength(1);
+  });
+});
+
+const url = process.env.DATABASE_URL;
+
+describe.skipIf(!url)('loopchart schedules on PostgreSQL', () => {
+  const schema = `lc_sched_cli_${process.pid}_${Date.now().toString(36)}`;
+  afterAll(async () => {
+    const admin = new pg.Client({ connectionString: url });
+    await admin.connect();
+    await admin.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+    await admin.end();
+  });
+
+  it('add and list keep to the --schema given', async () => {
+    const added = await cli('schedules', 'add', '--store', url!, '--schema', schema, '--id', 'pg-nightly', '--session', 'reports', '--agent', 'reporter', '--input', 'Report.', '--cron', '0 2 * * *');
+    expect(added).toMatchObject({ code: 0 });
+    expect((await cli('schedules', 'list', '--store', url!, '--schema', schema)).out).toMatch(/^pg-nightly {2}active/);
+    expect((await cli('schedules', 'delete', 'pg-nightly', '--store', url!, '--schema', schema)).out).toBe('deleted pg-nightly');
   });
 });

@@ -1,16 +1,19 @@
 /**
- * Several scheduler processes on one SQLite file: each tick starts or continues its session once
- * (two processes racing), and a tick whose scheduler is killed mid-run is taken over when its lease
- * ends and continued, its input not sent again.
+ * Several scheduler processes on one store: each tick starts or continues its session once (two
+ * processes racing, on a SQLite file and on PostgreSQL when DATABASE_URL is set), and a tick whose
+ * scheduler is killed mid-run is taken over when its lease ends and continued, its input not sent again.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import pg from 'pg';
 import { afterEach, describe, expect, it } from 'vitest';
+import type { SessionStore } from '../../src/index.js';
 import { listSchedules, schedule } from '../../src/schedules.js';
 import { SqliteSessionStore } from '../../src/sqlite.js';
+import { PostgresSessionStore } from '../../src/stores/postgres.js';
 
 const FIXTURE = fileURLToPath(new URL('./fixtures/scheduler.ts', import.meta.url));
 const TSX = fileURLToPath(new URL('../../node_modules/tsx/dist/loader.mjs', import.meta.url));
@@ -30,6 +33,24 @@ function scratchStore(): { path: string; store: SqliteSessionStore } {
   dirs.push(dir);
   const path = join(dir, 'loopchart.db');
   return { path, store: new SqliteSessionStore({ path }) };
+}
+
+const url = process.env.DATABASE_URL;
+
+/** A PostgreSQL schema of its own (dropped after the test): its location, and the env that names the schema. */
+async function scratchPostgres(): Promise<{ path: string; env: Record<string, string>; store: PostgresSessionStore; drop: () => Promise<void> }> {
+  const schema = `lc_race_${process.pid}_${Date.now().toString(36)}`;
+  const store = new PostgresSessionStore({ connectionString: url!, schema, max: 2 });
+  const drop = async () => {
+    const admin = new pg.Client({ connectionString: url });
+    await admin.connect();
+    try {
+      await admin.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+    } finally {
+      await admin.end();
+    }
+  };
+  return { path: url!, env: { LOOPCHART_SCHEMA: schema }, store, drop };
 }
 
 /** A scheduler process, resolved once it prints `ready`. */
@@ -56,34 +77,49 @@ async function until(check: () => Promise<boolean>, ms: number): Promise<boolean
   return check();
 }
 
+/** Two scheduler processes on one store, started together: each tick fires once. */
+async function race(path: string, store: SessionStore, env: Record<string, string> = {}): Promise<void> {
+  // Made before the processes start: both find them due as they come up.
+  await schedule(store, { id: 'once', session: 'once', agent: 'ticker', input: 'Fire once.', at: Date.now() });
+  await schedule(store, { id: 'every', session: 'every', agent: 'ticker', input: 'Tick.', every: 1_000 });
+  const [a, b] = await Promise.all([startProcess(path, 5_000, env), startProcess(path, 5_000, env)]);
+  expect(await until(async () => {
+    const [once, every] = await listSchedules(store);
+    return once!.runs === 1 && every!.runs >= 3;
+  }, 20_000)).toBe(true);
+  a.kill('SIGTERM');
+  b.kill('SIGTERM');
+  expect(await stopped(a)).toBe(0);
+  expect(await stopped(b)).toBe(0);
+  const [once, every] = await listSchedules(store);
+  const users = async (session: string) => (await store.load(session))!.messages.filter((m) => m.role === 'user').length;
+  expect(once).toMatchObject({ runs: 1, lastOutcome: 'Completed', nextAt: null });
+  expect(await users('once')).toBe(1);
+  // Every tick that ran is one input in the session, and no more ticks ran than were due.
+  expect(await users('every')).toBe(every!.runs);
+  const due = Math.floor((every!.lastFiredAt!.getTime() - (every!.timing as { anchor: number }).anchor) / 1_000);
+  expect(every!.runs).toBeLessThanOrEqual(due);
+  // Neither process met the other in a session or a lease (what a tick fired twice would cause).
+  expect(errors.join('')).toBe('');
+}
+
 describe('schedulers in several processes on one store', () => {
   it('two racing schedulers fire each tick once: a one-off runs once, an interval once per tick', async () => {
     const { path, store } = scratchStore();
     try {
-      // Made before the processes start: both find them due as they come up.
-      await schedule(store, { id: 'once', session: 'once', agent: 'ticker', input: 'Fire once.', at: Date.now() });
-      await schedule(store, { id: 'every', session: 'every', agent: 'ticker', input: 'Tick.', every: 1_000 });
-      const [a, b] = await Promise.all([startProcess(path, 5_000), startProcess(path, 5_000)]);
-      expect(await until(async () => {
-        const [once, every] = await listSchedules(store);
-        return once!.runs === 1 && every!.runs >= 3;
-      }, 20_000)).toBe(true);
-      a.kill('SIGTERM');
-      b.kill('SIGTERM');
-      expect(await stopped(a)).toBe(0);
-      expect(await stopped(b)).toBe(0);
-      const [once, every] = await listSchedules(store);
-      const users = async (session: string) => (await store.load(session))!.messages.filter((m) => m.role === 'user').length;
-      expect(once).toMatchObject({ runs: 1, lastOutcome: 'Completed', nextAt: null });
-      expect(await users('once')).toBe(1);
-      // Every tick that ran is one input in the session, and no more ticks ran than were due.
-      expect(await users('every')).toBe(every!.runs);
-      const due = Math.floor((every!.lastFiredAt!.getTime() - (every!.timing as { anchor: number }).anchor) / 1_000);
-      expect(every!.runs).toBeLessThanOrEqual(due);
-      // Neither process met the other in a session or a lease (what a tick fired twice would cause).
-      expect(errors.join('')).toBe('');
+      await race(path, store);
     } finally {
       await store.close();
+    }
+  }, 90_000);
+
+  it.skipIf(!url)('on PostgreSQL too: two racing schedulers fire each tick once', async () => {
+    const { path, env, store, drop } = await scratchPostgres();
+    try {
+      await race(path, store, env);
+    } finally {
+      await store.close();
+      await drop();
     }
   }, 90_000);
 

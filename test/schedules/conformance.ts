@@ -1,0 +1,234 @@
+/**
+ * One suite every store that holds schedules passes (memory, a SQLite file, PostgreSQL), shared by
+ * test/schedules/{memory,sqlite,postgres}.test.ts as test/stores/conformance.ts is by the store
+ * suites: the API, bad input, the missed-tick and overlap policies, a claim that goes to one
+ * caller across connections, and rows checked when read.
+ */
+import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { createAgentMachine, type ModelRequest, type SessionStore } from '../../src/index.js';
+import {
+  deleteSchedule,
+  InvalidCronError,
+  InvalidScheduleError,
+  listSchedules,
+  pauseSchedule,
+  resumeSchedule,
+  schedule,
+  ScheduleNotFoundError,
+  startScheduler,
+  UnknownScheduleAgentError,
+  UnknownTimeZoneError,
+  type Scheduler,
+} from '../../src/schedules.js';
+import { scheduleBackend } from '../../src/schedules/schedules.js';
+import { StoreError, StoreSchemaVersionError } from '../../src/stores/errors.js';
+import { scriptedModel } from '../../src/testing.js';
+
+/** Writes behind the backend's back (a hand edit, another version), for stores that have them. */
+export interface ScheduleRawAccess {
+  /** Overwrites the stored JSON of schedule `id`. */
+  setRow(id: string, text: string): Promise<void>;
+  /** Overwrites the schedules table's version in the store's meta. */
+  setSchemaVersion(version: string): Promise<void>;
+}
+
+export interface ScheduleFixture {
+  store: SessionStore;
+  /** Another store over the same storage: another connection, as a second process would have. */
+  sibling(): Promise<SessionStore>;
+  raw?: ScheduleRawAccess | undefined;
+}
+
+export interface ScheduleHarness {
+  /** A fresh, empty store; called once per test. */
+  create(): Promise<ScheduleFixture>;
+  /** After the whole suite (drop schemas, remove files). */
+  cleanup?(): Promise<void>;
+}
+
+// The script is read by the count of assistant messages: one entry per run the tests make.
+const answer = (request: ModelRequest) => ({ text: `done #${request.messages.filter((m) => m.role === 'user').length}` });
+const quick = createAgentMachine({ model: scriptedModel([answer, answer, answer, answer]) });
+const slow = createAgentMachine({ model: scriptedModel([{ text: 'slowly done', delayMs: 1_500 }, { text: 'slowly done', delayMs: 1_500 }, { text: 'slowly done', delayMs: 1_500 }]) });
+const agents = { quick, slow };
+
+async function until(check: () => Promise<boolean>, ms = 10_000): Promise<boolean> {
+  const deadline = Date.now() + ms;
+  while (Date.now() < deadline) {
+    if (await check()) return true;
+    await new Promise((resolve) => setTimeout(resolve, 25));
+  }
+  return check();
+}
+const userMessages = async (store: SessionStore, session: string) => (await store.load(session))?.messages.filter((m) => m.role === 'user').length ?? 0;
+
+export function describeScheduleConformance(name: string, harness: ScheduleHarness): void {
+  describe(`schedules on a ${name} store`, () => {
+    const schedulers: Scheduler[] = [];
+    const stores: SessionStore[] = [];
+    let fixture: ScheduleFixture;
+    afterEach(async () => {
+      await Promise.all(schedulers.splice(0).map((s) => s.stop()));
+      await Promise.all(stores.splice(0).map((s) => s.close()));
+    });
+    afterAll(async () => {
+      await harness.cleanup?.();
+    });
+    const open = async () => {
+      fixture = await harness.create();
+      stores.push(fixture.store);
+      return fixture.store;
+    };
+    const sibling = async () => {
+      const store = await fixture.sibling();
+      stores.push(store);
+      return store;
+    };
+    it('schedule, list, pause, resume and delete', async () => {
+      const store = await open();
+      const made = await schedule(store, { id: 'nightly', session: 'reports', agent: 'quick', input: 'Report.', cron: '0 2 * * *', timezone: 'Europe/Paris' });
+      expect(made).toMatchObject({ id: 'nightly', session: 'reports', paused: false, runs: 0, lastOutcome: null, timing: { kind: 'cron', cron: '0 2 * * *' } });
+      expect(new Date(made.nextAt!).getTime()).toBeGreaterThan(Date.now());
+      await schedule(store, { id: 'hourly', session: 'pings', agent: 'quick', input: 'Ping.', every: 3_600_000 });
+      expect((await listSchedules(store)).map((s) => s.id)).toEqual(['nightly', 'hourly']);
+      expect((await pauseSchedule(store, 'hourly')).paused).toBe(true);
+      expect((await resumeSchedule(store, 'hourly')).paused).toBe(false);
+      await deleteSchedule(store, 'nightly');
+      expect((await listSchedules(store)).map((s) => s.id)).toEqual(['hourly']);
+      await expect(deleteSchedule(store, 'nightly')).rejects.toThrow(ScheduleNotFoundError);
+      await expect(pauseSchedule(store, 'nope')).rejects.toThrow(ScheduleNotFoundError);
+    });
+
+    it('bad input is a typed error and stores nothing', async () => {
+      const store = await open();
+      const base = { session: 's', agent: 'quick', input: 'Go.' };
+      await expect(schedule(store, { ...base, cron: '61 * * * *' })).rejects.toThrow(InvalidCronError);
+      await expect(schedule(store, { ...base, cron: '0 2 * * *', timezone: 'Mars/Olympus' })).rejects.toThrow(UnknownTimeZoneError);
+      await expect(schedule(store, { ...base, cron: '0 0 30 2 *' })).rejects.toThrow(/never matches/);
+      await expect(schedule(store, base)).rejects.toThrow(/exactly one of at, every or cron/);
+      await expect(schedule(store, { ...base, every: 1_000, cron: '* * * * *' })).rejects.toThrow(InvalidScheduleError);
+      await expect(schedule(store, { ...base, every: 10 })).rejects.toThrow(InvalidScheduleError);
+      await expect(schedule(store, { ...base, session: '', every: 1_000 })).rejects.toThrow(/session/);
+      await expect(schedule(store, { ...base, at: 'tomorrow' as never })).rejects.toThrow(InvalidScheduleError);
+      await expect(schedule(store, { ...base, every: 1_000, timezone: 'UTC' })).rejects.toThrow(/timezone goes with cron/);
+      expect(await listSchedules(store)).toEqual([]);
+      await schedule(store, { ...base, id: 'x', every: 1_000 });
+      await expect(schedule(store, { ...base, id: 'x', every: 1_000 })).rejects.toThrow(/exists/);
+    });
+
+    it('a one-off fires once: it starts the session, then continues it on the next schedule', async () => {
+      const store = await open();
+      const scheduler = await startScheduler({ store, agents, maxIdleMs: 200 });
+      schedulers.push(scheduler);
+      await schedule(store, { id: 'first', session: 'ticket-7', agent: 'quick', input: 'Check the ticket.', at: new Date() });
+      scheduler.wake();
+      expect(await until(async () => (await listSchedules(store))[0]?.lastOutcome === 'Completed')).toBe(true);
+      const [fired] = await listSchedules(store);
+      expect(fired).toMatchObject({ runs: 1, nextAt: null, lastError: null, firingBy: null });
+      await schedule(store, { id: 'second', session: 'ticket-7', agent: 'quick', input: 'Check it again.', at: Date.now() });
+      scheduler.wake();
+      expect(await until(async () => (await listSchedules(store))[1]?.lastOutcome === 'Completed')).toBe(true);
+      const stored = await store.load('ticket-7');
+      expect(stored?.messages.map((m) => `${m.role}: ${String(m.content)}`)).toEqual(['user: Check the ticket.', 'assistant: done #1', 'user: Check it again.', 'assistant: done #2']);
+    });
+
+    it("a missed tick (older than missedAfterMs): 'skip' does not run it, 'run-once' runs it once", async () => {
+      const store = await open();
+      const past = Date.now() - 60_000;
+      await schedule(store, { id: 'skipped', session: 'a', agent: 'quick', input: 'Go.', at: past, missed: 'skip' });
+      await schedule(store, { id: 'caught-up', session: 'b', agent: 'quick', input: 'Go.', at: past, missed: 'run-once' });
+      schedulers.push(await startScheduler({ store, agents, missedAfterMs: 5_000, maxIdleMs: 200 }));
+      expect(await until(async () => (await listSchedules(store)).every((s) => s.lastOutcome !== null))).toBe(true);
+      const byId = new Map((await listSchedules(store)).map((s) => [s.id, s]));
+      const [skipped, caughtUp] = [byId.get('skipped'), byId.get('caught-up')];
+      expect(skipped).toMatchObject({ lastOutcome: 'Missed', runs: 0, nextAt: null });
+      expect(caughtUp).toMatchObject({ lastOutcome: 'Completed', runs: 1 });
+      expect(await store.load('a')).toBeUndefined();
+      expect(await userMessages(store, 'b')).toBe(1);
+    });
+
+    it("overlap 'skip': ticks due while the run goes are dropped; 'queue': one runs right after", async () => {
+      const store = await open();
+      await schedule(store, { id: 'drop', session: 'd', agent: 'slow', input: 'Go.', every: 1_000, overlap: 'skip' });
+      await schedule(store, { id: 'queue', session: 'q', agent: 'slow', input: 'Go.', every: 1_000, overlap: 'queue' });
+      const scheduler = await startScheduler({ store, agents, maxIdleMs: 200 });
+      schedulers.push(scheduler);
+      // Each run takes 1.5 s against a 1 s interval: every tick after the first comes while a run goes.
+      expect(await until(async () => (await listSchedules(store)).every((s) => s.runs >= 1), 8_000)).toBe(true);
+      await scheduler.stop();
+      const [drop, queue] = await listSchedules(store);
+      const anchor = (info: typeof drop) => (info!.timing as { anchor: number }).anchor;
+      // skip: the next tick is the first one on the interval's grid after the run ended (the one during it was dropped).
+      expect((drop!.nextAt!.getTime() - anchor(drop)) % 1_000).toBe(0);
+      expect(drop!.nextAt!.getTime() - drop!.lastFiredAt!.getTime()).toBeGreaterThanOrEqual(1_500);
+      // queue: the tick due during the run fires as it ends, off the grid.
+      expect((queue!.nextAt!.getTime() - anchor(queue)) % 1_000).not.toBe(0);
+      expect(queue!.lastOutcome).toBe('Completed');
+    }, 20_000);
+
+    it('a paused schedule does not fire; resumed, it fires', async () => {
+      const store = await open();
+      await schedule(store, { id: 'p', session: 'p', agent: 'quick', input: 'Go.', at: Date.now(), paused: true });
+      const scheduler = await startScheduler({ store, agents, maxIdleMs: 100 });
+      schedulers.push(scheduler);
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      expect((await listSchedules(store))[0]!.runs).toBe(0);
+      await resumeSchedule(store, 'p');
+      scheduler.wake();
+      expect(await until(async () => (await listSchedules(store))[0]!.runs === 1)).toBe(true);
+    });
+
+    it('a schedule for an agent the scheduler was not given is reported and left alone; the scheduler goes on', async () => {
+      const store = await open();
+      await schedule(store, { id: 'ghost', session: 'g', agent: 'ghost', input: 'Boo.', at: Date.now() });
+      await schedule(store, { id: 'real', session: 'r', agent: 'quick', input: 'Go.', at: Date.now() });
+      const errors: Error[] = [];
+      schedulers.push(await startScheduler({ store, agents, maxIdleMs: 100, onError: (error) => errors.push(error) }));
+      expect(await until(async () => (await listSchedules(store))[1]!.runs === 1)).toBe(true);
+      expect(errors.some((error) => UnknownScheduleAgentError.isInstance(error) && error.agent === 'ghost')).toBe(true);
+      expect((await listSchedules(store))[0]).toMatchObject({ runs: 0, firingBy: null });
+    });
+
+    it('a claim goes to one caller: two connections claiming the same due schedules at once never both take one', async () => {
+      const store = await open();
+      for (let i = 0; i < 12; i++) await schedule(store, { id: `due-${i}`, session: `s${i}`, agent: 'quick', input: 'Go.', at: Date.now() - 1_000 });
+      const [a, b] = [scheduleBackend(store), scheduleBackend(await sibling())];
+      try {
+        const taken: string[] = [];
+        // Rounds of two claims at once, three schedules each at most, until none is left due.
+        for (let round = 0; round < 12; round++) {
+          const now = Date.now();
+          const claimed = await Promise.all([a.claim('a', now, 60_000, ['quick'], 3), b.claim('b', now, 60_000, ['quick'], 3)]);
+          taken.push(...claimed.flat().map((row) => row.id));
+          if (claimed.every((rows) => rows.length === 0)) break;
+        }
+        expect([...taken].sort()).toEqual(Array.from({ length: 12 }, (_, i) => `due-${i}`).sort());
+        // Leased: neither claims again until the lease ends; the holder ends its tick, the other cannot.
+        expect(await a.claim('a', Date.now(), 60_000, ['quick'], 20)).toEqual([]);
+        const [first] = await listSchedules(store);
+        const holder = first!.firingBy!;
+        const other = holder === 'a' ? 'b' : 'a';
+        const end = { nextAt: null, lastFiredAt: Date.now(), lastOutcome: 'Completed', lastError: null, ran: 1 };
+        expect(await a.endTick(first!.id, other, end, Date.now())).toBe(false);
+        expect(await b.endTick(first!.id, holder, end, Date.now())).toBe(true);
+        expect((await listSchedules(store))[0]).toMatchObject({ firingBy: null, runs: 1, lastOutcome: 'Completed' });
+      } finally {
+        await Promise.all([a.close(), b.close()]);
+      }
+    });
+
+    it('a stored row this version does not read is a StoreError when read; a table of another version a StoreSchemaVersionError', async (context) => {
+      const store = await open();
+      const raw = fixture.raw;
+      if (!raw) return context.skip();
+      await schedule(store, { id: 'edited', session: 's', agent: 'quick', input: 'Go.', every: 60_000 });
+      await raw.setRow('edited', JSON.stringify({ id: 'edited', sessionId: 's', nextAt: 'soon' }));
+      const error = await listSchedules(store).catch((thrown: unknown) => thrown);
+      expect(StoreError.isInstance(error) && (error as Error).message).toMatch(/the stored schedule 'edited' is not one this version reads/);
+      await raw.setRow('edited', '{not json');
+      await expect(pauseSchedule(store, 'edited')).rejects.toThrow(/not JSON/);
+      await raw.setSchemaVersion('99');
+      await expect(listSchedules(await sibling())).rejects.toThrow(StoreSchemaVersionError);
+    });
+  });
+}
