@@ -2,7 +2,8 @@
  * The package as a new user gets it: `npm pack` (which builds through `prepack`), the tarball
  * installed into a fresh project next to its peers, then strict TypeScript (no skipLibCheck)
  * under three module settings, ESM and CommonJS scripts that complete a run and a durable
- * session, and a check of what `import 'loopchart'` loads.
+ * session, the consumer's own vitest running its test of the package, and a check of what
+ * `import 'loopchart'` loads.
  */
 import { execFileSync, spawnSync } from 'node:child_process';
 import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
@@ -36,6 +37,25 @@ function node(args: string[], env: Record<string, string> = {}) {
   return spawnSync(process.execPath, args, { cwd: consumer, encoding: 'utf8', timeout: 170_000, env: { ...process.env, ...env } });
 }
 
+/**
+ * The consumer's own vitest over `dir` (its root), with a JSON report. The variables this suite's
+ * vitest sets for its workers are left out: the nested one is a run of its own.
+ */
+function consumerVitest(dir: string) {
+  const reportFile = join(dir, 'report.json');
+  rmSync(reportFile, { force: true });
+  const env = Object.fromEntries(Object.entries(process.env).filter(([name]) => !name.startsWith('VITEST')));
+  const bin = join(consumer, 'node_modules', 'vitest', 'vitest.mjs');
+  const result = spawnSync(process.execPath, [bin, 'run', '--root', dir, '--reporter=json', `--outputFile=${reportFile}`], {
+    cwd: dir,
+    encoding: 'utf8',
+    timeout: 120_000,
+    env,
+  });
+  const report = existsSync(reportFile) ? (JSON.parse(readFileSync(reportFile, 'utf8')) as { numPassedTests: number; numTotalTests: number }) : undefined;
+  return { status: result.status, report, output: result.stdout + result.stderr + (existsSync(reportFile) ? readFileSync(reportFile, 'utf8') : '') };
+}
+
 beforeAll(() => {
   root = mkdtempSync(join(tmpdir(), 'loopchart-consumer-'));
   // prepack builds dist/ first: the tarball is what `npm publish` would upload.
@@ -45,8 +65,9 @@ beforeAll(() => {
   mkdirSync(consumer);
   writeFileSync(join(consumer, 'package.json'), JSON.stringify({ name: 'consumer', private: true }));
   const dev = manifest.devDependencies;
-  // The peers and tools at the versions this repo tests with (so they come from npm's cache).
-  const wanted = ['xstate', 'zod', 'typescript', '@types/node', 'pg', '@types/pg'].map((name) => `${name}@${dev[name]}`);
+  // The peers and tools at the versions this repo tests with (so they come from npm's cache);
+  // vitest (and vite, pinned so it comes from the cache too) for the consumer's own test.
+  const wanted = ['xstate', 'zod', 'typescript', '@types/node', 'pg', '@types/pg', 'vitest', 'vite'].map((name) => `${name}@${dev[name]}`);
   // Without node:sqlite the consumer gets better-sqlite3, which has no prebuilt binary reachable
   // here and compiles from source (about two minutes of one core). Its install script is skipped
   // instead and the binary this repository's `npm ci` compiled, from the same version's source
@@ -92,6 +113,29 @@ describe('the packed tarball', () => {
     expect(tsc.status).toBe(0);
     // A strict tsc over every subpath's declarations takes 10-20 s alone and 40-55 s on a loaded
     // 2-core machine: the limit is a safeguard against a hang, not a speed assertion.
+  }, 180_000);
+
+  it("the consumer's own vitest runs its test of loopchart and loopchart/testing; with './testing' gone from the exports it fails", () => {
+    const dir = join(consumer, 'vitest-app');
+    cpSync(join(fixtures, 'vitest-app'), dir, { recursive: true });
+    const passed = consumerVitest(dir);
+    expect(passed.status, passed.output).toBe(0);
+    expect(passed.report?.numPassedTests, passed.output).toBe(2);
+    expect(passed.report?.numTotalTests).toBe(2);
+    // The same test against a package whose manifest lost the subpath: the check is not vacuous.
+    const installedManifest = join(consumer, 'node_modules', 'loopchart', 'package.json');
+    const original = readFileSync(installedManifest, 'utf8');
+    const broken = JSON.parse(original) as { exports: Record<string, unknown> };
+    delete broken.exports['./testing'];
+    writeFileSync(installedManifest, JSON.stringify(broken));
+    try {
+      const failed = consumerVitest(dir);
+      expect(failed.status).toBe(1);
+      expect(failed.report?.numPassedTests).toBe(0);
+      expect(failed.output).toMatch(/\.\/testing|loopchart\/testing/);
+    } finally {
+      writeFileSync(installedManifest, original);
+    }
   }, 180_000);
 
   it.each(['run.mjs', 'run.cjs'])('%s completes an agent run and a durable session on SQLite', (script) => {
