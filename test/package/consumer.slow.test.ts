@@ -1,9 +1,9 @@
 /**
  * The package as a new user gets it: `npm pack` (which builds through `prepack`), the tarball
  * installed into a fresh project next to its peers, then strict TypeScript (no skipLibCheck)
- * under three module settings, ESM and CommonJS scripts that complete a run and a durable
- * session, the consumer's own vitest running its test of the package, and a check of what
- * `import 'loopchart'` loads.
+ * under three module settings and a CommonJS project under the strictest one, ESM and CommonJS
+ * scripts that complete a run and a durable session, the consumer's own vitest running its test
+ * of the package, and a check of what `import 'loopchart'` loads.
  */
 import { execFileSync, spawnSync } from 'node:child_process';
 import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
@@ -136,6 +136,43 @@ describe('the packed tarball', () => {
     } finally {
       writeFileSync(installedManifest, original);
     }
+  }, 180_000);
+
+  // The entries whose declarations name an optional peer this consumer leaves out (see `guarded`
+  // below): a strict compile of them needs that peer, so the strictest leg names the others.
+  const peerOnly: Record<string, string> = {
+    'loopchart/ai-sdk': '@ai-sdk/provider',
+    'loopchart/mcp': '@modelcontextprotocol/sdk',
+    'loopchart/mcp-server': '@modelcontextprotocol/sdk',
+    'loopchart/restate': '@restatedev/restate-sdk',
+  };
+
+  it('a CommonJS project under the strictest tsconfig (nodenext, exactOptionalPropertyTypes, noUncheckedIndexedAccess, skipLibCheck false) compiles every entry and runs runAgent', () => {
+    const dir = join(consumer, 'cjs-nodenext');
+    cpSync(join(fixtures, 'cjs-nodenext'), dir, { recursive: true });
+    expect((JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8')) as { type?: string }).type).toBeUndefined();
+    const source = readFileSync(join(dir, 'run.ts'), 'utf8');
+    const named = new Set([...source.matchAll(/from '(loopchart(?:\/[\w-]+)?)'/g)].map((match) => match[1]));
+    const entries = Object.keys(manifest.exports)
+      .filter((subpath) => subpath !== './package.json')
+      .map((subpath) => (subpath === '.' ? 'loopchart' : `loopchart/${subpath.slice(2)}`));
+    const left = entries.filter((entry) => !named.has(entry));
+    // A new entry fails here until fixtures/cjs-nodenext/run.ts imports its types (or it joins peerOnly).
+    expect(left.sort(), 'entries run.ts does not name').toEqual(Object.keys(peerOnly).sort());
+    for (const entry of left) expect(existsSync(join(consumer, 'node_modules', peerOnly[entry]!)), peerOnly[entry]).toBe(false);
+
+    const tsc = node([join(consumer, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', dir]);
+    const errors = (tsc.stdout + tsc.stderr).split('\n').filter((line) => /error TS\d+/.test(line));
+    // XState 5's setup.d.ts fails under exactOptionalPropertyTypes by itself (as in the tsc --init
+    // leg below): only it is set aside, and tsc still writes the JavaScript.
+    expect(errors.filter((line) => !line.startsWith('node_modules/xstate/'))).toEqual([]);
+    const emitted = readFileSync(join(dir, 'out', 'run.js'), 'utf8');
+    expect(emitted).toContain('require("loopchart")');
+    expect(emitted).toContain('require("loopchart/testing")');
+    expect(emitted).not.toMatch(/^import /m);
+    const run = node([join(dir, 'out', 'run.js')]);
+    expect(run.status, run.stderr).toBe(0);
+    expect(JSON.parse(run.stdout)).toEqual({ outcome: 'Completed', text: '2 + 3 = 5.', first: 'user', module: 'commonjs' });
   }, 180_000);
 
   it.each(['run.mjs', 'run.cjs'])('%s completes an agent run and a durable session on SQLite', (script) => {
