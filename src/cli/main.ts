@@ -1,5 +1,6 @@
 import { parseArgs } from 'node:util';
 import { LoopchartError } from '../errors.js';
+import { CHART_USAGE, chartCommand } from './chart.js';
 import { CliError, UnknownCommandError, UsageError } from './errors.js';
 import { escapeLine, escapeText } from './escape.js';
 import { cliHint } from './hint.js';
@@ -72,6 +73,8 @@ ${OPTIONS}`;
 export const USAGE = `usage: loopchart sessions <command> [options]
        loopchart eval DATASET --agent MODULE [options]   (loopchart eval --help)
        loopchart schedules list|add|pause|resume|delete   (loopchart schedules --help)
+       loopchart scheduler --agents MODULE [--store LOCATION]   (loopchart scheduler --help)
+       loopchart chart [--json | --mermaid]               (loopchart chart --help)
        loopchart view [--store LOCATION] [--port N]
        loopchart view export ID -o FILE
 
@@ -86,7 +89,7 @@ ${EXIT_CODES}`;
 /** The help of the command group the arguments name (the whole usage outside a group). */
 function usageFor(argv: readonly string[]): string {
   const group = argv.find((arg) => !arg.startsWith('-'));
-  return group === 'sessions' ? SESSIONS_USAGE : group === 'view' ? VIEW_USAGE : USAGE;
+  return group === 'sessions' ? SESSIONS_USAGE : group === 'view' ? VIEW_USAGE : group === 'chart' ? CHART_USAGE : USAGE;
 }
 
 /** Network errors that mean the database server is not there (or not answering). */
@@ -147,6 +150,10 @@ async function run(argv: string[], io: Io): Promise<number> {
   if (argv[0] === 'eval') return (await import('./eval.js')).evalCommand(argv.slice(1), io);
   // `loopchart schedules …` (src/cli/schedules.ts), loaded only for it.
   if (argv[0] === 'schedules') return (await import('./schedules.js')).schedulesCommand(argv.slice(1), io);
+  // `loopchart scheduler …` (src/cli/scheduler.ts): fires the schedules until a signal.
+  if (argv[0] === 'scheduler') return (await import('./scheduler.js')).schedulerCommand(argv.slice(1), io);
+  // `loopchart chart …`: the driver's decision tables (src/cli/chart.ts), no store involved.
+  if (argv[0] === 'chart') return chartCommand(argv.slice(1), io);
   let parsed: ReturnType<typeof parse>;
   try {
     parsed = parse(argv);
@@ -203,7 +210,7 @@ async function run(argv: string[], io: Io): Promise<number> {
   }
 }
 
-const GROUPS = ['sessions', 'view', 'eval', 'schedules'];
+const GROUPS = ['sessions', 'view', 'eval', 'schedules', 'scheduler', 'chart'];
 const SESSIONS_COMMAND_NAMES = ['list', 'show', 'resume', 'send', 'rewind', 'doubt', 'replay', 'fork'];
 
 /** `unknown command 'sessions lst'; did you mean 'sessions list'?`, or the commands there are. */
