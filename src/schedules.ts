@@ -18,5 +18,13 @@ export {
   type ScheduleInfo,
   type ScheduleOptions,
 } from './schedules/schedules.js';
-export { InvalidSchedulerOptionsError, startScheduler, UnknownScheduleAgentError, type Scheduler, type SchedulerOptions } from './schedules/scheduler.js';
+export {
+  InvalidSchedulerOptionsError,
+  startScheduler,
+  UnknownScheduleAgentError,
+  type Scheduler,
+  type SchedulerOptions,
+  type SchedulerStopOptions,
+  type ScheduleTick,
+} from './schedules/scheduler.js';
 export type { Timing } from './schedules/row.js';

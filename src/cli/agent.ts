@@ -42,12 +42,18 @@ export async function loadAgentMachine(
     return { machine: await demoAgentMachine(), name: 'the demo folder agent (examples/folder-agent.ts)' };
   }
   const module = await importAgentModule(modulePath);
-  let config = module.agent ?? module.default;
-  if (typeof config === 'function') config = await (config as () => unknown)();
-  if (!config || typeof config !== 'object' || !('model' in config)) {
-    throw new CliError(`${modulePath} must export \`agent\`: an AgentConfig ({ model, tools, ... }) or a function returning one`);
-  }
-  return { machine: createAgentMachine(config as AgentConfig), name: modulePath };
+  const config = await agentConfigOf(module.agent ?? module.default, `${modulePath} must export \`agent\``);
+  return { machine: createAgentMachine(config), name: modulePath };
+}
+
+/**
+ * An agent a module exports: an AgentConfig, or a function returning one (called here). Anything
+ * else is a `CliError` that starts with `what` (which module, which export).
+ */
+export async function agentConfigOf(exported: unknown, what: string): Promise<AgentConfig> {
+  const config = typeof exported === 'function' ? await (exported as () => unknown)() : exported;
+  if (!config || typeof config !== 'object' || !('model' in config)) throw new CliError(`${what}: an AgentConfig ({ model, tools, ... }) or a function returning one`);
+  return config as AgentConfig;
 }
 
 /**

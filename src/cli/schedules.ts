@@ -12,7 +12,7 @@ export const SCHEDULES_USAGE = `usage: loopchart schedules <command> [options]
   list                       every schedule: next and last run, last outcome, runs
   add --session ID --agent NAME --input TEXT (--at ISO | --every MS | --cron EXPR [--timezone ZONE])
       [--id ID] [--missed run-once|skip] [--overlap skip|queue] [--paused]
-                             store a schedule (a scheduler process fires it: startScheduler)
+                             store a schedule (a scheduler fires it: loopchart scheduler, or startScheduler)
   pause ID | resume ID | delete ID
 
 options:

@@ -1,5 +1,5 @@
 import type { MemoryBacking } from '../stores/memory.js';
-import { decodeScheduleRow, endedTick, type ScheduleBackend, type ScheduleRow, type TickEnd } from './row.js';
+import { decodeScheduleRow, endedTick, releasedLease, type ScheduleBackend, type ScheduleRow, type TickEnd } from './row.js';
 
 /**
  * Schedules of a `MemorySessionStore`, kept with its backing (two stores over one backing see the
@@ -88,6 +88,13 @@ export class MemoryScheduleBackend implements ScheduleBackend {
     const row = this.#held(id, owner);
     if (!row) return false;
     this.#write(endedTick(row, end, now));
+    return true;
+  }
+
+  async release(id: string, owner: string, now: number): Promise<boolean> {
+    const row = this.#held(id, owner);
+    if (!row) return false;
+    this.#write(releasedLease(row, now));
     return true;
   }
 

@@ -1,6 +1,6 @@
 import type { PoolClient } from 'pg';
 import { StoreSchemaVersionError } from '../stores/errors.js';
-import { decodeScheduleRow, endedTick, type ScheduleBackend, type ScheduleRow, type TickEnd } from './row.js';
+import { decodeScheduleRow, endedTick, releasedLease, type ScheduleBackend, type ScheduleRow, type TickEnd } from './row.js';
 
 /**
  * Schedules of a `PostgresSessionStore`, in a `schedules` table of its schema, on its pool (every
@@ -155,6 +155,10 @@ export class PostgresScheduleBackend implements ScheduleBackend {
 
   async endTick(id: string, owner: string, end: TickEnd, now: number): Promise<boolean> {
     return this.#update(id, (row) => (row.leaseOwner === owner ? endedTick(row, end, now) : undefined));
+  }
+
+  async release(id: string, owner: string, now: number): Promise<boolean> {
+    return this.#update(id, (row) => (row.leaseOwner === owner ? releasedLease(row, now) : undefined));
   }
 
   async foreignAgents(agents: readonly string[]): Promise<{ id: string; agent: string }[]> {

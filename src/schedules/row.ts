@@ -94,12 +94,21 @@ export interface ScheduleBackend {
   /** Records the tick being fired and the session's run count before its input; false when the lease is lost. */
   startTick(id: string, owner: string, due: number, baseRun: number): Promise<boolean>;
   endTick(id: string, owner: string, end: TickEnd, now: number): Promise<boolean>;
+  /**
+   * Gives the lease back before the tick ends (a scheduler stopping): claimable at once, the tick
+   * in progress kept, so the next claim takes it over as it would after a crash. False when the
+   * lease is no longer this owner's.
+   */
+  release(id: string, owner: string, now: number): Promise<boolean>;
   /** Schedules for agents not among `agents` (what a scheduler reports at its start), read without decoding every row. */
   foreignAgents(agents: readonly string[]): Promise<{ id: string; agent: string }[]>;
   /** The earliest time something may be claimable for these agents: a due time, or a lease that ends. */
   nextWake(agents: readonly string[]): Promise<number | null>;
   close(): Promise<void>;
 }
+
+/** The row once its lease is given back mid-tick: the tick (`tickDue`, `tickBaseRun`) stays for the next holder. */
+export const releasedLease = (row: ScheduleRow, now: number): ScheduleRow => ({ ...row, leaseOwner: null, leaseUntil: null, updatedAt: now });
 
 /** The row once its tick ends: where it goes next, what the tick did, the lease given back. */
 export function endedTick(row: ScheduleRow, end: TickEnd, now: number): ScheduleRow {

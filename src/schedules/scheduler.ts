@@ -73,7 +73,60 @@ const SchedulerSettingsSchema = z.strictObject({
   owner: z.string().min(1).max(200).optional(),
   /** Told of what went wrong without stopping the scheduler (a store that failed, an unknown agent, a run that failed). */
   onError: z.custom<(error: Error) => void>((value) => typeof value === 'function', { error: 'onError must be a function' }).optional(),
+  /** Told of each tick this scheduler is done with: run, skipped, missed, or let go at `stop`. */
+  onTick: z.custom<(tick: ScheduleTick) => void>((value) => typeof value === 'function', { error: 'onTick must be a function' }).optional(),
 });
+
+/**
+ * A tick a scheduler is done with, as `onTick` tells it.
+ *
+ * @example
+ * ```ts
+ * import { startScheduler, type ScheduleTick } from 'loopchart/schedules';
+ *
+ * const log = (tick: ScheduleTick) => console.log(`${tick.scheduleId} -> ${tick.session}: ${tick.outcome}, next ${tick.nextAt?.toISOString() ?? '-'}`);
+ * const scheduler = await startScheduler({ store, agents: { reporter: machine }, onTick: log });
+ * ```
+ */
+export interface ScheduleTick {
+  scheduleId: string;
+  session: string;
+  agent: string;
+  /** When the tick was due. */
+  due: Date;
+  /**
+   * How its run ended (`Completed`, `Failed`, `Cancelled`...), `Skipped` (overlap) or `Missed`;
+   * or `Released`: the scheduler stopped before the run ended and gave its lease back, and the
+   * next scheduler to claim it continues the run.
+   */
+  outcome: string;
+  error: string | null;
+  /** When the schedule fires next (null when it will not, or for a released tick: unchanged). */
+  nextAt: Date | null;
+}
+
+const StopOptionsSchema = z.strictObject({
+  /**
+   * How long the ticks in flight may take to end, in ms; past it each is let go: its session
+   * closed where it is (stored), its lease given back, so another scheduler continues it at once.
+   * Default: wait for them (each bounded by `runTimeoutMs`).
+   */
+  graceMs: z.number().int().min(0).max(2 ** 31 - 1).optional(),
+});
+
+/**
+ * What `Scheduler.stop` takes.
+ *
+ * @example
+ * ```ts
+ * import { startScheduler, type SchedulerStopOptions } from 'loopchart/schedules';
+ *
+ * const scheduler = await startScheduler({ store, agents: { reporter: machine } });
+ * const deploy: SchedulerStopOptions = { graceMs: 10_000 }; // runs still going after 10 s are left to another scheduler
+ * process.once('SIGTERM', () => void scheduler.stop(deploy));
+ * ```
+ */
+export type SchedulerStopOptions = z.input<typeof StopOptionsSchema>;
 
 /**
  * What `startScheduler` takes: the store whose schedules it fires, the agents by name, and its limits.
@@ -107,9 +160,16 @@ export interface Scheduler {
   running(): number;
   /** Looks for due schedules now (after `schedule` in this process, say) instead of at the next wake. */
   wake(): void;
-  /** Stops claiming; waits for the ticks in flight to end (their runs go on to their end or timeout). */
-  stop(): Promise<void>;
+  /**
+   * Stops claiming; waits for the ticks in flight to end (their runs go on to their end or
+   * timeout), or, past `graceMs`, lets them go: each session closed where it is, each lease given
+   * back for another scheduler to continue the run. A second call may shorten the grace.
+   */
+  stop(options?: SchedulerStopOptions): Promise<void>;
 }
+
+/** What a tick's wait for its run gives when `stop`'s grace is over. */
+const LET_GO = Symbol('let go');
 
 /** What the loop sleeps at least between looks that found nothing: never a busy loop. */
 const MIN_SLEEP_MS = 25;
@@ -171,6 +231,10 @@ class SchedulerLoop implements Scheduler {
   #stopped = false;
   #done: Promise<void> = Promise.resolve();
   #wakeUp: (() => void) | undefined;
+  #closing: Promise<void> | undefined;
+  /** Resolves when `stop`'s grace is over: the ticks still running are let go. */
+  readonly #letGo: Promise<typeof LET_GO>;
+  #graceOver!: () => void;
 
   constructor(store: SessionStore, backend: ScheduleBackend, agents: Map<string, AgentMachine>, settings: Settings) {
     this.owner = settings.owner;
@@ -179,6 +243,7 @@ class SchedulerLoop implements Scheduler {
     this.#agents = agents;
     this.#names = [...agents.keys()];
     this.#settings = settings;
+    this.#letGo = new Promise((resolve) => (this.#graceOver = () => resolve(LET_GO)));
   }
 
   running(): number {
@@ -193,12 +258,19 @@ class SchedulerLoop implements Scheduler {
     this.#done = this.#run();
   }
 
-  async stop(): Promise<void> {
+  async stop(options: SchedulerStopOptions = {}): Promise<void> {
+    const { graceMs } = parseOptions(StopOptionsSchema, options, 'stop', (message) => new InvalidSchedulerOptionsError(message));
     this.#stopped = true;
     this.wake();
-    await this.#done;
-    await Promise.allSettled([...this.#ticks]);
-    await this.#backend.close();
+    const grace = graceMs === undefined ? undefined : setTimeout(this.#graceOver, graceMs);
+    try {
+      await this.#done;
+      await Promise.allSettled([...this.#ticks]);
+    } finally {
+      clearTimeout(grace);
+    }
+    this.#closing ??= this.#backend.close();
+    await this.#closing;
   }
 
   #report(error: unknown): void {
@@ -269,7 +341,7 @@ class SchedulerLoop implements Scheduler {
       const due = row.tickDue ?? row.nextAt!;
       const late = !takenOver && started - due > missedAfterMs;
       if (late && row.missed === 'skip') {
-        await this.#end(row, { nextAt: nextAfter(row.timing, row.timezone, started), lastFiredAt: row.lastFiredAt, lastOutcome: 'Missed', lastError: null, ran: 0 });
+        await this.#end(row, due, { nextAt: nextAfter(row.timing, row.timezone, started), lastFiredAt: row.lastFiredAt, lastOutcome: 'Missed', lastError: null, ran: 0 });
         return;
       }
       const session = await DurableSession.open({ machine: this.#agents.get(row.agent)!, store: this.#store, sessionId: row.sessionId });
@@ -282,7 +354,7 @@ class SchedulerLoop implements Scheduler {
           if (runInFlight(brain)) {
             // The session's last run still goes (resumed here): this tick overlaps it.
             if (row.overlap === 'skip') {
-              await this.#end(row, { nextAt: nextAfter(row.timing, row.timezone, Math.max(due, Date.now())), lastFiredAt: row.lastFiredAt, lastOutcome: 'Skipped', lastError: 'the last run was still going', ran: 0 });
+              await this.#end(row, due, { nextAt: nextAfter(row.timing, row.timezone, Math.max(due, Date.now())), lastFiredAt: row.lastFiredAt, lastOutcome: 'Skipped', lastError: 'the last run was still going', ran: 0 });
               return;
             }
             await this.#settle(session);
@@ -300,28 +372,49 @@ class SchedulerLoop implements Scheduler {
         // A queued tick (due while the run went) fires once, now, not once per tick it missed.
         if (row.overlap === 'queue' && nextAt !== null && nextAt < ended) nextAt = ended;
         const lastError = outcome?.type === 'Failed' ? `${outcome.error.type}: ${outcome.error.message}` : outcome?.type === 'Sealed' ? outcome.reason : null;
-        await this.#end(row, { nextAt, lastFiredAt: started, lastOutcome: outcome?.type ?? 'None', lastError, ran: sent ? 1 : ran });
+        await this.#end(row, due, { nextAt, lastFiredAt: started, lastOutcome: outcome?.type ?? 'None', lastError, ran: sent ? 1 : ran });
       } finally {
         await session.close();
+      }
+    } catch (error) {
+      if (error !== LET_GO) throw error;
+      // The session is closed (its run stored where it was): the next claim takes the tick over at once.
+      clearInterval(renewal);
+      if (await this.#backend.release(row.id, this.owner, Date.now())) {
+        this.#told({ scheduleId: row.id, session: row.sessionId, agent: row.agent, due: new Date(row.tickDue ?? row.nextAt!), outcome: 'Released', error: null, nextAt: row.nextAt === null ? null : new Date(row.nextAt) });
       }
     } finally {
       clearInterval(renewal);
     }
   }
 
-  /** The run in flight to its end, cancelled past `runTimeoutMs`. */
+  /** The run in flight to its end, cancelled past `runTimeoutMs`; throws `LET_GO` when `stop`'s grace is over first. */
   async #settle(session: DurableSession) {
     const timer = setTimeout(() => session.send({ type: 'cancel' }), this.#settings.runTimeoutMs);
     try {
-      return await session.whenIdle();
+      const ended = await Promise.race([session.whenIdle(), this.#letGo]);
+      if (ended === LET_GO) throw LET_GO;
+      return ended;
     } finally {
       clearTimeout(timer);
     }
   }
 
-  async #end(row: ScheduleRow, end: TickEnd): Promise<void> {
+  async #end(row: ScheduleRow, due: number, end: TickEnd): Promise<void> {
     if (!(await this.#backend.endTick(row.id, this.owner, end, Date.now()))) {
       this.#report(new Error(`schedule '${row.id}': the lease was lost before the tick ended (another scheduler took it over)`));
+      return;
+    }
+    const nextAt = end.nextAt === null ? null : new Date(end.nextAt);
+    this.#told({ scheduleId: row.id, session: row.sessionId, agent: row.agent, due: new Date(due), outcome: end.lastOutcome, error: end.lastError, nextAt });
+  }
+
+  #told(tick: ScheduleTick): void {
+    try {
+      this.#settings.onTick?.(tick);
+    } catch (error) {
+      // A listener that throws must not stop the scheduler; it is an error like any other.
+      this.#report(error);
     }
   }
 }

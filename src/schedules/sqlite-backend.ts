@@ -1,6 +1,6 @@
 import { StoreSchemaVersionError } from '../stores/errors.js';
 import { openSqlite, type SqliteConnection } from '../stores/sqlite-driver.js';
-import { decodeScheduleRow, endedTick, type ScheduleBackend, type ScheduleRow, type TickEnd } from './row.js';
+import { decodeScheduleRow, endedTick, releasedLease, type ScheduleBackend, type ScheduleRow, type TickEnd } from './row.js';
 
 /**
  * Schedules of a `SqliteSessionStore`, in a `schedules` table of the same file, on a connection of
@@ -130,6 +130,10 @@ export class SqliteScheduleBackend implements ScheduleBackend {
         ? endedTick(row, end, now)
         : undefined,
     );
+  }
+
+  async release(id: string, owner: string, now: number): Promise<boolean> {
+    return this.#update(id, (row) => (row.leaseOwner === owner ? releasedLease(row, now) : undefined));
   }
 
   async foreignAgents(agents: readonly string[]): Promise<{ id: string; agent: string }[]> {

@@ -2,6 +2,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
 import { main } from '../../src/cli/main.js';
@@ -41,6 +42,27 @@ describe('loopchart schedules', () => {
     expect((await cli('schedules', 'frobnicate', '--store', store)).code).toBe(2);
     expect((await cli('schedules', 'list', '--store', join(dir, 'missing.db'))).err).toMatch(/no session store/);
     expect((await cli('schedules', 'list', '--store', store)).out.split('\n')).toHaveLength(1);
+  });
+});
+
+describe('loopchart scheduler, bad usage (the running command is in scheduler-cli.process.test.ts)', () => {
+  const fixture = (name: string) => fileURLToPath(new URL(`./fixtures/${name}`, import.meta.url));
+  const listeners = process.listenerCount('SIGTERM');
+
+  it('without --agents, with a module that exports no `agents`, or options out of range: one line, exit 2 or 1', async () => {
+    const none = await cli('scheduler', '--store', store);
+    expect(none).toMatchObject({ code: 2 });
+    expect(none.err).toMatch(/^loopchart: loopchart scheduler needs --agents MODULE/);
+    const wrong = await cli('scheduler', '--agents', fixture('no-agents.ts'), '--store', store);
+    expect(wrong).toMatchObject({ code: 1 });
+    expect(wrong.err).toMatch(/no-agents\.ts must export `agents`: an object of agents by name/);
+    const lease = await cli('scheduler', '--agents', fixture('scheduler-agents.ts'), '--store', store, '--lease-ms', '10');
+    expect(lease).toMatchObject({ code: 1 });
+    expect(lease.err).toMatch(/invalid scheduler options: leaseMs/);
+    expect((await cli('scheduler', '--agents', fixture('scheduler-agents.ts'), '--grace-ms', 'soon')).err).toMatch(/--grace-ms must be a whole number, got 'soon'/);
+    expect((await cli('scheduler', '--help')).out).toMatch(/^usage: loopchart scheduler --agents MODULE/);
+    // The signal listeners of the failed starts are gone.
+    expect(process.listenerCount('SIGTERM')).toBe(listeners);
   });
 });
 

@@ -19,6 +19,7 @@ import {
   UnknownScheduleAgentError,
   UnknownTimeZoneError,
   type Scheduler,
+  type ScheduleTick,
 } from '../../src/schedules.js';
 import { scheduleBackend } from '../../src/schedules/schedules.js';
 import { StoreError, StoreSchemaVersionError } from '../../src/stores/errors.js';
@@ -116,9 +117,10 @@ export function describeScheduleConformance(name: string, harness: ScheduleHarne
       await expect(schedule(store, { ...base, id: 'x', every: 1_000 })).rejects.toThrow(/exists/);
     });
 
-    it('a one-off fires once: it starts the session, then continues it on the next schedule', async () => {
+    it('a one-off fires once: it starts the session, then continues it on the next schedule; onTick hears each', async () => {
       const store = await open();
-      const scheduler = await startScheduler({ store, agents, maxIdleMs: 200 });
+      const ticks: ScheduleTick[] = [];
+      const scheduler = await startScheduler({ store, agents, maxIdleMs: 200, onTick: (tick) => ticks.push(tick) });
       schedulers.push(scheduler);
       await schedule(store, { id: 'first', session: 'ticket-7', agent: 'quick', input: 'Check the ticket.', at: new Date() });
       scheduler.wake();
@@ -130,6 +132,10 @@ export function describeScheduleConformance(name: string, harness: ScheduleHarne
       expect(await until(async () => (await listSchedules(store))[1]?.lastOutcome === 'Completed')).toBe(true);
       const stored = await store.load('ticket-7');
       expect(stored?.messages.map((m) => `${m.role}: ${String(m.content)}`)).toEqual(['user: Check the ticket.', 'assistant: done #1', 'user: Check it again.', 'assistant: done #2']);
+      expect(ticks.map(({ scheduleId, session, agent, outcome, error, nextAt }) => ({ scheduleId, session, agent, outcome, error, nextAt }))).toEqual([
+        { scheduleId: 'first', session: 'ticket-7', agent: 'quick', outcome: 'Completed', error: null, nextAt: null },
+        { scheduleId: 'second', session: 'ticket-7', agent: 'quick', outcome: 'Completed', error: null, nextAt: null },
+      ]);
     });
 
     it("a missed tick (older than missedAfterMs): 'skip' does not run it, 'run-once' runs it once", async () => {
@@ -187,6 +193,28 @@ export function describeScheduleConformance(name: string, harness: ScheduleHarne
       expect(await until(async () => (await listSchedules(store))[1]!.runs === 1)).toBe(true);
       expect(errors.some((error) => UnknownScheduleAgentError.isInstance(error) && error.agent === 'ghost')).toBe(true);
       expect((await listSchedules(store))[0]).toMatchObject({ runs: 0, firingBy: null });
+    });
+
+    it('stop({ graceMs }) lets a run still going go: its lease given back at once, the next scheduler continues the run, the input sent once', async () => {
+      const store = await open();
+      const held = createAgentMachine({ model: scriptedModel([{ text: 'never', delayMs: 30_000 }]) });
+      const ticks: ScheduleTick[] = [];
+      const first = await startScheduler({ store, agents: { held }, maxIdleMs: 100, onTick: (tick) => ticks.push(tick) });
+      await schedule(store, { id: 'held', session: 'h', agent: 'held', input: 'Take your time.', at: Date.now() });
+      first.wake();
+      expect(await until(async () => (await userMessages(store, 'h')) === 1)).toBe(true);
+      const stopping = Date.now();
+      await first.stop({ graceMs: 50 });
+      expect(Date.now() - stopping).toBeLessThan(5_000);
+      expect(ticks.map((tick) => tick.outcome)).toEqual(['Released']);
+      expect((await listSchedules(store))[0]).toMatchObject({ firingBy: null, runs: 0, lastOutcome: null });
+      const other = await sibling();
+      const second = await startScheduler({ store: other, agents: { held: quick }, maxIdleMs: 100 });
+      schedulers.push(second);
+      expect(await until(async () => (await listSchedules(store))[0]!.lastOutcome === 'Completed')).toBe(true);
+      expect((await listSchedules(store))[0]).toMatchObject({ runs: 1, nextAt: null });
+      expect((await store.load('h'))!.messages.map((m) => `${m.role}: ${String(m.content)}`)).toEqual(['user: Take your time.', 'assistant: done #1']);
+      await expect(second.stop({ grace: 1 } as never)).rejects.toThrow(/unknown option "grace" — did you mean "graceMs"\?/);
     });
 
     it('a claim goes to one caller: two connections claiming the same due schedules at once never both take one', async () => {
