@@ -17,6 +17,7 @@ export default defineConfig({
     evals: 'src/evals.ts',
     'mcp-server': 'src/mcp-server.ts',
     schedules: 'src/schedules.ts',
+    memory: 'src/memory.ts',
     cli: 'src/cli.ts',
     // Not a subpath: what the entries that need an optional peer load it through (scripts/peer-entries.ts).
     'peer-guard': 'src/missing-package.ts',

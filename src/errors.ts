@@ -42,6 +42,7 @@ export const ERROR_CODES = [
   'SessionBusy',
   'SessionNotFound',
   'SessionNotIdle',
+  'SessionScope',
   // A decision that does not bind to the call waiting (issue 26).
   'ApprovalRefused',
   // A tool call started before a restart with no recorded result: the run asks (inDoubt: 'ask').
@@ -90,6 +91,10 @@ export const ERROR_CODES = [
   'InvalidDataset',
   'EvalCaseFailed',
   'ScorerFailed',
+  // loopchart/memory: a scope that is no key, an update past the bound, an embed that failed.
+  'InvalidScope',
+  'MemoryTooLarge',
+  'MemoryEmbed',
 ] as const;
 
 /** The union of every loopchart error `code`. */

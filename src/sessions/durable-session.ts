@@ -30,6 +30,13 @@ export interface OpenSessionOptions {
   sessionId: string;
   /** Conversation to start a new session from (ignored when the session exists). */
   history?: Message[] | undefined;
+  /**
+   * Whose session this is (a user, a resource, a team): its memory scope, stored with the session
+   * when it is created, told to every operation and tool of its runs and inherited by its child
+   * runs (see `agentMemory`, `loopchart/memory`). Opening a stored session with another scope is
+   * refused (`SessionScopeError`); leaving it out keeps the stored one.
+   */
+  scope?: string | undefined;
   inspect?: Observer<InspectionEvent> | ((event: InspectionEvent) => void) | undefined;
   /**
    * Continue a run that was in flight when the session was stored (default true). With false the
@@ -61,7 +68,29 @@ export class SessionNotIdleError extends LoopchartError {
   }
 }
 
+/**
+ * A stored session was opened with a memory scope other than the one it was created with: its
+ * conversation is not that scope's to read or to continue. The message does not say whose it is.
+ *
+ * @example
+ * ```ts
+ * try {
+ *   await DurableSession.open({ machine, store, sessionId: 'trip', scope: 'user:bob' });
+ * } catch (error) {
+ *   if (SessionScopeError.isInstance(error)) console.error(error.message); // session 'trip' belongs to another scope
+ * }
+ * ```
+ */
+export class SessionScopeError extends LoopchartError {
+  readonly sessionId: string;
+  constructor(sessionId: string) {
+    super('SessionScope', `session '${sessionId.slice(0, 200)}' belongs to another scope`);
+    this.sessionId = sessionId;
+  }
+}
+
 const OPEN_OPTION_KEYS = optionKeys<OpenSessionOptions>()({
+  scope: true,
   machine: true,
   store: true,
   sessionId: true,
@@ -147,7 +176,7 @@ export class DurableSession {
     const outer = options.wrapExecutor;
     const machine = options.machine.withExecutor((inner) => (outer ? outer(this.#durable(inner)) : this.#durable(inner)));
     this.actor = createActor(machine, {
-      input: context ? { stored: context } : { sessionId: options.sessionId, history: options.history ?? [] },
+      input: context ? { stored: context } : { sessionId: options.sessionId, scope: options.scope, history: options.history ?? [] },
       ...(options.inspect && { inspect: options.inspect }),
       ...(options.parent && { parent: options.parent }),
     });
@@ -229,6 +258,8 @@ export class DurableSession {
     const replay = new Map<string, Map<string, ToolMessage>>();
     if (stored) {
       context = decodeRow(options.sessionId, stored.state, stored.messages);
+      // A session made without a scope stays without one: a scope is given when a session is made.
+      if (options.scope !== undefined && context.scope !== options.scope) throw new SessionScopeError(options.sessionId);
       const key = toolsKey(context);
       if (key) {
         const journaled = await options.store.journaledToolResults(options.sessionId, key);
@@ -366,6 +397,7 @@ export class DurableSession {
       sessionId: options.sessionId,
       attach: options.attach as unknown as (actor: AgentActor) => void,
       parent: options.parent as AnyActorRef,
+      scope: options.scope,
     });
     this.#children.add(child);
     return {

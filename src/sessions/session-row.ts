@@ -81,6 +81,8 @@ export const SessionRowSchema = AgentContextSchema.pick({
   guard: true,
   // Optional too: calls in doubt after a restart and their decisions.
   doubt: true,
+  // Optional too: the memory scope the session was opened with (none: a session without memory).
+  scope: true,
 }).extend({
   rowVersion: z.literal(SESSION_ROW_VERSION),
   brain: z.object({
@@ -125,6 +127,7 @@ export function encodeRow(context: AgentContext): SessionRow {
     ...(context.agent && { agent: context.agent }),
     ...(context.guard && { guard: context.guard }),
     ...(context.doubt && { doubt: context.doubt }),
+    ...(context.scope !== undefined && { scope: context.scope }),
   };
 }
 
@@ -182,5 +185,6 @@ export function decodeRow(
     ...(row.agent && { agent: row.agent }),
     ...(row.guard && { guard: row.guard }),
     ...(row.doubt && { doubt: row.doubt }),
+    ...(row.scope !== undefined && { scope: row.scope }),
   };
 }

@@ -12,6 +12,14 @@ export interface ToolContext {
   readonly toolCallId: string;
   /** Stable across a restore that repeats this call: hand it to external APIs that deduplicate. */
   readonly idempotencyKey: string;
+  /** The session the call belongs to (absent when the tool runs outside an agent, as `runToolCalls` alone). */
+  readonly sessionId?: string | undefined;
+  /**
+   * The session's memory scope (whose session it is: a user, a resource, a team), if it was
+   * opened with one (`DurableSession.open({ scope })`, `runAgent({ scope })`): key what the tool
+   * reads and writes for that user by it. A child run (an agent tool's) has its parent's.
+   */
+  readonly scope?: string | undefined;
 }
 
 /**

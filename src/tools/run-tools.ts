@@ -12,6 +12,8 @@ export interface RunToolCallsOptions {
    * (5 minutes); `Infinity` turns it off.
    */
   defaultTimeoutMs?: number | undefined;
+  /** The session the calls belong to, and its memory scope: what each tool's context says (`ToolContext`). */
+  session?: { sessionId: string; scope?: string | undefined } | undefined;
   /** Computed for every call to run before any of them starts, so a throwing key function runs nothing. */
   idempotencyKey(call: ToolCall): string;
   /** A call was taken up (validation included). Every call that starts also finishes. */
@@ -94,7 +96,7 @@ export async function runToolCalls(
     while (next < toRun.length && !signal?.aborted) {
       const { index, call, key } = toRun[next++]!;
       hook(() => options.onStart?.(call));
-      finish(index, call, await runOne(call, toolSet, key, signal, inFlight, defaultTimeoutMs));
+      finish(index, call, await runOne(call, toolSet, key, signal, inFlight, defaultTimeoutMs, options.session));
     }
   };
   try {
@@ -120,6 +122,7 @@ async function runOne(
   outer: AbortSignal | undefined,
   inFlight: Set<Interrupt>,
   defaultTimeoutMs: number,
+  session: RunToolCallsOptions['session'],
 ): Promise<ToolMessage> {
   const tool = tools.get(call.name);
   if (!tool) {
@@ -162,7 +165,7 @@ async function runOne(
       }, ms);
     }
     // The executor form also catches a tool that throws synchronously.
-    new Promise<unknown>((run) => run(tool.execute(parsed.data, toolContext(controller, call.id, idempotencyKey)))).then(
+    new Promise<unknown>((run) => run(tool.execute(parsed.data, toolContext(controller, call.id, idempotencyKey, session)))).then(
       (value) => settle(valueResult(call, value)),
       (error: unknown) => settle(errorResult(call, errorText(error))),
     );
@@ -174,13 +177,15 @@ async function runOne(
  * AbortSignal (an EventTarget, ~3.6 µs) lazily, and most tools never look at it. The getter is
  * own and enumerable, so destructuring or spreading the context reads the signal as before.
  */
-function toolContext(controller: AbortController, toolCallId: string, idempotencyKey: string): ToolContext {
+function toolContext(controller: AbortController, toolCallId: string, idempotencyKey: string, session: RunToolCallsOptions['session']): ToolContext {
   return {
     get signal() {
       return controller.signal;
     },
     toolCallId,
     idempotencyKey,
+    ...(session && { sessionId: session.sessionId }),
+    ...(session?.scope !== undefined && { scope: session.scope }),
   };
 }
 

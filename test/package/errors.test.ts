@@ -18,10 +18,11 @@ import * as http from '../../src/http.js';
 import * as schemas from '../../src/schemas-entry.js';
 import * as mcpServer from '../../src/mcp-server.js';
 import * as schedules from '../../src/schedules.js';
+import * as memory from '../../src/memory.js';
 import * as evals from '../../src/evals.js';
 
 const SRC = fileURLToPath(new URL('../../src', import.meta.url));
-const entries: Record<string, Record<string, unknown>> = { loopchart: root, 'loopchart/sqlite': sqlite, 'loopchart/postgres': postgres, 'loopchart/ai-sdk': aiSdk, 'loopchart/testing': testing, 'loopchart/mcp': mcp, 'loopchart/viewer': viewer, 'loopchart/http': http, 'loopchart/schemas': schemas, 'loopchart/mcp-server': mcpServer, 'loopchart/schedules': schedules, 'loopchart/evals': evals };
+const entries: Record<string, Record<string, unknown>> = { loopchart: root, 'loopchart/sqlite': sqlite, 'loopchart/postgres': postgres, 'loopchart/ai-sdk': aiSdk, 'loopchart/testing': testing, 'loopchart/mcp': mcp, 'loopchart/viewer': viewer, 'loopchart/http': http, 'loopchart/schemas': schemas, 'loopchart/mcp-server': mcpServer, 'loopchart/schedules': schedules, 'loopchart/memory': memory, 'loopchart/evals': evals };
 
 function sourceFiles(dir: string): string[] {
   return readdirSync(dir, { withFileTypes: true }).flatMap((entry) =>

@@ -29,6 +29,7 @@ const RANKS = new Map<string, number>([
   ['evals', 6],
   ['mcp-server', 6],
   ['schedules', 6],
+  ['memory', 6],
   ['http', 7],
   ['restate', 7],
   ['cli', 7],

@@ -3,6 +3,7 @@ import { InvalidFeedError } from '../../errors.js';
 import { parseHistory } from '../../brain/history.js';
 import { UserMessageSchema, type Message, type Policy, type UserMessage } from '../../schemas.js';
 import type { AgentInput } from '../protocol/actor-types.js';
+import { ScopeSchema } from '../protocol/scope.js';
 import { checkedPolicy, type CompiledAgent } from './compile.js';
 import { freshAgentContext, type AgentContext } from './context.js';
 import { NO_USAGE, asUserMessage } from './run-rules.js';
@@ -34,7 +35,7 @@ function checked<T>(field: string, check: () => T): T {
 
 /**
  * The context an actor given fresh input (not a stored state) starts from, each field checked
- * where it enters: `sessionId` a string, `prompt` a string or a user message, `history` a coherent
+ * where it enters: `sessionId` a string, `scope` a memory scope (`ScopeSchema`), `prompt` a string or a user message, `history` a coherent
  * conversation (as `LoopMachine` checks it), `policy` one the agent's pruning allows.
  *
  * A field that fails does not throw: XState catches a throw from the context factory at
@@ -47,13 +48,14 @@ export function freshContext(agent: CompiledAgent, input: AgentInput | void): Ag
   try {
     if (input !== undefined && (typeof input !== 'object' || input === null || Array.isArray(input))) throw new InvalidFeedError('input', 'must be an object');
     const sessionId = checked('sessionId', () => z.string().min(1).optional().parse(input?.sessionId)) ?? 'session';
+    const scope = checked('scope', () => ScopeSchema.optional().parse(input?.scope));
     const prompt: string | UserMessage | undefined = checked('prompt', () => {
       if (!PromptSchema.optional().safeParse(input?.prompt).success) throw new Error("must be a string or a user message { role: 'user', content: string }");
       return input?.prompt;
     });
     const history: Message[] = input?.history === undefined ? [] : checked('history', () => parseHistory(input.history));
     const policy: Policy = input?.policy === undefined ? agent.defaultPolicy : checked('policy', () => checkedPolicy(input.policy, agent.pruning, (message) => new Error(message), ''));
-    return freshAgentContext({ sessionId, history, policy, queued: prompt === undefined ? null : asUserMessage(prompt) });
+    return freshAgentContext({ sessionId, scope, history, policy, queued: prompt === undefined ? null : asUserMessage(prompt) });
   } catch (error) {
     const refusal = error instanceof InvalidFeedError ? error : new InvalidFeedError('input', problemOf(error));
     const lastRun = { outcome: { type: 'Failed' as const, error: { type: 'InvalidInput' as const, message: refusal.message } }, usage: NO_USAGE };

@@ -16,6 +16,7 @@ import { BudgetPauseSchema } from '../budget/budget-pause.js';
 import { OutputStateSchema } from '../structured-output/structured-output.js';
 import { ActiveAgentSchema } from '../handoffs/handoffs.js';
 import { DoubtStateSchema } from '../in-doubt/in-doubt.js';
+import { ScopeSchema } from '../protocol/scope.js';
 
 const count = z.number().int().nonnegative();
 
@@ -29,6 +30,8 @@ export const ToolDefinitionSchema = z.object({ name: z.string().min(1), descript
  */
 export const AgentContextSchema = z.object({
   sessionId: z.string(),
+  /** The memory scope the session was opened with (see `ScopeSchema`); absent for a session without one. */
+  scope: ScopeSchema.optional(),
   brain: z.object({ value: z.string(), context: z.record(z.string(), z.unknown()) }),
   policy: PolicySchema,
   /** Results of the current tool batch that have arrived. */
@@ -112,9 +115,10 @@ export type AgentContext = Omit<z.infer<typeof AgentContextSchema>, 'brain' | 't
  * The driver context of a session that has run nothing yet: a new one, or a fork of a stored
  * session's prefix. With a `queued` prompt the actor runs that once and stops.
  */
-export function freshAgentContext(start: { sessionId: string; history: Message[]; policy: Policy; queued: UserMessage | null }): AgentContext {
+export function freshAgentContext(start: { sessionId: string; scope?: string | undefined; history: Message[]; policy: Policy; queued: UserMessage | null }): AgentContext {
   return {
     sessionId: start.sessionId,
+    ...(start.scope !== undefined && { scope: start.scope }),
     brain: freshBrain(start.history),
     policy: start.policy,
     toolJournal: [],

@@ -130,6 +130,7 @@ export function requestOperations(agent: CompiledAgent, context: AgentContext, e
     from: point.next,
     turn: context.brain.context.turnsTaken + (point.hook === 'beforeModelCall' ? 1 : 0),
     sessionId: context.sessionId,
+    scope: context.scope,
     conversation: conversation(context),
     slices: context.operations.slices,
     reply: point.reply,
@@ -234,6 +235,7 @@ export function requestModel(agent: CompiledAgent, context: AgentContext, event:
     key: modelKey(context),
     turn: context.brain.context.turnsTaken + 1,
     sessionId: context.sessionId,
+    scope: context.scope,
     conversation: conversation(context),
     slices: context.operations.slices,
     tools: offeredTools(agent, context).definitions,
@@ -450,7 +452,7 @@ export function fallBack(agent: CompiledAgent, context: AgentContext, event: Age
 export function cancelRun(agent: CompiledAgent, context: AgentContext, event: AgentEvent): Effect[] {
   const out: Effect[] = [];
   const turn = context.brain.context.turnsTaken;
-  const ctx = { sessionId: context.sessionId, turn, messages: conversationOf(context.brain) };
+  const ctx = { sessionId: context.sessionId, scope: context.scope, turn, messages: conversationOf(context.brain) };
   const { slices, failures } = runCancelHooks(agent.plan, context.operations.slices, interruptedStep(context, agent.maxCalls), ctx);
   for (const error of failures) out.push({ emit: { type: 'operation.failed', operation: error.operation, error } });
   out.push({ assign: {
@@ -521,6 +523,7 @@ export function requestTools(agent: CompiledAgent, context: AgentContext, announ
     key: batchKey(context),
     turn: context.brain.context.turnsTaken,
     sessionId: context.sessionId,
+    scope: context.scope,
     calls: runnable(agent, context),
     batch: pendingCalls(context.brain),
     conversation: conversation(context),

@@ -112,6 +112,7 @@ export const extrasFor = (agent: CompiledAgent, context: AgentContext): number |
   if (cached?.slices === slices && cached.agent === context.agent) return cached.tokens;
   const ctx = {
     sessionId: context.sessionId,
+    scope: context.scope,
     turn: brain.context.turnsTaken + 1,
     get messages() {
       return conversationOf(brain);
@@ -270,7 +271,7 @@ export const verdictOf = (agent: CompiledAgent, context: AgentContext, event: Ag
   let verdict = agent.memo.verdicts.get(event) as ResumeVerdict | undefined;
   if (!verdict) {
     const { operation, payload } = as(event, 'operation.resume');
-    const ctx = { sessionId: context.sessionId, turn: context.brain.context.turnsTaken, messages: conversationOf(context.brain) };
+    const ctx = { sessionId: context.sessionId, scope: context.scope, turn: context.brain.context.turnsTaken, messages: conversationOf(context.brain) };
     verdict = resumeVerdict(context.operations, agent.plan, { operation, payload }, ctx);
     agent.memo.verdicts.set(event, verdict);
   }

@@ -46,11 +46,12 @@ export function modelHandler({ deps, start, execute, send, finish, fail, view }:
   const requestView = conversationView(deps.instructions);
   return (request) =>
     start(request.key, async (controller) => {
-      const { key, turn, sessionId, speaker } = request;
+      const { key, turn, sessionId, scope, speaker } = request;
       const signal = controller.signal;
       try {
         const ctx = {
           sessionId,
+          scope,
           turn,
           get messages() {
             return speaker ? speaker.present(view(request.conversation)) : view(request.conversation);

@@ -144,7 +144,7 @@ async function runOne(state: Scheduler, batch: Batch, request: RequestOf<'tools'
       if (!fresh) throw new ToolInDoubtError(call.id);
       const listed = state.executables(request.offered, controller.signal);
       const tools = listed instanceof ToolSet ? listed : await listed;
-      return (await runToolCalls([{ call }], tools, { signal: controller.signal, idempotencyKey: () => callKey }))[0]!;
+      return (await runToolCalls([{ call }], tools, { signal: controller.signal, idempotencyKey: () => callKey, session: { sessionId: request.sessionId, scope: request.scope } }))[0]!;
     },
   ));
 }

@@ -23,6 +23,8 @@ export interface RunAgentOptions<S extends OutputSchema | undefined = OutputSche
   prompt: string;
   /** Conversation to continue from (committed messages of an earlier run). */
   history?: Message[] | undefined;
+  /** Whose run this is (a user, a resource, a team): the memory scope its operations and tools are told (see `AgentInput.scope`). */
+  scope?: string | undefined;
   /** Aborting it cancels the run: in-flight model and tool calls are aborted, the outcome is `Cancelled`. */
   signal?: AbortSignal | undefined;
 }
@@ -57,7 +59,7 @@ export type AgentStreamEvent<O = unknown> = AgentEmitted | { type: 'done'; resul
  * and the function that stops answering its waits (see unattended.ts), for when the run is over.
  */
 /** What `runAgent` and `streamAgent` take besides the agent config. */
-const RUN_KEYS = optionKeys<Omit<RunAgentOptions, keyof AgentConfig>>()({ prompt: true, history: true, signal: true, approve: true, approveTimeoutMs: true });
+const RUN_KEYS = optionKeys<Omit<RunAgentOptions, keyof AgentConfig>>()({ prompt: true, history: true, scope: true, signal: true, approve: true, approveTimeoutMs: true });
 const RUN_AGENT_KEYS = [...AGENT_CONFIG_KEYS, ...RUN_KEYS];
 
 function startRun(options: RunAgentOptions, where: 'runAgent' | 'streamAgent'): { actor: AgentActor; lastFailure: () => unknown; stopAnswering: () => void } {
@@ -65,12 +67,12 @@ function startRun(options: RunAgentOptions, where: 'runAgent' | 'streamAgent'): 
   checkKnownKeys(options, RUN_AGENT_KEYS, where);
   // Without a prompt the actor would wait for an input nobody can send: the run would never settle.
   if (options.prompt === undefined) throw new InvalidConfigError(`${where}: prompt is required (the user's message that starts the run)`);
-  const { prompt, history, signal, approve, approveTimeoutMs, ...config } = options;
+  const { prompt, history, scope, signal, approve, approveTimeoutMs, ...config } = options;
   let failure: unknown;
   const inspect = (event: InspectionEvent) => {
     if (event.type === '@xstate.event' && event.event.type === 'io.failed') failure = (event.event as { error?: unknown }).error;
   };
-  const actor = createActor(createAgentMachine(config), { input: { prompt, ...(history && { history }) }, inspect });
+  const actor = createActor(createAgentMachine(config), { input: { prompt, ...(history && { history }), ...(scope !== undefined && { scope }) }, inspect });
   // An answer that never validated: the run's error is the StructuredOutputError itself.
   actor.on('output.rejected', (event) => (failure = event.error));
   // A guardrail that tripped: its GuardrailTrippedError (name, stage, info).

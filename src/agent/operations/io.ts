@@ -14,10 +14,11 @@ export const operationHandler =
   ({ deps, start, execute, send, report, finish, fail, view }: IoScope): Handler<'operation'> =>
   (request) =>
     start(request.key, async (controller) => {
-      const { key, hook, turn, sessionId, reply, batch } = request;
+      const { key, hook, turn, sessionId, scope, reply, batch } = request;
       const list = deps.operations.at[hook];
       const ctx = {
         sessionId,
+        scope,
         turn,
         get messages() {
           return view(request.conversation);

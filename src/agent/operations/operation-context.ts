@@ -7,6 +7,7 @@ import type { IoDeps, Slices } from '../protocol/io-protocol.js';
 /** The context one operation is given: the shared part and its own slice. */
 export const contextFor = (op: Operation, ctx: Omit<OperationContext, 'state'>, slices: Slices): OperationContext => ({
   sessionId: ctx.sessionId,
+  scope: ctx.scope,
   turn: ctx.turn,
   get messages() {
     return ctx.messages;

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { jsonValueProblem } from '../../json-value.js';
 import { ToolMessageSchema, type PendingToolCall, type ToolMessage } from '../../schemas.js';
-import { OperationError, OperationStateError, type Operation, type OperationStep } from './operation.js';
+import { OperationError, OperationStateError, type Operation, type OperationContext, type OperationStep } from './operation.js';
 import { OPERATION_HOOKS, type OperationHook, type OperationsState } from './operation-state.js';
 import { InvalidConfigError } from '../../errors.js';
 import { readAnswer, thrownMessage as messageOf } from '../../read-answer.js';
@@ -207,7 +207,7 @@ export function resumeVerdict(
   state: OperationsState,
   plan: OperationPlan,
   event: { operation: string; payload?: unknown },
-  ctx: { sessionId: string; turn: number; messages: readonly import('../../schemas.js').Message[] },
+  ctx: Omit<OperationContext, 'state'>,
 ): ResumeVerdict {
   const waiting = state.waiting;
   if (!waiting) return { type: 'refused', reason: 'no operation is waiting' };

@@ -15,6 +15,8 @@ import type { OperationHook } from './operation-state.js';
  */
 export interface OperationContext<S = unknown> {
   readonly sessionId: string;
+  /** The session's memory scope (whose session it is), if it was opened with one: see `AgentInput.scope`. */
+  readonly scope?: string | undefined;
   readonly turn: number;
   readonly messages: readonly Message[];
   /** This operation's slice of application state (`state.initial` until an effect replaces it). */

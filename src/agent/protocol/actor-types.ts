@@ -16,6 +16,12 @@ import type { OperationError } from '../operations/operation.js';
 
 export interface AgentInput {
   sessionId?: string | undefined;
+  /**
+   * Whose session this is (a user, a resource, a team): the memory scope its operations and tools
+   * are told (`OperationContext.scope`, `ToolContext.scope`) and its child runs inherit. See
+   * `agentMemory` (`loopchart/memory`).
+   */
+  scope?: string | undefined;
   /** Starts a run at once, and the actor finishes with that run's output (single-run mode). */
   prompt?: string | UserMessage | undefined;
   /** Committed conversation to continue from. */

@@ -61,7 +61,7 @@ export type IoRequest =
   | { type: 'toolset'; key: string }
   /** `tools`: the run's recorded set, offered to the model. */
   /** `model`: which of the agent's models (its index) takes the call. */
-  | { type: 'model'; key: string; turn: number; sessionId: string; conversation: ConversationRef; slices: Slices; tools: readonly ToolDefinition[]; model: number; speaker?: SpeakerView | undefined }
+  | { type: 'model'; key: string; turn: number; sessionId: string; scope?: string | undefined; conversation: ConversationRef; slices: Slices; tools: readonly ToolDefinition[]; model: number; speaker?: SpeakerView | undefined }
   /** Runs the operations of a hook point in list order from `from`, until one yields. */
   | {
       type: 'operation';
@@ -70,6 +70,7 @@ export type IoRequest =
       from: number;
       turn: number;
       sessionId: string;
+      scope?: string | undefined;
       conversation: ConversationRef;
       slices: Slices;
       reply: ModelReply | undefined;
@@ -80,6 +81,8 @@ export type IoRequest =
       key: string;
       turn: number;
       sessionId: string;
+      /** The session's memory scope, which each tool is told (`ToolContext.scope`). */
+      scope?: string | undefined;
       calls: readonly ToolCall[];
       batch: readonly PendingToolCall[];
       conversation: ConversationRef;

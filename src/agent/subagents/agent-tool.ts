@@ -112,7 +112,7 @@ export function agentTool<S extends z.ZodType = typeof TaskInput>(options: Agent
       const depth = (scope?.depth ?? 0) + 1;
       checkDepth(options.name, depth, maxDepth);
       const sessionId = childSessionId(scope?.sessionId ?? 'session', ctx.idempotencyKey);
-      const output = await runChild(options.agent, sessionId, prompt(args), scope, ctx.signal, depth);
+      const output = await runChild(options.agent, { sessionId, scope: ctx.scope }, prompt(args), scope, ctx.signal, depth);
       scope?.report({ type: 'usage', childId: sessionId, usage: output?.usage ?? { inputTokens: 0, outputTokens: 0 } });
       return childResult(options.name, output?.outcome as AgentOutput['outcome'] | undefined, options.output);
     },
@@ -128,7 +128,8 @@ export function defaultPrompt(args: unknown): string {
 type Output = { outcome: unknown; usage: AgentOutput['usage'] } | null;
 
 /** One child run to its end: in its own durable session under a durable parent, else as a plain actor. */
-function runChild(agent: AgentMachine, sessionId: string, prompt: string, scope: RunScope | undefined, signal: AbortSignal, depth: number): Promise<Output> {
+function runChild(agent: AgentMachine, session: { sessionId: string; scope: string | undefined }, prompt: string, scope: RunScope | undefined, signal: AbortSignal, depth: number): Promise<Output> {
+  const { sessionId } = session;
   const relay = (actor: { on(type: string, handler: (event: never) => void): unknown }) => {
     // Every child actor is relayed before it starts: its own agent tools read their depth from it.
     markDepth(actor, depth);
@@ -139,16 +140,16 @@ function runChild(agent: AgentMachine, sessionId: string, prompt: string, scope:
   if (scope?.open) {
     const open = scope.open;
     return drive(scope, signal, async () => {
-      const session = await open({ machine: agent, sessionId, attach: relay, parent: scope.parent });
+      const child = await open({ machine: agent, sessionId, attach: relay, parent: scope.parent, scope: session.scope });
       // A child that has run is resumed (in flight) or finished: a finished child is never run again.
-      if (session.actor.getSnapshot().context.runIndex === 0) session.send({ type: 'input', message: prompt });
-      return { child: session, done: session.whenIdle(), release: () => session.close() };
+      if (child.actor.getSnapshot().context.runIndex === 0) child.send({ type: 'input', message: prompt });
+      return { child, done: child.whenIdle(), release: () => child.close() };
     });
   }
   // Under Restate the child's steps are journaled in the parent's invocation (see restate/steps.ts).
   const machine = scope?.journal ? scope.journal(agent) : agent;
   return drive(scope, signal, async () => {
-    const actor = createActor(machine, { input: { sessionId, prompt }, ...(scope && { parent: scope.parent }) });
+    const actor = createActor(machine, { input: { sessionId, prompt, scope: session.scope }, ...(scope && { parent: scope.parent }) });
     relay(actor as never);
     const done = new Promise<Output>((resolve, reject) => actor.subscribe({ complete: () => resolve(actor.getSnapshot().output ?? null), error: reject }));
     actor.start();

@@ -31,6 +31,8 @@ export interface OpenChildOptions {
   attach: (actor: { on(type: string, handler: (event: never) => void): unknown }) => void;
   /** The parent's IO actor (see `RunScope.parent`). */
   parent: AnyActorRef;
+  /** The parent session's memory scope: the child's is the same (a new child is opened with it, a stored one must have it). */
+  scope?: string | undefined;
 }
 
 export interface RunScope {

@@ -1,0 +1,277 @@
+import { z } from 'zod';
+import { parseOptions } from '../known-keys.js';
+import type { Operation, OperationContext, HookContext } from '../agent/operations/operation.js';
+import type { ModelReply } from '../model.js';
+import type { Message } from '../schemas.js';
+import type { SessionStore } from '../stores/session-store.js';
+import { defineTool, type Tool, type ToolContext } from '../tools/define-tool.js';
+import { MemoryTooLargeError } from './errors.js';
+import { MemoryHitSchema, type MemoryBackend, type MemoryEntry, type MemoryHit } from './memory-backend.js';
+import { memoryBackend } from './memory-store.js';
+import { embedOrProblem, findRecall, type Embed, type EmbedConfig } from './recall.js';
+
+/** How long a working-memory document may be unless the memory says otherwise (characters). */
+export const DEFAULT_WORKING_MAX_CHARS = 4_000;
+/** How many recalled entries the prompt part shows unless the memory says otherwise. */
+export const DEFAULT_RECALL_IN_PROMPT = 3;
+/** How long `embed` may take per call unless the memory says otherwise (ms). */
+export const DEFAULT_EMBED_TIMEOUT_MS = 10_000;
+/** Longest text indexed per message, and shown per recalled entry (characters). */
+const MAX_ENTRY_CHARS = 4_000;
+const MAX_HIT_CHARS = 600;
+
+const isZodType = (value: unknown): value is z.ZodType => value instanceof z.ZodType;
+
+const MemoryOptionsSchema = z.strictObject({
+  /** The store whose sessions the memory sits beside (a memory, SQLite or PostgreSQL store). */
+  store: z.custom<SessionStore>((value) => typeof value === 'object' && value !== null && typeof (value as SessionStore).load === 'function', 'must be a SessionStore'),
+  /** The operation's name, and the prefix of its tools' names (default `memory`). */
+  name: z.string().regex(/^[a-zA-Z][a-zA-Z0-9_-]{0,31}$/, 'must be a letter then up to 31 letters, digits, _ or -').default('memory'),
+  /** Working memory: a small document per scope the agent reads and rewrites. `false` turns it off. */
+  working: z
+    .union([
+      z.literal(false),
+      z.strictObject({
+        /** The document's shape (its updates must pass it); default free text. */
+        schema: z.custom<z.ZodType>(isZodType, 'must be a zod schema').optional(),
+        /** Its bound in characters (its JSON text for a schema'd one); default 4,000. */
+        maxChars: z.number().int().min(100).max(100_000).default(DEFAULT_WORKING_MAX_CHARS),
+        /** What the agent is told about it, before the document (a default says to keep it current). */
+        instructions: z.string().max(2_000).optional(),
+      }),
+    ])
+    .default({ maxChars: DEFAULT_WORKING_MAX_CHARS }),
+  /** Recall of the scope's earlier sessions. `false` turns it off (nothing is indexed either). */
+  recall: z
+    .union([
+      z.literal(false),
+      z.strictObject({
+        /** Offer the agent a search tool (default true). */
+        tool: z.boolean().default(true),
+        /** How many entries matching the run's first message the prompt part shows (default 3; 0: none). */
+        prompt: z.number().int().min(0).max(20).default(DEFAULT_RECALL_IN_PROMPT),
+        /** Semantic recall: turns a text into a vector (your embedding model); searched beside the full text. */
+        embed: z.custom<Embed>((value) => typeof value === 'function', 'must be a function (text, { signal }) => Promise<number[]>').optional(),
+        /** The length of `embed`'s vectors; default the length of its first answer. */
+        dimensions: z.number().int().min(1).max(65_536).optional(),
+        /** How long one `embed` call may take (ms, default 10 s). */
+        embedTimeoutMs: z.number().int().positive().max(600_000).default(DEFAULT_EMBED_TIMEOUT_MS),
+      }),
+    ])
+    .default({ tool: true, prompt: DEFAULT_RECALL_IN_PROMPT, embedTimeoutMs: DEFAULT_EMBED_TIMEOUT_MS }),
+});
+
+/**
+ * What `agentMemory` takes: the store, and how working memory and recall behave.
+ *
+ * @example
+ * ```ts
+ * import { z } from 'zod';
+ * import type { AgentMemoryOptions } from 'loopchart/memory';
+ *
+ * const options: AgentMemoryOptions = { store, working: { schema: z.object({ name: z.string().optional(), likes: z.array(z.string()) }) }, recall: { prompt: 5 } };
+ * ```
+ */
+export type AgentMemoryOptions = z.input<typeof MemoryOptionsSchema>;
+
+/**
+ * The memory operation's slice of a session's state: what this run's prompt part shows (read
+ * at its first model call, so the prefix of its requests stays the same for the whole run) and
+ * how far the session's messages are indexed. It is stored with the session and replayed with
+ * it: a resumed run and `sessions replay` see the recall the run saw.
+ */
+const MemoryStateSchema = z.strictObject({
+  /** The working memory as the run started: its text, or null when the scope has none yet. */
+  working: z.string().nullable(),
+  /** What the run's first message recalled from the scope's other sessions. */
+  recalled: z.array(MemoryHitSchema),
+  /** Messages of the conversation already indexed, and the next entry's number in this session. */
+  seen: z.number().int().nonnegative(),
+  next: z.number().int().nonnegative(),
+  /** Why recall went without something this run (an embed that failed), for the trace. */
+  problems: z.array(z.string()).optional(),
+});
+export type MemoryState = z.infer<typeof MemoryStateSchema>;
+
+const INITIAL: MemoryState = { working: null, recalled: [], seen: 0, next: 0 };
+
+/** What a message of the conversation gives the index: the text of a user or assistant turn. */
+function entryText(message: Message): { role: 'user' | 'assistant'; text: string } | null {
+  if (message.role !== 'user' && message.role !== 'assistant') return null;
+  const text = typeof message.content === 'string' ? message.content : '';
+  return text.trim() ? { role: message.role, text: text.slice(0, MAX_ENTRY_CHARS) } : null;
+}
+
+const sameMessage = (a: Message | undefined, b: Message): boolean => a !== undefined && JSON.stringify(a) === JSON.stringify(b);
+
+/** The text a run's recall looks for: its last user message. */
+function lastUserText(messages: readonly Message[]): string {
+  for (let i = messages.length - 1; i >= 0; i--) {
+    const message = messages[i]!;
+    if (message.role === 'user' && typeof message.content === 'string') return message.content;
+  }
+  return '';
+}
+
+const DEFAULT_WORKING_INSTRUCTIONS =
+  "Working memory: notes about this user that persist across conversations. Keep it current with the {tool} tool whenever you learn something worth remembering (it replaces the whole document), and never store secrets.";
+
+/**
+ * Memory that outlives a session, as an operation to add to an agent (`operations: [memory]`).
+ * What it remembers belongs to the session's scope (`DurableSession.open({ scope })`,
+ * `runAgent({ scope })`): a session without a scope has no memory, and a scope never reads or
+ * writes another's.
+ *
+ * - **Working memory:** a small document per scope (free text, or JSON that passes `working.schema`),
+ *   shown to the model as a prompt part and rewritten through the `<name>_update` tool. An update
+ *   past `working.maxChars` is refused (`MemoryTooLargeError`, which the model reads as the tool's
+ *   result); the stored document is unchanged.
+ * - **Recall:** the scope's sessions are indexed as they go (user and assistant turns). At a run's
+ *   first model call the run's message is searched for in the scope's other sessions and the top
+ *   `recall.prompt` matches join the prompt part; the `<name>_search` tool searches on demand.
+ *   With `recall.embed`, similar entries are found beside the full-text matches. An `embed` that
+ *   throws, hangs or answers a vector of the wrong length costs the semantic half, not the run.
+ *
+ * The prompt part is read once per run (at its first model call) and stored in the operation's
+ * state: every request of the run has the same prefix, and a resumed or replayed run sees what
+ * the run saw. Updates and searches are tool calls: recorded, durable, in the trace.
+ *
+ * @example
+ * ```ts
+ * import { createAgentMachine, DurableSession, openSessionStore } from 'loopchart';
+ * import { agentMemory } from 'loopchart/memory';
+ * import { scriptedModel } from 'loopchart/testing';
+ *
+ * const store = await openSessionStore('.loopchart/loopchart.db');
+ * const memory = agentMemory({ store });
+ * const machine = createAgentMachine({ model: scriptedModel([{ text: 'Noted.' }]), operations: [memory] });
+ * const session = await DurableSession.open({ machine, store, sessionId: 'chat-1', scope: 'user:42' });
+ * session.send({ type: 'input', message: 'Call me Ada.' });
+ * await session.whenIdle();
+ * await session.close();
+ * ```
+ */
+export function agentMemory(options: AgentMemoryOptions): Operation<MemoryState> {
+  const config = parseOptions(MemoryOptionsSchema, options, 'agentMemory');
+  let backend: MemoryBackend | undefined;
+  const open = (): MemoryBackend => (backend ??= memoryBackend(config.store));
+  const { name, working, recall: recallConfig } = config;
+  const updateName = `${name}_update`;
+  const searchName = `${name}_search`;
+  const embed: EmbedConfig | undefined = recallConfig && recallConfig.embed ? { fn: recallConfig.embed, timeoutMs: recallConfig.embedTimeoutMs, dimensions: recallConfig.dimensions } : undefined;
+
+  /** Indexes the conversation's messages not indexed yet (and a reply not yet in it). */
+  async function indexNew(scope: string, ctx: OperationContext<MemoryState>, reply: ModelReply | undefined, signal: AbortSignal): Promise<{ seen: number; next: number; problems: string[] }> {
+    const state = ctx.state;
+    const messages = ctx.messages;
+    // A compaction rewrote the log: what it kept was indexed before.
+    const from = Math.min(state.seen, messages.length);
+    const fresh = messages.slice(from).map(entryText);
+    // After a reply the brain may hold it already, as the conversation's last message.
+    const pending = reply !== undefined && messages.at(-1) !== reply.message && !sameMessage(messages.at(-1), reply.message);
+    if (pending) fresh.push(entryText(reply.message));
+    const texts = fresh.filter((entry) => entry !== null);
+    const at = Date.now();
+    const problems: string[] = [];
+    const entries: MemoryEntry[] = [];
+    let next = state.next;
+    for (const { role, text } of texts) {
+      const entry: MemoryEntry = { sessionId: ctx.sessionId, position: next++, role, text, at };
+      if (embed) {
+        const vector = await embedOrProblem(embed, text, signal, problems);
+        if (vector) entry.vector = vector;
+      }
+      entries.push(entry);
+    }
+    await open().index(scope, entries);
+    // A reply not in the conversation yet joins it after this point: counted as seen already.
+    return { seen: messages.length + (pending ? 1 : 0), next, problems };
+  }
+
+  const operation: Operation<MemoryState> = {
+    name,
+    state: { schema: MemoryStateSchema, initial: INITIAL },
+    tools: [
+      ...(working ? [updateTool(updateName, working, open)] : []),
+      ...(recallConfig && recallConfig.tool ? [searchTool(searchName, open, embed)] : []),
+    ],
+    prompt(ctx) {
+      if (ctx.scope === undefined) return undefined;
+      const parts: string[] = [];
+      if (working) {
+        const intro = (working.instructions ?? DEFAULT_WORKING_INSTRUCTIONS).replaceAll('{tool}', updateName);
+        parts.push(`${intro}\n<working-memory>\n${ctx.state.working ?? '(empty)'}\n</working-memory>`);
+      }
+      if (ctx.state.recalled.length > 0) {
+        const lines = ctx.state.recalled.map((hit) => `- ${new Date(hit.at).toISOString().slice(0, 10)} ${hit.role}: ${hit.text.slice(0, MAX_HIT_CHARS)}`);
+        parts.push(`From earlier conversations with this user (recalled; may be out of date):\n${lines.join('\n')}`);
+      }
+      return parts.length > 0 ? parts.join('\n\n') : undefined;
+    },
+    async beforeModelCall(ctx: HookContext<MemoryState>) {
+      const scope = ctx.scope;
+      if (scope === undefined) return undefined;
+      const indexed = recallConfig ? await indexNew(scope, ctx, undefined, ctx.signal) : { seen: ctx.state.seen, next: ctx.state.next, problems: [] };
+      // Later calls of the run keep the prompt part the first one read: a stable prefix.
+      if (ctx.turn !== 1) return { state: { ...ctx.state, seen: indexed.seen, next: indexed.next } };
+      const doc = working ? await open().readWorking(scope) : null;
+      const found = recallConfig && recallConfig.prompt > 0
+        ? await findRecall(open(), scope, lastUserText(ctx.messages), { limit: recallConfig.prompt, excludeSession: ctx.sessionId }, embed, ctx.signal)
+        : { hits: [], problems: [] };
+      const problems = [...indexed.problems, ...found.problems];
+      return {
+        state: {
+          working: doc?.content ?? null,
+          recalled: found.hits.map((hit) => ({ ...hit, text: hit.text.slice(0, MAX_HIT_CHARS) })),
+          seen: indexed.seen,
+          next: indexed.next,
+          ...(problems.length > 0 && { problems }),
+        },
+      };
+    },
+    ...(recallConfig && {
+      async afterReply(reply: ModelReply, ctx: HookContext<MemoryState>) {
+        if (ctx.scope === undefined) return undefined;
+        const indexed = await indexNew(ctx.scope, ctx, reply, ctx.signal);
+        return { state: { ...ctx.state, seen: indexed.seen, next: indexed.next } };
+      },
+    }),
+  };
+  return operation;
+}
+
+/** Refuses a tool call made in a session without a scope: there is no memory to use. */
+function scopeOf(ctx: ToolContext): string {
+  if (ctx.scope === undefined) throw new Error('this session has no memory scope: open it with one (DurableSession.open({ scope }), runAgent({ scope }))');
+  return ctx.scope;
+}
+
+function updateTool(name: string, working: { schema?: z.ZodType | undefined; maxChars: number }, open: () => MemoryBackend): Tool {
+  const memory = working.schema ?? z.string().describe('The whole new document (it replaces the old one).');
+  return defineTool({
+    name,
+    description: `Rewrites the working memory about this user: give the whole new document (at most ${working.maxChars} characters). It replaces the old one.`,
+    input: z.object({ memory }),
+    async execute({ memory: doc }, ctx) {
+      const scope = scopeOf(ctx);
+      const content = typeof doc === 'string' ? doc : JSON.stringify(doc);
+      if (content.length > working.maxChars) throw new MemoryTooLargeError(content.length, working.maxChars);
+      const stored = await open().writeWorking(scope, content, Date.now());
+      return `Working memory saved (version ${stored.version}, ${content.length} characters).`;
+    },
+  }) as Tool;
+}
+
+function searchTool(name: string, open: () => MemoryBackend, embed: EmbedConfig | undefined): Tool {
+  return defineTool({
+    name,
+    description: "Searches this user's earlier conversations for what was said about something. Give a few words.",
+    input: z.object({ query: z.string().min(1).max(500), limit: z.number().int().min(1).max(20).optional() }),
+    async execute({ query, limit }, ctx) {
+      const scope = scopeOf(ctx);
+      const found = await findRecall(open(), scope, query, { limit: limit ?? 5, excludeSession: ctx.sessionId }, embed, ctx.signal);
+      const hits = found.hits.map(({ sessionId, role, text, at }: MemoryHit) => ({ session: sessionId, role, said: text.slice(0, MAX_HIT_CHARS), at: new Date(at).toISOString() }));
+      return found.problems.length > 0 ? { hits, note: found.problems.join('; ') } : { hits };
+    },
+  }) as Tool;
+}
