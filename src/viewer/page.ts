@@ -1,3 +1,4 @@
+import type { ScheduleInfo } from '../schedules/schedules.js';
 import type { ReadTraceEntry } from '../sessions/trace.js';
 import { LazyTexts, lazyTextId } from './lazy-text.js';
 import { LOG_SHOWN, type PageData } from './page-model.js';
@@ -115,8 +116,60 @@ export function sessionPage(data: PageData, script: string, trace: EmbeddedTrace
 
 const dateText = (date: Date) => date.toISOString().replace('T', ' ').replace(/\.\d+Z$/, 'Z');
 
-/** The home page: every session of the store. */
-export function homePage(listings: readonly SessionListing[], storeLabel: string, pathOf: (id: string) => string = sessionPath): string {
+/** The schedules page's path (routed by the path alone). */
+export const SCHEDULES_PATH = '/schedules';
+
+const NAV = `<nav>loopchart view · <a href="/">sessions</a> · <a href="${SCHEDULES_PATH}">schedules</a></nav>`;
+
+/** When a schedule fires: its cron and zone, its interval, or its one instant. */
+function timingText(info: ScheduleInfo): string {
+  switch (info.timing.kind) {
+    case 'cron':
+      return `cron ${info.timing.cron} (${info.timezone})`;
+    case 'every':
+      return `every ${info.timing.everyMs / 1000} s`;
+    case 'at':
+      return `once at ${dateText(new Date(info.timing.at))}`;
+  }
+}
+
+/**
+ * The schedules of the store, read only: what each sends to which session, when, and its last and
+ * next runs. `null` for a store that cannot hold schedules: the page says so, with no table.
+ */
+export function schedulesPage(schedules: readonly ScheduleInfo[] | null, storeLabel: string): string {
+  const date = (value: Date | null) => (value ? escapeHtml(dateText(value)) : '—');
+  const rows = (schedules ?? [])
+    .map((s) => {
+      const state = s.paused ? 'paused' : s.firingBy ? `firing (${s.firingBy})` : s.nextAt ? 'active' : 'done';
+      const last = s.lastOutcome === null ? '—' : `${s.lastOutcome}${s.lastError ? `: ${s.lastError}` : ''}`;
+      return `<tr${s.lastOutcome === 'Failed' ? ' class="unreadable"' : ''}>
+<td class="id">${escapeHtml(s.id)}</td>
+<td>${escapeHtml(s.agent)}</td>
+<td class="id"><a href="${escapeHtml(sessionPath(s.session))}">${escapeHtml(s.session)}</a></td>
+<td>${escapeHtml(timingText(s))}</td>
+<td>${escapeHtml(state)}</td>
+<td class="next">${date(s.nextAt)}</td>
+<td class="last">${date(s.lastFiredAt)}</td>
+<td>${escapeHtml(last)}</td>
+<td>${s.runs}</td>
+</tr>`;
+    })
+    .join('\n');
+  const body =
+    schedules === null
+      ? '<p>This store cannot hold schedules.</p>'
+      : schedules.length === 0
+        ? '<p>No schedules yet.</p>'
+        : `<div class="table"><table id="schedules"><thead><tr><th>schedule</th><th>agent</th><th>session</th><th>when</th><th>state</th><th>next run</th><th>last run</th><th>last outcome</th><th>runs</th></tr></thead>
+<tbody>
+${rows}
+</tbody></table></div>`;
+  return document('loopchart · schedules', `${NAV}\n<main class="home">\n<h1>Schedules in ${escapeHtml(storeLabel)}</h1>\n${body}\n</main>`);
+}
+
+/** The home page: every session of the store (with a link to its schedules when `schedules`: the viewer's, not the inspector's). */
+export function homePage(listings: readonly SessionListing[], storeLabel: string, pathOf: (id: string) => string = sessionPath, schedules = false): string {
   const rows = listings
     .map(
       (s) => `<tr${s.error ? ' class="unreadable"' : ''}>
@@ -131,7 +184,7 @@ export function homePage(listings: readonly SessionListing[], storeLabel: string
     .join('\n');
   return document(
     'loopchart · sessions',
-    `<nav>loopchart view</nav>
+    `${schedules ? NAV : '<nav>loopchart view</nav>'}
 <main class="home">
 <h1>Sessions in ${escapeHtml(storeLabel)}</h1>
 ${

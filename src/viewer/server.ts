@@ -11,8 +11,9 @@ import { localRequestProblem, pagePath, refuse, requestTarget, sendHtml as send 
 import { brainChart, chartOf, type ChartModel } from './chart.js';
 import { cachedViews } from './chart-layout.js';
 import { listSessionViews, loadSessionView } from './load.js';
-import { homePage, messagePage, sessionPage, sessionPath } from './page.js';
+import { homePage, messagePage, SCHEDULES_PATH, schedulesPage, sessionPage, sessionPath } from './page.js';
 import type { PageData, SessionView } from './page-model.js';
+import { storedSchedules } from './schedules.js';
 import { TraceCache } from './trace-cache.js';
 import { LiveStreams, liveLimits, ViewerOptionsError, type LiveLimitsInput, type LiveStats } from './sse.js';
 import { checkKnownKeys, optionKeys } from '../known-keys.js';
@@ -105,7 +106,8 @@ export async function exportSessionHtml(store: SessionStore, sessionId: string):
 
 /**
  * Serves the viewer on 127.0.0.1: the home page (every session), a page per session (the
- * brain's statechart, the timeline, the conversation at any step) and, for open pages, the
+ * brain's statechart, the timeline, the conversation at any step), the store's schedules with
+ * their last and next runs (`/schedules`, read only) and, for open pages, the
  * session's new steps as server-sent events, polled from the store. Resolves once it listens and
  * the two charts are laid out (ELK, in a worker thread; a second or two the first time in a process).
  *
@@ -135,7 +137,8 @@ export async function startViewer(options: ViewerOptions): Promise<RunningViewer
     const url = requestTarget(req.url);
     if (url === null) return refuse(res, 400, 'BadRequestTarget', 'only a path (/...) is served here');
     if (req.method !== 'GET') return send(res, 405, messagePage('Method not allowed', `${req.method} is not served here.`));
-    if (url.pathname === '/') return send(res, 200, homePage(await listSessionViews(store), label));
+    if (url.pathname === '/') return send(res, 200, homePage(await listSessionViews(store), label, sessionPath, true));
+    if (url.pathname === SCHEDULES_PATH) return send(res, 200, schedulesPage(await storedSchedules(store), label));
     const page = pagePath(url.pathname, 's');
     if (page === null || sessionIdProblem(page.id) !== null) return send(res, 404, messagePage('Not found', `Nothing is served at ${url.pathname}.`));
     const sessionId = page.id;

@@ -25,10 +25,11 @@ const RANKS = new Map<string, number>([
   ['mcp', 3],
   ['agent', 4],
   ['sessions', 5],
+  // Above the sessions it fires, below the viewer, which lists the schedules.
+  ['schedules', 5.5],
   ['viewer', 6],
   ['evals', 6],
   ['mcp-server', 6],
-  ['schedules', 6],
   ['memory', 6],
   ['http', 7],
   ['restate', 7],

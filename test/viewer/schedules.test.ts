@@ -1,0 +1,98 @@
+/**
+ * The viewer's schedules list over real HTTP: each schedule of the store with its last and next
+ * runs, read only, behind the same Host/Origin rules as every page; on a store that cannot hold
+ * schedules the page has no list.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { request } from 'node:http';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { createAgentMachine } from '../../src/index.js';
+import { listSchedules, schedule, startScheduler } from '../../src/schedules.js';
+import { SqliteSessionStore } from '../../src/sqlite.js';
+import { scriptedModel } from '../../src/testing.js';
+import { startViewer } from '../../src/viewer.js';
+
+const dir = mkdtempSync(join(tmpdir(), 'loopchart-viewer-schedules-'));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+/** One request with these headers (Host included: the test sets it); the status and the body. */
+function get(port: number, path: string, headers: Record<string, string> = { host: `127.0.0.1:${port}` }, method = 'GET'): Promise<{ status: number; body: string }> {
+  return new Promise((resolve, reject) => {
+    const req = request({ host: '127.0.0.1', port, path, method, headers, setHost: false, timeout: 5_000 }, (res) => {
+      let body = '';
+      res.setEncoding('utf8');
+      res.on('data', (chunk: string) => (body += chunk));
+      res.on('end', () => resolve({ status: res.statusCode!, body }));
+    });
+    req.on('timeout', () => req.destroy(new Error(`${method} ${path} timed out`)));
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+/** The cells of the table row whose first cell is `id`, as text. */
+function row(body: string, id: string): string[] {
+  const rows = [...body.matchAll(/<tr[^>]*>\n([\s\S]*?)\n<\/tr>/g)].map((match) => [...match[1]!.matchAll(/<td[^>]*>([\s\S]*?)<\/td>/g)].map((cell) => cell[1]!.replace(/<[^>]+>/g, '')));
+  const found = rows.find((cells) => cells[0] === id);
+  if (!found) throw new Error(`no row '${id}' in ${body}`);
+  return found;
+}
+
+describe('the viewer lists schedules', () => {
+  it('each schedule with its next and last runs, its outcome and its session; read only; behind the Host and Origin checks', async () => {
+    const store = new SqliteSessionStore({ path: join(dir, 'store.db') });
+    const viewer = await startViewer({ store, port: 0, storeLabel: 'store.db' });
+    try {
+      await schedule(store, { id: 'nightly', session: 'reports', agent: 'reporter', input: 'Report.', cron: '0 2 * * *', timezone: 'Europe/Paris' });
+      await schedule(store, { id: 'now', session: 'ticket-7', agent: 'reporter', input: 'Check the ticket.', at: Date.now() });
+      await schedule(store, { id: '<b>bold</b>', session: 'x', agent: 'reporter', input: 'Go.', every: 60_000, paused: true });
+      const scheduler = await startScheduler({ store, agents: { reporter: createAgentMachine({ model: scriptedModel([{ text: 'Done.' }]) }) }, maxIdleMs: 100 });
+      try {
+        for (let i = 0; i < 200 && (await listSchedules(store))[1]!.lastOutcome === null; i++) await new Promise((resolve) => setTimeout(resolve, 25));
+      } finally {
+        await scheduler.stop();
+      }
+      const [nightly, now] = await listSchedules(store);
+      const iso = (date: Date | null) => date!.toISOString().replace('T', ' ').replace(/\.\d+Z$/, 'Z');
+
+      const page = await get(viewer.port, '/schedules');
+      expect(page.status).toBe(200);
+      expect(page.body).toContain('<h1>Schedules in store.db</h1>');
+      expect(row(page.body, 'nightly')).toEqual(['nightly', 'reporter', 'reports', 'cron 0 2 * * * (Europe/Paris)', 'active', iso(nightly!.nextAt), '—', '—', '0']);
+      expect(row(page.body, 'now')).toEqual(['now', 'reporter', 'ticket-7', expect.stringMatching(/^once at 20\d\d-/), 'done', '—', iso(now!.lastFiredAt), 'Completed', '1']);
+      expect(page.body).toContain('<a href="/s/ticket-7">ticket-7</a>');
+      // Stored text is escaped: the id shows as text, never as markup.
+      expect(row(page.body, '&lt;b&gt;bold&lt;/b&gt;')).toEqual(expect.arrayContaining(['paused', 'every 60 s']));
+      expect(page.body).not.toContain('<b>bold</b>');
+      // Read only: nothing on the page acts, and the list is routed by the path alone.
+      expect(page.body).not.toMatch(/<form|<button|<script>/);
+      expect((await get(viewer.port, '/schedules?id=nightly')).status).toBe(200);
+      expect((await get(viewer.port, '/schedules', { host: `127.0.0.1:${viewer.port}` }, 'POST')).status).toBe(405);
+      expect((await get(viewer.port, '/schedules/nightly')).status).toBe(404);
+      // The viewer's request checks hold here as on every page.
+      expect((await get(viewer.port, '/schedules', { host: `evil.example:${viewer.port}` })).status).toBe(421);
+      expect((await get(viewer.port, '/schedules', { host: `127.0.0.1:${viewer.port}`, origin: 'http://evil.example' })).status).toBe(403);
+      // The sessions page links to it.
+      expect((await get(viewer.port, '/')).body).toContain('<a href="/schedules">schedules</a>');
+    } finally {
+      await viewer.close();
+      await store.close();
+    }
+  });
+
+  it('on a store that cannot hold schedules the page has no list, and no error', async () => {
+    const store = new SqliteSessionStore({ path: ':memory:' });
+    const viewer = await startViewer({ store, port: 0 });
+    try {
+      const page = await get(viewer.port, '/schedules');
+      expect(page.status).toBe(200);
+      expect(page.body).toContain('This store cannot hold schedules.');
+      expect(page.body).not.toContain('<table');
+    } finally {
+      await viewer.close();
+      await store.close();
+    }
+  });
+});
