@@ -75,6 +75,7 @@ export const USAGE = `usage: loopchart sessions <command> [options]
        loopchart schedules list|add|pause|resume|delete   (loopchart schedules --help)
        loopchart scheduler --agents MODULE [--store LOCATION]   (loopchart scheduler --help)
        loopchart chart [--json | --mermaid]               (loopchart chart --help)
+       loopchart memory list|export|delete                (loopchart memory --help)
        loopchart view [--store LOCATION] [--port N]
        loopchart view export ID -o FILE
 
@@ -152,6 +153,8 @@ async function run(argv: string[], io: Io): Promise<number> {
   if (argv[0] === 'schedules') return (await import('./schedules.js')).schedulesCommand(argv.slice(1), io);
   // `loopchart scheduler …` (src/cli/scheduler.ts): fires the schedules until a signal.
   if (argv[0] === 'scheduler') return (await import('./scheduler.js')).schedulerCommand(argv.slice(1), io);
+  // `loopchart memory …` (src/cli/memory.ts): what memory keeps per scope, loaded only for it.
+  if (argv[0] === 'memory') return (await import('./memory.js')).memoryCommand(argv.slice(1), io);
   // `loopchart chart …`: the driver's decision tables (src/cli/chart.ts), no store involved.
   if (argv[0] === 'chart') return chartCommand(argv.slice(1), io);
   let parsed: ReturnType<typeof parse>;
@@ -210,7 +213,7 @@ async function run(argv: string[], io: Io): Promise<number> {
   }
 }
 
-const GROUPS = ['sessions', 'view', 'eval', 'schedules', 'scheduler', 'chart'];
+const GROUPS = ['sessions', 'view', 'eval', 'schedules', 'scheduler', 'chart', 'memory'];
 const SESSIONS_COMMAND_NAMES = ['list', 'show', 'resume', 'send', 'rewind', 'doubt', 'replay', 'fork'];
 
 /** `unknown command 'sessions lst'; did you mean 'sessions list'?`, or the commands there are. */
