@@ -213,6 +213,8 @@ class AgentServer implements AgentMcpServer {
     if (this.#busy.has(sessionId)) throw new McpError(ErrorCode.InvalidRequest, `session '${sessionId}' is running another call; wait for it to end`);
     this.#busy.add(sessionId);
     let progress = 0;
+    // Notifications in the order sent, all written before the result: a client drops progress that arrives after it.
+    let notified: Promise<unknown> = Promise.resolve();
     const plan: CallPlan = { served, prompt, store: this.#store ?? new MemorySessionStore(), sessionId, repeat };
     try {
       const end = await runCall(plan, {
@@ -223,10 +225,11 @@ class AgentServer implements AgentMcpServer {
         progress: (turn) => {
           if (extra.progressToken === undefined || extra.disconnected()) return;
           const params = { progressToken: extra.progressToken, progress: ++progress, message: `turn ${turn} finished` };
-          void extra.notify({ method: 'notifications/progress', params }).catch(() => {});
+          notified = notified.then(() => extra.notify({ method: 'notifications/progress', params })).catch(() => {});
         },
         approve: (request, signal) => this.#approve(server, request, signal, extra),
       });
+      await Promise.race([notified, delay(PROGRESS_FLUSH_MS)]);
       return callResult(served, sessionId, end, this.#settings.callTimeoutMs);
     } finally {
       this.#busy.delete(sessionId);
@@ -268,6 +271,10 @@ class AgentServer implements AgentMcpServer {
     }
   }
 }
+
+/** How long a result waits for its progress notifications to be written (a transport that hangs must not hold it). */
+const PROGRESS_FLUSH_MS = 1_000;
+const delay = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms).unref());
 
 const ElicitedApproval = z.object({ approve: z.boolean(), reason: z.string().max(2_000).optional() });
 
