@@ -3,7 +3,7 @@ import { createAgentMachine, MemorySessionStore } from 'loopchart';
 import { listSchedules, schedule, startScheduler } from 'loopchart/schedules';
 import { scriptedModel } from 'loopchart/testing';
 
-const store = new MemorySessionStore(); // or a SqliteSessionStore file, shared by scheduler processes
+const store = new MemorySessionStore(); // or a SQLite file or PostgreSQL, shared by scheduler processes
 const reporter = createAgentMachine({ model: scriptedModel([{ text: 'Nothing new overnight.' }]) });
 
 // Stored beside the sessions: checked now (a bad cron or time zone is a typed error).
