@@ -13,6 +13,6 @@ export {
 } from './http/chat-handler.js';
 export { toNodeListener } from './http/node.js';
 export type { ChatAction } from './http/route.js';
-export type { ChatAccessRequest, ChatAuthorization, ChatAuthorizer, ChatKeyMapper } from './http/chat-access.js';
+export type { ChatAccessRequest, ChatAuthorization, ChatAuthorizer, ChatKeyMapper, ChatScopeMapper } from './http/chat-access.js';
 export type { AiSdkVersion, ChatMessageMetadata } from './http/ui-chunks.js';
 export type { LiveStats } from './viewer/sse.js';

@@ -1,9 +1,10 @@
 import { z } from 'zod';
 import { sessionIdProblem } from '../stores/step.js';
 import { subagentSessionProblem, type ChatAction } from './route.js';
+import { ScopeSchema } from '../agent/protocol/scope.js';
 
 /**
- * Who may do what with which chat: the handler's `authorize` and `chatKey` callbacks, called
+ * Who may do what with which chat: the handler's `authorize`, `chatKey` and `chatScope` callbacks, called
  * before any store read or write, each with a timeout, their answers checked with zod. Every
  * failure is a refusal: an answer that is neither allow nor deny, a throw (a getter that throws
  * included) and a timeout all deny.
@@ -78,6 +79,27 @@ export type ChatAuthorizer = (access: ChatAccessRequest) => ChatAuthorization | 
  */
 export type ChatKeyMapper = (request: Request, chatId: string) => string | PromiseLike<string>;
 
+/**
+ * The `chatScope` option of `createChatHandler`: the memory scope of the caller (the user the chat
+ * belongs to, see `agentMemory` in `loopchart/memory`), for example the signed-in user's id. A new
+ * chat's session is stored with it; every later request's is checked against the chat's, and a
+ * chat of another scope answers as one that does not exist (404). It must return a scope (1 to 200
+ * characters, no control characters); sync or async, within `authorizeTimeoutMs`.
+ *
+ * @example
+ * ```ts
+ * import type { ChatScopeMapper } from 'loopchart/http';
+ * const byUser: ChatScopeMapper = (request) => `user:${request.headers.get('x-user-id')}`;
+ * ```
+ */
+export type ChatScopeMapper = (request: Request, chatId: string) => string | PromiseLike<string>;
+
+/** Who is admitted to which chat: its stored session id, and the caller's scope when the handler maps one. */
+export interface Admission {
+  key: string;
+  scope?: string | undefined;
+}
+
 /** A refusal as the handler answers it. */
 export interface AccessRefusal {
   status: 401 | 403 | 404;
@@ -91,16 +113,28 @@ const CODES = { 401: 'Unauthorized', 403: 'Forbidden', 404: 'ChatNotFound' } as 
 export class ChatAccess {
   readonly #authorize: ChatAuthorizer | undefined;
   readonly #chatKey: ChatKeyMapper | undefined;
+  readonly #chatScope: ChatScopeMapper | undefined;
   readonly #timeoutMs: number;
 
-  constructor(authorize: ChatAuthorizer | undefined, chatKey: ChatKeyMapper | undefined, timeoutMs: number) {
+  constructor(authorize: ChatAuthorizer | undefined, chatKey: ChatKeyMapper | undefined, chatScope: ChatScopeMapper | undefined, timeoutMs: number) {
     this.#authorize = authorize;
     this.#chatKey = chatKey;
+    this.#chatScope = chatScope;
     this.#timeoutMs = timeoutMs;
   }
 
-  /** The stored session id for `chatId`, once `authorize` allowed the action; or the refusal. */
-  async admit(request: Request, chatId: string, action: ChatAction): Promise<{ key: string } | { refusal: AccessRefusal }> {
+  /** The stored session id for `chatId` (and the caller's scope), once `authorize` allowed the action; or the refusal. */
+  async admit(request: Request, chatId: string, action: ChatAction): Promise<Admission | { refusal: AccessRefusal }> {
+    const keyed = await this.#key(request, chatId, action);
+    if ('refusal' in keyed || !this.#chatScope) return keyed;
+    const chatScope = this.#chatScope;
+    const answer = await timed('chatScope', () => chatScope(request, chatId), this.#timeoutMs);
+    if ('problem' in answer) return { refusal: forbidden(answer.problem) };
+    const scope = scopeOf(answer.value);
+    return scope === null ? { refusal: forbidden('chatScope returned no usable scope') } : { key: keyed.key, scope };
+  }
+
+  async #key(request: Request, chatId: string, action: ChatAction): Promise<{ key: string } | { refusal: AccessRefusal }> {
     if (this.#authorize) {
       const authorize = this.#authorize;
       const answer = await timed('authorize', () => authorize({ request, chatId, action }), this.#timeoutMs);
@@ -131,6 +165,16 @@ function verdict(value: unknown): AccessRefusal | null {
   if (parsed === true || (typeof parsed === 'object' && parsed.allow)) return null;
   if (parsed === false) return forbidden('not allowed');
   return { status: parsed.status, code: CODES[parsed.status], message: parsed.reason ?? 'not allowed' };
+}
+
+/** A scope from `chatScope`, or null when it is none (read inside a try: it may be anything). */
+function scopeOf(value: unknown): string | null {
+  try {
+    const parsed = ScopeSchema.safeParse(value);
+    return parsed.success ? parsed.data : null;
+  } catch {
+    return null;
+  }
 }
 
 /** Why a key from `chatKey` is not a chat's session id, or null. */

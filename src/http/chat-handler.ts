@@ -3,13 +3,13 @@ import { type AgentActor, type AgentMachine } from '../../machines/agent.machine
 import { runInFlight, type AgentEmitted } from '../agent/protocol/actor-types.js';
 import { type AgentContext } from '../agent/core/context.js';
 import { LoopchartError } from '../errors.js';
-import { DurableSession } from '../sessions/durable-session.js';
+import { DurableSession, SessionScopeError } from '../sessions/durable-session.js';
 import { ApprovalRefusedError, decideStored } from '../sessions/stored-decision.js';
 import { decodeRow } from '../sessions/session-row.js';
 import type { SessionStore } from '../stores/session-store.js';
 import { LiveLimitsSchema, type LiveStats, type SseStream } from '../viewer/sse.js';
 import { checkAnswers, type ContextOf } from './answers.js';
-import { ChatAccess, type ChatAuthorizer, type ChatKeyMapper } from './chat-access.js';
+import { ChatAccess, type Admission, type ChatAuthorizer, type ChatKeyMapper, type ChatScopeMapper } from './chat-access.js';
 import type { ChatAction } from './route.js';
 import { ChatRun } from './chat-run.js';
 import { AllowedOriginSchema, contentTypeProblem, crossSiteProblem } from './cross-site.js';
@@ -39,7 +39,7 @@ export const ChatHandlerOptionsSchema = z.strictObject({
 });
 export type ChatHandlerSettings = z.input<typeof ChatHandlerOptionsSchema>;
 
-const CHAT_HANDLER_KEYS = [...Object.keys(ChatHandlerOptionsSchema.shape), 'machine', 'store', 'authorize', 'chatKey'];
+const CHAT_HANDLER_KEYS = [...Object.keys(ChatHandlerOptionsSchema.shape), 'machine', 'store', 'authorize', 'chatKey', 'chatScope'];
 
 export interface ChatHandlerOptions extends ChatHandlerSettings {
   machine: AgentMachine;
@@ -52,6 +52,11 @@ export interface ChatHandlerOptions extends ChatHandlerSettings {
   authorize?: ChatAuthorizer | undefined;
   /** The stored session id of a page's chat id for this caller (see `ChatKeyMapper`). Default: the chat id itself. */
   chatKey?: ChatKeyMapper | undefined;
+  /**
+   * The caller's memory scope (see `ChatScopeMapper`): a new chat's session is stored with it, so
+   * `agentMemory` remembers per user; a chat of another scope is a 404. Default: none.
+   */
+  chatScope?: ChatScopeMapper | undefined;
 }
 
 /**
@@ -99,6 +104,9 @@ const json = (status: number, code: string, message: string, extra: Record<strin
   });
 };
 
+/** What `#scopeOf` says of a chat that does not exist yet (a POST makes it with the caller's scope). */
+const NO_CHAT = Symbol('no chat');
+
 const STREAM_HEADERS = {
   'content-type': 'text/event-stream',
   'cache-control': 'no-cache',
@@ -133,12 +141,12 @@ export function createChatHandler(options: ChatHandlerOptions): ChatHandler {
   const refuse = (message: string) => new ChatHandlerOptionsError(message);
   // Strict: a misspelt key (`allowedOrigin`) is named with the closest known one.
   checkKnownKeys(options, CHAT_HANDLER_KEYS, '', refuse);
-  const { machine, store, authorize, chatKey, ...settings } = options;
+  const { machine, store, authorize, chatKey, chatScope, ...settings } = options;
   const checked = parseOptions(ChatHandlerOptionsSchema, settings, '', refuse);
-  for (const [name, value] of [['authorize', authorize], ['chatKey', chatKey]] as const) {
+  for (const [name, value] of [['authorize', authorize], ['chatKey', chatKey], ['chatScope', chatScope]] as const) {
     if (value !== undefined && typeof value !== 'function') throw new ChatHandlerOptionsError(`${name} must be a function, not ${typeof value}`);
   }
-  const chats = new ChatSessions(machine, store, checked, new ChatAccess(authorize, chatKey, checked.authorizeTimeoutMs));
+  const chats = new ChatSessions(machine, store, checked, new ChatAccess(authorize, chatKey, chatScope, checked.authorizeTimeoutMs));
   const handler = (request: Request) => chats.handle(request);
   return Object.assign(handler, { stats: () => chats.stats(), close: () => chats.close() });
 }
@@ -182,19 +190,36 @@ class ChatSessions {
       if (route.action === 'post') return await this.#post(request);
       const admitted = await this.#admit(request, route.chatId, route.action);
       if (admitted instanceof Response) return admitted;
-      if (route.action === 'cancel') return await this.#cancel(admitted);
-      return route.action === 'stream' ? await this.#resume(admitted) : await this.#messages(admitted);
+      const { key } = admitted;
+      if (route.action === 'cancel') return await this.#cancel(key);
+      return route.action === 'stream' ? await this.#resume(key) : await this.#messages(key);
     } catch (error) {
       return json(500, LoopchartError.isInstance(error) ? error.code : 'Internal', (error as Error).message);
     }
   }
 
-  /** The stored session id of the page's chat id, or the refusal of `authorize` or `chatKey`. */
-  async #admit(request: Request, chatId: string, action: ChatAction): Promise<string | Response> {
+  /**
+   * The stored session id of the page's chat id (and the caller's scope), or the refusal of
+   * `authorize`, `chatKey` or `chatScope`; a chat stored with another scope is not found.
+   */
+  async #admit(request: Request, chatId: string, action: ChatAction): Promise<Admission | Response> {
     const admitted = await this.#access.admit(request, chatId, action);
-    if ('key' in admitted) return admitted.key;
-    const { status, code, message } = admitted.refusal;
-    return json(status, code, message);
+    if ('refusal' in admitted) {
+      const { status, code, message } = admitted.refusal;
+      return json(status, code, message);
+    }
+    if (admitted.scope === undefined) return admitted;
+    // A chat made without a scope is nobody's in particular: not this caller's either.
+    const scope = await this.#scopeOf(admitted.key);
+    return scope === NO_CHAT || scope === admitted.scope ? admitted : json(404, 'ChatNotFound', `no chat '${chatId.slice(0, 100)}'`);
+  }
+
+  /** The scope of a chat: its live session's, or its stored one's; `NO_CHAT` when there is no chat yet. */
+  async #scopeOf(chatId: string): Promise<string | undefined | typeof NO_CHAT> {
+    const live = this.#live.get(chatId);
+    if (live) return live.session.actor.getSnapshot().context.scope;
+    const stored = await this.#stored(chatId);
+    return stored ? stored.scope : NO_CHAT;
   }
 
   stats(): LiveStats {
@@ -221,12 +246,19 @@ class ChatSessions {
     if ('problem' in asked) return json(400, 'InvalidChatRequest', asked.problem);
     const child = subagentSessionProblem(asked.ask.chatId);
     if (child) return json(404, 'ChatNotFound', `no chat '${asked.ask.chatId.slice(0, 100)}': ${child}`);
-    const key = await this.#admit(request, asked.ask.chatId, asked.ask.type === 'approvals' ? 'approve' : 'post');
-    if (key instanceof Response) return key;
-    const ask = { ...asked.ask, chatId: key };
+    const admitted = await this.#admit(request, asked.ask.chatId, asked.ask.type === 'approvals' ? 'approve' : 'post');
+    if (admitted instanceof Response) return admitted;
+    const ask = { ...asked.ask, chatId: admitted.key };
     return this.#serial(ask.chatId, async () => {
       if (ask.type === 'approvals') return this.#answer(ask.chatId, ask.answers);
-      const chat = await this.#open(ask.chatId);
+      let chat: LiveChat;
+      try {
+        // A new chat's session is made with the caller's scope; a stored one must have it.
+        chat = await this.#open(ask.chatId, admitted.scope);
+      } catch (error) {
+        if (SessionScopeError.isInstance(error)) return json(404, 'ChatNotFound', `no chat '${ask.chatId.slice(0, 100)}'`);
+        throw error;
+      }
       if (chat.run && !chat.run.ended) {
         this.#settle(ask.chatId, chat);
         return json(409, 'RunInFlight', `chat '${ask.chatId}' has a run in flight: GET its stream to follow it`);
@@ -351,14 +383,18 @@ class ChatSessions {
   }
 
   /** The chat's live session, opened from the store (a run in flight there continues) when this process has none. */
-  async #open(chatId: string): Promise<LiveChat> {
+  async #open(chatId: string, scope?: string): Promise<LiveChat> {
     const existing = this.#live.get(chatId);
-    if (existing) return existing;
+    if (existing) {
+      if (scope !== undefined && existing.session.actor.getSnapshot().context.scope !== scope) throw new SessionScopeError(chatId);
+      return existing;
+    }
     const chat: LiveChat = { session: undefined as never, run: null, settling: false, tree: null };
     chat.session = await DurableSession.open({
       machine: this.#machine,
       store: this.#store,
       sessionId: chatId,
+      ...(scope !== undefined && { scope }),
       attach: (actor) => this.#follow(chatId, chat, actor),
     });
     this.#live.set(chatId, chat);
