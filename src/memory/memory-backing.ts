@@ -7,7 +7,13 @@ import { mostSimilar } from './similarity.js';
 interface ScopeData {
   working: WorkingDoc | null;
   entries: Map<string, MemoryEntry & { words: ReadonlySet<string> }>;
-  updatedAt: number;
+}
+
+/** The latest time of what a scope holds (its document's last write, its entries' `at`), as the SQL backends compute it. */
+function latestOf(data: ScopeData): number {
+  let latest = data.working?.updatedAt ?? 0;
+  for (const entry of data.entries.values()) latest = Math.max(latest, entry.at);
+  return latest;
 }
 
 /** Scopes by backing: memory lives beside the sessions, so two stores on one backing share it. */
@@ -28,7 +34,7 @@ export class BackingMemory implements MemoryBackend {
 
   #scope(scope: string): ScopeData {
     let data = this.#scopes.get(scope);
-    if (!data) this.#scopes.set(scope, (data = { working: null, entries: new Map(), updatedAt: Date.now() }));
+    if (!data) this.#scopes.set(scope, (data = { working: null, entries: new Map() }));
     return data;
   }
 
@@ -39,7 +45,6 @@ export class BackingMemory implements MemoryBackend {
   async writeWorking(scope: string, content: string, at: number): Promise<WorkingDoc> {
     const data = this.#scope(scope);
     data.working = { content, version: (data.working?.version ?? 0) + 1, updatedAt: at };
-    data.updatedAt = at;
     return data.working;
   }
 
@@ -50,7 +55,6 @@ export class BackingMemory implements MemoryBackend {
       const key = `${entry.sessionId}\u0000${entry.position}`;
       if (data.entries.has(key)) continue;
       data.entries.set(key, { ...structuredClone(entry), words: new Set(wordsOf(entry.text)) });
-      data.updatedAt = Math.max(data.updatedAt, entry.at);
     }
   }
 
@@ -80,7 +84,7 @@ export class BackingMemory implements MemoryBackend {
       workingChars: data.working?.content.length ?? 0,
       entries: data.entries.size,
       sessions: new Set([...data.entries.values()].map((entry) => entry.sessionId)).size,
-      updatedAt: new Date(data.updatedAt),
+      updatedAt: new Date(latestOf(data)),
     }));
   }
 
