@@ -1,4 +1,7 @@
+import { matchesState, type StateValue } from 'xstate';
 import { runInFlight } from '../agent/protocol/actor-types.js';
+import type { AgentContext } from '../agent/core/context.js';
+import { waitsForSomeone } from '../agent/hosts/waiting.js';
 import type { AgentOutput } from '../agent/protocol/actor-types.js';
 import type { Message } from '../schemas.js';
 import { DurableSession } from '../sessions/durable-session.js';
@@ -26,24 +29,46 @@ export function sendHint(sessionId: string, options: CommandOptions): string {
   return cliHint(`sessions send ${escapeLine(sessionId)} "your next message"${agent}${store}`);
 }
 
-/** True once the run stands still waiting for a human's approve/deny. */
-const awaitingApproval = (value: unknown) => JSON.stringify(value).includes('"AwaitingApproval"');
-/** True once the run stands still waiting for an operation's resume (a custom yield). */
-const awaitingOperation = (value: unknown) => JSON.stringify(value).includes('"AwaitingOperation"');
+/** What a run stands still for, once it waits for someone the CLI does not speak for (`waitsForSomeone`). */
+type Stall = 'approval' | 'operation' | 'budget' | 'doubt';
+
+function stallOf(snapshot: { value: unknown; context: AgentContext }): Stall | null {
+  if (!waitsForSomeone(snapshot)) return null;
+  const { context } = snapshot;
+  if (context.operations.waiting) return 'operation';
+  if (matchesState({ Running: 'BudgetPaused' }, snapshot.value as StateValue)) return 'budget';
+  return (context.doubt?.waiting.length ?? 0) > 0 ? 'doubt' : 'approval';
+}
 
 /** Resolves when the run waits for someone the CLI does not speak for. */
-function stalled(session: DurableSession): Promise<'approval' | 'operation'> {
+function stalled(session: DurableSession): Promise<Stall> {
   return new Promise((resolve) => {
-    const check = (value: unknown) =>
-      (awaitingApproval(value) && (resolve('approval'), true)) || (awaitingOperation(value) && (resolve('operation'), true));
-    if (check(session.actor.getSnapshot().value)) return;
-    const subscription = session.actor.subscribe((snapshot) => check(snapshot.value) && subscription.unsubscribe());
+    const check = (snapshot: { value: unknown; context: AgentContext }) => {
+      const stall = stallOf(snapshot);
+      if (stall) resolve(stall);
+      return stall !== null;
+    };
+    if (check(session.actor.getSnapshot())) return;
+    const subscription = session.actor.subscribe((snapshot) => check(snapshot) && subscription.unsubscribe());
   });
 }
 
-async function refuseStall(session: DurableSession, sessionId: string, why: 'approval' | 'operation'): Promise<never> {
+async function refuseStall(session: DurableSession, sessionId: string, why: Stall): Promise<never> {
   await session.flush();
   const context = session.actor.getSnapshot().context;
+  if (why === 'budget') {
+    throw new CliError(
+      `session ${escapeLine(sessionId)}: the run is paused past a budget limit (sessions show says which); ` +
+        "raise it with { type: 'budget.raise', ... } or end it with { type: 'seal' } from the application that owns the session",
+    );
+  }
+  if (why === 'doubt') {
+    const calls = context.doubt?.waiting ?? [];
+    throw new CliError(
+      `session ${escapeLine(sessionId)}: tool call(s) ${calls.map(escapeLine).join(', ')} were in flight when the session stopped and may or may not have run; ` +
+        `decide each: ${cliHint(`sessions doubt ${escapeLine(sessionId)} ${escapeLine(calls[0] ?? 'CALL')} rerun | fail | result JSON`)}`,
+    );
+  }
   if (why === 'operation') {
     const waiting = context.operations.waiting!;
     throw new CliError(
@@ -68,7 +93,7 @@ async function driveRun(session: DurableSession, sessionId: string, committedBef
   const print = (message: Message, position: number) => io.out(formatMessage(message, position, { full: options.full }));
   const transcript = liveTranscript(session.actor, committedBefore, print);
   const interrupt = watchInterrupt(() => session.send({ type: 'cancel' }), io.err);
-  let ended: AgentOutput | null | 'approval' | 'operation';
+  let ended: AgentOutput | null | Stall;
   try {
     start?.();
     ended = await Promise.race([session.whenIdle(), stalled(session)]);
@@ -76,7 +101,7 @@ async function driveRun(session: DurableSession, sessionId: string, committedBef
     interrupt.detach();
   }
   const replaced = transcript.finish();
-  if (ended === 'approval' || ended === 'operation') return refuseStall(session, sessionId, ended);
+  if (typeof ended === 'string') return refuseStall(session, sessionId, ended);
   const now = session.actor.getSnapshot().context;
   if (replaced.messages.length > 0) {
     io.out('as committed:');

@@ -12,11 +12,13 @@ const WAITS: readonly StateValue[] = [
   { Running: 'AwaitingOperation' },
   // A call waits for a decision and nothing else of its batch can run meanwhile.
   { Running: { AwaitingTools: { Working: { Approval: 'AwaitingApproval', Execution: 'Paused' } } } },
+  // A call in doubt after a restart waits for a person's decision, and nothing else of its batch runs.
+  { Running: { AwaitingTools: { Working: { Doubt: 'AwaitingDecision', Execution: 'Paused' } } } },
 ];
 
 /**
  * Whether a run waits for someone outside it: an operation that yielded, a decision on a tool
- * call with nothing else of its batch running, or a budget that paused it (a `budget.raise`
+ * call (to approve it, or on a call in doubt) with nothing else of its batch running, or a budget that paused it (a `budget.raise`
  * comes from outside). A pause on a provider's usage limit is no such wait: it resumes by itself
  * at its stored time. One rule for every host that must stop waiting on the run: the stepper
  * yields, a chat response ends.

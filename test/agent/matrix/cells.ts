@@ -106,15 +106,14 @@ const CLI_NOT_RUN =
   'not run: the matrix has no CLI driver yet (`loopchart sessions send/resume --agent` in a child process); the CLI runs the same `DurableSession` as the SQLite column';
 const CLI_DECIDES_NOT =
   '`sessions send/resume` stop at the wait with exit 1 and say to decide from the application that owns the session: the CLI does not decide for you (src/cli/continue.ts)';
-const CLI_STALL =
-  'not run; by reading src/cli/continue.ts the CLI recognises a stall only in `AwaitingApproval` / `AwaitingOperation`, so a run that pauses on its budget (`Running.BudgetPaused`) or waits on a call in doubt would keep `sessions send` waiting instead of saying so (`sessions doubt` decides the latter)';
+const CLI_STALLS = 'test/cli/stalls.test.ts: `sessions send/resume` stop at the wait with exit 1 and say what to do';
 
 /** The CLI column (a host with its own process suite, not written yet). */
 const CLI: Record<FeatureId, Cell> = Object.fromEntries(FEATURES.map((feature) => [feature, { status: 'open', reason: CLI_NOT_RUN }])) as Record<FeatureId, Cell>;
 CLI.approvals = { status: 'refused', reason: CLI_DECIDES_NOT };
 CLI.operations = { status: 'refused', reason: CLI_DECIDES_NOT };
-CLI['budget-pause'] = { status: 'open', reason: CLI_STALL };
-CLI['in-doubt'] = { status: 'open', reason: CLI_STALL };
+CLI['budget-pause'] = { status: 'elsewhere', test: `${CLI_STALLS} (raise or seal it from the application) …` };
+CLI['in-doubt'] = { status: 'elsewhere', test: `${CLI_STALLS}, naming the call; \`sessions doubt\` decides it and \`sessions resume\` completes the run …` };
 
 /** The cell of a feature on a host. */
 export function cellOf(feature: FeatureId, host: HostId): Cell {
