@@ -36,7 +36,7 @@ function notingModel(): Model & { requests: ModelRequest[] } {
 const userOf = (request: Request) => request.headers.get('x-user') ?? 'nobody';
 const byUser: ChatScopeMapper = (request) => `user:${userOf(request)}`;
 
-function setup(chatScope: ChatScopeMapper | undefined = byUser, store = new MemorySessionStore()) {
+function setup(chatScope: ChatScopeMapper | null = byUser, store = new MemorySessionStore()) {
   const model = notingModel();
   const machine = createAgentMachine({ model, operations: [agentMemory({ store })] });
   const handler = createChatHandler({ machine, store, ...(chatScope && { chatScope }), authorizeTimeoutMs: 50 });
@@ -89,7 +89,7 @@ describe('chatScope', () => {
 
   it('a chat made without a scope is nobody in particular: not found under a scope', async () => {
     const store = new MemorySessionStore();
-    const open = setup(null as never, store);
+    const open = setup(null, store);
     await (await open.handler(post('ada', 'old', 'hello'))).text();
     const scoped = setup(byUser, store);
     expect((await scoped.handler(requestFor('read', 'ada', 'old'))).status).toBe(404);
