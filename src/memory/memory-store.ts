@@ -1,15 +1,22 @@
 import { InvalidConfigError } from '../errors.js';
 import { MemorySessionStore } from '../stores/memory.js';
 import type { SessionStore } from '../stores/session-store.js';
+import { SqliteSessionStore } from '../stores/sqlite.js';
 import { BackingMemory } from './memory-backing.js';
 import type { MemoryBackend } from './memory-backend.js';
+import { SqliteMemory } from './sqlite-memory.js';
 
 /**
- * Where a store's memory lives, beside its sessions: a `MemorySessionStore`'s backing, tables in a
- * `SqliteSessionStore`'s file (FTS5), tables in a `PostgresSessionStore`'s schema (full-text
- * search). The caller closes it.
+ * Where a store's memory lives, beside its sessions: a `MemorySessionStore`'s backing (searched
+ * in process), or tables in a `SqliteSessionStore`'s file (FTS5, on a connection of their own).
+ * The caller closes it.
  */
 export function memoryBackend(store: SessionStore): MemoryBackend {
   if (store instanceof MemorySessionStore) return new BackingMemory(store.backing);
-  throw new InvalidConfigError('memory is kept beside the sessions of a MemorySessionStore, a SqliteSessionStore or a PostgresSessionStore');
+  if (store instanceof SqliteSessionStore) {
+    // Memory is opened on a connection of its own: a second connection to ':memory:' is another, empty database.
+    if (store.path === ':memory:') throw new InvalidConfigError('an in-memory SQLite store (:memory:) cannot keep memory beside its sessions: use a file');
+    return new SqliteMemory(store.path, store.driver);
+  }
+  throw new InvalidConfigError('memory is kept beside the sessions of a MemorySessionStore or a SqliteSessionStore');
 }

@@ -30,3 +30,10 @@ export function searchTerms(query: string): string[] {
 
 /** The words of an indexed text, for a backend that ranks in process (the memory backend). */
 export const wordsOf = (text: string): string[] => text.normalize('NFKC').toLowerCase().match(/[\p{L}\p{N}]+/gu) ?? [];
+
+/**
+ * Whether a term is a plain word, as `searchTerms` makes them. The SQL backends build their
+ * engine's query text (FTS5 MATCH, tsquery) from the terms and search for nothing else: a term
+ * that reached them another way cannot add an operator.
+ */
+export const isPlainTerm = (term: string): boolean => /^[\p{L}\p{N}]+$/u.test(term);
