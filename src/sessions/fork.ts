@@ -39,7 +39,8 @@ export interface ForkResult {
 /**
  * Creates a new session from a prefix of another one's log, at rest, ready for a new run (with
  * any agent: another model, other tools). The original is only read. The fork keeps the
- * original's policy; its usage, runs, approvals and operation state start afresh.
+ * original's policy and memory scope (it is the same user's conversation); its usage, runs,
+ * approvals and operation state start afresh.
  *
  * @example
  * ```ts
@@ -62,7 +63,7 @@ export async function forkSession(store: SessionStore, sessionId: string, option
   checkSessionId(newId);
   const prefix = stored.messages.slice(0, coherentCut(stored.messages, at));
   // The operations' state described the original's end, not the cut: the fork starts without it.
-  const context = freshAgentContext({ sessionId: newId, history: prefix, policy: original.policy, queued: null });
+  const context = freshAgentContext({ sessionId: newId, scope: original.scope, history: prefix, policy: original.policy, queued: null });
   // The brain's own checks on the new row and log, before anything is written.
   decodeRow(newId, encodeRow(context), prefix);
   await store.apply(newId, { expectedVersion: 0, state: encodeRow(context), append: prefix });

@@ -16,6 +16,7 @@ import { MemorySessionStore } from '../../src/stores/memory.js';
 import type { SessionStore } from '../../src/stores/session-store.js';
 import { agentMemory, deleteScope, exportScope, listScopes, type AgentMemoryOptions } from '../../src/memory.js';
 import { InvalidScopeError } from '../../src/memory/errors.js';
+import { forkSession } from '../../src/sessions/fork.js';
 import type { MemoryState } from '../../src/memory/agent-memory.js';
 
 type Reply = { text?: string; toolCalls?: { name: string; args: Record<string, unknown> }[] };
@@ -138,6 +139,17 @@ describe('memory across sessions', () => {
     const reopened = await DurableSession.open({ machine, store, sessionId: 'ada-1' });
     expect(reopened.actor.getSnapshot().context.scope).toBe('user:ada');
     await reopened.close();
+  });
+
+  it("a fork keeps its session's scope: the same user's memory, and no one else's", async () => {
+    const store = new MemorySessionStore();
+    await adaIntroduces(store);
+    const fork = await forkSession(store, 'ada-1', { at: 1, as: 'ada-1-fork' });
+    const model = recordingModel(() => ({ text: 'Lovelace.' }));
+    await converse(store, model, fork.sessionId, undefined, 'Which project?');
+    expect(systemText(model.requests[0]!)).toContain('Works on the Lovelace engine project');
+    const machine = createAgentMachine({ model: recordingModel(() => ({ text: 'x' })), operations: [agentMemory({ store })] });
+    await expect(DurableSession.open({ machine, store, sessionId: fork.sessionId, scope: 'user:bob' })).rejects.toSatisfy((e: unknown) => SessionScopeError.isInstance(e));
   });
 
   it('a session without a scope has no memory: no prompt part, and the tools say why', async () => {
