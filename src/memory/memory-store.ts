@@ -1,15 +1,18 @@
 import { InvalidConfigError } from '../errors.js';
+import { isPostgresTables } from '../schedules/postgres-backend.js';
 import { MemorySessionStore } from '../stores/memory.js';
 import type { SessionStore } from '../stores/session-store.js';
 import { SqliteSessionStore } from '../stores/sqlite.js';
 import { BackingMemory } from './memory-backing.js';
 import type { MemoryBackend } from './memory-backend.js';
+import { PostgresMemory } from './postgres-memory.js';
 import { SqliteMemory } from './sqlite-memory.js';
 
 /**
  * Where a store's memory lives, beside its sessions: a `MemorySessionStore`'s backing (searched
- * in process), or tables in a `SqliteSessionStore`'s file (FTS5, on a connection of their own).
- * The caller closes it.
+ * in process), tables in a `SqliteSessionStore`'s file (FTS5, on a connection of their own), or
+ * tables in a `PostgresSessionStore`'s schema (tsvector and GIN, on the store's pool). Similarity
+ * is ranked in process on all three. The caller closes it.
  */
 export function memoryBackend(store: SessionStore): MemoryBackend {
   if (store instanceof MemorySessionStore) return new BackingMemory(store.backing);
@@ -18,5 +21,7 @@ export function memoryBackend(store: SessionStore): MemoryBackend {
     if (store.path === ':memory:') throw new InvalidConfigError('an in-memory SQLite store (:memory:) cannot keep memory beside its sessions: use a file');
     return new SqliteMemory(store.path, store.driver);
   }
-  throw new InvalidConfigError('memory is kept beside the sessions of a MemorySessionStore or a SqliteSessionStore');
+  // Told by its hook, not by its class: importing PostgresSessionStore here would load pg for every store.
+  if (isPostgresTables(store)) return new PostgresMemory(store);
+  throw new InvalidConfigError('memory is kept beside the sessions of a MemorySessionStore, a SqliteSessionStore or a PostgresSessionStore');
 }
