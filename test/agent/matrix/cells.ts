@@ -23,7 +23,7 @@ export const HOSTS = [
   { id: 'stepper', title: '`AgentStepper`', runs: 'fast' },
   { id: 'restate', title: 'Restate session object', runs: 'distributed' },
   { id: 'chat', title: 'chat handler', runs: 'fast' },
-  { id: 'cli', title: 'CLI', runs: 'process' },
+  { id: 'cli', title: 'CLI', runs: 'fast' },
 ] as const;
 export type HostId = (typeof HOSTS)[number]['id'];
 
@@ -102,23 +102,28 @@ const DECLARED: Partial<Record<FeatureId, Partial<Record<HostId, Cell>>>> = {
   },
 };
 
-const CLI_NOT_RUN =
-  'not run: the matrix has no CLI driver yet (`loopchart sessions send/resume --agent` in a child process); the CLI runs the same `DurableSession` as the SQLite column';
 const CLI_DECIDES_NOT =
   '`sessions send/resume` stop at the wait with exit 1 and say to decide from the application that owns the session: the CLI does not decide for you (src/cli/continue.ts)';
 const CLI_STALLS = 'test/cli/stalls.test.ts: `sessions send/resume` stop at the wait with exit 1 and say what to do';
 
-/** The CLI column (a host with its own process suite, not written yet). */
-const CLI: Record<FeatureId, Cell> = Object.fromEntries(FEATURES.map((feature) => [feature, { status: 'open', reason: CLI_NOT_RUN }])) as Record<FeatureId, Cell>;
-CLI.approvals = { status: 'refused', reason: CLI_DECIDES_NOT };
-CLI.operations = { status: 'refused', reason: CLI_DECIDES_NOT };
-CLI['budget-pause'] = { status: 'elsewhere', test: `${CLI_STALLS} (raise or seal it from the application) …` };
-CLI['in-doubt'] = { status: 'elsewhere', test: `${CLI_STALLS}, naming the call; \`sessions doubt\` decides it and \`sessions resume\` completes the run …` };
+/** The CLI column: run by the CLI driver (`main` in process, a SQLite file per run) except where declared. */
+const CLI: Partial<Record<FeatureId, Cell>> = {
+  approvals: { status: 'refused', reason: CLI_DECIDES_NOT },
+  operations: { status: 'refused', reason: CLI_DECIDES_NOT },
+  'budget-pause': { status: 'elsewhere', test: `${CLI_STALLS} (raise or seal it from the application) …` },
+  steering: {
+    status: 'refused',
+    reason: 'the run goes in the process of the `sessions send/resume` command, which reads no input while it runs and has no way in from another process (Ctrl-C cancels); the next `sessions send` is the next run',
+  },
+  delivery: {
+    status: 'refused',
+    reason: 'the CLI prints the transcript as messages are committed, not agent events (a client that needs delivery ids subscribes to the `DurableSession`, or polls the Restate session object)',
+  },
+};
 
 /** The cell of a feature on a host. */
 export function cellOf(feature: FeatureId, host: HostId): Cell {
-  if (host === 'cli') return CLI[feature];
-  return DECLARED[feature]?.[host] ?? { status: 'tested' };
+  return (host === 'cli' ? CLI[feature] : DECLARED[feature]?.[host]) ?? { status: 'tested' };
 }
 
 export const FEATURE_TITLES: Record<FeatureId, string> = {
@@ -180,9 +185,11 @@ export function renderMatrix(results: ReadonlyMap<string, CellResult> = new Map(
     `${count('tested')} cells tested, ${count('refused')} refused by design, ${count('elsewhere')} tested elsewhere, ${count('open')} open.`,
     '',
     'Where they run: the in-process hosts in `test/agent/matrix/matrix.test.ts` (the SQLite store a real file in a temporary folder),',
-    'PostgreSQL there too when `DATABASE_URL` is set (CI); Restate in `test/distributed/` (a real server). The in-doubt cells of',
-    'the durable hosts stop the session’s actor while the tool runs (what a crash leaves: the start journaled, no result) and open',
-    'the session again in the same process; the SIGKILL series of a real child process on SQLite and PostgreSQL is',
+    'PostgreSQL there too when `DATABASE_URL` is set (CI); Restate in `test/distributed/` (a real server). The CLI runs there too,',
+    'through its `main` as a shell runs it (`sessions send`, `sessions doubt`, `sessions resume` on a SQLite file per run; Ctrl-C is',
+    'a real SIGINT to the test’s process). The in-doubt cells of the durable hosts stop the session’s actor while the tool runs (what',
+    'a crash leaves: the start journaled, no result) and open the session again in the same process; the CLI’s takes a copy of its',
+    'store at that moment for the next command. The SIGKILL series of a real child process on SQLite and PostgreSQL is',
     '`test/agent/in-doubt/in-doubt.crash.test.ts`.',
     '',
     '## Notes',

@@ -6,10 +6,13 @@
  * ended. A host that has no way to do something throws `Unsupported`: the matrix declares those
  * cells refused by design (test/agent/matrix/cells.ts), so a driver never fakes one.
  */
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { isMainThread } from 'node:worker_threads';
 import { createActor, toPromise } from 'xstate';
 import { createAgentMachine, type AgentActor } from '../../../machines/agent.machine.js';
 import { type AgentEvent } from '../../../src/agent/protocol/agent-event.js';
-import { type AgentOutput } from '../../../src/agent/protocol/actor-types.js';
+import { runInFlight, type AgentOutput } from '../../../src/agent/protocol/actor-types.js';
 import type { AgentConfig } from '../../../src/agent/core/config.js';
 import { APPROVALS_OPERATION } from '../../../src/agent/approvals/approval-events.js';
 import { decisionEvent, requestFor, type ApprovalRequest } from '../../../src/agent/approvals/approval-binding.js';
@@ -17,10 +20,16 @@ import { runAgent, streamAgent, type RunAgentResult } from '../../../src/agent/h
 import { AgentStepper, type SteppedSession } from '../../../src/agent/hosts/stepper.js';
 import type { AgentContext } from '../../../src/agent/core/context.js';
 import { createChatHandler, type ChatHandler } from '../../../src/http.js';
+import { main } from '../../../src/cli/main.js';
+import { doubtRequests } from '../../../src/agent/in-doubt/in-doubt.js';
+import { serviceKey } from '../../../src/agent/protocol/keys.js';
 import { decodeRow } from '../../../src/sessions/session-row.js';
 import { DurableSession } from '../../../src/sessions/durable-session.js';
 import type { SessionStore } from '../../../src/stores/session-store.js';
 import { MemorySessionStore } from '../../../src/stores/memory.js';
+import { SqliteSessionStore } from '../../../src/stores/sqlite.js';
+import { openSqlite } from '../../../src/stores/sqlite-driver.js';
+import { useAgent } from './fixtures/cli-agent.js';
 import type { Message } from '../../../src/schemas.js';
 import { loadSdk, page, userMessage, type UIMessage } from '../../http/support.js';
 import type { Answer, RunResult, Wait } from './scenarios.js';
@@ -334,12 +343,10 @@ function chatHost(): HostDriver {
     },
     async result() {
       const message = await done!;
-      const stored = await store.load(chatId);
-      if (!stored) throw new Error('the chat stored nothing');
-      const context = decodeRow(chatId, stored.state, stored.messages);
+      const context = await storedContext(store, chatId);
       if (!context.lastRun) throw new Error(`no run stored (the page saw ${message.metadata?.outcome})`);
       expectSame(message.metadata?.outcome, context.lastRun.outcome.type);
-      return normalize({ outcome: context.lastRun.outcome, messages: context.brain.context.history }, null);
+      return storedResult(context);
     },
     async dispose() {
       await handler?.close();
@@ -347,9 +354,153 @@ function chatHost(): HostDriver {
   };
 }
 
+/** A session as its store holds it (what a host that shows no output of its own is judged by). */
+async function storedContext(store: SessionStore, sessionId: string): Promise<AgentContext> {
+  const stored = await store.load(sessionId);
+  if (!stored) throw new Error(`no session ${sessionId} stored`);
+  return decodeRow(sessionId, stored.state, stored.messages);
+}
+
+/** The stored session's last run, normalized as the other hosts' outputs are. */
+function storedResult(context: AgentContext): RunResult {
+  if (!context.lastRun) throw new Error('no run stored');
+  return normalize({ outcome: context.lastRun.outcome, messages: context.brain.context.history }, null);
+}
+
 /** The page's finish chunk and the store agree on how the run ended. */
 function expectSame(page: string | undefined, stored: string): void {
   if (page !== stored) throw new Error(`the page's finish says ${page}, the store says ${stored}`);
+}
+
+/** The agent module the CLI driver names with `--agent` (it returns the config `useAgent` set). */
+const CLI_AGENT = fileURLToPath(new URL('./fixtures/cli-agent.ts', import.meta.url));
+
+/** What one CLI command did: its exit code and what it printed. */
+interface CliRun {
+  argv: string[];
+  code: number;
+  out: string;
+  err: string;
+}
+
+function runCli(argv: string[]): Promise<CliRun> {
+  const out: string[] = [];
+  const err: string[] = [];
+  return main(argv, { out: (line) => out.push(line), err: (line) => err.push(line) }).then((code) => ({ argv, code, out: out.join('\n'), err: err.join('\n') }));
+}
+
+const said = (run: CliRun) => `\`loopchart ${run.argv.join(' ')}\` exited ${run.code}: ${run.err || run.out}`;
+
+/** The CLI's words for a decision on a call in doubt: `rerun`, `fail`, `result JSON`. */
+function doubtArgs(answer: Answer): string[] {
+  if (!('doubt' in answer)) throw new Error(`the script answered ${JSON.stringify(answer)} to a doubt wait`);
+  const { doubt } = answer;
+  return doubt.action === 'result' ? ['result', JSON.stringify(doubt.result)] : [doubt.action];
+}
+
+/** The calls of a stored session that wait in doubt, as `sessions doubt` finds them (src/cli/doubt.ts). */
+async function storedDoubts(store: SessionStore, sessionId: string): Promise<ApprovalRequest[]> {
+  const decoded = await storedContext(store, sessionId);
+  const batch = decoded.brain.value === 'AwaitingTools' ? serviceKey(decoded, decoded.brain.context.turnsTaken, 'tools') : null;
+  const context = batch ? { ...decoded, toolJournal: await store.journaledToolResults(sessionId, batch) } : decoded;
+  return doubtRequests(context).requests;
+}
+
+/** The exit code the CLI gives for how a run ended (src/cli/main.ts: 130 for Ctrl-C, 1 for Failed). */
+const exitCodeFor = (outcome: string) => (outcome === 'Failed' ? 1 : outcome === 'Cancelled' ? 130 : 0);
+
+/**
+ * The CLI, in process: `main(argv, io)` of src/cli/main.ts, each command as a shell would run it,
+ * on a SQLite file of the run's own. The session is made first (`sessions send` continues a
+ * stored session), `sessions send` runs it with test/agent/matrix/fixtures/cli-agent.ts as its
+ * `--agent` (which returns the scenario's config, handed over in process); a cancel is Ctrl-C (a
+ * real SIGINT to this process, taken by the command's handler); a call in doubt is decided with
+ * `sessions doubt` and the run continued with `sessions resume`. The result is read back from the
+ * store, and the command's exit code and its `outcome:` line must agree with it. What the CLI
+ * does not decide (an approval, an operation, a budget pause) stops the command with exit 1: that
+ * is `Unsupported` here, and those cells are declared.
+ */
+export function cliHost(dir: string): HostDriver {
+  const sessionId = freshSessionId('cli');
+  let path = join(dir, `${sessionId}.db`);
+  let onWait: OnWait;
+  let running: Promise<CliRun> | undefined;
+  const commands: Promise<CliRun>[] = [];
+  let sigintBefore: readonly unknown[] = [];
+  const cli = (...argv: string[]) => {
+    const run = runCli([...argv, '--store', path]);
+    commands.push(run);
+    return run;
+  };
+  const withStore = async <T>(work: (store: SessionStore) => Promise<T>): Promise<T> => {
+    const store = new SqliteSessionStore({ path });
+    try {
+      return await work(store);
+    } finally {
+      await store.close();
+    }
+  };
+  return {
+    async start(config, prompt, wait) {
+      onWait = wait;
+      useAgent(config);
+      await withStore(async (store) => (await DurableSession.open({ machine: createAgentMachine(config), store, sessionId })).close());
+      sigintBefore = process.listeners('SIGINT');
+      running = cli('sessions', 'send', sessionId, prompt, '--agent', CLI_AGENT);
+    },
+    steer: async () => {
+      throw new Unsupported('the CLI takes no message while its run goes: the run is in its process, and `sessions send` starts the next run');
+    },
+    async cancel() {
+      // Only a forked worker is a process of its own (a thread's pid is the runner's), and only
+      // with the command's handler there does SIGINT cancel the run rather than end the process.
+      if (!isMainThread || process.listenerCount('SIGINT') <= sigintBefore.length) throw new Error('no SIGINT handler of a running CLI command in this process');
+      // A signal arrives later; listeners run in the order they were added, so this one hears it once the command's has.
+      const heard = new Promise((resolve) => process.once('SIGINT', resolve));
+      process.kill(process.pid, 'SIGINT');
+      await heard;
+    },
+    async crash(config) {
+      // What a SIGKILL of the command's process leaves is what its store holds now (the call's
+      // start was committed before the tool ran): a copy of it is the store the next process
+      // opens. The command cut off goes on with a file nobody reads any more.
+      const copy = join(dir, `${sessionId}-after-crash.db`);
+      const db = openSqlite(path, { busyTimeoutMs: 5_000 });
+      try {
+        db.exec(`VACUUM INTO '${copy.replaceAll("'", "''")}'`);
+      } finally {
+        db.close();
+      }
+      path = copy;
+      useAgent(config);
+      running = undefined;
+    },
+    async result() {
+      let last = await (running ?? cli('sessions', 'resume', sessionId, '--agent', CLI_AGENT));
+      for (let round = 0; round < 5; round++) {
+        const context = await withStore((store) => storedContext(store, sessionId));
+        if (!runInFlight(context.brain)) {
+          const result = storedResult(context);
+          const outcome = result.outcome.type;
+          if (last.code !== exitCodeFor(outcome) || !last.out.includes(`outcome: ${outcome}`)) throw new Error(`the store says ${outcome}, ${said(last)}\n${last.out}`);
+          return result;
+        }
+        const doubts = await withStore((store) => storedDoubts(store, sessionId));
+        if (doubts.length === 0) throw new Unsupported(`the run waits for what the CLI does not decide: ${said(last)}`);
+        for (const request of doubts) {
+          const decided = await cli('sessions', 'doubt', sessionId, request.toolCallId, ...doubtArgs(onWait({ kind: 'doubt', request })));
+          if (decided.code !== 0) throw new Error(said(decided));
+        }
+        last = await cli('sessions', 'resume', sessionId, '--agent', CLI_AGENT);
+      }
+      throw new Error(`the CLI run did not end in 5 rounds of decisions: ${said(last)}`);
+    },
+    async dispose() {
+      await Promise.allSettled(commands);
+      // The command's process would have ended; here its Ctrl-C handler (kept after a first press) goes with it.
+      for (const listener of process.listeners('SIGINT')) if (!sigintBefore.includes(listener)) process.off('SIGINT', listener as () => void);
+    },
+  };
 }
 
 export type HostFactory = () => HostDriver;

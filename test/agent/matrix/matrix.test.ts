@@ -1,7 +1,8 @@
 /**
  * The conformance matrix, in process (issue 41): every feature scenario × every host that runs
  * in this process (the actor, runAgent, streamAgent, DurableSession on memory, a real SQLite file
- * and, with DATABASE_URL, PostgreSQL, AgentStepper, the chat handler through its Fetch handler).
+ * and, with DATABASE_URL, PostgreSQL, AgentStepper, the chat handler through its Fetch handler,
+ * the CLI through its `main`).
  * A cell declared tested runs the scenario and checks its result; a cell refused at run time
  * runs it and checks the refusal. With LOOPCHART_WRITE_MATRIX=1 the results are written to
  * docs/matrix.md (matrix-doc.test.ts checks that file against the declaration).
@@ -14,7 +15,7 @@ import { openSessionStore } from '../../../src/stores/open.js';
 import { MemorySessionStore } from '../../../src/stores/memory.js';
 import type { SessionStore } from '../../../src/stores/session-store.js';
 import { HOSTS, cellOf, renderMatrix, type CellResult, type HostId } from './cells.js';
-import { durableHost, inProcessHosts, type HostDriver } from './hosts.js';
+import { cliHost, durableHost, inProcessHosts, type HostDriver } from './hosts.js';
 import { runCell } from './run-cell.js';
 import { SCENARIOS } from './scenarios.js';
 
@@ -38,6 +39,7 @@ const drivers: Partial<Record<HostId, () => Promise<HostDriver>>> = {
   streamAgent: async () => inProcessHosts.streamAgent(),
   stepper: async () => inProcessHosts.stepper(),
   chat: async () => inProcessHosts.chat(),
+  cli: async () => cliHost(dir),
   'durable-memory': async () => {
     const store = await memory();
     return durableHost(() => store, 'memory');
