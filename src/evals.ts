@@ -41,6 +41,6 @@ export {
 } from './evals/scorers.js';
 export { judge, type JudgeOptions } from './evals/judge.js';
 export { runEval, scoreCase, type RunEvalOptions, type EvalReport, type CaseResult, type CaseScore, type ScorerSummary, type EvalProgress } from './evals/run-eval.js';
-export { formatTable, formatJson, formatJUnit } from './evals/report.js';
+export { formatTable, formatJson, formatJUnit, comparePath, type TableOptions } from './evals/report.js';
 export { evalCases, expectToPass, replayAgainst } from './evals/helpers.js';
 export { DatasetError, EvalCaseError, ScorerError, type EvalCaseProblem } from './evals/errors.js';

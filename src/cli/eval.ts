@@ -8,6 +8,8 @@ import { formatJUnit, formatJson, formatTable } from '../evals/report.js';
 import { runEval } from '../evals/run-eval.js';
 import type { EvalAgent } from '../evals/run-case.js';
 import type { Scorer } from '../evals/scorers.js';
+import type { SessionStore } from '../stores/session-store.js';
+import { DEFAULT_VIEWER_PORT, VIEWER_HOST } from '../viewer/server.js';
 import { importAgentModule } from './agent.js';
 import { CliError, UsageError } from './errors.js';
 import { escapeLine } from './escape.js';
@@ -35,6 +37,9 @@ options:
   -o, --out FILE    write the report there (the table still goes to stdout)
   --timeout MS      each case's runs must end within this (default 120000)
   --max-failed N    cases that may fail to run before the gate fails (default 0)
+  --keep-runs       keep each new run as a session in the store (--store, or LOOPCHART_STORE):
+                    a case that decides otherwise than its recording prints its side-by-side
+                    page, served by loopchart view from the same store
   --store, --schema, --session ID (repeatable), --prefix P: record: where and which sessions
 
 exit codes: 0 gate passed, 1 gate failed or an error, 2 bad usage`;
@@ -56,6 +61,7 @@ function parse(argv: string[]) {
       out: { type: 'string', short: 'o' },
       timeout: { type: 'string' },
       'max-failed': { type: 'string' },
+      'keep-runs': { type: 'boolean' },
       store: { type: 'string' },
       schema: { type: 'string' },
       session: { type: 'string', multiple: true },
@@ -96,24 +102,33 @@ export async function evalCommand(argv: string[], io: Io): Promise<number> {
   const resultsFile = values.results ?? `${dataset}/.results.jsonl`;
   if (values.fresh) await writeFile(resultsFile, '').catch(() => {});
   const scorers = values.scorers ? await loadScorers(values.scorers) : undefined;
-  const report = await runEval({
-    dataset,
-    agent: agentOf(values.agent),
-    ...(scorers && { scorers }),
-    model: values['dry-run'] ? 'recorded' : 'live',
-    liveTools: values['live-tools'] ? values['live-tools'].split(',').map((name) => name.trim()).filter(Boolean) : [],
-    concurrency: wholeNumber('--concurrency', values.concurrency, 4, 1),
-    timeoutMs: wholeNumber('--timeout', values.timeout, 120_000, 1),
-    maxFailedCases: wholeNumber('--max-failed', values['max-failed'], 0),
-    resultsFile,
-    onProgress: ({ done, total, caseId, status, ms }) => io.err(`[${done}/${total}] ${escapeLine(caseId)} ${status}${status === 'skipped' ? ' (in the results file)' : ` ${Math.round(ms)} ms`}`),
-  });
-  const text = format === 'json' ? formatJson(report) : format === 'junit' ? formatJUnit(report, dataset) : formatTable(report);
-  if (values.out) {
-    await writeFile(values.out, text);
-    io.out(formatTable(report));
-  } else io.out(text);
-  return report.passed ? 0 : 1;
+  const agentModule = values.agent;
+  const evaluate = async (store?: SessionStore) => {
+    const report = await runEval({
+      dataset,
+      agent: agentOf(agentModule),
+      ...(scorers && { scorers }),
+      ...(store && { store }),
+      model: values['dry-run'] ? 'recorded' : 'live',
+      liveTools: values['live-tools'] ? values['live-tools'].split(',').map((name) => name.trim()).filter(Boolean) : [],
+      concurrency: wholeNumber('--concurrency', values.concurrency, 4, 1),
+      timeoutMs: wholeNumber('--timeout', values.timeout, 120_000, 1),
+      maxFailedCases: wholeNumber('--max-failed', values['max-failed'], 0),
+      resultsFile,
+      onProgress: ({ done, total, caseId, status, ms }) => io.err(`[${done}/${total}] ${escapeLine(caseId)} ${status}${status === 'skipped' ? ' (in the results file)' : ` ${Math.round(ms)} ms`}`),
+    });
+    const table = formatTable(report, { viewerUrl: `http://${VIEWER_HOST}:${DEFAULT_VIEWER_PORT}` });
+    const text = format === 'json' ? formatJson(report) : format === 'junit' ? formatJUnit(report, dataset) : table;
+    if (values.out) {
+      await writeFile(values.out, text);
+      io.out(table);
+    } else io.out(text);
+    return report.passed ? 0 : 1;
+  };
+  if (!values['keep-runs']) return evaluate();
+  // The new runs go beside the recordings, so one viewer serves both sides of a case.
+  const location = parseLocation(values.store ?? process.env.LOOPCHART_STORE);
+  return withStore({ location, ...(values.schema !== undefined && { schema: values.schema }), full: false, io }, evaluate, noStore(location));
 }
 
 /**

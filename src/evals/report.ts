@@ -5,18 +5,40 @@ import type { EvalReport } from './run-eval.js';
  * one testcase per case, a failure per scorer it failed, an error for a case that did not run).
  */
 
+/**
+ * The viewer's page showing a case's recorded run and its new run side by side, decision by
+ * decision, the first difference marked: both sessions must be in the store the viewer serves
+ * (the new run is kept there by `runEval`'s `store`).
+ *
+ * @example
+ * ```ts
+ * const report = await runEval({ dataset: 'evals/support', agent: config, store });
+ * for (const { run } of report.cases) {
+ *   if (run?.sessionId && run.recordedSessionId) console.log(`http://127.0.0.1:4317${comparePath(run.recordedSessionId, run.sessionId)}`);
+ * }
+ * ```
+ */
+export const comparePath = (recordedSessionId: string, newSessionId: string): string => `/compare/${encodeURIComponent(recordedSessionId)}/${encodeURIComponent(newSessionId)}`;
+
+/** How `formatTable` prints a report. */
+export interface TableOptions {
+  /** The viewer's address (`http://127.0.0.1:4317`): each kept run's side-by-side page is printed under it. Default: the page's path alone. */
+  viewerUrl?: string | undefined;
+}
+
 const pad = (text: string, width: number) => (text.length > width ? `${text.slice(0, width - 1)}…` : text.padEnd(width));
 
 /**
  * The report as text: one line per scorer (mean, passed, errors, gate), the cases that failed a
- * scorer or did not run with why, the first differing decision of each case that has one, and the gate.
+ * scorer or did not run with why, the first differing decision of each case that has one (with
+ * its side-by-side page in the viewer when the new run was kept in a store), and the gate.
  *
  * @example
  * ```ts
- * console.log(formatTable(await runEval({ dataset: 'evals/support', agent: config })));
+ * console.log(formatTable(await runEval({ dataset: 'evals/support', agent: config }), { viewerUrl: 'http://127.0.0.1:4317' }));
  * ```
  */
-export function formatTable(report: EvalReport): string {
+export function formatTable(report: EvalReport, options: TableOptions = {}): string {
   const lines: string[] = [];
   lines.push(`${report.cases.length} case(s), ${report.failedCases} could not run, ${(report.ms / 1000).toFixed(1)} s`);
   lines.push('');
@@ -46,6 +68,8 @@ export function formatTable(report: EvalReport): string {
       lines.push(`  ${c.caseId}: step ${d.step} (run ${(d.recorded ?? d.got)!.run + 1})`);
       lines.push(`    recorded: ${d.recorded ? `${d.recorded.what}  [${d.recorded.rule}]` : '(the recording ends here)'}`);
       lines.push(`    now:      ${d.got ? `${d.got.what}  [${d.got.rule}]` : '(the new run ends here)'}`);
+      const { sessionId, recordedSessionId } = c.run!;
+      if (sessionId && recordedSessionId) lines.push(`    side by side: ${(options.viewerUrl ?? '').replace(/\/$/, '')}${comparePath(recordedSessionId, sessionId)}`);
     }
   }
   lines.push('', report.passed ? 'gate: passed' : `gate: FAILED\n${report.gateFailures.map((f) => `  ${f}`).join('\n')}`);

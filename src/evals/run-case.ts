@@ -9,6 +9,7 @@ import type { Message } from '../schemas.js';
 import { DurableSession } from '../sessions/durable-session.js';
 import { readSessionTrace, type TraceEntry } from '../sessions/trace.js';
 import { MemorySessionStore } from '../stores/memory.js';
+import type { SessionStore } from '../stores/session-store.js';
 import type { EvalCase } from './dataset.js';
 import { decisionsOf, firstDifference, type Decision, type DecisionDifference } from './decisions.js';
 import { EvalCaseError } from './errors.js';
@@ -31,6 +32,13 @@ export interface RunCaseOptions {
   timeoutMs?: number | undefined;
   /** For a dry run (`sessions replay --against`): a recorded tool the agent no longer has is a difference to show, not a failed case. */
   allowMissingTools?: boolean | undefined;
+  /**
+   * A store to keep the new run's session in, trace and all, for the viewer's side-by-side page
+   * (`comparePath`). Default: an in-memory store, dropped once the case is scored.
+   */
+  store?: SessionStore | undefined;
+  /** The new run's session id (default `eval-<case id>`); in a given `store` it must not exist yet. */
+  sessionId?: string | undefined;
 }
 
 /** One tool call of the new run and where its result came from. */
@@ -65,6 +73,10 @@ export interface CaseRun {
   decisions: Decision[];
   /** The first decision that differs from the recording's; null when none does; absent for a case without a recording. */
   difference?: DecisionDifference | null | undefined;
+  /** The new run's session, when it was kept in a store (`RunCaseOptions.store`). */
+  sessionId?: string | undefined;
+  /** The session the case was recorded from (absent for a hand-written case). */
+  recordedSessionId?: string | undefined;
 }
 
 const DEFAULT_TIMEOUT_MS = 120_000;
@@ -129,12 +141,14 @@ export async function runCase(evalCase: EvalCase, agent: EvalAgent, options: Run
   } catch (error) {
     throw new EvalCaseError(caseId, 'agent', `the agent's config is refused: ${messageOf(error)}`, { cause: error });
   }
-  const store = new MemorySessionStore();
-  const sessionId = `eval-${caseId}`;
+  const store = options.store ?? new MemorySessionStore();
+  const sessionId = options.sessionId ?? `eval-${caseId}`;
   const started = performance.now();
   let session: DurableSession | undefined;
   let stopAnswering = () => {};
   try {
+    // Opening a stored session would resume it: a new run gets a session of its own or none.
+    if (options.store && (await store.load(sessionId))) throw new EvalCaseError(caseId, 'run', `session '${sessionId}' already exists in the store: a new run needs a new session id`);
     session = await DurableSession.open({ machine, store, sessionId, ...(evalCase.history && { history: evalCase.history }) });
     stopAnswering = answerWaits(session.actor, {
       approve: (request) => world.approval({ id: request.toolCallId, name: request.toolName, args: request.args }) ?? { approved: false, reason: 'unrecorded approval: the recording has no decision for this call' },
@@ -154,7 +168,8 @@ export async function runCase(evalCase: EvalCase, agent: EvalAgent, options: Run
   }
   const ms = performance.now() - started;
   const trace = (await readSessionTrace(store, sessionId)).flatMap((record) => ('entry' in record ? [record.entry] : []));
-  return summarize(evalCase, trace, session.actor.getSnapshot().context.brain.context.history, sources, mode, ms);
+  const summary = summarize(evalCase, trace, session.actor.getSnapshot().context.brain.context.history, sources, mode, ms);
+  return options.store ? { ...summary, sessionId } : summary;
 }
 
 /** Waits for the session to be idle, cancelling the run past the deadline (then the case fails). */
@@ -198,7 +213,7 @@ function summarize(evalCase: EvalCase, trace: readonly TraceEntry[], messages: r
     ms,
     guardrails: trace.flatMap((entry) => (entry.type === 'guardrail' ? [{ name: entry.name, stage: entry.stage, verdict: entry.verdict?.type ?? 'error' }] : [])),
     decisions,
-    ...(evalCase.recording && { difference: firstDifference(decisionsOf(evalCase.recording.trace), decisions) }),
+    ...(evalCase.recording && { difference: firstDifference(decisionsOf(evalCase.recording.trace), decisions), recordedSessionId: evalCase.recording.sessionId }),
   };
 }
 

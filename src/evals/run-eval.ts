@@ -56,7 +56,7 @@ export interface EvalProgress {
   ms: number;
 }
 
-export interface RunEvalOptions extends Omit<RunCaseOptions, 'allowMissingTools'> {
+export interface RunEvalOptions extends Omit<RunCaseOptions, 'allowMissingTools' | 'sessionId'> {
   /** A dataset folder, or a loaded dataset. */
   dataset: string | Dataset;
   agent: EvalAgent;
@@ -72,6 +72,11 @@ export interface RunEvalOptions extends Omit<RunCaseOptions, 'allowMissingTools'
   /** Cases that may fail before the gate fails (default 0). */
   maxFailedCases?: number | undefined;
   onProgress?: ((progress: EvalProgress) => void) | undefined;
+  /**
+   * With `store`: names this evaluation's sessions there, `eval-<runId>-<case id>` (default: the
+   * start time and a random suffix, as `20261104T101500-3f2a`), so no two evaluations share one.
+   */
+  runId?: string | undefined;
 }
 
 const DEFAULT_SCORER_TIMEOUT_MS = 30_000;
@@ -135,6 +140,7 @@ export async function runEval(options: RunEvalOptions): Promise<EvalReport> {
     if (evalCase && result.run) Object.assign(result.scores, await scoreCase(evalCase, result.run, scorers.filter((s) => !(s.name in result.scores))));
   }
 
+  const runId = options.runId ?? `${new Date().toISOString().replace(/[-:]|\.\d+Z$/g, '')}-${Math.random().toString(16).slice(2, 6).padEnd(4, '0')}`;
   let next = 0;
   const worker = async () => {
     while (next < queue.length) {
@@ -142,7 +148,7 @@ export async function runEval(options: RunEvalOptions): Promise<EvalReport> {
       const t0 = performance.now();
       let result: CaseResult;
       try {
-        const run = await runCase(evalCase, options.agent, options);
+        const run = await runCase(evalCase, options.agent, { ...options, ...(options.store && { sessionId: `eval-${runId}-${evalCase.id}` }) });
         result = { caseId: evalCase.id, run, scores: await scoreCase(evalCase, run, scorers) };
       } catch (error) {
         result = failed(evalCase.id, error, 'run', scorers);

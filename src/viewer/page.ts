@@ -29,7 +29,8 @@ export const sessionPath = (sessionId: string): string => `/s/${encodeURICompone
 /** The page of a live actor `viewerInspector()` streams (ids chosen by the host, so encoded too). */
 export const actorPath = (actorId: string): string => `/a/${encodeURIComponent(actorId)}`;
 
-function document(title: string, body: string, options: { script?: string | undefined; connect?: boolean | undefined; after?: string | undefined } = {}): string {
+/** A whole page: the viewer's style, its Content-Security-Policy, `body` as given (already escaped). */
+export function document(title: string, body: string, options: { script?: string | undefined; connect?: boolean | undefined; after?: string | undefined } = {}): string {
   // An exported file has no server: no connection at all. A served page talks to its own origin only.
   const csp = [
     "default-src 'none'",

@@ -3,6 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { createAgentMachine } from '../../machines/agent.machine.js';
 import { LoopchartError } from '../errors.js';
 import type { Model } from '../model.js';
+import { readSessionTrace } from '../sessions/trace.js';
 import type { SessionStore } from '../stores/session-store.js';
 import { sessionIdProblem } from '../stores/step.js';
 import { clientScript } from './asset.js';
@@ -10,6 +11,7 @@ import { SessionFeeds, liveCursor } from './feed.js';
 import { localRequestProblem, pagePath, refuse, requestTarget, sendHtml as send } from './http.js';
 import { brainChart, chartOf, type ChartModel } from './chart.js';
 import { cachedViews } from './chart-layout.js';
+import { comparePage, comparePaths } from './compare.js';
 import { listSessionViews, loadSessionView } from './load.js';
 import { homePage, messagePage, SCHEDULES_PATH, schedulesPage, sessionPage, sessionPath } from './page.js';
 import type { PageData, SessionView } from './page-model.js';
@@ -107,7 +109,8 @@ export async function exportSessionHtml(store: SessionStore, sessionId: string):
 /**
  * Serves the viewer on 127.0.0.1: the home page (every session), a page per session (the
  * brain's statechart, the timeline, the conversation at any step), the store's schedules with
- * their last and next runs (`/schedules`, read only) and, for open pages, the
+ * their last and next runs (`/schedules`, read only), an eval case's recorded and new run side by
+ * side (`/compare/<recorded>/<new>`, see `comparePath` in loopchart/evals) and, for open pages, the
  * session's new steps as server-sent events, polled from the store. Resolves once it listens and
  * the two charts are laid out (ELK, in a worker thread; a second or two the first time in a process).
  *
@@ -131,6 +134,16 @@ export async function startViewer(options: ViewerOptions): Promise<RunningViewer
   // The charts are laid out (in a worker) while the server starts listening: no page waits for ELK's slow first run.
   const laidOut = chartLayouts(brainChart(), agentChart());
 
+  /** An eval case's two runs side by side: both sessions must be in the store (a 404 names the one that is not). */
+  const sendCompare = async (res: ServerResponse, recorded: string, got: string) => {
+    const known = new Set((await store.list()).map((summary) => summary.sessionId));
+    for (const id of [recorded, got]) {
+      if (sessionIdProblem(id) !== null || !known.has(id)) return send(res, 404, messagePage('Session not found', `There is no session '${id}' in ${label}: both runs must be in the store the viewer serves.`));
+    }
+    const [a, b] = await Promise.all([recorded, got].map((id) => readSessionTrace(store, id)));
+    return send(res, 200, comparePage({ sessionId: recorded, trace: a! }, { sessionId: got, trace: b! }));
+  };
+
   const handle = async (req: IncomingMessage, res: ServerResponse) => {
     const refused = localRequestProblem(req.headers, port, req.rawHeaders);
     if (refused) return refuse(res, refused.status, refused.code, refused.reason);
@@ -139,6 +152,8 @@ export async function startViewer(options: ViewerOptions): Promise<RunningViewer
     if (req.method !== 'GET') return send(res, 405, messagePage('Method not allowed', `${req.method} is not served here.`));
     if (url.pathname === '/') return send(res, 200, homePage(await listSessionViews(store), label, sessionPath, true));
     if (url.pathname === SCHEDULES_PATH) return send(res, 200, schedulesPage(await storedSchedules(store), label));
+    const compared = comparePaths(url.pathname);
+    if (compared) return sendCompare(res, compared.recorded, compared.got);
     const page = pagePath(url.pathname, 's');
     if (page === null || sessionIdProblem(page.id) !== null) return send(res, 404, messagePage('Not found', `Nothing is served at ${url.pathname}.`));
     const sessionId = page.id;

@@ -9,6 +9,9 @@ h1 { font-size: 18px; margin: 12px 0 6px; } h2 { font-size: 15px; margin: 10px 0
 header, #chart, main { padding: 0 16px; }
 main.home { display: block; } .home .table { overflow-x: auto; } .home table { border-collapse: collapse; width: 100%; } .home td.id { white-space: nowrap; } .home td, .home th { border-bottom: 1px solid var(--line); padding: 4px 8px; text-align: left; vertical-align: top; }
 tr.unreadable td { color: var(--bad); }
+.compare td.decision { width: 48%; } .compare .kind { color: var(--muted); font-size: 12px; } .compare .what { font-family: ui-monospace, monospace; overflow-wrap: anywhere; } .compare .rule { color: var(--muted); font-size: 12px; }
+.compare tr.first-difference td { background: color-mix(in srgb, var(--bad) 14%, transparent); border-top: 2px solid var(--bad); } .compare .marker { color: var(--bad); font-weight: 600; font-size: 12px; white-space: nowrap; }
+.compare tr.after-difference td { opacity: 0.6; } .compare td.ended { color: var(--muted); font-style: italic; }
 .error { color: var(--bad); font-weight: 600; }
 dl.facts { display: flex; flex-wrap: wrap; gap: 4px 18px; margin: 4px 0; } dl.facts div { display: flex; gap: 6px; } dt { color: var(--muted); } dd { margin: 0; overflow-wrap: anywhere; }
 #chart { display: grid; grid-template-columns: minmax(0, 1fr); gap: 6px; }

@@ -27,8 +27,9 @@ const RANKS = new Map<string, number>([
   ['sessions', 5],
   // Above the sessions it fires, below the viewer, which lists the schedules.
   ['schedules', 5.5],
+  // Above the sessions it runs, below the viewer, whose compare page shows its decision diff.
+  ['evals', 5.75],
   ['viewer', 6],
-  ['evals', 6],
   ['mcp-server', 6],
   ['memory', 6],
   ['http', 7],
