@@ -1,9 +1,9 @@
-import { and, assign as assignAction, enqueueActions as enqueueAction, sendTo as sendAction, setup, type ActorRefFrom, type AnyActorRef, type AnyStateMachine } from 'xstate';
+import { and, setup, type ActorRefFrom, type AnyActorRef, type AnyStateMachine } from 'xstate';
 import { feedBrain, stepTypeOf, takeStep } from '../src/agent/core/brain-state.js';
 import type { AgentConfig } from '../src/agent/core/config.js';
 import { compileAgent, markTraced, type CompiledAgent } from '../src/agent/core/compile.js';
-import { afterReply, answerOf, approvalKey, batchKey, compactionKey, deadlinePassed, deadlineRun, decisionPolicy, extrasFor, finalCallDue, guardsReply, guardVerdict, handoffOf, modelKey, outputCheckKey, overBudget, overrun, ownModel, pointKey, policyProblem, pruneReport, raiseRefusal, repeated, resetBatch, restoredContext, runnable, toolsetKey, undecided, verdictOf, initialContext } from '../src/agent/core/driver-rules.js';
-import { as, type AgentEvent } from '../src/agent/protocol/agent-event.js';
+import { afterReply, answerOf, approvalKey, batchKey, compactionKey, deadlinePassed, deadlineRun, decisionPolicy, extrasFor, finalCallDue, handoffOf, modelKey, overBudget, overrun, ownModel, pointKey, policyProblem, pruneReport, raiseRefusal, repeated, resetBatch, restoredContext, runnable, toolsetKey, undecided, verdictOf, initialContext } from '../src/agent/core/driver-rules.js';
+import { as } from '../src/agent/protocol/agent-event.js';
 import { APPROVALS_OPERATION, approvalEventOf, approvalResumeProblem } from '../src/agent/approvals/approval-events.js';
 import { doubtRequests, markedInDoubt } from '../src/agent/in-doubt/in-doubt.js';
 
@@ -22,7 +22,7 @@ import { composeExecutors, type Executor } from '../src/agent/protocol/executor.
 import { fromIo, ioLogic, type IoDeps, type IoRequest } from '../src/agent/core/io.js';
 
 import { ToolPolicyError } from '../src/agent/approvals/tool-policy.js';
-import * as guard from '../src/agent/guardrails/guardrails.js';
+import { guardrailImplementations } from '../src/agent/guardrails/implementations.js';
 import { handoffLimitReached } from '../src/agent/handoffs/handoffs.js';
 import { inputRefused } from '../src/agent/core/actor-input.js';
 import { fromTelemetry, resumeTrace, traceMark, type TraceMark } from '../src/agent/tracing/trace-marks.js';
@@ -45,46 +45,14 @@ import { beginFinalCall } from '../src/agent/structured-output/structured-output
  * the brain. The rules live in `src/agent/core/run-rules.ts`; here every action is one line.
  */
 
-import { outputOf, runInFlight, type AgentEmitted, type AgentInput, type AgentOutput } from '../src/agent/protocol/actor-types.js';
+import { outputOf, runInFlight, type AgentInput } from '../src/agent/protocol/actor-types.js';
 import * as act from '../src/agent/core/driver-actions.js';
-
-type Args = { context: AgentContext; event: AgentEvent };
-
-/** Performs an action's effects in their order (see `Effect`). */
-function perform(
-  enqueue: { assign(patch: Partial<AgentContext>): void; emit(event: AgentEmitted): void; sendTo(target: 'io', event: IoRequest): void },
-  effects: readonly act.Effect[],
-): void {
-  for (const effect of effects) {
-    if ('assign' in effect) enqueue.assign(effect.assign);
-    else if ('emit' in effect) enqueue.emit(effect.emit);
-    else enqueue.sendTo('io', effect.send);
-  }
-}
-
-/** The types the chart, its guards and its actions share. */
-const types = {
-  context: {} as AgentContext,
-  events: {} as AgentEvent,
-  input: {} as AgentInput | void,
-  output: {} as AgentOutput,
-  emitted: {} as AgentEmitted,
-};
-const { assign, emit, enqueueActions, sendTo } = setup({ types });
-
-/** Action creators for the actions the chart gives params (`{ type: 'openPoint', params: 'beforeTools' }`). */
-const assignWith = <P>(fn: (args: Args, params: P) => Partial<AgentContext>) =>
-  assignAction<AgentContext, AgentEvent, P, AgentEvent, never>((args, params) => fn(args, params));
-const sendWith = <P>(fn: (args: Args, params: P) => IoRequest) =>
-  sendAction<AgentContext, AgentEvent, P, AnyActorRef, AgentEvent, never, never>('io', (args: Args, params: P) => fn(args, params));
-const enqueueWith = <P>(fn: (args: Args, params: P) => readonly act.Effect[]) =>
-  enqueueAction<AgentContext, AgentEvent, P, AgentEvent, never, never, never, never, AgentEmitted>(({ context, event, enqueue }, params) =>
-    perform(enqueue, fn({ context, event }, params)),
-  );
+import { assign, assignWith, bind, effectsWith, emit, sendTo, sendWith, types, type Args } from '../src/agent/core/bind.js';
+import { toolStarted } from '../src/agent/core/effects.js';
 
 /** The chart's guards for one compiled agent: each a one-line question to a rule. */
 function guardsOf(agent: CompiledAgent) {
-  const { plan, pruning, models, maxCalls, guardrails, gated, usageLimit, hasSources } = agent;
+  const { plan, pruning, models, maxCalls, gated, usageLimit, hasSources } = agent;
   const stepIs = (type: Step['type']) => ({ context }: Args) => stepTypeOf(context.brain, decisionPolicy(agent, context)) === type;
   const fromCurrent = (key: (context: AgentContext) => string) => ({ context, event }: Args) =>
     fromIo(event) && (event as { key: string }).key === key(context);
@@ -113,12 +81,6 @@ function guardsOf(agent: CompiledAgent) {
   operationFailure: ({ event }: Args) => event.type === 'io.failed' && OperationError.isInstance(event.error),
   shouldPrune: ({ context }: Args) => !context.brain.context.cancelled && pendingPrune(context.brain, context.policy, pruning, agent.config.pruner) !== null,
   callLLM: stepIs('CallLLM'),
-  inputGuardDue: ({ context }: Args) => guard.inputCheckDue(guardrails, context.guard, context.brain.context.turnsTaken, guard.inputCheckKey(context)),
-  outputGuardDue: ({ context, event }: Args) => guardsReply(agent, context, event),
-  guardOpen: ({ context }: Args) => !!context.guard?.check,
-  guardUndecided: ({ context }: Args) => guardVerdict(agent, context).type === 'open',
-  guardTripped: ({ context }: Args) => guardVerdict(agent, context).type === 'tripped',
-  currentGuardCheck: ({ context, event }: Args) => fromIo(event) && context.guard?.check?.key === (event as { key: string }).key,
   callTools: stepIs('CallTools'),
   repetitionNoted: ({ context }: Args) => repeated(agent, context).type === 'note',
   repetitionSeals: ({ context }: Args) => repeated(agent, context).type === 'seal',
@@ -161,19 +123,20 @@ function guardsOf(agent: CompiledAgent) {
 /** The actions that start, step, pause and end a run. */
 function runActions(agent: CompiledAgent) {
   const { clock, plan, pruning, maxCalls, structured, usageLimit, tracing } = agent;
+  const rule = bind(agent);
   return {
-  beginRun: assign(({ context, event }) => act.beginRun(agent, context, event)),
-  emitRunStarted: emit(({ context, event }) => act.emitRunStarted(agent, context, event)),
+  beginRun: rule.assign(act.beginRun),
+  emitRunStarted: rule.emit(act.emitRunStarted),
   recordCancelGrace: assign({ cancelGraceMs: ({ event }) => as(event, 'cancel').graceMs ?? DEFAULT_CANCEL_GRACE_MS }),
   takeStep: assign({ brain: ({ context }) => takeStep(context.brain, decisionPolicy(agent, context)) }),
   beginFinalCall: assign(({ context }) => beginFinalCall(structured!, context.brain, context.outputState, finalCallDue(agent, context)!)),
   rewindBrain: assign({ brain: ({ context, event }) => feedBrain(context.brain, { type: 'rewindTo', len: as(event, 'rewind').len }) }),
-  sealOverBudget: assign(({ context, event }) => act.sealOverBudget(agent, context, event)),
-  sealAtDeadline: assign(({ context, event }) => act.sealAtDeadline(agent, context, event)),
-  noteRepetition: enqueueActions(({ context, event, enqueue }) => perform(enqueue, act.noteRepetition(agent, context, event))),
-  sealRepetition: assign(({ context, event }) => act.sealRepetition(agent, context, event)),
+  sealOverBudget: rule.assign(act.sealOverBudget),
+  sealAtDeadline: rule.assign(act.sealAtDeadline),
+  noteRepetition: rule.effects(act.noteRepetition),
+  sealRepetition: rule.assign(act.sealRepetition),
   markPaused: assign({ budgetPause: ({ context }) => pausedAt(context.budgetPause, clock()) }),
-  emitBudgetPaused: enqueueActions(({ context, event, enqueue }) => perform(enqueue, act.emitBudgetPaused(agent, context, event))),
+  emitBudgetPaused: rule.effects(act.emitBudgetPaused),
   raiseBudget: assign({ budgetPause: ({ context, event }) => raisedBy(context.budgetPause, raiseOf(event as never)!, clock()) }),
   pauseOnUsageLimit: assign({
     budgetPause: ({ context, event }) => {
@@ -184,77 +147,71 @@ function runActions(agent: CompiledAgent) {
   liftUsageLimit: assign({ budgetPause: ({ context }) => limitLifted(context.budgetPause, clock()) }),
   refuseRaise: emit(({ context, event }) => ({ type: 'event.rejected' as const, event: event.type, reason: raiseRefusal(agent, context, event)! })),
   openPoint: assignWith<OperationHook>(({ context }, hook) => ({ operations: openPoint(context.operations, plan, hook, pointKey(context, hook)) })),
-  requestOperations: sendTo('io', ({ context, event }) => act.requestOperations(agent, context, event)),
-  applyOperated: enqueueActions(({ context, event, enqueue }) => perform(enqueue, act.acceptOperated(agent, context, event))),
-  emitOperationYielded: emit(({ context, event }) => act.emitOperationYielded(agent, context, event)),
+  requestOperations: rule.send(act.requestOperations),
+  applyOperated: rule.effects(act.acceptOperated),
+  emitOperationYielded: rule.emit(act.emitOperationYielded),
   applyResume: assign({
     operations: ({ context, event }) => applyResumed(context.operations, plan, (verdictOf(agent, context, event) as Extract<ResumeVerdict, { type: 'accepted' }>).output),
   }),
-  failOperation: enqueueActions(({ context, event, enqueue }) => perform(enqueue, act.failOperation(agent, context, event))),
-  refreshExtras: assign(({ context, event }) => act.refreshExtras(agent, context, event)),
+  failOperation: rule.effects(act.failOperation),
+  refreshExtras: rule.assign(act.refreshExtras),
   prune: assign({ brain: ({ context }) => applyPrune(context.brain, pendingPrune(context.brain, context.policy, pruning, agent.config.pruner)!) }),
   emitPruned: emit(({ context }) => ({ type: 'prune.finished' as const, ...pruneReport(agent, context) })),
   trace: ({ context, event, self }: Args & { self: AnyActorRef }, mark: TraceMark) =>
     tracing && traceMark(tracing, mark, { context, event, self, prune: () => pruneReport(agent, context), waiting: () => waitingCalls(context, maxCalls) }),
-  recordTrace: assign(({ context, event }) => act.recordTrace(agent, context, event)),
-  openInputCheck: assign({ guard: ({ context }) => guard.openCheck(context.guard, guard.inputCheckKey(context), 'input') }),
-  holdReply: assign({ guard: ({ context, event }) => guard.openCheck(context.guard, outputCheckKey(context), 'output', as(event, 'io.replied').reply) }),
-  recordGuardVerdict: assign({ guard: ({ context, event }) => guard.withVerdict(context.guard!, as(event, 'io.guarded').name, as(event, 'io.guarded').verdict) }),
-  requestGuardrails: enqueueActions(({ context, event, enqueue }) => perform(enqueue, act.requestGuardrails(agent, context, event))),
-  /** The check is decided (guardrails.ts): the input passes or trips; an output check's held reply is applied, with feedback, or trips. */
-  settleGuard: enqueueActions(({ context, event, enqueue }) => perform(enqueue, act.settleGuard(agent, context, event))),
-  failGuardrail: assign(({ context, event }) => act.failGuardrail(agent, context, event)),
+  recordTrace: rule.assign(act.recordTrace),
   };
 }
 
 /** The actions that hand a step to the IO and take its result back. */
 function stepActions(agent: CompiledAgent) {
   const { plan, maxCalls } = agent;
+  const rule = bind(agent);
   return {
-  requestModel: sendTo('io', ({ context, event }) => act.requestModel(agent, context, event)),
+  requestModel: rule.send(act.requestModel),
   requestToolset: sendTo('io', ({ context }): IoRequest => ({ type: 'toolset', key: toolsetKey(context) })),
   // The run's first estimate counted the agent's own tools: the listed ones join the measure now.
-  recordOffered: assign(({ context, event }) => act.recordOffered(agent, context, event)),
+  recordOffered: rule.assign(act.recordOffered),
   /** Hands the runnable calls to the IO; `announce`: the IO reports each start (else the chart did, see announceBatch). */
   requestTools: sendWith<boolean>(({ context }, announce) => act.requestTools(agent, context, announce)),
   markInDoubt: assign({ doubt: ({ context, event }) => markedInDoubt(context.doubt, as(event, 'io.toolInDoubt').call.id) }),
   emitInDoubt: emit(({ context }) => ({ type: 'tool.inDoubt' as const, ...doubtRequests(context) })),
   /** A person's decision for a call in doubt, bound to the call as shown; a refused one changes nothing. */
-  decideDoubt: enqueueActions(({ context, event, enqueue }) => perform(enqueue, act.decideDoubt(agent, context, event))),
+  decideDoubt: rule.effects(act.decideDoubt),
   /**
    * A new batch, on the common path: every call shows up in a UI's trace at once. Calls answered
    * up front (an unknown tool, past the per-reply limit) start and finish here; the others start,
    * handed to the IO in the same step.
    */
-  announceBatch: enqueueActions(({ context, event, enqueue }) => perform(enqueue, act.announceBatch(agent, context, event))),
-  requestApprovals: sendTo('io', ({ context, event }) => act.requestApprovals(agent, context, event)),
-  requestCompaction: sendTo('io', ({ context, event }) => act.requestCompaction(agent, context, event)),
+  announceBatch: rule.effects(act.announceBatch),
+  requestApprovals: rule.send(act.requestApprovals),
+  requestCompaction: rule.send(act.requestCompaction),
   abortIo: sendTo('io', { type: 'abort' } satisfies IoRequest),
   /** A decision or steer for a child run goes down to the call that runs it (see `routedEvent`). */
-  forwardToChild: enqueueActions(({ context, event, enqueue }) => perform(enqueue, act.forwardToChild(agent, context, event))),
+  forwardToChild: rule.effects(act.forwardToChild),
   /** A child's wait for a human shows at the parent (qualified ids); its usage joins the run once. */
-  acceptSubagentReport: enqueueActions(({ context, event, enqueue }) => perform(enqueue, act.acceptSubagentReport(agent, context, event))),
+  acceptSubagentReport: rule.effects(act.acceptSubagentReport),
   // Checked against the tools the model was offered: the run's recorded set (see ToolSource).
   acceptReply: assign(({ context, event }) => afterReply(agent, context, answerOf(agent, context, event))),
-  emitOutputRejected: enqueueActions(({ context, event, enqueue }) => perform(enqueue, act.emitOutputRejected(agent, context, event))),
-  emitTurnFinished: emit(({ context, event }) => act.emitTurnFinished(agent, context, event)),
+  emitOutputRejected: rule.effects(act.emitOutputRejected),
+  emitTurnFinished: rule.emit(act.emitTurnFinished),
   journalToolResult: assign({ toolJournal: ({ context, event }) => journalResult(context.toolJournal, as(event, 'io.toolFinished').result) }),
-  emitToolStarted: emit(({ context, event }) => act.toolStarted(context, as(event, 'io.toolStarted').call)),
-  emitToolFinished: emit(({ context, event }) => act.emitToolFinished(agent, context, event)),
+  emitToolStarted: emit(({ context, event }) => toolStarted(context, as(event, 'io.toolStarted').call)),
+  emitToolFinished: rule.emit(act.emitToolFinished),
   acceptToolResults: assign(({ context }) => ({ brain: applyToolResults(context, maxCalls), ...resetBatch(agent, context) })),
-  handOff: assign(({ context, event }) => act.handOff(agent, context, event)),
-  refuseHandoff: assign(({ context, event }) => act.refuseHandoff(agent, context, event)),
+  handOff: rule.assign(act.handOff),
+  refuseHandoff: rule.assign(act.refuseHandoff),
   emitHandoff: emit(({ context }) => ({ type: 'agent.handoff' as const, run: context.runIndex, turn: context.brain.context.turnsTaken, ...context.agent! })),
-  awaitApproval: enqueueActions(({ context, event, enqueue }) => perform(enqueue, act.awaitApproval(agent, context, event))),
-  emitApprovalRequested: emit(({ context, event }) => act.emitApprovalRequested(agent, context, event)),
-  emitApprovalYielded: emit(({ context, event }) => act.emitApprovalYielded(agent, context, event)),
-  recordDecision: enqueueActions(({ context, event, enqueue }) => perform(enqueue, act.recordDecision(agent, context, event))),
-  acceptCompaction: assign(({ context, event }) => act.acceptCompaction(agent, context, event)),
-  emitCompactionFinished: emit(({ context, event }) => act.emitCompactionFinished(agent, context, event)),
-  fallBack: enqueueActions(({ context, event, enqueue }) => perform(enqueue, act.fallBack(agent, context, event))),
+  awaitApproval: rule.effects(act.awaitApproval),
+  emitApprovalRequested: rule.emit(act.emitApprovalRequested),
+  emitApprovalYielded: rule.emit(act.emitApprovalYielded),
+  recordDecision: rule.effects(act.recordDecision),
+  acceptCompaction: rule.assign(act.acceptCompaction),
+  emitCompactionFinished: rule.emit(act.emitCompactionFinished),
+  fallBack: rule.effects(act.fallBack),
   failWith: assignWith<FailureType>(({ context, event }, type) => ({ brain: feedBrain(context.brain, { type: 'fail', error: errorInfo(type, as(event, 'io.failed').error) }) })),
   /** Seed 003: operations keep what the interrupted step received, calls are answered once, the run ends Cancelled. */
-  cancelRun: enqueueActions(({ context, event, enqueue }) => perform(enqueue, act.cancelRun(agent, context, event))),
+  cancelRun: rule.effects(act.cancelRun),
   /** A hook that returned while the run was being cancelled: its state is kept, nothing else it asked for. */
   keepOperatedState: assign({
     operations: ({ context, event }) => {
@@ -262,12 +219,12 @@ function stepActions(agent: CompiledAgent) {
       return output && 'state' in output ? applyOperated(context.operations, plan, index, { state: output.state }) : context.operations;
     },
   }),
-  sealRun: assign(({ context, event }) => act.sealRun(agent, context, event)),
+  sealRun: rule.assign(act.sealRun),
   steerRun: assign({
     brain: ({ context, event }) => feedBrain(context.brain, { type: 'steer', message: asUserMessage(as(event, 'steer').message) }),
   }),
   changePolicy: assign({ policy: ({ context, event }) => PolicySchema.parse({ ...context.policy, ...as(event, 'policy').policy }) }),
-  rejectPolicy: emit(({ context, event }) => act.rejectPolicy(agent, context, event)),
+  rejectPolicy: rule.emit(act.rejectPolicy),
   rejectEvent: emit(({ event, self }) => ({
     type: 'event.rejected' as const,
     event: (event.type === 'event.malformed' ? event.of : String(event.type)).slice(0, 100),
@@ -280,17 +237,18 @@ function stepActions(agent: CompiledAgent) {
         ? (verdictOf(agent, self.getSnapshot().context, event) as { reason: string }).reason
         : `not accepted now (the agent is ${JSON.stringify(self.getSnapshot().value)})`),
   })),
-  emitTextDelta: emit(({ context, event }) => act.emitTextDelta(agent, context, event)),
+  emitTextDelta: rule.emit(act.emitTextDelta),
   /** A model call starts: its attempt is counted (stored before it runs); a later one voids the text before it. */
-  startAttempt: enqueueWith<'retry' | 'resumed'>(({ context }, reason) => act.startAttempt(agent, context, reason)),
-  emitRetry: emit(({ context, event }) => act.emitRetry(agent, context, event)),
-  finishRun: assign(({ context, event }) => act.finishRun(agent, context, event)),
-  emitRunFinished: emit(({ context, event }) => act.emitRunFinished(agent, context, event)),
+  startAttempt: effectsWith<'retry' | 'resumed'>(({ context }, reason) => act.startAttempt(agent, context, reason)),
+  emitRetry: rule.emit(act.emitRetry),
+  finishRun: rule.assign(act.finishRun),
+  emitRunFinished: rule.emit(act.emitRunFinished),
   };
 }
 
 /** What the chart runs with for one compiled agent: its IO actor, delays, guards and actions. */
 function implementationsOf(agent: CompiledAgent) {
+  const guardrails = guardrailImplementations(agent);
   return {
     actors: { io: ioLogic(agent.io) },
     delays: {
@@ -299,8 +257,8 @@ function implementationsOf(agent: CompiledAgent) {
       // No time budget: undefined, and XState arms no timer (the after event is raised and its guards refuse it).
       budgetDeadline: ({ context }: Args) => deadlineDelay(agent.budget, deadlineRun(context), agent.clock()) as number,
     },
-    guards: guardsOf(agent),
-    actions: { ...runActions(agent), ...stepActions(agent) },
+    guards: { ...guardsOf(agent), ...guardrails.guards },
+    actions: { ...runActions(agent), ...stepActions(agent), ...guardrails.actions },
   };
 }
 

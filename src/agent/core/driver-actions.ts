@@ -6,7 +6,7 @@
 import { conversationOf, feedBrain, firstPending, pendingCalls } from './brain-state.js';
 
 import { type CompiledAgent } from './compile.js';
-import { afterReply, answerOf, deadlinePassed, approvalKey, batchKey, compactionKey, conversation, extrasFor, guardVerdict, handoffOf, modelKey, offeredTools, overBudget, overrun, ownModel, ownOffered, policyProblem, repeated, replyApplied, resetBatch, runnable, speakerView, stopRun, toolsetKey, undecided, verdictOf } from './driver-rules.js';
+import { answerOf, deadlinePassed, approvalKey, batchKey, compactionKey, conversation, extrasFor, handoffOf, modelKey, offeredTools, overBudget, overrun, ownModel, ownOffered, policyProblem, repeated, resetBatch, runnable, speakerView, stopRun, toolsetKey, undecided, verdictOf } from './driver-rules.js';
 import { as, type AgentEvent } from '../protocol/agent-event.js';
 import { APPROVALS_OPERATION, approvalEventOf } from '../approvals/approval-events.js';
 import { decisionFor, deniedResult, takeDecision } from '../approvals/approvals.js';
@@ -33,26 +33,15 @@ import { applyPolicyVerdicts } from '../approvals/tool-policy.js';
 import * as guard from '../guardrails/guardrails.js';
 
 import { NO_USAGE, applyCompactionPass, applyToolResults, asUserMessage, batchResults, errorInfo, finishBrain, interruptBatch, journalResult, startRun, waitingCalls, withExtras, withListedTools } from './run-rules.js';
-import type { ModelReply } from '../../model.js';
-import { type ToolCall, type ToolMessage, type UserMessage } from '../../schemas.js';
+import { type UserMessage } from '../../schemas.js';
 
 import { childUsageCounted, qualifiedCallId, qualifiedCalls, routedEvent, type RoutableEvent } from '../subagents/subagents.js';
 
-import { FRESH_OUTPUT_STATE, judgeAnswer, withOutput } from '../structured-output/structured-output.js';
+import { FRESH_OUTPUT_STATE, withOutput } from '../structured-output/structured-output.js';
 
 import type { AgentEmitted } from '../protocol/actor-types.js';
+import { toolFinished, toolStarted, type Effect } from './effects.js';
 import { outputOf } from '../protocol/actor-types.js';
-
-/** One thing an action does, in order: change the context, emit an event, or send the IO a request. */
-export type Effect = { assign: Partial<AgentContext> } | { emit: AgentEmitted } | { send: IoRequest };
-
-const pickUsage = ({ runUsage, sessionUsage, models }: Pick<AgentContext, 'runUsage' | 'sessionUsage' | 'models'>) => ({ runUsage, sessionUsage, ...(models && { models }) });
-
-/** A tool's start or end as listeners get it, with its delivery id. */
-export const toolStarted = (context: AgentContext, call: ToolCall) =>
-  ({ type: 'tool.started', id: deliveryIds.toolStarted(context.runIndex, context.brain.context.turnsTaken, call.id), call }) as const;
-export const toolFinished = (context: AgentContext, call: ToolCall, result: ToolMessage) =>
-  ({ type: 'tool.finished', id: deliveryIds.toolFinished(context.runIndex, context.brain.context.turnsTaken, call.id), call, result }) as const;
 
 export function beginRun(agent: CompiledAgent, context: AgentContext, event: AgentEvent): Partial<AgentContext> {
   return {
@@ -187,46 +176,6 @@ export function refreshExtras(agent: CompiledAgent, context: AgentContext, event
 export function recordTrace(agent: CompiledAgent, context: AgentContext, event: AgentEvent): Partial<AgentContext> {
   const { runIndex, traceparent } = as(event, 'telemetry.traced');
   return runIndex === context.runIndex ? { trace: traceparent } : {};
-}
-
-export function requestGuardrails(agent: CompiledAgent, context: AgentContext, event: AgentEvent): Effect[] {
-  const out: Effect[] = [];
-  const check = context.guard!.check!;
-  const names = guard.undecidedGuardrails(agent.guardrails!, check).map((guardrail) => guardrail.name);
-  const { turnsTaken } = context.brain.context;
-  const judged = check.stage === 'output' ? guard.judgedText(agent.structured, judgeAnswer(agent.structured, context.brain, context.outputState, check.reply as ModelReply)) : null;
-  const about = judged ?? { text: firstPending(context.brain)!.content };
-  const request = { type: 'guardrails', key: check.key, stage: check.stage, names, turn: turnsTaken + 1, sessionId: context.sessionId, ...about } as const;
-  if (names.length > 0) out.push({ send: { ...request, conversation: judged ? conversation(context) : conversation(context).discardPending() } satisfies IoRequest });
-  return out;
-}
-
-/** The check is decided (guardrails.ts): the input passes or trips; an output check's held reply is applied, with feedback, or trips. */
-export function settleGuard(agent: CompiledAgent, context: AgentContext, event: AgentEvent): Effect[] {
-  const out: Effect[] = [];
-  const outcome = guardVerdict(agent, context) as Exclude<guard.GuardOutcome, { type: 'open' }>;
-  const { stage, reply } = context.guard!.check!;
-  const settled = { guard: guard.settledGuard(context.guard!, outcome) };
-  const judged = stage === 'output' ? judgeAnswer(agent.structured, context.brain, context.outputState, reply as ModelReply) : null;
-  if (outcome.type === 'tripped') {
-    out.push({ emit: { type: 'guardrail.tripped', error: new guard.GuardrailTrippedError(outcome.guardrail, outcome.message) } });
-    const spent = judged ? pickUsage(replyApplied(agent, context, judged)) : {};
-    return [...out, { assign: { ...settled, ...spent, brain: stopRun(agent, context, { type: 'Failed', error: guard.trippedFailure(outcome) }) } }];
-  }
-  if (!judged) return [...out, { assign: settled }];
-  const turn = context.brain.context.turnsTaken + 1;
-  if (outcome.type === 'feedback') out.push({ emit: { type: 'guardrail.feedback', turn, message: outcome.message } });
-  const steered = outcome.type === 'feedback' ? feedBrain(judged.brain, { type: 'steer', message: guard.guardFeedbackMessage(outcome.message) }) : judged.brain;
-  out.push({ assign: { ...afterReply(agent, context, { ...judged, brain: steered }), ...settled } });
-  out.push({ emit: { type: 'turn.finished', id: deliveryIds.reply(context.runIndex, turn, context.attempt?.attempt ?? 1), turn, reply: reply as ModelReply } });
-  return out;
-}
-
-export function failGuardrail(agent: CompiledAgent, context: AgentContext, event: AgentEvent): Partial<AgentContext> {
-  return {
-    ...resetBatch(agent, context),
-    brain: stopRun(agent, context, { type: 'Failed', error: errorInfo('GuardrailError', as(event, 'io.failed').error) }),
-  };
 }
 
 export function requestModel(agent: CompiledAgent, context: AgentContext, event: AgentEvent): IoRequest {

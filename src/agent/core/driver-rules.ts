@@ -17,7 +17,6 @@ import type { AgentInput } from '../protocol/actor-types.js';
 import { freshContext } from './actor-input.js';
 import { logOf, type MessageLog } from '../../brain/message-log.js';
 import { activeModelProblem, bookUsage, totalCost } from '../fallback/fallback.js';
-import * as guard from '../guardrails/guardrails.js';
 import { activeAgentProblem, presentHistory, settleHandoff, speakerOf } from '../handoffs/handoffs.js';
 import { isInDoubt, restoredDoubt } from '../in-doubt/in-doubt.js';
 import { promptParts } from '../operations/operation-context.js';
@@ -171,10 +170,6 @@ export const compactionKey = (context: AgentContext) => serviceKey(context, cont
 /** The key of the current batch's approval check. */
 export const approvalKey = (context: AgentContext) => keyOf({ kind: 'approvals', ...turnAt(context, context.brain.context.turnsTaken) });
 
-/** The output guardrail check of the reply the current model call brought. */
-export const outputCheckKey = (context: AgentContext) =>
-  keyOf({ kind: 'guardCheck', stage: 'output', ...turnAt(context, context.brain.context.turnsTaken + 1) });
-
 /** The key of the run's `toolset` step (tool sources listed once per run). */
 export const toolsetKey = (context: AgentContext) => keyOf({ kind: 'toolset', session: context.sessionId, run: context.runIndex });
 
@@ -210,13 +205,6 @@ export const replyApplied = (agent: CompiledAgent, context: AgentContext, answer
     ...(context.models && { models: bookUsage(context.models, answer.reply.usage) }),
   };
 };
-
-/** The open guardrail check's outcome (see guardrails.ts); a final call leaves no turn for feedback. */
-export const guardVerdict = (agent: CompiledAgent, context: AgentContext) => guard.guardOutcome(agent.guardrails!, context.guard!.check!, context.guard!.feedbacks, !context.outputState?.finalCall);
-
-/** A reply that would complete the run waits for the output agent.guardrails first. */
-export const guardsReply = (agent: CompiledAgent, context: AgentContext, event: AgentEvent) =>
-  !!agent.guardrails?.output.length && guard.completes(replyApplied(agent, context, answerOf(agent, context, event)).brain);
 
 /** A reply applied, its afterReply point opened (unless the reply failed the run). */
 export const afterReply = (agent: CompiledAgent, context: AgentContext, answer: AnswerStep) => {

@@ -1,0 +1,99 @@
+/**
+ * Guardrails in the driver: the chart's guards and actions for them, and the rules those read
+ * over the compiled agent and the run's context (the checks themselves are in guardrails.ts,
+ * their IO in io.ts). An input check opens before the run's first model call; a reply that would
+ * complete the run is held until the output check is decided.
+ */
+import type { ModelReply } from '../../model.js';
+import { bind, assign, type Args } from '../core/bind.js';
+import { firstPending, feedBrain } from '../core/brain-state.js';
+import type { CompiledAgent } from '../core/compile.js';
+import type { AgentContext } from '../core/context.js';
+import { afterReply, answerOf, conversation, replyApplied, resetBatch, stopRun } from '../core/driver-rules.js';
+import type { Effect } from '../core/effects.js';
+import { errorInfo } from '../core/run-rules.js';
+import { as, type AgentEvent } from '../protocol/agent-event.js';
+import { deliveryIds } from '../protocol/delivery.js';
+import { fromIo, type IoRequest } from '../protocol/io-protocol.js';
+import { keyOf, turnAt } from '../protocol/keys.js';
+import { judgeAnswer } from '../structured-output/structured-output.js';
+import * as guard from './guardrails.js';
+
+/** The output guardrail check of the reply the current model call brought. */
+export const outputCheckKey = (context: AgentContext) =>
+  keyOf({ kind: 'guardCheck', stage: 'output', ...turnAt(context, context.brain.context.turnsTaken + 1) });
+
+/** The open guardrail check's outcome (see guardrails.ts); a final call leaves no turn for feedback. */
+export const guardVerdict = (agent: CompiledAgent, context: AgentContext) => guard.guardOutcome(agent.guardrails!, context.guard!.check!, context.guard!.feedbacks, !context.outputState?.finalCall);
+
+/** A reply that would complete the run waits for the output guardrails first. */
+export const guardsReply = (agent: CompiledAgent, context: AgentContext, event: AgentEvent) =>
+  !!agent.guardrails?.output.length && guard.completes(replyApplied(agent, context, answerOf(agent, context, event)).brain);
+
+const pickUsage = ({ runUsage, sessionUsage, models }: Pick<AgentContext, 'runUsage' | 'sessionUsage' | 'models'>) => ({ runUsage, sessionUsage, ...(models && { models }) });
+
+/** Asks the IO for the verdicts of the check's guardrails that have none yet. */
+export function requestGuardrails(agent: CompiledAgent, context: AgentContext, _event: AgentEvent): Effect[] {
+  const out: Effect[] = [];
+  const check = context.guard!.check!;
+  const names = guard.undecidedGuardrails(agent.guardrails!, check).map((guardrail) => guardrail.name);
+  const { turnsTaken } = context.brain.context;
+  const judged = check.stage === 'output' ? guard.judgedText(agent.structured, judgeAnswer(agent.structured, context.brain, context.outputState, check.reply as ModelReply)) : null;
+  const about = judged ?? { text: firstPending(context.brain)!.content };
+  const request = { type: 'guardrails', key: check.key, stage: check.stage, names, turn: turnsTaken + 1, sessionId: context.sessionId, ...about } as const;
+  if (names.length > 0) out.push({ send: { ...request, conversation: judged ? conversation(context) : conversation(context).discardPending() } satisfies IoRequest });
+  return out;
+}
+
+/** The check is decided (guardrails.ts): the input passes or trips; an output check's held reply is applied, with feedback, or trips. */
+export function settleGuard(agent: CompiledAgent, context: AgentContext, _event: AgentEvent): Effect[] {
+  const out: Effect[] = [];
+  const outcome = guardVerdict(agent, context) as Exclude<guard.GuardOutcome, { type: 'open' }>;
+  const { stage, reply } = context.guard!.check!;
+  const settled = { guard: guard.settledGuard(context.guard!, outcome) };
+  const judged = stage === 'output' ? judgeAnswer(agent.structured, context.brain, context.outputState, reply as ModelReply) : null;
+  if (outcome.type === 'tripped') {
+    out.push({ emit: { type: 'guardrail.tripped', error: new guard.GuardrailTrippedError(outcome.guardrail, outcome.message) } });
+    const spent = judged ? pickUsage(replyApplied(agent, context, judged)) : {};
+    return [...out, { assign: { ...settled, ...spent, brain: stopRun(agent, context, { type: 'Failed', error: guard.trippedFailure(outcome) }) } }];
+  }
+  if (!judged) return [...out, { assign: settled }];
+  const turn = context.brain.context.turnsTaken + 1;
+  if (outcome.type === 'feedback') out.push({ emit: { type: 'guardrail.feedback', turn, message: outcome.message } });
+  const steered = outcome.type === 'feedback' ? feedBrain(judged.brain, { type: 'steer', message: guard.guardFeedbackMessage(outcome.message) }) : judged.brain;
+  out.push({ assign: { ...afterReply(agent, context, { ...judged, brain: steered }), ...settled } });
+  out.push({ emit: { type: 'turn.finished', id: deliveryIds.reply(context.runIndex, turn, context.attempt?.attempt ?? 1), turn, reply: reply as ModelReply } });
+  return out;
+}
+
+/** A guardrail that could not be run (it threw, timed out) fails the run. */
+export function failGuardrail(agent: CompiledAgent, context: AgentContext, event: AgentEvent): Partial<AgentContext> {
+  return {
+    ...resetBatch(agent, context),
+    brain: stopRun(agent, context, { type: 'Failed', error: errorInfo('GuardrailError', as(event, 'io.failed').error) }),
+  };
+}
+
+/** The guards and actions the chart names for guardrails. */
+export function guardrailImplementations(agent: CompiledAgent) {
+  const { guardrails } = agent;
+  const rule = bind(agent);
+  return {
+    guards: {
+      inputGuardDue: ({ context }: Args) => guard.inputCheckDue(guardrails, context.guard, context.brain.context.turnsTaken, guard.inputCheckKey(context)),
+      outputGuardDue: ({ context, event }: Args) => guardsReply(agent, context, event),
+      guardOpen: ({ context }: Args) => !!context.guard?.check,
+      guardUndecided: ({ context }: Args) => guardVerdict(agent, context).type === 'open',
+      guardTripped: ({ context }: Args) => guardVerdict(agent, context).type === 'tripped',
+      currentGuardCheck: ({ context, event }: Args) => fromIo(event) && context.guard?.check?.key === (event as { key: string }).key,
+    },
+    actions: {
+      openInputCheck: assign({ guard: ({ context }) => guard.openCheck(context.guard, guard.inputCheckKey(context), 'input') }),
+      holdReply: assign({ guard: ({ context, event }) => guard.openCheck(context.guard, outputCheckKey(context), 'output', as(event, 'io.replied').reply) }),
+      recordGuardVerdict: assign({ guard: ({ context, event }) => guard.withVerdict(context.guard!, as(event, 'io.guarded').name, as(event, 'io.guarded').verdict) }),
+      requestGuardrails: rule.effects(requestGuardrails),
+      settleGuard: rule.effects(settleGuard),
+      failGuardrail: rule.assign(failGuardrail),
+    },
+  };
+}
