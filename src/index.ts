@@ -44,7 +44,7 @@ export type { HandoffAgent, HandoffsConfig, HistoryPresentation } from './agent/
 export { runAgent, streamAgent, type RunAgentOptions, type RunAgentResult, type AgentStreamEvent } from './agent/hosts/run-agent.js';
 export type { ApprovalAnswer, ApproveFunction } from './agent/hosts/unattended.js';
 export { agentTool, type AgentToolOptions } from './agent/subagents/agent-tool.js';
-export { AgentStepper, type SteppedSession, type StepResult, type StepStatus } from './agent/hosts/stepper.js';
+export { AgentStepper, type SteppedSession, type StepEffect, type StepResult, type StepStatus } from './agent/hosts/stepper.js';
 export type { HookContext, InterruptedStep, Operation, OperationContext, OperationFailurePoint, OperationStep, PreparedRequest } from './agent/operations/operation.js';
 export type { AgentOutcome, Failure, FailureType } from './agent/protocol/failure.js';
 export type { ExternalEvent } from './agent/protocol/events.js';

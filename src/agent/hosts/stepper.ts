@@ -1,4 +1,4 @@
-import { createActor, type Snapshot } from 'xstate';
+import { createActor, type AnyMachineSnapshot, type Snapshot } from 'xstate';
 import type { AgentMachine } from '../../../machines/agent.machine.js';
 import type { AgentEvent } from '../protocol/agent-event.js';
 import type { AgentInput } from '../protocol/actor-types.js';
@@ -57,10 +57,26 @@ export interface StepResult {
   status: StepStatus;
   /**
    * What the step's side effects returned, in order, for `apply`. They are the IO's own events,
-   * trusted by identity: apply them in this process (a copy from elsewhere is refused).
+   * trusted by identity: apply them in this process (a copy from elsewhere is refused), and the
+   * time budget's deadline when it passed during the step.
    */
-  effects: readonly IoEvent[];
+  effects: readonly StepEffect[];
 }
+
+/**
+ * One effect of a step: an event of the IO, or the chart's time-budget deadline that passed
+ * while the step ran (the chart decides again what it means when it is applied: seal, pause).
+ *
+ * @example
+ * ```ts
+ * const { effects }: { effects: readonly StepEffect[] } = await stepper.step();
+ * const deadlinePassed = effects.some((effect) => effect.type.startsWith('xstate.after.'));
+ * ```
+ */
+export type StepEffect = IoEvent | DeadlineEvent;
+
+/** The delayed event of the chart's `after: { budgetDeadline }` transitions (XState names it `xstate.after.<delay>.<state id>`). */
+type DeadlineEvent = { type: `xstate.after.${string}` };
 
 /**
  * A step's side effects took longer than the stepper allows.
@@ -146,7 +162,7 @@ export class AgentStepper {
     this.#session = session;
     const status = statusOf(session);
     if (status !== 'continues') return { status, effects: [] };
-    const effects: IoEvent[] = [];
+    const effects: StepEffect[] = [];
     // One step, one side effect: the first effect names the step; effects of any other step the
     // chart asks for meanwhile (a steer sends it back to the model at once) are parked, never
     // performed, and so is everything once the step's work is done.
@@ -175,7 +191,9 @@ export class AgentStepper {
       },
     });
     const before = JSON.stringify(actor.getSnapshot().value);
+    const deadline = deadlineOf(actor.getSnapshot());
     let timer: ReturnType<typeof setTimeout> | undefined;
+    let deadlineTimer: ReturnType<typeof setTimeout> | undefined;
     try {
       await new Promise<void>((resolve, reject) => {
         timer = setTimeout(() => reject(new StepTimeoutError(this.#timeoutMs)), this.#timeoutMs);
@@ -189,9 +207,23 @@ export class AgentStepper {
           error: reject,
         });
         actor.start();
+        // The time budget is a deadline on the side effect in flight (see deadline.ts): an XState
+        // delayed event armed as the chart entered this state, which a session restored from its
+        // snapshot does not carry. Armed again here for the time the run has left; when it
+        // passes, the chart's own event goes to the actor (which aborts the effect and seals or
+        // pauses the run) and to the effects, so `apply` takes the same decision.
+        if (deadline && !closed) {
+          deadlineTimer = setTimeout(() => {
+            if (closed) return;
+            const event: DeadlineEvent = { type: deadline.event };
+            effects.push(event);
+            actor.send(event as never);
+          }, deadline.delayMs);
+        }
       });
     } finally {
       clearTimeout(timer);
+      clearTimeout(deadlineTimer);
       closed = true;
       actor.stop();
     }
@@ -203,9 +235,9 @@ export class AgentStepper {
    * `approve`) to the session through the statechart; returns the new session. A refused event
    * changes nothing, as with the actor.
    */
-  apply(effects: readonly AgentEvent[], session: SteppedSession = this.#session): SteppedSession {
+  apply(effects: readonly (AgentEvent | StepEffect)[], session: SteppedSession = this.#session): SteppedSession {
     const actor = createActor(this.#parked, { snapshot: session });
-    return (this.#session = this.#settle(actor, effects));
+    return (this.#session = this.#settle(actor, effects as readonly AgentEvent[]));
   }
 
   /** Closes an interrupted run the way cancellation does: unanswered calls get their interrupted results. */
@@ -249,6 +281,25 @@ function stepOf(effect: SideEffect): string {
     default:
       return `${effect.kind} ${effect.key}`;
   }
+}
+
+/** The chart's delay that holds the time budget on a side effect in flight. */
+const BUDGET_DEADLINE = 'budgetDeadline';
+
+/**
+ * The time-budget deadline of the state a step starts in, as the chart would arm it on entering
+ * that state: its `after` event and the time the run has left (the chart's own delay, read from
+ * the context now). Undefined where the state holds no deadline, or the run has no time budget.
+ */
+function deadlineOf(snapshot: AnyMachineSnapshot): { event: DeadlineEvent['type']; delayMs: number } | undefined {
+  for (const node of snapshot._nodes) {
+    const transition = node.after.find((after) => after.delay === BUDGET_DEADLINE);
+    if (!transition) continue;
+    const delay = (snapshot.machine.implementations.delays as Record<string, unknown>)[BUDGET_DEADLINE];
+    const delayMs = typeof delay === 'function' ? (delay as (args: { context: unknown }) => unknown)({ context: snapshot.context }) : delay;
+    return typeof delayMs === 'number' ? { event: transition.eventType as DeadlineEvent['type'], delayMs } : undefined;
+  }
+  return undefined;
 }
 
 /** An executor that never performs: the effect waits until the actor is stopped. */

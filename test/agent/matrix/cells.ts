@@ -68,14 +68,7 @@ const DECLARED: Partial<Record<FeatureId, Partial<Record<HostId, Cell>>>> = {
     restate: { status: 'open', reason: RESTATE_NOT_RUN },
     chat: { status: 'elsewhere', test: 'test/http/budget-pause.test.ts (the response ends with the run waiting; the raise goes to the stored session, server side: no chat route carries one)' },
   },
-  'time-budget': {
-    restate: { status: 'open', reason: RESTATE_NOT_RUN },
-    stepper: {
-      status: 'open',
-      reason:
-        'a stepped session is restored from its snapshot, which keeps no XState delayed event: the deadline timer armed when the model call began is not armed again in `step()`, so a model that never answers holds the step until the stepper’s `timeoutMs` (`StepTimeoutError`) instead of ending the run `Sealed` at `maxDurationMs` (the limit still holds at the next step boundary)',
-    },
-  },
+  'time-budget': { restate: { status: 'open', reason: RESTATE_NOT_RUN } },
   fallback: { restate: { status: 'open', reason: RESTATE_NOT_RUN } },
   repetition: { restate: { status: 'open', reason: RESTATE_NOT_RUN } },
   subagents: { restate: { status: 'elsewhere', test: `${RESTATE_SUB}: a worker SIGKILLed mid-child …` } },

@@ -1,0 +1,100 @@
+/**
+ * AgentStepper holds the time budget while a step runs, as the actor and DurableSession do
+ * (docs/agent/budget.md): the deadline is an XState delayed event of the state that performs the
+ * side effect, which a session restored from its snapshot does not carry, so `step()` arms it
+ * again for the time the run has left. A model call that honours its signal and never answers
+ * ends the step at `maxDurationMs` (aborted), and applying the step's effects ends the run
+ * `Sealed` by the budget, or paused with `pause`, instead of holding the step until the
+ * stepper's own `timeoutMs`.
+ */
+import { describe, expect, it } from 'vitest';
+import { createAgentMachine } from '../../../machines/agent.machine.js';
+import type { AgentContext } from '../../../src/agent/core/context.js';
+import type { AgentOutput } from '../../../src/agent/protocol/actor-types.js';
+import { AgentStepper, type SteppedSession } from '../../../src/agent/hosts/stepper.js';
+import type { Model } from '../../../src/model.js';
+
+/** A model whose first `hangs` calls never answer (each rejects once its signal aborts), then answers. */
+function stuckModel(hangs = Infinity) {
+  const seen = { calls: 0, aborted: 0 };
+  const model: Model = {
+    name: 'stuck',
+    generate: ({ signal }) => {
+      if (++seen.calls > hangs) return Promise.resolve({ message: { role: 'assistant', content: 'Answered.' }, finishReason: 'stop' });
+      return new Promise((_, reject) =>
+        signal?.addEventListener(
+          'abort',
+          () => {
+            seen.aborted++;
+            reject(signal.reason ?? new Error('aborted'));
+          },
+          { once: true },
+        ),
+      );
+    },
+  };
+  return { model, seen };
+}
+
+/** How the stepped session's run ended. */
+function outcomeOf(session: SteppedSession): AgentOutput['outcome'] | undefined {
+  const { output, context } = session as unknown as { output?: AgentOutput; context: AgentContext };
+  return output?.outcome ?? context.lastRun?.outcome;
+}
+
+/** The session as a host stores and loads it (plain JSON). */
+const stored = (session: SteppedSession): SteppedSession => JSON.parse(JSON.stringify(session)) as SteppedSession;
+
+describe('AgentStepper and the time budget', () => {
+  it('a model call that never answers: the step ends at maxDurationMs, aborted, and the run is Sealed by the budget', async () => {
+    const { model, seen } = stuckModel();
+    const machine = createAgentMachine({ model, retry: false, budget: { maxDurationMs: 150 } });
+    const stepper = new AgentStepper(machine, { input: { prompt: 'Think forever.' } }, { timeoutMs: 3_000 });
+    const started = Date.now();
+    const { status, effects } = await stepper.step();
+    expect(Date.now() - started).toBeLessThan(1_000);
+    expect(status).toBe('continues');
+    expect(seen).toEqual({ calls: 1, aborted: 1 });
+    stepper.apply(effects);
+    expect(stepper.status()).toBe('finished');
+    expect(outcomeOf(stepper.session)).toMatchObject({ type: 'Sealed', reason: expect.stringMatching(/^budget: \d+ ms elapsed, limit 150 ms/) });
+  });
+
+  it('a session stored and loaded by another stepper keeps the deadline of its run: past it, the step ends at once', async () => {
+    const { model, seen } = stuckModel();
+    const machine = createAgentMachine({ model, retry: false, budget: { maxDurationMs: 150 } });
+    const saved = stored(new AgentStepper(machine, { input: { prompt: 'Think forever.' } }).session);
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    const stepper = new AgentStepper(machine, { session: stored(saved) }, { timeoutMs: 3_000 });
+    const started = Date.now();
+    const { effects } = await stepper.step();
+    expect(Date.now() - started).toBeLessThan(500);
+    expect(seen.aborted).toBe(seen.calls);
+    stepper.apply(effects);
+    expect(outcomeOf(stepper.session)).toMatchObject({ type: 'Sealed', reason: expect.stringMatching(/^budget: \d+ ms elapsed, limit 150 ms/) });
+  });
+
+  it('with pause: the call is aborted and the run waits (yielded); a raise makes the call again, which answers', async () => {
+    const { model, seen } = stuckModel(1);
+    const machine = createAgentMachine({ model, retry: false, budget: { maxDurationMs: 150, pause: true } });
+    const stepper = new AgentStepper(machine, { input: { prompt: 'Think.' } }, { timeoutMs: 3_000 });
+    const started = Date.now();
+    const first = await stepper.step();
+    expect(Date.now() - started).toBeLessThan(1_000);
+    stepper.apply(first.effects);
+    expect(stepper.status()).toBe('yielded');
+    stepper.apply([{ type: 'budget.raise', budget: { maxDurationMs: 60_000 } }]);
+    for (let i = 0; i < 5 && stepper.status() === 'continues'; i++) stepper.apply((await stepper.step()).effects);
+    expect(outcomeOf(stepper.session)).toMatchObject({ type: 'Completed', finalText: 'Answered.' });
+    expect(seen).toEqual({ calls: 2, aborted: 1 });
+  });
+
+  it('a model that answers in time: the step takes its reply, nothing of the deadline in its effects', async () => {
+    const { model } = stuckModel(0);
+    const stepper = new AgentStepper(createAgentMachine({ model, retry: false, budget: { maxDurationMs: 60_000 } }), { input: { prompt: 'Hi.' } });
+    const { effects } = await stepper.step();
+    expect(effects.map((effect) => effect.type)).toEqual(['io.replied']);
+    stepper.apply(effects);
+    expect(outcomeOf(stepper.session)).toMatchObject({ type: 'Completed', finalText: 'Answered.' });
+  });
+});
