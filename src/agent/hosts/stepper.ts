@@ -58,14 +58,16 @@ export interface StepResult {
   /**
    * What the step's side effects returned, in order, for `apply`. They are the IO's own events,
    * trusted by identity: apply them in this process (a copy from elsewhere is refused), and the
-   * time budget's deadline when it passed during the step.
+   * chart's delayed events that passed during the step (the time budget's deadline, the end of a
+   * provider's usage-limit wait).
    */
   effects: readonly StepEffect[];
 }
 
 /**
- * One effect of a step: an event of the IO, or the chart's time-budget deadline that passed
- * while the step ran (the chart decides again what it means when it is applied: seal, pause).
+ * One effect of a step: an event of the IO, or a delayed event of the chart that passed while the
+ * step ran: the time budget's deadline, or the end of a usage-limit wait (the chart decides again
+ * what it means when it is applied: seal, pause, call again).
  *
  * @example
  * ```ts
@@ -75,7 +77,7 @@ export interface StepResult {
  */
 export type StepEffect = IoEvent | DeadlineEvent;
 
-/** The delayed event of the chart's `after: { budgetDeadline }` transitions (XState names it `xstate.after.<delay>.<state id>`). */
+/** A delayed event of the chart's `after` transitions (XState names it `xstate.after.<delay>.<state id>`). */
 type DeadlineEvent = { type: `xstate.after.${string}` };
 
 /**
@@ -191,9 +193,9 @@ export class AgentStepper {
       },
     });
     const before = JSON.stringify(actor.getSnapshot().value);
-    const deadline = deadlineOf(actor.getSnapshot());
+    const delayed = timersOf(actor.getSnapshot());
     let timer: ReturnType<typeof setTimeout> | undefined;
-    let deadlineTimer: ReturnType<typeof setTimeout> | undefined;
+    const delayTimers: ReturnType<typeof setTimeout>[] = [];
     try {
       await new Promise<void>((resolve, reject) => {
         timer = setTimeout(() => reject(new StepTimeoutError(this.#timeoutMs)), this.#timeoutMs);
@@ -207,23 +209,26 @@ export class AgentStepper {
           error: reject,
         });
         actor.start();
-        // The time budget is a deadline on the side effect in flight (see deadline.ts): an XState
-        // delayed event armed as the chart entered this state, which a session restored from its
-        // snapshot does not carry. Armed again here for the time the run has left; when it
-        // passes, the chart's own event goes to the actor (which aborts the effect and seals or
-        // pauses the run) and to the effects, so `apply` takes the same decision.
-        if (deadline && !closed) {
-          deadlineTimer = setTimeout(() => {
-            if (closed) return;
-            const event: DeadlineEvent = { type: deadline.event };
-            effects.push(event);
-            actor.send(event as never);
-          }, deadline.delayMs);
+        // The chart's delayed events (the time budget's deadline on the side effect in flight, see
+        // deadline.ts; the end of a provider's usage-limit wait) are armed as it enters a state,
+        // which a session restored from its snapshot does not carry. Armed again here for the time
+        // left; when one passes, the chart's own event goes to the actor (which aborts the effect
+        // and seals or pauses the run, or makes the call again) and to the effects, so `apply`
+        // takes the same decision.
+        for (const { event, delayMs } of delayed) {
+          if (closed) break;
+          delayTimers.push(
+            setTimeout(() => {
+              if (closed) return;
+              effects.push({ type: event });
+              actor.send({ type: event } as never);
+            }, delayMs),
+          );
         }
       });
     } finally {
       clearTimeout(timer);
-      clearTimeout(deadlineTimer);
+      delayTimers.forEach(clearTimeout);
       closed = true;
       actor.stop();
     }
@@ -283,23 +288,24 @@ function stepOf(effect: SideEffect): string {
   }
 }
 
-/** The chart's delay that holds the time budget on a side effect in flight. */
-const BUDGET_DEADLINE = 'budgetDeadline';
+/** The chart's delays a stepped session arms again when it is restored (a cancel's grace never spans a step: `finalize` cancels without one). */
+const RESTORED_DELAYS: ReadonlySet<string> = new Set(['budgetDeadline', 'usageLimitWait']);
 
 /**
- * The time-budget deadline of the state a step starts in, as the chart would arm it on entering
- * that state: its `after` event and the time the run has left (the chart's own delay, read from
- * the context now). Undefined where the state holds no deadline, or the run has no time budget.
+ * The delayed events of the state a step starts in, as the chart would arm them on entering that
+ * state: each `after` event and the time left (the chart's own delay, read from the context now).
+ * A delay with no number (a run without a time budget) arms nothing.
  */
-function deadlineOf(snapshot: AnyMachineSnapshot): { event: DeadlineEvent['type']; delayMs: number } | undefined {
-  for (const node of snapshot._nodes) {
-    const transition = node.after.find((after) => after.delay === BUDGET_DEADLINE);
-    if (!transition) continue;
-    const delay = (snapshot.machine.implementations.delays as Record<string, unknown>)[BUDGET_DEADLINE];
-    const delayMs = typeof delay === 'function' ? (delay as (args: { context: unknown }) => unknown)({ context: snapshot.context }) : delay;
-    return typeof delayMs === 'number' ? { event: transition.eventType as DeadlineEvent['type'], delayMs } : undefined;
-  }
-  return undefined;
+function timersOf(snapshot: AnyMachineSnapshot): { event: DeadlineEvent['type']; delayMs: number }[] {
+  const delays = snapshot.machine.implementations.delays as Record<string, unknown>;
+  return snapshot._nodes.flatMap((node) =>
+    node.after.flatMap((after) => {
+      if (typeof after.delay !== 'string' || !RESTORED_DELAYS.has(after.delay)) return [];
+      const delay = delays[after.delay];
+      const delayMs = typeof delay === 'function' ? (delay as (args: { context: unknown }) => unknown)({ context: snapshot.context }) : delay;
+      return typeof delayMs === 'number' ? [{ event: after.eventType as DeadlineEvent['type'], delayMs }] : [];
+    }),
+  ).filter((timer, i, all) => all.findIndex((other) => other.event === timer.event) === i);
 }
 
 /** An executor that never performs: the effect waits until the actor is stopped. */

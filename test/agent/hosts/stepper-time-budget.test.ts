@@ -12,7 +12,7 @@ import { createAgentMachine } from '../../../machines/agent.machine.js';
 import type { AgentContext } from '../../../src/agent/core/context.js';
 import type { AgentOutput } from '../../../src/agent/protocol/actor-types.js';
 import { AgentStepper, type SteppedSession } from '../../../src/agent/hosts/stepper.js';
-import type { Model } from '../../../src/model.js';
+import { ModelError, type Model } from '../../../src/model.js';
 
 /** A model whose first `hangs` calls never answer (each rejects once its signal aborts), then answers. */
 function stuckModel(hangs = Infinity) {
@@ -96,5 +96,26 @@ describe('AgentStepper and the time budget', () => {
     expect(effects.map((effect) => effect.type)).toEqual(['io.replied']);
     stepper.apply(effects);
     expect(outcomeOf(stepper.session)).toMatchObject({ type: 'Completed', finalText: 'Answered.' });
+  });
+});
+
+describe('AgentStepper and a provider usage limit', () => {
+  it("a run paused on a usage limit makes the same call again at the stored time, not a StepTimeoutError", async () => {
+    let calls = 0;
+    const model: Model = {
+      name: 'limited',
+      generate: async () => {
+        if (++calls === 1) throw new ModelError('Usage limit reached', { status: 429, retryable: true, retryAfterMs: 200 });
+        return { message: { role: 'assistant', content: 'After the limit.' }, finishReason: 'stop' };
+      },
+    };
+    const machine = createAgentMachine({ model, retry: false, pauseOnUsageLimit: true });
+    const stepper = new AgentStepper(machine, { input: { prompt: 'Hi.' } }, { timeoutMs: 3_000 });
+    for (let i = 0; i < 10 && stepper.status() === 'continues'; i++) {
+      const { effects } = await stepper.step(stored(stepper.session));
+      stepper.apply(effects);
+    }
+    expect(calls).toBe(2);
+    expect(outcomeOf(stepper.session)).toMatchObject({ type: 'Completed', finalText: 'After the limit.' });
   });
 });
