@@ -2,14 +2,11 @@ import { and, setup, type ActorRefFrom, type AnyActorRef, type AnyStateMachine }
 import { feedBrain, stepTypeOf, takeStep } from '../src/agent/core/brain-state.js';
 import type { AgentConfig } from '../src/agent/core/config.js';
 import { compileAgent, markTraced, type CompiledAgent } from '../src/agent/core/compile.js';
-import { afterReply, answerOf, approvalKey, batchKey, compactionKey, deadlinePassed, deadlineRun, decisionPolicy, extrasFor, finalCallDue, handoffOf, modelKey, overBudget, overrun, ownModel, pointKey, policyProblem, pruneReport, raiseRefusal, repeated, resetBatch, restoredContext, runnable, toolsetKey, undecided, verdictOf, initialContext } from '../src/agent/core/driver-rules.js';
+import { afterReply, answerOf, approvalKey, batchKey, compactionKey,  decisionPolicy, extrasFor,  handoffOf, modelKey,  ownModel, pointKey, policyProblem, pruneReport,  repeated, resetBatch, restoredContext, runnable, toolsetKey, undecided, verdictOf, initialContext } from '../src/agent/core/driver-rules.js';
 import { as } from '../src/agent/protocol/agent-event.js';
 import { APPROVALS_OPERATION, approvalEventOf, approvalResumeProblem } from '../src/agent/approvals/approval-events.js';
 import { doubtRequests, markedInDoubt } from '../src/agent/in-doubt/in-doubt.js';
 
-import { BUDGET_OPERATION, pausedAt, raiseOf, raisedBy } from '../src/agent/budget/budget-pause.js';
-import { deadlineDelay } from '../src/agent/budget/deadline.js';
-import { limitLifted, limitedUntil, resumeDelay, usageLimitWait } from '../src/agent/budget/usage-limit.js';
 import { type AgentContext } from '../src/agent/core/context.js';
 import type { OperationHook } from '../src/agent/operations/operation-state.js';
 import { applyOperated, applyResumed, openPoint, type ResumeVerdict } from '../src/agent/operations/operation-rules.js';
@@ -23,6 +20,8 @@ import { fromIo, ioLogic, type IoDeps, type IoRequest } from '../src/agent/core/
 
 import { ToolPolicyError } from '../src/agent/approvals/tool-policy.js';
 import { guardrailImplementations } from '../src/agent/guardrails/implementations.js';
+import { budgetImplementations } from '../src/agent/budget/implementations.js';
+import { structuredOutputImplementations } from '../src/agent/structured-output/implementations.js';
 import { handoffLimitReached } from '../src/agent/handoffs/handoffs.js';
 import { inputRefused } from '../src/agent/core/actor-input.js';
 import { fromTelemetry, resumeTrace, traceMark, type TraceMark } from '../src/agent/tracing/trace-marks.js';
@@ -36,7 +35,6 @@ import { feedProblem } from '../src/brain/feed-problems.js';
 
 import { routedEvent } from '../src/agent/subagents/subagents.js';
 
-import { beginFinalCall } from '../src/agent/structured-output/structured-output.js';
 
 /**
  * The driver: owns one conversation, asks the brain for the next step under the current
@@ -52,7 +50,7 @@ import { toolStarted } from '../src/agent/core/effects.js';
 
 /** The chart's guards for one compiled agent: each a one-line question to a rule. */
 function guardsOf(agent: CompiledAgent) {
-  const { plan, pruning, models, maxCalls, gated, usageLimit, hasSources } = agent;
+  const { plan, pruning, models, maxCalls, gated, hasSources } = agent;
   const stepIs = (type: Step['type']) => ({ context }: Args) => stepTypeOf(context.brain, decisionPolicy(agent, context)) === type;
   const fromCurrent = (key: (context: AgentContext) => string) => ({ context, event }: Args) =>
     fromIo(event) && (event as { key: string }).key === key(context);
@@ -66,15 +64,6 @@ function guardsOf(agent: CompiledAgent) {
   runInFlight: ({ context }: Args) => runInFlight(context.brain),
   rewindable: ({ context, event }: Args) => feedProblem(context.brain.context, { type: 'rewindTo', len: as(event, 'rewind').len }) === null,
   singleRun: ({ context }: Args) => context.once,
-  runOverBudget: ({ context }: Args) => overBudget(agent, context) !== null,
-  deadlineSeals: ({ context }: Args) => deadlinePassed(agent, context)?.pauses === false,
-  deadlinePauses: ({ context }: Args) => deadlinePassed(agent, context)?.pauses === true,
-  budgetPaused: ({ context }: Args) => overrun(agent, context) !== null && overBudget(agent, context) === null,
-  raiseRefused: ({ context, event }: Args) => raiseRefusal(agent, context, event) !== null,
-  usageLimitPauses: ({ event }: Args) => usageLimitWait(usageLimit, as(event, 'io.failed').error) !== null,
-  usageLimited: ({ context }: Args) => !!context.budgetPause?.usageLimit,
-  budgetResume: ({ event }: Args) => event.type === 'operation.resume' && event.operation === BUDGET_OPERATION,
-  finalCallDue: ({ context }: Args) => finalCallDue(agent, context) !== null,
   promptFails: ({ context }: Args) => typeof extrasFor(agent, context) !== 'number',
   extrasChanged: ({ context }: Args) => extrasFor(agent, context) !== context.extrasTokens,
   fallsBack: ({ context, event }: Args) => ownModel(agent, context) === null && fallbackAfter(models, context.models, as(event, 'io.failed').error) !== null,
@@ -122,30 +111,16 @@ function guardsOf(agent: CompiledAgent) {
 
 /** The actions that start, step, pause and end a run. */
 function runActions(agent: CompiledAgent) {
-  const { clock, plan, pruning, maxCalls, structured, usageLimit, tracing } = agent;
+  const { plan, pruning, maxCalls, tracing } = agent;
   const rule = bind(agent);
   return {
   beginRun: rule.assign(act.beginRun),
   emitRunStarted: rule.emit(act.emitRunStarted),
   recordCancelGrace: assign({ cancelGraceMs: ({ event }) => as(event, 'cancel').graceMs ?? DEFAULT_CANCEL_GRACE_MS }),
   takeStep: assign({ brain: ({ context }) => takeStep(context.brain, decisionPolicy(agent, context)) }),
-  beginFinalCall: assign(({ context }) => beginFinalCall(structured!, context.brain, context.outputState, finalCallDue(agent, context)!)),
   rewindBrain: assign({ brain: ({ context, event }) => feedBrain(context.brain, { type: 'rewindTo', len: as(event, 'rewind').len }) }),
-  sealOverBudget: rule.assign(act.sealOverBudget),
-  sealAtDeadline: rule.assign(act.sealAtDeadline),
   noteRepetition: rule.effects(act.noteRepetition),
   sealRepetition: rule.assign(act.sealRepetition),
-  markPaused: assign({ budgetPause: ({ context }) => pausedAt(context.budgetPause, clock()) }),
-  emitBudgetPaused: rule.effects(act.emitBudgetPaused),
-  raiseBudget: assign({ budgetPause: ({ context, event }) => raisedBy(context.budgetPause, raiseOf(event as never)!, clock()) }),
-  pauseOnUsageLimit: assign({
-    budgetPause: ({ context, event }) => {
-      const { error } = as(event, 'io.failed');
-      return limitedUntil(context.budgetPause, error as Error, usageLimitWait(usageLimit, error)!, clock());
-    },
-  }),
-  liftUsageLimit: assign({ budgetPause: ({ context }) => limitLifted(context.budgetPause, clock()) }),
-  refuseRaise: emit(({ context, event }) => ({ type: 'event.rejected' as const, event: event.type, reason: raiseRefusal(agent, context, event)! })),
   openPoint: assignWith<OperationHook>(({ context }, hook) => ({ operations: openPoint(context.operations, plan, hook, pointKey(context, hook)) })),
   requestOperations: rule.send(act.requestOperations),
   applyOperated: rule.effects(act.acceptOperated),
@@ -193,7 +168,6 @@ function stepActions(agent: CompiledAgent) {
   acceptSubagentReport: rule.effects(act.acceptSubagentReport),
   // Checked against the tools the model was offered: the run's recorded set (see ToolSource).
   acceptReply: assign(({ context, event }) => afterReply(agent, context, answerOf(agent, context, event))),
-  emitOutputRejected: rule.effects(act.emitOutputRejected),
   emitTurnFinished: rule.emit(act.emitTurnFinished),
   journalToolResult: assign({ toolJournal: ({ context, event }) => journalResult(context.toolJournal, as(event, 'io.toolFinished').result) }),
   emitToolStarted: emit(({ context, event }) => toolStarted(context, as(event, 'io.toolStarted').call)),
@@ -249,16 +223,16 @@ function stepActions(agent: CompiledAgent) {
 /** What the chart runs with for one compiled agent: its IO actor, delays, guards and actions. */
 function implementationsOf(agent: CompiledAgent) {
   const guardrails = guardrailImplementations(agent);
+  const budget = budgetImplementations(agent);
+  const structuredOutput = structuredOutputImplementations(agent);
   return {
     actors: { io: ioLogic(agent.io) },
     delays: {
       cancelGrace: ({ context }: Args) => context.cancelGraceMs ?? DEFAULT_CANCEL_GRACE_MS,
-      usageLimitWait: ({ context }: Args) => resumeDelay(context.budgetPause, agent.clock()),
-      // No time budget: undefined, and XState arms no timer (the after event is raised and its guards refuse it).
-      budgetDeadline: ({ context }: Args) => deadlineDelay(agent.budget, deadlineRun(context), agent.clock()) as number,
+      ...budget.delays,
     },
-    guards: { ...guardsOf(agent), ...guardrails.guards },
-    actions: { ...runActions(agent), ...stepActions(agent), ...guardrails.actions },
+    guards: { ...guardsOf(agent), ...guardrails.guards, ...budget.guards, ...structuredOutput.guards },
+    actions: { ...runActions(agent), ...stepActions(agent), ...guardrails.actions, ...budget.actions, ...structuredOutput.actions },
   };
 }
 

@@ -6,7 +6,7 @@
 import { conversationOf, feedBrain, firstPending, pendingCalls } from './brain-state.js';
 
 import { type CompiledAgent } from './compile.js';
-import { answerOf, deadlinePassed, approvalKey, batchKey, compactionKey, conversation, extrasFor, handoffOf, modelKey, offeredTools, overBudget, overrun, ownModel, ownOffered, policyProblem, repeated, resetBatch, runnable, speakerView, stopRun, toolsetKey, undecided, verdictOf } from './driver-rules.js';
+import { approvalKey, batchKey, compactionKey, conversation, extrasFor, handoffOf, modelKey, offeredTools,  ownModel, ownOffered, policyProblem, repeated, resetBatch, runnable, speakerView, stopRun, toolsetKey, undecided, verdictOf } from './driver-rules.js';
 import { as, type AgentEvent } from '../protocol/agent-event.js';
 import { APPROVALS_OPERATION, approvalEventOf } from '../approvals/approval-events.js';
 import { decisionFor, deniedResult, takeDecision } from '../approvals/approvals.js';
@@ -14,7 +14,6 @@ import { requestFor } from '../approvals/approval-binding.js';
 import { takeDoubtDecision } from '../in-doubt/in-doubt.js';
 
 import { costUsd } from '../budget/budget.js';
-import { BUDGET_OPERATION } from '../budget/budget-pause.js';
 import { type AgentContext } from './context.js';
 
 import { applyOperated, closeOperations } from '../operations/operation-rules.js';
@@ -74,13 +73,6 @@ export function emitRunStarted(agent: CompiledAgent, context: AgentContext, even
   };
 }
 
-export function sealOverBudget(agent: CompiledAgent, context: AgentContext, event: AgentEvent): Partial<AgentContext> {
-  return {
-    brain: feedBrain(context.brain, { type: 'seal', reason: overBudget(agent, context)! }),
-    operations: closeOperations(context.operations),
-  };
-}
-
 export function noteRepetition(agent: CompiledAgent, context: AgentContext, event: AgentEvent): Effect[] {
   const out: Effect[] = [];
   const times = (repeated(agent, context) as Extract<RepetitionVerdict, { type: 'note' }>).times;
@@ -98,16 +90,6 @@ export function sealRepetition(agent: CompiledAgent, context: AgentContext, even
     operations: closeOperations(context.operations),
     ...resetBatch(agent, context),
   };
-}
-
-export function emitBudgetPaused(agent: CompiledAgent, context: AgentContext, event: AgentEvent): Effect[] {
-  const out: Effect[] = [];
-  const limited = context.budgetPause?.usageLimit;
-  if (limited) return [...out, { emit: { type: 'operation.yielded', operation: BUDGET_OPERATION, reason: limited.reason, payload: { resumeAt: limited.resumeAt } } }];
-  const { kind, used, limit, reason } = overrun(agent, context)!;
-  out.push({ emit: { type: 'budget.paused', kind, used, limit, reason } });
-  out.push({ emit: { type: 'operation.yielded', operation: BUDGET_OPERATION, reason, payload: { kind, used, limit } } });
-  return out;
 }
 
 export function requestOperations(agent: CompiledAgent, context: AgentContext, event: AgentEvent): IoRequest {
@@ -277,13 +259,6 @@ export function acceptSubagentReport(agent: CompiledAgent, context: AgentContext
   return out;
 }
 
-export function emitOutputRejected(agent: CompiledAgent, context: AgentContext, event: AgentEvent): Effect[] {
-  const out: Effect[] = [];
-  const { rejected, overrule } = answerOf(agent, context, event);
-  if (rejected) out.push({ emit: { type: 'output.rejected', turn: context.brain.context.turnsTaken, error: rejected, final: overrule !== undefined } });
-  return out;
-}
-
 export function emitTurnFinished(agent: CompiledAgent, context: AgentContext, event: AgentEvent): AgentEmitted {
   return {
     type: 'turn.finished' as const,
@@ -410,11 +385,6 @@ export function cancelRun(agent: CompiledAgent, context: AgentContext, event: Ag
     ...resetBatch(agent, context),
   } });
   return out;
-}
-
-/** The time budget's deadline passed with a side effect in flight (aborted beside this): the run is sealed by the budget, its calls answered interrupted. */
-export function sealAtDeadline(agent: CompiledAgent, context: AgentContext, event: AgentEvent): Partial<AgentContext> {
-  return sealRun(agent, context, { type: 'seal', reason: deadlinePassed(agent, context)!.reason } as AgentEvent);
 }
 
 export function sealRun(agent: CompiledAgent, context: AgentContext, event: AgentEvent): Partial<AgentContext> {

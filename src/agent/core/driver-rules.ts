@@ -8,15 +8,12 @@ import { PolicySchema, type Message, type Outcome, type PolicyInput, type ToolCa
 import { hasApprovalRule } from '../../tools/define-tool.js';
 import { decisionFor, isWaiting, restoredApprovals } from '../approvals/approvals.js';
 import { conversationOf, feedBrain, type BrainState } from './brain-state.js';
-import { activeMs, limitsOf, pausesOn, raiseOf, raiseProblem } from '../budget/budget-pause.js';
-import { budgetOverrun, type BudgetOverrun } from '../budget/budget.js';
-import { deadlineOverrun, type DeadlineRun } from '../budget/deadline.js';
 import type { CompiledAgent, Offered } from './compile.js';
 import { parseAgentContext, type AgentContext } from './context.js';
 import type { AgentInput } from '../protocol/actor-types.js';
 import { freshContext } from './actor-input.js';
 import { logOf, type MessageLog } from '../../brain/message-log.js';
-import { activeModelProblem, bookUsage, totalCost } from '../fallback/fallback.js';
+import { activeModelProblem, bookUsage } from '../fallback/fallback.js';
 import { activeAgentProblem, presentHistory, settleHandoff, speakerOf } from '../handoffs/handoffs.js';
 import { isInDoubt, restoredDoubt } from '../in-doubt/in-doubt.js';
 import { promptParts } from '../operations/operation-context.js';
@@ -29,7 +26,7 @@ import { pendingPrune, pruneLineProblem } from './pruning.js';
 import { repetitionVerdict, type RepetitionVerdict } from '../repetition/repetition.js';
 import { systemTokens } from './request-size.js';
 import { applyReply, batchResults, brainPolicy, interruptBatch, overruleOutcome } from './run-rules.js';
-import { finalCallPolicy, finalCallReason, judgeAnswer, settleAnswer, type AnswerStep } from '../structured-output/structured-output.js';
+import { finalCallPolicy,  judgeAnswer, settleAnswer, type AnswerStep } from '../structured-output/structured-output.js';
 
 
 /**
@@ -57,42 +54,6 @@ export const policyProblem = (agent: CompiledAgent, context: AgentContext, chang
   const parsed = PolicySchema.safeParse({ ...context.policy, ...change });
   if (!parsed.success) return `invalid policy: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`;
   return pruneLineProblem(agent.pruning, parsed.data);
-};
-
-/** Checked after tool results and before each model call, when the brain is between steps; paused time is not wall time. */
-export const overrun = (agent: CompiledAgent, context: AgentContext): BudgetOverrun | null =>
-  agent.budget && !context.brain.context.cancelled && !context.outputState?.finalCall && (context.brain.value === 'Start' || context.brain.value === 'AwaitingModel')
-    ? budgetOverrun(limitsOf(agent.budget, context.budgetPause), agent.prices, {
-        usage: context.runUsage,
-        toolCalls: context.brain.context.totalToolCalls,
-        elapsedMs: activeMs(context.runStartedAt, agent.clock(), context.budgetPause),
-        ...(agent.models.listed && { costUsd: totalCost(agent.models, context.models?.run ?? []) }),
-      })
-    : null;
-
-/** What the time budget's deadline reads of the run (see deadline.ts). */
-export const deadlineRun = (context: AgentContext): DeadlineRun => ({
-  runStartedAt: context.runStartedAt,
-  budgetPause: context.budgetPause,
-  finalCall: !!context.outputState?.finalCall,
-  cancelled: context.brain.context.cancelled,
-});
-
-/** The time budget passed while a side effect ran (the deadline's timer fired), or null. */
-export const deadlinePassed = (agent: CompiledAgent, context: AgentContext) => deadlineOverrun(agent.budget, deadlineRun(context), agent.clock());
-
-/** A limit passed whose kind seals: the seal reason. */
-export const overBudget = (agent: CompiledAgent, context: AgentContext): string | null => {
-  const over = overrun(agent, context);
-  return over && !pausesOn(agent.budget!, over.kind) ? over.reason : null;
-};
-
-/** Why a raise is refused (malformed, or it does not lift the limit the run paused on), or null. */
-export const raiseRefusal = (agent: CompiledAgent, context: AgentContext, event: AgentEvent): string | null => {
-  const change = raiseOf(event as never);
-  if (!change) return `a raise needs { budget: { maxTokens?, maxCostUsd?, maxToolCalls?, maxDurationMs? } }`;
-  const over = overrun(agent, context);
-  return over && pausesOn(agent.budget!, over.kind) ? raiseProblem(over, change) : null;
 };
 
 /**
@@ -214,9 +175,6 @@ export const afterReply = (agent: CompiledAgent, context: AgentContext, answer: 
   if (next.brain.context.outcome?.type === 'Failed') return { ...next, compactionPasses: 0 };
   return { ...next, compactionPasses: 0, operations: openPoint(context.operations, agent.plan, 'afterReply', key, answer.reply) };
 };
-
-/** Why the run must ask for its answer now (an output schema, a limit about to end it), or null. */
-export const finalCallDue = (agent: CompiledAgent, context: AgentContext) => finalCallReason(agent.structured, context.outputState, context.brain, decisionPolicy(agent, context), overBudget(agent, context));
 
 /** The agent.tools the run offers, in any process: the agent's own plus what its `toolset` step recorded (see ToolSource). */
 export const offeredTools = (agent: CompiledAgent, context: AgentContext): Offered => {

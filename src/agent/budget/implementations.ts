@@ -1,0 +1,116 @@
+/**
+ * Budgets in the driver: the chart's guards, actions and delays for the per-run limits (tokens,
+ * cost, tool calls, time) that seal or pause a run, their raise, the time budget's deadline on a
+ * side effect in flight, and a provider's usage limit waited out; with the rules those read over
+ * the compiled agent and the run's context (the limits themselves: budget.ts, budget-pause.ts,
+ * deadline.ts, usage-limit.ts).
+ */
+import { assign, bind, emit, type Args } from '../core/bind.js';
+import { feedBrain } from '../core/brain-state.js';
+import type { CompiledAgent } from '../core/compile.js';
+import type { AgentContext } from '../core/context.js';
+import { sealRun } from '../core/driver-actions.js';
+import type { Effect } from '../core/effects.js';
+import { totalCost } from '../fallback/fallback.js';
+import { closeOperations } from '../operations/operation-rules.js';
+import { as, type AgentEvent } from '../protocol/agent-event.js';
+import { budgetOverrun, type BudgetOverrun } from './budget.js';
+import { activeMs, BUDGET_OPERATION, limitsOf, pausedAt, pausesOn, raisedBy, raiseOf, raiseProblem } from './budget-pause.js';
+import { deadlineDelay, deadlineOverrun, type DeadlineRun } from './deadline.js';
+import { limitedUntil, limitLifted, resumeDelay, usageLimitWait } from './usage-limit.js';
+
+/** Checked after tool results and before each model call, when the brain is between steps; paused time is not wall time. */
+export const overrun = (agent: CompiledAgent, context: AgentContext): BudgetOverrun | null =>
+  agent.budget && !context.brain.context.cancelled && !context.outputState?.finalCall && (context.brain.value === 'Start' || context.brain.value === 'AwaitingModel')
+    ? budgetOverrun(limitsOf(agent.budget, context.budgetPause), agent.prices, {
+        usage: context.runUsage,
+        toolCalls: context.brain.context.totalToolCalls,
+        elapsedMs: activeMs(context.runStartedAt, agent.clock(), context.budgetPause),
+        ...(agent.models.listed && { costUsd: totalCost(agent.models, context.models?.run ?? []) }),
+      })
+    : null;
+
+/** What the time budget's deadline reads of the run (see deadline.ts). */
+export const deadlineRun = (context: AgentContext): DeadlineRun => ({
+  runStartedAt: context.runStartedAt,
+  budgetPause: context.budgetPause,
+  finalCall: !!context.outputState?.finalCall,
+  cancelled: context.brain.context.cancelled,
+});
+
+/** The time budget passed while a side effect ran (the deadline's timer fired), or null. */
+export const deadlinePassed = (agent: CompiledAgent, context: AgentContext) => deadlineOverrun(agent.budget, deadlineRun(context), agent.clock());
+
+/** A limit passed whose kind seals: the seal reason. */
+export const overBudget = (agent: CompiledAgent, context: AgentContext): string | null => {
+  const over = overrun(agent, context);
+  return over && !pausesOn(agent.budget!, over.kind) ? over.reason : null;
+};
+
+/** Why a raise is refused (malformed, or it does not lift the limit the run paused on), or null. */
+export const raiseRefusal = (agent: CompiledAgent, context: AgentContext, event: AgentEvent): string | null => {
+  const change = raiseOf(event as never);
+  if (!change) return `a raise needs { budget: { maxTokens?, maxCostUsd?, maxToolCalls?, maxDurationMs? } }`;
+  const over = overrun(agent, context);
+  return over && pausesOn(agent.budget!, over.kind) ? raiseProblem(over, change) : null;
+};
+
+export function sealOverBudget(agent: CompiledAgent, context: AgentContext, _event: AgentEvent): Partial<AgentContext> {
+  return {
+    brain: feedBrain(context.brain, { type: 'seal', reason: overBudget(agent, context)! }),
+    operations: closeOperations(context.operations),
+  };
+}
+
+/** The time budget's deadline passed with a side effect in flight (aborted beside this): the run is sealed by the budget, its calls answered interrupted. */
+export function sealAtDeadline(agent: CompiledAgent, context: AgentContext, _event: AgentEvent): Partial<AgentContext> {
+  return sealRun(agent, context, { type: 'seal', reason: deadlinePassed(agent, context)!.reason } as AgentEvent);
+}
+
+export function emitBudgetPaused(agent: CompiledAgent, context: AgentContext, _event: AgentEvent): Effect[] {
+  const out: Effect[] = [];
+  const limited = context.budgetPause?.usageLimit;
+  if (limited) return [...out, { emit: { type: 'operation.yielded', operation: BUDGET_OPERATION, reason: limited.reason, payload: { resumeAt: limited.resumeAt } } }];
+  const { kind, used, limit, reason } = overrun(agent, context)!;
+  out.push({ emit: { type: 'budget.paused', kind, used, limit, reason } });
+  out.push({ emit: { type: 'operation.yielded', operation: BUDGET_OPERATION, reason, payload: { kind, used, limit } } });
+  return out;
+}
+
+/** The guards, actions and delays the chart names for budgets. */
+export function budgetImplementations(agent: CompiledAgent) {
+  const { clock, usageLimit } = agent;
+  const rule = bind(agent);
+  return {
+    delays: {
+      usageLimitWait: ({ context }: Args) => resumeDelay(context.budgetPause, clock()),
+      // No time budget: undefined, and XState arms no timer (the after event is raised and its guards refuse it).
+      budgetDeadline: ({ context }: Args) => deadlineDelay(agent.budget, deadlineRun(context), clock()) as number,
+    },
+    guards: {
+      runOverBudget: ({ context }: Args) => overBudget(agent, context) !== null,
+      deadlineSeals: ({ context }: Args) => deadlinePassed(agent, context)?.pauses === false,
+      deadlinePauses: ({ context }: Args) => deadlinePassed(agent, context)?.pauses === true,
+      budgetPaused: ({ context }: Args) => overrun(agent, context) !== null && overBudget(agent, context) === null,
+      raiseRefused: ({ context, event }: Args) => raiseRefusal(agent, context, event) !== null,
+      usageLimitPauses: ({ event }: Args) => usageLimitWait(usageLimit, as(event, 'io.failed').error) !== null,
+      usageLimited: ({ context }: Args) => !!context.budgetPause?.usageLimit,
+      budgetResume: ({ event }: Args) => event.type === 'operation.resume' && event.operation === BUDGET_OPERATION,
+    },
+    actions: {
+      sealOverBudget: rule.assign(sealOverBudget),
+      sealAtDeadline: rule.assign(sealAtDeadline),
+      markPaused: assign({ budgetPause: ({ context }) => pausedAt(context.budgetPause, clock()) }),
+      emitBudgetPaused: rule.effects(emitBudgetPaused),
+      raiseBudget: assign({ budgetPause: ({ context, event }) => raisedBy(context.budgetPause, raiseOf(event as never)!, clock()) }),
+      pauseOnUsageLimit: assign({
+        budgetPause: ({ context, event }) => {
+          const { error } = as(event, 'io.failed');
+          return limitedUntil(context.budgetPause, error as Error, usageLimitWait(usageLimit, error)!, clock());
+        },
+      }),
+      liftUsageLimit: assign({ budgetPause: ({ context }) => limitLifted(context.budgetPause, clock()) }),
+      refuseRaise: emit(({ context, event }) => ({ type: 'event.rejected' as const, event: event.type, reason: raiseRefusal(agent, context, event)! })),
+    },
+  };
+}

@@ -1,0 +1,40 @@
+/**
+ * Structured output in the driver: the chart's guards and actions for the run's final call (an
+ * output schema or `finalOutputCall`, asked before a limit ends the run) and the answers it
+ * rejects, with the rule they read over the compiled agent and the run's context (the answer's
+ * checks themselves: structured-output.ts).
+ */
+import { assign, bind, type Args } from '../core/bind.js';
+import type { CompiledAgent } from '../core/compile.js';
+import type { AgentContext } from '../core/context.js';
+import { answerOf, decisionPolicy } from '../core/driver-rules.js';
+import type { Effect } from '../core/effects.js';
+import { overBudget } from '../budget/implementations.js';
+import type { AgentEvent } from '../protocol/agent-event.js';
+import { beginFinalCall, finalCallReason } from './structured-output.js';
+
+/** Why the run must ask for its answer now (an output schema, a limit about to end it), or null. */
+export const finalCallDue = (agent: CompiledAgent, context: AgentContext) =>
+  finalCallReason(agent.structured, context.outputState, context.brain, decisionPolicy(agent, context), overBudget(agent, context));
+
+/** A reply whose answer the output schema refused: reported, with whether it was the last try. */
+export function emitOutputRejected(agent: CompiledAgent, context: AgentContext, event: AgentEvent): Effect[] {
+  const out: Effect[] = [];
+  const { rejected, overrule } = answerOf(agent, context, event);
+  if (rejected) out.push({ emit: { type: 'output.rejected', turn: context.brain.context.turnsTaken, error: rejected, final: overrule !== undefined } });
+  return out;
+}
+
+/** The guards and actions the chart names for structured output. */
+export function structuredOutputImplementations(agent: CompiledAgent) {
+  const rule = bind(agent);
+  return {
+    guards: {
+      finalCallDue: ({ context }: Args) => finalCallDue(agent, context) !== null,
+    },
+    actions: {
+      beginFinalCall: assign(({ context }) => beginFinalCall(agent.structured!, context.brain, context.outputState, finalCallDue(agent, context)!)),
+      emitOutputRejected: rule.effects(emitOutputRejected),
+    },
+  };
+}
