@@ -76,7 +76,8 @@ function guardsOf(agent: CompiledAgent) {
   compact: stepIs('Compact'),
   policyAcceptable: ({ context, event }: Args) => policyProblem(agent, context, as(event, 'policy').policy) === null,
   needsApprovalCheck: ({ context }: Args) => undecided(agent, context).length > 0,
-  noApprovalsConfigured: () => !gated,
+  /** Without approvals configured and with no call in doubt (a restored batch), a batch needs no approval or doubt region. */
+  straightToWork: ({ context }: Args) => !gated && (context.doubt?.waiting.length ?? 0) === 0,
   policyFailure: ({ event }: Args) => event.type === 'io.failed' && ToolPolicyError.isInstance(event.error),
   batchComplete: ({ context }: Args) => batchComplete(context, maxCalls),
   handsOff: ({ context }: Args) => handoffOf(agent, context) !== null,

@@ -9,8 +9,10 @@ import { chatDigest, parseApprovalId } from './ui-chunks.js';
 
 /**
  * Whether a page's approval answers name calls that wait, as shown: a call of the chat's own
- * run, or a call of a subagent (`c1/p1`, `c1/c2/p1`), found by walking down the calls in flight
- * to the child session that waits. Read only: a forged, stale or foreign answer changes nothing.
+ * run (waiting for its approval, or in doubt after a restart: the page asks "run it again?"), or
+ * a call of a subagent (`c1/p1`, `c1/c2/p1`) waiting for its approval, found by walking down the
+ * calls in flight to the child session that waits. Read only: a forged, stale or foreign answer
+ * changes nothing.
  */
 
 /** A session's context, live or stored: `via` is the id the chat shows the child's calls under. */
@@ -22,6 +24,8 @@ export interface ReadAnswer extends ApprovalAnswer {
   digest: string;
   run: number;
   ofChild: boolean;
+  /** What the call waits for: its approval, or a decision on a call in doubt (approved: run it again; denied: fail it). */
+  kind: 'approval' | 'doubt';
 }
 
 /** The answers read and checked, or why they cannot be taken. */
@@ -40,7 +44,7 @@ export async function checkAnswers(
     seen.add(id.toolCallId);
     const found = await waiting(chatId, chatId, context, id, '', contextOf);
     if (found === null) return { problem: `no call '${id.toolCallId.slice(0, 100)}' of run ${id.run} as shown waits for a decision` };
-    read.push({ ...answer, ...id, digest: found.digest, ofChild: found.ofChild });
+    read.push({ ...answer, ...id, digest: found.digest, ofChild: found.ofChild, kind: found.kind });
   }
   return { answers: read };
 }
@@ -56,17 +60,16 @@ async function waiting(
   id: { run: number; digest: string; toolCallId: string },
   via: string,
   contextOf: ContextOf,
-): Promise<{ ofChild: boolean; digest: string } | null> {
+): Promise<{ ofChild: boolean; digest: string; kind: ReadAnswer['kind'] } | null> {
   if (!runInFlight(context.brain)) return null;
   const calls = pendingCalls(context.brain);
   const own = calls.find((pending) => pending.call.id === id.toolCallId)?.call;
   if (own) {
-    const waits =
-      id.run === context.runIndex &&
-      chatDigest(chat, digestOf(own)) === id.digest &&
-      context.approvals.waiting.includes(id.toolCallId) &&
-      !Object.hasOwn(context.approvals.decisions, id.toolCallId);
-    return waits ? { ofChild: false, digest: digestOf(own) } : null;
+    if (id.run !== context.runIndex || chatDigest(chat, digestOf(own)) !== id.digest) return null;
+    if (context.approvals.waiting.includes(id.toolCallId) && !Object.hasOwn(context.approvals.decisions, id.toolCallId)) return { ofChild: false, digest: digestOf(own), kind: 'approval' };
+    // A subagent's call in doubt is decided where its session is (`sessions doubt`), not through the parent's chat.
+    const inDoubt = !via && (context.doubt?.waiting.includes(id.toolCallId) ?? false);
+    return inDoubt ? { ofChild: false, digest: digestOf(own), kind: 'doubt' } : null;
   }
   const route = routeOf(id.toolCallId);
   if (!route || !calls.some((pending) => pending.call.id === route.callId)) return null;
@@ -80,5 +83,5 @@ async function waiting(
   const child = await contextOf(childId, childVia);
   if (!child) return null;
   const found = await waiting(chat, childId, child, { ...id, toolCallId: route.rest }, childVia, contextOf);
-  return found && { ofChild: true, digest: found.digest };
+  return found && { ofChild: true, digest: found.digest, kind: found.kind };
 }

@@ -307,9 +307,15 @@ class ChatSessions {
       run.chunker.answered(answer.toolCallId);
       if (!answer.approved) run.chunker.denied(answer.toolCallId);
     }
-    for (const { toolCallId, digest, run: runIndex, approved, reason } of toSend) {
+    for (const { toolCallId, digest, run: runIndex, approved, reason, kind } of toSend) {
       // Bound to the call as the page showed it: the session refuses it for any other.
-      chat.session.send({ type: approved ? 'approve' : 'deny', toolCallId, digest, run: runIndex, ...(reason !== undefined && { reason }) });
+      if (kind === 'doubt') {
+        // "Run it again?" Yes runs it again (with the same idempotency key), no fails it with the reason.
+        const why = reason ?? 'the user did not run it again after it was cut off';
+        chat.session.send({ type: 'doubt.decide', toolCallId, digest, run: runIndex, by: 'chat', ...(approved ? { action: 'rerun' } : { action: 'fail', reason: why }) });
+      } else {
+        chat.session.send({ type: approved ? 'approve' : 'deny', toolCallId, digest, run: runIndex, ...(reason !== undefined && { reason }) });
+      }
     }
     return this.#stream(run, from);
   }

@@ -158,6 +158,13 @@ export class RunChunker {
         return this.#retry();
       case 'approval.requested':
         return this.#approvalRequests(event.requests);
+      // A call cut off by a restart that may or may not have run: the page asks "run it again?" as an
+      // approval (approve: run it again; deny: fail it), with a data part saying why it asks.
+      case 'tool.inDoubt':
+        return event.requests.flatMap((request) => [
+          { type: 'data-tool-in-doubt', id: `doubt-${request.toolCallId}`, data: { toolCallId: request.toolCallId, toolName: request.toolName, approvalId: approvalIdOf(request, this.#chat) } },
+          ...this.#approvalRequests([request]),
+        ]);
       case 'tool.finished':
         return [this.#toolOutput(event.result)];
       case 'run.finished':

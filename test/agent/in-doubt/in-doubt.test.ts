@@ -133,6 +133,23 @@ describe('a call in doubt in the chart', () => {
     );
   });
 
+  it('a session stored waiting on a call in doubt, opened again, asks again and takes a live decision to run it again', async () => {
+    const parts = setup();
+    const { second, request } = await inDoubt(parts);
+    // The process that found the call in doubt stops too: the row now says the call waits.
+    await second.flush();
+    second.actor.stop();
+    const events: AgentEmitted[] = [];
+    const third = await DurableSession.open({ machine: parts.machine(), store: parts.store, sessionId: 's', attach: (a) => a.on('*', (e) => events.push(e)) });
+    expect(JSON.stringify(third.actor.getSnapshot().value)).toContain('"Doubt":"AwaitingDecision"');
+    expect(events.find((e) => e.type === 'tool.inDoubt')).toMatchObject({ requests: [{ toolCallId: 'c1' }] });
+    third.send({ type: 'doubt.decide', ...request, action: 'rerun' });
+    const output = await Promise.race([third.whenIdle(), new Promise<null>((resolve) => setTimeout(() => resolve(null), 3_000))]);
+    expect(output?.messages.at(-1)).toMatchObject({ content: 'saw paid 3' });
+    expect(parts.runs).toHaveLength(2);
+    await third.close();
+  });
+
   it('decideDoubtStored refuses a hand result that is not JSON and a call not in doubt, writing nothing', async () => {
     const parts = setup();
     const { second, request } = await inDoubt(parts);
