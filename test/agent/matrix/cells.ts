@@ -60,7 +60,7 @@ const DECLARED: Partial<Record<FeatureId, Partial<Record<HostId, Cell>>>> = {
     streamAgent: { status: 'refused', reason: NO_JOURNAL },
     stepper: { status: 'refused', reason: NO_JOURNAL },
     restate: { status: 'elsewhere', test: `${RESTATE}: a worker SIGKILLed during a tool that asks when in doubt …` },
-    chat: { status: 'open', reason: 'not run: a chat restarted with a call in doubt (a durable session under the handler) has no page answer for it; decide with `decideDoubtStored` or the CLI' },
+    chat: { status: 'elsewhere', test: 'test/http/in-doubt.test.ts: a chat cut off inside the tool, reloaded, asks "run it again?" as an approval request; approved runs it again, denied fails it …' },
   },
   'budget-pause': {
     runAgent: { status: 'refused', reason: SEALS('raise the budget'), verify: sealedBy('budget') },
