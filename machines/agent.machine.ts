@@ -2,17 +2,15 @@ import { and, setup, type ActorRefFrom, type AnyActorRef, type AnyStateMachine }
 import { feedBrain, stepTypeOf, takeStep } from '../src/agent/core/brain-state.js';
 import type { AgentConfig } from '../src/agent/core/config.js';
 import { compileAgent, markTraced, type CompiledAgent } from '../src/agent/core/compile.js';
-import { afterReply, answerOf, approvalKey, batchKey, compactionKey,  decisionPolicy, extrasFor,  handoffOf, modelKey,  ownModel, pointKey, policyProblem, pruneReport,  repeated, resetBatch, restoredContext, runnable, toolsetKey, undecided, verdictOf, initialContext } from '../src/agent/core/driver-rules.js';
+import { afterReply, answerOf, approvalKey, batchKey, compactionKey,  decisionPolicy, extrasFor,  modelKey,  pointKey, policyProblem, pruneReport,  resetBatch, restoredContext, runnable, toolsetKey, undecided, verdictOf, initialContext } from '../src/agent/core/driver-rules.js';
 import { as } from '../src/agent/protocol/agent-event.js';
 import { APPROVALS_OPERATION, approvalEventOf, approvalResumeProblem } from '../src/agent/approvals/approval-events.js';
-import { doubtRequests, markedInDoubt } from '../src/agent/in-doubt/in-doubt.js';
 
 import { type AgentContext } from '../src/agent/core/context.js';
 import type { OperationHook } from '../src/agent/operations/operation-state.js';
 import { applyOperated, applyResumed, openPoint, type ResumeVerdict } from '../src/agent/operations/operation-rules.js';
 import { DEFAULT_CANCEL_GRACE_MS, OperationError } from '../src/agent/operations/operation.js';
 import { type FailureType } from '../src/agent/protocol/failure.js';
-import { fallbackAfter } from '../src/agent/fallback/fallback.js';
 
 import { checkedExternal, externalEventProblem, externalEventTypes } from '../src/agent/protocol/events.js';
 import { composeExecutors, type Executor } from '../src/agent/protocol/executor.js';
@@ -22,7 +20,10 @@ import { ToolPolicyError } from '../src/agent/approvals/tool-policy.js';
 import { guardrailImplementations } from '../src/agent/guardrails/implementations.js';
 import { budgetImplementations } from '../src/agent/budget/implementations.js';
 import { structuredOutputImplementations } from '../src/agent/structured-output/implementations.js';
-import { handoffLimitReached } from '../src/agent/handoffs/handoffs.js';
+import { handoffImplementations } from '../src/agent/handoffs/implementations.js';
+import { inDoubtImplementations } from '../src/agent/in-doubt/implementations.js';
+import { fallbackImplementations } from '../src/agent/fallback/implementations.js';
+import { repetitionImplementations } from '../src/agent/repetition/implementations.js';
 import { inputRefused } from '../src/agent/core/actor-input.js';
 import { fromTelemetry, resumeTrace, traceMark, type TraceMark } from '../src/agent/tracing/trace-marks.js';
 
@@ -50,7 +51,7 @@ import { toolStarted } from '../src/agent/core/effects.js';
 
 /** The chart's guards for one compiled agent: each a one-line question to a rule. */
 function guardsOf(agent: CompiledAgent) {
-  const { plan, pruning, models, maxCalls, gated, hasSources } = agent;
+  const { plan, pruning, maxCalls, gated, hasSources } = agent;
   const stepIs = (type: Step['type']) => ({ context }: Args) => stepTypeOf(context.brain, decisionPolicy(agent, context)) === type;
   const fromCurrent = (key: (context: AgentContext) => string) => ({ context, event }: Args) =>
     fromIo(event) && (event as { key: string }).key === key(context);
@@ -66,13 +67,10 @@ function guardsOf(agent: CompiledAgent) {
   singleRun: ({ context }: Args) => context.once,
   promptFails: ({ context }: Args) => typeof extrasFor(agent, context) !== 'number',
   extrasChanged: ({ context }: Args) => extrasFor(agent, context) !== context.extrasTokens,
-  fallsBack: ({ context, event }: Args) => ownModel(agent, context) === null && fallbackAfter(models, context.models, as(event, 'io.failed').error) !== null,
   operationFailure: ({ event }: Args) => event.type === 'io.failed' && OperationError.isInstance(event.error),
   shouldPrune: ({ context }: Args) => !context.brain.context.cancelled && pendingPrune(context.brain, context.policy, pruning, agent.config.pruner) !== null,
   callLLM: stepIs('CallLLM'),
   callTools: stepIs('CallTools'),
-  repetitionNoted: ({ context }: Args) => repeated(agent, context).type === 'note',
-  repetitionSeals: ({ context }: Args) => repeated(agent, context).type === 'seal',
   compact: stepIs('Compact'),
   policyAcceptable: ({ context, event }: Args) => policyProblem(agent, context, as(event, 'policy').policy) === null,
   needsApprovalCheck: ({ context }: Args) => undecided(agent, context).length > 0,
@@ -80,14 +78,10 @@ function guardsOf(agent: CompiledAgent) {
   straightToWork: ({ context }: Args) => !gated && (context.doubt?.waiting.length ?? 0) === 0,
   policyFailure: ({ event }: Args) => event.type === 'io.failed' && ToolPolicyError.isInstance(event.error),
   batchComplete: ({ context }: Args) => batchComplete(context, maxCalls),
-  handsOff: ({ context }: Args) => handoffOf(agent, context) !== null,
-  handoffLimitReached: ({ context }: Args) => handoffLimitReached(agent.team!, context.handoffs),
   callsRunnable: ({ context }: Args) => runnable(agent, context).length > 0,
   nothingRunnable: ({ context }: Args) => runnable(agent, context).length === 0,
   nothingWaiting: ({ context }: Args) => waitingCalls(context, maxCalls).length === 0,
   someoneWaiting: ({ context }: Args) => waitingCalls(context, maxCalls).length > 0,
-  someoneInDoubt: ({ context }: Args) => (context.doubt?.waiting.length ?? 0) > 0,
-  nothingInDoubt: ({ context }: Args) => (context.doubt?.waiting.length ?? 0) === 0,
   currentModelCall: fromCurrent(modelKey),
   currentBatch: fromCurrent(batchKey),
   currentApprovalCheck: fromCurrent(approvalKey),
@@ -120,8 +114,6 @@ function runActions(agent: CompiledAgent) {
   recordCancelGrace: assign({ cancelGraceMs: ({ event }) => as(event, 'cancel').graceMs ?? DEFAULT_CANCEL_GRACE_MS }),
   takeStep: assign({ brain: ({ context }) => takeStep(context.brain, decisionPolicy(agent, context)) }),
   rewindBrain: assign({ brain: ({ context, event }) => feedBrain(context.brain, { type: 'rewindTo', len: as(event, 'rewind').len }) }),
-  noteRepetition: rule.effects(act.noteRepetition),
-  sealRepetition: rule.assign(act.sealRepetition),
   openPoint: assignWith<OperationHook>(({ context }, hook) => ({ operations: openPoint(context.operations, plan, hook, pointKey(context, hook)) })),
   requestOperations: rule.send(act.requestOperations),
   applyOperated: rule.effects(act.acceptOperated),
@@ -150,10 +142,6 @@ function stepActions(agent: CompiledAgent) {
   recordOffered: rule.assign(act.recordOffered),
   /** Hands the runnable calls to the IO; `announce`: the IO reports each start (else the chart did, see announceBatch). */
   requestTools: sendWith<boolean>(({ context }, announce) => act.requestTools(agent, context, announce)),
-  markInDoubt: assign({ doubt: ({ context, event }) => markedInDoubt(context.doubt, as(event, 'io.toolInDoubt').call.id) }),
-  emitInDoubt: emit(({ context }) => ({ type: 'tool.inDoubt' as const, ...doubtRequests(context) })),
-  /** A person's decision for a call in doubt, bound to the call as shown; a refused one changes nothing. */
-  decideDoubt: rule.effects(act.decideDoubt),
   /**
    * A new batch, on the common path: every call shows up in a UI's trace at once. Calls answered
    * up front (an unknown tool, past the per-reply limit) start and finish here; the others start,
@@ -174,16 +162,12 @@ function stepActions(agent: CompiledAgent) {
   emitToolStarted: emit(({ context, event }) => toolStarted(context, as(event, 'io.toolStarted').call)),
   emitToolFinished: rule.emit(act.emitToolFinished),
   acceptToolResults: assign(({ context }) => ({ brain: applyToolResults(context, maxCalls), ...resetBatch(agent, context) })),
-  handOff: rule.assign(act.handOff),
-  refuseHandoff: rule.assign(act.refuseHandoff),
-  emitHandoff: emit(({ context }) => ({ type: 'agent.handoff' as const, run: context.runIndex, turn: context.brain.context.turnsTaken, ...context.agent! })),
   awaitApproval: rule.effects(act.awaitApproval),
   emitApprovalRequested: rule.emit(act.emitApprovalRequested),
   emitApprovalYielded: rule.emit(act.emitApprovalYielded),
   recordDecision: rule.effects(act.recordDecision),
   acceptCompaction: rule.assign(act.acceptCompaction),
   emitCompactionFinished: rule.emit(act.emitCompactionFinished),
-  fallBack: rule.effects(act.fallBack),
   failWith: assignWith<FailureType>(({ context, event }, type) => ({ brain: feedBrain(context.brain, { type: 'fail', error: errorInfo(type, as(event, 'io.failed').error) }) })),
   /** Seed 003: operations keep what the interrupted step received, calls are answered once, the run ends Cancelled. */
   cancelRun: rule.effects(act.cancelRun),
@@ -226,14 +210,18 @@ function implementationsOf(agent: CompiledAgent) {
   const guardrails = guardrailImplementations(agent);
   const budget = budgetImplementations(agent);
   const structuredOutput = structuredOutputImplementations(agent);
+  const handoffs = handoffImplementations(agent);
+  const inDoubt = inDoubtImplementations(agent);
+  const fallback = fallbackImplementations(agent);
+  const repetition = repetitionImplementations(agent);
   return {
     actors: { io: ioLogic(agent.io) },
     delays: {
       cancelGrace: ({ context }: Args) => context.cancelGraceMs ?? DEFAULT_CANCEL_GRACE_MS,
       ...budget.delays,
     },
-    guards: { ...guardsOf(agent), ...guardrails.guards, ...budget.guards, ...structuredOutput.guards },
-    actions: { ...runActions(agent), ...stepActions(agent), ...guardrails.actions, ...budget.actions, ...structuredOutput.actions },
+    guards: { ...guardsOf(agent), ...guardrails.guards, ...budget.guards, ...structuredOutput.guards, ...handoffs.guards, ...inDoubt.guards, ...fallback.guards, ...repetition.guards },
+    actions: { ...runActions(agent), ...stepActions(agent), ...guardrails.actions, ...budget.actions, ...structuredOutput.actions, ...handoffs.actions, ...inDoubt.actions, ...fallback.actions, ...repetition.actions },
   };
 }
 

@@ -6,12 +6,11 @@
 import { conversationOf, feedBrain, firstPending, pendingCalls } from './brain-state.js';
 
 import { type CompiledAgent } from './compile.js';
-import { approvalKey, batchKey, compactionKey, conversation, extrasFor, handoffOf, modelKey, offeredTools,  ownModel, ownOffered, policyProblem, repeated, resetBatch, runnable, speakerView, stopRun, toolsetKey, undecided, verdictOf } from './driver-rules.js';
+import { approvalKey, batchKey, compactionKey, conversation, extrasFor,  modelKey, offeredTools,  ownModel, ownOffered, policyProblem,  resetBatch, runnable, speakerView, stopRun, toolsetKey, undecided, verdictOf } from './driver-rules.js';
 import { as, type AgentEvent } from '../protocol/agent-event.js';
 import { APPROVALS_OPERATION, approvalEventOf } from '../approvals/approval-events.js';
 import { decisionFor, deniedResult, takeDecision } from '../approvals/approvals.js';
 import { requestFor } from '../approvals/approval-binding.js';
-import { takeDoubtDecision } from '../in-doubt/in-doubt.js';
 
 import { costUsd } from '../budget/budget.js';
 import { type AgentContext } from './context.js';
@@ -20,18 +19,16 @@ import { applyOperated, closeOperations } from '../operations/operation-rules.js
 import { OperationError } from '../operations/operation.js';
 import { agentOutcome } from '../protocol/failure.js';
 import { interruptedStep, keepSteering, runCancelHooks } from '../cancel/cancel-rules.js';
-import { fallbackAfter, startModels, totalCost, usageCosts } from '../fallback/fallback.js';
-import { repetitionNote, type RepetitionVerdict } from '../repetition/repetition.js';
+import { startModels, totalCost, usageCosts } from '../fallback/fallback.js';
 
 import { deliveryIds, nextAttempt } from '../protocol/delivery.js';
-import { refusedHandoff } from '../handoffs/handoffs.js';
 import { externalEventProblem } from '../protocol/events.js';
 import type { IoRequest } from '../protocol/io-protocol.js';
 
 import { applyPolicyVerdicts } from '../approvals/tool-policy.js';
 import * as guard from '../guardrails/guardrails.js';
 
-import { NO_USAGE, applyCompactionPass, applyToolResults, asUserMessage, batchResults, errorInfo, finishBrain, interruptBatch, journalResult, startRun, waitingCalls, withExtras, withListedTools } from './run-rules.js';
+import { NO_USAGE, applyCompactionPass,  asUserMessage, batchResults, errorInfo, finishBrain, interruptBatch, journalResult, startRun, waitingCalls, withExtras, withListedTools } from './run-rules.js';
 import { type UserMessage } from '../../schemas.js';
 
 import { childUsageCounted, qualifiedCallId, qualifiedCalls, routedEvent, type RoutableEvent } from '../subagents/subagents.js';
@@ -70,25 +67,6 @@ export function emitRunStarted(agent: CompiledAgent, context: AgentContext, even
     id: deliveryIds.runStarted(context.runIndex),
     run: context.runIndex,
     message: firstPending(context.brain) as UserMessage,
-  };
-}
-
-export function noteRepetition(agent: CompiledAgent, context: AgentContext, event: AgentEvent): Effect[] {
-  const out: Effect[] = [];
-  const times = (repeated(agent, context) as Extract<RepetitionVerdict, { type: 'note' }>).times;
-  const calls = pendingCalls(context.brain).map(({ call }) => call);
-  const toolJournal = calls.map((call) => repetitionNote(call, times));
-  out.push({ emit: { type: 'repetition.noted', turn: context.brain.context.turnsTaken, times, calls } });
-  toolJournal.forEach((result, i) => (out.push({ emit: toolStarted(context, calls[i]!) }), out.push({ emit: toolFinished(context, calls[i]!, result) })));
-  out.push({ assign: { brain: applyToolResults({ ...context, toolJournal }, agent.maxCalls), ...resetBatch(agent, context) } });
-  return out;
-}
-
-export function sealRepetition(agent: CompiledAgent, context: AgentContext, event: AgentEvent): Partial<AgentContext> {
-  return {
-    brain: feedBrain(interruptBatch(context, agent.maxCalls), { type: 'seal', reason: (repeated(agent, context) as Extract<RepetitionVerdict, { type: 'seal' }>).reason }),
-    operations: closeOperations(context.operations),
-    ...resetBatch(agent, context),
   };
 }
 
@@ -181,24 +159,6 @@ export function recordOffered(agent: CompiledAgent, context: AgentContext, event
   return { offered: { definitions }, brain: withListedTools(context.brain, definitions) };
 }
 
-/** A person's decision for a call in doubt, bound to the call as shown; a refused one changes nothing. */
-export function decideDoubt(agent: CompiledAgent, context: AgentContext, event: AgentEvent): Effect[] {
-  const out: Effect[] = [];
-  const { toolCallId, action, by, reason, digest } = as(event, 'doubt.decide');
-  const taken = takeDoubtDecision(context, as(event, 'doubt.decide'));
-  const who = by !== undefined ? { by } : {};
-  if ('refusal' in taken) {
-    const { reason: refusal, detail } = taken.refusal;
-    out.push({ emit: { type: 'doubt.refused', run: context.runIndex, toolCallId, action, refusal, detail, ...who, ...(digest !== undefined && { digest }) } });
-    return [...out, { emit: { type: 'event.rejected', event: 'doubt.decide', reason: `${refusal}: ${detail}` } }];
-  }
-  const { result } = taken.decision;
-  out.push({ assign: { doubt: taken.doubt, ...(result && { toolJournal: journalResult(context.toolJournal, result) }) } });
-  out.push({ emit: { type: 'doubt.decided', run: context.runIndex, toolCallId, digest: taken.decision.digest, action, ...who, ...(reason !== undefined && { reason }) } });
-  if (result) out.push({ emit: toolFinished(context, taken.call, result) });
-  return out;
-}
-
 /**
  * A new batch, on the common path: every call shows up in a UI's trace at once. Calls answered
  * up front (an unknown tool, past the per-reply limit) start and finish here; the others start,
@@ -273,23 +233,6 @@ export function emitToolFinished(agent: CompiledAgent, context: AgentContext, ev
   return toolFinished(context, call, result);
 }
 
-export function handOff(agent: CompiledAgent, context: AgentContext, event: AgentEvent): Partial<AgentContext> {
-  const { to, results } = handoffOf(agent, context)!;
-  return { agent: to, toolJournal: results, handoffs: (context.handoffs ?? 0) + 1 };
-}
-
-/**
- * A transfer past `maxHandoffs`: refused (its result says so, the agent that asked keeps the
- * conversation), the batch's results applied, and the run sealed (`maxHandoffs: …`) like every
- * other per-run limit, so its conversation is kept.
- */
-export function refuseHandoff(agent: CompiledAgent, context: AgentContext, event: AgentEvent): Partial<AgentContext> {
-  const { to, results: settled } = handoffOf(agent, context)!;
-  const { results, reason } = refusedHandoff(agent.team!, to.name, settled);
-  const brain = applyToolResults({ ...context, toolJournal: results }, agent.maxCalls);
-  return { brain: feedBrain(brain, { type: 'seal', reason }), operations: closeOperations(context.operations), ...resetBatch(agent, context) };
-}
-
 export function awaitApproval(agent: CompiledAgent, context: AgentContext, event: AgentEvent): Effect[] {
   const out: Effect[] = [];
   const { waiting, policy } = as(event, 'io.approvalsChecked');
@@ -360,16 +303,6 @@ export function acceptCompaction(agent: CompiledAgent, context: AgentContext, ev
 export function emitCompactionFinished(agent: CompiledAgent, context: AgentContext, event: AgentEvent): AgentEmitted {
   const { reason, output } = as(event, 'io.compacted');
   return { type: 'compaction.finished' as const, reason, before: output.before, after: output.after, rewritten: output.messages !== undefined };
-}
-
-export function fallBack(agent: CompiledAgent, context: AgentContext, event: AgentEvent): Effect[] {
-  const out: Effect[] = [];
-  const { error } = as(event, 'io.failed');
-  const next = fallbackAfter(agent.models, context.models, error)!;
-  const from = context.models!.active.name;
-  out.push({ emit: { type: 'model.fallback', turn: context.brain.context.turnsTaken + 1, from, to: next.name, trigger: next.trigger, error } });
-  out.push({ assign: { models: { ...context.models!, active: { index: next.index, name: next.name } } } });
-  return out;
 }
 
 /** Seed 003: operations keep what the interrupted step received, calls are answered once, the run ends Cancelled. */

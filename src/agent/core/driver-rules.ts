@@ -14,7 +14,7 @@ import type { AgentInput } from '../protocol/actor-types.js';
 import { freshContext } from './actor-input.js';
 import { logOf, type MessageLog } from '../../brain/message-log.js';
 import { activeModelProblem, bookUsage } from '../fallback/fallback.js';
-import { activeAgentProblem, presentHistory, settleHandoff, speakerOf } from '../handoffs/handoffs.js';
+import { activeAgentProblem, presentHistory,  speakerOf } from '../handoffs/handoffs.js';
 import { isInDoubt, restoredDoubt } from '../in-doubt/in-doubt.js';
 import { promptParts } from '../operations/operation-context.js';
 import { as, type AgentEvent } from '../protocol/agent-event.js';
@@ -23,7 +23,6 @@ import { checkStoredOperations, openPoint, resumeVerdict, type ResumeVerdict } f
 import type { OperationHook } from '../operations/operation-state.js';
 import type { OperationError } from '../operations/operation.js';
 import { pendingPrune, pruneLineProblem } from './pruning.js';
-import { repetitionVerdict, type RepetitionVerdict } from '../repetition/repetition.js';
 import { systemTokens } from './request-size.js';
 import { applyReply, batchResults, brainPolicy, interruptBatch, overruleOutcome } from './run-rules.js';
 import { finalCallPolicy,  judgeAnswer, settleAnswer, type AnswerStep } from '../structured-output/structured-output.js';
@@ -88,10 +87,6 @@ export const extrasFor = (agent: CompiledAgent, context: AgentContext): number |
   return tokens;
 };
 
-/** The agent.repetition verdict on the batch the brain is about to run (see repetition.ts). */
-export const repeated = (agent: CompiledAgent, context: AgentContext): RepetitionVerdict =>
-  repetitionVerdict(logOf(context.brain.context), context.brain.value === 'AwaitingTools' ? agent.repetition : null);
-
 /** The policy the brain decides with now (see `brainPolicy`, `finalCallPolicy`). */
 export const decisionPolicy = (agent: CompiledAgent, context: AgentContext) => finalCallPolicy(brainPolicy(context.policy, context.compactionPasses), context.outputState);
 
@@ -145,9 +140,6 @@ export const speakerView = (agent: CompiledAgent, context: AgentContext) => {
   const speaker = speakerOf(agent.team!, context.agent);
   return { instructions: speaker.instructions, present: (messages: readonly Message[]) => presentHistory(speaker, context.agent, messages) };
 };
-
-/** The handoff the finished batch asks for (its tool result names the next agent), or null. */
-export const handoffOf = (agent: CompiledAgent, context: AgentContext) => agent.team && settleHandoff(agent.team, context.agent, batchResults(context, agent.maxCalls));
 
 /** What a model reply does to the run's answer, decided once per reply (the action and the event read the same). */
 export const answerOf = (agent: CompiledAgent, context: AgentContext, event: AgentEvent): AnswerStep => {

@@ -1,0 +1,51 @@
+/**
+ * Handoffs in the driver: the chart's guards and actions for a transfer call that hands the
+ * conversation to another agent of the team (refused past `maxHandoffs`), with the rule they read
+ * over the compiled agent and the run's context (the team itself: handoffs.ts).
+ */
+import { bind, emit, type Args } from '../core/bind.js';
+import { feedBrain } from '../core/brain-state.js';
+import type { CompiledAgent } from '../core/compile.js';
+import type { AgentContext } from '../core/context.js';
+import { resetBatch } from '../core/driver-rules.js';
+import { applyToolResults, batchResults } from '../core/run-rules.js';
+import { closeOperations } from '../operations/operation-rules.js';
+import type { AgentEvent } from '../protocol/agent-event.js';
+import { handoffLimitReached, refusedHandoff, settleHandoff } from './handoffs.js';
+
+/** The handoff the finished batch asks for (its tool result names the next agent), or null. */
+export const handoffOf = (agent: CompiledAgent, context: AgentContext) => agent.team && settleHandoff(agent.team, context.agent, batchResults(context, agent.maxCalls));
+
+/** The agent the batch's transfer names speaks from the next step on. */
+export function handOff(agent: CompiledAgent, context: AgentContext, _event: AgentEvent): Partial<AgentContext> {
+  const { to, results } = handoffOf(agent, context)!;
+  return { agent: to, toolJournal: results, handoffs: (context.handoffs ?? 0) + 1 };
+}
+
+/**
+ * A transfer past `maxHandoffs`: refused (its result says so, the agent that asked keeps the
+ * conversation), the batch's results applied, and the run sealed (`maxHandoffs: …`) like every
+ * other per-run limit, so its conversation is kept.
+ */
+export function refuseHandoff(agent: CompiledAgent, context: AgentContext, _event: AgentEvent): Partial<AgentContext> {
+  const { to, results: settled } = handoffOf(agent, context)!;
+  const { results, reason } = refusedHandoff(agent.team!, to.name, settled);
+  const brain = applyToolResults({ ...context, toolJournal: results }, agent.maxCalls);
+  return { brain: feedBrain(brain, { type: 'seal', reason }), operations: closeOperations(context.operations), ...resetBatch(agent, context) };
+}
+
+/** The guards and actions the chart names for handoffs. */
+export function handoffImplementations(agent: CompiledAgent) {
+  const rule = bind(agent);
+  return {
+    guards: {
+      handsOff: ({ context }: Args) => handoffOf(agent, context) !== null,
+      handoffLimitReached: ({ context }: Args) => handoffLimitReached(agent.team!, context.handoffs),
+    },
+    actions: {
+      handOff: rule.assign(handOff),
+      refuseHandoff: rule.assign(refuseHandoff),
+      emitHandoff: emit(({ context }) => ({ type: 'agent.handoff' as const, run: context.runIndex, turn: context.brain.context.turnsTaken, ...context.agent! })),
+    },
+  };
+}

@@ -1,0 +1,56 @@
+/**
+ * Repetition in the driver: the chart's guards and actions for a batch the model asks for again
+ * and again (agent.repetition): noted instead of run, then sealed; with the rule they read over
+ * the compiled agent and the run's context (the verdict itself: repetition.ts).
+ */
+import { bind, type Args } from '../core/bind.js';
+import { feedBrain, pendingCalls } from '../core/brain-state.js';
+import type { CompiledAgent } from '../core/compile.js';
+import type { AgentContext } from '../core/context.js';
+import { resetBatch } from '../core/driver-rules.js';
+import { toolFinished, toolStarted, type Effect } from '../core/effects.js';
+import { applyToolResults, interruptBatch } from '../core/run-rules.js';
+import { logOf } from '../../brain/message-log.js';
+import { closeOperations } from '../operations/operation-rules.js';
+import type { AgentEvent } from '../protocol/agent-event.js';
+import { repetitionNote, repetitionVerdict, type RepetitionVerdict } from './repetition.js';
+
+/** The agent.repetition verdict on the batch the brain is about to run (see repetition.ts). */
+export const repeated = (agent: CompiledAgent, context: AgentContext): RepetitionVerdict =>
+  repetitionVerdict(logOf(context.brain.context), context.brain.value === 'AwaitingTools' ? agent.repetition : null);
+
+/** The batch is answered with a note instead of running; listeners see each call start and finish. */
+export function noteRepetition(agent: CompiledAgent, context: AgentContext, _event: AgentEvent): Effect[] {
+  const out: Effect[] = [];
+  const times = (repeated(agent, context) as Extract<RepetitionVerdict, { type: 'note' }>).times;
+  const calls = pendingCalls(context.brain).map(({ call }) => call);
+  const toolJournal = calls.map((call) => repetitionNote(call, times));
+  out.push({ emit: { type: 'repetition.noted', turn: context.brain.context.turnsTaken, times, calls } });
+  toolJournal.forEach((result, i) => (out.push({ emit: toolStarted(context, calls[i]!) }), out.push({ emit: toolFinished(context, calls[i]!, result) })));
+  out.push({ assign: { brain: applyToolResults({ ...context, toolJournal }, agent.maxCalls), ...resetBatch(agent, context) } });
+  return out;
+}
+
+/** The same batch again after its note: the run is sealed, its calls answered interrupted. */
+export function sealRepetition(agent: CompiledAgent, context: AgentContext, _event: AgentEvent): Partial<AgentContext> {
+  return {
+    brain: feedBrain(interruptBatch(context, agent.maxCalls), { type: 'seal', reason: (repeated(agent, context) as Extract<RepetitionVerdict, { type: 'seal' }>).reason }),
+    operations: closeOperations(context.operations),
+    ...resetBatch(agent, context),
+  };
+}
+
+/** The guards and actions the chart names for repetition. */
+export function repetitionImplementations(agent: CompiledAgent) {
+  const rule = bind(agent);
+  return {
+    guards: {
+      repetitionNoted: ({ context }: Args) => repeated(agent, context).type === 'note',
+      repetitionSeals: ({ context }: Args) => repeated(agent, context).type === 'seal',
+    },
+    actions: {
+      noteRepetition: rule.effects(noteRepetition),
+      sealRepetition: rule.assign(sealRepetition),
+    },
+  };
+}
