@@ -15,6 +15,8 @@ import { ChatRun } from './chat-run.js';
 import { AllowedOriginSchema, contentTypeProblem, crossSiteProblem } from './cross-site.js';
 import { FetchSink } from './fetch-sink.js';
 import { chatAsk, readJsonBody, type ApprovalAnswer } from './request.js';
+import { APPROVALS_OPERATION } from '../agent/approvals/approval-events.js';
+import { BUDGET_OPERATION } from '../agent/budget/budget-pause.js';
 import { chatRoute, subagentSessionProblem } from './route.js';
 import { SubagentTree } from './subagent-tree.js';
 import { RunChunker } from './ui-chunks.js';
@@ -104,6 +106,11 @@ const json = (status: number, code: string, message: string, extra: Record<strin
   });
 };
 
+/** What a page sends to resume an operation: its name and the payload its resume schema checks. */
+const ResumeRequestSchema = z.strictObject({ operation: z.string().min(1).max(200), payload: z.unknown() });
+/** Operations this route does not resume (see `#resumeOperation`). */
+const RESERVED_OPERATIONS: ReadonlySet<string> = new Set([APPROVALS_OPERATION, BUDGET_OPERATION]);
+
 /** What `#scopeOf` says of a chat that does not exist yet (a POST makes it with the caller's scope). */
 const NO_CHAT = Symbol('no chat');
 
@@ -184,7 +191,7 @@ class ChatSessions {
       if (request.method === 'POST') {
         const crossSite = crossSiteProblem(request, this.#origins);
         if (crossSite) return json(403, 'CrossSiteRequest', crossSite);
-        const type = contentTypeProblem(request, route.action === 'post');
+        const type = contentTypeProblem(request, route.action === 'post' || route.action === 'resume');
         if (type) return json(415, 'UnsupportedMediaType', type);
       }
       if (route.action === 'post') return await this.#post(request);
@@ -192,6 +199,7 @@ class ChatSessions {
       if (admitted instanceof Response) return admitted;
       const { key } = admitted;
       if (route.action === 'cancel') return await this.#cancel(key);
+      if (route.action === 'resume') return await this.#resumeOperation(request, key);
       return route.action === 'stream' ? await this.#resume(key) : await this.#messages(key);
     } catch (error) {
       return json(500, LoopchartError.isInstance(error) ? error.code : 'Internal', (error as Error).message);
@@ -347,6 +355,50 @@ class ChatSessions {
    * keeps what arrived and ends Cancelled, its streams end with that outcome). A dropped fetch
    * cannot mean this, since a reload drops it too and the run must go on.
    */
+  /**
+   * The page's answer to an operation the run waits on (`operation.yielded`, shown as a
+   * `data-operation-yielded` part): `POST <api>/<id>/resume` with `{ operation, payload }`. The
+   * session checks the payload against the operation's resume schema; a refused one changes
+   * nothing (409 with the reason). Approvals and budgets are not resumed here: approvals have
+   * their own answers, bound to the calls shown, and a page does not raise its own budget.
+   */
+  async #resumeOperation(request: Request, chatId: string): Promise<Response> {
+    const read = await readJsonBody(request, this.#settings.maxBodyBytes);
+    if ('problem' in read) return json(read.tooLarge ? 413 : 400, read.tooLarge ? 'BodyTooLarge' : 'InvalidChatRequest', read.problem);
+    const asked = ResumeRequestSchema.safeParse(read.body);
+    if (!asked.success) return json(400, 'InvalidChatRequest', `a resume is { operation, payload }: ${z.prettifyError(asked.error).slice(0, 300)}`);
+    const { operation, payload } = asked.data;
+    if (RESERVED_OPERATIONS.has(operation)) return json(400, 'InvalidChatRequest', `'${operation}' is not resumed through this route`);
+    return this.#serial(chatId, async () => {
+      const live = this.#live.get(chatId);
+      const context = live ? live.session.actor.getSnapshot().context : await this.#stored(chatId);
+      if (!context) return json(404, 'ChatNotFound', `no chat '${chatId.slice(0, 100)}'`);
+      const waiting = context.operations.waiting?.operation;
+      if (waiting !== operation) {
+        return json(409, 'NothingToResume', waiting ? `the run waits on operation '${waiting}', not '${operation.slice(0, 100)}'` : 'the run waits on no operation');
+      }
+      const chat = live ?? (await this.#open(chatId));
+      const run = chat.run;
+      if (!run || run.ended) {
+        this.#settle(chatId, chat);
+        return json(409, 'NothingToResume', 'the run waits on no operation');
+      }
+      let refused: string | undefined;
+      const listening = chat.session.actor.on('event.rejected', (event) => event.event === 'operation.resume' && (refused = event.reason));
+      const from = run.length;
+      try {
+        chat.session.send({ type: 'operation.resume', operation, payload });
+      } finally {
+        listening.unsubscribe();
+      }
+      if (refused !== undefined) {
+        this.#settle(chatId, chat);
+        return json(409, 'ResumeRefused', refused);
+      }
+      return this.#stream(run, from);
+    });
+  }
+
   async #cancel(chatId: string): Promise<Response> {
     return this.#serial(chatId, async () => {
       if (!this.#live.has(chatId)) {

@@ -2,7 +2,8 @@ import { sessionIdProblem } from '../stores/step.js';
 
 /**
  * What a request does to a chat: `read` its `/messages`, reattach to its `/stream`, `post` a
- * message, `cancel` its run, `approve` (answer approvals, approved or denied).
+ * message, `cancel` its run, `approve` (answer approvals, approved or denied), `resume` an
+ * operation the run waits on (its `/resume`).
  *
  * @example
  * ```ts
@@ -10,12 +11,13 @@ import { sessionIdProblem } from '../stores/step.js';
  * const changes = (action: ChatAction) => action !== 'read' && action !== 'stream';
  * ```
  */
-export type ChatAction = 'read' | 'stream' | 'post' | 'cancel' | 'approve';
+export type ChatAction = 'read' | 'stream' | 'post' | 'cancel' | 'approve' | 'resume';
 
 /**
  * Which chat a request is for and what it does, from the method and the URL's path alone (never
  * its host): `POST <api>` carries the chat id in its body; `GET <api>/<id>/messages`,
- * `GET <api>/<id>/stream` and `POST <api>/<id>/cancel` name it in the path, percent-encoded.
+ * `GET <api>/<id>/stream`, `POST <api>/<id>/cancel` and `POST <api>/<id>/resume` name it in the
+ * path, percent-encoded.
  * The handler is mounted anywhere: only the last two segments are read.
  */
 
@@ -25,10 +27,11 @@ export type ChatRoute =
   | { action: Exclude<ChatAction, 'post' | 'approve'>; chatId: string }
   | { refusal: { status: 400 | 404 | 405; code: string; message: string; allow?: string | undefined } };
 
-const SUFFIXES = new Map<string, { action: 'read' | 'stream' | 'cancel'; method: 'GET' | 'POST' }>([
+const SUFFIXES = new Map<string, { action: 'read' | 'stream' | 'cancel' | 'resume'; method: 'GET' | 'POST' }>([
   ['messages', { action: 'read', method: 'GET' }],
   ['stream', { action: 'stream', method: 'GET' }],
   ['cancel', { action: 'cancel', method: 'POST' }],
+  ['resume', { action: 'resume', method: 'POST' }],
 ]);
 
 /** The end of a subagent's session id (`agentTool`'s child: `<parent>/run-<r>:turn-<t>:<call id>`). */
@@ -66,7 +69,7 @@ export function chatRoute(method: string, url: string): ChatRoute {
   const suffix = SUFFIXES.get(segments.at(-1)!);
   if (!suffix) {
     if (method === 'POST') return { action: 'post' };
-    return { refusal: { status: 405, code: 'MethodNotAllowed', message: 'POST a chat request or <chat id>/cancel, or GET <chat id>/stream or <chat id>/messages', allow: 'POST' } };
+    return { refusal: { status: 405, code: 'MethodNotAllowed', message: 'POST a chat request, <chat id>/cancel or <chat id>/resume, or GET <chat id>/stream or <chat id>/messages', allow: 'POST' } };
   }
   if (method !== suffix.method) {
     return { refusal: { status: 405, code: 'MethodNotAllowed', message: `${segments.at(-1)} takes ${suffix.method} only`, allow: suffix.method } };

@@ -89,6 +89,8 @@ export class RunChunker {
   readonly #answered = new Set<string>();
   /** Whether the open turn's text streamed (else its reply's text is sent whole at its end). */
   #streamed = false;
+  /** Operation yields shown so far in this run: each data part has an id of its own. */
+  #yields = 0;
   /** Per subagent (the id of the call that runs it): its text, where its open turn's text begins, when it was last sent. */
   readonly #children = new Map<string, { text: string; turnAt: number; turn: number; streamed: boolean; sentAt: number }>();
 
@@ -160,6 +162,9 @@ export class RunChunker {
         return this.#approvalRequests(event.requests);
       // A call cut off by a restart that may or may not have run: the page asks "run it again?" as an
       // approval (approve: run it again; deny: fail it), with a data part saying why it asks.
+      // An operation yielded: the page shows what it asks (and resumes it with POST <api>/<id>/resume).
+      case 'operation.yielded':
+        return [{ type: 'data-operation-yielded', id: `yield-${this.run}-${++this.#yields}`, data: { operation: event.operation, reason: event.reason, payload: event.payload } }];
       case 'tool.inDoubt':
         return event.requests.flatMap((request) => [
           { type: 'data-tool-in-doubt', id: `doubt-${request.toolCallId}`, data: { toolCallId: request.toolCallId, toolName: request.toolName, approvalId: approvalIdOf(request, this.#chat) } },

@@ -33,7 +33,7 @@ function countingStore(): { store: SessionStore; calls: string[]; inner: MemoryS
   return { store, calls, inner };
 }
 
-const ACTIONS: ChatAction[] = ['read', 'stream', 'post', 'cancel', 'approve'];
+const ACTIONS: ChatAction[] = ['read', 'stream', 'post', 'cancel', 'approve', 'resume'];
 
 /** A request for `action` on `chatId` as a page sends it, with `headers`. */
 function requestFor(action: ChatAction, chatId: string, headers: Record<string, string> = {}, approvalId = `1:${'0'.repeat(64)}:call_1_0`): Request {
@@ -47,6 +47,8 @@ function requestFor(action: ChatAction, chatId: string, headers: Record<string, 
       return new Request(`${path}/stream`, { headers });
     case 'cancel':
       return new Request(`${path}/cancel`, { method: 'POST', headers });
+    case 'resume':
+      return new Request(`${path}/resume`, { method: 'POST', headers: json, body: JSON.stringify({ operation: 'review', payload: { ok: true } }) });
     case 'post':
       return new Request(base, { method: 'POST', headers: json, body: JSON.stringify({ id: chatId, messages: [userMessage('send 5')] }) });
     case 'approve': {

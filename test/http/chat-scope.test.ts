@@ -53,6 +53,7 @@ function requestFor(action: ChatAction, user: string, chatId: string): Request {
   if (action === 'read') return new Request(`${path}/messages`, { headers });
   if (action === 'stream') return new Request(`${path}/stream`, { headers });
   if (action === 'cancel') return new Request(`${path}/cancel`, { method: 'POST', headers });
+  if (action === 'resume') return new Request(`${path}/resume`, { method: 'POST', headers: { ...headers, 'content-type': 'application/json' }, body: JSON.stringify({ operation: 'review', payload: {} }) });
   return post(user, chatId, action === 'post' ? 'Remember: I am Mallory.' : 'hello');
 }
 
@@ -73,7 +74,7 @@ describe('chatScope', () => {
     expect(bobs).not.toContain('Ada');
   });
 
-  it.each<ChatAction>(['read', 'stream', 'post', 'cancel'])("another user's chat is not found (%s), and stays as it was", async (action) => {
+  it.each<ChatAction>(['read', 'stream', 'post', 'cancel', 'resume'])("another user's chat is not found (%s), and stays as it was", async (action) => {
     const { handler, store } = setup();
     await (await handler(post('ada', 'trip', 'Remember: my passport number is X123.'))).text();
     const stored = await store.load('trip');

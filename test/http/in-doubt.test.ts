@@ -35,7 +35,7 @@ function chargingAgent() {
   });
   const model = scriptedModel([
     { text: 'Charging.', toolCalls: [{ id: 'c1', name: 'charge', args: { amount: 5 } }] },
-    (request) => (seen.push(request.messages), { text: `Result: ${request.messages.at(-1)!.content}` }),
+    (request) => (seen.push([...request.messages]), { text: `Result: ${request.messages.at(-1)!.content}` }),
   ]);
   return { machine: createAgentMachine({ model, retry: false, tools: [charge] }), runs, seen };
 }

@@ -85,7 +85,7 @@ const DECLARED: Partial<Record<FeatureId, Partial<Record<HostId, Cell>>>> = {
     runAgent: { status: 'refused', reason: SEALS('resume the operation'), verify: sealedBy('ci-gate') },
     streamAgent: { status: 'refused', reason: SEALS('resume the operation'), verify: sealedBy('ci-gate') },
     restate: { status: 'elsewhere', test: `${RESTATE}: a run an operation yielded waits, and resumeOperation …` },
-    chat: { status: 'open', reason: 'the response ends `waiting` and the chat protocol carries only approval answers: no route resumes an operation' },
+    chat: { status: 'elsewhere', test: 'test/http/operations.test.ts: the response ends `waiting` with a data-operation-yielded part; POST <api>/<id>/resume continues the run …' },
   },
   delivery: {
     runAgent: { status: 'refused', reason: '`runAgent` returns the result only; `streamAgent` is its evented form' },
