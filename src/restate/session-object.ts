@@ -62,11 +62,11 @@ function summary(sessionId: string, context: AgentContext | undefined, running: 
   };
 }
 
-/** An event as clients get it: JSON, without the conversation (a run's output carries the history). */
+/** An event as clients get it: JSON, without the conversation (a run's output carries the history); its delivery id kept. */
 function publishable(event: AgentEmitted): StreamedEvent['event'] {
   if (event.type === 'run.finished') {
-    const { messages: _messages, ...output } = event.output;
-    return { type: event.type, output, sessionUsage: event.sessionUsage };
+    const { output: { messages: _messages, ...output }, ...rest } = event;
+    return JSON.parse(JSON.stringify({ ...rest, output })) as StreamedEvent['event'];
   }
   return JSON.parse(JSON.stringify(event)) as StreamedEvent['event'];
 }

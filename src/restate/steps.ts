@@ -1,6 +1,7 @@
 import * as restate from '@restatedev/restate-sdk';
 import type { Executor, SideEffect, SideEffectKind, SideEffectOutputs } from '../agent/protocol/executor.js';
 import { currentScope, extendScope } from '../agent/subagents/subagent-scope.js';
+import { ModelError } from '../model.js';
 
 /**
  * The executor seam as Restate steps: every side effect the agent hands to its executor becomes
@@ -30,7 +31,28 @@ import { currentScope, extendScope } from '../agent/subagents/subagent-scope.js'
  * A step's journaled outcome: a failure is an outcome too (it is the run's to decide), never
  * retried by Restate. `at` is when it finished: the agent's clock moves with the journal.
  */
-export type StepOutcome = ({ ok: true; value: unknown } | { ok: false; error: { name: string; message: string } }) & { at: number };
+export type StepOutcome = ({ ok: true; value: unknown } | { ok: false; error: JournaledError }) & { at: number };
+
+/**
+ * A failed step's error as the journal keeps it. The run decides on more than its message: a
+ * fallback reads `status` and `code` down the causes (`fallbackTrigger`), a usage limit a
+ * ModelError's `status` and `retryAfterMs`; the error handed back is rebuilt with them, so the
+ * live run and a replay decide as one process would. (Older entries have the first two only.)
+ */
+export interface JournaledError {
+  name: string;
+  message: string;
+  status?: number;
+  code?: string;
+  retryable?: boolean;
+  retryAfterMs?: number;
+  /** A `ModelError`: rebuilt as one. */
+  model?: true;
+  cause?: JournaledError;
+}
+
+/** As deep as `fallbackTrigger` reads causes. */
+const MAX_CAUSE_DEPTH = 6;
 
 interface PendingStep {
   readonly key: string;
@@ -38,7 +60,8 @@ interface PendingStep {
   readonly deliver: (outcome: StepOutcome) => void;
 }
 
-const describe = (error: unknown): { ok: false; error: { name: string; message: string } } => {
+/** What the journal keeps of a step's error (see `JournaledError`). */
+function journaled(error: unknown, depth = 0): JournaledError {
   let name = 'Error';
   let message: string;
   try {
@@ -47,8 +70,33 @@ const describe = (error: unknown): { ok: false; error: { name: string; message: 
   } catch {
     message = 'an error whose message could not be read';
   }
-  return { ok: false, error: { name, message } };
-};
+  const kept: JournaledError = { name, message };
+  try {
+    if (typeof error !== 'object' || error === null) return kept;
+    const { status, code, retryable, retryAfterMs, cause } = error as Record<string, unknown>;
+    if (typeof status === 'number') kept.status = status;
+    if (typeof code === 'string') kept.code = code;
+    if (typeof retryable === 'boolean') kept.retryable = retryable;
+    if (typeof retryAfterMs === 'number') kept.retryAfterMs = retryAfterMs;
+    if (ModelError.isInstance(error)) kept.model = true;
+    if (cause !== undefined && depth < MAX_CAUSE_DEPTH) kept.cause = journaled(cause, depth + 1);
+  } catch {
+    // A field that throws when read is left out: the error is still the step's outcome.
+  }
+  return kept;
+}
+
+/** The error a failed step hands back to the agent, from what the journal kept. */
+function rebuilt({ name, message, status, code, retryable, retryAfterMs, model, cause: journaledCause }: JournaledError): Error {
+  const cause = journaledCause && rebuilt(journaledCause);
+  const error: Error & { status?: number; code?: string } = model
+    ? new ModelError(message, { status, retryable: retryable ?? false, retryAfterMs, cause })
+    : new Error(message, cause && { cause });
+  if (!model && status !== undefined) error.status = status;
+  if (!model && code !== undefined) error.code = code;
+  error.name = name;
+  return error;
+}
 
 /** The steps one invocation has started and not yet handed back, in the order they started. */
 export class StepJournal {
@@ -76,7 +124,7 @@ export class StepJournal {
         try {
           return { ok: true, value: (await inner(effect, perform)) ?? null, at: Date.now() };
         } catch (error) {
-          return { ...describe(error), at: Date.now() };
+          return { ok: false, error: journaled(error), at: Date.now() };
         }
       });
       return new Promise<SideEffectOutputs[K]>((resolve, reject) => {
@@ -85,9 +133,7 @@ export class StepJournal {
           outcome,
           deliver: (result) => {
             if (result.ok) return resolve(result.value as SideEffectOutputs[K]);
-            const error = new Error(result.error.message);
-            error.name = result.error.name;
-            reject(error);
+            reject(rebuilt(result.error));
           },
         });
       });

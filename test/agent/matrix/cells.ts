@@ -4,9 +4,11 @@
  * - `tested`: this suite runs the scenario on the host and checks the scenario's result;
  * - `refused`: the host does not do this by design, for the reason given; where the host refuses
  *   at run time (runAgent seals a pause), the suite runs the scenario and checks the refusal;
- * - `elsewhere`: not run by this suite, run by the test named (Restate needs a server);
+ * - `elsewhere`: not run by this suite, run by the test named;
  * - `open`: a gap found and not closed, with the reason.
- * docs/matrix.md is generated from this declaration and the suite's results
+ * The in-process hosts run in test/agent/matrix/matrix.test.ts, the Restate session object (a
+ * real server) in test/distributed/matrix.test.ts: each runs the cells this declaration says it
+ * runs. docs/matrix.md is generated from this declaration and the in-process suite's results
  * (`LOOPCHART_WRITE_MATRIX=1 npx vitest run test/agent/matrix`), and matrix-doc.test.ts checks
  * that the file is what this declaration generates: a cell cannot be claimed without a test.
  */
@@ -43,54 +45,37 @@ const sealedBy = (operation: string) => (result: RunResult) => {
   expect(result.outcome.reason).toContain('run the agent as an actor or a DurableSession');
 };
 const NO_STEER = '`runAgent` / `streamAgent` take no events while they run (a signal cancels); steer an actor or a `DurableSession`';
-const RESTATE = 'test/distributed/session-object.test.ts';
-const RESTATE_SUB = 'test/distributed/subagents.test.ts';
-const RESTATE_NOT_RUN = 'no test runs it on the Restate session object (the chart and executor are the ones the other hosts use; the distributed suite covers runs, waits, crashes)';
+const RESTATE_CLOCK =
+  'a finding: the deadline the chart arms fires in the worker, but the guard that seals reads the agent’s clock, which on Restate is the journal’s: it moves only when a step ends or the channel answers, so with the model call in flight the budget has not passed and nothing arms it again; the run waits for ever (test/distributed/matrix.test.ts: finding …). A fix arms the chart’s delays as durable timers in the turn’s loop, as `AgentStepper` re-arms them';
 
 /** Every cell that is not `tested`, by feature then host. */
 const DECLARED: Partial<Record<FeatureId, Partial<Record<HostId, Cell>>>> = {
-  'structured-output': { restate: { status: 'open', reason: RESTATE_NOT_RUN } },
-  'input-guardrail': { restate: { status: 'open', reason: RESTATE_NOT_RUN } },
-  'output-guardrail': { restate: { status: 'open', reason: RESTATE_NOT_RUN } },
-  'tool-policy': { restate: { status: 'open', reason: RESTATE_NOT_RUN } },
-  approvals: { restate: { status: 'elsewhere', test: `${RESTATE}: waits for an approval across a worker restart …; a deny from another client …` } },
   'in-doubt': {
     actor: { status: 'refused', reason: NO_JOURNAL },
     runAgent: { status: 'refused', reason: NO_JOURNAL },
     streamAgent: { status: 'refused', reason: NO_JOURNAL },
     stepper: { status: 'refused', reason: NO_JOURNAL },
-    restate: { status: 'elsewhere', test: `${RESTATE}: a worker SIGKILLed during a tool that asks when in doubt …` },
     chat: { status: 'elsewhere', test: 'test/http/in-doubt.test.ts: a chat cut off inside the tool, reloaded, asks "run it again?" as an approval request; approved runs it again, denied fails it …' },
   },
   'budget-pause': {
     runAgent: { status: 'refused', reason: SEALS('raise the budget'), verify: sealedBy('budget') },
     streamAgent: { status: 'refused', reason: SEALS('raise the budget'), verify: sealedBy('budget') },
-    restate: { status: 'open', reason: RESTATE_NOT_RUN },
     chat: { status: 'elsewhere', test: 'test/http/budget-pause.test.ts (the response ends with the run waiting; the raise goes to the stored session, server side: no chat route carries one)' },
   },
-  'time-budget': { restate: { status: 'open', reason: RESTATE_NOT_RUN } },
-  fallback: { restate: { status: 'open', reason: RESTATE_NOT_RUN } },
-  repetition: { restate: { status: 'open', reason: RESTATE_NOT_RUN } },
-  subagents: { restate: { status: 'elsewhere', test: `${RESTATE_SUB}: a worker SIGKILLed mid-child …` } },
-  handoffs: { restate: { status: 'elsewhere', test: `${RESTATE_SUB}: a handoff restored on another worker …` } },
+  'time-budget': { restate: { status: 'open', reason: RESTATE_CLOCK } },
   steering: {
     runAgent: { status: 'refused', reason: NO_STEER },
     streamAgent: { status: 'refused', reason: NO_STEER },
-    restate: { status: 'elsewhere', test: `${RESTATE}: a steer from another client reaches the brain …` },
     chat: { status: 'refused', reason: 'a second message while a run streams is a 409 (`useChat` sends one message per turn; the next message starts the next run)' },
   },
-  cancel: { restate: { status: 'elsewhere', test: `${RESTATE}: a cancel from another client ends a run in flight …` } },
-  compaction: { restate: { status: 'open', reason: RESTATE_NOT_RUN } },
   operations: {
     runAgent: { status: 'refused', reason: SEALS('resume the operation'), verify: sealedBy('ci-gate') },
     streamAgent: { status: 'refused', reason: SEALS('resume the operation'), verify: sealedBy('ci-gate') },
-    restate: { status: 'elsewhere', test: `${RESTATE}: a run an operation yielded waits, and resumeOperation …` },
     chat: { status: 'elsewhere', test: 'test/http/operations.test.ts: the response ends `waiting` with a data-operation-yielded part; POST <api>/<id>/resume continues the run …' },
   },
   delivery: {
     runAgent: { status: 'refused', reason: '`runAgent` returns the result only; `streamAgent` is its evented form' },
     stepper: { status: 'refused', reason: 'the stepper emits no events: the caller stores the session and reads it' },
-    restate: { status: 'elsewhere', test: `${RESTATE}: streams tool events and text deltas to a client polling with a cursor …` },
     chat: { status: 'refused', reason: 'the page gets UI message chunks, not agent events: a reattach replays the whole message and `useChat` replaces its copy (test/http/protocol.test.ts: a second tab …)' },
   },
 };
@@ -178,12 +163,18 @@ export function renderMatrix(results: ReadonlyMap<string, CellResult> = new Map(
     `${count('tested')} cells tested, ${count('refused')} refused by design, ${count('elsewhere')} tested elsewhere, ${count('open')} open.`,
     '',
     'Where they run: the in-process hosts in `test/agent/matrix/matrix.test.ts` (the SQLite store a real file in a temporary folder),',
-    'PostgreSQL there too when `DATABASE_URL` is set (CI); Restate in `test/distributed/` (a real server). The CLI runs there too,',
+    'PostgreSQL there too when `DATABASE_URL` is set (CI). The CLI runs there too,',
     'through its `main` as a shell runs it (`sessions send`, `sessions doubt`, `sessions resume` on a SQLite file per run; Ctrl-C is',
     'a real SIGINT to the test’s process). The in-doubt cells of the durable hosts stop the session’s actor while the tool runs (what',
     'a crash leaves: the start journaled, no result) and open the session again in the same process; the CLI’s takes a copy of its',
     'store at that moment for the next command. The SIGKILL series of a real child process on SQLite and PostgreSQL is',
     '`test/agent/in-doubt/in-doubt.crash.test.ts`.',
+    '',
+    'The Restate column runs in `test/distributed/matrix.test.ts` (the distributed project: a real server and one worker process that',
+    'builds each scenario’s agent from the scenario itself and serves it as a session object of its own), through the ingress as any',
+    'client: `send`, the event stream polled with a cursor, each wait answered by its handler (a budget raise is the budget operation’s',
+    '`resumeOperation`), `steer` and `cancel`; its in-doubt cell SIGKILLs the worker while the tool runs and starts another. Its marks',
+    'here are the declaration’s (this page is written by the in-process run); that file fails when one does not hold.',
     '',
     '## Notes',
     '',

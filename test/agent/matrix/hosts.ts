@@ -32,16 +32,21 @@ import { openSqlite } from '../../../src/stores/sqlite-driver.js';
 import { useAgent } from './fixtures/cli-agent.js';
 import type { Message } from '../../../src/schemas.js';
 import { loadSdk, page, userMessage, type UIMessage } from '../../http/support.js';
-import type { Answer, RunResult, Wait } from './scenarios.js';
+import type { Answer, Probe, RunResult, Wait } from './scenarios.js';
 
 export type OnWait = (wait: Wait) => Answer;
 
 export interface HostDriver {
-  start(config: AgentConfig, prompt: string, onWait: OnWait): Promise<void>;
+  /**
+   * `probe` is the one `config`'s tools and models count in. A host whose agent is built in
+   * another process from the same scenario (the Restate worker) reports that process's probe into
+   * it; the in-process hosts run `config` itself and need not look at it.
+   */
+  start(config: AgentConfig, prompt: string, onWait: OnWait, probe: Probe): Promise<void>;
   steer(message: string): Promise<void>;
   cancel(): Promise<void>;
-  /** The process holding the run dies while a tool runs; a fresh one (with `config`) opens the session again. */
-  crash(config: AgentConfig): Promise<void>;
+  /** The process holding the run dies while a tool runs; a fresh one (with `config` and its `probe`) opens the session again. */
+  crash(config: AgentConfig, probe: Probe): Promise<void>;
   result(): Promise<RunResult>;
   dispose(): Promise<void>;
 }
@@ -66,7 +71,7 @@ export function eventFor(wait: Wait, answer: Answer): AgentEvent {
 }
 
 /** A promise that rejects with the first failure of the driving script (raced with the run's end). */
-function failureSink(): { failed: Promise<never>; fail: (error: unknown) => void } {
+export function failureSink(): { failed: Promise<never>; fail: (error: unknown) => void } {
   let fail!: (error: unknown) => void;
   const failed = new Promise<never>((_, reject) => (fail = reject));
   failed.catch(() => {});

@@ -21,13 +21,13 @@ export async function runCell(scenario: Scenario, driver: HostDriver): Promise<{
     const onWait = scenario.answer ?? ((wait) => {
       throw new Error(`the scenario does not wait, the run waits for ${wait.kind}`);
     });
-    await driver.start(config, scenario.prompt, onWait);
+    await driver.start(config, scenario.prompt, onWait, probe);
     if (scenario.during || scenario.crash) await within(timeoutMs, 'the latch tool never started', probe.reached);
     if (scenario.during === 'cancel') await driver.cancel();
     else if (scenario.during) await driver.steer(scenario.during.steer);
     if (scenario.crash) {
       ({ config, probe } = scenario.setup());
-      await driver.crash(config);
+      await driver.crash(config, probe);
     }
     first.release();
     const result = await within(timeoutMs, `${scenario.id} did not end`, driver.result());

@@ -14,7 +14,8 @@ export interface Worker {
 }
 
 export interface WorkerEnv {
-  TOOL_LOG: string;
+  /** The append tool's file (the fixture agent's workers). */
+  TOOL_LOG?: string;
   INGRESS?: string;
   MAX_DELAY_MS?: string;
   INACTIVITY_MS?: string;
@@ -24,10 +25,14 @@ export interface WorkerEnv {
   FAULT_FILE?: string;
   /** Where the subagent worker's models record their calls (fixtures/subagent-worker.ts). */
   MODEL_LOG?: string;
+  /** Where the matrix worker serves its scenarios' probes (fixtures/matrix-worker.ts). */
+  PROBE_PORT?: string;
 }
 
 /** The worker script that serves the subagent fixtures. */
 export const SUBAGENT_WORKER = fileURLToPath(new URL('../fixtures/subagent-worker.ts', import.meta.url));
+/** The worker script that serves the conformance matrix's scenarios (test/distributed/matrix.test.ts). */
+export const MATRIX_WORKER = fileURLToPath(new URL('../fixtures/matrix-worker.ts', import.meta.url));
 
 /**
  * Starts a worker (`script`: the fixture agent's by default) and resolves once it listens (20 s
