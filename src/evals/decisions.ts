@@ -6,11 +6,13 @@ import { lastOfEach } from './record.js';
  * The decisions of a session, read from its trace, each with the rule that took it as far as the
  * trace records it: the brain's guard for a compaction or a stop (its decision order's names,
  * machines/loop.machine.ts), the driver's part for what it records (the tools a model call was
- * offered, a guardrail's verdict, an approval asked, a seal's reason, a repetition, a handoff).
+ * offered, a tool policy's denial or request for approval with the policy that made it, a
+ * guardrail's verdict, an approval asked, a seal's reason, a repetition, a handoff). A policy's
+ * allow is no decision of its own: the call it lets run is already one (`tools`).
  * Two runs are compared by `what` alone: ids, times and keys never make a difference.
  */
 
-export type DecisionKind = 'model' | 'tools' | 'compact' | 'guardrail' | 'approval' | 'repetition' | 'handoff' | 'fallback' | 'done';
+export type DecisionKind = 'model' | 'tools' | 'policy' | 'compact' | 'guardrail' | 'approval' | 'repetition' | 'handoff' | 'fallback' | 'done';
 
 /** One decision: what was decided (compared) and the rule that decided it (shown). */
 export interface Decision {
@@ -92,6 +94,12 @@ export function decisionsOf(trace: readonly TraceEntry[]): Decision[] {
         }
         break;
       }
+      case 'policy':
+        if (entry.verdict && entry.verdict.type !== 'allow') {
+          const what = entry.verdict.type === 'deny' ? `deny (${entry.verdict.reason})` : 'ask for approval';
+          add(entry.run, 'policy', `tool policy on ${entry.call.name}(${argsText(entry.call.args)}): ${what}`, `tool policy ${entry.by === undefined ? '(its rule not recorded)' : `'${entry.by}'`}`);
+        }
+        break;
       case 'compaction':
         add(entry.run, 'compact', `compact (${entry.reason})`, entry.reason === 'Emergency' ? 'brain: atEmergencyLine' : 'brain: aboveCompactThreshold');
         break;

@@ -20,6 +20,7 @@ import { decodeRow, encodeRow } from './session-row.js';
 import { ApprovalRefusedError, type Verdict } from './stored-decision.js';
 import { decisionEvent, type ApprovalRequest } from '../agent/approvals/approval-binding.js';
 import type { Refusal } from '../agent/approvals/approvals.js';
+import { policyDecidedBy, ToolPolicyVerdictSchema } from '../agent/approvals/tool-policy.js';
 import { PromptDelta, errorRecord, statePath, type TraceEntry } from './trace.js';
 import { sameJson } from '../json-value.js';
 import { planWrites, type PlannedWrite, type QueuedWrite } from './write-plan.js';
@@ -485,6 +486,12 @@ export class DurableSession {
         } else if (effect.kind === 'guardrail') {
           const { turn, stage, guardrail: name, checkKey: check } = (effect as SideEffect<'guardrail'>).input;
           this.#record({ type: 'guardrail', ...common, turn, check, stage, name, ...(result !== undefined && { verdict: result as never }), ...error });
+        } else if (effect.kind === 'policy') {
+          const { turn, call } = (effect as SideEffect<'policy'>).input;
+          const by = policyDecidedBy(result);
+          // An executor's answer that is no verdict fails the run (checkedVerdict); the entry keeps only a verdict.
+          const verdict = ToolPolicyVerdictSchema.safeParse(result);
+          this.#record({ type: 'policy', ...common, turn, call, ...(verdict.success && { verdict: verdict.data }), ...(by !== undefined && { by }), ...error });
         } else if (effect.kind === 'compaction') {
           const { input } = effect as SideEffect<'compaction'>;
           const output = result as { before: number; after: number; messages?: unknown } | undefined;

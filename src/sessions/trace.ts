@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { RefusalReasonSchema } from '../agent/approvals/approval-binding.js';
 import { GuardrailVerdictSchema } from '../agent/guardrails/guardrails.js';
 import { DoubtActionSchema } from '../agent/in-doubt/in-doubt.js';
+import { ToolPolicyVerdictSchema } from '../agent/approvals/tool-policy.js';
 import type { SessionStore, TraceRecord } from '../stores/session-store.js';
 import {
   CompactionReasonSchema,
@@ -171,6 +172,23 @@ export const TraceEntrySchema = z.discriminatedUnion('type', [
     stage: z.enum(['input', 'output']),
     name: z.string(),
     verdict: GuardrailVerdictSchema.optional(),
+    error: ErrorInfoSchema.optional(),
+  }),
+  /**
+   * The tool policy's verdict on one call, before the approval rules and before anything runs,
+   * with the policy that decided (`by`: the one that denied, else the first that asked for
+   * approval; absent for an allow, which every policy gave, and for a verdict replayed from a journal).
+   */
+  z.object({
+    type: z.literal('policy'),
+    at,
+    ms,
+    run: count,
+    turn: count,
+    key: z.string(),
+    call: ToolCallSchema,
+    verdict: ToolPolicyVerdictSchema.optional(),
+    by: z.string().optional(),
     error: ErrorInfoSchema.optional(),
   }),
   /** The model asked for the same batch `times` times in a row: its calls were answered with a note, not run. */

@@ -234,6 +234,22 @@ const HANDLERS: { [K in TraceEntry['type']]: Handler<K> } = {
       blocks: entry.verdict ? [['verdict', json(entry.verdict, 2)]] : [['error', `${entry.error?.name}: ${entry.error?.message}`]],
     });
   },
+  policy: (entry, row, base) => {
+    const verdict = entry.verdict;
+    const said = verdict ? (verdict.type === 'deny' ? `deny: ${clip(verdict.reason, 80)}` : verdict.type) : `failed: ${clip(entry.error?.message ?? '')}`;
+    // Why: the policy that decided, or that every policy allowed (an allow has no single rule).
+    const why = !verdict ? 'the policy failed: the run fails' : verdict.type === 'allow' ? 'every tool policy allowed it' : entry.by === undefined ? 'not recorded (a verdict replayed from a journal)' : `tool policy '${entry.by}'`;
+    row.push({
+      ...base,
+      kind: 'policy',
+      title: `tool policy on ${entry.call.name}(${clip(json(entry.call.args), 50)}): ${said}${entry.by === undefined ? '' : ` · by ${entry.by}`}`,
+      error: entry.error !== undefined || verdict?.type === 'deny',
+      state: 'AwaitingTools',
+      io: 'Running.AwaitingTools.CheckingApprovals',
+      facts: [['verdict', verdict?.type ?? 'none'], ['decided by', why], ['tool', entry.call.name], ['call id', entry.call.id], ['turn', String(entry.turn)], ['duration', ms(entry.ms)]],
+      blocks: [['arguments', json(entry.call.args, 2)], ...(verdict?.type === 'deny' ? ([['reason', verdict.reason]] as [string, string][]) : []), ...errorBlock(entry.error)],
+    });
+  },
   prune: (entry, row, base) =>
     row.push({ ...base, kind: 'prune', title: `pruned ${entry.pruned} tool result(s): ${entry.before} → ${entry.after} tokens`, facts: [['tokens before', String(entry.before)], ['tokens after', String(entry.after)]] }),
   closed: (entry, row, base) => {

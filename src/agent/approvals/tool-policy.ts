@@ -155,11 +155,39 @@ export function earlierCallsOf(run: readonly Message[], callId: string): Earlier
   return calls;
 }
 
+/** A policy as a trace and an error name it: its function's name, or `#n` (1-based) in the list. */
+const labelOf = (policy: ToolPolicy, index: number): string => policy.name || `#${index + 1}`;
 const nameOf = (policy: ToolPolicy, index: number): string => (policy.name ? `'${policy.name}'` : `#${index + 1}`);
+
+/**
+ * Which policy decided each verdict `decideCall` made in this process, for the trace. The
+ * effect's output stays the verdict the side-effect contract names (a build that reads it
+ * strictly, or a journal, never sees more); who decided rides beside it, by the verdict object,
+ * and is gone once an executor copies it (then the trace has the verdict without its rule).
+ */
+const decidedBy = new WeakMap<object, string>();
+
+/**
+ * The policy whose verdict decided (the one that denied, else the first that asked for approval),
+ * as its function's name or `#n` in the list; undefined for an allow (every policy allowed) and
+ * for a verdict this process did not decide (replayed from a journal).
+ *
+ * @example
+ * ```ts
+ * const traced: Executor = async (effect, perform) => {
+ *   const output = await perform();
+ *   if (effect.kind === 'policy') console.log(effect.key, (output as ToolPolicyVerdict).type, policyDecidedBy(output));
+ *   return output;
+ * };
+ * ```
+ */
+export function policyDecidedBy(verdict: unknown): string | undefined {
+  return typeof verdict === 'object' && verdict !== null ? decidedBy.get(verdict) : undefined;
+}
 
 /** Runs every policy on one call, in list order, and combines their verdicts (a deny stops the list). */
 export async function decideCall(plan: ToolPolicyPlan, request: Omit<ToolPolicyRequest, 'signal'>, run: AbortSignal): Promise<ToolPolicyVerdict> {
-  let asks = false;
+  let asked: string | undefined;
   for (const [index, policy] of plan.list.entries()) {
     const name = nameOf(policy, index);
     let value: unknown;
@@ -172,11 +200,16 @@ export async function decideCall(plan: ToolPolicyPlan, request: Omit<ToolPolicyR
     // readAnswer: a verdict whose fields throw when read (a getter, a Proxy) is no verdict either.
     const verdict = readAnswer(ToolPolicyVerdictSchema, value);
     if (!verdict.ok) throw new ToolPolicyError(name, `returned no verdict for '${request.call.name}': ${verdict.problem}`);
-    if (verdict.value.type === 'deny') return verdict.value;
-    if (verdict.value.type === 'needs-approval') asks = true;
+    if (verdict.value.type === 'deny') return decided({ ...verdict.value }, labelOf(policy, index));
+    if (verdict.value.type === 'needs-approval') asked ??= labelOf(policy, index);
   }
-  return asks ? { type: 'needs-approval' } : { type: 'allow' };
+  return asked === undefined ? { type: 'allow' } : decided({ type: 'needs-approval' }, asked);
 }
+
+const decided = (verdict: ToolPolicyVerdict, by: string): ToolPolicyVerdict => {
+  decidedBy.set(verdict, by);
+  return verdict;
+};
 
 /** A verdict an executor handed back (perhaps from a journal written elsewhere), checked. */
 export function checkedVerdict(key: string, value: unknown): ToolPolicyVerdict {
