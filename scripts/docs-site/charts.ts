@@ -10,7 +10,7 @@ import { fileURLToPath } from 'node:url';
 import { layoutChart } from '../../src/viewer/chart-layout.js';
 import { brainChart } from '../../src/viewer/chart.js';
 import { agentChart } from '../../src/viewer/server.js';
-import { chartSvg } from './chart-svg.js';
+import { chartSvg } from '../../src/viewer/chart-svg.js';
 
 const images = fileURLToPath(new URL('../../docs/images/', import.meta.url));
 mkdirSync(images, { recursive: true });

@@ -74,7 +74,7 @@ export const USAGE = `usage: loopchart sessions <command> [options]
        loopchart eval DATASET --agent MODULE [options]   (loopchart eval --help)
        loopchart schedules list|add|pause|resume|delete   (loopchart schedules --help)
        loopchart scheduler --agents MODULE [--store LOCATION]   (loopchart scheduler --help)
-       loopchart chart [--json | --mermaid]               (loopchart chart --help)
+       loopchart chart [--brain] [--json | --mermaid] | --svg brain|driver   (loopchart chart --help)
        loopchart memory list|export|delete                (loopchart memory --help)
        loopchart view [--store LOCATION] [--port N]
        loopchart view export ID -o FILE

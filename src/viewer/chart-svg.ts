@@ -3,7 +3,7 @@
  * docs' pictures: the drawing of the viewer's chart-view.ts as text, with its style inlined, so
  * the file shows the same in a README on a forge, in the docs site and opened on its own.
  */
-import { TEXT_METRICS, type ChartLayout, type TextLine } from '../../src/viewer/chart-geometry.js';
+import { TEXT_METRICS, type ChartLayout, type TextLine } from './chart-geometry.js';
 
 const escapeXml = (text: string): string => text.replace(/[&<>"]/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;' })[c]!);
 

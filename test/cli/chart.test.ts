@@ -4,6 +4,7 @@
  * read from the tables themselves, so a row the command drops, adds or reorders fails here.
  */
 import { describe, expect, it } from 'vitest';
+import { decisionOrder } from '../../machines/loop.machine.js';
 import { stepOrder, type Branch } from '../../src/agent/core/step-order.js';
 import { main } from '../../src/cli/main.js';
 
@@ -80,17 +81,42 @@ describe('loopchart chart', () => {
   it('--help prints its usage; --json with --mermaid, or a stray word, is bad usage (exit 2)', async () => {
     const help = await cli('chart', '--help');
     expect(help.code).toBe(0);
-    expect(help.out).toContain('usage: loopchart chart [--json | --mermaid]');
-    for (const argv of [['chart', '--json', '--mermaid'], ['chart', 'brain'], ['chart', '--svg']]) {
+    expect(help.out).toContain('usage: loopchart chart [--brain] [--json | --mermaid]');
+    for (const argv of [['chart', '--json', '--mermaid'], ['chart', 'brain'], ['chart', '--svg'], ['chart', '--brain', '--mermaid'], ['chart', '--svg', 'brain', '--json']]) {
       const bad = await cli(...argv);
       expect(bad.code, argv.join(' ')).toBe(2);
       expect(bad.out).toBe('');
-      expect(bad.err).toContain('usage: loopchart chart [--json | --mermaid]');
+      expect(bad.err).toMatch(/usage: loopchart chart|--svg/);
     }
+    expect((await cli('chart', '--svg', 'loop')).err).toContain("--svg takes brain or driver, not 'loop'");
   });
 
+  it("--brain prints the brain's decision order, every decision in order; --json gives it as data", async () => {
+    const { code, out } = await cli('chart', '--brain');
+    expect(code).toBe(0);
+    const lines = out.split('\n').slice(3);
+    expect(lines).toHaveLength(decisionOrder.length);
+    decisionOrder.forEach((decision, i) => {
+      const cells = lines[i]!.split(/\s{2,}/);
+      expect(cells.slice(0, 2)).toEqual([String(i + 1), decision.type]);
+      expect(lines[i]).toContain(decision.guard ?? '(default)');
+    });
+    const data = JSON.parse((await cli('chart', '--brain', '--json')).out) as { step: string; guard?: string }[];
+    expect(data.map((d) => [d.step, d.guard])).toEqual(decisionOrder.map((d) => [d.type, d.guard]));
+  });
+
+  it('--svg draws a chart as the viewer lays it out: one standalone picture naming every state', async () => {
+    for (const [which, states] of [['brain', ['Start', 'AwaitingModel', 'AwaitingTools', 'AwaitingCompaction', 'Terminal']], ['driver', ['Idle', 'Running', 'AwaitingModel', 'AwaitingTools', 'BudgetPaused', 'Terminal']]] as const) {
+      const { code, out } = await cli('chart', '--svg', which);
+      expect(code).toBe(0);
+      expect(out.startsWith('<svg xmlns="http://www.w3.org/2000/svg"')).toBe(true);
+      expect(out.trimEnd().endsWith('</svg>')).toBe(true);
+      for (const state of states) expect(out, `${which}: ${state}`).toContain(`>${state}<`);
+    }
+  }, 30_000);
+
   it('the main help names the command, and a typo suggests it', async () => {
-    expect((await cli('--help')).out).toContain('loopchart chart [--json | --mermaid]');
+    expect((await cli('--help')).out).toContain('loopchart chart [--brain] [--json | --mermaid] | --svg brain|driver');
     expect((await cli('chrat')).err).toBe("loopchart: unknown command 'chrat'; did you mean 'chart'? (npx loopchart --help for more)");
   });
 });
