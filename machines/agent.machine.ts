@@ -2,9 +2,9 @@ import { and, setup, type ActorRefFrom, type AnyActorRef, type AnyStateMachine }
 import { feedBrain, stepTypeOf, takeStep } from '../src/agent/core/brain-state.js';
 import type { AgentConfig } from '../src/agent/core/config.js';
 import { compileAgent, markTraced, type CompiledAgent } from '../src/agent/core/compile.js';
-import { afterReply, answerOf, approvalKey, batchKey, compactionKey,  decisionPolicy, extrasFor,  modelKey,  pointKey, policyProblem, pruneReport,  resetBatch, restoredContext, runnable, toolsetKey, undecided, verdictOf, initialContext } from '../src/agent/core/driver-rules.js';
+import { afterReply, answerOf,  batchKey, compactionKey,  decisionPolicy, extrasFor,  modelKey,  pointKey, policyProblem, pruneReport,  resetBatch, restoredContext, runnable, toolsetKey,  verdictOf, initialContext } from '../src/agent/core/driver-rules.js';
 import { as } from '../src/agent/protocol/agent-event.js';
-import { APPROVALS_OPERATION, approvalEventOf, approvalResumeProblem } from '../src/agent/approvals/approval-events.js';
+import { APPROVALS_OPERATION,  approvalResumeProblem } from '../src/agent/approvals/approval-events.js';
 
 import { type AgentContext } from '../src/agent/core/context.js';
 import type { OperationHook } from '../src/agent/operations/operation-state.js';
@@ -16,7 +16,6 @@ import { checkedExternal, externalEventProblem, externalEventTypes } from '../sr
 import { composeExecutors, type Executor } from '../src/agent/protocol/executor.js';
 import { fromIo, ioLogic, type IoDeps, type IoRequest } from '../src/agent/core/io.js';
 
-import { ToolPolicyError } from '../src/agent/approvals/tool-policy.js';
 import { guardrailImplementations } from '../src/agent/guardrails/implementations.js';
 import { budgetImplementations } from '../src/agent/budget/implementations.js';
 import { structuredOutputImplementations } from '../src/agent/structured-output/implementations.js';
@@ -24,6 +23,8 @@ import { handoffImplementations } from '../src/agent/handoffs/implementations.js
 import { inDoubtImplementations } from '../src/agent/in-doubt/implementations.js';
 import { fallbackImplementations } from '../src/agent/fallback/implementations.js';
 import { repetitionImplementations } from '../src/agent/repetition/implementations.js';
+import { approvalImplementations } from '../src/agent/approvals/implementations.js';
+import { subagentImplementations } from '../src/agent/subagents/implementations.js';
 import { inputRefused } from '../src/agent/core/actor-input.js';
 import { fromTelemetry, resumeTrace, traceMark, type TraceMark } from '../src/agent/tracing/trace-marks.js';
 
@@ -34,7 +35,6 @@ import { PolicySchema, type Step } from '../src/schemas.js';
 
 import { feedProblem } from '../src/brain/feed-problems.js';
 
-import { routedEvent } from '../src/agent/subagents/subagents.js';
 
 
 /**
@@ -51,7 +51,7 @@ import { toolStarted } from '../src/agent/core/effects.js';
 
 /** The chart's guards for one compiled agent: each a one-line question to a rule. */
 function guardsOf(agent: CompiledAgent) {
-  const { plan, pruning, maxCalls, gated, hasSources } = agent;
+  const { plan, pruning, maxCalls, hasSources } = agent;
   const stepIs = (type: Step['type']) => ({ context }: Args) => stepTypeOf(context.brain, decisionPolicy(agent, context)) === type;
   const fromCurrent = (key: (context: AgentContext) => string) => ({ context, event }: Args) =>
     fromIo(event) && (event as { key: string }).key === key(context);
@@ -73,18 +73,11 @@ function guardsOf(agent: CompiledAgent) {
   callTools: stepIs('CallTools'),
   compact: stepIs('Compact'),
   policyAcceptable: ({ context, event }: Args) => policyProblem(agent, context, as(event, 'policy').policy) === null,
-  needsApprovalCheck: ({ context }: Args) => undecided(agent, context).length > 0,
-  /** Without approvals configured and with no call in doubt (a restored batch), a batch needs no approval or doubt region. */
-  straightToWork: ({ context }: Args) => !gated && (context.doubt?.waiting.length ?? 0) === 0,
-  policyFailure: ({ event }: Args) => event.type === 'io.failed' && ToolPolicyError.isInstance(event.error),
   batchComplete: ({ context }: Args) => batchComplete(context, maxCalls),
   callsRunnable: ({ context }: Args) => runnable(agent, context).length > 0,
   nothingRunnable: ({ context }: Args) => runnable(agent, context).length === 0,
-  nothingWaiting: ({ context }: Args) => waitingCalls(context, maxCalls).length === 0,
-  someoneWaiting: ({ context }: Args) => waitingCalls(context, maxCalls).length > 0,
   currentModelCall: fromCurrent(modelKey),
   currentBatch: fromCurrent(batchKey),
-  currentApprovalCheck: fromCurrent(approvalKey),
   currentCompaction: fromCurrent(compactionKey),
   currentToolset: fromCurrent(toolsetKey),
   toolsetDue: ({ context }: Args) => hasSources && !context.offered,
@@ -97,8 +90,6 @@ function guardsOf(agent: CompiledAgent) {
   beforeToolsDue: pointDue('beforeTools'),
   resumeRefused: ({ context, event }: Args) => verdictOf(agent, context, event).type === 'refused',
   resumeFailed: ({ context, event }: Args) => verdictOf(agent, context, event).type === 'failed',
-  approvalResume: ({ event }: Args) => gated && approvalEventOf(event) !== null,
-  steersChild: ({ event }: Args) => routedEvent(as(event, 'steer')) !== null,
   /** Unknown types from outside; XState's own events and the IO's late reports pass silently. */
   unknownExternal: ({ event }: Args) => !fromIo(event) && !fromTelemetry(event) && !event.type.startsWith('xstate.'),
   };
@@ -148,13 +139,8 @@ function stepActions(agent: CompiledAgent) {
    * handed to the IO in the same step.
    */
   announceBatch: rule.effects(act.announceBatch),
-  requestApprovals: rule.send(act.requestApprovals),
   requestCompaction: rule.send(act.requestCompaction),
   abortIo: sendTo('io', { type: 'abort' } satisfies IoRequest),
-  /** A decision or steer for a child run goes down to the call that runs it (see `routedEvent`). */
-  forwardToChild: rule.effects(act.forwardToChild),
-  /** A child's wait for a human shows at the parent (qualified ids); its usage joins the run once. */
-  acceptSubagentReport: rule.effects(act.acceptSubagentReport),
   // Checked against the tools the model was offered: the run's recorded set (see ToolSource).
   acceptReply: assign(({ context, event }) => afterReply(agent, context, answerOf(agent, context, event))),
   emitTurnFinished: rule.emit(act.emitTurnFinished),
@@ -162,10 +148,6 @@ function stepActions(agent: CompiledAgent) {
   emitToolStarted: emit(({ context, event }) => toolStarted(context, as(event, 'io.toolStarted').call)),
   emitToolFinished: rule.emit(act.emitToolFinished),
   acceptToolResults: assign(({ context }) => ({ brain: applyToolResults(context, maxCalls), ...resetBatch(agent, context) })),
-  awaitApproval: rule.effects(act.awaitApproval),
-  emitApprovalRequested: rule.emit(act.emitApprovalRequested),
-  emitApprovalYielded: rule.emit(act.emitApprovalYielded),
-  recordDecision: rule.effects(act.recordDecision),
   acceptCompaction: rule.assign(act.acceptCompaction),
   emitCompactionFinished: rule.emit(act.emitCompactionFinished),
   failWith: assignWith<FailureType>(({ context, event }, type) => ({ brain: feedBrain(context.brain, { type: 'fail', error: errorInfo(type, as(event, 'io.failed').error) }) })),
@@ -214,14 +196,16 @@ function implementationsOf(agent: CompiledAgent) {
   const inDoubt = inDoubtImplementations(agent);
   const fallback = fallbackImplementations(agent);
   const repetition = repetitionImplementations(agent);
+  const approvals = approvalImplementations(agent);
+  const subagents = subagentImplementations(agent);
   return {
     actors: { io: ioLogic(agent.io) },
     delays: {
       cancelGrace: ({ context }: Args) => context.cancelGraceMs ?? DEFAULT_CANCEL_GRACE_MS,
       ...budget.delays,
     },
-    guards: { ...guardsOf(agent), ...guardrails.guards, ...budget.guards, ...structuredOutput.guards, ...handoffs.guards, ...inDoubt.guards, ...fallback.guards, ...repetition.guards },
-    actions: { ...runActions(agent), ...stepActions(agent), ...guardrails.actions, ...budget.actions, ...structuredOutput.actions, ...handoffs.actions, ...inDoubt.actions, ...fallback.actions, ...repetition.actions },
+    guards: { ...guardsOf(agent), ...guardrails.guards, ...budget.guards, ...structuredOutput.guards, ...handoffs.guards, ...inDoubt.guards, ...fallback.guards, ...repetition.guards, ...approvals.guards, ...subagents.guards },
+    actions: { ...runActions(agent), ...stepActions(agent), ...guardrails.actions, ...budget.actions, ...structuredOutput.actions, ...handoffs.actions, ...inDoubt.actions, ...fallback.actions, ...repetition.actions, ...approvals.actions, ...subagents.actions },
   };
 }
 

@@ -6,11 +6,8 @@
 import { conversationOf, feedBrain, firstPending, pendingCalls } from './brain-state.js';
 
 import { type CompiledAgent } from './compile.js';
-import { approvalKey, batchKey, compactionKey, conversation, extrasFor,  modelKey, offeredTools,  ownModel, ownOffered, policyProblem,  resetBatch, runnable, speakerView, stopRun, toolsetKey, undecided, verdictOf } from './driver-rules.js';
+import { batchKey, compactionKey, conversation, extrasFor,  modelKey, offeredTools,  ownModel, ownOffered, policyProblem,  resetBatch, runnable, speakerView, stopRun, toolsetKey,  verdictOf } from './driver-rules.js';
 import { as, type AgentEvent } from '../protocol/agent-event.js';
-import { APPROVALS_OPERATION, approvalEventOf } from '../approvals/approval-events.js';
-import { decisionFor, deniedResult, takeDecision } from '../approvals/approvals.js';
-import { requestFor } from '../approvals/approval-binding.js';
 
 import { costUsd } from '../budget/budget.js';
 import { type AgentContext } from './context.js';
@@ -25,13 +22,11 @@ import { deliveryIds, nextAttempt } from '../protocol/delivery.js';
 import { externalEventProblem } from '../protocol/events.js';
 import type { IoRequest } from '../protocol/io-protocol.js';
 
-import { applyPolicyVerdicts } from '../approvals/tool-policy.js';
 import * as guard from '../guardrails/guardrails.js';
 
-import { NO_USAGE, applyCompactionPass,  asUserMessage, batchResults, errorInfo, finishBrain, interruptBatch, journalResult, startRun, waitingCalls, withExtras, withListedTools } from './run-rules.js';
+import { NO_USAGE, applyCompactionPass,  asUserMessage, batchResults, errorInfo, finishBrain, interruptBatch, journalResult, startRun,  withExtras, withListedTools } from './run-rules.js';
 import { type UserMessage } from '../../schemas.js';
 
-import { childUsageCounted, qualifiedCallId, qualifiedCalls, routedEvent, type RoutableEvent } from '../subagents/subagents.js';
 
 import { FRESH_OUTPUT_STATE, withOutput } from '../structured-output/structured-output.js';
 
@@ -173,17 +168,6 @@ export function announceBatch(agent: CompiledAgent, context: AgentContext, event
   return out;
 }
 
-export function requestApprovals(agent: CompiledAgent, context: AgentContext, event: AgentEvent): IoRequest {
-  return {
-    type: 'approvals',
-    key: approvalKey(context),
-    turn: context.brain.context.turnsTaken,
-    sessionId: context.sessionId,
-    calls: undecided(agent, context),
-    conversation: conversation(context),
-  };
-}
-
 export function requestCompaction(agent: CompiledAgent, context: AgentContext, event: AgentEvent): IoRequest {
   return {
     type: 'compaction',
@@ -199,26 +183,6 @@ export function requestCompaction(agent: CompiledAgent, context: AgentContext, e
   };
 }
 
-/** A decision or steer for a child run goes down to the call that runs it (see `routedEvent`). */
-export function forwardToChild(agent: CompiledAgent, context: AgentContext, event: AgentEvent): Effect[] {
-  const out: Effect[] = [];
-  const routable = (approvalEventOf(event) ?? event) as RoutableEvent;
-  if (routedEvent(routable)) out.push({ send: { type: 'forward', event: routable } satisfies IoRequest });
-  return out;
-}
-
-/** A child's wait for a human, and its refusal of a decision, show at the parent (qualified ids); its usage joins the run once. */
-export function acceptSubagentReport(agent: CompiledAgent, context: AgentContext, event: AgentEvent): Effect[] {
-  const out: Effect[] = [];
-  const { callId, report } = as(event, 'io.subagent');
-  if (report.type === 'usage') return [...out, { assign: childUsageCounted(context, report.childId, report.usage) ?? {} }];
-  if (report.type === 'approval.refused') return [{ emit: { ...report.refused, toolCallId: qualifiedCallId(callId, report.refused.toolCallId) } }];
-  const calls = qualifiedCalls(callId, report.calls);
-  out.push({ emit: { type: 'approval.requested', calls, requests: report.requests.map((request) => ({ ...request, toolCallId: qualifiedCallId(callId, request.toolCallId) })) } });
-  out.push({ emit: { type: 'operation.yielded', operation: APPROVALS_OPERATION, reason: 'approval', payload: { calls: calls.map((call) => call.id) } } });
-  return out;
-}
-
 export function emitTurnFinished(agent: CompiledAgent, context: AgentContext, event: AgentEvent): AgentEmitted {
   return {
     type: 'turn.finished' as const,
@@ -231,68 +195,6 @@ export function emitTurnFinished(agent: CompiledAgent, context: AgentContext, ev
 export function emitToolFinished(agent: CompiledAgent, context: AgentContext, event: AgentEvent): AgentEmitted {
   const { call, result } = as(event, 'io.toolFinished');
   return toolFinished(context, call, result);
-}
-
-export function awaitApproval(agent: CompiledAgent, context: AgentContext, event: AgentEvent): Effect[] {
-  const out: Effect[] = [];
-  const { waiting, policy } = as(event, 'io.approvalsChecked');
-  const batch = pendingCalls(context.brain).map(({ call }) => call);
-  const approvals = applyPolicyVerdicts({ ...context.approvals, waiting: [...context.approvals.waiting, ...waiting] }, policy, batch);
-  out.push({ assign: { approvals, ...(agent.toolPolicy && { policyChecked: [...(context.policyChecked ?? []), ...policy.map((entry) => entry.toolCallId)] }) } });
-  // A policy's denial is the call's result: listeners see it like any other.
-  for (const { call, result } of batchResults({ ...context, approvals }, agent.maxCalls)) {
-    if (!result || !policy.some((entry) => entry.toolCallId === call.id && entry.verdict.type === 'deny')) continue;
-    out.push({ emit: toolStarted(context, call) });
-    out.push({ emit: toolFinished(context, call, result) });
-  }
-  return out;
-}
-
-export function emitApprovalRequested(agent: CompiledAgent, context: AgentContext, event: AgentEvent): AgentEmitted {
-  const calls = waitingCalls(context, agent.maxCalls);
-  return { type: 'approval.requested' as const, calls, requests: calls.map((call) => requestFor(call, context.runIndex, context.brain.context.turnsTaken)) };
-}
-
-export function emitApprovalYielded(agent: CompiledAgent, context: AgentContext, event: AgentEvent): AgentEmitted {
-  const calls = waitingCalls(context, agent.maxCalls);
-  const requests = calls.map((call) => requestFor(call, context.runIndex, context.brain.context.turnsTaken));
-  return { type: 'operation.yielded' as const, operation: APPROVALS_OPERATION, reason: 'approval', payload: { calls: calls.map((call) => call.id), requests } };
-}
-
-/**
- * A call of a child (`c1/w1`), not one of this run's own: not this run's to judge, it goes down
- * (forwardToChild) and the child decides or refuses it.
- */
-const ofChild = (context: AgentContext, toolCallId: string) =>
-  routedEvent({ type: 'approve', toolCallId }) !== null && !pendingCalls(context.brain).some(({ call }) => call.id === toolCallId);
-
-export function recordDecision(agent: CompiledAgent, context: AgentContext, event: AgentEvent): Effect[] {
-  const out: Effect[] = [];
-  const decision = approvalEventOf(event);
-  if (!decision || ofChild(context, decision.toolCallId)) return out;
-  const taken = takeDecision(context, decision);
-  const { toolCallId, by, reason, digest } = decision;
-  const approved = decision.type === 'approve';
-  if ('refusal' in taken) {
-    const { reason: refusal, detail } = taken.refusal;
-    out.push({ emit: { type: 'approval.refused', run: context.runIndex, toolCallId, approved, refusal, detail, ...(by !== undefined && { by }), ...(digest !== undefined && { digest }) } });
-    out.push({ emit: { type: 'event.rejected', event: decision.type, reason: `${refusal}: ${detail}` } });
-    return out;
-  }
-  const { approvals } = taken;
-  const calls = pendingCalls(context.brain);
-  out.push({ assign: { approvals } });
-  const made = approvals.decisions[toolCallId]!;
-  out.push({ emit: { type: 'approval.decided', run: context.runIndex, toolCallId, digest: made.digest!, approved, ...(by !== undefined && { by }), ...(reason !== undefined && { reason }) } });
-  // A denial is the call's result: listeners see it like any other.
-  const finished = new Set(context.toolJournal.map((result) => result.toolCallId));
-  for (const { call, preAnswered } of calls) {
-    const made = decisionFor(approvals, call);
-    if (preAnswered || finished.has(call.id) || decisionFor(context.approvals, call) || made?.approved !== false) continue;
-    out.push({ emit: toolStarted(context, call) });
-    out.push({ emit: toolFinished(context, call, deniedResult(call, made)) });
-  }
-  return out;
 }
 
 export function acceptCompaction(agent: CompiledAgent, context: AgentContext, event: AgentEvent): Partial<AgentContext> {

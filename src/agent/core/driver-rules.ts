@@ -5,7 +5,6 @@
  */
 import { InvalidSnapshotError } from '../../errors.js';
 import { PolicySchema, type Message, type Outcome, type PolicyInput, type ToolCall } from '../../schemas.js';
-import { hasApprovalRule } from '../../tools/define-tool.js';
 import { decisionFor, isWaiting, restoredApprovals } from '../approvals/approvals.js';
 import { conversationOf, feedBrain, type BrainState } from './brain-state.js';
 import type { CompiledAgent, Offered } from './compile.js';
@@ -102,29 +101,11 @@ export const runnable = (agent: CompiledAgent, context: AgentContext): ToolCall[
     .filter(({ call, result }) => result === undefined && !isInDoubt(context.doubt, call.id) && (decisionFor(context.approvals, call)?.approved ?? !isWaiting(context.approvals, call)))
     .map(({ call }) => call);
 
-/**
- * Calls of the batch that may need a human's decision and were not asked about yet (a
- * restored batch keeps its waiting list): the approval check runs only for these.
- */
-export const undecided = (agent: CompiledAgent, context: AgentContext): ToolCall[] =>
-  agent.gated
-    ? runnable(agent, context).filter((call) => {
-        if (decisionFor(context.approvals, call) || context.approvals.waiting.includes(call.id)) return false;
-        // With a policy every call is asked once (its verdict recorded); else only calls with a rule.
-        if (agent.toolPolicy) return !(context.policyChecked ?? []).includes(call.id);
-        const tool = agent.tools.get(call.name);
-        return tool !== undefined && hasApprovalRule(tool);
-      })
-    : [];
-
 /** The key of the next model call. */
 export const modelKey = (context: AgentContext) => serviceKey(context, context.brain.context.turnsTaken + 1, 'model');
 
 /** The key of the current compaction pass. */
 export const compactionKey = (context: AgentContext) => serviceKey(context, context.brain.context.turnsTaken, 'compaction');
-
-/** The key of the current batch's approval check. */
-export const approvalKey = (context: AgentContext) => keyOf({ kind: 'approvals', ...turnAt(context, context.brain.context.turnsTaken) });
 
 /** The key of the run's `toolset` step (tool sources listed once per run). */
 export const toolsetKey = (context: AgentContext) => keyOf({ kind: 'toolset', session: context.sessionId, run: context.runIndex });

@@ -1,0 +1,47 @@
+/**
+ * Subagents in the driver: the chart's guard and actions between a run and the child runs its
+ * agent tools start (see agent-tool.ts): decisions and steering for a child go down to the call
+ * that runs it; a child's wait for a person, its refusals and its usage come up.
+ */
+import { bind, type Args } from '../core/bind.js';
+import type { CompiledAgent } from '../core/compile.js';
+import type { AgentContext } from '../core/context.js';
+import type { Effect } from '../core/effects.js';
+import { APPROVALS_OPERATION, approvalEventOf } from '../approvals/approval-events.js';
+import { as, type AgentEvent } from '../protocol/agent-event.js';
+import type { IoRequest } from '../protocol/io-protocol.js';
+import { childUsageCounted, qualifiedCallId, qualifiedCalls, routedEvent, type RoutableEvent } from './subagents.js';
+
+/** A decision or steer for a child run goes down to the call that runs it (see `routedEvent`). */
+export function forwardToChild(_agent: CompiledAgent, _context: AgentContext, event: AgentEvent): Effect[] {
+  const out: Effect[] = [];
+  const routable = (approvalEventOf(event) ?? event) as RoutableEvent;
+  if (routedEvent(routable)) out.push({ send: { type: 'forward', event: routable } satisfies IoRequest });
+  return out;
+}
+
+/** A child's wait for a human, and its refusal of a decision, show at the parent (qualified ids); its usage joins the run once. */
+export function acceptSubagentReport(_agent: CompiledAgent, context: AgentContext, event: AgentEvent): Effect[] {
+  const out: Effect[] = [];
+  const { callId, report } = as(event, 'io.subagent');
+  if (report.type === 'usage') return [...out, { assign: childUsageCounted(context, report.childId, report.usage) ?? {} }];
+  if (report.type === 'approval.refused') return [{ emit: { ...report.refused, toolCallId: qualifiedCallId(callId, report.refused.toolCallId) } }];
+  const calls = qualifiedCalls(callId, report.calls);
+  out.push({ emit: { type: 'approval.requested', calls, requests: report.requests.map((request) => ({ ...request, toolCallId: qualifiedCallId(callId, request.toolCallId) })) } });
+  out.push({ emit: { type: 'operation.yielded', operation: APPROVALS_OPERATION, reason: 'approval', payload: { calls: calls.map((call) => call.id) } } });
+  return out;
+}
+
+/** The guards and actions the chart names for subagents. */
+export function subagentImplementations(agent: CompiledAgent) {
+  const rule = bind(agent);
+  return {
+    guards: {
+      steersChild: ({ event }: Args) => routedEvent(as(event, 'steer')) !== null,
+    },
+    actions: {
+      forwardToChild: rule.effects(forwardToChild),
+      acceptSubagentReport: rule.effects(acceptSubagentReport),
+    },
+  };
+}
