@@ -12,6 +12,7 @@ import { channelObject, type ChannelTake, type StreamedEvent } from './channel.j
 import { loadLog, loadSession, persistSession, writtenOf, type KvWritten } from './kv-state.js';
 import { checkPayload, checkSessionKey } from './payloads.js';
 import { StepJournal, type StepOutcome } from './steps.js';
+import { TimerJournal } from './timers.js';
 import { liveDeltas, type LiveDeltas } from './live-deltas.js';
 import { boundedRetry, failedRun, isRestateOwn, UNEXPECTED_ERROR_TYPE } from './unexpected.js';
 
@@ -205,8 +206,9 @@ export function restateSession(options: RestateSessionOptions) {
 /**
  * One run, as one invocation: the agent starts from the stored state; each side effect is a
  * journaled step; after every step the K/V gets what changed and clients get the events. The
- * loop races the steps in flight against the channel's wake-up, so a cancel or an approval is
- * taken while a step runs (or while nothing runs but a human is awaited).
+ * loop races the steps in flight and the chart's timers against the channel's wake-up, so a cancel
+ * or an approval is taken while a step runs (or while nothing runs but a human is awaited), and a
+ * time budget ends a step that never does.
  */
 async function runTurn(
   ctx: restate.ObjectContext,
@@ -216,12 +218,14 @@ async function runTurn(
   stored: AgentContext | undefined,
   start: ExternalEvent,
 ): Promise<SessionSummaryReply> {
-  // The agent's clock is the journal's: the invocation's start, then each step's end, so a replay
-  // reads the same times (a run's start, budgets) and decides the same.
+  // The agent's clock is the journal's: the invocation's start, then each step's end (or a timer's
+  // due time), so a replay reads the same times (a run's start, budgets) and decides the same.
   let now = await ctx.date.now();
   const steps = new StepJournal(ctx, () => now);
+  // The chart's delayed events are durable timers raced in the loop below (see timers.ts).
+  const timers = new TimerJournal(ctx, () => now);
   const machine = options.machine.withClock(() => now).withExecutor((inner) => steps.executor(inner));
-  const actor = createActor(machine, { input: stored ? { stored } : { sessionId } });
+  const actor = createActor(machine, { input: stored ? { stored } : { sessionId }, clock: timers.clock });
   // The loop reads a chart error from the snapshot; unobserved, XState would rethrow it
   // asynchronously and take the whole worker down with it.
   actor.subscribe({ error: () => {} });
@@ -269,12 +273,20 @@ async function runTurn(
       if (snapshot.status === 'error') throw new Error(`session '${sessionId}': the agent stopped: ${String(snapshot.error)}`);
       flush();
       if (snapshot.value === 'Idle' && steps.size === 0) break;
-      const next: { step: number; outcome: StepOutcome } | { wake: true } = await restate.RestatePromise.race([
+      const next: { step: number; outcome: StepOutcome } | { timer: number } | { wake: true } = await restate.RestatePromise.race([
         ...steps.racers(),
+        ...timers.racers(),
         wake.promise.map(() => ({ wake: true as const })),
       ]);
       if ('wake' in next) wake = await arm();
-      else {
+      else if ('timer' in next) {
+        // The time budget's deadline, say: the clock reaches it, then the chart's guard sees it passed.
+        const timer = timers.take(next.timer);
+        if (timer) {
+          now = Math.max(now, timer.due);
+          timer.fire();
+        }
+      } else {
         now = Math.max(now, next.outcome.at);
         steps.deliver(next.step, next.outcome);
       }

@@ -263,6 +263,28 @@ describe.skipIf(!SERVER_BINARY)('Restate session object (real server, real worke
     expect(lines.filter((line) => line.key.endsWith(':t1a'))).toHaveLength(1);
   });
 
+  it('a pausing time budget aborts the model call in flight; the run waits suspended, and after a raise its replay takes the same branch', async () => {
+    const timed = new IngressClient(server.ingressUrl, 'timedSession');
+    const invocation = await timed.enqueue('deadline', 'send', { message: 'think forever' });
+    const paused = await waitFor('budget.paused', async () => {
+      const page = await timed.ok<Streamed>('deadline', 'events', { cursor: 0, limit: 1000 });
+      return page.events.find((e) => e.event.type === 'budget.paused')?.event;
+    }, 10_000);
+    expect(paused).toMatchObject({ kind: 'duration', limit: 150 });
+    // The journal's durable timer ended the call: it was made once.
+    expect(toolLines('deadline').map((line) => line.line)).toEqual(['model hangs']);
+    // Suspended while it waits: the raise below wakes it by replaying the journal (the aborted
+    // call's step and the timer that beat it), which must take the branch the live run took.
+    await waitFor('the paused run to be suspended', async () => {
+      const rows = await server.query<{ status: string }>(`SELECT status FROM sys_invocation WHERE id = '${invocation}'`);
+      return rows[0]?.status === 'suspended' ? true : undefined;
+    });
+    await timed.ok('deadline', 'resumeOperation', { operation: 'budget', payload: { budget: { maxDurationMs: 60_000 } } });
+    const reply = await timed.attach<Summary>(invocation);
+    expect(reply.outcome).toEqual({ type: 'Completed', finalText: 'answered after the raise' });
+    expect(toolLines('deadline').map((line) => line.line)).toEqual(['model hangs', 'model answers']);
+  });
+
   /** Sends a transfer that hangs, SIGKILLs the worker while it runs, and waits for the restarted worker to find the call in doubt. */
   const transferInDoubt = async (session: string) => {
     const invocation = await client.enqueue(session, 'send', { message: 'please transfer hang' });

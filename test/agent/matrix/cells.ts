@@ -45,8 +45,6 @@ const sealedBy = (operation: string) => (result: RunResult) => {
   expect(result.outcome.reason).toContain('run the agent as an actor or a DurableSession');
 };
 const NO_STEER = '`runAgent` / `streamAgent` take no events while they run (a signal cancels); steer an actor or a `DurableSession`';
-const RESTATE_CLOCK =
-  'a finding: the deadline the chart arms fires in the worker, but the guard that seals reads the agent’s clock, which on Restate is the journal’s: it moves only when a step ends or the channel answers, so with the model call in flight the budget has not passed and nothing arms it again; the run waits for ever (test/distributed/matrix.test.ts: finding …). A fix arms the chart’s delays as durable timers in the turn’s loop, as `AgentStepper` re-arms them';
 
 /** Every cell that is not `tested`, by feature then host. */
 const DECLARED: Partial<Record<FeatureId, Partial<Record<HostId, Cell>>>> = {
@@ -62,7 +60,6 @@ const DECLARED: Partial<Record<FeatureId, Partial<Record<HostId, Cell>>>> = {
     streamAgent: { status: 'refused', reason: SEALS('raise the budget'), verify: sealedBy('budget') },
     chat: { status: 'elsewhere', test: 'test/http/budget-pause.test.ts (the response ends with the run waiting; the raise goes to the stored session, server side: no chat route carries one)' },
   },
-  'time-budget': { restate: { status: 'open', reason: RESTATE_CLOCK } },
   steering: {
     runAgent: { status: 'refused', reason: NO_STEER },
     streamAgent: { status: 'refused', reason: NO_STEER },
