@@ -10,3 +10,10 @@ export { installedWithResolversPolyfill } from './restate/polyfill.js';
 export { restateSession, type RestateSessionOptions, type SessionSummaryReply } from './restate/session-object.js';
 export type { StreamedEvent } from './restate/channel.js';
 export { HandlerPayloads, type HandlerName, type HandlerPayload } from './restate/payloads.js';
+export { restateSchedules, type RestateSchedulesOptions } from './restate/schedule-object.js';
+export {
+  restateScheduleClient,
+  type RestateScheduleClient,
+  type RestateScheduleClientOptions,
+  type RestateScheduleOptions,
+} from './restate/schedule-client.js';

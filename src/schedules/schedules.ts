@@ -59,34 +59,39 @@ export class ScheduleNotFoundError extends LoopchartError {
 const MIN_EVERY_MS = 1_000;
 const MAX_INPUT_CHARS = 100_000;
 
-const ScheduleOptionsSchema = z
-  .strictObject({
-    /** The schedule's id; default a random UUID. */
-    id: z.string().min(1).max(200).optional(),
-    /** The session each tick starts or continues (created by the first tick). */
-    session: z.string(),
-    /** The agent's name among those `startScheduler` is given. */
-    agent: z.string().min(1).max(200),
-    /** The message each tick sends. */
-    input: z.string().min(1).max(MAX_INPUT_CHARS),
-    /** Once, at this time (a Date, ms since epoch, or an ISO 8601 text with its offset). */
-    at: z.union([z.date(), z.number().int().nonnegative(), z.iso.datetime({ offset: true })]).optional(),
-    /** Every this many ms (at least 1000), from now. */
-    every: z.number().int().min(MIN_EVERY_MS).max(366 * 86_400_000).optional(),
-    /** A five-field cron expression, read on the wall clock of `timezone`. */
-    cron: z.string().optional(),
-    /** IANA time zone of `cron` (default UTC). */
-    timezone: z.string().optional(),
-    /** A tick the scheduler finds late (its processes were down): `run-once` (default) or `skip`. */
-    missed: z.enum(['run-once', 'skip']).default('run-once'),
-    /** A tick due while the last run still goes: `skip` it (default) or `queue` it (run once that run ends). */
-    overlap: z.enum(['skip', 'queue']).default('skip'),
-    /** Made paused (default false). */
-    paused: z.boolean().default(false),
-  })
-  .refine((options) => [options.at, options.every, options.cron].filter((timing) => timing !== undefined).length === 1, {
-    error: 'give exactly one of at, every or cron',
-  });
+/** A schedule's options before the one-timing check (`loopchart/restate`'s schedules take them too, without the agent). */
+export const ScheduleFieldsSchema = z.strictObject({
+  /** The schedule's id; default a random UUID. */
+  id: z.string().min(1).max(200).optional(),
+  /** The session each tick starts or continues (created by the first tick). */
+  session: z.string(),
+  /** The agent's name among those `startScheduler` is given. */
+  agent: z.string().min(1).max(200),
+  /** The message each tick sends. */
+  input: z.string().min(1).max(MAX_INPUT_CHARS),
+  /** Once, at this time (a Date, ms since epoch, or an ISO 8601 text with its offset). */
+  at: z.union([z.date(), z.number().int().nonnegative(), z.iso.datetime({ offset: true })]).optional(),
+  /** Every this many ms (at least 1000), from now. */
+  every: z.number().int().min(MIN_EVERY_MS).max(366 * 86_400_000).optional(),
+  /** A five-field cron expression, read on the wall clock of `timezone`. */
+  cron: z.string().optional(),
+  /** IANA time zone of `cron` (default UTC). */
+  timezone: z.string().optional(),
+  /** A tick the scheduler finds late (its processes were down): `run-once` (default) or `skip`. */
+  missed: z.enum(['run-once', 'skip']).default('run-once'),
+  /** A tick due while the last run still goes: `skip` it (default) or `queue` it (run once that run ends). */
+  overlap: z.enum(['skip', 'queue']).default('skip'),
+  /** Made paused (default false). */
+  paused: z.boolean().default(false),
+});
+
+/** Exactly one of `at`, `every`, `cron`: the refinement every schedule's options get. */
+export const exactlyOneTiming = [
+  (options: { at?: unknown; every?: unknown; cron?: unknown }) => [options.at, options.every, options.cron].filter((timing) => timing !== undefined).length === 1,
+  { error: 'give exactly one of at, every or cron' },
+] as const;
+
+const ScheduleOptionsSchema = ScheduleFieldsSchema.refine(...exactlyOneTiming);
 
 /**
  * What `schedule` takes: the session, the agent and the input of each tick, exactly one of `at`,
@@ -218,11 +223,23 @@ export function infoOf(row: ScheduleRow): ScheduleInfo {
 export async function schedule(store: SessionStore, options: ScheduleOptions): Promise<ScheduleInfo> {
   // Strict: an unknown key names the closest known one.
   const given = parseOptions(ScheduleOptionsSchema, options, '', (message) => new InvalidScheduleError(message));
+  const row = newScheduleRow(given, given.id ?? randomUUID(), Date.now());
+  await withBackend(store, async (backend) => {
+    if (!(await backend.insert(row))) throw new InvalidScheduleError(`a schedule '${row.id}' exists (delete it first, or give another id)`);
+  });
+  return infoOf(row);
+}
+
+/**
+ * The row of a new schedule made at `now` from its checked options: its session id, time zone and
+ * cron checked (typed errors), its timing and first due time computed. Shared with the Restate
+ * schedule object, which makes it at its journaled `now`.
+ */
+export function newScheduleRow(given: z.output<typeof ScheduleFieldsSchema>, id: string, now: number): ScheduleRow {
   const sessionProblem = sessionIdProblem(given.session);
   if (sessionProblem) throw new InvalidScheduleError(`session: ${sessionProblem}`);
   if (given.timezone !== undefined && given.cron === undefined) throw new InvalidScheduleError('timezone goes with cron (at and every are instants, in no zone)');
   const timezone = checkTimeZone(given.timezone ?? 'UTC');
-  const now = Date.now();
   let timing: Timing;
   if (given.cron !== undefined) {
     parseCron(given.cron);
@@ -235,8 +252,8 @@ export async function schedule(store: SessionStore, options: ScheduleOptions): P
   // A one-off in the past fires at once; the others fire from the next time after now.
   const nextAt = timing.kind === 'at' ? timing.at : nextAfter(timing, timezone, now);
   if (nextAt === null) throw new InvalidScheduleError(`the cron expression '${given.cron}' never matches a date`);
-  const row: ScheduleRow = {
-    id: given.id ?? randomUUID(),
+  return {
+    id,
     sessionId: given.session,
     agent: given.agent,
     input: given.input,
@@ -257,10 +274,6 @@ export async function schedule(store: SessionStore, options: ScheduleOptions): P
     createdAt: now,
     updatedAt: now,
   };
-  await withBackend(store, async (backend) => {
-    if (!(await backend.insert(row))) throw new InvalidScheduleError(`a schedule '${row.id}' exists (delete it first, or give another id)`);
-  });
-  return infoOf(row);
 }
 
 /**
@@ -309,12 +322,17 @@ export function resumeSchedule(store: SessionStore, id: string): Promise<Schedul
   return setPaused(store, id, false);
 }
 
+/** Where a schedule paused or resumed at `now` fires next: a resumed every/cron from the next time after now, a one-off where it was. */
+export function nextAtOnPause(row: ScheduleRow, paused: boolean, now: number): number | null {
+  return paused || row.nextAt === null || row.timing.kind === 'at' ? row.nextAt : nextAfter(row.timing, row.timezone, now);
+}
+
 async function setPaused(store: SessionStore, id: string, paused: boolean): Promise<ScheduleInfo> {
   return withBackend(store, async (backend) => {
     const row = await backend.get(id);
     if (!row) throw new ScheduleNotFoundError(id);
     const now = Date.now();
-    const nextAt = paused || row.nextAt === null || row.timing.kind === 'at' ? row.nextAt : nextAfter(row.timing, row.timezone, now);
+    const nextAt = nextAtOnPause(row, paused, now);
     if (!(await backend.setPaused(id, paused, nextAt, now))) throw new ScheduleNotFoundError(id);
     return infoOf((await backend.get(id)) ?? row);
   });

@@ -1,0 +1,188 @@
+import * as restate from '@restatedev/restate-sdk';
+import { z } from 'zod';
+import { LoopchartError } from '../errors.js';
+import { parseOptions } from '../known-keys.js';
+import { ScheduleRowSchema, type ScheduleRow } from '../schedules/row.js';
+import { InvalidScheduleError, exactlyOneTiming, newScheduleRow, nextAfter, nextAtOnPause, ScheduleFieldsSchema } from '../schedules/schedules.js';
+import type { restateSession } from './session-object.js';
+
+/**
+ * Schedules on Restate: a virtual object per schedule (keyed by its id) holding the schedule's row
+ * in its K/V, and a tick as a delayed call to itself (`fire`), which sends the input to the session
+ * object as a client's `send` does. The Restate server keeps the delayed call durably: no
+ * scheduler process, no lease; a worker that dies before the due time leaves the call pending
+ * until a worker takes it, and the journal of `fire` makes its send happen once.
+ */
+
+export interface RestateSchedulesOptions {
+  /** The session object's name the ticks send to (default `loopchartSession`, `restateSession`'s default). */
+  session?: string | undefined;
+  /** The schedule object's name (default `loopchartSchedule`); its registry is `<name>Registry`. */
+  name?: string | undefined;
+}
+
+/** The registry's one key: one list of every schedule of the object. */
+export const REGISTRY_KEY = 'all';
+const ROW = 'schedule';
+
+/** What `create` takes: `schedule`'s options without the agent (the session object runs it) and the missed policy (a delayed call is never missed). The id is the object's key. */
+export const RestateScheduleFieldsSchema = ScheduleFieldsSchema.omit({ agent: true, missed: true, id: true });
+const CreatePayload = RestateScheduleFieldsSchema.refine(...exactlyOneTiming);
+const FirePayload = z.strictObject({ due: z.number().int() });
+
+/** A problem with what a client sent: terminal (Restate does not retry it), its code first so a client can tell it. */
+function refused(error: unknown): never {
+  if (LoopchartError.isInstance(error)) throw new restate.TerminalError(`${error.code}: ${error.message}`, { errorCode: error.code === 'ScheduleNotFound' ? 404 : 400 });
+  throw error;
+}
+
+const notFound = (id: string) => new restate.TerminalError(`ScheduleNotFound: no schedule '${id.slice(0, 200)}'`, { errorCode: 404 });
+
+async function loadRow(ctx: restate.ObjectSharedContext): Promise<ScheduleRow | undefined> {
+  const value = await ctx.get<unknown>(ROW);
+  if (value === null) return undefined;
+  const parsed = ScheduleRowSchema.safeParse(value);
+  // A row another version wrote: terminal, never a schedule half understood.
+  if (!parsed.success) throw new restate.TerminalError(`schedule '${ctx.key}': the stored row is not one this version reads: ${z.prettifyError(parsed.error)}`, { errorCode: 500 });
+  return parsed.data;
+}
+
+/**
+ * The schedule objects to bind beside the session object: `schedule` (one per schedule id) and
+ * `registry` (one key, the ids, for listing). Handlers of `schedule` (call them through
+ * `restateScheduleClient`, or the ingress: `POST /<name>/<id>/<handler>`):
+ * - `create(options)`: stores the schedule and sends itself a delayed `fire` for its first due time.
+ * - `fire({ due })`: the tick. Does nothing unless the schedule exists, is not paused and is due
+ *   at `due` (so a duplicate call, or one left pending by a pause or a delete, is a no-op); else
+ *   sends the input to the session object (`send`, one-way), or, with `overlap: 'skip'`, skips the
+ *   tick when the session's `state` says a run is in flight; then sends the next delayed `fire`
+ *   (`every`, `cron`). A tick delivered late runs once, and the next is counted from now.
+ * - `pause()`, `resume()` (from the next time after now), `delete()`, `get()` (shared).
+ *
+ * @example
+ * ```ts
+ * import * as restate from '@restatedev/restate-sdk';
+ * import { createAgentMachine } from 'loopchart';
+ * import { restateSchedules, restateSession } from 'loopchart/restate';
+ * import { scriptedModel } from 'loopchart/testing';
+ *
+ * const { session, channel } = restateSession({ machine: createAgentMachine({ model: scriptedModel([{ text: 'Report written.' }]) }) });
+ * const { schedule, registry } = restateSchedules();
+ * await restate.endpoint().bind(session).bind(channel).bind(schedule).bind(registry).listen(9080);
+ * ```
+ */
+export function restateSchedules(options: RestateSchedulesOptions = {}) {
+  const given = parseOptions(z.strictObject({ session: z.string().min(1).optional(), name: z.string().min(1).optional() }), options, 'restateSchedules', (message) => new InvalidScheduleError(message));
+  const name = given.name ?? 'loopchartSchedule';
+  const sessionName = given.session ?? 'loopchartSession';
+  const registryName = `${name}Registry`;
+  const sessionApi = { name: sessionName } as ReturnType<typeof restateSession>['session'];
+  const json = restate.serde.json;
+
+  /** The next tick: a delayed call to this object's `fire`, journaled (a retry does not send it twice). */
+  const arm = (ctx: restate.ObjectContext, due: number, now: number) => {
+    ctx.genericSend({ service: name, method: 'fire', key: ctx.key, parameter: { due }, inputSerde: json, delay: Math.max(0, due - now) });
+  };
+  const register = (ctx: restate.ObjectContext, method: 'add' | 'remove', parameter: { id: string; createdAt?: number }) =>
+    // Awaited: the registry changes before the call returns, in the order the schedule changed.
+    ctx.genericCall({ service: registryName, method, key: REGISTRY_KEY, parameter, inputSerde: json, outputSerde: json });
+
+  const setPaused = (paused: boolean) =>
+    restate.handlers.object.exclusive(async (ctx: restate.ObjectContext): Promise<ScheduleRow> => {
+      const row = await loadRow(ctx);
+      if (!row) throw notFound(ctx.key);
+      if (row.paused === paused) return row;
+      const now = await ctx.date.now();
+      const next: ScheduleRow = { ...row, paused, nextAt: nextAtOnPause(row, paused, now), updatedAt: now };
+      ctx.set(ROW, next);
+      // Resumed: a fresh tick. The call a pause left pending still arrives, and finds itself stale
+      // unless it is due at the same time, when the first of the two fires and the second is stale.
+      if (!paused && next.nextAt !== null) arm(ctx, next.nextAt, now);
+      return next;
+    });
+
+  const schedule = restate.object({
+    name,
+    description: 'A loopchart schedule: ticks as delayed calls that send input to a session object (see loopchart/restate).',
+    handlers: {
+      create: async (ctx: restate.ObjectContext, payload: unknown): Promise<ScheduleRow> => {
+        const options = (() => {
+          try {
+            return parseOptions(CreatePayload, payload, '', (message) => new InvalidScheduleError(message));
+          } catch (error) {
+            return refused(error);
+          }
+        })();
+        if (await loadRow(ctx)) throw new restate.TerminalError(`InvalidSchedule: invalid schedule: a schedule '${ctx.key.slice(0, 200)}' exists (delete it first, or give another id)`, { errorCode: 409 });
+        const now = await ctx.date.now();
+        let row: ScheduleRow;
+        try {
+          row = newScheduleRow({ ...options, agent: sessionName, missed: 'run-once' }, ctx.key, now);
+        } catch (error) {
+          refused(error);
+        }
+        ctx.set(ROW, row);
+        await register(ctx, 'add', { id: ctx.key, createdAt: now });
+        if (!row.paused && row.nextAt !== null) arm(ctx, row.nextAt, now);
+        return row;
+      },
+      fire: async (ctx: restate.ObjectContext, payload: unknown): Promise<{ fired: boolean }> => {
+        const parsed = FirePayload.safeParse(payload);
+        if (!parsed.success) throw new restate.TerminalError(`fire: invalid payload: ${z.prettifyError(parsed.error)}`, { errorCode: 400 });
+        const { due } = parsed.data;
+        const row = await loadRow(ctx);
+        // Deleted, paused, or not the tick this call was sent for (a duplicate, or left by a pause).
+        if (!row || row.paused || row.nextAt !== due) return { fired: false };
+        const now = await ctx.date.now();
+        const busy = row.overlap === 'skip' && (await ctx.objectClient(sessionApi, row.sessionId).state()).running;
+        // overlap 'queue': Restate queues the send behind the run in flight (one run per tick).
+        if (!busy) ctx.objectSendClient(sessionApi, row.sessionId).send({ message: row.input });
+        const nextAt = nextAfter(row.timing, row.timezone, Math.max(due, now));
+        ctx.set(ROW, {
+          ...row,
+          nextAt,
+          lastFiredAt: busy ? row.lastFiredAt : now,
+          lastOutcome: busy ? 'Skipped' : 'Sent',
+          lastError: busy ? 'the last run was still going' : null,
+          runs: row.runs + (busy ? 0 : 1),
+          updatedAt: now,
+        } satisfies ScheduleRow);
+        if (nextAt !== null) arm(ctx, nextAt, now);
+        return { fired: !busy };
+      },
+      pause: setPaused(true),
+      resume: setPaused(false),
+      delete: async (ctx: restate.ObjectContext): Promise<void> => {
+        if (!(await loadRow(ctx))) throw notFound(ctx.key);
+        // The pending `fire` finds no schedule and does nothing.
+        ctx.clearAll();
+        await register(ctx, 'remove', { id: ctx.key });
+      },
+      get: restate.handlers.object.shared(async (ctx: restate.ObjectSharedContext): Promise<ScheduleRow | null> => (await loadRow(ctx)) ?? null),
+    },
+  });
+
+  const RegistryEntry = z.strictObject({ id: z.string().min(1), createdAt: z.number().int().optional() });
+  const registry = restate.object({
+    name: registryName,
+    description: 'The ids of the loopchart schedules, for listing them (see loopchart/restate).',
+    handlers: {
+      add: async (ctx: restate.ObjectContext, payload: unknown): Promise<void> => {
+        const { id, createdAt } = RegistryEntry.parse(payload);
+        ctx.set(`id:${id}`, createdAt ?? 0);
+      },
+      remove: async (ctx: restate.ObjectContext, payload: unknown): Promise<void> => {
+        ctx.clear(`id:${RegistryEntry.parse(payload).id}`);
+      },
+      /** Every schedule, oldest first: each read from its own object (shared handlers, no lock taken). */
+      list: restate.handlers.object.shared(async (ctx: restate.ObjectSharedContext): Promise<ScheduleRow[]> => {
+        const ids = (await ctx.stateKeys()).filter((key) => key.startsWith('id:')).map((key) => key.slice('id:'.length));
+        const rows = await restate.RestatePromise.all(
+          ids.map((id) => ctx.genericCall<null, ScheduleRow | null>({ service: name, method: 'get', key: id, parameter: null, inputSerde: json, outputSerde: json })),
+        );
+        return rows.filter((row): row is ScheduleRow => row !== null).sort((a, b) => a.createdAt - b.createdAt || a.id.localeCompare(b.id));
+      }),
+    },
+  });
+  return { schedule, registry };
+}

@@ -1,0 +1,122 @@
+/**
+ * Schedules on Restate (`restateSchedules`, `restateScheduleClient`) against a real Restate server
+ * and a real worker process: a tick is a delayed call the server keeps, fired once even when it
+ * is delivered twice or the worker was killed before its due time.
+ */
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Message } from '../../src/index.js';
+import { restateScheduleClient, type RestateScheduleClient } from '../../src/restate.js';
+import { ScheduleNotFoundError } from '../../src/schedules.js';
+import { IngressClient } from './support/ingress.js';
+import { RestateServer, freePort, waitFor } from './support/server.js';
+import { SERVER_BINARY, readToolLog } from './support/suite.js';
+import { startWorker, type Worker } from './support/workers.js';
+
+const SCHEDULE_WORKER = fileURLToPath(new URL('./fixtures/schedule-worker.ts', import.meta.url));
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+describe.skipIf(!SERVER_BINARY)('schedules on Restate (real server, real worker)', () => {
+  let server: RestateServer;
+  let worker: Worker;
+  let workerPort: number;
+  let dir: string;
+  let toolLog: string;
+  let schedules: RestateScheduleClient;
+  let sessions: IngressClient;
+  let scheduleObject: IngressClient;
+  const startOurWorker = () => startWorker({ TOOL_LOG: toolLog, PORT: String(workerPort) }, SCHEDULE_WORKER);
+
+  beforeAll(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'loopchart-restate-schedules-'));
+    toolLog = join(dir, 'tools.log');
+    server = await RestateServer.start(SERVER_BINARY!);
+    workerPort = await freePort();
+    worker = await startOurWorker();
+    await server.register(worker.url);
+    schedules = restateScheduleClient(server.ingressUrl);
+    sessions = new IngressClient(server.ingressUrl);
+    scheduleObject = new IngressClient(server.ingressUrl, 'loopchartSchedule');
+  });
+
+  afterAll(async () => {
+    await worker?.kill('SIGTERM');
+    await server?.stop();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  /** The inputs the session got: its user messages' texts. */
+  const inputsOf = async (session: string) =>
+    (await sessions.ok<Message[]>(session, 'transcript')).filter((message) => message.role === 'user').map((message) => message.content);
+  const appendsOf = (session: string) =>
+    existsSync(toolLog) ? readToolLog(readFileSync(toolLog, 'utf8')).filter((line) => line.key.startsWith(`${session}:`)) : [];
+
+  it('a one-off due in 1 s fires once: the session gets its input; a second call for the same tick does nothing', async () => {
+    const at = Date.now() + 1_000;
+    const made = await schedules.schedule({ id: 'once', session: 'once-session', input: 'tick once', at });
+    expect(made).toMatchObject({ id: 'once', session: 'once-session', agent: 'loopchartSession', nextAt: new Date(at), runs: 0, lastOutcome: null });
+    expect(await inputsOf('once-session')).toEqual([]);
+    await waitFor('the tick', async () => ((await schedules.get('once'))?.runs === 1 ? true : undefined), 10_000, 100);
+    await waitFor('the run', async () => ((await sessions.ok<{ running: boolean; turnsTaken: number }>('once-session', 'state')).turnsTaken === 3 ? true : undefined), 10_000, 100);
+    expect(Date.now()).toBeGreaterThanOrEqual(at);
+    expect(await schedules.get('once')).toMatchObject({ runs: 1, lastOutcome: 'Sent', nextAt: null });
+    // The same tick delivered again (a duplicate): its due time is no longer the schedule's next.
+    expect(await scheduleObject.ok('once', 'fire', { due: at })).toEqual({ fired: false });
+    await sleep(300);
+    expect(await inputsOf('once-session')).toEqual(['tick once']);
+    expect(appendsOf('once-session')).toHaveLength(3);
+    expect((await schedules.list()).map((s) => s.id)).toContain('once');
+  });
+
+  it('an every-second schedule fires twice in ~2.5 s; paused it stops, deleted it is gone', async () => {
+    const started = Date.now();
+    await schedules.schedule({ id: 'every', session: 'every-session', input: 'tick every', every: 1_000 });
+    await waitFor('two ticks', async () => ((await inputsOf('every-session')).length >= 2 ? true : undefined), 5_000, 100);
+    const elapsed = Date.now() - started;
+    expect(elapsed).toBeGreaterThanOrEqual(2_000);
+    expect(elapsed).toBeLessThan(3_500);
+    const paused = await schedules.pause('every');
+    expect(paused.paused).toBe(true);
+    const ran = (await schedules.get('every'))!.runs;
+    expect(ran).toBeGreaterThanOrEqual(2);
+    await sleep(2_200);
+    // The tick a pause left pending arrived and did nothing.
+    expect((await schedules.get('every'))!.runs).toBe(ran);
+    expect(await inputsOf('every-session')).toEqual(Array.from({ length: ran }, () => 'tick every'));
+    await schedules.delete('every');
+    expect(await schedules.get('every')).toBeUndefined();
+    expect((await schedules.list()).map((s) => s.id)).not.toContain('every');
+    await expect(schedules.pause('every')).rejects.toSatisfy((error) => ScheduleNotFoundError.isInstance(error));
+  });
+
+  it("overlap 'skip': a tick due while the session's run goes is skipped, no input sent", async () => {
+    const run = await sessions.enqueue('busy-session', 'send', { message: 'slow run' });
+    await waitFor('the run to be in flight', async () => ((await sessions.ok<{ running: boolean }>('busy-session', 'state')).running ? true : undefined));
+    await schedules.schedule({ id: 'skip', session: 'busy-session', input: 'tick skipped', at: Date.now() + 100, overlap: 'skip' });
+    const after = await waitFor('the tick', async () => {
+      const info = await schedules.get('skip');
+      return info?.lastOutcome ? info : undefined;
+    }, 5_000, 100);
+    expect(after).toMatchObject({ lastOutcome: 'Skipped', runs: 0, nextAt: null });
+    await sessions.ok('busy-session', 'cancel', {});
+    await sessions.attach(run);
+    expect(await inputsOf('busy-session')).toEqual(['slow run']);
+  });
+
+  it('a worker killed (SIGKILL) before the due time: the tick fires once after a new worker starts', async () => {
+    const at = Date.now() + 1_500;
+    await schedules.schedule({ id: 'crash', session: 'crash-session', input: 'tick after crash', at });
+    await worker.kill('SIGKILL');
+    await sleep(at - Date.now() + 500);
+    worker = await startOurWorker();
+    await waitFor('the tick', async () => ((await schedules.get('crash'))?.runs === 1 ? true : undefined), 15_000, 100);
+    await waitFor('the run', async () => ((await sessions.ok<{ turnsTaken: number }>('crash-session', 'state')).turnsTaken === 3 ? true : undefined), 10_000, 100);
+    await sleep(500);
+    expect(await inputsOf('crash-session')).toEqual(['tick after crash']);
+    expect(appendsOf('crash-session').map((line) => line.pid)).toEqual(Array.from({ length: 3 }, () => worker.child.pid));
+    expect(await schedules.get('crash')).toMatchObject({ runs: 1, lastOutcome: 'Sent', nextAt: null });
+  });
+});
