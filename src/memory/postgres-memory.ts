@@ -14,7 +14,8 @@ import { mostSimilar } from './similarity.js';
  * letter-and-digit runs), made with the 'simple' configuration and GIN-indexed: the words
  * `searchTerms` makes of a query, whatever the server's locale (in the C locale PostgreSQL
  * lower-cases ASCII only). A search is `to_tsquery('simple', 'a | b')`, its text a parameter,
- * ranked by `ts_rank` per term weighted by how rare the term is among the scope's entries.
+ * ranked by `ts_rank` per term weighted by how rare the term is among the scope's entries (its
+ * idf, counted through the GIN index first: `ts_rank` alone does not prefer rarer terms).
  *
  * Vectors are `float8[]`, ranked in process (`mostSimilar`) over the scope's vectors of the
  * query's length: pgvector is not used (CI's server has no `vector` extension to test it on).
@@ -150,24 +151,29 @@ export class PostgresMemory implements MemoryBackend {
   async search(scope: string, terms: readonly string[], options: SearchOptions): Promise<MemoryHit[]> {
     const plain = terms.filter(isPlainTerm);
     if (plain.length === 0) return [];
+    const excluded = options.excludeSession ?? null;
     return this.#tx(async (client, s) => {
-      // hits: the scope's entries holding any term (GIN). weights: each term's idf among the
-      // scope's entries, as the memory backend counts it. A hit's score: its ts_rank per term it
-      // holds, weighted.
+      // The scope's size and each word's count among its entries (GIN), for its idf as the memory backend counts it.
+      const counts = await client.query<{ n: string; df: string[] }>(
+        `SELECT (SELECT count(*) FROM ${s}.memory_entries WHERE scope = $1 AND ($3::text IS NULL OR session_id <> $3)) AS n,
+                ARRAY(SELECT (SELECT count(*) FROM ${s}.memory_entries WHERE scope = $1 AND words @@ to_tsquery('simple', t.term) AND ($3::text IS NULL OR session_id <> $3))
+                        FROM unnest($2::text[]) WITH ORDINALITY AS t(term, i) ORDER BY t.i) AS df`,
+        [scope, plain, excluded],
+      );
+      const n = Number(counts.rows[0]!.n);
+      const weighted = plain.flatMap((term, i) => {
+        const df = Number(counts.rows[0]!.df[i]);
+        return df > 0 ? [{ term, idf: Math.log(1 + n / (1 + df)) }] : [];
+      });
+      if (weighted.length === 0) return [];
+      // A hit's score: its ts_rank for each word, weighted by the word's idf. The SQL names
+      // parameters only ($5 on: a weight and its word per word); every value is passed as one.
+      const score = weighted.map((_, i) => `$${5 + 2 * i}::float8 * ts_rank(words, to_tsquery('simple', $${6 + 2 * i}))`).join(' + ');
       const found = await client.query<EntryRow & { score: number }>(
-        `WITH hits AS (
-           SELECT id, session_id, position, role, text_json, at, words FROM ${s}.memory_entries
-            WHERE scope = $1 AND words @@ to_tsquery('simple', $2) AND ($4::text IS NULL OR session_id <> $4)
-         ), weights AS (
-           SELECT t.term, ln(1 + (SELECT count(*) FROM ${s}.memory_entries WHERE scope = $1 AND ($4::text IS NULL OR session_id <> $4))::float8 / (1 + count(h.id))) AS idf
-             FROM unnest($3::text[]) AS t(term) LEFT JOIN hits h ON h.words @@ to_tsquery('simple', t.term)
-            GROUP BY t.term
-         )
-         SELECT h.session_id, h.position, h.role, h.text_json, h.at, sum(w.idf * ts_rank(h.words, to_tsquery('simple', w.term)))::float8 AS score
-           FROM hits h JOIN weights w ON h.words @@ to_tsquery('simple', w.term)
-          GROUP BY h.id, h.session_id, h.position, h.role, h.text_json, h.at
-          ORDER BY score DESC, h.at DESC LIMIT $5`,
-        [scope, plain.join(' | '), plain, options.excludeSession ?? null, options.limit],
+        `SELECT session_id, position, role, text_json, at, (${score})::float8 AS score FROM ${s}.memory_entries
+          WHERE scope = $1 AND words @@ to_tsquery('simple', $2) AND ($3::text IS NULL OR session_id <> $3)
+          ORDER BY score DESC, at DESC LIMIT $4`,
+        [scope, weighted.map((w) => w.term).join(' | '), excluded, options.limit, ...weighted.flatMap((w) => [w.idf, w.term])],
       );
       return found.rows.map((row) => ({ ...entryOf(row), score: row.score }));
     });

@@ -127,9 +127,11 @@ export class SqliteMemory implements MemoryBackend {
         'INSERT INTO memory_entries (scope, session_id, position, role, text, at, vector) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING RETURNING id',
       ),
       insertWords: db.prepare('INSERT INTO memory_fts (rowid, words) VALUES (?, ?)'),
+      // CROSS JOIN keeps FTS5 the outer loop: one full-text query, its hits then looked up by id
+      // (as a plain JOIN the planner may walk the scope's entries and run the MATCH once for each).
       search: db.prepare(
         `SELECT e.session_id, e.position, e.role, e.text, e.at, bm25(memory_fts) AS rank
-           FROM memory_fts JOIN memory_entries e ON e.id = memory_fts.rowid
+           FROM memory_fts CROSS JOIN memory_entries e ON e.id = memory_fts.rowid
           WHERE memory_fts MATCH ? AND e.scope = ? AND e.session_id IS NOT ?
           ORDER BY rank, e.at DESC LIMIT ?`,
       ),
