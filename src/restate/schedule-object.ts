@@ -163,16 +163,22 @@ export function restateSchedules(options: RestateSchedulesOptions = {}) {
   });
 
   const RegistryEntry = z.strictObject({ id: z.string().min(1), createdAt: z.number().int().optional() });
+  /** Called by the schedule object, but reachable from the ingress like any handler: checked, terminal when wrong. */
+  const entry = (payload: unknown) => {
+    const parsed = RegistryEntry.safeParse(payload);
+    if (!parsed.success) throw new restate.TerminalError(`registry: invalid payload: ${z.prettifyError(parsed.error)}`, { errorCode: 400 });
+    return parsed.data;
+  };
   const registry = restate.object({
     name: registryName,
     description: 'The ids of the loopchart schedules, for listing them (see loopchart/restate).',
     handlers: {
       add: async (ctx: restate.ObjectContext, payload: unknown): Promise<void> => {
-        const { id, createdAt } = RegistryEntry.parse(payload);
+        const { id, createdAt } = entry(payload);
         ctx.set(`id:${id}`, createdAt ?? 0);
       },
       remove: async (ctx: restate.ObjectContext, payload: unknown): Promise<void> => {
-        ctx.clear(`id:${RegistryEntry.parse(payload).id}`);
+        ctx.clear(`id:${entry(payload).id}`);
       },
       /** Every schedule, oldest first: each read from its own object (shared handlers, no lock taken). */
       list: restate.handlers.object.shared(async (ctx: restate.ObjectSharedContext): Promise<ScheduleRow[]> => {
