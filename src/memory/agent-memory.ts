@@ -93,6 +93,24 @@ const MemoryStateSchema = z.strictObject({
 });
 export type MemoryState = z.infer<typeof MemoryStateSchema>;
 
+/**
+ * The memory operation: an `Operation` to give the agent, and `close()`, which releases what it
+ * opened beside the store (a SQLite connection of its own; on PostgreSQL it uses the store's pool).
+ * It opens again on its next use.
+ *
+ * @example
+ * ```ts
+ * import { agentMemory, type AgentMemory } from 'loopchart/memory';
+ * const memory: AgentMemory = agentMemory({ store });
+ * // ... runs ...
+ * await memory.close();
+ * await store.close();
+ * ```
+ */
+export interface AgentMemory extends Operation<MemoryState> {
+  close(): Promise<void>;
+}
+
 const INITIAL: MemoryState = { working: null, recalled: [], seen: 0, next: 0 };
 
 /** What a message of the conversation gives the index: the text of a user or assistant turn. */
@@ -151,7 +169,7 @@ const DEFAULT_WORKING_INSTRUCTIONS =
  * await session.close();
  * ```
  */
-export function agentMemory(options: AgentMemoryOptions): Operation<MemoryState> {
+export function agentMemory(options: AgentMemoryOptions): AgentMemory {
   const config = parseOptions(MemoryOptionsSchema, options, 'agentMemory');
   let backend: MemoryBackend | undefined;
   const open = (): MemoryBackend => (backend ??= memoryBackend(config.store));
@@ -188,8 +206,13 @@ export function agentMemory(options: AgentMemoryOptions): Operation<MemoryState>
     return { seen: messages.length + (pending ? 1 : 0), next, problems };
   }
 
-  const operation: Operation<MemoryState> = {
+  const operation: AgentMemory = {
     name,
+    async close() {
+      const opened = backend;
+      backend = undefined;
+      await opened?.close();
+    },
     state: { schema: MemoryStateSchema, initial: INITIAL },
     tools: [
       ...(working ? [updateTool(updateName, working, open)] : []),

@@ -1,10 +1,10 @@
-import { mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createAgentMachine } from '../../machines/agent.machine.js';
 import { InvalidConfigError } from '../../src/errors.js';
-import { agentMemory } from '../../src/memory.js';
+import { agentMemory, exportScope } from '../../src/memory.js';
 import type { Model, ModelRequest } from '../../src/model.js';
 import { DurableSession } from '../../src/sessions/durable-session.js';
 import { memoryBackend } from '../../src/memory/memory-store.js';
@@ -100,6 +100,26 @@ describe('memory on SQLite', () => {
     const system = requests.at(-1)!.messages.filter((m) => m.role === 'system').map((m) => m.content).join('\n');
     expect(system).toContain('Name: Ada.');
     expect(system).toContain('I am Ada and I build the Lovelace engine.');
+  });
+
+  it("close() releases the memory's own connection to the file (the last one out removes the WAL), and the memory opens again on its next use", async () => {
+    const path = nextPath();
+    const store = new SqliteSessionStore({ path });
+    const memory = agentMemory({ store });
+    const reply: Model = { name: 'x', generate: async () => ({ message: { role: 'assistant', content: 'Hi.' }, finishReason: 'stop' }) };
+    const run = async (sessionId: string) => {
+      const session = await DurableSession.open({ machine: createAgentMachine({ model: reply, operations: [memory] }), store, sessionId, scope: 'user:ada' });
+      session.send({ type: 'input', message: 'Hello there.' });
+      await session.whenIdle();
+      await session.close();
+    };
+    await run('s1');
+    await memory.close();
+    await run('s2');
+    expect((await exportScope(store, 'user:ada')).entries.map((e) => e.sessionId)).toEqual(['s1', 's1', 's2', 's2']);
+    await memory.close();
+    await store.close();
+    expect(existsSync(`${path}-wal`)).toBe(false);
   });
 
   it('refuses an in-memory store: another connection to it would be another database', () => {
