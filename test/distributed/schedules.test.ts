@@ -71,7 +71,7 @@ describe.skipIf(!SERVER_BINARY)('schedules on Restate (real server, real worker)
     expect((await schedules.list()).map((s) => s.id)).toContain('once');
   });
 
-  it('an every-second schedule fires twice in ~2.5 s; paused it stops, deleted it is gone', async () => {
+  it('an every-second schedule fires twice in ~2.5 s; paused it stops, resumed it goes on, deleted it is gone', async () => {
     const started = Date.now();
     await schedules.schedule({ id: 'every', session: 'every-session', input: 'tick every', every: 1_000 });
     await waitFor('two ticks', async () => ((await inputsOf('every-session')).length >= 2 ? true : undefined), 5_000, 100);
@@ -86,24 +86,32 @@ describe.skipIf(!SERVER_BINARY)('schedules on Restate (real server, real worker)
     // The tick a pause left pending arrived and did nothing.
     expect((await schedules.get('every'))!.runs).toBe(ran);
     expect(await inputsOf('every-session')).toEqual(Array.from({ length: ran }, () => 'tick every'));
+    // Resumed, it fires again from the next second after now.
+    expect((await schedules.resume('every')).paused).toBe(false);
+    await waitFor('a tick after the resume', async () => ((await schedules.get('every'))!.runs === ran + 1 ? true : undefined), 3_000, 100);
     await schedules.delete('every');
     expect(await schedules.get('every')).toBeUndefined();
     expect((await schedules.list()).map((s) => s.id)).not.toContain('every');
     await expect(schedules.pause('every')).rejects.toSatisfy((error) => ScheduleNotFoundError.isInstance(error));
   });
 
-  it("overlap 'skip': a tick due while the session's run goes is skipped, no input sent", async () => {
+  it("a tick due while the session's run goes: overlap 'skip' sends nothing, 'queue' runs it after that run", async () => {
     const run = await sessions.enqueue('busy-session', 'send', { message: 'slow run' });
     await waitFor('the run to be in flight', async () => ((await sessions.ok<{ running: boolean }>('busy-session', 'state')).running ? true : undefined));
     await schedules.schedule({ id: 'skip', session: 'busy-session', input: 'tick skipped', at: Date.now() + 100, overlap: 'skip' });
-    const after = await waitFor('the tick', async () => {
-      const info = await schedules.get('skip');
-      return info?.lastOutcome ? info : undefined;
-    }, 5_000, 100);
-    expect(after).toMatchObject({ lastOutcome: 'Skipped', runs: 0, nextAt: null });
+    await schedules.schedule({ id: 'queue', session: 'busy-session', input: 'tick queued', at: Date.now() + 100, overlap: 'queue' });
+    const ticked = (id: string) =>
+      waitFor(`the tick of ${id}`, async () => {
+        const info = await schedules.get(id);
+        return info?.lastOutcome ? info : undefined;
+      }, 5_000, 100);
+    expect(await ticked('skip')).toMatchObject({ lastOutcome: 'Skipped', runs: 0, nextAt: null });
+    expect(await ticked('queue')).toMatchObject({ lastOutcome: 'Sent', runs: 1, nextAt: null });
+    expect((await sessions.ok<{ running: boolean }>('busy-session', 'state')).running).toBe(true);
     await sessions.ok('busy-session', 'cancel', {});
     await sessions.attach(run);
-    expect(await inputsOf('busy-session')).toEqual(['slow run']);
+    await waitFor('the queued run', async () => ((await inputsOf('busy-session')).length === 2 ? true : undefined), 10_000, 100);
+    expect(await inputsOf('busy-session')).toEqual(['slow run', 'tick queued']);
   });
 
   it('a worker killed (SIGKILL) before the due time: the tick fires once after a new worker starts', async () => {
