@@ -1,194 +1,42 @@
-import { and, setup, type ActorRefFrom, type AnyActorRef, type AnyStateMachine } from 'xstate';
-import { feedBrain, stepTypeOf, takeStep } from '../src/agent/core/brain-state.js';
-import type { AgentConfig } from '../src/agent/core/config.js';
-import { compileAgent, markTraced, type CompiledAgent } from '../src/agent/core/compile.js';
-import { afterReply, answerOf,  batchKey, compactionKey,  decisionPolicy, extrasFor,  modelKey,  pointKey, policyProblem, pruneReport,  resetBatch, restoredContext, runnable, toolsetKey,  verdictOf, initialContext } from '../src/agent/core/driver-rules.js';
-import { as } from '../src/agent/protocol/agent-event.js';
-import { APPROVALS_OPERATION,  approvalResumeProblem } from '../src/agent/approvals/approval-events.js';
-
-import { type AgentContext } from '../src/agent/core/context.js';
-import type { OperationHook } from '../src/agent/operations/operation-state.js';
-import { applyOperated, applyResumed, openPoint, type ResumeVerdict } from '../src/agent/operations/operation-rules.js';
-import { DEFAULT_CANCEL_GRACE_MS, OperationError } from '../src/agent/operations/operation.js';
-import { type FailureType } from '../src/agent/protocol/failure.js';
-
-import { checkedExternal, externalEventProblem, externalEventTypes } from '../src/agent/protocol/events.js';
-import { composeExecutors, type Executor } from '../src/agent/protocol/executor.js';
-import { fromIo, ioLogic, type IoDeps, type IoRequest } from '../src/agent/core/io.js';
-
-import { guardrailImplementations } from '../src/agent/guardrails/implementations.js';
-import { budgetImplementations } from '../src/agent/budget/implementations.js';
-import { structuredOutputImplementations } from '../src/agent/structured-output/implementations.js';
-import { handoffImplementations } from '../src/agent/handoffs/implementations.js';
-import { inDoubtImplementations } from '../src/agent/in-doubt/implementations.js';
-import { fallbackImplementations } from '../src/agent/fallback/implementations.js';
-import { repetitionImplementations } from '../src/agent/repetition/implementations.js';
-import { approvalImplementations } from '../src/agent/approvals/implementations.js';
-import { subagentImplementations } from '../src/agent/subagents/implementations.js';
-import { inputRefused } from '../src/agent/core/actor-input.js';
-import { fromTelemetry, resumeTrace, traceMark, type TraceMark } from '../src/agent/tracing/trace-marks.js';
-
-import { pendingPrune } from '../src/agent/core/pruning.js';
-import { alwaysOf, stepOrder } from '../src/agent/core/step-order.js';
-import { applyPrune, applyToolResults, asUserMessage, batchComplete, errorInfo, journalResult, waitingCalls } from '../src/agent/core/run-rules.js';
-import { PolicySchema, type Step } from '../src/schemas.js';
-
-import { feedProblem } from '../src/brain/feed-problems.js';
-
-
-
 /**
  * The driver: owns one conversation, asks the brain for the next step under the current
  * policy, hands the matching side effect to its IO and feeds the result back. Its own state is
  * only which IO is in flight, and its states carry the brain's names, so the inspector shows
- * the brain. The rules live in `src/agent/core/run-rules.ts`; here every action is one line.
+ * the brain. This file is the chart and how one agent's machine is made from it; the guards and
+ * actions it names live with the loop every agent runs (`src/agent/core/implementations.ts`) and
+ * with each feature (`src/agent/<feature>/implementations.ts`), one record each.
  */
-
+import { and, setup, type ActorRefFrom, type AnyStateMachine } from 'xstate';
+import { types } from '../src/agent/core/bind.js';
+import { compileAgent, markTraced, type CompiledAgent } from '../src/agent/core/compile.js';
+import type { AgentConfig } from '../src/agent/core/config.js';
+import { initialContext, restoredContext } from '../src/agent/core/driver-rules.js';
+import { coreImplementations } from '../src/agent/core/implementations.js';
+import { fromIo, ioLogic, type IoDeps } from '../src/agent/core/io.js';
+import { alwaysOf, stepOrder } from '../src/agent/core/step-order.js';
+import { approvalImplementations } from '../src/agent/approvals/implementations.js';
+import { budgetImplementations } from '../src/agent/budget/implementations.js';
+import { cancelImplementations } from '../src/agent/cancel/implementations.js';
+import { fallbackImplementations } from '../src/agent/fallback/implementations.js';
+import { guardrailImplementations } from '../src/agent/guardrails/implementations.js';
+import { handoffImplementations } from '../src/agent/handoffs/implementations.js';
+import { inDoubtImplementations } from '../src/agent/in-doubt/implementations.js';
+import { operationImplementations } from '../src/agent/operations/implementations.js';
+import { repetitionImplementations } from '../src/agent/repetition/implementations.js';
+import { structuredOutputImplementations } from '../src/agent/structured-output/implementations.js';
+import { subagentImplementations } from '../src/agent/subagents/implementations.js';
+import { tracingImplementations } from '../src/agent/tracing/implementations.js';
+import { resumeTrace, fromTelemetry } from '../src/agent/tracing/trace-marks.js';
 import { outputOf, runInFlight, type AgentInput } from '../src/agent/protocol/actor-types.js';
-import * as act from '../src/agent/core/driver-actions.js';
-import { assign, assignWith, bind, effectsWith, emit, sendTo, sendWith, types, type Args } from '../src/agent/core/bind.js';
-import { toolStarted } from '../src/agent/core/effects.js';
+import { checkedExternal, externalEventTypes } from '../src/agent/protocol/events.js';
+import { composeExecutors, type Executor } from '../src/agent/protocol/executor.js';
 
-/** The chart's guards for one compiled agent: each a one-line question to a rule. */
-function guardsOf(agent: CompiledAgent) {
-  const { plan, pruning, maxCalls, hasSources } = agent;
-  const stepIs = (type: Step['type']) => ({ context }: Args) => stepTypeOf(context.brain, decisionPolicy(agent, context)) === type;
-  const fromCurrent = (key: (context: AgentContext) => string) => ({ context, event }: Args) =>
-    fromIo(event) && (event as { key: string }).key === key(context);
-  const pointDue = (hook: OperationHook) => ({ context }: Args) =>
-    plan.at[hook].length > 0 && context.operations.done !== pointKey(context, hook);
-  return {
-  malformedPolicy: ({ event }: Args) => event.type === 'event.malformed' && event.of === 'policy',
-  fromTelemetry: ({ event }: Args) => fromTelemetry(event),
-  promptQueued: ({ context }: Args) => context.queued !== null,
-  inputRefused: ({ context }: Args) => inputRefused(context),
-  runInFlight: ({ context }: Args) => runInFlight(context.brain),
-  rewindable: ({ context, event }: Args) => feedProblem(context.brain.context, { type: 'rewindTo', len: as(event, 'rewind').len }) === null,
-  singleRun: ({ context }: Args) => context.once,
-  promptFails: ({ context }: Args) => typeof extrasFor(agent, context) !== 'number',
-  extrasChanged: ({ context }: Args) => extrasFor(agent, context) !== context.extrasTokens,
-  operationFailure: ({ event }: Args) => event.type === 'io.failed' && OperationError.isInstance(event.error),
-  shouldPrune: ({ context }: Args) => !context.brain.context.cancelled && pendingPrune(context.brain, context.policy, pruning, agent.config.pruner) !== null,
-  callLLM: stepIs('CallLLM'),
-  callTools: stepIs('CallTools'),
-  compact: stepIs('Compact'),
-  policyAcceptable: ({ context, event }: Args) => policyProblem(agent, context, as(event, 'policy').policy) === null,
-  batchComplete: ({ context }: Args) => batchComplete(context, maxCalls),
-  callsRunnable: ({ context }: Args) => runnable(agent, context).length > 0,
-  nothingRunnable: ({ context }: Args) => runnable(agent, context).length === 0,
-  currentModelCall: fromCurrent(modelKey),
-  currentBatch: fromCurrent(batchKey),
-  currentCompaction: fromCurrent(compactionKey),
-  currentToolset: fromCurrent(toolsetKey),
-  toolsetDue: ({ context }: Args) => hasSources && !context.offered,
-  currentPoint: ({ context, event }: Args) => fromIo(event) && context.operations.point?.key === (event as { key: string }).key,
-  operationWaiting: ({ context }: Args) => context.operations.waiting !== null,
-  hookInFlight: ({ context }: Args) => context.operations.point !== null && context.operations.waiting === null,
-  cancelWaits: ({ event }: Args) => (as(event, 'cancel').graceMs ?? DEFAULT_CANCEL_GRACE_MS) > 0,
-  pointOpen: ({ context }: Args) => context.operations.point !== null,
-  beforeModelCallDue: pointDue('beforeModelCall'),
-  beforeToolsDue: pointDue('beforeTools'),
-  resumeRefused: ({ context, event }: Args) => verdictOf(agent, context, event).type === 'refused',
-  resumeFailed: ({ context, event }: Args) => verdictOf(agent, context, event).type === 'failed',
-  /** Unknown types from outside; XState's own events and the IO's late reports pass silently. */
-  unknownExternal: ({ event }: Args) => !fromIo(event) && !fromTelemetry(event) && !event.type.startsWith('xstate.'),
-  };
-}
-
-/** The actions that start, step, pause and end a run. */
-function runActions(agent: CompiledAgent) {
-  const { plan, pruning, maxCalls, tracing } = agent;
-  const rule = bind(agent);
-  return {
-  beginRun: rule.assign(act.beginRun),
-  emitRunStarted: rule.emit(act.emitRunStarted),
-  recordCancelGrace: assign({ cancelGraceMs: ({ event }) => as(event, 'cancel').graceMs ?? DEFAULT_CANCEL_GRACE_MS }),
-  takeStep: assign({ brain: ({ context }) => takeStep(context.brain, decisionPolicy(agent, context)) }),
-  rewindBrain: assign({ brain: ({ context, event }) => feedBrain(context.brain, { type: 'rewindTo', len: as(event, 'rewind').len }) }),
-  openPoint: assignWith<OperationHook>(({ context }, hook) => ({ operations: openPoint(context.operations, plan, hook, pointKey(context, hook)) })),
-  requestOperations: rule.send(act.requestOperations),
-  applyOperated: rule.effects(act.acceptOperated),
-  emitOperationYielded: rule.emit(act.emitOperationYielded),
-  applyResume: assign({
-    operations: ({ context, event }) => applyResumed(context.operations, plan, (verdictOf(agent, context, event) as Extract<ResumeVerdict, { type: 'accepted' }>).output),
-  }),
-  failOperation: rule.effects(act.failOperation),
-  refreshExtras: rule.assign(act.refreshExtras),
-  prune: assign({ brain: ({ context }) => applyPrune(context.brain, pendingPrune(context.brain, context.policy, pruning, agent.config.pruner)!) }),
-  emitPruned: emit(({ context }) => ({ type: 'prune.finished' as const, ...pruneReport(agent, context) })),
-  trace: ({ context, event, self }: Args & { self: AnyActorRef }, mark: TraceMark) =>
-    tracing && traceMark(tracing, mark, { context, event, self, prune: () => pruneReport(agent, context), waiting: () => waitingCalls(context, maxCalls) }),
-  recordTrace: rule.assign(act.recordTrace),
-  };
-}
-
-/** The actions that hand a step to the IO and take its result back. */
-function stepActions(agent: CompiledAgent) {
-  const { plan, maxCalls } = agent;
-  const rule = bind(agent);
-  return {
-  requestModel: rule.send(act.requestModel),
-  requestToolset: sendTo('io', ({ context }): IoRequest => ({ type: 'toolset', key: toolsetKey(context) })),
-  // The run's first estimate counted the agent's own tools: the listed ones join the measure now.
-  recordOffered: rule.assign(act.recordOffered),
-  /** Hands the runnable calls to the IO; `announce`: the IO reports each start (else the chart did, see announceBatch). */
-  requestTools: sendWith<boolean>(({ context }, announce) => act.requestTools(agent, context, announce)),
-  /**
-   * A new batch, on the common path: every call shows up in a UI's trace at once. Calls answered
-   * up front (an unknown tool, past the per-reply limit) start and finish here; the others start,
-   * handed to the IO in the same step.
-   */
-  announceBatch: rule.effects(act.announceBatch),
-  requestCompaction: rule.send(act.requestCompaction),
-  abortIo: sendTo('io', { type: 'abort' } satisfies IoRequest),
-  // Checked against the tools the model was offered: the run's recorded set (see ToolSource).
-  acceptReply: assign(({ context, event }) => afterReply(agent, context, answerOf(agent, context, event))),
-  emitTurnFinished: rule.emit(act.emitTurnFinished),
-  journalToolResult: assign({ toolJournal: ({ context, event }) => journalResult(context.toolJournal, as(event, 'io.toolFinished').result) }),
-  emitToolStarted: emit(({ context, event }) => toolStarted(context, as(event, 'io.toolStarted').call)),
-  emitToolFinished: rule.emit(act.emitToolFinished),
-  acceptToolResults: assign(({ context }) => ({ brain: applyToolResults(context, maxCalls), ...resetBatch(agent, context) })),
-  acceptCompaction: rule.assign(act.acceptCompaction),
-  emitCompactionFinished: rule.emit(act.emitCompactionFinished),
-  failWith: assignWith<FailureType>(({ context, event }, type) => ({ brain: feedBrain(context.brain, { type: 'fail', error: errorInfo(type, as(event, 'io.failed').error) }) })),
-  /** Seed 003: operations keep what the interrupted step received, calls are answered once, the run ends Cancelled. */
-  cancelRun: rule.effects(act.cancelRun),
-  /** A hook that returned while the run was being cancelled: its state is kept, nothing else it asked for. */
-  keepOperatedState: assign({
-    operations: ({ context, event }) => {
-      const { index, output } = as(event, 'io.operated');
-      return output && 'state' in output ? applyOperated(context.operations, plan, index, { state: output.state }) : context.operations;
-    },
-  }),
-  sealRun: rule.assign(act.sealRun),
-  steerRun: assign({
-    brain: ({ context, event }) => feedBrain(context.brain, { type: 'steer', message: asUserMessage(as(event, 'steer').message) }),
-  }),
-  changePolicy: assign({ policy: ({ context, event }) => PolicySchema.parse({ ...context.policy, ...as(event, 'policy').policy }) }),
-  rejectPolicy: rule.emit(act.rejectPolicy),
-  rejectEvent: emit(({ event, self }) => ({
-    type: 'event.rejected' as const,
-    event: (event.type === 'event.malformed' ? event.of : String(event.type)).slice(0, 100),
-    reason:
-      externalEventProblem(event) ??
-      (event.type === 'operation.resume' && event.operation === APPROVALS_OPERATION
-        ? approvalResumeProblem(event)
-        : null) ??
-      (event.type === 'operation.resume' && self.getSnapshot().context.operations.waiting
-        ? (verdictOf(agent, self.getSnapshot().context, event) as { reason: string }).reason
-        : `not accepted now (the agent is ${JSON.stringify(self.getSnapshot().value)})`),
-  })),
-  emitTextDelta: rule.emit(act.emitTextDelta),
-  /** A model call starts: its attempt is counted (stored before it runs); a later one voids the text before it. */
-  startAttempt: effectsWith<'retry' | 'resumed'>(({ context }, reason) => act.startAttempt(agent, context, reason)),
-  emitRetry: rule.emit(act.emitRetry),
-  finishRun: rule.assign(act.finishRun),
-  emitRunFinished: rule.emit(act.emitRunFinished),
-  };
-}
-
-/** What the chart runs with for one compiled agent: its IO actor, delays, guards and actions. */
+/**
+ * What the chart runs with for one compiled agent: its IO actor, and the delays, guards and
+ * actions of the core loop and of each feature, each from its own folder (`implementations.ts`).
+ */
 function implementationsOf(agent: CompiledAgent) {
+  const core = coreImplementations(agent);
   const guardrails = guardrailImplementations(agent);
   const budget = budgetImplementations(agent);
   const structuredOutput = structuredOutputImplementations(agent);
@@ -197,15 +45,43 @@ function implementationsOf(agent: CompiledAgent) {
   const fallback = fallbackImplementations(agent);
   const repetition = repetitionImplementations(agent);
   const approvals = approvalImplementations(agent);
+  const operations = operationImplementations(agent);
+  const cancel = cancelImplementations(agent);
   const subagents = subagentImplementations(agent);
+  const tracing = tracingImplementations(agent);
   return {
     actors: { io: ioLogic(agent.io) },
-    delays: {
-      cancelGrace: ({ context }: Args) => context.cancelGraceMs ?? DEFAULT_CANCEL_GRACE_MS,
-      ...budget.delays,
+    delays: { ...budget.delays, ...cancel.delays },
+    guards: {
+      ...core.guards,
+      ...guardrails.guards,
+      ...budget.guards,
+      ...structuredOutput.guards,
+      ...handoffs.guards,
+      ...inDoubt.guards,
+      ...fallback.guards,
+      ...repetition.guards,
+      ...approvals.guards,
+      ...operations.guards,
+      ...cancel.guards,
+      ...subagents.guards,
+      ...tracing.guards,
     },
-    guards: { ...guardsOf(agent), ...guardrails.guards, ...budget.guards, ...structuredOutput.guards, ...handoffs.guards, ...inDoubt.guards, ...fallback.guards, ...repetition.guards, ...approvals.guards, ...subagents.guards },
-    actions: { ...runActions(agent), ...stepActions(agent), ...guardrails.actions, ...budget.actions, ...structuredOutput.actions, ...handoffs.actions, ...inDoubt.actions, ...fallback.actions, ...repetition.actions, ...approvals.actions, ...subagents.actions },
+    actions: {
+      ...core.actions,
+      ...guardrails.actions,
+      ...budget.actions,
+      ...structuredOutput.actions,
+      ...handoffs.actions,
+      ...inDoubt.actions,
+      ...fallback.actions,
+      ...repetition.actions,
+      ...approvals.actions,
+      ...operations.actions,
+      ...cancel.actions,
+      ...subagents.actions,
+      ...tracing.actions,
+    },
   };
 }
 

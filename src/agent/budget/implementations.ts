@@ -9,7 +9,7 @@ import { assign, bind, emit, type Args } from '../core/bind.js';
 import { feedBrain } from '../core/brain-state.js';
 import type { CompiledAgent } from '../core/compile.js';
 import type { AgentContext } from '../core/context.js';
-import { sealRun } from '../core/driver-actions.js';
+import { sealRun } from '../core/implementations.js';
 import type { Effect } from '../core/effects.js';
 import { totalCost } from '../fallback/fallback.js';
 import { closeOperations } from '../operations/operation-rules.js';

@@ -18,8 +18,7 @@ import { isInDoubt, restoredDoubt } from '../in-doubt/in-doubt.js';
 import { promptParts } from '../operations/operation-context.js';
 import { as, type AgentEvent } from '../protocol/agent-event.js';
 import { keyOf, serviceKey, turnAt } from '../protocol/keys.js';
-import { checkStoredOperations, openPoint, resumeVerdict, type ResumeVerdict } from '../operations/operation-rules.js';
-import type { OperationHook } from '../operations/operation-state.js';
+import { checkStoredOperations, openPoint } from '../operations/operation-rules.js';
 import type { OperationError } from '../operations/operation.js';
 import { pendingPrune, pruneLineProblem } from './pruning.js';
 import { systemTokens } from './request-size.js';
@@ -180,22 +179,6 @@ export const resetBatch = (agent: CompiledAgent, context: AgentContext) => ({
   ...(context.guard?.check && { guard: { ...context.guard, check: null } }),
   doubt: undefined,
 });
-
-/** The key of a hook point: its step's key (the model call it precedes or follows, the batch it precedes). */
-export const pointKey = (context: AgentContext, hook: OperationHook) =>
-  keyOf({ kind: 'point', hook, ...turnAt(context, context.brain.context.turnsTaken + (hook === 'beforeModelCall' ? 1 : 0)) });
-
-/** What a resume event does, decided once per event (guards and actions read the same verdict). */
-export const verdictOf = (agent: CompiledAgent, context: AgentContext, event: AgentEvent): ResumeVerdict => {
-  let verdict = agent.memo.verdicts.get(event) as ResumeVerdict | undefined;
-  if (!verdict) {
-    const { operation, payload } = as(event, 'operation.resume');
-    const ctx = { sessionId: context.sessionId, scope: context.scope, turn: context.brain.context.turnsTaken, messages: conversationOf(context.brain) };
-    verdict = resumeVerdict(context.operations, agent.plan, { operation, payload }, ctx);
-    agent.memo.verdicts.set(event, verdict);
-  }
-  return verdict;
-};
 
 
 /**

@@ -5,7 +5,7 @@
 import { describe, expect, it } from 'vitest';
 import { compileAgent } from '../../../src/agent/core/compile.js';
 import { freshAgentContext, type AgentContext } from '../../../src/agent/core/context.js';
-import * as act from '../../../src/agent/core/driver-actions.js';
+import * as act from '../../../src/agent/core/implementations.js';
 import { modelKey, resetBatch } from '../../../src/agent/core/driver-rules.js';
 import { overBudget } from '../../../src/agent/budget/implementations.js';
 import { InvalidConfigError } from '../../../src/errors.js';

@@ -1,38 +1,36 @@
 /**
- * The driver's actions as pure functions of (agent, context, event): each returns the context
- * change, the event to emit, the request for the IO, or an ordered list of those (an Effect
- * list) that the chart performs. The chart (machines/agent.machine.ts) names them, one line each.
+ * The loop every agent runs, in the driver: the chart's guards and actions for starting and
+ * ending a run, the brain's steps (a model call, a tool batch, a compaction, pruning), steering,
+ * policy changes and the events refused at the root. Each feature adds its own record beside this
+ * one (`src/agent/<feature>/implementations.ts`); the chart spreads them all. The actions are pure
+ * functions of (agent, context, event) that return the context change, the event to emit, the
+ * request for the IO, or an ordered list of those (an `Effect` list); `bind` makes them XState's.
  */
-import { conversationOf, feedBrain, firstPending, pendingCalls } from './brain-state.js';
-
-import { type CompiledAgent } from './compile.js';
-import { batchKey, compactionKey, conversation, extrasFor,  modelKey, offeredTools,  ownModel, ownOffered, policyProblem,  resetBatch, runnable, speakerView, stopRun, toolsetKey,  verdictOf } from './driver-rules.js';
-import { as, type AgentEvent } from '../protocol/agent-event.js';
-
+import { feedProblem } from '../../brain/feed-problems.js';
+import { PolicySchema, type Step, type UserMessage } from '../../schemas.js';
+import { APPROVALS_OPERATION, approvalResumeProblem } from '../approvals/approval-events.js';
 import { costUsd } from '../budget/budget.js';
-import { type AgentContext } from './context.js';
-
-import { applyOperated, closeOperations } from '../operations/operation-rules.js';
-import { OperationError } from '../operations/operation.js';
-import { agentOutcome } from '../protocol/failure.js';
-import { interruptedStep, keepSteering, runCancelHooks } from '../cancel/cancel-rules.js';
 import { startModels, totalCost, usageCosts } from '../fallback/fallback.js';
-
+import * as guard from '../guardrails/guardrails.js';
+import { verdictOf } from '../operations/implementations.js';
+import { closeOperations } from '../operations/operation-rules.js';
+import { outputOf, runInFlight, type AgentEmitted } from '../protocol/actor-types.js';
+import { as, type AgentEvent } from '../protocol/agent-event.js';
 import { deliveryIds, nextAttempt } from '../protocol/delivery.js';
 import { externalEventProblem } from '../protocol/events.js';
-import type { IoRequest } from '../protocol/io-protocol.js';
-
-import * as guard from '../guardrails/guardrails.js';
-
-import { NO_USAGE, applyCompactionPass,  asUserMessage, batchResults, errorInfo, finishBrain, interruptBatch, journalResult, startRun,  withExtras, withListedTools } from './run-rules.js';
-import { type UserMessage } from '../../schemas.js';
-
-
+import { agentOutcome, type FailureType } from '../protocol/failure.js';
+import { fromIo, type IoRequest } from '../protocol/io-protocol.js';
 import { FRESH_OUTPUT_STATE, withOutput } from '../structured-output/structured-output.js';
-
-import type { AgentEmitted } from '../protocol/actor-types.js';
+import { fromTelemetry } from '../tracing/trace-marks.js';
+import { inputRefused } from './actor-input.js';
+import { assign, assignWith, bind, effectsWith, emit, fromCurrent, sendTo, sendWith, type Args } from './bind.js';
+import { feedBrain, firstPending, pendingCalls, stepTypeOf, takeStep } from './brain-state.js';
+import type { CompiledAgent } from './compile.js';
+import type { AgentContext } from './context.js';
+import { afterReply, answerOf, batchKey, compactionKey, conversation, decisionPolicy, extrasFor, modelKey, offeredTools, ownModel, ownOffered, policyProblem, pruneReport, resetBatch, runnable, speakerView, toolsetKey } from './driver-rules.js';
 import { toolFinished, toolStarted, type Effect } from './effects.js';
-import { outputOf } from '../protocol/actor-types.js';
+import { pendingPrune } from './pruning.js';
+import { NO_USAGE, applyCompactionPass, applyPrune, applyToolResults, asUserMessage, batchComplete, batchResults, errorInfo, finishBrain, interruptBatch, journalResult, startRun, withExtras, withListedTools } from './run-rules.js';
 
 export function beginRun(agent: CompiledAgent, context: AgentContext, event: AgentEvent): Partial<AgentContext> {
   return {
@@ -65,72 +63,9 @@ export function emitRunStarted(agent: CompiledAgent, context: AgentContext, even
   };
 }
 
-export function requestOperations(agent: CompiledAgent, context: AgentContext, event: AgentEvent): IoRequest {
-  const point = context.operations.point!;
-  return {
-    type: 'operation',
-    key: point.key,
-    hook: point.hook,
-    from: point.next,
-    turn: context.brain.context.turnsTaken + (point.hook === 'beforeModelCall' ? 1 : 0),
-    sessionId: context.sessionId,
-    scope: context.scope,
-    conversation: conversation(context),
-    slices: context.operations.slices,
-    reply: point.reply,
-    batch: pendingCalls(context.brain),
-  };
-}
-
-export function acceptOperated(agent: CompiledAgent, context: AgentContext, event: AgentEvent): Effect[] {
-  const out: Effect[] = [];
-  const { index, output } = as(event, 'io.operated');
-  out.push({ assign: { operations: applyOperated(context.operations, agent.plan, index, output) } });
-  if (!output?.results) return out;
-  // Calls an operation answered are done: they never run, and listeners see them finish.
-  let toolJournal = context.toolJournal;
-  for (const result of output.results) {
-    const call = pendingCalls(context.brain).find((pending) => pending.call.id === result.toolCallId)!.call;
-    if (toolJournal.some((known) => known.toolCallId === call.id)) continue;
-    toolJournal = journalResult(toolJournal, result);
-    out.push({ emit: toolStarted(context, call) });
-    out.push({ emit: toolFinished(context, call, result) });
-  }
-  out.push({ assign: { toolJournal } });
-  return out;
-}
-
-export function emitOperationYielded(agent: CompiledAgent, context: AgentContext, event: AgentEvent): AgentEmitted {
-  const { operation, reason, payload } = context.operations.waiting!;
-  return { type: 'operation.yielded' as const, operation, reason, payload };
-}
-
-export function failOperation(agent: CompiledAgent, context: AgentContext, event: AgentEvent): Effect[] {
-  const out: Effect[] = [];
-  const error = (
-    event.type === 'operation.resume'
-      ? (verdictOf(agent, context, event) as { error: OperationError }).error
-      : event.type === 'io.failed'
-        ? event.error
-        : extrasFor(agent, context)
-  ) as OperationError;
-  out.push({ emit: { type: 'operation.failed', operation: error.operation, error } });
-  out.push({ assign: {
-    brain: stopRun(agent, context, { type: 'Failed', error: errorInfo('OperationError', error) }),
-    operations: closeOperations(context.operations),
-    ...resetBatch(agent, context),
-  } });
-  return out;
-}
-
 export function refreshExtras(agent: CompiledAgent, context: AgentContext, event: AgentEvent): Partial<AgentContext> {
   const extrasTokens = extrasFor(agent, context) as number;
   return { brain: withExtras(context.brain, context.extrasTokens, extrasTokens), extrasTokens };
-}
-
-export function recordTrace(agent: CompiledAgent, context: AgentContext, event: AgentEvent): Partial<AgentContext> {
-  const { runIndex, traceparent } = as(event, 'telemetry.traced');
-  return runIndex === context.runIndex ? { trace: traceparent } : {};
 }
 
 export function requestModel(agent: CompiledAgent, context: AgentContext, event: AgentEvent): IoRequest {
@@ -207,21 +142,6 @@ export function emitCompactionFinished(agent: CompiledAgent, context: AgentConte
   return { type: 'compaction.finished' as const, reason, before: output.before, after: output.after, rewritten: output.messages !== undefined };
 }
 
-/** Seed 003: operations keep what the interrupted step received, calls are answered once, the run ends Cancelled. */
-export function cancelRun(agent: CompiledAgent, context: AgentContext, event: AgentEvent): Effect[] {
-  const out: Effect[] = [];
-  const turn = context.brain.context.turnsTaken;
-  const ctx = { sessionId: context.sessionId, scope: context.scope, turn, messages: conversationOf(context.brain) };
-  const { slices, failures } = runCancelHooks(agent.plan, context.operations.slices, interruptedStep(context, agent.maxCalls), ctx);
-  for (const error of failures) out.push({ emit: { type: 'operation.failed', operation: error.operation, error } });
-  out.push({ assign: {
-    brain: keepSteering(stopRun(agent, context, { type: 'Cancelled' })),
-    operations: closeOperations({ ...context.operations, slices }),
-    ...resetBatch(agent, context),
-  } });
-  return out;
-}
-
 export function sealRun(agent: CompiledAgent, context: AgentContext, event: AgentEvent): Partial<AgentContext> {
   return {
     brain:
@@ -294,4 +214,88 @@ export function startAttempt(_agent: CompiledAgent, context: AgentContext, reaso
   const turn = context.brain.context.turnsTaken + 1;
   const voided = attempt.attempt - 1;
   return [{ assign: { attempt } }, { emit: { type: 'text.retracted', id: deliveryIds.retracted(context.runIndex, turn, voided), turn, attempt: voided, reason } }];
+}
+
+/** The guards and actions the chart names for the loop every agent runs. */
+export function coreImplementations(agent: CompiledAgent) {
+  const { pruning, maxCalls, hasSources } = agent;
+  const rule = bind(agent);
+  const stepIs = (type: Step['type']) => ({ context }: Args) => stepTypeOf(context.brain, decisionPolicy(agent, context)) === type;
+  return {
+    guards: {
+      malformedPolicy: ({ event }: Args) => event.type === 'event.malformed' && event.of === 'policy',
+      promptQueued: ({ context }: Args) => context.queued !== null,
+      inputRefused: ({ context }: Args) => inputRefused(context),
+      runInFlight: ({ context }: Args) => runInFlight(context.brain),
+      rewindable: ({ context, event }: Args) => feedProblem(context.brain.context, { type: 'rewindTo', len: as(event, 'rewind').len }) === null,
+      singleRun: ({ context }: Args) => context.once,
+      extrasChanged: ({ context }: Args) => extrasFor(agent, context) !== context.extrasTokens,
+      shouldPrune: ({ context }: Args) => !context.brain.context.cancelled && pendingPrune(context.brain, context.policy, pruning, agent.config.pruner) !== null,
+      callLLM: stepIs('CallLLM'),
+      callTools: stepIs('CallTools'),
+      compact: stepIs('Compact'),
+      policyAcceptable: ({ context, event }: Args) => policyProblem(agent, context, as(event, 'policy').policy) === null,
+      batchComplete: ({ context }: Args) => batchComplete(context, maxCalls),
+      callsRunnable: ({ context }: Args) => runnable(agent, context).length > 0,
+      nothingRunnable: ({ context }: Args) => runnable(agent, context).length === 0,
+      currentModelCall: fromCurrent(modelKey),
+      currentBatch: fromCurrent(batchKey),
+      currentCompaction: fromCurrent(compactionKey),
+      currentToolset: fromCurrent(toolsetKey),
+      toolsetDue: ({ context }: Args) => hasSources && !context.offered,
+      /** Unknown types from outside; XState's own events and the IO's late reports pass silently. */
+      unknownExternal: ({ event }: Args) => !fromIo(event) && !fromTelemetry(event) && !event.type.startsWith('xstate.'),
+    },
+    actions: {
+      beginRun: rule.assign(beginRun),
+      emitRunStarted: rule.emit(emitRunStarted),
+      takeStep: assign({ brain: ({ context }) => takeStep(context.brain, decisionPolicy(agent, context)) }),
+      rewindBrain: assign({ brain: ({ context, event }) => feedBrain(context.brain, { type: 'rewindTo', len: as(event, 'rewind').len }) }),
+      refreshExtras: rule.assign(refreshExtras),
+      prune: assign({ brain: ({ context }) => applyPrune(context.brain, pendingPrune(context.brain, context.policy, pruning, agent.config.pruner)!) }),
+      emitPruned: emit(({ context }) => ({ type: 'prune.finished' as const, ...pruneReport(agent, context) })),
+      requestModel: rule.send(requestModel),
+      requestToolset: sendTo('io', ({ context }): IoRequest => ({ type: 'toolset', key: toolsetKey(context) })),
+      recordOffered: rule.assign(recordOffered),
+      /** Hands the runnable calls to the IO; `announce`: the IO reports each start (else the chart did, see announceBatch). */
+      requestTools: sendWith<boolean>(({ context }, announce) => requestTools(agent, context, announce)),
+      announceBatch: rule.effects(announceBatch),
+      requestCompaction: rule.send(requestCompaction),
+      abortIo: sendTo('io', { type: 'abort' } satisfies IoRequest),
+      // Checked against the tools the model was offered: the run's recorded set (see ToolSource).
+      acceptReply: assign(({ context, event }) => afterReply(agent, context, answerOf(agent, context, event))),
+      emitTurnFinished: rule.emit(emitTurnFinished),
+      journalToolResult: assign({ toolJournal: ({ context, event }) => journalResult(context.toolJournal, as(event, 'io.toolFinished').result) }),
+      emitToolStarted: emit(({ context, event }) => toolStarted(context, as(event, 'io.toolStarted').call)),
+      emitToolFinished: rule.emit(emitToolFinished),
+      acceptToolResults: assign(({ context }) => ({ brain: applyToolResults(context, maxCalls), ...resetBatch(agent, context) })),
+      acceptCompaction: rule.assign(acceptCompaction),
+      emitCompactionFinished: rule.emit(emitCompactionFinished),
+      failWith: assignWith<FailureType>(({ context, event }, type) => ({ brain: feedBrain(context.brain, { type: 'fail', error: errorInfo(type, as(event, 'io.failed').error) }) })),
+      sealRun: rule.assign(sealRun),
+      steerRun: assign({
+        brain: ({ context, event }) => feedBrain(context.brain, { type: 'steer', message: asUserMessage(as(event, 'steer').message) }),
+      }),
+      changePolicy: assign({ policy: ({ context, event }) => PolicySchema.parse({ ...context.policy, ...as(event, 'policy').policy }) }),
+      rejectPolicy: rule.emit(rejectPolicy),
+      rejectEvent: emit(({ event, self }) => ({
+        type: 'event.rejected' as const,
+        event: (event.type === 'event.malformed' ? event.of : String(event.type)).slice(0, 100),
+        reason:
+          externalEventProblem(event) ??
+          (event.type === 'operation.resume' && event.operation === APPROVALS_OPERATION
+            ? approvalResumeProblem(event)
+            : null) ??
+          (event.type === 'operation.resume' && self.getSnapshot().context.operations.waiting
+            ? (verdictOf(agent, self.getSnapshot().context, event) as { reason: string }).reason
+            : `not accepted now (the agent is ${JSON.stringify(self.getSnapshot().value)})`),
+      })),
+      emitTextDelta: rule.emit(emitTextDelta),
+      /** A model call starts: its attempt is counted (stored before it runs); a later one voids the text before it. */
+      startAttempt: effectsWith<'retry' | 'resumed'>(({ context }, reason) => startAttempt(agent, context, reason)),
+      emitRetry: rule.emit(emitRetry),
+      finishRun: rule.assign(finishRun),
+      emitRunFinished: rule.emit(emitRunFinished),
+    },
+  };
 }

@@ -1,0 +1,35 @@
+/**
+ * Tracing in the driver: the chart's guard and actions for the run's spans (trace marks at the
+ * run's start, resume and end, prunes, approvals, retries and fallbacks; see trace-marks.ts) and
+ * the traceparent a host's telemetry reports back.
+ */
+import type { AnyActorRef } from 'xstate';
+import { bind, type Args } from '../core/bind.js';
+import type { CompiledAgent } from '../core/compile.js';
+import type { AgentContext } from '../core/context.js';
+import { pruneReport } from '../core/driver-rules.js';
+import { waitingCalls } from '../core/run-rules.js';
+import { as, type AgentEvent } from '../protocol/agent-event.js';
+import { fromTelemetry, traceMark, type TraceMark } from './trace-marks.js';
+
+/** The run's traceparent, as the telemetry reported it for this run (a late report of another run changes nothing). */
+export function recordTrace(_agent: CompiledAgent, context: AgentContext, event: AgentEvent): Partial<AgentContext> {
+  const { runIndex, traceparent } = as(event, 'telemetry.traced');
+  return runIndex === context.runIndex ? { trace: traceparent } : {};
+}
+
+/** The guard and actions the chart names for tracing. */
+export function tracingImplementations(agent: CompiledAgent) {
+  const { tracing, maxCalls } = agent;
+  const rule = bind(agent);
+  return {
+    guards: {
+      fromTelemetry: ({ event }: Args) => fromTelemetry(event),
+    },
+    actions: {
+      trace: ({ context, event, self }: Args & { self: AnyActorRef }, mark: TraceMark) =>
+        tracing && traceMark(tracing, mark, { context, event, self, prune: () => pruneReport(agent, context), waiting: () => waitingCalls(context, maxCalls) }),
+      recordTrace: rule.assign(recordTrace),
+    },
+  };
+}
