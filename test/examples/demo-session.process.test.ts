@@ -8,16 +8,26 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SqliteSessionStore } from '../../src/stores/sqlite.js';
 import { decodeRow } from '../../src/sessions/session-row.js';
+import { bundledCommands, type NodeCommand } from '../sessions/fixtures/processes.js';
 
-// tsx as a loader in the one process (its CLI would run the script in a child that a SIGKILL misses).
-const TSX = new URL('../../node_modules/tsx/dist/loader.mjs', import.meta.url).href;
-const DEMO = fileURLToPath(new URL('../../examples/demo.ts', import.meta.url));
-const CLI = fileURLToPath(new URL('../../src/cli.ts', import.meta.url));
+// The demo and the CLI as bundles run by node itself (see bundledCommands: a third of tsx's
+// start-up CPU), one process each (tsx's CLI would run the script in a child that a SIGKILL misses).
+let DEMO: NodeCommand;
+let CLI: NodeCommand;
 const cwd = mkdtempSync(join(tmpdir(), 'loopchart-demo-session-'));
-afterAll(() => rmSync(cwd, { recursive: true, force: true }));
+beforeAll(async () => {
+  const files = ['../../examples/demo.ts', '../../src/cli.ts'].map((path) => fileURLToPath(new URL(path, import.meta.url)));
+  const [demo, cli] = await bundledCommands(files);
+  DEMO = demo!;
+  CLI = cli!;
+});
+afterAll(() => {
+  DEMO?.dispose();
+  rmSync(cwd, { recursive: true, force: true });
+});
 
 interface Exit {
   code: number | null;
@@ -26,12 +36,12 @@ interface Exit {
   stderr: string;
 }
 
-/** Runs `file` with tsx in the temporary project, offline; `killWhen` SIGKILLs it once stdout matches. */
-function run(file: string, args: string[], killWhen?: RegExp): Promise<Exit> {
+/** Runs `command` in the temporary project, offline; `killWhen` SIGKILLs it once stdout matches. */
+function run(command: NodeCommand, args: string[], killWhen?: RegExp): Promise<Exit> {
   const env: NodeJS.ProcessEnv = { ...process.env, NO_COLOR: '1' };
   for (const name of ['OPENAI_BASE_URL', 'OPENAI_API_KEY', 'LOOPCHART_MODEL', 'LOOPCHART_STORE']) delete env[name];
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', TSX, file, ...args], { cwd, env, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [...command.args, ...args], { cwd, env, stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (chunk: Buffer) => {
@@ -41,7 +51,7 @@ function run(file: string, args: string[], killWhen?: RegExp): Promise<Exit> {
     child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
     const timer = setTimeout(() => {
       child.kill('SIGKILL');
-      reject(new Error(`${file} did not exit within 40 s\n${stdout}\n${stderr}`));
+      reject(new Error(`${command.args.join(' ')} did not exit within 40 s\n${stdout}\n${stderr}`));
     }, 40_000);
     child.on('error', reject);
     child.on('close', (code, signal) => {

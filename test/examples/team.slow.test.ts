@@ -9,17 +9,24 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { bundledCommand, type NodeCommand } from '../sessions/fixtures/processes.js';
 
-// tsx as a loader in the one process (its CLI would run the script in a child that a SIGKILL misses).
-const TSX = new URL('../../node_modules/tsx/dist/loader.mjs', import.meta.url).href;
-const TEAM = fileURLToPath(new URL('../../examples/team.ts', import.meta.url));
+// The example as a bundle run by node itself (see bundledCommand: a third of tsx's start-up CPU),
+// one process (tsx's CLI would run the script in a child that a SIGKILL misses).
+let team: NodeCommand;
 const dir = mkdtempSync(join(tmpdir(), 'loopchart-team-test-'));
-afterAll(() => rmSync(dir, { recursive: true, force: true }));
+beforeAll(async () => {
+  team = await bundledCommand(fileURLToPath(new URL('../../examples/team.ts', import.meta.url)));
+});
+afterAll(() => {
+  team?.dispose();
+  rmSync(dir, { recursive: true, force: true });
+});
 
 function run(killWhen?: RegExp): Promise<{ code: number | null; signal: NodeJS.Signals | null; lines: string[] }> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', TSX, TEAM, '--dir', dir], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [...team.args, '--dir', dir], { stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (chunk: Buffer) => {

@@ -9,19 +9,33 @@ import { spawn } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startChatServer } from '../support/chat-server.js';
 import { REPO, userMarkdown } from '../docs/markdown.js';
+import { bundledCommands, type NodeCommand } from '../sessions/fixtures/processes.js';
 
-const TSX = new URL('../../node_modules/tsx/dist/loader.mjs', import.meta.url).href;
 const pages = userMarkdown();
 const readme = pages.find((page) => page.path === 'README.md')!.text;
 const docs = pages.filter((page) => page.path !== 'README.md');
 /** Every ```ts block with the page it is on. */
 const blocks = pages.flatMap((page) => [...page.text.matchAll(/```ts\n([\s\S]*?)```/g)].map((m) => ({ page: page.path, block: m[1]! })));
 const snippetDir = join(REPO, 'examples', 'readme');
+const snippets = readdirSync(snippetDir).map((file) => `examples/readme/${file}`);
 const cwd = mkdtempSync(join(tmpdir(), 'loopchart-readme-'));
-afterAll(() => rmSync(cwd, { recursive: true, force: true }));
+/**
+ * The snippets from one bundle build (see bundledCommands: a third of tsx's start-up CPU each,
+ * their shared code built once); `loopchart` resolves to src/ through tsconfig's paths, as tsx
+ * resolves it with TSX_TSCONFIG_PATH (kept for LOOPCHART_TEST_TSX=1, which runs them through tsx).
+ */
+const commands = new Map<string, NodeCommand>();
+beforeAll(async () => {
+  const built = await bundledCommands(snippets.map((file) => join(REPO, file)));
+  snippets.forEach((file, i) => commands.set(file, built[i]!));
+});
+afterAll(() => {
+  for (const command of commands.values()) command.dispose();
+  rmSync(cwd, { recursive: true, force: true });
+});
 
 /** The file a block shows: one under examples/ (examples/readme/ holds the guides' own, run below; others run in their own tests). */
 const pathOf = (block: string) => /^\/\/ (examples\/[\w/-]+\.tsx?)\n/.exec(block)?.[1];
@@ -30,7 +44,7 @@ function run(file: string, env: Record<string, string>): Promise<{ code: number 
   const base: NodeJS.ProcessEnv = { ...process.env, TSX_TSCONFIG_PATH: join(REPO, 'tsconfig.json'), ...env };
   for (const name of ['OPENAI_API_KEY', 'LOOPCHART_STORE', ...(env.OPENAI_BASE_URL ? [] : ['OPENAI_BASE_URL'])]) delete base[name];
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', TSX, join(REPO, file)], { cwd, env: base, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, commands.get(file)!.args, { cwd, env: base, stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString('utf8')));
@@ -68,7 +82,7 @@ describe('README and docs snippets', () => {
     for (const file of readdirSync(snippetDir)) expect(shown, file).toContain(`examples/readme/${file}`);
   });
 
-  it.each(readdirSync(snippetDir).map((file) => `examples/readme/${file}`))('%s runs and prints what its comments say', async (file) => {
+  it.each(snippets)('%s runs and prints what its comments say', async (file) => {
     const env: Record<string, string> = {};
     const server = file.endsWith('real-model.ts') ? await startChatServer() : undefined;
     if (server) {

@@ -1,9 +1,9 @@
 /**
- * `loopchart sessions list | show | resume | rewind`, run as a real process (`node --import tsx
- * src/cli.ts`, what `npx tsx src/cli.ts` does) against a temporary SQLite file given with
- * `--store`, and once against the default store `.loopchart/loopchart.db` of its working
- * directory. The sessions it works on are prepared in this process: finished, left mid-run,
- * left mid-run by the demo's folder agent, and corrupt.
+ * `loopchart sessions list | show | resume | rewind`, run as a real process (src/cli.ts from a
+ * bundle, or through tsx as `npx tsx src/cli.ts` runs it: see `loopchart`) against a temporary
+ * SQLite file given with `--store`, and once against the default store `.loopchart/loopchart.db`
+ * of its working directory. The sessions it works on are prepared in this process: finished,
+ * left mid-run, left mid-run by the demo's folder agent, and corrupt.
  */
 import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -21,23 +21,35 @@ import { PostgresSessionStore } from '../../src/stores/postgres.js';
 import type { SessionStore } from '../../src/stores/session-store.js';
 import { SqliteSessionStore } from '../../src/stores/sqlite.js';
 import { approvalAgent, cliAgent, LONG } from './fixtures/cli-agent.js';
-import { runNode, tsxCommand } from './fixtures/processes.js';
+import { bundledCommand, runNode, tsxCommand, type NodeCommand } from './fixtures/processes.js';
 
 const CLI = fileURLToPath(new URL('../../src/cli.ts', import.meta.url));
 const AGENT = fileURLToPath(new URL('./fixtures/cli-agent.ts', import.meta.url));
 const APPROVAL_AGENT = fileURLToPath(new URL('./fixtures/cli-approval-agent.ts', import.meta.url));
 const OPERATIONS_AGENT = fileURLToPath(new URL('./fixtures/cli-operations-agent.ts', import.meta.url));
-const cli = tsxCommand(CLI);
 const SYSTEM: Message = { role: 'system', content: 'You fetch pages.' };
 const HOSTILE = '\x1b[2J\x1b]0;pwned\x07\rline\u202eevil\x9b31m';
 
 const dir = mkdtempSync(join(tmpdir(), 'loopchart-cli-'));
 const db = join(dir, 'sessions.db');
 
+/**
+ * The CLI from a bundle of src/cli.ts (see bundledCommand: it starts on a third of the CPU tsx
+ * takes). A command that loads an agent module of the test's own (--agent, or the demo agent of
+ * a demo-… session: `tsx`) runs the source through tsx instead, so that module and the CLI share
+ * one copy of the library, as they do in a checkout (`npx loopchart`) and in the installed package.
+ */
+let bundled: NodeCommand;
+const throughTsx = tsxCommand(CLI);
+beforeAll(async () => {
+  bundled = await bundledCommand(CLI);
+});
+
 /** One CLI invocation; the demo's model stays the offline scripted one whatever the environment says. */
-async function loopchart(args: string[], cwd?: string) {
+async function loopchart(args: string[], options: { cwd?: string; tsx?: boolean } = {}) {
+  const cli = options.tsx || args.includes('--agent') ? throughTsx : bundled;
   const run = await runNode([...cli.args, ...args], {
-    ...(cwd && { cwd }),
+    ...(options.cwd && { cwd: options.cwd }),
     env: { OPENAI_BASE_URL: undefined, OPENAI_API_KEY: undefined, LOOPCHART_MODEL: undefined },
   });
   return { code: run.code, out: run.lines.join('\n'), err: run.stderr };
@@ -101,7 +113,10 @@ beforeAll(async () => {
   raw.close();
 }, 30_000);
 
-afterAll(() => rmSync(dir, { recursive: true, force: true }));
+afterAll(() => {
+  bundled?.dispose();
+  rmSync(dir, { recursive: true, force: true });
+});
 
 async function stored(sessionId: string) {
   const store = new SqliteSessionStore({ path: db });
@@ -143,10 +158,10 @@ describe('loopchart sessions list', () => {
     const store = new SqliteSessionStore({ path: join(cwd, '.loopchart', 'loopchart.db') });
     await runToEnd(store, 'local-one');
     await store.close();
-    const list = await loopchart(['sessions', 'list'], cwd);
+    const list = await loopchart(['sessions', 'list'], { cwd });
     expect(list.code, list.err).toBe(0);
     expect(list.out).toMatch(/^local-one\s+\d+\s+6\s/m);
-    const show = await loopchart(['sessions', 'show', 'local-one'], cwd);
+    const show = await loopchart(['sessions', 'show', 'local-one'], { cwd });
     expect(show.out).toContain('.loopchart/loopchart.db');
     expect(show.out).toContain('Both pages fetched.');
   });
@@ -316,7 +331,7 @@ describe('loopchart sessions resume', () => {
   });
 
   it('resumes a session the demo made (id demo-…) with the demo folder agent by default', async () => {
-    const { code, out, err } = await inStore('sessions', 'resume', 'demo-1');
+    const { code, out, err } = await loopchart(['sessions', 'resume', 'demo-1', '--store', db], { tsx: true });
     expect(code, err).toBe(0);
     expect(out).toContain('resuming session demo-1 with the demo folder agent (examples/folder-agent.ts)');
     expect(out).toContain('state: run 1 in flight: AwaitingModel after 2 turn(s)');

@@ -16,7 +16,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import Database from 'better-sqlite3';
 import pg from 'pg';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { createAgentMachine } from '../../machines/agent.machine.js';
 import { coherentCut } from '../../src/brain/conversation.js';
@@ -29,19 +29,23 @@ import { CorruptSessionError } from '../../src/stores/errors.js';
 import { MemorySessionStore } from '../../src/stores/memory.js';
 import type { SessionStore, StepWrite } from '../../src/stores/session-store.js';
 import { defineTool } from '../../src/tools/define-tool.js';
-import { startNode, tsxCommand } from './fixtures/processes.js';
+import { bundledCommand, startNode, type NodeCommand } from './fixtures/processes.js';
 import { SESSION_SYSTEM, sessionAgent } from './fixtures/session-agent.js';
 import type { SessionTask } from './fixtures/session-child.js';
 import { openStore, type StoreSpec } from './fixtures/stores.js';
 
 const CHILD = fileURLToPath(new URL('./fixtures/session-child.ts', import.meta.url));
-const child = tsxCommand(CHILD);
+let child: NodeCommand;
 const root = mkdtempSync(join(tmpdir(), 'loopchart-durable-'));
+beforeAll(async () => {
+  child = await bundledCommand(CHILD);
+});
 const url = process.env.DATABASE_URL;
 const pgSchema = `lc_durable_${process.pid}_${Date.now().toString(36)}`;
 let n = 0;
 
 afterAll(async () => {
+  child?.dispose();
   rmSync(root, { recursive: true, force: true });
   if (url) {
     const admin = new pg.Pool({ connectionString: url, max: 1 });

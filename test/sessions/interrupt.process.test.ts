@@ -9,25 +9,41 @@ import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath, pathToFileURL } from 'node:url';
-import { createRequire } from 'node:module';
-import { afterAll, describe, expect, it } from 'vitest';
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createAgentMachine } from '../../machines/agent.machine.js';
 import { decodeRow } from '../../src/sessions/session-row.js';
 import { DurableSession } from '../../src/sessions/durable-session.js';
 import { SqliteSessionStore } from '../../src/stores/sqlite.js';
 import { INTERRUPTED_CONTENT } from '../../src/tools/run-tools.js';
 import { agent as slowAgent, SLOW_TOOL_RUNNING } from './fixtures/slow-tool-agent.js';
+import { bundledCommand, tsxCommand, type NodeCommand } from './fixtures/processes.js';
 
 const REPO = fileURLToPath(new URL('../../', import.meta.url));
-const TSX = pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href;
 const DEMO = join(REPO, 'examples', 'demo.ts');
 const CLI = join(REPO, 'src', 'cli.ts');
 const SLOW_AGENT = fileURLToPath(new URL('./fixtures/slow-tool-agent.ts', import.meta.url));
 
 const dir = mkdtempSync(join(tmpdir(), 'loopchart-interrupt-'));
 const db = join(dir, 'sessions.db');
-afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+/**
+ * The demo and the CLI from bundles (see bundledCommand: a third of tsx's start-up CPU). A CLI
+ * command that loads an agent module (--agent, or the demo agent of a demo-… session) runs the
+ * source through tsx instead (`cliTsx`), so that module and the CLI share one copy of the
+ * library, as they do in a checkout and in the installed package.
+ */
+let demoBundle: NodeCommand;
+let cliBundle: NodeCommand;
+const cliTsx = tsxCommand(CLI);
+beforeAll(async () => {
+  [demoBundle, cliBundle] = await Promise.all([bundledCommand(DEMO), bundledCommand(CLI)]);
+});
+afterAll(() => {
+  demoBundle?.dispose();
+  cliBundle?.dispose();
+  rmSync(dir, { recursive: true, force: true });
+});
 
 interface Child {
   stdout(): string;
@@ -39,11 +55,11 @@ interface Child {
   done: Promise<{ code: number | null; signal: NodeJS.Signals | null; ms: number }>;
 }
 
-/** `node --import tsx <file> <args>` in the temporary folder, offline, its stdin left open. */
-function start(file: string, args: string[], env: Record<string, string> = {}): Child {
+/** `node <command> <args>` in the temporary folder, offline, its stdin left open. */
+function start(command: NodeCommand, args: string[], env: Record<string, string> = {}): Child {
   const base: NodeJS.ProcessEnv = { ...process.env, NO_COLOR: '1', LOOPCHART_STORE: db, ...env };
   for (const name of ['OPENAI_BASE_URL', 'OPENAI_API_KEY', 'LOOPCHART_MODEL']) delete base[name];
-  const child = spawn(process.execPath, ['--import', TSX, file, ...args], { cwd: dir, env: base, stdio: ['pipe', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [...command.args, ...args], { cwd: dir, env: base, stdio: ['pipe', 'pipe', 'pipe'] });
   let stdout = '';
   let stderr = '';
   let exited = false;
@@ -57,7 +73,7 @@ function start(file: string, args: string[], env: Record<string, string> = {}): 
   const done = new Promise<{ code: number | null; signal: NodeJS.Signals | null; ms: number }>((resolve, reject) => {
     const timer = setTimeout(() => {
       child.kill('SIGKILL');
-      reject(new Error(`${file} ${args.join(' ')} did not exit within 40 s\n${stdout}\n${stderr}`));
+      reject(new Error(`${command.args.join(' ')} ${args.join(' ')} did not exit within 40 s\n${stdout}\n${stderr}`));
     }, 40_000);
     child.on('close', (code, signal) => {
       clearTimeout(timer);
@@ -81,13 +97,16 @@ function start(file: string, args: string[], env: Record<string, string> = {}): 
 }
 
 /** Runs a command to its end. */
-async function run(file: string, args: string[], env: Record<string, string> = {}) {
-  const child = start(file, args, env);
+async function run(command: NodeCommand, args: string[], env: Record<string, string> = {}) {
+  const child = start(command, args, env);
   const { code } = await child.done;
   return { code, out: child.stdout(), err: child.stderr() };
 }
 
-const cli = (...args: string[]) => run(CLI, args);
+/** The CLI without an agent module to load (list, show, fork, a send refused before it loads one). */
+const cli = (...args: string[]) => run(cliBundle, args);
+/** The CLI loading an agent module: --agent, or the demo agent. */
+const cliWithAgent = (...args: string[]) => run(cliTsx, args);
 const idOf = (stdout: string) => /^session: +(demo-\d{14}-[0-9a-f]{6}) /m.exec(stdout)![1]!;
 
 async function stored(sessionId: string) {
@@ -107,7 +126,7 @@ const toolsRun = (history: { role: string; toolName?: string }[]) => history.fla
 
 describe('Ctrl-C interrupts a run and keeps the session; send / --resume continue it', { timeout: 90_000 }, () => {
   it('during a model call (npm start): Cancelled, exit 130, then `loopchart sessions send` finishes the job', async () => {
-    const demo = start(DEMO, []);
+    const demo = start(demoBundle, []);
     await demo.until(/turn 2 +waiting for the model/);
     demo.interrupt();
     const exit = await demo.done;
@@ -123,7 +142,7 @@ describe('Ctrl-C interrupts a run and keeps the session; send / --resume continu
     // The finished turn is kept: the question, the listing call and its result.
     expect(cancelled.brain.context.history.map((m) => m.role)).toEqual(['system', 'user', 'assistant', 'tool']);
 
-    const sent = await cli('sessions', 'send', id, 'Go on.');
+    const sent = await cliWithAgent('sessions', 'send', id, 'Go on.');
     expect(sent.code, sent.err).toBe(0);
     expect(sent.out).toContain(`sending to session ${id} with the demo folder agent`);
     expect(sent.out).toContain('outcome: Completed');
@@ -143,7 +162,7 @@ describe('Ctrl-C interrupts a run and keeps the session; send / --resume continu
     await fresh.close();
     await store.close();
 
-    const first = start(CLI, ['sessions', 'send', 'slow', 'Run the slow tool.', '--agent', SLOW_AGENT]);
+    const first = start(cliTsx, ['sessions', 'send', 'slow', 'Run the slow tool.', '--agent', SLOW_AGENT]);
     await first.until(new RegExp(SLOW_TOOL_RUNNING));
     first.interrupt();
     const exit = await first.done;
@@ -156,12 +175,12 @@ describe('Ctrl-C interrupts a run and keeps the session; send / --resume continu
     expect(result).toMatchObject({ role: 'tool', toolName: 'slow', isError: true, content: INTERRUPTED_CONTENT });
 
     // resume has nothing to do now, and says what does.
-    const resume = await cli('sessions', 'resume', 'slow', '--agent', SLOW_AGENT);
+    const resume = await cliWithAgent('sessions', 'resume', 'slow', '--agent', SLOW_AGENT);
     expect(resume.code).toBe(0);
     expect(resume.out).toContain('no run in flight');
     expect(resume.out).toContain('start its next run: npx loopchart sessions send slow');
 
-    const next = await cli('sessions', 'send', 'slow', 'Go on.', '--agent', SLOW_AGENT);
+    const next = await cliWithAgent('sessions', 'send', 'slow', 'Go on.', '--agent', SLOW_AGENT);
     expect(next.code, next.err).toBe(0);
     expect(next.out).toContain(`outcome: Completed: The slow tool said: ${INTERRUPTED_CONTENT}`);
     const show = await cli('sessions', 'show', 'slow');
@@ -177,7 +196,7 @@ describe('Ctrl-C interrupts a run and keeps the session; send / --resume continu
 
   it('during an approval wait (npm start -- --approve): nothing is written, exit 130, then --resume completes', async () => {
     const out = join(dir, 'reports');
-    const demo = start(DEMO, ['--approve', '--out', out]);
+    const demo = start(demoBundle, ['--approve', '--out', out]);
     await demo.until(/approve write_file\(.*\)\? \[y\/N\/a\(lways\)\] $/);
     demo.interrupt();
     const exit = await demo.done;
@@ -190,7 +209,7 @@ describe('Ctrl-C interrupts a run and keeps the session; send / --resume continu
     expect(existsSync(join(out, 'report.md'))).toBe(false);
 
     // Before issue 24 this printed the header and exited 130 without running anything.
-    const resumed = start(DEMO, ['--resume', id, '--approve', '--out', out]);
+    const resumed = start(demoBundle, ['--resume', id, '--approve', '--out', out]);
     const again = await resumed.done;
     expect(again.code, resumed.stderr()).toBe(0);
     expect(resumed.stdout()).toContain('the last run is over; the next one starts with: Please go on where you stopped.');
@@ -211,7 +230,7 @@ describe('Ctrl-C interrupts a run and keeps the session; send / --resume continu
     const forkId = new RegExp(`into (${interruptedDemo}-fork-4-[0-9a-f]+) `).exec(fork.out)?.[1];
     expect(forkId, fork.out).toBeDefined();
     expect(fork.out).toContain(`continue it: npx loopchart sessions send ${forkId} "your next message" --store ${db}`);
-    const sent = await cli('sessions', 'send', forkId!, 'Go on.');
+    const sent = await cliWithAgent('sessions', 'send', forkId!, 'Go on.');
     expect(sent.code, sent.err).toBe(0);
     expect(sent.out).toContain('27 lines in all');
     expect((await stored(forkId!)).lastRun?.outcome.type).toBe('Completed');
@@ -231,7 +250,7 @@ describe('Ctrl-C interrupts a run and keeps the session; send / --resume continu
     await (await DurableSession.open({ machine: createAgentMachine(slowAgent()), store, sessionId: 'stubborn' })).close();
     await store.close();
 
-    const child = start(CLI, ['sessions', 'send', 'stubborn', 'Run the slow tool.', '--agent', SLOW_AGENT], { LOOPCHART_TEST_STUBBORN_TOOL: '1' });
+    const child = start(cliTsx, ['sessions', 'send', 'stubborn', 'Run the slow tool.', '--agent', SLOW_AGENT], { LOOPCHART_TEST_STUBBORN_TOOL: '1' });
     await child.until(new RegExp(SLOW_TOOL_RUNNING));
     child.interrupt();
     await child.until(/outcome: Cancelled/);

@@ -1,6 +1,7 @@
 import { fork } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { bundledCommand, type NodeCommand } from '../sessions/fixtures/processes.js';
 import type { Message, ToolMessage } from '../../src/schemas.js';
 import {
   CorruptSessionError,
@@ -63,10 +64,10 @@ async function rejection(promise: Promise<unknown>): Promise<unknown> {
 
 const CHILD = fileURLToPath(new URL('./fixtures/store-child.ts', import.meta.url));
 
-/** Forks one child per task; all open the store, then start together on 'go'. */
-async function runChildren(tasks: ChildTask[]): Promise<ChildResult[]> {
+/** Forks one child per task (`command`: the child's bundle); all open the store, then start together on 'go'. */
+async function runChildren(command: NodeCommand, tasks: ChildTask[]): Promise<ChildResult[]> {
   const children = tasks.map((task) =>
-    fork(CHILD, [JSON.stringify(task)], { execArgv: ['--import', 'tsx'], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] }),
+    fork(command.args.at(-1)!, [JSON.stringify(task)], { execArgv: command.args.slice(0, -1), stdio: ['ignore', 'inherit', 'inherit', 'ipc'] }),
   );
   const ready = children.map(
     (child) =>
@@ -568,11 +569,17 @@ export function describeSessionStoreConformance(name: string, harness: StoreHarn
     });
 
     describe('separate processes', () => {
+      // Built by the first test that starts children (a store without child processes builds none).
+      let command: NodeCommand | undefined;
+      const child = async () => (command ??= await bundledCommand(CHILD));
+      afterAll(() => command?.dispose());
+
       it('of four processes writing with the same expectedVersion exactly one wins', async (ctx) => {
         const store = await setup();
         if (!fixture.child) return ctx.skip();
         await store.apply('race', { expectedVersion: 0, state: 'start', append: [user('q')] });
         const results = await runChildren(
+          await child(),
           [0, 1, 2, 3].map((i) => ({ store: fixture.child!, sessionId: 'race', kind: 'once' as const, expectedVersion: 1, tag: `p${i}` })),
         );
         expect(results.filter((r) => r.ok)).toHaveLength(1);
@@ -588,6 +595,7 @@ export function describeSessionStoreConformance(name: string, harness: StoreHarn
         await store.apply('counter', { expectedVersion: 0, state: { count: 0 } });
         const steps = 15;
         const results = await runChildren(
+          await child(),
           [0, 1, 2].map((i) => ({ store: fixture.child!, sessionId: 'counter', kind: 'increments' as const, steps, tag: `p${i}` })),
         );
         for (const r of results) expect(r.ok).toBe(true);

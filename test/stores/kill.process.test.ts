@@ -4,11 +4,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PostgresSessionStore } from '../../src/stores/postgres.js';
 import type { SessionStore } from '../../src/stores/session-store.js';
 import { SqliteSessionStore } from '../../src/stores/sqlite.js';
 import type { ChildStoreSpec, ChildTask } from './fixtures/store-child.js';
+import { bundledCommand, type NodeCommand } from '../sessions/fixtures/processes.js';
 
 /**
  * SIGKILL a process that is committing steps as fast as it can, at random moments, and check
@@ -18,11 +19,17 @@ import type { ChildStoreSpec, ChildTask } from './fixtures/store-child.js';
  */
 const CHILD = fileURLToPath(new URL('./fixtures/store-child.ts', import.meta.url));
 const KILLS = 6;
+/** The child as a bundle (see bundledCommand: a third of tsx's start-up CPU). */
+let storeChild: NodeCommand;
+beforeAll(async () => {
+  storeChild = await bundledCommand(CHILD);
+});
+afterAll(() => storeChild?.dispose());
 
 /** Runs the 'forever' child until it has acknowledged `after` commits, SIGKILLs it, returns the last acknowledged version. */
 async function killAfter(spec: ChildStoreSpec, sessionId: string, after: number): Promise<number> {
   const task: ChildTask = { store: spec, sessionId, kind: 'forever' };
-  const child = fork(CHILD, [JSON.stringify(task)], { execArgv: ['--import', 'tsx'], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  const child = fork(storeChild.args.at(-1)!, [JSON.stringify(task)], { execArgv: storeChild.args.slice(0, -1), stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
   let acknowledged = 0;
   let seen = 0;
   await new Promise<void>((resolve, reject) => {

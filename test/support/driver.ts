@@ -11,22 +11,14 @@ import type { AgentOutput } from '../../src/agent/protocol/actor-types.js';
 import type { Model, ModelReply, ModelRequest } from '../../src/model.js';
 import type { Message, ToolMessage } from '../../src/schemas.js';
 import { defineTool, type Tool } from '../../src/tools/define-tool.js';
+import { deferred } from './deferred.js';
 
 export { providerValid, allCallsAnswered } from './brain.js';
 export { incoherence } from '../../src/brain/conversation.js';
+export { deferred };
 
 /** Generous upper bound for anything a test waits for; a hang fails the test instead of stalling it. */
 export const WAIT_MS = 5_000;
-
-export function deferred<T = void>() {
-  let resolve!: (value: T) => void;
-  let reject!: (error: unknown) => void;
-  const promise = new Promise<T>((res, rej) => {
-    resolve = res;
-    reject = rej;
-  });
-  return { promise, resolve, reject };
-}
 
 export const tick = (ms = 0) => new Promise<void>((r) => setTimeout(r, ms));
 

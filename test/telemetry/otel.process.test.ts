@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { trace } from '@opentelemetry/api';
-import { describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createActor, waitFor } from 'xstate';
 import { z } from 'zod';
 import { createAgentMachine } from '../../machines/agent.machine.js';
@@ -22,6 +22,7 @@ import { defineTool } from '../../src/tools/define-tool.js';
 import { runFinished, runToCompletion, sleepOrAbort, WAIT_MS } from '../support/driver.js';
 import { AWAITING_APPROVAL } from '../support/hitl.js';
 import { idOf, memoryTracing, parentOf, summary, traceOf } from './support.js';
+import { bundledCommands, type NodeCommand } from '../sessions/fixtures/processes.js';
 
 const add = defineTool({
   name: 'add',
@@ -373,12 +374,26 @@ describe('a persisted snapshot restored in a fresh actor', () => {
   });
 });
 
-describe('a durable session resumed in another process', () => {
-  const TSX = new URL('../../node_modules/tsx/dist/loader.mjs', import.meta.url).href;
-  const CHILD = fileURLToPath(new URL('./fixtures/traced-session.ts', import.meta.url));
+/**
+ * The children of this file, from one bundle build (see bundledCommands: a third of tsx's
+ * start-up CPU): a traced session, an agent without @opentelemetry/api, examples/otel.ts.
+ */
+const [tracedSession, noOtelApi, otelExample] = [
+  fileURLToPath(new URL('./fixtures/traced-session.ts', import.meta.url)),
+  fileURLToPath(new URL('./fixtures/no-otel-api.ts', import.meta.url)),
+  fileURLToPath(new URL('../../examples/otel.ts', import.meta.url)),
+];
+const children = new Map<string, NodeCommand>();
+beforeAll(async () => {
+  const files = [tracedSession, noOtelApi, otelExample];
+  (await bundledCommands(files)).forEach((command, i) => children.set(files[i]!, command));
+});
+afterAll(() => children.forEach((command) => command.dispose()));
+const commandOf = (file: string) => children.get(file)!.args;
 
+describe('a durable session resumed in another process', () => {
   function child(path: string, phase: 'ask' | 'approve'): { spans: ReturnType<typeof summary>[]; trace?: string } {
-    const result = spawnSync(process.execPath, ['--import', TSX, CHILD, path, phase], { encoding: 'utf8', timeout: 30_000 });
+    const result = spawnSync(process.execPath, [...commandOf(tracedSession), path, phase], { encoding: 'utf8', timeout: 30_000 });
     expect(result.status, result.stderr).toBe(0);
     return JSON.parse(result.stdout.trim().split('\n').pop()!);
   }
@@ -437,10 +452,8 @@ describe('the stored trace context', () => {
 
 describe('without @opentelemetry/api installed', () => {
   it('an agent without telemetry runs; one with telemetry is refused with TelemetryUnavailableError when it is made', () => {
-    const TSX = new URL('../../node_modules/tsx/dist/loader.mjs', import.meta.url).href;
     const hide = fileURLToPath(new URL('./fixtures/hide-otel-api.cjs', import.meta.url));
-    const script = fileURLToPath(new URL('./fixtures/no-otel-api.ts', import.meta.url));
-    const result = spawnSync(process.execPath, ['-r', hide, '--import', TSX, script], { encoding: 'utf8', timeout: 30_000 });
+    const result = spawnSync(process.execPath, ['-r', hide, ...commandOf(noOtelApi)], { encoding: 'utf8', timeout: 30_000 });
     expect(result.status, result.stderr).toBe(0);
     const report = JSON.parse(result.stdout.trim());
     expect(report).toMatchObject({ plain: 'Completed', unavailable: true, code: 'TelemetryUnavailable' });
@@ -477,9 +490,7 @@ describe('the default tracer', () => {
 
 describe('examples/otel.ts', () => {
   it('prints the run traced by the console exporter: the run span and its children, then the answer', () => {
-    const TSX = new URL('../../node_modules/tsx/dist/loader.mjs', import.meta.url).href;
-    const example = fileURLToPath(new URL('../../examples/otel.ts', import.meta.url));
-    const result = spawnSync(process.execPath, ['--import', TSX, example], { encoding: 'utf8', timeout: 30_000 });
+    const result = spawnSync(process.execPath, commandOf(otelExample), { encoding: 'utf8', timeout: 30_000 });
     expect(result.status, result.stderr).toBe(0);
     for (const name of ['chat scripted-1', 'execute_tool add', 'invoke_agent calculator']) expect(result.stdout).toContain(`name: '${name}'`);
     expect(result.stdout).toContain("'gen_ai.tool.call.id': 'call_1_0'");

@@ -8,19 +8,27 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createAgentMachine } from '../../../machines/agent.machine.js';
 import { type AgentEmitted } from '../../../src/agent/protocol/actor-types.js';
 import { scriptedModel } from '../../../src/models/scripted.js';
 import { DurableSession } from '../../../src/sessions/durable-session.js';
 import { readSessionTrace } from '../../../src/sessions/trace.js';
 import { SqliteSessionStore } from '../../../src/stores/sqlite.js';
-import { runTs } from './fixtures/processes.js';
+import { runChild } from './fixtures/processes.js';
+import { bundledCommand, type NodeCommand } from '../../sessions/fixtures/processes.js';
 import { awaitingApproval, guardedTool } from '../../support/hitl.js';
 
 const CHILD = fileURLToPath(new URL('./fixtures/decide-child.ts', import.meta.url));
 const root = mkdtempSync(join(tmpdir(), 'loopchart-race-'));
-afterAll(() => rmSync(root, { recursive: true, force: true }));
+let child: NodeCommand;
+beforeAll(async () => {
+  child = await bundledCommand(CHILD);
+});
+afterAll(() => {
+  child?.dispose();
+  rmSync(root, { recursive: true, force: true });
+});
 
 describe('approve and deny from two processes at once', () => {
   it('one wins, the other is refused (already-decided); the trace says so and the run follows the winner', async () => {
@@ -40,7 +48,7 @@ describe('approve and deny from two processes at once', () => {
       [
         { approved: true, by: 'ana', barrier: { mine: join(root, 'ana'), theirs: join(root, 'bob') } },
         { approved: false, by: 'bob', barrier: { mine: join(root, 'bob'), theirs: join(root, 'ana') } },
-      ].map((verdict) => runTs(CHILD, [JSON.stringify({ db, sessionId: 'race', request, ...verdict })], { timeoutMs: 60_000 })),
+      ].map((verdict) => runChild(child, [JSON.stringify({ db, sessionId: 'race', request, ...verdict })], { timeoutMs: 60_000 })),
     );
     const said = [ana!, bob!].map((run) => (expect(run.code, run.stderr).toBe(0), run.lines.at(-1)));
     expect(said.sort()).toEqual(['DECIDED', 'REFUSED already-decided']);

@@ -7,18 +7,26 @@ import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { afterAll, describe, expect, it } from 'vitest';
-import { REPO, runTs } from './fixtures/processes.js';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { REPO, runChild } from './fixtures/processes.js';
+import { bundledCommand, type NodeCommand } from '../../sessions/fixtures/processes.js';
 
 const DEMO = fileURLToPath(new URL('../../../examples/demo.ts', import.meta.url));
 const root = mkdtempSync(join(tmpdir(), 'loopchart-hitl-demo-'));
-afterAll(() => rmSync(root, { recursive: true, force: true }));
+let command: NodeCommand;
+beforeAll(async () => {
+  command = await bundledCommand(DEMO);
+});
+afterAll(() => {
+  command?.dispose();
+  rmSync(root, { recursive: true, force: true });
+});
 // The demo runs in the checkout: its sessions go to this temporary store, never to .loopchart/.
 const STORE = join(root, 'demo.db');
 
 /** The demo as `npm start -- <args>` runs it, offline whatever the environment says. */
 const demo = async (args: string[], stdin: string) => {
-  const run = await runTs(DEMO, args, {
+  const run = await runChild(command, args, {
     stdin,
     env: { OPENAI_BASE_URL: undefined, OPENAI_API_KEY: undefined, LOOPCHART_MODEL: undefined, LOOPCHART_STORE: STORE },
     timeoutMs: 40_000,

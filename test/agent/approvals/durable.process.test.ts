@@ -8,16 +8,24 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Message, Outcome } from '../../../src/schemas.js';
 import { SqliteSessionStore } from '../../../src/stores/sqlite.js';
 import type { ChildTask } from './fixtures/hitl-child.js';
-import { allTagged, runTs, tagged, type ChildRun } from './fixtures/processes.js';
+import { allTagged, runChild, tagged, type ChildRun } from './fixtures/processes.js';
+import { bundledCommand, type NodeCommand } from '../../sessions/fixtures/processes.js';
 import { providerValid, resultsById } from '../../support/hitl.js';
 
 const CHILD = fileURLToPath(new URL('./fixtures/hitl-child.ts', import.meta.url));
 const root = mkdtempSync(join(tmpdir(), 'loopchart-hitl-'));
-afterAll(() => rmSync(root, { recursive: true, force: true }));
+let child: NodeCommand;
+beforeAll(async () => {
+  child = await bundledCommand(CHILD);
+});
+afterAll(() => {
+  child?.dispose();
+  rmSync(root, { recursive: true, force: true });
+});
 
 // The full state value while calls wait and nothing else may run.
 const AWAITING = { Running: { AwaitingTools: { Working: { Execution: 'Paused', Approval: 'AwaitingApproval', Doubt: 'Clear' } } } };
@@ -31,7 +39,7 @@ type Session = ReturnType<typeof newSession>;
 
 /** Runs one phase in a new process; `kill` phases must end by SIGKILL after PAUSED. */
 async function phase(session: Session, task: Omit<ChildTask, keyof Session>): Promise<ChildRun> {
-  const run = await runTs(CHILD, [JSON.stringify({ ...session, ...task })], {
+  const run = await runChild(child, [JSON.stringify({ ...session, ...task })], {
     onLine: (line) => (line === 'PAUSED' ? 'kill' : undefined),
   });
   if (task.after === 'kill') {

@@ -7,7 +7,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createActor, waitFor } from 'xstate';
 import { z } from 'zod';
 import { createAgentMachine } from '../../../machines/agent.machine.js';
@@ -19,12 +19,17 @@ import { DurableSession } from '../../../src/sessions/durable-session.js';
 import { SqliteSessionStore } from '../../../src/stores/sqlite.js';
 import { defineTool, type Tool } from '../../../src/tools/define-tool.js';
 import type { ToolSource } from '../../../src/tools/tool-source.js';
-import { runNode, tsxCommand } from '../../sessions/fixtures/processes.js';
+import { bundledCommand, runNode, type NodeCommand } from '../../sessions/fixtures/processes.js';
 
-const child = tsxCommand(fileURLToPath(new URL('./fixtures/toolset-child.ts', import.meta.url)));
-
+let child: NodeCommand;
 const root = mkdtempSync(join(tmpdir(), 'loopchart-toolset-'));
-afterAll(() => rmSync(root, { recursive: true, force: true }));
+beforeAll(async () => {
+  child = await bundledCommand(fileURLToPath(new URL('./fixtures/toolset-child.ts', import.meta.url)));
+});
+afterAll(() => {
+  child?.dispose();
+  rmSync(root, { recursive: true, force: true });
+});
 
 /** A "server" whose tools are callable by name, and whose listing the test changes. */
 function server(options: { resolves: boolean }) {

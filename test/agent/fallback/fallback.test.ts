@@ -8,7 +8,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createActor, waitFor } from 'xstate';
 import { z } from 'zod';
 import { createAgentMachine } from '../../../machines/agent.machine.js';
@@ -29,7 +29,7 @@ import { defineTool } from '../../../src/tools/define-tool.js';
 import { loadSessionView } from '../../../src/viewer/load.js';
 import { rowsOf } from '../../../src/viewer/rows.js';
 import { useChatServer, type Behaviour } from '../../support/chat-server.js';
-import { runNode, tsxCommand } from '../../sessions/fixtures/processes.js';
+import { bundledCommand, runNode, type NodeCommand } from '../../sessions/fixtures/processes.js';
 import { memoryTracing } from '../../telemetry/support.js';
 
 const server = useChatServer({ checkRequests: false });
@@ -221,8 +221,14 @@ describe('the switch is recorded', () => {
 
 describe('restored in another process', () => {
   const root = mkdtempSync(join(tmpdir(), 'loopchart-fallback-'));
-  afterAll(() => rmSync(root, { recursive: true, force: true }));
-  const child = tsxCommand(fileURLToPath(new URL('./fixtures/fallback-child.ts', import.meta.url)));
+  let child: NodeCommand;
+  beforeAll(async () => {
+    child = await bundledCommand(fileURLToPath(new URL('./fixtures/fallback-child.ts', import.meta.url)));
+  });
+  afterAll(() => {
+    child?.dispose();
+    rmSync(root, { recursive: true, force: true });
+  });
 
   it('a run that fell back, reopened mid-run by a child process on the same SQLite file, goes on with the backup', async () => {
     const path = join(root, 'moved.db');

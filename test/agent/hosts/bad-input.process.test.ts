@@ -5,10 +5,14 @@
  * and `start()` re-threw it from a timer with nobody subscribed: exit code 1 whatever the caller caught.
  */
 import { fileURLToPath } from 'node:url';
-import { describe, expect, it } from 'vitest';
-import { runNode, tsxCommand } from '../../sessions/fixtures/processes.js';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { bundledCommand, runNode, type NodeCommand } from '../../sessions/fixtures/processes.js';
 
-const child = tsxCommand(fileURLToPath(new URL('./fixtures/bad-input-actor.ts', import.meta.url)));
+let child: NodeCommand;
+beforeAll(async () => {
+  child = await bundledCommand(fileURLToPath(new URL('./fixtures/bad-input-actor.ts', import.meta.url)));
+});
+afterAll(() => child?.dispose());
 
 describe('an actor created with input it refuses, in a real process', () => {
   for (const [field, problem] of [

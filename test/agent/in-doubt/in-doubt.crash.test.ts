@@ -10,16 +10,24 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ApprovalRequest } from '../../../src/agent/approvals/approval-binding.js';
 import { readSessionTrace } from '../../../src/sessions/trace.js';
 import { main } from '../../../src/cli/main.js';
-import { runTs, tagged, type ChildRun } from '../approvals/fixtures/processes.js';
+import { runChild, tagged, type ChildRun } from '../approvals/fixtures/processes.js';
+import { bundledCommand, type NodeCommand } from '../../sessions/fixtures/processes.js';
 import { openStore, type StoreSpec } from '../../sessions/fixtures/stores.js';
 
 const CHILD = fileURLToPath(new URL('../../sessions/fixtures/doubt-child.ts', import.meta.url));
 const root = mkdtempSync(join(tmpdir(), 'loopchart-doubt-'));
-afterAll(() => rmSync(root, { recursive: true, force: true }));
+let command: NodeCommand;
+beforeAll(async () => {
+  command = await bundledCommand(CHILD);
+});
+afterAll(() => {
+  command?.dispose();
+  rmSync(root, { recursive: true, force: true });
+});
 
 const stores: [string, (name: string) => StoreSpec][] = [['SQLite', (name) => ({ kind: 'sqlite', path: join(root, `${name}.db`) })]];
 if (process.env.DATABASE_URL) {
@@ -29,7 +37,7 @@ if (process.env.DATABASE_URL) {
 
 const child = (task: Record<string, unknown>, kill = false): Promise<ChildRun> => {
   let started = 0;
-  return runTs(CHILD, [JSON.stringify(task)], { timeoutMs: 60_000, ...(kill && { onLine: (line) => (line.startsWith('TOOL STARTED') && ++started === 3 ? 'kill' : undefined) }) });
+  return runChild(command, [JSON.stringify(task)], { timeoutMs: 60_000, ...(kill && { onLine: (line) => (line.startsWith('TOOL STARTED') && ++started === 3 ? 'kill' : undefined) }) });
 };
 const keysRun = (run: ChildRun) => run.lines.filter((line) => line.startsWith('TOOL STARTED ')).map((line) => line.slice('TOOL STARTED '.length)).sort();
 const ok = (run: ChildRun) => (expect(run.code, run.stderr).toBe(0), run);

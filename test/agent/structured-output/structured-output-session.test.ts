@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { waitFor } from 'xstate';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { createAgentMachine } from '../../../machines/agent.machine.js';
 import type { Model } from '../../../src/model.js';
@@ -13,7 +13,7 @@ import { decodeRow, encodeRow } from '../../../src/sessions/session-row.js';
 import { freshAgentContext } from '../../../src/agent/core/context.js';
 import { PolicySchema } from '../../../src/schemas.js';
 import { SqliteSessionStore } from '../../../src/stores/sqlite.js';
-import { runNode, tsxCommand } from '../../sessions/fixtures/processes.js';
+import { bundledCommand, runNode, type NodeCommand } from '../../sessions/fixtures/processes.js';
 
 /**
  * Structured output in a durable session (issue 21): the answer is part of the recorded outcome
@@ -23,9 +23,15 @@ import { runNode, tsxCommand } from '../../sessions/fixtures/processes.js';
  */
 
 const City = z.object({ city: z.string(), population: z.number().int() });
-const child = tsxCommand(fileURLToPath(new URL('./fixtures/output-child.ts', import.meta.url)));
+let child: NodeCommand;
 const root = mkdtempSync(join(tmpdir(), 'loopchart-output-'));
-afterAll(() => rmSync(root, { recursive: true, force: true }));
+beforeAll(async () => {
+  child = await bundledCommand(fileURLToPath(new URL('./fixtures/output-child.ts', import.meta.url)));
+});
+afterAll(() => {
+  child?.dispose();
+  rmSync(root, { recursive: true, force: true });
+});
 
 type Report = { outcome: { type: string; output?: unknown; error?: { type: string; message: string } } };
 const reopen = async (path: string, sessionId: string, answer: Record<string, unknown>): Promise<Report> => {
