@@ -2,6 +2,8 @@ import { z } from 'zod';
 import type { ApprovalEvent } from './approvals.js';
 import { ExternalEventSchemas } from '../protocol/events.js';
 import type { AgentEvent } from '../protocol/agent-event.js';
+import type { ToolCall } from '../../schemas.js';
+import type { ApprovalRequest } from './approval-binding.js';
 
 /**
  * The built-in approvals, as an operation: its decisions arrive as `approve` / `deny`, or as
@@ -38,4 +40,22 @@ export function approvalEventOf(event: AgentEvent): ApprovalEvent | null {
   if (!parsed.success) return null;
   const { approved, ...rest } = parsed.data;
   return { type: approved ? 'approve' : 'deny', ...rest };
+}
+
+/**
+ * The two events a wait for decisions shows listeners: `approval.requested` (the calls, and the
+ * requests a decision binds to) and the approvals operation's `operation.yielded` (the calls' ids;
+ * with `yieldRequests`, the requests too, as a run's own wait gives them, where a child's wait
+ * surfaced at its parent never has).
+ */
+export function approvalEvents(calls: ToolCall[], requests: ApprovalRequest[], yieldRequests: boolean) {
+  return {
+    requested: { type: 'approval.requested' as const, calls, requests },
+    yielded: {
+      type: 'operation.yielded' as const,
+      operation: APPROVALS_OPERATION,
+      reason: 'approval',
+      payload: { calls: calls.map((call) => call.id), ...(yieldRequests && { requests }) },
+    },
+  };
 }

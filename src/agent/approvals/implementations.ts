@@ -12,7 +12,7 @@ import { pendingCalls } from '../core/brain-state.js';
 import type { CompiledAgent } from '../core/compile.js';
 import type { AgentContext } from '../core/context.js';
 import { conversation, runnable } from '../core/driver-rules.js';
-import { toolFinished, toolStarted, type Effect } from '../core/effects.js';
+import { answeredCalls, type Effect } from '../core/effects.js';
 import { batchResults, waitingCalls } from '../core/run-rules.js';
 import type { AgentEmitted } from '../protocol/actor-types.js';
 import { as, type AgentEvent } from '../protocol/agent-event.js';
@@ -20,7 +20,7 @@ import type { IoRequest } from '../protocol/io-protocol.js';
 import { keyOf, turnAt } from '../protocol/keys.js';
 import { routedEvent } from '../subagents/subagents.js';
 import { requestFor } from './approval-binding.js';
-import { APPROVALS_OPERATION, approvalEventOf } from './approval-events.js';
+import { approvalEventOf, approvalEvents } from './approval-events.js';
 import { decisionFor, deniedResult, takeDecision } from './approvals.js';
 import { applyPolicyVerdicts, ToolPolicyError } from './tool-policy.js';
 
@@ -62,23 +62,24 @@ export function awaitApproval(agent: CompiledAgent, context: AgentContext, event
   const approvals = applyPolicyVerdicts({ ...context.approvals, waiting: [...context.approvals.waiting, ...waiting] }, policy, batch);
   out.push({ assign: { approvals, ...(agent.toolPolicy && { policyChecked: [...(context.policyChecked ?? []), ...policy.map((entry) => entry.toolCallId)] }) } });
   // A policy's denial is the call's result: listeners see it like any other.
-  for (const { call, result } of batchResults({ ...context, approvals }, agent.maxCalls)) {
-    if (!result || !policy.some((entry) => entry.toolCallId === call.id && entry.verdict.type === 'deny')) continue;
-    out.push({ emit: toolStarted(context, call) });
-    out.push({ emit: toolFinished(context, call, result) });
-  }
-  return out;
+  const denied = batchResults({ ...context, approvals }, agent.maxCalls).filter(
+    ({ call, result }) => result && policy.some((entry) => entry.toolCallId === call.id && entry.verdict.type === 'deny'),
+  );
+  return [...out, ...answeredCalls(context, denied)];
 }
 
-export function emitApprovalRequested(agent: CompiledAgent, context: AgentContext, _event: AgentEvent): AgentEmitted {
+/** The run's wait for decisions, as listeners see it: the calls that wait and the requests a decision binds to. */
+const waitEvents = (agent: CompiledAgent, context: AgentContext) => {
   const calls = waitingCalls(context, agent.maxCalls);
-  return { type: 'approval.requested' as const, calls, requests: calls.map((call) => requestFor(call, context.runIndex, context.brain.context.turnsTaken)) };
+  return approvalEvents(calls, calls.map((call) => requestFor(call, context.runIndex, context.brain.context.turnsTaken)), true);
+};
+
+export function emitApprovalRequested(agent: CompiledAgent, context: AgentContext, _event: AgentEvent): AgentEmitted {
+  return waitEvents(agent, context).requested;
 }
 
 export function emitApprovalYielded(agent: CompiledAgent, context: AgentContext, _event: AgentEvent): AgentEmitted {
-  const calls = waitingCalls(context, agent.maxCalls);
-  const requests = calls.map((call) => requestFor(call, context.runIndex, context.brain.context.turnsTaken));
-  return { type: 'operation.yielded' as const, operation: APPROVALS_OPERATION, reason: 'approval', payload: { calls: calls.map((call) => call.id), requests } };
+  return waitEvents(agent, context).yielded;
 }
 
 /**
@@ -109,13 +110,12 @@ export function recordDecision(_agent: CompiledAgent, context: AgentContext, eve
   out.push({ emit: { type: 'approval.decided', run: context.runIndex, toolCallId, digest: made.digest!, approved, ...(by !== undefined && { by }), ...(reason !== undefined && { reason }) } });
   // A denial is the call's result: listeners see it like any other.
   const finished = new Set(context.toolJournal.map((result) => result.toolCallId));
-  for (const { call, preAnswered } of calls) {
+  const denied = calls.flatMap(({ call, preAnswered }) => {
     const made = decisionFor(approvals, call);
-    if (preAnswered || finished.has(call.id) || decisionFor(context.approvals, call) || made?.approved !== false) continue;
-    out.push({ emit: toolStarted(context, call) });
-    out.push({ emit: toolFinished(context, call, deniedResult(call, made)) });
-  }
-  return out;
+    if (preAnswered || finished.has(call.id) || decisionFor(context.approvals, call) || made?.approved !== false) return [];
+    return [{ call, result: deniedResult(call, made) }];
+  });
+  return [...out, ...answeredCalls(context, denied)];
 }
 
 /** The guards and actions the chart names for approvals. */

@@ -6,13 +6,11 @@
  * deadline.ts, usage-limit.ts).
  */
 import { assign, bind, emit, type Args } from '../core/bind.js';
-import { feedBrain } from '../core/brain-state.js';
 import type { CompiledAgent } from '../core/compile.js';
 import type { AgentContext } from '../core/context.js';
-import { sealRun } from '../core/implementations.js';
+import { endRun } from '../core/driver-rules.js';
 import type { Effect } from '../core/effects.js';
 import { totalCost } from '../fallback/fallback.js';
-import { closeOperations } from '../operations/operation-rules.js';
 import { as, type AgentEvent } from '../protocol/agent-event.js';
 import { budgetOverrun, type BudgetOverrun } from './budget.js';
 import { activeMs, BUDGET_OPERATION, limitsOf, pausedAt, pausesOn, raisedBy, raiseOf, raiseProblem } from './budget-pause.js';
@@ -56,15 +54,12 @@ export const raiseRefusal = (agent: CompiledAgent, context: AgentContext, event:
 };
 
 export function sealOverBudget(agent: CompiledAgent, context: AgentContext, _event: AgentEvent): Partial<AgentContext> {
-  return {
-    brain: feedBrain(context.brain, { type: 'seal', reason: overBudget(agent, context)! }),
-    operations: closeOperations(context.operations),
-  };
+  return endRun(agent, context, { type: 'seal', reason: overBudget(agent, context)! });
 }
 
 /** The time budget's deadline passed with a side effect in flight (aborted beside this): the run is sealed by the budget, its calls answered interrupted. */
 export function sealAtDeadline(agent: CompiledAgent, context: AgentContext, _event: AgentEvent): Partial<AgentContext> {
-  return sealRun(agent, context, { type: 'seal', reason: deadlinePassed(agent, context)!.reason } as AgentEvent);
+  return endRun(agent, context, { type: 'seal', reason: deadlinePassed(agent, context)!.reason });
 }
 
 export function emitBudgetPaused(agent: CompiledAgent, context: AgentContext, _event: AgentEvent): Effect[] {

@@ -7,12 +7,12 @@ import { assign, bind, type Args } from '../core/bind.js';
 import { conversationOf } from '../core/brain-state.js';
 import type { CompiledAgent } from '../core/compile.js';
 import type { AgentContext } from '../core/context.js';
-import { resetBatch, stopRun } from '../core/driver-rules.js';
+import { endRun } from '../core/driver-rules.js';
 import type { Effect } from '../core/effects.js';
 import { DEFAULT_CANCEL_GRACE_MS } from '../operations/operation.js';
-import { applyOperated, closeOperations } from '../operations/operation-rules.js';
+import { applyOperated } from '../operations/operation-rules.js';
 import { as, type AgentEvent } from '../protocol/agent-event.js';
-import { interruptedStep, keepSteering, runCancelHooks } from './cancel-rules.js';
+import { interruptedStep, runCancelHooks } from './cancel-rules.js';
 
 /** Seed 003: operations keep what the interrupted step received, calls are answered once, the run ends Cancelled. */
 export function cancelRun(agent: CompiledAgent, context: AgentContext, _event: AgentEvent): Effect[] {
@@ -21,11 +21,7 @@ export function cancelRun(agent: CompiledAgent, context: AgentContext, _event: A
   const ctx = { sessionId: context.sessionId, scope: context.scope, turn, messages: conversationOf(context.brain) };
   const { slices, failures } = runCancelHooks(agent.plan, context.operations.slices, interruptedStep(context, agent.maxCalls), ctx);
   for (const error of failures) out.push({ emit: { type: 'operation.failed', operation: error.operation, error } });
-  out.push({ assign: {
-    brain: keepSteering(stopRun(agent, context, { type: 'Cancelled' })),
-    operations: closeOperations({ ...context.operations, slices }),
-    ...resetBatch(agent, context),
-  } });
+  out.push({ assign: endRun(agent, context, { type: 'Cancelled' }, { slices }) });
   return out;
 }
 

@@ -1,40 +1,63 @@
 /**
- * The driver's rules: pure functions of the compiled agent, the run's context and, where one is
- * being handled, the event. The chart (machines/agent.machine.ts) calls them from one-line
- * guards and actions, so each can be read and tested without the machine.
+ * The core's rules: pure functions of the compiled agent, the run's context and, where one is
+ * being handled, the event, that the core loop and the features share (the keys of its side
+ * effects, the conversation they see, the reply applied, the run's end). The guards and actions
+ * in each `implementations.ts` call them, so each can be read and tested without the machine.
  */
 import { InvalidSnapshotError } from '../../errors.js';
-import { PolicySchema, type Message, type Outcome, type PolicyInput, type ToolCall } from '../../schemas.js';
+import { PolicySchema, type Message, type Outcome, type PolicyInput, type ToolCall, type ToolMessage } from '../../schemas.js';
 import { decisionFor, isWaiting, restoredApprovals } from '../approvals/approvals.js';
-import { conversationOf, feedBrain, type BrainState } from './brain-state.js';
+import { conversationOf, feedBrain } from './brain-state.js';
 import type { CompiledAgent, Offered } from './compile.js';
 import { parseAgentContext, type AgentContext } from './context.js';
 import type { AgentInput } from '../protocol/actor-types.js';
 import { freshContext } from './actor-input.js';
 import { logOf, type MessageLog } from '../../brain/message-log.js';
 import { activeModelProblem, bookUsage } from '../fallback/fallback.js';
-import { activeAgentProblem, presentHistory,  speakerOf } from '../handoffs/handoffs.js';
+import { activeAgentProblem, presentHistory, speakerOf } from '../handoffs/handoffs.js';
 import { isInDoubt, restoredDoubt } from '../in-doubt/in-doubt.js';
 import { promptParts } from '../operations/operation-context.js';
 import { as, type AgentEvent } from '../protocol/agent-event.js';
 import { keyOf, serviceKey, turnAt } from '../protocol/keys.js';
-import { checkStoredOperations, openPoint } from '../operations/operation-rules.js';
+import { checkStoredOperations, closeOperations, openPoint } from '../operations/operation-rules.js';
+import { keepSteering } from '../cancel/cancel-rules.js';
+import type { Slices } from '../protocol/io-protocol.js';
 import type { OperationError } from '../operations/operation.js';
 import { pendingPrune, pruneLineProblem } from './pruning.js';
 import { systemTokens } from './request-size.js';
-import { applyReply, batchResults, brainPolicy, interruptBatch, overruleOutcome } from './run-rules.js';
-import { finalCallPolicy,  judgeAnswer, settleAnswer, type AnswerStep } from '../structured-output/structured-output.js';
+import { applyReply, applyToolResults, batchResults, brainPolicy, interruptBatch, overruleOutcome } from './run-rules.js';
+import { finalCallPolicy, judgeAnswer, settleAnswer, type AnswerStep } from '../structured-output/structured-output.js';
 
+/** How a run ends before its brain concludes: sealed by a limit (its conversation kept), failed, or cancelled. */
+export type RunEnd = { type: 'seal'; reason: string } | Extract<Outcome, { type: 'Cancelled' | 'Failed' }>;
 
 /**
- * The brain of a run stopped mid-step: calls without a result interrupted, then cancelled or
- * failed. A brain that already concluded (the final reply's afterReply point still running or
- * waiting) takes the new outcome instead.
+ * The one way a run ends mid-step (a limit, a failure, a cancel): the batch's calls without a
+ * result are answered interrupted, or, given `results`, the batch is applied with them (a refused
+ * handoff); the brain is sealed, failed or cancelled, a cancelled run keeping the steering it had
+ * queued. A brain that already concluded (the final reply's afterReply point still running or
+ * waiting) keeps its outcome when sealed and takes a failure or a cancel as its new one. The hook
+ * points close (the operations' `slices` replaced when given, see cancel-rules.ts) and the batch's
+ * bookkeeping is cleared.
  */
-export const stopRun = (agent: CompiledAgent, context: AgentContext, outcome: Extract<Outcome, { type: 'Cancelled' | 'Failed' }>): BrainState =>
-  context.brain.value === 'Terminal'
-    ? overruleOutcome(context.brain, outcome)
-    : feedBrain(interruptBatch(context, agent.maxCalls), outcome.type === 'Cancelled' ? { type: 'cancel' } : { type: 'fail', error: outcome.error });
+export function endRun(
+  agent: CompiledAgent,
+  context: AgentContext,
+  end: RunEnd,
+  { results, slices }: { results?: readonly ToolMessage[]; slices?: Slices } = {},
+): Pick<AgentContext, 'brain' | 'operations'> & ReturnType<typeof resetBatch> {
+  const batch = () => (results ? applyToolResults({ ...context, toolJournal: results }, agent.maxCalls) : interruptBatch(context, agent.maxCalls));
+  const concluded = context.brain.value === 'Terminal';
+  const brain =
+    end.type === 'seal'
+      ? concluded ? context.brain : feedBrain(batch(), end)
+      : concluded ? overruleOutcome(context.brain, end) : feedBrain(batch(), end.type === 'Cancelled' ? { type: 'cancel' } : { type: 'fail', error: end.error });
+  return {
+    brain: end.type === 'Cancelled' ? keepSteering(brain) : brain,
+    operations: closeOperations(slices ? { ...context.operations, slices } : context.operations),
+    ...resetBatch(agent, context),
+  };
+}
 
 /** A context from outside, checked as a snapshot is, its operation state against this agent's operations. */
 export const restoredContext = (agent: CompiledAgent, value: unknown): AgentContext => {

@@ -17,3 +17,14 @@ export const toolStarted = (context: AgentContext, call: ToolCall) =>
   ({ type: 'tool.started', id: deliveryIds.toolStarted(context.runIndex, context.brain.context.turnsTaken, call.id), call }) as const;
 export const toolFinished = (context: AgentContext, call: ToolCall, result: ToolMessage) =>
   ({ type: 'tool.finished', id: deliveryIds.toolFinished(context.runIndex, context.brain.context.turnsTaken, call.id), call, result }) as const;
+
+/**
+ * Calls that have their answer without running through the IO (past the per-reply limit, an
+ * unknown tool, noted as a repetition, answered by an operation, denied by a person or a policy):
+ * each starts and, with its result, finishes for listeners, in the order given. A call without a
+ * result only starts (the IO reports its end).
+ */
+export const answeredCalls = (context: AgentContext, calls: Iterable<{ call: ToolCall; result?: ToolMessage | undefined }>): Effect[] =>
+  [...calls].flatMap(({ call, result }) =>
+    result ? [{ emit: toolStarted(context, call) }, { emit: toolFinished(context, call, result) }] : [{ emit: toolStarted(context, call) }],
+  );

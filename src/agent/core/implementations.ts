@@ -27,10 +27,10 @@ import { assign, assignWith, bind, effectsWith, emit, fromCurrent, sendTo, sendW
 import { feedBrain, firstPending, pendingCalls, stepTypeOf, takeStep } from './brain-state.js';
 import type { CompiledAgent } from './compile.js';
 import type { AgentContext } from './context.js';
-import { afterReply, answerOf, batchKey, compactionKey, conversation, decisionPolicy, extrasFor, modelKey, offeredTools, ownModel, ownOffered, policyProblem, pruneReport, resetBatch, runnable, speakerView, toolsetKey } from './driver-rules.js';
-import { toolFinished, toolStarted, type Effect } from './effects.js';
+import { endRun, afterReply, answerOf, batchKey, compactionKey, conversation, decisionPolicy, extrasFor, modelKey, offeredTools, ownModel, ownOffered, policyProblem, pruneReport, resetBatch, runnable, speakerView, toolsetKey } from './driver-rules.js';
+import { answeredCalls, toolFinished, toolStarted, type Effect } from './effects.js';
 import { pendingPrune } from './pruning.js';
-import { NO_USAGE, applyCompactionPass, applyPrune, applyToolResults, asUserMessage, batchComplete, batchResults, errorInfo, finishBrain, interruptBatch, journalResult, startRun, withExtras, withListedTools } from './run-rules.js';
+import { NO_USAGE, applyCompactionPass, applyPrune, applyToolResults, asUserMessage, batchComplete, batchResults, errorInfo, finishBrain, journalResult, startRun, withExtras, withListedTools } from './run-rules.js';
 
 export function beginRun(agent: CompiledAgent, context: AgentContext, event: AgentEvent): Partial<AgentContext> {
   return {
@@ -95,12 +95,7 @@ export function recordOffered(agent: CompiledAgent, context: AgentContext, event
  * handed to the IO in the same step.
  */
 export function announceBatch(agent: CompiledAgent, context: AgentContext, event: AgentEvent): Effect[] {
-  const out: Effect[] = [];
-  for (const { call, result } of batchResults(context, agent.maxCalls)) {
-    out.push({ emit: toolStarted(context, call) });
-    if (result) out.push({ emit: toolFinished(context, call, result) });
-  }
-  return out;
+  return answeredCalls(context, batchResults(context, agent.maxCalls));
 }
 
 export function requestCompaction(agent: CompiledAgent, context: AgentContext, event: AgentEvent): IoRequest {
@@ -142,15 +137,9 @@ export function emitCompactionFinished(agent: CompiledAgent, context: AgentConte
   return { type: 'compaction.finished' as const, reason, before: output.before, after: output.after, rewritten: output.messages !== undefined };
 }
 
+/** A `seal` from outside: the run ends Sealed with its reason, its calls answered interrupted (see `endRun`). */
 export function sealRun(agent: CompiledAgent, context: AgentContext, event: AgentEvent): Partial<AgentContext> {
-  return {
-    brain:
-      context.brain.value === 'Terminal'
-        ? context.brain
-        : feedBrain(interruptBatch(context, agent.maxCalls), { type: 'seal', reason: as(event, 'seal').reason }),
-    operations: closeOperations(context.operations),
-    ...resetBatch(agent, context),
-  };
+  return endRun(agent, context, { type: 'seal', reason: as(event, 'seal').reason });
 }
 
 export function rejectPolicy(agent: CompiledAgent, context: AgentContext, event: AgentEvent): AgentEmitted {

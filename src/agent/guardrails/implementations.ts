@@ -9,7 +9,7 @@ import { bind, assign, type Args } from '../core/bind.js';
 import { firstPending, feedBrain } from '../core/brain-state.js';
 import type { CompiledAgent } from '../core/compile.js';
 import type { AgentContext } from '../core/context.js';
-import { afterReply, answerOf, conversation, replyApplied, resetBatch, stopRun } from '../core/driver-rules.js';
+import { afterReply, answerOf, conversation, endRun, replyApplied } from '../core/driver-rules.js';
 import type { Effect } from '../core/effects.js';
 import { errorInfo } from '../core/run-rules.js';
 import { as, type AgentEvent } from '../protocol/agent-event.js';
@@ -55,7 +55,7 @@ export function settleGuard(agent: CompiledAgent, context: AgentContext, _event:
   if (outcome.type === 'tripped') {
     out.push({ emit: { type: 'guardrail.tripped', error: new guard.GuardrailTrippedError(outcome.guardrail, outcome.message) } });
     const spent = judged ? pickUsage(replyApplied(agent, context, judged)) : {};
-    return [...out, { assign: { ...settled, ...spent, brain: stopRun(agent, context, { type: 'Failed', error: guard.trippedFailure(outcome) }) } }];
+    return [...out, { assign: { ...endRun(agent, context, { type: 'Failed', error: guard.trippedFailure(outcome) }), ...settled, ...spent } }];
   }
   if (!judged) return [...out, { assign: settled }];
   const turn = context.brain.context.turnsTaken + 1;
@@ -68,10 +68,7 @@ export function settleGuard(agent: CompiledAgent, context: AgentContext, _event:
 
 /** A guardrail that could not be run (it threw, timed out) fails the run. */
 export function failGuardrail(agent: CompiledAgent, context: AgentContext, event: AgentEvent): Partial<AgentContext> {
-  return {
-    ...resetBatch(agent, context),
-    brain: stopRun(agent, context, { type: 'Failed', error: errorInfo('GuardrailError', as(event, 'io.failed').error) }),
-  };
+  return endRun(agent, context, { type: 'Failed', error: errorInfo('GuardrailError', as(event, 'io.failed').error) });
 }
 
 /** The guards and actions the chart names for guardrails. */

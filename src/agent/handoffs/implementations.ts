@@ -4,12 +4,10 @@
  * over the compiled agent and the run's context (the team itself: handoffs.ts).
  */
 import { bind, emit, type Args } from '../core/bind.js';
-import { feedBrain } from '../core/brain-state.js';
 import type { CompiledAgent } from '../core/compile.js';
 import type { AgentContext } from '../core/context.js';
-import { resetBatch } from '../core/driver-rules.js';
-import { applyToolResults, batchResults } from '../core/run-rules.js';
-import { closeOperations } from '../operations/operation-rules.js';
+import { endRun } from '../core/driver-rules.js';
+import { batchResults } from '../core/run-rules.js';
 import type { AgentEvent } from '../protocol/agent-event.js';
 import { handoffLimitReached, refusedHandoff, settleHandoff } from './handoffs.js';
 
@@ -30,8 +28,7 @@ export function handOff(agent: CompiledAgent, context: AgentContext, _event: Age
 export function refuseHandoff(agent: CompiledAgent, context: AgentContext, _event: AgentEvent): Partial<AgentContext> {
   const { to, results: settled } = handoffOf(agent, context)!;
   const { results, reason } = refusedHandoff(agent.team!, to.name, settled);
-  const brain = applyToolResults({ ...context, toolJournal: results }, agent.maxCalls);
-  return { brain: feedBrain(brain, { type: 'seal', reason }), operations: closeOperations(context.operations), ...resetBatch(agent, context) };
+  return endRun(agent, context, { type: 'seal', reason }, { results });
 }
 
 /** The guards and actions the chart names for handoffs. */

@@ -9,15 +9,16 @@ import { assign, assignWith, bind, type Args } from '../core/bind.js';
 import { conversationOf, pendingCalls } from '../core/brain-state.js';
 import type { CompiledAgent } from '../core/compile.js';
 import type { AgentContext } from '../core/context.js';
-import { conversation, extrasFor, resetBatch, stopRun } from '../core/driver-rules.js';
-import { toolFinished, toolStarted, type Effect } from '../core/effects.js';
+import { conversation, endRun, extrasFor } from '../core/driver-rules.js';
+import { answeredCalls, type Effect } from '../core/effects.js';
+import type { ToolCall, ToolMessage } from '../../schemas.js';
 import { errorInfo, journalResult } from '../core/run-rules.js';
 import type { AgentEmitted } from '../protocol/actor-types.js';
 import { as, type AgentEvent } from '../protocol/agent-event.js';
 import { fromIo, type IoRequest } from '../protocol/io-protocol.js';
 import { keyOf, turnAt } from '../protocol/keys.js';
 import { OperationError } from './operation.js';
-import { applyOperated, applyResumed, closeOperations, openPoint, resumeVerdict, type ResumeVerdict } from './operation-rules.js';
+import { applyOperated, applyResumed, openPoint, resumeVerdict, type ResumeVerdict } from './operation-rules.js';
 import type { OperationHook } from './operation-state.js';
 
 /** The key of a hook point: its step's key (the model call it precedes or follows, the batch it precedes). */
@@ -61,13 +62,14 @@ export function acceptOperated(agent: CompiledAgent, context: AgentContext, even
   out.push({ assign: { operations: applyOperated(context.operations, agent.plan, index, output) } });
   if (!output?.results) return out;
   let toolJournal = context.toolJournal;
+  const answered: { call: ToolCall; result: ToolMessage }[] = [];
   for (const result of output.results) {
     const call = pendingCalls(context.brain).find((pending) => pending.call.id === result.toolCallId)!.call;
     if (toolJournal.some((known) => known.toolCallId === call.id)) continue;
     toolJournal = journalResult(toolJournal, result);
-    out.push({ emit: toolStarted(context, call) });
-    out.push({ emit: toolFinished(context, call, result) });
+    answered.push({ call, result });
   }
+  out.push(...answeredCalls(context, answered));
   out.push({ assign: { toolJournal } });
   return out;
 }
@@ -88,11 +90,7 @@ export function failOperation(agent: CompiledAgent, context: AgentContext, event
         : extrasFor(agent, context)
   ) as OperationError;
   out.push({ emit: { type: 'operation.failed', operation: error.operation, error } });
-  out.push({ assign: {
-    brain: stopRun(agent, context, { type: 'Failed', error: errorInfo('OperationError', error) }),
-    operations: closeOperations(context.operations),
-    ...resetBatch(agent, context),
-  } });
+  out.push({ assign: endRun(agent, context, { type: 'Failed', error: errorInfo('OperationError', error) }) });
   return out;
 }
 

@@ -4,14 +4,13 @@
  * the compiled agent and the run's context (the verdict itself: repetition.ts).
  */
 import { bind, type Args } from '../core/bind.js';
-import { feedBrain, pendingCalls } from '../core/brain-state.js';
+import { pendingCalls } from '../core/brain-state.js';
 import type { CompiledAgent } from '../core/compile.js';
 import type { AgentContext } from '../core/context.js';
-import { resetBatch } from '../core/driver-rules.js';
-import { toolFinished, toolStarted, type Effect } from '../core/effects.js';
-import { applyToolResults, interruptBatch } from '../core/run-rules.js';
+import { endRun, resetBatch } from '../core/driver-rules.js';
+import { answeredCalls, type Effect } from '../core/effects.js';
+import { applyToolResults } from '../core/run-rules.js';
 import { logOf } from '../../brain/message-log.js';
-import { closeOperations } from '../operations/operation-rules.js';
 import type { AgentEvent } from '../protocol/agent-event.js';
 import { repetitionNote, repetitionVerdict, type RepetitionVerdict } from './repetition.js';
 
@@ -26,18 +25,14 @@ export function noteRepetition(agent: CompiledAgent, context: AgentContext, _eve
   const calls = pendingCalls(context.brain).map(({ call }) => call);
   const toolJournal = calls.map((call) => repetitionNote(call, times));
   out.push({ emit: { type: 'repetition.noted', turn: context.brain.context.turnsTaken, times, calls } });
-  toolJournal.forEach((result, i) => (out.push({ emit: toolStarted(context, calls[i]!) }), out.push({ emit: toolFinished(context, calls[i]!, result) })));
+  out.push(...answeredCalls(context, calls.map((call, i) => ({ call, result: toolJournal[i] }))));
   out.push({ assign: { brain: applyToolResults({ ...context, toolJournal }, agent.maxCalls), ...resetBatch(agent, context) } });
   return out;
 }
 
 /** The same batch again after its note: the run is sealed, its calls answered interrupted. */
 export function sealRepetition(agent: CompiledAgent, context: AgentContext, _event: AgentEvent): Partial<AgentContext> {
-  return {
-    brain: feedBrain(interruptBatch(context, agent.maxCalls), { type: 'seal', reason: (repeated(agent, context) as Extract<RepetitionVerdict, { type: 'seal' }>).reason }),
-    operations: closeOperations(context.operations),
-    ...resetBatch(agent, context),
-  };
+  return endRun(agent, context, { type: 'seal', reason: (repeated(agent, context) as Extract<RepetitionVerdict, { type: 'seal' }>).reason });
 }
 
 /** The guards and actions the chart names for repetition. */

@@ -7,7 +7,7 @@ import { bind, type Args } from '../core/bind.js';
 import type { CompiledAgent } from '../core/compile.js';
 import type { AgentContext } from '../core/context.js';
 import type { Effect } from '../core/effects.js';
-import { APPROVALS_OPERATION, approvalEventOf } from '../approvals/approval-events.js';
+import { approvalEventOf, approvalEvents } from '../approvals/approval-events.js';
 import { as, type AgentEvent } from '../protocol/agent-event.js';
 import type { IoRequest } from '../protocol/io-protocol.js';
 import { childUsageCounted, qualifiedCallId, qualifiedCalls, routedEvent, type RoutableEvent } from './subagents.js';
@@ -22,14 +22,12 @@ export function forwardToChild(_agent: CompiledAgent, _context: AgentContext, ev
 
 /** A child's wait for a human, and its refusal of a decision, show at the parent (qualified ids); its usage joins the run once. */
 export function acceptSubagentReport(_agent: CompiledAgent, context: AgentContext, event: AgentEvent): Effect[] {
-  const out: Effect[] = [];
   const { callId, report } = as(event, 'io.subagent');
-  if (report.type === 'usage') return [...out, { assign: childUsageCounted(context, report.childId, report.usage) ?? {} }];
+  if (report.type === 'usage') return [{ assign: childUsageCounted(context, report.childId, report.usage) ?? {} }];
   if (report.type === 'approval.refused') return [{ emit: { ...report.refused, toolCallId: qualifiedCallId(callId, report.refused.toolCallId) } }];
-  const calls = qualifiedCalls(callId, report.calls);
-  out.push({ emit: { type: 'approval.requested', calls, requests: report.requests.map((request) => ({ ...request, toolCallId: qualifiedCallId(callId, request.toolCallId) })) } });
-  out.push({ emit: { type: 'operation.yielded', operation: APPROVALS_OPERATION, reason: 'approval', payload: { calls: calls.map((call) => call.id) } } });
-  return out;
+  const requests = report.requests.map((request) => ({ ...request, toolCallId: qualifiedCallId(callId, request.toolCallId) }));
+  const { requested, yielded } = approvalEvents(qualifiedCalls(callId, report.calls), requests, false);
+  return [{ emit: requested }, { emit: yielded }];
 }
 
 /** The guards and actions the chart names for subagents. */
