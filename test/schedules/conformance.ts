@@ -90,6 +90,9 @@ export function describeScheduleConformance(name: string, harness: ScheduleHarne
       const made = await schedule(store, { id: 'nightly', session: 'reports', agent: 'quick', input: 'Report.', cron: '0 2 * * *', timezone: 'Europe/Paris' });
       expect(made).toMatchObject({ id: 'nightly', session: 'reports', paused: false, runs: 0, lastOutcome: null, timing: { kind: 'cron', cron: '0 2 * * *' } });
       expect(new Date(made.nextAt!).getTime()).toBeGreaterThan(Date.now());
+      // The list is oldest first by a millisecond clock (ties in id order): made in the same
+      // millisecond, as a warm process can, 'hourly' would come first.
+      await new Promise((resolve) => setTimeout(resolve, 2));
       await schedule(store, { id: 'hourly', session: 'pings', agent: 'quick', input: 'Ping.', every: 3_600_000 });
       expect((await listSchedules(store)).map((s) => s.id)).toEqual(['nightly', 'hourly']);
       expect((await pauseSchedule(store, 'hourly')).paused).toBe(true);

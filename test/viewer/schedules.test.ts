@@ -49,12 +49,15 @@ describe('the viewer lists schedules', () => {
       await schedule(store, { id: 'now', session: 'ticket-7', agent: 'reporter', input: 'Check the ticket.', at: Date.now() });
       await schedule(store, { id: '<b>bold</b>', session: 'x', agent: 'reporter', input: 'Go.', every: 60_000, paused: true });
       const scheduler = await startScheduler({ store, agents: { reporter: createAgentMachine({ model: scriptedModel([{ text: 'Done.' }]) }) }, maxIdleMs: 100 });
+      // By id: the list is in creation order, and three schedules made in the same millisecond
+      // come in id order ('<b>bold</b>' first).
+      const byId = async (id: string) => (await listSchedules(store)).find((s) => s.id === id)!;
       try {
-        for (let i = 0; i < 200 && (await listSchedules(store))[1]!.lastOutcome === null; i++) await new Promise((resolve) => setTimeout(resolve, 25));
+        for (let i = 0; i < 200 && (await byId('now')).lastOutcome === null; i++) await new Promise((resolve) => setTimeout(resolve, 25));
       } finally {
         await scheduler.stop();
       }
-      const [nightly, now] = await listSchedules(store);
+      const [nightly, now] = [await byId('nightly'), await byId('now')];
       const iso = (date: Date | null) => date!.toISOString().replace('T', ' ').replace(/\.\d+Z$/, 'Z');
 
       const page = await get(viewer.port, '/schedules');
