@@ -38,7 +38,7 @@ interface EntryRow {
   text_json: string;
   /** bigint: pg gives it as text; a time in ms fits a double exactly. */
   at: string;
-  vector?: number[] | null;
+  vector?: number[] | null | undefined;
 }
 
 const workingOf = (row: WorkingRow): WorkingDoc => ({ content: JSON.parse(row.content_json) as string, version: row.version, updatedAt: Number(row.updated_at) });

@@ -83,7 +83,7 @@ export function restateSchedules(options: RestateSchedulesOptions = {}) {
   const arm = (ctx: restate.ObjectContext, due: number, now: number) => {
     ctx.genericSend({ service: name, method: 'fire', key: ctx.key, parameter: { due }, inputSerde: json, delay: Math.max(0, due - now) });
   };
-  const register = (ctx: restate.ObjectContext, method: 'add' | 'remove', parameter: { id: string; createdAt?: number }) =>
+  const register = (ctx: restate.ObjectContext, method: 'add' | 'remove', parameter: { id: string; createdAt?: number | undefined }) =>
     // Awaited: the registry changes before the call returns, in the order the schedule changed.
     ctx.genericCall({ service: registryName, method, key: REGISTRY_KEY, parameter, inputSerde: json, outputSerde: json });
 

@@ -42,13 +42,13 @@ export type StepOutcome = ({ ok: true; value: unknown } | { ok: false; error: Jo
 export interface JournaledError {
   name: string;
   message: string;
-  status?: number;
-  code?: string;
-  retryable?: boolean;
-  retryAfterMs?: number;
+  status?: number | undefined;
+  code?: string | undefined;
+  retryable?: boolean | undefined;
+  retryAfterMs?: number | undefined;
   /** A `ModelError`: rebuilt as one. */
-  model?: true;
-  cause?: JournaledError;
+  model?: true | undefined;
+  cause?: JournaledError | undefined;
 }
 
 /** As deep as `fallbackTrigger` reads causes. */
@@ -89,7 +89,7 @@ function journaled(error: unknown, depth = 0): JournaledError {
 /** The error a failed step hands back to the agent, from what the journal kept. */
 function rebuilt({ name, message, status, code, retryable, retryAfterMs, model, cause: journaledCause }: JournaledError): Error {
   const cause = journaledCause && rebuilt(journaledCause);
-  const error: Error & { status?: number; code?: string } = model
+  const error: Error & { status?: number | undefined; code?: string | undefined } = model
     ? new ModelError(message, { status, retryable: retryable ?? false, retryAfterMs, cause })
     : new Error(message, cause && { cause });
   if (!model && status !== undefined) error.status = status;

@@ -44,7 +44,7 @@ export function endRun(
   agent: CompiledAgent,
   context: AgentContext,
   end: RunEnd,
-  { results, slices }: { results?: readonly ToolMessage[]; slices?: Slices } = {},
+  { results, slices }: { results?: readonly ToolMessage[] | undefined; slices?: Slices | undefined } = {},
 ): Pick<AgentContext, 'brain' | 'operations'> & ReturnType<typeof resetBatch> {
   const batch = () => (results ? applyToolResults({ ...context, toolJournal: results }, agent.maxCalls) : interruptBatch(context, agent.maxCalls));
   const concluded = context.brain.value === 'Terminal';
