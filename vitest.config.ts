@@ -10,7 +10,8 @@ import { SlowFirstSequencer } from './test/support/sequencer.js';
  * - `processes`: `*.process.test.ts`, suites built on real child processes in the fast project's
  *   time range (a few to 30 s each): the README's commands, the CLI, Ctrl-C and SIGKILL of a session.
  * - `slow`: `*.crash.test.ts` (SIGKILL series, minutes each) and `*.slow.test.ts` (the packed
- *   tarball in fresh consumers, long races).
+ *   tarball in fresh consumers, long races, whole-program compiles, property tests at full size:
+ *   `fast` runs a smaller twin of each).
  * - `browser`: `*.browser.test.ts`, pages in Debian's chromium (skipped without /usr/bin/chromium).
  * - `mcp`: `test/mcp/`, real MCP servers as child processes and over HTTP.
  * - `distributed`: `test/distributed/`, against a real Restate server (`npm run setup:restate`).

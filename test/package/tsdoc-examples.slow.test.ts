@@ -2,7 +2,8 @@
  * Every `@example` in the package's TSDoc is type-checked (issue 19): the ```ts blocks of
  * src/** and machines/** compiled against the sources through the `loopchart` paths (see
  * doc-examples.ts for how a fragment gets its imports). A block that stops compiling (an API
- * renamed, a name imported from the wrong entry) fails here with its file and line.
+ * renamed, a name imported from the wrong entry) fails here with its file and line. One compile
+ * of the whole program (about 20 s of CPU), so it runs with the slow project, not `test:fast`.
  */
 import { describe, expect, it } from 'vitest';
 import { compileExamples, docExamples, type DocExample } from './doc-examples.js';

@@ -6,7 +6,6 @@
  * install and agreeing with the README (children whose module resolution lacks the package).
  */
 import { spawn } from 'node:child_process';
-import { createRequire } from 'node:module';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -17,16 +16,24 @@ import { main } from '../../src/cli/main.js';
 import { scriptedModel } from '../../src/models/scripted.js';
 import { DurableSession } from '../../src/sessions/durable-session.js';
 import { SqliteSessionStore } from '../../src/stores/sqlite.js';
+import { bundledCommand, type NodeCommand } from './fixtures/processes.js';
 
 const REPO = fileURLToPath(new URL('../../', import.meta.url));
 const BIN = join(REPO, 'bin', 'loopchart.js');
-const TSX = pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href;
 const HIDE = pathToFileURL(fileURLToPath(new URL('./fixtures/hide-packages.mjs', import.meta.url))).href;
 const CLI = join(REPO, 'src', 'cli.ts');
 
 const dir = mkdtempSync(join(tmpdir(), 'loopchart-cli-unix-'));
 const db = join(dir, 'sessions.db');
-afterAll(() => rmSync(dir, { recursive: true, force: true }));
+/** src/cli.ts as a bundle, for the children that hide a package (see bundledCommand). */
+let cliBundle: NodeCommand;
+beforeAll(async () => {
+  cliBundle = await bundledCommand(CLI);
+});
+afterAll(() => {
+  cliBundle?.dispose();
+  rmSync(dir, { recursive: true, force: true });
+});
 
 const INVISIBLE = '\u2028\u2029\u200b\ufeff';
 
@@ -140,7 +147,7 @@ describe('one escape for everything printed', () => {
 /** The CLI in a child whose module resolution lacks `packages`, as a project without them installed. */
 function withoutPackages(packages: string, args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', TSX, '--import', HIDE, CLI, ...args], {
+    const child = spawn(process.execPath, ['--import', HIDE, ...cliBundle.args, ...args], {
       env: { ...process.env, LOOPCHART_HIDE_PACKAGES: packages },
       stdio: ['ignore', 'pipe', 'pipe'],
     });

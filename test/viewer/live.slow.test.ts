@@ -4,6 +4,8 @@
  * and the server's buffered bytes stay under the bound the whole time; a page that reads gets
  * only what changed since its cursor (one message per step, not the whole log); a dropped page
  * that reconnects with its last event id continues where it was. The same for `viewerInspector`.
+ * A slow-project file: before the server buffers a byte for the stuck page, the loopback socket's
+ * kernel buffers (megabytes) fill, about 14 s of steps.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MemorySessionStore } from '../../src/stores/memory.js';

@@ -1,63 +1,20 @@
 /**
  * One measure of a request (seed 000: the trigger sees the true size of the next request; seed
  * 001: a pass that cannot help ends `Failed(CompactionStalled)`), swept over random
- * configurations through the actor, `DurableSession` and `AgentStepper`.
+ * configurations through the actor, `DurableSession` and `AgentStepper` (request-size-sweeps.ts):
+ * here 150, 30 and 30 of them for `test:fast`; request-size.slow.test.ts runs 1,000, 150 and 150.
  */
-import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { createActor, toPromise } from 'xstate';
+import { z } from 'zod';
 import { createAgentMachine } from '../../../machines/agent.machine.js';
-import { type AgentOutput } from '../../../src/agent/protocol/actor-types.js';
-import { AgentStepper } from '../../../src/agent/hosts/stepper.js';
 import { calibrated, requestTokens } from '../../../src/agent/core/request-size.js';
 import { MAX_COMPACTION_PASSES } from '../../../src/agent/core/run-rules.js';
-import { DurableSession } from '../../../src/sessions/durable-session.js';
-import { MemorySessionStore } from '../../../src/stores/memory.js';
-import { estimateTokens } from '../../../src/tokens.js';
-import { z } from 'zod';
 import type { Model } from '../../../src/model.js';
+import { estimateTokens } from '../../../src/tokens.js';
 import { defineTool } from '../../../src/tools/define-tool.js';
-import { SWEEP_FAILURES, SWEEP_OUTCOMES, sweepAgent, sweepCase, type SweepCase, type SweepRecord } from '../../support/request-sweep.js';
-
-function checkRun(c: SweepCase, record: SweepRecord, output: AgentOutput): void {
-  // The promise: nothing is sent at or over the emergency line (95 % of the window), let alone over the window.
-  for (const tokens of record.requests) expect(tokens * 100).toBeLessThan(c.window * 95);
-  expect(SWEEP_OUTCOMES).toContain(output.outcome.type);
-  if (output.outcome.type === 'Failed') expect(SWEEP_FAILURES).toContain(output.outcome.error.type);
-  // Passes in a row are bounded, so a run makes at most that many per model call (and one more series).
-  expect(record.compactions).toBeLessThanOrEqual(MAX_COMPACTION_PASSES * (record.requests.length + 1));
-}
-
-async function viaActor(c: SweepCase): Promise<void> {
-  const { config, record } = sweepAgent(c);
-  const actor = createActor(createAgentMachine(config), { input: { prompt: 'Go.' } }).start();
-  checkRun(c, record, await toPromise(actor));
-}
-
-async function viaSession(c: SweepCase): Promise<void> {
-  const { config, record } = sweepAgent(c);
-  const session = await DurableSession.open({ store: new MemorySessionStore(), sessionId: 'sweep', machine: createAgentMachine(config) });
-  try {
-    const done = new Promise<AgentOutput>((resolve) => session.actor.on('run.finished', (e) => resolve(e.output)));
-    session.actor.send({ type: 'input', message: 'Go.' });
-    checkRun(c, record, await done);
-  } finally {
-    await session.close();
-  }
-}
-
-async function viaStepper(c: SweepCase): Promise<void> {
-  const { config, record } = sweepAgent(c);
-  const stepper = new AgentStepper(createAgentMachine(config), { input: { prompt: 'Go.' } });
-  for (let steps = 0; steps < 200; steps++) {
-    const { status, effects } = await stepper.step();
-    if (status !== 'continues') break;
-    stepper.apply(effects);
-  }
-  expect(stepper.status()).toBe('finished');
-  const { output } = stepper.session as unknown as { output: AgentOutput };
-  checkRun(c, record, output);
-}
+import { sweepAgent, type SweepCase } from '../../support/request-sweep.js';
+import { checkRun, describeRequestSweeps } from './request-size-sweeps.js';
 
 describe('one measure of a request', () => {
   it('counts the system parts and the tools beside the conversation', () => {
@@ -111,15 +68,6 @@ describe('one measure of a request', () => {
     expect(output.outcome).toMatchObject({ type: 'Failed', error: { type: 'CompactionStalled' } });
   });
 
-  it('holds over 1,000 random configurations (actor)', async () => {
-    await fc.assert(fc.asyncProperty(sweepCase, viaActor), { numRuns: 1_000 });
-  }, 120_000);
-
-  it('holds through DurableSession', async () => {
-    await fc.assert(fc.asyncProperty(sweepCase, viaSession), { numRuns: 150 });
-  }, 120_000);
-
-  it('holds through AgentStepper', async () => {
-    await fc.assert(fc.asyncProperty(sweepCase, viaStepper), { numRuns: 150 });
-  }, 120_000);
 });
+
+describeRequestSweeps({ actor: 150, session: 30, stepper: 30 });
