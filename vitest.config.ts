@@ -48,14 +48,16 @@ export default defineConfig({
       { extends: true, test: { name: 'browser', include: browser, exclude: servers, testTimeout: 60_000, hookTimeout: 120_000 } },
       { extends: true, test: { name: 'mcp', include: mcp } },
       { extends: true, test: { name: 'slow', include: slow, exclude: servers, hookTimeout: 600_000 } },
-      // One file at a time: each starts its own server and workers on a 2-core machine.
+      // One file at a time: each starts its own server and workers on a 2-core machine. A lock
+      // (one-at-a-time.ts), not fileParallelism: false, which would run them after every other
+      // file, one after another, the other worker idle.
       {
         extends: true,
         test: {
           name: 'distributed',
           include: distributed,
           globalSetup: ['test/distributed/support/global-setup.ts'],
-          fileParallelism: false,
+          setupFiles: ['test/distributed/support/one-at-a-time.ts'],
           testTimeout: 120_000,
           hookTimeout: 120_000,
         },
