@@ -9,17 +9,28 @@ import { execFileSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createAgentMachine } from '../../machines/agent.machine.js';
 import { scriptedModel } from '../../src/models/scripted.js';
 import { DurableSession } from '../../src/sessions/durable-session.js';
 import { SqliteSessionStore } from '../../src/stores/sqlite.js';
 import { agent as slowAgent, SLOW_TOOL_RUNNING } from '../sessions/fixtures/slow-tool-agent.js';
-import { REPO, runNode, startNode, tsxCommand } from '../sessions/fixtures/processes.js';
+import { bundledCommands, REPO, runNode, startNode, tsxCommand, type NodeCommand } from '../sessions/fixtures/processes.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'loopchart-first-run-'));
 const db = join(dir, 'sessions.db');
-afterAll(() => rmSync(dir, { recursive: true, force: true }));
+/** The demo and the durable snippet from bundles (see bundledCommands: a third of tsx's start-up CPU). */
+let demo: NodeCommand;
+let durableSnippet: NodeCommand;
+beforeAll(async () => {
+  const [a, b] = await bundledCommands([join(REPO, 'examples/demo.ts'), join(REPO, 'examples/readme/durable.ts')]);
+  demo = a!;
+  durableSnippet = b!;
+});
+afterAll(() => {
+  demo?.dispose();
+  rmSync(dir, { recursive: true, force: true });
+});
 /** Offline whatever the environment says: the demo's model stays the scripted one. */
 const offline = { OPENAI_BASE_URL: undefined, OPENAI_API_KEY: undefined, LOOPCHART_MODEL: undefined };
 
@@ -71,7 +82,7 @@ describe('the first hour, as processes', () => {
     await store.close();
     const before = await stored('demo-finished');
 
-    const run = await runNode([...tsxCommand(join(REPO, 'examples/demo.ts')).args, '--resume', 'demo-finished'], { cwd: dir, env: { ...offline, LOOPCHART_STORE: db } });
+    const run = await runNode([...demo.args, '--resume', 'demo-finished'], { cwd: dir, env: { ...offline, LOOPCHART_STORE: db } });
     const out = run.lines.join('\n');
     expect(run.code, run.stderr).toBe(0);
     expect(out).toContain("the session's last run finished (Completed); there is nothing to resume, and no model was called.");
@@ -86,10 +97,9 @@ describe('the first hour, as processes', () => {
   it('the durable snippet runs twice in one folder, and its .loopchart/ folder stays out of git', async () => {
     const project = join(dir, 'project');
     execFileSync('git', ['init', '-q', project]);
-    const snippet = join(REPO, 'examples/readme/durable.ts');
     const promised = "{ type: 'Completed', finalText: 'The export failed on a timeout.' }";
     for (const attempt of [1, 2]) {
-      const run = await runNode([...tsxCommand(snippet).args], { cwd: project, env: { TSX_TSCONFIG_PATH: join(REPO, 'tsconfig.json'), LOOPCHART_STORE: undefined } });
+      const run = await runNode(durableSnippet.args, { cwd: project, env: { TSX_TSCONFIG_PATH: join(REPO, 'tsconfig.json'), LOOPCHART_STORE: undefined } });
       expect(run.code, `run ${attempt}: ${run.stderr}`).toBe(0);
       expect(run.lines.join('\n'), `run ${attempt}`).toContain(promised);
     }

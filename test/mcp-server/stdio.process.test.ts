@@ -12,19 +12,28 @@ import { runAgent } from '../../src/index.js';
 import { mcpTools } from '../../src/mcp.js';
 import { SqliteSessionStore } from '../../src/sqlite.js';
 import { scriptedModel } from '../../src/testing.js';
-import { client, scratchDir, STDIO_SERVER, TSX, until } from './support.js';
+import { bundledCommand, type NodeCommand } from '../sessions/fixtures/processes.js';
+import { client, scratchDir, STDIO_SERVER, until } from './support.js';
 
 const scratch = scratchDir();
 const db = join(scratch.dir, 'mcp.db');
+/** The fixture server as a bundle (see bundledCommand: a third of tsx's start-up CPU). */
+let server: NodeCommand;
+beforeAll(async () => {
+  server = await bundledCommand(STDIO_SERVER);
+});
 const serverParams = (env: Record<string, string> = {}) => ({
   command: process.execPath,
-  args: ['--import', TSX, STDIO_SERVER, db],
+  args: [...server.args, db],
   env: { PATH: process.env.PATH ?? '', SLOW_MS: '3000', ...env },
   stderr: 'pipe' as const,
 });
 const text = (result: CallToolResult) => (result.content[0] as { text: string }).text;
 
-afterAll(() => scratch.remove());
+afterAll(() => {
+  server?.dispose();
+  scratch.remove();
+});
 
 describe('an MCP client over stdio', () => {
   const { client: mcp, asked } = client((message) => ({ action: 'accept', content: message.includes('delete_file') ? { approve: true } : { approve: false } }));
@@ -132,7 +141,7 @@ describe('clients that cannot answer, and clients that leave', () => {
   }, 30_000);
 
   it('a client that dies mid-run (its pipes close, no signal): with a store the run goes on to its end in the session, then the server exits', async () => {
-    const child = spawn(process.execPath, ['--import', TSX, STDIO_SERVER, db], { env: { PATH: process.env.PATH ?? '', SLOW_MS: '1500' }, stdio: ['pipe', 'pipe', 'inherit'] });
+    const child = spawn(process.execPath, [...server.args, db], { env: { PATH: process.env.PATH ?? '', SLOW_MS: '1500' }, stdio: ['pipe', 'pipe', 'inherit'] });
     const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
     const send = (message: object) => child.stdin.write(`${JSON.stringify(message)}\n`);
     send({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'raw', version: '1' } } });
@@ -154,7 +163,7 @@ describe('clients that cannot answer, and clients that leave', () => {
 
 describe('a loopchart agent that uses a loopchart agent over MCP (mcpTools, stdio)', () => {
   it('the coordinator calls the served agent as a tool and reads its answer; a repeated call (same idempotency key, as a resumed parent sends) attaches to the run the first one made', async () => {
-    const served = await mcpTools({ command: process.execPath, args: ['--import', TSX, STDIO_SERVER, db] }, { prefix: 'team_' });
+    const served = await mcpTools({ command: process.execPath, args: [...server.args, db] }, { prefix: 'team_' });
     try {
       const { text: answer, outcome } = await runAgent({
         model: scriptedModel([

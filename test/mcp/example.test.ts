@@ -3,14 +3,20 @@ import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { bundledCommand, type NodeCommand } from '../sessions/fixtures/processes.js';
 
 const REPO = fileURLToPath(new URL('../../', import.meta.url));
-const TSX = new URL('../../node_modules/tsx/dist/loader.mjs', import.meta.url).href;
+/** The example as a bundle (see bundledCommand: a third of tsx's start-up CPU). */
+let example: NodeCommand;
+beforeAll(async () => {
+  example = await bundledCommand(join(REPO, 'examples/mcp.ts'));
+});
+afterAll(() => example?.dispose());
 
 function run(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', TSX, join(REPO, 'examples/mcp.ts'), ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [...example.args, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));

@@ -12,11 +12,16 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { InvalidToolError } from '../../src/index.js';
 import { mcpTools, McpResultTooLargeError, type McpTools } from '../../src/mcp.js';
 import { runToolCalls } from '../../src/tools/run-tools.js';
+import { bundledCommand, type NodeCommand } from '../sessions/fixtures/processes.js';
 import { eventually } from './support.js';
 
 const HOSTILE = fileURLToPath(new URL('./fixtures/hostile-server.mjs', import.meta.url));
-const HOST = fileURLToPath(new URL('./fixtures/host.ts', import.meta.url));
-const TSX = fileURLToPath(new URL('../../node_modules/tsx/dist/loader.mjs', import.meta.url));
+/** fixtures/host.ts as a bundle (see bundledCommand: a third of tsx's start-up CPU). */
+let hostCommand: NodeCommand;
+beforeAll(async () => {
+  hostCommand = await bundledCommand(fileURLToPath(new URL('./fixtures/host.ts', import.meta.url)));
+});
+afterAll(() => hostCommand?.dispose());
 const hostile = (env: Record<string, string> = {}) => ({ command: process.execPath, args: [HOSTILE], env });
 
 /** Running, and not a zombie waiting to be reaped (a killed process whose parent is gone may stay one). */
@@ -113,7 +118,7 @@ describe('a tool list with tools the MCP schema refuses', () => {
 describe('servers die with their host', () => {
   /** Runs fixtures/host.ts, which ends as `how` says; returns the pids it printed. */
   async function host(how: 'exit' | 'throw' | 'signal'): Promise<{ server: number; grandchild: number; code: number | null; signal: string | null }> {
-    const child = spawn(process.execPath, ['--import', TSX, HOST, how], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [...hostCommand.args, how], { stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (chunk: Buffer) => {

@@ -4,12 +4,11 @@
  * examples print it and exit non-zero, and the CLI does the same on stderr.
  */
 import { spawn } from 'node:child_process';
-import { createRequire } from 'node:module';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath, pathToFileURL } from 'node:url';
-import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { fileURLToPath } from 'node:url';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { createAgentMachine } from '../../../machines/agent.machine.js';
 import { ModelError, openAICompatibleModel, RunFailedError, runAgent, streamAgent, type Model } from '../../../src/index.js';
 import { DurableSession } from '../../../src/sessions/durable-session.js';
@@ -17,11 +16,23 @@ import { SqliteSessionStore } from '../../../src/stores/sqlite.js';
 import { scriptedModel } from '../../../src/testing.js';
 import { startChatServer, type ChatServer } from '../../support/chat-server.js';
 import { REFUSAL } from '../../sessions/fixtures/failing-agent.js';
+import { bundledCommands, tsxCommand, type NodeCommand } from '../../sessions/fixtures/processes.js';
 
 const REPO = fileURLToPath(new URL('../../../', import.meta.url));
-const TSX = pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href;
 const dir = mkdtempSync(join(tmpdir(), 'loopchart-failures-'));
-afterAll(() => rmSync(dir, { recursive: true, force: true }));
+/**
+ * The snippets from bundles (see bundledCommands: a third of tsx's start-up CPU); src/cli.ts,
+ * which loads an --agent module, through tsx, so the module and the CLI share one library.
+ */
+const SNIPPETS = ['examples/readme/quickstart.ts', 'examples/readme/real-model.ts'];
+const bundles = new Map<string, NodeCommand>();
+beforeAll(async () => {
+  (await bundledCommands(SNIPPETS.map((file) => join(REPO, file)))).forEach((command, i) => bundles.set(SNIPPETS[i]!, command));
+});
+afterAll(() => {
+  bundles.forEach((command) => command.dispose());
+  rmSync(dir, { recursive: true, force: true });
+});
 
 const UNAUTHORIZED = { type: 'error' as const, status: 401, body: { error: { message: 'Incorrect API key provided: sk-wrong.' } } };
 
@@ -30,7 +41,8 @@ function runTs(file: string, args: string[], env: Record<string, string | undefi
   const base: NodeJS.ProcessEnv = { ...process.env, TSX_TSCONFIG_PATH: join(REPO, 'tsconfig.json'), NO_COLOR: '1' };
   for (const name of ['OPENAI_BASE_URL', 'OPENAI_API_KEY', 'LOOPCHART_MODEL', 'LOOPCHART_STORE']) delete base[name];
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', TSX, join(REPO, file), ...args], { cwd: dir, env: { ...base, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const command = bundles.get(file) ?? tsxCommand(join(REPO, file));
+    const child = spawn(process.execPath, [...command.args, ...args], { cwd: dir, env: { ...base, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';
     child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
