@@ -1,5 +1,4 @@
 import { writeFile } from 'node:fs/promises';
-import { parseArgs } from 'node:util';
 import type { AgentConfig } from '../agent/core/config.js';
 import type { EvalCase } from '../evals/dataset.js';
 import { saveCases } from '../evals/dataset.js';
@@ -14,7 +13,7 @@ import { importAgentModule } from './agent.js';
 import { CliError, UsageError } from './errors.js';
 import { escapeLine } from './escape.js';
 import { noStore, withStore, type Io } from './sessions.js';
-import { parseLocation } from './store.js';
+import { parseCommandArgs, storeCommandOptions } from './args.js';
 
 export const EVAL_USAGE = `usage: loopchart eval DATASET --agent MODULE [options]
        loopchart eval record DATASET [--store LOCATION] [--session ID ...] [--prefix P]
@@ -44,32 +43,25 @@ options:
 
 exit codes: 0 gate passed, 1 gate failed or an error, 2 bad usage`;
 
-function parse(argv: string[]) {
-  return parseArgs({
-    args: argv,
-    allowPositionals: true,
-    strict: true,
-    options: {
-      agent: { type: 'string' },
-      scorers: { type: 'string' },
-      'dry-run': { type: 'boolean' },
-      'live-tools': { type: 'string' },
-      concurrency: { type: 'string' },
-      results: { type: 'string' },
-      fresh: { type: 'boolean' },
-      format: { type: 'string' },
-      out: { type: 'string', short: 'o' },
-      timeout: { type: 'string' },
-      'max-failed': { type: 'string' },
-      'keep-runs': { type: 'boolean' },
-      store: { type: 'string' },
-      schema: { type: 'string' },
-      session: { type: 'string', multiple: true },
-      prefix: { type: 'string' },
-      help: { type: 'boolean', short: 'h' },
-    },
-  });
-}
+/** `loopchart eval`'s own options (besides the store's and the help). */
+const EVAL_ARGS = {
+  agent: { type: 'string' },
+  scorers: { type: 'string' },
+  'dry-run': { type: 'boolean' },
+  'live-tools': { type: 'string' },
+  concurrency: { type: 'string' },
+  results: { type: 'string' },
+  fresh: { type: 'boolean' },
+  format: { type: 'string' },
+  out: { type: 'string', short: 'o' },
+  timeout: { type: 'string' },
+  'max-failed': { type: 'string' },
+  'keep-runs': { type: 'boolean' },
+  session: { type: 'string', multiple: true },
+  prefix: { type: 'string' },
+} as const;
+
+const parse = (argv: string[]) => parseCommandArgs(argv, EVAL_ARGS);
 
 const wholeNumber = (name: string, text: string | undefined, fallback: number, min = 0): number => {
   if (text === undefined) return fallback;
@@ -79,13 +71,7 @@ const wholeNumber = (name: string, text: string | undefined, fallback: number, m
 
 /** `loopchart eval …` (argv after `eval`). */
 export async function evalCommand(argv: string[], io: Io): Promise<number> {
-  let parsed: ReturnType<typeof parse>;
-  try {
-    parsed = parse(argv);
-  } catch (error) {
-    throw new UsageError((error as Error).message);
-  }
-  const { values, positionals } = parsed;
+  const { values, positionals } = parse(argv);
   if (values.help || positionals.length === 0) {
     io.out(EVAL_USAGE);
     return values.help ? 0 : 2;
@@ -127,8 +113,8 @@ export async function evalCommand(argv: string[], io: Io): Promise<number> {
   };
   if (!values['keep-runs']) return evaluate();
   // The new runs go beside the recordings, so one viewer serves both sides of a case.
-  const location = parseLocation(values.store ?? process.env.LOOPCHART_STORE);
-  return withStore({ location, ...(values.schema !== undefined && { schema: values.schema }), full: false, io }, evaluate, noStore(location));
+  const options = storeCommandOptions(values, io);
+  return withStore(options, evaluate, noStore(options.location));
 }
 
 /**
@@ -157,9 +143,9 @@ async function loadScorers(modulePath: string): Promise<Scorer[]> {
 
 async function record(dataset: string, values: ReturnType<typeof parse>['values'], io: Io): Promise<number> {
   if (!values.session && values.prefix === undefined) throw new UsageError('loopchart eval record needs --session ID (repeatable) or --prefix P');
-  const location = parseLocation(values.store ?? process.env.LOOPCHART_STORE);
+  const options = storeCommandOptions(values, io);
   return withStore(
-    { location, ...(values.schema !== undefined && { schema: values.schema }), full: false, io },
+    options,
     async (store) => {
       const { cases, problems } = await recordCases(store, { ...(values.session && { ids: values.session }), ...(values.prefix !== undefined && { prefix: values.prefix }) });
       const files = await saveCases(dataset, cases);
@@ -168,6 +154,6 @@ async function record(dataset: string, values: ReturnType<typeof parse>['values'
       io.out(`${files.length} case(s) recorded, ${problems.length} not`);
       return problems.length === 0 ? 0 : 1;
     },
-    noStore(location),
+    noStore(options.location),
   );
 }

@@ -1,10 +1,9 @@
-import { parseArgs } from 'node:util';
 import type { SessionStore } from '../stores/session-store.js';
 import { deleteScope, exportScope, listScopes } from '../memory/privacy.js';
 import { UnknownCommandError, UsageError } from './errors.js';
 import { escapeLine } from './escape.js';
-import { noStore, withStore, type CommandOptions, type Io } from './sessions.js';
-import { parseLocation } from './store.js';
+import { parseCommandArgs, storeCommandOptions } from './args.js';
+import { noStore, withStore, type Io } from './sessions.js';
 
 export const MEMORY_USAGE = `usage: loopchart memory <command> [options]
 
@@ -18,40 +17,15 @@ options:
                     sqlite:PATH, or postgres://...
   --schema NAME     the PostgreSQL schema holding the tables (default loopchart)`;
 
-function parse(argv: string[]) {
-  return parseArgs({
-    args: argv,
-    allowPositionals: true,
-    strict: true,
-    options: {
-      store: { type: 'string' },
-      schema: { type: 'string' },
-      yes: { type: 'boolean' },
-      help: { type: 'boolean', short: 'h' },
-    },
-  });
-}
-
 /** `loopchart memory …`: list, export and delete what memory keeps per scope beside a store's sessions. */
 export async function memoryCommand(argv: string[], io: Io): Promise<number> {
-  let parsed: ReturnType<typeof parse>;
-  try {
-    parsed = parse(argv);
-  } catch (error) {
-    throw new UsageError((error as Error).message);
-  }
-  const { values, positionals } = parsed;
+  const { values, positionals } = parseCommandArgs(argv, { yes: { type: 'boolean' } });
   const [command, ...rest] = positionals;
   if (values.help || command === undefined) {
     io.out(MEMORY_USAGE);
     return 0;
   }
-  const options: CommandOptions = {
-    location: parseLocation(values.store ?? process.env.LOOPCHART_STORE),
-    ...(values.schema !== undefined && { schema: values.schema }),
-    full: false,
-    io,
-  };
+  const options = storeCommandOptions(values, io);
   const onStore = (work: (store: SessionStore) => Promise<number>) => withStore(options, work, noStore(options.location));
   switch (command) {
     case 'list':

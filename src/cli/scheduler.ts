@@ -1,4 +1,3 @@
-import { parseArgs } from 'node:util';
 import { createAgentMachine, type AgentMachine } from '../../machines/agent.machine.js';
 import { startScheduler, type ScheduleTick } from '../schedules/scheduler.js';
 import { openSessionStore } from '../stores/open.js';
@@ -7,6 +6,7 @@ import { CliError, UsageError } from './errors.js';
 import { escapeLine } from './escape.js';
 import type { Io } from './sessions.js';
 import { parseLocation } from './store.js';
+import { parseCommandArgs } from './args.js';
 
 export const SCHEDULER_USAGE = `usage: loopchart scheduler --agents MODULE [options]
 
@@ -30,23 +30,14 @@ options:
 
 exit codes: 0 stopped by a signal, 1 an error (the module, the store), 2 bad usage`;
 
-function parse(argv: string[]) {
-  return parseArgs({
-    args: argv,
-    allowPositionals: true,
-    strict: true,
-    options: {
-      agents: { type: 'string' },
-      store: { type: 'string' },
-      schema: { type: 'string' },
-      'grace-ms': { type: 'string' },
-      'lease-ms': { type: 'string' },
-      'max-concurrent': { type: 'string' },
-      'max-idle-ms': { type: 'string' },
-      help: { type: 'boolean', short: 'h' },
-    },
-  });
-}
+/** The scheduler's own options (besides the store's and the help). */
+const SCHEDULER_ARGS = {
+  agents: { type: 'string' },
+  'grace-ms': { type: 'string' },
+  'lease-ms': { type: 'string' },
+  'max-concurrent': { type: 'string' },
+  'max-idle-ms': { type: 'string' },
+} as const;
 
 /** A whole number option, or its default; the scheduler checks the range (a typed error, exit 1). */
 function wholeNumber(name: string, text: string | undefined): number | undefined {
@@ -97,13 +88,7 @@ function watchSignals(): { next: Promise<NodeJS.Signals>; off(): void } {
 
 /** `loopchart scheduler …` (argv after `scheduler`): runs until a signal, then stops cleanly. */
 export async function schedulerCommand(argv: string[], io: Io): Promise<number> {
-  let parsed: ReturnType<typeof parse>;
-  try {
-    parsed = parse(argv);
-  } catch (error) {
-    throw new UsageError((error as Error).message);
-  }
-  const { values, positionals } = parsed;
+  const { values, positionals } = parseCommandArgs(argv, SCHEDULER_ARGS);
   if (values.help) {
     io.out(SCHEDULER_USAGE);
     return 0;

@@ -1,11 +1,10 @@
-import { parseArgs } from 'node:util';
 import { openSessionStore } from '../stores/open.js';
 import type { SessionStore } from '../stores/session-store.js';
 import { deleteSchedule, listSchedules, pauseSchedule, resumeSchedule, schedule, type ScheduleInfo, type ScheduleOptions } from '../schedules/schedules.js';
 import { UnknownCommandError, UsageError } from './errors.js';
 import { escapeLine } from './escape.js';
-import { noStore, withStore, type CommandOptions, type Io } from './sessions.js';
-import { parseLocation } from './store.js';
+import { parseCommandArgs, storeCommandOptions } from './args.js';
+import { noStore, withStore, type Io } from './sessions.js';
 
 export const SCHEDULES_USAGE = `usage: loopchart schedules <command> [options]
 
@@ -20,29 +19,20 @@ options:
                     sqlite:PATH, or postgres://...
   --schema NAME     the PostgreSQL schema holding the tables (default loopchart)`;
 
-function parse(argv: string[]) {
-  return parseArgs({
-    args: argv,
-    allowPositionals: true,
-    strict: true,
-    options: {
-      store: { type: 'string' },
-      schema: { type: 'string' },
-      id: { type: 'string' },
-      session: { type: 'string' },
-      agent: { type: 'string' },
-      input: { type: 'string' },
-      at: { type: 'string' },
-      every: { type: 'string' },
-      cron: { type: 'string' },
-      timezone: { type: 'string' },
-      missed: { type: 'string' },
-      overlap: { type: 'string' },
-      paused: { type: 'boolean' },
-      help: { type: 'boolean', short: 'h' },
-    },
-  });
-}
+/** The options of `schedules add` (besides the store's and the help). */
+const ADD_ARGS = {
+  id: { type: 'string' },
+  session: { type: 'string' },
+  agent: { type: 'string' },
+  input: { type: 'string' },
+  at: { type: 'string' },
+  every: { type: 'string' },
+  cron: { type: 'string' },
+  timezone: { type: 'string' },
+  missed: { type: 'string' },
+  overlap: { type: 'string' },
+  paused: { type: 'boolean' },
+} as const;
 
 const when = (date: Date | null) => (date ? date.toISOString().replace(/\.\d{3}Z$/, 'Z') : '-');
 const timingOf = (info: ScheduleInfo) =>
@@ -56,24 +46,13 @@ function line(info: ScheduleInfo): string {
 
 /** `loopchart schedules …`: list, add, pause, resume and delete the schedules of a store. */
 export async function schedulesCommand(argv: string[], io: Io): Promise<number> {
-  let parsed: ReturnType<typeof parse>;
-  try {
-    parsed = parse(argv);
-  } catch (error) {
-    throw new UsageError((error as Error).message);
-  }
-  const { values, positionals } = parsed;
+  const { values, positionals } = parseCommandArgs(argv, ADD_ARGS);
   const [command, ...rest] = positionals;
   if (values.help || command === undefined) {
     io.out(SCHEDULES_USAGE);
     return 0;
   }
-  const options: CommandOptions = {
-    location: parseLocation(values.store ?? process.env.LOOPCHART_STORE),
-    ...(values.schema !== undefined && { schema: values.schema }),
-    full: false,
-    io,
-  };
+  const options = storeCommandOptions(values, io);
   const one = (work: (store: SessionStore, id: string) => Promise<ScheduleInfo | void>, done: string) => {
     if (rest.length !== 1) throw new UsageError(`usage: loopchart schedules ${command} ID`);
     return withStore(

@@ -1,0 +1,35 @@
+import { parseArgs, type ParseArgsConfig } from 'node:util';
+import { UsageError } from './errors.js';
+import type { CommandOptions, Io } from './sessions.js';
+import { parseLocation } from './store.js';
+
+/** The options every command group on a store takes: where the store is, and the help. */
+const STORE_ARGS = {
+  store: { type: 'string' },
+  schema: { type: 'string' },
+  help: { type: 'boolean', short: 'h' },
+} as const;
+
+type ArgOptions = NonNullable<ParseArgsConfig['options']>;
+
+/**
+ * A command group's arguments, strict, with positionals, its own options beside `--store`,
+ * `--schema` and `--help`; what `parseArgs` refuses is a `UsageError` (exit 2).
+ */
+export function parseCommandArgs<const O extends ArgOptions>(argv: string[], options: O): ReturnType<typeof parseArgs<{ args: string[]; allowPositionals: true; strict: true; options: typeof STORE_ARGS & O }>> {
+  try {
+    return parseArgs({ args: argv, allowPositionals: true, strict: true, options: { ...STORE_ARGS, ...options } as typeof STORE_ARGS & O });
+  } catch (error) {
+    throw new UsageError((error as Error).message);
+  }
+}
+
+/** The store a command works on: `--store`, else `$LOOPCHART_STORE`, else the default file; `--schema` for PostgreSQL. */
+export function storeCommandOptions(values: { store?: string | undefined; schema?: string | undefined }, io: Io): CommandOptions {
+  return {
+    location: parseLocation(values.store ?? process.env.LOOPCHART_STORE),
+    ...(values.schema !== undefined && { schema: values.schema }),
+    full: false,
+    io,
+  };
+}
