@@ -1,5 +1,5 @@
 import { InvalidConfigError } from '../errors.js';
-import { isPostgresTables } from '../schedules/postgres-backend.js';
+import { isPostgresTables } from '../stores/beside-sessions.js';
 import { MemorySessionStore } from '../stores/memory.js';
 import type { SessionStore } from '../stores/session-store.js';
 import { SqliteSessionStore } from '../stores/sqlite.js';

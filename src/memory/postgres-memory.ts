@@ -1,6 +1,5 @@
 import type { PoolClient } from 'pg';
-import type { PostgresTables } from '../schedules/postgres-backend.js';
-import { StoreSchemaVersionError } from '../stores/errors.js';
+import { postgresBeside, type BesideTransaction, type PostgresTables } from '../stores/beside-sessions.js';
 import type { MemoryBackend, MemoryEntry, MemoryHit, ScopeExport, ScopeSummary, SearchOptions, WorkingDoc } from './memory-backend.js';
 import { isPlainTerm, wordsOf } from './search-terms.js';
 import { mostSimilar } from './similarity.js';
@@ -52,57 +51,38 @@ function entryOf(row: EntryRow): MemoryEntry {
 /** A vector as a float8[] literal: JavaScript's shortest round-trip digits, read back exactly. */
 const arrayLiteral = (vector: readonly number[]): string => `{${vector.join(',')}}`;
 
+/** The memory tables in the store's schema (`s`: the schema, quoted). */
+const MEMORY_TABLES = (s: string): string => `
+  CREATE TABLE ${s}.memory_working (
+    scope        text PRIMARY KEY,
+    content_json text NOT NULL,
+    -- content.length as JavaScript counts it, for listScopes without reading the document.
+    chars        integer NOT NULL,
+    version      integer NOT NULL,
+    updated_at   bigint NOT NULL
+  );
+  CREATE TABLE ${s}.memory_entries (
+    scope      text NOT NULL,
+    session_id text NOT NULL,
+    position   integer NOT NULL,
+    -- The order entries were indexed in, for exportScope.
+    id         bigint GENERATED ALWAYS AS IDENTITY,
+    role       text NOT NULL,
+    text_json  text NOT NULL,
+    at         bigint NOT NULL,
+    vector     float8[],
+    words      tsvector NOT NULL,
+    PRIMARY KEY (scope, session_id, position)
+  );
+  CREATE INDEX memory_entries_words ON ${s}.memory_entries USING gin (words);
+`;
+
 export class PostgresMemory implements MemoryBackend {
-  readonly #store: PostgresTables;
-  #ready: Promise<void> | undefined;
+  /** One transaction, the tables made (or their version checked) first, once per backend. */
+  readonly #tx: BesideTransaction;
 
   constructor(store: PostgresTables) {
-    this.#store = store;
-  }
-
-  /** One transaction, the tables made (or their version checked) first, once per backend. */
-  async #tx<T>(work: (client: PoolClient, s: string) => Promise<T>): Promise<T> {
-    this.#ready ??= this.#store.besideSessions((client, s) => this.#migrate(client, s)).catch((error: unknown) => {
-      // Not kept: a server that was down at first use must not fail every later call.
-      this.#ready = undefined;
-      throw error;
-    });
-    await this.#ready;
-    return this.#store.besideSessions(work);
-  }
-
-  async #migrate(client: PoolClient, s: string): Promise<void> {
-    // The store's own migration lock: concurrent first uses wait here.
-    await client.query('SELECT pg_advisory_xact_lock(hashtext($1))', [`loopchart schema ${this.#store.schema}`]);
-    const found = await client.query<{ value: string }>(`SELECT value FROM ${s}.meta WHERE key = $1`, [META_KEY]);
-    const version = found.rows[0]?.value;
-    if (version !== undefined && version !== String(SCHEMA_VERSION)) throw new StoreSchemaVersionError(`PostgreSQL schema ${this.#store.schema} (memory)`, version, SCHEMA_VERSION);
-    if (version !== undefined) return;
-    await client.query(`
-      CREATE TABLE ${s}.memory_working (
-        scope        text PRIMARY KEY,
-        content_json text NOT NULL,
-        -- content.length as JavaScript counts it, for listScopes without reading the document.
-        chars        integer NOT NULL,
-        version      integer NOT NULL,
-        updated_at   bigint NOT NULL
-      );
-      CREATE TABLE ${s}.memory_entries (
-        scope      text NOT NULL,
-        session_id text NOT NULL,
-        position   integer NOT NULL,
-        -- The order entries were indexed in, for exportScope.
-        id         bigint GENERATED ALWAYS AS IDENTITY,
-        role       text NOT NULL,
-        text_json  text NOT NULL,
-        at         bigint NOT NULL,
-        vector     float8[],
-        words      tsvector NOT NULL,
-        PRIMARY KEY (scope, session_id, position)
-      );
-      CREATE INDEX memory_entries_words ON ${s}.memory_entries USING gin (words);
-    `);
-    await client.query(`INSERT INTO ${s}.meta (key, value) VALUES ($1, $2)`, [META_KEY, String(SCHEMA_VERSION)]);
+    this.#tx = postgresBeside(store, { feature: 'memory', metaKey: META_KEY, version: SCHEMA_VERSION, create: MEMORY_TABLES });
   }
 
   async readWorking(scope: string): Promise<WorkingDoc | null> {

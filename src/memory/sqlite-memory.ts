@@ -1,5 +1,5 @@
-import { StoreSchemaVersionError } from '../stores/errors.js';
-import { openSqlite, type SqliteConnection, type SqliteDriverName, type SqliteStatement } from '../stores/sqlite-driver.js';
+import { openSqliteBeside } from '../stores/beside-sessions.js';
+import type { SqliteConnection, SqliteDriverName, SqliteStatement } from '../stores/sqlite-driver.js';
 import type { MemoryBackend, MemoryEntry, MemoryHit, ScopeExport, ScopeSummary, SearchOptions, WorkingDoc } from './memory-backend.js';
 import { isPlainTerm, wordsOf } from './search-terms.js';
 import { mostSimilar } from './similarity.js';
@@ -64,52 +64,42 @@ function entryOf(row: EntryRow): MemoryEntry {
 /** A term as an FTS5 string: quoted, so no word is read as an operator (NEAR, OR, AND, NOT). */
 const ftsString = (term: string): string => `"${term.replaceAll('"', '""')}"`;
 
+/** The memory's tables in the store's file. */
+const MEMORY_TABLES = `
+  CREATE TABLE memory_working (
+    scope      TEXT PRIMARY KEY,
+    content    TEXT NOT NULL,
+    -- content.length as JavaScript counts it, for listScopes without reading the document.
+    chars      INTEGER NOT NULL,
+    version    INTEGER NOT NULL,
+    updated_at INTEGER NOT NULL
+  );
+  CREATE TABLE memory_entries (
+    id         INTEGER PRIMARY KEY,
+    scope      TEXT NOT NULL,
+    session_id TEXT NOT NULL,
+    position   INTEGER NOT NULL,
+    role       TEXT NOT NULL,
+    text       TEXT NOT NULL,
+    at         INTEGER NOT NULL,
+    vector     BLOB,
+    UNIQUE (scope, session_id, position)
+  );
+  CREATE VIRTUAL TABLE memory_fts USING fts5(words, content = '', contentless_delete = 1, tokenize = 'unicode61 remove_diacritics 0');
+`;
+
 export class SqliteMemory implements MemoryBackend {
   readonly #db: SqliteConnection;
   readonly #sql: Record<'readWorking' | 'writeWorking' | 'insertEntry' | 'insertWords' | 'search' | 'vectors' | 'scopes' | 'entries' | 'deleteWords' | 'deleteEntries' | 'deleteWorking', SqliteStatement>;
 
   constructor(path: string, driver: SqliteDriverName) {
-    this.#db = openSqlite(path, { driver, busyTimeoutMs: 5_000 });
+    this.#db = openSqliteBeside(path, { feature: 'memory', metaKey: META_KEY, version: SCHEMA_VERSION, create: MEMORY_TABLES, driver });
     try {
-      this.#db.exec('PRAGMA journal_mode = WAL');
-      this.#migrate(`SQLite store ${path}`);
       this.#sql = this.#prepare();
     } catch (error) {
       this.#db.close();
       throw error;
     }
-  }
-
-  #migrate(where: string): void {
-    this.#db.transaction('immediate', () => {
-      this.#db.exec('CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)');
-      const found = this.#db.prepare('SELECT value FROM meta WHERE key = ?').get(META_KEY) as { value: string } | undefined;
-      if (found && found.value !== String(SCHEMA_VERSION)) throw new StoreSchemaVersionError(`${where} (memory)`, found.value, SCHEMA_VERSION);
-      if (found) return;
-      this.#db.exec(`
-        CREATE TABLE memory_working (
-          scope      TEXT PRIMARY KEY,
-          content    TEXT NOT NULL,
-          -- content.length as JavaScript counts it, for listScopes without reading the document.
-          chars      INTEGER NOT NULL,
-          version    INTEGER NOT NULL,
-          updated_at INTEGER NOT NULL
-        );
-        CREATE TABLE memory_entries (
-          id         INTEGER PRIMARY KEY,
-          scope      TEXT NOT NULL,
-          session_id TEXT NOT NULL,
-          position   INTEGER NOT NULL,
-          role       TEXT NOT NULL,
-          text       TEXT NOT NULL,
-          at         INTEGER NOT NULL,
-          vector     BLOB,
-          UNIQUE (scope, session_id, position)
-        );
-        CREATE VIRTUAL TABLE memory_fts USING fts5(words, content = '', contentless_delete = 1, tokenize = 'unicode61 remove_diacritics 0');
-      `);
-      this.#db.prepare('INSERT INTO meta (key, value) VALUES (?, ?)').run(META_KEY, String(SCHEMA_VERSION));
-    });
   }
 
   #prepare() {

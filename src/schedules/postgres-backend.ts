@@ -1,5 +1,5 @@
 import type { PoolClient } from 'pg';
-import { StoreSchemaVersionError } from '../stores/errors.js';
+import { postgresBeside, type BesideTransaction, type PostgresTables } from '../stores/beside-sessions.js';
 import { decodeScheduleRow, endedTick, releasedLease, type ScheduleBackend, type ScheduleRow, type TickEnd } from './row.js';
 
 /**
@@ -16,60 +16,30 @@ import { decodeScheduleRow, endedTick, releasedLease, type ScheduleBackend, type
 const SCHEMA_VERSION = 1;
 const META_KEY = 'schedules_schema_version';
 
-/** What the backend needs of the store: `PostgresSessionStore.besideSessions` (typed here, so `pg` is not loaded for other stores). */
-export interface PostgresTables {
-  readonly schema: string;
-  besideSessions<T>(work: (client: PoolClient, quotedSchema: string) => Promise<T>): Promise<T>;
-}
-
-/** A store that keeps tables beside its sessions in PostgreSQL (a `PostgresSessionStore`). */
-export function isPostgresTables(store: object): store is PostgresTables {
-  return typeof (store as Partial<PostgresTables>).besideSessions === 'function' && typeof (store as Partial<PostgresTables>).schema === 'string';
-}
+/** The schedules tables in the store's schema (`s`: the schema, quoted). */
+const SCHEDULE_TABLES = (s: string): string => `
+  CREATE TABLE ${s}.schedules (
+    id          text PRIMARY KEY,
+    agent       text NOT NULL,
+    paused      boolean NOT NULL,
+    next_at     bigint,
+    lease_owner text,
+    lease_until bigint,
+    created_at  bigint NOT NULL,
+    row         text NOT NULL
+  );
+  -- The idle loop's question (what is due next) and the claim's scan read this index.
+  CREATE INDEX schedules_due ON ${s}.schedules (next_at) WHERE NOT paused;
+`;
 
 export class PostgresScheduleBackend implements ScheduleBackend {
-  readonly #store: PostgresTables;
+  /** One transaction, the table made (or its version checked) first, once per backend. */
+  readonly #tx: BesideTransaction;
   readonly #where: string;
-  #ready: Promise<void> | undefined;
 
   constructor(store: PostgresTables) {
-    this.#store = store;
+    this.#tx = postgresBeside(store, { feature: 'schedules', metaKey: META_KEY, version: SCHEMA_VERSION, create: SCHEDULE_TABLES });
     this.#where = `PostgreSQL store (schema ${store.schema}, schedules)`;
-  }
-
-  /** One transaction, the table made (or its version checked) first, once per backend. */
-  async #tx<T>(work: (client: PoolClient, s: string) => Promise<T>): Promise<T> {
-    this.#ready ??= this.#store.besideSessions((client, s) => this.#migrate(client, s)).catch((error: unknown) => {
-      // Not kept: a server that was down at first use must not fail every later call.
-      this.#ready = undefined;
-      throw error;
-    });
-    await this.#ready;
-    return this.#store.besideSessions(work);
-  }
-
-  async #migrate(client: PoolClient, s: string): Promise<void> {
-    // The store's own migration lock: concurrent first uses (schedulers starting together) wait here.
-    await client.query('SELECT pg_advisory_xact_lock(hashtext($1))', [`loopchart schema ${this.#store.schema}`]);
-    const found = await client.query<{ value: string }>(`SELECT value FROM ${s}.meta WHERE key = $1`, [META_KEY]);
-    const version = found.rows[0]?.value;
-    if (version !== undefined && version !== String(SCHEMA_VERSION)) throw new StoreSchemaVersionError(`PostgreSQL schema ${this.#store.schema} (schedules)`, version, SCHEMA_VERSION);
-    if (version !== undefined) return;
-    await client.query(`
-      CREATE TABLE ${s}.schedules (
-        id          text PRIMARY KEY,
-        agent       text NOT NULL,
-        paused      boolean NOT NULL,
-        next_at     bigint,
-        lease_owner text,
-        lease_until bigint,
-        created_at  bigint NOT NULL,
-        row         text NOT NULL
-      );
-      -- The idle loop's question (what is due next) and the claim's scan read this index.
-      CREATE INDEX schedules_due ON ${s}.schedules (next_at) WHERE NOT paused;
-    `);
-    await client.query(`INSERT INTO ${s}.meta (key, value) VALUES ($1, $2)`, [META_KEY, String(SCHEMA_VERSION)]);
   }
 
   async #write(client: PoolClient, s: string, row: ScheduleRow): Promise<void> {

@@ -1,5 +1,5 @@
-import { StoreSchemaVersionError } from '../stores/errors.js';
-import { openSqlite, type SqliteConnection } from '../stores/sqlite-driver.js';
+import { openSqliteBeside } from '../stores/beside-sessions.js';
+import type { SqliteConnection } from '../stores/sqlite-driver.js';
 import { decodeScheduleRow, endedTick, releasedLease, type ScheduleBackend, type ScheduleRow, type TickEnd } from './row.js';
 
 /**
@@ -13,44 +13,29 @@ import { decodeScheduleRow, endedTick, releasedLease, type ScheduleBackend, type
 const SCHEMA_VERSION = 1;
 const META_KEY = 'schedules_schema_version';
 
+/** The schedules' table in the store's file. */
+const SCHEDULE_TABLES = `
+  CREATE TABLE schedules (
+    id          TEXT PRIMARY KEY,
+    agent       TEXT NOT NULL,
+    paused      INTEGER NOT NULL,
+    next_at     INTEGER,
+    lease_owner TEXT,
+    lease_until INTEGER,
+    created_at  INTEGER NOT NULL,
+    row         TEXT NOT NULL
+  );
+  -- The idle loop's question (what is due next) and the claim's scan read this index only.
+  CREATE INDEX schedules_due ON schedules (next_at) WHERE paused = 0;
+`;
+
 export class SqliteScheduleBackend implements ScheduleBackend {
   readonly #db: SqliteConnection;
   readonly #where: string;
 
   constructor(path: string) {
     this.#where = `SQLite store ${path} (schedules)`;
-    this.#db = openSqlite(path, { busyTimeoutMs: 5_000 });
-    try {
-      this.#db.exec('PRAGMA journal_mode = WAL');
-      this.#migrate(`SQLite store ${path}`);
-    } catch (error) {
-      this.#db.close();
-      throw error;
-    }
-  }
-
-  #migrate(where: string): void {
-    this.#db.transaction('immediate', () => {
-      this.#db.exec('CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)');
-      const found = this.#db.prepare('SELECT value FROM meta WHERE key = ?').get(META_KEY) as { value: string } | undefined;
-      if (found && found.value !== String(SCHEMA_VERSION)) throw new StoreSchemaVersionError(`${where} (schedules)`, found.value, SCHEMA_VERSION);
-      if (found) return;
-      this.#db.exec(`
-        CREATE TABLE schedules (
-          id          TEXT PRIMARY KEY,
-          agent       TEXT NOT NULL,
-          paused      INTEGER NOT NULL,
-          next_at     INTEGER,
-          lease_owner TEXT,
-          lease_until INTEGER,
-          created_at  INTEGER NOT NULL,
-          row         TEXT NOT NULL
-        );
-        -- The idle loop's question (what is due next) and the claim's scan read this index only.
-        CREATE INDEX schedules_due ON schedules (next_at) WHERE paused = 0;
-      `);
-      this.#db.prepare('INSERT INTO meta (key, value) VALUES (?, ?)').run(META_KEY, String(SCHEMA_VERSION));
-    });
+    this.#db = openSqliteBeside(path, { feature: 'schedules', metaKey: META_KEY, version: SCHEMA_VERSION, create: SCHEDULE_TABLES });
   }
 
   #write(row: ScheduleRow): void {
