@@ -7,7 +7,7 @@
  * with each feature (`src/agent/<feature>/implementations.ts`), one record each.
  */
 import { and, setup, type ActorRefFrom, type AnyStateMachine } from 'xstate';
-import { types } from '../src/agent/core/bind.js';
+import { inAgent, types } from '../src/agent/core/bind.js';
 import { compileAgent, markTraced, type CompiledAgent } from '../src/agent/core/compile.js';
 import type { AgentConfig } from '../src/agent/core/config.js';
 import { initialContext, restoredContext } from '../src/agent/core/driver-rules.js';
@@ -32,73 +32,49 @@ import { checkedExternal, externalEventTypes } from '../src/agent/protocol/event
 import { composeExecutors, type Executor } from '../src/agent/protocol/executor.js';
 
 /**
- * What the chart runs with for one compiled agent: its IO actor, and the delays, guards and
+ * The chart's implementations, built once per process: its IO actor, and the delays, guards and
  * actions of the core loop and of each feature, each from its own folder (`implementations.ts`).
+ * They read the agent whose transition runs (see `inAgent`), so every agent shares them.
  */
-function implementationsOf(agent: CompiledAgent) {
-  const core = coreImplementations(agent);
-  const guardrails = guardrailImplementations(agent);
-  const budget = budgetImplementations(agent);
-  const structuredOutput = structuredOutputImplementations(agent);
-  const handoffs = handoffImplementations(agent);
-  const inDoubt = inDoubtImplementations(agent);
-  const fallback = fallbackImplementations(agent);
-  const repetition = repetitionImplementations(agent);
-  const approvals = approvalImplementations(agent);
-  const operations = operationImplementations(agent);
-  const cancel = cancelImplementations(agent);
-  const subagents = subagentImplementations(agent);
-  const tracing = tracingImplementations(agent);
-  return {
-    actors: { io: ioLogic(agent.io) },
-    delays: { ...budget.delays, ...cancel.delays },
-    guards: {
-      ...core.guards,
-      ...guardrails.guards,
-      ...budget.guards,
-      ...structuredOutput.guards,
-      ...handoffs.guards,
-      ...inDoubt.guards,
-      ...fallback.guards,
-      ...repetition.guards,
-      ...approvals.guards,
-      ...operations.guards,
-      ...cancel.guards,
-      ...subagents.guards,
-      ...tracing.guards,
-    },
-    actions: {
-      ...core.actions,
-      ...guardrails.actions,
-      ...budget.actions,
-      ...structuredOutput.actions,
-      ...handoffs.actions,
-      ...inDoubt.actions,
-      ...fallback.actions,
-      ...repetition.actions,
-      ...approvals.actions,
-      ...operations.actions,
-      ...cancel.actions,
-      ...subagents.actions,
-      ...tracing.actions,
-    },
-  };
-}
-
-type Implementations = ReturnType<typeof implementationsOf>;
+const implementations = {
+  delays: { ...budgetImplementations.delays, ...cancelImplementations.delays },
+  guards: {
+    ...coreImplementations.guards,
+    ...guardrailImplementations.guards,
+    ...budgetImplementations.guards,
+    ...structuredOutputImplementations.guards,
+    ...handoffImplementations.guards,
+    ...inDoubtImplementations.guards,
+    ...fallbackImplementations.guards,
+    ...repetitionImplementations.guards,
+    ...approvalImplementations.guards,
+    ...operationImplementations.guards,
+    ...cancelImplementations.guards,
+    ...subagentImplementations.guards,
+    ...tracingImplementations.guards,
+  },
+  actions: {
+    ...coreImplementations.actions,
+    ...guardrailImplementations.actions,
+    ...budgetImplementations.actions,
+    ...structuredOutputImplementations.actions,
+    ...handoffImplementations.actions,
+    ...inDoubtImplementations.actions,
+    ...fallbackImplementations.actions,
+    ...repetitionImplementations.actions,
+    ...approvalImplementations.actions,
+    ...operationImplementations.actions,
+    ...cancelImplementations.actions,
+    ...subagentImplementations.actions,
+    ...tracingImplementations.actions,
+  },
+};
 
 /**
- * The driver's setup: the names of its IO actor, delays, guards and actions, typed from the
- * implementations each agent provides (`implementationsOf`), so the chart below is checked
- * against them without holding an agent.
+ * The driver's setup: its delays, guards and actions, and the name of its IO actor, which each
+ * agent gives (it runs the agent's models, tools and executor; see `forAgent`).
  */
-const driver = setup({
-  types,
-  actors: {} as Implementations['actors'],
-  delays: {} as Implementations['delays'],
-  guards: {} as Implementations['guards'],
-  actions: {} as Implementations['actions'],
-});
+const driver = setup({ types, actors: {} as { io: ReturnType<typeof ioLogic> }, ...implementations });
 
 /** The driver's chart: the states a user reads, top to bottom, and what moves between them. */
 const chart = driver.createStateConfig({
@@ -411,12 +387,12 @@ const chart = driver.createStateConfig({
  */
 export function createAgentMachine(config: AgentConfig) {
   const agent = compileAgent(config);
-  return hardened(forAgent(agent, implementationsOf(agent)), agent, agent.io);
+  return hardened(forAgent(agent, agent.io), agent, agent.io);
 }
 
 /**
- * The chart as XState builds it, once per process: building its state nodes is most of what a
- * machine costs (about 1.1 ms of a 1.2 ms `createAgentMachine` here), and they depend on no agent.
+ * The chart as XState builds it, once per process, with its implementations: building its state
+ * nodes is most of what a machine costs, and they depend on no agent.
  */
 let sharedChart: ReturnType<typeof buildChart> | undefined;
 const buildChart = () =>
@@ -432,27 +408,35 @@ const buildChart = () =>
 
 type ChartMachine = ReturnType<typeof buildChart>;
 
-/** The machine methods XState binds to their machine in its constructor. */
-const BOUND = ['transition', 'getInitialSnapshot', 'getPersistedSnapshot', 'restoreSnapshot', 'start'] as const;
+/**
+ * The machine methods that run the chart's guards and actions (XState binds the first five to
+ * their machine in its constructor; a snapshot's `can` calls `getTransitionData`).
+ */
+const SCOPED = ['transition', 'getInitialSnapshot', 'getPersistedSnapshot', 'restoreSnapshot', 'start', 'microstep', 'getTransitionData'] as const;
 
 /**
- * One agent's machine over the shared chart: what `machine.provide(...)` gives, without building
- * the chart's state nodes again. XState reads implementations and the context factory from the
- * machine a snapshot was made by (`snapshot.machine`), and the state nodes only for structure, so
- * the nodes are shared and the machine object is the agent's own. The output reads the context
- * alone, so the shared root's output serves every agent.
+ * One agent's machine over a chart (the shared one, or one a user's `provide` made): what
+ * `machine.provide(...)` gives, without building the chart's state nodes again. XState reads
+ * implementations and the context factory from the machine a snapshot was made by
+ * (`snapshot.machine`), and the state nodes only for structure, so the nodes are shared and the
+ * machine object is the agent's own; its methods run with this agent as the current one (see
+ * `inAgent`). The output reads the context alone, so the shared root's output serves every agent.
+ * `io`: the IO actor's dependencies (none to keep those of a provided chart).
  */
-function forAgent(agent: CompiledAgent, implementations: Implementations): ChartMachine {
-  sharedChart ??= buildChart();
-  const base = sharedChart;
-  const prototype = Object.getPrototypeOf(base) as Record<(typeof BOUND)[number], (...args: never[]) => unknown>;
+function forAgent(agent: CompiledAgent, io: IoDeps | null, base: ChartMachine = (sharedChart ??= buildChart())): ChartMachine {
+  const prototype = Object.getPrototypeOf(base) as Record<(typeof SCOPED)[number], (...args: unknown[]) => unknown>;
   const machine = Object.create(prototype) as ChartMachine;
   Object.assign(machine, base, {
     // A stored state comes from outside: checked as a persisted snapshot is.
     config: { ...base.config, context: ({ input }: { input: AgentInput | undefined }) => initialContext(agent, input) },
-    implementations: { ...base.implementations, ...implementations },
+    implementations: {
+      ...base.implementations,
+      ...(io && { actors: { io: ioLogic(io) } }),
+      // A host that arms the chart's timers itself (the stepper) reads its delays from the machine.
+      delays: Object.fromEntries(Object.entries(base.implementations.delays).map(([name, delay]) => [name, typeof delay === 'function' ? inAgent(agent, delay) : delay])),
+    },
   });
-  for (const name of BOUND) (machine as unknown as Record<string, unknown>)[name] = prototype[name].bind(machine);
+  for (const name of SCOPED) (machine as unknown as Record<string, unknown>)[name] = inAgent(agent, prototype[name].bind(machine));
   return machine;
 }
 
@@ -486,12 +470,12 @@ function hardened<M extends AnyStateMachine>(machine: M, agent: CompiledAgent, i
       if (agent.tracing && (persisted as { value?: unknown }).value !== 'Idle' && runInFlight(context.brain)) resumeTrace(agent.tracing, context);
       return restore({ ...persisted, context } as never, scope);
     }) as M['restoreSnapshot'],
-    provide: (implementations: Parameters<M['provide']>[0]) => hardened(machine.provide(implementations) as M, agent, io),
+    provide: (implementations: Parameters<M['provide']>[0]) =>
+      hardened(forAgent(agent, null, machine.provide(implementations) as unknown as ChartMachine) as unknown as M, agent, io),
     withExecutor(wrap: (inner: Executor) => Executor): WithExecutor<M> {
       const next = { ...io, executor: composeExecutors(io.executor, wrap) };
       markTraced(next.executor, agent.tracing);
-      const implementations = { ...(machine as unknown as ChartMachine).implementations, actors: { io: ioLogic(next) } } as Implementations;
-      return hardened(forAgent(agent, implementations) as unknown as M, agent, next);
+      return hardened(forAgent(agent, next) as unknown as M, agent, next);
     },
     withClock(clock: () => number): WithExecutor<M> {
       return createAgentMachine({ ...agent.config, executor: io.executor, clock }) as unknown as WithExecutor<M>;

@@ -7,7 +7,7 @@
  */
 import type { ToolCall } from '../../schemas.js';
 import { hasApprovalRule } from '../../tools/define-tool.js';
-import { bind, fromCurrent, type Args } from '../core/bind.js';
+import { fromCurrent, rule, when, type Args } from '../core/bind.js';
 import { pendingCalls } from '../core/brain-state.js';
 import type { CompiledAgent } from '../core/compile.js';
 import type { AgentContext } from '../core/context.js';
@@ -119,26 +119,22 @@ export function recordDecision(_agent: CompiledAgent, context: AgentContext, eve
 }
 
 /** The guards and actions the chart names for approvals. */
-export function approvalImplementations(agent: CompiledAgent) {
-  const { gated, maxCalls } = agent;
-  const rule = bind(agent);
-  return {
-    guards: {
-      needsApprovalCheck: ({ context }: Args) => undecided(agent, context).length > 0,
-      /** Without approvals configured and with no call in doubt (a restored batch), a batch needs no approval or doubt region. */
-      straightToWork: ({ context }: Args) => !gated && (context.doubt?.waiting.length ?? 0) === 0,
-      policyFailure: ({ event }: Args) => event.type === 'io.failed' && ToolPolicyError.isInstance(event.error),
-      nothingWaiting: ({ context }: Args) => waitingCalls(context, maxCalls).length === 0,
-      someoneWaiting: ({ context }: Args) => waitingCalls(context, maxCalls).length > 0,
-      currentApprovalCheck: fromCurrent(approvalKey),
-      approvalResume: ({ event }: Args) => gated && approvalEventOf(event) !== null,
-    },
-    actions: {
-      requestApprovals: rule.send(requestApprovals),
-      awaitApproval: rule.effects(awaitApproval),
-      emitApprovalRequested: rule.emit(emitApprovalRequested),
-      emitApprovalYielded: rule.emit(emitApprovalYielded),
-      recordDecision: rule.effects(recordDecision),
-    },
-  };
-}
+export const approvalImplementations = {
+  guards: {
+    needsApprovalCheck: when(({ agent, context }) => undecided(agent, context).length > 0),
+    /** Without approvals configured and with no call in doubt (a restored batch), a batch needs no approval or doubt region. */
+    straightToWork: when(({ agent, context }) => !agent.gated && (context.doubt?.waiting.length ?? 0) === 0),
+    policyFailure: ({ event }: Args) => event.type === 'io.failed' && ToolPolicyError.isInstance(event.error),
+    nothingWaiting: when(({ agent, context }) => waitingCalls(context, agent.maxCalls).length === 0),
+    someoneWaiting: when(({ agent, context }) => waitingCalls(context, agent.maxCalls).length > 0),
+    currentApprovalCheck: fromCurrent(approvalKey),
+    approvalResume: when(({ agent, event }) => agent.gated && approvalEventOf(event) !== null),
+  },
+  actions: {
+    requestApprovals: rule.send(requestApprovals),
+    awaitApproval: rule.effects(awaitApproval),
+    emitApprovalRequested: rule.emit(emitApprovalRequested),
+    emitApprovalYielded: rule.emit(emitApprovalYielded),
+    recordDecision: rule.effects(recordDecision),
+  },
+};

@@ -5,7 +5,7 @@
  * the compiled agent and the run's context (the limits themselves: budget.ts, budget-pause.ts,
  * deadline.ts, usage-limit.ts).
  */
-import { assign, bind, emit, type Args } from '../core/bind.js';
+import { assigns, delayOf, emits, rule, when, type Args } from '../core/bind.js';
 import type { CompiledAgent } from '../core/compile.js';
 import type { AgentContext } from '../core/context.js';
 import { endRun } from '../core/driver-rules.js';
@@ -73,39 +73,33 @@ export function emitBudgetPaused(agent: CompiledAgent, context: AgentContext, _e
 }
 
 /** The guards, actions and delays the chart names for budgets. */
-export function budgetImplementations(agent: CompiledAgent) {
-  const { clock, usageLimit } = agent;
-  const rule = bind(agent);
-  return {
-    delays: {
-      usageLimitWait: ({ context }: Args) => resumeDelay(context.budgetPause, clock()),
-      // No time budget: undefined, and XState arms no timer (the after event is raised and its guards refuse it).
-      budgetDeadline: ({ context }: Args) => deadlineDelay(agent.budget, deadlineRun(context), clock()) as number,
-    },
-    guards: {
-      runOverBudget: ({ context }: Args) => overBudget(agent, context) !== null,
-      deadlineSeals: ({ context }: Args) => deadlinePassed(agent, context)?.pauses === false,
-      deadlinePauses: ({ context }: Args) => deadlinePassed(agent, context)?.pauses === true,
-      budgetPaused: ({ context }: Args) => overrun(agent, context) !== null && overBudget(agent, context) === null,
-      raiseRefused: ({ context, event }: Args) => raiseRefusal(agent, context, event) !== null,
-      usageLimitPauses: ({ event }: Args) => usageLimitWait(usageLimit, as(event, 'io.failed').error) !== null,
-      usageLimited: ({ context }: Args) => !!context.budgetPause?.usageLimit,
-      budgetResume: ({ event }: Args) => event.type === 'operation.resume' && event.operation === BUDGET_OPERATION,
-    },
-    actions: {
-      sealOverBudget: rule.assign(sealOverBudget),
-      sealAtDeadline: rule.assign(sealAtDeadline),
-      markPaused: assign({ budgetPause: ({ context }) => pausedAt(context.budgetPause, clock()) }),
-      emitBudgetPaused: rule.effects(emitBudgetPaused),
-      raiseBudget: assign({ budgetPause: ({ context, event }) => raisedBy(context.budgetPause, raiseOf(event as never)!, clock()) }),
-      pauseOnUsageLimit: assign({
-        budgetPause: ({ context, event }) => {
-          const { error } = as(event, 'io.failed');
-          return limitedUntil(context.budgetPause, error as Error, usageLimitWait(usageLimit, error)!, clock());
-        },
-      }),
-      liftUsageLimit: assign({ budgetPause: ({ context }) => limitLifted(context.budgetPause, clock()) }),
-      refuseRaise: emit(({ context, event }) => ({ type: 'event.rejected' as const, event: event.type, reason: raiseRefusal(agent, context, event)! })),
-    },
-  };
-}
+export const budgetImplementations = {
+  delays: {
+    usageLimitWait: delayOf(({ agent, context }) => resumeDelay(context.budgetPause, agent.clock())),
+    // No time budget: undefined, and XState arms no timer (the after event is raised and its guards refuse it).
+    budgetDeadline: delayOf(({ agent, context }) => deadlineDelay(agent.budget, deadlineRun(context), agent.clock()) as number),
+  },
+  guards: {
+    runOverBudget: when(({ agent, context }) => overBudget(agent, context) !== null),
+    deadlineSeals: when(({ agent, context }) => deadlinePassed(agent, context)?.pauses === false),
+    deadlinePauses: when(({ agent, context }) => deadlinePassed(agent, context)?.pauses === true),
+    budgetPaused: when(({ agent, context }) => overrun(agent, context) !== null && overBudget(agent, context) === null),
+    raiseRefused: when(({ agent, context, event }) => raiseRefusal(agent, context, event) !== null),
+    usageLimitPauses: when(({ agent, event }) => usageLimitWait(agent.usageLimit, as(event, 'io.failed').error) !== null),
+    usageLimited: ({ context }: Args) => !!context.budgetPause?.usageLimit,
+    budgetResume: ({ event }: Args) => event.type === 'operation.resume' && event.operation === BUDGET_OPERATION,
+  },
+  actions: {
+    sealOverBudget: rule.assign(sealOverBudget),
+    sealAtDeadline: rule.assign(sealAtDeadline),
+    markPaused: assigns(({ agent, context }) => ({ budgetPause: pausedAt(context.budgetPause, agent.clock()) })),
+    emitBudgetPaused: rule.effects(emitBudgetPaused),
+    raiseBudget: assigns(({ agent, context, event }) => ({ budgetPause: raisedBy(context.budgetPause, raiseOf(event as never)!, agent.clock()) })),
+    pauseOnUsageLimit: assigns(({ agent, context, event }) => {
+      const { error } = as(event, 'io.failed');
+      return { budgetPause: limitedUntil(context.budgetPause, error as Error, usageLimitWait(agent.usageLimit, error)!, agent.clock()) };
+    }),
+    liftUsageLimit: assigns(({ agent, context }) => ({ budgetPause: limitLifted(context.budgetPause, agent.clock()) })),
+    refuseRaise: emits(({ agent, context, event }) => ({ type: 'event.rejected' as const, event: event.type, reason: raiseRefusal(agent, context, event)! })),
+  },
+};

@@ -3,7 +3,7 @@
  * cancelled mid-step; a hook in flight gets its grace to return what it received (see
  * cancel-rules.ts for the operations' onCancel and the steering kept).
  */
-import { assign, bind, type Args } from '../core/bind.js';
+import { assign, assigns, rule, type Args } from '../core/bind.js';
 import { conversationOf } from '../core/brain-state.js';
 import type { CompiledAgent } from '../core/compile.js';
 import type { AgentContext } from '../core/context.js';
@@ -26,27 +26,21 @@ export function cancelRun(agent: CompiledAgent, context: AgentContext, _event: A
 }
 
 /** The guards, actions and delay the chart names for cancellation. */
-export function cancelImplementations(agent: CompiledAgent) {
-  const { plan } = agent;
-  const rule = bind(agent);
-  return {
-    delays: {
-      cancelGrace: ({ context }: Args) => context.cancelGraceMs ?? DEFAULT_CANCEL_GRACE_MS,
-    },
-    guards: {
-      hookInFlight: ({ context }: Args) => context.operations.point !== null && context.operations.waiting === null,
-      cancelWaits: ({ event }: Args) => (as(event, 'cancel').graceMs ?? DEFAULT_CANCEL_GRACE_MS) > 0,
-    },
-    actions: {
-      recordCancelGrace: assign({ cancelGraceMs: ({ event }) => as(event, 'cancel').graceMs ?? DEFAULT_CANCEL_GRACE_MS }),
-      cancelRun: rule.effects(cancelRun),
-      /** A hook that returned while the run was being cancelled: its state is kept, nothing else it asked for. */
-      keepOperatedState: assign({
-        operations: ({ context, event }) => {
-          const { index, output } = as(event, 'io.operated');
-          return output && 'state' in output ? applyOperated(context.operations, plan, index, { state: output.state }) : context.operations;
-        },
-      }),
-    },
-  };
-}
+export const cancelImplementations = {
+  delays: {
+    cancelGrace: ({ context }: Args) => context.cancelGraceMs ?? DEFAULT_CANCEL_GRACE_MS,
+  },
+  guards: {
+    hookInFlight: ({ context }: Args) => context.operations.point !== null && context.operations.waiting === null,
+    cancelWaits: ({ event }: Args) => (as(event, 'cancel').graceMs ?? DEFAULT_CANCEL_GRACE_MS) > 0,
+  },
+  actions: {
+    recordCancelGrace: assign({ cancelGraceMs: ({ event }) => as(event, 'cancel').graceMs ?? DEFAULT_CANCEL_GRACE_MS }),
+    cancelRun: rule.effects(cancelRun),
+    /** A hook that returned while the run was being cancelled: its state is kept, nothing else it asked for. */
+    keepOperatedState: assigns(({ agent, context, event }) => {
+      const { index, output } = as(event, 'io.operated');
+      return { operations: output && 'state' in output ? applyOperated(context.operations, agent.plan, index, { state: output.state }) : context.operations };
+    }),
+  },
+};

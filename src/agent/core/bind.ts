@@ -1,10 +1,12 @@
 /**
- * The one binder between the driver's pure rules and XState: an action declares its kind once
- * (`assign`, `emit`, `send` or `effects`, an ordered list of those) as a function of
- * (agent, context, event), and `bind(agent)` turns it into the XState action the chart names.
- * Each feature's `implementations.ts` builds its record of guards and actions with it.
+ * The one binder between the driver's pure rules and XState. The chart and its implementations
+ * are built once per process; each agent is a machine over them, and its transitions run with
+ * that agent as the current one (`inAgent`). A guard, a delay or an action reads it from its
+ * arguments: an action declares its kind once (`assign`, `emit`, `send` or `effects`, an ordered
+ * list of those) as a function of (agent, context, event), and the helpers here turn it into the
+ * XState action the chart names. Each feature's `implementations.ts` builds its record with them.
  */
-import { assign as assignAction, enqueueActions as enqueueAction, sendTo as sendAction, setup, type AnyActorRef } from 'xstate';
+import { assign as assignAction, emit as emitAction, enqueueActions as enqueueAction, sendTo as sendAction, setup, type AnyActorRef } from 'xstate';
 import type { AgentEmitted, AgentInput, AgentOutput } from '../protocol/actor-types.js';
 import type { AgentEvent } from '../protocol/agent-event.js';
 import { fromIo, type IoRequest } from '../protocol/io-protocol.js';
@@ -12,8 +14,11 @@ import type { CompiledAgent } from './compile.js';
 import type { AgentContext } from './context.js';
 import type { Effect } from './effects.js';
 
-/** What a guard or an action reads. */
+/** What XState gives a guard, a delay or an action. */
 export type Args = { context: AgentContext; event: AgentEvent };
+
+/** What a guard, a delay or an action of the driver reads: XState's arguments and the agent whose transition runs. */
+export type AgentArgs = Args & { agent: CompiledAgent };
 
 /** A rule of the driver: a pure function of the compiled agent, the run's context and the event being handled. */
 export type Rule<T> = (agent: CompiledAgent, context: AgentContext, event: AgentEvent) => T;
@@ -28,9 +33,45 @@ export const types = {
 };
 
 const creators = setup({ types });
-/** XState's action creators typed for the chart, for the few actions written in place. */
+/** XState's action creators typed for the chart, for actions that read no agent. */
 export const { assign, emit, sendTo } = creators;
-const { enqueueActions } = creators;
+
+let current: CompiledAgent | undefined;
+
+/**
+ * `step` (a machine's transition, its initial state, ...) run with `agent` as the current agent:
+ * what its guards, delays and actions read. XState computes a transition synchronously, so the
+ * current agent is the one whose machine was asked, and a nested one (a child agent that handles
+ * an event at once) gives it back when it returns.
+ */
+export function inAgent<A extends unknown[], T>(agent: CompiledAgent, step: (...args: A) => T): (...args: A) => T {
+  return (...args: A): T => {
+    const outer = current;
+    current = agent;
+    try {
+      return step(...args);
+    } finally {
+      current = outer;
+    }
+  };
+}
+
+/** The agent whose transition runs (see `inAgent`). */
+export function currentAgent(): CompiledAgent {
+  if (!current) throw new Error('loopchart: a driver guard or action ran outside its agent machine (see inAgent)');
+  return current;
+}
+
+const withAgent = ({ context, event }: Args): AgentArgs => ({ agent: currentAgent(), context, event });
+
+/** A guard that reads the agent. */
+export const when =
+  <P = undefined>(test: (args: AgentArgs, params: P) => boolean) =>
+  (args: Args, params: P) =>
+    test(withAgent(args), params);
+
+/** A delay (ms) that reads the agent. */
+export const delayOf = (ms: (args: AgentArgs) => number) => (args: Args) => ms(withAgent(args));
 
 /** Performs an action's effects in their order (see `Effect`). */
 function perform(
@@ -44,33 +85,30 @@ function perform(
   }
 }
 
-/** Action creators for the actions the chart gives params (`{ type: 'openPoint', params: 'beforeTools' }`). */
-export const assignWith = <P>(fn: (args: Args, params: P) => Partial<AgentContext>) =>
-  assignAction<AgentContext, AgentEvent, P, AgentEvent, never>((args, params) => fn(args, params));
-export const sendWith = <P>(fn: (args: Args, params: P) => IoRequest) =>
-  sendAction<AgentContext, AgentEvent, P, AnyActorRef, AgentEvent, never, never>('io', (args: Args, params: P) => fn(args, params));
-export const effectsWith = <P>(fn: (args: Args, params: P) => readonly Effect[]) =>
+/** An action whose result is the context change. */
+export const assigns = <P = undefined>(fn: (args: AgentArgs, params: P) => Partial<AgentContext>) =>
+  assignAction<AgentContext, AgentEvent, P, AgentEvent, never>((args, params) => fn(withAgent(args), params));
+/** An action whose result is the event listeners get. */
+export const emits = <P = undefined>(fn: (args: AgentArgs, params: P) => AgentEmitted) =>
+  emitAction<AgentContext, AgentEvent, P, AgentEvent, AgentEmitted>((args: Args, params: P) => fn(withAgent(args), params));
+/** An action whose result is the request for the run's IO actor. */
+export const sends = <P = undefined>(fn: (args: AgentArgs, params: P) => IoRequest) =>
+  sendAction<AgentContext, AgentEvent, P, AnyActorRef, AgentEvent, never, never>('io', (args: Args, params: P) => fn(withAgent(args), params));
+/** An action whose result is an ordered list of those (see `Effect`). */
+export const effects = <P = undefined>(fn: (args: AgentArgs, params: P) => readonly Effect[]) =>
   enqueueAction<AgentContext, AgentEvent, P, AgentEvent, never, never, never, never, AgentEmitted>(({ context, event, enqueue }, params) =>
-    perform(enqueue, fn({ context, event }, params)),
+    perform(enqueue, fn(withAgent({ context, event }), params)),
   );
 
 /**
- * The binder for one compiled agent: each rule, declared by its kind, as the XState action that
- * applies it: `const rule = bind(agent)`, then `settleGuard: rule.effects(settleGuard)`.
+ * The same four kinds for a named rule of (agent, context, event): `settleGuard: rule.effects(settleGuard)`.
  */
-export function bind(agent: CompiledAgent) {
-  return {
-    /** The rule's result is the context change. */
-    assign: (rule: Rule<Partial<AgentContext>>) => assign(({ context, event }) => rule(agent, context, event)),
-    /** The rule's result is the event listeners get. */
-    emit: (rule: Rule<AgentEmitted>) => emit(({ context, event }) => rule(agent, context, event)),
-    /** The rule's result is the request for the run's IO actor. */
-    send: (rule: Rule<IoRequest>) => sendTo('io', ({ context, event }) => rule(agent, context, event)),
-    /** The rule's result is an ordered list of those (see `Effect`). */
-    effects: (rule: Rule<readonly Effect[]>) =>
-      enqueueActions(({ context, event, enqueue }) => perform(enqueue, rule(agent, context, event))),
-  };
-}
+export const rule = {
+  assign: (fn: Rule<Partial<AgentContext>>) => assigns(({ agent, context, event }) => fn(agent, context, event)),
+  emit: (fn: Rule<AgentEmitted>) => emits(({ agent, context, event }) => fn(agent, context, event)),
+  send: (fn: Rule<IoRequest>) => sends(({ agent, context, event }) => fn(agent, context, event)),
+  effects: (fn: Rule<readonly Effect[]>) => effects(({ agent, context, event }) => fn(agent, context, event)),
+};
 
 /** A guard: the event is the IO's report of the side effect whose key the context holds now (a late report of an older one is not). */
 export const fromCurrent = (key: (context: AgentContext) => string) => ({ context, event }: Args) =>

@@ -1,6 +1,6 @@
 import { InvalidConfigError } from '../../errors.js';
 import type { ToolDefinition } from '../../model.js';
-import { objectSlot, type ObjectSlot } from '../../object-slot.js';
+import { objectSlot } from '../../object-slot.js';
 import { PolicySchema, type Message, type Policy, type PolicyInput } from '../../schemas.js';
 import { estimateMessageTokens } from '../../tokens.js';
 import { hasApprovalRule, ToolSet } from '../../tools/define-tool.js';
@@ -39,8 +39,7 @@ export interface Offered {
 
 /**
  * An agent configuration checked and resolved once, before any run: everything the driver's
- * rules read besides the run's own context. Frozen; the memo tables inside it cache pure
- * functions of objects that never change (a brain's context, an event), so they are invisible.
+ * rules read besides the run's own context. Frozen.
  */
 export interface CompiledAgent {
   readonly config: AgentConfig;
@@ -71,19 +70,32 @@ export interface CompiledAgent {
   readonly tracing: AgentTracing | undefined;
   /** What the IO actor runs with (models, tools, operations, executor, …). */
   readonly io: IoDeps;
-  readonly memo: {
-    readonly extras: ObjectSlot<object, ExtrasMemo>;
-    readonly offered: ObjectSlot<object, Offered>;
-    readonly answers: ObjectSlot<object, unknown>;
-    readonly verdicts: ObjectSlot<object, unknown>;
+}
+
+/**
+ * A cache of a pure function of an agent and an object that never changes (a brain's context, an
+ * event): one slot per object, which remembers the agent its value was computed for. Invisible:
+ * a miss computes again.
+ */
+export interface AgentMemo<V> {
+  get(agent: CompiledAgent, key: object): V | undefined;
+  set(agent: CompiledAgent, key: object, value: V): void;
+}
+
+/** A new `AgentMemo`, made once per process for each function it caches. */
+export function agentMemo<V>(): AgentMemo<V> {
+  const slot = objectSlot<object, { agent: CompiledAgent; value: V }>();
+  return {
+    get: (agent, key) => {
+      const hit = slot.get(key);
+      return hit?.agent === agent ? hit.value : undefined;
+    },
+    set: (agent, key, value) => slot.set(key, { agent, value }),
   };
 }
 
 /** Executors that carry an agent's tracing, so a machine rebuilt on one does not trace twice. */
 const tracedBy = new WeakMap<Executor, AgentTracing>();
-
-/** A context's prompt parts, measured (see `extrasFor`). */
-type ExtrasMemo = { slices: object; tokens: number | OperationError; agent: unknown };
 
 /** Records that `executor` already carries `tracing` (a machine rebuilt on it must not add its own). */
 export function markTraced(executor: Executor, tracing: AgentTracing | undefined): void {
@@ -157,7 +169,6 @@ export function compileAgent(config: AgentConfig): CompiledAgent {
     finalOffered: structured && finalCallTools(structured),
     tracing,
     io,
-    memo: { extras: objectSlot<object, ExtrasMemo>(), offered: objectSlot<object, Offered>(), answers: objectSlot<object, unknown>(), verdicts: objectSlot<object, unknown>() },
   });
 }
 

@@ -8,7 +8,7 @@ import { InvalidSnapshotError } from '../../errors.js';
 import { PolicySchema, type Message, type Outcome, type PolicyInput, type ToolCall, type ToolMessage } from '../../schemas.js';
 import { decisionFor, isWaiting, restoredApprovals } from '../approvals/approvals.js';
 import { conversationOf, feedBrain } from './brain-state.js';
-import type { CompiledAgent, Offered } from './compile.js';
+import { agentMemo, type CompiledAgent, type Offered } from './compile.js';
 import { parseAgentContext, type AgentContext } from './context.js';
 import type { AgentInput } from '../protocol/actor-types.js';
 import { freshContext } from './actor-input.js';
@@ -76,6 +76,13 @@ export const policyProblem = (agent: CompiledAgent, context: AgentContext, chang
   return pruneLineProblem(agent.pruning, parsed.data);
 };
 
+/** A context's prompt parts, measured (see `extrasFor`). */
+const extrasMemo = agentMemo<{ slices: object; tokens: number | OperationError; agent: unknown }>();
+/** A reply's answer, judged once (see `answerOf`). */
+const answerMemo = agentMemo<AnswerStep>();
+/** The tools offered with a recorded listing (see `offeredTools`). */
+const offeredMemo = agentMemo<Offered>();
+
 /**
  * Size of the instructions and prompt parts the next model call carries (seed 000: counted
  * before deciding), or the error of a prompt part that failed. Nothing is evaluated once the
@@ -88,7 +95,7 @@ export const extrasFor = (agent: CompiledAgent, context: AgentContext): number |
   if (agent.operations.length === 0) return ownInstructions;
   // Prompt parts read the operations' state: a new slice is a new measure.
   const slices = context.operations.slices;
-  const cached = agent.memo.extras.get(brain.context);
+  const cached = extrasMemo.get(agent, brain.context);
   if (cached?.slices === slices && cached.agent === context.agent) return cached.tokens;
   const ctx = {
     sessionId: context.sessionId,
@@ -104,7 +111,7 @@ export const extrasFor = (agent: CompiledAgent, context: AgentContext): number |
   } catch (error) {
     tokens = error as OperationError;
   }
-  agent.memo.extras.set(brain.context, { slices, tokens, agent: context.agent });
+  extrasMemo.set(agent, brain.context, { slices, tokens, agent: context.agent });
   return tokens;
 };
 
@@ -146,8 +153,8 @@ export const speakerView = (agent: CompiledAgent, context: AgentContext) => {
 
 /** What a model reply does to the run's answer, decided once per reply (the action and the event read the same). */
 export const answerOf = (agent: CompiledAgent, context: AgentContext, event: AgentEvent): AnswerStep => {
-  let step = agent.memo.answers.get(event) as AnswerStep | undefined;
-  if (!step) agent.memo.answers.set(event, (step = judgeAnswer(agent.structured, context.brain, context.outputState, as(event, 'io.replied').reply)));
+  let step = answerMemo.get(agent, event);
+  if (!step) answerMemo.set(agent, event, (step = judgeAnswer(agent.structured, context.brain, context.outputState, as(event, 'io.replied').reply)));
   return step;
 };
 
@@ -177,10 +184,10 @@ export const offeredTools = (agent: CompiledAgent, context: AgentContext): Offer
   const recorded = context.offered;
   // Tool sources are the entry agent's: an agent handed the conversation has its own agent.tools only.
   if (!agent.hasSources || !recorded || (agent.team && speakerOf(agent.team, context.agent).name !== agent.team.entry)) return ownOffered(agent, context);
-  let set = agent.memo.offered.get(recorded);
+  let set = offeredMemo.get(agent, recorded);
   if (!set) {
     const definitions = [...ownOffered(agent, context).definitions, ...recorded.definitions];
-    agent.memo.offered.set(recorded, (set = { definitions, names: definitions.map((tool) => tool.name) }));
+    offeredMemo.set(agent, recorded, (set = { definitions, names: definitions.map((tool) => tool.name) }));
   }
   return set;
 };

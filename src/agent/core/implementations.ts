@@ -23,7 +23,7 @@ import { fromIo, type IoRequest } from '../protocol/io-protocol.js';
 import { FRESH_OUTPUT_STATE, withOutput } from '../structured-output/structured-output.js';
 import { fromTelemetry } from '../tracing/trace-marks.js';
 import { inputRefused } from './actor-input.js';
-import { assign, assignWith, bind, effectsWith, emit, fromCurrent, sendTo, sendWith, type Args } from './bind.js';
+import { assign, assigns, currentAgent, effects, emit, emits, fromCurrent, rule, sendTo, sends, when, type Args } from './bind.js';
 import { feedBrain, firstPending, pendingCalls, stepTypeOf, takeStep } from './brain-state.js';
 import type { CompiledAgent } from './compile.js';
 import type { AgentContext } from './context.js';
@@ -205,86 +205,90 @@ export function startAttempt(_agent: CompiledAgent, context: AgentContext, reaso
   return [{ assign: { attempt } }, { emit: { type: 'text.retracted', id: deliveryIds.retracted(context.runIndex, turn, voided), turn, attempt: voided, reason } }];
 }
 
-/** The guards and actions the chart names for the loop every agent runs. */
-export function coreImplementations(agent: CompiledAgent) {
-  const { pruning, maxCalls, hasSources } = agent;
-  const rule = bind(agent);
-  const stepIs = (type: Step['type']) => ({ context }: Args) => stepTypeOf(context.brain, decisionPolicy(agent, context)) === type;
+/** What a refusal names of the agent: its context and where it is. */
+type Shown = { context: AgentContext; value: unknown };
+
+/** An event refused where it arrived, and why: its payload, an approval or resume it cannot be, or not now. */
+export function rejectEvent(agent: CompiledAgent, snapshot: Shown, event: AgentEvent): AgentEmitted {
   return {
-    guards: {
-      malformedPolicy: ({ event }: Args) => event.type === 'event.malformed' && event.of === 'policy',
-      promptQueued: ({ context }: Args) => context.queued !== null,
-      inputRefused: ({ context }: Args) => inputRefused(context),
-      runInFlight: ({ context }: Args) => runInFlight(context.brain),
-      rewindable: ({ context, event }: Args) => feedProblem(context.brain.context, { type: 'rewindTo', len: as(event, 'rewind').len }) === null,
-      singleRun: ({ context }: Args) => context.once,
-      extrasChanged: ({ context }: Args) => extrasFor(agent, context) !== context.extrasTokens,
-      shouldPrune: ({ context }: Args) => !context.brain.context.cancelled && pendingPrune(context.brain, context.policy, pruning, agent.config.pruner) !== null,
-      callLLM: stepIs('CallLLM'),
-      callTools: stepIs('CallTools'),
-      compact: stepIs('Compact'),
-      policyAcceptable: ({ context, event }: Args) => policyProblem(agent, context, as(event, 'policy').policy) === null,
-      batchComplete: ({ context }: Args) => batchComplete(context, maxCalls),
-      callsRunnable: ({ context }: Args) => runnable(agent, context).length > 0,
-      nothingRunnable: ({ context }: Args) => runnable(agent, context).length === 0,
-      currentModelCall: fromCurrent(modelKey),
-      currentBatch: fromCurrent(batchKey),
-      currentCompaction: fromCurrent(compactionKey),
-      currentToolset: fromCurrent(toolsetKey),
-      toolsetDue: ({ context }: Args) => hasSources && !context.offered,
-      /** Unknown types from outside; XState's own events and the IO's late reports pass silently. */
-      unknownExternal: ({ event }: Args) => !fromIo(event) && !fromTelemetry(event) && !event.type.startsWith('xstate.'),
-    },
-    actions: {
-      beginRun: rule.assign(beginRun),
-      emitRunStarted: rule.emit(emitRunStarted),
-      takeStep: assign({ brain: ({ context }) => takeStep(context.brain, decisionPolicy(agent, context)) }),
-      rewindBrain: assign({ brain: ({ context, event }) => feedBrain(context.brain, { type: 'rewindTo', len: as(event, 'rewind').len }) }),
-      refreshExtras: rule.assign(refreshExtras),
-      prune: assign({ brain: ({ context }) => applyPrune(context.brain, pendingPrune(context.brain, context.policy, pruning, agent.config.pruner)!) }),
-      emitPruned: emit(({ context }) => ({ type: 'prune.finished' as const, ...pruneReport(agent, context) })),
-      requestModel: rule.send(requestModel),
-      requestToolset: sendTo('io', ({ context }): IoRequest => ({ type: 'toolset', key: toolsetKey(context) })),
-      recordOffered: rule.assign(recordOffered),
-      /** Hands the runnable calls to the IO; `announce`: the IO reports each start (else the chart did, see announceBatch). */
-      requestTools: sendWith<boolean>(({ context }, announce) => requestTools(agent, context, announce)),
-      announceBatch: rule.effects(announceBatch),
-      requestCompaction: rule.send(requestCompaction),
-      abortIo: sendTo('io', { type: 'abort' } satisfies IoRequest),
-      // Checked against the tools the model was offered: the run's recorded set (see ToolSource).
-      acceptReply: assign(({ context, event }) => afterReply(agent, context, answerOf(agent, context, event))),
-      emitTurnFinished: rule.emit(emitTurnFinished),
-      journalToolResult: assign({ toolJournal: ({ context, event }) => journalResult(context.toolJournal, as(event, 'io.toolFinished').result) }),
-      emitToolStarted: emit(({ context, event }) => toolStarted(context, as(event, 'io.toolStarted').call)),
-      emitToolFinished: rule.emit(emitToolFinished),
-      acceptToolResults: assign(({ context }) => ({ brain: applyToolResults(context, maxCalls), ...resetBatch(agent, context) })),
-      acceptCompaction: rule.assign(acceptCompaction),
-      emitCompactionFinished: rule.emit(emitCompactionFinished),
-      failWith: assignWith<FailureType>(({ context, event }, type) => ({ brain: feedBrain(context.brain, { type: 'fail', error: errorInfo(type, as(event, 'io.failed').error) }) })),
-      sealRun: rule.assign(sealRun),
-      steerRun: assign({
-        brain: ({ context, event }) => feedBrain(context.brain, { type: 'steer', message: asUserMessage(as(event, 'steer').message) }),
-      }),
-      changePolicy: assign({ policy: ({ context, event }) => PolicySchema.parse({ ...context.policy, ...as(event, 'policy').policy }) }),
-      rejectPolicy: rule.emit(rejectPolicy),
-      rejectEvent: emit(({ event, self }) => ({
-        type: 'event.rejected' as const,
-        event: (event.type === 'event.malformed' ? event.of : String(event.type)).slice(0, 100),
-        reason:
-          externalEventProblem(event) ??
-          (event.type === 'operation.resume' && event.operation === APPROVALS_OPERATION
-            ? approvalResumeProblem(event)
-            : null) ??
-          (event.type === 'operation.resume' && self.getSnapshot().context.operations.waiting
-            ? (verdictOf(agent, self.getSnapshot().context, event) as { reason: string }).reason
-            : `not accepted now (the agent is ${JSON.stringify(self.getSnapshot().value)})`),
-      })),
-      emitTextDelta: rule.emit(emitTextDelta),
-      /** A model call starts: its attempt is counted (stored before it runs); a later one voids the text before it. */
-      startAttempt: effectsWith<'retry' | 'resumed'>(({ context }, reason) => startAttempt(agent, context, reason)),
-      emitRetry: rule.emit(emitRetry),
-      finishRun: rule.assign(finishRun),
-      emitRunFinished: rule.emit(emitRunFinished),
-    },
+    type: 'event.rejected' as const,
+    event: (event.type === 'event.malformed' ? event.of : String(event.type)).slice(0, 100),
+    reason:
+      externalEventProblem(event) ??
+      (event.type === 'operation.resume' && event.operation === APPROVALS_OPERATION ? approvalResumeProblem(event) : null) ??
+      (event.type === 'operation.resume' && snapshot.context.operations.waiting
+        ? (verdictOf(agent, snapshot.context, event) as { reason: string }).reason
+        : `not accepted now (the agent is ${JSON.stringify(snapshot.value)})`),
   };
 }
+
+/** A guard: the brain's next step under the policy the agent decides with now is of this type. */
+const stepIs = (type: Step['type']) => when(({ agent, context }) => stepTypeOf(context.brain, decisionPolicy(agent, context)) === type);
+
+/** The guards and actions the chart names for the loop every agent runs. */
+export const coreImplementations = {
+  guards: {
+    malformedPolicy: ({ event }: Args) => event.type === 'event.malformed' && event.of === 'policy',
+    promptQueued: ({ context }: Args) => context.queued !== null,
+    inputRefused: ({ context }: Args) => inputRefused(context),
+    runInFlight: ({ context }: Args) => runInFlight(context.brain),
+    rewindable: ({ context, event }: Args) => feedProblem(context.brain.context, { type: 'rewindTo', len: as(event, 'rewind').len }) === null,
+    singleRun: ({ context }: Args) => context.once,
+    extrasChanged: when(({ agent, context }) => extrasFor(agent, context) !== context.extrasTokens),
+    shouldPrune: when(({ agent, context }) => !context.brain.context.cancelled && pendingPrune(context.brain, context.policy, agent.pruning, agent.config.pruner) !== null),
+    callLLM: stepIs('CallLLM'),
+    callTools: stepIs('CallTools'),
+    compact: stepIs('Compact'),
+    policyAcceptable: when(({ agent, context, event }) => policyProblem(agent, context, as(event, 'policy').policy) === null),
+    batchComplete: when(({ agent, context }) => batchComplete(context, agent.maxCalls)),
+    callsRunnable: when(({ agent, context }) => runnable(agent, context).length > 0),
+    nothingRunnable: when(({ agent, context }) => runnable(agent, context).length === 0),
+    currentModelCall: fromCurrent(modelKey),
+    currentBatch: fromCurrent(batchKey),
+    currentCompaction: fromCurrent(compactionKey),
+    currentToolset: fromCurrent(toolsetKey),
+    toolsetDue: when(({ agent, context }) => agent.hasSources && !context.offered),
+    /** Unknown types from outside; XState's own events and the IO's late reports pass silently. */
+    unknownExternal: ({ event }: Args) => !fromIo(event) && !fromTelemetry(event) && !event.type.startsWith('xstate.'),
+  },
+  actions: {
+    beginRun: rule.assign(beginRun),
+    emitRunStarted: rule.emit(emitRunStarted),
+    takeStep: assigns(({ agent, context }) => ({ brain: takeStep(context.brain, decisionPolicy(agent, context)) })),
+    rewindBrain: assign({ brain: ({ context, event }) => feedBrain(context.brain, { type: 'rewindTo', len: as(event, 'rewind').len }) }),
+    refreshExtras: rule.assign(refreshExtras),
+    prune: assigns(({ agent, context }) => ({ brain: applyPrune(context.brain, pendingPrune(context.brain, context.policy, agent.pruning, agent.config.pruner)!) })),
+    emitPruned: emits(({ agent, context }) => ({ type: 'prune.finished' as const, ...pruneReport(agent, context) })),
+    requestModel: rule.send(requestModel),
+    requestToolset: sendTo('io', ({ context }): IoRequest => ({ type: 'toolset', key: toolsetKey(context) })),
+    recordOffered: rule.assign(recordOffered),
+    /** Hands the runnable calls to the IO; `announce`: the IO reports each start (else the chart did, see announceBatch). */
+    requestTools: sends<boolean>(({ agent, context }, announce) => requestTools(agent, context, announce)),
+    announceBatch: rule.effects(announceBatch),
+    requestCompaction: rule.send(requestCompaction),
+    abortIo: sendTo('io', { type: 'abort' } satisfies IoRequest),
+    // Checked against the tools the model was offered: the run's recorded set (see ToolSource).
+    acceptReply: assigns(({ agent, context, event }) => afterReply(agent, context, answerOf(agent, context, event))),
+    emitTurnFinished: rule.emit(emitTurnFinished),
+    journalToolResult: assign({ toolJournal: ({ context, event }) => journalResult(context.toolJournal, as(event, 'io.toolFinished').result) }),
+    emitToolStarted: emit(({ context, event }) => toolStarted(context, as(event, 'io.toolStarted').call)),
+    emitToolFinished: rule.emit(emitToolFinished),
+    acceptToolResults: assigns(({ agent, context }) => ({ brain: applyToolResults(context, agent.maxCalls), ...resetBatch(agent, context) })),
+    acceptCompaction: rule.assign(acceptCompaction),
+    emitCompactionFinished: rule.emit(emitCompactionFinished),
+    failWith: assigns<FailureType>(({ context, event }, type) => ({ brain: feedBrain(context.brain, { type: 'fail', error: errorInfo(type, as(event, 'io.failed').error) }) })),
+    sealRun: rule.assign(sealRun),
+    steerRun: assign({
+      brain: ({ context, event }) => feedBrain(context.brain, { type: 'steer', message: asUserMessage(as(event, 'steer').message) }),
+    }),
+    changePolicy: assign({ policy: ({ context, event }) => PolicySchema.parse({ ...context.policy, ...as(event, 'policy').policy }) }),
+    rejectPolicy: rule.emit(rejectPolicy),
+    rejectEvent: emit(({ event, self }) => rejectEvent(currentAgent(), self.getSnapshot() as Shown, event)),
+    emitTextDelta: rule.emit(emitTextDelta),
+    /** A model call starts: its attempt is counted (stored before it runs); a later one voids the text before it. */
+    startAttempt: effects<'retry' | 'resumed'>(({ agent, context }, reason) => startAttempt(agent, context, reason)),
+    emitRetry: rule.emit(emitRetry),
+    finishRun: rule.assign(finishRun),
+    emitRunFinished: rule.emit(emitRunFinished),
+  },
+};

@@ -2,7 +2,7 @@
  * Model fallback in the driver: the chart's guard and action for a model call that failed after
  * its model's own retries, taken by the next model of the list (see fallback.ts).
  */
-import { bind, type Args } from '../core/bind.js';
+import { rule, when } from '../core/bind.js';
 import type { CompiledAgent } from '../core/compile.js';
 import type { AgentContext } from '../core/context.js';
 import { ownModel } from '../core/driver-rules.js';
@@ -22,15 +22,12 @@ export function fallBack(agent: CompiledAgent, context: AgentContext, event: Age
 }
 
 /** The guards and actions the chart names for model fallback. */
-export function fallbackImplementations(agent: CompiledAgent) {
-  const rule = bind(agent);
-  return {
-    guards: {
-      // A speaker with a model of its own (handoffs) keeps it: no list to fall back along.
-      fallsBack: ({ context, event }: Args) => ownModel(agent, context) === null && fallbackAfter(agent.models, context.models, as(event, 'io.failed').error) !== null,
-    },
-    actions: {
-      fallBack: rule.effects(fallBack),
-    },
-  };
-}
+export const fallbackImplementations = {
+  guards: {
+    // A speaker with a model of its own (handoffs) keeps it: no list to fall back along.
+    fallsBack: when(({ agent, context, event }) => ownModel(agent, context) === null && fallbackAfter(agent.models, context.models, as(event, 'io.failed').error) !== null),
+  },
+  actions: {
+    fallBack: rule.effects(fallBack),
+  },
+};

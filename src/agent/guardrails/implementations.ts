@@ -5,7 +5,7 @@
  * complete the run is held until the output check is decided.
  */
 import type { ModelReply } from '../../model.js';
-import { bind, assign, type Args } from '../core/bind.js';
+import { assign, rule, when, type Args } from '../core/bind.js';
 import { firstPending, feedBrain } from '../core/brain-state.js';
 import type { CompiledAgent } from '../core/compile.js';
 import type { AgentContext } from '../core/context.js';
@@ -72,25 +72,21 @@ export function failGuardrail(agent: CompiledAgent, context: AgentContext, event
 }
 
 /** The guards and actions the chart names for guardrails. */
-export function guardrailImplementations(agent: CompiledAgent) {
-  const { guardrails } = agent;
-  const rule = bind(agent);
-  return {
-    guards: {
-      inputGuardDue: ({ context }: Args) => guard.inputCheckDue(guardrails, context.guard, context.brain.context.turnsTaken, guard.inputCheckKey(context)),
-      outputGuardDue: ({ context, event }: Args) => guardsReply(agent, context, event),
-      guardOpen: ({ context }: Args) => !!context.guard?.check,
-      guardUndecided: ({ context }: Args) => guardVerdict(agent, context).type === 'open',
-      guardTripped: ({ context }: Args) => guardVerdict(agent, context).type === 'tripped',
-      currentGuardCheck: ({ context, event }: Args) => fromIo(event) && context.guard?.check?.key === (event as { key: string }).key,
-    },
-    actions: {
-      openInputCheck: assign({ guard: ({ context }) => guard.openCheck(context.guard, guard.inputCheckKey(context), 'input') }),
-      holdReply: assign({ guard: ({ context, event }) => guard.openCheck(context.guard, outputCheckKey(context), 'output', as(event, 'io.replied').reply) }),
-      recordGuardVerdict: assign({ guard: ({ context, event }) => guard.withVerdict(context.guard!, as(event, 'io.guarded').name, as(event, 'io.guarded').verdict) }),
-      requestGuardrails: rule.effects(requestGuardrails),
-      settleGuard: rule.effects(settleGuard),
-      failGuardrail: rule.assign(failGuardrail),
-    },
-  };
-}
+export const guardrailImplementations = {
+  guards: {
+    inputGuardDue: when(({ agent, context }) => guard.inputCheckDue(agent.guardrails, context.guard, context.brain.context.turnsTaken, guard.inputCheckKey(context))),
+    outputGuardDue: when(({ agent, context, event }) => guardsReply(agent, context, event)),
+    guardOpen: ({ context }: Args) => !!context.guard?.check,
+    guardUndecided: when(({ agent, context }) => guardVerdict(agent, context).type === 'open'),
+    guardTripped: when(({ agent, context }) => guardVerdict(agent, context).type === 'tripped'),
+    currentGuardCheck: ({ context, event }: Args) => fromIo(event) && context.guard?.check?.key === (event as { key: string }).key,
+  },
+  actions: {
+    openInputCheck: assign({ guard: ({ context }) => guard.openCheck(context.guard, guard.inputCheckKey(context), 'input') }),
+    holdReply: assign({ guard: ({ context, event }) => guard.openCheck(context.guard, outputCheckKey(context), 'output', as(event, 'io.replied').reply) }),
+    recordGuardVerdict: assign({ guard: ({ context, event }) => guard.withVerdict(context.guard!, as(event, 'io.guarded').name, as(event, 'io.guarded').verdict) }),
+    requestGuardrails: rule.effects(requestGuardrails),
+    settleGuard: rule.effects(settleGuard),
+    failGuardrail: rule.assign(failGuardrail),
+  },
+};

@@ -3,7 +3,7 @@
  * conversation to another agent of the team (refused past `maxHandoffs`), with the rule they read
  * over the compiled agent and the run's context (the team itself: handoffs.ts).
  */
-import { bind, emit, type Args } from '../core/bind.js';
+import { emit, rule, when } from '../core/bind.js';
 import type { CompiledAgent } from '../core/compile.js';
 import type { AgentContext } from '../core/context.js';
 import { endRun } from '../core/driver-rules.js';
@@ -32,17 +32,14 @@ export function refuseHandoff(agent: CompiledAgent, context: AgentContext, _even
 }
 
 /** The guards and actions the chart names for handoffs. */
-export function handoffImplementations(agent: CompiledAgent) {
-  const rule = bind(agent);
-  return {
-    guards: {
-      handsOff: ({ context }: Args) => handoffOf(agent, context) !== null,
-      handoffLimitReached: ({ context }: Args) => handoffLimitReached(agent.team!, context.handoffs),
-    },
-    actions: {
-      handOff: rule.assign(handOff),
-      refuseHandoff: rule.assign(refuseHandoff),
-      emitHandoff: emit(({ context }) => ({ type: 'agent.handoff' as const, run: context.runIndex, turn: context.brain.context.turnsTaken, ...context.agent! })),
-    },
-  };
-}
+export const handoffImplementations = {
+  guards: {
+    handsOff: when(({ agent, context }) => handoffOf(agent, context) !== null),
+    handoffLimitReached: when(({ agent, context }) => handoffLimitReached(agent.team!, context.handoffs)),
+  },
+  actions: {
+    handOff: rule.assign(handOff),
+    refuseHandoff: rule.assign(refuseHandoff),
+    emitHandoff: emit(({ context }) => ({ type: 'agent.handoff' as const, run: context.runIndex, turn: context.brain.context.turnsTaken, ...context.agent! })),
+  },
+};

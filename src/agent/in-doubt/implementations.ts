@@ -3,7 +3,7 @@
  * restart with no result, of tools that ask (see in-doubt.ts): the batch waits for a person's
  * decision beside the calls that run.
  */
-import { assign, bind, emit, type Args } from '../core/bind.js';
+import { assign, emit, rule, type Args } from '../core/bind.js';
 import type { CompiledAgent } from '../core/compile.js';
 import type { AgentContext } from '../core/context.js';
 import { toolFinished, type Effect } from '../core/effects.js';
@@ -30,17 +30,14 @@ export function decideDoubt(_agent: CompiledAgent, context: AgentContext, event:
 }
 
 /** The guards and actions the chart names for calls in doubt. */
-export function inDoubtImplementations(agent: CompiledAgent) {
-  const rule = bind(agent);
-  return {
-    guards: {
-      someoneInDoubt: ({ context }: Args) => (context.doubt?.waiting.length ?? 0) > 0,
-      nothingInDoubt: ({ context }: Args) => (context.doubt?.waiting.length ?? 0) === 0,
-    },
-    actions: {
-      markInDoubt: assign({ doubt: ({ context, event }) => markedInDoubt(context.doubt, as(event, 'io.toolInDoubt').call.id) }),
-      emitInDoubt: emit(({ context }) => ({ type: 'tool.inDoubt' as const, ...doubtRequests(context) })),
-      decideDoubt: rule.effects(decideDoubt),
-    },
-  };
-}
+export const inDoubtImplementations = {
+  guards: {
+    someoneInDoubt: ({ context }: Args) => (context.doubt?.waiting.length ?? 0) > 0,
+    nothingInDoubt: ({ context }: Args) => (context.doubt?.waiting.length ?? 0) === 0,
+  },
+  actions: {
+    markInDoubt: assign({ doubt: ({ context, event }) => markedInDoubt(context.doubt, as(event, 'io.toolInDoubt').call.id) }),
+    emitInDoubt: emit(({ context }) => ({ type: 'tool.inDoubt' as const, ...doubtRequests(context) })),
+    decideDoubt: rule.effects(decideDoubt),
+  },
+};

@@ -5,9 +5,9 @@
  * with the rules they read over the compiled agent and the run's context (the operations
  * themselves: operation.ts, operation-rules.ts, their IO: io.ts).
  */
-import { assign, assignWith, bind, type Args } from '../core/bind.js';
+import { assigns, rule, when, type Args } from '../core/bind.js';
 import { conversationOf, pendingCalls } from '../core/brain-state.js';
-import type { CompiledAgent } from '../core/compile.js';
+import { agentMemo, type CompiledAgent } from '../core/compile.js';
 import type { AgentContext } from '../core/context.js';
 import { conversation, endRun, extrasFor } from '../core/driver-rules.js';
 import { answeredCalls, type Effect } from '../core/effects.js';
@@ -25,14 +25,16 @@ import type { OperationHook } from './operation-state.js';
 export const pointKey = (context: AgentContext, hook: OperationHook) =>
   keyOf({ kind: 'point', hook, ...turnAt(context, context.brain.context.turnsTaken + (hook === 'beforeModelCall' ? 1 : 0)) });
 
+const verdictMemo = agentMemo<ResumeVerdict>();
+
 /** What a resume event does, decided once per event (guards and actions read the same verdict). */
 export const verdictOf = (agent: CompiledAgent, context: AgentContext, event: AgentEvent): ResumeVerdict => {
-  let verdict = agent.memo.verdicts.get(event) as ResumeVerdict | undefined;
+  let verdict = verdictMemo.get(agent, event);
   if (!verdict) {
     const { operation, payload } = as(event, 'operation.resume');
     const ctx = { sessionId: context.sessionId, scope: context.scope, turn: context.brain.context.turnsTaken, messages: conversationOf(context.brain) };
     verdict = resumeVerdict(context.operations, agent.plan, { operation, payload }, ctx);
-    agent.memo.verdicts.set(event, verdict);
+    verdictMemo.set(agent, event, verdict);
   }
   return verdict;
 };
@@ -94,33 +96,31 @@ export function failOperation(agent: CompiledAgent, context: AgentContext, event
   return out;
 }
 
+/** A guard: the hook point has hooks and has not been done at its key. */
+const pointDue = (hook: OperationHook) =>
+  when(({ agent, context }) => agent.plan.at[hook].length > 0 && context.operations.done !== pointKey(context, hook));
+
 /** The guards and actions the chart names for operations. */
-export function operationImplementations(agent: CompiledAgent) {
-  const { plan } = agent;
-  const rule = bind(agent);
-  const pointDue = (hook: OperationHook) => ({ context }: Args) =>
-    plan.at[hook].length > 0 && context.operations.done !== pointKey(context, hook);
-  return {
-    guards: {
-      promptFails: ({ context }: Args) => typeof extrasFor(agent, context) !== 'number',
-      operationFailure: ({ event }: Args) => event.type === 'io.failed' && OperationError.isInstance(event.error),
-      currentPoint: ({ context, event }: Args) => fromIo(event) && context.operations.point?.key === (event as { key: string }).key,
-      operationWaiting: ({ context }: Args) => context.operations.waiting !== null,
-      pointOpen: ({ context }: Args) => context.operations.point !== null,
-      beforeModelCallDue: pointDue('beforeModelCall'),
-      beforeToolsDue: pointDue('beforeTools'),
-      resumeRefused: ({ context, event }: Args) => verdictOf(agent, context, event).type === 'refused',
-      resumeFailed: ({ context, event }: Args) => verdictOf(agent, context, event).type === 'failed',
-    },
-    actions: {
-      openPoint: assignWith<OperationHook>(({ context }, hook) => ({ operations: openPoint(context.operations, plan, hook, pointKey(context, hook)) })),
-      requestOperations: rule.send(requestOperations),
-      applyOperated: rule.effects(acceptOperated),
-      emitOperationYielded: rule.emit(emitOperationYielded),
-      applyResume: assign({
-        operations: ({ context, event }) => applyResumed(context.operations, plan, (verdictOf(agent, context, event) as Extract<ResumeVerdict, { type: 'accepted' }>).output),
-      }),
-      failOperation: rule.effects(failOperation),
-    },
-  };
-}
+export const operationImplementations = {
+  guards: {
+    promptFails: when(({ agent, context }) => typeof extrasFor(agent, context) !== 'number'),
+    operationFailure: ({ event }: Args) => event.type === 'io.failed' && OperationError.isInstance(event.error),
+    currentPoint: ({ context, event }: Args) => fromIo(event) && context.operations.point?.key === (event as { key: string }).key,
+    operationWaiting: ({ context }: Args) => context.operations.waiting !== null,
+    pointOpen: ({ context }: Args) => context.operations.point !== null,
+    beforeModelCallDue: pointDue('beforeModelCall'),
+    beforeToolsDue: pointDue('beforeTools'),
+    resumeRefused: when(({ agent, context, event }) => verdictOf(agent, context, event).type === 'refused'),
+    resumeFailed: when(({ agent, context, event }) => verdictOf(agent, context, event).type === 'failed'),
+  },
+  actions: {
+    openPoint: assigns<OperationHook>(({ agent, context }, hook) => ({ operations: openPoint(context.operations, agent.plan, hook, pointKey(context, hook)) })),
+    requestOperations: rule.send(requestOperations),
+    applyOperated: rule.effects(acceptOperated),
+    emitOperationYielded: rule.emit(emitOperationYielded),
+    applyResume: assigns(({ agent, context, event }) => ({
+      operations: applyResumed(context.operations, agent.plan, (verdictOf(agent, context, event) as Extract<ResumeVerdict, { type: 'accepted' }>).output),
+    })),
+    failOperation: rule.effects(failOperation),
+  },
+};

@@ -3,7 +3,7 @@
  * and again (agent.repetition): noted instead of run, then sealed; with the rule they read over
  * the compiled agent and the run's context (the verdict itself: repetition.ts).
  */
-import { bind, type Args } from '../core/bind.js';
+import { rule, when } from '../core/bind.js';
 import { pendingCalls } from '../core/brain-state.js';
 import type { CompiledAgent } from '../core/compile.js';
 import type { AgentContext } from '../core/context.js';
@@ -36,16 +36,13 @@ export function sealRepetition(agent: CompiledAgent, context: AgentContext, _eve
 }
 
 /** The guards and actions the chart names for repetition. */
-export function repetitionImplementations(agent: CompiledAgent) {
-  const rule = bind(agent);
-  return {
-    guards: {
-      repetitionNoted: ({ context }: Args) => repeated(agent, context).type === 'note',
-      repetitionSeals: ({ context }: Args) => repeated(agent, context).type === 'seal',
-    },
-    actions: {
-      noteRepetition: rule.effects(noteRepetition),
-      sealRepetition: rule.assign(sealRepetition),
-    },
-  };
-}
+export const repetitionImplementations = {
+  guards: {
+    repetitionNoted: when(({ agent, context }) => repeated(agent, context).type === 'note'),
+    repetitionSeals: when(({ agent, context }) => repeated(agent, context).type === 'seal'),
+  },
+  actions: {
+    noteRepetition: rule.effects(noteRepetition),
+    sealRepetition: rule.assign(sealRepetition),
+  },
+};

@@ -4,7 +4,7 @@
  * rejects, with the rule they read over the compiled agent and the run's context (the answer's
  * checks themselves: structured-output.ts).
  */
-import { assign, bind, type Args } from '../core/bind.js';
+import { assigns, rule, when } from '../core/bind.js';
 import type { CompiledAgent } from '../core/compile.js';
 import type { AgentContext } from '../core/context.js';
 import { answerOf, decisionPolicy } from '../core/driver-rules.js';
@@ -26,15 +26,12 @@ export function emitOutputRejected(agent: CompiledAgent, context: AgentContext, 
 }
 
 /** The guards and actions the chart names for structured output. */
-export function structuredOutputImplementations(agent: CompiledAgent) {
-  const rule = bind(agent);
-  return {
-    guards: {
-      finalCallDue: ({ context }: Args) => finalCallDue(agent, context) !== null,
-    },
-    actions: {
-      beginFinalCall: assign(({ context }) => beginFinalCall(agent.structured!, context.brain, context.outputState, finalCallDue(agent, context)!)),
-      emitOutputRejected: rule.effects(emitOutputRejected),
-    },
-  };
-}
+export const structuredOutputImplementations = {
+  guards: {
+    finalCallDue: when(({ agent, context }) => finalCallDue(agent, context) !== null),
+  },
+  actions: {
+    beginFinalCall: assigns(({ agent, context }) => beginFinalCall(agent.structured!, context.brain, context.outputState, finalCallDue(agent, context)!)),
+    emitOutputRejected: rule.effects(emitOutputRejected),
+  },
+};

@@ -3,7 +3,7 @@
  * agent tools start (see agent-tool.ts): decisions and steering for a child go down to the call
  * that runs it; a child's wait for a person, its refusals and its usage come up.
  */
-import { bind, type Args } from '../core/bind.js';
+import { rule, type Args } from '../core/bind.js';
 import type { CompiledAgent } from '../core/compile.js';
 import type { AgentContext } from '../core/context.js';
 import type { Effect } from '../core/effects.js';
@@ -31,15 +31,12 @@ export function acceptSubagentReport(_agent: CompiledAgent, context: AgentContex
 }
 
 /** The guards and actions the chart names for subagents. */
-export function subagentImplementations(agent: CompiledAgent) {
-  const rule = bind(agent);
-  return {
-    guards: {
-      steersChild: ({ event }: Args) => routedEvent(as(event, 'steer')) !== null,
-    },
-    actions: {
-      forwardToChild: rule.effects(forwardToChild),
-      acceptSubagentReport: rule.effects(acceptSubagentReport),
-    },
-  };
-}
+export const subagentImplementations = {
+  guards: {
+    steersChild: ({ event }: Args) => routedEvent(as(event, 'steer')) !== null,
+  },
+  actions: {
+    forwardToChild: rule.effects(forwardToChild),
+    acceptSubagentReport: rule.effects(acceptSubagentReport),
+  },
+};

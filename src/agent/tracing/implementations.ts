@@ -3,8 +3,8 @@
  * run's start, resume and end, prunes, approvals, retries and fallbacks; see trace-marks.ts) and
  * the traceparent a host's telemetry reports back.
  */
-import type { AnyActorRef } from 'xstate';
-import { bind, type Args } from '../core/bind.js';
+import { enqueueActions } from 'xstate';
+import { currentAgent, rule, type Args } from '../core/bind.js';
 import type { CompiledAgent } from '../core/compile.js';
 import type { AgentContext } from '../core/context.js';
 import { pruneReport } from '../core/driver-rules.js';
@@ -19,17 +19,18 @@ export function recordTrace(_agent: CompiledAgent, context: AgentContext, event:
 }
 
 /** The guard and actions the chart names for tracing. */
-export function tracingImplementations(agent: CompiledAgent) {
-  const { tracing, maxCalls } = agent;
-  const rule = bind(agent);
-  return {
-    guards: {
-      fromTelemetry: ({ event }: Args) => fromTelemetry(event),
-    },
-    actions: {
-      trace: ({ context, event, self }: Args & { self: AnyActorRef }, mark: TraceMark) =>
-        tracing && traceMark(tracing, mark, { context, event, self, prune: () => pruneReport(agent, context), waiting: () => waitingCalls(context, maxCalls) }),
-      recordTrace: rule.assign(recordTrace),
-    },
-  };
-}
+export const tracingImplementations = {
+  guards: {
+    fromTelemetry: ({ event }: Args) => fromTelemetry(event),
+  },
+  actions: {
+    // A mark resolves with its agent and runs with the actions' effects (those of an actor's
+    // initial state run when it starts, after its first transition returned).
+    trace: enqueueActions<AgentContext, AgentEvent, TraceMark, AgentEvent, never, never, never, never, never>(({ context, event, self, enqueue }, mark) => {
+      const agent = currentAgent();
+      const { tracing } = agent;
+      if (tracing) enqueue(() => traceMark(tracing, mark, { context, event, self, prune: () => pruneReport(agent, context), waiting: () => waitingCalls(context, agent.maxCalls) }));
+    }),
+    recordTrace: rule.assign(recordTrace),
+  },
+};

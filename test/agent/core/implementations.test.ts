@@ -10,7 +10,6 @@ import { createAgentMachine } from '../../../machines/agent.machine.js';
 import { approvalImplementations } from '../../../src/agent/approvals/implementations.js';
 import { budgetImplementations } from '../../../src/agent/budget/implementations.js';
 import { cancelImplementations } from '../../../src/agent/cancel/implementations.js';
-import { compileAgent } from '../../../src/agent/core/compile.js';
 import type { AgentConfig } from '../../../src/agent/core/config.js';
 import { coreImplementations } from '../../../src/agent/core/implementations.js';
 import { fallbackImplementations } from '../../../src/agent/fallback/implementations.js';
@@ -48,13 +47,12 @@ describe('the chart implementations, one record per slice', () => {
     model: scriptedModel([{ text: 'hi' }]),
     tools: [defineTool({ name: 'danger', description: 'asks', input: z.object({}), needsApproval: true, execute: () => 'done' })],
   };
-  const agent = compileAgent(config);
 
   it('each guard, action and delay comes from exactly one slice', () => {
     for (const kind of kinds) {
       const owners = new Map<string, string[]>();
       for (const [slice, of] of Object.entries(slices)) {
-        const record = (of(agent) as Partial<Record<(typeof kinds)[number], object>>)[kind] ?? {};
+        const record = (of as Partial<Record<(typeof kinds)[number], object>>)[kind] ?? {};
         for (const name of Object.keys(record)) owners.set(name, [...(owners.get(name) ?? []), slice]);
       }
       const shared = [...owners].filter(([, by]) => by.length > 1).map(([name, by]) => `${kind} ${name}: ${by.join(', ')}`);
@@ -65,7 +63,7 @@ describe('the chart implementations, one record per slice', () => {
   it('together they are every name the machine carries, and nothing else', () => {
     const machine = createAgentMachine(config);
     for (const kind of kinds) {
-      const names = Object.entries(slices).flatMap(([, of]) => Object.keys((of(agent) as Partial<Record<(typeof kinds)[number], object>>)[kind] ?? {}));
+      const names = Object.entries(slices).flatMap(([, of]) => Object.keys((of as Partial<Record<(typeof kinds)[number], object>>)[kind] ?? {}));
       expect(names.sort(), kind).toEqual(Object.keys(machine.implementations[kind]).sort());
     }
   });
