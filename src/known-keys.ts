@@ -74,9 +74,17 @@ export const optionKeys = <T>() => <K extends Record<keyof T, true>>(keys: K & R
  */
 export function unknownKeyProblem(options: unknown, known: readonly string[], aliases?: ReadonlyMap<string, string>): string | null {
   if (typeof options !== 'object' || options === null || Array.isArray(options)) return null;
-  const allowed = new Set(known);
-  for (const key of Object.keys(options)) if (!allowed.has(key)) return unknownOptionMessage(key, known, aliases);
+  const allowed = allowedSet(known);
+  for (const key in options) if (Object.hasOwn(options, key) && !allowed.has(key)) return unknownOptionMessage(key, known, aliases);
   return null;
+}
+
+/** The known keys as a set, made once per list (the lists are module constants; a config is checked on every run). */
+const allowedSets = new WeakMap<readonly string[], ReadonlySet<string>>();
+function allowedSet(known: readonly string[]): ReadonlySet<string> {
+  let set = allowedSets.get(known);
+  if (!set) allowedSets.set(known, (set = new Set(known)));
+  return set;
 }
 
 /**

@@ -8,7 +8,10 @@ import { checkedPolicy, type CompiledAgent } from './compile.js';
 import { freshAgentContext, type AgentContext } from './context.js';
 import { NO_USAGE, asUserMessage } from './run-rules.js';
 
-const PromptSchema = z.union([z.string(), UserMessageSchema]);
+// Built once: an actor's input is checked on every run.
+const SessionIdSchema = z.string().min(1).optional();
+const InputScopeSchema = ScopeSchema.optional();
+const PromptSchema = z.union([z.string(), UserMessageSchema]).optional();
 
 /** Refusals by the context they ended, for the hosts that throw them (DurableSession, AgentStepper). */
 const refusals = new WeakMap<object, InvalidFeedError>();
@@ -47,10 +50,10 @@ function checked<T>(field: string, check: () => T): T {
 export function freshContext(agent: CompiledAgent, input: AgentInput | void): AgentContext {
   try {
     if (input !== undefined && (typeof input !== 'object' || input === null || Array.isArray(input))) throw new InvalidFeedError('input', 'must be an object');
-    const sessionId = checked('sessionId', () => z.string().min(1).optional().parse(input?.sessionId)) ?? 'session';
-    const scope = checked('scope', () => ScopeSchema.optional().parse(input?.scope));
+    const sessionId = checked('sessionId', () => SessionIdSchema.parse(input?.sessionId)) ?? 'session';
+    const scope = checked('scope', () => InputScopeSchema.parse(input?.scope));
     const prompt: string | UserMessage | undefined = checked('prompt', () => {
-      if (!PromptSchema.optional().safeParse(input?.prompt).success) throw new Error("must be a string or a user message { role: 'user', content: string }");
+      if (!PromptSchema.safeParse(input?.prompt).success) throw new Error("must be a string or a user message { role: 'user', content: string }");
       return input?.prompt;
     });
     const history: Message[] = input?.history === undefined ? [] : checked('history', () => parseHistory(input.history));
