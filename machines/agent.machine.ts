@@ -11,7 +11,7 @@ import { inAgent, types } from '../src/agent/core/bind.js';
 import { compileAgent, markTraced, type CompiledAgent } from '../src/agent/core/compile.js';
 import type { AgentConfig } from '../src/agent/core/config.js';
 import { initialContext, restoredContext } from '../src/agent/core/driver-rules.js';
-import { coreImplementations } from '../src/agent/core/implementations.js';
+import { beginRunWith, coreImplementations } from '../src/agent/core/implementations.js';
 import { fromIo, ioLogic, type IoDeps } from '../src/agent/core/io.js';
 import { alwaysOf, stepOrder } from '../src/agent/core/step-order.js';
 import { approvalImplementations } from '../src/agent/approvals/implementations.js';
@@ -30,6 +30,22 @@ import { resumeTrace, fromTelemetry } from '../src/agent/tracing/trace-marks.js'
 import { outputOf, runInFlight, type AgentInput } from '../src/agent/protocol/actor-types.js';
 import { checkedExternal, externalEventTypes } from '../src/agent/protocol/events.js';
 import { composeExecutors, type Executor } from '../src/agent/protocol/executor.js';
+import type { FeatureHandlers } from '../src/agent/protocol/io-protocol.js';
+
+/** What a run's start resets, feature by feature (see `RunStart`). */
+const runStart = [
+  operationImplementations.runStart,
+  budgetImplementations.runStart,
+  structuredOutputImplementations.runStart,
+  guardrailImplementations.runStart,
+  handoffImplementations.runStart,
+  fallbackImplementations.runStart,
+];
+
+/** The IO handlers features bring for their own requests, by request type. */
+const featureHandlers = new Map(
+  Object.entries({ ...operationImplementations.io, ...approvalImplementations.io, ...guardrailImplementations.io } satisfies FeatureHandlers),
+) as ReadonlyMap<string, NonNullable<FeatureHandlers[keyof FeatureHandlers]>>;
 
 /**
  * The chart's implementations, built once per process: its IO actor, and the delays, guards and
@@ -55,6 +71,7 @@ const implementations = {
   },
   actions: {
     ...coreImplementations.actions,
+    beginRun: beginRunWith(runStart),
     ...guardrailImplementations.actions,
     ...budgetImplementations.actions,
     ...structuredOutputImplementations.actions,
@@ -431,7 +448,7 @@ function forAgent(agent: CompiledAgent, io: IoDeps | null, base: ChartMachine = 
     config: { ...base.config, context: ({ input }: { input: AgentInput | undefined }) => initialContext(agent, input) },
     implementations: {
       ...base.implementations,
-      ...(io && { actors: { io: ioLogic(io) } }),
+      ...(io && { actors: { io: ioLogic(io, featureHandlers) } }),
       // A host that arms the chart's timers itself (the stepper) reads its delays from the machine.
       delays: Object.fromEntries(Object.entries(base.implementations.delays).map(([name, delay]) => [name, typeof delay === 'function' ? inAgent(agent, delay) : delay])),
     },

@@ -8,6 +8,8 @@
 import type { ToolCall } from '../../schemas.js';
 import { hasApprovalRule } from '../../tools/define-tool.js';
 import { fromCurrent, rule, when, type Args } from '../core/bind.js';
+import type { FeatureHandlers } from '../protocol/io-protocol.js';
+import { approvalsHandler } from './io.js';
 import { pendingCalls } from '../core/brain-state.js';
 import type { CompiledAgent } from '../core/compile.js';
 import type { AgentContext } from '../core/context.js';
@@ -120,6 +122,8 @@ export function recordDecision(_agent: CompiledAgent, context: AgentContext, eve
 
 /** The guards and actions the chart names for approvals. */
 export const approvalImplementations = {
+  // The IO's handler for this feature's requests.
+  io: { approvals: approvalsHandler } satisfies FeatureHandlers,
   guards: {
     needsApprovalCheck: when(({ agent, context }) => undecided(agent, context).length > 0),
     /** Without approvals configured and with no call in doubt (a restored batch), a batch needs no approval or doubt region. */

@@ -23,6 +23,12 @@ export type AgentArgs = Args & { agent: CompiledAgent };
 /** A rule of the driver: a pure function of the compiled agent, the run's context and the event being handled. */
 export type Rule<T> = (agent: CompiledAgent, context: AgentContext, event: AgentEvent) => T;
 
+/**
+ * What a feature resets of its own state when a run starts (its slice's `runStart`); the chart
+ * gives the list to the core's `beginRun`, so the core loop names no feature.
+ */
+export type RunStart = (agent: CompiledAgent, context: AgentContext) => Partial<AgentContext>;
+
 /** The types the chart, its guards and its actions share. */
 export const types = {
   context: {} as AgentContext,

@@ -10,20 +10,18 @@ import { feedProblem } from '../../brain/feed-problems.js';
 import { PolicySchema, type Step, type UserMessage } from '../../schemas.js';
 import { APPROVALS_OPERATION, approvalResumeProblem } from '../approvals/approval-events.js';
 import { costUsd } from '../budget/budget.js';
-import { startModels, totalCost, usageCosts } from '../fallback/fallback.js';
-import * as guard from '../guardrails/guardrails.js';
+import { totalCost, usageCosts } from '../fallback/fallback.js';
 import { verdictOf } from '../operations/implementations.js';
-import { closeOperations } from '../operations/operation-rules.js';
 import { outputOf, runInFlight, type AgentEmitted } from '../protocol/actor-types.js';
 import { as, type AgentEvent } from '../protocol/agent-event.js';
 import { deliveryIds, nextAttempt } from '../protocol/delivery.js';
 import { externalEventProblem } from '../protocol/events.js';
 import { agentOutcome, type FailureType } from '../protocol/failure.js';
 import { fromIo, type IoRequest } from '../protocol/io-protocol.js';
-import { FRESH_OUTPUT_STATE, withOutput } from '../structured-output/structured-output.js';
+import { withOutput } from '../structured-output/structured-output.js';
 import { fromTelemetry } from '../tracing/trace-marks.js';
 import { inputRefused } from './actor-input.js';
-import { assign, assigns, currentAgent, effects, emit, emits, fromCurrent, rule, sendTo, sends, when, type Args } from './bind.js';
+import { assign, assigns, currentAgent, type RunStart, effects, emit, emits, fromCurrent, rule, sendTo, sends, when, type Args } from './bind.js';
 import { feedBrain, firstPending, pendingCalls, stepTypeOf, takeStep } from './brain-state.js';
 import type { CompiledAgent } from './compile.js';
 import type { AgentContext } from './context.js';
@@ -32,27 +30,24 @@ import { answeredCalls, toolFinished, toolStarted, type Effect } from './effects
 import { pendingPrune } from './pruning.js';
 import { NO_USAGE, applyCompactionPass, applyPrune, applyToolResults, asUserMessage, batchComplete, batchResults, errorInfo, finishBrain, journalResult, startRun, withExtras, withListedTools } from './run-rules.js';
 
-export function beginRun(agent: CompiledAgent, context: AgentContext, event: AgentEvent): Partial<AgentContext> {
-  return {
-    operations: { ...closeOperations(context.operations), done: null },
+/** A new run: its message pending, its counters and batch cleared; each feature's `runStart` after. */
+export function beginRun(agent: CompiledAgent, context: AgentContext, event: AgentEvent, features: readonly RunStart[] = []): Partial<AgentContext> {
+  const change: Partial<AgentContext> = {
     brain: startRun(context.brain, event.type === 'input' ? asUserMessage(event.message) : context.queued!, ownOffered(agent, context).definitions, context.extrasTokens),
     queued: null,
     runIndex: context.runIndex + 1,
     runUsage: NO_USAGE,
     compactionPasses: 0,
     ...resetBatch(agent, context),
-    runStartedAt: agent.clock(),
-    budgetPause: undefined,
     // Each run lists its sources once (its `toolset` step); an agent without sources records nothing.
     ...(agent.hasSources && { offered: null }),
-    ...(agent.structured && { outputState: FRESH_OUTPUT_STATE }),
-    ...(agent.guardrails && { guard: guard.NO_GUARD }),
-    // maxHandoffs counts per run.
-    ...(agent.team && { handoffs: 0 }),
-    // Each run starts on the first model of a list again.
-    ...(agent.models.listed && { models: startModels(agent.models, context.models) }),
   };
+  for (const reset of features) Object.assign(change, reset(agent, context));
+  return change;
 }
+
+/** The `beginRun` action, with the features' resets the chart composes (see `RunStart`). */
+export const beginRunWith = (features: readonly RunStart[]) => assigns(({ agent, context, event }) => beginRun(agent, context, event, features));
 
 export function emitRunStarted(agent: CompiledAgent, context: AgentContext, event: AgentEvent): AgentEmitted {
   return {
@@ -252,7 +247,6 @@ export const coreImplementations = {
     unknownExternal: ({ event }: Args) => !fromIo(event) && !fromTelemetry(event) && !event.type.startsWith('xstate.'),
   },
   actions: {
-    beginRun: rule.assign(beginRun),
     emitRunStarted: rule.emit(emitRunStarted),
     takeStep: assigns(({ agent, context }) => ({ brain: takeStep(context.brain, decisionPolicy(agent, context)) })),
     rewindBrain: assign({ brain: ({ context, event }) => feedBrain(context.brain, { type: 'rewindTo', len: as(event, 'rewind').len }) }),

@@ -3,13 +3,10 @@ import { fromCallback, type AnyActorRef, type AnyEventObject } from 'xstate';
 import { PARENT_STOPPED } from '../subagents/subagent-scope.js';
 import { conversationView } from './conversation-view.js';
 import { EFFECT_SPECIFICATION_VERSION } from '../protocol/executor.js';
-import { trusted, type Handler, type IoDeps, type IoEvent, type IoRequest, type IoScope } from '../protocol/io-protocol.js';
+import { trusted, type FeatureHandlers, type Handler, type IoDeps, type IoEvent, type IoRequest, type IoScope } from '../protocol/io-protocol.js';
 import { modelHandler, retryingModels } from './io-model.js';
 import { toolScheduler, type ToolScheduler } from './io-tools.js';
 import { toolsetHandler } from './toolset.js';
-import { operationHandler } from '../operations/io.js';
-import { approvalsHandler } from '../approvals/io.js';
-import { guardrailsHandler } from '../guardrails/io.js';
 import { compactionHandler } from './io-compaction.js';
 
 export { fromIo, type ConversationRef, type IoDeps, type IoEvent, type IoRequest, type PolicyVerdicts, type Slices, type SpeakerView } from '../protocol/io-protocol.js';
@@ -20,26 +17,32 @@ export { contextFor, promptParts } from '../operations/operation-context.js';
  * (`sendTo`), hands each side effect to the executor, and reports back with events. Requests
  * carry the conversation by reference, never as an actor's input, so nothing of it lands in a
  * persisted snapshot; one actor for the agent's whole life means no actor per call. Each request
- * type has its handler in `./io/`; this module keeps the run's bookkeeping and the dispatch.
+ * type has its handler (the core loop's in `./io-*.ts`, a feature's in its folder's `io.ts`);
+ * this module keeps the run's bookkeeping and the dispatch.
  */
-export function ioLogic(deps: IoDeps) {
+export function ioLogic(deps: IoDeps, features: ReadonlyMap<string, NonNullable<FeatureHandlers[keyof FeatureHandlers]>>) {
   return fromCallback<IoRequest>(({ sendBack, receive, self }) => {
     const { io, abortRun } = ioScope(deps, sendBack, self);
     const models = retryingModels(deps);
     const scheduler = toolScheduler(io);
-    const table: { [T in IoRequest['type']]: Handler<T> } = {
+    // What every agent's IO handles itself; features bring the other request types (see `FeatureHandlers`).
+    const core: { [T in IoRequest['type']]?: Handler<T> } = {
       abort: () => abortRun(undefined, scheduler),
       forward: scheduler.forward,
       toolset: toolsetHandler(io),
       model: modelHandler(io, models),
       tools: scheduler.tools,
-      operation: operationHandler(io),
-      approvals: approvalsHandler(io),
-      guardrails: guardrailsHandler(io),
       compaction: compactionHandler(io, models),
     };
-    // A Map: request types come from the chart, and `receive` hears other events too.
-    const handlers = new Map(Object.entries(table)) as Map<string, (request: IoRequest) => void>;
+    // A Map: request types come from the chart, and `receive` hears other events too. A feature's
+    // handler is made on its first request.
+    const handlers = new Map(Object.entries(core)) as Map<string, (request: IoRequest) => void>;
+    const handlerOf = (type: string) => {
+      let handler = handlers.get(type);
+      const make = handler ? undefined : features.get(type);
+      if (make) handlers.set(type, (handler = make(io) as (request: IoRequest) => void));
+      return handler;
+    };
     let received = false;
     let lastKey: string | undefined;
     receive((request) => {
@@ -47,7 +50,7 @@ export function ioLogic(deps: IoDeps) {
       if (request.type.startsWith('xstate.')) return;
       received = true;
       if (request.type !== 'abort' && request.type !== 'forward') lastKey = request.key;
-      handlers.get(request.type)?.(request);
+      handlerOf(request.type)?.(request);
     });
     // A restored agent waits for IO that no one started: when no request came with this actor's
     // start (a fresh agent's first one is already in the mailbox), say so, and the chart re-issues

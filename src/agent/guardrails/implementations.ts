@@ -5,7 +5,9 @@
  * complete the run is held until the output check is decided.
  */
 import type { ModelReply } from '../../model.js';
-import { assign, rule, when, type Args } from '../core/bind.js';
+import { assign, rule, when, type Args, type RunStart } from '../core/bind.js';
+import type { FeatureHandlers } from '../protocol/io-protocol.js';
+import { guardrailsHandler } from './io.js';
 import { firstPending, feedBrain } from '../core/brain-state.js';
 import type { CompiledAgent } from '../core/compile.js';
 import type { AgentContext } from '../core/context.js';
@@ -73,6 +75,9 @@ export function failGuardrail(agent: CompiledAgent, context: AgentContext, event
 
 /** The guards and actions the chart names for guardrails. */
 export const guardrailImplementations = {
+  // The IO's handler for this feature's requests.
+  io: { guardrails: guardrailsHandler } satisfies FeatureHandlers,
+  runStart: ((agent) => (agent.guardrails ? { guard: guard.NO_GUARD } : {})) satisfies RunStart,
   guards: {
     inputGuardDue: when(({ agent, context }) => guard.inputCheckDue(agent.guardrails, context.guard, context.brain.context.turnsTaken, guard.inputCheckKey(context))),
     outputGuardDue: when(({ agent, context, event }) => guardsReply(agent, context, event)),

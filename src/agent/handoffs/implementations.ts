@@ -3,7 +3,7 @@
  * conversation to another agent of the team (refused past `maxHandoffs`), with the rule they read
  * over the compiled agent and the run's context (the team itself: handoffs.ts).
  */
-import { emit, rule, when } from '../core/bind.js';
+import { emit, rule, when, type RunStart } from '../core/bind.js';
 import type { CompiledAgent } from '../core/compile.js';
 import type { AgentContext } from '../core/context.js';
 import { endRun } from '../core/driver-rules.js';
@@ -33,6 +33,8 @@ export function refuseHandoff(agent: CompiledAgent, context: AgentContext, _even
 
 /** The guards and actions the chart names for handoffs. */
 export const handoffImplementations = {
+  // maxHandoffs counts per run.
+  runStart: ((agent) => (agent.team ? { handoffs: 0 } : {})) satisfies RunStart,
   guards: {
     handsOff: when(({ agent, context }) => handoffOf(agent, context) !== null),
     handoffLimitReached: when(({ agent, context }) => handoffLimitReached(agent.team!, context.handoffs)),

@@ -200,3 +200,10 @@ export interface IoScope {
 
 /** The handler of one request type, made once per IO actor. */
 export type Handler<T extends IoRequest['type']> = (request: RequestOf<T>) => void;
+
+/**
+ * The IO handlers a feature brings for its own request types (operations, approvals, guardrails),
+ * each made from the IO actor's scope on its type's first request: a run that never asks for one
+ * never builds it. The chart gives the IO all of them (see `ioLogic`).
+ */
+export type FeatureHandlers = { readonly [T in IoRequest['type']]?: (io: IoScope) => Handler<T> };

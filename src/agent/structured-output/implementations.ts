@@ -4,14 +4,14 @@
  * rejects, with the rule they read over the compiled agent and the run's context (the answer's
  * checks themselves: structured-output.ts).
  */
-import { assigns, rule, when } from '../core/bind.js';
+import { assigns, rule, when, type RunStart } from '../core/bind.js';
 import type { CompiledAgent } from '../core/compile.js';
 import type { AgentContext } from '../core/context.js';
 import { answerOf, decisionPolicy } from '../core/driver-rules.js';
 import type { Effect } from '../core/effects.js';
 import { overBudget } from '../budget/implementations.js';
 import type { AgentEvent } from '../protocol/agent-event.js';
-import { beginFinalCall, finalCallReason } from './structured-output.js';
+import { beginFinalCall, finalCallReason, FRESH_OUTPUT_STATE } from './structured-output.js';
 
 /** Why the run must ask for its answer now (an output schema, a limit about to end it), or null. */
 export const finalCallDue = (agent: CompiledAgent, context: AgentContext) =>
@@ -27,6 +27,7 @@ export function emitOutputRejected(agent: CompiledAgent, context: AgentContext, 
 
 /** The guards and actions the chart names for structured output. */
 export const structuredOutputImplementations = {
+  runStart: ((agent) => (agent.structured ? { outputState: FRESH_OUTPUT_STATE } : {})) satisfies RunStart,
   guards: {
     finalCallDue: when(({ agent, context }) => finalCallDue(agent, context) !== null),
   },

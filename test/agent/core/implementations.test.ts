@@ -64,7 +64,17 @@ describe('the chart implementations, one record per slice', () => {
     const machine = createAgentMachine(config);
     for (const kind of kinds) {
       const names = Object.entries(slices).flatMap(([, of]) => Object.keys((of as Partial<Record<(typeof kinds)[number], object>>)[kind] ?? {}));
+      // The chart composes beginRun from the core's and each slice's `runStart`.
+      if (kind === 'actions') names.push('beginRun');
       expect(names.sort(), kind).toEqual(Object.keys(machine.implementations[kind]).sort());
     }
+  });
+
+  it('a feature brings the IO handlers of its own request types, and no two bring the same', () => {
+    const owners = new Map<string, string[]>();
+    for (const [slice, of] of Object.entries(slices)) {
+      for (const type of Object.keys((of as { io?: object }).io ?? {})) owners.set(type, [...(owners.get(type) ?? []), slice]);
+    }
+    expect(Object.fromEntries(owners)).toEqual({ operation: ['operations'], approvals: ['approvals'], guardrails: ['guardrails'] });
   });
 });

@@ -101,6 +101,20 @@ describe('output guardrails', () => {
     expect(result!.messages.map((m) => m.role)).toEqual(['user', 'assistant', 'user', 'assistant']);
   });
 
+  it('maxFeedback counts per run: the next run of the same actor has its own feedback rounds', async () => {
+    const { model } = counted([{ text: 'It is 42.' }, { text: 'It is 42 (source).' }, { text: 'It is 43.' }, { text: 'It is 43 (source).' }]);
+    const cite: Guardrail = { name: 'cite', check: ({ text }) => (text.includes('source') ? { type: 'pass' } : { type: 'feedback', message: 'Cite a source.' }) };
+    // An actor without a prompt lives on between runs.
+    const actor = createActor(createAgentMachine({ model, guardrails: { output: [cite], maxFeedback: 1 } })).start();
+    actor.send({ type: 'input', message: 'first' });
+    await waitFor(actor, (s) => s.value === 'Idle' && s.context.runIndex === 1, { timeout: 5_000 });
+    expect(actor.getSnapshot().context.lastRun?.outcome).toEqual({ type: 'Completed', finalText: 'It is 42 (source).' });
+    actor.send({ type: 'input', message: 'second' });
+    await waitFor(actor, (s) => s.value === 'Idle' && s.context.runIndex === 2, { timeout: 5_000 });
+    expect(actor.getSnapshot().context.lastRun?.outcome).toEqual({ type: 'Completed', finalText: 'It is 43 (source).' });
+    actor.stop();
+  });
+
   it('feedback is bounded: past maxFeedback rounds the run fails GuardrailTripped', async () => {
     const { model, calls } = counted([{ text: 'a' }, { text: 'b' }, { text: 'c' }]);
     const never: Guardrail = { name: 'never', check: () => ({ type: 'feedback', message: 'No.' }) };

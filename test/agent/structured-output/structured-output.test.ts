@@ -82,6 +82,27 @@ describe('structured output: final_answer tool (a model without a JSON-schema mo
     expect(result.output).toBeUndefined();
   });
 
+  it('outputRetries count per run: the next run of the same actor retries as many times', async () => {
+    const replies = [{ population: 'many' }, { population: 520_000 }, { population: 'few' }, { population: 860_000 }];
+    let call = 0;
+    const model: Model = {
+      name: 'counted',
+      generate: async () => {
+        const args = { city: 'Lyon', ...replies[call]! };
+        call++;
+        return { message: { role: 'assistant', content: '', toolCalls: [{ id: `a${call}`, name: 'final_answer', args }] }, finishReason: 'tool-calls' };
+      },
+    };
+    // An actor without a prompt lives on between runs.
+    const actor = createActor(createAgentMachine({ model, output: City, outputRetries: 1 })).start();
+    for (const [run, population] of [[1, 520_000], [2, 860_000]] as const) {
+      actor.send({ type: 'input', message: 'A French city?' });
+      await waitFor(actor, (s) => s.value === 'Idle' && s.context.runIndex === run, { timeout: 5_000 });
+      expect(actor.getSnapshot().context.lastRun?.outcome).toMatchObject({ type: 'Completed', output: { city: 'Lyon', population } });
+    }
+    actor.stop();
+  });
+
   it('plain text that is valid JSON is accepted; other text is asked for again through the tool', async () => {
     const model = scriptedModel([{ text: 'Lyon, I think.' }, { text: '```json\n{"city":"Lyon","population":1}\n```' }]);
     const result = await runAgent({ model, prompt: 'A French city?', output: City });
