@@ -1,5 +1,5 @@
-import { createActor, type InspectionEvent } from 'xstate';
-import { createAgentMachine, type AgentActor } from '../../../machines/agent.machine.js';
+import { createActor, type AnyEventObject } from 'xstate';
+import { createAgentMachine, type AgentActor, type AgentMachine } from '../../../machines/agent.machine.js';
 import { type AgentEmitted, type AgentOutput } from '../protocol/actor-types.js';
 import { AGENT_CONFIG_KEYS, type AgentConfig } from '../core/config.js';
 import { checkKnownKeys, optionKeys } from '../../known-keys.js';
@@ -69,10 +69,12 @@ function startRun(options: RunAgentOptions, where: 'runAgent' | 'streamAgent'): 
   if (options.prompt === undefined) throw new InvalidConfigError(`${where}: prompt is required (the user's message that starts the run)`);
   const { prompt, history, scope, signal, approve, approveTimeoutMs, ...config } = options;
   let failure: unknown;
-  const inspect = (event: InspectionEvent) => {
-    if (event.type === '@xstate.event' && event.event.type === 'io.failed') failure = (event.event as { error?: unknown }).error;
-  };
-  const actor = createActor(createAgentMachine(config), { input: { prompt, ...(history && { history }), ...(scope !== undefined && { scope }) }, inspect });
+  // What a side effect failed with (the outcome keeps its message only): read from the events the
+  // machine takes, not through XState's inspection, which would describe every step of the run.
+  const machine = withEventsSeen(createAgentMachine(config), (event) => {
+    if (event.type === 'io.failed') failure = (event as { error?: unknown }).error;
+  });
+  const actor = createActor(machine, { input: { prompt, ...(history && { history }), ...(scope !== undefined && { scope }) } });
   // An answer that never validated: the run's error is the StructuredOutputError itself.
   actor.on('output.rejected', (event) => (failure = event.error));
   // A guardrail that tripped: its GuardrailTrippedError (name, stage, info).
@@ -81,6 +83,15 @@ function startRun(options: RunAgentOptions, where: 'runAgent' | 'streamAgent'): 
   const stopAnswering = answerWaits(actor, { approve, approveTimeoutMs });
   // Input the actor refused (it ended at once, Failed(InvalidInput)): the error is its InvalidFeedError.
   return { actor, lastFailure: () => failure ?? inputRefusal(actor.getSnapshot().context), stopAnswering };
+}
+
+/** The machine, with `seen` told of each event before its transition runs. */
+function withEventsSeen(machine: AgentMachine, seen: (event: AnyEventObject) => void): AgentMachine {
+  const transition: AgentMachine['transition'] = (snapshot, event, scope) => {
+    seen(event);
+    return machine.transition(snapshot, event, scope);
+  };
+  return new Proxy(machine, { get: (target, key, receiver) => (key === 'transition' ? transition : Reflect.get(target, key, receiver)) });
 }
 
 /** Cancels the run when `signal` aborts; returns the detach function. */

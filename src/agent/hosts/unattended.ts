@@ -109,16 +109,19 @@ function nobodyResumes(operation: string, payload: unknown): boolean {
  */
 export function answerWaits(actor: AgentActor, unchecked: UnattendedOptions): () => void {
   const options = parseOptions(OptionsSchema, unchecked, 'answerWaits');
-  const run = new AbortController();
+  // Made on the first request: most runs ask nobody.
+  let run: AbortController | undefined;
+  let ended = false;
   // One request at a time, in order: an approve function that asks a person asks one question at a time.
   let queue = Promise.resolve();
   const send = (event: Parameters<AgentActor['send']>[0]) => {
-    if (!run.signal.aborted && actor.getSnapshot().status === 'active') actor.send(event);
+    if (!ended && actor.getSnapshot().status === 'active') actor.send(event);
   };
   const requested = actor.on('approval.requested', ({ requests }) => {
+    const signal = (run ??= new AbortController()).signal;
     for (const request of requests) {
       queue = queue.then(async () => {
-        send(decisionEvent(request, await decide(request, options, run.signal)));
+        send(decisionEvent(request, await decide(request, options, signal)));
       });
     }
   });
@@ -130,7 +133,8 @@ export function answerWaits(actor: AgentActor, unchecked: UnattendedOptions): ()
     });
   });
   return () => {
-    run.abort(new Error('the run ended'));
+    ended = true;
+    run?.abort(new Error('the run ended'));
     requested.unsubscribe();
     yielded.unsubscribe();
   };
