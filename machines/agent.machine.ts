@@ -408,13 +408,13 @@ export function createAgentMachine(config: AgentConfig) {
 }
 
 /**
- * The chart as XState builds it, once per process, with its implementations: building its state
- * nodes is most of what a machine costs, and they depend on no agent.
+ * The chart as XState builds it, once per process and kind (see `chartFor`), with its
+ * implementations: building its state nodes is most of what a machine costs, and they depend on
+ * no agent.
  */
-let sharedChart: ReturnType<typeof buildChart> | undefined;
-const buildChart = () =>
+const buildChart = (config: typeof chart) =>
   driver.createMachine({
-    ...chart,
+    ...config,
     id: 'agent',
     // Every agent gives its own (see `forAgent`): this one is never called.
     context: () => {
@@ -422,6 +422,32 @@ const buildChart = () =>
     },
     output: ({ context }) => outputOf(context)!,
   });
+
+/** A state config with the `after` transitions on `delay` taken out, in every state. */
+function withoutDelay<C extends { after?: object | undefined; states?: object | undefined }>(config: C, delay: string): C {
+  const { after, states, ...rest } = config;
+  const kept = after && Object.fromEntries(Object.entries(after).filter(([name]) => name !== delay));
+  return {
+    ...rest,
+    ...(kept && Object.keys(kept).length > 0 && { after: kept }),
+    ...(states && { states: Object.fromEntries(Object.entries(states).map(([name, state]) => [name, withoutDelay(state as C, delay)])) }),
+  } as C;
+}
+
+const charts = new Map<'timed' | 'untimed', ReturnType<typeof buildChart>>();
+
+/**
+ * The shared chart an agent runs. An agent without a budget has no deadline to hold, and XState
+ * raises a timer whose delay is undefined at once, as an event of its own: each model call and
+ * tool batch would pay a microstep for nothing (17% of a turn, measured). It runs the same chart
+ * without the `budgetDeadline` timers; the states, and so its snapshots, are the same.
+ */
+function chartFor(agent: CompiledAgent) {
+  const kind = agent.budget ? 'timed' : 'untimed';
+  let machine = charts.get(kind);
+  if (!machine) charts.set(kind, (machine = buildChart(kind === 'timed' ? chart : withoutDelay(chart, 'budgetDeadline'))));
+  return machine;
+}
 
 type ChartMachine = ReturnType<typeof buildChart>;
 
@@ -440,7 +466,7 @@ const SCOPED = ['transition', 'getInitialSnapshot', 'getPersistedSnapshot', 'res
  * `inAgent`). The output reads the context alone, so the shared root's output serves every agent.
  * `io`: the IO actor's dependencies (none to keep those of a provided chart).
  */
-function forAgent(agent: CompiledAgent, io: IoDeps | null, base: ChartMachine = (sharedChart ??= buildChart())): ChartMachine {
+function forAgent(agent: CompiledAgent, io: IoDeps | null, base: ChartMachine = chartFor(agent)): ChartMachine {
   const prototype = Object.getPrototypeOf(base) as Record<(typeof SCOPED)[number], (...args: unknown[]) => unknown>;
   const machine = Object.create(prototype) as ChartMachine;
   Object.assign(machine, base, {

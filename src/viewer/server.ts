@@ -64,8 +64,11 @@ export interface RunningViewer {
 
 const NO_MODEL: Model = { name: 'none', generate: () => Promise.reject(new Error('the viewer calls no model')) };
 let driverChart: ChartModel | undefined;
-/** The driver's chart, generated once from a real agent machine (its states do not depend on the config). */
-export const agentChart = (): ChartModel => (driverChart ??= chartOf(createAgentMachine({ model: NO_MODEL })));
+/**
+ * The driver's chart, generated once from a real agent machine (its states do not depend on the
+ * config). The agent has a budget: an agent without one runs the chart without its deadline timers.
+ */
+export const agentChart = (): ChartModel => (driverChart ??= chartOf(createAgentMachine({ model: NO_MODEL, budget: { maxDurationMs: 60_000 } })));
 
 /** Both charts of a page, laid out in each of their views (once per process: the layouts are cached). */
 export async function chartLayouts(chart: ChartModel, driver: ChartModel): Promise<PageData['layouts']> {
