@@ -32,7 +32,7 @@ import { checkedExternal, externalEventTypes } from '../src/agent/protocol/event
 import { composeExecutors, type Executor } from '../src/agent/protocol/executor.js';
 import type { FeatureHandlers } from '../src/agent/protocol/io-protocol.js';
 
-/** What a run's start resets, feature by feature (see `RunStart`). */
+/** What a run's start resets, feature by feature (see `ContextHook`). */
 const runStart = [
   operationImplementations.runStart,
   budgetImplementations.runStart,
@@ -40,6 +40,15 @@ const runStart = [
   guardrailImplementations.runStart,
   handoffImplementations.runStart,
   fallbackImplementations.runStart,
+];
+
+/** What each feature checks of a stored context against this agent (see `ContextHook`). */
+const restoreChecks = [
+  fallbackImplementations.restore,
+  handoffImplementations.restore,
+  operationImplementations.restore,
+  approvalImplementations.restore,
+  inDoubtImplementations.restore,
 ];
 
 /** The IO handlers features bring for their own requests, by request type. */
@@ -471,7 +480,7 @@ function forAgent(agent: CompiledAgent, io: IoDeps | null, base: ChartMachine = 
   const machine = Object.create(prototype) as ChartMachine;
   Object.assign(machine, base, {
     // A stored state comes from outside: checked as a persisted snapshot is.
-    config: { ...base.config, context: ({ input }: { input: AgentInput | undefined }) => initialContext(agent, input) },
+    config: { ...base.config, context: ({ input }: { input: AgentInput | undefined }) => initialContext(agent, input, restoreChecks) },
     implementations: {
       ...base.implementations,
       ...(io && { actors: { io: ioLogic(io, featureHandlers) } }),
@@ -508,7 +517,7 @@ function hardened<M extends AnyStateMachine>(machine: M, agent: CompiledAgent, i
     transition: ((snapshot, event, scope) => machine.transition(snapshot, fromIo(event) || fromTelemetry(event) ? event : checkedExternal(event), scope)) as M['transition'],
     restoreSnapshot: ((snapshot, scope) => {
       const persisted = snapshot as { context?: unknown };
-      const context = restoredContext(agent, persisted.context);
+      const context = restoredContext(agent, persisted.context, restoreChecks);
       // A run restored in flight goes on without a `resume` event: its span continues the stored trace here.
       if (agent.tracing && (persisted as { value?: unknown }).value !== 'Idle' && runInFlight(context.brain)) resumeTrace(agent.tracing, context);
       return restore({ ...persisted, context } as never, scope);

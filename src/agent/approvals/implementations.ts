@@ -7,7 +7,7 @@
  */
 import type { ToolCall } from '../../schemas.js';
 import { hasApprovalRule } from '../../tools/define-tool.js';
-import { fromCurrent, rule, when, type Args } from '../core/bind.js';
+import { fromCurrent, rule, when, type Args, type ContextHook } from '../core/bind.js';
 import type { FeatureHandlers } from '../protocol/io-protocol.js';
 import { approvalsHandler } from './io.js';
 import { pendingCalls } from '../core/brain-state.js';
@@ -23,7 +23,7 @@ import { keyOf, turnAt } from '../protocol/keys.js';
 import { routedEvent } from '../subagents/subagents.js';
 import { requestFor } from './approval-binding.js';
 import { approvalEventOf, approvalEvents } from './approval-events.js';
-import { decisionFor, deniedResult, takeDecision } from './approvals.js';
+import { decisionFor, deniedResult, restoredApprovals, takeDecision } from './approvals.js';
 import { applyPolicyVerdicts, ToolPolicyError } from './tool-policy.js';
 
 /** The key of the current batch's approval check. */
@@ -122,6 +122,8 @@ export function recordDecision(_agent: CompiledAgent, context: AgentContext, eve
 
 /** The guards and actions the chart names for approvals. */
 export const approvalImplementations = {
+  // A stored decision that does not prove itself against the batch is dropped: its call is asked again.
+  restore: ((_agent, context) => ({ approvals: restoredApprovals(context.approvals, context.brain) })) satisfies ContextHook,
   // The IO's handler for this feature's requests.
   io: { approvals: approvalsHandler } satisfies FeatureHandlers,
   guards: {

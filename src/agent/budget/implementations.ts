@@ -5,7 +5,7 @@
  * the compiled agent and the run's context (the limits themselves: budget.ts, budget-pause.ts,
  * deadline.ts, usage-limit.ts).
  */
-import { assigns, delayOf, emits, rule, when, type Args, type RunStart } from '../core/bind.js';
+import { assigns, delayOf, emits, rule, when, type Args, type ContextHook } from '../core/bind.js';
 import type { CompiledAgent } from '../core/compile.js';
 import type { AgentContext } from '../core/context.js';
 import { endRun } from '../core/driver-rules.js';
@@ -75,7 +75,7 @@ export function emitBudgetPaused(agent: CompiledAgent, context: AgentContext, _e
 /** The guards, actions and delays the chart names for budgets. */
 export const budgetImplementations = {
   // A run's time budget counts from its start; a pause is the run's own.
-  runStart: ((agent) => ({ runStartedAt: agent.clock(), budgetPause: undefined })) satisfies RunStart,
+  runStart: ((agent) => ({ runStartedAt: agent.clock(), budgetPause: undefined })) satisfies ContextHook,
   delays: {
     usageLimitWait: delayOf(({ agent, context }) => resumeDelay(context.budgetPause, agent.clock())),
     // No time budget: undefined, and XState arms no timer (the after event is raised and its guards refuse it).

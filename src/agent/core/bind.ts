@@ -24,10 +24,12 @@ export type AgentArgs = Args & { agent: CompiledAgent };
 export type Rule<T> = (agent: CompiledAgent, context: AgentContext, event: AgentEvent) => T;
 
 /**
- * What a feature resets of its own state when a run starts (its slice's `runStart`); the chart
- * gives the list to the core's `beginRun`, so the core loop names no feature.
+ * What a feature does to the context at one of a run's fixed moments, in its slice's record:
+ * `runStart` (what a run's start resets of its own state) and `restore` (its part of a stored
+ * context checked against this agent: a problem throws `InvalidSnapshotError`). The chart gives
+ * each list to the core, so the core loop names no feature.
  */
-export type RunStart = (agent: CompiledAgent, context: AgentContext) => Partial<AgentContext>;
+export type ContextHook = (agent: CompiledAgent, context: AgentContext) => Partial<AgentContext>;
 
 /** The types the chart, its guards and its actions share. */
 export const types = {

@@ -4,22 +4,22 @@
  * effects, the conversation they see, the reply applied, the run's end). The guards and actions
  * in each `implementations.ts` call them, so each can be read and tested without the machine.
  */
-import { InvalidSnapshotError } from '../../errors.js';
 import { PolicySchema, type Message, type Outcome, type PolicyInput, type ToolCall, type ToolMessage } from '../../schemas.js';
-import { decisionFor, isWaiting, restoredApprovals } from '../approvals/approvals.js';
+import { decisionFor, isWaiting } from '../approvals/approvals.js';
 import { conversationOf, feedBrain } from './brain-state.js';
+import type { ContextHook } from './bind.js';
 import { agentMemo, type CompiledAgent, type Offered } from './compile.js';
 import { parseAgentContext, type AgentContext } from './context.js';
 import type { AgentInput } from '../protocol/actor-types.js';
 import { freshContext } from './actor-input.js';
 import { logOf, type MessageLog } from '../../brain/message-log.js';
-import { activeModelProblem, bookUsage } from '../fallback/fallback.js';
-import { activeAgentProblem, presentHistory, speakerOf } from '../handoffs/handoffs.js';
-import { isInDoubt, restoredDoubt } from '../in-doubt/in-doubt.js';
+import { bookUsage } from '../fallback/fallback.js';
+import { presentHistory, speakerOf } from '../handoffs/handoffs.js';
+import { isInDoubt } from '../in-doubt/in-doubt.js';
 import { promptParts } from '../operations/operation-context.js';
 import { as, type AgentEvent } from '../protocol/agent-event.js';
 import { keyOf, serviceKey, turnAt } from '../protocol/keys.js';
-import { checkStoredOperations, closeOperations, openPoint } from '../operations/operation-rules.js';
+import { closeOperations, openPoint } from '../operations/operation-rules.js';
 import { keepSteering } from '../cancel/cancel-rules.js';
 import type { Slices } from '../protocol/io-protocol.js';
 import type { OperationError } from '../operations/operation.js';
@@ -59,14 +59,16 @@ export function endRun(
   };
 }
 
-/** A context from outside, checked as a snapshot is, its operation state against this agent's operations. */
-export const restoredContext = (agent: CompiledAgent, value: unknown): AgentContext => {
+/**
+ * A context from outside, checked as a snapshot is, then by each feature against this agent (its
+ * `restore` hook: the operations' state against its operations, the active model and agent
+ * against its lists, approvals and calls in doubt against the batch).
+ */
+export const restoredContext = (agent: CompiledAgent, value: unknown, features: readonly ContextHook[] = []): AgentContext => {
   const context = parseAgentContext(value);
-  const wrongModel = activeModelProblem(agent.models, context.models);
-  if (wrongModel) throw new InvalidSnapshotError(`context.models: ${wrongModel}`);
-  const wrongAgent = activeAgentProblem(agent.team, context.agent);
-  if (wrongAgent) throw new InvalidSnapshotError(`context.agent: ${wrongAgent}`);
-  return { ...context, operations: checkStoredOperations(agent.plan, context.operations), approvals: restoredApprovals(context.approvals, context.brain), ...restoredDoubt(context.doubt, context) };
+  const change: Partial<AgentContext> = {};
+  for (const restore of features) Object.assign(change, restore(agent, context));
+  return { ...context, ...change };
 };
 
 /** A policy event changes only the fields it names. */
@@ -215,5 +217,5 @@ export const resetBatch = (agent: CompiledAgent, context: AgentContext) => ({
  * The context an actor starts from: a stored state checked as a persisted snapshot is, or fresh
  * input checked field by field (a refused one ends the actor at once, see `freshContext`).
  */
-export const initialContext = (agent: CompiledAgent, input: AgentInput | void): AgentContext =>
-  input?.stored ? restoredContext(agent, input.stored) : freshContext(agent, input);
+export const initialContext = (agent: CompiledAgent, input: AgentInput | void, restore: readonly ContextHook[] = []): AgentContext =>
+  input?.stored ? restoredContext(agent, input.stored, restore) : freshContext(agent, input);

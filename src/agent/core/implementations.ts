@@ -21,7 +21,7 @@ import { fromIo, type IoRequest } from '../protocol/io-protocol.js';
 import { withOutput } from '../structured-output/structured-output.js';
 import { fromTelemetry } from '../tracing/trace-marks.js';
 import { inputRefused } from './actor-input.js';
-import { assign, assigns, currentAgent, type RunStart, effects, emit, emits, fromCurrent, rule, sendTo, sends, when, type Args } from './bind.js';
+import { assign, assigns, currentAgent, type ContextHook, effects, emit, emits, fromCurrent, rule, sendTo, sends, when, type Args } from './bind.js';
 import { feedBrain, firstPending, pendingCalls, stepTypeOf, takeStep } from './brain-state.js';
 import type { CompiledAgent } from './compile.js';
 import type { AgentContext } from './context.js';
@@ -31,7 +31,7 @@ import { pendingPrune } from './pruning.js';
 import { NO_USAGE, applyCompactionPass, applyPrune, applyToolResults, asUserMessage, batchComplete, batchResults, errorInfo, finishBrain, journalResult, startRun, withExtras, withListedTools } from './run-rules.js';
 
 /** A new run: its message pending, its counters and batch cleared; each feature's `runStart` after. */
-export function beginRun(agent: CompiledAgent, context: AgentContext, event: AgentEvent, features: readonly RunStart[] = []): Partial<AgentContext> {
+export function beginRun(agent: CompiledAgent, context: AgentContext, event: AgentEvent, features: readonly ContextHook[] = []): Partial<AgentContext> {
   const change: Partial<AgentContext> = {
     brain: startRun(context.brain, event.type === 'input' ? asUserMessage(event.message) : context.queued!, ownOffered(agent, context).definitions, context.extrasTokens),
     queued: null,
@@ -46,8 +46,8 @@ export function beginRun(agent: CompiledAgent, context: AgentContext, event: Age
   return change;
 }
 
-/** The `beginRun` action, with the features' resets the chart composes (see `RunStart`). */
-export const beginRunWith = (features: readonly RunStart[]) => assigns(({ agent, context, event }) => beginRun(agent, context, event, features));
+/** The `beginRun` action, with the features' resets the chart composes (see `ContextHook`). */
+export const beginRunWith = (features: readonly ContextHook[]) => assigns(({ agent, context, event }) => beginRun(agent, context, event, features));
 
 export function emitRunStarted(agent: CompiledAgent, context: AgentContext, event: AgentEvent): AgentEmitted {
   return {

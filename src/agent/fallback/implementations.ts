@@ -2,13 +2,14 @@
  * Model fallback in the driver: the chart's guard and action for a model call that failed after
  * its model's own retries, taken by the next model of the list (see fallback.ts).
  */
-import { rule, when, type RunStart } from '../core/bind.js';
+import { rule, when, type ContextHook } from '../core/bind.js';
 import type { CompiledAgent } from '../core/compile.js';
 import type { AgentContext } from '../core/context.js';
 import { ownModel } from '../core/driver-rules.js';
 import type { Effect } from '../core/effects.js';
 import { as, type AgentEvent } from '../protocol/agent-event.js';
-import { fallbackAfter, startModels } from './fallback.js';
+import { InvalidSnapshotError } from '../../errors.js';
+import { activeModelProblem, fallbackAfter, startModels } from './fallback.js';
 
 /** The next model of the list takes the same call: reported, then made the active one. */
 export function fallBack(agent: CompiledAgent, context: AgentContext, event: AgentEvent): Effect[] {
@@ -23,8 +24,14 @@ export function fallBack(agent: CompiledAgent, context: AgentContext, event: Age
 
 /** The guards and actions the chart names for model fallback. */
 export const fallbackImplementations = {
+  // A stored active model must be one of this agent's list.
+  restore: ((agent, context) => {
+    const problem = activeModelProblem(agent.models, context.models);
+    if (problem) throw new InvalidSnapshotError(`context.models: ${problem}`);
+    return {};
+  }) satisfies ContextHook,
   // Each run starts on the first model of a list again.
-  runStart: ((agent, context) => (agent.models.listed ? { models: startModels(agent.models, context.models) } : {})) satisfies RunStart,
+  runStart: ((agent, context) => (agent.models.listed ? { models: startModels(agent.models, context.models) } : {})) satisfies ContextHook,
   guards: {
     // A speaker with a model of its own (handoffs) keeps it: no list to fall back along.
     fallsBack: when(({ agent, context, event }) => ownModel(agent, context) === null && fallbackAfter(agent.models, context.models, as(event, 'io.failed').error) !== null),

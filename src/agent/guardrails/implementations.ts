@@ -5,7 +5,7 @@
  * complete the run is held until the output check is decided.
  */
 import type { ModelReply } from '../../model.js';
-import { assign, rule, when, type Args, type RunStart } from '../core/bind.js';
+import { assign, rule, when, type Args, type ContextHook } from '../core/bind.js';
 import type { FeatureHandlers } from '../protocol/io-protocol.js';
 import { guardrailsHandler } from './io.js';
 import { firstPending, feedBrain } from '../core/brain-state.js';
@@ -77,7 +77,7 @@ export function failGuardrail(agent: CompiledAgent, context: AgentContext, event
 export const guardrailImplementations = {
   // The IO's handler for this feature's requests.
   io: { guardrails: guardrailsHandler } satisfies FeatureHandlers,
-  runStart: ((agent) => (agent.guardrails ? { guard: guard.NO_GUARD } : {})) satisfies RunStart,
+  runStart: ((agent) => (agent.guardrails ? { guard: guard.NO_GUARD } : {})) satisfies ContextHook,
   guards: {
     inputGuardDue: when(({ agent, context }) => guard.inputCheckDue(agent.guardrails, context.guard, context.brain.context.turnsTaken, guard.inputCheckKey(context))),
     outputGuardDue: when(({ agent, context, event }) => guardsReply(agent, context, event)),

@@ -3,13 +3,14 @@
  * conversation to another agent of the team (refused past `maxHandoffs`), with the rule they read
  * over the compiled agent and the run's context (the team itself: handoffs.ts).
  */
-import { emit, rule, when, type RunStart } from '../core/bind.js';
+import { emit, rule, when, type ContextHook } from '../core/bind.js';
 import type { CompiledAgent } from '../core/compile.js';
 import type { AgentContext } from '../core/context.js';
 import { endRun } from '../core/driver-rules.js';
 import { batchResults } from '../core/run-rules.js';
 import type { AgentEvent } from '../protocol/agent-event.js';
-import { handoffLimitReached, refusedHandoff, settleHandoff } from './handoffs.js';
+import { InvalidSnapshotError } from '../../errors.js';
+import { activeAgentProblem, handoffLimitReached, refusedHandoff, settleHandoff } from './handoffs.js';
 
 /** The handoff the finished batch asks for (its tool result names the next agent), or null. */
 export const handoffOf = (agent: CompiledAgent, context: AgentContext) => agent.team && settleHandoff(agent.team, context.agent, batchResults(context, agent.maxCalls));
@@ -33,8 +34,14 @@ export function refuseHandoff(agent: CompiledAgent, context: AgentContext, _even
 
 /** The guards and actions the chart names for handoffs. */
 export const handoffImplementations = {
+  // A stored speaking agent must be one of this team.
+  restore: ((agent, context) => {
+    const problem = activeAgentProblem(agent.team, context.agent);
+    if (problem) throw new InvalidSnapshotError(`context.agent: ${problem}`);
+    return {};
+  }) satisfies ContextHook,
   // maxHandoffs counts per run.
-  runStart: ((agent) => (agent.team ? { handoffs: 0 } : {})) satisfies RunStart,
+  runStart: ((agent) => (agent.team ? { handoffs: 0 } : {})) satisfies ContextHook,
   guards: {
     handsOff: when(({ agent, context }) => handoffOf(agent, context) !== null),
     handoffLimitReached: when(({ agent, context }) => handoffLimitReached(agent.team!, context.handoffs)),

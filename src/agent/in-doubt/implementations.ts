@@ -3,13 +3,13 @@
  * restart with no result, of tools that ask (see in-doubt.ts): the batch waits for a person's
  * decision beside the calls that run.
  */
-import { assign, emit, rule, type Args } from '../core/bind.js';
+import { assign, emit, rule, type Args, type ContextHook } from '../core/bind.js';
 import type { CompiledAgent } from '../core/compile.js';
 import type { AgentContext } from '../core/context.js';
 import { toolFinished, type Effect } from '../core/effects.js';
 import { journalResult } from '../core/run-rules.js';
 import { as, type AgentEvent } from '../protocol/agent-event.js';
-import { doubtRequests, markedInDoubt, takeDoubtDecision } from './in-doubt.js';
+import { doubtRequests, markedInDoubt, restoredDoubt, takeDoubtDecision } from './in-doubt.js';
 
 /** A person's decision for a call in doubt, bound to the call as shown; a refused one changes nothing. */
 export function decideDoubt(_agent: CompiledAgent, context: AgentContext, event: AgentEvent): Effect[] {
@@ -31,6 +31,8 @@ export function decideDoubt(_agent: CompiledAgent, context: AgentContext, event:
 
 /** The guards and actions the chart names for calls in doubt. */
 export const inDoubtImplementations = {
+  // Calls started before a restart with no result are in doubt (see in-doubt.ts).
+  restore: ((_agent, context) => restoredDoubt(context.doubt, context)) satisfies ContextHook,
   guards: {
     someoneInDoubt: ({ context }: Args) => (context.doubt?.waiting.length ?? 0) > 0,
     nothingInDoubt: ({ context }: Args) => (context.doubt?.waiting.length ?? 0) === 0,

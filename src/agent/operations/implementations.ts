@@ -5,7 +5,7 @@
  * with the rules they read over the compiled agent and the run's context (the operations
  * themselves: operation.ts, operation-rules.ts, their IO: io.ts).
  */
-import { assigns, rule, when, type Args, type RunStart } from '../core/bind.js';
+import { assigns, rule, when, type Args, type ContextHook } from '../core/bind.js';
 import type { FeatureHandlers } from '../protocol/io-protocol.js';
 import { operationHandler } from './io.js';
 import { conversationOf, pendingCalls } from '../core/brain-state.js';
@@ -20,7 +20,7 @@ import { as, type AgentEvent } from '../protocol/agent-event.js';
 import { fromIo, type IoRequest } from '../protocol/io-protocol.js';
 import { keyOf, turnAt } from '../protocol/keys.js';
 import { OperationError } from './operation.js';
-import { applyOperated, applyResumed, closeOperations, openPoint, resumeVerdict, type ResumeVerdict } from './operation-rules.js';
+import { applyOperated, applyResumed, checkStoredOperations, closeOperations, openPoint, resumeVerdict, type ResumeVerdict } from './operation-rules.js';
 import type { OperationHook } from './operation-state.js';
 
 /** The key of a hook point: its step's key (the model call it precedes or follows, the batch it precedes). */
@@ -104,10 +104,12 @@ const pointDue = (hook: OperationHook) =>
 
 /** The guards and actions the chart names for operations. */
 export const operationImplementations = {
+  // A stored operation state is checked against this agent's operations.
+  restore: ((agent, context) => ({ operations: checkStoredOperations(agent.plan, context.operations) })) satisfies ContextHook,
   // The IO's handler for this feature's requests.
   io: { operation: operationHandler } satisfies FeatureHandlers,
   // A run starts with no hook point open and none done.
-  runStart: ((_agent, context) => ({ operations: { ...closeOperations(context.operations), done: null } })) satisfies RunStart,
+  runStart: ((_agent, context) => ({ operations: { ...closeOperations(context.operations), done: null } })) satisfies ContextHook,
   guards: {
     promptFails: when(({ agent, context }) => typeof extrasFor(agent, context) !== 'number'),
     operationFailure: ({ event }: Args) => event.type === 'io.failed' && OperationError.isInstance(event.error),
