@@ -162,14 +162,24 @@ export function restateSchedules(options: RestateSchedulesOptions = {}) {
     },
   });
 
-  const RegistryEntry = z.strictObject({ id: z.string().min(1), createdAt: z.number().int().optional() });
-  /** Called by the schedule object, but reachable from the ingress like any handler: checked, terminal when wrong. */
+  return { schedule, registry: scheduleRegistry(name, registryName) };
+}
+
+const RegistryEntry = z.strictObject({ id: z.string().min(1), createdAt: z.number().int().optional() });
+
+/**
+ * The registry of a schedule object's ids, for `list`: the ingress cannot list an object's keys.
+ * Its `add` and `remove` are called by the schedule object, but are reachable from the ingress
+ * like any handler: checked, terminal when wrong.
+ */
+function scheduleRegistry(name: string, registryName: string) {
+  const json = restate.serde.json;
   const entry = (payload: unknown) => {
     const parsed = RegistryEntry.safeParse(payload);
     if (!parsed.success) throw new restate.TerminalError(`registry: invalid payload: ${z.prettifyError(parsed.error)}`, { errorCode: 400 });
     return parsed.data;
   };
-  const registry = restate.object({
+  return restate.object({
     name: registryName,
     description: 'The ids of the loopchart schedules, for listing them (see loopchart/restate).',
     handlers: {
@@ -190,5 +200,4 @@ export function restateSchedules(options: RestateSchedulesOptions = {}) {
       }),
     },
   });
-  return { schedule, registry };
 }
