@@ -15,7 +15,8 @@ import { beginFinalCall, finalCallReason, FRESH_OUTPUT_STATE } from './structure
 
 /** Why the run must ask for its answer now (an output schema, a limit about to end it), or null. */
 export const finalCallDue = (agent: CompiledAgent, context: AgentContext) =>
-  finalCallReason(agent.structured, context.outputState, context.brain, decisionPolicy(agent, context), overBudget(agent, context));
+  // Without an output schema there is no final call: nothing of the budgets is read.
+  agent.structured ? finalCallReason(agent.structured, context.outputState, context.brain, decisionPolicy(agent, context), overBudget(agent, context)) : null;
 
 /** A reply whose answer the output schema refused: reported, with whether it was the last try. */
 export function emitOutputRejected(agent: CompiledAgent, context: AgentContext, event: AgentEvent): Effect[] {
