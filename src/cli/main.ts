@@ -1,5 +1,5 @@
-import { parseArgs } from 'node:util';
 import { LoopchartError } from '../errors.js';
+import { parseCommandArgs, storeCommandOptions } from './args.js';
 import { CHART_USAGE, chartCommand } from './chart.js';
 import { CliError, UnknownCommandError, UsageError } from './errors.js';
 import { escapeLine, escapeText } from './escape.js';
@@ -157,13 +157,7 @@ async function run(argv: string[], io: Io): Promise<number> {
   if (argv[0] === 'memory') return (await import('./memory.js')).memoryCommand(argv.slice(1), io);
   // `loopchart chart …`: the driver's decision tables (src/cli/chart.ts), no store involved.
   if (argv[0] === 'chart') return chartCommand(argv.slice(1), io);
-  let parsed: ReturnType<typeof parse>;
-  try {
-    parsed = parse(argv);
-  } catch (error) {
-    throw new UsageError((error as Error).message);
-  }
-  const { values, positionals } = parsed;
+  const { values, positionals } = parse(argv);
   const [group, command, ...rest] = positionals;
   // `loopchart`, `loopchart sessions`, `loopchart <group> --help`: the help asked for.
   if (values.help || group === undefined || (group === 'sessions' && command === undefined)) {
@@ -173,11 +167,9 @@ async function run(argv: string[], io: Io): Promise<number> {
   if (group === 'view') return view(command, rest, values, io);
   if (group !== 'sessions') throw unknownCommand([], group, GROUPS);
   const options: CommandOptions = {
-    location: parseLocation(values.store ?? process.env.LOOPCHART_STORE),
-    ...(values.schema !== undefined && { schema: values.schema }),
+    ...storeCommandOptions(values, io),
     ...(values.agent !== undefined && { agent: values.agent }),
     full: values.full ?? false,
-    io,
   };
   const expect = (count: number, shape: string) => {
     if (rest.length !== count) throw new UsageError(`usage: loopchart sessions ${command} ${shape}`.trimEnd());
@@ -227,12 +219,7 @@ function unknownCommand(path: readonly string[], word: string, commands: readonl
 
 /** `loopchart view` and `loopchart view export ID -o FILE`; the viewer is loaded only for these. */
 async function view(command: string | undefined, rest: string[], values: ReturnType<typeof parse>['values'], io: Io): Promise<number> {
-  const options: CommandOptions = {
-    location: parseLocation(values.store ?? process.env.LOOPCHART_STORE),
-    ...(values.schema !== undefined && { schema: values.schema }),
-    full: false,
-    io,
-  };
+  const options = storeCommandOptions(values, io);
   const { exportCommand, serveCommand } = await import('./view.js');
   if (command === undefined) return serveCommand(values.port, options);
   if (command === 'export' && rest.length === 1) return exportCommand(rest[0]!, values.out, options);
@@ -240,23 +227,16 @@ async function view(command: string | undefined, rest: string[], values: ReturnT
   throw unknownCommand(['view'], command, ['export']);
 }
 
+/** The sessions and view commands' arguments (see `parseCommandArgs`: `--store`, `--schema` and `--help` besides these). */
 function parse(argv: string[]) {
-  return parseArgs({
-    args: argv,
-    allowPositionals: true,
-    strict: true,
-    options: {
-      store: { type: 'string' },
-      schema: { type: 'string' },
-      agent: { type: 'string' },
-      against: { type: 'string' },
-      full: { type: 'boolean' },
-      at: { type: 'string' },
-      port: { type: 'string' },
-      out: { type: 'string', short: 'o' },
-      as: { type: 'string' },
-      by: { type: 'string' },
-      help: { type: 'boolean', short: 'h' },
-    },
+  return parseCommandArgs(argv, {
+    agent: { type: 'string' },
+    against: { type: 'string' },
+    full: { type: 'boolean' },
+    at: { type: 'string' },
+    port: { type: 'string' },
+    out: { type: 'string', short: 'o' },
+    as: { type: 'string' },
+    by: { type: 'string' },
   });
 }
