@@ -4,6 +4,7 @@
  * effects, the conversation they see, the reply applied, the run's end). The guards and actions
  * in each `implementations.ts` call them, so each can be read and tested without the machine.
  */
+import { InvalidSnapshotError } from '../../errors.js';
 import { PolicySchema, type Message, type Outcome, type PolicyInput, type ToolCall, type ToolMessage } from '../../schemas.js';
 import { decisionFor, isWaiting } from '../approvals/approvals.js';
 import { conversationOf, feedBrain } from './brain-state.js';
@@ -69,6 +70,12 @@ export const restoredContext = (agent: CompiledAgent, value: unknown, features: 
   const change: Partial<AgentContext> = {};
   for (const restore of features) Object.assign(change, restore(agent, context));
   return { ...context, ...change };
+};
+
+/** A `restore` hook's refusal: the stored `field` does not fit this agent (`InvalidSnapshotError` naming it); no change when it fits. */
+export const storedFits = (field: string, problem: string | null): Partial<AgentContext> => {
+  if (problem) throw new InvalidSnapshotError(`${field}: ${problem}`);
+  return {};
 };
 
 /** A policy event changes only the fields it names. */

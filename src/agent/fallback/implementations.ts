@@ -5,10 +5,9 @@
 import { rule, when, type ContextHook } from '../core/bind.js';
 import type { CompiledAgent } from '../core/compile.js';
 import type { AgentContext } from '../core/context.js';
-import { ownModel } from '../core/driver-rules.js';
+import { storedFits, ownModel } from '../core/driver-rules.js';
 import type { Effect } from '../core/effects.js';
 import { as, type AgentEvent } from '../protocol/agent-event.js';
-import { InvalidSnapshotError } from '../../errors.js';
 import { activeModelProblem, fallbackAfter, startModels } from './fallback.js';
 
 /** The next model of the list takes the same call: reported, then made the active one. */
@@ -25,11 +24,7 @@ export function fallBack(agent: CompiledAgent, context: AgentContext, event: Age
 /** The guards and actions the chart names for model fallback. */
 export const fallbackImplementations = {
   // A stored active model must be one of this agent's list.
-  restore: ((agent, context) => {
-    const problem = activeModelProblem(agent.models, context.models);
-    if (problem) throw new InvalidSnapshotError(`context.models: ${problem}`);
-    return {};
-  }) satisfies ContextHook,
+  restore: ((agent, context) => storedFits('context.models', activeModelProblem(agent.models, context.models))) satisfies ContextHook,
   // Each run starts on the first model of a list again.
   runStart: ((agent, context) => (agent.models.listed ? { models: startModels(agent.models, context.models) } : {})) satisfies ContextHook,
   guards: {

@@ -6,10 +6,9 @@
 import { emit, rule, when, type ContextHook } from '../core/bind.js';
 import type { CompiledAgent } from '../core/compile.js';
 import type { AgentContext } from '../core/context.js';
-import { endRun } from '../core/driver-rules.js';
+import { endRun, storedFits } from '../core/driver-rules.js';
 import { batchResults } from '../core/run-rules.js';
 import type { AgentEvent } from '../protocol/agent-event.js';
-import { InvalidSnapshotError } from '../../errors.js';
 import { activeAgentProblem, handoffLimitReached, refusedHandoff, settleHandoff } from './handoffs.js';
 
 /** The handoff the finished batch asks for (its tool result names the next agent), or null. */
@@ -35,11 +34,7 @@ export function refuseHandoff(agent: CompiledAgent, context: AgentContext, _even
 /** The guards and actions the chart names for handoffs. */
 export const handoffImplementations = {
   // A stored speaking agent must be one of this team.
-  restore: ((agent, context) => {
-    const problem = activeAgentProblem(agent.team, context.agent);
-    if (problem) throw new InvalidSnapshotError(`context.agent: ${problem}`);
-    return {};
-  }) satisfies ContextHook,
+  restore: ((agent, context) => storedFits('context.agent', activeAgentProblem(agent.team, context.agent))) satisfies ContextHook,
   // maxHandoffs counts per run.
   runStart: ((agent) => (agent.team ? { handoffs: 0 } : {})) satisfies ContextHook,
   guards: {
