@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import * as restate from '@restatedev/restate-sdk';
 import { ExternalEventSchemas, checkHandResult, doubtFields } from '../agent/protocol/events.js';
+import { ScopeSchema } from '../agent/protocol/scope.js';
 import { sessionIdProblem } from '../stores/step.js';
 
 /**
@@ -30,7 +31,8 @@ const decision = ExternalEventSchemas.approve.omit({ type: true });
  * ```
  */
 export const HandlerPayloads = {
-  send: z.strictObject({ message }),
+  /** A user message; `scope`, the session's memory scope, is given when the session is made (another later is refused, none keeps it). */
+  send: z.strictObject({ message, scope: ScopeSchema.optional() }),
   steer: z.strictObject({ message }),
   approve: decision.strict(),
   deny: decision.strict(),

@@ -10,6 +10,7 @@ import type { Message, Outcome } from '../schemas.js';
 import type { Usage } from '../model.js';
 import { channelObject, type ChannelTake, type StreamedEvent } from './channel.js';
 import { loadLog, loadSession, persistSession, writtenOf, type KvWritten } from './kv-state.js';
+import { SessionScopeError } from '../sessions/durable-session.js';
 import { checkPayload, checkSessionKey } from './payloads.js';
 import { StepJournal, type StepOutcome } from './steps.js';
 import { TimerJournal } from './timers.js';
@@ -46,6 +47,8 @@ export interface SessionSummaryReply {
   /** The last run's outcome, or null before the first run ended. */
   outcome: Outcome | null;
   usage: Usage | null;
+  /** The session's memory scope (see `send`), or null. */
+  scope: string | null;
 }
 
 /** The events published to clients: text deltas and retries are live-only (see `ingressUrl`). */
@@ -60,6 +63,7 @@ function summary(sessionId: string, context: AgentContext | undefined, running: 
     messageCount: context ? logOf(context.brain.context).length : 0,
     outcome: context?.lastRun?.outcome ?? null,
     usage: context?.lastRun?.usage ?? null,
+    scope: context?.scope ?? null,
   };
 }
 
@@ -164,11 +168,19 @@ export function restateSession(options: RestateSessionOptions) {
         { ...(options.inactivityTimeoutMs !== undefined && { inactivityTimeout: options.inactivityTimeoutMs }) },
         async (ctx: restate.ObjectContext, payload: unknown): Promise<SessionSummaryReply> => {
           const sessionId = checkSessionKey(ctx.key);
-          const { message } = checkPayload('send', payload);
+          const { message, scope } = checkPayload('send', payload);
           return bounded(
             ctx,
             'send',
-            async () => runTurn(ctx, options, channelApi, sessionId, await loadSession(ctx, sessionId).catch(terminal), { type: 'input', message }),
+            async () => {
+              const stored = await loadSession(ctx, sessionId).catch(terminal);
+              // As DurableSession.open: a session's scope is given when it is made; another one is
+              // refused (the conversation is not that scope's), and the message names no scope.
+              if (stored && scope !== undefined && stored.scope !== scope) {
+                throw new restate.TerminalError(`send: ${new SessionScopeError(sessionId).message}`, { errorCode: 403 });
+              }
+              return runTurn(ctx, options, channelApi, { sessionId, scope }, stored, { type: 'input', message });
+            },
             (reason) => failStoredRun(ctx, sessionId, reason),
           );
         },
@@ -214,7 +226,7 @@ async function runTurn(
   ctx: restate.ObjectContext,
   options: RestateSessionOptions,
   channelApi: ReturnType<typeof channelObject>,
-  sessionId: string,
+  { sessionId, scope }: { sessionId: string; scope: string | undefined },
   stored: AgentContext | undefined,
   start: ExternalEvent,
 ): Promise<SessionSummaryReply> {
@@ -225,7 +237,7 @@ async function runTurn(
   // The chart's delayed events are durable timers raced in the loop below (see timers.ts).
   const timers = new TimerJournal(ctx, () => now);
   const machine = options.machine.withClock(() => now).withExecutor((inner) => steps.executor(inner));
-  const actor = createActor(machine, { input: stored ? { stored } : { sessionId }, clock: timers.clock });
+  const actor = createActor(machine, { input: stored ? { stored } : { sessionId, ...(scope !== undefined && { scope }) }, clock: timers.clock });
   // The loop reads a chart error from the snapshot; unobserved, XState would rethrow it
   // asynchronously and take the whole worker down with it.
   actor.subscribe({ error: () => {} });

@@ -186,6 +186,26 @@ describe.skipIf(!SERVER_BINARY)('Restate session object (real server, real worke
     expect((await client.ok<Summary>('bad', 'send', { message: 'hello' })).outcome?.type).toBe('Completed');
   });
 
+  it('a session made with a memory scope keeps it: its tools are told it, another scope is refused (403) and changes nothing, none keeps it', async () => {
+    const first = await client.ok<Summary & { scope: string | null }>('scoped', 'send', { message: 'hello', scope: 'user:ada' });
+    expect(first).toMatchObject({ scope: 'user:ada', outcome: { type: 'Completed' } });
+    const lines = toolLines('scoped');
+    expect(lines.length).toBeGreaterThan(0);
+    expect(lines.map((line) => line.scope)).toEqual(lines.map(() => 'user:ada'));
+    const refused = await other.call('scoped', 'send', { message: 'again', scope: 'user:bob' });
+    expect(refused.status).toBe(403);
+    expect(JSON.stringify(refused.body)).toMatch(/belongs to another scope/);
+    expect(JSON.stringify(refused.body)).not.toMatch(/ada/);
+    expect(await other.ok<Summary>('scoped', 'state')).toMatchObject({ messageCount: first.messageCount, scope: 'user:ada' });
+    expect(toolLines('scoped')).toHaveLength(lines.length);
+    const kept = await client.ok<Summary & { scope: string | null }>('scoped', 'send', { message: 'more' });
+    expect(kept).toMatchObject({ scope: 'user:ada', outcome: { type: 'Completed' } });
+    expect(toolLines('scoped').slice(lines.length).map((line) => line.scope)).toEqual(toolLines('scoped').slice(lines.length).map(() => 'user:ada'));
+    const bad = await client.call('unscoped', 'send', { message: 'hi', scope: 'a\u0007b' });
+    expect(bad.status).toBe(400);
+    expect(JSON.stringify(bad.body)).toMatch(/scope/);
+  });
+
   it('every payload refusal names its field: a fractional or wrong-typed events cursor or limit included', async () => {
     for (const [body, field] of [
       [{ cursor: 1.5 }, 'cursor'],

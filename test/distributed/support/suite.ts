@@ -8,6 +8,8 @@ export interface ToolLine {
   key: string;
   line: string;
   pid: number;
+  /** The session's memory scope the tool was told, when it has one. */
+  scope?: string | undefined;
 }
 
 /** The append tool's log: one line per execution of a side effect. */
