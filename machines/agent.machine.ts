@@ -467,8 +467,9 @@ type ChartMachine = ReturnType<typeof buildChart>;
 const SCOPED = ['transition', 'getInitialSnapshot', 'getPersistedSnapshot', 'restoreSnapshot', 'start', 'microstep', 'getTransitionData'] as const;
 
 /**
- * One agent's machine over a chart (the shared one, or one a user's `provide` made): what
- * `machine.provide(...)` gives, without building the chart's state nodes again. XState reads
+ * One agent's machine over a chart (the shared one, one a user's `provide` made, or the agent's
+ * own machine when `withExecutor` derives another): what `machine.provide(...)` gives, without
+ * building the chart's state nodes again. XState reads
  * implementations and the context factory from the machine a snapshot was made by
  * (`snapshot.machine`), and the state nodes only for structure, so the nodes are shared and the
  * machine object is the agent's own; its methods run with this agent as the current one (see
@@ -527,7 +528,8 @@ function hardened<M extends AnyStateMachine>(machine: M, agent: CompiledAgent, i
     withExecutor(wrap: (inner: Executor) => Executor): WithExecutor<M> {
       const next = { ...io, executor: composeExecutors(io.executor, wrap) };
       markTraced(next.executor, agent.tracing);
-      return hardened(forAgent(agent, next) as unknown as M, agent, next);
+      // Over this machine, not the shared chart: what a `provide` gave is kept.
+      return hardened(forAgent(agent, next, machine as unknown as ChartMachine) as unknown as M, agent, next);
     },
     withClock(clock: () => number): WithExecutor<M> {
       return createAgentMachine({ ...agent.config, executor: io.executor, clock }) as unknown as WithExecutor<M>;

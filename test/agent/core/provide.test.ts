@@ -40,6 +40,15 @@ describe('a machine derived with provide()', () => {
     expect(seen).toEqual(['model']);
   });
 
+  it('what provide() gave is kept by withExecutor (as a host such as DurableSession derives it)', async () => {
+    const seen: string[] = [];
+    const provided = agent().provide({ actions: { emitRunStarted: () => seen.push('provided') } } as never) as unknown as AgentMachine;
+    const wrapped = provided.withExecutor((inner) => inner);
+    const output = await toPromise(createActor(wrapped, { input: { prompt: 'x' } }).start());
+    expect(output.outcome).toEqual({ type: 'Completed', finalText: 'hi' });
+    expect(seen).toEqual(['provided']);
+  });
+
   it('sets no property on the machine object', () => {
     const machine = agent();
     expect(Object.hasOwn(machine, 'withExecutor')).toBe(false);
