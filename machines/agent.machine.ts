@@ -466,9 +466,20 @@ type ChartMachine = ReturnType<typeof buildChart>;
  */
 const SCOPED = ['transition', 'getInitialSnapshot', 'getPersistedSnapshot', 'restoreSnapshot', 'start', 'microstep', 'getTransitionData'] as const;
 
+/** Each scoped delay's own function: a machine derived from another scopes it to its own agent, not over the other's. */
+const unscoped = new WeakMap<object, (...args: never[]) => unknown>();
+
+/** `delay` run with `agent` as the current agent (whatever agent it was scoped to before). */
+function scopedDelay<F extends (...args: never[]) => unknown>(agent: CompiledAgent, delay: F): F {
+  const own = (unscoped.get(delay) ?? delay) as F;
+  const scoped = inAgent(agent, own) as F;
+  unscoped.set(scoped, own);
+  return scoped;
+}
+
 /**
  * One agent's machine over a chart (the shared one, one a user's `provide` made, or the agent's
- * own machine when `withExecutor` derives another): what `machine.provide(...)` gives, without
+ * own machine when `withExecutor` or `withClock` derives another): what `machine.provide(...)` gives, without
  * building the chart's state nodes again. XState reads
  * implementations and the context factory from the machine a snapshot was made by
  * (`snapshot.machine`), and the state nodes only for structure, so the nodes are shared and the
@@ -486,7 +497,7 @@ function forAgent(agent: CompiledAgent, io: IoDeps | null, base: ChartMachine = 
       ...base.implementations,
       ...(io && { actors: { io: ioLogic(io, featureHandlers) } }),
       // A host that arms the chart's timers itself (the stepper) reads its delays from the machine.
-      delays: Object.fromEntries(Object.entries(base.implementations.delays).map(([name, delay]) => [name, typeof delay === 'function' ? inAgent(agent, delay) : delay])),
+      delays: Object.fromEntries(Object.entries(base.implementations.delays).map(([name, delay]) => [name, typeof delay === 'function' ? scopedDelay(agent, delay) : delay])),
     },
   });
   for (const name of SCOPED) (machine as unknown as Record<string, unknown>)[name] = inAgent(agent, prototype[name].bind(machine));
@@ -532,7 +543,9 @@ function hardened<M extends AnyStateMachine>(machine: M, agent: CompiledAgent, i
       return hardened(forAgent(agent, next, machine as unknown as ChartMachine) as unknown as M, agent, next);
     },
     withClock(clock: () => number): WithExecutor<M> {
-      return createAgentMachine({ ...agent.config, executor: io.executor, clock }) as unknown as WithExecutor<M>;
+      // Over this machine, as withExecutor: what a `provide` gave is kept.
+      const clocked = compileAgent({ ...agent.config, executor: io.executor, clock });
+      return hardened(forAgent(clocked, clocked.io, machine as unknown as ChartMachine) as unknown as M, clocked, clocked.io);
     },
   };
   return new Proxy(machine, {

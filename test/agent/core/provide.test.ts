@@ -40,13 +40,24 @@ describe('a machine derived with provide()', () => {
     expect(seen).toEqual(['model']);
   });
 
-  it('what provide() gave is kept by withExecutor (as a host such as DurableSession derives it)', async () => {
+  it('what provide() gave is kept by withExecutor and withClock (as DurableSession and the Restate host derive it)', async () => {
     const seen: string[] = [];
     const provided = agent().provide({ actions: { emitRunStarted: () => seen.push('provided') } } as never) as unknown as AgentMachine;
-    const wrapped = provided.withExecutor((inner) => inner);
-    const output = await toPromise(createActor(wrapped, { input: { prompt: 'x' } }).start());
-    expect(output.outcome).toEqual({ type: 'Completed', finalText: 'hi' });
-    expect(seen).toEqual(['provided']);
+    for (const derived of [provided.withExecutor((inner) => inner), provided.withClock(() => 42), provided.withClock(() => 42).withExecutor((inner) => inner)]) {
+      const actor = createActor(derived, { input: { prompt: 'x' } }).start();
+      const output = await toPromise(actor);
+      expect(output.outcome).toEqual({ type: 'Completed', finalText: 'hi' });
+    }
+    expect(seen).toEqual(['provided', 'provided', 'provided']);
+  });
+
+  it('a machine derived with withClock runs its delays on the new clock, not the one it was derived from', () => {
+    const timed = createAgentMachine({ model: scriptedModel([{ text: 'hi' }]), budget: { maxDurationMs: 1_000 } });
+    const clocked = timed.withClock(() => 500);
+    const delay = clocked.implementations.delays.budgetDeadline as (args: { context: unknown }) => number;
+    const context = { runStartedAt: 0, brain: { context: { cancelled: false } } };
+    // 1,000 ms from a run started at 0, read at 500: 500 ms left (and one past the limit).
+    expect(delay({ context })).toBe(501);
   });
 
   it('sets no property on the machine object', () => {
