@@ -7,7 +7,7 @@
  * with each feature (`src/agent/<feature>/implementations.ts`), one record each.
  */
 import { and, setup, type ActorRefFrom, type AnyStateMachine } from 'xstate';
-import { inAgent, types } from '../src/agent/core/bind.js';
+import { inAgent, types, type ContextHook } from '../src/agent/core/bind.js';
 import { compileAgent, markTraced, type CompiledAgent } from '../src/agent/core/compile.js';
 import type { AgentConfig } from '../src/agent/core/config.js';
 import { initialContext, restoredContext } from '../src/agent/core/driver-rules.js';
@@ -30,31 +30,38 @@ import { resumeTrace, fromTelemetry } from '../src/agent/tracing/trace-marks.js'
 import { outputOf, runInFlight, type AgentInput } from '../src/agent/protocol/actor-types.js';
 import { checkedExternal, externalEventTypes } from '../src/agent/protocol/events.js';
 import { composeExecutors, type Executor } from '../src/agent/protocol/executor.js';
-import type { FeatureHandlers } from '../src/agent/protocol/io-protocol.js';
+import type { FeatureHandlerMap, FeatureHandlers } from '../src/agent/protocol/io-protocol.js';
 
-/** What a run's start resets, feature by feature (see `ContextHook`). */
-const runStart = [
-  operationImplementations.runStart,
-  budgetImplementations.runStart,
-  structuredOutputImplementations.runStart,
-  guardrailImplementations.runStart,
-  handoffImplementations.runStart,
-  fallbackImplementations.runStart,
+/** A feature's record as the lists below read it: the hooks it may bring besides its guards, actions and delays (see `ContextHook`, `FeatureHandlers`). */
+type SliceHooks = { readonly guards: object; readonly runStart?: ContextHook | undefined; readonly restore?: ContextHook | undefined; readonly io?: FeatureHandlers | undefined };
+
+/** Every feature's record: a hook a slice declares joins the lists below by this list alone. */
+const features: readonly SliceHooks[] = [
+  guardrailImplementations,
+  budgetImplementations,
+  structuredOutputImplementations,
+  handoffImplementations,
+  inDoubtImplementations,
+  fallbackImplementations,
+  repetitionImplementations,
+  approvalImplementations,
+  operationImplementations,
+  cancelImplementations,
+  subagentImplementations,
+  tracingImplementations,
 ];
 
-/** What each feature checks of a stored context against this agent (see `ContextHook`). */
-const restoreChecks = [
-  fallbackImplementations.restore,
-  handoffImplementations.restore,
-  operationImplementations.restore,
-  approvalImplementations.restore,
-  inDoubtImplementations.restore,
-];
+/** The features' hooks of one kind, in list order. */
+const hooksOf = (kind: 'runStart' | 'restore'): ContextHook[] => features.flatMap((slice) => slice[kind] ?? []);
+
+/** What a run's start resets, feature by feature. */
+const runStart = hooksOf('runStart');
+
+/** What each feature checks of a stored context against this agent. */
+const restoreChecks = hooksOf('restore');
 
 /** The IO handlers features bring for their own requests, by request type. */
-const featureHandlers = new Map(
-  Object.entries({ ...operationImplementations.io, ...approvalImplementations.io, ...guardrailImplementations.io } satisfies FeatureHandlers),
-) as ReadonlyMap<string, NonNullable<FeatureHandlers[keyof FeatureHandlers]>>;
+const featureHandlers: FeatureHandlerMap = new Map(features.flatMap((slice) => Object.entries(slice.io ?? {})));
 
 /**
  * The chart's implementations, built once per process: its IO actor, and the delays, guards and

@@ -3,7 +3,7 @@ import { fromCallback, type AnyActorRef, type AnyEventObject } from 'xstate';
 import { PARENT_STOPPED } from '../subagents/subagent-scope.js';
 import { conversationView } from './conversation-view.js';
 import { EFFECT_SPECIFICATION_VERSION } from '../protocol/executor.js';
-import { trusted, type FeatureHandlers, type Handler, type IoDeps, type IoEvent, type IoRequest, type IoScope } from '../protocol/io-protocol.js';
+import { trusted, type FeatureHandlerMap, type Handler, type IoDeps, type IoEvent, type IoRequest, type IoScope } from '../protocol/io-protocol.js';
 import { modelHandler, retryingModels } from './io-model.js';
 import { toolScheduler, type ToolScheduler } from './io-tools.js';
 import { toolsetHandler } from './toolset.js';
@@ -20,7 +20,7 @@ export { contextFor, promptParts } from '../operations/operation-context.js';
  * type has its handler (the core loop's in `./io-*.ts`, a feature's in its folder's `io.ts`);
  * this module keeps the run's bookkeeping and the dispatch.
  */
-export function ioLogic(deps: IoDeps, features: ReadonlyMap<string, NonNullable<FeatureHandlers[keyof FeatureHandlers]>>) {
+export function ioLogic(deps: IoDeps, features: FeatureHandlerMap) {
   return fromCallback<IoRequest>(({ sendBack, receive, self }) => {
     const { io, abortRun } = ioScope(deps, sendBack, self);
     const models = retryingModels(deps);

@@ -207,3 +207,6 @@ export type Handler<T extends IoRequest['type']> = (request: RequestOf<T>) => vo
  * never builds it. The chart gives the IO all of them (see `ioLogic`).
  */
 export type FeatureHandlers = { readonly [T in IoRequest['type']]?: (io: IoScope) => Handler<T> };
+
+/** Every feature's handler makers, by request type, as the IO looks them up (see `ioLogic`). */
+export type FeatureHandlerMap = ReadonlyMap<string, NonNullable<FeatureHandlers[keyof FeatureHandlers]>>;
