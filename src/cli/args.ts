@@ -24,10 +24,13 @@ export function parseCommandArgs<const O extends ArgOptions>(argv: string[], opt
   }
 }
 
-/** The store a command works on: `--store`, else `$LOOPCHART_STORE`, else the default file; `--schema` for PostgreSQL. */
+/** The store a command names: `--store`, else `$LOOPCHART_STORE` (else none: `parseLocation` gives the default file). */
+export const storeArgument = (values: { store?: string | undefined }): string | undefined => values.store ?? process.env.LOOPCHART_STORE;
+
+/** The store a command works on (see `storeArgument`); `--schema` for PostgreSQL. */
 export function storeCommandOptions(values: { store?: string | undefined; schema?: string | undefined }, io: Io): CommandOptions {
   return {
-    location: parseLocation(values.store ?? process.env.LOOPCHART_STORE),
+    location: parseLocation(storeArgument(values)),
     ...(values.schema !== undefined && { schema: values.schema }),
     full: false,
     io,

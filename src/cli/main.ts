@@ -1,5 +1,5 @@
 import { LoopchartError } from '../errors.js';
-import { parseCommandArgs, storeCommandOptions } from './args.js';
+import { parseCommandArgs, storeArgument, storeCommandOptions } from './args.js';
 import { CHART_USAGE, chartCommand } from './chart.js';
 import { CliError, UnknownCommandError, UsageError } from './errors.js';
 import { escapeLine, escapeText } from './escape.js';
@@ -121,7 +121,7 @@ function describeFailure(error: unknown, argv: string[]): string {
 /** The --store the user gave, with any password hidden, for messages. */
 function storeLabel(argv: string[]): string {
   try {
-    return parseLocation(parse(argv).values.store ?? process.env.LOOPCHART_STORE).label;
+    return parseLocation(storeArgument(parse(argv).values)).label;
   } catch {
     return 'the store';
   }

@@ -6,7 +6,7 @@ import { CliError, UsageError } from './errors.js';
 import { escapeLine } from './escape.js';
 import type { Io } from './sessions.js';
 import { parseLocation } from './store.js';
-import { parseCommandArgs } from './args.js';
+import { parseCommandArgs, storeArgument } from './args.js';
 
 export const SCHEDULER_USAGE = `usage: loopchart scheduler --agents MODULE [options]
 
@@ -104,9 +104,9 @@ export async function schedulerCommand(argv: string[], io: Io): Promise<number> 
   let second: ReturnType<typeof watchSignals> | undefined;
   try {
     const agents = await loadAgents(values.agents);
-    const location = parseLocation(values.store ?? process.env.LOOPCHART_STORE);
+    const location = parseLocation(storeArgument(values));
     // A scheduler may start before any schedule is added: like `schedules add`, it may create the store.
-    const store = await openSessionStore(values.store ?? process.env.LOOPCHART_STORE, { schema: values.schema });
+    const store = await openSessionStore(storeArgument(values), { schema: values.schema });
     try {
       const scheduler = await startScheduler({
         store,

@@ -3,7 +3,7 @@ import type { SessionStore } from '../stores/session-store.js';
 import { deleteSchedule, listSchedules, pauseSchedule, resumeSchedule, schedule, type ScheduleInfo, type ScheduleOptions } from '../schedules/schedules.js';
 import { UnknownCommandError, UsageError } from './errors.js';
 import { escapeLine } from './escape.js';
-import { parseCommandArgs, storeCommandOptions } from './args.js';
+import { parseCommandArgs, storeArgument, storeCommandOptions } from './args.js';
 import { noStore, withStore, type Io } from './sessions.js';
 
 export const SCHEDULES_USAGE = `usage: loopchart schedules <command> [options]
@@ -95,7 +95,7 @@ export async function schedulesCommand(argv: string[], io: Io): Promise<number> 
         ...(values.paused !== undefined && { paused: values.paused }),
       } as ScheduleOptions;
       // Adding is the one command that may create the store.
-      const store = await openSessionStore(values.store ?? process.env.LOOPCHART_STORE, { schema: values.schema });
+      const store = await openSessionStore(storeArgument(values), { schema: values.schema });
       try {
         io.out(line(await schedule(store, given)));
         return 0;
