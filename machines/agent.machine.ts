@@ -7,7 +7,8 @@
  * with each feature (`src/agent/<feature>/implementations.ts`), one record each.
  */
 import { and, setup, type ActorRefFrom, type AnyStateMachine } from 'xstate';
-import { inAgent, types, type ContextHook } from '../src/agent/core/bind.js';
+import { canHold, inAgent, types, type ContextHook } from '../src/agent/core/bind.js';
+import { chartVariant } from '../src/agent/core/chart-variant.js';
 import { compileAgent, markTraced, type CompiledAgent } from '../src/agent/core/compile.js';
 import type { AgentConfig } from '../src/agent/core/config.js';
 import { initialContext, restoredContext } from '../src/agent/core/driver-rules.js';
@@ -424,7 +425,7 @@ export function createAgentMachine(config: AgentConfig) {
 }
 
 /**
- * The chart as XState builds it, once per process and kind (see `chartFor`), with its
+ * The chart as XState builds it, once per process and variant (see `chartFor`), with its
  * implementations: building its state nodes is most of what a machine costs, and they depend on
  * no agent.
  */
@@ -439,29 +440,41 @@ const buildChart = (config: typeof chart) =>
     output: ({ context }) => outputOf(context)!,
   });
 
-/** A state config with the `after` transitions on `delay` taken out, in every state. */
-function withoutDelay<C extends { after?: object | undefined; states?: object | undefined }>(config: C, delay: string): C {
-  const { after, states, ...rest } = config;
-  const kept = after && Object.fromEntries(Object.entries(after).filter(([name]) => name !== delay));
-  return {
-    ...rest,
-    ...(kept && Object.keys(kept).length > 0 && { after: kept }),
-    ...(states && { states: Object.fromEntries(Object.entries(states).map(([name, state]) => [name, withoutDelay(state as C, delay)])) }),
-  } as C;
-}
-
-const charts = new Map<'timed' | 'untimed', ReturnType<typeof buildChart>>();
+/** The whole chart, every feature's branches in it: what the viewer and the docs draw. */
+let whole: ReturnType<typeof buildChart> | undefined;
 
 /**
- * The shared chart an agent runs. An agent without a budget has no deadline to hold, and XState
- * raises a timer whose delay is undefined at once, as an event of its own: each model call and
- * tool batch would pay a microstep for nothing (17% of a turn, measured). It runs the same chart
- * without the `budgetDeadline` timers; the states, and so its snapshots, are the same.
+ * The whole driver chart as XState builds it, every feature's branches in it (an agent runs its
+ * variant; see `chartFor`): what a viewer draws.
+ *
+ * @example
+ * ```ts
+ * console.log(Object.keys(wholeChart().root.states.Running!.states).slice(0, 2)); // ['Start', 'Deciding']
+ * ```
+ */
+export const wholeChart = () => (whole ??= buildChart(chart));
+
+/** The guards the chart names, each with its implementation (to ask which can hold for an agent). */
+const namedGuards = Object.entries(implementations.guards);
+
+/** The variants built so far, by the guards that cannot hold for their agents (a few per process: one per set of features configured). */
+const variants = new Map<string, ReturnType<typeof buildChart>>();
+
+/**
+ * The shared chart an agent runs: the variant without the branches of the features it is not
+ * configured with (see `chart-variant.ts`), built once per process for each such set. An agent
+ * without a budget, for one, runs it without the deadline timers: XState raises a timer whose
+ * delay is undefined at once, as an event of its own, which cost every model call and tool batch
+ * a microstep. The states are the same in every variant, so a snapshot moves between them.
  */
 function chartFor(agent: CompiledAgent) {
-  const kind = agent.budget ? 'timed' : 'untimed';
-  let machine = charts.get(kind);
-  if (!machine) charts.set(kind, (machine = buildChart(kind === 'timed' ? chart : withoutDelay(chart, 'budgetDeadline'))));
+  const cannot = namedGuards.filter(([, guard]) => !canHold(guard, agent)).map(([name]) => name);
+  const key = cannot.join(' ');
+  let machine = variants.get(key);
+  if (!machine) {
+    const out = new Set(cannot);
+    variants.set(key, (machine = buildChart(chartVariant(chart, 'agent', (name) => !out.has(name)))));
+  }
   return machine;
 }
 

@@ -1,6 +1,6 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { createAgentMachine } from '../../machines/agent.machine.js';
+import { wholeChart } from '../../machines/agent.machine.js';
 import { LoopchartError } from '../errors.js';
 import type { Model } from '../model.js';
 import { readSessionTrace } from '../sessions/trace.js';
@@ -62,13 +62,12 @@ export interface RunningViewer {
   close(): Promise<void>;
 }
 
-const NO_MODEL: Model = { name: 'none', generate: () => Promise.reject(new Error('the viewer calls no model')) };
 let driverChart: ChartModel | undefined;
 /**
- * The driver's chart, generated once from a real agent machine (its states do not depend on the
- * config). The agent has a budget: an agent without one runs the chart without its deadline timers.
+ * The driver's chart, generated once from the whole chart: every feature's branches (an agent
+ * runs the variant without those of features it is not configured with; its states are the same).
  */
-export const agentChart = (): ChartModel => (driverChart ??= chartOf(createAgentMachine({ model: NO_MODEL, budget: { maxDurationMs: 60_000 } })));
+export const agentChart = (): ChartModel => (driverChart ??= chartOf(wholeChart()));
 
 /** Both charts of a page, laid out in each of their views (once per process: the layouts are cached). */
 export async function chartLayouts(chart: ChartModel, driver: ChartModel): Promise<PageData['layouts']> {

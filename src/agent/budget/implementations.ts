@@ -5,7 +5,7 @@
  * the compiled agent and the run's context (the limits themselves: budget.ts, budget-pause.ts,
  * deadline.ts, usage-limit.ts).
  */
-import { assigns, delayOf, emits, rule, when, type Args, type ContextHook } from '../core/bind.js';
+import { assigns, configured, delayOf, emits, rule, when, type Args, type ContextHook } from '../core/bind.js';
 import type { CompiledAgent } from '../core/compile.js';
 import type { AgentContext } from '../core/context.js';
 import { endRun } from '../core/driver-rules.js';
@@ -27,6 +27,9 @@ export const overrun = (agent: CompiledAgent, context: AgentContext): BudgetOver
         ...(agent.models.listed && { costUsd: totalCost(agent.models, context.models?.run ?? []) }),
       })
     : null;
+
+/** An agent with a budget: only its runs go over one, pause on one, or have a deadline. */
+const hasBudget = (agent: CompiledAgent) => agent.budget !== undefined;
 
 /** What the time budget's deadline reads of the run (see deadline.ts). */
 export const deadlineRun = (context: AgentContext): DeadlineRun => ({
@@ -82,12 +85,12 @@ export const budgetImplementations = {
     budgetDeadline: delayOf(({ agent, context }) => deadlineDelay(agent.budget, deadlineRun(context), agent.clock()) as number),
   },
   guards: {
-    runOverBudget: when(({ agent, context }) => overBudget(agent, context) !== null),
-    deadlineSeals: when(({ agent, context }) => deadlinePassed(agent, context)?.pauses === false),
-    deadlinePauses: when(({ agent, context }) => deadlinePassed(agent, context)?.pauses === true),
-    budgetPaused: when(({ agent, context }) => overrun(agent, context) !== null && overBudget(agent, context) === null),
+    runOverBudget: configured(hasBudget, ({ agent, context }) => overBudget(agent, context) !== null),
+    deadlineSeals: configured(hasBudget, ({ agent, context }) => deadlinePassed(agent, context)?.pauses === false),
+    deadlinePauses: configured(hasBudget, ({ agent, context }) => deadlinePassed(agent, context)?.pauses === true),
+    budgetPaused: configured(hasBudget, ({ agent, context }) => overrun(agent, context) !== null && overBudget(agent, context) === null),
     raiseRefused: when(({ agent, context, event }) => raiseRefusal(agent, context, event) !== null),
-    usageLimitPauses: when(({ agent, event }) => usageLimitWait(agent.usageLimit, as(event, 'io.failed').error) !== null),
+    usageLimitPauses: configured((agent) => agent.usageLimit !== null, ({ agent, event }) => usageLimitWait(agent.usageLimit, as(event, 'io.failed').error) !== null),
     usageLimited: ({ context }: Args) => !!context.budgetPause?.usageLimit,
     budgetResume: ({ event }: Args) => event.type === 'operation.resume' && event.operation === BUDGET_OPERATION,
   },

@@ -78,6 +78,27 @@ export const when =
   (args: Args, params: P) =>
     test(withAgent(args), params);
 
+/** Which agents a guard made by `configured` can hold for at all, by the guard. */
+const liveness = new WeakMap<object, (agent: CompiledAgent) => boolean>();
+
+/**
+ * A guard of a feature that can hold only for an agent configured with it (`isConfigured`):
+ * false for any other agent, whatever the context. The chart an agent runs leaves out the
+ * branches of guards that cannot hold for it (see `chart-variant.ts`), so a feature that is not
+ * configured is not on the agent's path; the test runs here too, so both charts agree.
+ */
+export function configured<P = undefined>(isConfigured: (agent: CompiledAgent) => boolean, test: (args: AgentArgs, params: P) => boolean) {
+  const guard = (args: Args, params: P): boolean => {
+    const agent = currentAgent();
+    return isConfigured(agent) && test({ agent, context: args.context, event: args.event }, params);
+  };
+  liveness.set(guard, isConfigured);
+  return guard;
+}
+
+/** Whether `guard` can hold for `agent`: false only for a guard `configured` for other agents. */
+export const canHold = (guard: unknown, agent: CompiledAgent): boolean => liveness.get(guard as object)?.(agent) ?? true;
+
 /** A delay (ms) that reads the agent. */
 export const delayOf = (ms: (args: AgentArgs) => number) => (args: Args) => ms(withAgent(args));
 

@@ -21,7 +21,7 @@ import { fromIo, type IoRequest } from '../protocol/io-protocol.js';
 import { withOutput } from '../structured-output/structured-output.js';
 import { fromTelemetry } from '../tracing/trace-marks.js';
 import { inputRefused } from './actor-input.js';
-import { assign, assigns, currentAgent, type ContextHook, effects, emit, emits, fromCurrent, rule, sendTo, sends, when, type Args } from './bind.js';
+import { assign, assigns, configured, currentAgent, type ContextHook, effects, emit, emits, fromCurrent, rule, sendTo, sends, when, type Args } from './bind.js';
 import { feedBrain, firstPending, pendingCalls, stepTypeOf, takeStep } from './brain-state.js';
 import type { CompiledAgent } from './compile.js';
 import type { AgentContext } from './context.js';
@@ -242,7 +242,7 @@ export const coreImplementations = {
     currentBatch: fromCurrent(batchKey),
     currentCompaction: fromCurrent(compactionKey),
     currentToolset: fromCurrent(toolsetKey),
-    toolsetDue: when(({ agent, context }) => agent.hasSources && !context.offered),
+    toolsetDue: configured((agent) => agent.hasSources, ({ context }) => !context.offered),
     /** Unknown types from outside; XState's own events and the IO's late reports pass silently. */
     unknownExternal: ({ event }: Args) => !fromIo(event) && !fromTelemetry(event) && !event.type.startsWith('xstate.'),
   },

@@ -2,7 +2,7 @@
  * Model fallback in the driver: the chart's guard and action for a model call that failed after
  * its model's own retries, taken by the next model of the list (see fallback.ts).
  */
-import { rule, when, type ContextHook } from '../core/bind.js';
+import { configured, rule, type ContextHook } from '../core/bind.js';
 import type { CompiledAgent } from '../core/compile.js';
 import type { AgentContext } from '../core/context.js';
 import { storedFits, ownModel } from '../core/driver-rules.js';
@@ -29,7 +29,7 @@ export const fallbackImplementations = {
   runStart: ((agent, context) => (agent.models.listed ? { models: startModels(agent.models, context.models) } : {})) satisfies ContextHook,
   guards: {
     // A speaker with a model of its own (handoffs) keeps it: no list to fall back along.
-    fallsBack: when(({ agent, context, event }) => ownModel(agent, context) === null && fallbackAfter(agent.models, context.models, as(event, 'io.failed').error) !== null),
+    fallsBack: configured((agent) => agent.models.listed, ({ agent, context, event }) => ownModel(agent, context) === null && fallbackAfter(agent.models, context.models, as(event, 'io.failed').error) !== null),
   },
   actions: {
     fallBack: rule.effects(fallBack),

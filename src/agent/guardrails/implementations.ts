@@ -5,7 +5,7 @@
  * complete the run is held until the output check is decided.
  */
 import type { ModelReply } from '../../model.js';
-import { assign, rule, when, type Args, type ContextHook } from '../core/bind.js';
+import { assign, configured, rule, when, type Args, type ContextHook } from '../core/bind.js';
 import type { FeatureHandlers } from '../protocol/io-protocol.js';
 import { guardrailsHandler } from './io.js';
 import { firstPending, feedBrain } from '../core/brain-state.js';
@@ -79,9 +79,13 @@ export const guardrailImplementations = {
   io: { guardrails: guardrailsHandler } satisfies FeatureHandlers,
   runStart: ((agent) => (agent.guardrails ? { guard: guard.NO_GUARD } : {})) satisfies ContextHook,
   guards: {
-    inputGuardDue: when(({ agent, context }) => guard.inputCheckDue(agent.guardrails, context.guard, context.brain.context.turnsTaken, guard.inputCheckKey(context))),
-    outputGuardDue: when(({ agent, context, event }) => guardsReply(agent, context, event)),
-    guardOpen: ({ context }: Args) => !!context.guard?.check,
+    inputGuardDue: configured(
+      (agent) => !!agent.guardrails?.input.length,
+      ({ agent, context }) => guard.inputCheckDue(agent.guardrails, context.guard, context.brain.context.turnsTaken, guard.inputCheckKey(context)),
+    ),
+    outputGuardDue: configured((agent) => !!agent.guardrails?.output.length, ({ agent, context, event }) => guardsReply(agent, context, event)),
+    // Only an agent with guardrails opens a check (a stored one is checked against them).
+    guardOpen: configured((agent) => agent.guardrails !== null, ({ context }) => !!context.guard?.check),
     guardUndecided: when(({ agent, context }) => guardVerdict(agent, context).type === 'open'),
     guardTripped: when(({ agent, context }) => guardVerdict(agent, context).type === 'tripped'),
     currentGuardCheck: ({ context, event }: Args) => fromIo(event) && context.guard?.check?.key === (event as { key: string }).key,

@@ -3,7 +3,7 @@
  * conversation to another agent of the team (refused past `maxHandoffs`), with the rule they read
  * over the compiled agent and the run's context (the team itself: handoffs.ts).
  */
-import { emit, rule, when, type ContextHook } from '../core/bind.js';
+import { configured, emit, rule, type ContextHook } from '../core/bind.js';
 import type { CompiledAgent } from '../core/compile.js';
 import type { AgentContext } from '../core/context.js';
 import { endRun, storedFits } from '../core/driver-rules.js';
@@ -31,6 +31,9 @@ export function refuseHandoff(agent: CompiledAgent, context: AgentContext, _even
   return endRun(agent, context, { type: 'seal', reason }, { results });
 }
 
+/** An agent with handoffs: only its batches can transfer the run. */
+const inTeam = (agent: CompiledAgent) => agent.team !== null;
+
 /** The guards and actions the chart names for handoffs. */
 export const handoffImplementations = {
   // A stored speaking agent must be one of this team.
@@ -38,8 +41,8 @@ export const handoffImplementations = {
   // maxHandoffs counts per run.
   runStart: ((agent) => (agent.team ? { handoffs: 0 } : {})) satisfies ContextHook,
   guards: {
-    handsOff: when(({ agent, context }) => handoffOf(agent, context) !== null),
-    handoffLimitReached: when(({ agent, context }) => handoffLimitReached(agent.team!, context.handoffs)),
+    handsOff: configured(inTeam, ({ agent, context }) => handoffOf(agent, context) !== null),
+    handoffLimitReached: configured(inTeam, ({ agent, context }) => handoffLimitReached(agent.team!, context.handoffs)),
   },
   actions: {
     handOff: rule.assign(handOff),

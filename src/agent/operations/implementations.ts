@@ -5,7 +5,7 @@
  * with the rules they read over the compiled agent and the run's context (the operations
  * themselves: operation.ts, operation-rules.ts, their IO: io.ts).
  */
-import { assigns, rule, when, type Args, type ContextHook } from '../core/bind.js';
+import { assigns, configured, rule, when, type Args, type ContextHook } from '../core/bind.js';
 import type { FeatureHandlers } from '../protocol/io-protocol.js';
 import { operationHandler } from './io.js';
 import { conversationOf, pendingCalls } from '../core/brain-state.js';
@@ -100,7 +100,10 @@ export function failOperation(agent: CompiledAgent, context: AgentContext, event
 
 /** A guard: the hook point has hooks and has not been done at its key. */
 const pointDue = (hook: OperationHook) =>
-  when(({ agent, context }) => agent.plan.at[hook].length > 0 && context.operations.done !== pointKey(context, hook));
+  configured((agent) => agent.plan.at[hook].length > 0, ({ context }) => context.operations.done !== pointKey(context, hook));
+
+/** An agent with operations: only its runs open hook points, wait on an operation, or carry prompt parts. */
+const hasOperations = (agent: CompiledAgent) => agent.operations.length > 0;
 
 /** The guards and actions the chart names for operations. */
 export const operationImplementations = {
@@ -111,11 +114,11 @@ export const operationImplementations = {
   // A run starts with no hook point open and none done.
   runStart: ((_agent, context) => ({ operations: { ...closeOperations(context.operations), done: null } })) satisfies ContextHook,
   guards: {
-    promptFails: when(({ agent, context }) => typeof extrasFor(agent, context) !== 'number'),
+    promptFails: configured(hasOperations, ({ agent, context }) => typeof extrasFor(agent, context) !== 'number'),
     operationFailure: ({ event }: Args) => event.type === 'io.failed' && OperationError.isInstance(event.error),
     currentPoint: ({ context, event }: Args) => fromIo(event) && context.operations.point?.key === (event as { key: string }).key,
-    operationWaiting: ({ context }: Args) => context.operations.waiting !== null,
-    pointOpen: ({ context }: Args) => context.operations.point !== null,
+    operationWaiting: configured(hasOperations, ({ context }) => context.operations.waiting !== null),
+    pointOpen: configured(hasOperations, ({ context }) => context.operations.point !== null),
     beforeModelCallDue: pointDue('beforeModelCall'),
     beforeToolsDue: pointDue('beforeTools'),
     resumeRefused: when(({ agent, context, event }) => verdictOf(agent, context, event).type === 'refused'),

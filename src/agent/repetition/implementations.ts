@@ -3,7 +3,7 @@
  * and again (agent.repetition): noted instead of run, then sealed; with the rule they read over
  * the compiled agent and the run's context (the verdict itself: repetition.ts).
  */
-import { rule, when } from '../core/bind.js';
+import { configured, rule } from '../core/bind.js';
 import { pendingCalls } from '../core/brain-state.js';
 import type { CompiledAgent } from '../core/compile.js';
 import type { AgentContext } from '../core/context.js';
@@ -35,11 +35,14 @@ export function sealRepetition(agent: CompiledAgent, context: AgentContext, _eve
   return endRun(agent, context, { type: 'seal', reason: (repeated(agent, context) as Extract<RepetitionVerdict, { type: 'seal' }>).reason });
 }
 
+/** An agent that watches for repeated batches (the default; `repetition: false` turns it off). */
+const watchesRepetition = (agent: CompiledAgent) => agent.repetition !== null;
+
 /** The guards and actions the chart names for repetition. */
 export const repetitionImplementations = {
   guards: {
-    repetitionNoted: when(({ agent, context }) => repeated(agent, context).type === 'note'),
-    repetitionSeals: when(({ agent, context }) => repeated(agent, context).type === 'seal'),
+    repetitionNoted: configured(watchesRepetition, ({ agent, context }) => repeated(agent, context).type === 'note'),
+    repetitionSeals: configured(watchesRepetition, ({ agent, context }) => repeated(agent, context).type === 'seal'),
   },
   actions: {
     noteRepetition: rule.effects(noteRepetition),

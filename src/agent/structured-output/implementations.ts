@@ -4,7 +4,7 @@
  * rejects, with the rule they read over the compiled agent and the run's context (the answer's
  * checks themselves: structured-output.ts).
  */
-import { assigns, rule, when, type ContextHook } from '../core/bind.js';
+import { assigns, configured, rule, type ContextHook } from '../core/bind.js';
 import type { CompiledAgent } from '../core/compile.js';
 import type { AgentContext } from '../core/context.js';
 import { answerOf, decisionPolicy } from '../core/driver-rules.js';
@@ -30,7 +30,7 @@ export function emitOutputRejected(agent: CompiledAgent, context: AgentContext, 
 export const structuredOutputImplementations = {
   runStart: ((agent) => (agent.structured ? { outputState: FRESH_OUTPUT_STATE } : {})) satisfies ContextHook,
   guards: {
-    finalCallDue: when(({ agent, context }) => finalCallDue(agent, context) !== null),
+    finalCallDue: configured((agent) => agent.structured !== undefined, ({ agent, context }) => finalCallDue(agent, context) !== null),
   },
   actions: {
     beginFinalCall: assigns(({ agent, context }) => beginFinalCall(agent.structured!, context.brain, context.outputState, finalCallDue(agent, context)!)),

@@ -5,11 +5,11 @@
  */
 import type { AnyStateNode } from 'xstate';
 import { describe, expect, it } from 'vitest';
-import { createAgentMachine } from '../../../machines/agent.machine.js';
+import { wholeChart } from '../../../machines/agent.machine.js';
 import { stepOrder, type Branch } from '../../../src/agent/core/step-order.js';
-import { scriptedModel } from '../../../src/testing.js';
 
-const machine = createAgentMachine({ model: scriptedModel([{ text: 'hi' }]) });
+// The whole chart: an agent runs its variant, without the branches of features it lacks (chart-variant.test.ts).
+const machine = wholeChart();
 
 const nodes = (node: AnyStateNode): AnyStateNode[] => [node, ...Object.values(node.states).flatMap(nodes)];
 const guardName = (guard: unknown) => (guard === undefined ? undefined : typeof guard === 'string' ? guard : (guard as { type: string }).type);

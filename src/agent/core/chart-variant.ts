@@ -1,0 +1,160 @@
+/**
+ * The chart one agent runs: the shared chart without what cannot happen to that agent. A feature
+ * that is not configured has guards that cannot hold (see `configured` in bind.ts); their
+ * branches are taken out, and a state left with nothing to decide (one unguarded eventless
+ * branch and nothing else: `Start` for an agent with no budget, guardrails or operations) is
+ * passed through, not stopped at: a transition into it goes where its branch goes, with its
+ * actions. Every state stays, so a snapshot of one variant runs in another, and a run takes the
+ * same transitions with the same actions, in fewer XState microsteps (each one clones the
+ * snapshot and evaluates every eventless list again).
+ */
+import { and, or } from 'xstate';
+
+/** A state's config as the chart writes it (a plain object; see `machines/agent.machine.ts`). */
+type StateConfig = { readonly [key: string]: unknown; readonly states?: Readonly<Record<string, StateConfig>> | undefined };
+/** One transition as the chart writes it. */
+type Transition = { readonly guard?: unknown; readonly target?: string | undefined; readonly actions?: unknown; readonly reenter?: boolean | undefined };
+
+/** XState's combined guards, told apart by their check function (names do not survive a minifier). */
+const andCheck = (and([]) as unknown as { check: unknown }).check;
+const orCheck = (or([]) as unknown as { check: unknown }).check;
+
+/**
+ * Whether `guard` can hold, given what `holds` says of a named guard: `and` needs every part, `or`
+ * one; anything else (`not`, a guard with params read by name) is asked by its name.
+ */
+function mayHold(guard: unknown, holds: (name: string) => boolean): boolean {
+  if (guard === undefined) return true;
+  if (typeof guard === 'string') return holds(guard);
+  const combined = guard as { check?: unknown; guards?: readonly unknown[] | undefined; type?: unknown };
+  if (combined.check === andCheck) return combined.guards!.every((part) => mayHold(part, holds));
+  if (combined.check === orCheck) return combined.guards!.some((part) => mayHold(part, holds));
+  return typeof combined.type === 'string' ? holds(combined.type) : true;
+}
+
+/** A transition entry as a list of branches (a lone target string is a branch with that target). */
+const listOf = (value: unknown): Transition[] =>
+  (Array.isArray(value) ? value : [value]).map((branch) => (typeof branch === 'string' ? { target: branch } : branch)) as Transition[];
+const actionsOf = (value: unknown): unknown[] => (value === undefined ? [] : Array.isArray(value) ? value : [value]);
+
+/** The keys a state passed through may have: anything else (entry, exit, on, after, invoke, states) is work done there. */
+const INERT_KEYS = new Set(['always', 'description', 'meta']);
+
+/** Where a pass-through state sends a transition into it: its branch's target (absolute path), actions, reenter. */
+type Through = { readonly path: readonly string[]; readonly actions: readonly unknown[]; readonly reenter: boolean };
+
+/**
+ * `config` (the root of a chart whose id is `rootId`) for an agent whose named guards hold as
+ * `holds` says: branches that cannot hold taken out, a list left empty taken out with them (an
+ * event no branch takes goes to the parent, as before; a timer no branch takes is not armed),
+ * and transitions into a state with nothing left to decide sent where it sends them.
+ *
+ * @example
+ * ```ts
+ * const chart = { initial: 'A', states: { A: { always: [{ guard: 'paused', target: 'C' }, { target: 'B' }] }, B: {}, C: {} } };
+ * const variant = chartVariant(chart, 'demo', (guard) => guard !== 'paused');
+ * console.log(variant.initial); // 'B': A has nothing left to decide
+ * ```
+ */
+export function chartVariant<C extends object>(config: C, rootId: string, holds: (name: string) => boolean): C {
+  const pruned = prune(config as StateConfig, holds);
+  const through = passThroughs(pruned, rootId);
+  return (through.size === 0 ? pruned : retarget(pruned, [], rootId, through)) as C;
+}
+
+/** The config with the branches that cannot hold taken out, in every state. */
+function prune(state: StateConfig, holds: (name: string) => boolean): StateConfig {
+  const out: Record<string, unknown> = { ...state };
+  const kept = (value: unknown) => listOf(value).filter((branch) => mayHold(branch.guard, holds));
+  if (state.always !== undefined) {
+    const always = kept(state.always);
+    if (always.length > 0) out.always = always;
+    else delete out.always;
+  }
+  for (const key of ['on', 'after'] as const) {
+    const table = state[key] as Record<string, unknown> | undefined;
+    if (!table) continue;
+    const entries = Object.entries(table).flatMap(([name, value]) => {
+      const branches = kept(value);
+      return branches.length > 0 ? [[name, branches] as const] : [];
+    });
+    if (entries.length > 0) out[key] = Object.fromEntries(entries);
+    else delete out[key];
+  }
+  if (state.states) out.states = Object.fromEntries(Object.entries(state.states).map(([name, child]) => [name, prune(child, holds)]));
+  return out;
+}
+
+/** `target` written in the state at `source` (a path from the root), as a path from the root; null for an id other than the root's. */
+function resolve(source: readonly string[], target: string, rootId: string): string[] | null {
+  if (target.startsWith('#')) {
+    const [id, ...path] = target.slice(1).split('.');
+    return id === rootId ? path : null;
+  }
+  // XState reads a target from the source's parent; a leading dot names the source's own child.
+  const base = target.startsWith('.') ? [...source] : source.slice(0, -1);
+  return [...base, ...target.replace(/^\./, '').split('.')];
+}
+
+/** The states with nothing left to decide, by path ('Running.Start'), each with where it finally sends a transition. */
+function passThroughs(root: StateConfig, rootId: string): Map<string, Through> {
+  const own = new Map<string, { path: string[]; branch: Transition }>();
+  const visit = (state: StateConfig, path: string[]) => {
+    const always = state.always === undefined ? [] : listOf(state.always);
+    const inert = Object.keys(state).every((key) => INERT_KEYS.has(key));
+    const [branch] = always;
+    if (path.length > 0 && inert && always.length === 1 && branch!.guard === undefined && typeof branch!.target === 'string') {
+      const target = resolve(path, branch!.target, rootId);
+      if (target) own.set(path.join('.'), { path: target, branch: branch! });
+    }
+    for (const [name, child] of Object.entries(state.states ?? {})) visit(child, [...path, name]);
+  };
+  visit(root, []);
+  // A chain (one pass-through into another) is followed to its end; a cycle is left as it is.
+  const through = new Map<string, Through>();
+  for (const start of own.keys()) {
+    let path = start;
+    const actions: unknown[] = [];
+    let reenter = false;
+    const seen = new Set<string>();
+    while (own.has(path) && !seen.has(path)) {
+      seen.add(path);
+      const { path: next, branch } = own.get(path)!;
+      actions.push(...actionsOf(branch.actions));
+      reenter ||= branch.reenter === true;
+      path = next.join('.');
+    }
+    if (!own.has(path)) through.set(start, { path: path.split('.'), actions, reenter });
+  }
+  return through;
+}
+
+/** The config with every transition into a pass-through state sent where that state sends it. */
+function retarget(state: StateConfig, path: string[], rootId: string, through: Map<string, Through>): StateConfig {
+  const out: Record<string, unknown> = { ...state };
+  const send = (branch: Transition): Transition => {
+    if (typeof branch.target !== 'string') return branch;
+    const target = resolve(path, branch.target, rootId);
+    const hop = target && through.get(target.join('.'));
+    if (!hop) return branch;
+    const actions = [...actionsOf(branch.actions), ...hop.actions];
+    return {
+      ...branch,
+      target: `#${rootId}.${hop.path.join('.')}`,
+      ...(actions.length > 0 && { actions }),
+      ...((branch.reenter || hop.reenter) && { reenter: true }),
+    };
+  };
+  if (state.always !== undefined) out.always = listOf(state.always).map(send);
+  for (const key of ['on', 'after'] as const) {
+    const table = state[key] as Record<string, unknown> | undefined;
+    if (table) out[key] = Object.fromEntries(Object.entries(table).map(([name, value]) => [name, listOf(value).map(send)]));
+  }
+  // A compound state starting in a pass-through child starts where that child sends it, when that is another child and nothing is done on the way.
+  const initial = typeof state.initial === 'string' ? through.get([...path, state.initial].join('.')) : undefined;
+  if (initial && initial.actions.length === 0 && initial.path.length === path.length + 1 && initial.path.slice(0, -1).join('.') === path.join('.')) {
+    out.initial = initial.path.at(-1);
+  }
+  if (state.states) out.states = Object.fromEntries(Object.entries(state.states).map(([name, child]) => [name, retarget(child, [...path, name], rootId, through)]));
+  return out;
+}

@@ -1,0 +1,143 @@
+/**
+ * The chart an agent runs is the whole chart without what cannot happen to it (issue 39: a
+ * feature that is not configured is not on the path of a minimal agent's turn): branches whose
+ * guard cannot hold are taken out, and a state left with nothing to decide is passed through.
+ */
+import { describe, expect, it } from 'vitest';
+import { and, createActor, createMachine, or, toPromise, type InspectionEvent } from 'xstate';
+import { z } from 'zod';
+import { createAgentMachine } from '../../../machines/agent.machine.js';
+import { chartVariant } from '../../../src/agent/core/chart-variant.js';
+import { scriptedModel } from '../../../src/testing.js';
+import { defineTool } from '../../../src/tools/define-tool.js';
+
+const dead = new Set(['paused', 'audited']);
+const holds = (name: string) => !dead.has(name);
+
+describe('chartVariant: branches that cannot hold', () => {
+  it('are taken out of eventless lists, event lists and timers; an `and` with one of them goes, an `or` with a live part stays', () => {
+    const chart = {
+      states: {
+        A: {
+          always: [{ guard: 'paused', target: 'B' }, { guard: and(['ready', 'audited']), target: 'B' }, { guard: or(['ready', 'audited']), target: 'C' }],
+          on: { go: [{ guard: 'paused', target: 'B' }, { target: 'C' }], stop: { guard: 'audited', target: 'B' } },
+          after: { deadline: { guard: 'paused', target: 'B' }, later: { target: 'C' } },
+        },
+        B: {},
+        C: {},
+      },
+    };
+    const variant = chartVariant(chart, 'demo', holds) as unknown as { states: { A: Record<string, unknown> } };
+    expect(variant.states.A.always).toEqual([chart.states.A.always[2]]);
+    // An event no branch can take is left to the parent, as a branch refused is; a timer no branch can take is not armed.
+    expect(variant.states.A.on).toEqual({ go: [{ target: 'C' }] });
+    expect(variant.states.A.after).toEqual({ later: [{ target: 'C' }] });
+    // The chart it was made from is untouched.
+    expect(chart.states.A.always).toHaveLength(3);
+  });
+
+  it('leaves a chart whose guards all hold as it was, but for lists written as arrays', () => {
+    const chart = { initial: 'A', states: { A: { always: [{ guard: 'ready', target: 'B' }], on: { go: 'B' } }, B: {} } };
+    expect(chartVariant(chart, 'demo', () => true)).toEqual({ initial: 'A', states: { A: { always: [{ guard: 'ready', target: 'B' }], on: { go: [{ target: 'B' }] } }, B: {} } });
+  });
+});
+
+describe('chartVariant: a state with nothing left to decide', () => {
+  const chart = {
+    initial: 'Idle',
+    states: {
+      Idle: { on: { go: { target: 'Run', actions: 'begin' }, busy: 'Run.Busy' } },
+      Run: {
+        initial: 'Start',
+        on: { cancel: { target: '.Start', actions: 'cancel' } },
+        states: {
+          Start: { always: [{ guard: 'paused', target: 'Paused' }, { target: 'Step' }] },
+          Step: { always: [{ guard: 'ready', target: 'Call' }, { target: '#demo.Done', actions: 'finish' }] },
+          Call: { always: { target: 'Awaiting', actions: 'take' } },
+          Awaiting: { on: { replied: { target: 'Start', actions: 'accept' }, again: { target: '#demo.Run.Start', reenter: true } } },
+          Paused: { entry: 'markPaused' },
+          Busy: { entry: 'work', always: { target: 'Start' } },
+        },
+      },
+      Done: { type: 'final' },
+    },
+  };
+  const variant = chartVariant(chart, 'demo', holds) as unknown as typeof chart & { states: { Run: { states: Record<string, Record<string, unknown>> } } };
+  const run = variant.states.Run;
+
+  it('is passed through: a transition into it goes where its branch goes, with the branch actions after its own', () => {
+    expect(run.states.Awaiting!.on).toEqual({
+      replied: [{ target: '#demo.Run.Step', actions: ['accept'] }],
+      again: [{ target: '#demo.Run.Step', reenter: true }],
+    });
+    // A chain is followed to its end; the actions of each hop in order.
+    expect(run.states.Step!.always).toEqual([{ guard: 'ready', target: '#demo.Run.Awaiting', actions: ['take'] }, { target: '#demo.Done', actions: 'finish' }]);
+    // A target written as the state's own child ('.Start').
+    expect(run.on).toEqual({ cancel: [{ target: '#demo.Run.Step', actions: ['cancel'] }] });
+    // A compound state starts in the state its pass-through first child sends it to.
+    expect(run.initial).toBe('Step');
+  });
+
+  it('keeps every state, so a snapshot taken in one variant runs in another', () => {
+    expect(Object.keys(run.states)).toEqual(Object.keys(chart.states.Run.states));
+    expect(run.states.Start!.always).toEqual([{ target: 'Step' }]);
+  });
+
+  it('is not one that does work on entry, nor one whose branch is guarded', () => {
+    expect(variant.states.Idle.on).toMatchObject({ busy: [{ target: 'Run.Busy' }] });
+    // Its own branch is passed through Start like any other.
+    expect(run.states.Busy!.always).toEqual([{ target: '#demo.Run.Step' }]);
+    expect(run.states.Step!.always).toHaveLength(2);
+  });
+
+  it('runs as the whole chart does: the same actions in the same order, in fewer microsteps', () => {
+    const trace = (config: object) => {
+      const done: string[] = [];
+      let microsteps = 0;
+      const named = (name: string) => () => done.push(name);
+      const machine = createMachine({ id: 'demo', ...(config as typeof chart) } as never).provide({
+        actions: Object.fromEntries(['begin', 'cancel', 'finish', 'take', 'accept', 'markPaused', 'work'].map((name) => [name, named(name)])),
+        guards: { paused: () => false, audited: () => false, ready: () => done.filter((name) => name === 'take').length < 2 },
+      } as never);
+      const actor = createActor(machine, { inspect: (event: InspectionEvent) => void (event.type === '@xstate.microstep' && microsteps++) }).start();
+      for (const type of ['go', 'replied', 'again', 'replied']) actor.send({ type });
+      return { done, value: actor.getSnapshot().value, microsteps };
+    };
+    const whole = trace(chart);
+    const passed = trace(variant);
+    expect(passed.done).toEqual(whole.done);
+    expect(passed.value).toEqual('Done');
+    expect(whole.value).toEqual('Done');
+    expect(passed.microsteps).toBeLessThan(whole.microsteps);
+  });
+});
+
+describe("a minimal agent's turn", () => {
+  const echo = defineTool({ name: 'echo', description: 'Echoes.', input: z.object({ text: z.string() }), execute: ({ text }) => text });
+
+  /** The microsteps a run took, and the states it passed. */
+  async function microsteps(config: Partial<Parameters<typeof createAgentMachine>[0]>) {
+    const states: string[] = [];
+    const inspect = (event: InspectionEvent) => {
+      if (event.type === '@xstate.microstep') states.push(JSON.stringify((event.snapshot as unknown as { value: unknown }).value));
+    };
+    const model = scriptedModel([{ toolCalls: [{ name: 'echo', args: { text: 'a' } }] }, { toolCalls: [{ name: 'echo', args: { text: 'b' } }] }, { text: 'done' }]);
+    const output = await toPromise(createActor(createAgentMachine({ model, tools: [echo], ...config }), { input: { prompt: 'go' }, inspect }).start());
+    expect(output.outcome).toEqual({ type: 'Completed', finalText: 'done' });
+    return states;
+  }
+
+  it('passes through no state of a feature it is not configured with, and not through Start', async () => {
+    const states = await microsteps({});
+    expect(states.filter((value) => value.includes('"Start"') || value.includes('"CallLLM"'))).toEqual([]);
+    // A tool turn: the reply, the brain's step, the batch, its result, the batch done, the next call.
+    expect(states.length).toBe(2 + 6 + 6 + 4);
+  });
+
+  it('an agent with an operation hook before each model call still goes through it (the branch is on its path)', async () => {
+    const calls: number[] = [];
+    const states = await microsteps({ operations: [{ name: 'count', beforeModelCall: ({ turn }) => void calls.push(turn) }] });
+    expect(calls).toEqual([1, 2, 3]);
+    expect(states.filter((value) => value.includes('"Operating"')).length).toBeGreaterThanOrEqual(3);
+  });
+});
