@@ -7,7 +7,7 @@
  * with each feature (`src/agent/<feature>/implementations.ts`), one record each.
  */
 import { and, setup, type ActorRefFrom, type AnyStateMachine } from 'xstate';
-import { canHold, inAgent, types, type ContextHook } from '../src/agent/core/bind.js';
+import { configuredBy, inAgent, types, type ContextHook } from '../src/agent/core/bind.js';
 import { chartVariant } from '../src/agent/core/chart-variant.js';
 import { compileAgent, markTraced, type CompiledAgent } from '../src/agent/core/compile.js';
 import type { AgentConfig } from '../src/agent/core/config.js';
@@ -454,10 +454,20 @@ let whole: ReturnType<typeof buildChart> | undefined;
  */
 export const wholeChart = () => (whole ??= buildChart(chart));
 
-/** The guards the chart names, each with its implementation (to ask which can hold for an agent). */
-const namedGuards = Object.entries(implementations.guards);
+/**
+ * The guards of the chart a feature made with `configured`, grouped by their test (`agent.budget`,
+ * operations, ...): an agent's variant is the set of tests it fails.
+ */
+const configuredGuards: { isConfigured: (agent: CompiledAgent) => boolean; names: string[] }[] = [];
+for (const [name, guard] of Object.entries(implementations.guards)) {
+  const isConfigured = configuredBy(guard);
+  if (!isConfigured) continue;
+  const group = configuredGuards.find((entry) => entry.isConfigured === isConfigured);
+  if (group) group.names.push(name);
+  else configuredGuards.push({ isConfigured, names: [name] });
+}
 
-/** The variants built so far, by the guards that cannot hold for their agents (a few per process: one per set of features configured). */
+/** The variants built so far, by the tests their agents fail (a few per process: one per set of features configured). */
 const variants = new Map<string, ReturnType<typeof buildChart>>();
 
 /**
@@ -468,12 +478,12 @@ const variants = new Map<string, ReturnType<typeof buildChart>>();
  * a microstep. The states are the same in every variant, so a snapshot moves between them.
  */
 function chartFor(agent: CompiledAgent) {
-  const cannot = namedGuards.filter(([, guard]) => !canHold(guard, agent)).map(([name]) => name);
-  const key = cannot.join(' ');
+  const fails = configuredGuards.map(({ isConfigured }) => !isConfigured(agent));
+  const key = fails.map(Number).join('');
   let machine = variants.get(key);
   if (!machine) {
-    const out = new Set(cannot);
-    variants.set(key, (machine = buildChart(chartVariant(chart, 'agent', (name) => !out.has(name)))));
+    const cannot = new Set(configuredGuards.flatMap(({ names }, i) => (fails[i] ? names : [])));
+    variants.set(key, (machine = buildChart(chartVariant(chart, 'agent', (name) => !cannot.has(name)))));
   }
   return machine;
 }

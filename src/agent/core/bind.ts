@@ -96,8 +96,8 @@ export function configured<P = undefined>(isConfigured: (agent: CompiledAgent) =
   return guard;
 }
 
-/** Whether `guard` can hold for `agent`: false only for a guard `configured` for other agents. */
-export const canHold = (guard: unknown, agent: CompiledAgent): boolean => liveness.get(guard as object)?.(agent) ?? true;
+/** The test of which agents `guard` can hold for, if `configured` made it; undefined for a guard that can hold for any agent. */
+export const configuredBy = (guard: unknown): ((agent: CompiledAgent) => boolean) | undefined => liveness.get(guard as object);
 
 /** A delay (ms) that reads the agent. */
 export const delayOf = (ms: (args: AgentArgs) => number) => (args: Args) => ms(withAgent(args));
