@@ -295,7 +295,11 @@ const chart = driver.createStateConfig({
           ],
           on: {
             'io.toolStarted': { guard: 'currentBatch', actions: 'emitToolStarted' },
-            'io.toolFinished': { guard: 'currentBatch', actions: ['journalToolResult', 'emitToolFinished'] },
+            'io.toolFinished': [
+              // The last result of the batch feeds it at once (what `batchComplete` below would do one microstep later).
+              { guard: and(['currentBatch', 'completesBatch']), target: 'Start', actions: ['emitToolFinished', 'acceptLastResult'] },
+              { guard: 'currentBatch', actions: ['journalToolResult', 'emitToolFinished'] },
+            ],
             'io.failed': { guard: 'currentBatch', target: 'Start', actions: { type: 'failWith', params: 'ToolError' } },
           },
           states: {

@@ -117,6 +117,12 @@ export function emitTurnFinished(agent: CompiledAgent, context: AgentContext, ev
   };
 }
 
+/** The context with the result `event` (an `io.toolFinished`) reports journaled. */
+const withResult = (context: AgentContext, event: AgentEvent): AgentContext => ({
+  ...context,
+  toolJournal: journalResult(context.toolJournal, as(event, 'io.toolFinished').result),
+});
+
 export function emitToolFinished(agent: CompiledAgent, context: AgentContext, event: AgentEvent): AgentEmitted {
   const { call, result } = as(event, 'io.toolFinished');
   return toolFinished(context, call, result);
@@ -236,6 +242,8 @@ export const coreImplementations = {
     compact: stepIs('Compact'),
     policyAcceptable: when(({ agent, context, event }) => policyProblem(agent, context, as(event, 'policy').policy) === null),
     batchComplete: when(({ agent, context }) => batchComplete(context, agent.maxCalls)),
+    // A handoff is decided on the complete batch by the tools state's list (see `handsOff`), so an agent with handoffs goes there.
+    completesBatch: when(({ agent, context, event }) => agent.team === null && batchComplete(withResult(context, event), agent.maxCalls)),
     callsRunnable: when(({ agent, context }) => runnable(agent, context).length > 0),
     nothingRunnable: when(({ agent, context }) => runnable(agent, context).length === 0),
     currentModelCall: fromCurrent(modelKey),
@@ -264,10 +272,15 @@ export const coreImplementations = {
     // Checked against the tools the model was offered: the run's recorded set (see ToolSource).
     acceptReply: assigns(({ agent, context, event }) => afterReply(agent, context, answerOf(agent, context, event))),
     emitTurnFinished: rule.emit(emitTurnFinished),
-    journalToolResult: assign({ toolJournal: ({ context, event }) => journalResult(context.toolJournal, as(event, 'io.toolFinished').result) }),
+    journalToolResult: assign({ toolJournal: ({ context, event }) => withResult(context, event).toolJournal }),
     emitToolStarted: emit(({ context, event }) => toolStarted(context, as(event, 'io.toolStarted').call)),
     emitToolFinished: rule.emit(emitToolFinished),
     acceptToolResults: assigns(({ agent, context }) => ({ brain: applyToolResults(context, agent.maxCalls), ...resetBatch(agent, context) })),
+    // The result that completes its batch: journaled and the batch fed in one change (one snapshot, one microstep).
+    acceptLastResult: assigns(({ agent, context, event }) => {
+      const journaled = withResult(context, event);
+      return { brain: applyToolResults(journaled, agent.maxCalls), ...resetBatch(agent, journaled) };
+    }),
     acceptCompaction: rule.assign(acceptCompaction),
     emitCompactionFinished: rule.emit(emitCompactionFinished),
     failWith: assigns<FailureType>(({ context, event }, type) => ({ brain: feedBrain(context.brain, { type: 'fail', error: errorInfo(type, as(event, 'io.failed').error) }) })),

@@ -130,8 +130,9 @@ describe("a minimal agent's turn", () => {
   it('passes through no state of a feature it is not configured with, and not through Start', async () => {
     const states = await microsteps({});
     expect(states.filter((value) => value.includes('"Start"') || value.includes('"CallLLM"'))).toEqual([]);
-    // A tool turn: the reply, the brain's step, the batch, its result, the batch done, the next call.
-    expect(states.length).toBe(2 + 6 + 6 + 4);
+    // The run's start and first call (2); a tool turn: the reply, the brain's step, the batch, its
+    // last result feeding the batch, the next call (5 each); the last reply and the run's end (4).
+    expect(states.length).toBe(2 + 5 + 5 + 4);
   });
 
   it('an agent with an operation hook before each model call still goes through it (the branch is on its path)', async () => {
