@@ -7,12 +7,12 @@
  * with each feature (`src/agent/<feature>/implementations.ts`), one record each.
  */
 import { and, setup, type ActorRefFrom, type AnyStateMachine } from 'xstate';
-import { configuredBy, inAgent, types, type ContextHook } from '../src/agent/core/bind.js';
+import { configuredBy, inAgent, types, type ContextHook, type RefusalHook } from '../src/agent/core/bind.js';
 import { chartVariant } from '../src/agent/core/chart-variant.js';
 import { compileAgent, markTraced, type CompiledAgent } from '../src/agent/core/compile.js';
 import type { AgentConfig } from '../src/agent/core/config.js';
 import { initialContext, restoredContext } from '../src/agent/core/driver-rules.js';
-import { beginRunWith, coreImplementations } from '../src/agent/core/implementations.js';
+import { beginRunWith, coreImplementations, rejectEventWith } from '../src/agent/core/implementations.js';
 import { fromIo, ioLogic, type IoDeps } from '../src/agent/core/io.js';
 import { alwaysOf, stepOrder } from '../src/agent/core/step-order.js';
 import { approvalImplementations } from '../src/agent/approvals/implementations.js';
@@ -27,14 +27,21 @@ import { repetitionImplementations } from '../src/agent/repetition/implementatio
 import { structuredOutputImplementations } from '../src/agent/structured-output/implementations.js';
 import { subagentImplementations } from '../src/agent/subagents/implementations.js';
 import { tracingImplementations } from '../src/agent/tracing/implementations.js';
-import { resumeTrace, fromTelemetry } from '../src/agent/tracing/trace-marks.js';
+import { resumeTrace } from '../src/agent/tracing/trace-marks.js';
+import { fromTelemetry } from '../src/agent/protocol/agent-event.js';
 import { outputOf, runInFlight, type AgentInput } from '../src/agent/protocol/actor-types.js';
 import { checkedExternal, externalEventTypes } from '../src/agent/protocol/events.js';
 import { composeExecutors, type Executor } from '../src/agent/protocol/executor.js';
 import type { FeatureHandlerMap, FeatureHandlers } from '../src/agent/protocol/io-protocol.js';
 
-/** A feature's record as the lists below read it: the hooks it may bring besides its guards, actions and delays (see `ContextHook`, `FeatureHandlers`). */
-type SliceHooks = { readonly guards: object; readonly runStart?: ContextHook | undefined; readonly restore?: ContextHook | undefined; readonly io?: FeatureHandlers | undefined };
+/** A feature's record as the lists below read it: the hooks it may bring besides its guards, actions and delays (see `ContextHook`, `RefusalHook`, `FeatureHandlers`). */
+type SliceHooks = {
+  readonly guards: object;
+  readonly runStart?: ContextHook | undefined;
+  readonly restore?: ContextHook | undefined;
+  readonly refusal?: RefusalHook | undefined;
+  readonly io?: FeatureHandlers | undefined;
+};
 
 /** Every feature's record: a hook a slice declares joins the lists below by this list alone. */
 const features: readonly SliceHooks[] = [
@@ -60,6 +67,9 @@ const runStart = hooksOf('runStart');
 
 /** What each feature checks of a stored context against this agent. */
 const restoreChecks = hooksOf('restore');
+
+/** Why a feature refuses an event no transition took, asked in list order. */
+const refusals = features.flatMap((slice) => slice.refusal ?? []);
 
 /** The IO handlers features bring for their own requests, by request type. */
 const featureHandlers: FeatureHandlerMap = new Map(features.flatMap((slice) => Object.entries(slice.io ?? {})));
@@ -89,6 +99,7 @@ const implementations = {
   actions: {
     ...coreImplementations.actions,
     beginRun: beginRunWith(runStart),
+    rejectEvent: rejectEventWith(refusals),
     ...guardrailImplementations.actions,
     ...budgetImplementations.actions,
     ...structuredOutputImplementations.actions,

@@ -7,7 +7,7 @@
  */
 import type { ToolCall } from '../../schemas.js';
 import { hasApprovalRule } from '../../tools/define-tool.js';
-import { fromCurrent, rule, when, type Args, type ContextHook } from '../core/bind.js';
+import { fromCurrent, rule, when, type Args, type ContextHook, type RefusalHook } from '../core/bind.js';
 import type { FeatureHandlers } from '../protocol/io-protocol.js';
 import { approvalsHandler } from './io.js';
 import { pendingCalls } from '../core/brain-state.js';
@@ -22,7 +22,7 @@ import type { IoRequest } from '../protocol/io-protocol.js';
 import { keyOf, turnAt } from '../protocol/keys.js';
 import { routedEvent } from '../subagents/subagents.js';
 import { requestFor } from './approval-binding.js';
-import { approvalEventOf, approvalEvents } from './approval-events.js';
+import { APPROVALS_OPERATION, approvalEventOf, approvalEvents, approvalResumeProblem } from './approval-events.js';
 import { decisionFor, deniedResult, restoredApprovals, takeDecision } from './approvals.js';
 import { applyPolicyVerdicts, ToolPolicyError } from './tool-policy.js';
 
@@ -126,6 +126,9 @@ export const approvalImplementations = {
   restore: ((_agent, context) => ({ approvals: restoredApprovals(context.approvals, context.brain) })) satisfies ContextHook,
   // The IO's handler for this feature's requests.
   io: { approvals: approvalsHandler } satisfies FeatureHandlers,
+  // A resume of the approvals operation that no transition took: what is wrong with its payload, if anything.
+  refusal: ((_agent, _context, event) =>
+    event.type === 'operation.resume' && event.operation === APPROVALS_OPERATION ? approvalResumeProblem(event) : null) satisfies RefusalHook,
   guards: {
     needsApprovalCheck: when(({ agent, context }) => undecided(agent, context).length > 0),
     /** Without approvals configured and with no call in doubt (a restored batch), a batch needs no approval or doubt region. */

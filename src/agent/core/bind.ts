@@ -31,6 +31,9 @@ export type Rule<T> = (agent: CompiledAgent, context: AgentContext, event: Agent
  */
 export type ContextHook = (agent: CompiledAgent, context: AgentContext) => Partial<AgentContext>;
 
+/** Why a feature refuses an event that no transition took (an approval or a resume it cannot be), or null to leave it to the next. */
+export type RefusalHook = (agent: CompiledAgent, context: AgentContext, event: AgentEvent) => string | null;
+
 /** The types the chart, its guards and its actions share. */
 export const types = {
   context: {} as AgentContext,

@@ -8,20 +8,17 @@
  */
 import { feedProblem } from '../../brain/feed-problems.js';
 import { PolicySchema, type Step, type UserMessage } from '../../schemas.js';
-import { APPROVALS_OPERATION, approvalResumeProblem } from '../approvals/approval-events.js';
 import { costUsd } from '../budget/budget.js';
 import { totalCost, usageCosts } from '../fallback/fallback.js';
-import { verdictOf } from '../operations/implementations.js';
 import { outputOf, runInFlight, type AgentEmitted } from '../protocol/actor-types.js';
-import { as, type AgentEvent } from '../protocol/agent-event.js';
+import { as, fromTelemetry, type AgentEvent } from '../protocol/agent-event.js';
 import { deliveryIds, nextAttempt } from '../protocol/delivery.js';
 import { externalEventProblem } from '../protocol/events.js';
 import { agentOutcome, type FailureType } from '../protocol/failure.js';
 import { fromIo, type IoRequest } from '../protocol/io-protocol.js';
 import { withOutput } from '../structured-output/structured-output.js';
-import { fromTelemetry } from '../tracing/trace-marks.js';
 import { inputRefused } from './actor-input.js';
-import { assign, assigns, configured, currentAgent, type ContextHook, effects, emit, emits, fromCurrent, rule, sendTo, sends, when, type Args } from './bind.js';
+import { assign, assigns, configured, currentAgent, type ContextHook, type RefusalHook, effects, emit, emits, fromCurrent, rule, sendTo, sends, when, type Args } from './bind.js';
 import { feedBrain, firstPending, pendingCalls, stepTypeOf, takeStep } from './brain-state.js';
 import type { CompiledAgent } from './compile.js';
 import type { AgentContext } from './context.js';
@@ -209,19 +206,23 @@ export function startAttempt(_agent: CompiledAgent, context: AgentContext, reaso
 /** What a refusal names of the agent: its context and where it is. */
 type Shown = { context: AgentContext; value: unknown };
 
-/** An event refused where it arrived, and why: its payload, an approval or resume it cannot be, or not now. */
-export function rejectEvent(agent: CompiledAgent, snapshot: Shown, event: AgentEvent): AgentEmitted {
+/**
+ * An event refused where it arrived, and why: its payload, then the first reason a feature gives
+ * (`refusals`: an approval or a resume it cannot be), else not now.
+ */
+export function rejectEvent(agent: CompiledAgent, snapshot: Shown, event: AgentEvent, refusals: readonly RefusalHook[]): AgentEmitted {
+  let reason = externalEventProblem(event);
+  for (const refusal of refusals) reason ??= refusal(agent, snapshot.context, event);
   return {
     type: 'event.rejected' as const,
     event: (event.type === 'event.malformed' ? event.of : String(event.type)).slice(0, 100),
-    reason:
-      externalEventProblem(event) ??
-      (event.type === 'operation.resume' && event.operation === APPROVALS_OPERATION ? approvalResumeProblem(event) : null) ??
-      (event.type === 'operation.resume' && snapshot.context.operations.waiting
-        ? (verdictOf(agent, snapshot.context, event) as { reason: string }).reason
-        : `not accepted now (the agent is ${JSON.stringify(snapshot.value)})`),
+    reason: reason ?? `not accepted now (the agent is ${JSON.stringify(snapshot.value)})`,
   };
 }
+
+/** The action that refuses an event, with the features' reasons in list order (see `rejectEvent`). */
+export const rejectEventWith = (refusals: readonly RefusalHook[]) =>
+  emit(({ event, self }) => rejectEvent(currentAgent(), self.getSnapshot() as Shown, event, refusals));
 
 /** A guard: the brain's next step under the policy the agent decides with now is of this type. */
 const stepIs = (type: Step['type']) => when(({ agent, context }) => stepTypeOf(context.brain, decisionPolicy(agent, context)) === type);
@@ -290,7 +291,6 @@ export const coreImplementations = {
     }),
     changePolicy: assign({ policy: ({ context, event }) => PolicySchema.parse({ ...context.policy, ...as(event, 'policy').policy }) }),
     rejectPolicy: rule.emit(rejectPolicy),
-    rejectEvent: emit(({ event, self }) => rejectEvent(currentAgent(), self.getSnapshot() as Shown, event)),
     emitTextDelta: rule.emit(emitTextDelta),
     /** A model call starts: its attempt is counted (stored before it runs); a later one voids the text before it. */
     startAttempt: effects<'retry' | 'resumed'>(({ agent, context }, reason) => startAttempt(agent, context, reason)),

@@ -1,16 +1,14 @@
 import { setMaxListeners } from 'node:events';
 import { fromCallback, type AnyActorRef, type AnyEventObject } from 'xstate';
-import { PARENT_STOPPED } from '../subagents/subagent-scope.js';
 import { conversationView } from './conversation-view.js';
 import { EFFECT_SPECIFICATION_VERSION } from '../protocol/executor.js';
-import { trusted, type FeatureHandlerMap, type Handler, type IoDeps, type IoEvent, type IoRequest, type IoScope } from '../protocol/io-protocol.js';
+import { PARENT_STOPPED, trusted, type FeatureHandlerMap, type Handler, type IoDeps, type IoEvent, type IoRequest, type IoScope } from '../protocol/io-protocol.js';
 import { modelHandler, retryingModels } from './io-model.js';
 import { toolScheduler, type ToolScheduler } from './io-tools.js';
 import { toolsetHandler } from './toolset.js';
 import { compactionHandler } from './io-compaction.js';
 
 export { fromIo, type ConversationRef, type IoDeps, type IoEvent, type IoRequest, type PolicyVerdicts, type Slices, type SpeakerView } from '../protocol/io-protocol.js';
-export { contextFor, promptParts } from '../operations/operation-context.js';
 
 /**
  * The driver's IO: one long-lived child actor per agent that takes requests from the chart

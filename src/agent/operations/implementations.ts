@@ -5,7 +5,7 @@
  * with the rules they read over the compiled agent and the run's context (the operations
  * themselves: operation.ts, operation-rules.ts, their IO: io.ts).
  */
-import { assigns, configured, rule, when, type Args, type ContextHook } from '../core/bind.js';
+import { assigns, configured, rule, when, type Args, type ContextHook, type RefusalHook } from '../core/bind.js';
 import type { FeatureHandlers } from '../protocol/io-protocol.js';
 import { operationHandler } from './io.js';
 import { conversationOf, pendingCalls } from '../core/brain-state.js';
@@ -113,6 +113,9 @@ export const operationImplementations = {
   io: { operation: operationHandler } satisfies FeatureHandlers,
   // A run starts with no hook point open and none done.
   runStart: ((_agent, context) => ({ operations: { ...closeOperations(context.operations), done: null } })) satisfies ContextHook,
+  // A resume no transition took while an operation waits: why its operation refuses it.
+  refusal: ((agent, context, event) =>
+    event.type === 'operation.resume' && context.operations.waiting ? (verdictOf(agent, context, event) as { reason: string }).reason : null) satisfies RefusalHook,
   guards: {
     promptFails: configured(hasOperations, ({ agent, context }) => typeof extrasFor(agent, context) !== 'number'),
     operationFailure: ({ event }: Args) => event.type === 'io.failed' && OperationError.isInstance(event.error),

@@ -210,3 +210,10 @@ export type FeatureHandlers = { readonly [T in IoRequest['type']]?: (io: IoScope
 
 /** Every feature's handler makers, by request type, as the IO looks them up (see `ioLogic`). */
 export type FeatureHandlerMap = ReadonlyMap<string, NonNullable<FeatureHandlers[keyof FeatureHandlers]>>;
+
+/**
+ * The reason an agent's IO aborts its calls when the actor stops (not cancelled: the process
+ * shuts down or the session closes): a child then stays where it is, to be resumed.
+ */
+export const PARENT_STOPPED: unknown = Object.freeze({ reason: 'the agent stopped' });
+export const isParentStopped = (reason: unknown): boolean => reason === PARENT_STOPPED;

@@ -6,7 +6,8 @@ import { defineTool, type Tool, type ToolContext } from '../../tools/define-tool
 import { checkDepth, childResult, childSessionId, DEFAULT_MAX_SUBAGENT_DEPTH } from './subagents.js';
 import { InvalidConfigError } from '../../errors.js';
 import { checkKnownKeys, optionKeys } from '../../known-keys.js';
-import { currentScope, isParentStopped, markAgentTool, markDepth, stopActor, type ChildHandle, type ChildSession, type RunScope } from './subagent-scope.js';
+import { isParentStopped } from '../protocol/io-protocol.js';
+import { currentScope, markAgentTool, markDepth, stopActor, type ChildHandle, type ChildSession, type RunScope } from './subagent-scope.js';
 import type { SubagentReport } from '../protocol/actor-types.js';
 
 /** The default input of an agent tool (and of an agent served over MCP): the task, in words. */

@@ -104,10 +104,3 @@ export function stopActor(actor: { stop(): unknown }): void {
   if (child._parent && typeof child._stop === 'function') child._stop();
   else actor.stop();
 }
-
-/**
- * The reason an agent's IO aborts its calls when the actor stops (not cancelled: the process
- * shuts down or the session closes): a child then stays where it is, to be resumed.
- */
-export const PARENT_STOPPED: unknown = Object.freeze({ reason: 'the agent stopped' });
-export const isParentStopped = (reason: unknown): boolean => reason === PARENT_STOPPED;

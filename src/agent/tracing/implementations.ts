@@ -10,7 +10,8 @@ import type { AgentContext } from '../core/context.js';
 import { pruneReport } from '../core/driver-rules.js';
 import { waitingCalls } from '../core/run-rules.js';
 import { as, type AgentEvent } from '../protocol/agent-event.js';
-import { fromTelemetry, traceMark, type TraceMark } from './trace-marks.js';
+import { fromTelemetry } from '../protocol/agent-event.js';
+import { traceMark, type TraceMark } from './trace-marks.js';
 
 /** The run's traceparent, as the telemetry reported it for this run (a late report of another run changes nothing). */
 export function recordTrace(_agent: CompiledAgent, context: AgentContext, event: AgentEvent): Partial<AgentContext> {

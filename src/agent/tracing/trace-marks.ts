@@ -4,7 +4,7 @@ import { pendingCalls } from '../core/brain-state.js';
 import type { AgentContext } from '../core/context.js';
 import type { ToolCall } from '../../schemas.js';
 import { runKeyOf as runPrefix } from '../protocol/keys.js';
-import type { TelemetryEvent } from '../protocol/agent-event.js';
+import { telemetryReport, type TelemetryEvent } from '../protocol/agent-event.js';
 
 /**
  * The points of a run only the chart sees, as one action (`trace`) with the point as its
@@ -13,12 +13,6 @@ import type { TelemetryEvent } from '../protocol/agent-event.js';
  */
 export type TraceMark = 'run.started' | 'run.resumed' | 'run.finished' | 'prune' | 'approval.requested' | 'approval.decided' | 'model.retry' | 'model.fallback';
 
-
-// Trusted by identity, as IO events are: only this module makes them.
-const made = new WeakSet<object>();
-
-/** Whether an event is the tracing's own report (and not one sent from outside). */
-export const fromTelemetry = (event: object): boolean => made.has(event);
 
 /** The prefix every effect key of the context's current run starts with (see `serviceKey`). */
 export const runKeyOf = (context: Pick<AgentContext, 'sessionId' | 'runIndex'>): string => runPrefix({ session: context.sessionId, run: context.runIndex });
@@ -40,9 +34,7 @@ export function traceMark(tracing: AgentTracing, mark: TraceMark, { context, eve
     case 'run.resumed': {
       const continues = mark === 'run.resumed' ? context.trace : null;
       const traceparent = tracing.runStarted({ runKey, sessionId: context.sessionId, runIndex: context.runIndex, continues });
-      const report: TelemetryEvent = { type: 'telemetry.traced', runIndex: context.runIndex, traceparent };
-      made.add(report);
-      self.send(report);
+      self.send(telemetryReport({ type: 'telemetry.traced', runIndex: context.runIndex, traceparent }));
       return;
     }
     case 'run.finished':

@@ -64,8 +64,8 @@ describe('the chart implementations, one record per slice', () => {
     const machine = createAgentMachine(config);
     for (const kind of kinds) {
       const names = Object.entries(slices).flatMap(([, of]) => Object.keys((of as Partial<Record<(typeof kinds)[number], object>>)[kind] ?? {}));
-      // The chart composes beginRun from the core's and each slice's `runStart`.
-      if (kind === 'actions') names.push('beginRun');
+      // The chart composes beginRun from the core's and each slice's `runStart`, rejectEvent from their `refusal`.
+      if (kind === 'actions') names.push('beginRun', 'rejectEvent');
       expect(names.sort(), kind).toEqual(Object.keys(machine.implementations[kind]).sort());
     }
   });
