@@ -85,8 +85,14 @@ const storage = new AsyncLocalStorage<RunScope>();
 /** The scope of the tool call running now, if it runs inside an agent. */
 export const currentScope = (): RunScope | undefined => storage.getStore();
 
-/** Runs a tool call's work in its own scope (an agent's IO does, per call). */
-export const inScope = <T>(scope: RunScope, work: () => T): T => storage.run(scope, work);
+/**
+ * Runs a tool call's work in its own scope (an agent's IO does, per call). A call that runs no
+ * agent needs one only to hide a scope around it (a child agent's own tool must not read its
+ * parent's): outside any, it runs as it is. So a process whose agents call no agent tool never
+ * enters an async context, which on Node 20 turns on promise hooks that every promise then pays.
+ */
+export const inScope = <T>(scope: RunScope, work: () => T): T =>
+  scope.runsAgent || storage.getStore() !== undefined ? storage.run(scope, work) : work();
 
 /** Runs `work` with the current scope extended (a durable session adds how to open children). */
 export function extendScope<T>(extra: Partial<RunScope>, work: () => T): T {
