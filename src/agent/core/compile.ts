@@ -20,6 +20,7 @@ import { compileTeam, type Team } from '../handoffs/handoffs.js';
 import type { IoDeps } from '../protocol/io-protocol.js';
 import type { Operation, OperationError } from '../operations/operation.js';
 import { planOperations, type OperationPlan } from '../operations/operation-rules.js';
+import { requestPreparer } from '../operations/operation-context.js';
 import { PruningSchema, pruneLineProblem, type Pruning } from './pruning.js';
 import { repetitionLimit } from '../repetition/repetition.js';
 import { compileOutput, finalCallTools, type StructuredOutput } from '../structured-output/structured-output.js';
@@ -192,6 +193,7 @@ function ioDeps(config: AgentConfig, parts: IoParts): { io: IoDeps; tracing: Age
     compactor: config.compactor,
     toolConcurrency: config.toolConcurrency ?? DEFAULT_TOOL_CONCURRENCY,
     instructions: parts.instructions,
+    ...(parts.plan.list.length > 0 && { prepareRequest: requestPreparer(parts.plan.list) }),
     toolPolicy: parts.toolPolicy,
     responseFormat: parts.structured?.responseFormat,
     guardrails: parts.guardrails,

@@ -1,11 +1,9 @@
 import { parseModelReply, type Model } from '../../model.js';
 import { withRetry, type RetryAttempt } from '../../models/retry.js';
 import type { Message } from '../../schemas.js';
-import type { PreparedRequest } from '../operations/operation.js';
 import { uniqueCallIds } from './call-ids.js';
 import { conversationView } from './conversation-view.js';
-import { prepareRequest } from '../operations/operation-context.js';
-import type { Handler, IoDeps, IoScope } from '../protocol/io-protocol.js';
+import type { Handler, IoDeps, IoScope, PreparedRequest, RequestPreparer } from '../protocol/io-protocol.js';
 
 /** The agent's models, each wrapped in retries once for the agent's life. */
 export interface RetryingModels {
@@ -37,6 +35,9 @@ export function retryingModels(deps: IoDeps): RetryingModels {
   };
 }
 
+/** A request with nothing added: the instructions, then the conversation. */
+const asItIs: RequestPreparer = (instructions, tools, ctx) => ({ messages: [...(instructions ? [instructions] : []), ...ctx.messages], tools: [...tools] });
+
 /**
  * The `model` request: one model call, its request prepared (instructions, the operations'
  * prompt parts and rewrites), its text deltas and retries reported as they come.
@@ -61,9 +62,9 @@ export function modelHandler({ deps, start, execute, send, finish, fail, view }:
         // V8 kept that scope (and so this copy of the whole conversation) past the turn, promoting
         // every turn's copy to the old generation: 141 vs 66 MB peak heap in a 5,000-turn run.
         let request_: PreparedRequest | undefined = speaker
-          ? prepareRequest({ ...deps, instructions: speaker.instructions }, request.tools, ctx, request.slices)
-          : deps.operations.list.length
-            ? prepareRequest(deps, request.tools, ctx, request.slices)
+          ? (deps.prepareRequest ?? asItIs)(speaker.instructions, request.tools, ctx, request.slices)
+          : deps.prepareRequest
+            ? deps.prepareRequest(deps.instructions, request.tools, ctx, request.slices)
             : { messages: requestView(request.conversation) as Message[], tools: request.tools as PreparedRequest['tools'] };
         let index = 0;
         models.reportTo((attempt) => {

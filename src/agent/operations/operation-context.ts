@@ -1,8 +1,8 @@
 import type { Message } from '../../schemas.js';
 import type { ToolDefinition } from '../../model.js';
-import { OperationError, type Operation, type OperationContext, type PreparedRequest } from './operation.js';
+import { OperationError, type Operation, type OperationContext } from './operation.js';
 import { messageOf } from './operation-rules.js';
-import type { IoDeps, Slices } from '../protocol/io-protocol.js';
+import type { PreparedRequest, RequestPreparer, Slices } from '../protocol/io-protocol.js';
 
 /** The context one operation is given: the shared part and its own slice. */
 export const contextFor = (op: Operation, ctx: Omit<OperationContext, 'state'>, slices: Slices): OperationContext => ({
@@ -37,14 +37,20 @@ export function promptParts(operations: readonly Operation[], ctx: Omit<Operatio
 
 const describeValue = (value: unknown): string => (Array.isArray(value) ? 'an array' : value === null ? 'null' : `a ${typeof value}`);
 
+/** How `operations` prepare each model call: instructions and prompt parts first, then their rewrites, in list order. */
+export const requestPreparer =
+  (operations: readonly Operation[]): RequestPreparer =>
+  (instructions, tools, ctx, slices) =>
+    prepareRequest(operations, instructions, tools, ctx, slices);
+
 /** The request for one model call: instructions and prompt parts first, then the operations' rewrites. */
-export function prepareRequest(deps: Pick<IoDeps, 'operations' | 'instructions'>, tools: readonly ToolDefinition[], ctx: Omit<OperationContext, 'state'>, slices: Slices): PreparedRequest {
-  const parts = promptParts(deps.operations.list, ctx, slices);
+function prepareRequest(operations: readonly Operation[], instructions: Message | undefined, tools: readonly ToolDefinition[], ctx: Omit<OperationContext, 'state'>, slices: Slices): PreparedRequest {
+  const parts = promptParts(operations, ctx, slices);
   let request: PreparedRequest = {
-    messages: [...(deps.instructions ? [deps.instructions] : []), ...parts, ...ctx.messages],
+    messages: [...(instructions ? [instructions] : []), ...parts, ...ctx.messages],
     tools: [...tools],
   };
-  for (const op of deps.operations.list) {
+  for (const op of operations) {
     if (!op.prepareRequest) continue;
     let rewritten: unknown;
     try {

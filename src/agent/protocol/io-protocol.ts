@@ -10,6 +10,7 @@ import type { ListingCache } from '../../tools/offered-tools.js';
 import type { Executor, SideEffect, SideEffectKind, SideEffectOutputs } from './executor.js';
 import type { OperationHook } from '../operations/operation-state.js';
 import type { OperationOutput, OperationPlan } from '../operations/operation-rules.js';
+import type { PreparedRequest } from '../operations/operation.js';
 import type { DoubtState } from '../in-doubt/in-doubt.js';
 import type { SubagentReport } from './actor-types.js';
 import type { GuardrailPlan, GuardrailStage, GuardrailVerdict } from '../guardrails/guardrails.js';
@@ -19,6 +20,24 @@ import type { ToolPolicyPlan, ToolPolicyVerdict } from '../approvals/tool-policy
  * What the chart and its IO actor (see `ioLogic`) say to each other: the requests, the events
  * reported back, what the IO is built from, and what each request type's handler is given.
  */
+
+
+// A model call's request as operations see it (`prepareRequest`), which the IO prepares.
+export type { PreparedRequest };
+
+/** What a model call's request is prepared with: the run's ids, the turn, and the conversation as the model sees it. */
+export interface RequestContext {
+  readonly sessionId: string;
+  readonly scope?: string | undefined;
+  readonly turn: number;
+  readonly messages: readonly Message[];
+}
+
+/**
+ * How the IO prepares a model call's request besides the instructions and the conversation (the
+ * operations' prompt parts and rewrites), when the agent has anything to add.
+ */
+export type RequestPreparer = (instructions: Message | undefined, tools: readonly ToolDefinition[], ctx: RequestContext, slices: Slices) => PreparedRequest;
 
 /** What the IO is built from (see `createAgentMachine`). */
 export interface IoDeps {
@@ -35,6 +54,8 @@ export interface IoDeps {
   toolConcurrency: number;
   /** The system prompt, sent first on every model call and never stored in the conversation. */
   instructions: Message | undefined;
+  /** The operations' prompt parts and rewrites (none: the instructions and the conversation as they are). */
+  prepareRequest?: RequestPreparer | undefined;
   /** The answer's format (an output schema, a model with a JSON-schema mode): sent with every model call. */
   responseFormat?: ResponseFormat | undefined;
   executor: Executor;
