@@ -455,7 +455,7 @@ const buildChart = (config: typeof chart) =>
     output: ({ context }) => outputOf(context)!,
   });
 
-/** The whole chart, every feature's branches in it: what the viewer and the docs draw. */
+/** Built on first use (see `wholeChart`). */
 let whole: ReturnType<typeof buildChart> | undefined;
 
 /**
