@@ -3,11 +3,10 @@
  * that is not configured has guards that cannot hold (see `configured` in bind.ts); their
  * branches are taken out, and a state left with nothing to decide (one unguarded eventless
  * branch and nothing else: `Start` for an agent with no budget, guardrails, operations or output
- * schema) is
- * passed through, not stopped at: a transition into it goes where its branch goes, with its
- * actions. Every state stays, so a snapshot of one variant runs in another, and a run takes the
- * same transitions with the same actions, in fewer XState microsteps (each one clones the
- * snapshot and evaluates every eventless list again).
+ * schema) is passed through, not stopped at: a transition into it goes where its branch goes,
+ * with its actions. Every state stays, so a snapshot of one variant runs in another, and a run
+ * takes the same transitions with the same actions, in fewer XState microsteps (each one clones
+ * the snapshot and evaluates every eventless list again).
  */
 import { and, or } from 'xstate';
 
