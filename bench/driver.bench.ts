@@ -10,7 +10,10 @@
  * 2. Peak heap growth during one 5,000-turn run, floor and agent.
  * 3. Heap per idle session actor with 1,000 sessions alive, each after one short completed run,
  *    against 1,000 plain objects holding copies of the same messages.
- * 4. Only with `BENCH_ONLY=promoted`: what the peak of (2) is made of. V8's sampling heap profiler
+ * 4. XState's work per turn, counted (no clock, so no noise): the microsteps and the events the
+ *    actor itself took, per turn of a 100-turn run, floor and agent (a minimal agent, and one
+ *    with a budget and an operation hook, whose chart keeps those features' branches).
+ * 5. Only with `BENCH_ONLY=promoted`: what the peak of (2) is made of. V8's sampling heap profiler
  *    keeps the samples of objects that survived the young generation and died in a full
  *    collection (objects promoted, then garbage), by where they were allocated.
  *
@@ -24,7 +27,7 @@ import { runInNewContext } from 'node:vm';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createActor, setup, toPromise } from 'xstate';
+import { createActor, setup, toPromise, type AnyActorLogic, type InspectionEvent } from 'xstate';
 import { z } from 'zod';
 import { createAgentMachine, type AgentActor } from '../machines/agent.machine.js';
 import { outputOf } from '../src/agent/protocol/actor-types.js';
@@ -430,9 +433,46 @@ async function promotedGarbage(): Promise<void> {
   );
 }
 
+/** The microsteps and events one actor took (its children's not counted) during a run of `turns` turns. */
+async function stepsOf(logic: AnyActorLogic, model: ReturnType<typeof instantModel>, turns: number): Promise<{ microsteps: number; events: number }> {
+  model.reset(turns);
+  let microsteps = 0;
+  let events = 0;
+  let root: unknown;
+  const inspect = (event: InspectionEvent) => {
+    if (event.actorRef !== root) return;
+    if (event.type === '@xstate.microstep') microsteps++;
+    else if (event.type === '@xstate.event') events++;
+  };
+  const actor = createActor(logic, { input: { prompt: 'go' }, inspect });
+  root = actor;
+  await toPromise(actor.start());
+  return { microsteps, events };
+}
+
+async function stepsPerTurn(): Promise<void> {
+  const turns = 100;
+  const model = instantModel();
+  const actors: [string, AnyActorLogic][] = [
+    ['floor (minimal XState actor)', floorMachine(model, [echo])],
+    ['agent actor (no budget, no operation)', createAgentMachine({ model, tools: [echo], policy: { maxTurns: 1_000_000 } })],
+    [
+      'agent actor with a budget and a beforeModelCall hook',
+      createAgentMachine({ model, tools: [echo], policy: { maxTurns: 1_000_000 }, budget: { maxToolCalls: 1_000_000 }, operations: [{ name: 'count', beforeModelCall: () => {} }] }),
+    ],
+  ];
+  const rows: (string | number)[][] = [];
+  for (const [name, logic] of actors) {
+    const { microsteps, events } = await stepsOf(logic, model, turns);
+    rows.push([name, (microsteps / turns).toFixed(2), (events / turns).toFixed(2)]);
+  }
+  printTable(`driver: XState's work per turn, counted over one ${turns}-turn run (the actor's own microsteps and events)`, ['actor', 'microsteps per turn', 'events per turn'], rows);
+}
+
 export async function run(): Promise<void> {
   if (process.env.BENCH_ONLY === 'heap') return peakHeap();
   if (process.env.BENCH_ONLY === 'promoted') return promotedGarbage();
+  await stepsPerTurn();
   await perTurn();
   if (process.env.BENCH_TURNS) return; // the quick look: per-turn table only
   await peakHeap();
