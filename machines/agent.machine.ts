@@ -524,8 +524,8 @@ function scopedDelay<F extends (...args: never[]) => unknown>(agent: CompiledAge
 
 /**
  * One agent's machine over a chart (the shared one, one a user's `provide` made, or the agent's
- * own machine when `withExecutor` or `withClock` derives another): what `machine.provide(...)` gives, without
- * building the chart's state nodes again. XState reads
+ * own machine when `withExecutor` or `withClock` derives another): what `machine.provide(...)`
+ * gives, without building the chart's state nodes again. XState reads
  * implementations and the context factory from the machine a snapshot was made by
  * (`snapshot.machine`), and the state nodes only for structure, so the nodes are shared and the
  * machine object is the agent's own; its methods run with this agent as the current one (see

@@ -92,8 +92,8 @@ const liveness = new WeakMap<object, (agent: CompiledAgent) => boolean>();
  */
 export function configured<P = undefined>(isConfigured: (agent: CompiledAgent) => boolean, test: (args: AgentArgs, params: P) => boolean) {
   const guard = (args: Args, params: P): boolean => {
-    const agent = currentAgent();
-    return isConfigured(agent) && test({ agent, context: args.context, event: args.event }, params);
+    const read = withAgent(args);
+    return isConfigured(read.agent) && test(read, params);
   };
   liveness.set(guard, isConfigured);
   return guard;

@@ -65,7 +65,7 @@ export function endRun(
  * `restore` hook: the operations' state against its operations, the active model and agent
  * against its lists, approvals and calls in doubt against the batch).
  */
-export const restoredContext = (agent: CompiledAgent, value: unknown, features: readonly ContextHook[] = []): AgentContext => {
+export const restoredContext = (agent: CompiledAgent, value: unknown, features: readonly ContextHook[]): AgentContext => {
   const context = parseAgentContext(value);
   const change: Partial<AgentContext> = {};
   for (const restore of features) Object.assign(change, restore(agent, context));
@@ -224,5 +224,5 @@ export const resetBatch = (agent: CompiledAgent, context: AgentContext) => ({
  * The context an actor starts from: a stored state checked as a persisted snapshot is, or fresh
  * input checked field by field (a refused one ends the actor at once, see `freshContext`).
  */
-export const initialContext = (agent: CompiledAgent, input: AgentInput | void, restore: readonly ContextHook[] = []): AgentContext =>
+export const initialContext = (agent: CompiledAgent, input: AgentInput | void, restore: readonly ContextHook[]): AgentContext =>
   input?.stored ? restoredContext(agent, input.stored, restore) : freshContext(agent, input);

@@ -1,5 +1,4 @@
 import type { Message } from '../../schemas.js';
-import type { ToolDefinition } from '../../model.js';
 import { OperationError, type Operation, type OperationContext } from './operation.js';
 import { messageOf } from './operation-rules.js';
 import type { PreparedRequest, RequestPreparer, Slices } from '../protocol/io-protocol.js';
@@ -37,14 +36,8 @@ export function promptParts(operations: readonly Operation[], ctx: Omit<Operatio
 
 const describeValue = (value: unknown): string => (Array.isArray(value) ? 'an array' : value === null ? 'null' : `a ${typeof value}`);
 
-/** How `operations` prepare each model call: instructions and prompt parts first, then their rewrites, in list order. */
-export const requestPreparer =
-  (operations: readonly Operation[]): RequestPreparer =>
-  (instructions, tools, ctx, slices) =>
-    prepareRequest(operations, instructions, tools, ctx, slices);
-
-/** The request for one model call: instructions and prompt parts first, then the operations' rewrites. */
-function prepareRequest(operations: readonly Operation[], instructions: Message | undefined, tools: readonly ToolDefinition[], ctx: Omit<OperationContext, 'state'>, slices: Slices): PreparedRequest {
+/** How `operations` prepare each model call's request: instructions and prompt parts first, then their rewrites, in list order. */
+export const requestPreparer = (operations: readonly Operation[]): RequestPreparer => (instructions, tools, ctx, slices) => {
   const parts = promptParts(operations, ctx, slices);
   let request: PreparedRequest = {
     messages: [...(instructions ? [instructions] : []), ...parts, ...ctx.messages],
@@ -62,7 +55,7 @@ function prepareRequest(operations: readonly Operation[], instructions: Message 
     request = readRewrite(op, rewritten);
   }
   return request;
-}
+};
 
 /**
  * A rewritten request read once, inside a try: its two lists copied (a getter or Proxy that

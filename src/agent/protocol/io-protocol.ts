@@ -21,7 +21,6 @@ import type { ToolPolicyPlan, ToolPolicyVerdict } from '../approvals/tool-policy
  * reported back, what the IO is built from, and what each request type's handler is given.
  */
 
-
 // A model call's request as operations see it (`prepareRequest`), which the IO prepares.
 export type { PreparedRequest };
 
