@@ -146,15 +146,24 @@ describe('agentTool', () => {
 
   it('a steer with a target goes to that child, not to the parent', async () => {
     const childRequests: ModelRequest[] = [];
-    const gate = defineTool({ name: 'gate', description: 'x', input: z.object({}), execute: () => new Promise((resolve) => setTimeout(() => resolve('ok'), 50)) });
+    // The gate opens only after the steer is sent, and the steer is sent only once the gate runs
+    // inside the child: no timer decides which comes first.
+    let open!: () => void;
+    let gateRunning = false;
+    const gate = defineTool({
+      name: 'gate',
+      description: 'x',
+      input: z.object({}),
+      execute: () => ((gateRunning = true), new Promise<string>((resolve) => (open = () => resolve('ok')))),
+    });
     const worker = createAgentMachine({
       model: scriptedModel([{ toolCalls: [{ id: 'g1', name: 'gate', args: {} }] }, (r) => (childRequests.push(r), { text: 'child done' })]),
       tools: [gate],
     });
     const { actor, done } = run(coordinator(agentTool({ agent: worker, name: 'work', description: 'x' })));
-    await until(() => actor.getSnapshot().context.brain.value === 'AwaitingTools');
-    await new Promise((resolve) => setTimeout(resolve, 10));
+    await until(() => gateRunning);
     actor.send({ type: 'steer', message: 'also check the lid', target: 'c1' });
+    open();
     const output = await done;
     expect(childRequests[0]!.messages.some((m) => m.role === 'user' && m.content === 'also check the lid')).toBe(true);
     expect(output.messages.some((m) => m.role === 'user' && m.content === 'also check the lid')).toBe(false);
