@@ -268,7 +268,7 @@ const chart = driver.createStateConfig({
           },
         },
         AwaitingModel: {
-          entry: [{ type: 'startAttempt', params: 'resumed' }, 'requestModel'],
+          entry: ['startModelCall', 'requestModel'],
           // The time budget is a deadline on the call in flight (see deadline.ts): aborted, the run sealed or paused.
           after: {
             budgetDeadline: [
@@ -469,36 +469,40 @@ let whole: ReturnType<typeof buildChart> | undefined;
  */
 export const wholeChart = () => (whole ??= buildChart(chart));
 
-/**
- * The guards of the chart a feature made with `configured`, grouped by their test (`agent.budget`,
- * operations, ...): an agent's variant is the set of tests it fails.
- */
-const configuredGuards: { isConfigured: (agent: CompiledAgent) => boolean; names: string[] }[] = [];
-for (const [name, guard] of Object.entries(implementations.guards)) {
-  const isConfigured = configuredBy(guard);
-  if (!isConfigured) continue;
-  const group = configuredGuards.find((entry) => entry.isConfigured === isConfigured);
-  if (group) group.names.push(name);
-  else configuredGuards.push({ isConfigured, names: [name] });
+/** The guards and actions of the chart a feature made with `configured` or `configuredAction`, grouped by their test (`agent.budget`, operations, ...). */
+type ConfiguredGroup = { isConfigured: (agent: CompiledAgent) => boolean; guards: string[]; actions: string[] };
+
+/** An agent's variant is the set of these tests it fails. */
+const configuredGroups: ConfiguredGroup[] = [];
+for (const kind of ['guards', 'actions'] as const) {
+  for (const [name, implementation] of Object.entries(implementations[kind])) {
+    const isConfigured = configuredBy(implementation);
+    if (!isConfigured) continue;
+    let group = configuredGroups.find((entry) => entry.isConfigured === isConfigured);
+    if (!group) configuredGroups.push((group = { isConfigured, guards: [], actions: [] }));
+    group[kind].push(name);
+  }
 }
 
 /** The variants built so far, by the tests their agents fail (a few per process: one per set of features configured). */
 const variants = new Map<string, ReturnType<typeof buildChart>>();
 
 /**
- * The shared chart an agent runs: the variant without the branches of the features it is not
- * configured with (see `chart-variant.ts`), built once per process for each such set. An agent
- * without a budget, for one, runs it without the deadline timers: XState raises a timer whose
- * delay is undefined at once, as an event of its own, which cost every model call and tool batch
- * a microstep. The states are the same in every variant, so a snapshot moves between them.
+ * The shared chart an agent runs: the variant without the branches and actions of the features
+ * it is not configured with (see `chart-variant.ts`), built once per process for each such set.
+ * An agent without a budget, for one, runs it without the deadline timers: XState raises a timer
+ * whose delay is undefined at once, as an event of its own, which cost every model call and tool
+ * batch a microstep. The states are the same in every variant, so a snapshot moves between them.
  */
 function chartFor(agent: CompiledAgent) {
-  const fails = configuredGuards.map(({ isConfigured }) => !isConfigured(agent));
+  const fails = configuredGroups.map(({ isConfigured }) => !isConfigured(agent));
   const key = fails.map(Number).join('');
   let machine = variants.get(key);
   if (!machine) {
-    const cannot = new Set(configuredGuards.flatMap(({ names }, i) => (fails[i] ? names : [])));
-    variants.set(key, (machine = buildChart(chartVariant(chart, 'agent', (name) => !cannot.has(name)))));
+    const dead = configuredGroups.filter((_, i) => fails[i]);
+    const cannot = new Set(dead.flatMap((group) => group.guards));
+    const idle = new Set(dead.flatMap((group) => group.actions));
+    variants.set(key, (machine = buildChart(chartVariant(chart, 'agent', (name) => !cannot.has(name), (name) => !idle.has(name)))));
   }
   return machine;
 }

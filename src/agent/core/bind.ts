@@ -81,7 +81,7 @@ export const when =
   (args: Args, params: P) =>
     test(withAgent(args), params);
 
-/** Which agents a guard made by `configured` can hold for at all, by the guard. */
+/** Which agents a guard made by `configured` can hold for, or an action of `configuredAction` does anything for, by the guard or action. */
 const liveness = new WeakMap<object, (agent: CompiledAgent) => boolean>();
 
 /**
@@ -99,8 +99,19 @@ export function configured<P = undefined>(isConfigured: (agent: CompiledAgent) =
   return guard;
 }
 
-/** The test of which agents `guard` can hold for, if `configured` made it; undefined for a guard that can hold for any agent. */
-export const configuredBy = (guard: unknown): ((agent: CompiledAgent) => boolean) | undefined => liveness.get(guard as object);
+/**
+ * An action of a feature that does nothing for an agent not configured with it (`isConfigured`):
+ * the chart such an agent runs leaves it out of its lists, as `configured` leaves out a branch.
+ * The action must check the same thing itself (the whole chart still runs it): emitting nothing
+ * when there is no output schema, tracing nothing without a tracer.
+ */
+export function configuredAction<A extends object>(isConfigured: (agent: CompiledAgent) => boolean, action: A): A {
+  liveness.set(action, isConfigured);
+  return action;
+}
+
+/** The test of which agents `implementation` (a guard or an action) is live for, if `configured` or `configuredAction` made it; undefined for one live for any agent. */
+export const configuredBy = (implementation: unknown): ((agent: CompiledAgent) => boolean) | undefined => liveness.get(implementation as object);
 
 /** A delay (ms) that reads the agent. */
 export const delayOf = (ms: (args: AgentArgs) => number) => (args: Args) => ms(withAgent(args));

@@ -1,7 +1,7 @@
 /**
  * The chart one agent runs: the shared chart without what cannot happen to that agent. A feature
  * that is not configured has guards that cannot hold (see `configured` in bind.ts); their
- * branches are taken out, and a state left with nothing to decide (one unguarded eventless
+ * branches are taken out, as are its actions that do nothing for it (`configuredAction`); a state left with nothing to decide (one unguarded eventless
  * branch and nothing else: `Start` for an agent with no budget, guardrails, operations or output
  * schema) is passed through, not stopped at: a transition into it goes where its branch goes,
  * with its actions. Every state stays, so a snapshot of one variant runs in another, and a run
@@ -43,11 +43,16 @@ const INERT_KEYS = new Set(['always', 'description', 'meta']);
 /** Where a pass-through state sends a transition into it: its branch's target (absolute path), actions, reenter. */
 type Through = { readonly path: readonly string[]; readonly actions: readonly unknown[]; readonly reenter: boolean };
 
+/** An action as the chart names it: a name, or `{ type, params }`; undefined for an inline function. */
+const actionName = (action: unknown): string | undefined =>
+  typeof action === 'string' ? action : typeof (action as { type?: unknown }).type === 'string' ? (action as { type: string }).type : undefined;
+
 /**
  * `config` (the root of a chart whose id is `rootId`) for an agent whose named guards hold as
- * `holds` says: branches that cannot hold taken out, a list left empty taken out with them (an
- * event no branch takes goes to the parent, as before; a timer no branch takes is not armed),
- * and transitions into a state with nothing left to decide sent where it sends them.
+ * `holds` says and whose named actions do something as `acts` says: branches that cannot hold and
+ * actions that do nothing taken out, a list left empty taken out with them (an event no branch
+ * takes goes to the parent, as before; a timer no branch takes is not armed), and transitions
+ * into a state with nothing left to decide sent where it sends them.
  *
  * @example
  * ```ts
@@ -56,16 +61,27 @@ type Through = { readonly path: readonly string[]; readonly actions: readonly un
  * console.log(variant.initial); // 'B': A has nothing left to decide
  * ```
  */
-export function chartVariant<C extends object>(config: C, rootId: string, holds: (name: string) => boolean): C {
-  const pruned = prune(config as StateConfig, holds);
+export function chartVariant<C extends object>(config: C, rootId: string, holds: (name: string) => boolean, acts: (name: string) => boolean = () => true): C {
+  const pruned = prune(config as StateConfig, holds, acts);
   const through = passThroughs(pruned, rootId);
   return (through.size === 0 ? pruned : retarget(pruned, [], rootId, through)) as C;
 }
 
-/** The config with the branches that cannot hold taken out, in every state. */
-function prune(state: StateConfig, holds: (name: string) => boolean): StateConfig {
+/** The config with the branches that cannot hold and the actions that do nothing taken out, in every state. */
+function prune(state: StateConfig, holds: (name: string) => boolean, acts: (name: string) => boolean): StateConfig {
   const out: Record<string, unknown> = { ...state };
-  const kept = (value: unknown) => listOf(value).filter((branch) => mayHold(branch.guard, holds));
+  const live = (actions: unknown) => actionsOf(actions).filter((action) => {
+    const name = actionName(action);
+    return name === undefined || acts(name);
+  });
+  // A list with nothing taken out is left as written.
+  const withLiveActions = (branch: Transition): Transition => {
+    if (branch.actions === undefined) return branch;
+    const { actions, ...rest } = branch;
+    const kept = live(actions);
+    return kept.length === actionsOf(actions).length ? branch : kept.length > 0 ? { ...rest, actions: kept } : rest;
+  };
+  const kept = (value: unknown) => listOf(value).filter((branch) => mayHold(branch.guard, holds)).map(withLiveActions);
   if (state.always !== undefined) {
     const always = kept(state.always);
     if (always.length > 0) out.always = always;
@@ -81,7 +97,13 @@ function prune(state: StateConfig, holds: (name: string) => boolean): StateConfi
     if (entries.length > 0) out[key] = Object.fromEntries(entries);
     else delete out[key];
   }
-  if (state.states) out.states = Object.fromEntries(Object.entries(state.states).map(([name, child]) => [name, prune(child, holds)]));
+  for (const key of ['entry', 'exit'] as const) {
+    if (state[key] === undefined) continue;
+    const actions = live(state[key]);
+    if (actions.length === 0) delete out[key];
+    else if (actions.length < actionsOf(state[key]).length) out[key] = actions;
+  }
+  if (state.states) out.states = Object.fromEntries(Object.entries(state.states).map(([name, child]) => [name, prune(child, holds, acts)]));
   return out;
 }
 

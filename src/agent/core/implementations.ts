@@ -195,12 +195,23 @@ export function requestTools(agent: CompiledAgent, context: AgentContext, announ
 }
 
 /** A model call starts: its attempt is counted (stored before it runs); a later one voids the text before it. */
-export function startAttempt(_agent: CompiledAgent, context: AgentContext, reason: 'retry' | 'resumed'): Effect[] {
+export function startAttempt(_agent: CompiledAgent, context: AgentContext, reason: 'retry' | 'resumed', change: Partial<AgentContext> = {}): Effect[] {
   const attempt = nextAttempt(context.attempt, modelKey(context));
-  if (attempt.attempt === 1) return [{ assign: { attempt } }];
+  if (attempt.attempt === 1) return [{ assign: { ...change, attempt } }];
   const turn = context.brain.context.turnsTaken + 1;
   const voided = attempt.attempt - 1;
-  return [{ assign: { attempt } }, { emit: { type: 'text.retracted', id: deliveryIds.retracted(context.runIndex, turn, voided), turn, attempt: voided, reason } }];
+  return [{ assign: { ...change, attempt } }, { emit: { type: 'text.retracted', id: deliveryIds.retracted(context.runIndex, turn, voided), turn, attempt: voided, reason } }];
+}
+
+/**
+ * Entering a model call: the brain takes its `CallLLM` step and the attempt is counted, in one
+ * change (one snapshot, not two). A call entered again after a usage-limit pause finds the brain
+ * at its call already: the step is not taken twice (from there, a turn limit would end the run).
+ */
+export function startModelCall(agent: CompiledAgent, context: AgentContext): Effect[] {
+  if (context.brain.value === 'AwaitingModel') return startAttempt(agent, context, 'resumed');
+  const brain = takeStep(context.brain, decisionPolicy(agent, context));
+  return startAttempt(agent, { ...context, brain }, 'resumed', { brain });
 }
 
 /** What a refusal names of the agent: its context and where it is. */
@@ -294,6 +305,7 @@ export const coreImplementations = {
     emitTextDelta: rule.emit(emitTextDelta),
     /** A model call starts: its attempt is counted (stored before it runs); a later one voids the text before it. */
     startAttempt: effects<'retry' | 'resumed'>(({ agent, context }, reason) => startAttempt(agent, context, reason)),
+    startModelCall: rule.effects(startModelCall),
     emitRetry: rule.emit(emitRetry),
     finishRun: rule.assign(finishRun),
     emitRunFinished: rule.emit(emitRunFinished),

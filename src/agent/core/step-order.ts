@@ -46,7 +46,7 @@ export const callLLM = [
   { guard: 'inputGuardDue', target: 'Guarding', actions: 'openInputCheck', why: "input guardrails judge the run's input before anything reaches the model" },
   { guard: 'toolsetDue', target: 'ListingTools', why: "the run's first model call is preceded by its toolset step (only with tool sources)" },
   { guard: 'beforeModelCallDue', target: 'Operating', actions: { type: 'openPoint', params: 'beforeModelCall' }, why: "the operations' beforeModelCall hooks run before each call" },
-  { target: 'AwaitingModel', actions: 'takeStep', why: 'the call itself, once nothing has to precede it' },
+  { target: 'AwaitingModel', why: 'the call itself, once nothing has to precede it (its entry takes the brain\'s step)' },
 ] as const satisfies readonly Branch[];
 
 /** Before a tool batch: repetition, the operations' hooks, then the batch with or without approvals. */

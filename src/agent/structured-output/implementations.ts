@@ -4,7 +4,7 @@
  * rejects, with the rule they read over the compiled agent and the run's context (the answer's
  * checks themselves: structured-output.ts).
  */
-import { assigns, configured, rule, type ContextHook } from '../core/bind.js';
+import { assigns, configured, configuredAction, rule, type ContextHook } from '../core/bind.js';
 import type { CompiledAgent } from '../core/compile.js';
 import type { AgentContext } from '../core/context.js';
 import { answerOf, decisionPolicy } from '../core/driver-rules.js';
@@ -26,14 +26,17 @@ export function emitOutputRejected(agent: CompiledAgent, context: AgentContext, 
   return out;
 }
 
+/** Whether the agent has an output schema (or asks a final call): the only agents whose answers are judged. */
+const structuredOutput = (agent: CompiledAgent) => agent.structured !== undefined;
+
 /** The guards and actions the chart names for structured output. */
 export const structuredOutputImplementations = {
   runStart: ((agent) => (agent.structured ? { outputState: FRESH_OUTPUT_STATE } : {})) satisfies ContextHook,
   guards: {
-    finalCallDue: configured((agent) => agent.structured !== undefined, ({ agent, context }) => finalCallDue(agent, context) !== null),
+    finalCallDue: configured(structuredOutput, ({ agent, context }) => finalCallDue(agent, context) !== null),
   },
   actions: {
     beginFinalCall: assigns(({ agent, context }) => beginFinalCall(agent.structured!, context.brain, context.outputState, finalCallDue(agent, context)!)),
-    emitOutputRejected: rule.effects(emitOutputRejected),
+    emitOutputRejected: configuredAction(structuredOutput, rule.effects(emitOutputRejected)),
   },
 };

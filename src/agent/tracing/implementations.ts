@@ -4,7 +4,7 @@
  * the traceparent a host's telemetry reports back.
  */
 import { enqueueActions } from 'xstate';
-import { currentAgent, rule, type Args } from '../core/bind.js';
+import { configuredAction, currentAgent, rule, type Args } from '../core/bind.js';
 import type { CompiledAgent } from '../core/compile.js';
 import type { AgentContext } from '../core/context.js';
 import { pruneReport } from '../core/driver-rules.js';
@@ -19,6 +19,9 @@ export function recordTrace(_agent: CompiledAgent, context: AgentContext, event:
   return runIndex === context.runIndex ? { trace: traceparent } : {};
 }
 
+/** Whether the agent traces its runs (a tracer in its config). */
+const traced = (agent: CompiledAgent) => agent.tracing !== undefined;
+
 /** The guard and actions the chart names for tracing. */
 export const tracingImplementations = {
   guards: {
@@ -26,12 +29,16 @@ export const tracingImplementations = {
   },
   actions: {
     // A mark resolves with its agent and runs with the actions' effects (those of an actor's
-    // initial state run when it starts, after its first transition returned).
-    trace: enqueueActions<AgentContext, AgentEvent, TraceMark, AgentEvent, never, never, never, never, never>(({ context, event, self, enqueue }, mark) => {
-      const agent = currentAgent();
-      const { tracing } = agent;
-      if (tracing) enqueue(() => traceMark(tracing, mark, { context, event, self, prune: () => pruneReport(agent, context), waiting: () => waitingCalls(context, agent.maxCalls) }));
-    }),
+    // initial state run when it starts, after its first transition returned). An agent without
+    // tracing runs a chart without the marks.
+    trace: configuredAction(
+      traced,
+      enqueueActions<AgentContext, AgentEvent, TraceMark, AgentEvent, never, never, never, never, never>(({ context, event, self, enqueue }, mark) => {
+        const agent = currentAgent();
+        const { tracing } = agent;
+        if (tracing) enqueue(() => traceMark(tracing, mark, { context, event, self, prune: () => pruneReport(agent, context), waiting: () => waitingCalls(context, agent.maxCalls) }));
+      }),
+    ),
     recordTrace: rule.assign(recordTrace),
   },
 };

@@ -99,6 +99,18 @@ describe('pauseOnUsageLimit against the local server', () => {
     expect((await runToCompletion(sealed)).outcome).toEqual({ type: 'Sealed', reason: 'enough' });
   });
 
+  it('the call resumed after the pause is the call decided before it: a policy changed meanwhile applies from the next decision', async () => {
+    server.enqueue(limited('60000'), { type: 'reply', text: ['the same call'] });
+    const actor = createActor(agent(true), { input: { prompt: 'hi' } }).start();
+    await waitFor(actor, (s) => s.matches(PAUSED), { timeout: WAIT_MS });
+    // Were the brain's step taken again on the way back into the call, this turn limit would end
+    // the run there, with the call already on its way.
+    actor.send({ type: 'policy', policy: { maxTurns: 0 } });
+    actor.send({ type: 'budget.raise', budget: {} });
+    expect((await runToCompletion(actor)).outcome).toEqual({ type: 'Completed', finalText: 'the same call' });
+    expect(server.requests).toHaveLength(2);
+  });
+
   it('a restored snapshot waiting in the pause resumes at the stored time', async () => {
     server.enqueue(limited('400'), { type: 'reply', text: ['restored'] });
     const machine = agent(true);

@@ -10,6 +10,7 @@ import { createAgentMachine } from '../../../machines/agent.machine.js';
 import { chartVariant } from '../../../src/agent/core/chart-variant.js';
 import { scriptedModel } from '../../../src/testing.js';
 import { defineTool } from '../../../src/tools/define-tool.js';
+import { memoryTracing } from '../../telemetry/support.js';
 
 const dead = new Set(['paused', 'audited']);
 const holds = (name: string) => !dead.has(name);
@@ -39,6 +40,37 @@ describe('chartVariant: branches that cannot hold', () => {
   it('leaves a chart whose guards all hold as it was, but for lists written as arrays', () => {
     const chart = { initial: 'A', states: { A: { always: [{ guard: 'ready', target: 'B' }], on: { go: 'B' } }, B: {} } };
     expect(chartVariant(chart, 'demo', () => true)).toEqual({ initial: 'A', states: { A: { always: [{ guard: 'ready', target: 'B' }], on: { go: [{ target: 'B' }] } }, B: {} } });
+  });
+});
+
+describe('chartVariant: actions that do nothing for the agent', () => {
+  const idle = (name: string) => name !== 'audit';
+
+  it('are taken out of transitions, entries and exits; a list left empty goes, one with nothing taken out stays as written', () => {
+    const chart = {
+      initial: 'A',
+      states: {
+        A: {
+          entry: ['audit', { type: 'log', params: 1 }],
+          exit: { type: 'audit', params: 'out' },
+          on: { go: [{ target: 'B', actions: ['audit', 'work'] }, { target: 'C', actions: 'audit' }], stay: { actions: 'work' } },
+        },
+        B: {},
+        C: {},
+      },
+    };
+    const variant = chartVariant(chart, 'demo', holds, idle) as unknown as { states: { A: Record<string, unknown> } };
+    expect(variant.states.A).toEqual({
+      entry: [{ type: 'log', params: 1 }],
+      on: { go: [{ target: 'B', actions: ['work'] }, { target: 'C' }], stay: [{ actions: 'work' }] },
+    });
+  });
+
+  it('leave a state that only ran them with nothing to decide: it is passed through', () => {
+    const chart = { initial: 'A', states: { A: { on: { go: 'Hop' } }, Hop: { entry: 'audit', always: { target: 'B' } }, B: {} } };
+    const variant = chartVariant(chart, 'demo', holds, idle) as unknown as { states: { A: { on: { go: unknown } } } };
+    expect(variant.states.A.on.go).toEqual([{ target: '#demo.B' }]);
+    expect(chartVariant(chart, 'demo', holds)).toMatchObject({ states: { A: { on: { go: [{ target: 'Hop' }] } } } });
   });
 });
 
@@ -133,6 +165,30 @@ describe("a minimal agent's turn", () => {
     // The run's start and first call (2); a tool turn: the reply, the brain's step, the batch, its
     // last result feeding the batch, the next call (5 each); the last reply and the run's end (4).
     expect(states.length).toBe(2 + 5 + 5 + 4);
+  });
+
+  /** The action names an agent's chart has anywhere in it. */
+  function actionsNamed(config: unknown, into = new Set<string>()): Set<string> {
+    if (Array.isArray(config)) for (const item of config) actionsNamed(item, into);
+    else if (config && typeof config === 'object') {
+      for (const [key, value] of Object.entries(config)) {
+        if (key === 'actions' || key === 'entry' || key === 'exit') {
+          for (const action of [value].flat()) if (typeof action === 'string' || typeof action?.type === 'string') into.add(typeof action === 'string' ? action : action.type);
+        } else actionsNamed(value, into);
+      }
+    }
+    return into;
+  }
+
+  it("names no action of a feature it is not configured with: no trace mark without a tracer, no rejected answer without an output schema", () => {
+    const minimal = actionsNamed(createAgentMachine({ model: scriptedModel([]), tools: [echo] }).config);
+    expect(minimal.has('trace')).toBe(false);
+    expect(minimal.has('emitOutputRejected')).toBe(false);
+    expect(minimal.has('acceptReply')).toBe(true);
+    const structured = actionsNamed(createAgentMachine({ model: scriptedModel([]), output: z.object({ answer: z.string() }) }).config);
+    expect(structured.has('emitOutputRejected')).toBe(true);
+    const traced = actionsNamed(createAgentMachine({ model: scriptedModel([]), telemetry: { tracer: memoryTracing().tracer } }).config);
+    expect(traced.has('trace')).toBe(true);
   });
 
   it('an agent with an operation hook before each model call still goes through it (the branch is on its path)', async () => {
