@@ -453,8 +453,14 @@ export function reduceLoop(
   const candidates = loopTransitions[state][event.type];
   if (!candidates) return null;
   const args: GuardArgs = { context, event };
-  const holds = (guard: GuardName) => (checked && guard === 'feedIsValid') || loopGuards[guard](args);
-  const chosen = candidates.find(({ guards }) => guards.every(holds));
+  // A loop, not closures: under `keepNames` (tsup, tsx) each named closure made here costs a call.
+  let chosen: LoopTransition | undefined;
+  for (const candidate of candidates) {
+    if (candidate.guards.every((guard) => (checked && guard === 'feedIsValid') || loopGuards[guard](args))) {
+      chosen = candidate;
+      break;
+    }
+  }
   if (!chosen) return null;
   const leaving = chosen.target !== undefined && chosen.target !== state;
   const actions = leaving && exitActions[state] ? [...exitActions[state], ...chosen.actions] : chosen.actions;

@@ -11,6 +11,9 @@ import type { LoopContext, Message } from '../schemas.js';
  */
 export type FeedProblem = { kind: 'illegal' | 'invalid'; problem: string };
 
+// Made once: under `keepNames` (tsup, tsx) a named closure made in a hot function costs a call each time.
+const invalid = (problem: string): FeedProblem => ({ kind: 'invalid', problem });
+
 // Safe integers only: a count past 2^53 is not exact, and the snapshot schema refuses it.
 const isCount = (n: number) => Number.isSafeInteger(n) && n >= 0;
 
@@ -40,7 +43,6 @@ export function feedIllegality(context: LoopContext, type: LoopEvent['type']): s
 }
 
 export function feedProblem(context: LoopContext, event: LoopEvent): FeedProblem | null {
-  const invalid = (problem: string): FeedProblem => ({ kind: 'invalid', problem });
   const illegal = feedIllegality(context, event.type);
   if (illegal) return { kind: 'illegal', problem: illegal };
   switch (event.type) {
@@ -106,7 +108,6 @@ function compactionCountsProblem(before: number, after: number): string | null {
 }
 
 function toolResultsProblem(context: LoopContext, messages: readonly Message[]): FeedProblem | null {
-  const invalid = (problem: string): FeedProblem => ({ kind: 'invalid', problem });
   // Call id -> its index in the reply: ids are the model's strings, so a Map, never an object.
   const expected = new Map(context.pendingTools.map((pending, k) => [pending.call.id, k]));
   const answered = new Set<string>();
@@ -128,7 +129,6 @@ function toolResultsProblem(context: LoopContext, messages: readonly Message[]):
 
 /** A pruned conversation may change contents only: same length, roles and tool-call ids. */
 function prunedProblem(context: LoopContext, messages: readonly Message[]): FeedProblem | null {
-  const invalid = (problem: string): FeedProblem => ({ kind: 'invalid', problem });
   const log = logOf(context);
   const expectedLength = log.length;
   if (messages.length !== expectedLength) {

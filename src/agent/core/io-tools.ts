@@ -132,13 +132,26 @@ async function runOne(state: Scheduler, batch: Batch, request: RequestOf<'tools'
   if (announce) send(controller, { type: 'io.toolStarted', key, call });
   // The tool's idempotency key is the call's own, whichever rerun this is.
   const callKey = innerKey(key, { kind: 'tool', call: call.id, rerun: 0 });
-  const report = (report: SubagentReport) => send(controller, { type: 'io.subagent', key, callId: call.id, report });
-  const adopt = (child: ChildHandle) => (children.set(call.id, child), () => children.get(call.id) === child && children.delete(call.id));
   // An 'ask' tool's start is journaled first: a start this IO did not make is an earlier process's, so the call is in doubt.
   const keys = inDoubtPolicy(deps.tools.get(call.name)) === 'ask' ? startKeys(key, call.id, rerunsOf(request.doubt, call.id)) : null;
   const fresh = !keys || madeHere(starts, await execute({ key: keys.marker, kind: 'toolStart', input: { turn, call, batchKey: key }, signal: controller.signal }, async () => startToken(starts)));
   const runsAgent = isAgentTool(deps.tools.get(call.name));
-  return inScope({ sessionId: request.sessionId, callId: call.id, parent: io.self, report, adopt, runsAgent, depth: depthOfIo(io.self) }, () => execute(
+  // Methods, not named arrows: under `keepNames` (tsup, tsx) each named closure made per call costs a call.
+  const scope = {
+    sessionId: request.sessionId,
+    callId: call.id,
+    parent: io.self,
+    report(report: SubagentReport) {
+      send(controller, { type: 'io.subagent', key, callId: call.id, report });
+    },
+    adopt(child: ChildHandle) {
+      children.set(call.id, child);
+      return () => children.get(call.id) === child && children.delete(call.id);
+    },
+    runsAgent,
+    depth: depthOfIo(io.self),
+  };
+  return inScope(scope, () => execute(
     { key: keys?.step ?? callKey, kind: 'tool', input: { turn, call, batchKey: key }, signal: controller.signal },
     async () => {
       if (!fresh) throw new ToolInDoubtError(call.id);
