@@ -47,9 +47,20 @@ export function feedOrFail(brain: BrainState, event: LoopEvent, errorType: Failu
 export const pendingCalls = (brain: BrainState): readonly PendingToolCall[] =>
   brain.value === 'AwaitingTools' ? brain.context.pendingTools : [];
 
+/**
+ * The last step kind asked of each brain, with the policy it was asked under: a decision list
+ * asks the same brain several times in one pass (`callLLM`, then `callTools` and the folded
+ * branches after it; see chart-variant.ts). A brain is a value, never changed in place.
+ */
+const asked = new WeakMap<BrainState, { policy: Policy; type: Step['type'] }>();
+
 /** The kind of the next step, without building it. */
 export function stepTypeOf(brain: BrainState, policy: Policy): Step['type'] {
-  return decide(brain.value, brain.context, policy).type;
+  const last = asked.get(brain);
+  if (last?.policy === policy) return last.type;
+  const { type } = decide(brain.value, brain.context, policy);
+  asked.set(brain, { policy, type });
+  return type;
 }
 
 /** Takes the decision `stepTypeOf` reports, moving the brain as the statechart would. */

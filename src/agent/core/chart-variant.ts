@@ -1,12 +1,14 @@
 /**
  * The chart one agent runs: the shared chart without what cannot happen to that agent. A feature
  * that is not configured has guards that cannot hold (see `configured` in bind.ts); their
- * branches are taken out, as are its actions that do nothing for it (`configuredAction`); a state left with nothing to decide (one unguarded eventless
- * branch and nothing else: `Start` for an agent with no budget, guardrails, operations or output
- * schema) is passed through, not stopped at: a transition into it goes where its branch goes,
- * with its actions. Every state stays, so a snapshot of one variant runs in another, and a run
- * takes the same transitions with the same actions, in fewer XState microsteps (each one clones
- * the snapshot and evaluates every eventless list again).
+ * branches are taken out, as are its actions that do nothing for it (`configuredAction`). A state
+ * left with nothing to decide (one unguarded eventless branch and nothing else: `Start` for an
+ * agent with no budget, guardrails, operations or output schema) is passed through, not stopped
+ * at: a transition into it goes where its branch goes, with its actions. A branch that does
+ * nothing but move to a sibling that only decides (`CallTools` for an agent with nothing before
+ * its batches) takes that sibling's branches itself. Every state stays, so a snapshot of one
+ * variant runs in another, and a run takes the same transitions with the same actions, in fewer
+ * XState microsteps (each one clones the snapshot and evaluates every eventless list again).
  */
 import { and, or } from 'xstate';
 
@@ -64,8 +66,18 @@ const actionName = (action: unknown): string | undefined =>
 export function chartVariant<C extends object>(config: C, rootId: string, holds: (name: string) => boolean, acts: (name: string) => boolean = () => true): C {
   const pruned = prune(config as StateConfig, holds, acts);
   const through = passThroughs(pruned, rootId);
-  return (through.size === 0 ? pruned : retarget(pruned, [], rootId, through)) as C;
+  const direct = through.size === 0 ? pruned : retarget(pruned, [], rootId, through);
+  const decisions = decisionStates(direct, rootId);
+  return (decisions.size === 0 ? direct : fold(direct, [], rootId, decisions)) as C;
 }
+
+/**
+ * Whether a transition from `source` that went by a sibling (and so left its source) comes back
+ * into it: its target (paths from the root) is the source or inside it. Taken directly, such a
+ * transition must say `reenter`, or XState would neither exit nor enter the source again.
+ */
+const backIntoSource = (source: readonly string[], target: readonly string[]) =>
+  target.length >= source.length && source.every((name, i) => target[i] === name);
 
 /** The config with the branches that cannot hold and the actions that do nothing taken out, in every state. */
 function prune(state: StateConfig, holds: (name: string) => boolean, acts: (name: string) => boolean): StateConfig {
@@ -178,5 +190,67 @@ function retarget(state: StateConfig, path: string[], rootId: string, through: M
     out.initial = initial.path.at(-1);
   }
   if (state.states) out.states = Object.fromEntries(Object.entries(state.states).map(([name, child]) => [name, retarget(child, [...path, name], rootId, through)]));
+  return out;
+}
+
+/**
+ * The states that only make a decision, by path: nothing but an eventless list (no entry, exit,
+ * events, timers or children) whose last branch is unguarded, so entering one always leaves it
+ * at once; each with its branches, targets written from the root.
+ */
+function decisionStates(root: StateConfig, rootId: string): Map<string, Transition[]> {
+  const found = new Map<string, Transition[]>();
+  const visit = (state: StateConfig, path: string[]) => {
+    const always = state.always === undefined ? [] : listOf(state.always);
+    const inert = Object.keys(state).every((key) => INERT_KEYS.has(key));
+    const targets = always.map((branch) => (typeof branch.target === 'string' ? resolve(path, branch.target, rootId) : null));
+    if (path.length > 0 && inert && always.length > 0 && always.at(-1)!.guard === undefined && targets.every((target) => target !== null)) {
+      found.set(path.join('.'), always.map((branch, i) => ({ ...branch, target: `#${rootId}.${targets[i]!.join('.')}` })));
+    }
+    for (const [name, child] of Object.entries(state.states ?? {})) visit(child, [...path, name]);
+  };
+  visit(root, []);
+  return found;
+}
+
+/** The longest list of branches the chart writes (issue 39: no eventless list longer than 8). */
+const LONGEST_LIST = 8;
+
+/** Both guards (either may be absent). */
+const both = (first: unknown, second: unknown) => (first === undefined ? second : second === undefined ? first : and([first as never, second as never]));
+
+/**
+ * The config with each branch that only moves to a sibling that only makes a decision (see
+ * `decisionStates`; `CallTools` for an agent whose batch has nothing before it) replaced by that
+ * sibling's branches, each guarded by the branch's own guard as well: one microstep instead of
+ * two. Exact when the branch does nothing itself, so the sibling's guards read the same context,
+ * and the sibling always takes one of its branches, as a decision state does.
+ */
+function fold(state: StateConfig, path: string[], rootId: string, decisions: Map<string, Transition[]>): StateConfig {
+  const out: Record<string, unknown> = { ...state };
+  const expand = (branch: Transition): Transition[] => {
+    if (typeof branch.target !== 'string' || actionsOf(branch.actions).length > 0) return [branch];
+    const target = resolve(path, branch.target, rootId);
+    const sibling = target !== null && target.length === path.length && target.join('.') !== path.join('.') && target.slice(0, -1).join('.') === path.slice(0, -1).join('.');
+    const decided = sibling ? decisions.get(target.join('.')) : undefined;
+    if (!decided) return [branch];
+    return decided.map(({ guard, reenter, ...rest }) => {
+      const into = resolve([], rest.target!, rootId)!;
+      const combined = both(branch.guard, guard);
+      return { ...rest, ...(combined !== undefined && { guard: combined }), ...((reenter || backIntoSource(path, into)) && { reenter: true }) };
+    });
+  };
+  // A list the fold would make longer than the chart's own longest is left as it was: it still reads as a short list.
+  const folded = (value: unknown) => {
+    const list = listOf(value);
+    const expanded = list.flatMap(expand);
+    return expanded.length <= LONGEST_LIST ? expanded : list;
+  };
+  if (state.always !== undefined) out.always = folded(state.always);
+  for (const key of ['on', 'after'] as const) {
+    const table = state[key] as Record<string, unknown> | undefined;
+    if (table) out[key] = Object.fromEntries(Object.entries(table).map(([name, value]) => [name, folded(value)]));
+  }
+  if (state.states) out.states = Object.fromEntries(Object.entries(state.states).map(([name, child]) => [name, fold(child, [...path, name], rootId, decisions)]));
   return out;
 }

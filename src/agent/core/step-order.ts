@@ -51,8 +51,7 @@ export const callLLM = [
 
 /** Before a tool batch: repetition, the operations' hooks, then the batch with or without approvals. */
 export const callTools = [
-  { guard: 'repetitionSeals', target: 'Start', reenter: true, actions: 'sealRepetition', why: 'the same batch again after its note: sealed (before operations and approvals see it)' },
-  { guard: 'repetitionNoted', target: 'Start', reenter: true, actions: 'noteRepetition', why: 'the same batch again and again: noted instead of run' },
+  { guard: 'repeats', target: 'Start', reenter: true, actions: 'answerRepetition', why: 'the same batch again and again: noted instead of run; again after its note, sealed (before operations and approvals see it)' },
   { guard: 'beforeToolsDue', target: 'Operating', actions: { type: 'openPoint', params: 'beforeTools' }, why: "the operations' beforeTools hooks run before each batch" },
   { guard: 'straightToWork', target: 'AwaitingTools.Executing', why: 'without approvals configured, a batch goes straight to work (no approval region), unless a call of it is in doubt (a restored batch waits for its decision)' },
   { target: 'AwaitingTools', why: 'the batch, with its approval region' },

@@ -18,34 +18,33 @@ import { repetitionNote, repetitionVerdict, type RepetitionVerdict } from './rep
 export const repeated = (agent: CompiledAgent, context: AgentContext): RepetitionVerdict =>
   repetitionVerdict(logOf(context.brain.context), context.brain.value === 'AwaitingTools' ? agent.repetition : null);
 
-/** The batch is answered with a note instead of running; listeners see each call start and finish. */
-export function noteRepetition(agent: CompiledAgent, context: AgentContext, _event: AgentEvent): Effect[] {
-  const out: Effect[] = [];
-  const times = (repeated(agent, context) as Extract<RepetitionVerdict, { type: 'note' }>).times;
+/**
+ * A batch asked for again and again: answered with a note instead of running (listeners see each
+ * call start and finish); asked for once more after its note, the run is sealed, its calls
+ * answered interrupted. One branch of the chart, its verdict read here.
+ */
+export function answerRepetition(agent: CompiledAgent, context: AgentContext, _event: AgentEvent): Effect[] {
+  const verdict = repeated(agent, context);
+  if (verdict.type === 'seal') return [{ assign: endRun(agent, context, { type: 'seal', reason: verdict.reason }) }];
+  if (verdict.type === 'run') return [];
   const calls = pendingCalls(context.brain).map(({ call }) => call);
-  const toolJournal = calls.map((call) => repetitionNote(call, times));
-  out.push({ emit: { type: 'repetition.noted', turn: context.brain.context.turnsTaken, times, calls } });
-  out.push(...answeredCalls(context, calls.map((call, i) => ({ call, result: toolJournal[i] }))));
-  out.push({ assign: { brain: applyToolResults({ ...context, toolJournal }, agent.maxCalls), ...resetBatch(agent, context) } });
-  return out;
-}
-
-/** The same batch again after its note: the run is sealed, its calls answered interrupted. */
-export function sealRepetition(agent: CompiledAgent, context: AgentContext, _event: AgentEvent): Partial<AgentContext> {
-  return endRun(agent, context, { type: 'seal', reason: (repeated(agent, context) as Extract<RepetitionVerdict, { type: 'seal' }>).reason });
+  const toolJournal = calls.map((call) => repetitionNote(call, verdict.times));
+  return [
+    { emit: { type: 'repetition.noted', turn: context.brain.context.turnsTaken, times: verdict.times, calls } },
+    ...answeredCalls(context, calls.map((call, i) => ({ call, result: toolJournal[i] }))),
+    { assign: { brain: applyToolResults({ ...context, toolJournal }, agent.maxCalls), ...resetBatch(agent, context) } },
+  ];
 }
 
 /** An agent that watches for repeated batches (the default; `repetition: false` turns it off). */
 const watchesRepetition = (agent: CompiledAgent) => agent.repetition !== null;
 
-/** The guards and actions the chart names for repetition. */
+/** The guard and action the chart names for repetition. */
 export const repetitionImplementations = {
   guards: {
-    repetitionNoted: configured(watchesRepetition, ({ agent, context }) => repeated(agent, context).type === 'note'),
-    repetitionSeals: configured(watchesRepetition, ({ agent, context }) => repeated(agent, context).type === 'seal'),
+    repeats: configured(watchesRepetition, ({ agent, context }) => repeated(agent, context).type !== 'run'),
   },
   actions: {
-    noteRepetition: rule.effects(noteRepetition),
-    sealRepetition: rule.assign(sealRepetition),
+    answerRepetition: rule.effects(answerRepetition),
   },
 };

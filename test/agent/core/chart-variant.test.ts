@@ -86,7 +86,7 @@ describe('chartVariant: a state with nothing left to decide', () => {
           Start: { always: [{ guard: 'paused', target: 'Paused' }, { target: 'Step' }] },
           Step: { always: [{ guard: 'ready', target: 'Call' }, { target: '#demo.Done', actions: 'finish' }] },
           Call: { always: { target: 'Awaiting', actions: 'take' } },
-          Awaiting: { on: { replied: { target: 'Start', actions: 'accept' }, again: { target: '#demo.Run.Start', reenter: true } } },
+          Awaiting: { entry: 'arrive', exit: 'leave', on: { replied: { target: 'Start', actions: 'accept' }, again: { target: '#demo.Run.Start', reenter: true } } },
           Paused: { entry: 'markPaused' },
           Busy: { entry: 'work', always: { target: 'Start' } },
         },
@@ -100,7 +100,11 @@ describe('chartVariant: a state with nothing left to decide', () => {
   it('is passed through: a transition into it goes where its branch goes, with the branch actions after its own', () => {
     expect(run.states.Awaiting!.on).toEqual({
       replied: [{ target: '#demo.Run.Step', actions: ['accept'] }],
-      again: [{ target: '#demo.Run.Step', reenter: true }],
+      // Passed through Start, then folded: it does nothing itself and Step only decides (see below).
+      again: [
+        { guard: 'ready', target: '#demo.Run.Awaiting', actions: ['take'], reenter: true },
+        { target: '#demo.Done', actions: 'finish' },
+      ],
     });
     // A chain is followed to its end; the actions of each hop in order.
     expect(run.states.Step!.always).toEqual([{ guard: 'ready', target: '#demo.Run.Awaiting', actions: ['take'] }, { target: '#demo.Done', actions: 'finish' }]);
@@ -112,13 +116,14 @@ describe('chartVariant: a state with nothing left to decide', () => {
 
   it('keeps every state, so a snapshot taken in one variant runs in another', () => {
     expect(Object.keys(run.states)).toEqual(Object.keys(chart.states.Run.states));
-    expect(run.states.Start!.always).toEqual([{ target: 'Step' }]);
+    // Start decides as Step does (its one branch there, folded), should a snapshot stand in it.
+    expect(run.states.Start!.always).toEqual(run.states.Step!.always);
   });
 
   it('is not one that does work on entry, nor one whose branch is guarded', () => {
     expect(variant.states.Idle.on).toMatchObject({ busy: [{ target: 'Run.Busy' }] });
-    // Its own branch is passed through Start like any other.
-    expect(run.states.Busy!.always).toEqual([{ target: '#demo.Run.Step' }]);
+    // Its own branch is passed through Start like any other (and folded: Step only decides).
+    expect(run.states.Busy!.always).toEqual(run.states.Step!.always);
     expect(run.states.Step!.always).toHaveLength(2);
   });
 
@@ -128,8 +133,8 @@ describe('chartVariant: a state with nothing left to decide', () => {
       let microsteps = 0;
       const named = (name: string) => () => done.push(name);
       const machine = createMachine({ id: 'demo', ...(config as typeof chart) } as never).provide({
-        actions: Object.fromEntries(['begin', 'cancel', 'finish', 'take', 'accept', 'markPaused', 'work'].map((name) => [name, named(name)])),
-        guards: { paused: () => false, audited: () => false, ready: () => done.filter((name) => name === 'take').length < 2 },
+        actions: Object.fromEntries(['begin', 'cancel', 'finish', 'take', 'accept', 'markPaused', 'work', 'arrive', 'leave'].map((name) => [name, named(name)])),
+        guards: { paused: () => false, audited: () => false, ready: () => done.filter((name) => name === 'take').length < 3 },
       } as never);
       const actor = createActor(machine, { inspect: (event: InspectionEvent) => void (event.type === '@xstate.microstep' && microsteps++) }).start();
       for (const type of ['go', 'replied', 'again', 'replied']) actor.send({ type });
@@ -138,9 +143,87 @@ describe('chartVariant: a state with nothing left to decide', () => {
     const whole = trace(chart);
     const passed = trace(variant);
     expect(passed.done).toEqual(whole.done);
+    // 'again' leaves Awaiting and comes back into it: its exit and entry run in both.
+    expect(whole.done.filter((name) => name === 'arrive')).toHaveLength(3);
     expect(passed.value).toEqual('Done');
     expect(whole.value).toEqual('Done');
     expect(passed.microsteps).toBeLessThan(whole.microsteps);
+  });
+});
+
+describe('chartVariant: a branch into a sibling that only decides', () => {
+  // Decide only decides: nothing but an eventless list whose last branch is unguarded.
+  const chart = {
+    initial: 'A',
+    states: {
+      A: {
+        on: {
+          plain: { guard: 'ok', target: 'Decide' },
+          busy: { target: 'Decide', actions: 'work' },
+          open: 'Open',
+        },
+        always: { guard: 'late', target: 'Decide' },
+      },
+      Decide: { always: [{ guard: 'ready', target: 'B', actions: 'take' }, { guard: 'again', target: 'A' }, { target: 'C' }] },
+      Open: { always: [{ guard: 'ready', target: 'B' }] },
+      B: { on: { deep: '.Inner', up: 'Decide' }, initial: 'Inner', states: { Inner: {} } },
+      C: {},
+    },
+  };
+  const variant = chartVariant(chart, 'demo', () => true) as unknown as { states: Record<string, Record<string, unknown>> };
+  const on = (state: string) => variant.states[state]!.on as Record<string, unknown[]>;
+  /** A branch with an `and` guard shown as its parts (XState's guard objects compare by identity). */
+  const shown = (branches: unknown[]) =>
+    branches.map((branch) => {
+      const { guard, ...rest } = branch as { guard?: { guards?: unknown[] } | string };
+      return guard === undefined ? rest : { ...rest, guard: typeof guard === 'string' ? guard : guard.guards };
+    });
+
+  it("is replaced by the sibling's branches, each also guarded by its own; one back into the source says reenter", () => {
+    expect(shown(on('A').plain!)).toEqual([
+      { guard: ['ok', 'ready'], target: '#demo.B', actions: 'take' },
+      { guard: ['ok', 'again'], target: '#demo.A', reenter: true },
+      { guard: 'ok', target: '#demo.C' },
+    ]);
+    expect(variant.states.A!.always).toHaveLength(3);
+    expect(on('B').up).toHaveLength(3);
+  });
+
+  it('is not when the branch does something itself, nor when the sibling may take no branch', () => {
+    expect(on('A').busy).toEqual([{ target: 'Decide', actions: 'work' }]);
+    expect(on('A').open).toEqual([{ target: 'Open' }]);
+  });
+
+  it('is not when the list would grow past 8 branches', () => {
+    const many = Array.from({ length: 8 }, (_, i) => ({ guard: `g${i}`, target: 'B' }));
+    const long = { initial: 'A', states: { A: { on: { go: 'Decide' } }, Decide: { always: [...many, { target: 'C' }] }, B: {}, C: {} } };
+    const folded = chartVariant(long, 'demo', () => true) as unknown as { states: { A: { on: { go: unknown[] } } } };
+    expect(folded.states.A.on.go).toEqual([{ target: 'Decide' }]);
+    const fits = { ...long, states: { ...long.states, Decide: { always: [...many.slice(1), { target: 'C' }] } } };
+    expect((chartVariant(fits, 'demo', () => true) as unknown as typeof folded).states.A.on.go).toHaveLength(8);
+  });
+
+  it('runs as the chart does: the same actions, entries and exits in the same order, in fewer microsteps', () => {
+    // Every state but Decide says when it is entered and left; the guards read what has been done.
+    const tracked = { ...chart, states: Object.fromEntries(Object.entries(chart.states).map(([name, state]) => [name, name === 'Decide' ? state : { ...state, entry: `in${name}`, exit: `out${name}` }])) };
+    const run = (config: object) => {
+      const done: string[] = [];
+      let microsteps = 0;
+      const names = ['work', 'take', ...Object.keys(chart.states).flatMap((name) => [`in${name}`, `out${name}`])];
+      const machine = createMachine({ id: 'demo', ...(config as object) } as never).provide({
+        actions: Object.fromEntries(names.map((name) => [name, () => void done.push(name)])),
+        guards: { ok: () => true, late: () => false, ready: () => !done.includes('take'), again: () => true },
+      } as never);
+      const actor = createActor(machine, { inspect: (event: InspectionEvent) => void (event.type === '@xstate.microstep' && microsteps++) }).start();
+      for (const type of ['plain', 'up', 'busy', 'plain']) actor.send({ type });
+      return { done, value: actor.getSnapshot().value, microsteps };
+    };
+    const whole = run(tracked);
+    const folded = run(chartVariant(tracked, 'demo', () => true));
+    expect(folded.done).toEqual(whole.done);
+    expect(whole.done).toEqual(['inA', 'outA', 'take', 'inB', 'outB', 'inA', 'outA', 'work', 'inA', 'outA', 'inA']);
+    expect(folded.value).toEqual(whole.value);
+    expect(folded.microsteps).toBeLessThan(whole.microsteps);
   });
 });
 
@@ -162,9 +245,10 @@ describe("a minimal agent's turn", () => {
   it('passes through no state of a feature it is not configured with, and not through Start', async () => {
     const states = await microsteps({});
     expect(states.filter((value) => value.includes('"Start"') || value.includes('"CallLLM"'))).toEqual([]);
-    // The run's start and first call (2); a tool turn: the reply, the brain's step, the batch, its
-    // last result feeding the batch, the next call (5 each); the last reply and the run's end (4).
-    expect(states.length).toBe(2 + 5 + 5 + 4);
+    // The run's start and first call (2); a tool turn: the reply, the brain's step and the batch in
+    // one (CallTools folded into Deciding), its last result feeding the batch, the next call (4
+    // each); the last reply and the run's end (4).
+    expect(states.length).toBe(2 + 4 + 4 + 4);
   });
 
   /** The action names an agent's chart has anywhere in it. */
