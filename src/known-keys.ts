@@ -120,13 +120,20 @@ export function checkKnownKeys(
  * ```
  */
 export function parseOptions<S extends z.ZodType>(schema: S, value: unknown, where: string, make: (message: string) => Error = (message) => new InvalidConfigError(message)): z.output<S> {
-  const known = knownKeysAt(schema, []);
+  const known = topKeys(schema);
   if (known) checkKnownKeys(value, known, where, make);
   const parsed = schema.safeParse(value);
   if (parsed.success) return parsed.data;
   const issue = parsed.error.issues[0]!;
   const message = issueMessage(issue, knownKeysAt(schema, issue.path));
   throw make(where ? `${where}: ${message}` : message);
+}
+
+/** A schema's own keys, listed once per schema: an options check runs on every run, and `allowedSet` keys its set by the list. */
+const topKeysOf = new WeakMap<z.ZodType, readonly string[] | undefined>();
+function topKeys(schema: z.ZodType): readonly string[] | undefined {
+  if (!topKeysOf.has(schema)) topKeysOf.set(schema, knownKeysAt(schema, []));
+  return topKeysOf.get(schema);
 }
 
 /**

@@ -77,44 +77,52 @@ function ioScope(deps: IoDeps, sendBack: (event: AnyEventObject) => void, self: 
    * ended (a fallback) is not taken off the books by the previous one's end.
    */
   const inFlight = new Map<string, object>();
-  const send = (controller: AbortController, event: IoEvent) => {
-    if (!controller.signal.aborted) sendBack(trusted(event));
-  };
-  const finish = (controller: AbortController, key: string, event: IoEvent) => {
-    inFlight.delete(key);
-    send(controller, event);
-  };
+  // Methods, not named arrows: under `keepNames` (tsup, tsx) each named closure made per run costs a call.
   const io: IoScope = {
     deps,
     self,
     get run() {
       return run;
     },
-    start: (key, work) => {
+    start(key, work) {
       if (inFlight.has(key)) return;
       const controller = run;
       const token = {};
       inFlight.set(key, token);
       void later(controller, () => work(controller)).finally(() => inFlight.get(key) === token && inFlight.delete(key));
     },
-    execute: (effect, perform) => deps.executor({ ...effect, specificationVersion: EFFECT_SPECIFICATION_VERSION }, perform),
-    send,
-    report: (event) => sendBack(trusted(event)),
-    finish,
-    fail: (controller, key, kind, error) => finish(controller, key, { type: 'io.failed', key, kind, error }),
+    execute(effect, perform) {
+      return deps.executor({ ...effect, specificationVersion: EFFECT_SPECIFICATION_VERSION }, perform);
+    },
+    send(controller, event) {
+      if (!controller.signal.aborted) sendBack(trusted(event));
+    },
+    report(event) {
+      sendBack(trusted(event));
+    },
+    finish(controller, key, event) {
+      inFlight.delete(key);
+      io.send(controller, event);
+    },
+    fail(controller, key, kind, error) {
+      io.finish(controller, key, { type: 'io.failed', key, kind, error });
+    },
     view: conversationView(undefined),
   };
-  /** Aborts what is in flight, and only that: a finished call's signal never fires later. */
-  const abortRun = (reason: unknown, tools: ToolScheduler) => {
-    const busy = inFlight.size > 0 || tools.busy();
-    inFlight.clear();
-    tools.clear();
-    if (!busy) return;
-    run.abort(reason);
-    run = runController(deps.toolConcurrency);
+  return {
+    io,
+    /** Aborts what is in flight, and only that: a finished call's signal never fires later. */
+    abortRun(reason: unknown, tools: ToolScheduler) {
+      const busy = inFlight.size > 0 || tools.busy();
+      inFlight.clear();
+      tools.clear();
+      if (!busy) return;
+      run.abort(reason);
+      run = runController(deps.toolConcurrency);
+    },
   };
-  return { io, abortRun };
 }
+
 
 /**
  * The controller of a run's IO. Every call of a batch listens to its signal at once (each tool
