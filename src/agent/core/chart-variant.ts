@@ -133,17 +133,18 @@ function resolve(source: readonly string[], target: string, rootId: string): str
 /** The states with nothing left to decide, by path ('Running.Start'), each with where it finally sends a transition. */
 function passThroughs(root: StateConfig, rootId: string): Map<string, Through> {
   const own = new Map<string, { path: string[]; branch: Transition }>();
-  const visit = (state: StateConfig, path: string[]) => {
+  // A region of a parallel state runs beside its siblings: it is never passed through.
+  const visit = (state: StateConfig, path: string[], inParallel: boolean) => {
     const always = state.always === undefined ? [] : listOf(state.always);
     const inert = Object.keys(state).every((key) => INERT_KEYS.has(key));
     const [branch] = always;
-    if (path.length > 0 && inert && always.length === 1 && branch!.guard === undefined && typeof branch!.target === 'string') {
+    if (path.length > 0 && !inParallel && inert && always.length === 1 && branch!.guard === undefined && typeof branch!.target === 'string') {
       const target = resolve(path, branch!.target, rootId);
       if (target) own.set(path.join('.'), { path: target, branch: branch! });
     }
-    for (const [name, child] of Object.entries(state.states ?? {})) visit(child, [...path, name]);
+    for (const [name, child] of Object.entries(state.states ?? {})) visit(child, [...path, name], state.type === 'parallel');
   };
-  visit(root, []);
+  visit(root, [], false);
   // A chain (one pass-through into another) is followed to its end; a cycle is left as it is.
   const through = new Map<string, Through>();
   for (const start of own.keys()) {
@@ -196,20 +197,21 @@ function retarget(state: StateConfig, path: string[], rootId: string, through: M
 /**
  * The states that only make a decision, by path: nothing but an eventless list (no entry, exit,
  * events, timers or children) whose last branch is unguarded, so entering one always leaves it
- * at once; each with its branches, targets written from the root.
+ * at once; each with its branches, targets written from the root. A region of a parallel state
+ * is not one (its siblings are regions that run beside it, not states it follows).
  */
 function decisionStates(root: StateConfig, rootId: string): Map<string, Transition[]> {
   const found = new Map<string, Transition[]>();
-  const visit = (state: StateConfig, path: string[]) => {
+  const visit = (state: StateConfig, path: string[], inParallel: boolean) => {
     const always = state.always === undefined ? [] : listOf(state.always);
     const inert = Object.keys(state).every((key) => INERT_KEYS.has(key));
     const targets = always.map((branch) => (typeof branch.target === 'string' ? resolve(path, branch.target, rootId) : null));
-    if (path.length > 0 && inert && always.length > 0 && always.at(-1)!.guard === undefined && targets.every((target) => target !== null)) {
+    if (path.length > 0 && !inParallel && inert && always.length > 0 && always.at(-1)!.guard === undefined && targets.every((target) => target !== null)) {
       found.set(path.join('.'), always.map((branch, i) => ({ ...branch, target: `#${rootId}.${targets[i]!.join('.')}` })));
     }
-    for (const [name, child] of Object.entries(state.states ?? {})) visit(child, [...path, name]);
+    for (const [name, child] of Object.entries(state.states ?? {})) visit(child, [...path, name], state.type === 'parallel');
   };
-  visit(root, []);
+  visit(root, [], false);
   return found;
 }
 

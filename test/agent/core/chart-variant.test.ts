@@ -194,6 +194,15 @@ describe('chartVariant: a branch into a sibling that only decides', () => {
     expect(on('A').open).toEqual([{ target: 'Open' }]);
   });
 
+  it('is not into a region of a parallel state (nor is a region passed through)', () => {
+    const regions = (right: object) => ({ initial: 'P', states: { P: { type: 'parallel', states: { Left: { on: { go: 'Right' } }, Right: right } } } });
+    type Shape = { states: { P: { states: { Left: { on: { go: unknown[] } } } } } };
+    for (const right of [{ always: [{ guard: 'ready', target: 'Left' }, { target: 'Left' }] }, { always: { target: 'Left' } }]) {
+      const variant = chartVariant(regions(right), 'demo', () => true) as unknown as Shape;
+      expect(variant.states.P.states.Left.on.go).toEqual([{ target: 'Right' }]);
+    }
+  });
+
   it('is not when the list would grow past 8 branches', () => {
     const many = Array.from({ length: 8 }, (_, i) => ({ guard: `g${i}`, target: 'B' }));
     const long = { initial: 'A', states: { A: { on: { go: 'Decide' } }, Decide: { always: [...many, { target: 'C' }] }, B: {}, C: {} } };
