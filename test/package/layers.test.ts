@@ -122,6 +122,35 @@ describe('layers', () => {
     expect(cycles).toEqual([]);
   });
 
+  it('the loop every agent runs names a feature only at its composition points (compile, config, context) or through the known rules listed here', () => {
+    // Each entry is a feature's rule still on the core's path (issue 39, point 2). The list only
+    // shrinks: a new feature reaches the core through a hook (structured output's answers do, see
+    // src/agent/core/answer.ts), so no feature is on a minimal agent's path unless listed here.
+    const known = [
+      'src/agent/core/driver-rules.ts → src/agent/approvals/approvals.ts',
+      'src/agent/core/driver-rules.ts → src/agent/cancel/cancel-rules.ts',
+      'src/agent/core/driver-rules.ts → src/agent/fallback/fallback.ts',
+      'src/agent/core/driver-rules.ts → src/agent/handoffs/handoffs.ts',
+      'src/agent/core/driver-rules.ts → src/agent/in-doubt/in-doubt.ts',
+      'src/agent/core/driver-rules.ts → src/agent/operations/operation-context.ts',
+      'src/agent/core/driver-rules.ts → src/agent/operations/operation-rules.ts',
+      'src/agent/core/driver-rules.ts → src/agent/operations/operation.ts',
+      'src/agent/core/implementations.ts → src/agent/budget/budget.ts',
+      'src/agent/core/implementations.ts → src/agent/fallback/fallback.ts',
+      'src/agent/core/io-tools.ts → src/agent/in-doubt/in-doubt.ts',
+      'src/agent/core/io-tools.ts → src/agent/subagents/subagent-scope.ts',
+      'src/agent/core/io-tools.ts → src/agent/subagents/subagents.ts',
+      'src/agent/core/run-rules.ts → src/agent/approvals/approvals.ts',
+      'src/agent/core/run-rules.ts → src/agent/cancel/interrupt.ts',
+    ];
+    const composition = new Set(['src/agent/core/compile.ts', 'src/agent/core/config.ts', 'src/agent/core/context.ts']);
+    const featureOf = (file: string) => /^src\/agent\/([^/]+)\//.exec(file)?.[1];
+    const reached = library
+      .filter((file) => featureOf(file) === 'core' && !composition.has(file))
+      .flatMap((file) => importsOf(file).filter((target) => ![undefined, 'core', 'protocol'].includes(featureOf(target))).map((target) => `${file} → ${target}`));
+    expect([...new Set(reached)].sort()).toEqual(known);
+  });
+
   it('the library never imports its examples or tests', () => {
     const outside = library.flatMap((file) =>
       importsOf(file)

@@ -23,7 +23,8 @@ import { planOperations, type OperationPlan } from '../operations/operation-rule
 import { requestPreparer } from '../operations/operation-context.js';
 import { PruningSchema, pruneLineProblem, type Pruning } from './pruning.js';
 import { repetitionLimit } from '../repetition/repetition.js';
-import { compileOutput, finalCallTools, type StructuredOutput } from '../structured-output/structured-output.js';
+import type { AnswerRules } from './answer.js';
+import { answerRules, compileOutput, finalCallTools, type OutputState, type StructuredOutput } from '../structured-output/structured-output.js';
 import { planToolPolicies, type ToolPolicyPlan } from '../approvals/tool-policy.js';
 import { usageLimitRule, type UsageLimitRule } from '../budget/usage-limit.js';
 
@@ -56,6 +57,8 @@ export interface CompiledAgent {
   readonly repetition: number | null;
   readonly instructionsTokens: number;
   readonly structured: StructuredOutput | undefined;
+  /** How a reply becomes the answer when an output schema judges it (see answer.ts); none: as it is. */
+  readonly answers: AnswerRules<OutputState> | undefined;
   readonly team: Team | null;
   readonly tools: ToolSet;
   readonly toolPolicy: ToolPolicyPlan | null;
@@ -159,6 +162,7 @@ export function compileAgent(config: AgentConfig): CompiledAgent {
     repetition,
     instructionsTokens: instructions ? estimateMessageTokens(instructions) : 0,
     structured,
+    answers: structured && answerRules(structured),
     team,
     tools,
     toolPolicy,

@@ -7,6 +7,7 @@
 import { InvalidSnapshotError } from '../../errors.js';
 import { PolicySchema, type Message, type Outcome, type PolicyInput, type ToolCall, type ToolMessage } from '../../schemas.js';
 import { decisionFor, isWaiting } from '../approvals/approvals.js';
+import { judgeReply, type AnswerStep } from './answer.js';
 import { conversationOf, feedBrain } from './brain-state.js';
 import type { ContextHook } from './bind.js';
 import { agentMemo, type CompiledAgent, type Offered } from './compile.js';
@@ -27,7 +28,6 @@ import type { OperationError } from '../operations/operation.js';
 import { pendingPrune, pruneLineProblem } from './pruning.js';
 import { systemTokens } from './request-size.js';
 import { applyReply, applyToolResults, batchResults, brainPolicy, interruptBatch, overruleOutcome } from './run-rules.js';
-import { finalCallPolicy, judgeAnswer, settleAnswer, type AnswerStep } from '../structured-output/structured-output.js';
 
 /** How a run ends before its brain concludes: sealed by a limit (its conversation kept), failed, or cancelled. */
 export type RunEnd = { type: 'seal'; reason: string } | Extract<Outcome, { type: 'Cancelled' | 'Failed' }>;
@@ -88,7 +88,10 @@ export const policyProblem = (agent: CompiledAgent, context: AgentContext, chang
 /** A context's prompt parts, measured (see `extrasFor`). */
 const extrasMemo = agentMemo<{ slices: object; tokens: number | OperationError; agent: unknown }>();
 /** A reply's answer, judged once (see `answerOf`). */
-const answerMemo = agentMemo<AnswerStep>();
+/** A reply judged (see answer.ts), with the run's own answer state. */
+type Answer = AnswerStep<NonNullable<AgentContext['outputState']>>;
+
+const answerMemo = agentMemo<Answer>();
 /** The tools offered with a recorded listing (see `offeredTools`). */
 const offeredMemo = agentMemo<Offered>();
 
@@ -124,8 +127,11 @@ export const extrasFor = (agent: CompiledAgent, context: AgentContext): number |
   return tokens;
 };
 
-/** The policy the brain decides with now (see `brainPolicy`, `finalCallPolicy`). */
-export const decisionPolicy = (agent: CompiledAgent, context: AgentContext) => finalCallPolicy(brainPolicy(context.policy, context.compactionPasses), context.outputState);
+/** The policy the brain decides with now (see `brainPolicy`; an output schema's final call may take a turn more). */
+export const decisionPolicy = (agent: CompiledAgent, context: AgentContext) => {
+  const policy = brainPolicy(context.policy, context.compactionPasses);
+  return agent.answers ? agent.answers.policy(policy, context.outputState) : policy;
+};
 
 /** The conversation a side effect sees: committed history and the run's pending messages. */
 export const conversation = (context: AgentContext): MessageLog => logOf(context.brain.context);
@@ -161,25 +167,25 @@ export const speakerView = (agent: CompiledAgent, context: AgentContext) => {
 };
 
 /** What a model reply does to the run's answer, decided once per reply (the action and the event read the same). */
-export const answerOf = (agent: CompiledAgent, context: AgentContext, event: AgentEvent): AnswerStep => {
+export const answerOf = (agent: CompiledAgent, context: AgentContext, event: AgentEvent): Answer => {
   let step = answerMemo.get(agent, event);
-  if (!step) answerMemo.set(agent, event, (step = judgeAnswer(agent.structured, context.brain, context.outputState, as(event, 'io.replied').reply)));
+  if (!step) answerMemo.set(agent, event, (step = judgeReply(agent.answers, context.brain, context.outputState, as(event, 'io.replied').reply)));
   return step;
 };
 
 /** The reply applied to the run (see `acceptReply`); an output check applies the reply it held the same way. */
-export const replyApplied = (agent: CompiledAgent, context: AgentContext, answer: AnswerStep) => {
+export const replyApplied = (agent: CompiledAgent, context: AgentContext, answer: Answer) => {
   const applied = applyReply({ ...context, brain: answer.brain }, answer.reply, offeredTools(agent, context));
   return {
     ...applied,
-    brain: settleAnswer(answer, applied.brain),
+    brain: agent.answers ? agent.answers.settle(answer, applied.brain) : applied.brain,
     ...(answer.state && { outputState: answer.state }),
     ...(context.models && { models: bookUsage(context.models, answer.reply.usage) }),
   };
 };
 
 /** A reply applied, its afterReply point opened (unless the reply failed the run). */
-export const afterReply = (agent: CompiledAgent, context: AgentContext, answer: AnswerStep) => {
+export const afterReply = (agent: CompiledAgent, context: AgentContext, answer: Answer) => {
   const next = replyApplied(agent, context, answer);
   // The afterReply point opens with the reply it is given (kept until it is done).
   const key = keyOf({ kind: 'point', hook: 'afterReply', ...turnAt(context, next.brain.context.turnsTaken) });

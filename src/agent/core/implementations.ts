@@ -16,7 +16,6 @@ import { deliveryIds, nextAttempt } from '../protocol/delivery.js';
 import { externalEventProblem } from '../protocol/events.js';
 import { agentOutcome, type FailureType } from '../protocol/failure.js';
 import { fromIo, type IoRequest } from '../protocol/io-protocol.js';
-import { withOutput } from '../structured-output/structured-output.js';
 import { inputRefused } from './actor-input.js';
 import { assign, assigns, configured, currentAgent, type ContextHook, type RefusalHook, effects, emit, emits, fromCurrent, rule, sendTo, sends, when, type Args } from './bind.js';
 import { feedBrain, firstPending, pendingCalls, stepTypeOf, takeStep } from './brain-state.js';
@@ -162,7 +161,8 @@ export function finishRun(agent: CompiledAgent, context: AgentContext, event: Ag
   const byModel = agent.models.listed ? context.models?.run ?? [] : undefined;
   const cost = byModel ? totalCost(agent.models, byModel) : costUsd(context.runUsage, agent.prices);
   const usageByModel = byModel && { usageByModel: usageCosts(agent.models, byModel) };
-  const outcome = withOutput(agent.structured, agentOutcome(brain.context.outcome!));
+  const ended = agentOutcome(brain.context.outcome!);
+  const outcome = agent.answers ? agent.answers.outcome(ended) : ended;
   return { brain, lastRun: { outcome, usage: context.runUsage, ...(cost !== undefined && { costUsd: cost }), ...usageByModel } };
 }
 

@@ -18,7 +18,7 @@ import { as, type AgentEvent } from '../protocol/agent-event.js';
 import { deliveryIds } from '../protocol/delivery.js';
 import { fromIo, type IoRequest } from '../protocol/io-protocol.js';
 import { keyOf, turnAt } from '../protocol/keys.js';
-import { judgeAnswer } from '../structured-output/structured-output.js';
+import { judgeReply } from '../core/answer.js';
 import * as guard from './guardrails.js';
 
 /** The output guardrail check of the reply the current model call brought. */
@@ -40,7 +40,7 @@ export function requestGuardrails(agent: CompiledAgent, context: AgentContext, _
   const check = context.guard!.check!;
   const names = guard.undecidedGuardrails(agent.guardrails!, check).map((guardrail) => guardrail.name);
   const { turnsTaken } = context.brain.context;
-  const judged = check.stage === 'output' ? guard.judgedText(agent.structured, judgeAnswer(agent.structured, context.brain, context.outputState, check.reply as ModelReply)) : null;
+  const judged = check.stage === 'output' ? guard.judgedText(agent.structured, judgeReply(agent.answers, context.brain, context.outputState, check.reply as ModelReply)) : null;
   const about = judged ?? { text: firstPending(context.brain)!.content };
   const request = { type: 'guardrails', key: check.key, stage: check.stage, names, turn: turnsTaken + 1, sessionId: context.sessionId, ...about } as const;
   if (names.length > 0) out.push({ send: { ...request, conversation: judged ? conversation(context) : conversation(context).discardPending() } satisfies IoRequest });
@@ -53,7 +53,7 @@ export function settleGuard(agent: CompiledAgent, context: AgentContext, _event:
   const outcome = guardVerdict(agent, context) as Exclude<guard.GuardOutcome, { type: 'open' }>;
   const { stage, reply } = context.guard!.check!;
   const settled = { guard: guard.settledGuard(context.guard!, outcome) };
-  const judged = stage === 'output' ? judgeAnswer(agent.structured, context.brain, context.outputState, reply as ModelReply) : null;
+  const judged = stage === 'output' ? judgeReply(agent.answers, context.brain, context.outputState, reply as ModelReply) : null;
   if (outcome.type === 'tripped') {
     out.push({ emit: { type: 'guardrail.tripped', error: new guard.GuardrailTrippedError(outcome.guardrail, outcome.message) } });
     const spent = judged ? pickUsage(replyApplied(agent, context, judged)) : {};

@@ -8,6 +8,7 @@ import { jsonSchemaValidator, type JsonSchema } from '../../tools/json-schema.js
 import { decide } from '../../../machines/loop.machine.js';
 import { feedBrain, type BrainState } from '../core/brain-state.js';
 import type { AgentOutcome } from '../protocol/failure.js';
+import type { AnswerRules, AnswerStep as JudgedReply } from '../core/answer.js';
 import { InvalidConfigError } from '../../errors.js';
 
 /**
@@ -180,17 +181,8 @@ export type FinalCallOutcome = NonNullable<OutputState['finalCall']>['outcome'];
 export const FRESH_OUTPUT_STATE: OutputState = Object.freeze({ rejected: 0, finalCall: null }) as OutputState;
 
 /** What a model reply does to the run, decided before the brain sees it. */
-export interface AnswerStep {
-  /** The brain to feed the reply to (with the feedback queued when the answer goes back). */
-  brain: BrainState;
-  /** The reply as the transcript keeps it (an answer given through the tool becomes its JSON text). */
-  reply: ModelReply;
-  state: OutputState | undefined;
-  /** The outcome the run ends with instead of the brain's, once the reply is in. */
-  overrule?: Outcome | undefined;
-  /** The answer did not validate (sent back, or the run fails with it). */
-  rejected?: StructuredOutputError | undefined;
-}
+/** A reply judged against the output schema (see `judgeAnswer`). */
+export type AnswerStep = JudgedReply<OutputState>;
 
 /** The reply as text only; an answer given through the tool ended the turn as a natural stop does. */
 const textReply = (reply: ModelReply, content: string): ModelReply => ({
@@ -297,3 +289,21 @@ export function withOutput(structured: StructuredOutput | undefined, outcome: Ag
   if (checked.ok) return { ...outcome, output: checked.value };
   return { type: 'Failed', error: { type: 'StructuredOutputError', message: new StructuredOutputError(checked.issues, 1).message } };
 }
+
+/**
+ * The answers' rules an agent with an output schema runs by (see `AnswerRules`): its replies
+ * judged, a final call's outcome settled, its policy and its output. `compile` gives them to the
+ * agent; an agent without an output schema has none.
+ *
+ * @example
+ * ```ts
+ * const rules = answerRules(compileOutput({ output: z.object({ city: z.string() }) }, [model])!);
+ * console.log(rules.outcome({ type: 'Completed', finalText: '{"city":"Lyon"}' })); // { type: 'Completed', finalText: '{"city":"Lyon"}', output: { city: 'Lyon' } }
+ * ```
+ */
+export const answerRules = (structured: StructuredOutput): AnswerRules<OutputState> => ({
+  judge: (brain, state, reply) => judgeAnswer(structured, brain, state, reply),
+  settle: settleAnswer,
+  policy: finalCallPolicy,
+  outcome: (outcome) => withOutput(structured, outcome),
+});
