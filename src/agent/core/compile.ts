@@ -24,6 +24,9 @@ import { requestPreparer } from '../operations/operation-context.js';
 import { PruningSchema, pruneLineProblem, type Pruning } from './pruning.js';
 import { repetitionLimit } from '../repetition/repetition.js';
 import type { AnswerRules } from './answer.js';
+import type { Pricing } from './pricing.js';
+import { flatPricing } from '../budget/pricing.js';
+import { listPricing } from '../fallback/list-pricing.js';
 import { answerRules, compileOutput, finalCallTools, type OutputState, type StructuredOutput } from '../structured-output/structured-output.js';
 import { planToolPolicies, type ToolPolicyPlan } from '../approvals/tool-policy.js';
 import { usageLimitRule, type UsageLimitRule } from '../budget/usage-limit.js';
@@ -52,6 +55,8 @@ export interface CompiledAgent {
   readonly defaultPolicy: Policy;
   readonly budget: Budget | undefined;
   readonly prices: Prices | undefined;
+  /** What its runs and its session cost (see pricing.ts): one price list, or each listed model at its own. */
+  readonly pricing: Pricing;
   readonly models: ModelList;
   readonly maxCalls: number;
   readonly repetition: number | null;
@@ -157,6 +162,7 @@ export function compileAgent(config: AgentConfig): CompiledAgent {
     defaultPolicy,
     budget,
     prices,
+    pricing: models.listed ? listPricing(models) : flatPricing(prices),
     models,
     maxCalls,
     repetition,

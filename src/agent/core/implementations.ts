@@ -8,8 +8,6 @@
  */
 import { feedProblem } from '../../brain/feed-problems.js';
 import { PolicySchema, type Step, type UserMessage } from '../../schemas.js';
-import { costUsd } from '../budget/budget.js';
-import { totalCost, usageCosts } from '../fallback/fallback.js';
 import { outputOf, runInFlight, type AgentEmitted } from '../protocol/actor-types.js';
 import { as, fromTelemetry, type AgentEvent } from '../protocol/agent-event.js';
 import { deliveryIds, nextAttempt } from '../protocol/delivery.js';
@@ -158,16 +156,13 @@ export function emitRetry(agent: CompiledAgent, context: AgentContext, event: Ag
 
 export function finishRun(agent: CompiledAgent, context: AgentContext, event: AgentEvent): Partial<AgentContext> {
   const brain = finishBrain(context.brain);
-  const byModel = agent.models.listed ? context.models?.run ?? [] : undefined;
-  const cost = byModel ? totalCost(agent.models, byModel) : costUsd(context.runUsage, agent.prices);
-  const usageByModel = byModel && { usageByModel: usageCosts(agent.models, byModel) };
   const ended = agentOutcome(brain.context.outcome!);
   const outcome = agent.answers ? agent.answers.outcome(ended) : ended;
-  return { brain, lastRun: { outcome, usage: context.runUsage, ...(cost !== undefined && { costUsd: cost }), ...usageByModel } };
+  return { brain, lastRun: { outcome, usage: context.runUsage, ...agent.pricing.run(context) } };
 }
 
 export function emitRunFinished(agent: CompiledAgent, context: AgentContext, event: AgentEvent): AgentEmitted {
-  const sessionCostUsd = agent.models.listed ? totalCost(agent.models, context.models?.session ?? []) : costUsd(context.sessionUsage, agent.prices);
+  const sessionCostUsd = agent.pricing.session(context);
   return {
     type: 'run.finished' as const,
     id: deliveryIds.runFinished(context.runIndex, context.brain.context.turnsTaken),
