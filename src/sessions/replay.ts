@@ -4,7 +4,7 @@ import { runInFlight } from '../agent/protocol/actor-types.js';
 import { logOf } from '../brain/message-log.js';
 import { finishBrain, startRun } from '../agent/core/run-rules.js';
 import { repetitionNote } from '../agent/repetition/repetition.js';
-import { interruptedResult } from '../agent/cancel/interrupt.js';
+import { interruptedResult } from '../tools/run-tools.js';
 import { keyOf, parseKey, turnOf } from '../agent/protocol/keys.js';
 import { LoopchartError } from '../errors.js';
 import type { LoopEvent } from '../brain/loop-events.js';

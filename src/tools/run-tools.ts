@@ -45,6 +45,17 @@ const MAX_TIMER_MS = 2 ** 31 - 1;
 export const INTERRUPTED_CONTENT = 'interrupted: the run was cancelled before this tool call finished';
 
 /**
+ * The result a call gets when the run stops before it finished (a cancel, a seal, a batch never
+ * reached): every call keeps its answer, so the history stays coherent.
+ *
+ * @example
+ * ```ts
+ * console.log(interruptedResult({ id: 'c1', name: 'search', args: {} }).content); // interrupted: the run was cancelled before this tool call finished
+ * ```
+ */
+export const interruptedResult = (call: ToolCall): ToolMessage => errorResult(call, INTERRUPTED_CONTENT);
+
+/**
  * Runs a batch of tool calls and returns one result per call, in call order. It never rejects for a
  * tool's sake (bad arguments, a throw, a timeout, cancellation all become `isError` results) so the
  * history always pairs every call with a result; the caller decides what the outcome is. It rejects
@@ -107,7 +118,7 @@ export async function runToolCalls(
 
   // Calls never reached because the batch was cancelled.
   for (const { index, call } of toRun) {
-    if (!results[index]) finish(index, call, errorResult(call, INTERRUPTED_CONTENT));
+    if (!results[index]) finish(index, call, interruptedResult(call));
   }
   if (hookError) throw hookError.error;
   return results as ToolMessage[];
@@ -137,7 +148,7 @@ async function runOne(
   }
   if (!parsed.success) return errorResult(call, invalidArguments(tool.name, parsed.issues));
   // An onStart hook may have cancelled the batch.
-  if (outer?.aborted) return errorResult(call, INTERRUPTED_CONTENT);
+  if (outer?.aborted) return interruptedResult(call);
 
   const controller = new AbortController();
   return new Promise<ToolMessage>((resolve) => {

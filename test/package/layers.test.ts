@@ -140,7 +140,6 @@ describe('layers', () => {
       'src/agent/core/io-tools.ts → src/agent/subagents/subagent-scope.ts',
       'src/agent/core/io-tools.ts → src/agent/subagents/subagents.ts',
       'src/agent/core/run-rules.ts → src/agent/approvals/approvals.ts',
-      'src/agent/core/run-rules.ts → src/agent/cancel/interrupt.ts',
     ];
     const composition = new Set(['src/agent/core/compile.ts', 'src/agent/core/config.ts', 'src/agent/core/context.ts']);
     const featureOf = (file: string) => /^src\/agent\/([^/]+)\//.exec(file)?.[1];

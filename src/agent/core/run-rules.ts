@@ -2,7 +2,7 @@ import { decisionFor, deniedResult, isWaiting, type Approvals } from '../approva
 import { conversationOf, feedBrain, feedOrFail, pendingCalls, restingBrain, type BrainState } from './brain-state.js';
 import { logOf } from '../../brain/message-log.js';
 import { objectSlot } from '../../object-slot.js';
-import { interruptedResult } from '../cancel/interrupt.js';
+import { interruptedResult } from '../../tools/run-tools.js';
 import type { ModelReply, ToolDefinition, Usage } from '../../model.js';
 import type { Message, Outcome, Policy, ToolCall, ToolMessage, UserMessage } from '../../schemas.js';
 import { estimateTokens, estimateToolTokens } from '../../tokens.js';
