@@ -17,6 +17,8 @@ import { scriptedModel } from '../../src/testing.js';
 import { eventually } from './support.js';
 
 const cancelled: string[] = [];
+/** Calls of `slow` the server's handler has taken up. */
+const slowStarted: string[] = [];
 let http: Server;
 let url: string;
 let handle: McpTools;
@@ -28,6 +30,7 @@ beforeAll(async () => {
   }));
   mcp.registerTool('slow', { description: 'Waits until cancelled.' }, (extra) =>
     new Promise((resolve) => {
+      slowStarted.push(String(extra.requestId));
       extra.signal.addEventListener('abort', () => {
         cancelled.push(String(extra.requestId));
         resolve({ content: [{ type: 'text', text: 'cancelled' }] });
@@ -63,7 +66,9 @@ describe('mcpTools over Streamable HTTP', () => {
 
   it("an aborted call cancels the request on the server: the handler's signal fires", async () => {
     const controller = new AbortController();
-    setTimeout(() => controller.abort(), 100);
+    // Aborted once the server's handler runs (a timer could fire before the request got there).
+    const before = slowStarted.length;
+    void eventually(() => slowStarted.length > before).then(() => controller.abort());
     const [result] = await runToolCalls([{ call: { id: 's', name: 'slow', args: {} } }], handle.tools, {
       idempotencyKey: () => 'slow',
       signal: controller.signal,

@@ -122,7 +122,10 @@ describe('mcpTools over stdio', () => {
   it("cancelling the run cancels the MCP request: the server's handler sees the abort", async () => {
     const model = scriptedModel([{ toolCalls: [{ id: 'slow-1', name: 'slow', args: { ms: 20_000 } }] }, { text: 'unreachable' }]);
     const actor = createActor(createAgentMachine({ model, tools: mcp.tools }), { input: { prompt: 'wait', sessionId: 'cancel-1' } });
-    actor.on('tool.started', () => setTimeout(() => actor.send({ type: 'cancel' }), 50));
+    // Cancelled once the server has the call (a timer could fire before the request got there).
+    const slowCalls = () => files.events().filter((event) => event.call === 'slow').length;
+    const before = slowCalls();
+    actor.on('tool.started', () => void eventually(() => slowCalls() > before).then(() => actor.send({ type: 'cancel' })));
     const started = performance.now();
     const output = await toPromise(actor.start());
     expect(output.outcome).toEqual({ type: 'Cancelled' });

@@ -11,7 +11,7 @@ const add = defineTool({
 });
 
 /** A tool that waits until its call is aborted, and says so. */
-function waitingTool(seen: { aborted: boolean }) {
+function waitingTool(seen: { aborted: boolean; started?: () => void }) {
   return defineTool({
     name: 'wait',
     description: 'waits',
@@ -22,6 +22,7 @@ function waitingTool(seen: { aborted: boolean }) {
           seen.aborted = true;
           reject(new Error('aborted'));
         });
+        seen.started?.();
       }),
   });
 }
@@ -72,11 +73,11 @@ describe('runAgent', () => {
   });
 
   it('an abort signal cancels the run: the tool call is aborted and the outcome is Cancelled', async () => {
-    const seen = { aborted: false };
     const controller = new AbortController();
+    // Aborted once the tool runs, so the abort reaches the call (a timer could fire before it started).
+    const seen = { aborted: false, started: () => controller.abort() };
     const model = scriptedModel([{ toolCalls: [{ name: 'wait', args: {} }] }]);
     const running = runAgent({ model, tools: [waitingTool(seen)], prompt: 'wait', signal: controller.signal });
-    setTimeout(() => controller.abort(), 50);
     const result = await running;
     expect(result.outcome).toEqual({ type: 'Cancelled' });
     expect(seen.aborted).toBe(true);
