@@ -130,21 +130,31 @@ function resolve(source: readonly string[], target: string, rootId: string): str
   return [...base, ...target.replace(/^\./, '').split('.')];
 }
 
-/** The states with nothing left to decide, by path ('Running.Start'), each with where it finally sends a transition. */
-function passThroughs(root: StateConfig, rootId: string): Map<string, Through> {
-  const own = new Map<string, { path: string[]; branch: Transition }>();
-  // A region of a parallel state runs beside its siblings: it is never passed through.
+/**
+ * The states that do nothing but decide, each with its path and eventless branches: no entry,
+ * exit, events, timers or children, not the root, and not a region of a parallel state (its
+ * siblings run beside it, not after it). A pass-through and a decision state are such states.
+ */
+function decidingOnly(root: StateConfig): { path: string[]; always: Transition[] }[] {
+  const found: { path: string[]; always: Transition[] }[] = [];
   const visit = (state: StateConfig, path: string[], inParallel: boolean) => {
-    const always = state.always === undefined ? [] : listOf(state.always);
     const inert = Object.keys(state).every((key) => INERT_KEYS.has(key));
-    const [branch] = always;
-    if (path.length > 0 && !inParallel && inert && always.length === 1 && branch!.guard === undefined && typeof branch!.target === 'string') {
-      const target = resolve(path, branch!.target, rootId);
-      if (target) own.set(path.join('.'), { path: target, branch: branch! });
-    }
+    if (path.length > 0 && !inParallel && inert && state.always !== undefined) found.push({ path, always: listOf(state.always) });
     for (const [name, child] of Object.entries(state.states ?? {})) visit(child, [...path, name], state.type === 'parallel');
   };
   visit(root, [], false);
+  return found;
+}
+
+/** The states with nothing left to decide, by path ('Running.Start'), each with where it finally sends a transition. */
+function passThroughs(root: StateConfig, rootId: string): Map<string, Through> {
+  const own = new Map<string, { path: string[]; branch: Transition }>();
+  for (const { path, always } of decidingOnly(root)) {
+    const [branch] = always;
+    if (always.length !== 1 || branch!.guard !== undefined || typeof branch!.target !== 'string') continue;
+    const target = resolve(path, branch!.target, rootId);
+    if (target) own.set(path.join('.'), { path: target, branch: branch! });
+  }
   // A chain (one pass-through into another) is followed to its end; a cycle is left as it is.
   const through = new Map<string, Through>();
   for (const start of own.keys()) {
@@ -195,23 +205,16 @@ function retarget(state: StateConfig, path: string[], rootId: string, through: M
 }
 
 /**
- * The states that only make a decision, by path: nothing but an eventless list (no entry, exit,
- * events, timers or children) whose last branch is unguarded, so entering one always leaves it
- * at once; each with its branches, targets written from the root. A region of a parallel state
- * is not one (its siblings are regions that run beside it, not states it follows).
+ * The states that only decide (see `decidingOnly`) and whose last branch is unguarded, so entering
+ * one always leaves it at once: by path, each with its branches, targets written from the root.
  */
 function decisionStates(root: StateConfig, rootId: string): Map<string, Transition[]> {
   const found = new Map<string, Transition[]>();
-  const visit = (state: StateConfig, path: string[], inParallel: boolean) => {
-    const always = state.always === undefined ? [] : listOf(state.always);
-    const inert = Object.keys(state).every((key) => INERT_KEYS.has(key));
+  for (const { path, always } of decidingOnly(root)) {
     const targets = always.map((branch) => (typeof branch.target === 'string' ? resolve(path, branch.target, rootId) : null));
-    if (path.length > 0 && !inParallel && inert && always.length > 0 && always.at(-1)!.guard === undefined && targets.every((target) => target !== null)) {
-      found.set(path.join('.'), always.map((branch, i) => ({ ...branch, target: `#${rootId}.${targets[i]!.join('.')}` })));
-    }
-    for (const [name, child] of Object.entries(state.states ?? {})) visit(child, [...path, name], state.type === 'parallel');
-  };
-  visit(root, [], false);
+    if (always.length === 0 || always.at(-1)!.guard !== undefined || targets.some((target) => target === null)) continue;
+    found.set(path.join('.'), always.map((branch, i) => ({ ...branch, target: `#${rootId}.${targets[i]!.join('.')}` })));
+  }
   return found;
 }
 

@@ -87,10 +87,9 @@ export const policyProblem = (agent: CompiledAgent, context: AgentContext, chang
 
 /** A context's prompt parts, measured (see `extrasFor`). */
 const extrasMemo = agentMemo<{ slices: object; tokens: number | OperationError; agent: unknown }>();
-/** A reply's answer, judged once (see `answerOf`). */
 /** A reply judged (see answer.ts), with the run's own answer state. */
 type Answer = AnswerStep<NonNullable<AgentContext['outputState']>>;
-
+/** A reply's answer, judged once (see `answerOf`). */
 const answerMemo = agentMemo<Answer>();
 /** The tools offered with a recorded listing (see `offeredTools`). */
 const offeredMemo = agentMemo<Offered>();

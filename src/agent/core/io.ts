@@ -123,7 +123,6 @@ function ioScope(deps: IoDeps, sendBack: (event: AnyEventObject) => void, self: 
   };
 }
 
-
 /**
  * The controller of a run's IO. Every call of a batch listens to its signal at once (each tool
  * call runs with it), so Node's leak warning would fire past ten concurrent calls: the limit is

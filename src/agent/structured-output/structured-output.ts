@@ -180,8 +180,7 @@ export type OutputState = z.infer<typeof OutputStateSchema>;
 export type FinalCallOutcome = NonNullable<OutputState['finalCall']>['outcome'];
 export const FRESH_OUTPUT_STATE: OutputState = Object.freeze({ rejected: 0, finalCall: null }) as OutputState;
 
-/** What a model reply does to the run, decided before the brain sees it. */
-/** A reply judged against the output schema (see `judgeAnswer`). */
+/** What a model reply does to the run, decided before the brain sees it (see `judgeAnswer`). */
 export type AnswerStep = JudgedReply<OutputState>;
 
 /** The reply as text only; an answer given through the tool ended the turn as a natural stop does. */

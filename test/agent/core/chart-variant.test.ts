@@ -15,6 +15,23 @@ import { memoryTracing } from '../../telemetry/support.js';
 const dead = new Set(['paused', 'audited']);
 const holds = (name: string) => !dead.has(name);
 
+/**
+ * Runs `config` as a machine whose named actions record themselves, its guards reading what was
+ * done (so they answer the same however often they are asked), through `events`: what it did, where
+ * it ended, and in how many microsteps.
+ */
+function runChart(config: object, actions: readonly string[], events: readonly string[], guards: (done: readonly string[]) => Record<string, () => boolean>) {
+  const done: string[] = [];
+  let microsteps = 0;
+  const machine = createMachine({ id: 'demo', ...(config as object) } as never).provide({
+    actions: Object.fromEntries(actions.map((name) => [name, () => void done.push(name)])),
+    guards: guards(done),
+  } as never);
+  const actor = createActor(machine, { inspect: (event: InspectionEvent) => void (event.type === '@xstate.microstep' && microsteps++) }).start();
+  for (const type of events) actor.send({ type });
+  return { done, value: actor.getSnapshot().value, microsteps };
+}
+
 describe('chartVariant: branches that cannot hold', () => {
   it('are taken out of eventless lists, event lists and timers; an `and` with one of them goes, an `or` with a live part stays', () => {
     const chart = {
@@ -128,18 +145,12 @@ describe('chartVariant: a state with nothing left to decide', () => {
   });
 
   it('runs as the whole chart does: the same actions in the same order, in fewer microsteps', () => {
-    const trace = (config: object) => {
-      const done: string[] = [];
-      let microsteps = 0;
-      const named = (name: string) => () => done.push(name);
-      const machine = createMachine({ id: 'demo', ...(config as typeof chart) } as never).provide({
-        actions: Object.fromEntries(['begin', 'cancel', 'finish', 'take', 'accept', 'markPaused', 'work', 'arrive', 'leave'].map((name) => [name, named(name)])),
-        guards: { paused: () => false, audited: () => false, ready: () => done.filter((name) => name === 'take').length < 3 },
-      } as never);
-      const actor = createActor(machine, { inspect: (event: InspectionEvent) => void (event.type === '@xstate.microstep' && microsteps++) }).start();
-      for (const type of ['go', 'replied', 'again', 'replied']) actor.send({ type });
-      return { done, value: actor.getSnapshot().value, microsteps };
-    };
+    const trace = (config: object) =>
+      runChart(config, ['begin', 'cancel', 'finish', 'take', 'accept', 'markPaused', 'work', 'arrive', 'leave'], ['go', 'replied', 'again', 'replied'], (done) => ({
+        paused: () => false,
+        audited: () => false,
+        ready: () => done.filter((name) => name === 'take').length < 3,
+      }));
     const whole = trace(chart);
     const passed = trace(variant);
     expect(passed.done).toEqual(whole.done);
@@ -215,18 +226,9 @@ describe('chartVariant: a branch into a sibling that only decides', () => {
   it('runs as the chart does: the same actions, entries and exits in the same order, in fewer microsteps', () => {
     // Every state but Decide says when it is entered and left; the guards read what has been done.
     const tracked = { ...chart, states: Object.fromEntries(Object.entries(chart.states).map(([name, state]) => [name, name === 'Decide' ? state : { ...state, entry: `in${name}`, exit: `out${name}` }])) };
-    const run = (config: object) => {
-      const done: string[] = [];
-      let microsteps = 0;
-      const names = ['work', 'take', ...Object.keys(chart.states).flatMap((name) => [`in${name}`, `out${name}`])];
-      const machine = createMachine({ id: 'demo', ...(config as object) } as never).provide({
-        actions: Object.fromEntries(names.map((name) => [name, () => void done.push(name)])),
-        guards: { ok: () => true, late: () => false, ready: () => !done.includes('take'), again: () => true },
-      } as never);
-      const actor = createActor(machine, { inspect: (event: InspectionEvent) => void (event.type === '@xstate.microstep' && microsteps++) }).start();
-      for (const type of ['plain', 'up', 'busy', 'plain']) actor.send({ type });
-      return { done, value: actor.getSnapshot().value, microsteps };
-    };
+    const names = ['work', 'take', ...Object.keys(chart.states).flatMap((name) => [`in${name}`, `out${name}`])];
+    const run = (config: object) =>
+      runChart(config, names, ['plain', 'up', 'busy', 'plain'], (done) => ({ ok: () => true, late: () => false, ready: () => !done.includes('take'), again: () => true }));
     const whole = run(tracked);
     const folded = run(chartVariant(tracked, 'demo', () => true));
     expect(folded.done).toEqual(whole.done);
