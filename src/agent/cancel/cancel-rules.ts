@@ -51,12 +51,3 @@ export function runCancelHooks(
   }
   return { slices: kept, failures };
 }
-
-/**
- * Steering queued when the run was cancelled is kept: delivered into the run's pending messages,
- * so the conversation the next run sees has it (the salvage keeps it, after the coherent part).
- */
-export function keepSteering(brain: BrainState): BrainState {
-  if (brain.value === 'Terminal' || brain.context.steering.length === 0) return brain;
-  return brain.context.steering.reduce<BrainState>((next, message) => feedBrain(next, { type: 'inject', message }), brain);
-}

@@ -30,6 +30,15 @@ export function feedBrain(brain: BrainState, event: LoopEvent): BrainState {
 }
 
 /**
+ * Steering queued when the run was cancelled is kept: delivered into the run's pending messages,
+ * so the conversation the next run sees has it (the salvage keeps it, after the coherent part).
+ */
+export function keepSteering(brain: BrainState): BrainState {
+  if (brain.value === 'Terminal' || brain.context.steering.length === 0) return brain;
+  return brain.context.steering.reduce<BrainState>((next, message) => feedBrain(next, { type: 'inject', message }), brain);
+}
+
+/**
  * Applies a feed whose payload came from outside (a model reply, a compactor's output); if the
  * brain refuses the payload, the run fails with `errorType` instead of the actor crashing.
  */

@@ -1,5 +1,4 @@
 import { InvalidConfigError } from '../../errors.js';
-import type { ToolDefinition } from '../../model.js';
 import { objectSlot } from '../../object-slot.js';
 import { PolicySchema, type Message, type Policy, type PolicyInput } from '../../schemas.js';
 import { estimateMessageTokens } from '../../tokens.js';
@@ -16,7 +15,8 @@ import type { RetryOptions } from '../../models/retry.js';
 import { composeExecutors, executorVersionProblem, inProcessExecutor, type Executor } from '../protocol/executor.js';
 import { modelList, type ModelList } from '../fallback/fallback.js';
 import { planGuardrails, type GuardrailPlan } from '../guardrails/guardrails.js';
-import { compileTeam, type Team } from '../handoffs/handoffs.js';
+import { compileTeam, teamSpeakers, type Team } from '../handoffs/handoffs.js';
+import type { Speakers } from './speakers.js';
 import type { IoDeps } from '../protocol/io-protocol.js';
 import type { Operation, OperationError } from '../operations/operation.js';
 import { planOperations, type OperationPlan } from '../operations/operation-rules.js';
@@ -36,11 +36,8 @@ export const DEFAULT_MAX_TOOL_CALLS_PER_REPLY = 128;
 
 const RETRY_KEYS = optionKeys<RetryOptions>()({ maxRetries: true, baseDelayMs: true, maxDelayMs: true, random: true, sleep: true, onRetry: true });
 
-/** The tools a model call offers: their definitions and, in the same order, their names. */
-export interface Offered {
-  readonly definitions: readonly ToolDefinition[];
-  readonly names: readonly string[];
-}
+import type { Offered } from './offered.js';
+export type { Offered };
 
 /**
  * An agent configuration checked and resolved once, before any run: everything the driver's
@@ -65,6 +62,8 @@ export interface CompiledAgent {
   /** How a reply becomes the answer when an output schema judges it (see answer.ts); none: as it is. */
   readonly answers: AnswerRules<OutputState> | undefined;
   readonly team: Team | null;
+  /** With handoffs: who speaks now, and how the conversation is shown to them (see speakers.ts); none: the agent speaks for itself. */
+  readonly speakers: Speakers | null;
   readonly tools: ToolSet;
   readonly toolPolicy: ToolPolicyPlan | null;
   readonly guardrails: GuardrailPlan | null;
@@ -170,6 +169,7 @@ export function compileAgent(config: AgentConfig): CompiledAgent {
     structured,
     answers: structured && answerRules(structured),
     team,
+    speakers: team && teamSpeakers(team),
     tools,
     toolPolicy,
     guardrails,

@@ -14,7 +14,7 @@ import { ModelsStateSchema } from '../fallback/fallback.js';
 import { ModelAttemptSchema } from '../protocol/delivery.js';
 import { BudgetPauseSchema } from '../budget/budget-pause.js';
 import { OutputStateSchema } from '../structured-output/structured-output.js';
-import { ActiveAgentSchema } from '../handoffs/handoffs.js';
+import { ActiveAgentSchema } from './speakers.js';
 import { DoubtStateSchema } from '../in-doubt/in-doubt.js';
 import { ScopeSchema } from '../protocol/scope.js';
 

@@ -8,21 +8,18 @@ import { InvalidSnapshotError } from '../../errors.js';
 import { PolicySchema, type Message, type Outcome, type PolicyInput, type ToolCall, type ToolMessage } from '../../schemas.js';
 import { decisionFor, isWaiting } from '../approvals/approvals.js';
 import { judgeReply, type AnswerStep } from './answer.js';
-import { conversationOf, feedBrain } from './brain-state.js';
+import { conversationOf, feedBrain, keepSteering } from './brain-state.js';
 import type { ContextHook } from './bind.js';
 import { agentMemo, type CompiledAgent, type Offered } from './compile.js';
 import { parseAgentContext, type AgentContext } from './context.js';
 import type { AgentInput } from '../protocol/actor-types.js';
 import { freshContext } from './actor-input.js';
 import { logOf, type MessageLog } from '../../brain/message-log.js';
-import { bookUsage } from '../fallback/fallback.js';
-import { presentHistory, speakerOf } from '../handoffs/handoffs.js';
 import { isInDoubt } from '../in-doubt/in-doubt.js';
 import { promptParts } from '../operations/operation-context.js';
 import { as, type AgentEvent } from '../protocol/agent-event.js';
 import { keyOf, serviceKey, turnAt } from '../protocol/keys.js';
 import { closeOperations, openPoint } from '../operations/operation-rules.js';
-import { keepSteering } from '../cancel/cancel-rules.js';
 import type { Slices } from '../protocol/io-protocol.js';
 import type { OperationError } from '../operations/operation.js';
 import { pendingPrune, pruneLineProblem } from './pruning.js';
@@ -102,7 +99,7 @@ const offeredMemo = agentMemo<Offered>();
 export const extrasFor = (agent: CompiledAgent, context: AgentContext): number | OperationError => {
   const brain = context.brain;
   if ((brain.value !== 'Start' && brain.value !== 'AwaitingModel') || brain.context.cancelled) return context.extrasTokens;
-  const ownInstructions = agent.team ? speakerOf(agent.team, context.agent).instructionsTokens : agent.instructionsTokens;
+  const ownInstructions = agent.speakers ? agent.speakers.of(context.agent).instructionsTokens : agent.instructionsTokens;
   if (agent.operations.length === 0) return ownInstructions;
   // Prompt parts read the operations' state: a new slice is a new measure.
   const slices = context.operations.slices;
@@ -154,15 +151,15 @@ export const compactionKey = (context: AgentContext) => serviceKey(context, cont
 export const toolsetKey = (context: AgentContext) => keyOf({ kind: 'toolset', session: context.sessionId, run: context.runIndex });
 
 /** The speaking agent's own agent.tools (with handoffs, each agent has its own). */
-export const ownOffered = (agent: CompiledAgent, context: AgentContext): Offered => (agent.team ? speakerOf(agent.team, context.agent).offered : agent.entryTools);
+export const ownOffered = (agent: CompiledAgent, context: AgentContext): Offered => (agent.speakers ? agent.speakers.of(context.agent).offered : agent.entryTools);
 
 /** The speaking agent's model, when it has one of its own (its index in the IO's list), else null. */
-export const ownModel = (agent: CompiledAgent, context: AgentContext): number | null => (agent.team ? speakerOf(agent.team, context.agent).model : null);
+export const ownModel = (agent: CompiledAgent, context: AgentContext): number | null => (agent.speakers ? agent.speakers.of(context.agent).model : null);
 
 /** What the IO needs of the speaking agent for a model call: its instructions and its view of the conversation. */
 export const speakerView = (agent: CompiledAgent, context: AgentContext) => {
-  const speaker = speakerOf(agent.team!, context.agent);
-  return { instructions: speaker.instructions, present: (messages: readonly Message[]) => presentHistory(speaker, context.agent, messages) };
+  const speakers = agent.speakers!;
+  return { instructions: speakers.of(context.agent).instructions, present: (messages: readonly Message[]) => speakers.present(context.agent, messages) };
 };
 
 /** What a model reply does to the run's answer, decided once per reply (the action and the event read the same). */
@@ -179,7 +176,7 @@ export const replyApplied = (agent: CompiledAgent, context: AgentContext, answer
     ...applied,
     brain: agent.answers ? agent.answers.settle(answer, applied.brain) : applied.brain,
     ...(answer.state && { outputState: answer.state }),
-    ...(context.models && { models: bookUsage(context.models, answer.reply.usage) }),
+    ...agent.pricing.book?.(context, answer.reply.usage),
   };
 };
 
@@ -197,7 +194,7 @@ export const offeredTools = (agent: CompiledAgent, context: AgentContext): Offer
   if (agent.finalOffered && context.outputState?.finalCall) return agent.finalOffered;
   const recorded = context.offered;
   // Tool sources are the entry agent's: an agent handed the conversation has its own agent.tools only.
-  if (!agent.hasSources || !recorded || (agent.team && speakerOf(agent.team, context.agent).name !== agent.team.entry)) return ownOffered(agent, context);
+  if (!agent.hasSources || !recorded || (agent.speakers && agent.speakers.of(context.agent).name !== agent.speakers.entry)) return ownOffered(agent, context);
   let set = offeredMemo.get(agent, recorded);
   if (!set) {
     const definitions = [...ownOffered(agent, context).definitions, ...recorded.definitions];

@@ -68,7 +68,7 @@ export function requestModel(agent: CompiledAgent, context: AgentContext, event:
     slices: context.operations.slices,
     tools: offeredTools(agent, context).definitions,
     model: ownModel(agent, context) ?? context.models?.active.index ?? 0,
-    ...(agent.team && { speaker: speakerView(agent, context) }),
+    ...(agent.speakers && { speaker: speakerView(agent, context) }),
   };
 }
 

@@ -4,6 +4,7 @@
  * budget's `prices`; a model list: each model at its own, see fallback), given to the agent by
  * `compile`, so the loop names neither.
  */
+import type { Usage } from '../../model.js';
 import type { AgentContext } from './context.js';
 
 /** What a finished run reports of its cost. */
@@ -15,4 +16,6 @@ export interface Pricing {
   run(context: AgentContext): RunCost;
   /** The session's cost so far, or undefined when a price is unknown. */
   session(context: AgentContext): number | undefined;
+  /** What a reply's usage adds to the run's own books, beside its totals (with a model list: booked to the model that made it); none when absent. */
+  book?(context: AgentContext, usage: Usage | undefined): Partial<AgentContext>;
 }

@@ -3,7 +3,7 @@
  * per session, from the usage the run books by model (see `bookUsage`).
  */
 import type { Pricing } from '../core/pricing.js';
-import { totalCost, usageCosts, type ModelList } from './fallback.js';
+import { bookUsage, totalCost, usageCosts, type ModelList } from './fallback.js';
 
 /**
  * The pricing of an agent with a model list.
@@ -22,4 +22,5 @@ export const listPricing = (list: ModelList): Pricing => ({
     return { ...(cost !== undefined && { costUsd: cost }), usageByModel: usageCosts(list, rows) };
   },
   session: (context) => totalCost(list, context.models?.session ?? []),
+  book: (context, usage) => (context.models ? { models: bookUsage(context.models, usage) } : {}),
 });

@@ -5,6 +5,7 @@ import { estimateMessageTokens } from '../../tokens.js';
 import { defineTool, ToolSet, type Tool } from '../../tools/define-tool.js';
 import { InvalidConfigError } from '../../errors.js';
 import { checkKnownKeys, optionKeys } from '../../known-keys.js';
+import type { ActiveAgent, Speaker as CoreSpeaker, Speakers } from '../core/speakers.js';
 
 /**
  * How the conversation is shown to the agent that has it after a handoff (a view: the stored
@@ -110,19 +111,8 @@ export interface HandoffsConfig {
  */
 export const DEFAULT_MAX_HANDOFFS = 10;
 
-/** Which agent has the conversation (absent: the entry agent), and who handed it over. */
-export const ActiveAgentSchema = z.object({ name: z.string(), from: z.string() });
-export type ActiveAgent = z.infer<typeof ActiveAgentSchema>;
-
-/** One agent as the chart uses it while it speaks. */
-export interface Speaker {
-  name: string;
-  instructions: Message | undefined;
-  instructionsTokens: number;
-  /** What its model is offered (its tools, the session's, its transfers) and accepts. */
-  offered: { definitions: readonly ToolDefinition[]; names: readonly string[] };
-  /** Its model's index in the driver's model list; null: the entry agent's models. */
-  model: number | null;
+/** One agent of a team as the chart uses it while it speaks (see core/speakers.ts), and how it is shown the conversation. */
+export interface Speaker extends CoreSpeaker {
   history: HistoryPresentation;
 }
 
@@ -240,6 +230,23 @@ export function refusedHandoff(team: Team, to: string, results: readonly ToolMes
 
 /** The agent that speaks now. */
 export const speakerOf = (team: Team, active: ActiveAgent | undefined): Speaker => team.speakers.get(active?.name ?? team.entry)!;
+
+/**
+ * A team's speakers as the loop asks them (see core/speakers.ts): who speaks now and how the
+ * conversation is shown to them.
+ *
+ * @example
+ * ```ts
+ * declare const team: Team;
+ * const speakers = teamSpeakers(team);
+ * console.log(speakers.of(undefined).name === team.entry); // true: a run starts with the entry agent
+ * ```
+ */
+export const teamSpeakers = (team: Team): Speakers => ({
+  entry: team.entry,
+  of: (active) => speakerOf(team, active),
+  present: (active, messages) => presentHistory(speakerOf(team, active), active, messages),
+});
 
 /** Why a stored active agent cannot go on with this team (another configuration), or null. */
 export function activeAgentProblem(team: Team | null, active: ActiveAgent | undefined): string | null {

@@ -12,12 +12,14 @@ import { z } from 'zod';
 import { createAgentMachine } from '../../../machines/agent.machine.js';
 import { type AgentOutput } from '../../../src/agent/protocol/actor-types.js';
 import type { AgentConfig } from '../../../src/agent/core/config.js';
+import { compileAgent } from '../../../src/agent/core/compile.js';
 import {
   activeAgentProblem,
   compileTeam,
   presentHistory,
   settleHandoff,
   speakerOf,
+  teamSpeakers,
   withoutForeignTools,
   type HandoffsConfig,
 } from '../../../src/agent/handoffs/handoffs.js';
@@ -246,6 +248,22 @@ describe('handoff rules', () => {
     expect(presentHistory(speakerOf(t, undefined), undefined, messages)).toBe(messages);
     expect(presentHistory(speakerOf(t, { name: 'main', from: 'billing' }), { name: 'main', from: 'billing' }, messages)).toEqual([{ role: 'user', content: 's' }]);
     expect(() => presentHistory(speakerOf(t, { name: 'billing', from: 'main' }), { name: 'billing', from: 'main' }, messages)).toThrow(/agent 'billing' returned no list/);
+  });
+
+  it("gives the loop its speakers: the entry agent until a handoff, then the active one, shown the conversation its own way", () => {
+    const t = compile({ agents: [{ ...billing, history: () => [{ role: 'user', content: 'summary' }] }] })!;
+    const speakers = teamSpeakers(t);
+    expect(speakers.entry).toBe('main');
+    expect(speakers.of(undefined)).toBe(speakerOf(t, undefined));
+    const active = { name: 'billing', from: 'main' };
+    expect(speakers.of(active).name).toBe('billing');
+    expect(speakers.of(active).offered.names).toContain('refund');
+    const messages: Message[] = [{ role: 'user', content: 'q' }];
+    expect(speakers.present(undefined, messages)).toBe(messages);
+    expect(speakers.present(active, messages)).toEqual([{ role: 'user', content: 'summary' }]);
+    // Compiled, an agent with handoffs has them; one without has none, and the loop asks nobody who speaks.
+    expect(compileAgent({ model: scriptedModel([]), handoffs: { agents: [billing] } }).speakers?.entry).toBe('main');
+    expect(compileAgent({ model: scriptedModel([]) }).speakers).toBeNull();
   });
 
   it('a stored active agent this team lacks (or an agent without handoffs) is a problem named', () => {
