@@ -125,14 +125,12 @@ describe('layers', () => {
   it('the loop every agent runs names a feature only at its composition points (compile, config, context) or through the known rules listed here', () => {
     // Each entry is a feature's rule still on the core's path (issue 39, point 2). The list only
     // shrinks: a new feature reaches the core through a hook on the compiled agent (structured
-    // output's answers, core/answer.ts; the prices and usage by model, core/pricing.ts; who speaks, core/speakers.ts), so no feature is on a
-    // minimal agent's path unless it is listed here.
+    // output's answers, core/answer.ts; the prices and usage by model, core/pricing.ts; who
+    // speaks, core/speakers.ts; the operations' hook points, core/hook-points.ts), so no feature
+    // is on a minimal agent's path unless it is listed here.
     const known = [
       'src/agent/core/driver-rules.ts → src/agent/approvals/approvals.ts',
       'src/agent/core/driver-rules.ts → src/agent/in-doubt/in-doubt.ts',
-      'src/agent/core/driver-rules.ts → src/agent/operations/operation-context.ts',
-      'src/agent/core/driver-rules.ts → src/agent/operations/operation-rules.ts',
-      'src/agent/core/driver-rules.ts → src/agent/operations/operation.ts',
       'src/agent/core/io-tools.ts → src/agent/in-doubt/in-doubt.ts',
       'src/agent/core/io-tools.ts → src/agent/subagents/subagent-scope.ts',
       'src/agent/core/io-tools.ts → src/agent/subagents/subagents.ts',

@@ -20,6 +20,8 @@ import type { Speakers } from './speakers.js';
 import type { IoDeps } from '../protocol/io-protocol.js';
 import type { Operation, OperationError } from '../operations/operation.js';
 import { planOperations, type OperationPlan } from '../operations/operation-rules.js';
+import { operationPoints } from '../operations/points.js';
+import type { HookPoints } from './hook-points.js';
 import { requestPreparer } from '../operations/operation-context.js';
 import { PruningSchema, pruneLineProblem, type Pruning } from './pruning.js';
 import { repetitionLimit } from '../repetition/repetition.js';
@@ -48,6 +50,8 @@ export interface CompiledAgent {
   readonly clock: () => number;
   readonly operations: readonly Operation[];
   readonly plan: OperationPlan;
+  /** With operations: how the loop reaches them (see hook-points.ts); none without. */
+  readonly points: HookPoints | null;
   readonly pruning: Pruning | undefined;
   readonly defaultPolicy: Policy;
   readonly budget: Budget | undefined;
@@ -157,6 +161,7 @@ export function compileAgent(config: AgentConfig): CompiledAgent {
     clock: config.clock ?? Date.now,
     operations,
     plan,
+    points: operations.length > 0 ? operationPoints(operations, plan) : null,
     pruning,
     defaultPolicy,
     budget,

@@ -16,12 +16,9 @@ import type { AgentInput } from '../protocol/actor-types.js';
 import { freshContext } from './actor-input.js';
 import { logOf, type MessageLog } from '../../brain/message-log.js';
 import { isInDoubt } from '../in-doubt/in-doubt.js';
-import { promptParts } from '../operations/operation-context.js';
 import { as, type AgentEvent } from '../protocol/agent-event.js';
 import { keyOf, serviceKey, turnAt } from '../protocol/keys.js';
-import { closeOperations, openPoint } from '../operations/operation-rules.js';
 import type { Slices } from '../protocol/io-protocol.js';
-import type { OperationError } from '../operations/operation.js';
 import { pendingPrune, pruneLineProblem } from './pruning.js';
 import { systemTokens } from './request-size.js';
 import { applyReply, applyToolResults, batchResults, brainPolicy, interruptBatch, overruleOutcome } from './run-rules.js';
@@ -52,7 +49,8 @@ export function endRun(
       : concluded ? overruleOutcome(context.brain, end) : feedBrain(batch(), end.type === 'Cancelled' ? { type: 'cancel' } : { type: 'fail', error: end.error });
   return {
     brain: end.type === 'Cancelled' ? keepSteering(brain) : brain,
-    operations: closeOperations(slices ? { ...context.operations, slices } : context.operations),
+    // Without operations no point opens: nothing to close.
+    operations: agent.points ? agent.points.close(slices ? { ...context.operations, slices } : context.operations) : context.operations,
     ...resetBatch(agent, context),
   };
 }
@@ -83,7 +81,7 @@ export const policyProblem = (agent: CompiledAgent, context: AgentContext, chang
 };
 
 /** A context's prompt parts, measured (see `extrasFor`). */
-const extrasMemo = agentMemo<{ slices: object; tokens: number | OperationError; agent: unknown }>();
+const extrasMemo = agentMemo<{ slices: object; tokens: number | Error; agent: unknown }>();
 /** A reply judged (see answer.ts), with the run's own answer state. */
 type Answer = AnswerStep<NonNullable<AgentContext['outputState']>>;
 /** A reply's answer, judged once (see `answerOf`). */
@@ -96,11 +94,11 @@ const offeredMemo = agentMemo<Offered>();
  * before deciding), or the error of a prompt part that failed. Nothing is evaluated once the
  * run is cancelled.
  */
-export const extrasFor = (agent: CompiledAgent, context: AgentContext): number | OperationError => {
+export const extrasFor = (agent: CompiledAgent, context: AgentContext): number | Error => {
   const brain = context.brain;
   if ((brain.value !== 'Start' && brain.value !== 'AwaitingModel') || brain.context.cancelled) return context.extrasTokens;
   const ownInstructions = agent.speakers ? agent.speakers.of(context.agent).instructionsTokens : agent.instructionsTokens;
-  if (agent.operations.length === 0) return ownInstructions;
+  if (!agent.points) return ownInstructions;
   // Prompt parts read the operations' state: a new slice is a new measure.
   const slices = context.operations.slices;
   const cached = extrasMemo.get(agent, brain.context);
@@ -113,11 +111,12 @@ export const extrasFor = (agent: CompiledAgent, context: AgentContext): number |
       return conversationOf(brain);
     },
   };
-  let tokens: number | OperationError;
+  let tokens: number | Error;
   try {
-    tokens = ownInstructions + systemTokens(promptParts(agent.operations, ctx, slices));
+    tokens = ownInstructions + systemTokens(agent.points.promptParts(ctx, slices));
   } catch (error) {
-    tokens = error as OperationError;
+    // A part's OperationError, which the run fails with (see the operations' failOperation).
+    tokens = error as Error;
   }
   extrasMemo.set(agent, brain.context, { slices, tokens, agent: context.agent });
   return tokens;
@@ -186,7 +185,7 @@ export const afterReply = (agent: CompiledAgent, context: AgentContext, answer: 
   // The afterReply point opens with the reply it is given (kept until it is done).
   const key = keyOf({ kind: 'point', hook: 'afterReply', ...turnAt(context, next.brain.context.turnsTaken) });
   if (next.brain.context.outcome?.type === 'Failed') return { ...next, compactionPasses: 0 };
-  return { ...next, compactionPasses: 0, operations: openPoint(context.operations, agent.plan, 'afterReply', key, answer.reply) };
+  return { ...next, compactionPasses: 0, ...(agent.points && { operations: agent.points.afterReply(context.operations, key, answer.reply) }) };
 };
 
 /** The agent.tools the run offers, in any process: the agent's own plus what its `toolset` step recorded (see ToolSource). */
