@@ -55,6 +55,39 @@ export const INTERRUPTED_CONTENT = 'interrupted: the run was cancelled before th
  */
 export const interruptedResult = (call: ToolCall): ToolMessage => errorResult(call, INTERRUPTED_CONTENT);
 
+/** What one call is run with (see `runToolCall`): the batch's options, its idempotency key given. */
+export type RunToolCallOptions = Pick<RunToolCallsOptions, 'signal' | 'defaultTimeoutMs' | 'session'> & {
+  /** The call's idempotency key (see `ToolContext.idempotencyKey`). */
+  idempotencyKey: string;
+};
+
+/**
+ * Runs one tool call to its result, as `runToolCalls` runs each of a batch: validated, with its
+ * timeout, interrupted when `signal` aborts. It never rejects for the tool's sake. What an agent's
+ * IO runs for each call, with its own scheduling of a batch.
+ *
+ * @example
+ * ```ts
+ * declare const tools: Parameters<typeof runToolCall>[1]; // with an 'echo' tool that returns its text
+ * const result = await runToolCall({ id: 'c1', name: 'echo', args: { text: 'hi' } }, tools, { idempotencyKey: 'k1' });
+ * console.log(result.content); // hi
+ * ```
+ */
+export async function runToolCall(call: ToolCall, tools: ToolSet, options: RunToolCallOptions): Promise<ToolMessage> {
+  const defaultTimeoutMs = checkedTimeout(options.defaultTimeoutMs);
+  if (options.signal?.aborted) return interruptedResult(call);
+  return runOne(call, tools, options.idempotencyKey, options.signal, null, defaultTimeoutMs, options.session);
+}
+
+/** The timeout of tools that set none; a bad one is the caller's error. */
+function checkedTimeout(value: number | undefined): number {
+  const ms = value ?? DEFAULT_TOOL_TIMEOUT_MS;
+  if (typeof ms !== 'number' || Number.isNaN(ms) || ms <= 0) {
+    throw new RangeError(`defaultTimeoutMs must be a positive number of ms (or Infinity for none), got ${String(ms)}`);
+  }
+  return ms;
+}
+
 /**
  * Runs a batch of tool calls and returns one result per call, in call order. It never rejects for a
  * tool's sake (bad arguments, a throw, a timeout, cancellation all become `isError` results) so the
@@ -71,10 +104,7 @@ export async function runToolCalls(
   if (!Number.isInteger(concurrency) || concurrency < 1) {
     throw new RangeError(`concurrency must be a positive integer, got ${concurrency}`);
   }
-  const defaultTimeoutMs = options.defaultTimeoutMs ?? DEFAULT_TOOL_TIMEOUT_MS;
-  if (typeof defaultTimeoutMs !== 'number' || Number.isNaN(defaultTimeoutMs) || defaultTimeoutMs <= 0) {
-    throw new RangeError(`defaultTimeoutMs must be a positive number of ms (or Infinity for none), got ${String(defaultTimeoutMs)}`);
-  }
+  const defaultTimeoutMs = checkedTimeout(options.defaultTimeoutMs);
   const { signal } = options;
   const results: Array<ToolMessage | undefined> = calls.map((pending) => pending.preAnswered);
   const toRun = calls.flatMap((pending, index) =>
@@ -96,9 +126,9 @@ export async function runToolCalls(
 
   // One abort listener for the whole batch (a listener per call would trip Node's leak warning
   // past 10 concurrent calls); it interrupts whatever is in flight.
-  const inFlight = new Set<Interrupt>();
+  const inFlight = new Set<CallInFlight>();
   const onAbort = (): void => {
-    for (const interrupt of inFlight) interrupt(signal?.reason);
+    for (const call of inFlight) call.interrupt(signal?.reason);
   };
   signal?.addEventListener('abort', onAbort, { once: true });
 
@@ -124,14 +154,63 @@ export async function runToolCalls(
   return results as ToolMessage[];
 }
 
-type Interrupt = (reason: unknown) => void;
+/**
+ * One call running: the first outcome (its value, a throw, its timeout, an interrupt) settles it;
+ * a tool that ignores its signal keeps running but can no longer answer. A class, not closures
+ * per call: under `keepNames` (tsup, tsx) each named closure costs a call. It listens for the
+ * abort of a call run alone itself (`handleEvent`); a batch's one listener interrupts its calls.
+ */
+class CallInFlight {
+  readonly controller = new AbortController();
+  private settled = false;
+  private timer: ReturnType<typeof setTimeout> | undefined;
+
+  constructor(
+    private readonly call: ToolCall,
+    private readonly outer: AbortSignal | undefined,
+    private readonly inFlight: Set<CallInFlight> | null,
+    private readonly resolve: (result: ToolMessage) => void,
+  ) {
+    if (inFlight) inFlight.add(this);
+    else outer?.addEventListener('abort', this, { once: true });
+  }
+
+  /** Times the call out after `ms` (none past setTimeout's longest delay). */
+  arm(ms: number, toolName: string): void {
+    if (ms > MAX_TIMER_MS) return;
+    this.timer = setTimeout(() => {
+      const message = `tool "${toolName}" timed out after ${ms} ms`;
+      this.settle(errorResult(this.call, message));
+      this.controller.abort(new DOMException(message, 'TimeoutError'));
+    }, ms);
+  }
+
+  settle(result: ToolMessage): void {
+    if (this.settled) return;
+    this.settled = true;
+    clearTimeout(this.timer);
+    if (this.inFlight) this.inFlight.delete(this);
+    else this.outer?.removeEventListener('abort', this);
+    this.resolve(result);
+  }
+
+  interrupt(reason: unknown): void {
+    this.settle(errorResult(this.call, INTERRUPTED_CONTENT));
+    this.controller.abort(reason);
+  }
+
+  /** The abort of a call run alone (see the constructor). */
+  handleEvent(): void {
+    this.interrupt(this.outer?.reason);
+  }
+}
 
 async function runOne(
   call: ToolCall,
   tools: ToolSet,
   idempotencyKey: string,
   outer: AbortSignal | undefined,
-  inFlight: Set<Interrupt>,
+  inFlight: Set<CallInFlight> | null,
   defaultTimeoutMs: number,
   session: RunToolCallsOptions['session'],
 ): Promise<ToolMessage> {
@@ -150,35 +229,13 @@ async function runOne(
   // An onStart hook may have cancelled the batch.
   if (outer?.aborted) return interruptedResult(call);
 
-  const controller = new AbortController();
   return new Promise<ToolMessage>((resolve) => {
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    let settled = false;
-    // First outcome wins; a tool that ignores its signal keeps running but can no longer answer.
-    const settle = (result: ToolMessage): void => {
-      if (settled) return;
-      settled = true;
-      clearTimeout(timer);
-      inFlight.delete(interrupt);
-      resolve(result);
-    };
-    const interrupt: Interrupt = (reason) => {
-      settle(errorResult(call, INTERRUPTED_CONTENT));
-      controller.abort(reason);
-    };
-    inFlight.add(interrupt);
-    const ms = tool.timeoutMs ?? defaultTimeoutMs;
-    if (ms <= MAX_TIMER_MS) {
-      timer = setTimeout(() => {
-        const message = `tool "${tool.name}" timed out after ${ms} ms`;
-        settle(errorResult(call, message));
-        controller.abort(new DOMException(message, 'TimeoutError'));
-      }, ms);
-    }
+    const running = new CallInFlight(call, outer, inFlight, resolve);
+    running.arm(tool.timeoutMs ?? defaultTimeoutMs, tool.name);
     // The executor form also catches a tool that throws synchronously.
-    new Promise<unknown>((run) => run(tool.execute(parsed.data, toolContext(controller, call.id, idempotencyKey, session)))).then(
-      (value) => settle(valueResult(call, value)),
-      (error: unknown) => settle(errorResult(call, errorText(error))),
+    new Promise<unknown>((run) => run(tool.execute(parsed.data, toolContext(running.controller, call.id, idempotencyKey, session)))).then(
+      (value) => running.settle(valueResult(call, value)),
+      (error: unknown) => running.settle(errorResult(call, errorText(error))),
     );
   });
 }

@@ -1,8 +1,9 @@
+import { getEventListeners } from 'node:events';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import type { PendingToolCall, ToolCall, ToolMessage } from '../../src/schemas.js';
-import { defineTool, type Tool, type ToolContext } from '../../src/tools/define-tool.js';
-import { INTERRUPTED_CONTENT, runToolCalls } from '../../src/tools/run-tools.js';
+import { defineTool, ToolSet, type Tool, type ToolContext } from '../../src/tools/define-tool.js';
+import { INTERRUPTED_CONTENT, runToolCall, runToolCalls } from '../../src/tools/run-tools.js';
 
 const key = (call: ToolCall) => `run1:${call.id}`;
 const pending = (id: string, name: string, args: unknown): PendingToolCall => ({ call: { id, name, args } });
@@ -373,5 +374,56 @@ describe('runToolCalls', () => {
 
   it('rejects a bad concurrency before running anything', async () => {
     await expect(runToolCalls([], [], { concurrency: 0, idempotencyKey: key })).rejects.toThrow(RangeError);
+  });
+});
+
+describe('runToolCall: one call, as the agent IO runs each', () => {
+  const echo = defineTool({ name: 'echo', description: 'Echoes.', input: z.object({ text: z.string() }), execute: ({ text }) => text });
+  const tools = new ToolSet([echo]);
+
+  it('answers with the value, validates the arguments, and hands the tool its key and session', async () => {
+    const seen: ToolContext[] = [];
+    const spy = defineTool({ name: 'spy', description: 'Sees.', input: z.object({}), execute: (_args, ctx) => void seen.push(ctx) });
+    const both = new ToolSet([echo, spy]);
+    expect((await runToolCall({ id: 'c1', name: 'echo', args: { text: 'hi' } }, both, { idempotencyKey: 'k1' })).content).toBe('hi');
+    expect((await runToolCall({ id: 'c2', name: 'echo', args: { text: 3 } }, both, { idempotencyKey: 'k2' })).isError).toBe(true);
+    await runToolCall({ id: 'c3', name: 'spy', args: {} }, both, { idempotencyKey: 'k3', session: { sessionId: 's1', scope: 'u1' } });
+    expect(seen[0]).toMatchObject({ toolCallId: 'c3', idempotencyKey: 'k3', sessionId: 's1', scope: 'u1' });
+  });
+
+  it('is interrupted when its signal aborts, and leaves no listener on the signal once settled', async () => {
+    const started = deferred<void>();
+    const aborted: unknown[] = [];
+    const waiter = defineTool({
+      name: 'wait',
+      description: 'Waits.',
+      input: z.object({}),
+      execute: (_args, { signal }) => {
+        started.resolve();
+        return new Promise((_resolve, reject) => signal.addEventListener('abort', () => (aborted.push(signal.reason), reject(new Error('aborted')))));
+      },
+    });
+    const controller = new AbortController();
+    const running = runToolCall({ id: 'c1', name: 'wait', args: {} }, new ToolSet([waiter]), { idempotencyKey: 'k', signal: controller.signal });
+    await started.promise;
+    expect(getEventListeners(controller.signal, 'abort')).toHaveLength(1);
+    controller.abort(new Error('stop'));
+    expect(await running).toMatchObject({ content: INTERRUPTED_CONTENT, isError: true });
+    expect(aborted).toHaveLength(1);
+    // A call that finished took its listener with it.
+    const other = new AbortController();
+    await runToolCall({ id: 'c2', name: 'echo', args: { text: 'x' } }, tools, { idempotencyKey: 'k2', signal: other.signal });
+    expect(getEventListeners(other.signal, 'abort')).toHaveLength(0);
+  });
+
+  it('runs nothing under a signal aborted already, and times out as a batch call does', async () => {
+    let ran = false;
+    const never = defineTool({ name: 'never', description: 'Never answers.', input: z.object({}), timeoutMs: 20, execute: () => ((ran = true), new Promise(() => {})) });
+    const set = new ToolSet([never]);
+    const stopped = AbortSignal.abort();
+    expect((await runToolCall({ id: 'c1', name: 'never', args: {} }, set, { idempotencyKey: 'k', signal: stopped })).content).toBe(INTERRUPTED_CONTENT);
+    expect(ran).toBe(false);
+    expect((await runToolCall({ id: 'c2', name: 'never', args: {} }, set, { idempotencyKey: 'k' })).content).toBe('tool "never" timed out after 20 ms');
+    await expect(runToolCall({ id: 'c3', name: 'never', args: {} }, set, { idempotencyKey: 'k', defaultTimeoutMs: -1 })).rejects.toThrow(RangeError);
   });
 });

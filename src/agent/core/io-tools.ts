@@ -1,5 +1,5 @@
 import type { ToolCall, ToolMessage } from '../../schemas.js';
-import { runToolCalls } from '../../tools/run-tools.js';
+import { runToolCall } from '../../tools/run-tools.js';
 import { ToolSet } from '../../tools/define-tool.js';
 import { listSources, resolveOffered } from '../../tools/offered-tools.js';
 import { ToolInDoubtError, inDoubtPolicy, isInDoubtSignal, rerunsOf, startKeys } from '../in-doubt/in-doubt.js';
@@ -157,7 +157,7 @@ async function runOne(state: Scheduler, batch: Batch, request: RequestOf<'tools'
       if (!fresh) throw new ToolInDoubtError(call.id);
       const listed = state.executables(request.offered, controller.signal);
       const tools = listed instanceof ToolSet ? listed : await listed;
-      return (await runToolCalls([{ call }], tools, { signal: controller.signal, idempotencyKey: () => callKey, session: { sessionId: request.sessionId, scope: request.scope } }))[0]!;
+      return runToolCall(call, tools, { signal: controller.signal, idempotencyKey: callKey, session: { sessionId: request.sessionId, scope: request.scope } });
     },
   ));
 }
