@@ -6,7 +6,7 @@ import {
 } from '../../machines/loop.machine.js';
 import { coherentCut } from './conversation.js';
 import { parseFeed, parseHistory } from './history.js';
-import { IllegalFeedError, InvalidFeedError } from '../errors.js';
+import { IllegalFeedError } from '../errors.js';
 import { feedIllegality } from './feed-problems.js';
 import { acceptsFeed, feedRejection } from './feed-rejection.js';
 import type { LoopEvent } from './loop-events.js';

@@ -4,7 +4,6 @@ import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import { McpError, ToolSchema } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
 import { parseOptions } from '../known-keys.js';
-import { InvalidConfigError } from '../errors.js';
 import { defineTool, type Tool, type ToolContext } from '../tools/define-tool.js';
 import { InvalidToolError } from '../tools/errors.js';
 import type { ToolSource } from '../tools/tool-source.js';

@@ -1,4 +1,3 @@
-import type { PoolClient } from 'pg';
 import { postgresBeside, type BesideTransaction, type PostgresTables } from '../stores/beside-sessions.js';
 import type { MemoryBackend, MemoryEntry, MemoryHit, ScopeExport, ScopeSummary, SearchOptions, WorkingDoc } from './memory-backend.js';
 import { isPlainTerm, wordsOf } from './search-terms.js';

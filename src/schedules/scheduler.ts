@@ -5,7 +5,6 @@ import { checkKnownKeys, parseOptions } from '../known-keys.js';
 import { type AgentMachine } from '../../machines/agent.machine.js';
 import { runInFlight } from '../agent/protocol/actor-types.js';
 import { LoopchartError } from '../errors.js';
-import { thrownMessage } from '../read-answer.js';
 import { DurableSession } from '../sessions/durable-session.js';
 import type { SessionStore } from '../stores/session-store.js';
 import type { ScheduleBackend, ScheduleRow, TickEnd } from './row.js';

@@ -2,7 +2,6 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import { wholeChart } from '../../machines/agent.machine.js';
 import { LoopchartError } from '../errors.js';
-import type { Model } from '../model.js';
 import { readSessionTrace } from '../sessions/trace.js';
 import type { SessionStore } from '../stores/session-store.js';
 import { sessionIdProblem } from '../stores/step.js';

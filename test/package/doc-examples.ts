@@ -171,8 +171,9 @@ export function compileExamples(examples: readonly DocExample[]): ExampleProblem
       tsconfig,
       JSON.stringify({
         extends: join(REPO, 'tsconfig.json'),
-        // Fragments get plain imports for types too; nothing here is emitted.
-        compilerOptions: { noEmit: true, verbatimModuleSyntax: false, isolatedModules: false },
+        // Fragments get plain imports for types too; nothing here is emitted. An example names
+        // what it shows (a value declared to be read by the reader), so unused locals are fine.
+        compilerOptions: { noEmit: true, verbatimModuleSyntax: false, isolatedModules: false, noUnusedLocals: false },
         files: [globals, ...files.keys()],
       }),
     );

@@ -1,4 +1,3 @@
-import { feedBrain, type BrainState } from '../core/brain-state.js';
 import { contextFor } from '../operations/operation-context.js';
 import type { Slices } from '../protocol/io-protocol.js';
 import { messageOf, type OperationPlan } from '../operations/operation-rules.js';

@@ -18,7 +18,7 @@ import { planGuardrails, type GuardrailPlan } from '../guardrails/guardrails.js'
 import { compileTeam, teamSpeakers, type Team } from '../handoffs/handoffs.js';
 import type { Speakers } from './speakers.js';
 import type { IoDeps } from '../protocol/io-protocol.js';
-import type { Operation, OperationError } from '../operations/operation.js';
+import type { Operation } from '../operations/operation.js';
 import { planOperations, type OperationPlan } from '../operations/operation-rules.js';
 import { operationPoints } from '../operations/points.js';
 import type { HookPoints } from './hook-points.js';

@@ -1,6 +1,6 @@
 import type { Compactor } from '../../compaction/contract.js';
 import type { PruneOptions, PruneResult } from '../../compaction/prune.js';
-import type { Model, ToolDefinition } from '../../model.js';
+import type { Model } from '../../model.js';
 import type { RetryOptions } from '../../models/retry.js';
 import type { Message, PolicyInput } from '../../schemas.js';
 import type { Tool } from '../../tools/define-tool.js';

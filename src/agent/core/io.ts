@@ -2,7 +2,7 @@ import { setMaxListeners } from 'node:events';
 import { fromCallback, type AnyActorRef, type AnyEventObject } from 'xstate';
 import { conversationView } from './conversation-view.js';
 import { EFFECT_SPECIFICATION_VERSION } from '../protocol/executor.js';
-import { PARENT_STOPPED, trusted, type FeatureHandlerMap, type Handler, type IoDeps, type IoEvent, type IoRequest, type IoScope } from '../protocol/io-protocol.js';
+import { PARENT_STOPPED, trusted, type FeatureHandlerMap, type Handler, type IoDeps, type IoRequest, type IoScope } from '../protocol/io-protocol.js';
 import { modelHandler, retryingModels } from './io-model.js';
 import { toolScheduler, type ToolScheduler } from './io-tools.js';
 import { toolsetHandler } from './toolset.js';

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import type { Model, ToolDefinition } from '../../model.js';
+import type { Model } from '../../model.js';
 import type { Message, ToolCall, ToolMessage } from '../../schemas.js';
 import { estimateMessageTokens } from '../../tokens.js';
 import { defineTool, ToolSet, type Tool } from '../../tools/define-tool.js';

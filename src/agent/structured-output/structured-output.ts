@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { readsResponseFormat, type Model, type ModelReply, type ResponseFormat, type ToolDefinition } from '../../model.js';
 import { StructuredOutputError, type OutputIssue } from '../../errors.js';
-import type { Outcome, Policy, UserMessage } from '../../schemas.js';
+import type { Policy, UserMessage } from '../../schemas.js';
 import { estimateTokens } from '../../tokens.js';
 import { defineTool, type Tool } from '../../tools/define-tool.js';
 import { jsonSchemaValidator, type JsonSchema } from '../../tools/json-schema.js';
