@@ -22,6 +22,7 @@ import type { Operation } from '../operations/operation.js';
 import { planOperations, type OperationPlan } from '../operations/operation-rules.js';
 import { operationPoints } from '../operations/points.js';
 import type { HookPoints } from './hook-points.js';
+import type { Offered } from './offered.js';
 import { requestPreparer } from '../operations/operation-context.js';
 import { PruningSchema, pruneLineProblem, type Pruning } from './pruning.js';
 import { repetitionLimit } from '../repetition/repetition.js';
@@ -38,7 +39,7 @@ export const DEFAULT_MAX_TOOL_CALLS_PER_REPLY = 128;
 
 const RETRY_KEYS = optionKeys<RetryOptions>()({ maxRetries: true, baseDelayMs: true, maxDelayMs: true, random: true, sleep: true, onRetry: true });
 
-import type { Offered } from './offered.js';
+/** The tools a model call offers (see offered.ts). */
 export type { Offered };
 
 /**
