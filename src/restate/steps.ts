@@ -1,6 +1,6 @@
 import * as restate from '@restatedev/restate-sdk';
 import type { Executor, SideEffect, SideEffectKind, SideEffectOutputs } from '../agent/protocol/executor.js';
-import { currentScope, extendScope } from '../agent/subagents/subagent-scope.js';
+import { currentScope, extendScope } from '../agent/protocol/call-scope.js';
 import { ModelError } from '../model.js';
 
 /**

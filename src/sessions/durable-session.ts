@@ -13,7 +13,7 @@ import { feedProblem } from '../brain/feed-problems.js';
 import type { Message, ToolMessage } from '../schemas.js';
 import type { SessionStore } from '../stores/session-store.js';
 import { checkedExternal, externalEventProblem } from '../agent/protocol/events.js';
-import { extendScope, stopActor, type ChildSession, type OpenChildOptions } from '../agent/subagents/subagent-scope.js';
+import { extendScope, stopActor, type ChildSession, type OpenChildOptions } from '../agent/protocol/call-scope.js';
 import { EMPTY_LOG, logEffect } from './log-delta.js';
 import { logOf, type MessageLog } from '../brain/message-log.js';
 import { decodeRow, encodeRow } from './session-row.js';

@@ -132,8 +132,6 @@ describe('layers', () => {
       'src/agent/core/driver-rules.ts → src/agent/approvals/approvals.ts',
       'src/agent/core/driver-rules.ts → src/agent/in-doubt/in-doubt.ts',
       'src/agent/core/io-tools.ts → src/agent/in-doubt/in-doubt.ts',
-      'src/agent/core/io-tools.ts → src/agent/subagents/subagent-scope.ts',
-      'src/agent/core/io-tools.ts → src/agent/subagents/subagents.ts',
       'src/agent/core/run-rules.ts → src/agent/approvals/approvals.ts',
     ];
     const composition = new Set(['src/agent/core/compile.ts', 'src/agent/core/config.ts', 'src/agent/core/context.ts']);

@@ -4,9 +4,8 @@ import { ToolSet } from '../../tools/define-tool.js';
 import { listSources, resolveOffered } from '../../tools/offered-tools.js';
 import { ToolInDoubtError, inDoubtPolicy, isInDoubtSignal, rerunsOf, startKeys } from '../in-doubt/in-doubt.js';
 import { madeHere, startToken } from '../protocol/start-marker.js';
-import { depthOfIo, inScope, isAgentTool, type ChildHandle } from '../subagents/subagent-scope.js';
+import { depthOfIo, inScope, isAgentTool, type ChildHandle } from '../protocol/call-scope.js';
 import type { SubagentReport } from '../protocol/actor-types.js';
-import { routedEvent } from '../subagents/subagents.js';
 import type { Handler, IoScope, RequestOf } from '../protocol/io-protocol.js';
 import { innerKey } from '../protocol/keys.js';
 
@@ -19,11 +18,9 @@ interface Batch {
   active: number;
 }
 
-/** The tool calls of one IO actor: its `tools` and `forward` handlers and what the run's abort asks of them. */
+/** The tool calls of one IO actor: its `tools` handler and what the run's abort asks of them. */
 export interface ToolScheduler {
   tools: Handler<'tools'>;
-  /** A decision or a steer for a child run (an agent tool's), routed by the first part of its path. */
-  forward: Handler<'forward'>;
   /** Whether a batch still runs calls or has some queued. */
   busy(): boolean;
   /** Forgets the batches: the run no longer needs them. */
@@ -41,14 +38,12 @@ interface Scheduler {
   batches: Map<string, Batch>;
   /** The start markers of 'ask' calls this IO made (see in-doubt.ts). */
   starts: Set<string>;
-  /** Running children of this run's calls (agent tools), by call id. */
-  children: Map<string, ChildHandle>;
   executables: (offered: RequestOf<'tools'>['offered'], signal: AbortSignal) => ToolSet | Promise<ToolSet>;
 }
 
 /** Runs the tool calls of the run's batches, `toolConcurrency` at a time per batch. */
 export function toolScheduler(io: IoScope): ToolScheduler {
-  const state: Scheduler = { io, batches: new Map(), starts: new Set(), children: new Map(), executables: executables(io) };
+  const state: Scheduler = { io, batches: new Map(), starts: new Set(), executables: executables(io) };
   return {
     tools: (request) => {
       let batch = state.batches.get(request.key);
@@ -64,10 +59,6 @@ export function toolScheduler(io: IoScope): ToolScheduler {
         batch.queue.push({ call, announce: request.announce });
       }
       pump(state, batch, request);
-    },
-    forward: (request) => {
-      const routed = routedEvent(request.event);
-      if (routed) state.children.get(routed.callId)?.send(routed.event);
     },
     busy: () => [...state.batches.values()].some((batch) => batch.active > 0 || batch.next < batch.queue.length),
     clear: () => state.batches.clear(),
@@ -123,7 +114,8 @@ function pump(state: Scheduler, batch: Batch, request: RequestOf<'tools'>): void
 
 /** Runs one call as its side effect (an 'ask' tool's start journaled first), in its child-run scope. */
 async function runOne(state: Scheduler, batch: Batch, request: RequestOf<'tools'>, call: ToolCall, announce: boolean): Promise<ToolMessage | undefined> {
-  const { io, children, starts } = state;
+  const { io, starts } = state;
+  const { children } = io;
   const { deps, execute, send } = io;
   const { controller } = batch;
   const { key, turn } = request;

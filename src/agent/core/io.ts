@@ -26,7 +26,6 @@ export function ioLogic(deps: IoDeps, features: FeatureHandlerMap) {
     // What every agent's IO handles itself; features bring the other request types (see `FeatureHandlers`).
     const core: { [T in IoRequest['type']]?: Handler<T> } = {
       abort: () => abortRun(undefined, scheduler),
-      forward: scheduler.forward,
       toolset: toolsetHandler(io),
       model: modelHandler(io, models),
       tools: scheduler.tools,
@@ -84,6 +83,7 @@ function ioScope(deps: IoDeps, sendBack: (event: AnyEventObject) => void, self: 
     get run() {
       return run;
     },
+    children: new Map(),
     start(key, work) {
       if (inFlight.has(key)) return;
       const controller = run;

@@ -7,7 +7,7 @@ import { checkDepth, childResult, childSessionId, DEFAULT_MAX_SUBAGENT_DEPTH } f
 import { InvalidConfigError } from '../../errors.js';
 import { checkKnownKeys, optionKeys } from '../../known-keys.js';
 import { isParentStopped } from '../protocol/io-protocol.js';
-import { currentScope, markAgentTool, markDepth, stopActor, type ChildHandle, type ChildSession, type RunScope } from './subagent-scope.js';
+import { currentScope, markAgentTool, markDepth, stopActor, type ChildHandle, type ChildSession, type RunScope } from '../protocol/call-scope.js';
 import type { SubagentReport } from '../protocol/actor-types.js';
 
 /** The default input of an agent tool (and of an agent served over MCP): the task, in words. */

@@ -9,8 +9,9 @@ import type { AgentContext } from '../core/context.js';
 import type { Effect } from '../core/effects.js';
 import { approvalEventOf, approvalEvents } from '../approvals/approval-events.js';
 import { as, type AgentEvent } from '../protocol/agent-event.js';
-import type { IoRequest } from '../protocol/io-protocol.js';
+import type { FeatureHandlers, IoRequest } from '../protocol/io-protocol.js';
 import { childUsageCounted, qualifiedCallId, qualifiedCalls, routedEvent, type RoutableEvent } from './subagents.js';
+import { forwardHandler } from './io.js';
 
 /** A decision or steer for a child run goes down to the call that runs it (see `routedEvent`). */
 export function forwardToChild(_agent: CompiledAgent, _context: AgentContext, event: AgentEvent): Effect[] {
@@ -39,4 +40,5 @@ export const subagentImplementations = {
     forwardToChild: rule.effects(forwardToChild),
     acceptSubagentReport: rule.effects(acceptSubagentReport),
   },
+  io: { forward: forwardHandler } satisfies FeatureHandlers,
 };

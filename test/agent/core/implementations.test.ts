@@ -75,6 +75,6 @@ describe('the chart implementations, one record per slice', () => {
     for (const [slice, of] of Object.entries(slices)) {
       for (const type of Object.keys((of as { io?: object }).io ?? {})) owners.set(type, [...(owners.get(type) ?? []), slice]);
     }
-    expect(Object.fromEntries(owners)).toEqual({ operation: ['operations'], approvals: ['approvals'], guardrails: ['guardrails'] });
+    expect(Object.fromEntries(owners)).toEqual({ operation: ['operations'], approvals: ['approvals'], guardrails: ['guardrails'], forward: ['subagents'] });
   });
 });

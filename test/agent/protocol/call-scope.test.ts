@@ -11,7 +11,7 @@ import { createActor, toPromise } from 'xstate';
 import { z } from 'zod';
 import { createAgentMachine } from '../../../machines/agent.machine.js';
 import { agentTool } from '../../../src/agent/subagents/agent-tool.js';
-import { currentScope, type RunScope } from '../../../src/agent/subagents/subagent-scope.js';
+import { currentScope, type RunScope } from '../../../src/agent/protocol/call-scope.js';
 import { scriptedModel } from '../../../src/models/scripted.js';
 import { defineTool } from '../../../src/tools/define-tool.js';
 

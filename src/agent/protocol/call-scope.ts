@@ -1,12 +1,14 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import type { AnyActorRef } from 'xstate';
 import type { Usage } from '../../schemas.js';
-import type { SubagentReport } from '../protocol/actor-types.js';
-import type { Rewirable } from '../protocol/executor.js';
+import type { SubagentReport } from './actor-types.js';
+import type { Rewirable } from './executor.js';
 
 /**
- * Where a tool call runs, for an agent tool: its parent run (session, call, actor), a line back
- * to that run's chart, and, under a durable session, how to open the child's own session. It
+ * Where a tool call runs: its run (session, call, the IO actor), a line back to that run's chart,
+ * and, under a durable session, how to open a child's own session. Every agent's IO runs each
+ * call in it; an agent tool reads it to start its child run, and the hosts extend it (a durable
+ * session with `open`, Restate with `journal`), so it is shared vocabulary, not a feature's. It
  * travels with the call's async work (the executor seam hands effects over as `perform()`
  * alone), so an executor in between (tracing, Restate) needs to know nothing of it.
  */
