@@ -115,8 +115,7 @@ function pump(state: Scheduler, batch: Batch, request: RequestOf<'tools'>): void
 /** Runs one call as its side effect (an 'ask' tool's start journaled first), in its child-run scope. */
 async function runOne(state: Scheduler, batch: Batch, request: RequestOf<'tools'>, call: ToolCall, announce: boolean): Promise<ToolMessage | undefined> {
   const { io, starts } = state;
-  const { children } = io;
-  const { deps, execute, send } = io;
+  const { deps, execute, send, children } = io;
   const { controller } = batch;
   const { key, turn } = request;
   await null; // after the chart's current step, as every request (see `start`)
