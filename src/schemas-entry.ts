@@ -35,6 +35,7 @@ export { DeliveryIdSchema } from './agent/protocol/delivery.js';
 export { DEFAULT_REPETITION_LIMIT } from './agent/repetition/repetition.js';
 export { RefusalReasonSchema, callDigest } from './agent/approvals/approval-binding.js';
 export { BUDGET_OPERATION, BudgetRaiseSchema } from './agent/budget/budget-pause.js';
-export { DoubtActionSchema, InDoubtPolicySchema } from './agent/in-doubt/in-doubt.js';
+export { DoubtActionSchema } from './agent/core/call-decisions.js';
+export { InDoubtPolicySchema } from './tools/define-tool.js';
 export { FALLBACK_TRIGGERS, fallbackTrigger } from './agent/fallback/fallback.js';
 export { EFFECT_SPECIFICATION_VERSION } from './agent/protocol/executor.js';

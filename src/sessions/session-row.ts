@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { fieldsOf, logOf } from '../brain/message-log.js';
 import type { AgentContext } from '../agent/core/context.js';
-import { NO_APPROVALS } from '../agent/approvals/approvals.js';
+import { NO_APPROVALS } from '../agent/core/call-decisions.js';
 import { NO_OPERATIONS } from '../agent/operations/operation-state.js';
 import { AgentContextSchema } from '../agent/core/context.js';
 import type { BrainState } from '../agent/core/brain-state.js';

@@ -1,5 +1,6 @@
 import type { ApprovalRequest } from '../agent/approvals/approval-binding.js';
-import { doubtEventProblem, takeDoubtDecision, type DoubtAction } from '../agent/in-doubt/in-doubt.js';
+import type { DoubtAction } from '../agent/core/call-decisions.js';
+import { doubtEventProblem, takeDoubtDecision } from '../agent/in-doubt/in-doubt.js';
 import { InvalidFeedError } from '../errors.js';
 import type { SessionStore } from '../stores/session-store.js';
 import { decideOnStoredRow } from './stored-row-decision.js';

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { RefusalReasonSchema } from '../agent/approvals/approval-binding.js';
 import { GuardrailVerdictSchema } from '../agent/guardrails/guardrails.js';
-import { DoubtActionSchema } from '../agent/in-doubt/in-doubt.js';
+import { DoubtActionSchema } from '../agent/core/call-decisions.js';
 import { ToolPolicyVerdictSchema } from '../agent/approvals/tool-policy.js';
 import type { SessionStore, TraceRecord } from '../stores/session-store.js';
 import {

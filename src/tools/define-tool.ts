@@ -23,6 +23,19 @@ export interface ToolContext {
 }
 
 /**
+ * What a resumed run does with a call of this tool that was in flight with no recorded result.
+ *
+ * @example
+ * ```ts
+ * import { InDoubtPolicySchema } from 'loopchart/schemas';
+ *
+ * InDoubtPolicySchema.parse('ask'); // 'ask'; 'maybe' throws
+ * ```
+ */
+export const InDoubtPolicySchema = z.enum(['rerun', 'ask']);
+export type InDoubtPolicy = z.infer<typeof InDoubtPolicySchema>;
+
+/**
  * The model-facing metadata of a tool. Names follow the rule OpenAI and Anthropic share, so a tool
  * that works with one provider works with the others.
  */
@@ -41,7 +54,7 @@ export const ToolMetaSchema = z.object({
    * person to run it again, give its result or fail it (`doubt.decide`). Default: `'ask'` for a
    * tool with `needsApproval`, `'rerun'` for the others.
    */
-  inDoubt: z.enum(['rerun', 'ask']).optional(),
+  inDoubt: InDoubtPolicySchema.optional(),
 });
 export type ToolMeta = z.infer<typeof ToolMetaSchema>;
 
@@ -167,6 +180,17 @@ export function defineTool(spec: ToolSpec<z.ZodType> | JsonSchemaToolSpec): Tool
  */
 export function hasApprovalRule(tool: { needsApproval?: unknown }): boolean {
   return tool.needsApproval !== undefined && tool.needsApproval !== false;
+}
+
+/**
+ * The policy of a tool: its own `inDoubt`, else `'ask'` for a tool that needs approval (its
+ * effects are the ones a person guards, and a person is in the loop already) and `'rerun'` for
+ * the others (today's behaviour, right for reads and idempotent writes).
+ */
+export function inDoubtPolicy(tool: { inDoubt?: InDoubtPolicy | undefined; needsApproval?: unknown } | undefined): InDoubtPolicy {
+  if (!tool) return 'rerun';
+  if (tool.inDoubt) return tool.inDoubt;
+  return hasApprovalRule(tool) ? 'ask' : 'rerun';
 }
 
 /** The validator and the schema the model sees, from whichever of `input` / `inputSchema` was given. */

@@ -23,7 +23,8 @@ import { keyOf, turnAt } from '../protocol/keys.js';
 import { routedEvent } from '../subagents/subagents.js';
 import { requestFor } from './approval-binding.js';
 import { APPROVALS_OPERATION, approvalEventOf, approvalEvents, approvalResumeProblem } from './approval-events.js';
-import { decisionFor, deniedResult, restoredApprovals, takeDecision } from './approvals.js';
+import { decisionFor, deniedResult } from '../core/call-decisions.js';
+import { restoredApprovals, takeDecision } from './approvals.js';
 import { applyPolicyVerdicts, ToolPolicyError } from './tool-policy.js';
 
 /** The key of the current batch's approval check. */

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { LoopchartError } from '../../errors.js';
 import type { Message, ToolCall, ToolMessage } from '../../schemas.js';
-import type { Approvals } from './approvals.js';
+import type { Approvals } from '../core/call-decisions.js';
 import { digestOf } from './approval-binding.js';
 import { messageOf } from '../operations/operation-rules.js';
 import { InvalidConfigError } from '../../errors.js';

@@ -4,7 +4,6 @@ import { parseLoopSnapshot } from '../../brain/loop-snapshot.js';
 import { LOOP_SNAPSHOT_VERSION, PolicySchema, ToolMessageSchema, UsageSchema, UserMessageSchema } from '../../schemas.js';
 import { TRACEPARENT_PATTERN } from '../../telemetry/traceparent.js';
 import type { Message, Policy, UserMessage } from '../../schemas.js';
-import { ApprovalsSchema, NO_APPROVALS } from '../approvals/approvals.js';
 import { GuardStateSchema } from '../guardrails/guardrails.js';
 import { AgentOutcomeSchema } from '../protocol/failure.js';
 import { freshBrain, type BrainState } from './brain-state.js';
@@ -15,7 +14,7 @@ import { ModelAttemptSchema } from '../protocol/delivery.js';
 import { BudgetPauseSchema } from '../budget/budget-pause.js';
 import { OutputStateSchema } from '../structured-output/structured-output.js';
 import { ActiveAgentSchema } from './speakers.js';
-import { DoubtStateSchema } from '../in-doubt/in-doubt.js';
+import { ApprovalsSchema, DoubtStateSchema, NO_APPROVALS } from './call-decisions.js';
 import { ScopeSchema } from '../protocol/scope.js';
 
 const count = z.number().int().nonnegative();

@@ -6,7 +6,6 @@
  */
 import { InvalidSnapshotError } from '../../errors.js';
 import { PolicySchema, type Message, type Outcome, type PolicyInput, type ToolCall, type ToolMessage } from '../../schemas.js';
-import { decisionFor, isWaiting } from '../approvals/approvals.js';
 import { judgeReply, type AnswerStep } from './answer.js';
 import { conversationOf, feedBrain, keepSteering } from './brain-state.js';
 import type { ContextHook } from './bind.js';
@@ -15,7 +14,7 @@ import { parseAgentContext, type AgentContext } from './context.js';
 import type { AgentInput } from '../protocol/actor-types.js';
 import { freshContext } from './actor-input.js';
 import { logOf, type MessageLog } from '../../brain/message-log.js';
-import { isInDoubt } from '../in-doubt/in-doubt.js';
+import { decisionFor, isInDoubt, isWaiting } from './call-decisions.js';
 import { as, type AgentEvent } from '../protocol/agent-event.js';
 import { keyOf, serviceKey, turnAt } from '../protocol/keys.js';
 import type { Slices } from '../protocol/io-protocol.js';

@@ -1,13 +1,14 @@
 import type { ToolCall, ToolMessage } from '../../schemas.js';
 import { runToolCall } from '../../tools/run-tools.js';
-import { ToolSet } from '../../tools/define-tool.js';
+import { inDoubtPolicy, ToolSet } from '../../tools/define-tool.js';
 import { listSources, resolveOffered } from '../../tools/offered-tools.js';
-import { ToolInDoubtError, inDoubtPolicy, isInDoubtSignal, rerunsOf, startKeys } from '../in-doubt/in-doubt.js';
+import { rerunsOf } from './call-decisions.js';
 import { madeHere, startToken } from '../protocol/start-marker.js';
 import { depthOfIo, inScope, isAgentTool, type ChildHandle } from '../protocol/call-scope.js';
 import type { SubagentReport } from '../protocol/actor-types.js';
 import type { Handler, IoScope, RequestOf } from '../protocol/io-protocol.js';
-import { innerKey } from '../protocol/keys.js';
+import { ToolInDoubtError, isInDoubtSignal } from '../protocol/failure.js';
+import { innerKey, startKeys } from '../protocol/keys.js';
 
 /** One tool batch's bookkeeping: its calls queued in order, how far it got, how many run. */
 interface Batch {

@@ -1,4 +1,4 @@
-import { decisionFor, deniedResult, isWaiting, type Approvals } from '../approvals/approvals.js';
+import { decisionFor, deniedResult, isWaiting, type Approvals } from './call-decisions.js';
 import { conversationOf, feedBrain, feedOrFail, pendingCalls, restingBrain, type BrainState } from './brain-state.js';
 import { logOf } from '../../brain/message-log.js';
 import { objectSlot } from '../../object-slot.js';

@@ -1,12 +1,9 @@
-import { z } from 'zod';
-import { LoopchartError } from '../../errors.js';
 import { jsonValueProblem } from '../../json-value.js';
-import { ToolMessageSchema, type ToolCall, type ToolMessage } from '../../schemas.js';
-import { hasApprovalRule } from '../../tools/define-tool.js';
+import type { ToolCall, ToolMessage } from '../../schemas.js';
 import { bindingRefusal, digestOf, provenDecisions, requestFor, type ApprovalRequest } from '../approvals/approval-binding.js';
-import { keyedByModel, type DecisionState, type Refusal } from '../approvals/approvals.js';
+import type { DecisionState, Refusal } from '../approvals/approvals.js';
 import { pendingCalls } from '../core/brain-state.js';
-import { innerKey } from '../protocol/keys.js';
+import { NO_DOUBT, rerunsOf, type DoubtAction, type DoubtDecision, type DoubtState } from '../core/call-decisions.js';
 
 /**
  * Tools in doubt (issue 26): a run that resumes and finds a call that was started and has no
@@ -18,56 +15,6 @@ import { innerKey } from '../protocol/keys.js';
  * earlier process (or an earlier attempt) and its result does not.
  */
 
-/**
- * What a resumed run does with a call of this tool that was in flight with no recorded result.
- *
- * @example
- * ```ts
- * import { InDoubtPolicySchema } from 'loopchart/schemas';
- *
- * InDoubtPolicySchema.parse('ask'); // 'ask'; 'maybe' throws
- * ```
- */
-export const InDoubtPolicySchema = z.enum(['rerun', 'ask']);
-export type InDoubtPolicy = z.infer<typeof InDoubtPolicySchema>;
-
-/**
- * What a person decides for a call in doubt: run it again, give its result, or fail it.
- *
- * @example
- * ```ts
- * import { DoubtActionSchema } from 'loopchart/schemas';
- *
- * const action = DoubtActionSchema.parse(process.argv[2] ?? 'rerun'); // 'rerun' | 'result' | 'fail'
- * ```
- */
-export const DoubtActionSchema = z.enum(['rerun', 'result', 'fail']);
-export type DoubtAction = z.infer<typeof DoubtActionSchema>;
-
-const count = z.number().int().nonnegative();
-
-/** A decision taken for a call in doubt, bound to the call's digest; a hand result or a failure carries the call's result. */
-export const DoubtDecisionSchema = z.object({
-  action: DoubtActionSchema,
-  by: z.string().optional(),
-  reason: z.string().optional(),
-  digest: z.string(),
-  result: ToolMessageSchema.optional(),
-});
-export type DoubtDecision = z.infer<typeof DoubtDecisionSchema>;
-
-/** The current batch's calls in doubt, their decisions and how often each was run again. */
-export const DoubtStateSchema = z.object({
-  /** Calls in doubt without a decision: the run waits for these. */
-  waiting: z.array(z.string()),
-  decisions: keyedByModel(DoubtDecisionSchema, true),
-  /** Reruns decided per call: each rerun journals a start of its own (a crash during it is in doubt again). */
-  reruns: keyedByModel(count),
-});
-export type DoubtState = z.output<typeof DoubtStateSchema>;
-
-export const NO_DOUBT: DoubtState = { waiting: [], decisions: {}, reruns: {} };
-
 /** What a decision event carries (`{ type: 'doubt.decide', ... }`). */
 export interface DoubtEvent {
   toolCallId: string;
@@ -78,57 +25,6 @@ export interface DoubtEvent {
   digest?: string | undefined;
   run?: number | undefined;
 }
-
-/**
- * The policy of a tool: its own `inDoubt`, else `'ask'` for a tool that needs approval (its
- * effects are the ones a person guards, and a person is in the loop already) and `'rerun'` for
- * the others (today's behaviour, right for reads and idempotent writes).
- */
-export function inDoubtPolicy(tool: { inDoubt?: InDoubtPolicy | undefined; needsApproval?: unknown } | undefined): InDoubtPolicy {
-  if (!tool) return 'rerun';
-  if (tool.inDoubt) return tool.inDoubt;
-  return hasApprovalRule(tool) ? 'ask' : 'rerun';
-}
-
-/**
- * The keys of one start of an `'ask'` call: its start marker, and the tool step itself. The
- * first run keeps the call's own key; rerun n has keys of its own (a journal that recorded the
- * doubt does not answer it), while the tool always sees the call's key as its idempotency key.
- */
-export function startKeys(batchKey: string, call: string, reruns: number): { marker: string; step: string } {
-  return { marker: innerKey(batchKey, { kind: 'toolStart', call, rerun: reruns }), step: innerKey(batchKey, { kind: 'tool', call, rerun: reruns }) };
-}
-
-/** The journal batch holding a tool batch's start markers. */
-export const markerBatch = (batchKey: string): string => innerKey(batchKey, { kind: 'toolStarts' });
-
-/**
- * Thrown through the executor in place of running a call whose start an earlier process
- * journaled and whose result nobody recorded: the run asks a person instead (the tool's `inDoubt:
- * 'ask'`). An executor passes it on like any tool error; only its name and message must survive
- * (Restate's steps keep no more), so the driver knows it by its name.
- *
- * @example
- * ```ts
- * import { ToolInDoubtError } from 'loopchart';
- *
- * const error: unknown = new ToolInDoubtError('call_1');
- * if (error instanceof Error && error.name === 'ToolInDoubtError') console.log('the run will ask a person');
- * ```
- */
-export class ToolInDoubtError extends LoopchartError {
-  readonly toolCallId: string;
-  constructor(toolCallId: string) {
-    super('ToolInDoubt', `tool call '${toolCallId}' was started before the restart and has no recorded result`);
-    this.toolCallId = toolCallId;
-  }
-}
-
-export const isInDoubtSignal = (error: unknown): boolean => error instanceof Error && error.name === ToolInDoubtError.name;
-
-export const rerunsOf = (doubt: DoubtState | undefined, id: string): number => (doubt && Object.hasOwn(doubt.reruns, id) ? doubt.reruns[id]! : 0);
-
-export const isInDoubt = (doubt: DoubtState | undefined, id: string): boolean => doubt !== undefined && doubt.waiting.includes(id);
 
 /** The state once a call is found in doubt (again): it waits, an earlier decision for it is spent. */
 export function markedInDoubt(doubt: DoubtState | undefined, id: string): DoubtState {

@@ -1,7 +1,8 @@
 import { z } from 'zod';
 import { PolicySchema, UserMessageSchema } from '../../schemas.js';
 import { BudgetLimitsSchema } from '../budget/budget.js';
-import { DoubtActionSchema, doubtEventProblem } from '../in-doubt/in-doubt.js';
+import { DoubtActionSchema } from '../core/call-decisions.js';
+import { doubtEventProblem } from '../in-doubt/in-doubt.js';
 
 /**
  * The events anyone may send to an agent actor, as schemas: the one check every external event

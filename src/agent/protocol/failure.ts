@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { LoopchartError } from '../../errors.js';
 import { OutcomeSchema, type Outcome, type TrippedGuardrail } from '../../schemas.js';
 import { jsonValueProblem } from '../../json-value.js';
 
@@ -108,3 +109,27 @@ export const AgentOutcomeSchema = z
     ...otherOutcomes,
   ])
   .transform((outcome) => agentOutcome(outcome as Outcome | AgentOutcome));
+
+/**
+ * Thrown through the executor in place of running a call whose start an earlier process
+ * journaled and whose result nobody recorded: the run asks a person instead (the tool's `inDoubt:
+ * 'ask'`). An executor passes it on like any tool error; only its name and message must survive
+ * (Restate's steps keep no more), so the driver knows it by its name.
+ *
+ * @example
+ * ```ts
+ * import { ToolInDoubtError } from 'loopchart';
+ *
+ * const error: unknown = new ToolInDoubtError('call_1');
+ * if (error instanceof Error && error.name === 'ToolInDoubtError') console.log('the run will ask a person');
+ * ```
+ */
+export class ToolInDoubtError extends LoopchartError {
+  readonly toolCallId: string;
+  constructor(toolCallId: string) {
+    super('ToolInDoubt', `tool call '${toolCallId}' was started before the restart and has no recorded result`);
+    this.toolCallId = toolCallId;
+  }
+}
+
+export const isInDoubtSignal = (error: unknown): boolean => error instanceof Error && error.name === ToolInDoubtError.name;

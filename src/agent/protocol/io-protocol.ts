@@ -11,7 +11,7 @@ import type { Executor, SideEffect, SideEffectKind, SideEffectOutputs } from './
 import type { OperationHook } from '../operations/operation-state.js';
 import type { OperationOutput, OperationPlan } from '../operations/operation-rules.js';
 import type { PreparedRequest } from '../operations/operation.js';
-import type { DoubtState } from '../in-doubt/in-doubt.js';
+import type { DoubtState } from '../core/call-decisions.js';
 import type { SubagentReport } from './actor-types.js';
 import type { ChildHandle } from './call-scope.js';
 import type { GuardrailPlan, GuardrailStage, GuardrailVerdict } from '../guardrails/guardrails.js';

@@ -215,3 +215,15 @@ function parseBatch(at: TurnRef, tail: string): KeyParts | null {
   if (rerun) return { kind: 'tool', ...at, call: rerun[1]!, rerun: Number(rerun[2]) };
   return { kind: 'tool', ...at, call: tail, rerun: 0 };
 }
+
+/**
+ * The keys of one start of an `'ask'` call: its start marker, and the tool step itself. The
+ * first run keeps the call's own key; rerun n has keys of its own (a journal that recorded the
+ * doubt does not answer it), while the tool always sees the call's key as its idempotency key.
+ */
+export function startKeys(batchKey: string, call: string, reruns: number): { marker: string; step: string } {
+  return { marker: innerKey(batchKey, { kind: 'toolStart', call, rerun: reruns }), step: innerKey(batchKey, { kind: 'tool', call, rerun: reruns }) };
+}
+
+/** The journal batch holding a tool batch's start markers. */
+export const markerBatch = (batchKey: string): string => innerKey(batchKey, { kind: 'toolStarts' });

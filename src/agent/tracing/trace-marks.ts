@@ -1,5 +1,5 @@
 import type { AgentTracing } from './agent-tracing.js';
-import { decisionFor } from '../approvals/approvals.js';
+import { decisionFor } from '../core/call-decisions.js';
 import { pendingCalls } from '../core/brain-state.js';
 import type { AgentContext } from '../core/context.js';
 import type { ToolCall } from '../../schemas.js';

@@ -7,7 +7,7 @@ import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { createAgentMachine } from '../../../machines/agent.machine.js';
 import { type AgentEmitted } from '../../../src/agent/protocol/actor-types.js';
-import { ApprovalsSchema } from '../../../src/agent/approvals/approvals.js';
+import { ApprovalsSchema } from '../../../src/agent/core/call-decisions.js';
 import { scriptedModel } from '../../../src/models/scripted.js';
 import { DurableSession } from '../../../src/sessions/durable-session.js';
 import { MemoryBacking, MemorySessionStore } from '../../../src/stores/memory.js';

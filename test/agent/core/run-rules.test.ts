@@ -2,7 +2,7 @@
  * The driver's rules as pure functions (issue 9): each one over plain state, without an actor.
  */
 import { describe, expect, it } from 'vitest';
-import { NO_APPROVALS } from '../../../src/agent/approvals/approvals.js';
+import { NO_APPROVALS } from '../../../src/agent/core/call-decisions.js';
 import { conversationOf, feedBrain, freshBrain, type BrainState } from '../../../src/agent/core/brain-state.js';
 import { requestTokens } from '../../../src/agent/core/request-size.js';
 import { reduceLoop } from '../../../machines/loop.machine.js';
