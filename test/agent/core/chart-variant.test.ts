@@ -10,7 +10,7 @@ import { createAgentMachine } from '../../../machines/agent.machine.js';
 import { chartVariant } from '../../../src/agent/core/chart-variant.js';
 import { scriptedModel } from '../../../src/testing.js';
 import { defineTool } from '../../../src/tools/define-tool.js';
-import { memoryTracing } from '../../telemetry/support.js';
+import { memoryTracing } from '../tracing/support.js';
 
 const dead = new Set(['paused', 'audited']);
 const holds = (name: string) => !dead.has(name);

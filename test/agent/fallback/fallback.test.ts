@@ -30,7 +30,7 @@ import { loadSessionView } from '../../../src/viewer/load.js';
 import { rowsOf } from '../../../src/viewer/rows.js';
 import { useChatServer, type Behaviour } from '../../support/chat-server.js';
 import { bundledCommand, runNode, type NodeCommand } from '../../sessions/fixtures/processes.js';
-import { memoryTracing } from '../../telemetry/support.js';
+import { memoryTracing } from '../tracing/support.js';
 
 const server = useChatServer({ checkRequests: false });
 

@@ -12,17 +12,15 @@ import { trace } from '@opentelemetry/api';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createActor, waitFor } from 'xstate';
 import { z } from 'zod';
-import { createAgentMachine } from '../../machines/agent.machine.js';
-import type { AgentConfig } from '../../src/agent/core/config.js';
-import { ModelError, type Model } from '../../src/model.js';
-import { scriptedModel } from '../../src/models/scripted.js';
-import { InvalidConfigError } from '../../src/errors.js';
-import { decodeRow, encodeRow, SessionRowError } from '../../src/sessions/session-row.js';
-import { defineTool } from '../../src/tools/define-tool.js';
-import { runFinished, runToCompletion, sleepOrAbort, WAIT_MS } from '../support/driver.js';
-import { AWAITING_APPROVAL } from '../support/hitl.js';
+import { createAgentMachine } from '../../../machines/agent.machine.js';
+import type { AgentConfig } from '../../../src/agent/core/config.js';
+import { ModelError, type Model } from '../../../src/model.js';
+import { scriptedModel } from '../../../src/models/scripted.js';
+import { defineTool } from '../../../src/tools/define-tool.js';
+import { runFinished, runToCompletion, sleepOrAbort, WAIT_MS } from '../../support/driver.js';
+import { AWAITING_APPROVAL } from '../../support/hitl.js';
 import { idOf, memoryTracing, parentOf, summary, traceOf } from './support.js';
-import { bundledCommands, type NodeCommand } from '../sessions/fixtures/processes.js';
+import { bundledCommands, type NodeCommand } from '../../sessions/fixtures/processes.js';
 
 const add = defineTool({
   name: 'add',
@@ -376,16 +374,15 @@ describe('a persisted snapshot restored in a fresh actor', () => {
 
 /**
  * The children of this file, from one bundle build (see bundledCommands: a third of tsx's
- * start-up CPU): a traced session, an agent without @opentelemetry/api, examples/otel.ts.
+ * start-up CPU): a traced session, examples/otel.ts.
  */
-const [tracedSession, noOtelApi, otelExample] = [
+const [tracedSession, otelExample] = [
   fileURLToPath(new URL('./fixtures/traced-session.ts', import.meta.url)),
-  fileURLToPath(new URL('./fixtures/no-otel-api.ts', import.meta.url)),
-  fileURLToPath(new URL('../../examples/otel.ts', import.meta.url)),
+  fileURLToPath(new URL('../../../examples/otel.ts', import.meta.url)),
 ];
 const children = new Map<string, NodeCommand>();
 beforeAll(async () => {
-  const files = [tracedSession, noOtelApi, otelExample];
+  const files = [tracedSession, otelExample];
   (await bundledCommands(files)).forEach((command, i) => children.set(files[i]!, command));
 });
 afterAll(() => children.forEach((command) => command.dispose()));
@@ -427,48 +424,6 @@ describe('a durable session resumed in another process', () => {
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
-  });
-});
-
-describe('the stored trace context', () => {
-  const TRACE = '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01';
-
-  it('round-trips through the session row; a row without one (older, or telemetry off) still reads', async () => {
-    const actor = createActor(createAgentMachine({ model: scriptedModel([answer]), retry: false }), { input: { prompt: 'hi', sessionId: 'row' } });
-    await runToCompletion(actor);
-    const context = { ...actor.getSnapshot().context, trace: TRACE };
-    const log = context.brain.context.history;
-    expect(decodeRow('row', JSON.parse(JSON.stringify(encodeRow(context))), log).trace).toBe(TRACE);
-    const { trace: _, ...without } = encodeRow(context);
-    expect(decodeRow('row', without, log).trace).toBeUndefined();
-  });
-
-  it.each(['not-a-traceparent', '00-XYZ-b7ad6b7169203331-01', 42])('a malformed stored trace context (%s) is a SessionRowError, not a crash later', (trace) => {
-    const actor = createActor(createAgentMachine({ model: scriptedModel([answer]), retry: false }), { input: { sessionId: 'row' } });
-    const row = { ...encodeRow(actor.getSnapshot().context), trace };
-    expect(() => decodeRow('row', row, [])).toThrow(SessionRowError);
-  });
-});
-
-describe('without @opentelemetry/api installed', () => {
-  it('an agent without telemetry runs; one with telemetry is refused with TelemetryUnavailableError when it is made', () => {
-    const hide = fileURLToPath(new URL('./fixtures/hide-otel-api.cjs', import.meta.url));
-    const result = spawnSync(process.execPath, ['-r', hide, ...commandOf(noOtelApi)], { encoding: 'utf8', timeout: 30_000 });
-    expect(result.status, result.stderr).toBe(0);
-    const report = JSON.parse(result.stdout.trim());
-    expect(report).toMatchObject({ plain: 'Completed', unavailable: true, code: 'TelemetryUnavailable' });
-    expect(report.message).toContain('npm install @opentelemetry/api');
-  });
-});
-
-describe('telemetry options', () => {
-  it.each([
-    ['a tracer without startSpan', { tracer: {} }],
-    ['recordContent that is not a boolean', { recordContent: 'yes' }],
-    ['an empty name', { name: '' }],
-    ['an unknown option', { sampleRate: 0.5 }],
-  ])('%s is refused when the machine is made, with InvalidConfigError', (_, telemetry) => {
-    expect(() => createAgentMachine({ model: scriptedModel([answer]), telemetry: telemetry as never })).toThrow(InvalidConfigError);
   });
 });
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { countTextTokens, estimateMessageTokens } from '../../src/tokens.js';
+import { countTextTokens, estimateMessageTokens } from '../src/tokens.js';
 
 /**
  * The quadratic counting these tests guard against took 20 to 44 s on these inputs; linear
