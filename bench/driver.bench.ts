@@ -46,6 +46,13 @@ const TURN_COUNTS = process.env.BENCH_TURNS ? process.env.BENCH_TURNS.split(',')
 /** Turns measured per sample: short runs are repeated so every sample times about this many turns. */
 const TURNS_PER_SAMPLE = 1_000;
 const SESSIONS = 1_000;
+/**
+ * Turns every runner takes before the per-turn table, in runs of 100: V8 optimizes a long code
+ * path over thousands of calls, and without this the first row measured paid for the agent's
+ * (one run: agent/floor 10.5× for 1,000 turns measured first, 5.3× for 10 turns measured after
+ * it). `BENCH_WARMUP_TURNS=0` measures the cold rows.
+ */
+const WARMUP_TURNS = Number(process.env.BENCH_WARMUP_TURNS ?? 20_000);
 
 // ---------------------------------------------------------------------------------------------
 // The instant model and tool.
@@ -245,6 +252,7 @@ async function perTurn(): Promise<void> {
   const all = runners();
   const names = Object.keys(all);
   const rows: (string | number)[][] = [];
+  for (let turns = 0; turns < WARMUP_TURNS; turns += 100) for (const name of names) await all[name]!(100);
   for (const turns of TURN_COUNTS) {
     const times = new Map(names.map((name) => [name, [] as number[]]));
     // Interleaved, so a burst of load on the shared machine hits every column alike.
@@ -265,7 +273,7 @@ async function perTurn(): Promise<void> {
     ]);
   }
   printTable(
-    `driver: µs per turn (instant model, 1 tool call per turn, instant tool), median of ${RUNS} interleaved samples of ~${TURNS_PER_SAMPLE} turns each`,
+    `driver: µs per turn (instant model, 1 tool call per turn, instant tool), median of ${RUNS} interleaved samples of ~${TURNS_PER_SAMPLE} turns each, after ${WARMUP_TURNS.toLocaleString('en-US')} turns of each column`,
     ['turns per run', ...names, 'agent/floor', 'SQLite − agent'],
     rows,
   );
