@@ -9,6 +9,8 @@ import { decisionFor, type Approvals, type Decision } from '../core/call-decisio
  * Human approval of tool calls (seed 003: an approval step yields while a request awaits a
  * decision and lets it run once the decision is saved). Decisions live in the driver's context,
  * so they are persisted with it: a decision is never asked for twice, not after a restore.
+ * This slice decides which calls need a person and takes their decisions; the record itself, which
+ * every batch reads, is the core's (`core/call-decisions.ts`).
  */
 
 type DecisionFields = { toolCallId: string; always?: boolean | undefined; reason?: string | undefined; by?: string | undefined; digest?: string | undefined; run?: number | undefined };

@@ -13,6 +13,11 @@ import { NO_DOUBT, rerunsOf, type DoubtAction, type DoubtDecision, type DoubtSta
  * call was started, an `'ask'` tool's start is journaled (a marker step through the executor)
  * before the tool runs; a call is in doubt when its marker comes from a journal written by an
  * earlier process (or an earlier attempt) and its result does not.
+ *
+ * This slice takes a person's decision and restores doubt after a restart. The record it writes
+ * (calls waiting, decisions, reruns) is the core's, since every batch reads it
+ * (`core/call-decisions.ts`); the marker's keys are protocol (`startKeys` in `protocol/keys.ts`), as
+ * is the error the IO throws for a call in doubt (`ToolInDoubtError` in `protocol/failure.ts`).
  */
 
 /** What a decision event carries (`{ type: 'doubt.decide', ... }`). */
