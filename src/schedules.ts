@@ -14,8 +14,10 @@ export {
   pauseSchedule,
   resumeSchedule,
   schedule,
+  ScheduleInfoSchema,
   ScheduleNotFoundError,
   type ScheduleInfo,
+  type ScheduleSource,
   type ScheduleOptions,
 } from './schedules/schedules.js';
 export {

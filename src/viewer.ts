@@ -8,4 +8,5 @@
 export { startViewer, exportSessionHtml, ViewerListenError, DEFAULT_VIEWER_PORT, VIEWER_HOST, type ViewerOptions, type RunningViewer } from './viewer/server.js';
 export { brainChart, chartOf, type ChartModel, type ChartState, type ChartTransition } from './viewer/chart.js';
 export { viewerInspector, type ViewerInspector, type ViewerInspectorOptions } from './viewer/inspector.js';
+export { type ViewerAccessRequest, type ViewerAuthorizer } from './viewer/access.js';
 export { ViewerOptionsError, LiveLimitsSchema, type LiveLimits, type LiveLimitsInput, type LiveStats } from './viewer/sse.js';

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { askAuthorization, AuthorizationSchema, forbidden as forbid, timed, type AuthorizationRefusal } from '../authorization.js';
 import { sessionIdProblem } from '../stores/step.js';
 import { subagentSessionProblem, type ChatAction } from './route.js';
 import { ScopeSchema } from '../agent/protocol/scope.js';
@@ -31,15 +32,7 @@ export interface ChatAccessRequest {
  * `{ allow: false, status, reason }` refuses with 401 (not signed in), 403 or 404 (to not say the
  * chat exists), the reason in the JSON error. Anything else is a 403.
  */
-export const ChatAuthorizationSchema = z.union([
-  z.boolean(),
-  z.strictObject({ allow: z.literal(true) }),
-  z.strictObject({
-    allow: z.literal(false),
-    status: z.union([z.literal(401), z.literal(403), z.literal(404)]).default(403),
-    reason: z.string().max(1000).optional(),
-  }),
-]);
+export const ChatAuthorizationSchema = AuthorizationSchema;
 
 /**
  * What `authorize` returns (or resolves to): see `ChatAuthorizationSchema`.
@@ -137,9 +130,8 @@ export class ChatAccess {
   async #key(request: Request, chatId: string, action: ChatAction): Promise<{ key: string } | { refusal: AccessRefusal }> {
     if (this.#authorize) {
       const authorize = this.#authorize;
-      const answer = await timed('authorize', () => authorize({ request, chatId, action }), this.#timeoutMs);
-      const refusal = 'problem' in answer ? forbidden(answer.problem) : verdict(answer.value);
-      if (refusal) return { refusal };
+      const refusal = await askAuthorization('authorize', () => authorize({ request, chatId, action }), this.#timeoutMs);
+      if (refusal) return { refusal: withCode(refusal) };
     }
     if (!this.#chatKey) return { key: chatId };
     const chatKey = this.#chatKey;
@@ -150,22 +142,9 @@ export class ChatAccess {
   }
 }
 
-const forbidden = (message: string): AccessRefusal => ({ status: 403, code: 'Forbidden', message });
-
-/** The refusal an answer of `authorize` means, or null when it allows. Read once, inside a try: a getter may throw. */
-function verdict(value: unknown): AccessRefusal | null {
-  let parsed: z.output<typeof ChatAuthorizationSchema>;
-  try {
-    const result = ChatAuthorizationSchema.safeParse(value);
-    if (!result.success) return forbidden('authorize answered neither true, false nor { allow }');
-    parsed = result.data;
-  } catch {
-    return forbidden('authorize answered something that cannot be read');
-  }
-  if (parsed === true || (typeof parsed === 'object' && parsed.allow)) return null;
-  if (parsed === false) return forbidden('not allowed');
-  return { status: parsed.status, code: CODES[parsed.status], message: parsed.reason ?? 'not allowed' };
-}
+/** The handler's refusal: the status a refusal has, with its code. */
+const withCode = ({ status, message }: AuthorizationRefusal): AccessRefusal => ({ status, code: CODES[status], message });
+const forbidden = (message: string): AccessRefusal => withCode(forbid(message));
 
 /** A scope from `chatScope`, or null when it is none (read inside a try: it may be anything). */
 function scopeOf(value: unknown): string | null {
@@ -183,23 +162,5 @@ function keyProblem(key: unknown): string | null {
     return sessionIdProblem(key) ?? subagentSessionProblem(key as string);
   } catch {
     return 'it cannot be read';
-  }
-}
-
-/**
- * The value `call` returns or resolves to, or why there is none: it threw, rejected, or did not
- * settle within `ms`. What it threw is not shown to the client (it may hold anything); the name of
- * the callback and the kind of failure are.
- */
-async function timed<T>(name: string, call: () => T | PromiseLike<T>, ms: number): Promise<{ value: T } | { problem: string }> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<{ problem: string }>((resolve) => {
-    timer = setTimeout(() => resolve({ problem: `${name} did not answer within ${ms} ms` }), ms);
-  });
-  const answer = (async () => ({ value: await call() }))().catch(() => ({ problem: `${name} failed` }));
-  try {
-    return await Promise.race([answer, timeout]);
-  } finally {
-    clearTimeout(timer);
   }
 }

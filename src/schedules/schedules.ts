@@ -10,7 +10,7 @@ import { nextCronTime, parseCron } from './cron.js';
 import { MemoryScheduleBackend } from './memory-backend.js';
 import { isPostgresTables } from '../stores/beside-sessions.js';
 import { PostgresScheduleBackend } from './postgres-backend.js';
-import type { ScheduleBackend, ScheduleRow, Timing } from './row.js';
+import { TimingSchema, type ScheduleBackend, type ScheduleRow, type Timing } from './row.js';
 import { SqliteScheduleBackend } from './sqlite-backend.js';
 import { checkTimeZone } from './time-zone.js';
 
@@ -118,26 +118,54 @@ export type ScheduleOptions = z.input<typeof ScheduleOptionsSchema>;
  * for (const s of all) console.log(s.id, s.nextAt?.toISOString() ?? 'done', s.lastOutcome);
  * ```
  */
-export interface ScheduleInfo {
-  id: string;
-  session: string;
-  agent: string;
-  input: string;
-  timing: Timing;
-  timezone: string;
-  missed: 'run-once' | 'skip';
-  overlap: 'skip' | 'queue';
-  paused: boolean;
+export type ScheduleInfo = z.infer<typeof ScheduleInfoSchema>;
+
+/**
+ * A schedule as a list shows it, checked where a list comes from elsewhere (a `ScheduleSource`
+ * the viewer is given).
+ *
+ * @example
+ * ```ts
+ * import { ScheduleInfoSchema } from 'loopchart/schedules';
+ * const readable = ScheduleInfoSchema.array().safeParse(JSON.parse('[]')).success; // true
+ * ```
+ */
+export const ScheduleInfoSchema = z.object({
+  id: z.string(),
+  session: z.string(),
+  agent: z.string(),
+  input: z.string(),
+  timing: TimingSchema,
+  timezone: z.string(),
+  missed: z.enum(['run-once', 'skip']),
+  overlap: z.enum(['skip', 'queue']),
+  paused: z.boolean(),
   /** null once a one-off has fired. */
-  nextAt: Date | null;
-  lastFiredAt: Date | null;
+  nextAt: z.date().nullable(),
+  lastFiredAt: z.date().nullable(),
   /** How the last tick's run ended (`Completed`, `Failed`, `Cancelled`...), or `Skipped` / `Missed`. */
-  lastOutcome: string | null;
-  lastError: string | null;
+  lastOutcome: z.string().nullable(),
+  lastError: z.string().nullable(),
   /** Runs its ticks started. */
-  runs: number;
+  runs: z.number().int().nonnegative(),
   /** The scheduler firing it now, if one is. */
-  firingBy: string | null;
+  firingBy: z.string().nullable(),
+});
+
+/**
+ * Anything that lists schedules: the viewer's `schedules` option. The viewer lists the store's by
+ * default; a `restateScheduleClient` lists those kept by Restate. `label` says where they are
+ * (the page's title).
+ *
+ * @example
+ * ```ts
+ * import type { ScheduleSource } from 'loopchart/schedules';
+ * const none: ScheduleSource = { label: 'nowhere', list: async () => [] };
+ * ```
+ */
+export interface ScheduleSource {
+  list(): Promise<ScheduleInfo[]>;
+  readonly label?: string | undefined;
 }
 
 /** The next time `timing` fires after `after`, or null when it will not. */

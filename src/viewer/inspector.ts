@@ -1,4 +1,4 @@
-import { createServer } from 'node:http';
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import { runInFlight } from '../agent/protocol/actor-types.js';
 import type { AgentContext } from '../agent/core/context.js';
 import type { AddressInfo } from 'node:net';
@@ -12,7 +12,8 @@ import type { PageData, Row, SessionView } from './page-model.js';
 import { describeOutcome } from './load.js';
 import { agentChart, chartLayouts, VIEWER_HOST, ViewerListenError } from './server.js';
 import { LiveStreams, liveLimits, sseEvent, ViewerOptionsError, type LiveLimitsInput, type LiveStats, type SseStream } from './sse.js';
-import { checkKnownKeys, optionKeys } from '../known-keys.js';
+import { checkKnownKeys, optionKeys, parseOptions } from '../known-keys.js';
+import { ViewerAccess, ViewerAccessOptionsSchema, webRequest, type ViewerAuthorizer } from './access.js';
 
 /**
  * `viewerInspector()`: the offline counterpart of the Stately inspector. Pass `inspect` to
@@ -30,9 +31,13 @@ export interface ViewerInspectorOptions {
   maxRows?: number | undefined;
   /** How far a live page may fall behind before it is dropped (it reconnects where it was). */
   live?: LiveLimitsInput | undefined;
+  /** Asked before any page or event stream is served, with the actor's id as `sessionId` (null for the list); see `ViewerAuthorizer`. */
+  authorize?: ViewerAuthorizer | undefined;
+  /** How long `authorize` may take to answer, in ms (default 5 s); then the request is refused. */
+  authorizeTimeoutMs?: number | undefined;
 }
 
-const INSPECTOR_OPTION_KEYS = optionKeys<ViewerInspectorOptions>()({ port: true, maxRows: true, live: true });
+const INSPECTOR_OPTION_KEYS = optionKeys<ViewerInspectorOptions>()({ port: true, maxRows: true, live: true, authorize: true, authorizeTimeoutMs: true });
 
 export interface ViewerInspector {
   /** The `inspect` option for `createActor`. */
@@ -144,6 +149,9 @@ async function pageFor(tracked: Tracked, script: string): Promise<string> {
  */
 export function viewerInspector(options: ViewerInspectorOptions = {}): ViewerInspector {
   checkKnownKeys(options, INSPECTOR_OPTION_KEYS, 'viewerInspector', (message) => new ViewerOptionsError(message));
+  const access = new ViewerAccess(
+    parseOptions(ViewerAccessOptionsSchema, { authorize: options.authorize, authorizeTimeoutMs: options.authorizeTimeoutMs }, 'viewerInspector', (message) => new ViewerOptionsError(message)),
+  );
   const maxRows = options.maxRows ?? 10_000;
   const actors = new Map<string, Tracked>();
   const live = new LiveStreams(liveLimits(options.live));
@@ -191,31 +199,43 @@ export function viewerInspector(options: ViewerInspectorOptions = {}): ViewerIns
     for (const stream of tracked.listeners) if (!stream.send(update, String(row.seq))) tracked.listeners.delete(stream);
   };
 
-  // A request with no Host is answered here (a JSON 400), not by Node's plain one.
-  const server = createServer({ requireHostHeader: false }, (req, res) => {
-    const address = server.address() as AddressInfo;
-    const refused = localRequestProblem(req.headers, address.port, req.rawHeaders);
+  const handle = async (req: IncomingMessage, res: ServerResponse, port: number) => {
+    const refused = localRequestProblem(req.headers, port, req.rawHeaders);
     if (refused) return refuse(res, refused.status, refused.code, refused.reason);
     const url = requestTarget(req.url);
     if (url === null) return refuse(res, 400, 'BadRequestTarget', 'only a path (/...) is served here');
     if (req.method !== 'GET') return html(res, 405, messagePage('Method not allowed', `${req.method} is not served here.`));
+    const request = webRequest(req, `http://${VIEWER_HOST}:${port}`, req.url ?? '/');
+    if (request === null) return refuse(res, 400, 'BadRequest', 'a header of this request cannot be read');
+    const page = url.pathname === '/' ? null : pagePath(url.pathname, 'a');
+    // Asked before anything is looked up: a refused caller cannot tell a refused actor from none.
+    const refusal = url.pathname === '/' || page !== null ? await access.check(request, page?.id ?? null) : null;
+    if (refusal) {
+      const title = refusal.status === 404 ? 'Not found' : refusal.status === 401 ? 'Sign in needed' : 'Not allowed';
+      return html(res, refusal.status, messagePage(title, refusal.status === 404 ? `No inspected actor at ${url.pathname}.` : refusal.message));
+    }
     if (url.pathname === '/') {
-      const listings = [...actors.values()].map((a) => ({ sessionId: a.id, updatedAt: new Date(a.rows.at(-1)?.at ?? Date.now()), runs: null, outcome: a.state, tokens: null, costUsd: null, error: null }));
+      const shown = await access.visible(request, [...actors.values()], (a) => a.id);
+      const listings = shown.map((a) => ({ sessionId: a.id, updatedAt: new Date(a.rows.at(-1)?.at ?? Date.now()), runs: null, outcome: a.state, tokens: null, costUsd: null, error: null }));
       return html(res, 200, homePage(listings, 'live actors', actorPath));
     }
-    const page = pagePath(url.pathname, 'a');
     const tracked = page === null ? undefined : actors.get(page.id);
     if (!tracked) return html(res, 404, messagePage('Not found', `No inspected actor at ${url.pathname}.`));
-    if (!page!.events) {
-      void clientScript().then(async (script) => html(res, 200, await pageFor(tracked, script)), (error) => html(res, 500, messagePage('Error', String(error))));
-      return;
-    }
+    if (!page!.events) return html(res, 200, await pageFor(tracked, await clientScript()));
     const lastEventId = req.headers['last-event-id'];
     const after = typeof lastEventId === 'string' ? cursorParam(lastEventId) : cursorParam(url.searchParams.get('after'));
     if (after === null) return html(res, 400, messagePage('Bad request', "'after' must be an event sequence number (a whole number from 0)."));
     const stream = live.open(res, (closed) => tracked.listeners.delete(closed));
     const missed = tracked.rows.filter((row) => row.seq > after);
     if (missed.length === 0 || stream.send(rowsEvent(tracked, missed), String(missed.at(-1)!.seq))) tracked.listeners.add(stream);
+  };
+
+  // A request with no Host is answered here (a JSON 400), not by Node's plain one.
+  const server = createServer({ requireHostHeader: false }, (req, res) => {
+    handle(req, res, (server.address() as AddressInfo).port).catch((error) => {
+      if (!res.headersSent) html(res, 500, messagePage('Error', String(error)));
+      else res.end();
+    });
   });
   const port = options.port ?? 0;
   const ready = new Promise<string>((resolve, reject) => {

@@ -1,5 +1,15 @@
-import { InvalidScheduleError, listSchedules, type ScheduleInfo } from '../schedules/schedules.js';
+import { z } from 'zod';
+import { InvalidScheduleError, listSchedules, ScheduleInfoSchema, type ScheduleInfo, type ScheduleSource } from '../schedules/schedules.js';
 import type { SessionStore } from '../stores/session-store.js';
+
+/** A `schedules` option: something with a `list` function, and an optional label. */
+export const ScheduleSourceSchema = z.custom<ScheduleSource>(
+  (value) => typeof value === 'object' && value !== null && typeof (value as { list?: unknown }).list === 'function',
+  { error: 'schedules must be an object with a list() function (a restateScheduleClient, for one)' },
+);
+
+/** How long a schedule source may take to list, in ms: a page never waits for ever. */
+const LIST_TIMEOUT_MS = 30_000;
 
 /**
  * The store's schedules for the viewer's list, or null when the store cannot hold any (a store of
@@ -12,5 +22,25 @@ export async function storedSchedules(store: SessionStore): Promise<ScheduleInfo
   } catch (error) {
     if (InvalidScheduleError.isInstance(error)) return null;
     throw error;
+  }
+}
+
+/**
+ * The schedules of a source the viewer was given (Restate's, for one), checked as they come: what
+ * the source lists is read like any input from outside, and one it cannot read, or a list it does
+ * not give within 30 s, is an error page naming the source, not a page drawn from bad data.
+ */
+export async function sourcedSchedules(source: ScheduleSource): Promise<ScheduleInfo[]> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`the schedules of ${source.label ?? 'the source'} did not come within ${LIST_TIMEOUT_MS / 1000} s`)), LIST_TIMEOUT_MS);
+  });
+  try {
+    const listed: unknown = await Promise.race([source.list(), late]);
+    const parsed = ScheduleInfoSchema.array().safeParse(listed);
+    if (!parsed.success) throw new Error(`the schedules of ${source.label ?? 'the source'} cannot be read: ${parsed.error.issues[0]!.message} at ${parsed.error.issues[0]!.path.join('.')}`);
+    return parsed.data;
+  } finally {
+    clearTimeout(timer);
   }
 }

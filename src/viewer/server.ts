@@ -14,10 +14,13 @@ import { comparePage, comparePaths } from './compare.js';
 import { listSessionViews, loadSessionView } from './load.js';
 import { homePage, messagePage, SCHEDULES_PATH, schedulesPage, sessionPage, sessionPath } from './page.js';
 import type { PageData, SessionView } from './page-model.js';
-import { storedSchedules } from './schedules.js';
+import { ScheduleSourceSchema, sourcedSchedules, storedSchedules } from './schedules.js';
+import { ViewerAccess, ViewerAccessOptionsSchema, webRequest, type ViewerAuthorizer } from './access.js';
+import type { AuthorizationRefusal } from '../authorization.js';
+import type { ScheduleSource } from '../schedules/schedules.js';
 import { TraceCache } from './trace-cache.js';
 import { LiveStreams, liveLimits, ViewerOptionsError, type LiveLimitsInput, type LiveStats } from './sse.js';
-import { checkKnownKeys, optionKeys } from '../known-keys.js';
+import { checkKnownKeys, optionKeys, parseOptions } from '../known-keys.js';
 
 /** The viewer's address: loopback only, never another interface. */
 export const VIEWER_HOST = '127.0.0.1';
@@ -49,9 +52,30 @@ export interface ViewerOptions {
   storeLabel?: string | undefined;
   /** How far a live page may fall behind before it is dropped (it reconnects where it was). */
   live?: LiveLimitsInput | undefined;
+  /**
+   * Asked before any page, event stream or list is served, and for each session a list would
+   * show (see `ViewerAuthorizer`). Without it, every request from this machine is answered.
+   */
+  authorize?: ViewerAuthorizer | undefined;
+  /** How long `authorize` may take to answer, in ms (default 5 s); then the request is refused. */
+  authorizeTimeoutMs?: number | undefined;
+  /** Where `/schedules` lists from (default: the store): a `restateScheduleClient` for schedules kept by Restate. */
+  schedules?: ScheduleSource | undefined;
 }
 
-const VIEWER_OPTION_KEYS = optionKeys<ViewerOptions>()({ store: true, port: true, pollMs: true, storeLabel: true, live: true });
+const VIEWER_OPTION_KEYS = optionKeys<ViewerOptions>()({
+  store: true,
+  port: true,
+  pollMs: true,
+  storeLabel: true,
+  live: true,
+  authorize: true,
+  authorizeTimeoutMs: true,
+  schedules: true,
+});
+
+/** The options besides the store's and the port's, checked once the keys are: the hook, its timeout, the schedule source. */
+const CheckedOptionsSchema = ViewerAccessOptionsSchema.extend({ schedules: ScheduleSourceSchema.optional() });
 
 export interface RunningViewer {
   url: string;
@@ -72,6 +96,15 @@ export const agentChart = (): ChartModel => (driverChart ??= chartOf(wholeChart(
 export async function chartLayouts(chart: ChartModel, driver: ChartModel): Promise<PageData['layouts']> {
   const [a, b] = await Promise.all([cachedViews(chart), driver.states.length ? cachedViews(driver) : null]);
   return { chart: a, driver: b };
+}
+
+/**
+ * A refusal of `authorize` as a page: a 404 is the page a missing thing gets (`notFound`, so the
+ * caller cannot tell the two apart), a 401 or a 403 says the reason.
+ */
+function sendRefusal(res: ServerResponse, refusal: AuthorizationRefusal, notFound: string, title = 'Session not found'): void {
+  if (refusal.status === 404) return send(res, 404, messagePage(title, notFound));
+  send(res, refusal.status, messagePage(refusal.status === 401 ? 'Sign in needed' : 'Not allowed', refusal.message));
 }
 
 /** The data of a session page. */
@@ -126,6 +159,9 @@ export async function exportSessionHtml(store: SessionStore, sessionId: string):
 export async function startViewer(options: ViewerOptions): Promise<RunningViewer> {
   checkKnownKeys(options, VIEWER_OPTION_KEYS, 'startViewer', (message) => new ViewerOptionsError(message));
   const { store } = options;
+  const checked = parseOptions(CheckedOptionsSchema, { authorize: options.authorize, authorizeTimeoutMs: options.authorizeTimeoutMs, schedules: options.schedules }, 'startViewer', (message) => new ViewerOptionsError(message));
+  const access = new ViewerAccess(checked);
+  const schedules = checked.schedules;
   const live = new LiveStreams(liveLimits(options.live));
   const traces = new TraceCache(store);
   const readTrace = async (sessionId: string, afterSeq = 0) => (await traces.read(sessionId)).entries.filter((record) => record.seq > afterSeq);
@@ -136,7 +172,11 @@ export async function startViewer(options: ViewerOptions): Promise<RunningViewer
   const laidOut = chartLayouts(brainChart(), agentChart());
 
   /** An eval case's two runs side by side: both sessions must be in the store (a 404 names the one that is not). */
-  const sendCompare = async (res: ServerResponse, recorded: string, got: string) => {
+  const sendCompare = async (res: ServerResponse, request: Request, recorded: string, got: string) => {
+    for (const id of [recorded, got]) {
+      const refusal = await access.check(request, id);
+      if (refusal) return sendRefusal(res, refusal, `There is no session '${id}' in ${label}: both runs must be in the store the viewer serves.`);
+    }
     const known = new Set((await store.list()).map((summary) => summary.sessionId));
     for (const id of [recorded, got]) {
       if (sessionIdProblem(id) !== null || !known.has(id)) return send(res, 404, messagePage('Session not found', `There is no session '${id}' in ${label}: both runs must be in the store the viewer serves.`));
@@ -151,14 +191,25 @@ export async function startViewer(options: ViewerOptions): Promise<RunningViewer
     const url = requestTarget(req.url);
     if (url === null) return refuse(res, 400, 'BadRequestTarget', 'only a path (/...) is served here');
     if (req.method !== 'GET') return send(res, 405, messagePage('Method not allowed', `${req.method} is not served here.`));
-    if (url.pathname === '/') return send(res, 200, homePage(await listSessionViews(store), label, sessionPath, true));
-    if (url.pathname === SCHEDULES_PATH) return send(res, 200, schedulesPage(await storedSchedules(store), label));
+    const request = webRequest(req, `http://${VIEWER_HOST}:${port}`, req.url ?? '/');
+    if (request === null) return refuse(res, 400, 'BadRequest', 'a header of this request cannot be read');
+    if (url.pathname === '/' || url.pathname === SCHEDULES_PATH) {
+      const refusal = await access.check(request, null);
+      if (refusal) return sendRefusal(res, refusal, `Nothing is served at ${url.pathname}.`, 'Not found');
+      if (url.pathname === '/') return send(res, 200, homePage(await access.visible(request, await listSessionViews(store), (s) => s.sessionId), label, sessionPath, true));
+      const listed = schedules ? await sourcedSchedules(schedules) : await storedSchedules(store);
+      const shown = listed && (await access.visible(request, listed, (s) => s.session));
+      return send(res, 200, schedulesPage(shown, schedules?.label ?? label));
+    }
     const compared = comparePaths(url.pathname);
-    if (compared) return sendCompare(res, compared.recorded, compared.got);
+    if (compared) return sendCompare(res, request, compared.recorded, compared.got);
     const page = pagePath(url.pathname, 's');
     if (page === null || sessionIdProblem(page.id) !== null) return send(res, 404, messagePage('Not found', `Nothing is served at ${url.pathname}.`));
     const sessionId = page.id;
     const missing = () => send(res, 404, messagePage('Session not found', `There is no session '${sessionId}' in ${label}.`));
+    // Asked before the store is read: a refused caller learns nothing of the session, not even whether it exists.
+    const refusal = await access.check(request, sessionId);
+    if (refusal) return sendRefusal(res, refusal, `There is no session '${sessionId}' in ${label}.`);
     if (page.events) {
       const lastEventId = req.headers['last-event-id'];
       const cursor = liveCursor(url.searchParams, Array.isArray(lastEventId) ? lastEventId[0] : lastEventId);
@@ -169,8 +220,10 @@ export async function startViewer(options: ViewerOptions): Promise<RunningViewer
       return feed.attach(stream, cursor);
     }
     const trace = await traces.read(sessionId).catch(() => undefined);
-    const view = await loadSessionView(store, sessionId, trace ? async () => trace.entries.slice() : readTrace);
-    if (!view) return missing();
+    const loaded = await loadSessionView(store, sessionId, trace ? async () => trace.entries.slice() : readTrace);
+    if (!loaded) return missing();
+    // The page links its subagents' sessions: only those this caller may read.
+    const view = loaded.children && access.asks ? { ...loaded, children: await access.visible(request, loaded.children, (id) => id) } : loaded;
     if (!view.error) feeds.prime(view);
     return send(res, view.error ? 500 : 200, sessionPage(await pageData(view, true), await clientScript(), trace));
   };
