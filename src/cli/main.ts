@@ -32,7 +32,8 @@ const SESSIONS_COMMANDS = `sessions commands:
                     at rest, to continue with send and any agent; the original is only read`;
 
 const VIEW_COMMANDS = `view commands:
-  view              serve the viewer on 127.0.0.1 until Ctrl-C (--port N, --store LOCATION)
+  view              serve the viewer on 127.0.0.1 until Ctrl-C (--port N, --store LOCATION,
+                    --restate URL: /schedules lists the schedules Restate keeps)
   view export ID -o FILE
                     one self-contained HTML file of the session`;
 
@@ -63,7 +64,7 @@ ${OPTIONS}
 
 ${EXIT_CODES}`;
 
-export const VIEW_USAGE = `usage: loopchart view [--store LOCATION] [--port N]
+export const VIEW_USAGE = `usage: loopchart view [--store LOCATION] [--port N] [--restate URL]
        loopchart view export ID -o FILE
 
 ${VIEW_COMMANDS}
@@ -166,6 +167,7 @@ async function run(argv: string[], io: Io): Promise<number> {
   }
   if (group === 'view') return view(command, rest, values, io);
   if (group !== 'sessions') throw unknownCommand([], group, GROUPS);
+  if (values.restate !== undefined) throw new UsageError('--restate is an option of loopchart view and loopchart schedules');
   const options: CommandOptions = {
     ...storeCommandOptions(values, io),
     ...(values.agent !== undefined && { agent: values.agent }),
@@ -221,7 +223,7 @@ function unknownCommand(path: readonly string[], word: string, commands: readonl
 async function view(command: string | undefined, rest: string[], values: ReturnType<typeof parse>['values'], io: Io): Promise<number> {
   const options = storeCommandOptions(values, io);
   const { exportCommand, serveCommand } = await import('./view.js');
-  if (command === undefined) return serveCommand(values.port, options);
+  if (command === undefined) return serveCommand(values.port, options, values.restate);
   if (command === 'export' && rest.length === 1) return exportCommand(rest[0]!, values.out, options);
   if (command === 'export') throw new UsageError('usage: loopchart view export ID -o FILE');
   throw unknownCommand(['view'], command, ['export']);
@@ -238,5 +240,6 @@ function parse(argv: string[]) {
     out: { type: 'string', short: 'o' },
     as: { type: 'string' },
     by: { type: 'string' },
+    restate: { type: 'string' },
   });
 }

@@ -3,6 +3,7 @@ import { DEFAULT_VIEWER_PORT, exportSessionHtml, startViewer } from '../viewer/s
 import { CliError, UsageError } from './errors.js';
 import { escapeLine } from './escape.js';
 import { noStore, withStore, type CommandOptions } from './sessions.js';
+import { restateSchedules } from './restate-schedules.js';
 
 function parsePort(text: string | undefined): number {
   if (text === undefined) return DEFAULT_VIEWER_PORT;
@@ -17,14 +18,15 @@ const untilStopped = () =>
     process.once('SIGTERM', resolve);
   });
 
-/** `loopchart view [--store] [--port N]`: serves the viewer on 127.0.0.1 until stopped. */
-export async function serveCommand(port: string | undefined, options: CommandOptions): Promise<number> {
+/** `loopchart view [--store] [--port N] [--restate URL]`: serves the viewer on 127.0.0.1 until stopped; `/schedules` lists Restate's with `--restate`. */
+export async function serveCommand(port: string | undefined, options: CommandOptions, restate?: string): Promise<number> {
   const { io, location } = options;
   const chosen = parsePort(port);
+  const schedules = restate === undefined ? undefined : await restateSchedules(restate);
   return withStore(
     options,
     async (store) => {
-      const viewer = await startViewer({ store, port: chosen, storeLabel: location.label });
+      const viewer = await startViewer({ store, port: chosen, storeLabel: location.label, schedules });
       io.out(`loopchart view: ${escapeLine(location.label)} at ${viewer.url} (127.0.0.1 only; Ctrl+C stops)`);
       await untilStopped();
       await viewer.close();

@@ -4,7 +4,7 @@ import { parseOptions } from '../known-keys.js';
 import { ScheduleRowSchema } from '../schedules/row.js';
 import { exactlyOneTiming, infoOf, InvalidScheduleError, newScheduleRow, ScheduleFieldsSchema, ScheduleNotFoundError, type ScheduleInfo } from '../schedules/schedules.js';
 import { StoreError } from '../stores/errors.js';
-import { REGISTRY_KEY, RestateScheduleFieldsSchema } from './schedule-object.js';
+import { REGISTRY_KEY, RestateScheduleFieldsSchema } from './schedule-fields.js';
 
 const ClientOptionsSchema = z.strictObject({
   /** The schedule object's name, as given to `restateSchedules` (default `loopchartSchedule`). */
@@ -46,6 +46,8 @@ export type RestateScheduleOptions = z.input<typeof RestateOptionsSchema>;
  * ```
  */
 export interface RestateScheduleClient {
+  /** Where the schedules are: `Restate at <ingress URL>` (the viewer's schedules page shows it). */
+  readonly label: string;
   /** Stores the schedule and arms its first tick; checked here first (`InvalidScheduleError`, `InvalidCronError`, `UnknownTimeZoneError`). */
   schedule(options: RestateScheduleOptions): Promise<ScheduleInfo>;
   /** The schedule, or undefined when there is none with this id. */
@@ -98,7 +100,13 @@ export function restateScheduleClient(ingressUrl: string, options: RestateSchedu
     } catch (error) {
       throw new StoreError(where, `${handler}: ${(error as Error).message}`, { cause: error });
     }
-    if (response.ok) return text ? JSON.parse(text) : null;
+    if (response.ok) {
+      try {
+        return text ? JSON.parse(text) : null;
+      } catch {
+        throw new StoreError(where, `${handler}: the reply is not JSON`);
+      }
+    }
     const message = (() => {
       try {
         return String((JSON.parse(text) as { message?: unknown }).message ?? text);
@@ -118,6 +126,7 @@ export function restateScheduleClient(ingressUrl: string, options: RestateSchedu
   };
 
   return {
+    label: where,
     async schedule(options) {
       const checked = parseOptions(RestateOptionsSchema, options, '', (message) => new InvalidScheduleError(message));
       const { id = randomUUID(), ...fields } = checked;

@@ -3,8 +3,9 @@ import { z } from 'zod';
 import { LoopchartError } from '../errors.js';
 import { parseOptions } from '../known-keys.js';
 import { ScheduleRowSchema, type ScheduleRow } from '../schedules/row.js';
-import { InvalidScheduleError, exactlyOneTiming, newScheduleRow, nextAfter, nextAtOnPause, ScheduleFieldsSchema } from '../schedules/schedules.js';
+import { InvalidScheduleError, exactlyOneTiming, newScheduleRow, nextAfter, nextAtOnPause } from '../schedules/schedules.js';
 import type { restateSession } from './session-object.js';
+import { REGISTRY_KEY, RestateScheduleFieldsSchema } from './schedule-fields.js';
 
 /**
  * Schedules on Restate: a virtual object per schedule (keyed by its id) holding the schedule's row
@@ -21,12 +22,8 @@ export interface RestateSchedulesOptions {
   name?: string | undefined;
 }
 
-/** The registry's one key: one list of every schedule of the object. */
-export const REGISTRY_KEY = 'all';
 const ROW = 'schedule';
 
-/** What `create` takes: `schedule`'s options without the agent (the session object runs it) and the missed policy (a delayed call is never missed). The id is the object's key. */
-export const RestateScheduleFieldsSchema = ScheduleFieldsSchema.omit({ agent: true, missed: true, id: true });
 const CreatePayload = RestateScheduleFieldsSchema.refine(...exactlyOneTiming);
 const FirePayload = z.strictObject({ due: z.number().int() });
 

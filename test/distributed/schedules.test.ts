@@ -11,6 +11,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Message } from '../../src/index.js';
 import { restateScheduleClient, type RestateScheduleClient } from '../../src/restate.js';
 import { ScheduleNotFoundError } from '../../src/schedules.js';
+import { main } from '../../src/cli/main.js';
+import { MemorySessionStore } from '../../src/stores/memory.js';
+import { startViewer } from '../../src/viewer.js';
 import { IngressClient } from './support/ingress.js';
 import { RestateServer, freePort, waitFor } from './support/server.js';
 import { SERVER_BINARY, readToolLog } from './support/suite.js';
@@ -126,5 +129,39 @@ describe.skipIf(!SERVER_BINARY)('schedules on Restate (real server, real worker)
     expect(await inputsOf('crash-session')).toEqual(['tick after crash']);
     expect(appendsOf('crash-session').map((line) => line.pid)).toEqual(Array.from({ length: 3 }, () => worker.child.pid));
     expect(await schedules.get('crash')).toMatchObject({ runs: 1, lastOutcome: 'Sent', nextAt: null });
+  });
+
+  it('the CLI (--restate) adds, lists, pauses, resumes and deletes them; the viewer given the client lists them', async () => {
+    const cli = async (...argv: string[]) => {
+      const out: string[] = [];
+      const err: string[] = [];
+      const code = await main([...argv, '--restate', server.ingressUrl], { out: (line) => out.push(line), err: (line) => err.push(line) });
+      return { code, out: out.join('\n'), err: err.join('\n') };
+    };
+    const added = await cli('schedules', 'add', '--id', 'cli-made', '--session', 'cli-session', '--input', 'tick from the CLI', '--every', '3600000');
+    expect(added).toMatchObject({ code: 0, err: '' });
+    expect(added.out).toMatch(/^cli-made {2}active {2}loopchartSession -> cli-session {2}every 3600000 ms {2}next 20\d\d-/);
+    expect((await cli('schedules', 'list')).out.split('\n')).toContainEqual(expect.stringMatching(/^cli-made {2}active /));
+    expect((await cli('schedules', 'pause', 'cli-made')).out).toMatch(/^cli-made {2}paused/);
+    expect((await schedules.get('cli-made'))!.paused).toBe(true);
+
+    // The viewer lists what the client lists, under the client's label: a store of its own has none of them.
+    const viewer = await startViewer({ store: new MemorySessionStore(), port: 0, schedules });
+    try {
+      const page = await fetch(new URL('/schedules', viewer.url));
+      const body = await page.text();
+      expect(page.status).toBe(200);
+      expect(body).toContain(`<h1>Schedules in Restate at ${server.ingressUrl.replace(/\/$/, '')}</h1>`);
+      expect(body).toMatch(/<td class="id">cli-made<\/td>\n<td>loopchartSession<\/td>\n<td class="id"><a href="\/s\/cli-session">cli-session<\/a><\/td>\n<td>every 3600 s<\/td>\n<td>paused<\/td>/);
+    } finally {
+      await viewer.close();
+    }
+
+    expect((await cli('schedules', 'resume', 'cli-made')).out).toMatch(/^cli-made {2}active/);
+    expect((await cli('schedules', 'delete', 'cli-made')).out).toBe('deleted cli-made');
+    expect((await cli('schedules', 'list')).out).not.toContain('cli-made');
+    const gone = await cli('schedules', 'pause', 'cli-made');
+    expect(gone.code).toBe(1);
+    expect(gone.err).toMatch(/no schedule 'cli-made'/);
   });
 });

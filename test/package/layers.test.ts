@@ -34,7 +34,8 @@ const RANKS = new Map<string, number>([
   ['memory', 6],
   ['http', 7],
   ['restate', 7],
-  ['cli', 7],
+  // Above Restate, whose schedules `loopchart schedules --restate` and `loopchart view --restate` list.
+  ['cli', 7.5],
   ['entries', 8],
 ]);
 

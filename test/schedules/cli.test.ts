@@ -45,6 +45,29 @@ describe('loopchart schedules', () => {
   });
 });
 
+describe('loopchart schedules --restate, without a server (the commands against a real one are in test/distributed/schedules.test.ts)', () => {
+  it('--store beside it, a URL that is none, or --agent / --missed on add: one line, exit 2; an ingress that does not answer: exit 1 naming it', async () => {
+    const both = await cli('schedules', 'list', '--restate', 'http://127.0.0.1:9', '--store', store);
+    expect(both).toMatchObject({ code: 2 });
+    expect(both.err).toMatch(/--restate and --store name two places/);
+    const notUrl = await cli('schedules', 'list', '--restate', 'file:///etc/passwd');
+    expect(notUrl).toMatchObject({ code: 2 });
+    expect(notUrl.err).toMatch(/--restate takes the ingress URL/);
+    const agent = await cli('schedules', 'add', '--restate', 'http://127.0.0.1:9', '--session', 's', '--agent', 'a', '--input', 'x', '--every', '60000');
+    expect(agent).toMatchObject({ code: 2 });
+    expect(agent.err).toMatch(/takes no --agent/);
+    // Port 9 (discard) has nothing listening on this machine: the connection is refused at once.
+    const down = await cli('schedules', 'list', '--restate', 'http://127.0.0.1:9');
+    expect(down).toMatchObject({ code: 1 });
+    expect(down.err).toMatch(/^loopchart: .*Restate at http:\/\/127\.0\.0\.1:9.*list/);
+    // `view` takes it too (its /schedules lists Restate's); the sessions commands do not.
+    const view = await cli('view', '--restate', 'not a url', '--store', store);
+    expect(view).toMatchObject({ code: 2 });
+    expect(view.err).toMatch(/--restate takes the ingress URL/);
+    expect((await cli('sessions', 'list', '--restate', 'http://127.0.0.1:9', '--store', store)).code).toBe(2);
+  });
+});
+
 describe('loopchart scheduler, bad usage (the running command is in scheduler-cli.process.test.ts)', () => {
   const fixture = (name: string) => fileURLToPath(new URL(`./fixtures/${name}`, import.meta.url));
   const listeners = process.listenerCount('SIGTERM');

@@ -105,7 +105,7 @@ describe('help', () => {
   it('`loopchart view --help` prints the view group, `loopchart` alone everything', async () => {
     const view = await cli('view', '--help');
     expect(view.code).toBe(0);
-    expect(view.out).toMatch(/^usage: loopchart view \[--store LOCATION\] \[--port N\]\n {7}loopchart view export ID -o FILE/);
+    expect(view.out).toMatch(/^usage: loopchart view \[--store LOCATION\] \[--port N\] \[--restate URL\]\n {7}loopchart view export ID -o FILE/);
     expect(view.out).not.toContain('send ID TEXT');
     const all = await cli();
     expect(all.code).toBe(0);

@@ -98,4 +98,28 @@ describe('the viewer lists schedules', () => {
       await store.close();
     }
   });
+
+  it('from a source it is given (a restateScheduleClient, for one): its schedules under its label, checked as they come', async () => {
+    const store = new SqliteSessionStore({ path: ':memory:' });
+    const elsewhere = { id: 'remote', session: 'far', agent: 'loopchartSession', input: 'Go.', timing: { kind: 'every' as const, everyMs: 60_000, anchor: 0 }, timezone: 'UTC', missed: 'run-once' as const, overlap: 'skip' as const, paused: false, nextAt: new Date(Date.UTC(2030, 0, 1)), lastFiredAt: null, lastOutcome: null, lastError: null, runs: 0, firingBy: null };
+    let listed: unknown[] = [elsewhere];
+    const viewer = await startViewer({ store, port: 0, schedules: { label: 'the cluster', list: async () => listed as never } });
+    try {
+      const page = await get(viewer.port, '/schedules');
+      expect(page.status).toBe(200);
+      expect(page.body).toContain('<h1>Schedules in the cluster</h1>');
+      expect(row(page.body, 'remote')).toEqual(['remote', 'loopchartSession', 'far', 'every 60 s', 'active', '2030-01-01 00:00:00Z', '—', '—', '0']);
+      // A source that answers something else is an error page naming it, not a page drawn from it.
+      listed = [{ ...elsewhere, nextAt: '<script>alert(1)</script>' }];
+      const bad = await get(viewer.port, '/schedules');
+      expect(bad.status).toBe(500);
+      expect(bad.body).toContain('the schedules of the cluster cannot be read');
+      expect(bad.body).not.toContain('<script>alert(1)</script>');
+      expect((await get(viewer.port, '/')).status).toBe(200);
+    } finally {
+      await viewer.close();
+      await store.close();
+    }
+    await expect(startViewer({ store, port: 0, schedules: { lists: () => [] } as never })).rejects.toThrow(/schedules must be an object with a list\(\) function/);
+  });
 });
