@@ -6,7 +6,6 @@
  * refuses; the Host the client sent never reaches the hook.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
-import { request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -17,30 +16,14 @@ import { DurableSession } from '../../src/sessions/durable-session.js';
 import { SqliteSessionStore } from '../../src/sqlite.js';
 import type { SessionStore } from '../../src/stores/session-store.js';
 import { scriptedModel } from '../../src/testing.js';
+import { get as getWith } from './support.js';
 import { startViewer, viewerInspector, ViewerOptionsError, type RunningViewer, type ViewerAccessRequest, type ViewerAuthorizer } from '../../src/viewer.js';
+
+/** One GET as `user` (the `x-user` header); the status and the body. */
+const get = (port: number, path: string, user?: string) => getWith(port, path, { host: `127.0.0.1:${port}`, ...(user && { 'x-user': user }) });
 
 const dir = mkdtempSync(join(tmpdir(), 'loopchart-viewer-authorize-'));
 let store: SqliteSessionStore;
-
-/** One GET as `user` (the `x-user` header), Host set to the viewer's own; the status and the body. */
-function get(port: number, path: string, user?: string): Promise<{ status: number; body: string }> {
-  const headers: Record<string, string> = { host: `127.0.0.1:${port}`, ...(user && { 'x-user': user }) };
-  return new Promise((resolve, reject) => {
-    const req = request({ host: '127.0.0.1', port, path, headers, setHost: false, timeout: 10_000 }, (res) => {
-      let body = '';
-      res.setEncoding('utf8');
-      res.on('data', (chunk: string) => {
-        body += chunk;
-        if (res.headers['content-type'] === 'text/event-stream') req.destroy();
-      });
-      res.on('end', () => resolve({ status: res.statusCode!, body }));
-      res.on('close', () => resolve({ status: res.statusCode!, body }));
-    });
-    req.on('timeout', () => req.destroy(new Error(`GET ${path} timed out`)));
-    req.on('error', reject);
-    req.end();
-  });
-}
 
 /** A store that counts reads: a refused request must not cause one. */
 function counting(inner: SessionStore): SessionStore & { reads: number } {

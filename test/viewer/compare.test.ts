@@ -4,7 +4,6 @@
  * step the evals report; stored text escaped; 404 for an unknown session; routed by the path alone.
  */
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -20,6 +19,7 @@ import type { ScriptEntry } from '../../src/models/scripted.js';
 import { SqliteSessionStore } from '../../src/stores/sqlite.js';
 import { startViewer, type RunningViewer } from '../../src/viewer/server.js';
 import { recordSession, supportAgent } from '../evals/support.js';
+import { get as getFrom } from './support.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'loopchart-viewer-compare-'));
 const storePath = join(dir, 'store.db');
@@ -48,20 +48,8 @@ afterAll(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-/** One request (the Host set by the test); the status and the body. */
-function get(path: string, headers: Record<string, string> = { host: `127.0.0.1:${viewer.port}` }, method = 'GET'): Promise<{ status: number; body: string }> {
-  return new Promise((resolve, reject) => {
-    const req = request({ host: '127.0.0.1', port: viewer.port, path, method, headers, setHost: false, timeout: 5_000 }, (res) => {
-      let body = '';
-      res.setEncoding('utf8');
-      res.on('data', (chunk: string) => (body += chunk));
-      res.on('end', () => resolve({ status: res.statusCode!, body }));
-    });
-    req.on('timeout', () => req.destroy(new Error(`${method} ${path} timed out`)));
-    req.on('error', reject);
-    req.end();
-  });
-}
+/** One request to the viewer (its own Host unless `headers` say otherwise). */
+const get = (path: string, headers?: Record<string, string>, method?: string) => getFrom(viewer.port, path, headers, method);
 
 /** The table's rows: each row's id, class and cells as text (markup removed, entities kept). */
 function rows(body: string): { id: string; cls: string; cells: string[] }[] {

@@ -4,7 +4,6 @@
  * store is read or a stream opens; an unknown session is a 404 on every route, the event stream
  * included (it used to answer 200 and poll forever).
  */
-import { request } from 'node:http';
 import { connect } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createActor, createMachine } from 'xstate';
@@ -13,6 +12,7 @@ import type { SessionStore } from '../../src/stores/session-store.js';
 import { localRequestProblem, requestTarget } from '../../src/viewer/http.js';
 import { startViewer, viewerInspector, ViewerListenError, ViewerOptionsError, type RunningViewer, type ViewerInspector } from '../../src/viewer.js';
 import { writeBigSession } from './fixtures/big-session.js';
+import { get } from './support.js';
 
 /** A store that counts every read: a refused request must not cause one. */
 function countingStore(inner: SessionStore): SessionStore & { reads: number } {
@@ -28,26 +28,6 @@ function countingStore(inner: SessionStore): SessionStore & { reads: number } {
     close: () => inner.close(),
   };
   return counted;
-}
-
-/** One GET with exactly these headers; resolves with the status and the first bytes of the body. */
-function get(port: number, path: string, headers: Record<string, string>): Promise<{ status: number; body: string }> {
-  return new Promise((resolve, reject) => {
-    const req = request({ host: '127.0.0.1', port, path, headers, setHost: false, timeout: 5_000 }, (res) => {
-      let body = '';
-      res.setEncoding('utf8');
-      res.on('data', (chunk: string) => {
-        body += chunk;
-        // An event stream never ends by itself: its status is what this test checks.
-        if (res.headers['content-type'] === 'text/event-stream') req.destroy();
-      });
-      res.on('end', () => resolve({ status: res.statusCode!, body }));
-      res.on('close', () => resolve({ status: res.statusCode!, body }));
-    });
-    req.on('timeout', () => req.destroy(new Error(`GET ${path} timed out`)));
-    req.on('error', reject);
-    req.end();
-  });
 }
 
 /** Well-formed Hosts that name another server: a 421. */

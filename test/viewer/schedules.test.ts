@@ -4,7 +4,6 @@
  * schedules the page has no list.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
-import { request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -13,24 +12,10 @@ import { listSchedules, schedule, startScheduler } from '../../src/schedules.js'
 import { SqliteSessionStore } from '../../src/sqlite.js';
 import { scriptedModel } from '../../src/testing.js';
 import { startViewer } from '../../src/viewer.js';
+import { get } from './support.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'loopchart-viewer-schedules-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
-
-/** One request with these headers (Host included: the test sets it); the status and the body. */
-function get(port: number, path: string, headers: Record<string, string> = { host: `127.0.0.1:${port}` }, method = 'GET'): Promise<{ status: number; body: string }> {
-  return new Promise((resolve, reject) => {
-    const req = request({ host: '127.0.0.1', port, path, method, headers, setHost: false, timeout: 5_000 }, (res) => {
-      let body = '';
-      res.setEncoding('utf8');
-      res.on('data', (chunk: string) => (body += chunk));
-      res.on('end', () => resolve({ status: res.statusCode!, body }));
-    });
-    req.on('timeout', () => req.destroy(new Error(`${method} ${path} timed out`)));
-    req.on('error', reject);
-    req.end();
-  });
-}
 
 /** The cells of the table row whose first cell is `id`, as text. */
 function row(body: string, id: string): string[] {
