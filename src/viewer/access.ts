@@ -68,16 +68,25 @@ export class ViewerAccess {
     return this.#authorize !== undefined;
   }
 
-  /** Null when `request` may read `sessionId` (a list, when null), else the refusal. */
-  async check(request: Request, sessionId: string | null): Promise<AuthorizationRefusal | null> {
+  /**
+   * The request as the hook sees it (see `webRequest`), built only when there is a hook: a header
+   * Node reads but a `Request` refuses is then a 400, and without a hook it changes nothing.
+   * Undefined without a hook, null for such a request.
+   */
+  requestOf(req: IncomingMessage, origin: string): Request | null | undefined {
+    return this.#authorize ? webRequest(req, origin, req.url ?? '/') : undefined;
+  }
+
+  /** Null when `request` may read `sessionId` (a list, when null), else the refusal; null without a hook. */
+  async check(request: Request | undefined, sessionId: string | null): Promise<AuthorizationRefusal | null> {
     const authorize = this.#authorize;
-    if (!authorize) return null;
+    if (!authorize || !request) return null;
     return askAuthorization('authorize', () => authorize({ request, sessionId }), this.#timeoutMs);
   }
 
   /** The items of a list whose session `request` may read, in their order; every session asked once, all at once. */
-  async visible<T>(request: Request, items: readonly T[], sessionOf: (item: T) => string): Promise<T[]> {
-    if (!this.#authorize) return [...items];
+  async visible<T>(request: Request | undefined, items: readonly T[], sessionOf: (item: T) => string): Promise<T[]> {
+    if (!this.#authorize || !request) return [...items];
     const allowed = new Map<string, Promise<boolean>>();
     for (const item of items) {
       const id = sessionOf(item);
@@ -93,7 +102,7 @@ export class ViewerAccess {
  * never the Host the client sent) with the path and query asked for, and the headers as the
  * client sent them. Null when a header cannot be a `Request`'s (a 400).
  */
-export function webRequest(req: IncomingMessage, origin: string, target: string): Request | null {
+function webRequest(req: IncomingMessage, origin: string, target: string): Request | null {
   try {
     const headers = new Headers();
     for (let i = 0; i + 1 < req.rawHeaders.length; i += 2) headers.append(req.rawHeaders[i]!, req.rawHeaders[i + 1]!);

@@ -13,7 +13,7 @@ import { describeOutcome } from './load.js';
 import { agentChart, chartLayouts, VIEWER_HOST, ViewerListenError } from './server.js';
 import { LiveStreams, liveLimits, sseEvent, ViewerOptionsError, type LiveLimitsInput, type LiveStats, type SseStream } from './sse.js';
 import { checkKnownKeys, optionKeys, parseOptions } from '../known-keys.js';
-import { ViewerAccess, ViewerAccessOptionsSchema, webRequest, type ViewerAuthorizer } from './access.js';
+import { ViewerAccess, ViewerAccessOptionsSchema, type ViewerAuthorizer } from './access.js';
 
 /**
  * `viewerInspector()`: the offline counterpart of the Stately inspector. Pass `inspect` to
@@ -205,7 +205,7 @@ export function viewerInspector(options: ViewerInspectorOptions = {}): ViewerIns
     const url = requestTarget(req.url);
     if (url === null) return refuse(res, 400, 'BadRequestTarget', 'only a path (/...) is served here');
     if (req.method !== 'GET') return html(res, 405, messagePage('Method not allowed', `${req.method} is not served here.`));
-    const request = webRequest(req, `http://${VIEWER_HOST}:${port}`, req.url ?? '/');
+    const request = access.requestOf(req, `http://${VIEWER_HOST}:${port}`);
     if (request === null) return refuse(res, 400, 'BadRequest', 'a header of this request cannot be read');
     const page = url.pathname === '/' ? null : pagePath(url.pathname, 'a');
     // Asked before anything is looked up: a refused caller cannot tell a refused actor from none.

@@ -15,7 +15,7 @@ import { listSessionViews, loadSessionView } from './load.js';
 import { homePage, messagePage, SCHEDULES_PATH, schedulesPage, sessionPage, sessionPath } from './page.js';
 import type { PageData, SessionView } from './page-model.js';
 import { ScheduleSourceSchema, sourcedSchedules, storedSchedules } from './schedules.js';
-import { ViewerAccess, ViewerAccessOptionsSchema, webRequest, type ViewerAuthorizer } from './access.js';
+import { ViewerAccess, ViewerAccessOptionsSchema, type ViewerAuthorizer } from './access.js';
 import type { AuthorizationRefusal } from '../authorization.js';
 import type { ScheduleSource } from '../schedules/schedules.js';
 import { TraceCache } from './trace-cache.js';
@@ -172,7 +172,7 @@ export async function startViewer(options: ViewerOptions): Promise<RunningViewer
   const laidOut = chartLayouts(brainChart(), agentChart());
 
   /** An eval case's two runs side by side: both sessions must be in the store (a 404 names the one that is not). */
-  const sendCompare = async (res: ServerResponse, request: Request, recorded: string, got: string) => {
+  const sendCompare = async (res: ServerResponse, request: Request | undefined, recorded: string, got: string) => {
     for (const id of [recorded, got]) {
       const refusal = await access.check(request, id);
       if (refusal) return sendRefusal(res, refusal, `There is no session '${id}' in ${label}: both runs must be in the store the viewer serves.`);
@@ -191,7 +191,7 @@ export async function startViewer(options: ViewerOptions): Promise<RunningViewer
     const url = requestTarget(req.url);
     if (url === null) return refuse(res, 400, 'BadRequestTarget', 'only a path (/...) is served here');
     if (req.method !== 'GET') return send(res, 405, messagePage('Method not allowed', `${req.method} is not served here.`));
-    const request = webRequest(req, `http://${VIEWER_HOST}:${port}`, req.url ?? '/');
+    const request = access.requestOf(req, `http://${VIEWER_HOST}:${port}`);
     if (request === null) return refuse(res, 400, 'BadRequest', 'a header of this request cannot be read');
     if (url.pathname === '/' || url.pathname === SCHEDULES_PATH) {
       const refusal = await access.check(request, null);
