@@ -64,28 +64,32 @@ describe('snapshots are values', () => {
     expect({ changed, changedPersisted }).toEqual({ changed: 0, changedPersisted: 0 });
   });
 
-  it('the messages a model call was handed never change afterwards, with instructions and history in front', async () => {
-    const requests: { messages: readonly Message[]; copy: string }[] = [];
-    const model: Model = {
-      name: 'recording',
-      generate: async ({ messages }) => {
-        requests.push({ messages, copy: JSON.stringify(messages) });
-        const last = messages.at(-1)!;
-        return last.role === 'user'
-          ? { message: { role: 'assistant', content: '', toolCalls: [{ id: `c${requests.length}`, name: 'echo', args: { text: 'x' } }] }, finishReason: 'tool-calls' }
-          : { message: { role: 'assistant', content: `answer ${requests.length}` }, finishReason: 'stop' };
-      },
-    };
-    const actor = createActor(createAgentMachine({ model, tools: [echoTool], instructions: 'Be brief.', retry: false }), { input: { sessionId: 'requests' } });
-    actor.start();
-    for (let run = 1; run <= 3; run++) {
-      actor.send({ type: 'input', message: `question ${run}` });
-      expect((await runFinished(actor, run)).outcome.type).toBe('Completed');
-    }
-    actor.stop();
+  // Without instructions the request could be the log's own list, which grows in place at the next
+  // append: a model that keeps its request (a recorder, a test double) would see it change.
+  for (const instructions of ['Be brief.', undefined]) {
+    it(`the messages a model call was handed never change afterwards, ${instructions ? 'with instructions and' : 'without instructions, with'} history in front`, async () => {
+      const requests: { messages: readonly Message[]; copy: string }[] = [];
+      const model: Model = {
+        name: 'recording',
+        generate: async ({ messages }) => {
+          requests.push({ messages, copy: JSON.stringify(messages) });
+          const last = messages.at(-1)!;
+          return last.role === 'user'
+            ? { message: { role: 'assistant', content: '', toolCalls: [{ id: `c${requests.length}`, name: 'echo', args: { text: 'x' } }] }, finishReason: 'tool-calls' }
+            : { message: { role: 'assistant', content: `answer ${requests.length}` }, finishReason: 'stop' };
+        },
+      };
+      const actor = createActor(createAgentMachine({ model, tools: [echoTool], ...(instructions && { instructions }), retry: false }), { input: { sessionId: 'requests' } });
+      actor.start();
+      for (let run = 1; run <= 3; run++) {
+        actor.send({ type: 'input', message: `question ${run}` });
+        expect((await runFinished(actor, run)).outcome.type).toBe('Completed');
+      }
+      actor.stop();
 
-    // Two calls per run; each later call carries the runs before it.
-    expect(requests.map((r) => r.messages.length)).toEqual([2, 4, 6, 8, 10, 12]);
-    expect(requests.filter(({ messages, copy }) => JSON.stringify(messages) !== copy)).toEqual([]);
-  });
+      // Two calls per run; each later call carries the runs before it.
+      expect(requests.map((r) => r.messages.length)).toEqual(instructions ? [2, 4, 6, 8, 10, 12] : [1, 3, 5, 7, 9, 11]);
+      expect(requests.filter(({ messages, copy }) => JSON.stringify(messages) !== copy)).toEqual([]);
+    });
+  }
 });
