@@ -89,6 +89,8 @@ describe('the viewer asks authorize', () => {
     const own = await get(viewer.port, `/s/${encodeURIComponent('ann:notes')}`, 'ann');
     expect(own.status).toBe(200);
     expect(own.body).toContain('Ann secret answer');
+    // Her own live stream opens (cut at its first bytes by the helper).
+    expect((await get(viewer.port, `/s/${encodeURIComponent('ann:notes')}/events`, 'ann')).status).toBe(200);
     const before = reads.reads;
     const other = await get(viewer.port, `/s/${encodeURIComponent('bob:notes')}`, 'ann');
     expect(reads.reads).toBe(before);
