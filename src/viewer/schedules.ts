@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { InvalidScheduleError, listSchedules, ScheduleInfoSchema, type ScheduleInfo, type ScheduleSource } from '../schedules/schedules.js';
 import type { SessionStore } from '../stores/session-store.js';
+import { timedCheck } from '../agent/core/timed-check.js';
 
 /** A `schedules` option: something with a `list` function, and an optional label. */
 export const ScheduleSourceSchema = z.custom<ScheduleSource>(
@@ -10,6 +11,8 @@ export const ScheduleSourceSchema = z.custom<ScheduleSource>(
 
 /** How long a schedule source may take to list, in ms: a page never waits for ever. */
 const LIST_TIMEOUT_MS = 30_000;
+/** A listing is cut only by its timeout: a page's request has no signal of its own here. */
+const NEVER = new AbortController().signal;
 
 /**
  * The store's schedules for the viewer's list, or null when the store cannot hold any (a store of
@@ -31,16 +34,9 @@ export async function storedSchedules(store: SessionStore): Promise<ScheduleInfo
  * not give within 30 s, is an error page naming the source, not a page drawn from bad data.
  */
 export async function sourcedSchedules(source: ScheduleSource): Promise<ScheduleInfo[]> {
-  let timer: NodeJS.Timeout | undefined;
-  const late = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`the schedules of ${source.label ?? 'the source'} did not come within ${LIST_TIMEOUT_MS / 1000} s`)), LIST_TIMEOUT_MS);
-  });
-  try {
-    const listed: unknown = await Promise.race([source.list(), late]);
-    const parsed = ScheduleInfoSchema.array().safeParse(listed);
-    if (!parsed.success) throw new Error(`the schedules of ${source.label ?? 'the source'} cannot be read: ${parsed.error.issues[0]!.message} at ${parsed.error.issues[0]!.path.join('.')}`);
-    return parsed.data;
-  } finally {
-    clearTimeout(timer);
-  }
+  const where = `the schedules of ${source.label ?? 'the source'}`;
+  const listed = await timedCheck(NEVER, LIST_TIMEOUT_MS, () => source.list(), () => new Error(`${where} did not come within ${LIST_TIMEOUT_MS / 1000} s`));
+  const parsed = ScheduleInfoSchema.array().safeParse(listed);
+  if (!parsed.success) throw new Error(`${where} cannot be read: ${z.prettifyError(parsed.error)}`);
+  return parsed.data;
 }

@@ -6,12 +6,13 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it, vi } from 'vitest';
 import { createAgentMachine } from '../../src/index.js';
 import { listSchedules, schedule, startScheduler } from '../../src/schedules.js';
 import { SqliteSessionStore } from '../../src/sqlite.js';
 import { scriptedModel } from '../../src/testing.js';
 import { startViewer } from '../../src/viewer.js';
+import { sourcedSchedules } from '../../src/viewer/schedules.js';
 import { get } from './support.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'loopchart-viewer-schedules-'));
@@ -106,5 +107,22 @@ describe('the viewer lists schedules', () => {
       await store.close();
     }
     await expect(startViewer({ store, port: 0, schedules: { lists: () => [] } as never })).rejects.toThrow(/schedules must be an object with a list\(\) function/);
+  });
+
+  it('a source that never answers is an error naming it after 30 s, not a page that hangs', async () => {
+    vi.useFakeTimers();
+    try {
+      const listing = sourcedSchedules({ label: 'the cluster', list: () => new Promise(() => {}) });
+      const failed = expect(listing).rejects.toThrow('the schedules of the cluster did not come within 30 s');
+      await vi.advanceTimersByTimeAsync(29_999);
+      let settled = false;
+      void listing.catch(() => (settled = true));
+      await vi.advanceTimersByTimeAsync(0);
+      expect(settled).toBe(false);
+      await vi.advanceTimersByTimeAsync(1);
+      await failed;
+    } finally {
+      vi.useRealTimers();
+    }
   });
 });
