@@ -1,6 +1,7 @@
 import type { IncomingMessage } from 'node:http';
 import { z } from 'zod';
 import { askAuthorization, AuthorizationSchema, type AuthorizationRefusal } from '../authorization.js';
+import { messagePage } from './page.js';
 
 /**
  * Who may read what on the viewer and the inspector: their `authorize` option, asked for every
@@ -63,11 +64,6 @@ export class ViewerAccess {
     this.#timeoutMs = options.authorizeTimeoutMs ?? DEFAULT_TIMEOUT_MS;
   }
 
-  /** Whether the viewer asks anyone: without a hook, every local request is let through. */
-  get asks(): boolean {
-    return this.#authorize !== undefined;
-  }
-
   /**
    * The request as the hook sees it (see `webRequest`), built only when there is a hook: a header
    * Node reads but a `Request` refuses is then a 400, and without a hook it changes nothing.
@@ -87,14 +83,20 @@ export class ViewerAccess {
   /** The items of a list whose session `request` may read, in their order; every session asked once, all at once. */
   async visible<T>(request: Request | undefined, items: readonly T[], sessionOf: (item: T) => string): Promise<T[]> {
     if (!this.#authorize || !request) return [...items];
-    const allowed = new Map<string, Promise<boolean>>();
-    for (const item of items) {
-      const id = sessionOf(item);
-      if (!allowed.has(id)) allowed.set(id, this.check(request, id).then((refusal) => refusal === null));
-    }
-    const verdicts = new Map(await Promise.all([...allowed].map(async ([id, ok]) => [id, await ok] as const)));
-    return items.filter((item) => verdicts.get(sessionOf(item)) === true);
+    const ids = [...new Set(items.map(sessionOf))];
+    const refusals = await Promise.all(ids.map((id) => this.check(request, id)));
+    const allowed = new Set(ids.filter((_, i) => refusals[i] === null));
+    return items.filter((item) => allowed.has(sessionOf(item)));
   }
+}
+
+/**
+ * A refusal as the page a listener sends: a 404 is the very page a missing thing gets (`missing`,
+ * so a caller cannot tell refused from absent); a 401 or a 403 says the hook's reason.
+ */
+export function refusalPage(refusal: AuthorizationRefusal, missing: { title: string; text: string }): { status: number; html: string } {
+  if (refusal.status === 404) return { status: 404, html: messagePage(missing.title, missing.text) };
+  return { status: refusal.status, html: messagePage(refusal.status === 401 ? 'Sign in needed' : 'Not allowed', refusal.message) };
 }
 
 /**

@@ -13,7 +13,7 @@ import { describeOutcome } from './load.js';
 import { agentChart, chartLayouts, VIEWER_HOST, ViewerListenError } from './server.js';
 import { LiveStreams, liveLimits, sseEvent, ViewerOptionsError, type LiveLimitsInput, type LiveStats, type SseStream } from './sse.js';
 import { checkKnownKeys, optionKeys, parseOptions } from '../known-keys.js';
-import { ViewerAccess, ViewerAccessOptionsSchema, type ViewerAuthorizer } from './access.js';
+import { refusalPage, ViewerAccess, ViewerAccessOptionsSchema, type ViewerAuthorizer } from './access.js';
 
 /**
  * `viewerInspector()`: the offline counterpart of the Stately inspector. Pass `inspect` to
@@ -211,8 +211,8 @@ export function viewerInspector(options: ViewerInspectorOptions = {}): ViewerIns
     // Asked before anything is looked up: a refused caller cannot tell a refused actor from none.
     const refusal = url.pathname === '/' || page !== null ? await access.check(request, page?.id ?? null) : null;
     if (refusal) {
-      const title = refusal.status === 404 ? 'Not found' : refusal.status === 401 ? 'Sign in needed' : 'Not allowed';
-      return html(res, refusal.status, messagePage(title, refusal.status === 404 ? `No inspected actor at ${url.pathname}.` : refusal.message));
+      const refused = refusalPage(refusal, { title: 'Not found', text: `No inspected actor at ${url.pathname}.` });
+      return html(res, refused.status, refused.html);
     }
     if (url.pathname === '/') {
       const shown = await access.visible(request, [...actors.values()], (a) => a.id);

@@ -15,7 +15,7 @@ import { listSessionViews, loadSessionView } from './load.js';
 import { homePage, messagePage, SCHEDULES_PATH, schedulesPage, sessionPage, sessionPath } from './page.js';
 import type { PageData, SessionView } from './page-model.js';
 import { ScheduleSourceSchema, sourcedSchedules, storedSchedules } from './schedules.js';
-import { ViewerAccess, ViewerAccessOptionsSchema, type ViewerAuthorizer } from './access.js';
+import { refusalPage, ViewerAccess, ViewerAccessOptionsSchema, type ViewerAuthorizer } from './access.js';
 import type { AuthorizationRefusal } from '../authorization.js';
 import type { ScheduleSource } from '../schedules/schedules.js';
 import { TraceCache } from './trace-cache.js';
@@ -98,13 +98,10 @@ export async function chartLayouts(chart: ChartModel, driver: ChartModel): Promi
   return { chart: a, driver: b };
 }
 
-/**
- * A refusal of `authorize` as a page: a 404 is the page a missing thing gets (`notFound`, so the
- * caller cannot tell the two apart), a 401 or a 403 says the reason.
- */
-function sendRefusal(res: ServerResponse, refusal: AuthorizationRefusal, notFound: string, title = 'Session not found'): void {
-  if (refusal.status === 404) return send(res, 404, messagePage(title, notFound));
-  send(res, refusal.status, messagePage(refusal.status === 401 ? 'Sign in needed' : 'Not allowed', refusal.message));
+/** A refusal of `authorize`, answered as `refusalPage` says (a 404 with the page of a missing session, by default). */
+function sendRefusal(res: ServerResponse, refusal: AuthorizationRefusal, text: string, title = 'Session not found'): void {
+  const page = refusalPage(refusal, { title, text });
+  send(res, page.status, page.html);
 }
 
 /** The data of a session page. */
@@ -223,7 +220,7 @@ export async function startViewer(options: ViewerOptions): Promise<RunningViewer
     const loaded = await loadSessionView(store, sessionId, trace ? async () => trace.entries.slice() : readTrace);
     if (!loaded) return missing();
     // The page links its subagents' sessions: only those this caller may read.
-    const view = loaded.children && access.asks ? { ...loaded, children: await access.visible(request, loaded.children, (id) => id) } : loaded;
+    const view = loaded.children ? { ...loaded, children: await access.visible(request, loaded.children, (id) => id) } : loaded;
     if (!view.error) feeds.prime(view);
     return send(res, view.error ? 500 : 200, sessionPage(await pageData(view, true), await clientScript(), trace));
   };
