@@ -1,8 +1,14 @@
+import { InvalidScheduleError } from '../schedules/schedules.js';
 import { UsageError } from './errors.js';
 import { escapeLine } from './escape.js';
 
-/** The schedules Restate keeps, through its ingress at `url` (the client needs no Restate SDK). */
+/** The schedules Restate keeps, through its ingress at `url` (the client needs no Restate SDK); a URL the client refuses is a usage error. */
 export async function restateSchedules(url: string) {
-  if (!/^https?:\/\/\S+$/i.test(url) || !URL.canParse(url)) throw new UsageError(`--restate takes the ingress URL (http://host:port), not '${escapeLine(url)}'`);
-  return (await import('../restate/schedule-client.js')).restateScheduleClient(url);
+  const { restateScheduleClient } = await import('../restate/schedule-client.js');
+  try {
+    return restateScheduleClient(url);
+  } catch (error) {
+    if (InvalidScheduleError.isInstance(error)) throw new UsageError(`--restate takes the ingress URL (http://host:port), not '${escapeLine(url)}'`);
+    throw error;
+  }
 }

@@ -61,6 +61,15 @@ export interface RestateScheduleClient {
   delete(id: string): Promise<void>;
 }
 
+/** The ingress URL without its trailing slash; anything but an `http(s)://` URL is an `InvalidScheduleError` (it comes from a config or a command line). */
+function ingressBase(ingressUrl: unknown): string {
+  const url = typeof ingressUrl === 'string' && URL.canParse(ingressUrl) ? new URL(ingressUrl) : null;
+  if (url === null || (url.protocol !== 'http:' && url.protocol !== 'https:')) {
+    throw new InvalidScheduleError(`restateScheduleClient takes the ingress URL (http://host:port), not ${JSON.stringify(String(ingressUrl)).slice(0, 200)}`);
+  }
+  return url.href.replace(/\/$/, '');
+}
+
 /**
  * A client of the schedule objects (`restateSchedules`) through Restate's ingress: `schedule`,
  * `get`, `list`, `pause`, `resume`, `delete`. An unknown id is a `ScheduleNotFoundError`, a
@@ -81,7 +90,7 @@ export interface RestateScheduleClient {
  */
 export function restateScheduleClient(ingressUrl: string, options: RestateScheduleClientOptions = {}): RestateScheduleClient {
   const given = parseOptions(ClientOptionsSchema, options, 'restateScheduleClient', (message) => new InvalidScheduleError(message));
-  const base = new URL(ingressUrl).href.replace(/\/$/, '');
+  const base = ingressBase(ingressUrl);
   const name = given.name ?? 'loopchartSchedule';
   const timeoutMs = given.timeoutMs ?? 30_000;
   const where = `Restate at ${base}`;
