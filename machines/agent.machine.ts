@@ -166,8 +166,8 @@ const chart = driver.createStateConfig({
         ],
         seal: { target: '.Start', actions: ['abortIo', 'sealRun'] },
         steer: [{ guard: 'steersChild', actions: 'forwardToChild' }, { actions: 'steerRun' }],
-        // A raise while the run goes: the limits it names hold for the rest of the run.
-        'budget.raise': [{ guard: 'raiseRefused', actions: 'refuseRaise' }, { actions: 'raiseBudget' }],
+        // A raise while the run goes: the limits it names hold for the rest of the run, the deadline of a side effect in flight included.
+        'budget.raise': [{ guard: 'raiseRefused', actions: 'refuseRaise' }, { actions: ['raiseBudget', 'rearmDeadline'] }],
         // A user message sent while a run goes is steering: delivered at the next coherent point.
         input: { actions: 'steerRun' },
         approve: { actions: ['recordDecision', 'forwardToChild', { type: 'trace', params: 'approval.decided' }] },

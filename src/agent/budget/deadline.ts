@@ -11,6 +11,16 @@ import { activeMs, limitsOf, pausesOn, type BudgetPause } from './budget-pause.j
  * after the raise; a tool batch is let finish, since a tool's side effect cannot be taken back).
  */
 
+/**
+ * The states of the chart's `Running` whose side effect in flight is held to the deadline: each
+ * waits with an `after: { budgetDeadline }` (a test holds the chart to this list). A raise while
+ * one of them waits arms its timer again for the new limit (see `rearmDeadline`).
+ */
+export const DEADLINE_STATES = ['ListingTools', 'AwaitingModel', 'AwaitingTools', 'AwaitingCompaction'] as const;
+
+/** The event XState raises when the deadline of `state` (one of `DEADLINE_STATES`) passes: `xstate.after.<delay>.<state id>`, its timer's id too. */
+export const deadlineEventOf = (state: (typeof DEADLINE_STATES)[number]) => `xstate.after.budgetDeadline.agent.Running.${state}` as const;
+
 /** What the deadline reads of a run: its start, its pause state, and whether it is past budgets already. */
 export interface DeadlineRun {
   runStartedAt: number;

@@ -5,7 +5,8 @@
  * the compiled agent and the run's context (the limits themselves: budget.ts, budget-pause.ts,
  * deadline.ts, usage-limit.ts).
  */
-import { assigns, configured, delayOf, emits, rule, when, type Args, type ContextHook } from '../core/bind.js';
+import { cancel, enqueueActions, raise, stateIn } from 'xstate';
+import { assigns, configured, configuredAction, delayOf, emits, rule, when, type Args, type ContextHook } from '../core/bind.js';
 import type { CompiledAgent } from '../core/compile.js';
 import type { AgentContext } from '../core/context.js';
 import { endRun } from '../core/driver-rules.js';
@@ -14,7 +15,7 @@ import { totalCost } from '../fallback/fallback.js';
 import { as, type AgentEvent } from '../protocol/agent-event.js';
 import { budgetOverrun, type BudgetOverrun } from './budget.js';
 import { activeMs, BUDGET_OPERATION, limitsOf, pausedAt, pausesOn, raisedBy, raiseOf, raiseProblem } from './budget-pause.js';
-import { deadlineDelay, deadlineOverrun, type DeadlineRun } from './deadline.js';
+import { DEADLINE_STATES, deadlineDelay, deadlineEventOf, deadlineOverrun, type DeadlineRun } from './deadline.js';
 import { limitedUntil, limitLifted, resumeDelay, usageLimitWait } from './usage-limit.js';
 
 /** Checked after tool results and before each model call, when the brain is between steps; paused time is not wall time. */
@@ -100,6 +101,25 @@ export const budgetImplementations = {
     markPaused: assigns(({ agent, context }) => ({ budgetPause: pausedAt(context.budgetPause, agent.clock()) })),
     emitBudgetPaused: rule.effects(emitBudgetPaused),
     raiseBudget: assigns(({ agent, context, event }) => ({ budgetPause: raisedBy(context.budgetPause, raiseOf(event as never)!, agent.clock()) })),
+    /**
+     * After a raise while a side effect waits under the deadline: its timer, armed when the state
+     * was entered for the limit then in force, is armed again for the limit now (XState arms an
+     * `after` only on entry, and entering again would make the call again). Without it a raised
+     * limit left the call with no deadline at all (the old timer fired, found the new limit not
+     * passed, and nothing was armed after it), and an added or lowered one was not held.
+     */
+    rearmDeadline: configuredAction(
+      hasBudget,
+      enqueueActions<AgentContext, AgentEvent, undefined, AgentEvent, never, never, never, 'budgetDeadline', never>(({ check, enqueue }) => {
+        for (const state of DEADLINE_STATES) {
+          // `stateIn` reads the snapshot being transitioned; its type is left open by XState (a guard of any guard type).
+          if (!check(stateIn(`#agent.Running.${state}`) as never)) continue;
+          const type = deadlineEventOf(state);
+          enqueue(cancel(type));
+          enqueue(raise({ type } as never, { id: type, delay: 'budgetDeadline' }));
+        }
+      }),
+    ),
     pauseOnUsageLimit: assigns(({ agent, context, event }) => {
       const { error } = as(event, 'io.failed');
       return { budgetPause: limitedUntil(context.budgetPause, error as Error, usageLimitWait(agent.usageLimit, error)!, agent.clock()) };

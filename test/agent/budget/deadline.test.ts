@@ -5,12 +5,18 @@
  * run ends by the budget (Sealed, with the budget's reason). Before, such a run was still
  * pending seconds after its 300 ms budget, and for ever.
  */
+import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createActor } from 'xstate';
+import { createActor, toPromise } from 'xstate';
 import { z } from 'zod';
+import { DEADLINE_STATES } from '../../../src/agent/budget/deadline.js';
 import { createAgentMachine, defineTool, openAICompatibleModel, runAgent, type Model } from '../../../src/index.js';
+import { DurableSession } from '../../../src/sessions/durable-session.js';
+import { SqliteSessionStore } from '../../../src/stores/sqlite.js';
 import { scriptedModel } from '../../../src/testing.js';
 
 /** Settles within `ms` or fails the test. */
@@ -114,5 +120,129 @@ describe('a time budget is a deadline on the side effect in flight', () => {
   it('a run inside its time budget is not touched by the deadline', async () => {
     const result = await within(3_000, runAgent({ model: scriptedModel([{ text: 'quick' }]), prompt: 'Hi.', budget: { maxDurationMs: 60_000 } }));
     expect(result.outcome).toMatchObject({ type: 'Completed', finalText: 'quick' });
+  });
+});
+
+describe('a raise while a side effect is in flight moves its deadline', () => {
+  /** A run whose model call never answers, and a `budget.raise` 100 ms into it. */
+  async function raisedInFlight(budget: Record<string, number>, raise: Record<string, number>) {
+    const { model, seen } = stuckModel();
+    const actor = createActor(createAgentMachine({ model, budget }), { input: { prompt: 'Hi.' } });
+    const rejected: string[] = [];
+    actor.on('event.rejected', (event) => rejected.push(event.reason));
+    const started = Date.now();
+    actor.start();
+    const raising = setTimeout(() => actor.send({ type: 'budget.raise', budget: raise }), 100);
+    try {
+      const output = await within(3_000, toPromise(actor));
+      return { outcome: output.outcome, ms: Date.now() - started, seen, rejected };
+    } finally {
+      clearTimeout(raising);
+      actor.stop();
+    }
+  }
+
+  it('raised from 300 to 600 ms: the call runs past 300 ms and is sealed at 600 (before, it was never cut: no timer was left)', async () => {
+    const { outcome, ms, seen, rejected } = await raisedInFlight({ maxDurationMs: 300 }, { maxDurationMs: 600 });
+    expect(outcome).toMatchObject({ type: 'Sealed', reason: expect.stringMatching(/^budget: \d+ ms elapsed, limit 600 ms$/) });
+    expect(elapsedOf(outcome)).toBeGreaterThanOrEqual(600);
+    expect(ms).toBeGreaterThanOrEqual(600);
+    expect(seen).toEqual({ calls: 1, aborted: 1 });
+    expect(rejected).toEqual([]);
+  });
+
+  it('a time limit added to a budget that had none holds the call in flight', async () => {
+    const { outcome, seen } = await raisedInFlight({ maxToolCalls: 5 }, { maxDurationMs: 300 });
+    expect(outcome).toMatchObject({ type: 'Sealed', reason: expect.stringMatching(budgetReason) });
+    expect(seen).toEqual({ calls: 1, aborted: 1 });
+  });
+
+  it('a limit set lower cuts the call at the new limit, not the old one', async () => {
+    const { outcome, ms } = await raisedInFlight({ maxDurationMs: 60_000 }, { maxDurationMs: 300 });
+    expect(outcome).toMatchObject({ type: 'Sealed', reason: expect.stringMatching(budgetReason) });
+    expect(ms).toBeLessThan(2_500);
+  });
+
+  it('a tool batch in flight is held to the raised deadline too', async () => {
+    let toolSignal: AbortSignal | undefined;
+    const wait = defineTool({
+      name: 'wait',
+      description: 'Waits.',
+      input: z.object({}),
+      execute: (_, { signal }) => new Promise((resolve) => ((toolSignal = signal), signal.addEventListener('abort', () => resolve('stopped'), { once: true }))),
+    });
+    const model = scriptedModel([{ toolCalls: [{ name: 'wait', args: {} }] }, { text: 'never' }]);
+    const actor = createActor(createAgentMachine({ model, tools: [wait], budget: { maxDurationMs: 60_000 } }), { input: { prompt: 'Wait.' } });
+    actor.start();
+    try {
+      await within(2_000, (async () => {
+        while (!toolSignal) await new Promise((resolve) => setTimeout(resolve, 10));
+      })());
+      actor.send({ type: 'budget.raise', budget: { maxDurationMs: 300 } });
+      const output = await within(3_000, toPromise(actor));
+      expect(output.outcome).toMatchObject({ type: 'Sealed', reason: expect.stringMatching(budgetReason) });
+      expect(toolSignal?.aborted).toBe(true);
+    } finally {
+      actor.stop();
+    }
+  });
+
+  it('every state that holds a side effect to the deadline is one a raise arms again', () => {
+    const timed = createAgentMachine({ model: scriptedModel([{ text: 'x' }]), budget: { maxDurationMs: 1_000 } });
+    const underDeadline = Object.entries(timed.root.states.Running!.states)
+      .filter(([, node]) => node.after.some((transition) => transition.delay === 'budgetDeadline'))
+      .map(([name]) => name);
+    expect(underDeadline).toEqual([...DEADLINE_STATES]);
+  });
+});
+
+describe('a raise in flight on a DurableSession over SQLite', () => {
+  const root = mkdtempSync(join(tmpdir(), 'loopchart-deadline-'));
+  afterAll(() => rmSync(root, { recursive: true, force: true }));
+
+  it('the session cuts its own call at the raised limit', async () => {
+    const { model, seen } = stuckModel();
+    const store = new SqliteSessionStore({ path: join(root, 'live.db') });
+    const session = await DurableSession.open({ machine: createAgentMachine({ model, budget: { maxDurationMs: 300 } }), store, sessionId: 's' });
+    try {
+      session.send({ type: 'input', message: 'Hi.' });
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      session.send({ type: 'budget.raise', budget: { maxDurationMs: 600 } });
+      const output = (await within(3_000, session.whenIdle()))!;
+      expect(output.outcome).toMatchObject({ type: 'Sealed', reason: expect.stringMatching(/^budget: \d+ ms elapsed, limit 600 ms$/) });
+      expect(seen).toEqual({ calls: 1, aborted: 1 });
+    } finally {
+      await session.close();
+      await store.close();
+    }
+  });
+
+  it('is stored with the run: after a restart past the old limit, the call made again is held to the raised one', async () => {
+    const path = join(root, 'raised.db');
+    const first = stuckModel();
+    const storeA = new SqliteSessionStore({ path });
+    const a = await DurableSession.open({ machine: createAgentMachine({ model: first.model, budget: { maxDurationMs: 300 } }), store: storeA, sessionId: 's' });
+    const started = Date.now();
+    a.send({ type: 'input', message: 'Hi.' });
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    a.send({ type: 'budget.raise', budget: { maxDurationMs: 900 } });
+    // Past the old limit, before the new one: the run is still going, and then this process stops.
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(a.actor.getSnapshot().matches({ Running: 'AwaitingModel' })).toBe(true);
+    await a.close();
+    await storeA.close();
+    // Another session on the same file takes the run up: the call is made again under the raised limit.
+    const second = stuckModel();
+    const storeB = new SqliteSessionStore({ path });
+    const b = await DurableSession.open({ machine: createAgentMachine({ model: second.model, budget: { maxDurationMs: 300 } }), store: storeB, sessionId: 's' });
+    try {
+      const output = (await within(3_000, b.whenIdle()))!;
+      expect(output.outcome).toMatchObject({ type: 'Sealed', reason: expect.stringMatching(/^budget: \d+ ms elapsed, limit 900 ms$/) });
+      expect(Date.now() - started).toBeGreaterThanOrEqual(900);
+      expect([first.seen.calls, second.seen]).toEqual([1, { calls: 1, aborted: 1 }]);
+    } finally {
+      await b.close();
+      await storeB.close();
+    }
   });
 });
