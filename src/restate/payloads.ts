@@ -37,6 +37,8 @@ export const HandlerPayloads = {
   approve: decision.strict(),
   deny: decision.strict(),
   seal: z.strictObject({ reason: z.string() }),
+  /** Raises the run's budget (`budget.raise`): the limits it names hold for the rest of the run, a side effect in flight and a paused run included. */
+  raise: z.strictObject({ budget: ExternalEventSchemas['budget.raise'].shape.budget }),
   /** Resumes the operation a run waits on; `payload` is checked by that operation's own schema. */
   resumeOperation: ExternalEventSchemas['operation.resume'].omit({ type: true }).strict(),
   /** Decides a call in doubt (`tool.inDoubt` on the event stream): `{ toolCallId, action: 'rerun' | 'result' | 'fail', result?, digest?, run?, by?, reason? }`. */

@@ -11,7 +11,7 @@ import type { Usage } from '../model.js';
 import { channelObject, type ChannelTake, type StreamedEvent } from './channel.js';
 import { loadLog, loadSession, persistSession, writtenOf, type KvWritten } from './kv-state.js';
 import { SessionScopeError } from '../sessions/durable-session.js';
-import { checkPayload, checkSessionKey } from './payloads.js';
+import { checkPayload, checkSessionKey, type HandlerName } from './payloads.js';
 import { StepJournal, type StepOutcome } from './steps.js';
 import { TimerJournal } from './timers.js';
 import { liveDeltas, type LiveDeltas } from './live-deltas.js';
@@ -115,6 +115,18 @@ async function failStoredRun(ctx: restate.ObjectContext, sessionId: string, reas
 /** Lets the agent react to what was just handed to it: its IO works in microtasks only. */
 const settle = () => new Promise<void>((resolve) => setImmediate(resolve));
 
+/** The shared handlers that post an event to the running turn, and the agent event each posts. */
+const CONTROL_EVENTS = {
+  approve: 'approve',
+  deny: 'deny',
+  steer: 'steer',
+  cancel: 'cancel',
+  seal: 'seal',
+  raise: 'budget.raise',
+  resumeOperation: 'operation.resume',
+  decideDoubt: 'doubt.decide',
+} as const satisfies Partial<Record<HandlerName, ExternalEvent['type']>>;
+
 /**
  * Agent sessions as Restate virtual objects, one per session id (the object key). Returns the
  * session object and its channel; bind both to an endpoint.
@@ -126,6 +138,8 @@ const settle = () => new Promise<void>((resolve) => setImmediate(resolve));
  * - `approve`, `deny`, `steer`, `cancel`, `seal` (shared): delivered to the running turn through
  *   the channel; the brain takes them at its next coherent point, as in-process. With no run in
  *   flight they have nothing to act on and are dropped when the next run starts.
+ * - `raise({ budget })` (shared): `budget.raise`, the limits it names holding for the rest of the
+ *   run: a run paused by its budget goes on, and a side effect in flight gets the new deadline.
  * - `resumeOperation({ operation, payload })` (shared): resumes a run that an operation yielded
  *   (`operation.yielded` on the event stream), as `operation.resume` does in-process; the
  *   operation's own schema checks the payload (a refused one shows as `event.rejected`).
@@ -152,11 +166,11 @@ export function restateSession(options: RestateSessionOptions) {
   const name = options.name ?? 'loopchartSession';
   const channel = channelObject(`${name}Channel`);
   const channelApi = { name: channel.name } as typeof channel;
-  const controlHandler = (handler: 'approve' | 'deny' | 'steer' | 'cancel' | 'seal' | 'resumeOperation' | 'decideDoubt') =>
+  const controlHandler = (handler: keyof typeof CONTROL_EVENTS) =>
     restate.handlers.object.shared(async (ctx: restate.ObjectSharedContext, payload: unknown): Promise<{ posted: number }> => {
       checkSessionKey(ctx.key);
       const body = checkPayload(handler, payload);
-      const event = { ...body, type: handler === 'resumeOperation' ? 'operation.resume' : handler === 'decideDoubt' ? 'doubt.decide' : handler } as ExternalEvent;
+      const event = { ...body, type: CONTROL_EVENTS[handler] } as ExternalEvent;
       return bounded(ctx, handler, async () => ({ posted: (await ctx.objectClient(channelApi, ctx.key).post(event)).index }));
     });
 
@@ -190,6 +204,7 @@ export function restateSession(options: RestateSessionOptions) {
       steer: controlHandler('steer'),
       cancel: controlHandler('cancel'),
       seal: controlHandler('seal'),
+      raise: controlHandler('raise'),
       resumeOperation: controlHandler('resumeOperation'),
       decideDoubt: controlHandler('decideDoubt'),
       state: restate.handlers.object.shared(async (ctx: restate.ObjectSharedContext): Promise<SessionSummaryReply> => {

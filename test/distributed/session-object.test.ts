@@ -305,6 +305,21 @@ describe.skipIf(!SERVER_BINARY)('Restate session object (real server, real worke
     expect(toolLines('deadline').map((line) => line.line)).toEqual(['model hangs', 'model answers']);
   });
 
+  it('a raise posted while the model call hangs moves its deadline: sealed at the raised limit, not the first', async () => {
+    const raised = new IngressClient(server.ingressUrl, 'raisedSession');
+    const started = Date.now();
+    const invocation = await raised.enqueue('raised', 'send', { message: 'think forever' });
+    await waitFor('the call in flight', async () => (toolLines('raised').some((line) => line.line === 'model hangs') ? true : undefined));
+    await raised.ok('raised', 'raise', { budget: { maxDurationMs: 2_500 } });
+    const reply = await raised.attach<Summary>(invocation);
+    expect(reply.outcome).toMatchObject({ type: 'Sealed', reason: expect.stringMatching(/^budget: \d+ ms elapsed, limit 2500 ms$/) });
+    expect(Date.now() - started).toBeGreaterThanOrEqual(2_500);
+    // Sealed by the deadline of the one call: it was made once.
+    expect(toolLines('raised').map((line) => line.line)).toEqual(['model hangs']);
+    // A raise is checked where it enters, as every payload.
+    await expect(raised.ok('raised', 'raise', { budget: { maxDurationMs: -1 } })).rejects.toThrow(/raise: invalid payload: budget\.maxDurationMs/);
+  });
+
   /** Sends a transfer that hangs, SIGKILLs the worker while it runs, and waits for the restarted worker to find the call in doubt. */
   const transferInDoubt = async (session: string) => {
     const invocation = await client.enqueue(session, 'send', { message: 'please transfer hang' });
