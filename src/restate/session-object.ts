@@ -250,7 +250,10 @@ async function runTurn(
   let now = await ctx.date.now();
   const steps = new StepJournal(ctx, () => now);
   // The chart's delayed events are durable timers raced in the loop below (see timers.ts).
-  const timers = new TimerJournal(ctx, () => now);
+  // A timer come due that the chart takes cuts the steps in flight (see StepJournal.cut); the loop below fires it.
+  const timers = new TimerJournal(ctx, () => now, (timer, due) => {
+    if (steps.size > 0 && takesTimerAt(due)) steps.cut(timer);
+  });
   const machine = options.machine.withClock(() => now).withExecutor((inner) => steps.executor(inner));
   const actor = createActor(machine, { input: stored ? { stored } : { sessionId, ...(scope !== undefined && { scope }) }, clock: timers.clock });
   // The loop reads a chart error from the snapshot; unobserved, XState would rethrow it
@@ -287,6 +290,41 @@ async function runTurn(
     return { promise: wake.promise };
   };
 
+  /**
+   * Whether the chart would take a delayed event of its current state at `due` (the clock moved
+   * there for the question only): the time budget's deadline seals or pauses a model call, but a
+   * pausing budget lets a tool batch finish, and cutting that step would only run the tool again
+   * in the attempt that follows.
+   */
+  const takesTimerAt = (due: number): boolean => {
+    const saved = now;
+    now = Math.max(now, due);
+    try {
+      const snapshot = actor.getSnapshot();
+      return snapshot._nodes.some((node) => node.after.some((after) => snapshot.can({ type: after.eventType } as never)));
+    } finally {
+      now = saved;
+    }
+  };
+  /** Whether each timer fired so far changed the chart (its transition was taken), by timer. */
+  const taken = new Map<number, boolean>();
+  /**
+   * Fires a chart timer once, from its journaled sleep or a step it cut, whichever the loop sees
+   * first: the clock moves to its due time, so the chart's guard sees the time passed (the time
+   * budget's deadline, say). Returns whether the chart took it, undefined for a timer cleared
+   * before it fired (the chart left the state that armed it).
+   */
+  const fire = (id: number): boolean | undefined => {
+    const timer = timers.take(id);
+    if (timer) {
+      now = Math.max(now, timer.due);
+      const before = actor.getSnapshot();
+      timer.fire();
+      // XState hands back the same snapshot for an event no transition took.
+      taken.set(id, actor.getSnapshot() !== before);
+    }
+    return taken.get(id);
+  };
   try {
     actor.start();
     let wake = await arm();
@@ -306,13 +344,13 @@ async function runTurn(
         wake.promise.map(() => ({ wake: true as const })),
       ]);
       if ('wake' in next) wake = await arm();
-      else if ('timer' in next) {
-        // The time budget's deadline, say: the clock reaches it, then the chart's guard sees it passed.
-        const timer = timers.take(next.timer);
-        if (timer) {
-          now = Math.max(now, timer.due);
-          timer.fire();
-        }
+      else if ('timer' in next) fire(next.timer);
+      else if ('cut' in next.outcome) {
+        // A step cut when a timer came due: the timer first, then the step is forgotten if the
+        // chart's transition ended it, or waited for again if the chart still waits for it (a
+        // pausing budget lets a tool batch finish).
+        if (fire(next.outcome.cut) === false) steps.resume(next.step);
+        else steps.drop(next.step);
       } else {
         now = Math.max(now, next.outcome.at);
         steps.deliver(next.step, next.outcome);

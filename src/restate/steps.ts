@@ -29,9 +29,11 @@ import { ModelError } from '../model.js';
 
 /**
  * A step's journaled outcome: a failure is an outcome too (it is the run's to decide), never
- * retried by Restate. `at` is when it finished: the agent's clock moves with the journal.
+ * retried by Restate. `at` is when it finished: the agent's clock moves with the journal. `cut`:
+ * the step stopped waiting for its work when the chart's timer of that id came due (see `cut`);
+ * the turn's loop fires the timer, then drops the step or runs it on.
  */
-export type StepOutcome = ({ ok: true; value: unknown } | { ok: false; error: JournaledError }) & { at: number };
+export type StepOutcome = ({ ok: true; value: unknown } | { ok: false; error: JournaledError } | { ok: false; cut: number }) & { at: number };
 
 /**
  * A failed step's error as the journal keeps it. The run decides on more than its message: a
@@ -56,8 +58,13 @@ const MAX_CAUSE_DEPTH = 6;
 
 interface PendingStep {
   readonly key: string;
-  readonly outcome: restate.RestatePromise<StepOutcome>;
+  /** The step's `ctx.run` now in flight (a step run on after a cut has a second one). */
+  outcome: restate.RestatePromise<StepOutcome>;
+  /** Starts a `ctx.run` for the step: over its work in this process if that still goes, else the work afresh. */
+  readonly run: () => restate.RestatePromise<StepOutcome>;
   readonly deliver: (outcome: StepOutcome) => void;
+  /** Ends the running `ctx.run`'s wait with a cut outcome naming the timer (set while it waits). */
+  cut?: ((timer: number) => void) | undefined;
 }
 
 /** What the journal keeps of a step's error (see `JournaledError`). */
@@ -120,22 +127,33 @@ export class StepJournal {
     return (<K extends SideEffectKind>(effect: SideEffect<K>, perform: () => Promise<SideEffectOutputs[K]>) => {
       if (effect.kind === 'tool' && currentScope()?.runsAgent) return this.#inlineChild(() => inner(effect, perform));
       const id = this.#next++;
-      const outcome = this.#ctx.run(effect.key, async (): Promise<StepOutcome> => {
-        try {
-          return { ok: true, value: (await inner(effect, perform)) ?? null, at: Date.now() };
-        } catch (error) {
-          return { ok: false, error: journaled(error), at: Date.now() };
-        }
-      });
+      // The work, once started in this process: a `ctx.run` after a cut waits for the same work.
+      let work: Promise<unknown> | undefined;
       return new Promise<SideEffectOutputs[K]>((resolve, reject) => {
-        this.#pending.set(id, {
+        const pending: PendingStep = {
           key: effect.key,
-          outcome,
+          outcome: undefined as never,
+          run: () =>
+            this.#ctx.run(effect.key, async (): Promise<StepOutcome> => {
+              const cut = new Promise<number>((resolveCut) => (pending.cut = resolveCut));
+              try {
+                work ??= inner(effect, perform);
+                const first = await Promise.race([work.then((value) => ({ value })), cut.then((timer) => ({ timer }))]);
+                if ('timer' in first) return { ok: false, cut: first.timer, at: Date.now() };
+                return { ok: true, value: first.value ?? null, at: Date.now() };
+              } catch (error) {
+                return { ok: false, error: journaled(error), at: Date.now() };
+              } finally {
+                pending.cut = undefined;
+              }
+            }),
           deliver: (result) => {
             if (result.ok) return resolve(result.value as SideEffectOutputs[K]);
-            reject(rebuilt(result.error));
+            if ('error' in result) reject(rebuilt(result.error));
           },
-        });
+        };
+        pending.outcome = pending.run();
+        this.#pending.set(id, pending);
       });
     }) as Executor;
   }
@@ -156,6 +174,29 @@ export class StepJournal {
       if (failure) throw failure;
       return { step, outcome: outcome! };
     }));
+  }
+
+  /**
+   * Ends the wait of every step in flight at the chart's timer `timer` come due: each `ctx.run`
+   * returns a cut outcome at once (see `TimerJournal`). Why: a step in flight keeps the invocation
+   * from suspending, and past its inactivity timeout Restate no longer delivers the timer's own
+   * completion to it; the time budget's deadline on a call that never answers would then wait for
+   * the attempt to be aborted (10 minutes by default). A cut is journaled like any outcome, so a
+   * replay takes the same branch.
+   */
+  cut(timer: number): void {
+    for (const pending of this.#pending.values()) pending.cut?.(timer);
+  }
+
+  /** A cut step the chart no longer waits for (its timer's transition aborted it): forgotten, its work left to its abort. */
+  drop(step: number): void {
+    this.#pending.delete(step);
+  }
+
+  /** A cut step the chart still waits for (its timer's transition did not end it): a new `ctx.run` over the same work. */
+  resume(step: number): void {
+    const pending = this.#pending.get(step);
+    if (pending) pending.outcome = pending.run();
   }
 
   /** Hands a finished step's outcome to the agent. */

@@ -9,6 +9,8 @@ interface PendingTimer {
   readonly due: number;
   readonly sleep: restate.RestatePromise<void>;
   readonly fire: () => void;
+  /** This process's own timer for the same due time (see `onDue`). */
+  readonly local: ReturnType<typeof setTimeout>;
 }
 
 /**
@@ -30,12 +32,19 @@ export class TimerJournal {
   readonly #ctx: restate.Context;
   readonly #clock: () => number;
   readonly #pending = new Map<number, PendingTimer>();
+  readonly #onDue: (timer: number, due: number) => void;
   #next = 0;
 
-  /** `clock`: the turn's journal clock, from which a timer's due time is counted. */
-  constructor(ctx: restate.Context, clock: () => number) {
+  /**
+   * `clock`: the turn's journal clock, from which a timer's due time is counted. `onDue`: called
+   * by a plain timer of this process when a timer comes due, beside the journal's sleep: a step in
+   * flight keeps the invocation from suspending, and past its inactivity timeout Restate no longer
+   * delivers the sleep's completion to it (see `StepJournal.cut`).
+   */
+  constructor(ctx: restate.Context, clock: () => number, onDue: (timer: number, due: number) => void) {
     this.#ctx = ctx;
     this.#clock = clock;
+    this.#onDue = onDue;
   }
 
   /** The clock for `createActor(machine, { clock })`. */
@@ -43,12 +52,22 @@ export class TimerJournal {
     setTimeout: (fire: () => void, timeout: number): number => {
       const id = this.#next++;
       const ms = Math.max(0, timeout);
-      this.#pending.set(id, { due: this.#clock() + ms, sleep: this.#ctx.sleep(ms, 'agent timer'), fire });
+      const due = this.#clock() + ms;
+      const local = setTimeout(() => this.#onDue(id, due), ms);
+      local.unref();
+      this.#pending.set(id, { due, sleep: this.#ctx.sleep(ms, 'agent timer'), fire, local });
       return id;
     },
     // A cleared timer's sleep stays in the journal, unawaited: it no longer races.
-    clearTimeout: (id: number): void => void this.#pending.delete(id),
+    clearTimeout: (id: number): void => void this.#forget(id),
   };
+
+  #forget(id: number): PendingTimer | undefined {
+    const pending = this.#pending.get(id);
+    if (pending) clearTimeout(pending.local);
+    this.#pending.delete(id);
+    return pending;
+  }
 
   /** Every armed timer's completion, tagged with its id, for the turn's race. */
   racers(): restate.RestatePromise<{ timer: number }>[] {
@@ -64,8 +83,7 @@ export class TimerJournal {
    * event to fire then; undefined if the chart cleared it meanwhile (it left the state).
    */
   take(timer: number): { due: number; fire: () => void } | undefined {
-    const pending = this.#pending.get(timer);
-    this.#pending.delete(timer);
+    const pending = this.#forget(timer);
     return pending && { due: pending.due, fire: pending.fire };
   }
 }

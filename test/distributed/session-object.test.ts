@@ -305,6 +305,30 @@ describe.skipIf(!SERVER_BINARY)('Restate session object (real server, real worke
     expect(toolLines('deadline').map((line) => line.line)).toEqual(['model hangs', 'model answers']);
   });
 
+  it('a time budget longer than the inactivity timeout still ends a call that never answers (before: pending until Restate aborted the attempt, 10 minutes)', async () => {
+    const raised = new IngressClient(server.ingressUrl, 'raisedSession');
+    const invocation = await raised.enqueue('long-budget', 'send', { message: 'think forever' });
+    const reply = await raised.attach<Summary>(invocation, 15_000);
+    expect(reply.outcome).toMatchObject({ type: 'Sealed', reason: expect.stringMatching(/^budget: \d+ ms elapsed, limit 1000 ms$/) });
+    expect(toolLines('long-budget').map((line) => line.line)).toEqual(['model hangs']);
+  });
+
+  it('a pausing budget whose deadline comes while a tool runs lets the tool finish, once, then pauses; a raise completes the run', async () => {
+    const paced = new IngressClient(server.ingressUrl, 'pacedSession');
+    const invocation = await paced.enqueue('paced', 'send', { message: 'go slow' });
+    const paused = await waitFor('budget.paused', async () => {
+      const page = await paced.ok<Streamed>('paced', 'events', { cursor: 0, limit: 1000 });
+      return page.events.find((e) => e.event.type === 'budget.paused')?.event;
+    }, 15_000);
+    expect(paused).toMatchObject({ kind: 'duration', limit: 800 });
+    expect(toolLines('paced').map((line) => line.line)).toEqual(['slow starts', 'slow ends']);
+    await paced.ok('paced', 'raise', { budget: { maxDurationMs: 60_000 } });
+    const reply = await paced.attach<Summary>(invocation);
+    expect(reply.outcome).toEqual({ type: 'Completed', finalText: 'done after the raise' });
+    expect(await paced.ok<{ content: string }[]>('paced', 'transcript', {})).toContainEqual(expect.objectContaining({ role: 'tool', content: 'slow done' }));
+    expect(toolLines('paced').map((line) => line.line)).toEqual(['slow starts', 'slow ends']);
+  });
+
   it('a raise posted while the model call hangs moves its deadline: sealed at the raised limit, not the first', async () => {
     const raised = new IngressClient(server.ingressUrl, 'raisedSession');
     const started = Date.now();
