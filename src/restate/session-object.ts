@@ -312,7 +312,7 @@ async function runTurn(
    * Fires a chart timer once, from its journaled sleep or a step it cut, whichever the loop sees
    * first: the clock moves to its due time, so the chart's guard sees the time passed (the time
    * budget's deadline, say). Returns whether the chart took it, undefined for a timer cleared
-   * before it fired (the chart left the state that armed it).
+   * before it fired (the chart left the state that armed it, or armed it again).
    */
   const fire = (id: number): boolean | undefined => {
     const timer = timers.take(id);
@@ -347,10 +347,10 @@ async function runTurn(
       else if ('timer' in next) fire(next.timer);
       else if ('cut' in next.outcome) {
         // A step cut when a timer came due: the timer first, then the step is forgotten if the
-        // chart's transition ended it, or waited for again if the chart still waits for it (a
-        // pausing budget lets a tool batch finish).
-        if (fire(next.outcome.cut) === false) steps.resume(next.step);
-        else steps.drop(next.step);
+        // chart's transition ended it (its work was aborted with it); else it is waited for again
+        // (the chart changed since the cut: a raise, say, cleared that timer for a later one).
+        if (fire(next.outcome.cut) === true) steps.drop(next.step);
+        else steps.resume(next.step);
       } else {
         now = Math.max(now, next.outcome.at);
         steps.deliver(next.step, next.outcome);

@@ -193,7 +193,7 @@ export class StepJournal {
     this.#pending.delete(step);
   }
 
-  /** A cut step the chart still waits for (its timer's transition did not end it): a new `ctx.run` over the same work. */
+  /** A cut step the chart may still wait for (its timer's transition did not end it): a new `ctx.run` over the same work, or the work afresh in an attempt that never started it. */
   resume(step: number): void {
     const pending = this.#pending.get(step);
     if (pending) pending.outcome = pending.run();
