@@ -43,6 +43,18 @@ function stuckModel() {
   return { model, seen };
 }
 
+/** A tool that honours its signal and never returns otherwise; `signal()` is the one its call got. */
+function waitingTool() {
+  let seen: AbortSignal | undefined;
+  const wait = defineTool({
+    name: 'wait',
+    description: 'Waits.',
+    input: z.object({}),
+    execute: (_, { signal }) => new Promise((resolve) => ((seen = signal), signal.addEventListener('abort', () => resolve('stopped'), { once: true }))),
+  });
+  return { wait, signal: () => seen };
+}
+
 const budgetReason = /^budget: \d+ ms elapsed, limit 300 ms$/;
 const elapsedOf = (outcome: { type: string; reason?: string }) => Number(/(\d+) ms elapsed/.exec(outcome.reason ?? '')?.[1]);
 
@@ -90,17 +102,11 @@ describe('a time budget is a deadline on the side effect in flight', () => {
   });
 
   it('a tool in flight that never returns is aborted and the run sealed by the budget', async () => {
-    let toolSignal: AbortSignal | undefined;
-    const wait = defineTool({
-      name: 'wait',
-      description: 'Waits.',
-      input: z.object({}),
-      execute: (_, { signal }) => new Promise((resolve) => ((toolSignal = signal), signal.addEventListener('abort', () => resolve('stopped'), { once: true }))),
-    });
+    const { wait, signal } = waitingTool();
     const model = scriptedModel([{ toolCalls: [{ name: 'wait', args: {} }] }, { text: 'never' }]);
     const result = await within(3_000, runAgent({ model, tools: [wait], prompt: 'Wait.', budget: { maxDurationMs: 300 } }));
     expect(result.outcome).toMatchObject({ type: 'Sealed', reason: expect.stringMatching(budgetReason) });
-    expect(toolSignal?.aborted).toBe(true);
+    expect(signal()?.aborted).toBe(true);
   });
 
   it('a duration budget that pauses: the model call is aborted and the run waits in BudgetPaused for a raise', async () => {
@@ -123,7 +129,8 @@ describe('a time budget is a deadline on the side effect in flight', () => {
   });
 });
 
-describe('a raise while a side effect is in flight moves its deadline', () => {
+// Concurrent: each test waits out a few hundred ms of budget on its own actor.
+describe.concurrent('a raise while a side effect is in flight moves its deadline', () => {
   /** A run whose model call never answers, and a `budget.raise` 100 ms into it. */
   async function raisedInFlight(budget: Record<string, number>, raise: Record<string, number>) {
     const { model, seen } = stuckModel();
@@ -164,24 +171,18 @@ describe('a raise while a side effect is in flight moves its deadline', () => {
   });
 
   it('a tool batch in flight is held to the raised deadline too', async () => {
-    let toolSignal: AbortSignal | undefined;
-    const wait = defineTool({
-      name: 'wait',
-      description: 'Waits.',
-      input: z.object({}),
-      execute: (_, { signal }) => new Promise((resolve) => ((toolSignal = signal), signal.addEventListener('abort', () => resolve('stopped'), { once: true }))),
-    });
+    const { wait, signal } = waitingTool();
     const model = scriptedModel([{ toolCalls: [{ name: 'wait', args: {} }] }, { text: 'never' }]);
     const actor = createActor(createAgentMachine({ model, tools: [wait], budget: { maxDurationMs: 60_000 } }), { input: { prompt: 'Wait.' } });
     actor.start();
     try {
       await within(2_000, (async () => {
-        while (!toolSignal) await new Promise((resolve) => setTimeout(resolve, 10));
+        while (!signal()) await new Promise((resolve) => setTimeout(resolve, 10));
       })());
       actor.send({ type: 'budget.raise', budget: { maxDurationMs: 300 } });
       const output = await within(3_000, toPromise(actor));
       expect(output.outcome).toMatchObject({ type: 'Sealed', reason: expect.stringMatching(budgetReason) });
-      expect(toolSignal?.aborted).toBe(true);
+      expect(signal()?.aborted).toBe(true);
     } finally {
       actor.stop();
     }
@@ -196,7 +197,7 @@ describe('a raise while a side effect is in flight moves its deadline', () => {
   });
 });
 
-describe('a raise in flight on a DurableSession over SQLite', () => {
+describe.concurrent('a raise in flight on a DurableSession over SQLite', () => {
   const root = mkdtempSync(join(tmpdir(), 'loopchart-deadline-'));
   afterAll(() => rmSync(root, { recursive: true, force: true }));
 
