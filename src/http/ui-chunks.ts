@@ -28,6 +28,8 @@ export interface ChatMessageMetadata {
   run: number;
   /** The outcome's type (Completed, Cancelled, Failed, ...), or `waiting` while a run waits for a decision. */
   outcome: string;
+  /** Why a `Sealed` run was sealed (a budget's limit, the product's `seal`), for the page to show. */
+  reason?: string | undefined;
   usage?: { inputTokens: number; outputTokens: number } | undefined;
   costUsd?: number | undefined;
 }
@@ -200,6 +202,7 @@ export class RunChunker {
     const metadata: ChatMessageMetadata = {
       run: this.run,
       outcome: output.outcome.type,
+      ...(output.outcome.type === 'Sealed' && { reason: output.outcome.reason }),
       usage: output.usage,
       ...(output.costUsd !== undefined && { costUsd: output.costUsd }),
     };

@@ -6,7 +6,8 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { createChatHandler, type ChatHandler } from '../../src/http.js';
-import { MemorySessionStore } from '../../src/index.js';
+import { calculatorTool, createAgentMachine, MemorySessionStore } from '../../src/index.js';
+import { scriptedModel } from '../../src/testing.js';
 import { chatAgent } from './fixtures/chat-agent.js';
 import { loadSdk, nodeMajor, page, textOf, userMessage, type UIMessage } from './support.js';
 
@@ -57,6 +58,18 @@ for (const version of [5, 6, 7] as const) {
       const message = await chat.send([userMessage('Hello?')]);
       expect(chat.errors).toEqual(['ModelError: the provider said no']);
       expect(message.metadata?.outcome).toBe('Failed');
+    });
+
+    it('a sealed run: the finish says Sealed and why, for the page to show', async () => {
+      const machine = createAgentMachine({
+        model: scriptedModel([{ toolCalls: [{ name: 'calculator', args: { expression: '1+1' } }] }, { toolCalls: [{ name: 'calculator', args: { expression: '2+2' } }] }, { text: 'never' }]),
+        tools: [calculatorTool()],
+        budget: { maxToolCalls: 1 },
+      });
+      const handler = createChatHandler({ machine, store: new MemorySessionStore(), aiSdk: version });
+      handlers.push(handler);
+      const message = await page(sdk!, handler, 'sealed-chat').send([userMessage('Add twice.')]);
+      expect(message.metadata).toMatchObject({ run: 1, outcome: 'Sealed', reason: expect.stringMatching(/^budget: .*tool call/) });
     });
 
     it('a tool error is the part output-error with the message', async () => {
