@@ -30,7 +30,10 @@ export interface RestateSessionOptions {
   ingressUrl?: string | undefined;
   /**
    * How long a turn waiting for an approval stays on its worker before Restate suspends it
-   * (default 60 s, Restate's own default): a suspended turn costs no worker.
+   * (default 60 s, Restate's own default): a suspended turn costs no worker. Also how long a
+   * step may run before a `cancel` (or any control event) posted during it waits for the step's
+   * end: past this timeout Restate no longer delivers the channel's wake-up to the attempt (see
+   * docs/integrations/restate.md, Timers).
    */
   inactivityTimeoutMs?: number | undefined;
 }
