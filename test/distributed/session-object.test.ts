@@ -61,6 +61,13 @@ describe.skipIf(!SERVER_BINARY)('Restate session object (real server, real worke
   const toolLines = (session: string) =>
     existsSync(toolLog) ? readToolLog(readFileSync(toolLog, 'utf8')).filter((line) => line.key.startsWith(`${session}:`)) : [];
 
+  /** The first event of `type` on a session's stream, read from its start by `reader` until it is there. */
+  const firstEvent = (reader: IngressClient, session: string, type: string, timeoutMs?: number) =>
+    waitFor(type, async () => {
+      const page = await reader.ok<Streamed>(session, 'events', { cursor: 0, limit: 1000 });
+      return page.events.find((e) => e.event.type === type)?.event;
+    }, timeoutMs);
+
   it('runs a session to its outcome: every step journaled once, the state in K/V, the same transcript as in one process', async () => {
     const reply = await client.ok<Summary>('basic', 'send', { message: 'hello' });
     expect(reply.outcome).toEqual({ type: 'Completed', finalText: 'done: basic (hello) after 3 tool results' });
@@ -258,13 +265,7 @@ describe.skipIf(!SERVER_BINARY)('Restate session object (real server, real worke
 
   it('waits for an approval across a worker restart, suspended, and is approved from another client', async () => {
     const invocation = await client.enqueue('approval', 'send', { message: 'please deploy' });
-    let requested: { id: string } | undefined;
-    await waitFor('approval.requested', async () => {
-      const page = await other.ok<Streamed>('approval', 'events', { cursor: 0, limit: 1000 });
-      const event = page.events.find((e) => e.event.type === 'approval.requested');
-      requested = (event?.event.calls as { id: string }[] | undefined)?.[0];
-      return requested;
-    });
+    const requested = ((await firstEvent(other, 'approval', 'approval.requested')).calls as { id: string }[])[0]!;
     // Waiting costs no worker: Restate suspends the invocation (after INACTIVITY_MS)...
     const status = await waitFor('the waiting run to be suspended', async () => {
       const rows = await server.query<{ status: string }>(`SELECT status FROM sys_invocation WHERE id = '${invocation}'`);
@@ -274,7 +275,7 @@ describe.skipIf(!SERVER_BINARY)('Restate session object (real server, real worke
     // ...and the worker may die meanwhile; a new one takes over when the decision comes.
     await worker.kill('SIGKILL');
     worker = await startOurWorker();
-    await other.ok('approval', 'approve', { toolCallId: requested!.id });
+    await other.ok('approval', 'approve', { toolCallId: requested.id });
     const reply = await client.attach<Summary>(invocation);
     expect(reply.outcome).toEqual({ type: 'Completed', finalText: 'done: approval (please deploy) after 3 tool results' });
     const lines = toolLines('approval');
@@ -286,10 +287,7 @@ describe.skipIf(!SERVER_BINARY)('Restate session object (real server, real worke
   it('a pausing time budget aborts the model call in flight; the run waits suspended, and after a raise its replay takes the same branch', async () => {
     const timed = new IngressClient(server.ingressUrl, 'timedSession');
     const invocation = await timed.enqueue('deadline', 'send', { message: 'think forever' });
-    const paused = await waitFor('budget.paused', async () => {
-      const page = await timed.ok<Streamed>('deadline', 'events', { cursor: 0, limit: 1000 });
-      return page.events.find((e) => e.event.type === 'budget.paused')?.event;
-    }, 10_000);
+    const paused = await firstEvent(timed, 'deadline', 'budget.paused', 10_000);
     expect(paused).toMatchObject({ kind: 'duration', limit: 150 });
     // The journal's durable timer ended the call: it was made once.
     expect(toolLines('deadline').map((line) => line.line)).toEqual(['model hangs']);
@@ -316,10 +314,7 @@ describe.skipIf(!SERVER_BINARY)('Restate session object (real server, real worke
   it('a pausing budget whose deadline comes while a tool runs lets the tool finish, once, then pauses; a raise completes the run', async () => {
     const paced = new IngressClient(server.ingressUrl, 'pacedSession');
     const invocation = await paced.enqueue('paced', 'send', { message: 'go slow' });
-    const paused = await waitFor('budget.paused', async () => {
-      const page = await paced.ok<Streamed>('paced', 'events', { cursor: 0, limit: 1000 });
-      return page.events.find((e) => e.event.type === 'budget.paused')?.event;
-    }, 15_000);
+    const paused = await firstEvent(paced, 'paced', 'budget.paused', 15_000);
     expect(paused).toMatchObject({ kind: 'duration', limit: 800 });
     expect(toolLines('paced').map((line) => line.line)).toEqual(['slow starts', 'slow ends']);
     await paced.ok('paced', 'raise', { budget: { maxDurationMs: 60_000 } });
@@ -350,10 +345,7 @@ describe.skipIf(!SERVER_BINARY)('Restate session object (real server, real worke
     await waitFor('the transfer in flight', async () => (toolLines(session).some((line) => line.line.startsWith('transferred')) ? true : undefined));
     await worker.kill('SIGKILL');
     worker = await startOurWorker();
-    const request = await waitFor('tool.inDoubt', async () => {
-      const page = await other.ok<Streamed>(session, 'events', { cursor: 0, limit: 1000 });
-      return (page.events.find((e) => e.event.type === 'tool.inDoubt')?.event.requests as { toolCallId: string; digest: string; run: number }[] | undefined)?.[0];
-    });
+    const request = ((await firstEvent(other, session, 'tool.inDoubt')).requests as { toolCallId: string; digest: string; run: number }[])[0]!;
     return { invocation, request: { toolCallId: request.toolCallId, digest: request.digest, run: request.run } };
   };
 
@@ -385,11 +377,7 @@ describe.skipIf(!SERVER_BINARY)('Restate session object (real server, real worke
 
   it('a deny from another client: the call never runs and the model sees the refusal', async () => {
     const invocation = await client.enqueue('denied', 'send', { message: 'please deploy' });
-    const requested = await waitFor('approval.requested', async () => {
-      const page = await other.ok<Streamed>('denied', 'events', { cursor: 0, limit: 1000 });
-      const event = page.events.find((e) => e.event.type === 'approval.requested');
-      return (event?.event.calls as { id: string }[] | undefined)?.[0];
-    });
+    const requested = ((await firstEvent(other, 'denied', 'approval.requested')).calls as { id: string }[])[0]!;
     await other.ok('denied', 'deny', { toolCallId: requested.id, reason: 'not today' });
     const reply = await client.attach<Summary>(invocation);
     expect(reply.outcome?.type).toBe('Completed');
