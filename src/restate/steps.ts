@@ -63,8 +63,8 @@ interface PendingStep {
   /** Starts a `ctx.run` for the step: over its work in this process if that still goes, else the work afresh. */
   readonly run: () => restate.RestatePromise<StepOutcome>;
   readonly deliver: (outcome: StepOutcome) => void;
-  /** Ends the running `ctx.run`'s wait with a cut outcome naming the timer (set while it waits). */
-  cut?: ((timer: number) => void) | undefined;
+  /** Ends the running `ctx.run`'s wait with a cut outcome naming the timer (nothing once it returned). */
+  readonly cut: (timer: number) => void;
 }
 
 /** What the journal keeps of a step's error (see `JournaledError`). */
@@ -129,31 +129,33 @@ export class StepJournal {
       const id = this.#next++;
       // The work, once started in this process: a `ctx.run` after a cut waits for the same work.
       let work: Promise<unknown> | undefined;
+      // Ends the wait of the `ctx.run` running now, if one is.
+      let cutWait: ((timer: number) => void) | undefined;
+      const run = () =>
+        this.#ctx.run(effect.key, async (): Promise<StepOutcome> => {
+          const cut = new Promise<number>((resolveCut) => (cutWait = resolveCut));
+          try {
+            work ??= inner(effect, perform);
+            const first = await Promise.race([work.then((value) => ({ value })), cut.then((timer) => ({ timer }))]);
+            if ('timer' in first) return { ok: false, cut: first.timer, at: Date.now() };
+            return { ok: true, value: first.value ?? null, at: Date.now() };
+          } catch (error) {
+            return { ok: false, error: journaled(error), at: Date.now() };
+          } finally {
+            cutWait = undefined;
+          }
+        });
       return new Promise<SideEffectOutputs[K]>((resolve, reject) => {
-        const pending: PendingStep = {
+        this.#pending.set(id, {
           key: effect.key,
-          outcome: undefined as never,
-          run: () =>
-            this.#ctx.run(effect.key, async (): Promise<StepOutcome> => {
-              const cut = new Promise<number>((resolveCut) => (pending.cut = resolveCut));
-              try {
-                work ??= inner(effect, perform);
-                const first = await Promise.race([work.then((value) => ({ value })), cut.then((timer) => ({ timer }))]);
-                if ('timer' in first) return { ok: false, cut: first.timer, at: Date.now() };
-                return { ok: true, value: first.value ?? null, at: Date.now() };
-              } catch (error) {
-                return { ok: false, error: journaled(error), at: Date.now() };
-              } finally {
-                pending.cut = undefined;
-              }
-            }),
+          outcome: run(),
+          run,
+          cut: (timer) => cutWait?.(timer),
           deliver: (result) => {
             if (result.ok) return resolve(result.value as SideEffectOutputs[K]);
             if ('error' in result) reject(rebuilt(result.error));
           },
-        };
-        pending.outcome = pending.run();
-        this.#pending.set(id, pending);
+        });
       });
     }) as Executor;
   }
@@ -185,7 +187,7 @@ export class StepJournal {
    * replay takes the same branch.
    */
   cut(timer: number): void {
-    for (const pending of this.#pending.values()) pending.cut?.(timer);
+    for (const pending of this.#pending.values()) pending.cut(timer);
   }
 
   /** A cut step the chart no longer waits for (its timer's transition aborted it): forgotten, its work left to its abort. */
