@@ -41,7 +41,7 @@ export const ChatHandlerOptionsSchema = z.strictObject({
 });
 export type ChatHandlerSettings = z.input<typeof ChatHandlerOptionsSchema>;
 
-const CHAT_HANDLER_KEYS = [...Object.keys(ChatHandlerOptionsSchema.shape), 'machine', 'store', 'authorize', 'chatKey', 'chatScope'];
+const CHAT_HANDLER_KEYS = [...Object.keys(ChatHandlerOptionsSchema.shape), 'machine', 'store', 'authorize', 'chatKey', 'chatScope', 'onError'];
 
 export interface ChatHandlerOptions extends ChatHandlerSettings {
   machine: AgentMachine;
@@ -59,7 +59,28 @@ export interface ChatHandlerOptions extends ChatHandlerSettings {
    * `agentMemory` remembers per user; a chat of another scope is a 404. Default: none.
    */
   chatScope?: ChatScopeMapper | undefined;
+  /**
+   * Told of every error that made a request a 500 (a store that cannot be reached, a bug): the
+   * page gets only the error's code, never its message, which may hold a connection string or a
+   * user's data. Default: `console.error`. What it throws is ignored.
+   */
+  onError?: ChatErrorReporter | undefined;
 }
+
+/**
+ * The `onError` option of `createChatHandler`: where a request's unexpected error goes (your
+ * logger), with the request it failed (its method and URL; a POST's body has been read).
+ *
+ * @example
+ * ```ts
+ * import type { ChatErrorReporter } from 'loopchart/http';
+ * const report: ChatErrorReporter = (error, request) => console.error(`chat ${request.method} ${new URL(request.url).pathname}`, error);
+ * ```
+ */
+export type ChatErrorReporter = (error: unknown, request: Request) => void;
+
+/** What the page reads of a 500: a fixed sentence (the error's own message stays on the server). */
+const INTERNAL_MESSAGE = 'the chat handler failed; the server reported the error';
 
 /**
  * `createChatHandler` was given options out of range (an unknown AI SDK version, a body limit
@@ -106,6 +127,16 @@ const json = (status: number, code: string, message: string, extra: Record<strin
   });
 };
 
+/** A chat as this handler works on it: its stored session id (`key`) and the id its page sent (`name`, the only one an answer shows). */
+interface ChatRef {
+  key: string;
+  name: string;
+}
+
+/** A chat id as an answer quotes it (at most 100 characters). */
+const shown = (name: string): string => name.slice(0, 100);
+const notFound = (name: string): Response => json(404, 'ChatNotFound', `no chat '${shown(name)}'`);
+
 /** What a page sends to resume an operation: its name and the payload its resume schema checks. */
 const ResumeRequestSchema = z.strictObject({ operation: z.string().min(1).max(200), payload: z.unknown() });
 /** Operations this route does not resume (see `#resumeOperation`). */
@@ -148,12 +179,13 @@ export function createChatHandler(options: ChatHandlerOptions): ChatHandler {
   const refuse = (message: string) => new ChatHandlerOptionsError(message);
   // Strict: a misspelt key (`allowedOrigin`) is named with the closest known one.
   checkKnownKeys(options, CHAT_HANDLER_KEYS, '', refuse);
-  const { machine, store, authorize, chatKey, chatScope, ...settings } = options;
+  const { machine, store, authorize, chatKey, chatScope, onError, ...settings } = options;
   const checked = parseOptions(ChatHandlerOptionsSchema, settings, '', refuse);
-  for (const [name, value] of [['authorize', authorize], ['chatKey', chatKey], ['chatScope', chatScope]] as const) {
+  for (const [name, value] of [['authorize', authorize], ['chatKey', chatKey], ['chatScope', chatScope], ['onError', onError]] as const) {
     if (value !== undefined && typeof value !== 'function') throw new ChatHandlerOptionsError(`${name} must be a function, not ${typeof value}`);
   }
-  const chats = new ChatSessions(machine, store, checked, new ChatAccess(authorize, chatKey, chatScope, checked.authorizeTimeoutMs));
+  const access = new ChatAccess(authorize, chatKey, chatScope, checked.authorizeTimeoutMs);
+  const chats = new ChatSessions(machine, store, checked, access, onError ?? ((error) => console.error('loopchart chat handler:', error)));
   const handler = (request: Request) => chats.handle(request);
   return Object.assign(handler, { stats: () => chats.stats(), close: () => chats.close() });
 }
@@ -168,18 +200,22 @@ class ChatSessions {
   #dropped = 0;
   readonly #access: ChatAccess;
   readonly #origins: ReadonlySet<string>;
+  readonly #onError: ChatErrorReporter;
 
-  constructor(machine: AgentMachine, store: SessionStore, settings: z.output<typeof ChatHandlerOptionsSchema>, access: ChatAccess) {
+  constructor(machine: AgentMachine, store: SessionStore, settings: z.output<typeof ChatHandlerOptionsSchema>, access: ChatAccess, onError: ChatErrorReporter) {
     this.#machine = machine;
     this.#store = store;
     this.#settings = settings;
     this.#access = access;
     this.#origins = new Set(settings.allowedOrigins);
+    this.#onError = onError;
   }
 
   /**
    * Routes on the URL's path alone, refuses cross-site state changes, then asks `authorize` and
-   * `chatKey`; only then is the store read. Past this point `chatId` is the stored session id.
+   * `chatKey`; only then is the store read. Past this point `key` is the stored session id and
+   * `name` the chat id the page sent: an answer names the chat by `name` only, since the stored id
+   * is the product's own (it may hold a tenant or a user id).
    */
   async handle(request: Request): Promise<Response> {
     try {
@@ -197,12 +233,17 @@ class ChatSessions {
       if (route.action === 'post') return await this.#post(request);
       const admitted = await this.#admit(request, route.chatId, route.action);
       if (admitted instanceof Response) return admitted;
-      const { key } = admitted;
-      if (route.action === 'cancel') return await this.#cancel(key);
-      if (route.action === 'resume') return await this.#resumeOperation(request, key);
-      return route.action === 'stream' ? await this.#resume(key) : await this.#messages(key);
+      const chat: ChatRef = { key: admitted.key, name: route.chatId };
+      if (route.action === 'cancel') return await this.#cancel(chat);
+      if (route.action === 'resume') return await this.#resumeOperation(request, chat);
+      return route.action === 'stream' ? await this.#resume(chat) : await this.#messages(chat);
     } catch (error) {
-      return json(500, LoopchartError.isInstance(error) ? error.code : 'Internal', (error as Error).message);
+      try {
+        this.#onError(error, request);
+      } catch {
+        // A reporter that throws does not change the answer.
+      }
+      return json(500, LoopchartError.isInstance(error) ? error.code : 'Internal', INTERNAL_MESSAGE);
     }
   }
 
@@ -219,7 +260,7 @@ class ChatSessions {
     if (admitted.scope === undefined) return admitted;
     // A chat made without a scope is nobody's in particular: not this caller's either.
     const scope = await this.#scopeOf(admitted.key);
-    return scope === NO_CHAT || scope === admitted.scope ? admitted : json(404, 'ChatNotFound', `no chat '${chatId.slice(0, 100)}'`);
+    return scope === NO_CHAT || scope === admitted.scope ? admitted : notFound(chatId);
   }
 
   /** The scope of a chat: its live session's, or its stored one's; `NO_CHAT` when there is no chat yet. */
@@ -253,23 +294,24 @@ class ChatSessions {
     const asked = chatAsk(read.body);
     if ('problem' in asked) return json(400, 'InvalidChatRequest', asked.problem);
     const child = subagentSessionProblem(asked.ask.chatId);
-    if (child) return json(404, 'ChatNotFound', `no chat '${asked.ask.chatId.slice(0, 100)}': ${child}`);
+    if (child) return json(404, 'ChatNotFound', `no chat '${shown(asked.ask.chatId)}': ${child}`);
     const admitted = await this.#admit(request, asked.ask.chatId, asked.ask.type === 'approvals' ? 'approve' : 'post');
     if (admitted instanceof Response) return admitted;
     const ask = { ...asked.ask, chatId: admitted.key };
+    const name = asked.ask.chatId;
     return this.#serial(ask.chatId, async () => {
-      if (ask.type === 'approvals') return this.#answer(ask.chatId, ask.answers);
+      if (ask.type === 'approvals') return this.#answer({ key: ask.chatId, name }, ask.answers);
       let chat: LiveChat;
       try {
         // A new chat's session is made with the caller's scope; a stored one must have it.
         chat = await this.#open(ask.chatId, admitted.scope);
       } catch (error) {
-        if (SessionScopeError.isInstance(error)) return json(404, 'ChatNotFound', `no chat '${ask.chatId.slice(0, 100)}'`);
+        if (SessionScopeError.isInstance(error)) return notFound(name);
         throw error;
       }
       if (chat.run && !chat.run.ended) {
         this.#settle(ask.chatId, chat);
-        return json(409, 'RunInFlight', `chat '${ask.chatId}' has a run in flight: GET its stream to follow it`);
+        return json(409, 'RunInFlight', `chat '${shown(name)}' has a run in flight: GET its stream to follow it`);
       }
       chat.session.send({ type: 'input', message: ask.text });
       const run = chat.run as ChatRun | null;
@@ -284,10 +326,10 @@ class ChatSessions {
    * runs the child; at rest, in the child's stored session (decideStored walks down the tree), and
    * the parent, opened again, resumes the child with it.
    */
-  async #answer(chatId: string, answers: ApprovalAnswer[]): Promise<Response> {
+  async #answer({ key: chatId, name }: ChatRef, answers: ApprovalAnswer[]): Promise<Response> {
     const live = this.#live.get(chatId);
     const context = live ? live.session.actor.getSnapshot().context : await this.#stored(chatId);
-    if (!context) return json(404, 'ChatNotFound', `no chat '${chatId}'`);
+    if (!context) return notFound(name);
     const checked = await checkAnswers(chatId, context, answers, this.#contextOf(live));
     if ('problem' in checked) return json(409, 'ApprovalNotFound', checked.problem);
     let toSend = checked.answers;
@@ -334,11 +376,11 @@ class ChatSessions {
     return async (sessionId) => this.#stored(sessionId);
   }
 
-  async #resume(chatId: string): Promise<Response> {
+  async #resume({ key: chatId, name }: ChatRef): Promise<Response> {
     return this.#serial(chatId, async () => {
       if (!this.#live.has(chatId)) {
         const context = await this.#stored(chatId);
-        if (!context) return json(404, 'ChatNotFound', `no chat '${chatId}'`);
+        if (!context) return notFound(name);
         if (!runInFlight(context.brain)) return new Response(null, { status: 204 });
       }
       const chat = await this.#open(chatId);
@@ -362,7 +404,7 @@ class ChatSessions {
    * nothing (409 with the reason). Approvals and budgets are not resumed here: approvals have
    * their own answers, bound to the calls shown, and a page does not raise its own budget.
    */
-  async #resumeOperation(request: Request, chatId: string): Promise<Response> {
+  async #resumeOperation(request: Request, { key: chatId, name }: ChatRef): Promise<Response> {
     const read = await readJsonBody(request, this.#settings.maxBodyBytes);
     if ('problem' in read) return json(read.tooLarge ? 413 : 400, read.tooLarge ? 'BodyTooLarge' : 'InvalidChatRequest', read.problem);
     const asked = ResumeRequestSchema.safeParse(read.body);
@@ -372,7 +414,7 @@ class ChatSessions {
     return this.#serial(chatId, async () => {
       const live = this.#live.get(chatId);
       const context = live ? live.session.actor.getSnapshot().context : await this.#stored(chatId);
-      if (!context) return json(404, 'ChatNotFound', `no chat '${chatId.slice(0, 100)}'`);
+      if (!context) return notFound(name);
       const waiting = context.operations.waiting?.operation;
       if (waiting !== operation) {
         return json(409, 'NothingToResume', waiting ? `the run waits on operation '${waiting}', not '${operation.slice(0, 100)}'` : 'the run waits on no operation');
@@ -399,27 +441,28 @@ class ChatSessions {
     });
   }
 
-  async #cancel(chatId: string): Promise<Response> {
+  async #cancel({ key: chatId, name }: ChatRef): Promise<Response> {
+    const noRun = () => json(409, 'NoRunInFlight', `chat '${shown(name)}' has no run in flight`);
     return this.#serial(chatId, async () => {
       if (!this.#live.has(chatId)) {
         const context = await this.#stored(chatId);
-        if (!context) return json(404, 'ChatNotFound', `no chat '${chatId}'`);
-        if (!runInFlight(context.brain)) return json(409, 'NoRunInFlight', `chat '${chatId}' has no run in flight`);
+        if (!context) return notFound(name);
+        if (!runInFlight(context.brain)) return noRun();
       }
       const chat = await this.#open(chatId);
       if (!chat.run || chat.run.ended) {
         this.#settle(chatId, chat);
-        return json(409, 'NoRunInFlight', `chat '${chatId}' has no run in flight`);
+        return noRun();
       }
       chat.session.send({ type: 'cancel', graceMs: 0 });
       return new Response(null, { status: 202 });
     });
   }
 
-  async #messages(chatId: string): Promise<Response> {
+  async #messages({ key: chatId, name }: ChatRef): Promise<Response> {
     const live = this.#live.get(chatId);
     const context = live ? live.session.actor.getSnapshot().context : await this.#stored(chatId);
-    if (!context) return json(404, 'ChatNotFound', `no chat '${chatId}'`);
+    if (!context) return notFound(name);
     const { history, pending } = context.brain.context;
     // The run in flight shows its user message; its reply is what its stream replays.
     const messages = toUIMessages([...history, ...pending.slice(0, 1)]);

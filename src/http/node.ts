@@ -96,15 +96,25 @@ async function serve(handler: (request: Request) => Promise<Response>, req: Inco
 async function pipe(body: ReadableStream<Uint8Array>, res: ServerResponse): Promise<void> {
   const reader = body.getReader();
   const cancel = () => void reader.cancel().catch(() => {});
+  // A client gone before the response began (during a slow \`authorize\` or store read) closed
+  // \`res\` already: its 'close' will not come again, and the body would be followed for nobody.
+  if (res.destroyed) return cancel();
   res.once('close', cancel);
+  let ended = false;
   try {
     for (;;) {
       const { done, value } = await reader.read().catch(() => ({ done: true as const, value: undefined }));
-      if (done || res.destroyed) break;
+      if (done) {
+        ended = true;
+        break;
+      }
+      if (res.destroyed) break;
       if (!res.write(value)) await drained(res);
     }
   } finally {
     res.off('close', cancel);
+    // However the loop left, a body not read to its end is let go: its producer stops queueing for it.
+    if (!ended) cancel();
   }
 }
 

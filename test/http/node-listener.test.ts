@@ -174,6 +174,40 @@ describe('backpressure', () => {
   });
 });
 
+describe('clients that leave', () => {
+  it('a client gone before its response began (a slow authorize) holds no queue of the run it asked for', async () => {
+    let slow = false;
+    const authorize = async () => {
+      if (slow) await new Promise((resolve) => setTimeout(resolve, 300));
+      return true;
+    };
+    const store = new MemorySessionStore();
+    const handler = createChatHandler({ machine: chatAgent([{ text: 'A long answer, streamed slowly.', delayMs: 3000 }]).machine, store, authorize });
+    cleanup.push(() => handler.close());
+    const { port } = await listen(toNodeListener(handler));
+    const first = await fetch(`http://127.0.0.1:${port}/api/chat`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ id: 'c1', messages: [userMessage('hi')] }),
+    });
+    const reading = first.text();
+    expect(handler.stats().clients).toBe(1);
+    slow = true;
+    // Five reattaches whose clients hang up while authorize still decides.
+    for (let i = 0; i < 5; i++) {
+      const socket = connect(port, '127.0.0.1');
+      await once(socket, 'connect');
+      socket.write('GET /api/chat/c1/stream HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n');
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      socket.destroy();
+    }
+    // Past authorize: before, each was attached to the run for nobody (clients 6), queueing its chunks until the run ended.
+    await new Promise((resolve) => setTimeout(resolve, 600));
+    expect(handler.stats().clients).toBe(1);
+    expect(await reading).toContain('"outcome":"Completed"');
+  });
+});
+
 describe('413 on every connection', () => {
   /** Sends `requests` one after another on one keep-alive socket; resolves with every response's status and when it came. */
   function keepAlive(port: number, requests: Array<{ head: string; body: Buffer }>) {

@@ -109,6 +109,55 @@ describe('bad requests', () => {
   });
 });
 
+describe('what an answer tells the page', () => {
+  it('a 500 names no internal detail: the store\'s error goes to onError, the page gets its code and a fixed sentence', async () => {
+    const store = new MemorySessionStore();
+    store.load = async () => {
+      throw new Error('connect ECONNREFUSED postgres://app:hunter2@10.0.0.5:5432/chats');
+    };
+    const reported: Array<[string, string]> = [];
+    const { handler } = setup({ store, onError: (error, request) => reported.push([(error as Error).message, new URL(request.url).pathname]) });
+    for (const response of [await handler(new Request('http://127.0.0.1/api/chat/c1/messages')), await post(handler, { id: 'c1', messages: [userMessage('hi')] })]) {
+      expect(response.status).toBe(500);
+      const text = await response.text();
+      expect(text).not.toMatch(/hunter2|ECONNREFUSED|postgres/);
+      expect(JSON.parse(text)).toEqual({ error: { code: 'Internal', message: 'the chat handler failed; the server reported the error' } });
+    }
+    expect(reported).toEqual([
+      ['connect ECONNREFUSED postgres://app:hunter2@10.0.0.5:5432/chats', '/api/chat/c1/messages'],
+      ['connect ECONNREFUSED postgres://app:hunter2@10.0.0.5:5432/chats', '/api/chat'],
+    ]);
+    // A reporter that throws changes nothing; one that is not a function is refused when the handler is made.
+    const throwing = setup({ store, onError: () => { throw new Error('logger down'); } });
+    expect((await throwing.handler(new Request('http://127.0.0.1/api/chat/c1/messages'))).status).toBe(500);
+    expect(() => createChatHandler({ machine: chatAgent([]).machine, store, onError: 'log' as never })).toThrow(/onError must be a function/);
+  });
+
+  it('answers name the chat by the id the page sent, never by the stored session id chatKey made of it', async () => {
+    const chatKey = (request: Request, chatId: string) => `tenant-7f3a.${request.headers.get('x-user')}.salt-91ab.${chatId}`;
+    const { handler } = setup({ chatKey });
+    const as = (user: string, path: string, init: RequestInit = {}) =>
+      handler(new Request(`http://127.0.0.1/api/chat/${path}`, { ...init, headers: { 'x-user': user, ...(init.headers as Record<string, string>) } }));
+    const first = await post(handler, { id: 'trip', messages: [userMessage('one')] }, { 'x-user': 'alice' });
+    const answers = [
+      await post(handler, { id: 'trip', messages: [userMessage('two')] }, { 'x-user': 'alice' }),
+      await as('bob', 'trip/messages'),
+      await as('bob', 'trip/stream'),
+      await as('bob', 'trip/cancel', { method: 'POST' }),
+      await post(handler, { id: 'trip', messages: [{ id: 'a1', role: 'assistant', parts: [{ type: 'tool-transfer', toolCallId: 'c1', state: 'approval-responded', input: {}, approval: { id: `1:${'0'.repeat(64)}:c1`, approved: true } }] }] }, { 'x-user': 'bob' }),
+    ];
+    const bodies = await Promise.all(answers.map((response) => response.text()));
+    expect(answers.map((response) => response.status)).toEqual([409, 404, 404, 404, 404]);
+    for (const body of bodies) {
+      expect(body).toContain("'trip'");
+      expect(body).not.toMatch(/tenant|salt|alice|bob/);
+    }
+    expect(await first.text()).toContain('"outcome":"Completed"');
+    const idle = await as('alice', 'trip/cancel', { method: 'POST' });
+    expect(await idle.text()).toMatch(/chat 'trip' has no run in flight/);
+  });
+});
+
 describe('readers and retries', () => {
   it('a reader that stops reading is dropped once its queue passes the bound; the run finishes regardless', async () => {
     const store = new MemorySessionStore();
