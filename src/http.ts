@@ -10,6 +10,7 @@ export {
   type ChatHandler,
   type ChatHandlerOptions,
   type ChatHandlerSettings,
+  type ChatErrorReporter,
 } from './http/chat-handler.js';
 export { toNodeListener } from './http/node.js';
 export type { ChatAction } from './http/route.js';

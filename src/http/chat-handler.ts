@@ -15,11 +15,9 @@ import { ChatRun } from './chat-run.js';
 import { AllowedOriginSchema, contentTypeProblem, crossSiteProblem } from './cross-site.js';
 import { FetchSink } from './fetch-sink.js';
 import { chatAsk, readJsonBody, type ApprovalAnswer } from './request.js';
-import { APPROVALS_OPERATION } from '../agent/approvals/approval-events.js';
-import { BUDGET_OPERATION } from '../agent/budget/budget-pause.js';
 import { chatRoute, subagentSessionProblem } from './route.js';
 import { SubagentTree } from './subagent-tree.js';
-import { RunChunker } from './ui-chunks.js';
+import { RESERVED_OPERATIONS, RunChunker } from './ui-chunks.js';
 import { toUIMessages } from './ui-messages.js';
 import { checkKnownKeys, parseOptions } from '../known-keys.js';
 
@@ -139,8 +137,6 @@ const notFound = (name: string): Response => json(404, 'ChatNotFound', `no chat 
 
 /** What a page sends to resume an operation: its name and the payload its resume schema checks. */
 const ResumeRequestSchema = z.strictObject({ operation: z.string().min(1).max(200), payload: z.unknown() });
-/** Operations this route does not resume (see `#resumeOperation`). */
-const RESERVED_OPERATIONS: ReadonlySet<string> = new Set([APPROVALS_OPERATION, BUDGET_OPERATION]);
 
 /** What `#scopeOf` says of a chat that does not exist yet (a POST makes it with the caller's scope). */
 const NO_CHAT = Symbol('no chat');
@@ -563,7 +559,11 @@ class ChatSessions {
   async #letGo(chatId: string, chat: LiveChat, ending: boolean): Promise<void> {
     if (this.#live.get(chatId) !== chat) return;
     this.#live.delete(chatId);
-    if (ending) chat.run?.close(null);
+    // A run that waits for someone ends its responses `waiting`; one that goes on is followed again by a reattach.
+    if (ending && chat.run && !chat.run.ended) {
+      if (chat.tree?.waits()) chat.run.close(null);
+      else chat.run.interrupt('the server closed this response; the run goes on');
+    }
     await chat.session.close().catch(() => {});
     chat.tree?.stop();
   }

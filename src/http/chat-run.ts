@@ -5,6 +5,12 @@ import type { RunChunker, UIChunk } from './ui-chunks.js';
 /** The protocol's end of stream. */
 const DONE = Buffer.from('data: [DONE]\n\n');
 
+/**
+ * Events after which the open step's text is void: a failed model attempt (the next attempt
+ * writes its own) and an answer a tripped output guardrail refused (the run fails without it).
+ */
+const VOIDS_ATTEMPT: ReadonlySet<AgentEmitted['type']> = new Set(['model.retry', 'guardrail.tripped']);
+
 /** What a dropped response reads last: an error chunk (the page can reattach), no `[DONE]`. */
 const dropNotice = (reason: string): Buffer => sseEvent({ type: 'error', errorText: `${reason} (GET the chat's stream to reattach)` });
 
@@ -13,7 +19,8 @@ const dropNotice = (reason: string): Buffer => sseEvent({ type: 'error', errorTe
  * (encoded once), and the responses attached to it, each bounded by the live limits. A response
  * attaches at a position: 0 replays the run's message from its start (a reattaching page, whose
  * `useChat` replaces the message it had with the replay), a later one continues it (the request
- * that answered an approval). Text of a failed model attempt is taken out of the replay.
+ * that answered an approval). Text of a failed model attempt, and an answer a guardrail refused
+ * when it tripped, are taken out of the replay.
  */
 export class ChatRun {
   readonly chunker: RunChunker;
@@ -57,8 +64,8 @@ export class ChatRun {
   /** Adds what an emitted event shows, for every attached response. */
   event(event: AgentEmitted): void {
     const chunks = this.chunker.event(event);
-    if (event.type === 'model.retry' && this.#attemptAt !== null) {
-      // The failed attempt's text is void: a reattaching page must not get it.
+    if (VOIDS_ATTEMPT.has(event.type) && this.#attemptAt !== null) {
+      // The attempt's text is void: a reattaching page must not get it.
       this.#log.length = this.#attemptAt;
       this.#attemptAt = null;
       this.#broadcast(chunks);
@@ -78,6 +85,18 @@ export class ChatRun {
     if (this.#closing) return;
     this.#add(this.chunker.pause());
     this.#closing = Buffer.concat([sseEvent(this.chunker.closing(output)), DONE]);
+    for (const stream of this.#responses) stream.end(this.#closing);
+    this.#responses.clear();
+  }
+
+  /**
+   * Ends every response while the run goes on elsewhere (the handler closed, this process lets
+   * go of it): an error chunk that says to reattach, as a dropped response reads, not a finish
+   * that would tell the page the run waits for a decision.
+   */
+  interrupt(reason: string): void {
+    if (this.#closing) return;
+    this.#closing = dropNotice(reason);
     for (const stream of this.#responses) stream.end(this.#closing);
     this.#responses.clear();
   }

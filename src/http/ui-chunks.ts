@@ -1,6 +1,9 @@
 import { createHash } from 'node:crypto';
 import type { AgentEmitted, AgentOutput } from '../agent/protocol/actor-types.js';
 import type { ApprovalRequest } from '../agent/approvals/approval-binding.js';
+import { APPROVALS_OPERATION } from '../agent/approvals/approval-events.js';
+import { BUDGET_OPERATION } from '../agent/budget/budget-pause.js';
+import { FINAL_ANSWER_TOOL } from '../agent/structured-output/structured-output.js';
 import type { Message, ToolCall, ToolMessage } from '../schemas.js';
 
 /**
@@ -23,13 +26,27 @@ export type AiSdkVersion = 5 | 6 | 7;
 /** One UI message stream chunk (the `data:` of one server-sent event). */
 export type UIChunk = { type: string } & Record<string, unknown>;
 
+/**
+ * Operations a page does not answer with `POST <api>/<id>/resume`, so their yields are not shown
+ * as `data-operation-yielded` parts: approvals have their own answers, bound to the calls shown
+ * (the page gets their approval requests), and a page does not raise its own budget (a pause ends
+ * the response `paused`, with its reason).
+ */
+export const RESERVED_OPERATIONS: ReadonlySet<string> = new Set([APPROVALS_OPERATION, BUDGET_OPERATION]);
+
 /** What a run's assistant message carries as metadata once the run stops. */
 export interface ChatMessageMetadata {
   run: number;
-  /** The outcome's type (Completed, Cancelled, Failed, ...), or `waiting` while a run waits for a decision. */
+  /**
+   * The outcome's type (Completed, Cancelled, Failed, ...); or, for a run that goes on later,
+   * `waiting` while it waits for a decision or an operation's answer, `paused` while a budget
+   * paused it (until the product raises it or seals the run).
+   */
   outcome: string;
-  /** Why a `Sealed` run was sealed (a budget's limit, the product's `seal`), for the page to show. */
+  /** Why a `Sealed` run was sealed (a budget's limit, the product's `seal`), or why a `paused` one paused, for the page to show. */
   reason?: string | undefined;
+  /** The validated answer of a `Completed` run of an agent with an output schema (`outcome.output`). */
+  output?: unknown;
   usage?: { inputTokens: number; outputTokens: number } | undefined;
   costUsd?: number | undefined;
 }
@@ -93,6 +110,10 @@ export class RunChunker {
   #streamed = false;
   /** Operation yields shown so far in this run: each data part has an id of its own. */
   #yields = 0;
+  /** Why a budget paused the run, once it did: the response then ends `paused`. */
+  #paused: string | null = null;
+  /** The last `final_answer` call shown without its outcome: a rejection or the run's answer gives it one. */
+  #answerCall: string | null = null;
   /** Per subagent (the id of the call that runs it): its text, where its open turn's text begins, when it was last sent. */
   readonly #children = new Map<string, { text: string; turnAt: number; turn: number; streamed: boolean; sentAt: number }>();
 
@@ -160,12 +181,22 @@ export class RunChunker {
       }
       case 'model.retry':
         return this.#retry();
+      // The answer a tripped output guardrail refused is void, as a failed attempt's text is: a
+      // reattaching page must not read it again (ChatRun takes it out of the log).
+      case 'guardrail.tripped':
+        return this.#retry();
+      case 'output.rejected':
+        return this.#answerOutcome({ type: 'tool-output-error', errorText: event.error.message });
+      case 'budget.paused':
+        this.#paused = event.reason;
+        return [];
       case 'approval.requested':
         return this.#approvalRequests(event.requests);
       // A call cut off by a restart that may or may not have run: the page asks "run it again?" as an
       // approval (approve: run it again; deny: fail it), with a data part saying why it asks.
       // An operation yielded: the page shows what it asks (and resumes it with POST <api>/<id>/resume).
       case 'operation.yielded':
+        if (RESERVED_OPERATIONS.has(event.operation)) return [];
         return [{ type: 'data-operation-yielded', id: `yield-${this.run}-${++this.#yields}`, data: { operation: event.operation, reason: event.reason, payload: event.payload } }];
       case 'tool.inDoubt':
         return event.requests.flatMap((request) => [
@@ -185,7 +216,16 @@ export class RunChunker {
   #finished(output: AgentOutput): UIChunk[] {
     const outcome = output.outcome;
     const error = outcome.type === 'Failed' ? [{ type: 'error', errorText: `${outcome.error.type}: ${outcome.error.message}` }] : [];
-    return [...this.pause(), ...error];
+    const answer = outcome.type === 'Completed' && outcome.output !== undefined ? this.#answerOutcome({ type: 'tool-output-available', output: outcome.output }) : [];
+    return [...answer, ...this.pause(), ...error];
+  }
+
+  /** The outcome of the `final_answer` call shown last (rejected, or the run's answer), once. */
+  #answerOutcome(chunk: UIChunk): UIChunk[] {
+    const toolCallId = this.#answerCall;
+    if (toolCallId === null) return [];
+    this.#answerCall = null;
+    return [{ ...chunk, toolCallId }];
   }
 
   /** Closes the open part and step: the run waits for a decision, or this response ends. */
@@ -198,11 +238,16 @@ export class RunChunker {
    * for a decision (null), `tool-calls` with the outcome `waiting`.
    */
   closing(output: AgentOutput | null): UIChunk {
-    if (output === null) return { type: 'finish', finishReason: 'tool-calls', messageMetadata: { run: this.run, outcome: 'waiting' } satisfies ChatMessageMetadata };
+    if (output === null) {
+      if (this.#paused !== null) return { type: 'finish', finishReason: 'other', messageMetadata: { run: this.run, outcome: 'paused', reason: this.#paused } satisfies ChatMessageMetadata };
+      return { type: 'finish', finishReason: 'tool-calls', messageMetadata: { run: this.run, outcome: 'waiting' } satisfies ChatMessageMetadata };
+    }
+    const outcome = output.outcome;
     const metadata: ChatMessageMetadata = {
       run: this.run,
-      outcome: output.outcome.type,
-      ...(output.outcome.type === 'Sealed' && { reason: output.outcome.reason }),
+      outcome: outcome.type,
+      ...(outcome.type === 'Sealed' && { reason: outcome.reason }),
+      ...(outcome.type === 'Completed' && outcome.output !== undefined && { output: outcome.output }),
       usage: output.usage,
       ...(output.costUsd !== undefined && { costUsd: output.costUsd }),
     };
@@ -261,6 +306,8 @@ export class RunChunker {
   #toolInput(call: ToolCall): UIChunk[] {
     if (this.#inputs.has(call.id)) return [];
     this.#inputs.add(call.id);
+    // A subagent's final answer (`c1/p1`) is its call's output, not this run's.
+    if (call.name === FINAL_ANSWER_TOOL && !call.id.includes('/')) this.#answerCall = call.id;
     return [{ type: 'tool-input-available', toolCallId: call.id, toolName: call.name, input: call.args }];
   }
 
@@ -331,6 +378,8 @@ export class RunChunker {
   }
 
   #toolOutput(result: ToolMessage): UIChunk {
+    // A tool of the product's own named final_answer (no output schema) answered for itself.
+    if (result.toolCallId === this.#answerCall) this.#answerCall = null;
     if (this.#denied.has(result.toolCallId) && this.version !== 5) return { type: 'tool-output-denied', toolCallId: result.toolCallId };
     if (result.isError) return { type: 'tool-output-error', toolCallId: result.toolCallId, errorText: result.content };
     return { type: 'tool-output-available', toolCallId: result.toolCallId, output: result.content };

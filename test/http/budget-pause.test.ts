@@ -18,7 +18,7 @@ afterEach(async () => {
 const look = defineTool({ name: 'look', description: 'Looks', input: z.object({ at: z.string() }), execute: ({ at }) => `saw ${at}` });
 
 describe('a chat whose run a budget pauses', () => {
-  it('ends the response with the run waiting, and the stored session continues after a raise', async () => {
+  it('ends the response with the run paused and why, and the stored session continues after a raise', async () => {
     const machine = createAgentMachine({
       model: scriptedModel([
         { toolCalls: [{ id: 'c1', name: 'look', args: { at: 'a' } }] },
@@ -38,6 +38,11 @@ describe('a chat whose run a budget pauses', () => {
       new Promise<'open'>((resolve) => setTimeout(() => resolve('open'), 5_000).unref()),
     ]);
     expect(ended).not.toBe('open');
+    if (ended === 'open') return;
+    // The page is told the run paused and why, not that it waits for a decision it could give;
+    // and no `data-operation-yielded` part asks it for a resume its route refuses.
+    expect(ended.metadata).toEqual({ run: 1, outcome: 'paused', reason: 'budget: 2 tool calls made, limit 1' });
+    expect(ended.parts.map((part) => part.type)).not.toContain('data-operation-yielded');
     await handler.close();
 
     const session = await DurableSession.open({ machine, store, sessionId: 'paused' });

@@ -120,6 +120,8 @@ describe.each([6, 7] as const)('approvals, AI SDK %s', (version) => {
     expect(part).toMatchObject({ state: 'approval-requested', input: { amount: 5 } });
     expect(part.approval!.id).toMatch(/^1:[0-9a-f]{64}:call_1_0$/);
     expect(asked.metadata?.outcome).toBe('waiting');
+    // The approval is answered through its request, not as an operation the page resumes (that route refuses 'approvals').
+    expect(asked.parts.map((p) => p.type)).not.toContain('data-operation-yielded');
     expect(transfers).toEqual([]);
     const after = await chat.send([user, answered(asked, true)], answered(asked, true));
     expect(transfers).toEqual(['5']);
@@ -185,6 +187,7 @@ describe('approvals, AI SDK 5 (a data part, answered beside the messages)', () =
     expect(request.data).toMatchObject({ toolCallId: 'call_1_0', toolName: 'transfer', input: { amount: 3 } });
     const approvalId = String(request.data!.approvalId);
     expect(approvalId).toMatch(/^1:[0-9a-f]{64}:call_1_0$/);
+    expect(asked.parts.map((p) => p.type)).not.toContain('data-operation-yielded');
     const transport = new sdk.DefaultChatTransport({
       api: 'http://127.0.0.1/api/chat',
       fetch: ((input: string, init?: RequestInit) => handler(new Request(input, init))) as typeof fetch,

@@ -181,6 +181,23 @@ describe('readers and retries', () => {
     await expect.poll(async () => (await store.load('stalled'))?.messages.length, { timeout: 10_000 }).toBe(2);
   });
 
+  it('close() while a run streams ends its responses with an error that says to reattach, not `waiting`; the run goes on from the store', async () => {
+    const store = new MemorySessionStore();
+    const { machine } = chatAgent([{ text: 'A slow answer.', delayMs: 600 }]);
+    const handler = createChatHandler({ machine, store });
+    const response = await post(handler, { id: 'closing', messages: [userMessage('go')] });
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    await handler.close();
+    const text = await response.text();
+    // Before: a finish with outcome `waiting`, which tells a page a decision is pending when none is.
+    expect(text).not.toContain('"outcome":"waiting"');
+    expect(text).not.toContain('[DONE]');
+    expect(text.trimEnd().split('\n\n').at(-1)).toMatch(/"type":"error".*the server closed this response; the run goes on.*reattach/);
+    const next = setup({ store });
+    const replay = await next.handler(new Request('http://127.0.0.1/api/chat/closing/stream'));
+    expect(await replay.text()).toContain('"outcome":"Completed"');
+  });
+
   it.each([6, 7] as const)('AI SDK %s: a failed attempt\'s text is not in a replay; AI SDK 7 takes it back live (reset-step)', async (version) => {
     if (version === 7 && Number(process.versions.node.split('.')[0]) < 22) return;
     const sdk = await loadSdk(version);

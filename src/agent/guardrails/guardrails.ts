@@ -320,11 +320,17 @@ export function guardOutcome(plan: GuardrailPlan, check: GuardCheck, feedbacks: 
   return { type: 'feedback', message: feedback.map((entry) => entry.message).join('\n\n') };
 }
 
+const FEEDBACK_HEAD = 'Your answer was not accepted:\n';
+const FEEDBACK_TAIL = '\nAnswer again.';
+
 /** The user message that sends an output guardrail's feedback to the model. */
 export const guardFeedbackMessage = (message: string): UserMessage => ({
   role: 'user',
-  content: `Your answer was not accepted:\n${message}\nAnswer again.`,
+  content: `${FEEDBACK_HEAD}${message}${FEEDBACK_TAIL}`,
 });
+
+/** Whether a stored user message is one `guardFeedbackMessage` wrote (a chat page does not show it as the user's). */
+export const isGuardFeedback = (message: UserMessage): boolean => message.content.startsWith(FEEDBACK_HEAD) && message.content.endsWith(FEEDBACK_TAIL);
 
 /** A settled check as the driver keeps it: closed, the input check marked as passed, a feedback round counted. */
 export function settledGuard(guard: GuardState, outcome: Exclude<GuardOutcome, { type: 'open' }>): GuardState {

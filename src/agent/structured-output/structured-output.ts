@@ -222,12 +222,19 @@ export function judgeAnswer(structured: StructuredOutput | undefined, brain: Bra
   return { brain: steered, state: { ...current, rejected: attempts }, reply: kept, rejected };
 }
 
+const FEEDBACK_HEAD = 'Your answer does not match the required output schema:\n';
+/** How each mode asks for the answer again (the last line of the feedback). */
+const ASK_AGAIN = { tool: `\nCall ${FINAL_ANSWER_TOOL} again with the corrected answer.`, json: '\nReply again with only the corrected answer, as JSON.' } as const;
+
 /** The user message that sends an invalid answer back: where and why, and how to answer again. */
 export function feedbackMessage(structured: StructuredOutput, issues: readonly OutputIssue[]): UserMessage {
   const list = issues.map((issue) => `- at ${issue.path}: ${issue.message}`).join('\n');
-  const again = structured.mode === 'tool' ? `Call ${FINAL_ANSWER_TOOL} again with the corrected answer.` : 'Reply again with only the corrected answer, as JSON.';
-  return { role: 'user', content: `Your answer does not match the required output schema:\n${list}\n${again}` };
+  return { role: 'user', content: `${FEEDBACK_HEAD}${list}${structured.mode === 'tool' ? ASK_AGAIN.tool : ASK_AGAIN.json}` };
 }
+
+/** Whether a stored user message is one `feedbackMessage` wrote (a chat page does not show it as the user's). */
+export const isOutputFeedback = (message: UserMessage): boolean =>
+  message.content.startsWith(FEEDBACK_HEAD) && (message.content.endsWith(ASK_AGAIN.tool) || message.content.endsWith(ASK_AGAIN.json));
 
 /** The brain once the reply is in, with the answer's verdict applied (a run that already failed keeps its failure). */
 export function settleAnswer(step: AnswerStep, brain: BrainState): BrainState {

@@ -3,8 +3,10 @@ import {
   GuardrailError,
   NO_GUARD,
   checkedGuardVerdict,
+  guardFeedbackMessage,
   guardOutcome,
   inputCheckDue,
+  isGuardFeedback,
   openCheck,
   planGuardrails,
   runGuardrail,
@@ -86,5 +88,14 @@ describe('guardrail rules', () => {
     expect(aborted).toBe(true);
     const error = await runGuardrail({ name: 'boom', check: () => Promise.reject(new Error('kaput')) }, input, run).catch((e: unknown) => e);
     expect(GuardrailError.isInstance(error) && [error.guardrail, error.stage, error.message]).toEqual(['boom', 'input', "input guardrail 'boom': threw: kaput"]);
+  });
+});
+
+describe('the feedback message', () => {
+  it('isGuardFeedback tells the message guardFeedbackMessage wrote, whole, from a user message that begins the same way', () => {
+    expect(isGuardFeedback(guardFeedbackMessage('Name your source.'))).toBe(true);
+    expect(isGuardFeedback(guardFeedbackMessage('Two lines\nof feedback.'))).toBe(true);
+    expect(isGuardFeedback({ role: 'user', content: 'Your answer was not accepted:\nplease be brief' })).toBe(false);
+    expect(isGuardFeedback({ role: 'user', content: 'Answer again.' })).toBe(false);
   });
 });

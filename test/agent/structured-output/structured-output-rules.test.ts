@@ -4,8 +4,10 @@ import {
   FRESH_OUTPUT_STATE,
   checkAnswer,
   compileOutput,
+  feedbackMessage,
   finalCallPolicy,
   finalCallReason,
+  isOutputFeedback,
   issuePath,
   judgeAnswer,
   settleAnswer,
@@ -132,5 +134,13 @@ describe('withOutput', () => {
     expect(withOutput(json, { type: 'Completed', finalText: '{"city":"A","population":1}' })).toEqual({ type: 'Completed', finalText: '{"city":"A","population":1}', output: { city: 'A', population: 1 } });
     expect(withOutput(json, { type: 'MaxTurnsExceeded' })).toEqual({ type: 'MaxTurnsExceeded' });
     expect(withOutput(undefined, { type: 'Completed', finalText: 'x' })).toEqual({ type: 'Completed', finalText: 'x' });
+  });
+});
+
+describe('the feedback message', () => {
+  it('isOutputFeedback tells the message feedbackMessage wrote (either mode), whole, from a user message that begins the same way', () => {
+    const issues = [{ path: 'population', message: 'Invalid input: expected number, received string' }];
+    for (const structured of [tool, json]) expect(isOutputFeedback(feedbackMessage(structured, issues))).toBe(true);
+    expect(isOutputFeedback({ role: 'user', content: 'Your answer does not match the required output schema:\nwhy?' })).toBe(false);
   });
 });
