@@ -172,7 +172,7 @@ const chart = driver.createStateConfig({
         input: { actions: 'steerRun' },
         approve: { actions: ['recordDecision', 'forwardToChild', { type: 'trace', params: 'approval.decided' }] },
         deny: { actions: ['recordDecision', 'forwardToChild', { type: 'trace', params: 'approval.decided' }] },
-        'doubt.decide': { actions: 'decideDoubt' },
+        'doubt.decide': [{ guard: 'decidesForChild', actions: 'forwardToChild' }, { actions: 'decideDoubt' }],
         // The same decision as the approvals operation's resume: `{ operation: 'approvals', payload }`.
         'operation.resume': { guard: 'approvalResume', actions: ['recordDecision', 'forwardToChild', { type: 'trace', params: 'approval.decided' }] },
         'io.subagent': { guard: 'currentBatch', actions: 'acceptSubagentReport' },
@@ -356,7 +356,7 @@ const chart = driver.createStateConfig({
                   guard: 'approvalResume',
                   actions: ['recordDecision', 'forwardToChild', { type: 'trace', params: 'approval.decided' }, { type: 'requestTools', params: true }],
                 },
-                'doubt.decide': { actions: ['decideDoubt', { type: 'requestTools', params: true }] },
+                'doubt.decide': [{ guard: 'decidesForChild', actions: 'forwardToChild' }, { actions: ['decideDoubt', { type: 'requestTools', params: true }] }],
               },
               states: {
                 Execution: {

@@ -9,9 +9,9 @@ import { chatDigest, parseApprovalId } from './ui-chunks.js';
 
 /**
  * Whether a page's approval answers name calls that wait, as shown: a call of the chat's own
- * run (waiting for its approval, or in doubt after a restart: the page asks "run it again?"), or
- * a call of a subagent (`c1/p1`, `c1/c2/p1`) waiting for its approval, found by walking down the
- * calls in flight to the child session that waits. Read only: a forged, stale or foreign answer
+ * run or of a subagent (`c1/p1`, `c1/c2/p1`, found by walking down the calls in flight to the
+ * child session that waits), waiting for its approval or in doubt after a restart (the page
+ * asks "run it again?"). Read only: a forged, stale or foreign answer
  * changes nothing.
  */
 
@@ -67,8 +67,7 @@ async function waiting(
   if (own) {
     if (id.run !== context.runIndex || chatDigest(chat, digestOf(own)) !== id.digest) return null;
     if (context.approvals.waiting.includes(id.toolCallId) && !Object.hasOwn(context.approvals.decisions, id.toolCallId)) return { ofChild: false, digest: digestOf(own), kind: 'approval' };
-    // A subagent's call in doubt is decided where its session is (`sessions doubt`), not through the parent's chat.
-    const inDoubt = !via && (context.doubt?.waiting.includes(id.toolCallId) ?? false);
+    const inDoubt = context.doubt?.waiting.includes(id.toolCallId) ?? false;
     return inDoubt ? { ofChild: false, digest: digestOf(own), kind: 'doubt' } : null;
   }
   const route = routeOf(id.toolCallId);

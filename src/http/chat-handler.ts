@@ -5,6 +5,7 @@ import { type AgentContext } from '../agent/core/context.js';
 import { LoopchartError } from '../errors.js';
 import { DurableSession, SessionScopeError } from '../sessions/durable-session.js';
 import { ApprovalRefusedError, decideStored } from '../sessions/stored-decision.js';
+import { decideDoubtStored, type DoubtVerdict } from '../sessions/stored-doubt.js';
 import { decodeRow } from '../sessions/session-row.js';
 import type { SessionStore } from '../stores/session-store.js';
 import { LiveLimitsSchema, type LiveStats, type SseStream } from '../viewer/sse.js';
@@ -124,6 +125,13 @@ const json = (status: number, code: string, message: string, extra: Record<strin
     headers: { 'content-type': 'application/json; charset=utf-8', 'content-length': String(Buffer.byteLength(text)), 'cache-control': 'no-store', ...extra },
   });
 };
+
+/**
+ * A page's answer to "run it again?" on a call in doubt: yes runs it again (with the same
+ * idempotency key), no fails it with the page's reason (or says the user did not run it again).
+ */
+const doubtVerdict = ({ approved, reason }: Pick<ApprovalAnswer, 'approved' | 'reason'>): DoubtVerdict & { by: string } =>
+  approved ? { action: 'rerun', by: 'chat' } : { action: 'fail', reason: reason ?? 'the user did not run it again after it was cut off', by: 'chat' };
 
 /** A chat as this handler works on it: its stored session id (`key`) and the id its page sent (`name`, the only one an answer shows). */
 interface ChatRef {
@@ -332,7 +340,8 @@ class ChatSessions {
     if (!live) {
       for (const answer of checked.answers.filter((a) => a.ofChild)) {
         try {
-          await decideStored(this.#store, chatId, answer, { approved: answer.approved, ...(answer.reason !== undefined && { reason: answer.reason }) });
+          if (answer.kind === 'doubt') await decideDoubtStored(this.#store, chatId, answer, doubtVerdict(answer));
+          else await decideStored(this.#store, chatId, answer, { approved: answer.approved, ...(answer.reason !== undefined && { reason: answer.reason }) });
         } catch (error) {
           if (ApprovalRefusedError.isInstance(error)) return json(409, 'ApprovalNotFound', error.message);
           throw error;
@@ -356,9 +365,7 @@ class ChatSessions {
     for (const { toolCallId, digest, run: runIndex, approved, reason, kind } of toSend) {
       // Bound to the call as the page showed it: the session refuses it for any other.
       if (kind === 'doubt') {
-        // "Run it again?" Yes runs it again (with the same idempotency key), no fails it with the reason.
-        const why = reason ?? 'the user did not run it again after it was cut off';
-        chat.session.send({ type: 'doubt.decide', toolCallId, digest, run: runIndex, by: 'chat', ...(approved ? { action: 'rerun' } : { action: 'fail', reason: why }) });
+        chat.session.send({ type: 'doubt.decide', toolCallId, digest, run: runIndex, ...doubtVerdict({ approved, reason }) });
       } else {
         chat.session.send({ type: approved ? 'approve' : 'deny', toolCallId, digest, run: runIndex, ...(reason !== undefined && { reason }) });
       }

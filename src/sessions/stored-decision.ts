@@ -72,17 +72,7 @@ export async function decideStored(
   request: Pick<ApprovalRequest, 'toolCallId' | 'digest' | 'run'>,
   verdict: Verdict,
 ): Promise<void> {
-  const route = routeOf(request.toolCallId);
-  const child = route && (await childOfCall(store, sessionId, route.callId, request.toolCallId));
-  if (route && child) {
-    try {
-      return await decideStored(store, child, { ...request, toolCallId: route.rest }, verdict);
-    } catch (error) {
-      // Refused down the tree: said of the id the caller gave.
-      if (ApprovalRefusedError.isInstance(error)) throw new ApprovalRefusedError(request.toolCallId, { reason: error.reason, detail: error.detail });
-      throw error;
-    }
-  }
+  if (await decidedDownTheTree(store, sessionId, request, (child, inner) => decideStored(store, child, inner, verdict))) return;
   const { toolCallId, digest, run } = request;
   const event = {
     type: verdict.approved ? ('approve' as const) : ('deny' as const),
@@ -103,6 +93,32 @@ export async function decideStored(
     const entry: TraceEntry = { type: 'approval', at, run: context.runIndex, toolCallId, approved: verdict.approved, digest, ...by, ...(verdict.reason !== undefined && { reason: verdict.reason }) };
     return { write: { ...context, approvals: taken.approvals }, entry };
   });
+}
+
+/** The request a decision answers: the call as shown, in its run. */
+type ShownRequest = Pick<ApprovalRequest, 'toolCallId' | 'digest' | 'run'>;
+
+/**
+ * A decision on a call inside a child run (`c1/p1`) taken where that child's session is, through
+ * each level's call in flight: true once `decide` took it there; false for a call of this
+ * session's own. A refusal down the tree is said of the id the caller gave.
+ */
+export async function decidedDownTheTree(
+  store: SessionStore,
+  sessionId: string,
+  request: ShownRequest,
+  decide: (childSessionId: string, request: ShownRequest) => Promise<void>,
+): Promise<boolean> {
+  const route = routeOf(request.toolCallId);
+  const child = route && (await childOfCall(store, sessionId, route.callId, request.toolCallId));
+  if (!route || !child) return false;
+  try {
+    await decide(child, { ...request, toolCallId: route.rest });
+    return true;
+  } catch (error) {
+    if (ApprovalRefusedError.isInstance(error)) throw new ApprovalRefusedError(request.toolCallId, { reason: error.reason, detail: error.detail });
+    throw error;
+  }
 }
 
 /**

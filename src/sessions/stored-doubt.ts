@@ -4,7 +4,7 @@ import { doubtEventProblem, takeDoubtDecision } from '../agent/in-doubt/in-doubt
 import { InvalidFeedError } from '../errors.js';
 import type { SessionStore } from '../stores/session-store.js';
 import { decideOnStoredRow } from './stored-row-decision.js';
-import { ApprovalRefusedError } from './stored-decision.js';
+import { ApprovalRefusedError, decidedDownTheTree } from './stored-decision.js';
 import type { TraceEntry } from './trace.js';
 
 /** What a person decides for a call in doubt: run it again, give its result (any JSON value), or fail it. */
@@ -18,6 +18,7 @@ export type DoubtVerdict = { action: DoubtAction; result?: unknown; by?: string 
  * `not-waiting` for a call that is not in doubt) and is recorded as refused; a hand result that
  * is not plain JSON throws `InvalidFeedError` and nothing is read or written. The process that
  * next opens the session runs the call again, or hands the given result (or the failure) to the model.
+ * A call inside a child run is decided by the id its parent showed (`c1/p1`), as `decideStored` does.
  *
  * @example
  * ```ts
@@ -37,6 +38,7 @@ export async function decideDoubtStored(
 ): Promise<void> {
   const problem = doubtEventProblem(verdict);
   if (problem) throw new InvalidFeedError('decideDoubtStored', problem);
+  if (await decidedDownTheTree(store, sessionId, request, (child, inner) => decideDoubtStored(store, child, inner, verdict))) return;
   const { toolCallId, digest, run } = request;
   const by = verdict.by !== undefined ? { by: verdict.by } : {};
   await decideOnStoredRow(store, sessionId, (context, decoded) => {

@@ -3,12 +3,13 @@
  * process died while a tool that asks when in doubt ran is reopened by the page; the call shows as
  * an approval request ("run it again?") with a `data-tool-in-doubt` part saying why; approving runs
  * it again, denying fails it with the reason; either way the run goes on to its end. Nothing runs
- * without the page's answer.
+ * without the page's answer. A subagent's call in doubt shows and is answered the same way, under
+ * the id its parent shows it by (`c1/p1`).
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { createChatHandler, type ChatHandler } from '../../src/http.js';
-import { createAgentMachine, defineTool, DurableSession, MemorySessionStore } from '../../src/index.js';
+import { agentTool, createAgentMachine, defineTool, DurableSession, MemorySessionStore } from '../../src/index.js';
 import type { Message } from '../../src/schemas.js';
 import { scriptedModel } from '../../src/testing.js';
 import { loadSdk, page, type UIMessage } from './support.js';
@@ -95,5 +96,47 @@ describe('a call in doubt in the chat page', () => {
     const response = await chat.post({ id: 'pay', messages: [{ id: 'u1', role: 'user', parts: [{ type: 'text', text: 'Charge 5.' }] }, message] });
     expect(response.status).toBe(409);
     expect(agent.runs).toEqual(['charge 5']);
+  });
+});
+
+describe("a subagent's call in doubt in the chat page", () => {
+  /** A coordinator whose agent tool runs the charging agent. */
+  function team(agent: ReturnType<typeof chargingAgent>) {
+    const model = scriptedModel([{ toolCalls: [{ id: 't1', name: 'billing', args: { task: 'Charge 5.' } }] }, (request) => ({ text: `Billing said: ${request.messages.at(-1)!.content}` })]);
+    return createAgentMachine({ model, retry: false, tools: [agentTool({ agent: agent.machine, name: 'billing', description: 'Bills.' })] });
+  }
+
+  it.each([
+    ['the chat held by this process', false],
+    ['the chat at rest in the store', true],
+  ])('shows as "run it again?" under the parent\'s id and the answer goes down to the child: %s', async (_, atRest) => {
+    const store = new MemorySessionStore();
+    const agent = chargingAgent();
+    const session = await DurableSession.open({ machine: team(agent), store, sessionId: 'team' });
+    session.send({ type: 'input', message: 'Charge 5.' });
+    for (let i = 0; i < 400 && agent.runs.length === 0; i++) await new Promise((resolve) => setTimeout(resolve, 5));
+    await session.flush();
+    session.actor.stop();
+    let handler = createChatHandler({ machine: team(agent), store });
+    handlers.push(handler);
+    let chat = page(await loadSdk(6), handler, 'team');
+    const shown = (await chat.resume())!;
+    // Before: the parent showed nothing, and its call waited for the agent tool's timeout.
+    expect(shown.metadata?.outcome).toBe('waiting');
+    const part = shown.parts.find((p) => p.type === 'tool-charge')!;
+    expect(part).toMatchObject({ toolCallId: 't1/c1', state: 'approval-requested', input: { amount: 5 } });
+    expect(shown.parts.find((p) => p.type === 'data-tool-in-doubt')?.data).toEqual({ toolCallId: 't1/c1', toolName: 'charge', approvalId: part.approval!.id });
+    if (atRest) {
+      await handler.close();
+      handler = createChatHandler({ machine: team(agent), store });
+      handlers.push(handler);
+      chat = page(await loadSdk(6), handler, 'team');
+    }
+    const user = { id: 'u1', role: 'user', parts: [{ type: 'text', text: 'Charge 5.' }] };
+    const after = await chat.send([user, answered(shown, true)], answered(shown, true));
+    expect(chat.errors).toEqual([]);
+    expect(agent.runs).toEqual(['charge 5', 'charge 5']);
+    expect(after.metadata?.outcome).toBe('Completed');
+    expect((await store.load('team'))!.messages.at(-1)).toMatchObject({ role: 'assistant', content: expect.stringContaining('charged 5') });
   });
 });

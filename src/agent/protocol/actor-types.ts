@@ -109,5 +109,9 @@ export type SubagentReport =
   | { type: 'approval.requested'; calls: readonly ToolCall[]; requests: readonly ApprovalRequest[] }
   /** The child (or one of its own) refused a decision the parent routed down: the id as the child knows it. */
   | { type: 'approval.refused'; refused: Extract<AgentEmitted, { type: 'approval.refused' }> }
+  /** The child (or one of its own children), resumed after a crash, has calls in doubt: it waits for a person's decision on each. */
+  | { type: 'tool.inDoubt'; calls: readonly ToolCall[]; requests: readonly ApprovalRequest[] }
+  /** The child refused a decision on a call in doubt that the parent routed down: the id as the child knows it. */
+  | { type: 'doubt.refused'; refused: Extract<AgentEmitted, { type: 'doubt.refused' }> }
   /** The child's run ended: its usage joins the parent's run, once per child session. */
   | { type: 'usage'; childId: string; usage: Usage };

@@ -81,8 +81,9 @@ const AGENT_TOOL_KEYS = optionKeys<AgentToolOptions>()({ agent: true, name: true
  * the same store, `<parent>/<call key>`, resumed where it was after a crash and never run twice.
  * A child that fails, times out or answers a malformed result gives the parent an error result.
  * Approvals the child waits for surface at the parent (`approval.requested`, ids
- * `<call id>/<child call id>`) and are decided there; `cancel` reaches it; its usage joins the
- * parent's run, once.
+ * `<call id>/<child call id>`) and are decided there, as are its calls in doubt after a crash
+ * (`tool.inDoubt`, decided with `doubt.decide` on the qualified id); `cancel` reaches it; its
+ * usage joins the parent's run, once.
  *
  * @example
  * ```ts
@@ -137,6 +138,9 @@ function runChild(agent: AgentMachine, session: { sessionId: string; scope: stri
     actor.on('approval.requested', (event: { calls: []; requests: [] }) => scope?.report({ type: 'approval.requested', calls: event.calls, requests: event.requests }));
     // A decision routed down and refused there: the parent's decide hears why.
     actor.on('approval.refused', (refused: Extract<SubagentReport, { type: 'approval.refused' }>['refused']) => scope?.report({ type: 'approval.refused', refused }));
+    // A child resumed after a crash with calls in doubt waits for a person: the parent shows who must decide.
+    actor.on('tool.inDoubt', (event: { calls: []; requests: [] }) => scope?.report({ type: 'tool.inDoubt', calls: event.calls, requests: event.requests }));
+    actor.on('doubt.refused', (refused: Extract<SubagentReport, { type: 'doubt.refused' }>['refused']) => scope?.report({ type: 'doubt.refused', refused }));
   };
   if (scope?.open) {
     const open = scope.open;

@@ -8,6 +8,7 @@ import type { CompiledAgent } from '../core/compile.js';
 import type { AgentContext } from '../core/context.js';
 import type { Effect } from '../core/effects.js';
 import { approvalEventOf, approvalEvents } from '../approvals/approval-events.js';
+import type { ApprovalRequest } from '../approvals/approval-binding.js';
 import { as, type AgentEvent } from '../protocol/agent-event.js';
 import type { FeatureHandlers, IoRequest } from '../protocol/io-protocol.js';
 import { childUsageCounted, qualifiedCallId, qualifiedCalls, routedEvent, type RoutableEvent } from './subagents.js';
@@ -24,17 +25,31 @@ export function forwardToChild(_agent: CompiledAgent, _context: AgentContext, ev
 /** A child's wait for a human, and its refusal of a decision, show at the parent (qualified ids); its usage joins the run once. */
 export function acceptSubagentReport(_agent: CompiledAgent, context: AgentContext, event: AgentEvent): Effect[] {
   const { callId, report } = as(event, 'io.subagent');
-  if (report.type === 'usage') return [{ assign: childUsageCounted(context, report.childId, report.usage) ?? {} }];
-  if (report.type === 'approval.refused') return [{ emit: { ...report.refused, toolCallId: qualifiedCallId(callId, report.refused.toolCallId) } }];
-  const requests = report.requests.map((request) => ({ ...request, toolCallId: qualifiedCallId(callId, request.toolCallId) }));
-  const { requested, yielded } = approvalEvents(qualifiedCalls(callId, report.calls), requests, false);
-  return [{ emit: requested }, { emit: yielded }];
+  switch (report.type) {
+    case 'usage':
+      return [{ assign: childUsageCounted(context, report.childId, report.usage) ?? {} }];
+    case 'approval.refused':
+    case 'doubt.refused':
+      return [{ emit: { ...report.refused, toolCallId: qualifiedCallId(callId, report.refused.toolCallId) } }];
+    case 'tool.inDoubt':
+      return [{ emit: { type: 'tool.inDoubt', calls: qualifiedCalls(callId, report.calls), requests: qualifiedRequests(callId, report.requests) } }];
+    case 'approval.requested': {
+      const { requested, yielded } = approvalEvents(qualifiedCalls(callId, report.calls), qualifiedRequests(callId, report.requests), false);
+      return [{ emit: requested }, { emit: yielded }];
+    }
+  }
 }
+
+/** A child's requests as the parent shows them: each call under the id of the call that runs the child. */
+const qualifiedRequests = (callId: string, requests: readonly ApprovalRequest[]): ApprovalRequest[] =>
+  requests.map((request) => ({ ...request, toolCallId: qualifiedCallId(callId, request.toolCallId) }));
 
 /** The guards and actions the chart names for subagents. */
 export const subagentImplementations = {
   guards: {
     steersChild: ({ event }: Args) => routedEvent(as(event, 'steer')) !== null,
+    /** A decision on a child's call in doubt (`c1/p1`): it goes down to the call that runs the child. */
+    decidesForChild: ({ event }: Args) => routedEvent(as(event, 'doubt.decide')) !== null,
   },
   actions: {
     forwardToChild: rule.effects(forwardToChild),
