@@ -42,6 +42,8 @@ export const ERROR_CODES = [
   'SessionBusy',
   'SessionNotFound',
   'SessionNotIdle',
+  // A DurableSession asked to act (send, decide, rewind, wait for idle) after its close().
+  'SessionClosed',
   'SessionScope',
   // A decision that does not bind to the call waiting (issue 26).
   'ApprovalRefused',

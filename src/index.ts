@@ -93,7 +93,7 @@ export { OperationError, OperationStateError } from './agent/operations/operatio
 export { StepTimeoutError } from './agent/hosts/stepper.js';
 export { SubagentDepthError, SubagentError } from './agent/subagents/subagents.js';
 export { TelemetryUnavailableError } from './telemetry/otel-api.js';
-export { SessionNotIdleError, SessionScopeError } from './sessions/durable-session.js';
+export { SessionNotIdleError, SessionScopeError, SessionClosedError } from './sessions/durable-session.js';
 export { ApprovalRefusedError, decideStored, type Verdict } from './sessions/stored-decision.js';
 export { decideDoubtStored, type DoubtVerdict } from './sessions/stored-doubt.js';
 export { ToolInDoubtError } from './agent/protocol/failure.js';

@@ -1,4 +1,4 @@
-import { createActor, type AnyActorRef, type InspectionEvent, type Observer } from 'xstate';
+import { createActor, type AnyActorRef, type InspectionEvent, type Observer, type Subscription } from 'xstate';
 import { type AgentActor, type AgentMachine } from '../../machines/agent.machine.js';
 import { outputOf, runInFlight, type AgentOutput } from '../agent/protocol/actor-types.js';
 import { type AgentContext } from '../agent/core/context.js';
@@ -59,11 +59,50 @@ export interface OpenSessionOptions {
   parent?: AnyActorRef | undefined;
 }
 
-/** A maintenance step (say a rewind) that needs the session at rest was asked for while a run is in flight. */
+/**
+ * A step that needs the session at rest (say a rewind) was asked for while a run is in flight,
+ * or `whenIdle()` was asked of a session that holds a stored run it has not resumed (opened with
+ * `resume: false`): that run would never end by itself. Nothing was sent or stored.
+ *
+ * @example
+ * ```ts
+ * const session = await DurableSession.open({ machine, store, sessionId: 'ticket-42', resume: false });
+ * try {
+ *   await session.rewindTo(4);
+ * } catch (error) {
+ *   if (SessionNotIdleError.isInstance(error)) session.send({ type: 'resume' }); // let the run finish first
+ * }
+ * ```
+ */
 export class SessionNotIdleError extends LoopchartError {
   readonly sessionId: string;
+  constructor(sessionId: string, what: string, remedy = 'let it finish (resume it) or cancel it first') {
+    super('SessionNotIdle', `session '${sessionId}': cannot ${what} while a run is in flight; ${remedy}`);
+    this.sessionId = sessionId;
+  }
+}
+
+/**
+ * A `DurableSession` was asked to act after its `close()`: to send an event, decide a call,
+ * rewind, or wait for its run to end (a `whenIdle()` still waiting when the session closes is
+ * rejected with it too). Nothing was sent or stored: what the session holds is what it held at
+ * close. Open the session again to go on; reads (`session.actor.getSnapshot()`) still work.
+ *
+ * @example
+ * ```ts
+ * await session.close();
+ * try {
+ *   session.send({ type: 'cancel' });
+ * } catch (error) {
+ *   // session 'support-42' is closed: cannot send an event; nothing was sent or stored (open the session again to go on)
+ *   if (SessionClosedError.isInstance(error)) console.error(error.message);
+ * }
+ * ```
+ */
+export class SessionClosedError extends LoopchartError {
+  readonly sessionId: string;
   constructor(sessionId: string, what: string) {
-    super('SessionNotIdle', `session '${sessionId}': cannot ${what} while a run is in flight; let it finish (resume it) or cancel it first`);
+    super('SessionClosed', `session '${sessionId}' is closed: cannot ${what}; nothing was sent or stored (open the session again to go on)`);
     this.sessionId = sessionId;
   }
 }
@@ -144,6 +183,11 @@ export class DurableSession {
   #seen: AgentContext | undefined;
   #failed: Promise<never>;
   #fail!: (error: Error) => void;
+  /** The first `close()`: from its call on, the session refuses to act (`SessionClosedError`). */
+  #closing: Promise<void> | undefined;
+  /** Rejects once `close()` has stopped the actor: a `whenIdle()` still waiting then ends with it. */
+  #closed: Promise<never>;
+  #endWaiters!: (error: Error) => void;
   /**
    * Tool results journaled before the session was opened, by batch key and call id, and the
    * effects of the operations of the point in progress, by point key and operation name:
@@ -172,6 +216,8 @@ export class DurableSession {
     this.#version = version;
     this.#failed = new Promise<never>((_, reject) => (this.#fail = reject));
     this.#failed.catch(() => {});
+    this.#closed = new Promise<never>((_, reject) => (this.#endWaiters = reject));
+    this.#closed.catch(() => {});
     this.#replay = replay;
     const outer = options.wrapExecutor;
     const machine = options.machine.withExecutor((inner) => (outer ? outer(this.#durable(inner)) : this.#durable(inner)));
@@ -287,7 +333,20 @@ export class DurableSession {
     return session;
   }
 
+  /**
+   * Sends an event to the session's actor (an input, a cancel, a steer, a raise...); the step it
+   * causes is stored like any other. Throws the write error once a step could not be stored, and
+   * `SessionClosedError` once `close()` was called: an event sent then would change nothing stored
+   * and be lost, so it is refused instead.
+   *
+   * @example
+   * ```ts
+   * session.send({ type: 'input', message: 'Where is my parcel?' });
+   * session.send({ type: 'steer', message: 'Answer in French.' }); // delivered at the next coherent point
+   * ```
+   */
   send(sent: AgentEvent): void {
+    this.#refuseClosed('send an event');
     if (this.#failure) throw this.#failure;
     // Read once, as data, and checked against its type: a getter that throws or a payload that does
     // not fit is refused by the chart (as a stand-in event), not thrown at the caller.
@@ -311,9 +370,19 @@ export class DurableSession {
   /**
    * Decides a call this session asked about, by the request it showed (`approval.requested`):
    * bound to that call id, digest and run. Resolves once the decision is stored; throws
-   * `ApprovalRefusedError` (and records the refusal) when it does not apply.
+   * `ApprovalRefusedError` (and records the refusal) when it does not apply, and
+   * `SessionClosedError` (nothing stored: the call still waits, and the next open asks again)
+   * once `close()` was called.
+   *
+   * @example
+   * ```ts
+   * session.actor.on('approval.requested', ({ requests }) => {
+   *   for (const request of requests) void session.decide(request, { approved: false, by: 'ana', reason: 'fraud' });
+   * });
+   * ```
    */
   async decide(request: Pick<ApprovalRequest, 'toolCallId' | 'digest' | 'run'>, verdict: Verdict & { always?: boolean | undefined }): Promise<void> {
+    this.#refuseClosed('decide a call');
     let refused: Refusal | undefined;
     const listening = this.actor.on('approval.refused', (e) => e.toolCallId === request.toolCallId && (refused = { reason: e.refusal, detail: e.detail }));
     try {
@@ -328,21 +397,52 @@ export class DurableSession {
     if (refused) throw new ApprovalRefusedError(request.toolCallId, refused);
   }
 
-  /** Resolves with the output of the run once the session is idle again and stored. */
+  /**
+   * Resolves with the output of the run once the session is idle again and stored (at once with
+   * the last run's output when no run is in flight; null before the first run). Every wait ends:
+   * it rejects with the write error if a step could not be stored; with `SessionClosedError` when
+   * the session is closed before its run ends, or already was (the run stays stored where it was,
+   * for the next open); and at once with `SessionNotIdleError` when the session holds a stored run
+   * it has not resumed (opened with `resume: false`), which would never end by itself.
+   *
+   * @example
+   * ```ts
+   * const session = await DurableSession.open({ machine, store, sessionId: 'support-42', resume: false });
+   * session.send({ type: 'resume' }); // a stored run in flight goes on; at rest, nothing happens
+   * console.log((await session.whenIdle())?.outcome);
+   * ```
+   */
   async whenIdle(): Promise<AgentOutput | null> {
-    await Promise.race([
-      this.#failed,
-      new Promise<void>((resolve) => {
-        const check = (value: unknown) => value === 'Idle' && (resolve(), true);
-        if (check(this.actor.getSnapshot().value)) return;
-        const subscription = this.actor.subscribe((snapshot) => check(snapshot.value) && subscription.unsubscribe());
-      }),
-    ]);
+    this.#refuseClosed('wait for its run to end');
+    if (this.#failure) throw this.#failure;
+    const { value, context } = this.actor.getSnapshot();
+    // Opened with resume: false over a run in flight: Idle, yet no step of that run comes until it is resumed.
+    if (value === 'Idle' && runInFlight(context.brain)) {
+      throw new SessionNotIdleError(this.sessionId, 'wait for idle', "it was stored in flight and not resumed (opened with resume: false): send { type: 'resume' } first");
+    }
+    await this.#untilIdle();
     await this.flush();
     return outputOf(this.actor.getSnapshot().context);
   }
 
-  /** Resolves when every step decided so far is stored; rejects with the write error if one failed. */
+  /** Settles once the actor is Idle; rejects when the session fails or is closed first. */
+  async #untilIdle(): Promise<void> {
+    let subscription: Subscription | undefined;
+    const idle = new Promise<void>((resolve) => {
+      if (this.actor.getSnapshot().value === 'Idle') return resolve();
+      subscription = this.actor.subscribe((snapshot) => snapshot.value === 'Idle' && resolve());
+    });
+    try {
+      await Promise.race([this.#failed, this.#closed, idle]);
+    } finally {
+      subscription?.unsubscribe();
+    }
+  }
+
+  /**
+   * Resolves when every step decided so far is stored; rejects with the write error if one failed.
+   * After `close()` there is nothing left to store: it resolves.
+   */
   async flush(): Promise<void> {
     this.#persist(this.actor.getSnapshot().context);
     this.#writeTrace();
@@ -353,13 +453,22 @@ export class DurableSession {
   /**
    * Drops committed history past `length`, snapped down to a coherent cut (a tool call never
    * loses its result), in one stored step that truncates the log. Legal only while the session
-   * is Idle with no run in flight (SessionNotIdleError otherwise; nothing is written). Resolves
-   * with how many messages were dropped once the step is stored. The session's usage and its
-   * last run's outcome stay as they were; the next run measures the shorter conversation afresh.
+   * is Idle with no run in flight (SessionNotIdleError otherwise; nothing is written) and not
+   * closed (SessionClosedError). Resolves with how many messages were dropped once the step is
+   * stored. The session's usage and its last run's outcome stay as they were; the next run
+   * measures the shorter conversation afresh.
+   *
+   * @example
+   * ```ts
+   * const dropped = await session.rewindTo(4); // keeps the first 4 messages (fewer, to keep a call with its result)
+   * ```
    */
   async rewindTo(length: number): Promise<number> {
+    this.#refuseClosed('rewind');
     if (this.#failure) throw this.#failure;
     await this.flush();
+    // A close() called while the flush ran: the actor is about to stop, the rewind would be lost.
+    this.#refuseClosed('rewind');
     const { value, context } = this.actor.getSnapshot();
     if (value !== 'Idle' || runInFlight(context.brain)) throw new SessionNotIdleError(this.sessionId, 'rewind');
     // The brain's own check: a bad length is an InvalidFeedError, and nothing is sent.
@@ -372,9 +481,27 @@ export class DurableSession {
 
   /**
    * Stops the actor after the pending writes; the store stays open (it may serve other sessions).
-   * A run in flight is recorded as closed, so a reopen is not taken for a crash.
+   * A run in flight is recorded as closed, so a reopen is not taken for a crash; it stays stored
+   * where it was, and the next open continues it. From the call on, the session refuses to act:
+   * `send`, `decide`, `rewindTo` and `whenIdle` throw `SessionClosedError`, and a `whenIdle()`
+   * still waiting rejects with it once the actor is stopped. Calling it again returns the same
+   * promise.
+   *
+   * @example
+   * ```ts
+   * try {
+   *   session.send({ type: 'input', message: 'Hello?' });
+   *   await session.whenIdle();
+   * } finally {
+   *   await session.close();
+   * }
+   * ```
    */
-  async close(): Promise<void> {
+  close(): Promise<void> {
+    return (this.#closing ??= this.#close());
+  }
+
+  async #close(): Promise<void> {
     try {
       await this.flush();
       const { brain, runIndex } = this.actor.getSnapshot().context;
@@ -384,9 +511,16 @@ export class DurableSession {
       }
     } finally {
       stopActor(this.actor);
+      // The stopped run never reaches Idle in this object: whoever waits for it is told, not left waiting.
+      this.#endWaiters(new SessionClosedError(this.sessionId, 'wait for its run to end (the run stays stored where it was)'));
       // Its children stay where they are: the next open of this session resumes them through its calls.
       await Promise.all([...this.#children].map((child) => child.close()));
     }
+  }
+
+  /** Refuses what would change the session (or wait on its run) once `close()` was called. */
+  #refuseClosed(what: string): void {
+    if (this.#closing) throw new SessionClosedError(this.sessionId, what);
   }
 
   /** A child run's session (an agent tool's call), on this store beside this one; see `agentTool`. */
