@@ -2,8 +2,8 @@
  * `loopchart/schedules`: agents that run on a schedule. `schedule` stores a schedule beside the
  * sessions (a `MemorySessionStore`, a `SqliteSessionStore` file or a `PostgresSessionStore` schema);
  * `startScheduler` fires them in a process of yours (or `loopchart scheduler`), each tick once even
- * with several schedulers on one store; `parseCron` and `nextCronTime` are the strict five-field
- * cron reader behind `cron` schedules.
+ * with several schedulers on one store, the ticks of schedules on one session in turn;
+ * `parseCron` and `nextCronTime` are the strict five-field cron reader behind `cron` schedules.
  */
 export { InvalidCronError, nextCronTime, parseCron, type CronExpression } from './schedules/cron.js';
 export { UnknownTimeZoneError } from './schedules/time-zone.js';
@@ -16,6 +16,7 @@ export {
   schedule,
   ScheduleInfoSchema,
   ScheduleNotFoundError,
+  type ListSchedulesOptions,
   type ScheduleInfo,
   type ScheduleSource,
   type ScheduleOptions,

@@ -1,5 +1,6 @@
 import type { MemoryBacking } from '../stores/memory.js';
-import { decodeScheduleRow, endedTick, releasedLease, type ScheduleBackend, type ScheduleRow, type TickEnd } from './row.js';
+import { planClaim } from './claim.js';
+import { decodeScheduleRow, decodeScheduleRows, endedTick, gistOf, releasedLease, type Claim, type RowGist, type RowsRead, type ScheduleBackend, type ScheduleRow, type TickEnd } from './row.js';
 
 /**
  * Schedules of a `MemorySessionStore`, kept with its backing (two stores over one backing see the
@@ -7,6 +8,11 @@ import { decodeScheduleRow, endedTick, releasedLease, type ScheduleBackend, type
  * never holds what is stored.
  */
 const tables = new WeakMap<MemoryBacking, Map<string, string>>();
+const WHERE = 'memory store (schedules)';
+
+/** Due at `now` for one of `agents`, not paused, its lease free: what the SQL backends select by their columns. */
+const claimable = (gist: RowGist, now: number, agents: readonly string[]): boolean =>
+  gist.paused === false && gist.nextAt != null && gist.nextAt <= now && gist.agent !== undefined && agents.includes(gist.agent) && (gist.leaseUntil ?? 0) <= now;
 
 export class MemoryScheduleBackend implements ScheduleBackend {
   readonly #rows: Map<string, string>;
@@ -19,7 +25,7 @@ export class MemoryScheduleBackend implements ScheduleBackend {
 
   #read(id: string): ScheduleRow | undefined {
     const json = this.#rows.get(id);
-    return json === undefined ? undefined : decodeScheduleRow(json, 'memory store (schedules)');
+    return json === undefined ? undefined : decodeScheduleRow(json, WHERE);
   }
 
   #write(row: ScheduleRow): void {
@@ -36,8 +42,10 @@ export class MemoryScheduleBackend implements ScheduleBackend {
     return this.#read(id);
   }
 
-  async list(): Promise<ScheduleRow[]> {
-    return [...this.#rows.keys()].map((id) => this.#read(id)!).sort((a, b) => a.createdAt - b.createdAt || a.id.localeCompare(b.id));
+  async list(): Promise<RowsRead> {
+    const read = decodeScheduleRows(this.#rows.values(), WHERE);
+    read.rows.sort((a, b) => a.createdAt - b.createdAt || a.id.localeCompare(b.id));
+    return read;
   }
 
   async setPaused(id: string, paused: boolean, nextAt: number | null, now: number): Promise<boolean> {
@@ -51,18 +59,13 @@ export class MemoryScheduleBackend implements ScheduleBackend {
     return this.#rows.delete(id);
   }
 
-  async claim(owner: string, now: number, leaseMs: number, agents: readonly string[], limit: number): Promise<ScheduleRow[]> {
-    const claimed: ScheduleRow[] = [];
-    for (const id of this.#rows.keys()) {
-      if (claimed.length >= limit) break;
-      const row = this.#read(id)!;
-      if (row.paused || row.nextAt === null || row.nextAt > now || !agents.includes(row.agent)) continue;
-      if (row.leaseUntil !== null && row.leaseUntil > now) continue;
-      const taken = { ...row, leaseOwner: owner, leaseUntil: now + leaseMs, updatedAt: now };
-      this.#write(taken);
-      claimed.push(taken);
-    }
-    return claimed;
+  async claim(owner: string, now: number, leaseMs: number, agents: readonly string[], limit: number): Promise<Claim> {
+    const stored = [...this.#rows].map(([id, text]) => ({ id, text, gist: gistOf(text) }));
+    // A row that is not JSON at all cannot say when it is due: it is a candidate, reported as unreadable.
+    const due = stored.filter(({ gist }) => gist === undefined || claimable(gist, now, agents)).sort((a, b) => (a.gist?.nextAt ?? 0) - (b.gist?.nextAt ?? 0) || a.id.localeCompare(b.id));
+    const claim = planClaim({ owner, now, leaseMs }, due, stored.filter(({ gist }) => gist?.leaseUntil != null), limit, WHERE);
+    for (const row of claim.claimed) this.#write(row);
+    return claim;
   }
 
   #held(id: string, owner: string): ScheduleRow | undefined {
@@ -91,24 +94,29 @@ export class MemoryScheduleBackend implements ScheduleBackend {
     return true;
   }
 
-  async release(id: string, owner: string, now: number): Promise<boolean> {
+  async release(id: string, owner: string, now: number, at: number): Promise<boolean> {
     const row = this.#held(id, owner);
     if (!row) return false;
-    this.#write(releasedLease(row, now));
+    this.#write(releasedLease(row, now, at));
     return true;
   }
 
   async foreignAgents(agents: readonly string[]): Promise<{ id: string; agent: string }[]> {
-    return (await this.list()).filter((row) => !agents.includes(row.agent)).map(({ id, agent }) => ({ id, agent }));
+    const found: { id: string; agent: string }[] = [];
+    for (const [id, text] of this.#rows) {
+      const agent = gistOf(text)?.agent;
+      if (agent !== undefined && !agents.includes(agent)) found.push({ id, agent });
+    }
+    return found;
   }
 
-  async nextWake(agents: readonly string[]): Promise<number | null> {
+  async nextWake(agents: readonly string[], now: number): Promise<number | null> {
     let earliest: number | null = null;
-    for (const id of this.#rows.keys()) {
-      const row = this.#read(id)!;
-      if (row.paused || row.nextAt === null || !agents.includes(row.agent)) continue;
-      const at = Math.max(row.nextAt, row.leaseUntil ?? 0);
-      if (earliest === null || at < earliest) earliest = at;
+    for (const text of this.#rows.values()) {
+      const gist = gistOf(text);
+      if (gist?.paused !== false || gist.nextAt == null || gist.agent === undefined || !agents.includes(gist.agent)) continue;
+      const at = Math.max(gist.nextAt, gist.leaseUntil ?? 0);
+      if (at > now && (earliest === null || at < earliest)) earliest = at;
     }
     return earliest;
   }

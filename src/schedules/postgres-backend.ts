@@ -1,15 +1,18 @@
 import type { PoolClient } from 'pg';
 import { postgresBeside, type BesideTransaction, type PostgresTables } from '../stores/beside-sessions.js';
-import { decodeScheduleRow, endedTick, releasedLease, type ScheduleBackend, type ScheduleRow, type TickEnd } from './row.js';
+import { planClaim, type StoredText } from './claim.js';
+import { decodeScheduleRow, decodeScheduleRows, endedTick, releasedLease, type Claim, type RowsRead, type ScheduleBackend, type ScheduleRow, type TickEnd } from './row.js';
 
 /**
  * Schedules of a `PostgresSessionStore`, in a `schedules` table of its schema, on its pool (every
  * call one transaction through the store's `besideSessions`, so its timeouts and typed errors
  * hold here too). The row is JSON text, read back through `ScheduleRowSchema`; the columns the
  * scheduler selects on (agent, paused, next_at, the lease) are kept beside it by every write.
- * A claim locks the due rows it takes with `FOR UPDATE SKIP LOCKED`: a row another scheduler's
- * claim holds is passed over, and one it has just leased is seen with its lease, so across
- * processes a due schedule goes to one scheduler.
+ * Claims take turns under a transaction-scoped advisory lock of the schema: each sees the leases
+ * the one before it committed, so across processes a due schedule goes to one scheduler and two
+ * schedules on one session are not leased at once (row locks alone would let two claims each
+ * lease a different row of one session). The due rows are locked `FOR UPDATE SKIP LOCKED`: one a
+ * renewal or an end is writing is passed over, not waited for.
  */
 
 /** The version of this table's layout, in the store's `meta` table under its own key. */
@@ -36,10 +39,13 @@ export class PostgresScheduleBackend implements ScheduleBackend {
   /** One transaction, the table made (or its version checked) first, once per backend. */
   readonly #tx: BesideTransaction;
   readonly #where: string;
+  /** The advisory lock claims on this schema take turns under. */
+  readonly #claimLock: string;
 
   constructor(store: PostgresTables) {
     this.#tx = postgresBeside(store, { feature: 'schedules', metaKey: META_KEY, version: SCHEMA_VERSION, create: SCHEDULE_TABLES });
     this.#where = `PostgreSQL store (schema ${store.schema}, schedules)`;
+    this.#claimLock = `loopchart schedules claim ${store.schema}`;
   }
 
   async #write(client: PoolClient, s: string, row: ScheduleRow): Promise<void> {
@@ -84,10 +90,10 @@ export class PostgresScheduleBackend implements ScheduleBackend {
     });
   }
 
-  async list(): Promise<ScheduleRow[]> {
+  async list(): Promise<RowsRead> {
     return this.#tx(async (client, s) => {
       const found = await client.query<{ row: string }>(`SELECT row FROM ${s}.schedules ORDER BY created_at, id`);
-      return found.rows.map(({ row }) => decodeScheduleRow(row, this.#where));
+      return decodeScheduleRows(found.rows.map(({ row }) => row), this.#where);
     });
   }
 
@@ -99,19 +105,22 @@ export class PostgresScheduleBackend implements ScheduleBackend {
     return this.#tx(async (client, s) => (await client.query(`DELETE FROM ${s}.schedules WHERE id = $1`, [id])).rowCount === 1);
   }
 
-  async claim(owner: string, now: number, leaseMs: number, agents: readonly string[], limit: number): Promise<ScheduleRow[]> {
-    if (agents.length === 0) return [];
+  async claim(owner: string, now: number, leaseMs: number, agents: readonly string[], limit: number): Promise<Claim> {
+    if (agents.length === 0) return { claimed: [], unreadable: [], waiting: 0 };
     return this.#tx(async (client, s) => {
-      const due = await client.query<{ row: string }>(
-        `SELECT row FROM ${s}.schedules
+      await client.query('SELECT pg_advisory_xact_lock(hashtext($1))', [this.#claimLock]);
+      // No LIMIT: rows passed over (unreadable, or their session held) must not hide the ones after them.
+      const due = await client.query<StoredText>(
+        `SELECT id, row AS text FROM ${s}.schedules
           WHERE NOT paused AND next_at <= $1 AND (lease_until IS NULL OR lease_until <= $1) AND agent = ANY($2::text[])
-          ORDER BY next_at LIMIT $3
+          ORDER BY next_at, id
           FOR UPDATE SKIP LOCKED`,
-        [now, agents, limit],
+        [now, agents],
       );
-      const taken = due.rows.map(({ row }) => ({ ...decodeScheduleRow(row, this.#where), leaseOwner: owner, leaseUntil: now + leaseMs, updatedAt: now }));
-      for (const row of taken) await this.#write(client, s, row);
-      return taken;
+      const leased = await client.query<StoredText>(`SELECT id, row AS text FROM ${s}.schedules WHERE lease_until IS NOT NULL`);
+      const claim = planClaim({ owner, now, leaseMs }, due.rows, leased.rows, limit, this.#where);
+      for (const row of claim.claimed) await this.#write(client, s, row);
+      return claim;
     });
   }
 
@@ -127,8 +136,8 @@ export class PostgresScheduleBackend implements ScheduleBackend {
     return this.#update(id, (row) => (row.leaseOwner === owner ? endedTick(row, end, now) : undefined));
   }
 
-  async release(id: string, owner: string, now: number): Promise<boolean> {
-    return this.#update(id, (row) => (row.leaseOwner === owner ? releasedLease(row, now) : undefined));
+  async release(id: string, owner: string, now: number, at: number): Promise<boolean> {
+    return this.#update(id, (row) => (row.leaseOwner === owner ? releasedLease(row, now, at) : undefined));
   }
 
   async foreignAgents(agents: readonly string[]): Promise<{ id: string; agent: string }[]> {
@@ -138,13 +147,14 @@ export class PostgresScheduleBackend implements ScheduleBackend {
     });
   }
 
-  async nextWake(agents: readonly string[]): Promise<number | null> {
+  async nextWake(agents: readonly string[], now: number): Promise<number | null> {
     if (agents.length === 0) return null;
     return this.#tx(async (client, s) => {
       // bigint comes back as text from pg: a time in ms fits a double exactly.
       const found = await client.query<{ at: string | null }>(
-        `SELECT MIN(GREATEST(next_at, COALESCE(lease_until, 0))) AS at FROM ${s}.schedules WHERE NOT paused AND next_at IS NOT NULL AND agent = ANY($1::text[])`,
-        [agents],
+        `SELECT MIN(GREATEST(next_at, COALESCE(lease_until, 0))) AS at FROM ${s}.schedules
+          WHERE NOT paused AND next_at IS NOT NULL AND (next_at > $2 OR lease_until > $2) AND agent = ANY($1::text[])`,
+        [agents, now],
       );
       const at = found.rows[0]?.at;
       return at === null || at === undefined ? null : Number(at);

@@ -6,9 +6,11 @@ import { type AgentMachine } from '../../machines/agent.machine.js';
 import { runInFlight } from '../agent/protocol/actor-types.js';
 import { LoopchartError } from '../errors.js';
 import { DurableSession } from '../sessions/durable-session.js';
+import { SessionBusyError, type StoreError } from '../stores/errors.js';
 import type { SessionStore } from '../stores/session-store.js';
-import type { ScheduleBackend, ScheduleRow, TickEnd } from './row.js';
+import type { Claim, ScheduleBackend, ScheduleRow, TickEnd } from './row.js';
 import { nextAfter, scheduleBackend } from './schedules.js';
+import { tickInputSent } from './tick-evidence.js';
 
 /**
  * A schedule names an agent this scheduler was not given: it leaves the schedule to a scheduler
@@ -174,14 +176,27 @@ const LET_GO = Symbol('let go');
 const MIN_SLEEP_MS = 25;
 /** After a store error, the loop waits this long before it tries again. */
 const ERROR_BACKOFF_MS = 1_000;
+/**
+ * A due schedule whose session another schedule's tick holds is looked at again this often (a
+ * tick of this scheduler that ends wakes the loop at once; one of another scheduler does not).
+ */
+const SESSION_WAIT_MS = 1_000;
+/** A tick whose session another writer moved is given back, to be taken over this soon (its lease would hold it for `leaseMs`). */
+const CONFLICT_RETRY_MS = 1_000;
+const NO_CLAIM: Claim = { claimed: [], unreadable: [], waiting: 0 };
 
 /**
  * Fires the schedules of `store` (see `schedule`) in this process: each due tick is claimed under a
  * lease in the store, so with several schedulers on one store each tick starts or continues its
  * session once; the session's run is driven to its end (bounded by `runTimeoutMs`) while the lease
- * is renewed. A scheduler killed mid-tick leaves the lease to expire; the next one to claim the
- * tick continues its run and sends the input only if it was not sent. Between ticks the loop
- * sleeps until the next due time (at most `maxIdleMs`). Errors go to `onError`; the loop goes on.
+ * is renewed. Ticks of schedules on one session take turns (one waits while another holds the
+ * session). A scheduler killed mid-tick leaves the lease to expire; the next one to claim the
+ * tick continues its run and sends the input only if it was not sent (the session's trace shows
+ * whether the run the tick started is there). A tick whose session another writer moved on
+ * (`SessionBusyError`, reported) is given back and taken over a second later the same way.
+ * Between ticks the loop sleeps until the next due time (at most `maxIdleMs`). Errors go to
+ * `onError`, a stored schedule this version does not read once per scheduler (a `StoreError`
+ * naming it; the others fire); the loop goes on.
  *
  * @example
  * ```ts
@@ -231,6 +246,8 @@ class SchedulerLoop implements Scheduler {
   #done: Promise<void> = Promise.resolve();
   #wakeUp: (() => void) | undefined;
   #closing: Promise<void> | undefined;
+  /** The unreadable rows already reported, by message: a bad row is met on every pass, and told once. */
+  readonly #toldUnreadable = new Set<string>();
   /** Resolves when `stop`'s grace is over: the ticks still running are let go. */
   readonly #letGo: Promise<typeof LET_GO>;
   #graceOver!: () => void;
@@ -289,16 +306,27 @@ class SchedulerLoop implements Scheduler {
       let sleepMs: number;
       try {
         const free = this.#settings.maxConcurrentRuns - this.#ticks.size;
-        const claimed = free > 0 ? await this.#backend.claim(this.owner, Date.now(), this.#settings.leaseMs, this.#names, free) : [];
+        // One instant for the claim and the wake: a row due between two clocks is one or the other's.
+        const now = Date.now();
+        const { claimed, unreadable, waiting } = free > 0 ? await this.#backend.claim(this.owner, now, this.#settings.leaseMs, this.#names, free) : NO_CLAIM;
+        this.#reportUnreadable(unreadable);
         for (const row of claimed) this.#fire(row);
         if (claimed.length > 0 && claimed.length === free) continue;
-        const wake = await this.#backend.nextWake(this.#names);
-        sleepMs = wake === null ? this.#settings.maxIdleMs : Math.min(this.#settings.maxIdleMs, wake - Date.now());
+        const wake = await this.#backend.nextWake(this.#names, now);
+        sleepMs = Math.min(this.#settings.maxIdleMs, wake === null ? Infinity : wake - Date.now(), waiting > 0 ? SESSION_WAIT_MS : Infinity);
       } catch (error) {
         this.#report(error);
         sleepMs = ERROR_BACKOFF_MS;
       }
       await this.#sleep(Math.max(MIN_SLEEP_MS, sleepMs));
+    }
+  }
+
+  #reportUnreadable(unreadable: readonly StoreError[]): void {
+    for (const error of unreadable) {
+      if (this.#toldUnreadable.has(error.message)) continue;
+      this.#toldUnreadable.add(error.message);
+      this.#report(error);
     }
   }
 
@@ -346,11 +374,10 @@ class SchedulerLoop implements Scheduler {
       const session = await DurableSession.open({ machine: this.#agents.get(row.agent)!, store: this.#store, sessionId: row.sessionId });
       try {
         let ran = 0;
-        const { runIndex, brain } = session.actor.getSnapshot().context;
-        // A tick taken over from a scheduler that died: its input is in the session if the run count moved.
-        const sent = takenOver && row.tickBaseRun !== null && runIndex > row.tickBaseRun;
+        // A tick taken over (its scheduler died, or gave it back): its input was sent if the run it started is in the session.
+        const sent = takenOver && row.tickBaseRun !== null && (await tickInputSent(this.#store, row.sessionId, row.tickBaseRun, row.input));
         if (!sent) {
-          if (runInFlight(brain)) {
+          if (runInFlight(session.actor.getSnapshot().context.brain)) {
             // The session's last run still goes (resumed here): this tick overlaps it.
             if (row.overlap === 'skip') {
               await this.#end(row, due, { nextAt: nextAfter(row.timing, row.timezone, Math.max(due, Date.now())), lastFiredAt: row.lastFiredAt, lastOutcome: 'Skipped', lastError: 'the last run was still going', ran: 0 });
@@ -376,10 +403,20 @@ class SchedulerLoop implements Scheduler {
         await session.close();
       }
     } catch (error) {
+      clearInterval(renewal);
+      if (SessionBusyError.isInstance(error)) {
+        // Another writer moved the session on (nothing of this tick's last step was stored): given
+        // back, not left to its lease, the tick is taken over in a second, its input sent only if
+        // the run it started is stored.
+        this.#report(error);
+        const now = Date.now();
+        await this.#backend.release(row.id, this.owner, now, now + CONFLICT_RETRY_MS);
+        return;
+      }
       if (error !== LET_GO) throw error;
       // The session is closed (its run stored where it was): the next claim takes the tick over at once.
-      clearInterval(renewal);
-      if (await this.#backend.release(row.id, this.owner, Date.now())) {
+      const now = Date.now();
+      if (await this.#backend.release(row.id, this.owner, now, now)) {
         this.#told({ scheduleId: row.id, session: row.sessionId, agent: row.agent, due: new Date(row.tickDue ?? row.nextAt!), outcome: 'Released', error: null, nextAt: row.nextAt === null ? null : new Date(row.nextAt) });
       }
     } finally {

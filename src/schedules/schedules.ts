@@ -10,7 +10,8 @@ import { nextCronTime, parseCron } from './cron.js';
 import { MemoryScheduleBackend } from './memory-backend.js';
 import { isPostgresTables } from '../stores/beside-sessions.js';
 import { PostgresScheduleBackend } from './postgres-backend.js';
-import { TimingSchema, type ScheduleBackend, type ScheduleRow, type Timing } from './row.js';
+import type { StoreError } from '../stores/errors.js';
+import { InstantSchema, MAX_DATE_MS, TimingSchema, type ScheduleBackend, type ScheduleRow, type Timing } from './row.js';
 import { SqliteScheduleBackend } from './sqlite-backend.js';
 import { checkTimeZone } from './time-zone.js';
 
@@ -70,8 +71,15 @@ export const ScheduleFieldsSchema = z.strictObject({
   agent: z.string().min(1).max(200),
   /** The message each tick sends. */
   input: z.string().min(1).max(MAX_INPUT_CHARS),
-  /** Once, at this time (a Date, ms since epoch, or an ISO 8601 text with its offset). */
-  at: z.union([z.date(), z.number().int().nonnegative(), z.iso.datetime({ offset: true })]).optional(),
+  /**
+   * Once, at this time (a Date, ms since epoch, or an ISO 8601 text with its offset), from 1970 to
+   * the last instant a Date holds (ms 8.64e15, +275760-09-13): kept as ms since epoch, each form
+   * checked as that number, so none is stored that reads back as an Invalid Date.
+   */
+  at: z
+    .union([z.date(), z.number().int(), z.iso.datetime({ offset: true })])
+    .refine((at) => InstantSchema.safeParse(new Date(at).getTime()).success, { error: `must be an instant from 1970-01-01T00:00:00Z to +275760-09-13T00:00:00Z (ms 0 to ${MAX_DATE_MS}), the range a Date holds` })
+    .optional(),
   /** Every this many ms (at least 1000), from now. */
   every: z.number().int().min(MIN_EVERY_MS).max(366 * 86_400_000).optional(),
   /** A five-field cron expression, read on the wall clock of `timezone`. */
@@ -305,18 +313,44 @@ export function newScheduleRow(given: z.output<typeof ScheduleFieldsSchema>, id:
   };
 }
 
+const ListOptionsSchema = z.strictObject({
+  /**
+   * Told of each stored schedule this version does not read (another version wrote it, or it was
+   * edited by hand): a `StoreError` naming it. Default: a process warning (`process.emitWarning`).
+   */
+  onUnreadable: z.custom<(error: StoreError) => void>((value) => typeof value === 'function', { error: 'onUnreadable must be a function' }).optional(),
+});
+
 /**
- * Every schedule of the store, oldest first, with its next and last runs.
+ * What `listSchedules` takes.
+ *
+ * @example
+ * ```ts
+ * import type { ListSchedulesOptions } from 'loopchart/schedules';
+ *
+ * const options: ListSchedulesOptions = { onUnreadable: (error) => console.error(error.message) };
+ * ```
+ */
+export type ListSchedulesOptions = z.input<typeof ListOptionsSchema>;
+
+/**
+ * Every schedule of the store, oldest first, with its next and last runs. A stored schedule this
+ * version does not read is left out of the list and reported (`onUnreadable`, by default a
+ * process warning), so one bad row does not hide the others; `deleteSchedule` removes it.
  *
  * @example
  * ```ts
  * import { listSchedules } from 'loopchart/schedules';
  *
- * for (const s of await listSchedules(store)) console.log(`${s.id}: next ${s.nextAt?.toISOString() ?? '-'}, last ${s.lastOutcome ?? '-'}`);
+ * const all = await listSchedules(store, { onUnreadable: (error) => console.error(error.message) });
+ * for (const s of all) console.log(`${s.id}: next ${s.nextAt?.toISOString() ?? '-'}, last ${s.lastOutcome ?? '-'}`);
  * ```
  */
-export function listSchedules(store: SessionStore): Promise<ScheduleInfo[]> {
-  return withBackend(store, async (backend) => (await backend.list()).map(infoOf));
+export async function listSchedules(store: SessionStore, options: ListSchedulesOptions = {}): Promise<ScheduleInfo[]> {
+  const { onUnreadable = (error: StoreError) => process.emitWarning(error) } = parseOptions(ListOptionsSchema, options, 'listSchedules', (message) => new InvalidScheduleError(message));
+  const { rows, unreadable } = await withBackend(store, (backend) => backend.list());
+  for (const error of unreadable) onUnreadable(error);
+  return rows.map(infoOf);
 }
 
 /**

@@ -1,6 +1,7 @@
 import { openSqliteBeside } from '../stores/beside-sessions.js';
 import type { SqliteConnection } from '../stores/sqlite-driver.js';
-import { decodeScheduleRow, endedTick, releasedLease, type ScheduleBackend, type ScheduleRow, type TickEnd } from './row.js';
+import { planClaim, type StoredText } from './claim.js';
+import { decodeScheduleRow, decodeScheduleRows, endedTick, releasedLease, type Claim, type RowsRead, type ScheduleBackend, type ScheduleRow, type TickEnd } from './row.js';
 
 /**
  * Schedules of a `SqliteSessionStore`, in a `schedules` table of the same file, on a connection of
@@ -60,9 +61,9 @@ export class SqliteScheduleBackend implements ScheduleBackend {
     return this.#read(id);
   }
 
-  async list(): Promise<ScheduleRow[]> {
+  async list(): Promise<RowsRead> {
     const rows = this.#db.prepare('SELECT row FROM schedules ORDER BY created_at, id').all() as { row: string }[];
-    return rows.map(({ row }) => decodeScheduleRow(row, this.#where));
+    return decodeScheduleRows(rows.map(({ row }) => row), this.#where);
   }
 
   /** Reads, changes and writes one row in one write transaction, if `change` gives a new row. */
@@ -84,20 +85,20 @@ export class SqliteScheduleBackend implements ScheduleBackend {
     return Number(this.#db.prepare('DELETE FROM schedules WHERE id = ?').run(id).changes) === 1;
   }
 
-  async claim(owner: string, now: number, leaseMs: number, agents: readonly string[], limit: number): Promise<ScheduleRow[]> {
-    if (agents.length === 0) return [];
+  async claim(owner: string, now: number, leaseMs: number, agents: readonly string[], limit: number): Promise<Claim> {
+    if (agents.length === 0) return { claimed: [], unreadable: [], waiting: 0 };
     return this.#db.transaction('immediate', () => {
+      // No LIMIT: rows passed over (unreadable, or their session held) must not hide the ones after them.
       const due = this.#db
         .prepare(
-          `SELECT id FROM schedules WHERE paused = 0 AND next_at <= ? AND (lease_until IS NULL OR lease_until <= ?)
-           AND agent IN (${agents.map(() => '?').join(', ')}) ORDER BY next_at LIMIT ?`,
+          `SELECT id, row AS text FROM schedules WHERE paused = 0 AND next_at <= ? AND (lease_until IS NULL OR lease_until <= ?)
+           AND agent IN (${agents.map(() => '?').join(', ')}) ORDER BY next_at, id`,
         )
-        .all(now, now, ...agents, limit) as { id: string }[];
-      return due.map(({ id }) => {
-        const taken = { ...this.#read(id)!, leaseOwner: owner, leaseUntil: now + leaseMs, updatedAt: now };
-        this.#write(taken);
-        return taken;
-      });
+        .all(now, now, ...agents) as StoredText[];
+      const leased = this.#db.prepare('SELECT id, row AS text FROM schedules WHERE lease_until IS NOT NULL').all() as StoredText[];
+      const claim = planClaim({ owner, now, leaseMs }, due, leased, limit, this.#where);
+      for (const row of claim.claimed) this.#write(row);
+      return claim;
     });
   }
 
@@ -117,19 +118,22 @@ export class SqliteScheduleBackend implements ScheduleBackend {
     );
   }
 
-  async release(id: string, owner: string, now: number): Promise<boolean> {
-    return this.#update(id, (row) => (row.leaseOwner === owner ? releasedLease(row, now) : undefined));
+  async release(id: string, owner: string, now: number, at: number): Promise<boolean> {
+    return this.#update(id, (row) => (row.leaseOwner === owner ? releasedLease(row, now, at) : undefined));
   }
 
   async foreignAgents(agents: readonly string[]): Promise<{ id: string; agent: string }[]> {
     return this.#db.prepare(`SELECT id, agent FROM schedules WHERE agent NOT IN (${agents.map(() => '?').join(', ')}) ORDER BY created_at, id`).all(...agents) as { id: string; agent: string }[];
   }
 
-  async nextWake(agents: readonly string[]): Promise<number | null> {
+  async nextWake(agents: readonly string[], now: number): Promise<number | null> {
     if (agents.length === 0) return null;
     const found = this.#db
-      .prepare(`SELECT MIN(MAX(next_at, COALESCE(lease_until, 0))) AS at FROM schedules WHERE paused = 0 AND next_at IS NOT NULL AND agent IN (${agents.map(() => '?').join(', ')})`)
-      .get(...agents) as { at: number | null } | undefined;
+      .prepare(
+        `SELECT MIN(MAX(next_at, COALESCE(lease_until, 0))) AS at FROM schedules WHERE paused = 0 AND next_at IS NOT NULL
+         AND (next_at > ? OR lease_until > ?) AND agent IN (${agents.map(() => '?').join(', ')})`,
+      )
+      .get(now, now, ...agents) as { at: number | null } | undefined;
     return found?.at ?? null;
   }
 

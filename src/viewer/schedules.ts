@@ -17,7 +17,8 @@ const NEVER = new AbortController().signal;
 /**
  * The store's schedules for the viewer's list, or null when the store cannot hold any (a store of
  * the user's own, an in-memory SQLite store): the page then has no list, not an error. A store that
- * fails, or a stored row that is unreadable, is an error like any other page's.
+ * fails is an error like any other page's; a stored row this version does not read is left out of
+ * the list and reported as a process warning (see `listSchedules`), so it does not hide the others.
  */
 export async function storedSchedules(store: SessionStore): Promise<ScheduleInfo[] | null> {
   try {

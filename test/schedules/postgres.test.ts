@@ -28,8 +28,9 @@ describe.skipIf(!url)('postgres', () => {
       return {
         store: open(),
         sibling: async () => open(),
-        raw: {
-          setRow: (id, text) => exec(schema, 'UPDATE $s.schedules SET row = $1 WHERE id = $2', text, id),
+        raw: { setRow: (id, row) => exec(schema, 'UPDATE $s.schedules SET row = $1 WHERE id = $2', JSON.stringify(row), id) },
+        tables: {
+          setText: (id, text) => exec(schema, 'UPDATE $s.schedules SET row = $1 WHERE id = $2', text, id),
           setSchemaVersion: (version) => exec(schema, "UPDATE $s.meta SET value = $1 WHERE key = 'schedules_schema_version'", version),
         },
       };

@@ -25,8 +25,9 @@ describeScheduleConformance('sqlite', {
     return {
       store: new SqliteSessionStore({ path }),
       sibling: async () => new SqliteSessionStore({ path }),
-      raw: {
-        setRow: async (id, text) => rawExec(path, 'UPDATE schedules SET row = ? WHERE id = ?', text, id),
+      raw: { setRow: async (id, row) => rawExec(path, 'UPDATE schedules SET row = ? WHERE id = ?', JSON.stringify(row), id) },
+      tables: {
+        setText: async (id, text) => rawExec(path, 'UPDATE schedules SET row = ? WHERE id = ?', text, id),
         setSchemaVersion: async (version) => rawExec(path, "UPDATE meta SET value = ? WHERE key = 'schedules_schema_version'", version),
       },
     };
