@@ -19,6 +19,8 @@ export interface CallPlan {
   prompt: string;
   store: SessionStore;
   sessionId: string;
+  /** The caller's memory scope, stored with a new session and checked on a stored one; none for a connection without a caller. */
+  scope: string | undefined;
   /**
    * A call repeated under the same idempotency key: a run the session already made is the answer
    * (in flight: waited for; ended: its outcome), and the prompt goes only to a session that never ran.
@@ -61,6 +63,7 @@ export async function runCall(plan: CallPlan, hooks: CallHooks): Promise<CallEnd
     machine: plan.served.agent,
     store: plan.store,
     sessionId: plan.sessionId,
+    scope: plan.scope,
     // Listening before the actor starts: a resumed run that already waits for a person asks again at once.
     attach: (actor) => {
       actor.on('turn.finished', (event) => hooks.progress(event.turn));
@@ -101,6 +104,8 @@ export async function runCall(plan: CallPlan, hooks: CallHooks): Promise<CallEnd
   const onAbort = () =>
     // The SDK aborts the handler before it marks the connection closed: look once it has.
     setImmediate(() => {
+      // The call ended meanwhile: its session is closed, and a cancel sent to it would throw here, uncaught.
+      if (run.signal.aborted) return;
       if (hooks.disconnected() && hooks.keepOnDisconnect) return;
       cancel();
     });

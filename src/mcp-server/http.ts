@@ -3,26 +3,40 @@ import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/
 import { z } from 'zod';
 import { readAnswer } from '../read-answer.js';
 import { McpServerOptionsError } from './agents.js';
+import { CallerSchema } from './caller-sessions.js';
 import { createMcpServer, MCP_SERVER_KEYS, type AgentMcpServer, type McpServerOptions } from './server.js';
 import { checkKnownKeys, parseOptions } from '../known-keys.js';
 
 /**
- * What `authorize` answers for one request: `true` lets it through; `false` is a 401; `{ status,
- * reason }` refuses with that status (401 or 403) and reason. A throw, a timeout or any other
- * answer is a 403: the hook fails closed.
+ * What `authorize` answers for one request: `{ caller }` lets it through as that caller (who the
+ * token says is calling: see `McpConnectOptions`); `true` lets it through with no caller; `false`
+ * is a 401; `{ status, reason }` refuses with that status (401 or 403) and reason. A throw, a
+ * timeout or any other answer (a `caller` that is not 1 to 200 characters without control
+ * characters included) is a 403: the hook fails closed.
+ *
+ * An MCP session belongs to the caller of its initialize request: a later request on it from
+ * another caller (or with none) is a 404, as for a session that does not exist. Calls continue
+ * and repeat only their own caller's agent sessions; with `true` (or no `authorize`) each MCP
+ * session is its own caller, so nothing it makes reaches another MCP session.
  *
  * @example
  * ```ts
  * import type { McpAuthorize } from 'loopchart/mcp-server';
  *
- * const authorize: McpAuthorize = (request) =>
- *   request.headers.get('authorization') === `Bearer ${process.env.MCP_TOKEN}` || { status: 401, reason: 'a bearer token is needed' };
+ * const authorize: McpAuthorize = async (request) => {
+ *   const user = await users.byToken(request.headers.get('authorization')?.replace(/^Bearer /, ''));
+ *   return user ? { caller: `user:${user.id}` } : { status: 401, reason: 'a bearer token is needed' };
+ * };
  * ```
  */
 export type McpAuthorize = (request: Request, options: { signal: AbortSignal }) => McpAuthorization | Promise<McpAuthorization>;
 export type McpAuthorization = z.input<typeof AuthorizationSchema>;
 
-const AuthorizationSchema = z.union([z.boolean(), z.strictObject({ status: z.union([z.literal(401), z.literal(403)]), reason: z.string().max(500).optional() })]);
+const AuthorizationSchema = z.union([
+  z.boolean(),
+  z.strictObject({ caller: CallerSchema }),
+  z.strictObject({ status: z.union([z.literal(401), z.literal(403)]), reason: z.string().max(500).optional() }),
+]);
 
 const HttpSettingsSchema = z.strictObject({
   /** The one path the server answers on (default `/mcp`); any other path is a 404. The `Host` header is never read. */
@@ -86,6 +100,8 @@ const refusal = (status: number, message: string, headers: Record<string, string
 
 interface HttpSession {
   transport: WebStandardStreamableHTTPServerTransport;
+  /** Who initialized it: the only caller its later requests may come from. */
+  caller: string | undefined;
   idle: NodeJS.Timeout | undefined;
 }
 
@@ -94,9 +110,10 @@ interface HttpSession {
  * `node:http` with `toNodeListener` from `loopchart/http`, or in Hono, Bun, Deno, a Next.js route).
  * A request goes through, in order: its path (only `path`, never the `Host` header, decides), its
  * `Origin` (a browser request from an origin not in `allowedOrigins` is a 403), `authorize`
- * (timed; it fails closed), then the MCP session it names (`mcp-session-id`; an unknown one is a
- * 404, a new one past `maxSessions` a 503). Each session is a connection of one `createMcpServer`
- * server, so the call limit holds across them; an idle one is closed after `sessionIdleMs`.
+ * (timed; it fails closed; its `{ caller }` says who calls), then the MCP session it names
+ * (`mcp-session-id`; an unknown one, or one of another caller, is a 404, a new one past
+ * `maxSessions` a 503). Each session is a connection of one `createMcpServer` server for its
+ * caller, so the call limit holds across them; an idle one is closed after `sessionIdleMs`.
  *
  * @example
  * ```ts
@@ -111,7 +128,8 @@ interface HttpSession {
  * const mcp = createMcpHandler({
  *   agents: [{ agent: helper, name: 'helper', description: 'Does one task.' }],
  *   store,
- *   authorize: (request) => request.headers.get('authorization') === 'Bearer s3cret',
+ *   // One user here; with several, answer each token's user: { caller: `user:${id}` }.
+ *   authorize: (request) => request.headers.get('authorization') === 'Bearer s3cret' && { caller: 'user:me' },
  * });
  * createServer(toNodeListener(mcp)).listen(3001, '127.0.0.1');
  * ```
@@ -134,12 +152,12 @@ export function createMcpHandler(options: McpHandlerOptions): McpHandler {
     sessions.set(id, session);
   };
 
-  const open = async (request: Request): Promise<Response> => {
+  const open = async (request: Request, caller: string | undefined): Promise<Response> => {
     if (sessions.size >= settings.maxSessions) return refusal(503, `the server holds ${settings.maxSessions} MCP sessions (maxSessions); try again later`);
     const transport: WebStandardStreamableHTTPServerTransport = new WebStandardStreamableHTTPServerTransport({
       sessionIdGenerator: () => randomUUID(),
       maxRequestBodySize: settings.maxBodyBytes,
-      onsessioninitialized: (id) => touch(id, { transport, idle: undefined }),
+      onsessioninitialized: (id) => touch(id, { transport, caller, idle: undefined }),
     });
     transport.onclose = () => {
       const id = transport.sessionId;
@@ -147,7 +165,7 @@ export function createMcpHandler(options: McpHandlerOptions): McpHandler {
       clearTimeout(sessions.get(id)?.idle);
       sessions.delete(id);
     };
-    await server.connect(transport);
+    await server.connect(transport, { caller });
     const response = await transport.handleRequest(request);
     // Not an initialize request (the transport refused it): nothing to keep.
     if (transport.sessionId === undefined) await transport.close();
@@ -165,12 +183,13 @@ export function createMcpHandler(options: McpHandlerOptions): McpHandler {
     if (pathname !== settings.path) return refusal(404, `nothing here: the MCP endpoint is ${settings.path}`);
     const originProblem = crossOrigin(request, origins);
     if (originProblem) return refusal(403, originProblem);
-    const denied = await authorized(request, settings.authorize, settings.authorizeTimeoutMs);
-    if (denied) return denied;
+    const admitted = await authorized(request, settings.authorize, settings.authorizeTimeoutMs);
+    if ('refusal' in admitted) return admitted.refusal;
     const id = request.headers.get('mcp-session-id');
-    if (id === null) return request.method === 'POST' ? open(request) : refusal(400, 'a request without an mcp-session-id header must be an initialize POST');
+    if (id === null) return request.method === 'POST' ? open(request, admitted.caller) : refusal(400, 'a request without an mcp-session-id header must be an initialize POST');
     const session = sessions.get(id);
-    if (!session) return refusal(404, 'no such MCP session (it ended, or the server restarted): initialize a new one');
+    // Another caller's session answers as one that does not exist: its id is no key to it.
+    if (!session || session.caller !== admitted.caller) return refusal(404, 'no such MCP session (it ended, or the server restarted): initialize a new one');
     touch(id, session);
     return session.transport.handleRequest(request);
   };
@@ -196,9 +215,9 @@ function crossOrigin(request: Request, allowed: ReadonlySet<string>): string | n
   return null;
 }
 
-/** The refusal for a request `authorize` does not let through, or null. */
-async function authorized(request: Request, authorize: McpAuthorize | undefined, timeoutMs: number): Promise<Response | null> {
-  if (!authorize) return null;
+/** Who a request comes from, as `authorize` says; or the refusal of a request it does not let through. */
+async function authorized(request: Request, authorize: McpAuthorize | undefined, timeoutMs: number): Promise<{ caller: string | undefined } | { refusal: Response }> {
+  if (!authorize) return { caller: undefined };
   const controller = new AbortController();
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<never>((_, reject) => {
@@ -213,14 +232,15 @@ async function authorized(request: Request, authorize: McpAuthorize | undefined,
     answer = await Promise.race([Promise.resolve().then(() => authorize(request, { signal: controller.signal })), timeout]);
   } catch {
     // What the hook threw stays on the server: it may say more than a refused client should read.
-    return refusal(403, 'the request could not be authorized');
+    return { refusal: refusal(403, 'the request could not be authorized') };
   } finally {
     clearTimeout(timer);
   }
   const parsed = readAnswer(AuthorizationSchema, answer);
-  if (!parsed.ok) return refusal(403, 'the request could not be authorized: authorize answered neither true, false nor { status, reason }');
-  if (parsed.value === true) return null;
-  if (parsed.value === false) return refusal(401, 'unauthorized', { 'www-authenticate': 'Bearer' });
+  if (!parsed.ok) return { refusal: refusal(403, 'the request could not be authorized: authorize answered neither { caller }, true, false nor { status, reason }') };
+  if (parsed.value === true) return { caller: undefined };
+  if (parsed.value === false) return { refusal: refusal(401, 'unauthorized', { 'www-authenticate': 'Bearer' }) };
+  if ('caller' in parsed.value) return { caller: parsed.value.caller };
   const { status, reason } = parsed.value;
-  return refusal(status, reason ?? (status === 401 ? 'unauthorized' : 'forbidden'), status === 401 ? { 'www-authenticate': 'Bearer' } : {});
+  return { refusal: refusal(status, reason ?? (status === 401 ? 'unauthorized' : 'forbidden'), status === 401 ? { 'www-authenticate': 'Bearer' } : {}) };
 }

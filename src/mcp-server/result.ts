@@ -22,6 +22,14 @@ export function callResult(served: ServedAgent, sessionId: string, end: CallEnd,
   return outputResult(served, sessionId, end.output);
 }
 
+/**
+ * A repeat that waited its whole timeout for the call that runs its idempotency key: that run
+ * goes on (the first call's own timeout bounds it), and a later repeat attaches to it again.
+ */
+export function stillRunningResult(sessionId: string, timeoutMs: number): CallToolResult {
+  return errorResult(`the first call with this idempotency key still runs after ${timeoutMs} ms; repeat the call later for its outcome`, { [SESSION_ID_META]: sessionId });
+}
+
 function outputResult(served: ServedAgent, sessionId: string, output: AgentOutput | null): CallToolResult {
   const outcome = output?.outcome;
   const meta = { [SESSION_ID_META]: sessionId, [OUTCOME_META]: outcome?.type ?? 'None' };

@@ -1,18 +1,17 @@
-import { createHash, randomUUID } from 'node:crypto';
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
-import { CallToolRequestSchema, ElicitResultSchema, ErrorCode, ListToolsRequestSchema, McpError, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { ElicitResultSchema, ErrorCode, ListToolsRequestSchema, McpError, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
 import { checkKnownKeys, parseOptions } from '../known-keys.js';
 import type { ApprovalRequest } from '../agent/approvals/approval-binding.js';
-import { IDEMPOTENCY_KEY_META } from '../mcp/client.js';
 import { thrownMessage } from '../read-answer.js';
 import { MemorySessionStore } from '../stores/memory.js';
 import type { SessionStore } from '../stores/session-store.js';
-import { sessionIdProblem } from '../stores/step.js';
 import { McpServerOptionsError, servedAgents, type McpAgent, type ServedAgent } from './agents.js';
-import { runCall, type ApprovalAnswer, type CallPlan } from './call.js';
-import { callResult, SESSION_ID_META } from './result.js';
+import { runCall, type ApprovalAnswer, type CallEnd, type CallPlan } from './call.js';
+import { CallerSchema, CallerSessions } from './caller-sessions.js';
+import { HeldSessions, within, type Hold } from './held-sessions.js';
+import { callResult, stillRunningResult } from './result.js';
 
 /** The JSON-RPC error code of a call refused because the server runs as many calls as it may. */
 export const SERVER_BUSY_CODE = -32_091;
@@ -32,8 +31,9 @@ export const McpServerSettingsSchema = z.strictObject({
   maxArgumentBytes: z.number().int().min(64).max(2 ** 30).default(1 << 20),
   /**
    * What a run does when its client's connection closes: `cancel` it, or `continue` it in the store
-   * (a repeat of the call under the same idempotency key attaches to it). Default `continue` with a
-   * store, `cancel` without one (nobody could read the result).
+   * (a repeat of the call by the same caller under the same idempotency key attaches to it: see
+   * `McpConnectOptions.caller`). Default `continue` with a store, `cancel` without one (nobody could
+   * read the result).
    */
   onDisconnect: z.enum(['cancel', 'continue']).optional(),
 });
@@ -60,6 +60,27 @@ export interface McpServerOptions extends McpServerSettings {
   store?: SessionStore | undefined;
 }
 
+/**
+ * Who is on the other end of one connection. Calls continue (by session id) and repeat (by
+ * idempotency key) only sessions made for the same caller; another caller's session answers as one
+ * that does not exist. Give `caller` from what authenticated the connection (a user id, never
+ * something the client chose); it is also the memory scope of the sessions made for it (see
+ * `agentMemory`). Without it, the connection is its own caller: what its calls make can be
+ * continued and repeated on that connection only.
+ *
+ * @example
+ * ```ts
+ * import type { McpConnectOptions } from 'loopchart/mcp-server';
+ *
+ * const options: McpConnectOptions = { caller: `user:${userId}` };
+ * await server.connect(transport, options);
+ * ```
+ */
+export interface McpConnectOptions {
+  /** 1 to 200 characters, no control characters. */
+  caller?: string | undefined;
+}
+
 /** Calls in flight across the server's connections. */
 export interface McpServerStats {
   running: number;
@@ -79,8 +100,8 @@ export interface McpServerStats {
  * ```
  */
 export interface AgentMcpServer {
-  /** Serves one connection over `transport`; resolves once it is started. Closing the transport ends it. */
-  connect(transport: Transport): Promise<void>;
+  /** Serves one connection over `transport`, for `caller` (see `McpConnectOptions`); resolves once it is started. Closing the transport ends it. */
+  connect(transport: Transport, options?: McpConnectOptions): Promise<void>;
   stats(): McpServerStats;
   /** Closes every connection (their runs are cancelled or kept as `onDisconnect` says) and waits for their calls to end. */
   close(): Promise<void>;
@@ -92,8 +113,9 @@ export const MCP_SERVER_KEYS: readonly string[] = [...Object.keys(McpServerSetti
 /**
  * Serves agents as MCP tools, over any MCP transport. Each agent is a tool whose input schema is
  * its arguments' schema; a call runs the agent as a durable session on `store` (resumed after a
- * crash; its id in the result's `_meta['loopchart/sessionId']`, which a later call may pass back
- * in its own `_meta` to continue the conversation) and answers with the run's final text, or its
+ * crash; its id in the result's `_meta['loopchart/sessionId']`, which a later call of the same
+ * caller may pass back in its own `_meta` to continue the conversation; see `McpConnectOptions`
+ * for who a caller is) and answers with the run's final text, or its
  * answer as `structuredContent` where the tool has an output schema. The client hears a progress
  * notification per turn (when it sent a `progressToken`); its cancel ends the run `Cancelled`; a
  * tool call that needs approval is asked of the client through MCP elicitation, and denied with
@@ -133,8 +155,7 @@ class AgentServer implements AgentMcpServer {
   readonly #settings: Settings;
   readonly #keep: boolean;
   readonly #connections = new Set<Server>();
-  /** Sessions a call of this process drives: a second call on one is refused, not run beside it. */
-  readonly #busy = new Set<string>();
+  readonly #held = new HeldSessions();
   readonly #calls = new Set<Promise<unknown>>();
 
   constructor(agents: Map<string, ServedAgent>, store: SessionStore | undefined, settings: Settings) {
@@ -148,7 +169,10 @@ class AgentServer implements AgentMcpServer {
     return { running: this.#calls.size };
   }
 
-  async connect(transport: Transport): Promise<void> {
+  async connect(transport: Transport, options: McpConnectOptions = {}): Promise<void> {
+    const caller = options.caller === undefined ? undefined : CallerSchema.safeParse(options.caller);
+    if (caller && !caller.success) throw new McpServerOptionsError(`caller: ${z.prettifyError(caller.error)}`);
+    const sessions = new CallerSessions(caller?.data);
     const server = new Server({ name: this.#settings.name, version: this.#settings.version }, { capabilities: { tools: {} } });
     let closed = false;
     server.onclose = () => {
@@ -163,8 +187,8 @@ class AgentServer implements AgentMcpServer {
         ...(served.outputSchema && { outputSchema: served.outputSchema as { type: 'object' } }),
       })),
     }));
-    server.setRequestHandler(CallToolRequestSchema, (request, extra) => {
-      const call = this.#call(server, request.params, {
+    server.setRequestHandler(ToolsCallRequest, (request, extra) => {
+      const call = this.#call(server, sessions, request.params, {
         signal: extra.signal,
         disconnected: () => closed,
         progressToken: extra._meta?.progressToken,
@@ -189,7 +213,8 @@ class AgentServer implements AgentMcpServer {
 
   async #call(
     server: Server,
-    params: { name: string; arguments?: Record<string, unknown> | undefined; _meta?: Record<string, unknown> | undefined },
+    sessions: CallerSessions,
+    given: unknown,
     extra: {
       signal: AbortSignal;
       disconnected: () => boolean;
@@ -198,6 +223,8 @@ class AgentServer implements AgentMcpServer {
       notify: (notification: { method: string; params: Record<string, unknown> }) => Promise<void>;
     },
   ): Promise<CallToolResult> {
+    const started = Date.now();
+    const params = parseParams(given);
     const served = this.#agents.get(params.name);
     if (!served) throw new McpError(ErrorCode.InvalidParams, `unknown tool '${params.name}': this server has ${[...this.#agents.keys()].join(', ')}`);
     const args = params.arguments ?? {};
@@ -206,22 +233,27 @@ class AgentServer implements AgentMcpServer {
     const checked = served.input.safeParse(args);
     if (!checked.success) throw new McpError(ErrorCode.InvalidParams, `the arguments do not match the input schema of '${served.name}': ${z.prettifyError(checked.error)}`);
     const prompt = promptOf(served, checked.data);
-    const { sessionId, repeat } = sessionOf(served.name, params._meta);
+    const { sessionId, repeat } = sessions.sessionOf(served.name, params._meta);
+    // Before any wait: this call is already counted in #calls once it waits.
     if (this.#calls.size >= this.#settings.maxConcurrentCalls) {
       throw new McpError(SERVER_BUSY_CODE, `the server runs ${this.#settings.maxConcurrentCalls} calls already (maxConcurrentCalls); try again later`);
     }
-    if (this.#busy.has(sessionId)) throw new McpError(ErrorCode.InvalidRequest, `session '${sessionId}' is running another call; wait for it to end`);
-    this.#busy.add(sessionId);
+    const store = this.#store ?? new MemorySessionStore();
+    const timeoutMs = this.#settings.callTimeoutMs;
+    const remaining = () => started + timeoutMs - Date.now();
+    const taken = await this.#take(served, sessionId, repeat, remaining, extra.signal);
+    if ('answer' in taken) return taken.answer;
     let progress = 0;
     // Notifications in the order sent, all written before the result: a client drops progress that arrives after it.
     let notified: Promise<unknown> = Promise.resolve();
-    const plan: CallPlan = { served, prompt, store: this.#store ?? new MemorySessionStore(), sessionId, repeat };
+    const plan: CallPlan = { served, prompt, store, sessionId, scope: sessions.scope, repeat };
+    let end: CallEnd | null = null;
     try {
-      const end = await runCall(plan, {
+      end = await runCall(plan, {
         signal: extra.signal,
         disconnected: extra.disconnected,
         keepOnDisconnect: this.#keep && this.#store !== undefined,
-        timeoutMs: this.#settings.callTimeoutMs,
+        timeoutMs: Math.max(1, remaining()),
         progress: (turn) => {
           if (extra.progressToken === undefined || extra.disconnected()) return;
           const params = { progressToken: extra.progressToken, progress: ++progress, message: `turn ${turn} finished` };
@@ -229,10 +261,27 @@ class AgentServer implements AgentMcpServer {
         },
         approve: (request, signal) => this.#approve(server, request, signal, extra),
       });
-      await Promise.race([notified, delay(PROGRESS_FLUSH_MS)]);
-      return callResult(served, sessionId, end, this.#settings.callTimeoutMs);
     } finally {
-      this.#busy.delete(sessionId);
+      taken.hold.release(end);
+    }
+    await Promise.race([notified, delay(PROGRESS_FLUSH_MS)]);
+    return callResult(served, sessionId, end, timeoutMs);
+  }
+
+  /**
+   * The session for this call to drive; or, for a repeat of a call this process runs on it (from
+   * any connection of the same caller), that call's end as its answer, waited for within the
+   * call's timeout. A call that left its run (nobody to approve) or failed hands the session on to
+   * the repeat, which drives it. Any other call on a held session is refused.
+   */
+  async #take(served: ServedAgent, sessionId: string, repeat: boolean, remaining: () => number, signal: AbortSignal): Promise<{ hold: Hold } | { answer: CallToolResult }> {
+    for (;;) {
+      const taken = this.#held.take(sessionId);
+      if (!(taken instanceof Promise)) return { hold: taken };
+      if (!repeat) throw new McpError(ErrorCode.InvalidRequest, `session '${sessionId}' is running another call; wait for it to end`);
+      const end = await within(taken, remaining(), signal);
+      if (end === 'gave-up') return { answer: stillRunningResult(sessionId, this.#settings.callTimeoutMs) };
+      if (end && end.type !== 'left') return { answer: callResult(served, sessionId, end, this.#settings.callTimeoutMs) };
     }
   }
 
@@ -276,6 +325,27 @@ class AgentServer implements AgentMcpServer {
 const PROGRESS_FLUSH_MS = 1_000;
 const delay = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms).unref());
 
+/**
+ * tools/call as the SDK first parses it, by method alone. With the SDK's own CallToolRequestSchema
+ * here, params it refuses (arguments that are not an object) would throw a bare zod error, which
+ * the SDK answers InternalError (-32603) with the raw issues; past this, its Server checks the
+ * request itself and answers InvalidParams (-32602).
+ */
+const ToolsCallRequest = z.looseObject({ method: z.literal('tools/call'), params: z.unknown() });
+
+/** The params of a call, as loopchart reads them (the SDK has checked them against MCP's schema by now). */
+const CallParamsSchema = z.looseObject({
+  name: z.string(),
+  arguments: z.record(z.string(), z.unknown()).optional(),
+  _meta: z.record(z.string(), z.unknown()).optional(),
+});
+
+function parseParams(given: unknown): z.output<typeof CallParamsSchema> {
+  const parsed = CallParamsSchema.safeParse(given);
+  if (!parsed.success) throw new McpError(ErrorCode.InvalidParams, `the tools/call params are malformed: ${z.prettifyError(parsed.error)}`);
+  return parsed.data;
+}
+
 const ElicitedApproval = z.object({ approve: z.boolean(), reason: z.string().max(2_000).optional() });
 
 function promptOf(served: ServedAgent, args: unknown): string {
@@ -287,24 +357,6 @@ function promptOf(served: ServedAgent, args: unknown): string {
   }
   if (typeof prompt !== 'string' || prompt.length === 0) throw new McpError(ErrorCode.InternalError, `the prompt function of '${served.name}' returned no text`);
   return prompt;
-}
-
-/**
- * The session a call runs in: the one its `_meta` names (continued), the one its idempotency key
- * gives (a repeat attaches to it), or a new one.
- */
-function sessionOf(tool: string, meta: Record<string, unknown> | undefined): { sessionId: string; repeat: boolean } {
-  const named = meta?.[SESSION_ID_META];
-  if (named !== undefined) {
-    const problem = sessionIdProblem(named);
-    if (problem) throw new McpError(ErrorCode.InvalidParams, `_meta['${SESSION_ID_META}'] is not a session id: ${problem}`);
-    return { sessionId: named as string, repeat: false };
-  }
-  const key = meta?.[IDEMPOTENCY_KEY_META];
-  if (typeof key === 'string' && key.length > 0) {
-    return { sessionId: `mcp/${tool}/${createHash('sha256').update(key).digest('hex').slice(0, 32)}`, repeat: true };
-  }
-  return { sessionId: `mcp/${tool}/${randomUUID()}`, repeat: false };
 }
 
 const truncate = (text: string, max: number): string => (text.length > max ? `${text.slice(0, max)}…` : text);

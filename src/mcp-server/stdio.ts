@@ -4,6 +4,7 @@ import { ErrorCode, type JSONRPCMessage } from '@modelcontextprotocol/sdk/types.
 import { z } from 'zod';
 import { LineReader, oversizedMessageId, type OversizedLine } from '../mcp/line-reader.js';
 import { McpServerOptionsError } from './agents.js';
+import { CallerSchema, STDIO_CALLER } from './caller-sessions.js';
 import { createMcpServer, MCP_SERVER_KEYS, type AgentMcpServer, type McpServerOptions } from './server.js';
 import { checkKnownKeys, parseOptions } from '../known-keys.js';
 
@@ -91,6 +92,14 @@ const StdioSettingsSchema = z.strictObject({
   /** Where messages come from and go to; default this process's stdin and stdout. */
   stdin: z.custom<Readable>((value) => typeof (value as Readable | null)?.on === 'function', { error: 'stdin must be a readable stream' }).optional(),
   stdout: z.custom<Writable>((value) => typeof (value as Writable | null)?.write === 'function', { error: 'stdout must be a writable stream' }).optional(),
+  /**
+   * Who the one client is (see `McpConnectOptions`); default `'local'`. A stdio
+   * server has one client, the one that started it, as the local user who can read the store's
+   * file anyway: calls of a later process on the same store (the editor restarted the server)
+   * continue and repeat the sessions of earlier ones. It is also their memory scope. Give each
+   * user's server its own caller when one store serves several local users.
+   */
+  caller: CallerSchema.default(STDIO_CALLER),
 });
 
 /**
@@ -100,7 +109,7 @@ const StdioSettingsSchema = z.strictObject({
  * ```ts
  * import type { StdioServeOptions } from 'loopchart/mcp-server';
  *
- * const options: StdioServeOptions = { agents: [{ agent: machine, name: 'helper', description: 'Helps.' }], maxMessageBytes: 1 << 20 };
+ * const options: StdioServeOptions = { agents: [{ agent: machine, name: 'helper', description: 'Helps.' }], maxMessageBytes: 1 << 20, caller: 'local' };
  * ```
  */
 export interface StdioServeOptions extends McpServerOptions, z.input<typeof StdioSettingsSchema> {}
@@ -126,6 +135,7 @@ export interface StdioServing {
  *
  * const store = await openSessionStore('.loopchart/mcp.db');
  * const helper = createAgentMachine({ model: scriptedModel([{ text: 'Done.' }]) });
+ * // A restarted server continues the sessions of the one before (the one local caller, 'local').
  * const serving = await serveStdio({ agents: [{ agent: helper, name: 'helper', description: 'Does one task.' }], store });
  * await serving.closed;
  * await store.close();
@@ -135,8 +145,8 @@ export async function serveStdio(options: StdioServeOptions): Promise<StdioServi
   if (typeof options !== 'object' || options === null) throw new McpServerOptionsError('options must be an object');
   const refuse = (message: string) => new McpServerOptionsError(message);
   checkKnownKeys(options, [...Object.keys(StdioSettingsSchema.shape), ...MCP_SERVER_KEYS], '', refuse);
-  const { maxMessageBytes, stdin, stdout, ...serverOptions } = options;
-  const settings = parseOptions(StdioSettingsSchema, { maxMessageBytes, stdin, stdout }, '', refuse);
+  const { maxMessageBytes, stdin, stdout, caller, ...serverOptions } = options;
+  const settings = parseOptions(StdioSettingsSchema, { maxMessageBytes, stdin, stdout, caller }, '', refuse);
   const server = createMcpServer(serverOptions);
   const transport = new BoundedStdioTransport(settings.stdin ?? process.stdin, settings.stdout ?? process.stdout, settings.maxMessageBytes);
   const gone = new Promise<void>((resolve) => {
@@ -146,7 +156,7 @@ export async function serveStdio(options: StdioServeOptions): Promise<StdioServi
       resolve();
     };
   });
-  await server.connect(transport);
+  await server.connect(transport, { caller: settings.caller });
   const closed = gone.then(() => server.close());
   return { server, closed, close: () => server.close().then(() => closed) };
 }

@@ -2,37 +2,28 @@
  * loopchart/mcp-server over Streamable HTTP on 127.0.0.1: the SDK's own client (and plain fetch
  * for what a client library would not send) against createMcpHandler mounted with toNodeListener.
  */
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { McpError, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
-import { MemorySessionStore, runAgent } from '../../src/index.js';
-import { toNodeListener } from '../../src/http.js';
+import { runAgent } from '../../src/index.js';
 import { mcpTools } from '../../src/mcp.js';
-import { createMcpHandler, McpServerOptionsError, SERVER_BUSY_CODE, type McpHandler, type McpHandlerOptions } from '../../src/mcp-server.js';
+import { createMcpHandler, McpServerOptionsError, SERVER_BUSY_CODE, type McpHandlerOptions } from '../../src/mcp-server.js';
 import { scriptedModel } from '../../src/testing.js';
 import { AGENTS } from './fixtures/agents.js';
-import { client, until } from './support.js';
+import { client, newSessionOf, serveHttp, until, type ServedHttp } from './support.js';
 
-const open: { server: Server; handler: McpHandler }[] = [];
+const open: ServedHttp[] = [];
 
-async function serve(options: Partial<McpHandlerOptions> = {}): Promise<{ url: URL; handler: McpHandler; store: MemorySessionStore }> {
-  const store = new MemorySessionStore();
-  const handler = createMcpHandler({ agents: AGENTS, store, ...options });
-  const server = createServer(toNodeListener(handler));
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  open.push({ server, handler });
-  return { url: new URL(`http://127.0.0.1:${(server.address() as AddressInfo).port}/mcp`), handler, store };
+async function serve(options: Partial<McpHandlerOptions> = {}): Promise<ServedHttp> {
+  const served = await serveHttp(options);
+  open.push(served);
+  return served;
 }
 
 afterEach(async () => {
-  for (const { server, handler } of open.splice(0)) {
-    await handler.close();
-    server.closeAllConnections();
-    await new Promise((resolve) => server.close(resolve));
-  }
+  for (const served of open.splice(0)) await served.close();
 });
+
 // The slow agent's one model call: long enough to act during it, short enough for a fast suite.
 process.env.SLOW_MS = '1000';
 afterAll(() => {
@@ -101,15 +92,15 @@ describe('the SDK client over Streamable HTTP', () => {
     const { client: mcp } = client();
     const transport = new StreamableHTTPClientTransport(url);
     await mcp.connect(transport);
-    const call = mcp.callTool({ name: 'slow', arguments: { task: 'a' }, _meta: { 'loopchart/sessionId': 'kept' } }).catch(() => 'gone');
-    expect(await until(async () => (await store.load('kept')) !== undefined)).toBe(true);
+    const call = mcp.callTool({ name: 'slow', arguments: { task: 'a' } }).catch(() => 'gone');
+    const kept = await newSessionOf(store, 'slow');
     await transport.terminateSession();
     await mcp.close();
     expect(await call).toBe('gone');
     expect(handler.sessions()).toBe(0);
-    const done = await until(async () => ((await store.load('kept'))?.state as { lastRun: { outcome?: unknown } | null }).lastRun?.outcome !== undefined, 15_000);
+    const done = await until(async () => ((await store.load(kept))?.state as { lastRun: { outcome?: unknown } | null }).lastRun?.outcome !== undefined, 15_000);
     expect(done).toBe(true);
-    expect(((await store.load('kept'))?.state as { lastRun: { outcome: unknown } }).lastRun.outcome).toEqual({ type: 'Completed', finalText: 'finally done' });
+    expect(((await store.load(kept))?.state as { lastRun: { outcome: unknown } }).lastRun.outcome).toEqual({ type: 'Completed', finalText: 'finally done' });
     const { client: next } = client();
     await next.connect(new StreamableHTTPClientTransport(url));
     expect(text((await next.callTool({ name: 'echo', arguments: { task: 'again' } })) as CallToolResult)).toContain('again');
@@ -121,11 +112,11 @@ describe('the SDK client over Streamable HTTP', () => {
     const { client: mcp } = client();
     const transport = new StreamableHTTPClientTransport(url);
     await mcp.connect(transport);
-    void mcp.callTool({ name: 'slow', arguments: { task: 'a' }, _meta: { 'loopchart/sessionId': 'dropped' } }).catch(() => {});
-    expect(await until(async () => (await store.load('dropped')) !== undefined)).toBe(true);
+    void mcp.callTool({ name: 'slow', arguments: { task: 'a' } }).catch(() => {});
+    const dropped = await newSessionOf(store, 'slow');
     await transport.terminateSession();
     await mcp.close();
-    const cancelled = await until(async () => ((await store.load('dropped'))?.state as { lastRun?: { outcome: { type: string } } }).lastRun?.outcome.type === 'Cancelled');
+    const cancelled = await until(async () => ((await store.load(dropped))?.state as { lastRun?: { outcome: { type: string } } }).lastRun?.outcome.type === 'Cancelled');
     expect(cancelled).toBe(true);
   });
 });
@@ -136,17 +127,17 @@ describe('long runs and runs that wait for a person', () => {
     const { client: mcp } = client();
     await mcp.connect(new StreamableHTTPClientTransport(url));
     try {
-      const result = (await mcp.callTool({ name: 'slow', arguments: { task: 'a' }, _meta: { 'loopchart/sessionId': 'too-long' } })) as CallToolResult;
+      const result = (await mcp.callTool({ name: 'slow', arguments: { task: 'a' } })) as CallToolResult;
       expect(result.isError).toBe(true);
       expect(text(result)).toMatch(/took longer than 300 ms and was cancelled/);
-      expect(((await store.load('too-long'))?.state as { lastRun: { outcome: { type: string } } }).lastRun.outcome.type).toBe('Cancelled');
+      expect(((await store.load(result._meta?.['loopchart/sessionId'] as string))?.state as { lastRun: { outcome: { type: string } } }).lastRun.outcome.type).toBe('Cancelled');
     } finally {
       await mcp.close();
     }
   });
 
-  it('a client that leaves while asked for an approval: the call stays undecided in the store, and the next client to attach is asked', async () => {
-    const { url, store } = await serve();
+  it('a client that leaves while asked for an approval: the call stays undecided in the store, and the next client of the same caller to attach is asked', async () => {
+    const { url, store } = await serve({ authorize: () => ({ caller: 'user:ann' }) });
     let asked!: () => void;
     const wasAsked = new Promise<void>((resolve) => (asked = resolve));
     // This client is asked and never answers: it leaves instead.
@@ -156,21 +147,22 @@ describe('long runs and runs that wait for a person', () => {
     });
     const transport = new StreamableHTTPClientTransport(url);
     await first.connect(transport);
-    const call = first.callTool({ name: 'guarded', arguments: { task: 'tidy' }, _meta: { 'loopchart/sessionId': 'waiting' } }).catch(() => 'gone');
+    const call = first.callTool({ name: 'guarded', arguments: { task: 'tidy' } }).catch(() => 'gone');
     await wasAsked;
+    const waiting = await newSessionOf(store, 'guarded');
     await transport.terminateSession();
     await first.close();
     expect(await call).toBe('gone');
-    const stored = await store.load('waiting');
+    const stored = await store.load(waiting);
     expect(stored?.messages.filter((m) => m.role === 'tool')).toEqual([]);
     // The next client attaches by the session id: it is asked, approves, and gets the run's end.
     const { client: next, asked: questions } = client(() => ({ action: 'accept', content: { approve: true } }));
     await next.connect(new StreamableHTTPClientTransport(url));
     try {
-      const result = (await next.callTool({ name: 'guarded', arguments: { task: 'ignored: the run in flight is attached' }, _meta: { 'loopchart/sessionId': 'waiting' } })) as CallToolResult;
+      const result = (await next.callTool({ name: 'guarded', arguments: { task: 'ignored: the run in flight is attached' }, _meta: { 'loopchart/sessionId': waiting } })) as CallToolResult;
       expect(questions).toHaveLength(1);
       expect(text(result)).toBe('result: deleted notes.txt');
-      expect((await store.load('waiting'))!.messages.filter((m) => m.role === 'user')).toHaveLength(1);
+      expect((await store.load(waiting))!.messages.filter((m) => m.role === 'user')).toHaveLength(1);
     } finally {
       await next.close();
     }

@@ -13,7 +13,7 @@ import { mcpTools } from '../../src/mcp.js';
 import { SqliteSessionStore } from '../../src/sqlite.js';
 import { scriptedModel } from '../../src/testing.js';
 import { bundledCommand, type NodeCommand } from '../sessions/fixtures/processes.js';
-import { client, scratchDir, STDIO_SERVER, until } from './support.js';
+import { client, newSessionOf, scratchDir, sessionIds, STDIO_SERVER, until } from './support.js';
 
 const scratch = scratchDir();
 const db = join(scratch.dir, 'mcp.db');
@@ -107,11 +107,11 @@ describe('an MCP client over stdio', () => {
 
   it("the client's cancel ends the run Cancelled, stored as such", async () => {
     const controller = new AbortController();
-    const sessionId = 'cancel-me';
-    const call = mcp.callTool({ name: 'slow', arguments: { task: 'wait' }, _meta: { 'loopchart/sessionId': sessionId } }, undefined, { signal: controller.signal });
     const store = new SqliteSessionStore({ path: db });
     try {
-      expect(await until(async () => (await store.load(sessionId)) !== undefined)).toBe(true);
+      const known = await sessionIds(store);
+      const call = mcp.callTool({ name: 'slow', arguments: { task: 'wait' } }, undefined, { signal: controller.signal });
+      const sessionId = await newSessionOf(store, 'slow', known);
       controller.abort('changed my mind');
       await expect(call).rejects.toThrow();
       const cancelled = await until(async () => {
@@ -122,8 +122,8 @@ describe('an MCP client over stdio', () => {
     } finally {
       await store.close();
     }
-    // The same session goes on with the next call.
-    expect((await mcp.callTool({ name: 'echo', arguments: { task: 'next' }, _meta: { 'loopchart/sessionId': 'cancel-me-2' } })).isError).toBeFalsy();
+    // The connection goes on with the next call.
+    expect((await mcp.callTool({ name: 'echo', arguments: { task: 'next' } })).isError).toBeFalsy();
   });
 });
 
@@ -144,18 +144,49 @@ describe('clients that cannot answer, and clients that leave', () => {
     const child = spawn(process.execPath, [...server.args, db], { env: { PATH: process.env.PATH ?? '', SLOW_MS: '1500' }, stdio: ['pipe', 'pipe', 'inherit'] });
     const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
     const send = (message: object) => child.stdin.write(`${JSON.stringify(message)}\n`);
+    const store = new SqliteSessionStore({ path: db });
+    const known = await sessionIds(store);
     send({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'raw', version: '1' } } });
     send({ jsonrpc: '2.0', method: 'notifications/initialized' });
-    send({ jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 'slow', arguments: { task: 'wait' }, _meta: { 'loopchart/sessionId': 'left-behind' } } });
-    const store = new SqliteSessionStore({ path: db });
+    send({ jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 'slow', arguments: { task: 'wait' } } });
     try {
-      expect(await until(async () => (await store.load('left-behind')) !== undefined, 20_000)).toBe(true);
+      const sessionId = await newSessionOf(store, 'slow', known, 20_000);
       child.stdin.end();
       expect(await exited).toBe(0);
-      const stored = await store.load('left-behind');
+      const stored = await store.load(sessionId);
       expect((stored?.state as { lastRun?: { outcome?: unknown } }).lastRun?.outcome).toEqual({ type: 'Completed', finalText: 'finally done' });
     } finally {
       child.kill('SIGKILL');
+      await store.close();
+    }
+  }, 40_000);
+});
+
+describe('callers across server processes', () => {
+  it("a later process's repeat attaches to the run an earlier process made (the one local caller by default); a process with another caller runs its own", async () => {
+    const call = async (env: Record<string, string>) => {
+      const { client: mcp } = client();
+      await mcp.connect(new StdioClientTransport(serverParams(env)));
+      try {
+        return (await mcp.callTool({ name: 'echo', arguments: { task: 'restarted' }, _meta: { 'loopchart/idempotencyKey': 'across-processes' } })) as CallToolResult;
+      } finally {
+        await mcp.close();
+      }
+    };
+    const first = await call({});
+    const repeat = await call({});
+    const named = await call({ CALLER: 'local' });
+    const other = await call({ CALLER: 'user:bo' });
+    expect(text(repeat)).toBe(text(first));
+    expect(repeat._meta?.['loopchart/sessionId']).toBe(first._meta?.['loopchart/sessionId']);
+    expect(named._meta?.['loopchart/sessionId']).toBe(first._meta?.['loopchart/sessionId']);
+    expect(other._meta?.['loopchart/sessionId']).not.toBe(first._meta?.['loopchart/sessionId']);
+    const store = new SqliteSessionStore({ path: db });
+    try {
+      const users = async (result: CallToolResult) => (await store.load(result._meta?.['loopchart/sessionId'] as string))?.messages.filter((m) => m.role === 'user');
+      expect(await users(first)).toHaveLength(1);
+      expect(await users(other)).toHaveLength(1);
+    } finally {
       await store.close();
     }
   }, 40_000);

@@ -1,15 +1,46 @@
 import { mkdtempSync, rmSync } from 'node:fs';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { ElicitRequestSchema, type ElicitResult } from '@modelcontextprotocol/sdk/types.js';
+import { MemorySessionStore, type SessionStore } from '../../src/index.js';
+import { toNodeListener } from '../../src/http.js';
+import { createMcpHandler, type McpHandler, type McpHandlerOptions } from '../../src/mcp-server.js';
+import { AGENTS } from './fixtures/agents.js';
 
 export const STDIO_SERVER = fileURLToPath(new URL('./fixtures/stdio-server.ts', import.meta.url));
 
 export function scratchDir(): { dir: string; remove: () => void } {
   const dir = mkdtempSync(join(tmpdir(), 'loopchart-mcp-server-'));
   return { dir, remove: () => rmSync(dir, { recursive: true, force: true }) };
+}
+
+export interface ServedHttp {
+  url: URL;
+  handler: McpHandler;
+  store: MemorySessionStore;
+  close(): Promise<void>;
+}
+
+/** The fixture agents behind createMcpHandler on a port of 127.0.0.1, with a store of their own. */
+export async function serveHttp(options: Partial<McpHandlerOptions> = {}): Promise<ServedHttp> {
+  const store = new MemorySessionStore();
+  const handler = createMcpHandler({ agents: AGENTS, store, ...options });
+  const server = createServer(toNodeListener(handler));
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    url: new URL(`http://127.0.0.1:${(server.address() as AddressInfo).port}/mcp`),
+    handler,
+    store,
+    async close() {
+      await handler.close();
+      server.closeAllConnections();
+      await new Promise((resolve) => server.close(resolve));
+    },
+  };
 }
 
 /**
@@ -37,3 +68,19 @@ export async function until(check: () => boolean | Promise<boolean>, ms = 10_000
   }
   return check();
 }
+
+/**
+ * The id of a session of `tool` the store holds that is not in `known` (the ids there before the
+ * call), once there is one, at most `ms`: a call's session id is the server's to choose.
+ */
+export async function newSessionOf(store: SessionStore, tool: string, known: ReadonlySet<string> = new Set(), ms = 10_000): Promise<string> {
+  let found: string | undefined;
+  await until(async () => {
+    found = (await store.list()).map((s) => s.sessionId).find((id) => id.startsWith(`mcp/${tool}/`) && !known.has(id));
+    return found !== undefined;
+  }, ms);
+  if (found === undefined) throw new Error(`no new session of '${tool}' in the store within ${ms} ms`);
+  return found;
+}
+
+export const sessionIds = async (store: SessionStore): Promise<Set<string>> => new Set((await store.list()).map((s) => s.sessionId));
