@@ -29,6 +29,13 @@ async function within<T>(ms: number, promise: Promise<T>): Promise<T> {
   }
 }
 
+/** Resolves once `done()` holds (looked at every 5 ms), or fails the test after `ms`. */
+async function until(done: () => boolean, ms = 1_000): Promise<void> {
+  for (const end = Date.now() + ms; !done(); await new Promise((resolve) => setTimeout(resolve, 5))) {
+    if (Date.now() > end) throw new Error(`not so after ${ms} ms`);
+  }
+}
+
 /** A model that honours its signal and never answers; `aborted` records that it saw the abort. */
 function stuckModel() {
   const seen = { calls: 0, aborted: 0 };
@@ -241,6 +248,46 @@ describe.concurrent('a raise in flight on a DurableSession over SQLite', () => {
       expect(output.outcome).toMatchObject({ type: 'Sealed', reason: expect.stringMatching(/^budget: \d+ ms elapsed, limit 900 ms$/) });
       expect(Date.now() - started).toBeGreaterThanOrEqual(900);
       expect([first.seen.calls, second.seen]).toEqual([1, { calls: 1, aborted: 1 }]);
+    } finally {
+      await b.close();
+      await storeB.close();
+    }
+  });
+
+  it.each([
+    ['sealed at once, no call made again', undefined],
+    ['with pause on duration, paused for a raise, and the raise makes the call again', ['duration'] as const],
+  ])('a run whose process was down past its limit: reopened, %s', async (_, pause) => {
+    const path = join(root, `down-${pause ? 'pause' : 'seal'}.db`);
+    const budget = { maxDurationMs: 300, ...(pause && { pause: [...pause] }) };
+    const first = stuckModel();
+    const storeA = new SqliteSessionStore({ path });
+    const a = await DurableSession.open({ machine: createAgentMachine({ model: first.model, budget }), store: storeA, sessionId: 's' });
+    a.send({ type: 'input', message: 'Hi.' });
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    // The process stops mid-call, 100 ms into the run, and stays down past the 300 ms limit.
+    await a.flush();
+    a.actor.stop();
+    await storeA.close();
+    await new Promise((resolve) => setTimeout(resolve, 400));
+    const second = stuckModel();
+    const storeB = new SqliteSessionStore({ path });
+    const b = await DurableSession.open({ machine: createAgentMachine({ model: second.model, budget }), store: storeB, sessionId: 's' });
+    try {
+      if (!pause) {
+        // The downtime counts: whoever waits for the answer waited through it.
+        const output = (await within(1_000, b.whenIdle()))!;
+        expect(output.outcome).toMatchObject({ type: 'Sealed', reason: expect.stringMatching(/^budget: \d+ ms elapsed, limit 300 ms$/) });
+        expect(elapsedOf(output.outcome as { type: string; reason: string })).toBeGreaterThanOrEqual(500);
+        expect(second.seen.calls).toBe(0);
+        return;
+      }
+      await until(() => b.actor.getSnapshot().matches({ Running: 'BudgetPaused' }));
+      expect(second.seen.calls).toBe(0);
+      b.send({ type: 'budget.raise', budget: { maxDurationMs: 60_000 } });
+      await until(() => second.seen.calls === 1);
+      b.send({ type: 'seal', reason: 'done looking' });
+      expect((await within(1_000, b.whenIdle()))!.outcome).toMatchObject({ type: 'Sealed', reason: 'done looking' });
     } finally {
       await b.close();
       await storeB.close();
