@@ -11,8 +11,6 @@ import { checkKnownKeys, optionKeys } from '../known-keys.js';
 import { feedProblem } from '../brain/feed-problems.js';
 import type { Message, ToolMessage } from '../schemas.js';
 import type { SessionStore } from '../stores/session-store.js';
-import { InvalidSessionIdError } from '../stores/errors.js';
-import { isChildSessionId } from '../agent/subagents/subagents.js';
 import { checkedExternal, externalEventProblem } from '../agent/protocol/events.js';
 import { extendScope, stopActor, type ChildSession, type OpenChildOptions } from '../agent/protocol/call-scope.js';
 import { EMPTY_LOG, logEffect } from './log-delta.js';
@@ -298,22 +296,10 @@ export class DurableSession {
     );
   }
 
-  /**
-   * Loads the session, or creates it, and starts its actor; a run in flight continues at once
-   * (unless `resume: false`). A new session may not have a subagent's id
-   * (`<parent>/run-<n>:turn-<n>:<call id>`, `InvalidSessionIdError`): only the parent's call makes
-   * that one, and a session made under it beforehand would be taken for the call's child.
-   */
-  static open(options: OpenSessionOptions): Promise<DurableSession> {
-    return DurableSession.#open(options, false);
-  }
-
-  static async #open(options: OpenSessionOptions, asChild: boolean): Promise<DurableSession> {
+  /** Loads the session, or creates it, and starts its actor; a run in flight continues at once (unless `resume: false`). */
+  static async open(options: OpenSessionOptions): Promise<DurableSession> {
     checkKnownKeys(options, OPEN_OPTION_KEYS, 'DurableSession.open');
     const stored = await options.store.load(options.sessionId);
-    if (!stored && !asChild && isChildSessionId(options.sessionId)) {
-      throw new InvalidSessionIdError(options.sessionId, "it is a subagent's session id (<parent>/run-<n>:turn-<n>:<call id>), made only by its parent's call");
-    }
     let context: AgentContext | undefined;
     const replay = new Map<string, Map<string, ToolMessage>>();
     if (stored) {
@@ -539,17 +525,14 @@ export class DurableSession {
 
   /** A child run's session (an agent tool's call), on this store beside this one; see `agentTool`. */
   async #openChild(options: OpenChildOptions): Promise<ChildSession> {
-    const child = await DurableSession.#open(
-      {
-        machine: options.machine as AgentMachine,
-        store: this.#store,
-        sessionId: options.sessionId,
-        attach: options.attach as unknown as (actor: AgentActor) => void,
-        parent: options.parent as AnyActorRef,
-        scope: options.scope,
-      },
-      true,
-    );
+    const child = await DurableSession.open({
+      machine: options.machine as AgentMachine,
+      store: this.#store,
+      sessionId: options.sessionId,
+      attach: options.attach as unknown as (actor: AgentActor) => void,
+      parent: options.parent as AnyActorRef,
+      scope: options.scope,
+    });
     this.#children.add(child);
     return {
       actor: child.actor,
