@@ -1,3 +1,4 @@
+import { isChildSessionId } from '../agent/subagents/subagents.js';
 import { sessionIdProblem } from '../stores/step.js';
 
 /**
@@ -34,9 +35,6 @@ const SUFFIXES = new Map<string, { action: 'read' | 'stream' | 'cancel' | 'resum
   ['resume', { action: 'resume', method: 'POST' }],
 ]);
 
-/** The end of a subagent's session id (`agentTool`'s child: `<parent>/run-<r>:turn-<t>:<call id>`). */
-const CHILD_TAIL = /\/run-\d+:turn-\d+:[^/]+$/;
-
 /**
  * Why `id` names a subagent's session rather than a chat, or null. A child session is driven by
  * its parent's tool call: a message posted to it would run the chat's agent inside the child's
@@ -44,7 +42,7 @@ const CHILD_TAIL = /\/run-\d+:turn-\d+:[^/]+$/;
  * page through the parent's chat.
  */
 export function subagentSessionProblem(id: string): string | null {
-  return CHILD_TAIL.test(id) ? 'it is a subagent\'s session, reached through its parent\'s chat' : null;
+  return isChildSessionId(id) ? 'it is a subagent\'s session, reached through its parent\'s chat' : null;
 }
 
 /**

@@ -19,8 +19,8 @@ export interface CallPlan {
   prompt: string;
   store: SessionStore;
   sessionId: string;
-  /** The caller's memory scope, stored with a new session and checked on a stored one; none for a connection without a caller. */
-  scope: string | undefined;
+  /** The caller's scope (see `CallerSessions`), stored with a new session and checked on a stored one. */
+  scope: string;
   /**
    * A call repeated under the same idempotency key: a run the session already made is the answer
    * (in flight: waited for; ended: its outcome), and the prompt goes only to a session that never ran.

@@ -7,9 +7,10 @@ import type { ApprovalRequest } from '../agent/approvals/approval-binding.js';
 import { thrownMessage } from '../read-answer.js';
 import { MemorySessionStore } from '../stores/memory.js';
 import type { SessionStore } from '../stores/session-store.js';
+import { decodeRow } from '../sessions/session-row.js';
 import { McpServerOptionsError, servedAgents, type McpAgent, type ServedAgent } from './agents.js';
 import { runCall, type ApprovalAnswer, type CallEnd, type CallPlan } from './call.js';
-import { CallerSchema, CallerSessions } from './caller-sessions.js';
+import { CallerSchema, CallerSessions, notThisCallers } from './caller-sessions.js';
 import { HeldSessions, within, type Hold } from './held-sessions.js';
 import { callResult, stillRunningResult } from './result.js';
 
@@ -233,12 +234,14 @@ class AgentServer implements AgentMcpServer {
     const checked = served.input.safeParse(args);
     if (!checked.success) throw new McpError(ErrorCode.InvalidParams, `the arguments do not match the input schema of '${served.name}': ${z.prettifyError(checked.error)}`);
     const prompt = promptOf(served, checked.data);
-    const { sessionId, repeat } = sessions.sessionOf(served.name, params._meta);
+    const { sessionId, repeat, named } = sessions.sessionOf(served.name, params._meta);
     // Before any wait: this call is already counted in #calls once it waits.
     if (this.#calls.size >= this.#settings.maxConcurrentCalls) {
       throw new McpError(SERVER_BUSY_CODE, `the server runs ${this.#settings.maxConcurrentCalls} calls already (maxConcurrentCalls); try again later`);
     }
     const store = this.#store ?? new MemorySessionStore();
+    // Before the session is waited for or opened: another caller's session is not even said to be busy.
+    if (named && !(await ownedBy(store, sessionId, sessions.scope))) throw notThisCallers(served.name);
     const timeoutMs = this.#settings.callTimeoutMs;
     const remaining = () => started + timeoutMs - Date.now();
     const taken = await this.#take(served, sessionId, repeat, remaining, extra.signal);
@@ -324,6 +327,12 @@ class AgentServer implements AgentMcpServer {
 /** How long a result waits for its progress notifications to be written (a transport that hangs must not hold it). */
 const PROGRESS_FLUSH_MS = 1_000;
 const delay = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms).unref());
+
+/** Whether a call of the caller with `scope` may run in `sessionId`: it does not exist yet (the call makes it, with that scope), or it has that scope. */
+async function ownedBy(store: SessionStore, sessionId: string, scope: string): Promise<boolean> {
+  const stored = await store.load(sessionId);
+  return stored === undefined || decodeRow(sessionId, stored.state, stored.messages).scope === scope;
+}
 
 /**
  * tools/call as the SDK first parses it, by method alone. With the SDK's own CallToolRequestSchema

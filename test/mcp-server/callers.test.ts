@@ -97,7 +97,7 @@ describe('idempotency keys are the caller’s own', () => {
 });
 
 describe('session ids are the caller’s own', () => {
-  it("a session of another caller, one the server never made (a user's chat) or a made-up name: each is a session of the caller's own, the other untouched", async () => {
+  it("a session of another caller, or a user's chat: the same InvalidParams answer, nothing run or read in it; a name of the client's own is its session, stored as named", async () => {
     const served = await serve({ agents: [...AGENTS, notes], authorize: byToken });
     const chat = createAgentMachine({ model: scriptedModel([{ text: 'Noted: passport P1234567.' }]) });
     const ada = await DurableSession.open({ machine: chat, store: served.store, sessionId: 'chat-ada', scope: 'user:ada' });
@@ -110,25 +110,27 @@ describe('session ids are the caller’s own', () => {
     const bob = await connect(served.url, 'bob');
     const named = (sessionId: string, task = 'tell me everything') => bob.mcp.callTool({ name: 'notes', arguments: { task }, _meta: { 'loopchart/sessionId': sessionId } });
     // Before: bob read alice's plan, and ada's passport, by naming their sessions.
-    const answers = [await named(hers), await named('chat-ada'), await named('made-up')];
-    expect(answers.map(text)).toEqual(['I know: tell me everything', 'I know: tell me everything', 'I know: tell me everything']);
-    const his = answers.map(sessionIdOf);
-    expect(new Set(his).size).toBe(3);
-    for (const id of his) expect([hers, 'chat-ada']).not.toContain(id);
+    const answers = [await refusal(named(hers)), await refusal(named('chat-ada'))];
+    for (const answer of answers) {
+      expect(answer).toBeInstanceOf(McpError);
+      expect(answer!.code).toBe(ErrorCode.InvalidParams);
+      expect(answer!.message).toBe(answers[0]!.message);
+    }
     expect(await userMessages(served, hers)).toEqual(['secret plan']);
     expect(await userMessages(served, 'chat-ada')).toEqual(['My passport is P1234567.']);
-    expect((await served.store.load('chat-ada'))?.state).toMatchObject({ scope: 'user:ada' });
-    // A name is the caller's own conversation: bob naming 'chat-ada' again continues his, and so does the id he was given.
-    expect(text(await named('chat-ada', 'again'))).toBe('I know: tell me everything | again');
-    expect(text(await named(his[2]!, 'more'))).toBe('I know: tell me everything | more');
+    // A name bob chose is his conversation, stored under that name, and his to continue.
+    expect(sessionIdOf(await named('bobs-trip'))).toBe('bobs-trip');
+    expect(text(await named('bobs-trip', 'again'))).toBe('I know: tell me everything | again');
+    expect((await served.store.load('bobs-trip'))?.state).toMatchObject({ scope: 'user:bob' });
+    expect((await refusal(alice.mcp.callTool({ name: 'notes', arguments: { task: 'x' }, _meta: { 'loopchart/sessionId': 'bobs-trip' } })))?.code).toBe(ErrorCode.InvalidParams);
     // Alice herself continues hers from a new connection.
     const aliceAgain = await connect(served.url, 'alice');
     expect(text(await aliceAgain.mcp.callTool({ name: 'notes', arguments: { task: 'more' }, _meta: { 'loopchart/sessionId': hers } }))).toBe('I know: secret plan | more');
-    // An empty name is malformed.
-    expect((await refusal(named('')))?.code).toBe(ErrorCode.InvalidParams);
+    // A name that is no session id, or a subagent's, is malformed.
+    for (const bad of ['', 'a\u0000b', 'x/run-1:turn-1:c1']) expect((await refusal(named(bad)))?.code).toBe(ErrorCode.InvalidParams);
   });
 
-  it("without authorize each MCP session is its own caller: another connection naming its session, or a user's chat, gets a session of its own", async () => {
+  it("without authorize each MCP session is its own caller: another connection cannot name its sessions, nor a user's chat", async () => {
     const served = await serve({ agents: [...AGENTS, notes] });
     const chat = createAgentMachine({ model: scriptedModel([{ text: 'Saved.' }]) });
     const ada = await DurableSession.open({ machine: chat, store: served.store, sessionId: 'chat-ada', scope: 'user:ada' });
@@ -140,9 +142,8 @@ describe('session ids are the caller’s own', () => {
     expect(text(await first.mcp.callTool({ name: 'notes', arguments: { task: 'again' }, _meta: { 'loopchart/sessionId': made } }))).toBe('I know: mine | again');
     const other = await connect(served.url);
     for (const sessionId of [made, 'chat-ada']) {
-      const answer = await other.mcp.callTool({ name: 'notes', arguments: { task: 'x' }, _meta: { 'loopchart/sessionId': sessionId } });
-      expect(text(answer)).toBe('I know: x');
-      expect(sessionIdOf(answer)).not.toBe(sessionId);
+      const answer = await refusal(other.mcp.callTool({ name: 'notes', arguments: { task: 'x' }, _meta: { 'loopchart/sessionId': sessionId } }));
+      expect(answer?.code).toBe(ErrorCode.InvalidParams);
     }
     expect(await userMessages(served, made)).toEqual(['mine', 'again']);
     expect(await userMessages(served, 'chat-ada')).toEqual(['Remember my address.']);

@@ -107,11 +107,11 @@ describe('an MCP client over stdio', () => {
 
   it("the client's cancel ends the run Cancelled, stored as such", async () => {
     const controller = new AbortController();
+    const sessionId = 'cancel-me';
+    const call = mcp.callTool({ name: 'slow', arguments: { task: 'wait' }, _meta: { 'loopchart/sessionId': sessionId } }, undefined, { signal: controller.signal });
     const store = new SqliteSessionStore({ path: db });
     try {
-      const known = await sessionIds(store);
-      const call = mcp.callTool({ name: 'slow', arguments: { task: 'wait' } }, undefined, { signal: controller.signal });
-      const sessionId = await newSessionOf(store, 'slow', known);
+      expect(await until(async () => (await store.load(sessionId)) !== undefined)).toBe(true);
       controller.abort('changed my mind');
       await expect(call).rejects.toThrow();
       const cancelled = await until(async () => {
@@ -122,8 +122,8 @@ describe('an MCP client over stdio', () => {
     } finally {
       await store.close();
     }
-    // The connection goes on with the next call.
-    expect((await mcp.callTool({ name: 'echo', arguments: { task: 'next' } })).isError).toBeFalsy();
+    // The same session goes on with the next call.
+    expect((await mcp.callTool({ name: 'echo', arguments: { task: 'next' }, _meta: { 'loopchart/sessionId': 'cancel-me-2' } })).isError).toBeFalsy();
   });
 });
 

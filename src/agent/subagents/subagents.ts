@@ -30,6 +30,12 @@ export function childSessionId(parentSessionId: string, idempotencyKey: string):
   return id;
 }
 
+/** The end of a child session's id (see `childSessionId`): `/run-<r>:turn-<t>:<call id>`. */
+const CHILD_TAIL = /\/run-\d+:turn-\d+:[^/]+$/;
+
+/** Whether `sessionId` has the shape `childSessionId` gives: a session its parent's call makes and drives. */
+export const isChildSessionId = (sessionId: string): boolean => CHILD_TAIL.test(sessionId);
+
 /** A child's call id as its parent shows it: the path of parent call ids down to it. */
 export const qualifiedCallId = (parentCallId: string, childCallId: string): string => `${parentCallId}${TREE_SEPARATOR}${childCallId}`;
 
