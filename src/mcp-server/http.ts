@@ -23,8 +23,10 @@ import { checkKnownKeys, parseOptions } from '../known-keys.js';
  * ```ts
  * import type { McpAuthorize } from 'loopchart/mcp-server';
  *
+ * // Your sign-in: the user a bearer token belongs to, or null.
+ * const users = new Map([['token-of-ada', { id: 'ada' }]]);
  * const authorize: McpAuthorize = async (request) => {
- *   const user = await users.byToken(request.headers.get('authorization')?.replace(/^Bearer /, ''));
+ *   const user = users.get(request.headers.get('authorization')?.replace(/^Bearer /, '') ?? '');
  *   return user ? { caller: `user:${user.id}` } : { status: 401, reason: 'a bearer token is needed' };
  * };
  * ```

@@ -71,9 +71,15 @@ export interface McpServerOptions extends McpServerSettings {
  *
  * @example
  * ```ts
- * import type { McpConnectOptions } from 'loopchart/mcp-server';
+ * import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
+ * import { createAgentMachine } from 'loopchart';
+ * import { createMcpServer, type McpConnectOptions } from 'loopchart/mcp-server';
+ * import { scriptedModel } from 'loopchart/testing';
  *
- * const options: McpConnectOptions = { caller: `user:${userId}` };
+ * const helper = createAgentMachine({ model: scriptedModel([{ text: 'Done.' }]) });
+ * const server = createMcpServer({ agents: [{ agent: helper, name: 'helper', description: 'Helps.' }] });
+ * const [, transport] = InMemoryTransport.createLinkedPair();
+ * const options: McpConnectOptions = { caller: 'user:ada' }; // from what authenticated the connection
  * await server.connect(transport, options);
  * ```
  */
