@@ -14,10 +14,6 @@ export interface Hold {
 export class HeldSessions {
   readonly #held = new Map<string, Promise<CallEnd | null>>();
 
-  holds(sessionId: string): boolean {
-    return this.#held.has(sessionId);
-  }
-
   /**
    * Takes `sessionId` for a call, or answers the end of the call that holds it. Synchronous, so
    * that of two waiters woken by one end, only the first takes the session.
