@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { createActor, type AnyEventObject } from 'xstate';
 import { createAgentMachine, type AgentActor, type AgentMachine } from '../../../machines/agent.machine.js';
 import { type AgentEmitted, type AgentOutput } from '../protocol/actor-types.js';
@@ -74,7 +75,7 @@ function startRun(options: RunAgentOptions, where: 'runAgent' | 'streamAgent'): 
   const machine = withEventsSeen(createAgentMachine(config), (event) => {
     if (event.type === 'io.failed') failure = (event as { error?: unknown }).error;
   });
-  const actor = createActor(machine, { input: { prompt, ...(history && { history }), ...(scope !== undefined && { scope }) } });
+  const actor = createActor(machine, { input: { sessionId: oneRunSessionId(), prompt, ...(history && { history }), ...(scope !== undefined && { scope }) } });
   // An answer that never validated: the run's error is the StructuredOutputError itself.
   actor.on('output.rejected', (event) => (failure = event.error));
   // A guardrail that tripped: its GuardrailTrippedError (name, stage, info).
@@ -84,6 +85,16 @@ function startRun(options: RunAgentOptions, where: 'runAgent' | 'streamAgent'): 
   // Input the actor refused (it ended at once, Failed(InvalidInput)): the error is its InvalidFeedError.
   return { actor, lastFailure: () => failure ?? inputRefusal(actor.getSnapshot().context), stopAnswering };
 }
+
+/**
+ * The session id of one `runAgent` or `streamAgent` run: its own, so its idempotency keys
+ * (`<session>:run-1:turn-1:model`, a tool's `ctx.idempotencyKey`, what `mcpTools` and an
+ * OpenAI-compatible provider are sent) are its own. With the actor's default, `session`, every run
+ * sent the same keys, and an API that deduplicates by them answered a second, unrelated run (another
+ * user's charge, another question) with the first one's result. Such a run is never restored, so
+ * nothing needs its key again after it ends.
+ */
+const oneRunSessionId = (): string => `runagent-${randomUUID()}`;
 
 /** The machine, with `seen` told of each event before its transition runs. */
 function withEventsSeen(machine: AgentMachine, seen: (event: AnyEventObject) => void): AgentMachine {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { defineTool, runAgent, streamAgent, type AgentStreamEvent } from '../../../src/index.js';
+import { defineTool, ModelError, runAgent, streamAgent, type AgentStreamEvent } from '../../../src/index.js';
 import { scriptedModel } from '../../../src/testing.js';
 
 const add = defineTool({
@@ -96,6 +96,37 @@ describe('runAgent', () => {
     const result = await runAgent({ model, prompt: 'x', signal: AbortSignal.abort() });
     expect(result.outcome).toEqual({ type: 'Cancelled' });
     expect(calls).toBe(0);
+  });
+
+  it("each run's idempotency keys are its own: two runs never send one key, and a retried call keeps its key", async () => {
+    const modelKeys: string[] = [];
+    const toolKeys: string[] = [];
+    const charge = defineTool({ name: 'charge', description: 'Charges.', input: z.object({ cents: z.number() }), execute: ({ cents }, ctx) => (toolKeys.push(ctx.idempotencyKey), `charged ${cents}`) });
+    let failOnce = true;
+    const model = (cents: number) => {
+      const script = scriptedModel([{ toolCalls: [{ id: 'call_1', name: 'charge', args: { cents } }] }, { text: 'Done.' }]);
+      return {
+        ...script,
+        generate: async (request: Parameters<typeof script.generate>[0]) => {
+          modelKeys.push(request.idempotencyKey);
+          if (failOnce) {
+            failOnce = false;
+            throw new ModelError('overloaded', { status: 503, retryable: true });
+          }
+          return script.generate(request);
+        },
+      };
+    };
+    const retry = { maxRetries: 1, baseDelayMs: 1, maxDelayMs: 1 };
+    // Before: both runs sent `session:run-1:turn-1:model`, and both charges `session:run-1:turn-1:tools:call_1`: an API that deduplicates answered Bob with Alice's charge.
+    await runAgent({ model: model(100), tools: [charge], retry, prompt: 'Charge Alice $1.' });
+    await runAgent({ model: model(200), tools: [charge], retry, prompt: 'Charge Bob $2.' });
+    expect(new Set(toolKeys).size).toBe(2);
+    // Run 1: its first model call failed and was retried under the same key; then its second call. Run 2: two calls.
+    expect(modelKeys).toHaveLength(5);
+    expect(modelKeys[0]).toBe(modelKeys[1]);
+    expect(new Set(modelKeys).size).toBe(4);
+    for (const key of [...modelKeys, ...toolKeys]) expect(key).toMatch(/^runagent-[0-9a-f-]{36}:run-1:turn-\d:/);
   });
 
   it('a bad configuration rejects', async () => {
