@@ -54,7 +54,8 @@ function storeTarget(values: { store?: string | undefined; schema?: string | und
   const on = <T>(work: (store: SessionStore) => Promise<T>) => withStore(options, work, noStore(options.location));
   return {
     label: options.location.label,
-    list: () => on(listSchedules),
+    // An unreadable row is reported through io, whose escaping covers the stored id it names.
+    list: () => on((store) => listSchedules(store, { onUnreadable: (error) => io.err(`warning: ${error.message}`) })),
     // Adding is the one command that may create the store.
     async add(given) {
       const store = await openSessionStore(storeArgument(values), { schema: values.schema });

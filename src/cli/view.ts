@@ -1,5 +1,6 @@
 import { writeFileSync } from 'node:fs';
-import { DEFAULT_VIEWER_PORT, exportSessionHtml, startViewer } from '../viewer/server.js';
+import { DEFAULT_VIEWER_PORT, sessionHtml, startViewer } from '../viewer/server.js';
+import { loadSessionView } from '../viewer/load.js';
 import { CliError, UsageError } from './errors.js';
 import { escapeLine } from './escape.js';
 import { noStore, withStore, type CommandOptions } from './sessions.js';
@@ -43,8 +44,11 @@ export async function exportCommand(sessionId: string, out: string | undefined, 
   return withStore(
     options,
     async (store) => {
-      const html = await exportSessionHtml(store, sessionId);
-      if (html === undefined) throw new CliError(`no session '${escapeLine(sessionId)}' in ${escapeLine(location.label)}`);
+      const view = await loadSessionView(store, sessionId);
+      if (view === undefined) throw new CliError(`no session '${escapeLine(sessionId)}' in ${escapeLine(location.label)}`);
+      // An id the store refuses or a session it cannot read is a failure, as for `sessions show`: no file that looks exported.
+      if (view.error) throw new CliError(`session '${escapeLine(sessionId)}' cannot be exported: ${escapeLine(view.error.message)}`);
+      const html = await sessionHtml(view);
       writeFileSync(out, html);
       io.out(`wrote ${escapeLine(out)} (${Buffer.byteLength(html)} bytes): session ${escapeLine(sessionId)}, one file, no network access`);
       return 0;

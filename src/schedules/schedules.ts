@@ -316,7 +316,8 @@ export function newScheduleRow(given: z.output<typeof ScheduleFieldsSchema>, id:
 const ListOptionsSchema = z.strictObject({
   /**
    * Told of each stored schedule this version does not read (another version wrote it, or it was
-   * edited by hand): a `StoreError` naming it. Default: a process warning (`process.emitWarning`).
+   * edited by hand): a `StoreError` naming it. Default: a process warning (`process.emitWarning`),
+   * on one line with its control characters escaped.
    */
   onUnreadable: z.custom<(error: StoreError) => void>((value) => typeof value === 'function', { error: 'onUnreadable must be a function' }).optional(),
 });
@@ -334,6 +335,15 @@ const ListOptionsSchema = z.strictObject({
 export type ListSchedulesOptions = z.input<typeof ListOptionsSchema>;
 
 /**
+ * The default report of an unreadable row: a process warning on one line, its control characters
+ * escaped (`\u001b`), since the message quotes the stored row's id and the warning goes to a terminal.
+ */
+function warnEscaped(error: StoreError): void {
+  const escaped = error.message.replace(/[\u0000-\u001f\u007f-\u009f]/g, (char) => `\\u${char.charCodeAt(0).toString(16).padStart(4, '0')}`);
+  process.emitWarning(escaped, { type: 'StoreError', code: error.code });
+}
+
+/**
  * Every schedule of the store, oldest first, with its next and last runs. A stored schedule this
  * version does not read is left out of the list and reported (`onUnreadable`, by default a
  * process warning), so one bad row does not hide the others; `deleteSchedule` removes it.
@@ -347,7 +357,7 @@ export type ListSchedulesOptions = z.input<typeof ListOptionsSchema>;
  * ```
  */
 export async function listSchedules(store: SessionStore, options: ListSchedulesOptions = {}): Promise<ScheduleInfo[]> {
-  const { onUnreadable = (error: StoreError) => process.emitWarning(error) } = parseOptions(ListOptionsSchema, options, 'listSchedules', (message) => new InvalidScheduleError(message));
+  const { onUnreadable = warnEscaped } = parseOptions(ListOptionsSchema, options, 'listSchedules', (message) => new InvalidScheduleError(message));
   const { rows, unreadable } = await withBackend(store, (backend) => backend.list());
   for (const error of unreadable) onUnreadable(error);
   return rows.map(infoOf);

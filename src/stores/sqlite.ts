@@ -72,6 +72,16 @@ function storeError(where: string, error: unknown): unknown {
   }
 }
 
+/**
+ * A row's time column as a Date. This store writes milliseconds, but a file edited by hand (or
+ * by another tool) may hold anything there: such a value is the epoch, not an Invalid Date that
+ * would throw in whoever formats the list (the viewer's home page, `sessions list`), so one bad
+ * row does not hide the others. The row itself is read, and refused, only when it is loaded.
+ */
+function storedTime(value: unknown): Date {
+  return typeof value === 'number' && Number.isFinite(value) && Math.abs(value) <= 8.64e15 ? new Date(value) : new Date(0);
+}
+
 function prepareStatements(db: SqliteConnection) {
   return {
     head: db.prepare('SELECT version, message_count, state FROM sessions WHERE session_id = ?'),
@@ -189,8 +199,8 @@ export class SqliteSessionStore implements SessionStore {
       sessionId: row.session_id,
       version: row.version,
       messageCount: row.message_count,
-      createdAt: new Date(row.created_at),
-      updatedAt: new Date(row.updated_at),
+      createdAt: storedTime(row.created_at),
+      updatedAt: storedTime(row.updated_at),
     }));
   }
 

@@ -134,7 +134,12 @@ export async function pageData(session: SessionView, live: boolean): Promise<Pag
  */
 export async function exportSessionHtml(store: SessionStore, sessionId: string): Promise<string | undefined> {
   const view = await loadSessionView(store, sessionId);
-  return view && sessionPage(await pageData(view, false), await clientScript());
+  return view && sessionHtml(view);
+}
+
+/** A loaded session as one self-contained HTML file (see `exportSessionHtml`); its error, if any, is shown on the page. */
+export async function sessionHtml(view: SessionView): Promise<string> {
+  return sessionPage(await pageData(view, false), await clientScript());
 }
 
 /**
