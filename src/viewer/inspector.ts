@@ -1,5 +1,4 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
-import { runInFlight } from '../agent/protocol/actor-types.js';
 import type { AgentContext } from '../agent/core/context.js';
 import type { AddressInfo } from 'node:net';
 import type { AnyStateMachine, InspectionEvent } from 'xstate';
@@ -71,11 +70,30 @@ type Counts = Pick<NonNullable<SessionView['state']>, 'inFlight' | 'runs' | 'tur
 const NO_COUNTS: Counts = { inFlight: false, runs: 0, turns: 0, usage: { inputTokens: 0, outputTokens: 0 }, outcome: null };
 
 /** The header's counters, read from the agent's own context: runs, turns, tokens, the outcome. */
-function agentCounts(context: AgentContext): Counts {
+function agentCounts(context: InspectedAgent): Counts {
   const { brain } = context;
-  const inFlight = runInFlight(brain);
+  // `runInFlight`'s rule, read from the lists as they came (a summarized context carries no log).
+  const inFlight = brain.value !== 'Terminal' && (brain.value !== 'Start' || countOf(brain.context.pending) > 0);
   const outcome = brain.context.outcome ?? context.lastRun?.outcome ?? null;
   return { inFlight, runs: context.runIndex, turns: brain.context.turnsTaken, usage: context.sessionUsage, outcome: inFlight ? null : outcome && describeOutcome(outcome) };
+}
+
+/**
+ * A message list as the actor holds it, or as `summarizingInspector` passes it on (`{ count,
+ * last }`): the docs advise wrapping this inspector in it, and an agent must stay an agent then.
+ */
+type MessageList = readonly unknown[] | { count: number; last: readonly unknown[] };
+const isMessageList = (value: unknown): value is MessageList =>
+  Array.isArray(value) || (typeof value === 'object' && value !== null && typeof (value as { count?: unknown }).count === 'number' && Array.isArray((value as { last?: unknown }).last));
+const countOf = (list: MessageList): number => ('count' in list ? list.count : list.length);
+const lastOf = (list: MessageList): readonly unknown[] => ('count' in list ? list.last : list);
+
+/** What the inspector reads of a loopchart agent's context (see `isAgentContext`). */
+interface InspectedAgent {
+  brain: { value: string; context: { history: MessageList; pending: MessageList; turnsTaken: number; contextTokens: number; totalToolCalls: number; outcome?: AgentContext['brain']['context']['outcome'] } };
+  runIndex: number;
+  sessionUsage: AgentContext['sessionUsage'];
+  lastRun?: AgentContext['lastRun'];
 }
 
 const summaryOf = (value: unknown): string => {
@@ -88,21 +106,21 @@ const summaryOf = (value: unknown): string => {
 };
 
 /** An agent's context without its conversation: counts and the last messages only. */
-function agentSummary(context: { brain: { value: string; context: { history: unknown[]; pending: unknown[]; turnsTaken: number; contextTokens: number; totalToolCalls: number } } }) {
+function agentSummary(context: InspectedAgent) {
   const { history, pending, turnsTaken, contextTokens, totalToolCalls } = context.brain.context;
-  const all = history.length + pending.length;
-  return { brain: context.brain.value, messages: all, turnsTaken, contextTokens, totalToolCalls, lastMessages: [...history, ...pending].slice(-3) };
+  const all = countOf(history) + countOf(pending);
+  return { brain: context.brain.value, messages: all, turnsTaken, contextTokens, totalToolCalls, lastMessages: [...lastOf(history), ...lastOf(pending)].slice(-3) };
 }
 
 /** A loopchart agent's context (what the header counts from), not just any machine's. */
-function isAgentContext(context: unknown): context is Parameters<typeof agentSummary>[0] {
+function isAgentContext(context: unknown): context is InspectedAgent {
   const c = context as { brain?: { value?: unknown; context?: { history?: unknown; pending?: unknown } | undefined } | undefined; runIndex?: unknown; sessionUsage?: unknown } | null;
   return (
     typeof c === 'object' &&
     c !== null &&
     typeof c.brain?.value === 'string' &&
-    Array.isArray(c.brain.context?.history) &&
-    Array.isArray(c.brain.context?.pending) &&
+    isMessageList(c.brain.context?.history) &&
+    isMessageList(c.brain.context?.pending) &&
     typeof c.runIndex === 'number' &&
     typeof c.sessionUsage === 'object' &&
     c.sessionUsage !== null
@@ -171,7 +189,7 @@ export function viewerInspector(options: ViewerInspectorOptions = {}): ViewerIns
     const path = statePath(snapshot.value);
     tracked.state = agent ? (snapshot.context as { brain: { value: string } }).brain.value : path;
     tracked.io = agent ? path : '';
-    if (agent) tracked.counts = agentCounts(snapshot.context as AgentContext);
+    if (agent) tracked.counts = agentCounts(snapshot.context as InspectedAgent);
     const sent = event.event as { type?: unknown };
     const row: Row = {
       kind: 'event',
