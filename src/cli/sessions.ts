@@ -124,8 +124,9 @@ const NO_MODEL: Model = {
 
 export async function rewindSession(sessionId: string, length: string, options: CommandOptions): Promise<number> {
   const { io, location } = options;
-  if (!/^\d+$/.test(length)) throw new UsageError(`N must be a whole number of messages to keep, got '${length}'`);
   const keep = Number(length);
+  // Digits past 2^53 are no count a log can hold, and Number would round them: bad usage too.
+  if (!/^\d+$/.test(length) || !Number.isSafeInteger(keep)) throw new UsageError(`N must be a whole number of messages to keep, got '${length}'`);
   return withStore(
     options,
     async (store) => {

@@ -75,6 +75,10 @@ describe('the CLI over bad rows', () => {
     }
   });
 
+  it('sessions rewind with a count past 2^53 is bad usage (exit 2), as any other count that is no whole number', async () => {
+    for (const count of ['99999999999999999999', 'abc', '1e3']) expect([count, (await cli('sessions', 'rewind', 'good', count)).code]).toEqual([count, 2]);
+  });
+
   it('view export of a corrupt session, or of an id that is no session id, fails with exit 1 and writes nothing', async () => {
     for (const id of ['corrupt', 'a\u0001b']) {
       const file = join(dir, `export-${id.length}.html`);
