@@ -86,7 +86,7 @@ export function specificationVersionOf(model: unknown): AiSdkSpecificationVersio
 
 /** A finish part, as the adapter reads it in any version. */
 export interface FinishPart {
-  /** The provider's reason in the SDK's spelling, or 'unknown' when the reply did not finish. */
+  /** The provider's reason in the SDK's spelling (see `isUnfinished` for the ones that are no reply). */
   reason: string;
   /** Token counts as sent, for `normalizeUsage`; undefined when the part carried none usable. */
   usage: { inputTokens: unknown; outputTokens: unknown } | undefined;
@@ -107,10 +107,16 @@ const V3Finish = z.object({
 const V3Usage = z.object({ inputTokens: nested, outputTokens: nested });
 
 /**
- * V3 and V4 report a reply that did not finish as `error` (the stream broke off, the provider
- * says so in an error part first) or, in V4, `interrupted`: no reply the loop may act on.
+ * Every version reports a reply that did not finish as `error` (the stream broke off, the provider
+ * says so in an error part first, or not at all), as `unknown` (a provider flushing a stream cut
+ * before its finish reason) or, in V4, `interrupted`: no reply the loop may act on.
  */
-const UNFINISHED = new Set(['error', 'interrupted']);
+const UNFINISHED = new Set(['error', 'unknown', 'interrupted']);
+
+/** Whether a finish part's reason means the model did not finish its reply. */
+export function isUnfinished(finish: FinishPart): boolean {
+  return UNFINISHED.has(finish.reason);
+}
 
 /** The finish part of `version`, or a description of what is wrong with it. */
 export function readFinishPart(version: AiSdkSpecificationVersion, part: unknown): FinishPart | { problem: string } {
@@ -125,7 +131,7 @@ export function readFinishPart(version: AiSdkSpecificationVersion, part: unknown
   const { unified } = parsed.data.finishReason;
   const usage = V3Usage.safeParse(parsed.data.usage);
   return {
-    reason: UNFINISHED.has(unified) ? 'unknown' : unified,
+    reason: unified,
     usage: usage.success ? { inputTokens: usage.data.inputTokens?.total, outputTokens: usage.data.outputTokens?.total } : undefined,
   };
 }

@@ -3,12 +3,12 @@ import type { ToolCall } from '../schemas.js';
 import type { Model, ModelReply, ModelRequest } from '../model.js';
 import { ModelError, parseModelReply, RESPONSE_FORMAT_VERSION, type ResponseFormat } from '../model.js';
 import { toLanguageModelPrompt, toLanguageModelTools } from './ai-sdk-prompt.js';
-import { readFinishPart, specificationVersionOf, type AiSdkLanguageModel, type AiSdkSpecificationVersion, type AiSdkStreamOptions, type FinishPart } from './ai-sdk-spec.js';
+import { isUnfinished, readFinishPart, specificationVersionOf, type AiSdkLanguageModel, type AiSdkSpecificationVersion, type AiSdkStreamOptions, type FinishPart } from './ai-sdk-spec.js';
 import { CallGuard, DEFAULT_MODEL_DEADLINE_MS, timeoutOption } from './call-guard.js';
 import { parseArguments, streamedError } from './chat-chunks.js';
 import { MalformedStreamError } from './errors.js';
 import { replyFinishReason } from './finish-reason.js';
-import { describeError, httpModelError, parseRetryAfter, providerMessage } from './http-status.js';
+import { describeError, httpModelError, parseRetryAfter, providerMessage, redactUrlCredentials } from './http-status.js';
 import { checkKnownKeys, optionKeys } from '../known-keys.js';
 
 /*
@@ -80,9 +80,9 @@ export function aiSdkModel(languageModel: AiSdkLanguageModel, options: AiSdkMode
       try {
         guard.throwIfStopped();
         const hasTools = request.tools.length > 0;
-        let stream: ReadableStream<unknown>;
+        let result: unknown;
         try {
-          ({ stream } = await guard.race(
+          result = await guard.race(
             languageModel.doStream({
               prompt: toLanguageModelPrompt(request.messages),
               ...(hasTools ? { tools: toLanguageModelTools(request.tools), toolChoice: { type: 'auto' } } : {}),
@@ -91,17 +91,30 @@ export function aiSdkModel(languageModel: AiSdkLanguageModel, options: AiSdkMode
               // HTTP providers send it; others ignore headers.
               headers: { 'Idempotency-Key': request.idempotencyKey },
             }),
-          ));
+          );
         } catch (error) {
           throw guard.stopReason() ?? toModelError(error, languageModel, false);
         }
         guard.touch();
-        return await consume(stream, guard, request, languageModel, version);
+        return await consume(streamOf(result), guard, request, languageModel, version);
       } finally {
         guard.dispose();
       }
     },
   };
+}
+
+/**
+ * The `stream` of what `doStream` resolved to. A provider (or a hand-written model) that resolves
+ * to something else is broken the same way on every attempt: MalformedStreamError, not a TypeError.
+ */
+function streamOf(result: unknown): ReadableStream<unknown> {
+  const stream = (result as { stream?: unknown } | null | undefined)?.stream;
+  if (typeof (stream as { getReader?: unknown } | null | undefined)?.getReader !== 'function') {
+    const got = result === null || typeof result !== 'object' ? String(result) : `an object with keys [${Object.keys(result).join(', ')}]`;
+    throw new MalformedStreamError(`doStream resolved without a readable stream (got ${clip(got)})`);
+  }
+  return stream as ReadableStream<unknown>;
 }
 
 /** The call option for a request's answer format (the AI SDK's `{ type: 'json', schema, name, description }`). */
@@ -189,14 +202,15 @@ async function consume(
   } finally {
     if (!ended) reader.cancel().catch(() => {});
   }
-  // The provider flushes a cut stream as a finish part with reason 'unknown' (and any half-received
-  // tool calls as complete ones): that reply is not the model's, so none of it may reach the loop.
-  if (finish === undefined || finish.reason === 'unknown') {
+  // The provider flushes a cut stream as a finish part with reason 'unknown' or 'error' (and any
+  // half-received tool calls as complete ones): that reply is not the model's, so none of it may
+  // reach the loop, whichever specification version said so.
+  if (finish === undefined || isUnfinished(finish)) {
     const why = invalidData
       ? `the provider said: ${invalidData.message}`
       : finish === undefined
         ? 'no finish part'
-        : 'the provider reported finish reason "unknown"';
+        : `the provider reported finish reason "${finish.reason}"`;
     throw new ModelError(`the stream ended before the model finished (${why})`, { retryable: true, cause: invalidData });
   }
   if (invalidData) throw new MalformedStreamError(clip(invalidData.message), { cause: invalidData });
@@ -227,7 +241,7 @@ export function toModelError(error: unknown, languageModel: Pick<AiSdkLanguageMo
     const headers = lowerCaseKeys(error.responseHeaders);
     const retryAfterMs = parseRetryAfter((name) => headers.get(name));
     if (error.statusCode === undefined) {
-      return new ModelError(`could not reach the provider: ${error.message}`, {
+      return new ModelError(`could not reach the provider: ${redactUrlCredentials(error.message)}`, {
         retryable: error.isRetryable,
         retryAfterMs,
         cause: error,
@@ -247,7 +261,8 @@ export function toModelError(error: unknown, languageModel: Pick<AiSdkLanguageMo
   if (isAiSdkError<TypeValidationError>(error, 'AI_TypeValidationError')) return new MalformedStreamError(clip(JSON.stringify(error.value) ?? String(error.value)), { cause: error });
   if (error instanceof Error) {
     if (transport) return new ModelError(`the connection was lost mid-stream: ${describeError(error)}`, { retryable: true, cause: error });
-    return new ModelError(`${languageModel.provider} failed: ${error.message}`, { retryable: false, cause: error });
+    // fetch's own message quotes a URL with credentials in full ("…includes credentials: <url>").
+    return new ModelError(`${languageModel.provider} failed: ${redactUrlCredentials(error.message)}`, { retryable: false, cause: error });
   }
   // A provider's own error object inside the stream, e.g. `{ message, type: 'server_error' }`.
   return streamedError(error);

@@ -24,11 +24,26 @@ function isObject(value: unknown): value is Json {
   return value !== null && typeof value === 'object' && !Array.isArray(value);
 }
 
+/**
+ * A delta's `content` as text: a string, or (as some servers send it) an array of content parts,
+ * whose `text` parts are joined; null or absent is no text. Anything else (a number, an object) is a
+ * broken server: dropping it would turn the answer into ''.
+ */
+function textOf(content: unknown): string {
+  if (content == null) return '';
+  if (typeof content === 'string') return content;
+  if (Array.isArray(content) && content.every((part) => isObject(part) && (part.type !== 'text' || typeof part.text === 'string'))) {
+    return content.map((part) => (part.type === 'text' ? (part.text as string) : '')).join('');
+  }
+  throw new MalformedStreamError(`"content" is neither a string nor a list of content parts: ${preview(content)}`);
+}
+
 export class ChatChunkAssembler {
   private text = '';
   private readonly calls: PartialCall[] = [];
   private readonly byIndex = new Map<number, PartialCall>();
   private rawFinishReason: string | undefined;
+  private sawChoice = false;
   /** The provider's usage fields as sent; `parseModelReply` judges them once, in `reply()`. */
   private usage: { inputTokens: unknown; outputTokens: unknown } | undefined;
   private readonly onTextDelta: ((delta: string) => void) | undefined;
@@ -45,6 +60,11 @@ export class ChatChunkAssembler {
     return this.rawFinishReason !== undefined;
   }
 
+  /** True once a chunk carried a choice: a stream of usage alone (or nothing) holds no reply. */
+  get hasChoice(): boolean {
+    return this.sawChoice;
+  }
+
   push(chunk: unknown): void {
     if (!isObject(chunk)) throw new MalformedStreamError(`expected a JSON object, got ${preview(chunk)}`);
     if (chunk.error != null) throw streamedError(chunk.error);
@@ -57,6 +77,7 @@ export class ChatChunkAssembler {
       if (!isObject(choice)) throw new MalformedStreamError(`a choice is not an object: ${preview(choice)}`);
       // We never ask for n > 1; a stray second choice must not be mixed into the first.
       if (typeof choice.index === 'number' && choice.index !== 0) continue;
+      this.sawChoice = true;
       const delta = isObject(choice.delta) ? choice.delta : isObject(choice.message) ? choice.message : undefined;
       if (delta !== undefined) this.takeDelta(delta);
       if (typeof choice.finish_reason === 'string') this.rawFinishReason = choice.finish_reason;
@@ -83,8 +104,8 @@ export class ChatChunkAssembler {
   }
 
   private takeDelta(delta: Json): void {
-    const content = delta.content;
-    if (typeof content === 'string' && content.length > 0) {
+    const content = textOf(delta.content);
+    if (content.length > 0) {
       this.text += content;
       this.onTextDelta?.(content);
     }

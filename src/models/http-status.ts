@@ -16,23 +16,57 @@ export function isRetryableStatus(status: number): boolean {
 
 /**
  * Delay the server asked for, in ms: `retry-after-ms` (OpenAI, precise) wins over `retry-after`
- * (seconds, possibly fractional, or an HTTP date). Absent or unreadable → undefined.
+ * (decimal seconds, possibly fractional, or an HTTP date). Absent or unreadable → undefined.
+ * Only decimal digits count as a number: `Number()` alone would read `0x10` as 16 s and `1e3` as
+ * 1000 s, delays no server meant.
  */
 export function parseRetryAfter(
   get: (name: string) => string | null | undefined,
   now: number = Date.now(),
 ): number | undefined {
-  const ms = get('retry-after-ms');
-  if (ms != null && ms.trim() !== '') {
-    const value = Number(ms);
-    if (Number.isFinite(value) && value >= 0) return Math.round(value);
-  }
-  const header = get('retry-after');
-  if (header == null || header.trim() === '') return undefined;
-  const seconds = Number(header);
-  if (Number.isFinite(seconds)) return seconds >= 0 ? Math.round(seconds * 1000) : undefined;
+  const ms = decimal(get('retry-after-ms'));
+  if (ms !== undefined) return Math.round(ms);
+  const header = get('retry-after')?.trim();
+  if (!header) return undefined;
+  const seconds = decimal(header);
+  if (seconds !== undefined) return Math.round(seconds * 1000);
+  if (!HTTP_DATE.some((format) => format.test(header))) return undefined;
   const date = Date.parse(header);
   return Number.isNaN(date) ? undefined : Math.max(0, date - now);
+}
+
+const DECIMAL = /^\d+(\.\d+)?$/;
+
+function decimal(text: string | null | undefined): number | undefined {
+  const trimmed = text?.trim();
+  return trimmed && DECIMAL.test(trimmed) ? Number(trimmed) : undefined;
+}
+
+/**
+ * The three date forms RFC 9110 §5.6.7 has recipients accept (IMF-fixdate, RFC 850, asctime).
+ * Checked before `Date.parse`, which is lenient enough to read `5, 10` as a date in 2001.
+ */
+const HTTP_DATE = [
+  /^[A-Za-z]{3}, \d{2} [A-Za-z]{3} \d{4} \d{2}:\d{2}:\d{2} GMT$/,
+  /^[A-Za-z]{6,9}, \d{2}-[A-Za-z]{3}-\d{2} \d{2}:\d{2}:\d{2} GMT$/,
+  /^[A-Za-z]{3} [A-Za-z]{3} [ \d]\d \d{2}:\d{2}:\d{2} \d{4}$/,
+];
+
+/** `scheme://user:password@`: everything between `//` and the authority's last `@`. */
+const URL_USERINFO = /\b([a-z][a-z\d+.-]*:\/\/)[^\s/?#]*@/gi;
+
+/**
+ * `text` with the user info of every URL in it replaced by `***`: a `user:key@host` URL quoted in
+ * an error (ours, or fetch's own "cannot be constructed from a URL that includes credentials")
+ * would otherwise carry the key into traces, session stores and eval datasets.
+ *
+ * @example
+ * ```ts
+ * redactUrlCredentials('could not reach http://me:sk-1@proxy/v1'); // 'could not reach http://***@proxy/v1'
+ * ```
+ */
+export function redactUrlCredentials(text: string): string {
+  return text.replace(URL_USERINFO, '$1***@');
 }
 
 /**
@@ -95,12 +129,12 @@ export interface HttpErrorContext {
 export function describeError(error: unknown): string {
   if (!(error instanceof Error)) return safeString(error);
   const cause = error.cause instanceof Error ? ` (${error.cause.message})` : '';
-  return `${error.message}${cause}`;
+  return redactUrlCredentials(`${error.message}${cause}`);
 }
 
 function safeString(value: unknown): string {
   try {
-    return String(value);
+    return redactUrlCredentials(String(value));
   } catch {
     return 'an unprintable error';
   }
@@ -131,7 +165,8 @@ export function httpModelError(ctx: HttpErrorContext): ModelError {
     default:
       text = `the provider returned HTTP ${ctx.status}${said}`;
   }
-  return new ModelError(text, {
+  // The URL and the provider's words may both quote a URL with credentials in it.
+  return new ModelError(redactUrlCredentials(text), {
     status: ctx.status,
     retryable: ctx.retryable ?? isRetryableStatus(ctx.status),
     retryAfterMs: ctx.retryAfterMs,

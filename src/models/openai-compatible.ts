@@ -3,7 +3,7 @@ import { ModelError, RESPONSE_FORMAT_VERSION } from '../model.js';
 import { CallGuard, DEFAULT_MODEL_DEADLINE_MS, timeoutOption } from './call-guard.js';
 import { ChatChunkAssembler, preview } from './chat-chunks.js';
 import { MalformedStreamError } from './errors.js';
-import { describeError, httpModelError, parseRetryAfter, providerMessage } from './http-status.js';
+import { describeError, httpModelError, parseRetryAfter, providerMessage, redactUrlCredentials } from './http-status.js';
 import { toWireMessages, toWireResponseFormat, toWireTools } from './openai-wire.js';
 import { SseParser, type SseEvent } from './sse.js';
 import { checkKnownKeys, optionKeys } from '../known-keys.js';
@@ -64,8 +64,20 @@ const DEFAULT_MAX_RESPONSE_BYTES = 256 * 1024 * 1024;
 const MAX_ERROR_BODY_BYTES = 64 * 1024;
 
 /**
+ * After the finish reason, how long to wait for the trailing usage chunk and `[DONE]`: a server
+ * that never sends `[DONE]` nor closes would otherwise hold a complete reply until the read
+ * timeout, which then discards it. Under a read timeout of 2 s the grace is half of it, so it
+ * always ends before the read timeout fires.
+ */
+const FINISH_GRACE_MS = 1000;
+
+/**
  * A Model that speaks the Chat Completions streaming API with no dependency beyond `fetch`.
  * It never retries: it reports `status` / `retryable` / `retryAfterMs` and the retry wrapper decides.
+ * A `baseURL` with credentials in it (`https://user:key@host/v1`) is refused with InvalidConfigError:
+ * fetch cannot send them, and an error quoting the URL would leak them. Pass them as `apiKey` or
+ * `headers` (e.g. `authorization: 'Basic …'`). A stream that sent its finish reason but neither
+ * `[DONE]` nor its end is returned after a grace of at most 1 s for the trailing usage chunk.
  *
  * @example
  * ```ts
@@ -78,9 +90,11 @@ export function openAICompatibleModel(options: OpenAICompatibleOptions): Model {
   for (const key of ['baseURL', 'model'] as const) {
     if (typeof options?.[key] !== 'string' || options[key] === '') throw new InvalidConfigError(`openAICompatibleModel: ${key} must be a non-empty string`);
   }
+  refuseCredentials(options.baseURL);
   const url = `${options.baseURL.replace(/\/+$/, '')}/chat/completions`;
   const readTimeoutMs = timeoutOption('readTimeoutMs', options.readTimeoutMs, DEFAULT_READ_TIMEOUT_MS);
   const deadlineMs = timeoutOption('deadlineMs', options.deadlineMs, DEFAULT_MODEL_DEADLINE_MS);
+  const finishGraceMs = Math.min(FINISH_GRACE_MS, readTimeoutMs / 2);
   const maxResponseBytes = options.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES;
   if (!Number.isInteger(maxResponseBytes) || maxResponseBytes <= 0) {
     throw new RangeError(`maxResponseBytes must be a positive integer, got ${String(maxResponseBytes)}`);
@@ -120,7 +134,7 @@ export function openAICompatibleModel(options: OpenAICompatibleOptions): Model {
             signal: guard.signal,
           });
         } catch (error) {
-          throw guard.stopReason() ?? new ModelError(`could not reach ${url}: ${describeError(error)}. Check that the server is running and the baseURL`, { retryable: true, cause: error });
+          throw guard.stopReason() ?? new ModelError(redactUrlCredentials(`could not reach ${url}: ${describeError(error)}. Check that the server is running and the baseURL`), { retryable: true, cause: error });
         }
         guard.touch();
         if (!response.ok) throw await failedResponse(response, guard, options.model, url);
@@ -135,7 +149,7 @@ export function openAICompatibleModel(options: OpenAICompatibleOptions): Model {
           assembler.push(parseChunk(await readText(response, guard, maxResponseBytes)));
           return assembler.reply();
         }
-        await readStream(response, guard, assembler, maxResponseBytes);
+        await readStream(response, guard, assembler, { maxBytes: maxResponseBytes, finishGraceMs });
         return assembler.reply();
       } finally {
         guard.dispose();
@@ -144,15 +158,18 @@ export function openAICompatibleModel(options: OpenAICompatibleOptions): Model {
   };
 }
 
-async function readStream(response: Response, guard: CallGuard, assembler: ChatChunkAssembler, maxBytes: number): Promise<void> {
+async function readStream(response: Response, guard: CallGuard, assembler: ChatChunkAssembler, limits: StreamLimits): Promise<void> {
   if (response.body === null) throw new ModelError('the provider sent an empty response body', { retryable: true });
   const reader = response.body.getReader();
+  const head = new BodyHead(MAX_ERROR_BODY_BYTES);
   let sawDone = false;
+  let sawEvent = false;
   let received = 0;
   const parser = new SseParser((event: SseEvent) => {
     // One network read can hold many events: once the caller aborts (even from inside
     // onTextDelta) no further delta may be delivered.
     if (guard.signal.aborted) guard.throwIfStopped();
+    sawEvent = true;
     if (sawDone) return;
     if (event.data === '[DONE]') {
       sawDone = true;
@@ -161,15 +178,13 @@ async function readStream(response: Response, guard: CallGuard, assembler: ChatC
     if (event.type === 'error') throw errorEvent(event.data);
     assembler.push(parseChunk(event.data));
   });
+  let graceEndsAt: number | undefined;
   let finishedReading = false;
   try {
     while (!sawDone) {
-      let result: Awaited<ReturnType<typeof reader.read>>;
-      try {
-        result = await reader.read();
-      } catch (error) {
-        throw guard.stopReason() ?? new ModelError(`the connection was lost mid-stream: ${describeError(error)}`, { retryable: true, cause: error });
-      }
+      const result = await readChunk(reader, guard, graceEndsAt);
+      // The grace after the finish reason is over: the reply is complete without [DONE].
+      if (result === undefined) break;
       if (result.done) {
         finishedReading = true;
         parser.end();
@@ -177,17 +192,106 @@ async function readStream(response: Response, guard: CallGuard, assembler: ChatC
       }
       guard.touch();
       received += result.value.byteLength;
-      if (received > maxBytes) throw tooLarge(maxBytes);
+      if (received > limits.maxBytes) throw tooLarge(limits.maxBytes);
+      if (!sawEvent) head.keep(result.value);
       parser.push(result.value);
+      if (graceEndsAt === undefined && assembler.finished) graceEndsAt = Date.now() + limits.finishGraceMs;
     }
   } finally {
-    // After [DONE] or an error there may be bytes left: cancel so the socket is released now.
+    // After [DONE], the grace or an error there may be bytes left: cancel so the socket is released now.
     if (!finishedReading) reader.cancel().catch(() => {});
   }
+  // No SSE event at all: the body may be one JSON object, typically an error the provider sent
+  // with the stream's content type. Read like a non-streamed body, so it is classified the same.
+  const json = sawEvent ? undefined : head.jsonText();
+  if (json !== undefined) assembler.push(parseChunk(json));
+  if (assembler.finished) return;
   // Without [DONE] the reply still counts when a finish reason arrived (some servers omit [DONE]);
   // otherwise the connection was cut and another attempt may succeed.
-  if (!sawDone && !assembler.finished) {
-    throw new ModelError('the stream ended before the model finished (no finish_reason, no [DONE])', { retryable: true });
+  if (!sawDone) throw new ModelError('the stream ended before the model finished (no finish_reason, no [DONE])', { retryable: true });
+  // [DONE] after nothing but usage (or nothing at all) is an empty answer, not a reply with no text.
+  if (!assembler.hasChoice) throw new ModelError('the stream carried [DONE] but no reply (no choice, no finish_reason)', { retryable: true });
+}
+
+interface StreamLimits {
+  maxBytes: number;
+  /** How long to wait for [DONE] once the finish reason arrived (see FINISH_GRACE_MS). */
+  finishGraceMs: number;
+}
+
+/**
+ * The next piece of the body. Once a finish reason arrived (`graceEndsAt` set) it is undefined
+ * when nothing came in time, and a dropped connection ends the stream instead of failing it:
+ * the reply is already complete.
+ */
+async function readChunk(
+  reader: ReadableStreamDefaultReader<Uint8Array>,
+  guard: CallGuard,
+  graceEndsAt: number | undefined,
+): Promise<ReadableStreamReadResult<Uint8Array> | undefined> {
+  try {
+    return graceEndsAt === undefined ? await reader.read() : await within(reader.read(), graceEndsAt - Date.now());
+  } catch (error) {
+    const stopped = guard.stopReason();
+    if (stopped) throw stopped;
+    if (graceEndsAt !== undefined) return undefined;
+    throw new ModelError(`the connection was lost mid-stream: ${describeError(error)}`, { retryable: true, cause: error });
+  }
+}
+
+/** `promise`'s result, or undefined when `ms` pass first. */
+function within<T>(promise: Promise<T>, ms: number): Promise<T | undefined> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<undefined>((resolve) => {
+    timer = setTimeout(resolve, Math.max(0, ms), undefined);
+  });
+  return Promise.race([promise, late]).finally(() => clearTimeout(timer));
+}
+
+/**
+ * The start of a streamed body, kept until its first SSE event: a server may answer a stream
+ * request with one JSON object (a quota error, say) under `text/event-stream`, which the SSE
+ * parser drops as a line with no known field. Past `maxBytes` it is no such answer and is let go.
+ */
+class BodyHead {
+  private readonly decoder = new TextDecoder();
+  private text: string | undefined = '';
+  private bytes = 0;
+  private readonly maxBytes: number;
+
+  constructor(maxBytes: number) {
+    this.maxBytes = maxBytes;
+  }
+
+  keep(chunk: Uint8Array): void {
+    if (this.text === undefined) return;
+    this.bytes += chunk.byteLength;
+    this.text = this.bytes > this.maxBytes ? undefined : this.text + this.decoder.decode(chunk, { stream: true });
+  }
+
+  /** The body, when it looks like one JSON object. */
+  jsonText(): string | undefined {
+    const text = this.text === undefined ? undefined : (this.text + this.decoder.decode()).trim();
+    return text?.startsWith('{') ? text : undefined;
+  }
+}
+
+/**
+ * Credentials in the URL: fetch refuses them, and every error quoting the URL would leak them.
+ * The message names the problem without repeating the URL.
+ */
+function refuseCredentials(baseURL: string): void {
+  let parsed: URL;
+  try {
+    parsed = new URL(baseURL);
+  } catch {
+    // Unparsable: the first call reports it (could not reach …), with any user info redacted.
+    return;
+  }
+  if (parsed.username !== '' || parsed.password !== '') {
+    throw new InvalidConfigError(
+      'openAICompatibleModel: baseURL must not contain credentials (user:password@); pass the key as apiKey or in an authorization header',
+    );
   }
 }
 

@@ -332,6 +332,24 @@ describe('aiSdkModel with MockLanguageModelV2', () => {
     expect((error as Error).message).toContain('The server had an error processing your request');
   });
 
+  it('a V2 finish reason "error" is a stream that did not finish: retryable, nothing comes out, as from V3', async () => {
+    const mock = streaming([{ type: 'text-delta', id: '1', delta: 'half an ans' }, { type: 'finish', finishReason: 'error', usage }]);
+    const error = await failure(aiSdkModel(mock).generate(request()));
+    expect(error).toBeInstanceOf(ModelError);
+    expect(error).toMatchObject({ retryable: true });
+    expect((error as Error).message).toBe('the stream ended before the model finished (the provider reported finish reason "error")');
+  });
+
+  it.each([
+    ['an object without stream', { response: {} }, 'an object with keys [response]'],
+    ['null', null, 'null'],
+  ])('doStream resolving to %s is a MalformedStreamError', async (_, result, got) => {
+    const mock = new MockLanguageModelV2({ doStream: async () => result as never });
+    const error = await failure(aiSdkModel(mock).generate(request()));
+    expect(error).toBeInstanceOf(MalformedStreamError);
+    expect((error as Error).message).toBe(`malformed stream chunk: doStream resolved without a readable stream (got ${got})`);
+  });
+
   it('a stream that ends without a finish part is a retryable error', async () => {
     const error = await failure(aiSdkModel(streaming([{ type: 'text-delta', id: '1', delta: 'x' }])).generate(request()));
     expect(error).toMatchObject({ retryable: true });

@@ -231,6 +231,28 @@ describe('openAICompatibleModel: HTTP errors', () => {
     expect(dated.retryAfterMs).toBeLessThanOrEqual(5_000);
   });
 
+  it.each(
+    ['0x10', '1e3', '5, 10', 'Infinity', '-1', '16s'].flatMap((value) => [
+      ['retry-after', value],
+      ['retry-after-ms', value],
+    ]),
+  )('ignores %s %j: only decimal digits or an HTTP date count', async (header, value) => {
+    server.enqueue({ type: 'error', status: 429, headers: { [header]: value } });
+    expect(await failure(model().generate(request()))).toMatchObject({ status: 429, retryable: true, retryAfterMs: undefined });
+  });
+
+  it('reads retry-after in all three HTTP date forms', async () => {
+    const later = new Date(Date.now() + 60_000);
+    const [weekday, day, month, year, time] = later.toUTCString().split(/,? /) as [string, string, string, string, string];
+    const long = later.toLocaleDateString('en-US', { weekday: 'long', timeZone: 'UTC' });
+    const forms = [later.toUTCString(), `${long}, ${day}-${month}-${year.slice(2)} ${time} GMT`, `${weekday} ${month} ${day.replace(/^0/, ' ')} ${time} ${year}`];
+    for (const form of forms) server.enqueue({ type: 'error', status: 503, headers: { 'retry-after': form } });
+    for (const form of forms) {
+      const error = (await failure(model().generate(request()))) as ModelError;
+      expect(error.retryAfterMs, form).toBeGreaterThan(50_000);
+    }
+  });
+
   it.each([500, 502, 503, 529, 408, 409])('%i is retryable', async (status) => {
     server.enqueue({ type: 'error', status, body: 'upstream trouble' });
     const error = await failure(model().generate(request()));
