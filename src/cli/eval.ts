@@ -27,11 +27,13 @@ options:
   --agent MODULE    a module exporting \`agent\`: an AgentConfig, or a function (case) => AgentConfig
   --scorers MODULE  a module exporting \`scorers\` (Scorer[]; default: the cases' expectations and
                     same decisions as the recording)
-  --dry-run         answer the model from the recording too (nothing is called)
+  --dry-run         answer the model, compactions and guardrails from the recording too
+                    (nothing is called)
   --live-tools A,B  these tools run for real; every other call is answered from the recording
   --concurrency N   cases run at once (default 4)
   --results FILE    each finished case is appended here; a rerun skips the cases it holds
-                    (default DATASET/.results.jsonl; --fresh starts over)
+                    that ran, and runs the others again (default DATASET/.results.jsonl;
+                    --fresh starts over)
   --format F        table (default), json or junit
   -o, --out FILE    write the report there (the table still goes to stdout)
   --timeout MS      each case's runs must end within this (default 120000)

@@ -31,6 +31,12 @@ export type EvalCaseProblem =
   | 'tools'
   /** The agent (its module, or the function giving the case's config) could not be had. */
   | 'agent'
+  /**
+   * A dry run met an effect the recording has no answer for: a compaction or guardrail it does
+   * not record (this fails the run, whose decisions still diff), or a tool source listing or
+   * operation hook, which no recording holds (this fails the case).
+   */
+  | 'unrecorded'
   /** The run itself broke (its session failed, or it did not finish within the case's time). */
   | 'run'
   /** The dataset file of the case is corrupt. */
@@ -73,5 +79,27 @@ export class ScorerError extends LoopchartError {
     super('ScorerFailed', `case '${caseId}', scorer '${scorer}': ${detail}`, options);
     this.caseId = caseId;
     this.scorer = scorer;
+  }
+}
+
+/**
+ * `runEval` or `runCase` was given an option out of range (a concurrency that is not a whole
+ * number from 1, a timeout that is no positive number of ms, a scorer's gate outside 0..1):
+ * thrown before any case runs, naming the option. Its code is `InvalidConfig`.
+ *
+ * @example
+ * ```ts
+ * try {
+ *   await runEval({ dataset: 'evals/support', agent: config, concurrency: Number(process.env.EVAL_CONCURRENCY) });
+ * } catch (error) {
+ *   if (EvalOptionsError.isInstance(error)) console.error(`fix ${error.option}: ${error.message}`);
+ * }
+ * ```
+ */
+export class EvalOptionsError extends LoopchartError {
+  readonly option: string;
+  constructor(entry: 'runEval' | 'runCase', option: string, problem: string) {
+    super('InvalidConfig', `${entry} option '${option}': ${problem}`);
+    this.option = option;
   }
 }

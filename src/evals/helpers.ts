@@ -41,9 +41,11 @@ export async function expectToPass(evalCase: EvalCase, run: CaseRun, scorers: re
 
 /**
  * The decision diff of a stored session against another agent: the recorded replies and results
- * fed through the new config's brain and driver (its tools quarantined, its model answered from
- * the recording: nothing is called), and the first decision that differs, with the rule on each
- * side. A tool the agent no longer has shows as a difference (what it is offered), not an error.
+ * fed through the new config's brain and driver (its tools quarantined, its model, compactions
+ * and guardrails answered from the recording: nothing is called), and the first decision that
+ * differs, with the rule on each side. A tool the agent no longer has shows as a difference (what
+ * it is offered), not an error; an agent with tool sources or operation hooks, which no recording
+ * answers, is an `EvalCaseError` (problem `unrecorded`).
  *
  * @example
  * ```ts

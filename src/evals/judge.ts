@@ -1,5 +1,7 @@
+import { createHash } from 'node:crypto';
 import { z } from 'zod';
 import type { Model } from '../model.js';
+import type { Message } from '../schemas.js';
 import type { Scorer } from './scorers.js';
 
 const VerdictSchema = z.object({ score: z.number().min(0).max(1), reason: z.string().optional() });
@@ -35,6 +37,16 @@ export function readVerdict(text: string): z.infer<typeof VerdictSchema> {
 }
 
 /**
+ * The judge call's idempotency key: the case and a digest of what is graded (rubric, input,
+ * outcome, answer). A provider that honours the key answers a repeat of the same grading from
+ * its cache; another answer of the same case (a changed agent, a new evaluation) is a new call,
+ * never the cached grade of the old one.
+ */
+function judgeKey(caseId: string, messages: readonly Message[]): string {
+  return `judge:${caseId}:${createHash('sha256').update(JSON.stringify(messages)).digest('hex').slice(0, 32)}`;
+}
+
+/**
  * A scorer that asks a model to grade the run's final answer against a rubric. The judge gets the
  * case's input and the answer and must reply `{ "score": 0..1, "reason": "..." }`; a judge that
  * throws, answers otherwise or takes longer than `timeoutMs` fails that case's score with a
@@ -53,21 +65,17 @@ export function judge(options: JudgeOptions): Scorer {
     ...(options.threshold !== undefined && { threshold: options.threshold }),
     ...(options.timeoutMs !== undefined && { timeoutMs: options.timeoutMs }),
     async score(evalCase, run, { signal }) {
-      const reply = await model.generate({
-        messages: [
-          {
-            role: 'system',
-            content: 'You grade the answer of an AI agent against a rubric. Reply with one JSON object and nothing else: {"score": <a number from 0 to 1>, "reason": "<one sentence>"}.',
-          },
-          {
-            role: 'user',
-            content: `Rubric:\n${rubric}\n\nWhat the user asked:\n${evalCase.input.join('\n---\n')}\n\nHow the run ended: ${run.outcome.type}\n\nThe agent's final answer:\n${run.text}`,
-          },
-        ],
-        tools: [],
-        signal,
-        idempotencyKey: `judge:${evalCase.id}`,
-      });
+      const messages: Message[] = [
+        {
+          role: 'system',
+          content: 'You grade the answer of an AI agent against a rubric. Reply with one JSON object and nothing else: {"score": <a number from 0 to 1>, "reason": "<one sentence>"}.',
+        },
+        {
+          role: 'user',
+          content: `Rubric:\n${rubric}\n\nWhat the user asked:\n${evalCase.input.join('\n---\n')}\n\nHow the run ended: ${run.outcome.type}\n\nThe agent's final answer:\n${run.text}`,
+        },
+      ];
+      const reply = await model.generate({ messages, tools: [], signal, idempotencyKey: judgeKey(evalCase.id, messages) });
       const verdict = readVerdict(reply.message.content);
       return verdict.reason === undefined ? { score: verdict.score } : { score: verdict.score, reason: verdict.reason };
     },

@@ -1,16 +1,22 @@
-import type { SideEffectOutputs } from '../agent/protocol/executor.js';
+import type { SideEffectInputs, SideEffectOutputs } from '../agent/protocol/executor.js';
 import { ModelError } from '../model.js';
-import type { ToolCall, ToolMessage } from '../schemas.js';
-import type { TraceEntry } from '../sessions/trace.js';
+import type { Message, ToolCall, ToolMessage } from '../schemas.js';
+import { promptsOf, type TraceEntry, type TraceEntryOf } from '../sessions/trace.js';
 import type { EvalCase } from './dataset.js';
 import { argsText } from './decisions.js';
 import { lastOfEach } from './record.js';
 
 /*
  * What a case's recording (or its hand-written tool answers) says the outside world answered:
- * tool results by call, model replies by run and turn, approval decisions by call. A quarantined
- * run asks here instead of calling anything.
+ * tool results by call, model replies, compactions and guardrail verdicts by run and turn,
+ * approval decisions by call. A quarantined run asks here instead of calling anything.
  */
+
+/** How many system messages a list starts with. */
+function leadingSystem(messages: readonly Message[]): number {
+  const first = messages.findIndex((message) => message.role !== 'system');
+  return first === -1 ? messages.length : first;
+}
 
 /** Where a tool call's result came from in a case's run. */
 export type ToolSourceKind = 'recorded' | 'live' | 'unrecorded';
@@ -37,14 +43,32 @@ export class RecordedWorld {
   readonly #approvals = new Map<string, { approved: boolean; reason?: string | undefined }>();
   readonly #approvalsByCall = new Map<string, { approved: boolean; reason?: string | undefined }>();
   readonly #answers: NonNullable<EvalCase['toolResults']>;
+  /** Each compaction with the conversation it left: the trace keeps no messages of its own, so they are read off the next model call's prompt. */
+  readonly #compactions = new Map<string, { entry: TraceEntryOf<'compaction'>; prompt: Message[] | undefined }>();
+  readonly #guardrails = new Map<string, TraceEntryOf<'guardrail'>>();
 
   constructor(evalCase: EvalCase) {
     this.#answers = evalCase.toolResults ?? [];
     const trace = evalCase.recording ? lastOfEach(evalCase.recording.trace) : [];
     const runs = new Map<number, number>();
     const calls = new Map<string, ToolCall>();
+    // Prompts are deltas on the call recorded before, retries included: rebuilt from the whole trace.
+    const models = (evalCase.recording?.trace ?? []).filter((entry) => entry.type === 'model');
+    const rebuilt = promptsOf(models);
+    const prompts = new Map<TraceEntry, Message[]>(models.map((entry, i) => [entry, rebuilt[i]!]));
+    let waiting: { entry: TraceEntryOf<'compaction'>; prompt: Message[] | undefined }[] = [];
     for (const entry of trace) {
       if (entry.type === 'run' && !runs.has(entry.run)) runs.set(entry.run, runs.size);
+      if (entry.type === 'compaction') {
+        const compaction = { entry, prompt: undefined };
+        this.#compactions.set(`${runs.get(entry.run) ?? 0}:${entry.turn}`, compaction);
+        waiting.push(compaction);
+      }
+      if (entry.type === 'guardrail') this.#guardrails.set(`${runs.get(entry.run) ?? 0}:${entry.turn}:${entry.stage}:${entry.name}`, entry);
+      if (entry.type === 'model') {
+        for (const compaction of waiting) if (compaction.entry.run === entry.run) compaction.prompt = prompts.get(entry);
+        waiting = [];
+      }
       if (entry.type === 'model') {
         this.#replies.set(`${runs.get(entry.run) ?? 0}:${entry.turn}`, entry);
         for (const call of entry.reply?.message.toolCalls ?? []) calls.set(call.id, call);
@@ -97,6 +121,30 @@ export class RecordedWorld {
       finishReason: (finishReason ?? (message.toolCalls?.length ? 'tool-calls' : 'stop')) as SideEffectOutputs['model']['finishReason'],
       ...(usage && { usage }),
     };
+  }
+
+  /**
+   * The recorded compaction of the run's turn, as the compactor's answer: unchanged, or the
+   * conversation the next model call of the run was sent (less the system parts the request
+   * put before it). Undefined when the recording has none; a recorded failure is thrown again.
+   */
+  compaction(run: number, input: SideEffectInputs['compaction']): SideEffectOutputs['compaction'] | undefined {
+    const recorded = this.#compactions.get(`${run}:${input.turn}`);
+    if (!recorded) return undefined;
+    const { entry, prompt } = recorded;
+    if (entry.error) throw new Error(`recorded failure: ${entry.error.message}`);
+    if (!entry.rewritten) return { before: input.tokensBefore, after: input.tokensBefore };
+    if (!prompt) return undefined;
+    const added = Math.max(0, leadingSystem(prompt) - leadingSystem(input.messages));
+    return { before: input.tokensBefore, after: entry.after, messages: prompt.slice(added) };
+  }
+
+  /** The recorded verdict of one guardrail of the run's turn and stage; undefined when none; a recorded failure is thrown again. */
+  guardrail(run: number, input: SideEffectInputs['guardrail']): SideEffectOutputs['guardrail'] | undefined {
+    const entry = this.#guardrails.get(`${run}:${input.turn}:${input.stage}:${input.guardrail}`);
+    if (!entry) return undefined;
+    if (!entry.verdict) throw new Error(`recorded failure: ${entry.error?.message ?? 'the guardrail failed'}`);
+    return entry.verdict;
   }
 
   /** The recorded decision on a call that needed approval (by id, else by name + args). */

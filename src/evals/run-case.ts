@@ -1,6 +1,7 @@
 import { createAgentMachine } from '../../machines/agent.machine.js';
 import type { AgentConfig } from '../agent/core/config.js';
-import { inProcessExecutor, type Executor, type SideEffect, type SideEffectOutputs } from '../agent/protocol/executor.js';
+import { inProcessExecutor } from '../agent/protocol/executor.js';
+import type { AgentOutput } from '../agent/protocol/actor-types.js';
 import type { AgentOutcome } from '../agent/protocol/failure.js';
 import { answerWaits } from '../agent/hosts/unattended.js';
 import { LoopchartError } from '../errors.js';
@@ -14,16 +15,21 @@ import type { EvalCase } from './dataset.js';
 import { decisionsOf, firstDifference, type Decision, type DecisionDifference } from './decisions.js';
 import { EvalCaseError } from './errors.js';
 import { lastOfEach } from './record.js';
-import { RecordedWorld, unrecordedResult, type ToolSourceKind } from './recorded.js';
+import { RunCaseOptionsSchema, checkOptions } from './options.js';
+import { quarantine } from './quarantine.js';
+import { RecordedWorld, type ToolSourceKind } from './recorded.js';
 
 /** The agent a case runs against: a config, or a function giving one per case (a throw fails that case only). */
 export type EvalAgent = AgentConfig | ((evalCase: EvalCase) => AgentConfig | Promise<AgentConfig>);
 
 export interface RunCaseOptions {
   /**
-   * 'live' (default): the agent's model answers. 'recorded': a dry run, each model call answered
-   * with the recording's reply of the same run and turn (a call it has none for fails the run
-   * with a ModelError saying so).
+   * 'live' (default): the agent's model answers. 'recorded': a dry run, which calls nothing
+   * (see `quarantine`): each model call answered with the recording's reply of the same run and
+   * turn (a call it has none for fails the run with a ModelError saying so), each compaction and
+   * guardrail with the recorded one (none recorded: the run fails with an `unrecorded …` error
+   * naming it); an agent with tool sources or operation hooks cannot be dry-run (`EvalCaseError`,
+   * problem `unrecorded`). The agent's tool policies and approval rules run: they are its decisions.
    */
   model?: 'live' | 'recorded' | undefined;
   /** Tools that run for real; every other call is answered from the recording (quarantined). */
@@ -37,7 +43,12 @@ export interface RunCaseOptions {
    * (`comparePath`). Default: an in-memory store, dropped once the case is scored.
    */
   store?: SessionStore | undefined;
-  /** The new run's session id (default `eval-<case id>`); in a given `store` it must not exist yet. */
+  /**
+   * The new run's session id (default `eval-<case id>`); in a given `store` it must not exist yet.
+   * The model calls' idempotency keys are made from it: give each live run of a case an id of its
+   * own (as `runEval` does) when the provider honours `Idempotency-Key`, or a second run could be
+   * answered from its cache of the first one's replies.
+   */
   sessionId?: string | undefined;
 }
 
@@ -58,7 +69,7 @@ export interface CaseRun {
   outcome: AgentOutcome;
   /** The last run's final text ('' unless it completed). */
   text: string;
-  /** The last run's structured answer, when the agent has an output schema. */
+  /** The last run's structured answer as the agent's `output` schema validated it (also `outcome.output`), when it has one. */
   output?: unknown;
   /** The conversation after the last run. */
   messages: Message[];
@@ -92,7 +103,8 @@ function missingTools(config: AgentConfig, world: RecordedWorld): string[] {
  * Runs one case against an agent in a session of its own (in memory, with a trace), its tools
  * quarantined: each call answered from the recording (or the case's `toolResults`), a call with
  * no answer given an `unrecorded call` error result, only `liveTools` run. Approvals are decided
- * as recorded (not recorded: denied), an operation that yields is sealed. Throws `EvalCaseError`.
+ * as recorded (not recorded: denied), an operation that yields is sealed. Throws `EvalCaseError`,
+ * or `EvalOptionsError` for an option out of range.
  *
  * @example
  * ```ts
@@ -102,6 +114,7 @@ function missingTools(config: AgentConfig, world: RecordedWorld): string[] {
  * ```
  */
 export async function runCase(evalCase: EvalCase, agent: EvalAgent, options: RunCaseOptions = {}): Promise<CaseRun> {
+  checkOptions('runCase', RunCaseOptionsSchema, options);
   const caseId = evalCase.id;
   const mode = options.model ?? 'live';
   if (mode === 'recorded' && !evalCase.recording) throw new EvalCaseError(caseId, 'recording', 'a dry run (model: recorded) needs a recorded case; this one is hand-written');
@@ -117,27 +130,11 @@ export async function runCase(evalCase: EvalCase, agent: EvalAgent, options: Run
   if (missing.length > 0 && !options.allowMissingTools) {
     throw new EvalCaseError(caseId, 'tools', `the recording calls tools the agent no longer has: ${missing.join(', ')}`);
   }
-  const live = new Set(options.liveTools ?? []);
-  const sources = new Map<string, ToolSourceKind>();
   let run = -1;
-  const inner = config.executor ?? inProcessExecutor;
-  const quarantine: Executor = async <K extends keyof SideEffectOutputs>(effect: SideEffect<K>, perform: () => Promise<SideEffectOutputs[K]>) => {
-    if (effect.kind === 'tool') {
-      const { call } = (effect as SideEffect<'tool'>).input;
-      if (live.has(call.name)) {
-        sources.set(call.id, 'live');
-        return inner(effect, perform);
-      }
-      const recorded = world.toolResult(call);
-      sources.set(call.id, recorded ? 'recorded' : 'unrecorded');
-      return (recorded ?? unrecordedResult(call)) as SideEffectOutputs[K];
-    }
-    if (effect.kind === 'model' && mode === 'recorded') return world.reply(run, (effect as SideEffect<'model'>).input.turn) as SideEffectOutputs[K];
-    return inner(effect, perform);
-  };
+  const q = quarantine({ caseId, world, mode, liveTools: new Set(options.liveTools ?? []), inner: config.executor ?? inProcessExecutor, run: () => run });
   let machine;
   try {
-    machine = createAgentMachine({ ...config, executor: quarantine, ...(mode === 'recorded' && { retry: false as const }) });
+    machine = createAgentMachine({ ...config, executor: q.executor, ...(mode === 'recorded' && { retry: false as const }) });
   } catch (error) {
     throw new EvalCaseError(caseId, 'agent', `the agent's config is refused: ${messageOf(error)}`, { cause: error });
   }
@@ -146,6 +143,7 @@ export async function runCase(evalCase: EvalCase, agent: EvalAgent, options: Run
   const started = performance.now();
   let session: DurableSession | undefined;
   let stopAnswering = () => {};
+  let last: AgentOutput | null = null;
   try {
     // Opening a stored session would resume it: a new run gets a session of its own or none.
     if (options.store && (await store.load(sessionId))) throw new EvalCaseError(caseId, 'run', `session '${sessionId}' already exists in the store: a new run needs a new session id`);
@@ -157,7 +155,7 @@ export async function runCase(evalCase: EvalCase, agent: EvalAgent, options: Run
     for (const prompt of evalCase.input) {
       run++;
       session.send({ type: 'input', message: prompt });
-      await within(session, deadline - performance.now(), caseId);
+      last = await within(session, deadline - performance.now(), caseId);
     }
   } catch (error) {
     if (EvalCaseError.isInstance(error)) throw error;
@@ -168,17 +166,17 @@ export async function runCase(evalCase: EvalCase, agent: EvalAgent, options: Run
   }
   const ms = performance.now() - started;
   const trace = (await readSessionTrace(store, sessionId)).flatMap((record) => ('entry' in record ? [record.entry] : []));
-  const summary = summarize(evalCase, trace, session.actor.getSnapshot().context.brain.context.history, sources, mode, ms);
+  const summary = summarize(evalCase, trace, last, session.actor.getSnapshot().context.brain.context.history, q.sources, mode, ms);
   return options.store ? { ...summary, sessionId } : summary;
 }
 
-/** Waits for the session to be idle, cancelling the run past the deadline (then the case fails). */
-async function within(session: DurableSession, ms: number, caseId: string): Promise<void> {
+/** Waits for the session to be idle and gives the run's output, cancelling the run past the deadline (then the case fails). */
+async function within(session: DurableSession, ms: number, caseId: string): Promise<AgentOutput | null> {
   let timer: NodeJS.Timeout | undefined;
   const timedOut = new Promise<'timeout'>((resolve) => (timer = setTimeout(() => resolve('timeout'), Math.max(0, ms))));
   try {
     const idle = await Promise.race([session.whenIdle(), timedOut]);
-    if (idle !== 'timeout') return;
+    if (idle !== 'timeout') return idle;
     session.send({ type: 'cancel' });
     throw new EvalCaseError(caseId, 'run', `the run did not finish within its time (${Math.round(ms)} ms left of the case's timeoutMs): cancelled`);
   } finally {
@@ -186,15 +184,27 @@ async function within(session: DurableSession, ms: number, caseId: string): Prom
   }
 }
 
-function summarize(evalCase: EvalCase, trace: readonly TraceEntry[], messages: readonly Message[], sources: ReadonlyMap<string, ToolSourceKind>, model: 'live' | 'recorded', ms: number): CaseRun {
+/**
+ * The case's run as scorers read it. The outcome is the session's own (`whenIdle`), not the
+ * trace's `finished` entry: the trace keeps the brain's outcome only, without the structured
+ * answer (`output`) the agent validated.
+ */
+function summarize(
+  evalCase: EvalCase,
+  trace: readonly TraceEntry[],
+  last: AgentOutput | null,
+  messages: readonly Message[],
+  sources: ReadonlyMap<string, ToolSourceKind>,
+  model: 'live' | 'recorded',
+  ms: number,
+): CaseRun {
   const finished = trace.filter((entry): entry is Extract<TraceEntry, { type: 'finished' }> => entry.type === 'finished');
-  const last = finished.at(-1);
-  if (!last) throw new EvalCaseError(evalCase.id, 'run', 'the session records no finished run');
-  const outcome = last.outcome as AgentOutcome;
+  if (!last || finished.length === 0) throw new EvalCaseError(evalCase.id, 'run', 'the session records no finished run');
+  const outcome = last.outcome;
   const usage = finished.reduce((sum, entry) => ({ inputTokens: sum.inputTokens + entry.usage.inputTokens, outputTokens: sum.outputTokens + entry.usage.outputTokens }), { inputTokens: 0, outputTokens: 0 });
   const costs = finished.flatMap((entry) => (entry.costUsd === undefined ? [] : [entry.costUsd]));
   const decisions = decisionsOf(trace);
-  const output = outcome.type === 'Completed' ? (outcome as { output?: unknown }).output : undefined;
+  const output = outcome.type === 'Completed' ? outcome.output : undefined;
   return {
     caseId: evalCase.id,
     model,

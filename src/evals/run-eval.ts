@@ -4,6 +4,7 @@ import { z } from 'zod';
 import { LoopchartError } from '../errors.js';
 import { loadDataset, type Dataset, type EvalCase } from './dataset.js';
 import { DatasetError, EvalCaseError, ScorerError } from './errors.js';
+import { RunEvalOptionsSchema, checkOptions } from './options.js';
 import { runCase, type CaseRun, type EvalAgent, type RunCaseOptions } from './run-case.js';
 import { ScoreValueSchema, expectations, sameDecisions, type Scorer } from './scorers.js';
 
@@ -26,7 +27,7 @@ export interface CaseResult {
 /** One scorer over the dataset: mean score and pass rate over the cases it applies to, its errors, and its gate. */
 export interface ScorerSummary {
   name: string;
-  /** Cases the score applies to (errored cases count, as 0). */
+  /** Cases the score applies to (cases that did not run count, as 0, for every scorer, one added since among them). */
   cases: number;
   mean: number;
   passed: number;
@@ -65,16 +66,18 @@ export interface RunEvalOptions extends Omit<RunCaseOptions, 'allowMissingTools'
   /** Cases run at once (default 4). */
   concurrency?: number | undefined;
   /**
-   * A JSONL file each finished case is appended to as it finishes; cases already in it are not
-   * run again (an interrupted evaluation resumes). Delete it to start over.
+   * A JSONL file each finished case is appended to as it finishes; cases that ran and are in it
+   * are not run again (an interrupted evaluation resumes), a case stored as not run (its typed
+   * error) runs again. Delete it to start over.
    */
   resultsFile?: string | undefined;
   /** Cases that may fail before the gate fails (default 0). */
   maxFailedCases?: number | undefined;
   onProgress?: ((progress: EvalProgress) => void) | undefined;
   /**
-   * With `store`: names this evaluation's sessions there, `eval-<runId>-<case id>` (default: the
-   * start time and a random suffix, as `20261104T101500-3f2a`), so no two evaluations share one.
+   * Names this evaluation's sessions, `eval-<runId>-<case id>` (default: the start time and a
+   * random suffix, as `20261104T101500-3f2a`), so no two evaluations share one: in `store`, nor
+   * in a provider's idempotency cache (the model calls' keys are made from the session id).
    */
   runId?: string | undefined;
 }
@@ -89,8 +92,9 @@ const StoredResultSchema = z.looseObject({ caseId: z.string(), scores: z.record(
  * quarantined, the model live or recorded), `concurrency` at a time, then scores each with every
  * scorer and sums up per scorer against its threshold. A case that cannot run (a corrupt file, a
  * recording this build cannot read, tools the agent lost, an agent that fails to load, a run that
- * breaks) is a typed error in its result and scores 0; a scorer that throws or hangs fails only
- * its score. The report's `passed` is the CI gate.
+ * breaks) is a typed error in its result and scores 0 with every scorer; a scorer that throws or
+ * hangs fails only its score. The report's `passed` is the CI gate. Options are checked first: one
+ * out of range is an `EvalOptionsError` naming it, and nothing runs.
  *
  * @example
  * ```ts
@@ -100,6 +104,7 @@ const StoredResultSchema = z.looseObject({ caseId: z.string(), scores: z.record(
  * ```
  */
 export async function runEval(options: RunEvalOptions): Promise<EvalReport> {
+  checkOptions('runEval', RunEvalOptionsSchema, options);
   const started = performance.now();
   const dataset = typeof options.dataset === 'string' ? await loadDataset(options.dataset) : options.dataset;
   const scorers = options.scorers ?? [...expectations(), sameDecisions()];
@@ -127,13 +132,18 @@ export async function runEval(options: RunEvalOptions): Promise<EvalReport> {
     results.set(caseId, failed(caseId, problem, 'dataset', scorers));
     progress(caseId, 'error', 0);
   }
+  // A stored case that did not run runs again: what stopped it (an agent, a tool, a deadline) may be fixed since.
+  const kept = (caseId: string) => {
+    const stored = previous.get(caseId);
+    return stored && !stored.error ? stored : undefined;
+  };
   const queue = dataset.cases.filter((evalCase) => {
-    const stored = previous.get(evalCase.id);
+    const stored = kept(evalCase.id);
     if (!stored) return true;
     results.set(evalCase.id, stored);
     return false;
   });
-  for (const evalCase of dataset.cases) if (previous.has(evalCase.id)) progress(evalCase.id, 'skipped', 0);
+  for (const evalCase of dataset.cases) if (kept(evalCase.id)) progress(evalCase.id, 'skipped', 0);
   // Scores of stored cases for scorers added since: computed from the stored run.
   for (const [caseId, result] of results) {
     const evalCase = dataset.cases.find((c) => c.id === caseId);
@@ -148,7 +158,7 @@ export async function runEval(options: RunEvalOptions): Promise<EvalReport> {
       const t0 = performance.now();
       let result: CaseResult;
       try {
-        const run = await runCase(evalCase, options.agent, { ...options, ...(options.store && { sessionId: `eval-${runId}-${evalCase.id}` }) });
+        const run = await runCase(evalCase, options.agent, { ...options, sessionId: `eval-${runId}-${evalCase.id}` });
         result = { caseId: evalCase.id, run, scores: await scoreCase(evalCase, run, scorers) };
       } catch (error) {
         result = failed(evalCase.id, error, 'run', scorers);
@@ -164,6 +174,9 @@ export async function runEval(options: RunEvalOptions): Promise<EvalReport> {
   return summarizeReport(ordered, scorers, options.maxFailedCases ?? 0, performance.now() - started);
 }
 
+/** The score of every scorer on a case that did not run. */
+const DID_NOT_RUN: CaseScore = { score: 0, pass: false, error: 'the case did not run' };
+
 /** A case that did not run: its error, and every scorer's score 0 (failed). */
 function failed(caseId: string, error: unknown, problem: string, scorers: readonly Scorer[]): CaseResult {
   const typed = LoopchartError.isInstance(error) ? error : new EvalCaseError(caseId, 'run', String((error as Error)?.message ?? error), { cause: error });
@@ -171,7 +184,7 @@ function failed(caseId: string, error: unknown, problem: string, scorers: readon
   return {
     caseId,
     error: { code: typed.code, problem: EvalCaseError.isInstance(typed) ? typed.problem : DatasetError.isInstance(typed) ? 'dataset' : problem, message },
-    scores: Object.fromEntries(scorers.map((s) => [s.name, { score: 0, pass: false, error: 'the case did not run' }])),
+    scores: Object.fromEntries(scorers.map((s) => [s.name, DID_NOT_RUN])),
   };
 }
 
@@ -218,7 +231,8 @@ async function timed(s: Scorer, evalCase: EvalCase, run: CaseRun): Promise<unkno
 /** Aggregates per scorer and the gate. */
 export function summarizeReport(cases: CaseResult[], scorers: readonly Scorer[], maxFailedCases: number, ms: number): EvalReport {
   const summaries = scorers.map((s): ScorerSummary => {
-    const scores = cases.map((c) => c.scores[s.name]).filter((score): score is CaseScore => score !== undefined && score.score !== null);
+    // A case that did not run counts 0 for every scorer, one it holds no score of among them.
+    const scores = cases.map((c) => c.scores[s.name] ?? (c.error ? DID_NOT_RUN : undefined)).filter((score): score is CaseScore => score !== undefined && score.score !== null);
     const mean = scores.length ? scores.reduce((sum, score) => sum + score.score!, 0) / scores.length : 1;
     return {
       name: s.name,

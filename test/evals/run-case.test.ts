@@ -1,7 +1,11 @@
+import { z } from 'zod';
 import { beforeAll, describe, expect, it } from 'vitest';
+import { scoreCase } from '../../src/evals/run-eval.js';
+import { outputEquals } from '../../src/evals/scorers.js';
+import { scriptedModel } from '../../src/models/scripted.js';
 import { recordCase } from '../../src/evals/record.js';
 import { runCase } from '../../src/evals/run-case.js';
-import { EvalCaseError } from '../../src/evals/errors.js';
+import { EvalCaseError, EvalOptionsError } from '../../src/evals/errors.js';
 import type { EvalCase } from '../../src/evals/dataset.js';
 import { MemorySessionStore } from '../../src/stores/memory.js';
 import { calls, lookup, recordSession, supportAgent } from './support.js';
@@ -72,5 +76,26 @@ describe('runCase', () => {
     const cut: EvalCase = { ...recorded, recording: { ...recorded.recording!, trace: recorded.recording!.trace.filter((e) => !(e.type === 'model' && e.turn === 2)) } };
     const run = await runCase(cut, supportAgent([]), { model: 'recorded' });
     expect(run.outcome).toMatchObject({ type: 'Failed', error: { type: 'ModelError', message: expect.stringContaining('unrecorded model call: the recording has no reply for run 1, turn 2') } });
+  });
+
+  it('keeps the structured answer the agent validated, live and in a dry run', async () => {
+    const schema = z.object({ refund: z.boolean() });
+    const answering = () => ({ model: scriptedModel([{ toolCalls: [{ name: 'final_answer', args: { refund: true } }] }]), output: schema });
+    const hand: EvalCase = { format: 1, id: 'structured', input: ['answer'], expect: { output: { equals: { refund: true } } } };
+    const live = await runCase(hand, answering());
+    expect(live.outcome).toMatchObject({ type: 'Completed', output: { refund: true } });
+    expect(live.output).toEqual({ refund: true });
+    expect(await scoreCase(hand, live, [outputEquals({ refund: true })])).toMatchObject({ 'output equals': { score: 1, pass: true } });
+
+    const structuredStore = new MemorySessionStore();
+    await recordSession(structuredStore, 'structured-1', answering(), 'answer');
+    const dry = await runCase(await recordCase(structuredStore, 'structured-1'), answering(), { model: 'recorded' });
+    expect(dry.output).toEqual({ refund: true });
+  });
+
+  it('options out of range are a typed error naming the option, before anything runs', async () => {
+    const error = await runCase(recorded, supportAgent([]), { model: 'recorded', timeoutMs: Number.NaN }).catch((e: unknown) => e);
+    expect(EvalOptionsError.isInstance(error)).toBe(true);
+    expect(error).toMatchObject({ code: 'InvalidConfig', option: 'timeoutMs', message: expect.stringMatching(/^runCase option 'timeoutMs': .*got NaN$/) });
   });
 });

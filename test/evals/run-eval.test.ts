@@ -7,7 +7,10 @@ import { saveCases } from '../../src/evals/dataset.js';
 import { judge } from '../../src/evals/judge.js';
 import { recordCase } from '../../src/evals/record.js';
 import { formatJUnit, formatTable } from '../../src/evals/report.js';
-import { runEval } from '../../src/evals/run-eval.js';
+import { EvalOptionsError } from '../../src/evals/errors.js';
+import { runCase } from '../../src/evals/run-case.js';
+import { runEval, scoreCase, summarizeReport } from '../../src/evals/run-eval.js';
+import { scriptedModel } from '../../src/models/scripted.js';
 import { outcomeIs, scorer, sameDecisions, textContains, toolCalls } from '../../src/evals/scorers.js';
 import type { Model } from '../../src/model.js';
 import { MemorySessionStore } from '../../src/stores/memory.js';
@@ -72,7 +75,9 @@ describe('runEval', () => {
     writeFileSync(resultsFile, `${lines.slice(0, 3).join('\n')}\n${lines[3]!.slice(0, 20)}`);
     runs = 0;
     const resumed = await runEval({ dataset, agent: counted, scorers: [textContains('lost'), outcomeIs('Completed')], resultsFile, maxFailedCases: 5 });
-    expect(runs).toBe(2);
+    // The two cases past the cut run, and so does every stored case that did not run.
+    const storedFailures = lines.slice(0, 3).filter((line) => JSON.parse(line).error).length;
+    expect(runs).toBe(2 + storedFailures);
     expect(resumed.cases.map((c) => c.caseId)).toEqual(first.cases.map((c) => c.caseId));
     // A scorer added since is computed from the stored run of a skipped case.
     for (const c of resumed.cases.filter((c) => c.run)) {
@@ -92,7 +97,7 @@ describe('runEval', () => {
     const judgeModel: Model = {
       name: 'judge',
       async generate(request) {
-        const id = request.idempotencyKey.slice('judge:'.length);
+        const id = request.idempotencyKey.split(':')[1]!;
         return { message: { role: 'assistant', content: await answers.get(id)!() }, finishReason: 'stop' };
       },
     };
@@ -117,5 +122,59 @@ describe('runEval', () => {
     const report = await runEval({ dataset, agent, model: 'recorded', scorers: [scorer('broken', () => 7 as never)], maxFailedCases: 5 });
     expect(report.cases.find((c) => c.caseId === 'a')!.scores.broken!.error).toMatch(/^case 'a', scorer 'broken': returned no score/);
     void lookup;
+  });
+
+  it('a resume runs again a case that did not run, and a case that did not run counts 0 for a scorer added since', async () => {
+    const resultsFile = join(root, 'resume-failed.jsonl');
+    const cases = [
+      { format: 1 as const, id: 'good', input: ['hi'] },
+      { format: 1 as const, id: 'flaky', input: ['hi'] },
+    ];
+    let broken = true;
+    const flakyAgent = (c: { id: string }): AgentConfig => {
+      if (c.id === 'flaky' && broken) throw new Error('no credentials yet');
+      return { model: scriptedModel([{ text: 'hello' }]) };
+    };
+    const first = await runEval({ dataset: { cases, problems: [] }, agent: flakyAgent, scorers: [scorer('a', () => 1, { threshold: 1 })], resultsFile });
+    expect(first.failedCases).toBe(1);
+    // A scorer added since: the case that ran is scored from its stored run; the one that did not has no score of it.
+    const stored = first.cases.map((c) => (c.error ? c : { ...c, scores: { ...c.scores, 'added since': { score: 1, pass: true } } }));
+    const report = summarizeReport(stored, [scorer('a', () => 1, { threshold: 1 }), scorer('added since', () => 1, { threshold: 1 })], 1, 0);
+    expect(report.scorers[1]).toMatchObject({ name: 'added since', cases: 2, mean: 0.5, errors: 1, gate: false });
+
+    broken = false;
+    const resumed = await runEval({ dataset: { cases, problems: [] }, agent: flakyAgent, scorers: [scorer('a', () => 1, { threshold: 1 }), scorer('added since', () => 1, { threshold: 1 })], resultsFile });
+    expect(resumed.failedCases).toBe(0);
+    expect(resumed.cases.find((c) => c.caseId === 'flaky')!.scores).toMatchObject({ a: { score: 1 }, 'added since': { score: 1 } });
+    expect(resumed.passed).toBe(true);
+  });
+
+  it('options out of range are a typed error naming the option, before any case runs', async () => {
+    let runs = 0;
+    const error = await runEval({ dataset, agent: () => (runs++, supportAgent([])), concurrency: Number('four') }).catch((e: unknown) => e);
+    expect(EvalOptionsError.isInstance(error)).toBe(true);
+    expect(error).toMatchObject({ code: 'InvalidConfig', option: 'concurrency', message: expect.stringMatching(/^runEval option 'concurrency': .*got NaN$/) });
+    expect(runs).toBe(0);
+    await expect(runEval({ dataset, agent, scorers: [outcomeIs('Completed', { threshold: 2 })] })).rejects.toMatchObject({ option: 'scorers[0].threshold' });
+  });
+
+  it("the judge's idempotency key names the case and a digest of what it grades", async () => {
+    const keys: string[] = [];
+    const judgeModel: Model = {
+      name: 'judge',
+      async generate(request) {
+        keys.push(request.idempotencyKey);
+        return { message: { role: 'assistant', content: '{"score": 1}' }, finishReason: 'stop' };
+      },
+    };
+    const evalCase = { format: 1 as const, id: 'refund', input: ['I want a refund'] };
+    const run = await runCase(evalCase, { model: scriptedModel([{ text: 'one' }]) });
+    const grade = judge({ model: judgeModel, rubric: 'good' });
+    await scoreCase(evalCase, run, [grade]);
+    await scoreCase(evalCase, { ...run, text: 'another answer' }, [grade]);
+    await scoreCase(evalCase, run, [grade]);
+    expect(keys[0]).toMatch(/^judge:refund:[0-9a-f]{32}$/);
+    expect(keys[1]).not.toBe(keys[0]);
+    expect(keys[2]).toBe(keys[0]);
   });
 });
