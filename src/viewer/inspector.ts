@@ -90,10 +90,10 @@ const lastOf = (list: MessageList): readonly unknown[] => ('count' in list ? lis
 
 /** What the inspector reads of a loopchart agent's context (see `isAgentContext`). */
 interface InspectedAgent {
-  brain: { value: string; context: { history: MessageList; pending: MessageList; turnsTaken: number; contextTokens: number; totalToolCalls: number; outcome?: AgentContext['brain']['context']['outcome'] } };
+  brain: { value: string; context: { history: MessageList; pending: MessageList; turnsTaken: number; contextTokens: number; totalToolCalls: number; outcome?: AgentContext['brain']['context']['outcome'] | undefined } };
   runIndex: number;
   sessionUsage: AgentContext['sessionUsage'];
-  lastRun?: AgentContext['lastRun'];
+  lastRun?: AgentContext['lastRun'] | undefined;
 }
 
 const summaryOf = (value: unknown): string => {
