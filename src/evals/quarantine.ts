@@ -38,12 +38,6 @@ export interface Quarantine {
  * The quarantining executor of one case's run. In a dry run a compaction or guardrail the
  * recording lacks fails the run with an `EvalCaseError` (problem `unrecorded`) naming it, as an
  * unrecorded model turn fails it with a `ModelError`: the decisions up to there still diff.
- *
- * @example
- * ```ts
- * const q = quarantine({ caseId: evalCase.id, world: new RecordedWorld(evalCase), mode: 'recorded', liveTools: new Set(), inner: inProcessExecutor, run: () => 0 });
- * const machine = createAgentMachine({ ...config, executor: q.executor });
- * ```
  */
 export function quarantine(options: QuarantineOptions): Quarantine {
   const { caseId, world, mode, liveTools, inner, run } = options;
