@@ -228,7 +228,7 @@ async function readChunk(
   reader: ReadableStreamDefaultReader<Uint8Array>,
   guard: CallGuard,
   graceEndsAt: number | undefined,
-): Promise<ReadableStreamReadResult<Uint8Array> | undefined> {
+): Promise<Awaited<ReturnType<ReadableStreamDefaultReader<Uint8Array>['read']>> | undefined> {
   try {
     return graceEndsAt === undefined ? await reader.read() : await within(reader.read(), graceEndsAt - Date.now());
   } catch (error) {
