@@ -9,6 +9,7 @@ import { MalformedStreamError, ReadTimeoutError } from '../../src/models/errors.
 import { UnsupportedModelError, type AiSdkLanguageModel } from '../../src/models/ai-sdk-spec.js';
 import { PROVIDER_MAJORS } from '../support/ai-sdk-providers.js';
 import { useChatServer } from '../support/chat-server.js';
+import { failure } from './support.js';
 
 const weather: ToolDefinition = {
   name: 'get_weather',
@@ -24,15 +25,6 @@ function request(extra: Partial<ModelRequest> = {}): ModelRequest {
     idempotencyKey: 'run-1:turn-1',
     ...extra,
   };
-}
-
-async function failure(promise: Promise<unknown>): Promise<unknown> {
-  try {
-    await promise;
-  } catch (error) {
-    return error;
-  }
-  throw new Error('expected the call to fail');
 }
 
 /** The same suite for every provider major: a real provider package over HTTP to the local server. */

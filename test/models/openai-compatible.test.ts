@@ -5,6 +5,7 @@ import { ModelError } from '../../src/model.js';
 import { MalformedStreamError, ReadTimeoutError } from '../../src/models/errors.js';
 import { openAICompatibleModel, type OpenAICompatibleOptions } from '../../src/models/openai-compatible.js';
 import { replyFrames, TEST_MODEL, useChatServer, startChatServer } from '../support/chat-server.js';
+import { failure } from './support.js';
 
 const server = useChatServer();
 
@@ -26,15 +27,6 @@ function request(extra: Partial<ModelRequest> = {}): ModelRequest {
     idempotencyKey: 'run-1:turn-1',
     ...extra,
   };
-}
-
-async function failure(promise: Promise<unknown>): Promise<unknown> {
-  try {
-    await promise;
-  } catch (error) {
-    return error;
-  }
-  throw new Error('expected the call to fail');
 }
 
 describe('openAICompatibleModel: streaming', () => {

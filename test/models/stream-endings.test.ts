@@ -9,6 +9,7 @@ import { ModelError } from '../../src/model.js';
 import { MalformedStreamError } from '../../src/models/errors.js';
 import { openAICompatibleModel, type OpenAICompatibleOptions } from '../../src/models/openai-compatible.js';
 import { replyFrames, TEST_MODEL, useChatServer } from '../support/chat-server.js';
+import { failure } from './support.js';
 
 const server = useChatServer();
 
@@ -18,15 +19,6 @@ function model(extra: Partial<OpenAICompatibleOptions> = {}) {
 
 function request(): ModelRequest {
   return { messages: [{ role: 'user', content: 'hi' }], tools: [], signal: new AbortController().signal, idempotencyKey: 'run-1:turn-1' };
-}
-
-async function failure(promise: Promise<unknown>): Promise<unknown> {
-  try {
-    await promise;
-  } catch (error) {
-    return error;
-  }
-  throw new Error('expected the call to fail');
 }
 
 describe('openAICompatibleModel: how a stream ends', () => {
