@@ -84,9 +84,7 @@ export class ChatRun {
   close(output: AgentOutput | null): void {
     if (this.#closing) return;
     this.#add(this.chunker.pause());
-    this.#closing = Buffer.concat([sseEvent(this.chunker.closing(output)), DONE]);
-    for (const stream of this.#responses) stream.end(this.#closing);
-    this.#responses.clear();
+    this.#end(Buffer.concat([sseEvent(this.chunker.closing(output)), DONE]));
   }
 
   /**
@@ -96,17 +94,20 @@ export class ChatRun {
    */
   interrupt(reason: string): void {
     if (this.#closing) return;
-    this.#closing = dropNotice(reason);
-    for (const stream of this.#responses) stream.end(this.#closing);
-    this.#responses.clear();
+    this.#end(dropNotice(reason));
   }
 
   /** Ends every response with an error: the run stopped under them (its session failed). */
   fail(message: string): void {
     if (this.#closing) return;
     this.#add([...this.chunker.pause(), { type: 'error', errorText: message }]);
-    this.#closing = Buffer.concat([sseEvent({ type: 'finish', finishReason: 'error' }), DONE]);
-    for (const stream of this.#responses) stream.end(this.#closing);
+    this.#end(Buffer.concat([sseEvent({ type: 'finish', finishReason: 'error' }), DONE]));
+  }
+
+  /** Ends every response with `closing`, which a response attaching later reads too. */
+  #end(closing: Buffer): void {
+    this.#closing = closing;
+    for (const stream of this.#responses) stream.end(closing);
     this.#responses.clear();
   }
 
