@@ -4,6 +4,7 @@ import type { ApprovalRequest } from '../agent/approvals/approval-binding.js';
 import { APPROVALS_OPERATION } from '../agent/approvals/approval-events.js';
 import { BUDGET_OPERATION } from '../agent/budget/budget-pause.js';
 import { FINAL_ANSWER_TOOL } from '../agent/structured-output/structured-output.js';
+import { routeOf } from '../agent/subagents/subagents.js';
 import type { Message, ToolCall, ToolMessage } from '../schemas.js';
 
 /**
@@ -307,7 +308,7 @@ export class RunChunker {
     if (this.#inputs.has(call.id)) return [];
     this.#inputs.add(call.id);
     // A subagent's final answer (`c1/p1`) is its call's output, not this run's.
-    if (call.name === FINAL_ANSWER_TOOL && !call.id.includes('/')) this.#answerCall = call.id;
+    if (call.name === FINAL_ANSWER_TOOL && routeOf(call.id) === null) this.#answerCall = call.id;
     return [{ type: 'tool-input-available', toolCallId: call.id, toolName: call.name, input: call.args }];
   }
 
