@@ -2,7 +2,7 @@ import type { ExternalEvent, MalformedEvent } from './events.js';
 import type { IoEvent } from './io-protocol.js';
 
 /** A run's span reports its trace context to the chart, which records it (see trace-marks.ts). */
-export type TelemetryEvent = { type: 'telemetry.traced'; runIndex: number; traceparent: string };
+export type TelemetryEvent = { type: 'telemetry.traced'; runIndex: number; traceparent: string | null };
 
 // Trusted by identity, as IO events are: only the tracing makes them (see `telemetryReport`).
 const madeByTracing = new WeakSet<object>();

@@ -1,4 +1,4 @@
-import type { Attributes, Context, Span, Tracer } from '@opentelemetry/api';
+import type { AttributeValue, Attributes, Context, Exception, Span, SpanContext, SpanStatus, Tracer } from '@opentelemetry/api';
 import type { Executor, SideEffect, SideEffectKind, SideEffectOutputs } from '../protocol/executor.js';
 import type { Usage } from '../../model.js';
 import type { Outcome, ToolCall } from '../../schemas.js';
@@ -32,11 +32,67 @@ export interface RunFacts {
 }
 
 interface OpenRun {
-  span: Span;
+  span: GuardedSpan;
   context: Context;
   sessionId: string;
   /** Approval waits by tool-call id, with when they began. */
-  waits: Map<string, { span: Span; started: number }>;
+  waits: Map<string, { span: GuardedSpan; started: number }>;
+}
+
+/**
+ * A span as the tracing uses it: every call into OpenTelemetry (the SDK, its span processors and,
+ * behind a simple processor, the exporter) is caught and reported to OpenTelemetry's own `diag`
+ * logger. Telemetry observes the agent; a tracer that throws must never fail a call or stop an
+ * actor (a throw in a chart action would put the actor in error; in the executor, fail the effect).
+ */
+class GuardedSpan {
+  constructor(
+    readonly raw: Span,
+    private readonly report: (error: unknown) => void,
+  ) {}
+
+  private guard(work: (span: Span) => void): void {
+    try {
+      work(this.raw);
+    } catch (error) {
+      this.report(error);
+    }
+  }
+
+  /** The span's context, if it has a valid one (a span that failed to start has none). */
+  spanContext(): SpanContext | undefined {
+    try {
+      const context = this.raw.spanContext();
+      return parseTraceparent(formatTraceparent(context)) ? context : undefined;
+    } catch (error) {
+      this.report(error);
+      return undefined;
+    }
+  }
+
+  setAttribute(key: string, value: AttributeValue): void {
+    this.guard((span) => span.setAttribute(key, value));
+  }
+
+  setAttributes(attributes: Attributes): void {
+    this.guard((span) => span.setAttributes(attributes));
+  }
+
+  addEvent(name: string, attributes: Attributes): void {
+    this.guard((span) => span.addEvent(name, attributes));
+  }
+
+  recordException(exception: Exception): void {
+    this.guard((span) => span.recordException(exception));
+  }
+
+  setStatus(status: SpanStatus): void {
+    this.guard((span) => span.setStatus(status));
+  }
+
+  end(): void {
+    this.guard((span) => span.end());
+  }
 }
 
 /** The model's provider and model id, from its `name` (`provider:model` by convention). */
@@ -54,7 +110,7 @@ export class AgentTracing {
   /** Open runs by run key; effects match the longest key their own key starts with. */
   private readonly runs = new Map<string, OpenRun>();
   /** Open model-call spans by effect key, for the retry events the chart reports. */
-  private readonly calls = new Map<string, Span>();
+  private readonly calls = new Map<string, GuardedSpan>();
 
   constructor(given: TelemetryOptions, modelName: string) {
     const options = parseOptions(TelemetryOptionsSchema, given, 'telemetry');
@@ -65,12 +121,34 @@ export class AgentTracing {
     this.model = modelIdentity(modelName);
   }
 
-  /** Opens the run's span; returns its trace context (a W3C traceparent) to store with the session. */
-  runStarted(facts: RunFacts): string {
+  /** Starts a span; a tracer that throws gives a span that records nothing (see `GuardedSpan`). */
+  private start(name: string, options: { kind: number; attributes: Attributes }, parent: Context): GuardedSpan {
+    try {
+      return new GuardedSpan(this.tracer.startSpan(name, options, parent), this.report);
+    } catch (error) {
+      this.report(error);
+      return new GuardedSpan(this.api.trace.wrapSpanContext(this.api.INVALID_SPAN_CONTEXT), this.report);
+    }
+  }
+
+  /** A failure of the tracer, told to OpenTelemetry's diagnostic logger (itself guarded: it may be the user's). */
+  private readonly report = (error: unknown): void => {
+    try {
+      this.api.diag.error('loopchart: the tracer failed (the agent goes on without this span)', error);
+    } catch {
+      // Nowhere left to tell it.
+    }
+  };
+
+  /**
+   * Opens the run's span; returns its trace context (a W3C traceparent) to store with the session,
+   * or undefined when the tracer failed to start it.
+   */
+  runStarted(facts: RunFacts): string | undefined {
     this.closeRun(facts.runKey, { interrupted: true });
     const stored = facts.continues ? parseTraceparent(facts.continues) : undefined;
     const parent = stored ? this.api.trace.setSpanContext(this.api.ROOT_CONTEXT, { ...stored, isRemote: true }) : this.api.context.active();
-    const span = this.tracer.startSpan(
+    const span = this.start(
       `invoke_agent ${this.agentName}`,
       {
         kind: SPAN_KIND_INTERNAL,
@@ -86,8 +164,9 @@ export class AgentTracing {
       },
       parent,
     );
-    this.runs.set(facts.runKey, { span, context: this.api.trace.setSpan(parent, span), sessionId: facts.sessionId, waits: new Map() });
-    return formatTraceparent(span.spanContext());
+    this.runs.set(facts.runKey, { span, context: this.api.trace.setSpan(parent, span.raw), sessionId: facts.sessionId, waits: new Map() });
+    const context = span.spanContext();
+    return context && formatTraceparent(context);
   }
 
   runFinished(runKey: string, result: { outcome: Outcome; usage: Usage; turns: number }): void {
@@ -113,8 +192,8 @@ export class AgentTracing {
   pruned(runKey: string, facts: { pruned: number; tokensSaved: number; before: number; after: number }): void {
     const run = this.runs.get(runKey);
     if (!run) return;
-    this.tracer
-      .startSpan(
+    this
+      .start(
         'prune',
         {
           kind: SPAN_KIND_INTERNAL,
@@ -137,7 +216,7 @@ export class AgentTracing {
     if (!run) return;
     for (const call of calls) {
       if (run.waits.has(call.id)) continue;
-      const span = this.tracer.startSpan(
+      const span = this.start(
         `await_approval ${call.name}`,
         {
           kind: SPAN_KIND_INTERNAL,
@@ -207,7 +286,7 @@ export class AgentTracing {
   readonly wrap = (inner: Executor): Executor => {
     const traced = async <K extends SideEffectKind>(effect: SideEffect<K>, perform: () => Promise<SideEffectOutputs[K]>) => {
       const run = this.runFor(effect.key);
-      const span = this.tracer.startSpan(...this.effectSpan(effect, run), run?.context ?? this.api.context.active());
+      const span = this.start(...this.effectSpan(effect, run), run?.context ?? this.api.context.active());
       if (effect.kind === 'model') this.calls.set(effect.key, span);
       try {
         const output = await inner(effect, perform);
@@ -300,7 +379,7 @@ export class AgentTracing {
     return [String(effect.kind), { kind: SPAN_KIND_INTERNAL, attributes: conversation }];
   }
 
-  private recordOutput(span: Span, effect: SideEffect, output: unknown): void {
+  private recordOutput(span: GuardedSpan, effect: SideEffect, output: unknown): void {
     switch (effect.kind) {
       case 'model': {
         const reply = output as SideEffectOutputs['model'];
@@ -365,7 +444,7 @@ export class AgentTracing {
   }
 }
 
-function failSpan(span: Span, error: unknown): void {
+function failSpan(span: GuardedSpan, error: unknown): void {
   span.recordException(error instanceof Error ? error : { name: errorType(error), message: errorMessage(error) });
   span.setAttribute('error.type', errorType(error));
   span.setStatus({ code: STATUS_ERROR, message: errorMessage(error) });

@@ -34,7 +34,11 @@ export function traceMark(tracing: AgentTracing, mark: TraceMark, { context, eve
     case 'run.resumed': {
       const continues = mark === 'run.resumed' ? context.trace : null;
       const traceparent = tracing.runStarted({ runKey, sessionId: context.sessionId, runIndex: context.runIndex, continues });
-      self.send(telemetryReport({ type: 'telemetry.traced', runIndex: context.runIndex, traceparent }));
+      // A span the tracer failed to start has no context: a new run stores none (not the last
+      // run's), a resumed one keeps the stored one for the next resume.
+      if (traceparent !== undefined || mark === 'run.started') {
+        self.send(telemetryReport({ type: 'telemetry.traced', runIndex: context.runIndex, traceparent: traceparent ?? null }));
+      }
       return;
     }
     case 'run.finished':
