@@ -113,5 +113,5 @@ export type SubagentReport =
   | { type: 'tool.inDoubt'; calls: readonly ToolCall[]; requests: readonly ApprovalRequest[] }
   /** The child refused a decision on a call in doubt that the parent routed down: the id as the child knows it. */
   | { type: 'doubt.refused'; refused: Extract<AgentEmitted, { type: 'doubt.refused' }> }
-  /** The child's run ended: its usage joins the parent's run, once per child session. */
+  /** The child's run so far (as it spends, and once more at its end): what it spent since the last report joins the parent's run, so each child is counted once. */
   | { type: 'usage'; childId: string; usage: Usage };

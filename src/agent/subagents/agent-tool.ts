@@ -9,6 +9,7 @@ import { checkKnownKeys, optionKeys } from '../../known-keys.js';
 import { isParentStopped } from '../protocol/io-protocol.js';
 import { currentScope, markAgentTool, markDepth, stopActor, type ChildHandle, type ChildSession, type RunScope } from '../protocol/call-scope.js';
 import type { SubagentReport } from '../protocol/actor-types.js';
+import type { Usage } from '../../schemas.js';
 
 /** The default input of an agent tool (and of an agent served over MCP): the task, in words. */
 export const TaskInput = z.object({ task: z.string().min(1).describe('What the agent should do, with everything it needs to know') });
@@ -129,12 +130,28 @@ export function defaultPrompt(args: unknown): string {
 
 type Output = { outcome: unknown; usage: AgentOutput['usage'] } | null;
 
+/** What the relay reads of a child actor's snapshots: its run's usage so far. */
+type Subscribable = { subscribe?(observer: { next: (snapshot: { context?: { runUsage?: Usage } }) => void; error: () => void }): unknown };
+
 /** One child run to its end: in its own durable session under a durable parent, else as a plain actor. */
 function runChild(agent: AgentMachine, session: { sessionId: string; scope: string | undefined }, prompt: string, scope: RunScope | undefined, signal: AbortSignal, depth: number): Promise<Output> {
   const { sessionId } = session;
   const relay = (actor: { on(type: string, handler: (event: never) => void): unknown }) => {
     // Every child actor is relayed before it starts: its own agent tools read their depth from it.
     markDepth(actor, depth);
+    // The child's usage reaches the parent as it is spent, not only at the child's end: a parent
+    // whose run ends first (cancel, seal, its time budget) has counted what the child bought.
+    let reported: Usage | undefined;
+    (actor as unknown as Subscribable).subscribe?.({
+      next: (snapshot) => {
+        const usage = snapshot.context?.runUsage;
+        if (!usage || (reported && usage.inputTokens === reported.inputTokens && usage.outputTokens === reported.outputTokens)) return;
+        reported = usage;
+        scope?.report({ type: 'usage', childId: sessionId, usage });
+      },
+      // The child's failure is heard where its run is awaited.
+      error: () => {},
+    });
     actor.on('approval.requested', (event: { calls: []; requests: [] }) => scope?.report({ type: 'approval.requested', calls: event.calls, requests: event.requests }));
     // A decision routed down and refused there: the parent's decide hears why.
     actor.on('approval.refused', (refused: Extract<SubagentReport, { type: 'approval.refused' }>['refused']) => scope?.report({ type: 'approval.refused', refused }));

@@ -171,8 +171,11 @@ export const qualifiedCalls = (parentCallId: string, calls: readonly ToolCall[])
   calls.map((call) => ({ ...call, id: qualifiedCallId(parentCallId, call.id) }));
 
 /**
- * A child's usage added to its parent's run and session, once per child session of the batch
- * (a call repeated after a crash finds its child counted); null when it was counted already.
+ * A child's usage added to its parent's run and session. `usage` is the child's run so far (it
+ * reports as it spends, and once more when it ends), so what is added is what it spent since the
+ * last report: the whole tree is counted once, also when the parent's run ends (cancel, seal, the
+ * time budget) while the child still runs and its last report comes too late, and a call repeated
+ * after a crash finds its child counted. Null when nothing new was spent.
  */
 export function childUsageCounted(
   context: { runUsage: Usage; sessionUsage: Usage; childUsage?: Readonly<Record<string, Usage>> | undefined },
@@ -181,18 +184,22 @@ export function childUsageCounted(
 ): { runUsage: Usage; sessionUsage: Usage; childUsage: Record<string, Usage> } | null {
   const counted = countChildUsage(context.childUsage, childId, usage);
   if (!counted) return null;
-  return { runUsage: addUsage(context.runUsage, usage), sessionUsage: addUsage(context.sessionUsage, usage), childUsage: counted };
+  const { added } = counted;
+  return { runUsage: addUsage(context.runUsage, added), sessionUsage: addUsage(context.sessionUsage, added), childUsage: counted.counted };
 }
 
 /**
- * A child's usage added to its parent's run once: `counted` holds the child sessions of the
- * current batch already counted (a call repeated after a crash finds its child counted).
+ * A child's usage so far against what its parent's run counted of it (`counted`, by child
+ * session, for the current batch): what to add, and the new record; null when nothing is new.
  */
 export function countChildUsage(
   counted: Readonly<Record<string, Usage>> | undefined,
   childId: string,
   usage: Usage,
-): Record<string, Usage> | null {
-  if (counted && Object.hasOwn(counted, childId)) return null;
-  return { ...counted, [childId]: usage };
+): { added: Usage; counted: Record<string, Usage> } | null {
+  const before = counted && Object.hasOwn(counted, childId) ? counted[childId]! : { inputTokens: 0, outputTokens: 0 };
+  const added = { inputTokens: Math.max(0, usage.inputTokens - before.inputTokens), outputTokens: Math.max(0, usage.outputTokens - before.outputTokens) };
+  if (added.inputTokens === 0 && added.outputTokens === 0 && counted && Object.hasOwn(counted, childId)) return null;
+  const now = { inputTokens: Math.max(before.inputTokens, usage.inputTokens), outputTokens: Math.max(before.outputTokens, usage.outputTokens) };
+  return { added, counted: { ...counted, [childId]: now } };
 }

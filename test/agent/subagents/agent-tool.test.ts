@@ -176,6 +176,30 @@ describe('agentTool', () => {
     expect(output.outcome).toMatchObject({ type: 'Sealed', reason: expect.stringMatching(/budget: 1020 tokens used, limit 100/) });
   });
 
+  it("a child's usage counts when the parent's run ends while the child still runs (cancel, seal, the time budget's deadline)", async () => {
+    for (const end of ['cancel', 'seal', 'deadline'] as const) {
+      let started = false;
+      const hang = defineTool({
+        name: 'hang',
+        description: 'waits',
+        input: z.object({}),
+        execute: (_args, ctx) => ((started = true), new Promise((resolve) => ctx.signal.addEventListener('abort', () => resolve('stopped')))),
+      });
+      // The child has bought a reply (500 + 500 tokens) and waits on its tool when the parent's run ends.
+      const worker = createAgentMachine({ model: scriptedModel([{ toolCalls: [{ id: 'h1', name: 'hang', args: {} }], usage: usage(500) }, { text: 'never' }]), tools: [hang] });
+      const parent = coordinator(agentTool({ agent: worker, name: 'work', description: 'x' }), end === 'deadline' ? { budget: { maxDurationMs: 300 } } : {});
+      const { actor, done } = run(parent);
+      await until(() => started);
+      if (end === 'cancel') actor.send({ type: 'cancel' });
+      if (end === 'seal') actor.send({ type: 'seal', reason: 'enough' });
+      const output = await Promise.race([done, new Promise<never>((_, reject) => setTimeout(() => reject(new Error(`${end}: still running`)), 3_000))]);
+      expect(output.outcome.type, end).toBe(end === 'cancel' ? 'Cancelled' : 'Sealed');
+      // The parent's first reply (10 + 10) and the child's, which was bought and billed.
+      expect(output.usage, end).toEqual(usage(510));
+      expect(actor.getSnapshot().context.sessionUsage, end).toEqual(usage(510));
+    }
+  });
+
   it('under a durable session the child is a session of its own beside its parent, and a finished child is never run again', async () => {
     const store = new MemorySessionStore();
     let childCalls = 0;
