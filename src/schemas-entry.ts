@@ -15,6 +15,7 @@ export { DEFAULT_TOOL_TIMEOUT_MS } from './tools/run-tools.js';
 export { DEFAULT_AGENT_TOOL_TIMEOUT_MS } from './agent/subagents/agent-tool.js';
 export { DEFAULT_MAX_SUBAGENT_DEPTH } from './agent/subagents/subagents.js';
 export { DEFAULT_MAX_HANDOFFS } from './agent/handoffs/handoffs.js';
+export { DEFAULT_MAX_ATTRIBUTE_LENGTH } from './telemetry/options.js';
 export { jsonValueProblem, MAX_JSON_DEPTH, type JsonValueLimits } from './json-value.js';
 export { loopSnapshotProblem, parseLoopSnapshot, type ParsedLoopSnapshot } from './brain/loop-snapshot.js';
 export { coherentCut } from './brain/conversation.js';

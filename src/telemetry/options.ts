@@ -47,7 +47,17 @@ export interface TelemetryOptions {
   recordContent?: boolean | undefined;
   /** The agent's name: `gen_ai.agent.name` and the run span's name. Default 'agent'. */
   name?: string | undefined;
+  /**
+   * The most characters any one string the tracing records may have (an attribute, an event's
+   * attribute, an exception's message and stack, a status message): longer ones are cut there and
+   * end `…[truncated N chars]`. Default `DEFAULT_MAX_ATTRIBUTE_LENGTH` (16 KiB): a 5 MB tool
+   * result recorded with `recordContent` is not a 5 MB span.
+   */
+  maxAttributeLength?: number | undefined;
 }
+
+/** The default of `TelemetryOptions.maxAttributeLength`: 16 KiB. */
+export const DEFAULT_MAX_ATTRIBUTE_LENGTH = 16_384;
 
 /** The options as given, checked when the machine is made. */
 export const TelemetryOptionsSchema = z.strictObject({
@@ -58,4 +68,5 @@ export const TelemetryOptionsSchema = z.strictObject({
     .optional(),
   recordContent: z.boolean().optional(),
   name: z.string().min(1).max(200).optional(),
+  maxAttributeLength: z.number().int().positive().optional(),
 });

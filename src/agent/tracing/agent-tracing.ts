@@ -2,7 +2,7 @@ import type { AttributeValue, Attributes, Context, Exception, Span, SpanContext,
 import type { Executor, SideEffect, SideEffectKind, SideEffectOutputs } from '../protocol/executor.js';
 import type { Usage } from '../../model.js';
 import type { Outcome, ToolCall } from '../../schemas.js';
-import { TelemetryOptionsSchema, type TelemetryOptions } from '../../telemetry/options.js';
+import { DEFAULT_MAX_ATTRIBUTE_LENGTH, TelemetryOptionsSchema, type TelemetryOptions } from '../../telemetry/options.js';
 import { parseOptions } from '../../known-keys.js';
 import { otelApi, type OtelApi } from '../../telemetry/otel-api.js';
 import { formatTraceparent, parseTraceparent } from '../../telemetry/traceparent.js';
@@ -39,17 +39,55 @@ interface OpenRun {
   waits: Map<string, { span: GuardedSpan; started: number }>;
 }
 
+/** `value` cut to `limit` characters (never inside a surrogate pair), saying how much was cut. */
+export function boundedText(value: string, limit: number): string {
+  if (value.length <= limit) return value;
+  let end = limit;
+  const last = value.charCodeAt(end - 1);
+  if (last >= 0xd800 && last <= 0xdbff) end--;
+  return `${value.slice(0, end)}…[truncated ${value.length - end} chars]`;
+}
+
+function boundedValue(value: AttributeValue, limit: number): AttributeValue {
+  if (typeof value === 'string') return boundedText(value, limit);
+  if (Array.isArray(value)) return value.map((item) => (typeof item === 'string' ? boundedText(item, limit) : item)) as AttributeValue;
+  return value;
+}
+
+/** The attributes with every string (and every string of an array) bounded. */
+function boundedAttributes(attributes: Attributes, limit: number): Attributes {
+  const out: Attributes = {};
+  for (const [key, value] of Object.entries(attributes)) out[key] = value === undefined ? value : boundedValue(value, limit);
+  return out;
+}
+
 /**
- * A span as the tracing uses it: every call into OpenTelemetry (the SDK, its span processors and,
- * behind a simple processor, the exporter) is caught and reported to OpenTelemetry's own `diag`
- * logger. Telemetry observes the agent; a tracer that throws must never fail a call or stop an
- * actor (a throw in a chart action would put the actor in error; in the executor, fail the effect).
+ * A span as the tracing uses it, the one way anything reaches OpenTelemetry:
+ * - every call into it (the SDK, its span processors and, behind a simple processor, the
+ *   exporter) is caught and reported to OpenTelemetry's own `diag` logger. Telemetry observes the
+ *   agent; a tracer that throws must never fail a call or stop an actor (a throw in a chart action
+ *   would put the actor in error; in the executor, fail the effect).
+ * - every string it is given is cut to `maxAttributeLength` (`boundedText`): content, error
+ *   messages and stacks can be megabytes, an exporter's batch should not be.
  */
 class GuardedSpan {
   constructor(
     readonly raw: Span,
     private readonly report: (error: unknown) => void,
+    private readonly limit: number,
   ) {}
+
+  private text(value: string): string {
+    return boundedText(value, this.limit);
+  }
+
+  private value(value: AttributeValue): AttributeValue {
+    return boundedValue(value, this.limit);
+  }
+
+  private bounded(attributes: Attributes): Attributes {
+    return boundedAttributes(attributes, this.limit);
+  }
 
   private guard(work: (span: Span) => void): void {
     try {
@@ -71,23 +109,31 @@ class GuardedSpan {
   }
 
   setAttribute(key: string, value: AttributeValue): void {
-    this.guard((span) => span.setAttribute(key, value));
+    this.guard((span) => span.setAttribute(key, this.value(value)));
   }
 
   setAttributes(attributes: Attributes): void {
-    this.guard((span) => span.setAttributes(attributes));
+    this.guard((span) => span.setAttributes(this.bounded(attributes)));
   }
 
   addEvent(name: string, attributes: Attributes): void {
-    this.guard((span) => span.addEvent(name, attributes));
+    this.guard((span) => span.addEvent(name, this.bounded(attributes)));
   }
 
-  recordException(exception: Exception): void {
-    this.guard((span) => span.recordException(exception));
+  /** Recorded as a plain `{ code?, name, message, stack? }`, each bounded (an Error's own message and stack may be megabytes). */
+  recordException(exception: { name: string; message: string; code?: string | undefined; stack?: string | undefined }): void {
+    const { name, message, code, stack } = exception;
+    const plain: Exception = {
+      name: this.text(name),
+      message: this.text(message),
+      ...(code !== undefined && { code: this.text(code) }),
+      ...(stack !== undefined && { stack: this.text(stack) }),
+    };
+    this.guard((span) => span.recordException(plain));
   }
 
   setStatus(status: SpanStatus): void {
-    this.guard((span) => span.setStatus(status));
+    this.guard((span) => span.setStatus(status.message === undefined ? status : { ...status, message: this.text(status.message) }));
   }
 
   end(): void {
@@ -106,6 +152,7 @@ export class AgentTracing {
   private readonly tracer: Tracer;
   private readonly recordContent: boolean;
   private readonly agentName: string;
+  private readonly maxAttributeLength: number;
   private readonly model: { provider: string; model: string };
   /** Open runs by run key; effects match the longest key their own key starts with. */
   private readonly runs = new Map<string, OpenRun>();
@@ -118,16 +165,18 @@ export class AgentTracing {
     this.tracer = (options.tracer as Tracer | undefined) ?? this.api.trace.getTracer('loopchart');
     this.recordContent = options.recordContent === true;
     this.agentName = options.name ?? 'agent';
+    this.maxAttributeLength = options.maxAttributeLength ?? DEFAULT_MAX_ATTRIBUTE_LENGTH;
     this.model = modelIdentity(modelName);
   }
 
   /** Starts a span; a tracer that throws gives a span that records nothing (see `GuardedSpan`). */
   private start(name: string, options: { kind: number; attributes: Attributes }, parent: Context): GuardedSpan {
+    const bound = (span: Span) => new GuardedSpan(span, this.report, this.maxAttributeLength);
     try {
-      return new GuardedSpan(this.tracer.startSpan(name, options, parent), this.report);
+      return bound(this.tracer.startSpan(name, { ...options, attributes: boundedAttributes(options.attributes, this.maxAttributeLength) }, parent));
     } catch (error) {
       this.report(error);
-      return new GuardedSpan(this.api.trace.wrapSpanContext(this.api.INVALID_SPAN_CONTEXT), this.report);
+      return bound(this.api.trace.wrapSpanContext(this.api.INVALID_SPAN_CONTEXT));
     }
   }
 
@@ -445,7 +494,7 @@ export class AgentTracing {
 }
 
 function failSpan(span: GuardedSpan, error: unknown): void {
-  span.recordException(error instanceof Error ? error : { name: errorType(error), message: errorMessage(error) });
+  span.recordException(exceptionOf(error));
   span.setAttribute('error.type', errorType(error));
   span.setStatus({ code: STATUS_ERROR, message: errorMessage(error) });
 }
@@ -460,4 +509,11 @@ function errorType(error: unknown): string {
 
 function errorMessage(error: unknown): string {
   return (error instanceof Error ? error.message : String(error)).slice(0, 500);
+}
+
+/** What an exception event records of a thrown value: its code (or name) as the type, its message and stack. */
+function exceptionOf(error: unknown): { name: string; message: string; code?: string | undefined; stack?: string | undefined } {
+  if (!(error instanceof Error)) return { name: errorType(error), message: errorMessage(error) };
+  const code = (error as Error & { code?: unknown }).code;
+  return { name: error.name, message: error.message, ...(typeof code === 'string' && { code }), ...(error.stack !== undefined && { stack: error.stack }) };
 }

@@ -54,3 +54,72 @@ describe('a tracer that throws', () => {
     expect(tracing.spans().map((span) => span.name).sort()).toEqual(['chat scripted', 'chat scripted', 'execute_tool add', 'invoke_agent agent']);
   });
 });
+
+describe('the size of what a span holds', () => {
+  const huge = 'x'.repeat(5_000_000);
+  const largest = (tracing: ReturnType<typeof memoryTracing>) =>
+    Math.max(...tracing.spans().map((span) => JSON.stringify({ attributes: span.attributes, events: span.events, status: span.status }).length));
+
+  it('a 5 MB tool result recorded with recordContent is cut to maxAttributeLength (default 16 KiB), saying so', async () => {
+    const big = defineTool({ name: 'big', description: 'Big', input: z.object({}), execute: () => huge });
+    const tracing = memoryTracing();
+    const machine = createAgentMachine({
+      model: scriptedModel([{ toolCalls: [{ name: 'big', args: {} }] }, answer]),
+      tools: [big],
+      retry: false,
+      telemetry: { tracer: tracing.tracer, recordContent: true },
+    });
+    await runToCompletion(createActor(machine, { input: { prompt: 'go', sessionId: 'big' } }));
+    const [tool] = tracing.named('execute_tool');
+    const result = tool!.attributes['gen_ai.tool.call.result'] as string;
+    expect(result.length).toBeLessThan(16_384 + 100);
+    expect(result.startsWith('xxxx')).toBe(true);
+    expect(result).toMatch(/truncated/);
+    // The next model call's input messages hold it too.
+    expect(largest(tracing)).toBeLessThan(5 * 16_384);
+  });
+
+  it('maxAttributeLength sets the bound; it must be a positive whole number', async () => {
+    const big = defineTool({ name: 'big', description: 'Big', input: z.object({}), execute: () => huge });
+    const tracing = memoryTracing();
+    const machine = createAgentMachine({
+      model: scriptedModel([{ toolCalls: [{ name: 'big', args: {} }] }, answer]),
+      tools: [big],
+      retry: false,
+      telemetry: { tracer: tracing.tracer, recordContent: true, maxAttributeLength: 1000 },
+    });
+    await runToCompletion(createActor(machine, { input: { prompt: 'go', sessionId: 'big' } }));
+    expect((tracing.named('execute_tool')[0]!.attributes['gen_ai.tool.call.result'] as string).length).toBeLessThan(1100);
+    for (const maxAttributeLength of [0, -1, 1.5, Number.NaN, '100']) {
+      expect(() => createAgentMachine({ model: scriptedModel([answer]), telemetry: { maxAttributeLength: maxAttributeLength as number } })).toThrow(/maxAttributeLength/);
+    }
+  });
+
+  it('a 5 MB error message (a model error, a tool that throws) is bounded in the status, the exception event and the run span', async () => {
+    const tracing = memoryTracing();
+    const throwing = defineTool({
+      name: 'throwing',
+      description: 'Throws',
+      input: z.object({}),
+      execute: () => {
+        throw new Error(huge);
+      },
+    });
+    const withTool = createAgentMachine({
+      model: scriptedModel([{ toolCalls: [{ name: 'throwing', args: {} }] }, answer]),
+      tools: [throwing],
+      retry: false,
+      telemetry: { tracer: tracing.tracer, recordContent: true },
+    });
+    await runToCompletion(createActor(withTool, { input: { prompt: 'go', sessionId: 'tool' } }));
+    const failing = createAgentMachine({
+      model: { name: 'acme:x', generate: async () => Promise.reject(new Error(huge)) },
+      retry: false,
+      telemetry: { tracer: tracing.tracer },
+    });
+    const output = await runToCompletion(createActor(failing, { input: { prompt: 'go', sessionId: 'model' } }));
+    expect(output.outcome.type).toBe('Failed');
+    expect(tracing.named('chat x')[0]!.events.map((event) => event.name)).toEqual(['exception']);
+    expect(largest(tracing)).toBeLessThan(5 * 16_384);
+  });
+});
