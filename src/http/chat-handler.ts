@@ -20,6 +20,7 @@ import { chatRoute, subagentSessionProblem } from './route.js';
 import { SubagentTree } from './subagent-tree.js';
 import { RESERVED_OPERATIONS, RunChunker } from './ui-chunks.js';
 import { toUIMessages } from './ui-messages.js';
+import { NOT_RUN_AGAIN, readDenials } from './denials.js';
 import { checkKnownKeys, parseOptions } from '../known-keys.js';
 
 /** The options of `createChatHandler`, checked once when the handler is made. */
@@ -131,7 +132,7 @@ const json = (status: number, code: string, message: string, extra: Record<strin
  * idempotency key), no fails it with the page's reason (or says the user did not run it again).
  */
 const doubtVerdict = ({ approved, reason }: Pick<ApprovalAnswer, 'approved' | 'reason'>): DoubtVerdict & { by: string } =>
-  approved ? { action: 'rerun', by: 'chat' } : { action: 'fail', reason: reason ?? 'the user did not run it again after it was cut off', by: 'chat' };
+  approved ? { action: 'rerun', by: 'chat' } : { action: 'fail', reason: reason ?? NOT_RUN_AGAIN, by: 'chat' };
 
 /** A chat as this handler works on it: its stored session id (`key`) and the id its page sent (`name`, the only one an answer shows). */
 interface ChatRef {
@@ -467,8 +468,12 @@ class ChatSessions {
     const context = live ? live.session.actor.getSnapshot().context : await this.#stored(chatId);
     if (!context) return notFound(name);
     const { history, pending } = context.brain.context;
+    // A live session's decisions reach the trace with its next stored step: stored first, so a
+    // denial its history shows is read. A write that fails fails the run, whose streams say so.
+    await live?.session.flush().catch(() => {});
+    const denials = await readDenials(this.#store, chatId);
     // The run in flight shows its user message; its reply is what its stream replays.
-    const messages = toUIMessages([...history, ...pending.slice(0, 1)]);
+    const messages = toUIMessages([...history, ...pending.slice(0, 1)], { version: this.#settings.aiSdk, chat: chatId, denials });
     return new Response(JSON.stringify({ messages }), { headers: { 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-store' } });
   }
 

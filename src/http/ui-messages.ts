@@ -1,6 +1,8 @@
 import { isGuardFeedback } from '../agent/guardrails/guardrails.js';
 import { isOutputFeedback } from '../agent/structured-output/structured-output.js';
-import type { Message } from '../schemas.js';
+import type { Message, ToolCall } from '../schemas.js';
+import { claimDenial, pageReason, type Denial, type Denials } from './denials.js';
+import { approvalIdOf, type AiSdkVersion } from './ui-chunks.js';
 
 /**
  * A stored conversation as AI SDK UI messages, for a page that (re)loads a chat: each user
@@ -9,7 +11,8 @@ import type { Message } from '../schemas.js';
  * System messages (instructions, compaction summaries) are not shown, nor the user messages
  * loopchart wrote to the model (an output guardrail's feedback, an answer that did not match the
  * output schema): the page did not send them, and its live stream never showed them, so the
- * replies around one stay one assistant message, as they streamed.
+ * replies around one stay one assistant message, as they streamed. A call the page denied shows
+ * as the stream showed it (see `ShownTo`).
  */
 export interface UIMessageOut {
   id: string;
@@ -17,10 +20,31 @@ export interface UIMessageOut {
   parts: Array<Record<string, unknown>>;
 }
 
-export function toUIMessages(messages: readonly Message[]): UIMessageOut[] {
+/**
+ * Who the messages are for: the AI SDK version of the page, the chat's stored session id (its
+ * approval ids are bound to it) and the calls the session's trace says were denied (see
+ * denials.ts; claimed here, one result each).
+ */
+export interface ShownTo {
+  version: AiSdkVersion;
+  chat: string;
+  denials: Denials;
+}
+
+/**
+ * A denied call's part as the live stream leaves it (AI SDK 6 and 7): `output-denied`, with the
+ * approval the page answered (`addToolApprovalResponse` keeps the reason it gave).
+ */
+function deniedPart(denial: Denial, call: ToolCall, chat: string): Record<string, unknown> {
+  const reason = pageReason(denial);
+  const id = approvalIdOf({ run: denial.run, digest: denial.digest, toolCallId: call.id }, chat);
+  return { state: 'output-denied', approval: { id, approved: false, ...(reason !== undefined && { reason }) } };
+}
+
+export function toUIMessages(messages: readonly Message[], shownTo: ShownTo): UIMessageOut[] {
   const out: UIMessageOut[] = [];
   let assistant: UIMessageOut | undefined;
-  const parts = new Map<string, Record<string, unknown>>();
+  const parts = new Map<string, { part: Record<string, unknown>; call: ToolCall }>();
   messages.forEach((message, index) => {
     if (message.role === 'system' || (message.role === 'user' && (isGuardFeedback(message) || isOutputFeedback(message)))) return;
     if (message.role === 'user') {
@@ -37,14 +61,18 @@ export function toUIMessages(messages: readonly Message[]): UIMessageOut[] {
       if (message.content) assistant.parts.push({ type: 'text', text: message.content, state: 'done' });
       for (const call of message.toolCalls ?? []) {
         const part: Record<string, unknown> = { type: `tool-${call.name}`, toolCallId: call.id, state: 'input-available', input: call.args };
-        parts.set(call.id, part);
+        parts.set(call.id, { part, call });
         assistant.parts.push(part);
       }
       return;
     }
-    const part = parts.get(message.toolCallId);
-    if (!part) return;
-    if (message.isError) Object.assign(part, { state: 'output-error', errorText: message.content });
+    const shown = parts.get(message.toolCallId);
+    if (!shown) return;
+    const { part, call } = shown;
+    // AI SDK 5 has no denied state: its stream showed the denial as the error the model read.
+    const denial = shownTo.version === 5 ? undefined : claimDenial(shownTo.denials, call, message);
+    if (denial) Object.assign(part, deniedPart(denial, call, shownTo.chat));
+    else if (message.isError) Object.assign(part, { state: 'output-error', errorText: message.content });
     else Object.assign(part, { state: 'output-available', output: message.content });
   });
   return out;

@@ -82,6 +82,29 @@ describe('a call in doubt in the chat page', () => {
     expect(stored!.messages.at(-1)).toMatchObject({ role: 'assistant', content: expect.stringContaining(finalText.slice(0, 20)) });
   });
 
+  it.each([
+    ['without a reason', undefined],
+    ['with a reason', 'It went through already.'],
+  ])('denied %s: a reload shows the call as the stream did, output-denied with the page\'s answer', async (_, reason) => {
+    const store = new MemorySessionStore();
+    const agent = chargingAgent();
+    await crashedChat(store, agent);
+    const handler = createChatHandler({ machine: agent.machine, store });
+    handlers.push(handler);
+    const chat = page(await loadSdk(6), handler, 'pay');
+    const shown = (await chat.resume())!;
+    const denied = answered(shown, false);
+    if (reason !== undefined) for (const part of denied.parts) if (part.approval) part.approval = { ...part.approval, reason };
+    const user = { id: 'u1', role: 'user', parts: [{ type: 'text', text: 'Charge 5.' }] };
+    const live = await chat.send([user, denied], denied);
+    expect(live.parts.find((p) => p.type === 'tool-charge')).toMatchObject({ state: 'output-denied', approval: { approved: false } });
+    const response = await handler(new Request('http://127.0.0.1/api/chat/pay/messages'));
+    const { messages } = (await response.json()) as { messages: UIMessage[] };
+    // The data part saying why it asked is the live message's only: the rest is the same.
+    const parts = (message: UIMessage) => JSON.parse(JSON.stringify(message.parts.filter((p) => p.type !== 'data-tool-in-doubt'))) as unknown;
+    expect(parts(messages[1]!)).toEqual(parts(live));
+  });
+
   it('an answer for a call that is not in doubt (or a forged one) is refused, and nothing runs', async () => {
     const store = new MemorySessionStore();
     const agent = chargingAgent();

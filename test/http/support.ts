@@ -8,13 +8,15 @@ export interface Sdk {
     reconnectToStream(options: { chatId: string }): Promise<ReadableStream<unknown> | null>;
   };
   readUIMessageStream: (options: { stream: ReadableStream<unknown>; message?: unknown; onError?: (error: unknown) => void; terminateOnError?: boolean }) => AsyncIterable<UIMessage>;
+  /** The version's check of a conversation a page loads (throws on a part its schema rejects). */
+  validateUIMessages: (options: { messages: unknown[] }) => Promise<UIMessage[]>;
 }
 
 export interface UIMessage {
   id: string;
   role: string;
   metadata?: { run: number; outcome: string; usage?: { inputTokens: number; outputTokens: number } };
-  parts: Array<{ type: string; text?: string; state?: string; toolCallId?: string; input?: unknown; output?: unknown; preliminary?: boolean; errorText?: string; approval?: { id: string; approved?: boolean }; data?: Record<string, unknown> }>;
+  parts: Array<{ type: string; text?: string; state?: string; toolCallId?: string; input?: unknown; output?: unknown; preliminary?: boolean; errorText?: string; approval?: { id: string; approved?: boolean; reason?: string }; data?: Record<string, unknown> }>;
 }
 
 export const nodeMajor = Number(process.versions.node.split('.')[0]);
@@ -22,7 +24,7 @@ export const nodeMajor = Number(process.versions.node.split('.')[0]);
 export async function loadSdk(version: 5 | 6 | 7): Promise<Sdk> {
   const name = version === 5 ? 'ai' : version === 6 ? 'ai-v6' : 'ai-v7';
   const sdk = (await import(name)) as unknown as Omit<Sdk, 'version'>;
-  return { version, DefaultChatTransport: sdk.DefaultChatTransport, readUIMessageStream: sdk.readUIMessageStream };
+  return { version, DefaultChatTransport: sdk.DefaultChatTransport, readUIMessageStream: sdk.readUIMessageStream, validateUIMessages: sdk.validateUIMessages };
 }
 
 /** A page of one chat: the version's transport, talking to the handler through its own fetch (no socket). */
