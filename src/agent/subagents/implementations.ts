@@ -23,11 +23,16 @@ export function forwardToChild(_agent: CompiledAgent, _context: AgentContext, ev
 }
 
 /** A child's wait for a human, and its refusal of a decision, show at the parent (qualified ids); its usage joins the run once. */
-export function acceptSubagentReport(_agent: CompiledAgent, context: AgentContext, event: AgentEvent): Effect[] {
+export function acceptSubagentReport(agent: CompiledAgent, context: AgentContext, event: AgentEvent): Effect[] {
   const { callId, report } = as(event, 'io.subagent');
   switch (report.type) {
-    case 'usage':
-      return [{ assign: childUsageCounted(context, report.childId, report.usage) ?? {} }];
+    case 'usage': {
+      const counted = childUsageCounted(context, report.childId, report.usage);
+      if (!counted) return [];
+      // Booked as the run's own replies are (with a model list, to the model in use): the run's
+      // cost, and so maxCostUsd, covers the tree at the parent's prices, whatever its pricing.
+      return [{ assign: { ...counted.assign, ...agent.pricing.book?.(context, counted.added) } }];
+    }
     case 'approval.refused':
     case 'doubt.refused':
       return [{ emit: { ...report.refused, toolCallId: qualifiedCallId(callId, report.refused.toolCallId) } }];

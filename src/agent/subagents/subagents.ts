@@ -175,17 +175,18 @@ export const qualifiedCalls = (parentCallId: string, calls: readonly ToolCall[])
  * reports as it spends, and once more when it ends), so what is added is what it spent since the
  * last report: the whole tree is counted once, also when the parent's run ends (cancel, seal, the
  * time budget) while the child still runs and its last report comes too late, and a call repeated
- * after a crash finds its child counted. Null when nothing new was spent.
+ * after a crash finds its child counted. Null when nothing new was spent; else what to assign and
+ * what was added (which the run books as its pricing does, see `acceptSubagentReport`).
  */
 export function childUsageCounted(
   context: { runUsage: Usage; sessionUsage: Usage; childUsage?: Readonly<Record<string, Usage>> | undefined },
   childId: string,
   usage: Usage,
-): { runUsage: Usage; sessionUsage: Usage; childUsage: Record<string, Usage> } | null {
+): { assign: { runUsage: Usage; sessionUsage: Usage; childUsage: Record<string, Usage> }; added: Usage } | null {
   const counted = countChildUsage(context.childUsage, childId, usage);
   if (!counted) return null;
   const { added } = counted;
-  return { runUsage: addUsage(context.runUsage, added), sessionUsage: addUsage(context.sessionUsage, added), childUsage: counted.counted };
+  return { assign: { runUsage: addUsage(context.runUsage, added), sessionUsage: addUsage(context.sessionUsage, added), childUsage: counted.counted }, added };
 }
 
 /**

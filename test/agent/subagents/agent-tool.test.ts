@@ -200,6 +200,20 @@ describe('agentTool', () => {
     }
   });
 
+  it("with a model list, a child's tokens count in the parent's cost too: maxCostUsd bounds the whole tree and usageByModel adds up to usage", async () => {
+    const spender = createAgentMachine({ model: scriptedModel([{ text: 'spent', usage: usage(50) }]) });
+    const tool = agentTool({ agent: spender, name: 'spend', description: 'x' });
+    const perToken = { inputPerMillionUsd: 1_000_000, outputPerMillionUsd: 1_000_000 };
+    const model = scriptedModel([delegate('spend', 'a'), delegate('spend', 'b', 'c2'), { text: 'never', usage: usage(10) }], { name: 'boss-model' });
+    const parent = createAgentMachine({ model: [{ model, prices: perToken }], tools: [tool], budget: { maxCostUsd: 50 } });
+    const output = await run(parent).done;
+    // Its own reply ($20) and the child's ($100), at the parent's prices as with one price list.
+    expect(output.outcome).toMatchObject({ type: 'Sealed', reason: expect.stringMatching(/^budget: \$120\.0+ spent, limit \$50$/) });
+    expect(output.usage).toEqual(usage(60));
+    expect(output.costUsd).toBe(120);
+    expect(output.usageByModel).toEqual([{ model: 'boss-model', usage: usage(60), costUsd: 120 }]);
+  });
+
   it('under a durable session the child is a session of its own beside its parent, and a finished child is never run again', async () => {
     const store = new MemorySessionStore();
     let childCalls = 0;

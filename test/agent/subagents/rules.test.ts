@@ -33,11 +33,13 @@ describe('subagent rules', () => {
     expect(() => childResult('r', undefined)).toThrow(/without an outcome/);
   });
 
-  it("a child's usage joins its parent's run and session once per child session", () => {
+  it("a child's usage joins its parent's run and session once per child session, each report adding what the child spent since the last", () => {
     const zero = { inputTokens: 0, outputTokens: 0 };
     const used = { inputTokens: 3, outputTokens: 4 };
     const once = childUsageCounted({ runUsage: zero, sessionUsage: used }, 'p/c1', used)!;
-    expect(once).toEqual({ runUsage: used, sessionUsage: { inputTokens: 6, outputTokens: 8 }, childUsage: { 'p/c1': used } });
-    expect(childUsageCounted(once, 'p/c1', used)).toBeNull();
+    expect(once).toEqual({ assign: { runUsage: used, sessionUsage: { inputTokens: 6, outputTokens: 8 }, childUsage: { 'p/c1': used } }, added: used });
+    expect(childUsageCounted(once.assign, 'p/c1', used)).toBeNull();
+    const more = childUsageCounted(once.assign, 'p/c1', { inputTokens: 5, outputTokens: 4 })!;
+    expect(more).toEqual({ assign: { runUsage: { inputTokens: 5, outputTokens: 4 }, sessionUsage: { inputTokens: 8, outputTokens: 8 }, childUsage: { 'p/c1': { inputTokens: 5, outputTokens: 4 } } }, added: { inputTokens: 2, outputTokens: 0 } });
   });
 });
