@@ -41,8 +41,9 @@ export interface TelemetryOptions {
   tracer?: TelemetryTracer | undefined;
   /**
    * Record message and tool content (`gen_ai.input.messages`, `gen_ai.output.messages`,
-   * `gen_ai.tool.call.arguments`, `gen_ai.tool.call.result`). Default false: prompts and tool
-   * output often hold what must not leave the process.
+   * `gen_ai.tool.call.arguments`, `gen_ai.tool.call.result`, and a failed tool's error text in
+   * its exception event and status). Default false: prompts and tool output often hold what must
+   * not leave the process.
    */
   recordContent?: boolean | undefined;
   /** The agent's name: `gen_ai.agent.name` and the run span's name. Default 'agent'. */

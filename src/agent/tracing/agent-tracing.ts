@@ -6,6 +6,7 @@ import { DEFAULT_MAX_ATTRIBUTE_LENGTH, TelemetryOptionsSchema, type TelemetryOpt
 import { parseOptions } from '../../known-keys.js';
 import { otelApi, type OtelApi } from '../../telemetry/otel-api.js';
 import { formatTraceparent, parseTraceparent } from '../../telemetry/traceparent.js';
+import { redactUrlCredentials } from '../../models/http-status.js';
 
 /*
  * Spans for an agent's runs, from two sources and nothing else: the executor seam (every model,
@@ -39,8 +40,13 @@ interface OpenRun {
   waits: Map<string, { span: GuardedSpan; started: number }>;
 }
 
-/** `value` cut to `limit` characters (never inside a surrogate pair), saying how much was cut. */
-export function boundedText(value: string, limit: number): string {
+/**
+ * `value` as a span may hold it: the credentials of any URL in it redacted (an error quoting
+ * `https://user:key@host`, from a custom model or a tool, is not a key in the trace backend), then
+ * cut to `limit` characters (never inside a surrogate pair), saying how much was cut.
+ */
+export function boundedText(given: string, limit: number): string {
+  const value = redactUrlCredentials(given);
   if (value.length <= limit) return value;
   let end = limit;
   const last = value.charCodeAt(end - 1);
@@ -444,10 +450,13 @@ export class AgentTracing {
         if (this.recordContent) span.setAttribute('gen_ai.tool.call.result', result.content);
         if (result.isError) {
           // The runner turned the failure (a throw, a timeout, bad arguments) into the result the
-          // model reads; that text is the exception OpenTelemetry's convention records.
-          span.recordException({ name: 'tool_error', message: result.content.slice(0, 500) });
+          // model reads; that text is the exception OpenTelemetry's convention records. It is the
+          // tool's result, content like any other (an error quotes what it was given: an email, an
+          // account number), so without recordContent the span only says the call failed.
+          const message = this.recordContent ? result.content.slice(0, 500) : undefined;
+          span.recordException({ name: 'tool_error', message: message ?? 'the tool call failed (its error text is content: recorded with recordContent)' });
           span.setAttribute('error.type', 'tool_error');
-          span.setStatus({ code: STATUS_ERROR, message: result.content.slice(0, 200) });
+          span.setStatus({ code: STATUS_ERROR, ...(message !== undefined && { message: message.slice(0, 200) }) });
         }
         return;
       }

@@ -123,3 +123,57 @@ describe('the size of what a span holds', () => {
     expect(largest(tracing)).toBeLessThan(5 * 16_384);
   });
 });
+
+describe('content left out (recordContent false, the default)', () => {
+  const everything = (tracing: ReturnType<typeof memoryTracing>) =>
+    JSON.stringify(tracing.spans().map((span) => ({ name: span.name, attributes: span.attributes, events: span.events, status: span.status })));
+  const lookup = defineTool({
+    name: 'lookup',
+    description: 'Finds an account',
+    input: z.object({ email: z.string() }),
+    execute: ({ email }) => {
+      throw new Error(`no account for ${email}`);
+    },
+  });
+  const machine = (tracing: ReturnType<typeof memoryTracing>, recordContent?: boolean) =>
+    createAgentMachine({
+      model: scriptedModel([{ toolCalls: [{ name: 'lookup', args: { email: 'alice@example.com' } }] }, answer]),
+      tools: [lookup],
+      retry: false,
+      telemetry: { tracer: tracing.tracer, ...(recordContent !== undefined && { recordContent }) },
+    });
+
+  it("a tool's error result (the text the model reads, which may quote the arguments) is not in the span, its exception event or its status", async () => {
+    const tracing = memoryTracing();
+    await runToCompletion(createActor(machine(tracing), { input: { prompt: 'find alice', sessionId: 'content' } }));
+    expect(everything(tracing)).not.toContain('alice@example.com');
+    const [tool] = tracing.named('execute_tool');
+    expect(tool!.status.code).toBe(2);
+    expect(tool!.attributes['error.type']).toBe('tool_error');
+    expect(tool!.events.map((event) => [event.name, event.attributes?.['exception.type']])).toEqual([['exception', 'tool_error']]);
+  });
+
+  it('with recordContent the error text is recorded', async () => {
+    const tracing = memoryTracing();
+    await runToCompletion(createActor(machine(tracing, true), { input: { prompt: 'find alice', sessionId: 'content' } }));
+    const [tool] = tracing.named('execute_tool');
+    expect(tool!.events[0]!.attributes!['exception.message']).toBe('no account for alice@example.com');
+    expect(tool!.status.message).toBe('no account for alice@example.com');
+  });
+
+  it.each([false, true])('the credentials of a URL quoted in an error never reach a span (recordContent %s)', async (recordContent) => {
+    const tracing = memoryTracing();
+    const failing = createAgentMachine({
+      model: {
+        name: 'acme:x',
+        generate: async () => Promise.reject(new Error('could not reach https://me:sk-live-4242424242@proxy.example/v1: connection refused')),
+      },
+      retry: false,
+      telemetry: { tracer: tracing.tracer, recordContent },
+    });
+    expect((await runToCompletion(createActor(failing, { input: { prompt: 'go', sessionId: 'url' } }))).outcome.type).toBe('Failed');
+    const recorded = everything(tracing);
+    expect(recorded).not.toContain('sk-live-4242424242');
+    expect(recorded).toContain('https://***@proxy.example/v1');
+  });
+});

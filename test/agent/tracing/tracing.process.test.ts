@@ -133,12 +133,15 @@ describe('a traced run', () => {
     expect(tool!.attributes).toMatchObject({ 'gen_ai.tool.call.arguments': '{"a":1,"b":2}', 'gen_ai.tool.call.result': '3' });
   });
 
-  it('a tool that throws marks its span as an error with an exception event; the run goes on', async () => {
-    const { tracing, machine } = traced({
-      model: scriptedModel([{ toolCalls: [{ name: 'broken', args: {} }] }, { text: 'sorry' }]),
-      tools: [broken],
-      retry: false,
-    });
+  it('a tool that throws marks its span as an error with an exception event (its text with recordContent); the run goes on', async () => {
+    const { tracing, machine } = traced(
+      {
+        model: scriptedModel([{ toolCalls: [{ name: 'broken', args: {} }] }, { text: 'sorry' }]),
+        tools: [broken],
+        retry: false,
+      },
+      { recordContent: true },
+    );
     expect((await runToCompletion(createActor(machine, { input: { prompt: 'go' } }))).outcome.type).toBe('Completed');
     const [tool] = tracing.named('execute_tool');
     expect(tool!.status).toMatchObject({ code: 2 });
@@ -149,12 +152,15 @@ describe('a traced run', () => {
     expect(tracing.named('invoke_agent')[0]!.status.code).toBe(0);
   });
 
-  it('a tool call with invalid arguments is a failed span with an exception event naming the argument', async () => {
-    const { tracing, machine } = traced({
-      model: scriptedModel([{ toolCalls: [{ name: 'add', args: { a: 1 } }] }, { text: 'sorry' }]),
-      tools: [add],
-      retry: false,
-    });
+  it('a tool call with invalid arguments is a failed span with an exception event naming the argument (with recordContent)', async () => {
+    const { tracing, machine } = traced(
+      {
+        model: scriptedModel([{ toolCalls: [{ name: 'add', args: { a: 1 } }] }, { text: 'sorry' }]),
+        tools: [add],
+        retry: false,
+      },
+      { recordContent: true },
+    );
     expect((await runToCompletion(createActor(machine, { input: { prompt: 'go' } }))).outcome.type).toBe('Completed');
     const [tool] = tracing.named('execute_tool');
     expect(tool!.status.code).toBe(2);
