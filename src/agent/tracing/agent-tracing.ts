@@ -1,3 +1,4 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
 import type { AttributeValue, Attributes, Context, Exception, Span, SpanContext, SpanStatus, Tracer } from '@opentelemetry/api';
 import type { Executor, SideEffect, SideEffectKind, SideEffectOutputs } from '../protocol/executor.js';
 import type { Usage } from '../../model.js';
@@ -21,6 +22,14 @@ const SPAN_KIND_CLIENT = 2;
 const STATUS_ERROR = 2;
 /** Where a run key ends inside an effect key. */
 const RUN_KEY_END = /:run-\d+:/g;
+
+/**
+ * The trace context of the effect being performed (its span), carried with the effect's async
+ * work: a run started inside it (an agent tool's child, in process or as a durable session of its
+ * own) is a child of the call's span in the caller's trace. Ours, so it holds without a context
+ * manager registered with OpenTelemetry (the effect also runs in `context.with`, for one that is).
+ */
+const effectContext = new AsyncLocalStorage<Context>();
 
 /** What the chart tells the tracing when a run starts or continues. */
 export interface RunFacts {
@@ -202,7 +211,9 @@ export class AgentTracing {
   runStarted(facts: RunFacts): string | undefined {
     this.closeRun(facts.runKey, { interrupted: true });
     const stored = facts.continues ? parseTraceparent(facts.continues) : undefined;
-    const parent = stored ? this.api.trace.setSpanContext(this.api.ROOT_CONTEXT, { ...stored, isRemote: true }) : this.api.context.active();
+    const parent = stored
+      ? this.api.trace.setSpanContext(this.api.ROOT_CONTEXT, { ...stored, isRemote: true })
+      : (effectContext.getStore() ?? this.api.context.active());
     const span = this.start(
       `invoke_agent ${this.agentName}`,
       {
@@ -341,10 +352,12 @@ export class AgentTracing {
   readonly wrap = (inner: Executor): Executor => {
     const traced = async <K extends SideEffectKind>(effect: SideEffect<K>, perform: () => Promise<SideEffectOutputs[K]>) => {
       const run = this.runFor(effect.key);
-      const span = this.start(...this.effectSpan(effect, run), run?.context ?? this.api.context.active());
+      const parent = run?.context ?? this.api.context.active();
+      const span = this.start(...this.effectSpan(effect, run), parent);
       if (effect.kind === 'model') this.calls.set(effect.key, span);
+      const within = this.api.trace.setSpan(parent, span.raw);
       try {
-        const output = await inner(effect, perform);
+        const output = await effectContext.run(within, () => this.api.context.with(within, () => inner(effect, perform)));
         // An aborted call may still resolve (a tool call's result says it was interrupted): it
         // was cancelled, not failed.
         if (effect.signal.aborted) span.setAttribute('loopchart.cancelled', true);

@@ -9,8 +9,11 @@ import { z } from 'zod';
 import { createAgentMachine } from '../../../machines/agent.machine.js';
 import { scriptedModel } from '../../../src/models/scripted.js';
 import { defineTool } from '../../../src/tools/define-tool.js';
+import { agentTool } from '../../../src/agent/subagents/agent-tool.js';
+import { DurableSession } from '../../../src/sessions/durable-session.js';
+import { MemorySessionStore } from '../../../src/stores/memory.js';
 import { runToCompletion } from '../../support/driver.js';
-import { memoryTracing } from './support.js';
+import { idOf, memoryTracing, parentOf, traceOf } from './support.js';
 
 const add = defineTool({ name: 'add', description: 'Adds', input: z.object({ a: z.number(), b: z.number() }), execute: ({ a, b }) => String(a + b) });
 const toolTurn = { toolCalls: [{ name: 'add', args: { a: 1, b: 2 } }] };
@@ -175,5 +178,43 @@ describe('content left out (recordContent false, the default)', () => {
     const recorded = everything(tracing);
     expect(recorded).not.toContain('sk-live-4242424242');
     expect(recorded).toContain('https://***@proxy.example/v1');
+  });
+});
+
+describe("a subagent's spans", () => {
+  // No context manager is registered (as in most of these tests): the link must not depend on one.
+  const family = (tracing: ReturnType<typeof memoryTracing>) => {
+    const child = createAgentMachine({ model: scriptedModel([{ text: 'Tea is from China.' }]), retry: false, telemetry: { tracer: tracing.tracer, name: 'researcher' } });
+    return createAgentMachine({
+      model: scriptedModel([{ toolCalls: [{ name: 'research', args: { task: 'Where is tea from?' } }] }, { text: 'China.' }]),
+      tools: [agentTool({ agent: child, name: 'research', description: 'Researches one question.' })],
+      retry: false,
+      telemetry: { tracer: tracing.tracer, name: 'coordinator' },
+    });
+  };
+  const expectLinked = (tracing: ReturnType<typeof memoryTracing>) => {
+    const [parentRun] = tracing.named('invoke_agent coordinator');
+    const [call] = tracing.named('execute_tool research');
+    const [childRun] = tracing.named('invoke_agent researcher');
+    expect(traceOf(childRun!)).toBe(traceOf(parentRun!));
+    expect(parentOf(childRun!)).toBe(idOf(call!));
+    // The child's own calls are under its run.
+    const childChat = tracing.spans().find((span) => span.name.startsWith('chat ') && parentOf(span) === idOf(childRun!));
+    expect(childChat).toBeDefined();
+  };
+
+  it("the child's run span is a child of the parent's execute_tool span, in the parent's trace", async () => {
+    const tracing = memoryTracing();
+    await runToCompletion(createActor(family(tracing), { input: { prompt: 'go', sessionId: 'tree' } }));
+    expectLinked(tracing);
+  });
+
+  it('the same under a durable session (the child is a session of its own)', async () => {
+    const tracing = memoryTracing();
+    const session = await DurableSession.open({ machine: family(tracing), store: new MemorySessionStore(), sessionId: 'tree' });
+    session.send({ type: 'input', message: 'go' });
+    expect((await session.whenIdle())?.outcome.type).toBe('Completed');
+    await session.close();
+    expectLinked(tracing);
   });
 });
