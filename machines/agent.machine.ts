@@ -272,6 +272,8 @@ const chart = driver.createStateConfig({
           // The time budget is a deadline on the call in flight (see deadline.ts): aborted, the run sealed or paused.
           after: {
             budgetDeadline: [
+              // With an output schema the run first asks for its answer, as a budget passed between steps does.
+              { guard: 'answerAtDeadline', target: 'Start', actions: ['abortIo', 'cutForAnswer'] },
               { guard: 'deadlineSeals', target: 'Start', actions: ['abortIo', 'sealAtDeadline'] },
               { guard: 'deadlinePauses', target: 'BudgetPaused', actions: 'abortIo' },
             ],
@@ -297,7 +299,12 @@ const chart = driver.createStateConfig({
         AwaitingTools: {
           initial: 'Routing',
           // A batch in flight past the time budget is aborted and the run sealed; a pausing budget lets it finish (a tool's effect is not redone).
-          after: { budgetDeadline: { guard: 'deadlineSeals', target: 'Start', actions: ['abortIo', 'sealAtDeadline'] } },
+          after: {
+            budgetDeadline: [
+              { guard: 'answerAtDeadline', target: 'Start', actions: ['abortIo', 'cutForAnswer'] },
+              { guard: 'deadlineSeals', target: 'Start', actions: ['abortIo', 'sealAtDeadline'] },
+            ],
+          },
           always: [
             // A transfer past maxHandoffs is refused and ends the run (agents handing round in a cycle).
             { guard: and(['batchComplete', 'handsOff', 'handoffLimitReached']), target: 'Start', actions: 'refuseHandoff' },

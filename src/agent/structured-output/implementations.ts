@@ -7,9 +7,10 @@
 import { assigns, configured, configuredAction, rule, type ContextHook } from '../core/bind.js';
 import type { CompiledAgent } from '../core/compile.js';
 import type { AgentContext } from '../core/context.js';
-import { answerOf, decisionPolicy } from '../core/driver-rules.js';
+import { answerOf, decisionPolicy, resetBatch } from '../core/driver-rules.js';
+import { interruptBatch } from '../core/run-rules.js';
 import type { Effect } from '../core/effects.js';
-import { overBudget } from '../budget/implementations.js';
+import { deadlinePassed, overBudget } from '../budget/implementations.js';
 import type { AgentEvent } from '../protocol/agent-event.js';
 import { beginFinalCall, finalCallReason, FRESH_OUTPUT_STATE } from './structured-output.js';
 
@@ -29,14 +30,35 @@ export function emitOutputRejected(agent: CompiledAgent, context: AgentContext, 
 /** Whether the agent has an output schema (or asks a final call): the only agents whose answers are judged. */
 const structuredOutput = (agent: CompiledAgent) => agent.structured !== undefined;
 
+/** An agent whose time budget may pass while a call is in flight and that asks for its answer before a budget ends the run. */
+const answersAtDeadline = (agent: CompiledAgent) => agent.budget !== undefined && agent.structured?.finalCall === true;
+
+/**
+ * The time budget passed, in a kind that seals, while a model call or a tool batch was in flight,
+ * and the run has not asked for its answer yet: the call is cut (aborted beside this, its tools
+ * answered interrupted) and the run asks for its answer, as when the budget passes between two
+ * steps (see `finalCallReason`), instead of being sealed with the work of its turns lost.
+ */
+export const answerAtDeadline = (agent: CompiledAgent, context: AgentContext): boolean =>
+  deadlinePassed(agent, context)?.pauses === false &&
+  !context.outputState?.finalCall &&
+  !context.brain.context.cancelled &&
+  (context.brain.value === 'AwaitingModel' || context.brain.value === 'AwaitingTools');
+
+/** The call cut by the deadline before the final call: a tool batch's calls answered as far as they got, the rest interrupted (a model call is made again as the final call). */
+export const cutForAnswer = (agent: CompiledAgent, context: AgentContext): Partial<AgentContext> =>
+  context.brain.value === 'AwaitingTools' ? { brain: interruptBatch(context, agent.maxCalls), ...resetBatch(agent, context) } : {};
+
 /** The guards and actions the chart names for structured output. */
 export const structuredOutputImplementations = {
   runStart: ((agent) => (agent.structured ? { outputState: FRESH_OUTPUT_STATE } : {})) satisfies ContextHook,
   guards: {
     finalCallDue: configured(structuredOutput, ({ agent, context }) => finalCallDue(agent, context) !== null),
+    answerAtDeadline: configured(answersAtDeadline, ({ agent, context }) => answerAtDeadline(agent, context)),
   },
   actions: {
     beginFinalCall: assigns(({ agent, context }) => beginFinalCall(agent.structured!, context.brain, context.outputState, finalCallDue(agent, context)!)),
     emitOutputRejected: configuredAction(structuredOutput, rule.effects(emitOutputRejected)),
+    cutForAnswer: assigns(({ agent, context }) => cutForAnswer(agent, context)),
   },
 };
