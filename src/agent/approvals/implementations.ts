@@ -20,7 +20,7 @@ import type { AgentEmitted } from '../protocol/actor-types.js';
 import { as, type AgentEvent } from '../protocol/agent-event.js';
 import type { IoRequest } from '../protocol/io-protocol.js';
 import { keyOf, turnAt } from '../protocol/keys.js';
-import { routedEvent } from '../subagents/subagents.js';
+import { routedEvent, routeOf } from '../subagents/subagents.js';
 import { requestFor } from './approval-binding.js';
 import { APPROVALS_OPERATION, approvalEventOf, approvalEvents, approvalResumeProblem } from './approval-events.js';
 import { decisionFor, deniedResult } from '../core/call-decisions.js';
@@ -92,12 +92,28 @@ export function emitApprovalYielded(agent: CompiledAgent, context: AgentContext,
 const ofChild = (context: AgentContext, toolCallId: string) =>
   routedEvent({ type: 'approve', toolCallId }) !== null && !pendingCalls(context.brain).some(({ call }) => call.id === toolCallId);
 
+/**
+ * Why a decision for a child's call cannot reach a child, or null: the call of this run it routes
+ * to (`c1` of `c1/p1`) is not a call of the batch still waiting for its result, so no child of it
+ * runs (the run was cancelled or ended, the call finished). Refused as an unknown call is, instead
+ * of going down to no one.
+ */
+function noChildRefusal(context: AgentContext, toolCallId: string): { reason: 'unknown-call'; detail: string } | null {
+  const callId = routeOf(toolCallId)!.callId;
+  const running = pendingCalls(context.brain).some(({ call }) => call.id === callId) && !context.toolJournal.some((result) => result.toolCallId === callId);
+  return running ? null : { reason: 'unknown-call', detail: `no call '${toolCallId}' waits in run ${context.runIndex}: no child run of call '${callId}' is running` };
+}
+
 /** A person's decision, bound to the call as shown (a refused one changes nothing); a denial is its call's result. */
 export function recordDecision(_agent: CompiledAgent, context: AgentContext, event: AgentEvent): Effect[] {
   const out: Effect[] = [];
   const decision = approvalEventOf(event);
-  if (!decision || ofChild(context, decision.toolCallId)) return out;
-  const taken = takeDecision(context, decision);
+  if (!decision) return out;
+  const child = ofChild(context, decision.toolCallId);
+  const gone = child ? noChildRefusal(context, decision.toolCallId) : null;
+  // A child's call goes down to its child (forwardToChild), which decides or refuses it.
+  if (child && !gone) return out;
+  const taken = gone ? { refusal: gone } : takeDecision(context, decision);
   const { toolCallId, by, reason, digest } = decision;
   const approved = decision.type === 'approve';
   if ('refusal' in taken) {
