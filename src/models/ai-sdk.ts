@@ -10,6 +10,7 @@ import { MalformedStreamError } from './errors.js';
 import { replyFinishReason } from './finish-reason.js';
 import { describeError, httpModelError, parseRetryAfter, providerMessage, redactUrlCredentials } from './http-status.js';
 import { checkKnownKeys, optionKeys } from '../known-keys.js';
+import { redactError } from './redact.js';
 
 /*
  * Why `languageModel.doStream()` and not `streamText()`:
@@ -55,6 +56,8 @@ const DEFAULT_READ_TIMEOUT_MS = 60_000;
  * A Model over any AI SDK provider model (`@ai-sdk/openai`, `@ai-sdk/anthropic`,
  * `createOpenAICompatible`…) of AI SDK 5, 6 or 7: `LanguageModelV2`, `V3` or `V4`, told apart by
  * `specificationVersion`. Anything else throws `UnsupportedModelError` here, not on the first call.
+ * What a failed call throws, the provider's error kept as its cause, has credentials redacted
+ * (`redactError`): URLs' user info and `?key=`-like parameters, `Authorization` values, `sk-…`-shaped keys.
  *
  * @example
  * ```ts
@@ -97,6 +100,10 @@ export function aiSdkModel(languageModel: AiSdkLanguageModel, options: AiSdkMode
         }
         guard.touch();
         return await consume(streamOf(result), guard, request, languageModel, version);
+      } catch (error) {
+        // The one way out for a failure. The provider's error (kept as cause) carries the request URL, the
+        // response body and headers; the key itself is never told to this adapter, so it is found by its shape.
+        throw redactError(error);
       } finally {
         guard.dispose();
       }

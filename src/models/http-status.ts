@@ -1,4 +1,7 @@
 import { ModelError } from '../model.js';
+import { redactUrlCredentials } from './redact.js';
+
+export { redactUrlCredentials };
 
 /**
  * HTTP status → ModelError, shared by both adapters so the retry policy sees the same fields
@@ -51,23 +54,6 @@ const HTTP_DATE = [
   /^[A-Za-z]{6,9}, \d{2}-[A-Za-z]{3}-\d{2} \d{2}:\d{2}:\d{2} GMT$/,
   /^[A-Za-z]{3} [A-Za-z]{3} [ \d]\d \d{2}:\d{2}:\d{2} \d{4}$/,
 ];
-
-/** `scheme://user:password@`: everything between `//` and the authority's last `@`. */
-const URL_USERINFO = /\b([a-z][a-z\d+.-]*:\/\/)[^\s/?#]*@/gi;
-
-/**
- * `text` with the user info of every URL in it replaced by `***`: a `user:key@host` URL quoted in
- * an error (ours, or fetch's own "cannot be constructed from a URL that includes credentials")
- * would otherwise carry the key into traces, session stores and eval datasets.
- *
- * @example
- * ```ts
- * redactUrlCredentials('could not reach http://me:sk-1@proxy/v1'); // 'could not reach http://***@proxy/v1'
- * ```
- */
-export function redactUrlCredentials(text: string): string {
-  return text.replace(URL_USERINFO, '$1***@');
-}
 
 /**
  * Pulls a human message out of a provider's error body: `{error:{message}}`, `{error:"…"}`,

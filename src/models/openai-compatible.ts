@@ -4,6 +4,7 @@ import { CallGuard, DEFAULT_MODEL_DEADLINE_MS, timeoutOption } from './call-guar
 import { ChatChunkAssembler, preview } from './chat-chunks.js';
 import { MalformedStreamError } from './errors.js';
 import { describeError, httpModelError, parseRetryAfter, providerMessage, redactUrlCredentials } from './http-status.js';
+import { headerSecrets, redactError } from './redact.js';
 import { toWireMessages, toWireResponseFormat, toWireTools } from './openai-wire.js';
 import { SseParser, type SseEvent } from './sse.js';
 import { checkKnownKeys, optionKeys } from '../known-keys.js';
@@ -76,7 +77,9 @@ const FINISH_GRACE_MS = 1000;
  * It never retries: it reports `status` / `retryable` / `retryAfterMs` and the retry wrapper decides.
  * A `baseURL` with credentials in it (`https://user:key@host/v1`) is refused with InvalidConfigError:
  * fetch cannot send them, and an error quoting the URL would leak them. Pass them as `apiKey` or
- * `headers` (e.g. `authorization: 'Basic …'`). A stream that sent its finish reason but neither
+ * `headers` (e.g. `authorization: 'Basic …'`). What a failed call throws, its whole cause chain
+ * included, has the API key, credential headers and other credentials redacted (`redactError`).
+ * A stream that sent its finish reason but neither
  * `[DONE]` nor its end is returned after a grace of at most 1 s for the trailing usage chunk.
  *
  * @example
@@ -107,6 +110,8 @@ export function openAICompatibleModel(options: OpenAICompatibleOptions): Model {
     // Lower-cased so a user's `Authorization` replaces ours instead of being joined to it by fetch.
     ...Object.fromEntries(Object.entries(options.headers ?? {}).map(([k, v]) => [k.toLowerCase(), v])),
   };
+  // What this model sends as credentials: no error it throws may carry them (see redactError).
+  const secrets = [...(options.apiKey ? [options.apiKey] : []), ...headerSecrets(baseHeaders)];
 
   const structuredOutputs = options.structuredOutputs ?? true;
   return {
@@ -151,6 +156,9 @@ export function openAICompatibleModel(options: OpenAICompatibleOptions): Model {
         }
         await readStream(response, guard, assembler, { maxBytes: maxResponseBytes, finishGraceMs });
         return assembler.reply();
+      } catch (error) {
+        // The one way out for a failure: fetch's errors, a provider's body and the URL may all quote a credential.
+        throw redactError(error, secrets);
       } finally {
         guard.dispose();
       }
