@@ -38,12 +38,16 @@ export const asUserMessage = (message: string | UserMessage): UserMessage =>
 
 /**
  * A new run over the committed conversation, with the estimate refreshed: the last estimate
- * plus the new message when there is one, else the whole request measured afresh (with the
- * system parts the estimate is known to count, `extrasTokens`).
+ * plus the new message when it measured exactly that conversation (the last run Completed: its
+ * every message was committed), else the whole request measured afresh (with the system parts
+ * the estimate is known to count, `extrasTokens`). A run that ended another way discarded its
+ * messages (Failed) or what was unanswered (salvaged): its estimate counts them, and an input
+ * too big for the window would otherwise fail every later run of the session with it.
  */
 export function startRun(previous: BrainState, message: UserMessage, tools: readonly ToolDefinition[], extrasTokens = 0): BrainState {
   const brain = feedBrain(restingBrain(previous), { type: 'acceptInput', message });
-  const anchor = previous.context.contextTokens;
+  const measuredKept = previous.value === 'Terminal' && previous.context.outcome?.type === 'Completed';
+  const anchor = measuredKept ? previous.context.contextTokens : 0;
   // The anchor measured a whole request (its reply priming included): the prompt adds its own tokens only.
   const tokens = anchor > 0 ? anchor + messagesTokens([message]) : requestTokens({ system: extrasTokens, messages: conversationOf(brain), tools });
   return feedBrain(brain, { type: 'setContextTokens', tokens });
