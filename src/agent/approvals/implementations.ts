@@ -20,7 +20,7 @@ import type { AgentEmitted } from '../protocol/actor-types.js';
 import { as, type AgentEvent } from '../protocol/agent-event.js';
 import type { IoRequest } from '../protocol/io-protocol.js';
 import { keyOf, turnAt } from '../protocol/keys.js';
-import { routedEvent, routeOf } from '../subagents/subagents.js';
+import { childMayRun, routedEvent, routeOf } from '../subagents/subagents.js';
 import { requestFor } from './approval-binding.js';
 import { APPROVALS_OPERATION, approvalEventOf, approvalEvents, approvalResumeProblem } from './approval-events.js';
 import { decisionFor, deniedResult } from '../core/call-decisions.js';
@@ -92,17 +92,11 @@ export function emitApprovalYielded(agent: CompiledAgent, context: AgentContext,
 const ofChild = (context: AgentContext, toolCallId: string) =>
   routedEvent({ type: 'approve', toolCallId }) !== null && !pendingCalls(context.brain).some(({ call }) => call.id === toolCallId);
 
-/**
- * Why a decision for a child's call cannot reach a child, or null: the call of this run it routes
- * to (`c1` of `c1/p1`) is not a call of the batch still waiting for its result, so no child of it
- * runs (the run was cancelled or ended, the call finished). Refused as an unknown call is, instead
- * of going down to no one.
- */
-function noChildRefusal(context: AgentContext, toolCallId: string): { reason: 'unknown-call'; detail: string } | null {
-  const callId = routeOf(toolCallId)!.callId;
-  const running = pendingCalls(context.brain).some(({ call }) => call.id === callId) && !context.toolJournal.some((result) => result.toolCallId === callId);
-  return running ? null : { reason: 'unknown-call', detail: `no call '${toolCallId}' waits in run ${context.runIndex}: no child run of call '${callId}' is running` };
-}
+/** A decision for a child's call whose child no longer runs (see `childMayRun`): refused as an unknown call is. */
+const noChildRefusal = (context: AgentContext, toolCallId: string): { reason: 'unknown-call'; detail: string } | null =>
+  childMayRun(context, toolCallId)
+    ? null
+    : { reason: 'unknown-call', detail: `no call '${toolCallId}' waits in run ${context.runIndex}: no child run of call '${routeOf(toolCallId)!.callId}' is running` };
 
 /** A person's decision, bound to the call as shown (a refused one changes nothing); a denial is its call's result. */
 export function recordDecision(_agent: CompiledAgent, context: AgentContext, event: AgentEvent): Effect[] {

@@ -11,7 +11,7 @@ import { approvalEventOf, approvalEvents } from '../approvals/approval-events.js
 import type { ApprovalRequest } from '../approvals/approval-binding.js';
 import { as, type AgentEvent } from '../protocol/agent-event.js';
 import type { FeatureHandlers, IoRequest } from '../protocol/io-protocol.js';
-import { childUsageCounted, qualifiedCallId, qualifiedCalls, routedEvent, type RoutableEvent } from './subagents.js';
+import { childMayRun, childUsageCounted, qualifiedCallId, qualifiedCalls, routedEvent, type RoutableEvent } from './subagents.js';
 import { forwardHandler } from './io.js';
 
 /** A decision or steer for a child run goes down to the call that runs it (see `routedEvent`). */
@@ -53,8 +53,11 @@ const qualifiedRequests = (callId: string, requests: readonly ApprovalRequest[])
 export const subagentImplementations = {
   guards: {
     steersChild: ({ event }: Args) => routedEvent(as(event, 'steer')) !== null,
-    /** A decision on a child's call in doubt (`c1/p1`): it goes down to the call that runs the child. */
-    decidesForChild: ({ event }: Args) => routedEvent(as(event, 'doubt.decide')) !== null,
+    /**
+     * A decision on a child's call in doubt (`c1/p1`): it goes down to the call that runs the
+     * child, while one may run (else the run's own rule refuses it as an unknown call).
+     */
+    decidesForChild: ({ context, event }: Args) => routedEvent(as(event, 'doubt.decide')) !== null && childMayRun(context, as(event, 'doubt.decide').toolCallId),
   },
   actions: {
     forwardToChild: rule.effects(forwardToChild),

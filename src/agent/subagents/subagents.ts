@@ -1,5 +1,6 @@
 import { z } from 'zod';
-import type { ToolCall, Usage } from '../../schemas.js';
+import type { ToolCall, ToolMessage, Usage } from '../../schemas.js';
+import { pendingCalls, type BrainState } from '../core/brain-state.js';
 import { addUsage } from '../core/run-rules.js';
 import { sessionIdProblem } from '../../stores/step.js';
 import { InvalidSessionIdError } from '../../stores/errors.js';
@@ -47,6 +48,17 @@ export function routeOf(id: string): { callId: string; rest: string } | null {
   const at = id.indexOf(TREE_SEPARATOR);
   if (at <= 0 || at === id.length - 1) return null;
   return { callId: id.slice(0, at), rest: id.slice(at + 1) };
+}
+
+/**
+ * Whether a child of the call a qualified id routes to (`c1` of `c1/p1`) may be running: that call
+ * is one of the batch the run waits on, still without its result. When not (the run cancelled or
+ * over, the call finished), no child is there to take a decision routed down: it is refused here.
+ */
+export function childMayRun(context: { brain: BrainState; toolJournal: readonly ToolMessage[] }, toolCallId: string): boolean {
+  const route = routeOf(toolCallId);
+  if (!route) return false;
+  return pendingCalls(context.brain).some(({ call }) => call.id === route.callId) && !context.toolJournal.some((result) => result.toolCallId === route.callId);
 }
 
 /** A decision (`toolCallId`) or a steer (`target`) the parent routes to a child. */
