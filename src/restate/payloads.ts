@@ -54,20 +54,47 @@ export type HandlerPayload<H extends HandlerName> = z.output<(typeof HandlerPayl
 export function checkPayload<H extends HandlerName>(handler: H, payload: unknown): HandlerPayload<H> {
   const parsed = HandlerPayloads[handler].safeParse(payload);
   if (!parsed.success) {
-    throw new restate.TerminalError(`${handler}: invalid payload: ${payloadIssues(parsed.error)}`, { errorCode: 400 });
+    throw new restate.TerminalError(`${handler}: invalid payload: ${payloadIssues(parsed.error.issues, [], payload)}`, { errorCode: 400 });
   }
   return parsed.data as HandlerPayload<H>;
 }
 
-/** Each issue under the field it concerns: a key the handler does not take is named as its own field. */
-function payloadIssues(error: z.ZodError): string {
-  return error.issues
-    .flatMap((issue) => {
-      const at = issue.path.map(String);
-      if (issue.code === 'unrecognized_keys') return issue.keys.map((key) => `${[...at, key].join('.')}: not a field this handler takes`);
-      return [`${at.length > 0 ? at.join('.') : '(root)'}: ${issue.message}`];
-    })
-    .join('; ');
+type Issue = z.core.$ZodIssue;
+
+/**
+ * Each issue under the field it concerns: a key the handler does not take is named as its own
+ * field. A union (a message is a string or a user message) is told by the branch of the value's
+ * own type, down to the field that is wrong in it (zod says "Invalid input" for the whole union),
+ * or, when the value is of no branch's type, as the types expected and the one received.
+ */
+function payloadIssues(issues: readonly Issue[], base: readonly PropertyKey[], payload: unknown): string {
+  return issues.flatMap((issue) => describeIssue(issue, [...base, ...issue.path], payload)).join('; ');
+}
+
+function describeIssue(issue: Issue, path: readonly PropertyKey[], payload: unknown): string[] {
+  const at = path.map(String);
+  const field = at.length > 0 ? at.join('.') : '(root)';
+  if (issue.code === 'unrecognized_keys') return issue.keys.map((key) => `${[...at, key].join('.')}: not a field this handler takes`);
+  if (issue.code === 'invalid_union' && issue.errors.length > 0) {
+    const wrongType = (branch: readonly Issue[]) => branch.some((inner) => inner.path.length === 0 && inner.code === 'invalid_type');
+    const ofItsType = issue.errors.find((branch) => !wrongType(branch));
+    if (ofItsType) return [payloadIssues(ofItsType, path, payload)];
+    const expected = issue.errors.flatMap((branch) => branch.flatMap((inner) => (inner.path.length === 0 && inner.code === 'invalid_type' ? [inner.expected] : [])));
+    return [`${field}: expected ${[...new Set(expected)].join(' or ')}, received ${typeName(valueAt(payload, path))}`];
+  }
+  return [`${field}: ${issue.message}`];
+}
+
+function valueAt(payload: unknown, path: readonly PropertyKey[]): unknown {
+  let value = payload;
+  for (const key of path) value = typeof value === 'object' && value !== null ? (value as Record<PropertyKey, unknown>)[key] : undefined;
+  return value;
+}
+
+function typeName(value: unknown): string {
+  if (value === null) return 'null';
+  if (Array.isArray(value)) return 'array';
+  return typeof value;
 }
 
 /** The object key is the session id: it obeys the stores' one id rule. */

@@ -52,3 +52,20 @@ describe('a refused payload names the field', () => {
     expect(checkPayload('events', { cursor: 4, limit: 10 })).toEqual({ cursor: 4, limit: 10 });
   });
 });
+
+describe("a refused message says what is wrong with it (not the union's bare 'Invalid input')", () => {
+  it.each([
+    [{ message: 42 }, /message: expected string or object, received number$/],
+    [{ message: ['hi'] }, /message: expected string or object, received array$/],
+    [{ message: { role: 'assistant', content: 'x' } }, /message\.role: Invalid input: expected "user"$/],
+    [{ message: { role: 'user', content: [{ type: 'text' }] } }, /message\.content: Invalid input: expected string, received array$/],
+  ])('send %j', (payload, expected) => {
+    const message = refusal('send', payload);
+    expect(message).toMatch(expected);
+    expect(message).not.toMatch(/Invalid input;|Invalid input$/);
+  });
+
+  it('steer the same', () => {
+    expect(refusal('steer', { message: { role: 'user' } })).toMatch(/^steer: invalid payload: message\.content: /);
+  });
+});
