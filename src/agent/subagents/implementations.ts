@@ -11,14 +11,21 @@ import { approvalEventOf, approvalEvents } from '../approvals/approval-events.js
 import type { ApprovalRequest } from '../approvals/approval-binding.js';
 import { as, type AgentEvent } from '../protocol/agent-event.js';
 import type { FeatureHandlers, IoRequest } from '../protocol/io-protocol.js';
-import { childMayRun, childUsageCounted, qualifiedCallId, qualifiedCalls, routedEvent, type RoutableEvent } from './subagents.js';
+import { callMayRunChild, childMayRun, childUsageCounted, qualifiedCallId, qualifiedCalls, routedEvent, type RoutableEvent } from './subagents.js';
 import { forwardHandler } from './io.js';
 
 /** A decision or steer for a child run goes down to the call that runs it (see `routedEvent`). */
-export function forwardToChild(_agent: CompiledAgent, _context: AgentContext, event: AgentEvent): Effect[] {
+export function forwardToChild(_agent: CompiledAgent, context: AgentContext, event: AgentEvent): Effect[] {
   const out: Effect[] = [];
   const routable = (approvalEventOf(event) ?? event) as RoutableEvent;
-  if (routedEvent(routable)) out.push({ send: { type: 'forward', event: routable } satisfies IoRequest });
+  const routed = routedEvent(routable);
+  if (!routed) return out;
+  // A steer for a child that no call of the batch runs reaches no one: refused, not lost in silence
+  // (a decision for such a child is refused by its own rule, see `childMayRun`).
+  if (event.type === 'steer' && !callMayRunChild(context, routed.callId)) {
+    return [{ emit: { type: 'event.rejected', event: 'steer', reason: `no child run of call '${routed.callId}' is running to take the steer (target '${routable.target}')` } }];
+  }
+  out.push({ send: { type: 'forward', event: routable } satisfies IoRequest });
   return out;
 }
 

@@ -57,9 +57,12 @@ export function routeOf(id: string): { callId: string; rest: string } | null {
  */
 export function childMayRun(context: { brain: BrainState; toolJournal: readonly ToolMessage[] }, toolCallId: string): boolean {
   const route = routeOf(toolCallId);
-  if (!route) return false;
-  return pendingCalls(context.brain).some(({ call }) => call.id === route.callId) && !context.toolJournal.some((result) => result.toolCallId === route.callId);
+  return route !== null && callMayRunChild(context, route.callId);
 }
+
+/** Whether call `callId` of this run may be running a child: one of the batch the run waits on, still without its result. */
+export const callMayRunChild = (context: { brain: BrainState; toolJournal: readonly ToolMessage[] }, callId: string): boolean =>
+  pendingCalls(context.brain).some(({ call }) => call.id === callId) && !context.toolJournal.some((result) => result.toolCallId === callId);
 
 /** A decision (`toolCallId`) or a steer (`target`) the parent routes to a child. */
 export type RoutableEvent = { type: string; toolCallId?: string | undefined; target?: string | undefined };

@@ -43,3 +43,36 @@ describe("a decision on a child's call in doubt when no child of that call runs"
     actor.stop();
   });
 });
+
+describe('a steer for a child that no call runs', () => {
+  it('is refused (event.rejected naming the call), neither lost in silence nor given to the parent', async () => {
+    const child = createAgentMachine({ model: scriptedModel([{ text: 'child done' }]) });
+    let release!: () => void;
+    const gate = defineTool({ name: 'gate', description: 'Waits.', input: z.object({}), execute: () => new Promise<string>((resolve) => (release = () => resolve('open'))) });
+    const users: string[][] = [];
+    const parent = createAgentMachine({
+      model: scriptedModel([
+        { toolCalls: [{ id: 'c1', name: 'kid', args: { task: 'x' } }] },
+        { toolCalls: [{ id: 'c2', name: 'gate', args: {} }] },
+        (request) => (users.push(request.messages.filter((m) => m.role === 'user').map((m) => String(m.content))), { text: 'done' }),
+      ]),
+      tools: [agentTool({ agent: child, name: 'kid', description: 'k' }), gate],
+    });
+    const actor = createActor(parent);
+    const rejected: Extract<AgentEmitted, { type: 'event.rejected' }>[] = [];
+    actor.on('event.rejected', (event) => rejected.push(event));
+    actor.start();
+    actor.send({ type: 'input', message: 'go' });
+    await until(() => release !== undefined);
+    actor.send({ type: 'steer', message: 'for the child that ended', target: 'c1' });
+    actor.send({ type: 'steer', message: 'for no call at all', target: 'zz/q1' });
+    expect(rejected).toMatchObject([
+      { event: 'steer', reason: expect.stringContaining("call 'c1'") },
+      { event: 'steer', reason: expect.stringContaining("call 'zz'") },
+    ]);
+    release();
+    await until(() => actor.getSnapshot().value === 'Idle');
+    expect(users).toEqual([['go']]);
+    actor.stop();
+  });
+});
