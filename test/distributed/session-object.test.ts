@@ -193,6 +193,17 @@ describe.skipIf(!SERVER_BINARY)('Restate session object (real server, real worke
     expect((await client.ok<Summary>('bad', 'send', { message: 'hello' })).outcome?.type).toBe('Completed');
   });
 
+  it('a message too big for the context window fails its own run only: the stored conversation is kept and the next send runs', async () => {
+    const before = await client.ok<Summary>('oversized', 'send', { message: 'hello' });
+    expect(before.outcome?.type).toBe('Completed');
+    const huge = await client.ok<Summary>('oversized', 'send', { message: 'word '.repeat(400_000) });
+    expect(huge).toMatchObject({ messageCount: before.messageCount, outcome: { type: 'Failed', error: { type: 'CompactionStalled' } } });
+    // Before: every later send failed CompactionStalled too (the next run's estimate counted the discarded message).
+    const after = await client.ok<Summary>('oversized', 'send', { message: 'small' });
+    expect(after.outcome).toEqual({ type: 'Completed', finalText: 'done: oversized (small) after 6 tool results' });
+    expect(after.messageCount).toBe(before.messageCount * 2);
+  });
+
   it('a session made with a memory scope keeps it: its tools are told it, another scope is refused (403) and changes nothing, none keeps it', async () => {
     const first = await client.ok<Summary & { scope: string | null }>('scoped', 'send', { message: 'hello', scope: 'user:ada' });
     expect(first).toMatchObject({ scope: 'user:ada', outcome: { type: 'Completed' } });
