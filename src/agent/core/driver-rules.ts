@@ -5,7 +5,7 @@
  * in each `implementations.ts` call them, so each can be read and tested without the machine.
  */
 import { InvalidSnapshotError } from '../../errors.js';
-import { PolicySchema, type Message, type Outcome, type PolicyInput, type ToolCall, type ToolMessage } from '../../schemas.js';
+import { PolicySchema, type Message, type Outcome, type PolicyInput, type ToolCall, type ToolMessage, type Usage } from '../../schemas.js';
 import { judgeReply, type AnswerStep } from './answer.js';
 import { conversationOf, feedBrain, keepSteering } from './brain-state.js';
 import type { ContextHook } from './bind.js';
@@ -20,7 +20,7 @@ import { keyOf, serviceKey, turnAt } from '../protocol/keys.js';
 import type { Slices } from '../protocol/io-protocol.js';
 import { pendingPrune, pruneLineProblem } from './pruning.js';
 import { systemTokens } from './request-size.js';
-import { applyReply, applyToolResults, batchResults, brainPolicy, interruptBatch, overruleOutcome } from './run-rules.js';
+import { addUsage, applyReply, applyToolResults, batchResults, brainPolicy, interruptBatch, overruleOutcome } from './run-rules.js';
 
 /** How a run ends before its brain concludes: sealed by a limit (its conversation kept), failed, or cancelled. */
 export type RunEnd = { type: 'seal'; reason: string } | Extract<Outcome, { type: 'Cancelled' | 'Failed' }>;
@@ -51,7 +51,20 @@ export function endRun(
     // Without operations no point opens: nothing to close.
     operations: agent.points ? agent.points.close(slices ? { ...context.operations, slices } : context.operations) : context.operations,
     ...resetBatch(agent, context),
+    ...heldReplySpent(agent, context),
   };
+}
+
+/**
+ * A reply held for the output guardrails when the run ends before their verdict (a cancel, a
+ * seal, a guardrail that throws): it is not applied, but it was bought, so its usage counts as a
+ * tripped check's does (booked to the model that made it).
+ */
+function heldReplySpent(agent: CompiledAgent, context: AgentContext): Partial<Pick<AgentContext, 'runUsage' | 'sessionUsage' | 'models'>> {
+  const check = context.guard?.check;
+  const usage = check?.stage === 'output' ? (check.reply as { usage?: Usage } | undefined)?.usage : undefined;
+  if (!usage) return {};
+  return { runUsage: addUsage(context.runUsage, usage), sessionUsage: addUsage(context.sessionUsage, usage), ...agent.pricing.book?.(context, usage) };
 }
 
 /**
