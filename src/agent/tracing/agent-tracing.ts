@@ -55,13 +55,19 @@ interface OpenRun {
  * cut to `limit` characters (never inside a surrogate pair), saying how much was cut.
  */
 export function boundedText(given: string, limit: number): string {
-  const value = redactUrlCredentials(given);
-  if (value.length <= limit) return value;
-  let end = limit;
+  // Only what may be kept is searched (a 5 MB result is not scanned whole), with a margin for a URL across the cut.
+  const head = given.length > limit + URL_MARGIN ? given.slice(0, limit + URL_MARGIN) : given;
+  const value = redactUrlCredentials(head);
+  if (value.length <= limit && head === given) return value;
+  let end = Math.min(limit, value.length);
   const last = value.charCodeAt(end - 1);
   if (last >= 0xd800 && last <= 0xdbff) end--;
-  return `${value.slice(0, end)}…[truncated ${value.length - end} chars]`;
+  const cut = value.length - end + (given.length - head.length);
+  return cut === 0 ? value : `${value.slice(0, end)}…[truncated ${cut} chars]`;
 }
+
+/** How far past the bound a recorded string is searched for URL credentials before it is cut. */
+const URL_MARGIN = 2_048;
 
 function boundedValue(value: AttributeValue, limit: number): AttributeValue {
   if (typeof value === 'string') return boundedText(value, limit);

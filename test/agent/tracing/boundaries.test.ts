@@ -14,6 +14,7 @@ import { DurableSession } from '../../../src/sessions/durable-session.js';
 import { MemorySessionStore } from '../../../src/stores/memory.js';
 import { runToCompletion } from '../../support/driver.js';
 import { idOf, memoryTracing, parentOf, traceOf } from './support.js';
+import { boundedText } from '../../../src/agent/tracing/agent-tracing.js';
 
 const add = defineTool({ name: 'add', description: 'Adds', input: z.object({ a: z.number(), b: z.number() }), execute: ({ a, b }) => String(a + b) });
 const toolTurn = { toolCalls: [{ name: 'add', args: { a: 1, b: 2 } }] };
@@ -216,5 +217,20 @@ describe("a subagent's spans", () => {
     expect((await session.whenIdle())?.outcome.type).toBe('Completed');
     await session.close();
     expectLinked(tracing);
+  });
+});
+
+describe('boundedText', () => {
+  it('keeps a short string, redacts URL credentials, cuts a long one saying how much went', () => {
+    expect(boundedText('plain', 10)).toBe('plain');
+    expect(boundedText('see https://me:sk-1@host/v1', 100)).toBe('see https://***@host/v1');
+    expect(boundedText('a'.repeat(50), 10)).toBe(`${'a'.repeat(10)}…[truncated 40 chars]`);
+    // A URL across the cut is redacted before the cut; a 5 MB string is cut, not scanned whole.
+    const cut = boundedText(`${'a'.repeat(8)}https://me:sk-1234567890@host/${'b'.repeat(5_000_000)}`, 20);
+    expect(cut).not.toContain('sk-1234');
+    expect(cut.startsWith('aaaaaaaahttps://***@')).toBe(true);
+    expect(cut.length).toBeLessThan(60);
+    // Never half a surrogate pair.
+    expect(boundedText(`${'a'.repeat(9)}😀😀`, 10)).toBe(`${'a'.repeat(9)}…[truncated 4 chars]`);
   });
 });
