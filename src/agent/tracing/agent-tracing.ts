@@ -7,7 +7,7 @@ import { DEFAULT_MAX_ATTRIBUTE_LENGTH, TelemetryOptionsSchema, type TelemetryOpt
 import { parseOptions } from '../../known-keys.js';
 import { otelApi, type OtelApi } from '../../telemetry/otel-api.js';
 import { formatTraceparent, parseTraceparent } from '../../telemetry/traceparent.js';
-import { redactUrlCredentials } from '../../models/http-status.js';
+import { redactText } from '../../models/redact.js';
 
 /*
  * Spans for an agent's runs, from two sources and nothing else: the executor seam (every model,
@@ -50,14 +50,16 @@ interface OpenRun {
 }
 
 /**
- * `value` as a span may hold it: the credentials of any URL in it redacted (an error quoting
- * `https://user:key@host`, from a custom model or a tool, is not a key in the trace backend), then
+ * `value` as a span may hold it: credentials in it redacted as the model adapters redact their
+ * errors (`redactText`: URL user info, `?key=`, `Authorization` and other credential-named fields,
+ * key-shaped words), since an error from a custom model or a tool that quotes one must not put a
+ * key in the trace backend; then
  * cut to `limit` characters (never inside a surrogate pair), saying how much was cut.
  */
 export function boundedText(given: string, limit: number): string {
   // Only what may be kept is searched (a 5 MB result is not scanned whole), with a margin for a URL across the cut.
   const head = given.length > limit + URL_MARGIN ? given.slice(0, limit + URL_MARGIN) : given;
-  const value = redactUrlCredentials(head);
+  const value = redactText(head);
   if (value.length <= limit && head === given) return value;
   let end = Math.min(limit, value.length);
   const last = value.charCodeAt(end - 1);
@@ -66,7 +68,7 @@ export function boundedText(given: string, limit: number): string {
   return cut === 0 ? value : `${value.slice(0, end)}…[truncated ${cut} chars]`;
 }
 
-/** How far past the bound a recorded string is searched for URL credentials before it is cut. */
+/** How far past the bound a recorded string is searched for credentials before it is cut. */
 const URL_MARGIN = 2_048;
 
 function boundedValue(value: AttributeValue, limit: number): AttributeValue {

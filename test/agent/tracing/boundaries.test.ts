@@ -180,6 +180,23 @@ describe('content left out (recordContent false, the default)', () => {
     expect(recorded).not.toContain('sk-live-4242424242');
     expect(recorded).toContain('https://***@proxy.example/v1');
   });
+
+  it.each([false, true])('nor does a key in a query string, a header or a key-shaped word (recordContent %s)', async (recordContent) => {
+    const tracing = memoryTracing();
+    const failing = createAgentMachine({
+      model: {
+        name: 'acme:x',
+        generate: async () =>
+          Promise.reject(new Error('GET https://api.example/v1?key=AIzaQueryKey123456 refused; Authorization: Bearer tok-abcdefghijkl; tried sk-proj-abcdefghijklmnop')),
+      },
+      retry: false,
+      telemetry: { tracer: tracing.tracer, recordContent },
+    });
+    expect((await runToCompletion(createActor(failing, { input: { prompt: 'go', sessionId: 'keys' } }))).outcome.type).toBe('Failed');
+    const recorded = everything(tracing);
+    for (const secret of ['AIzaQueryKey123456', 'tok-abcdefghijkl', 'sk-proj-abcdefghijklmnop']) expect(recorded).not.toContain(secret);
+    expect(recorded).toContain('https://api.example/v1?key=***');
+  });
 });
 
 describe("a subagent's spans", () => {
