@@ -272,8 +272,6 @@ const chart = driver.createStateConfig({
           // The time budget is a deadline on the call in flight (see deadline.ts): aborted, the run sealed or paused.
           after: {
             budgetDeadline: [
-              // With an output schema the run first asks for its answer, as a budget passed between steps does.
-              { guard: 'answerAtDeadline', target: 'Start', actions: ['abortIo', 'cutForAnswer'] },
               { guard: 'deadlineSeals', target: 'Start', actions: ['abortIo', 'sealAtDeadline'] },
               { guard: 'deadlinePauses', target: 'BudgetPaused', actions: 'abortIo' },
             ],
@@ -301,6 +299,7 @@ const chart = driver.createStateConfig({
           // A batch in flight past the time budget is aborted and the run sealed; a pausing budget lets it finish (a tool's effect is not redone).
           after: {
             budgetDeadline: [
+              // With an output schema the run first asks for its answer, as a budget passed between steps does.
               { guard: 'answerAtDeadline', target: 'Start', actions: ['abortIo', 'cutForAnswer'] },
               { guard: 'deadlineSeals', target: 'Start', actions: ['abortIo', 'sealAtDeadline'] },
             ],

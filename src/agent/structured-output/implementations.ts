@@ -34,20 +34,22 @@ const structuredOutput = (agent: CompiledAgent) => agent.structured !== undefine
 const answersAtDeadline = (agent: CompiledAgent) => agent.budget !== undefined && agent.structured?.finalCall === true;
 
 /**
- * The time budget passed, in a kind that seals, while a model call or a tool batch was in flight,
- * and the run has not asked for its answer yet: the call is cut (aborted beside this, its tools
- * answered interrupted) and the run asks for its answer, as when the budget passes between two
- * steps (see `finalCallReason`), instead of being sealed with the work of its turns lost.
+ * The time budget passed, in a kind that seals, while a tool batch was in flight, and the run has
+ * not asked for its answer yet: the batch is cut (aborted beside this, its calls answered as far
+ * as they got, the rest interrupted) and the run asks for its answer, as when the budget passes
+ * between two steps (see `finalCallReason`), instead of being sealed with the work of its turns
+ * lost. A model call cut by the deadline is not made again as the final call: that model did not
+ * answer within the budget, and a final call has no deadline (a run over a model server that never
+ * answers still ends at its time budget).
  */
 export const answerAtDeadline = (agent: CompiledAgent, context: AgentContext): boolean =>
-  deadlinePassed(agent, context)?.pauses === false &&
-  !context.outputState?.finalCall &&
-  !context.brain.context.cancelled &&
-  (context.brain.value === 'AwaitingModel' || context.brain.value === 'AwaitingTools');
+  deadlinePassed(agent, context)?.pauses === false && !context.outputState?.finalCall && !context.brain.context.cancelled && context.brain.value === 'AwaitingTools';
 
-/** The call cut by the deadline before the final call: a tool batch's calls answered as far as they got, the rest interrupted (a model call is made again as the final call). */
-export const cutForAnswer = (agent: CompiledAgent, context: AgentContext): Partial<AgentContext> =>
-  context.brain.value === 'AwaitingTools' ? { brain: interruptBatch(context, agent.maxCalls), ...resetBatch(agent, context) } : {};
+/** The batch cut by the deadline before the final call: its calls answered as far as they got, the rest interrupted. */
+export const cutForAnswer = (agent: CompiledAgent, context: AgentContext): Partial<AgentContext> => ({
+  brain: interruptBatch(context, agent.maxCalls),
+  ...resetBatch(agent, context),
+});
 
 /** The guards and actions the chart names for structured output. */
 export const structuredOutputImplementations = {

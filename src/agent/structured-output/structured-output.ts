@@ -254,8 +254,7 @@ export function finalCallReason(
   policy: Policy,
   overBudget: string | null,
 ): FinalCallOutcome | null {
-  // A model call cut by the time budget leaves the brain awaiting it: the final call takes its place.
-  if (!structured?.finalCall || state?.finalCall || (brain.value !== 'Start' && brain.value !== 'AwaitingModel') || brain.context.cancelled) return null;
+  if (!structured?.finalCall || state?.finalCall || brain.value !== 'Start' || brain.context.cancelled) return null;
   if (overBudget !== null) return { type: 'Sealed', reason: overBudget };
   return decide(brain.value, brain.context, policy).action === 'concludeMaxTurns' ? { type: 'MaxTurnsExceeded' } : null;
 }

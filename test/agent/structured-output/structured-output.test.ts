@@ -211,13 +211,13 @@ describe('structured output: the time budget passing while a call is in flight',
     input: z.object({}),
     execute: (_args, { signal }) => new Promise((resolve) => signal.addEventListener('abort', () => resolve('stopped'), { once: true })),
   });
-  /** A model that, unless asked for the answer, asks for `slow` (`stuck`: or never replies, honouring its signal). */
+  /** A model that, unless asked for the answer, asks for `slow` (`stuck`: never replies, honouring its signal). */
   const model = (stuck: boolean) => {
     const requests: ModelRequest[] = [];
     const reply = (request: ModelRequest) => {
       requests.push({ ...request, messages: [...request.messages] });
       if (String(request.messages.at(-1)?.content).startsWith('This run has reached')) return Promise.resolve(answer({ city: 'Lyon', population: 3 }));
-      if (!stuck || requests.length === 1) return Promise.resolve({ toolCalls: [{ name: 'slow', args: {} }] });
+      if (!stuck) return Promise.resolve({ toolCalls: [{ name: 'slow', args: {} }] });
       return new Promise<never>((_, reject) => request.signal.addEventListener('abort', () => reject(request.signal.reason), { once: true }));
     };
     return { requests, model: scriptedModel(Array.from({ length: 4 }, () => reply)) };
@@ -225,17 +225,23 @@ describe('structured output: the time budget passing while a call is in flight',
   const within = <T,>(promise: Promise<T>) =>
     Promise.race([promise, new Promise<never>((_, reject) => setTimeout(() => reject(new Error('still running after 5 s')), 5_000))]);
 
-  it('a tool batch or a model call cut by the deadline is followed by the final call, as the budget passed between steps is', async () => {
-    for (const stuck of [false, true]) {
-      const { model: m, requests } = model(stuck);
-      const result = await within(runAgent({ model: m, prompt: 'A city?', tools: [slow], output: City, budget: { maxDurationMs: 200 } }));
-      expect(result.outcome.type, `stuck model: ${stuck}`).toBe('Completed');
-      expect(result.output).toEqual({ city: 'Lyon', population: 3 });
-      expect(requests.at(-1)!.tools.map((t) => t.name)).toEqual(['final_answer']);
-      expect(requests.at(-1)!.messages.at(-1)!.content).toMatch(/its budget \(budget: \d+ ms elapsed, limit 200 ms\)/);
-      // The call cut by the deadline is answered interrupted, as a seal answers it.
-      if (!stuck) expect(result.messages.find((m) => m.role === 'tool')?.content).toMatch(/interrupted/);
-    }
+  it('a tool batch cut by the deadline is followed by the final call, as the budget passed between steps is', async () => {
+    const { model: m, requests } = model(false);
+    const result = await within(runAgent({ model: m, prompt: 'A city?', tools: [slow], output: City, budget: { maxDurationMs: 200 } }));
+    expect(result.outcome.type).toBe('Completed');
+    expect(result.output).toEqual({ city: 'Lyon', population: 3 });
+    expect(requests).toHaveLength(2);
+    expect(requests[1]!.tools.map((t) => t.name)).toEqual(['final_answer']);
+    expect(requests[1]!.messages.at(-1)!.content).toMatch(/its budget \(budget: \d+ ms elapsed, limit 200 ms\)/);
+    // The call cut by the deadline is answered interrupted, as a seal answers it.
+    expect(result.messages.find((m) => m.role === 'tool')?.content).toMatch(/interrupted/);
+  });
+
+  it('a model call cut by the deadline is not made again as the final call (it has no deadline): the run is sealed at its budget', async () => {
+    const { model: m, requests } = model(true);
+    const result = await within(runAgent({ model: m, prompt: 'A city?', tools: [slow], output: City, budget: { maxDurationMs: 200 } }));
+    expect(result.outcome).toMatchObject({ type: 'Sealed', reason: expect.stringMatching(/^budget: \d+ ms elapsed, limit 200 ms$/) });
+    expect(requests).toHaveLength(1);
   });
 
   it('with finalOutputCall: false the deadline seals the run at once, as before', async () => {
