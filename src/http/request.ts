@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { MAX_REASON_LENGTH } from '../agent/protocol/events.js';
 import { chatIdProblem } from './route.js';
 
 /**
@@ -17,7 +18,7 @@ const TextPartSchema = z.looseObject({ type: z.literal('text'), text: z.string()
 const AnsweredPartSchema = z.looseObject({
   toolCallId: z.string().min(1),
   state: z.literal('approval-responded'),
-  approval: z.looseObject({ id: z.string().min(1), approved: z.boolean(), reason: z.string().max(10_000).optional() }),
+  approval: z.looseObject({ id: z.string().min(1), approved: z.boolean(), reason: z.string().max(MAX_REASON_LENGTH).optional() }),
 });
 const UIMessageSchema = z.looseObject({
   id: z.string().max(1000),
@@ -25,7 +26,7 @@ const UIMessageSchema = z.looseObject({
   parts: z.array(PartSchema).max(100_000),
 });
 /** An approval answer sent beside the messages (the AI SDK 5 way, see the README). */
-const ApprovalAnswerSchema = z.strictObject({ approvalId: z.string().min(1), approved: z.boolean(), reason: z.string().max(10_000).optional() });
+const ApprovalAnswerSchema = z.strictObject({ approvalId: z.string().min(1), approved: z.boolean(), reason: z.string().max(MAX_REASON_LENGTH).optional() });
 
 export const ChatRequestSchema = z.looseObject({
   id: z.string().superRefine((id, ctx) => {

@@ -36,7 +36,7 @@ export const HandlerPayloads = {
   steer: z.strictObject({ message }),
   approve: decision.strict(),
   deny: decision.strict(),
-  seal: z.strictObject({ reason: z.string() }),
+  seal: z.strictObject({ reason: ExternalEventSchemas.seal.shape.reason }),
   /** Raises the run's budget (`budget.raise`): the limits it names hold for the rest of the run, a side effect in flight and a paused run included. */
   raise: z.strictObject({ budget: ExternalEventSchemas['budget.raise'].shape.budget }),
   /** Resumes the operation a run waits on; `payload` is checked by that operation's own schema. */

@@ -10,11 +10,21 @@ import { doubtEventProblem } from '../in-doubt/in-doubt.js';
  * `event.rejected` with the event's type and the reason.
  */
 
+/**
+ * The longest reason an event may carry (a decision's, a seal's). A denial's reason is the result
+ * the model reads for the call and a seal's is stored with the outcome, so a reason is a sentence
+ * or a paragraph a person wrote, never a payload: a 5 MB reason is refused, not fed to the model.
+ */
+export const MAX_REASON_LENGTH = 10_000;
+/** The longest id an event may name (a tool call's, a child's path): ids are echoed in refusals and traces. */
+const MAX_ID_LENGTH = 1_000;
+
 const message = z.union([z.string(), UserMessageSchema]);
+const reason = z.string().max(MAX_REASON_LENGTH);
 const decision = {
-  toolCallId: z.string().min(1),
+  toolCallId: z.string().min(1).max(MAX_ID_LENGTH),
   always: z.boolean().optional(),
-  reason: z.string().optional(),
+  reason: reason.optional(),
   /** Who decided (a user name or id), recorded in the session's trace for the timeline. */
   by: z.string().max(200).optional(),
   /** The digest of the call as it was shown (`ApprovalRequest.digest`): the decision applies only to that call. */
@@ -46,8 +56,8 @@ export const ExternalEventSchemas = {
   /** `graceMs`: how long to wait for an operation hook in flight to return what it received (default 1 s; 0: not at all). */
   cancel: z.object({ type: z.literal('cancel'), graceMs: z.number().int().nonnegative().max(60_000).optional() }),
   /** `target`: a child run's path (its parent call ids joined by '/'): the steer goes to that child. */
-  steer: z.object({ type: z.literal('steer'), message, target: z.string().min(1).max(1000).optional() }),
-  seal: z.object({ type: z.literal('seal'), reason: z.string() }),
+  steer: z.object({ type: z.literal('steer'), message, target: z.string().min(1).max(MAX_ID_LENGTH).optional() }),
+  seal: z.object({ type: z.literal('seal'), reason }),
   policy: z.object({ type: z.literal('policy'), policy: PolicySchema.partial() }),
   resume: z.object({ type: z.literal('resume') }),
   rewind: z.object({ type: z.literal('rewind'), len: z.number().int().nonnegative() }),
@@ -58,7 +68,7 @@ export const ExternalEventSchemas = {
   /** Decides a call in doubt after a restart (`tool.inDoubt`): run it again, give its result (`result`, any JSON value), or fail it. */
   'doubt.decide': z.object({ type: z.literal('doubt.decide'), ...doubtFields }).check(checkHandResult),
   /** Resumes the operation the run waits on; the payload is checked against the operation's own schema. */
-  'operation.resume': z.object({ type: z.literal('operation.resume'), operation: z.string().min(1), payload: z.unknown() }),
+  'operation.resume': z.object({ type: z.literal('operation.resume'), operation: z.string().min(1).max(MAX_ID_LENGTH), payload: z.unknown() }),
 } as const;
 
 export type ExternalEventType = keyof typeof ExternalEventSchemas;

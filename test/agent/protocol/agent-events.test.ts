@@ -40,6 +40,11 @@ const BAD_EVENTS: unknown[] = [
   { type: 'approve', toolCallId: 7 },
   { type: 'deny', toolCallId: 'x', always: 'yes' },
   { type: 'cancel', extra: { deep: 1 } },
+  // A reason is a sentence a person wrote, an id a short string: neither is a payload (MAX_REASON_LENGTH).
+  { type: 'deny', toolCallId: 'x', reason: 'no'.repeat(5_001) },
+  { type: 'approve', toolCallId: 'c'.repeat(1_001) },
+  { type: 'seal', reason: 'stop'.repeat(2_501) },
+  { type: 'operation.resume', operation: 'o'.repeat(1_001), payload: {} },
   { type: 'no-such-event' },
 ];
 
@@ -77,6 +82,25 @@ describe('malformed events are refused, never fatal', () => {
     expect(output.outcome).toEqual({ type: 'Completed', finalText: 'done' });
     expect(rejected.map((e) => e.event)).toEqual(['steer', 'seal', 'input']);
     expect(providerValid(output.messages)).toBe(true);
+  });
+});
+
+describe('a reason or an id past its bound', () => {
+  it('a 5 MB denial reason is refused and the call still waits; a reason within the bound decides it', async () => {
+    const guarded = defineTool({ ...echo, name: 'send', needsApproval: true });
+    const { actor, rejected } = session([{ toolCalls: [{ id: 'c1', name: 'send', args: { text: 'a' } }] }, (request) => ({ text: `saw ${request.messages.at(-1)!.content}` })], [guarded]);
+    const asked = new Promise((resolve) => actor.on('approval.requested', resolve));
+    actor.send({ type: 'input', message: 'go' });
+    await asked;
+    actor.send({ type: 'deny', toolCallId: 'c1', reason: 'x'.repeat(5_000_000) });
+    expect(rejected).toMatchObject([{ event: 'deny' }]);
+    expect(rejected[0]!.reason).toMatch(/reason/);
+    await tick();
+    expect(actor.getSnapshot().context.approvals.decisions).toEqual({});
+    actor.send({ type: 'deny', toolCallId: 'c1', reason: 'not today' });
+    const output = await runFinished(actor, 1);
+    expect(output.outcome).toMatchObject({ type: 'Completed' });
+    expect(output.messages.find((m) => m.role === 'tool')!.content).toContain('not today');
   });
 });
 
