@@ -103,11 +103,13 @@ export function planStep(sessionId: string, head: SessionHead | undefined, step:
 // With the u flag a paired surrogate is one code point, so \p{Cs} matches lone surrogates only.
 const LONE_SURROGATE = /\p{Cs}/u;
 const CONTROL = /\p{Cc}/u;
+/** The characters that reorder text around them (Unicode's bidi controls): an id holding one can be shown as another id. */
+const BIDI_CONTROL = /[\u061C\u200E\u200F\u202A-\u202E\u2066-\u2069]/u;
 
 /**
  * Why `sessionId` breaks the one id rule of every store, or null when it is fine: a non-empty
  * string of at most `MAX_SESSION_ID_LENGTH` code units, well-formed Unicode, no control
- * character. Pure, for callers that check an id before they reach a store (a CLI argument).
+ * character and no bidirectional control (which would let an id show as another). Pure, for callers that check an id before they reach a store (a CLI argument).
  *
  * @example
  * ```ts
@@ -125,6 +127,8 @@ export function sessionIdProblem(sessionId: unknown): string | null {
   if (surrogate) return `it holds a lone surrogate at index ${surrogate.index} (not well-formed Unicode)`;
   const control = CONTROL.exec(sessionId);
   if (control) return `it holds a control character at index ${control.index}`;
+  const bidi = BIDI_CONTROL.exec(sessionId);
+  if (bidi) return `it holds a bidirectional control (U+${bidi[0].codePointAt(0)!.toString(16).toUpperCase().padStart(4, '0')}) at index ${bidi.index}`;
   return null;
 }
 

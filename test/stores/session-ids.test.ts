@@ -32,6 +32,16 @@ describe('sessionIdProblem', () => {
     expect(sessionIdProblem('a\u0000')).toBe('it holds a control character at index 1');
     for (const c of ['\t', '\n', '\r', '\u001b', '\u007f', '\u0085', '\u009f']) expect(sessionIdProblem(`a${c}`)).toMatch(/control character/);
   });
+
+  it('refuses bidirectional controls, which make an id read as another in a list (the CLI, the viewer)', () => {
+    // 'user-\u202Eeci1a' shows as 'user-alice'.
+    expect(sessionIdProblem('user-\u202Eeci1a')).toBe('it holds a bidirectional control (U+202E) at index 5');
+    for (const c of ['\u200E', '\u200F', '\u061C', '\u202A', '\u202B', '\u202C', '\u202D', '\u2066', '\u2067', '\u2068', '\u2069']) {
+      expect(sessionIdProblem(`a${c}b`), c.codePointAt(0)!.toString(16)).toMatch(/bidirectional control/);
+    }
+    // Other format characters are text: an emoji sequence joins with U+200D, Arabic or Hebrew ids need no control.
+    for (const id of ['👩\u200D💻', 'שלום', 'مرحبا']) expect(sessionIdProblem(id), id).toBeNull();
+  });
 });
 
 const root = mkdtempSync(join(tmpdir(), 'loopchart-ids-'));
