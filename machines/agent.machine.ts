@@ -165,11 +165,11 @@ const chart = driver.createStateConfig({
           { target: '.Start', actions: ['abortIo', 'cancelRun'] },
         ],
         seal: { target: '.Start', actions: ['abortIo', 'sealRun'] },
-        steer: [{ guard: 'steersChild', actions: 'forwardToChild' }, { actions: 'steerRun' }],
+        steer: [{ guard: 'steersChild', actions: 'forwardToChild' }, { actions: ['steerRun', 'noteSteer'] }],
         // A raise while the run goes: the limits it names hold for the rest of the run, the deadline of a side effect in flight included.
         'budget.raise': [{ guard: 'raiseRefused', actions: 'refuseRaise' }, { actions: ['raiseBudget', 'rearmDeadline'] }],
         // A user message sent while a run goes is steering: delivered at the next coherent point.
-        input: { actions: 'steerRun' },
+        input: { actions: ['steerRun', 'noteSteer'] },
         approve: { actions: ['recordDecision', 'forwardToChild', { type: 'trace', params: 'approval.decided' }] },
         deny: { actions: ['recordDecision', 'forwardToChild', { type: 'trace', params: 'approval.decided' }] },
         'doubt.decide': [{ guard: 'decidesForChild', actions: 'forwardToChild' }, { actions: 'decideDoubt' }],

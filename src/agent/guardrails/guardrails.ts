@@ -253,11 +253,23 @@ export const GuardCheckSchema = z.object({
   verdicts: z.array(z.object({ name: z.string(), verdict: GuardrailVerdictSchema })),
   /** The reply an output check holds until it is decided (plain JSON, as the model call returned it). */
   reply: z.unknown().optional(),
+  /** An input check of messages sent while the run went (steering): how many of `GuardState.steered` it judges. */
+  steers: z.number().int().positive().optional(),
 });
 export type GuardCheck = z.infer<typeof GuardCheckSchema>;
 
-/** The driver's guardrail state: the open check, the input check that passed, the run's feedback rounds. */
-export const GuardStateSchema = z.object({ check: GuardCheckSchema.nullable(), passed: z.string().nullable(), feedbacks: z.number().int().nonnegative() });
+/**
+ * The driver's guardrail state: the open check, the input check that passed, the run's feedback
+ * rounds; and the messages a user sent into the run while it went (`steered`, their texts, not
+ * judged yet) with how many such checks the run made (`steerChecks`).
+ */
+export const GuardStateSchema = z.object({
+  check: GuardCheckSchema.nullable(),
+  passed: z.string().nullable(),
+  feedbacks: z.number().int().nonnegative(),
+  steered: z.array(z.string()).optional(),
+  steerChecks: z.number().int().nonnegative().optional(),
+});
 export type GuardState = z.infer<typeof GuardStateSchema>;
 export const NO_GUARD: GuardState = Object.freeze({ check: null, passed: null, feedbacks: 0 }) as GuardState;
 
@@ -268,6 +280,35 @@ export const inputCheckKey = (context: { sessionId: string; runIndex: number }):
 /** The input check is due: the agent has input guardrails, the run made no model call yet, and its check has not passed. */
 export const inputCheckDue = (plan: GuardrailPlan | null, guard: GuardState | undefined, turnsTaken: number, key: string): boolean =>
   plan !== null && plan.input.length > 0 && turnsTaken === 0 && guard?.passed !== key && !guard?.check;
+
+/** The key of a run's `n`th check of messages sent while it went (its input's check is `inputCheckKey`). */
+export const steerCheckKey = (context: { sessionId: string; runIndex: number }, n: number): string => `${inputCheckKey(context)}-steer-${n}`;
+
+/**
+ * A check of steering is due: the agent has input guardrails and a user sent messages into the
+ * run that no check judged yet. Checked before each model call, so none reads them unjudged.
+ */
+export const steerCheckDue = (plan: GuardrailPlan | null, guard: GuardState | undefined): boolean =>
+  plan !== null && plan.input.length > 0 && !guard?.check && (guard?.steered?.length ?? 0) > 0;
+
+/** A message a user sent while the run went, to be judged before the next model call. */
+export const withSteered = (guard: GuardState | undefined, text: string): GuardState => ({ ...(guard ?? NO_GUARD), steered: [...(guard?.steered ?? []), text] });
+
+/**
+ * The guardrail state a run starts from: fresh, but for messages a user sent into the previous
+ * run that no check judged and that stayed in the conversation (a cancel keeps queued steering):
+ * the next model call would read them, so this run's checks judge them too.
+ */
+export function nextRunGuard(previous: GuardState | undefined, history: readonly Message[]): GuardState {
+  const kept = (previous?.steered ?? []).filter((text) => history.some((message) => message.role === 'user' && message.content === text));
+  return kept.length > 0 ? { ...NO_GUARD, steered: kept } : NO_GUARD;
+}
+
+/** An input check of the steering not judged yet. */
+export const openSteerCheck = (guard: GuardState, key: string): GuardState => ({
+  ...guard,
+  check: { key, stage: 'input', verdicts: [], steers: guard.steered!.length },
+});
 
 /** A new check with no verdicts; an output check holds the reply it judges. */
 export const openCheck = (guard: GuardState | undefined, key: string, stage: GuardrailStage, reply?: unknown): GuardState => ({
@@ -335,8 +376,13 @@ export const isGuardFeedback = (message: UserMessage): boolean => message.conten
 /** A settled check as the driver keeps it: closed, the input check marked as passed, a feedback round counted. */
 export function settledGuard(guard: GuardState, outcome: Exclude<GuardOutcome, { type: 'open' }>): GuardState {
   const check = guard.check!;
+  const steering = { ...(guard.steered && { steered: guard.steered }), ...(guard.steerChecks !== undefined && { steerChecks: guard.steerChecks }) };
+  // A check of steering: the messages it judged leave the list (one sent meanwhile waits for the next check).
+  if (check.steers !== undefined) {
+    return { check: null, passed: guard.passed, feedbacks: guard.feedbacks, steered: (guard.steered ?? []).slice(check.steers), steerChecks: (guard.steerChecks ?? 0) + 1 };
+  }
   const passed = check.stage === 'input' && outcome.type === 'passed' ? check.key : guard.passed;
-  return { check: null, passed, feedbacks: guard.feedbacks + (outcome.type === 'feedback' ? 1 : 0) };
+  return { check: null, passed, feedbacks: guard.feedbacks + (outcome.type === 'feedback' ? 1 : 0), ...steering };
 }
 
 /** A trip as the run's failure: its message, and the guardrail (name, stage, info) that tripped. */

@@ -5,7 +5,9 @@
  * complete the run is held until the output check is decided.
  */
 import type { ModelReply } from '../../model.js';
-import { assign, configured, rule, when, type Args, type ContextHook } from '../core/bind.js';
+import { assign, assigns, configured, configuredAction, rule, when, type Args, type ContextHook } from '../core/bind.js';
+import { MessageLog } from '../../brain/message-log.js';
+import type { Message } from '../../schemas.js';
 import type { FeatureHandlers } from '../protocol/io-protocol.js';
 import { guardrailsHandler } from './io.js';
 import { firstPending, feedBrain } from '../core/brain-state.js';
@@ -20,6 +22,10 @@ import { fromIo, type IoRequest } from '../protocol/io-protocol.js';
 import { keyOf, turnAt } from '../protocol/keys.js';
 import { judgeReply } from '../core/answer.js';
 import * as guard from './guardrails.js';
+
+/** The run's own input check is due (before its first model call). */
+const inputDue = (agent: CompiledAgent, context: AgentContext) =>
+  guard.inputCheckDue(agent.guardrails, context.guard, context.brain.context.turnsTaken, guard.inputCheckKey(context));
 
 /** The output guardrail check of the reply the current model call brought. */
 export const outputCheckKey = (context: AgentContext) =>
@@ -41,11 +47,33 @@ export function requestGuardrails(agent: CompiledAgent, context: AgentContext, _
   const names = guard.undecidedGuardrails(agent.guardrails!, check).map((guardrail) => guardrail.name);
   const { turnsTaken } = context.brain.context;
   const judged = check.stage === 'output' ? guard.judgedText(agent.structured, judgeReply(agent.answers, context.brain, context.outputState, check.reply as ModelReply)) : null;
-  const about = judged ?? { text: firstPending(context.brain)!.content };
+  const steered = check.steers !== undefined ? (context.guard!.steered ?? []).slice(0, check.steers) : null;
+  const about = judged ?? { text: steered ? steered.join('\n\n') : firstPending(context.brain)!.content };
   const request = { type: 'guardrails', key: check.key, stage: check.stage, names, turn: turnsTaken + 1, sessionId: context.sessionId, ...about } as const;
-  if (names.length > 0) out.push({ send: { ...request, conversation: judged ? conversation(context) : conversation(context).discardPending() } satisfies IoRequest });
+  const before = judged ? conversation(context) : steered ? withoutSteered(conversation(context), steered) : conversation(context).discardPending();
+  if (names.length > 0) out.push({ send: { ...request, conversation: before } satisfies IoRequest });
   return out;
 }
+
+/** The conversation before the steering a check judges: its messages taken out (the last user messages with those texts). */
+function withoutSteered(log: MessageLog, steered: readonly string[]): MessageLog {
+  const left = [...steered];
+  const kept: Message[] = [];
+  const all = log.toArray();
+  for (let i = all.length - 1; i >= 0; i--) {
+    const message = all[i]!;
+    const at = message.role === 'user' ? left.lastIndexOf(message.content as string) : -1;
+    if (at >= 0) left.splice(at, 1);
+    else kept.unshift(message);
+  }
+  return MessageLog.of(kept, []);
+}
+
+/** The text of a message a user sent into the run (a string, or a user message's content). */
+const steeredText = (event: AgentEvent): string => {
+  const message = (event as { message: string | { content: string } }).message;
+  return typeof message === 'string' ? message : message.content;
+};
 
 /** The check is decided (guardrails.ts): the input passes or trips; an output check's held reply is applied, with feedback, or trips. */
 export function settleGuard(agent: CompiledAgent, context: AgentContext, _event: AgentEvent): Effect[] {
@@ -77,11 +105,12 @@ export function failGuardrail(agent: CompiledAgent, context: AgentContext, event
 export const guardrailImplementations = {
   // The IO's handler for this feature's requests.
   io: { guardrails: guardrailsHandler } satisfies FeatureHandlers,
-  runStart: ((agent) => (agent.guardrails ? { guard: guard.NO_GUARD } : {})) satisfies ContextHook,
+  runStart: ((agent, context) => (agent.guardrails ? { guard: guard.nextRunGuard(context.guard, conversation(context).historyView()) } : {})) satisfies ContextHook,
   guards: {
+    // The run's input before its first model call; then, before each call, what a user sent into the run meanwhile.
     inputGuardDue: configured(
       (agent) => !!agent.guardrails?.input.length,
-      ({ agent, context }) => guard.inputCheckDue(agent.guardrails, context.guard, context.brain.context.turnsTaken, guard.inputCheckKey(context)),
+      ({ agent, context }) => inputDue(agent, context) || guard.steerCheckDue(agent.guardrails, context.guard),
     ),
     outputGuardDue: configured((agent) => !!agent.guardrails?.output.length, ({ agent, context, event }) => guardsReply(agent, context, event)),
     // Only an agent with guardrails opens a check (a stored one is checked against them).
@@ -91,7 +120,16 @@ export const guardrailImplementations = {
     currentGuardCheck: ({ context, event }: Args) => fromIo(event) && context.guard?.check?.key === (event as { key: string }).key,
   },
   actions: {
-    openInputCheck: assign({ guard: ({ context }) => guard.openCheck(context.guard, guard.inputCheckKey(context), 'input') }),
+    openInputCheck: assigns(({ agent, context }) => ({
+      guard: inputDue(agent, context)
+        ? guard.openCheck(context.guard, guard.inputCheckKey(context), 'input')
+        : guard.openSteerCheck(context.guard!, guard.steerCheckKey(context, (context.guard!.steerChecks ?? 0) + 1)),
+    })),
+    // A message sent into the run while it goes is judged by the input guardrails before a model call reads it.
+    noteSteer: configuredAction(
+      (agent) => !!agent.guardrails?.input.length,
+      assigns(({ context, event }) => ({ guard: guard.withSteered(context.guard, steeredText(event)) })),
+    ),
     holdReply: assign({ guard: ({ context, event }) => guard.openCheck(context.guard, outputCheckKey(context), 'output', as(event, 'io.replied').reply) }),
     recordGuardVerdict: assign({ guard: ({ context, event }) => guard.withVerdict(context.guard!, as(event, 'io.guarded').name, as(event, 'io.guarded').verdict) }),
     requestGuardrails: rule.effects(requestGuardrails),
