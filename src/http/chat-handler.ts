@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { type AgentActor, type AgentMachine } from '../../machines/agent.machine.js';
 import { runInFlight, type AgentEmitted } from '../agent/protocol/actor-types.js';
 import { type AgentContext } from '../agent/core/context.js';
+import { batchResults } from '../agent/core/run-rules.js';
 import { LoopchartError } from '../errors.js';
 import { DurableSession, SessionScopeError } from '../sessions/durable-session.js';
 import { ApprovalRefusedError, decideStored } from '../sessions/stored-decision.js';
@@ -9,7 +10,7 @@ import { decideDoubtStored, type DoubtVerdict } from '../sessions/stored-doubt.j
 import { decodeRow } from '../sessions/session-row.js';
 import type { SessionStore } from '../stores/session-store.js';
 import { LiveLimitsSchema, type LiveStats, type SseStream } from '../viewer/sse.js';
-import { checkAnswers, type ContextOf } from './answers.js';
+import { checkAnswers, type ContextOf, type ReadAnswer } from './answers.js';
 import { ChatAccess, type Admission, type ChatAuthorizer, type ChatKeyMapper, type ChatScopeMapper } from './chat-access.js';
 import type { ChatAction } from './route.js';
 import { ChatRun } from './chat-run.js';
@@ -18,9 +19,9 @@ import { FetchSink } from './fetch-sink.js';
 import { chatAsk, readJsonBody, type ApprovalAnswer } from './request.js';
 import { chatRoute, subagentSessionProblem } from './route.js';
 import { SubagentTree } from './subagent-tree.js';
-import { RESERVED_OPERATIONS, RunChunker } from './ui-chunks.js';
+import { RESERVED_OPERATIONS, RunChunker, type Audience } from './ui-chunks.js';
 import { toUIMessages } from './ui-messages.js';
-import { NOT_RUN_AGAIN, readDenials } from './denials.js';
+import { NOT_RUN_AGAIN, readAnswers, type Answer, type Answers } from './denials.js';
 import { checkKnownKeys, parseOptions } from '../known-keys.js';
 
 /** The options of `createChatHandler`, checked once when the handler is made. */
@@ -133,6 +134,13 @@ const json = (status: number, code: string, message: string, extra: Record<strin
  */
 const doubtVerdict = ({ approved, reason }: Pick<ApprovalAnswer, 'approved' | 'reason'>): DoubtVerdict & { by: string } =>
   approved ? { action: 'rerun', by: 'chat' } : { action: 'fail', reason: reason ?? NOT_RUN_AGAIN, by: 'chat' };
+
+/** A page's answer as the session takes it (and its trace records it), for the chunker to show its call with. */
+function answerOf({ kind, run, digest, approved, reason }: ReadAnswer): Answer {
+  if (kind === 'approval') return { kind, run, digest, approved, reason };
+  const verdict = doubtVerdict({ approved, reason });
+  return { kind, run, digest, approved, reason: verdict.reason, by: verdict.by };
+}
 
 /** A chat as this handler works on it: its stored session id (`key`) and the id its page sent (`name`, the only one an answer shows). */
 interface ChatRef {
@@ -321,7 +329,7 @@ class ChatSessions {
       chat.session.send({ type: 'input', message: ask.text });
       const run = chat.run as ChatRun | null;
       if (!run || run.ended) return json(409, 'RunInFlight', 'the message did not start a run');
-      return this.#stream(run, 0);
+      return this.#stream(run, 0, 'replaying');
     });
   }
 
@@ -350,7 +358,7 @@ class ChatSessions {
       }
       toSend = checked.answers.filter((a) => !a.ofChild);
     }
-    const chat = live ?? (await this.#open(chatId));
+    const chat = live ?? (await this.#open(chatId, undefined, await readAnswers(this.#store, chatId, context.runIndex)));
     const again = toSend.length > 0 ? await checkAnswers(chatId, chat.session.actor.getSnapshot().context, toSend, this.#contextOf(chat)) : null;
     if ((again && 'problem' in again) || !chat.run) {
       this.#settle(chatId, chat);
@@ -359,10 +367,7 @@ class ChatSessions {
     const run = chat.run;
     // The page has the message up to here: this response continues it.
     const from = run.length;
-    for (const answer of checked.answers) {
-      run.chunker.answered(answer.toolCallId);
-      if (!answer.approved) run.chunker.denied(answer.toolCallId);
-    }
+    for (const answer of checked.answers) run.answer(answer.toolCallId, answerOf(answer));
     for (const { toolCallId, digest, run: runIndex, approved, reason, kind } of toSend) {
       // Bound to the call as the page showed it: the session refuses it for any other.
       if (kind === 'doubt') {
@@ -371,7 +376,7 @@ class ChatSessions {
         chat.session.send({ type: approved ? 'approve' : 'deny', toolCallId, digest, run: runIndex, ...(reason !== undefined && { reason }) });
       }
     }
-    return this.#stream(run, from);
+    return this.#stream(run, from, 'continuing');
   }
 
   /** Where answers find a subagent's context: the live child while this process holds the chat, else the store. */
@@ -382,17 +387,19 @@ class ChatSessions {
 
   async #resume({ key: chatId, name }: ChatRef): Promise<Response> {
     return this.#serial(chatId, async () => {
+      let answers: Answers | undefined;
       if (!this.#live.has(chatId)) {
         const context = await this.#stored(chatId);
         if (!context) return notFound(name);
         if (!runInFlight(context.brain)) return new Response(null, { status: 204 });
+        answers = await readAnswers(this.#store, chatId, context.runIndex);
       }
-      const chat = await this.#open(chatId);
+      const chat = await this.#open(chatId, undefined, answers);
       if (!chat.run || chat.run.ended) {
         this.#settle(chatId, chat);
         return new Response(null, { status: 204 });
       }
-      return this.#stream(chat.run, 0);
+      return this.#stream(chat.run, 0, 'replaying');
     });
   }
 
@@ -423,7 +430,7 @@ class ChatSessions {
       if (waiting !== operation) {
         return json(409, 'NothingToResume', waiting ? `the run waits on operation '${waiting}', not '${operation.slice(0, 100)}'` : 'the run waits on no operation');
       }
-      const chat = live ?? (await this.#open(chatId));
+      const chat = live ?? (await this.#open(chatId, undefined, await readAnswers(this.#store, chatId, context.runIndex)));
       const run = chat.run;
       if (!run || run.ended) {
         this.#settle(chatId, chat);
@@ -441,19 +448,21 @@ class ChatSessions {
         this.#settle(chatId, chat);
         return json(409, 'ResumeRefused', refused);
       }
-      return this.#stream(run, from);
+      return this.#stream(run, from, 'continuing');
     });
   }
 
   async #cancel({ key: chatId, name }: ChatRef): Promise<Response> {
     const noRun = () => json(409, 'NoRunInFlight', `chat '${shown(name)}' has no run in flight`);
     return this.#serial(chatId, async () => {
+      let answers: Answers | undefined;
       if (!this.#live.has(chatId)) {
         const context = await this.#stored(chatId);
         if (!context) return notFound(name);
         if (!runInFlight(context.brain)) return noRun();
+        answers = await readAnswers(this.#store, chatId, context.runIndex);
       }
-      const chat = await this.#open(chatId);
+      const chat = await this.#open(chatId, undefined, answers);
       if (!chat.run || chat.run.ended) {
         this.#settle(chatId, chat);
         return noRun();
@@ -471,17 +480,17 @@ class ChatSessions {
     // A live session's decisions reach the trace with its next stored step: stored first, so a
     // denial its history shows is read. A write that fails fails the run, whose streams say so.
     await live?.session.flush().catch(() => {});
-    const denials = await readDenials(this.#store, chatId);
+    const answers = await readAnswers(this.#store, chatId);
     // The run in flight shows its user message; its reply is what its stream replays.
-    const messages = toUIMessages([...history, ...pending.slice(0, 1)], { version: this.#settings.aiSdk, chat: chatId, denials });
+    const messages = toUIMessages([...history, ...pending.slice(0, 1)], { version: this.#settings.aiSdk, chat: chatId, answers });
     return new Response(JSON.stringify({ messages }), { headers: { 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-store' } });
   }
 
-  /** A response that follows `run` from log position `from`. */
-  #stream(run: ChatRun, from: number): Response {
+  /** A response that follows `run` from log position `from`, for a page that continues its message or builds it from this response (`audience`). */
+  #stream(run: ChatRun, from: number, audience: Audience): Response {
     let stream: SseStream | undefined;
     const sink = new FetchSink(() => stream && run.detach(stream));
-    stream = run.attach(sink, from);
+    stream = run.attach(sink, from, audience);
     return new Response(sink.body, { status: 200, headers: STREAM_HEADERS });
   }
 
@@ -491,8 +500,12 @@ class ChatSessions {
     return stored && decodeRow(chatId, stored.state, stored.messages);
   }
 
-  /** The chat's live session, opened from the store (a run in flight there continues) when this process has none. */
-  async #open(chatId: string, scope?: string): Promise<LiveChat> {
+  /**
+   * The chat's live session, opened from the store (a run in flight there continues) when this
+   * process has none; `answers`: what the session's trace says of the run in flight's calls, for
+   * its stream to show them as their pages saw them.
+   */
+  async #open(chatId: string, scope?: string, answers?: Answers): Promise<LiveChat> {
     const existing = this.#live.get(chatId);
     if (existing) {
       if (scope !== undefined && existing.session.actor.getSnapshot().context.scope !== scope) throw new SessionScopeError(chatId);
@@ -504,14 +517,17 @@ class ChatSessions {
       store: this.#store,
       sessionId: chatId,
       ...(scope !== undefined && { scope }),
-      attach: (actor) => this.#follow(chatId, chat, actor),
+      attach: (actor) => this.#follow(chatId, chat, actor, answers),
     });
     this.#live.set(chatId, chat);
     return chat;
   }
 
-  /** Listens to the session's actor before it starts: a run picked up from the store shows what it stored first. */
-  #follow(chatId: string, chat: LiveChat, actor: AgentActor): void {
+  /**
+   * Listens to the session's actor before it starts: a run picked up from the store shows what it
+   * stored first, the results its batch in progress has (a tool policy's denial among them) too.
+   */
+  #follow(chatId: string, chat: LiveChat, actor: AgentActor, answers: Answers = new Map()): void {
     const context = actor.getSnapshot().context;
     const tree = new SubagentTree(chatId, actor, {
       event: (via, event) => chat.run?.childEvent(via, event),
@@ -521,10 +537,11 @@ class ChatSessions {
     });
     chat.tree = tree;
     if (runInFlight(context.brain)) {
-      const run = this.#newRun(chatId, context.runIndex);
+      const run = this.#newRun(chatId, context.runIndex, answers);
       const { pending, turnsTaken } = context.brain.context;
-      for (const [id, decision] of Object.entries(context.approvals.decisions)) if (!decision.approved) run.chunker.denied(id);
-      run.seed(run.chunker.fromMessages(pending.slice(1), turnsTaken));
+      // The batch's limit on calls is the agent's: a call past it shows no result until the batch ends.
+      const batch = batchResults(context, Number.MAX_SAFE_INTEGER).flatMap(({ result }) => (result ? [result] : []));
+      run.seed(run.chunker.fromMessages([...pending.slice(1), ...batch], turnsTaken));
       chat.run = run;
     }
     actor.on('*', (event: AgentEmitted) => {
@@ -545,8 +562,8 @@ class ChatSessions {
     });
   }
 
-  #newRun(chatId: string, run: number): ChatRun {
-    return new ChatRun(new RunChunker(this.#settings.aiSdk, run, chatId), this.#settings.live, () => this.#dropped++);
+  #newRun(chatId: string, run: number, answers?: Answers): ChatRun {
+    return new ChatRun(new RunChunker(this.#settings.aiSdk, run, chatId, answers), this.#settings.live, () => this.#dropped++);
   }
 
   /**

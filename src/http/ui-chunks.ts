@@ -6,6 +6,7 @@ import { BUDGET_OPERATION } from '../agent/budget/budget-pause.js';
 import { FINAL_ANSWER_TOOL } from '../agent/structured-output/structured-output.js';
 import { routeOf } from '../agent/subagents/subagents.js';
 import type { Message, ToolCall, ToolMessage } from '../schemas.js';
+import { addAnswer, callEnd, claimAnswer, shownApproval, type Answer, type Answers, type CallEnd, type ShownIn } from './denials.js';
 
 /**
  * The run of a chat session as AI SDK UI message stream chunks: one assistant UI message per
@@ -24,8 +25,23 @@ import type { Message, ToolCall, ToolMessage } from '../schemas.js';
 /** The AI SDK major version whose protocol a page speaks (its `useChat` reads the stream). */
 export type AiSdkVersion = 5 | 6 | 7;
 
-/** One UI message stream chunk (the `data:` of one server-sent event). */
-export type UIChunk = { type: string } & Record<string, unknown>;
+/**
+ * Which page a chunk is for when they differ (see ChatRun; unset: every page): `continuing`, a
+ * page that continues the message it holds, with the answers it gave (the response to its
+ * answer); `replaying`, a page that builds the message from the response alone (a reattach, a
+ * new message).
+ */
+export const AUDIENCE = Symbol('audience');
+export type Audience = 'continuing' | 'replaying';
+
+/** On an approval request chunk: the call it asks about (a replay may leave it out once the call is answered, see `withholds`). */
+export const ASKS = Symbol('asks');
+
+/** One UI message stream chunk (the `data:` of one server-sent event; symbol keys are not sent). */
+export type UIChunk = { type: string; [AUDIENCE]?: Audience; [ASKS]?: string } & Record<string, unknown>;
+
+/** The chunks for one audience. */
+const tagged = (chunks: readonly UIChunk[], audience: Audience): UIChunk[] => chunks.map((chunk) => ({ ...chunk, [AUDIENCE]: audience }));
 
 /**
  * Operations a page does not answer with `POST <api>/<id>/resume`, so their yields are not shown
@@ -102,9 +118,17 @@ export class RunChunker {
   #text: string | null = null;
   /** Text parts opened so far (their ids stay unique across retries). */
   #parts = 0;
-  readonly #denied = new Set<string>();
+  /** The answers to this run's calls the chunker knows (the page's, the trace's): each shows with its call's result. */
+  readonly #answers: Answers;
+  /** Calls whose answer the log shows (see `#present`). */
+  readonly #presented = new Set<string>();
+  /** Calls whose approval request, and whose in-doubt part, the log has. */
+  readonly #asked = new Set<string>();
+  readonly #doubted = new Set<string>();
   /** Calls whose tool part the page has (`tool-input-available` sent): each is sent once. */
   readonly #inputs = new Set<string>();
+  /** The calls shown, by id (what an answer's request is rebuilt from). */
+  readonly #calls = new Map<string, ToolCall>();
   /** Calls answered from the page: a request repeated by a resumed child is not shown again. */
   readonly #answered = new Set<string>();
   /** Whether the open turn's text streamed (else its reply's text is sent whole at its end). */
@@ -121,20 +145,37 @@ export class RunChunker {
   /** The chat's stored session id, which its approval ids are bound to. */
   readonly #chat: string;
 
-  constructor(version: AiSdkVersion, run: number, chat: string) {
+  /** `answers`: those the session's trace records for this run (a run picked up from the store). */
+  constructor(version: AiSdkVersion, run: number, chat: string, answers: Answers = new Map()) {
     this.version = version;
     this.run = run;
     this.#chat = chat;
     this.messageId = `run-${run}`;
+    this.#answers = answers;
   }
 
   start(): UIChunk[] {
     return [{ type: 'start', messageId: this.messageId, messageMetadata: { run: this.run, outcome: 'running' } }];
   }
 
-  /** A call the page denied: its result is shown as denied, not as a tool error. */
-  denied(toolCallId: string): void {
-    this.#denied.add(toolCallId);
+  /**
+   * The page answered a call (approved it, denied it, or said whether to run a call in doubt
+   * again): its result shows with that answer (`callEnd`), and the chunks that show the answer
+   * itself to a page that replays the run (see `#present`).
+   */
+  answer(toolCallId: string, answer: Answer): UIChunk[] {
+    this.answered(toolCallId);
+    addAnswer(this.#answers, toolCallId, answer);
+    return this.#present(toolCallId, answer);
+  }
+
+  /**
+   * Whether a replay leaves out the call's approval request: AI SDK 6 has no chunk for the answer,
+   * so a replayed request would stay unanswered on the page (or, with its result, be a part the
+   * SDK refuses). The call shows as the model read it (`callEnd`).
+   */
+  withholds(toolCallId: string): boolean {
+    return this.version === 6 && this.#answers.has(toolCallId);
   }
 
   /**
@@ -161,7 +202,7 @@ export class RunChunker {
         if (message.content) out.push(...this.#textDelta(message.content), ...this.#endText());
         for (const call of message.toolCalls ?? []) out.push(...this.#toolInput(call));
       } else if (message.role === 'tool') {
-        out.push(this.#toolOutput(message));
+        out.push(...this.#toolOutput(message, this.#calls.get(message.toolCallId)));
       }
     }
     this.#turn = Math.max(this.#turn, turnsTaken);
@@ -200,12 +241,9 @@ export class RunChunker {
         if (RESERVED_OPERATIONS.has(event.operation)) return [];
         return [{ type: 'data-operation-yielded', id: `yield-${this.run}-${++this.#yields}`, data: { operation: event.operation, reason: event.reason, payload: event.payload } }];
       case 'tool.inDoubt':
-        return event.requests.flatMap((request) => [
-          { type: 'data-tool-in-doubt', id: `doubt-${request.toolCallId}`, data: { toolCallId: request.toolCallId, toolName: request.toolName, approvalId: approvalIdOf(request, this.#chat) } },
-          ...this.#approvalRequests([request]),
-        ]);
+        return event.requests.flatMap((request) => [...this.#inDoubt(request), ...this.#approvalRequests([request])]);
       case 'tool.finished':
-        return [this.#toolOutput(event.result)];
+        return this.#toolOutput(event.result, event.call);
       case 'run.finished':
         return this.#finished(event.output);
       default:
@@ -307,6 +345,7 @@ export class RunChunker {
   #toolInput(call: ToolCall): UIChunk[] {
     if (this.#inputs.has(call.id)) return [];
     this.#inputs.add(call.id);
+    this.#calls.set(call.id, call);
     // A subagent's final answer (`c1/p1`) is its call's output, not this run's.
     if (call.name === FINAL_ANSWER_TOOL && routeOf(call.id) === null) this.#answerCall = call.id;
     return [{ type: 'tool-input-available', toolCallId: call.id, toolName: call.name, input: call.args }];
@@ -317,11 +356,46 @@ export class RunChunker {
     const out: UIChunk[] = [];
     for (const request of requests) {
       if (this.#answered.has(request.toolCallId)) continue;
-      out.push(...this.#toolInput({ id: request.toolCallId, name: request.toolName, args: request.args } as ToolCall));
-      const approvalId = approvalIdOf(request, this.#chat);
-      // AI SDK 5 has no approval chunk: a data part the page renders and answers (README, Chat UI).
-      if (this.version === 5) out.push({ type: 'data-approval-request', id: approvalId, data: { approvalId, toolCallId: request.toolCallId, toolName: request.toolName, input: request.args } });
-      else out.push({ type: 'tool-approval-request', approvalId, toolCallId: request.toolCallId });
+      out.push(...this.#toolInput({ id: request.toolCallId, name: request.toolName, args: request.args } as ToolCall), this.#request(request));
+    }
+    return out;
+  }
+
+  /** A call's approval request: the page answers it (approve, deny; for a call in doubt: run it again or not). */
+  #request(request: Pick<ApprovalRequest, 'run' | 'digest' | 'toolCallId' | 'toolName' | 'args'>): UIChunk {
+    this.#asked.add(request.toolCallId);
+    const approvalId = approvalIdOf(request, this.#chat);
+    // AI SDK 5 has no approval chunk: a data part the page renders and answers (README, Chat UI).
+    if (this.version === 5) return { type: 'data-approval-request', id: approvalId, data: { approvalId, toolCallId: request.toolCallId, toolName: request.toolName, input: request.args }, [ASKS]: request.toolCallId };
+    return { type: 'tool-approval-request', approvalId, toolCallId: request.toolCallId, [ASKS]: request.toolCallId };
+  }
+
+  /** Why the page is asked about a call in doubt (it may or may not have run), once. */
+  #inDoubt(request: Pick<ApprovalRequest, 'run' | 'digest' | 'toolCallId' | 'toolName'>): UIChunk[] {
+    if (this.#doubted.has(request.toolCallId)) return [];
+    this.#doubted.add(request.toolCallId);
+    return [{ type: 'data-tool-in-doubt', id: `doubt-${request.toolCallId}`, data: { toolCallId: request.toolCallId, toolName: request.toolName, approvalId: approvalIdOf(request, this.#chat) } }];
+  }
+
+  /**
+   * The chunks that bring a page to the call's answer, once: a page that answered has it, one
+   * that replays the run has only what the log gives. A replay gets what asked the page (the
+   * in-doubt part, the request) when the log lacks it (an answer the trace recorded, the run
+   * picked up from the store), and on AI SDK 7 the answer itself (`tool-approval-response`, which
+   * a page that answered takes as the same answer again); on 6, which cannot replay an answer,
+   * no request (see `withholds`).
+   */
+  #present(toolCallId: string, answer: Answer): UIChunk[] {
+    const call = this.#calls.get(toolCallId);
+    if (this.#presented.has(toolCallId) || !call) return [];
+    this.#presented.add(toolCallId);
+    const request = { run: answer.run, digest: answer.digest, toolCallId, toolName: call.name, args: call.args };
+    const asked: UIChunk[] = [...(answer.kind === 'doubt' ? this.#inDoubt(request) : [])];
+    if (this.version !== 6 && !this.#asked.has(toolCallId)) asked.push(this.#request(request));
+    const out = tagged(asked, 'replaying');
+    if (this.version === 7) {
+      const { id, approved, reason } = shownApproval(answer, approvalIdOf(request, this.#chat));
+      out.push({ type: 'tool-approval-response', approvalId: id, approved, ...(reason !== undefined && { reason }) });
     }
     return out;
   }
@@ -366,7 +440,7 @@ export class RunChunker {
       case 'tool.started':
         return this.#toolInput(qualify(event.call));
       case 'tool.finished':
-        return this.#inputs.has(`${via}/${event.call.id}`) ? [this.#toolOutput({ ...event.result, toolCallId: `${via}/${event.result.toolCallId}` })] : [];
+        return this.#inputs.has(`${via}/${event.call.id}`) ? this.#toolOutput({ ...event.result, toolCallId: `${via}/${event.result.toolCallId}` }, qualify(event.call)) : [];
       default:
         return [];
     }
@@ -378,11 +452,28 @@ export class RunChunker {
     return [{ type: 'tool-output-available', toolCallId: via, output, preliminary: true }];
   }
 
-  #toolOutput(result: ToolMessage): UIChunk {
+  /**
+   * A call's result, as `callEnd` says a page shows it: with the answer that decided it, if the
+   * page answered it (or the trace says someone did), brought to the page first (`#present`). A
+   * page that replays the run may need other chunks than one that answered (AI SDK 6): each gets
+   * its own.
+   */
+  #toolOutput(result: ToolMessage, call: ToolCall | undefined): UIChunk[] {
     // A tool of the product's own named final_answer (no output schema) answered for itself.
     if (result.toolCallId === this.#answerCall) this.#answerCall = null;
-    if (this.#denied.has(result.toolCallId) && this.version !== 5) return { type: 'tool-output-denied', toolCallId: result.toolCallId };
-    if (result.isError) return { type: 'tool-output-error', toolCallId: result.toolCallId, errorText: result.content };
-    return { type: 'tool-output-available', toolCallId: result.toolCallId, output: result.content };
+    const answer = call && claimAnswer(this.#answers, call, result);
+    const approval = answer && shownApproval(answer, approvalIdOf({ run: answer.run, digest: answer.digest, toolCallId: result.toolCallId }, this.#chat));
+    const ending = (to: ShownIn) => endChunk(result.toolCallId, callEnd(this.version, to, result, approval));
+    const [continuing, replaying] = [ending('page'), ending('replay')];
+    const presented = answer ? this.#present(result.toolCallId, answer) : [];
+    if (JSON.stringify(continuing) === JSON.stringify(replaying)) return [...presented, continuing];
+    return [...presented, ...tagged([continuing], 'continuing'), ...tagged([replaying], 'replaying')];
   }
+}
+
+/** The chunk that ends a call's tool part as `end` says (the approval, if any, is the page's already). */
+function endChunk(toolCallId: string, end: CallEnd): UIChunk {
+  if (end.state === 'output-denied') return { type: 'tool-output-denied', toolCallId };
+  if (end.state === 'output-error') return { type: 'tool-output-error', toolCallId, errorText: end.errorText };
+  return { type: 'tool-output-available', toolCallId, output: end.output };
 }

@@ -1,7 +1,7 @@
 import { isGuardFeedback } from '../agent/guardrails/guardrails.js';
 import { isOutputFeedback } from '../agent/structured-output/structured-output.js';
 import type { Message, ToolCall } from '../schemas.js';
-import { claimDenial, pageReason, type Denial, type Denials } from './denials.js';
+import { callEnd, claimAnswer, shownApproval, type Answers } from './denials.js';
 import { approvalIdOf, type AiSdkVersion } from './ui-chunks.js';
 
 /**
@@ -12,7 +12,7 @@ import { approvalIdOf, type AiSdkVersion } from './ui-chunks.js';
  * loopchart wrote to the model (an output guardrail's feedback, an answer that did not match the
  * output schema): the page did not send them, and its live stream never showed them, so the
  * replies around one stay one assistant message, as they streamed. A call the page denied shows
- * as the stream showed it (see `ShownTo`).
+ * as the stream showed it (see `ShownTo` and `callEnd`).
  */
 export interface UIMessageOut {
   id: string;
@@ -22,23 +22,13 @@ export interface UIMessageOut {
 
 /**
  * Who the messages are for: the AI SDK version of the page, the chat's stored session id (its
- * approval ids are bound to it) and the calls the session's trace says were denied (see
- * denials.ts; claimed here, one result each).
+ * approval ids are bound to it) and the calls the session's trace says were answered (see
+ * denials.ts; a denial is claimed here, one result each).
  */
 export interface ShownTo {
   version: AiSdkVersion;
   chat: string;
-  denials: Denials;
-}
-
-/**
- * A denied call's part as the live stream leaves it (AI SDK 6 and 7): `output-denied`, with the
- * approval the page answered (`addToolApprovalResponse` keeps the reason it gave).
- */
-function deniedPart(denial: Denial, call: ToolCall, chat: string): Record<string, unknown> {
-  const reason = pageReason(denial);
-  const id = approvalIdOf({ run: denial.run, digest: denial.digest, toolCallId: call.id }, chat);
-  return { state: 'output-denied', approval: { id, approved: false, ...(reason !== undefined && { reason }) } };
+  answers: Answers;
 }
 
 export function toUIMessages(messages: readonly Message[], shownTo: ShownTo): UIMessageOut[] {
@@ -69,11 +59,10 @@ export function toUIMessages(messages: readonly Message[], shownTo: ShownTo): UI
     const shown = parts.get(message.toolCallId);
     if (!shown) return;
     const { part, call } = shown;
-    // AI SDK 5 has no denied state: its stream showed the denial as the error the model read.
-    const denial = shownTo.version === 5 ? undefined : claimDenial(shownTo.denials, call, message);
-    if (denial) Object.assign(part, deniedPart(denial, call, shownTo.chat));
-    else if (message.isError) Object.assign(part, { state: 'output-error', errorText: message.content });
-    else Object.assign(part, { state: 'output-available', output: message.content });
+    // A denial shows as the stream showed it to the page that answered (callEnd: one rule for both).
+    const denial = claimAnswer(shownTo.answers, call, message, { denials: true });
+    const approval = denial && shownApproval(denial, approvalIdOf({ run: denial.run, digest: denial.digest, toolCallId: call.id }, shownTo.chat));
+    Object.assign(part, callEnd(shownTo.version, 'page', message, approval));
   });
   return out;
 }
