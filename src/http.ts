@@ -15,5 +15,6 @@ export {
 export { toNodeListener } from './http/node.js';
 export type { ChatAction } from './http/route.js';
 export type { ChatAccessRequest, ChatAuthorization, ChatAuthorizer, ChatKeyMapper, ChatScopeMapper } from './http/chat-access.js';
-export type { AiSdkVersion, ChatMessageMetadata } from './http/ui-chunks.js';
+export type { AiSdkVersion } from './http/ai-sdk-version.js';
+export type { ChatMessageMetadata } from './http/ui-chunks.js';
 export type { LiveStats } from './viewer/sse.js';

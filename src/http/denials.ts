@@ -4,7 +4,7 @@ import { digestOf } from '../agent/approvals/approval-binding.js';
 import { failedResult } from '../agent/in-doubt/in-doubt.js';
 import type { SessionStore } from '../stores/session-store.js';
 import type { ToolCall, ToolMessage } from '../schemas.js';
-import type { AiSdkVersion } from './ui-chunks.js';
+import type { AiSdkVersion } from './ai-sdk-version.js';
 
 /**
  * The calls of a chat a person answered, and how a page shows a call that was answered: the one

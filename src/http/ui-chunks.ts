@@ -6,6 +6,7 @@ import { BUDGET_OPERATION } from '../agent/budget/budget-pause.js';
 import { FINAL_ANSWER_TOOL } from '../agent/structured-output/structured-output.js';
 import { routeOf } from '../agent/subagents/subagents.js';
 import type { Message, ToolCall, ToolMessage } from '../schemas.js';
+import type { AiSdkVersion } from './ai-sdk-version.js';
 import { addAnswer, callEnd, claimAnswer, shownApproval, type Answer, type Answers, type CallEnd, type ShownIn } from './denials.js';
 
 /**
@@ -22,8 +23,6 @@ import { addAnswer, callEnd, claimAnswer, shownApproval, type Answer, type Answe
  * Pure and stateful per run: the same events in give the same chunks out.
  */
 
-/** The AI SDK major version whose protocol a page speaks (its `useChat` reads the stream). */
-export type AiSdkVersion = 5 | 6 | 7;
 
 /**
  * Which page a chunk is for when they differ (see ChatRun; unset: every page): `continuing`, a

@@ -2,7 +2,8 @@ import { isGuardFeedback } from '../agent/guardrails/guardrails.js';
 import { isOutputFeedback } from '../agent/structured-output/structured-output.js';
 import type { Message, ToolCall } from '../schemas.js';
 import { callEnd, claimAnswer, shownApproval, type Answers } from './denials.js';
-import { approvalIdOf, type AiSdkVersion } from './ui-chunks.js';
+import type { AiSdkVersion } from './ai-sdk-version.js';
+import { approvalIdOf } from './ui-chunks.js';
 
 /**
  * A stored conversation as AI SDK UI messages, for a page that (re)loads a chat: each user
