@@ -15,7 +15,7 @@ import type { RetryOptions } from '../../models/retry.js';
 import { composeExecutors, executorVersionProblem, inProcessExecutor, type Executor } from '../protocol/executor.js';
 import { modelList, type ModelList } from '../fallback/fallback.js';
 import { planGuardrails, type GuardrailPlan } from '../guardrails/guardrails.js';
-import { compileTeam, teamSpeakers, type Team } from '../handoffs/handoffs.js';
+import { compileTeam, handoffModels, teamSpeakers, type Team } from '../handoffs/handoffs.js';
 import type { Speakers } from './speakers.js';
 import type { IoDeps } from '../protocol/io-protocol.js';
 import type { Operation } from '../operations/operation.js';
@@ -144,7 +144,8 @@ export function compileAgent(config: AgentConfig): CompiledAgent {
   if (config.instructions !== undefined && typeof config.instructions !== 'string') throw new InvalidConfigError('instructions must be a string');
   const repetition = repetitionLimit(config.repetition);
   const instructions: Message | undefined = config.instructions ? { role: 'system', content: config.instructions } : undefined;
-  const structured = compileOutput(config, models.entries.map((entry) => entry.model));
+  // Every model that may speak decides how the answer travels: the entry agent's list and the handoff agents' own.
+  const structured = compileOutput(config, [...models.entries.map((entry) => entry.model), ...handoffModels(config.handoffs)]);
   // A tool name contributed twice (config, operations, the answer's tool) fails here, loudly.
   const shared = [...operations.flatMap((op) => op.tools ?? []), ...(structured?.tool ? [structured.tool] : [])];
   const team = compileTeam({ handoffs: config.handoffs, instructions: config.instructions, own: config.tools ?? [], shared, models: models.entries.length });

@@ -148,6 +148,19 @@ function transferTool(agent: { name: string; description: string }): Tool {
 const instructionsOf = (text: string | undefined): Message | undefined => (text ? { role: 'system', content: text } : undefined);
 
 /**
+ * The handoff agents' own models, read before the team is compiled (checked there): they speak in
+ * the run too, so what every speaking model can read (an output schema's JSON mode) counts them.
+ */
+export function handoffModels(handoffs: HandoffsConfig | undefined): Model[] {
+  const agents = (handoffs as { agents?: unknown } | undefined)?.agents;
+  if (!Array.isArray(agents)) return [];
+  return agents.flatMap((agent: unknown) => {
+    const model = (agent as { model?: unknown } | null)?.model;
+    return typeof model === 'object' && model !== null ? [model as Model] : [];
+  });
+}
+
+/**
  * The team a config describes, checked once: names well formed and unique, every target known.
  * `own`: the entry agent's tools; `shared`: tools every agent is offered (operations', the
  * answer's); `models`: how many models the entry agent has. Null without handoffs.

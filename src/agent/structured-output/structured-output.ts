@@ -81,7 +81,7 @@ export function compileOutput(config: OutputConfig, models: readonly Model[]): S
   }
   if (config.finalOutputCall !== undefined && typeof config.finalOutputCall !== 'boolean') throw new InvalidConfigError('finalOutputCall must be a boolean');
   const { validator, jsonSchema } = outputValidator(config.output);
-  // A list of models (fallback) uses the provider's JSON mode only when every one of them reads it.
+  // A list of models (fallback, and the handoff agents' own) uses the provider's JSON mode only when every one of them reads it.
   const mode = models.every(readsResponseFormat) ? 'json' : 'tool';
   const description = typeof jsonSchema.description === 'string' ? jsonSchema.description : undefined;
   return {
