@@ -83,6 +83,9 @@ export const SessionRowSchema = AgentContextSchema.pick({
   doubt: true,
   // Optional too: the memory scope the session was opened with (none: a session without memory).
   scope: true,
+  // Optional too: what the batch's child runs (agent tools) spent that the run has counted, so a
+  // child resumed after a crash, reporting its usage again, is not counted twice.
+  childUsage: true,
 }).extend({
   rowVersion: z.literal(SESSION_ROW_VERSION),
   brain: z.object({
@@ -128,6 +131,7 @@ export function encodeRow(context: AgentContext): SessionRow {
     ...(context.guard && { guard: context.guard }),
     ...(context.doubt && { doubt: context.doubt }),
     ...(context.scope !== undefined && { scope: context.scope }),
+    ...(context.childUsage && Object.keys(context.childUsage).length > 0 && { childUsage: context.childUsage }),
   };
 }
 
@@ -186,5 +190,6 @@ export function decodeRow(
     ...(row.guard && { guard: row.guard }),
     ...(row.doubt && { doubt: row.doubt }),
     ...(row.scope !== undefined && { scope: row.scope }),
+    ...(row.childUsage && { childUsage: row.childUsage }),
   };
 }

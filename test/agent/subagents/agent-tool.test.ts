@@ -291,3 +291,32 @@ describe('agentTool under a durable session', () => {
     expect(childModelCalls).toBe(1);
   });
 });
+
+describe("a child's usage across a parent's crash", () => {
+  it('is counted once when the parent is reopened while the child runs (the child goes on and reports again)', async () => {
+    const store = new MemorySessionStore();
+    let runs = 0;
+    const hang = defineTool({
+      name: 'hang',
+      description: 'x',
+      input: z.object({}),
+      // The first process "dies" while this runs.
+      execute: async () => ((runs += 1), runs === 1 ? new Promise<string>(() => {}) : 'ok'),
+    });
+    const machine = () => {
+      const child = createAgentMachine({ model: scriptedModel([{ toolCalls: [{ id: 'h1', name: 'hang', args: {} }], usage: usage(500) }, { text: 'child done', usage: usage(7) }]), tools: [hang] });
+      return createAgentMachine({ model: scriptedModel([delegate('kid', 'x'), { text: 'parent done', usage: usage(1) }]), tools: [agentTool({ agent: child, name: 'kid', description: 'x' })] });
+    };
+    const first = await DurableSession.open({ machine: machine(), store, sessionId: 'boss' });
+    first.send({ type: 'input', message: 'go' });
+    await until(() => runs === 1 && first.actor.getSnapshot().context.runUsage.inputTokens === 510);
+    await first.flush();
+    first.actor.stop();
+    const second = await DurableSession.open({ machine: machine(), store, sessionId: 'boss' });
+    const output = await Promise.race([second.whenIdle(), new Promise<never>((_, reject) => setTimeout(() => reject(new Error('still running')), 3_000))]);
+    await second.close();
+    expect(output?.outcome).toMatchObject({ type: 'Completed', finalText: 'parent done' });
+    // The parent's two replies (10 + 1) and the child's (500 + 7), each once.
+    expect(output?.usage).toEqual(usage(518));
+  });
+});
