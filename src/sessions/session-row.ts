@@ -86,6 +86,8 @@ export const SessionRowSchema = AgentContextSchema.pick({
   // Optional too: what the batch's child runs (agent tools) spent that the run has counted, so a
   // child resumed after a crash, reporting its usage again, is not counted twice.
   childUsage: true,
+  // Optional too: the handoffs the run has made (a run resumed elsewhere goes on counting toward maxHandoffs).
+  handoffs: true,
 }).extend({
   rowVersion: z.literal(SESSION_ROW_VERSION),
   brain: z.object({
@@ -132,6 +134,7 @@ export function encodeRow(context: AgentContext): SessionRow {
     ...(context.doubt && { doubt: context.doubt }),
     ...(context.scope !== undefined && { scope: context.scope }),
     ...(context.childUsage && Object.keys(context.childUsage).length > 0 && { childUsage: context.childUsage }),
+    ...(context.handoffs !== undefined && { handoffs: context.handoffs }),
   };
 }
 
@@ -191,5 +194,6 @@ export function decodeRow(
     ...(row.doubt && { doubt: row.doubt }),
     ...(row.scope !== undefined && { scope: row.scope }),
     ...(row.childUsage && { childUsage: row.childUsage }),
+    ...(row.handoffs !== undefined && { handoffs: row.handoffs }),
   };
 }
