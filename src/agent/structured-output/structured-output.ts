@@ -209,7 +209,13 @@ export function judgeAnswer(structured: StructuredOutput | undefined, brain: Bra
   // Outside the final call, other tool calls (or steering, which keeps the run going) mean no answer yet.
   if (!finalCall && ((calls.length > 0 && !answerCall) || brain.context.steering.length > 0)) return same;
   const checked = checkAnswer(structured, answerCall ? { args: answerCall.args } : { text: reply.message.content });
-  if (checked.ok) return { brain, state: current, reply: answerCall ? textReply(reply, JSON.stringify(answerCall.args)) : textReply(reply, reply.message.content) };
+  if (checked.ok) {
+    const answered = answerCall ? textReply(reply, JSON.stringify(answerCall.args)) : textReply(reply, reply.message.content);
+    // The final call's valid answer ends the run even with a steer queued meanwhile (it would
+    // otherwise keep the run going past its last turn, the answer lost): the steer stays in the conversation.
+    if (finalCall && brain.context.steering.length > 0) return { brain, state: current, reply: answered, overrule: { type: 'Completed', finalText: answered.message.content } };
+    return { brain, state: current, reply: answered };
+  }
   const attempts = current.rejected + 1;
   const rejected = new StructuredOutputError(checked.issues, attempts);
   // What the model answered stays in the transcript as text, its tool calls gone (none ran).

@@ -203,6 +203,30 @@ describe('structured output: one last call at the step cap and at a budget', () 
   });
 });
 
+describe('structured output: a steer that arrives during the final call', () => {
+  it("does not turn the final call's valid answer into MaxTurnsExceeded: the run completes with it, the steer kept in the conversation", async () => {
+    const lookup = defineTool({ name: 'lookup', description: 'Looks up.', input: z.object({}), execute: () => 'nothing yet' });
+    let asked!: () => void;
+    const finalAsked = new Promise<void>((resolve) => (asked = resolve));
+    const model = scriptedModel(
+      Array.from({ length: 5 }, () => async (request: ModelRequest) => {
+        if (!String(request.messages.at(-1)?.content).startsWith('This run has reached')) return { toolCalls: [{ name: 'lookup', args: {} }] };
+        asked();
+        await new Promise((resolve) => setTimeout(resolve, 50));
+        return answer({ city: 'Lyon', population: 3 });
+      }),
+    );
+    const actor = createActor(createAgentMachine({ model, tools: [lookup], output: City, policy: { maxTurns: 2 } })).start();
+    actor.send({ type: 'input', message: 'A city?' });
+    await finalAsked;
+    actor.send({ type: 'steer', message: 'and its river' });
+    const idle = await waitFor(actor, (snapshot) => snapshot.value === 'Idle' && snapshot.context.runIndex === 1, { timeout: 3_000 });
+    expect(idle.context.lastRun?.outcome).toEqual({ type: 'Completed', finalText: '{"city":"Lyon","population":3}', output: { city: 'Lyon', population: 3 } });
+    expect(idle.context.brain.context.history.at(-1)).toEqual({ role: 'user', content: 'and its river' });
+    actor.stop();
+  });
+});
+
 describe('structured output: the time budget passing while a call is in flight', () => {
   /** A tool that would take 10 s and honours its signal. */
   const slow = defineTool({
