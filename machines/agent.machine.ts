@@ -167,14 +167,18 @@ const chart = driver.createStateConfig({
         seal: { target: '.Start', actions: ['abortIo', 'sealRun'] },
         steer: [{ guard: 'steersChild', actions: 'forwardToChild' }, { actions: ['steerRun', 'noteSteer'] }],
         // A raise while the run goes: the limits it names hold for the rest of the run, the deadline of a side effect in flight included.
-        'budget.raise': [{ guard: 'raiseRefused', actions: 'refuseRaise' }, { actions: ['raiseBudget', 'rearmDeadline'] }],
+        'budget.raise': [{ guard: 'targetsChild', actions: 'forwardToChild' }, { guard: 'raiseRefused', actions: 'refuseRaise' }, { actions: ['raiseBudget', 'rearmDeadline'] }],
         // A user message sent while a run goes is steering: delivered at the next coherent point.
         input: { actions: ['steerRun', 'noteSteer'] },
         approve: { actions: ['recordDecision', 'forwardToChild', { type: 'trace', params: 'approval.decided' }] },
         deny: { actions: ['recordDecision', 'forwardToChild', { type: 'trace', params: 'approval.decided' }] },
         'doubt.decide': [{ guard: 'decidesForChild', actions: 'forwardToChild' }, { actions: 'decideDoubt' }],
         // The same decision as the approvals operation's resume: `{ operation: 'approvals', payload }`.
-        'operation.resume': { guard: 'approvalResume', actions: ['recordDecision', 'forwardToChild', { type: 'trace', params: 'approval.decided' }] },
+        'operation.resume': [
+          // A resume for a child's wait (its budget, its operation) goes down to it.
+          { guard: 'targetsChild', actions: 'forwardToChild' },
+          { guard: 'approvalResume', actions: ['recordDecision', 'forwardToChild', { type: 'trace', params: 'approval.decided' }] },
+        ],
         'io.subagent': { guard: 'currentBatch', actions: 'acceptSubagentReport' },
         'io.textDelta': { guard: 'currentModelCall', actions: 'emitTextDelta' },
         'io.retry': { guard: 'currentModelCall', actions: [{ type: 'startAttempt', params: 'retry' }, 'emitRetry', { type: 'trace', params: 'model.retry' }] },
@@ -197,11 +201,14 @@ const chart = driver.createStateConfig({
             // Restored while waiting for that time: the timer is armed again from the stored time.
             'io.attached': { guard: 'usageLimited', target: 'BudgetPaused', reenter: true },
             'budget.raise': [
+              // Meant for a child: none runs while this run is paused between steps, so it is refused there.
+              { guard: 'targetsChild', actions: 'forwardToChild' },
               { guard: 'usageLimited', target: 'AwaitingModel', actions: 'raiseBudget' },
               { guard: 'raiseRefused', actions: 'refuseRaise' },
               { target: 'Start', actions: 'raiseBudget' },
             ],
             'operation.resume': [
+              { guard: 'targetsChild', actions: 'forwardToChild' },
               { guard: and(['budgetResume', 'usageLimited']), target: 'AwaitingModel', actions: 'raiseBudget' },
               { guard: and(['budgetResume', 'raiseRefused']), actions: 'refuseRaise' },
               { guard: 'budgetResume', target: 'Start', actions: 'raiseBudget' },
@@ -237,6 +244,7 @@ const chart = driver.createStateConfig({
           entry: 'emitOperationYielded',
           on: {
             'operation.resume': [
+              { guard: 'targetsChild', actions: 'forwardToChild' },
               { guard: 'resumeRefused', actions: 'rejectEvent' },
               { guard: 'resumeFailed', target: 'Start', actions: 'failOperation' },
               { target: 'Start', actions: 'applyResume' },

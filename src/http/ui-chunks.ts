@@ -229,7 +229,8 @@ export class RunChunker {
       case 'output.rejected':
         return this.#answerOutcome({ type: 'tool-output-error', errorText: event.error.message });
       case 'budget.paused':
-        this.#paused = event.reason;
+        // A child run's pause (`target`) is not this run's: the page resumes only its own run.
+        if (event.target === undefined) this.#paused = event.reason;
         return [];
       case 'approval.requested':
         return this.#approvalRequests(event.requests);
@@ -237,7 +238,7 @@ export class RunChunker {
       // approval (approve: run it again; deny: fail it), with a data part saying why it asks.
       // An operation yielded: the page shows what it asks (and resumes it with POST <api>/<id>/resume).
       case 'operation.yielded':
-        if (RESERVED_OPERATIONS.has(event.operation)) return [];
+        if (RESERVED_OPERATIONS.has(event.operation) || event.target !== undefined) return [];
         return [{ type: 'data-operation-yielded', id: `yield-${this.run}-${++this.#yields}`, data: { operation: event.operation, reason: event.reason, payload: event.payload } }];
       case 'tool.inDoubt':
         return event.requests.flatMap((request) => [...this.#inDoubt(request), ...this.#approvalRequests([request])]);

@@ -125,8 +125,9 @@ export function answerWaits(actor: AgentActor, unchecked: UnattendedOptions): ()
       });
     }
   });
-  const yielded = actor.on('operation.yielded', ({ operation, reason, payload }) => {
-    if (!nobodyResumes(operation, payload)) return;
+  const yielded = actor.on('operation.yielded', ({ operation, reason, payload, target }) => {
+    // A child's wait (its path in `target`) is the child's: its agent tool's timeout bounds it.
+    if (target !== undefined || !nobodyResumes(operation, payload)) return;
     send({
       type: 'seal',
       reason: `the '${operation}' operation yielded (${reason}) and runAgent cannot resume it: run the agent as an actor or a DurableSession to send operation.resume`,

@@ -75,9 +75,11 @@ export type AgentEmitted =
   /** A decision was refused: it changed nothing (an unknown, decided, finished, other run's or changed call). */
   | { type: 'approval.refused'; run: number; toolCallId: string; approved: boolean; refusal: RefusalReason; detail: string; by?: string | undefined; digest?: string | undefined }
   /** The run went past a limit that pauses: it waits for a raise of that limit (or a seal). */
-  | { type: 'budget.paused'; kind: BudgetKind; used: number; limit: number; reason: string }
+  /** `target`: the path of calls down to the child run that paused (absent: this run); a raise with that target goes there. */
+  | { type: 'budget.paused'; kind: BudgetKind; used: number; limit: number; reason: string; target?: string | undefined }
   /** An operation yielded: the run waits for `{ type: 'operation.resume', operation, payload }`. */
-  | { type: 'operation.yielded'; operation: string; reason: string; payload: unknown }
+  /** `target`: the path of calls down to the child run that waits (absent: this run); `operation.resume` with that target goes there. */
+  | { type: 'operation.yielded'; operation: string; reason: string; payload: unknown; target?: string | undefined }
   /** An operation's hook threw, timed out or broke its contract: the run fails with this error. */
   | { type: 'operation.failed'; operation: string; error: OperationError }
   /** An output guardrail refused the final answer: `message` went to the model, which answers again. */
@@ -113,5 +115,7 @@ export type SubagentReport =
   | { type: 'tool.inDoubt'; calls: readonly ToolCall[]; requests: readonly ApprovalRequest[] }
   /** The child refused a decision on a call in doubt that the parent routed down: the id as the child knows it. */
   | { type: 'doubt.refused'; refused: Extract<AgentEmitted, { type: 'doubt.refused' }> }
+  /** The child (or one of its own children) waits for a person: its budget paused, or an operation yielded (not approvals: see above). */
+  | { type: 'waiting'; event: Extract<AgentEmitted, { type: 'budget.paused' | 'operation.yielded' }> }
   /** The child's run so far (as it spends, and once more at its end): what it spent since the last report joins the parent's run, so each child is counted once. */
   | { type: 'usage'; childId: string; usage: Usage };

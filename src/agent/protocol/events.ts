@@ -61,14 +61,20 @@ export const ExternalEventSchemas = {
   policy: z.object({ type: z.literal('policy'), policy: PolicySchema.partial() }),
   resume: z.object({ type: z.literal('resume') }),
   rewind: z.object({ type: z.literal('rewind'), len: z.number().int().nonnegative() }),
-  /** Raises the run's budget limits it names (a paused run continues once its limit is lifted). */
-  'budget.raise': z.object({ type: z.literal('budget.raise'), budget: BudgetLimitsSchema.strict() }),
+  /**
+   * Raises the run's budget limits it names (a paused run continues once its limit is lifted).
+   * `target`: a child run's path (its parent call ids joined by '/'): the raise goes to that child.
+   */
+  'budget.raise': z.object({ type: z.literal('budget.raise'), budget: BudgetLimitsSchema.strict(), target: z.string().min(1).max(MAX_ID_LENGTH).optional() }),
   approve: z.object({ type: z.literal('approve'), ...decision }),
   deny: z.object({ type: z.literal('deny'), ...decision }),
   /** Decides a call in doubt after a restart (`tool.inDoubt`): run it again, give its result (`result`, any JSON value), or fail it. */
   'doubt.decide': z.object({ type: z.literal('doubt.decide'), ...doubtFields }).check(checkHandResult),
-  /** Resumes the operation the run waits on; the payload is checked against the operation's own schema. */
-  'operation.resume': z.object({ type: z.literal('operation.resume'), operation: z.string().min(1).max(MAX_ID_LENGTH), payload: z.unknown() }),
+  /**
+   * Resumes the operation the run waits on; the payload is checked against the operation's own
+   * schema. `target`: a child run's path: the resume goes to that child (see `operation.yielded`'s).
+   */
+  'operation.resume': z.object({ type: z.literal('operation.resume'), operation: z.string().min(1).max(MAX_ID_LENGTH), payload: z.unknown(), target: z.string().min(1).max(MAX_ID_LENGTH).optional() }),
 } as const;
 
 export type ExternalEventType = keyof typeof ExternalEventSchemas;

@@ -10,6 +10,7 @@ import { isParentStopped } from '../protocol/io-protocol.js';
 import { currentScope, markAgentTool, markDepth, stopActor, type ChildHandle, type ChildSession, type RunScope } from '../protocol/call-scope.js';
 import type { SubagentReport } from '../protocol/actor-types.js';
 import type { Usage } from '../../schemas.js';
+import { APPROVALS_OPERATION } from '../approvals/approval-events.js';
 
 /** The default input of an agent tool (and of an agent served over MCP): the task, in words. */
 export const TaskInput = z.object({ task: z.string().min(1).describe('What the agent should do, with everything it needs to know') });
@@ -158,6 +159,10 @@ function runChild(agent: AgentMachine, session: { sessionId: string; scope: stri
     // A child resumed after a crash with calls in doubt waits for a person: the parent shows who must decide.
     actor.on('tool.inDoubt', (event: { calls: []; requests: [] }) => scope?.report({ type: 'tool.inDoubt', calls: event.calls, requests: event.requests }));
     actor.on('doubt.refused', (refused: Extract<SubagentReport, { type: 'doubt.refused' }>['refused']) => scope?.report({ type: 'doubt.refused', refused }));
+    // Its other waits for a person (a budget paused, an operation yielded) show at the parent too, whose raise or resume with the call's path reaches it.
+    const waiting = (event: Extract<SubagentReport, { type: 'waiting' }>['event']) => scope?.report({ type: 'waiting', event });
+    actor.on('budget.paused', waiting);
+    actor.on('operation.yielded', (event: Extract<SubagentReport, { type: 'waiting' }>['event'] & { operation: string }) => event.operation !== APPROVALS_OPERATION && waiting(event));
   };
   if (scope?.open) {
     const open = scope.open;

@@ -20,10 +20,10 @@ export function forwardToChild(_agent: CompiledAgent, context: AgentContext, eve
   const routable = (approvalEventOf(event) ?? event) as RoutableEvent;
   const routed = routedEvent(routable);
   if (!routed) return out;
-  // A steer for a child that no call of the batch runs reaches no one: refused, not lost in silence
-  // (a decision for such a child is refused by its own rule, see `childMayRun`).
-  if (event.type === 'steer' && !callMayRunChild(context, routed.callId)) {
-    return [{ emit: { type: 'event.rejected', event: 'steer', reason: `no child run of call '${routed.callId}' is running to take the steer (target '${routable.target}')` } }];
+  // An event with a target (a steer, a raise, a resume) for a child that no call of the batch runs
+  // reaches no one: refused, not lost in silence (a decision for such a child is refused by its own rule, see `childMayRun`).
+  if (routable.target !== undefined && !callMayRunChild(context, routed.callId)) {
+    return [{ emit: { type: 'event.rejected', event: event.type, reason: `no child run of call '${routed.callId}' is running to take it (target '${routable.target}')` } }];
   }
   out.push({ send: { type: 'forward', event: routable } satisfies IoRequest });
   return out;
@@ -43,6 +43,10 @@ export function acceptSubagentReport(agent: CompiledAgent, context: AgentContext
     case 'approval.refused':
     case 'doubt.refused':
       return [{ emit: { ...report.refused, toolCallId: qualifiedCallId(callId, report.refused.toolCallId) } }];
+    case 'waiting': {
+      const { target } = report.event;
+      return [{ emit: { ...report.event, target: target ? qualifiedCallId(callId, target) : callId } }];
+    }
     case 'tool.inDoubt':
       return [{ emit: { type: 'tool.inDoubt', calls: qualifiedCalls(callId, report.calls), requests: qualifiedRequests(callId, report.requests) } }];
     case 'approval.requested': {
@@ -60,6 +64,8 @@ const qualifiedRequests = (callId: string, requests: readonly ApprovalRequest[])
 export const subagentImplementations = {
   guards: {
     steersChild: ({ event }: Args) => routedEvent(as(event, 'steer')) !== null,
+    /** A raise or a resume with a target (`c1`, `c1/e1`): it goes down to that child (or is refused when none runs). */
+    targetsChild: ({ event }: Args) => typeof (event as { target?: unknown }).target === 'string',
     /**
      * A decision on a child's call in doubt (`c1/p1`): it goes down to the call that runs the
      * child, while one may run (else the run's own rule refuses it as an unknown call).

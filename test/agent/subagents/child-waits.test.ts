@@ -1,0 +1,87 @@
+/**
+ * A child run that waits for a person on something other than an approval (its budget paused, an
+ * operation yielded) shows its wait at the parent, and the parent's resume reaches it, as its
+ * approvals do: `budget.paused` and `operation.yielded` carry `target`, the path of calls down to
+ * the child (`c1`, `c1/e1`), and `budget.raise` / `operation.resume` with that `target` go down.
+ * Before, nothing surfaced and nothing could reach the child: the parent's call hung until the
+ * agent tool's timeout (10 minutes by default) and the child's work was lost.
+ */
+import { describe, expect, it } from 'vitest';
+import { createActor, toPromise } from 'xstate';
+import { z } from 'zod';
+import { createAgentMachine } from '../../../machines/agent.machine.js';
+import type { AgentEmitted, AgentOutput } from '../../../src/agent/protocol/actor-types.js';
+import type { Operation } from '../../../src/agent/operations/operation.js';
+import { agentTool } from '../../../src/agent/subagents/agent-tool.js';
+import { scriptedModel } from '../../../src/models/scripted.js';
+import { defineTool } from '../../../src/tools/define-tool.js';
+
+const noop = defineTool({ name: 'noop', description: 'x', input: z.object({}), execute: () => 'ok' });
+
+function parentOf(child: ReturnType<typeof createAgentMachine>) {
+  return createAgentMachine({
+    model: scriptedModel([{ toolCalls: [{ id: 'c1', name: 'kid', args: { task: 'x' } }] }, (request) => ({ text: `parent: ${String(request.messages.at(-1)!.content)}` })]),
+    tools: [agentTool({ agent: child, name: 'kid', description: 'x', timeoutMs: 5_000 })],
+  });
+}
+
+function watch(machine: ReturnType<typeof createAgentMachine>) {
+  const actor = createActor(machine, { input: { prompt: 'go' } });
+  const events: AgentEmitted[] = [];
+  actor.on('*', (event) => events.push(event));
+  const done = Promise.race([toPromise(actor), new Promise<never>((_, reject) => setTimeout(() => reject(new Error('still running after 3 s')), 3_000))]) as Promise<AgentOutput>;
+  actor.start();
+  return { actor, events, done };
+}
+
+async function until(check: () => boolean, ms = 2_000): Promise<void> {
+  for (const end = Date.now() + ms; !check(); await new Promise((resolve) => setTimeout(resolve, 5))) {
+    if (Date.now() > end) throw new Error(`not so after ${ms} ms`);
+  }
+}
+
+describe("a child's wait for a person other than an approval", () => {
+  it('a child paused by its budget shows at the parent, and a raise sent to its call lifts it', async () => {
+    const child = createAgentMachine({
+      model: scriptedModel([{ toolCalls: [{ name: 'noop', args: {} }], usage: { inputTokens: 100, outputTokens: 100 } }, { text: 'child done' }]),
+      tools: [noop],
+      budget: { maxTokens: 10, pause: true },
+    });
+    const { actor, events, done } = watch(parentOf(child));
+    await until(() => events.some((e) => e.type === 'budget.paused'));
+    expect(events.find((e) => e.type === 'budget.paused')).toMatchObject({ kind: 'tokens', target: 'c1' });
+    expect(events.find((e) => e.type === 'operation.yielded')).toMatchObject({ operation: 'budget', target: 'c1' });
+    actor.send({ type: 'budget.raise', budget: { maxTokens: 10_000 }, target: 'c1' });
+    expect((await done).outcome).toMatchObject({ type: 'Completed', finalText: 'parent: child done' });
+  });
+
+  it("a child's operation that yields shows at the parent, and operation.resume sent to its call resumes it", async () => {
+    const gate: Operation<{ open: boolean }, { open: boolean }> = {
+      name: 'gate',
+      state: { schema: z.object({ open: z.boolean() }), initial: { open: false } },
+      resume: { schema: z.object({ open: z.boolean() }), apply: ({ open }) => ({ state: { open } }) },
+      beforeTools: (_calls, ctx) => (ctx.state.open ? undefined : { yield: { reason: 'waiting for the gate' } }),
+    };
+    const child = createAgentMachine({ model: scriptedModel([{ toolCalls: [{ name: 'noop', args: {} }] }, { text: 'child done' }]), tools: [noop], operations: [gate] });
+    const { actor, events, done } = watch(parentOf(child));
+    await until(() => events.some((e) => e.type === 'operation.yielded'));
+    expect(events.find((e) => e.type === 'operation.yielded')).toMatchObject({ operation: 'gate', reason: 'waiting for the gate', target: 'c1' });
+    actor.send({ type: 'operation.resume', operation: 'gate', payload: { open: true }, target: 'c1' });
+    expect((await done).outcome).toMatchObject({ type: 'Completed', finalText: 'parent: child done' });
+  });
+
+  it('a raise or a resume sent to a call that runs no child is refused, and the parent is left as it was', async () => {
+    const child = createAgentMachine({
+      model: scriptedModel([{ toolCalls: [{ name: 'noop', args: {} }], usage: { inputTokens: 100, outputTokens: 100 } }, { text: 'child done' }]),
+      tools: [noop],
+      budget: { maxTokens: 10, pause: true },
+    });
+    const { actor, events, done } = watch(parentOf(child));
+    await until(() => events.some((e) => e.type === 'budget.paused'));
+    actor.send({ type: 'budget.raise', budget: { maxTokens: 10_000 }, target: 'zz' });
+    actor.send({ type: 'operation.resume', operation: 'budget', payload: { budget: { maxTokens: 10_000 } }, target: 'zz' });
+    expect(events.filter((e) => e.type === 'event.rejected').map((e) => (e as { event: string }).event)).toEqual(['budget.raise', 'operation.resume']);
+    actor.send({ type: 'operation.resume', operation: 'budget', payload: { budget: { maxTokens: 10_000 } }, target: 'c1' });
+    expect((await done).outcome).toMatchObject({ type: 'Completed', finalText: 'parent: child done' });
+  });
+});
