@@ -2,7 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { PassThrough } from 'node:stream';
 import { getDefaultEnvironment } from '@modelcontextprotocol/sdk/client/stdio.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
-import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
+import { JSONRPCMessageSchema, type JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
 import { endOnExit, killGroup } from './child-exit.js';
 import { LineReader, oversizedMessageId, type OversizedLine } from './line-reader.js';
 
@@ -120,14 +120,25 @@ export class GroupStdioTransport implements Transport {
     killGroup(pid, 'SIGKILL');
   }
 
+  /**
+   * A line the server wrote, checked as the SDK's own transport does: what is not a JSON-RPC
+   * message (a log line, `null`, a number) is reported to `onerror` and dropped, never thrown
+   * from the stream's handler (which would end this process).
+   */
   #received(line: string): void {
-    let message: JSONRPCMessage;
+    let parsed: unknown;
     try {
-      message = JSON.parse(line) as JSONRPCMessage;
+      parsed = JSON.parse(line);
     } catch (error) {
       this.onerror?.(error as Error);
       return;
     }
+    const checked = JSONRPCMessageSchema.safeParse(parsed);
+    if (!checked.success) {
+      this.onerror?.(new Error(`the MCP server wrote a line that is not a JSON-RPC message; it was dropped: ${line.slice(0, 200)}`));
+      return;
+    }
+    const message = checked.data;
     if ('id' in message && !('method' in message) && message.id !== undefined) this.#waiting.delete(message.id);
     this.onmessage?.(message);
   }

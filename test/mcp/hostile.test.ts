@@ -1,0 +1,38 @@
+/**
+ * What an MCP server sends is outside input: `mcpTools` checks it where it enters, and nothing a
+ * server writes ends the host process or leaves a call waiting on an answer it will not get. Each
+ * server here is fixtures/raw-server.mjs, a real child process writing JSON-RPC by hand, so it can
+ * send what an SDK server never would.
+ */
+import { fileURLToPath } from 'node:url';
+import { afterEach, describe, expect, it } from 'vitest';
+import { mcpTools, type McpTools } from '../../src/mcp.js';
+import { runToolCalls } from '../../src/tools/run-tools.js';
+
+const RAW = fileURLToPath(new URL('./fixtures/raw-server.mjs', import.meta.url));
+const raw = (env: Record<string, string>) => ({ command: process.execPath, args: [RAW], env });
+
+const open: McpTools[] = [];
+afterEach(async () => {
+  await Promise.all(open.splice(0).map((handle) => handle.close()));
+});
+async function start(env: Record<string, string>, options: Parameters<typeof mcpTools>[1] = {}): Promise<McpTools> {
+  const handle = await mcpTools(raw(env), options);
+  open.push(handle);
+  return handle;
+}
+async function call(handle: McpTools, name = 'echo') {
+  const [result] = await runToolCalls([{ call: { id: 'c', name, args: {} } }], handle.tools, { idempotencyKey: () => 'k' });
+  return result!;
+}
+
+describe('stdout lines that are JSON but not a JSON-RPC message', () => {
+  it.each([['null'], ['42'], ['"a log line"'], ['true'], ['[1,2]'], ['{"jsonrpc":"2.0"}']])(
+    '%s before the answer: skipped, the host lives on and the call gets its answer',
+    async (line) => {
+      const handle = await start({ MCP_RAW_BEFORE: JSON.stringify([line]) }, { toolTimeoutMs: 5_000 });
+      expect(await call(handle)).toMatchObject({ content: 'called echo' });
+      expect(await call(handle)).toMatchObject({ content: 'called echo' });
+    },
+  );
+});
