@@ -19,17 +19,33 @@
  * was stored (the log read and validated again, as every load did before), and the prompt of
  * the last model call on a fresh page (one slice of a shared tape) against rebuilding it from
  * every delta (what the page did on its first jump to the end).
+ *
+ * Then the statechart layout of a user's machine of 25 to 200 states (test/viewer/fixtures/
+ * big-machine.ts: nested and parallel states, four transitions a state): before, ELK laid out
+ * each view of a chart as one graph, whose cost grows much faster than the chart (the fullest
+ * view and all the views a page carries are timed that way, `whole: 'always'`, one run from 100
+ * states on); now a chart over the budget of one graph goes container by container
+ * (src/viewer/chart-pieces.ts).
+ * Also how long a small chart's layout waits when it is asked for while the big one is laid out
+ * (the layout worker takes one graph at a time), and the longest the event loop was held.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
+import { createMachine } from 'xstate';
 import { promptsOf, type TraceEntry } from '../src/sessions/trace.js';
 import { MemorySessionStore } from '../src/stores/memory.js';
 import { SqliteSessionStore } from '../src/stores/sqlite.js';
 import { loadSessionView } from '../src/viewer/load.js';
 import { promptAt, rowsOf } from '../src/viewer/rows.js';
 import { startViewer } from '../src/viewer.js';
+import { chartOf, type ChartModel } from '../src/viewer/chart.js';
+import { chartViews, compoundsOf } from '../src/viewer/chart-fold.js';
+import { layoutChart, layoutViews } from '../src/viewer/chart-layout.js';
+import { elkStats } from '../src/viewer/elk-worker.js';
+import { bigMachine } from '../test/viewer/fixtures/big-machine.js';
 import { writeBigSession } from '../test/viewer/fixtures/big-session.js';
 import { growSession, readEvents, stuckClient, type StuckClient } from '../test/viewer/fixtures/live-clients.js';
 import { median, printTable } from './support.js';
@@ -147,7 +163,82 @@ async function bigSession(): Promise<void> {
   }
 }
 
+const CHART_SIZES = [25, 50, 100, 200];
+/** A small chart asked for while a big one is laid out: three states, a compound one. */
+const smallChart = (n: number): ChartModel =>
+  chartOf(createMachine({ id: `small${n}`, initial: 'a', states: { a: { on: { go: 'b' } }, b: { initial: 'x', on: { back: 'a' }, states: { x: { on: { [`step${n}`]: 'y' } }, y: {} } } } }));
+
+async function timedMs(fn: () => Promise<unknown>): Promise<number> {
+  const t0 = performance.now();
+  await fn();
+  return performance.now() - t0;
+}
+
+/** How long a fresh small chart's views take when asked for just after `big` started. */
+async function smallWhile(big: () => Promise<unknown>, n: number): Promise<number> {
+  const running = big();
+  await new Promise((resolve) => setTimeout(resolve, 50));
+  const waited = await timedMs(() => layoutViews(smallChart(n)));
+  await running;
+  return waited;
+}
+
+export async function chartLayouts(): Promise<void> {
+  await layoutViews(chartOf(bigMachine(40))); // the worker started, ELK's code warm
+  const rows: (string | number)[][] = [];
+  let n = 0;
+  for (const size of CHART_SIZES) {
+    const chart = chartOf(bigMachine(size));
+    const all = compoundsOf(chart);
+    const runs = size <= 50 ? 3 : 1;
+    const before: number[] = [];
+    const beforeViews: number[] = [];
+    const beforeWait: number[] = [];
+    elkStats.largest = 0;
+    for (let i = 0; i < runs; i++) {
+      before.push(await timedMs(() => layoutChart(chart, all, { whole: 'always' })));
+      beforeViews.push(await timedMs(() => layoutViews(chart, { whole: 'always' })));
+      beforeWait.push(await smallWhile(() => layoutChart(chart, all, { whole: 'always' }), n++));
+    }
+    const largestBefore = elkStats.largest;
+    const fullest: number[] = [];
+    const views: number[] = [];
+    const wait: number[] = [];
+    elkStats.largest = 0;
+    elkStats.longestMs = 0;
+    const delay = monitorEventLoopDelay({ resolution: 10 });
+    delay.enable();
+    for (let i = 0; i < 3; i++) {
+      fullest.push(await timedMs(() => layoutChart(chart, all)));
+      views.push(await timedMs(() => layoutViews(chart)));
+      wait.push(await smallWhile(() => layoutViews(chart), n++));
+    }
+    delay.disable();
+    rows.push([
+      size,
+      chart.transitions.length,
+      chartViews(chart).length,
+      largestBefore,
+      median(before),
+      median(beforeViews),
+      median(beforeWait),
+      elkStats.largest,
+      median(fullest),
+      median(views),
+      Math.round(elkStats.longestMs),
+      median(wait),
+      Math.round(delay.max / 1e6),
+    ]);
+  }
+  printTable(
+    'viewer statechart layout: a machine of N states (medians, ms; before: one run from 100 states on)',
+    ['states', 'transitions', 'views', 'before: one graph (nodes+edges)', 'before: fullest view', 'before: all views', 'before: small chart waits', 'now: largest graph', 'now: fullest view', 'now: all views', 'now: longest ELK job', 'now: small chart waits', 'now: event loop held'],
+    rows,
+  );
+}
+
 export async function run(): Promise<void> {
+  await chartLayouts();
   await bigSession();
   const results = [];
   for (const count of STUCK) results.push(await measure(count));
