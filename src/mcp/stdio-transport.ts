@@ -16,6 +16,8 @@ import { LineReader, oversizedMessageId, type OversizedLine } from './line-reade
 
 /** The JSON-RPC error code of a request whose answer was over the size limit (a server-error code). */
 export const RESULT_TOO_LARGE_CODE = -32_090;
+/** The JSON-RPC error code of a request whose answer was not a valid JSON-RPC response. */
+export const MALFORMED_ANSWER_CODE = -32_091;
 const GRACE_MS = 2_000;
 
 export interface StdioParams {
@@ -135,6 +137,13 @@ export class GroupStdioTransport implements Transport {
     }
     const checked = JSONRPCMessageSchema.safeParse(parsed);
     if (!checked.success) {
+      // Meant as the answer to a request that waits: that request fails now, not at its timeout.
+      const id = malformedAnswerId(parsed);
+      if (id !== undefined && this.#waiting.delete(id)) {
+        const message = `the server's answer is not a valid JSON-RPC response: ${line.length > 200 ? `${line.slice(0, 200)}…` : line}`;
+        this.onmessage?.({ jsonrpc: '2.0', id, error: { code: MALFORMED_ANSWER_CODE, message } } as JSONRPCMessage);
+        return;
+      }
       this.onerror?.(new Error(`the MCP server wrote a line that is not a JSON-RPC message; it was dropped: ${line.slice(0, 200)}`));
       return;
     }
@@ -162,4 +171,11 @@ export class GroupStdioTransport implements Transport {
     // Not where servers put it: with one request waiting, it can only be that one's answer.
     return this.#waiting.size === 1 ? [...this.#waiting][0] : undefined;
   }
+}
+
+/** The id of a message that is no request or notification (no `method`) but names one: an answer, however malformed. */
+function malformedAnswerId(parsed: unknown): RequestId | undefined {
+  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed) || 'method' in parsed) return undefined;
+  const { id } = parsed as { id?: unknown };
+  return typeof id === 'string' || typeof id === 'number' ? id : undefined;
 }

@@ -36,3 +36,19 @@ describe('stdout lines that are JSON but not a JSON-RPC message', () => {
     },
   );
 });
+
+describe('an answer to a call that is not a JSON-RPC response', () => {
+  it.each([
+    ['result null', '{"jsonrpc":"2.0","id":"$ID","result":null}'],
+    ['result a string', '{"jsonrpc":"2.0","id":"$ID","result":"done"}'],
+    ['neither result nor error', '{"jsonrpc":"2.0","id":"$ID"}'],
+    ['an error without a code', '{"jsonrpc":"2.0","id":"$ID","error":{"message":"no"}}'],
+  ])('%s: the call fails at once with an error saying so (not at its timeout)', async (_, answer) => {
+    const handle = await start({ MCP_RAW_ANSWER: answer }, { toolTimeoutMs: 20_000 });
+    const started = Date.now();
+    const result = await call(handle);
+    expect(Date.now() - started).toBeLessThan(5_000);
+    expect(result).toMatchObject({ isError: true, content: expect.stringContaining('not a valid JSON-RPC response') });
+    expect(result.content.length).toBeLessThan(1_000);
+  });
+});
