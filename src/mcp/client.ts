@@ -167,6 +167,7 @@ export async function mcpTools(server: McpServer, options: McpToolsOptions = {})
     for (const [index, entry] of listed.entries()) {
       try {
         const tool = listedTool(entry, index);
+        checkOutputSchema(client, tool);
         made.push(toTool(tool));
         valid.push(tool);
       } catch (error) {
@@ -247,6 +248,21 @@ function listedTool(entry: unknown, index: number): ListedTool {
 function rememberTools(client: Client, tools: readonly ListedTool[]): void {
   const cache = (client as unknown as { cacheToolMetadata?: ((tools: readonly ListedTool[]) => void) | undefined }).cacheToolMetadata;
   if (typeof cache === 'function') cache.call(client, tools);
+}
+
+/**
+ * An `InvalidToolError` for a tool whose `outputSchema` the SDK cannot compile (a type that is no
+ * JSON type, a `$ref` to nowhere): the SDK compiles every output schema of a listing at once, so
+ * one such tool would fail the whole listing. Compiled here one tool at a time, and the listing
+ * compiles it again from the validator's cache.
+ */
+function checkOutputSchema(client: Client, tool: ListedTool): void {
+  if (tool.outputSchema === undefined) return;
+  try {
+    rememberTools(client, [tool]);
+  } catch (error) {
+    throw new InvalidToolError(tool.name, `its output schema cannot be compiled: ${messageOf(error).slice(0, 500)}`, { cause: error });
+  }
 }
 
 interface Connection {

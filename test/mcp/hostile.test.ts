@@ -52,3 +52,17 @@ describe('an answer to a call that is not a JSON-RPC response', () => {
     expect(result.content.length).toBeLessThan(1_000);
   });
 });
+
+describe('output schemas', () => {
+  const echo = { name: 'echo', inputSchema: { type: 'object' } };
+  it.each([
+    ['a type that is no JSON type', { type: 'object', properties: { a: { type: 'objekt' } } }],
+    ['a $ref to nowhere', { type: 'object', properties: { a: { $ref: '#/nowhere' } } }],
+  ])('%s: that tool is skipped with the reason; the listing and the other tools work', async (_, outputSchema) => {
+    const handle = await start({ MCP_RAW_TOOLS: JSON.stringify([echo, { name: 'odd', inputSchema: { type: 'object' }, outputSchema }]) });
+    expect(handle.tools.map((tool) => tool.name)).toEqual(['echo']);
+    expect(handle.skipped.map((error) => [error.toolName, error.message])).toEqual([['odd', expect.stringContaining('output schema')]]);
+    expect(await call(handle)).toMatchObject({ content: 'called echo' });
+    expect((await handle.listTools()).map((tool) => tool.name)).toEqual(['echo']);
+  });
+});
