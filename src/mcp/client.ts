@@ -2,6 +2,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import { McpError, ToolSchema } from '@modelcontextprotocol/sdk/types.js';
+import type { JsonSchemaType, JsonSchemaValidator, jsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/types.js';
 import { z } from 'zod';
 import { parseOptions } from '../known-keys.js';
 import { defineTool, type Tool, type ToolContext } from '../tools/define-tool.js';
@@ -164,6 +165,8 @@ export async function mcpTools(server: McpServer, options: McpToolsOptions = {})
     const made: Tool[] = [];
     const refused: InvalidToolError[] = [];
     const valid: ListedTool[] = [];
+    // From here to rememberTools nothing awaits: a listing's output schemas are compiled together.
+    connection.validators?.nextListing();
     for (const [index, entry] of listed.entries()) {
       try {
         const tool = listedTool(entry, index);
@@ -268,6 +271,8 @@ function checkOutputSchema(client: Client, tool: ListedTool): void {
 interface Connection {
   client: Client;
   label: string;
+  /** The SDK client's output-schema validators (absent with an SDK before 1.22, which compiles its own). */
+  validators: ListingValidators | undefined;
   /** True once the server is gone (a stdio child exited, the connection closed). */
   exited(): boolean;
   stderr(): string;
@@ -276,7 +281,8 @@ interface Connection {
 
 async function connect(server: z.output<typeof McpServerSchema>, limits: { timeoutMs: number; maxMessageBytes: number }): Promise<Connection> {
   const { timeoutMs, maxMessageBytes } = limits;
-  const client = new Client({ name: 'loopchart', version: '1' });
+  const validators = await ListingValidators.create();
+  const client = new Client({ name: 'loopchart', version: '1' }, validators ? { jsonSchemaValidator: validators } : {});
   let gone = false;
   let tail = '';
   let transport: Transport;
@@ -317,7 +323,51 @@ async function connect(server: z.output<typeof McpServerSchema>, limits: { timeo
     await new Promise((resolve) => setTimeout(resolve, 20));
     throw new McpServerStartError(label, startFailure(error, timeoutMs), tail.trim(), { cause: error });
   }
-  return { client, label, exited: () => gone, stderr: () => tail, close };
+  return { client, label, validators, exited: () => gone, stderr: () => tail, close };
+}
+
+/**
+ * The validators of the tools' output schemas, one set per listing. The SDK's default validator
+ * compiles into one Ajv instance that keeps every schema it compiled, by object and by `$id`: a
+ * handle listed at every run's start grew by every listing (150 KB a listing of 50 tools), and a
+ * schema that changed under the same `$id` was still checked against the first one. Here each
+ * listing compiles into a fresh instance, reusing the last listing's validator for a schema that
+ * did not change, so what is kept is what the last listing uses.
+ */
+class ListingValidators implements jsonSchemaValidator {
+  readonly #make: () => jsonSchemaValidator;
+  #compiler: jsonSchemaValidator;
+  #last = new Map<string, JsonSchemaValidator<unknown>>();
+  #current = new Map<string, JsonSchemaValidator<unknown>>();
+
+  private constructor(make: () => jsonSchemaValidator) {
+    this.#make = make;
+    this.#compiler = make();
+  }
+
+  /** Undefined with an SDK that has no pluggable validator (before 1.22). */
+  static async create(): Promise<ListingValidators | undefined> {
+    try {
+      const { AjvJsonSchemaValidator } = await import('@modelcontextprotocol/sdk/validation/ajv-provider.js');
+      return new ListingValidators(() => new AjvJsonSchemaValidator());
+    } catch {
+      return undefined;
+    }
+  }
+
+  /** A new listing: the validators of the one before are kept only where its schemas come again. */
+  nextListing(): void {
+    this.#last = this.#current;
+    this.#current = new Map();
+    this.#compiler = this.#make();
+  }
+
+  getValidator<T>(schema: JsonSchemaType): JsonSchemaValidator<T> {
+    const key = JSON.stringify(schema);
+    const validator = this.#current.get(key) ?? this.#last.get(key) ?? this.#compiler.getValidator(schema);
+    this.#current.set(key, validator);
+    return validator as JsonSchemaValidator<T>;
+  }
 }
 
 function startFailure(error: unknown, timeoutMs: number): string {

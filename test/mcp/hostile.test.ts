@@ -5,7 +5,8 @@
  * send what an SDK server never would.
  */
 import { fileURLToPath } from 'node:url';
-import { afterEach, describe, expect, it } from 'vitest';
+import { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv-provider.js';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { mcpTools, type McpTools } from '../../src/mcp.js';
 import { runToolCalls } from '../../src/tools/run-tools.js';
 
@@ -64,5 +65,29 @@ describe('output schemas', () => {
     expect(handle.skipped.map((error) => [error.toolName, error.message])).toEqual([['odd', expect.stringContaining('output schema')]]);
     expect(await call(handle)).toMatchObject({ content: 'called echo' });
     expect((await handle.listTools()).map((tool) => tool.name)).toEqual(['echo']);
+  });
+
+  it('a tool whose output schema changed since the last listing is checked against the new one (same $id)', async () => {
+    const typed = (type: string) => [{ name: 'echo', inputSchema: { type: 'object' }, outputSchema: { $id: 'https://example.com/echo-out.json', type: 'object', properties: { a: { type } }, required: ['a'] } }];
+    const handle = await start({
+      MCP_RAW_TOOLS: JSON.stringify(typed('number')),
+      MCP_RAW_TOOLS_NEXT: JSON.stringify(typed('string')),
+      MCP_RAW_ANSWER: JSON.stringify({ jsonrpc: '2.0', id: '$ID', result: { content: [{ type: 'text', text: '{"a":"x"}' }], structuredContent: { a: 'x' } } }),
+    });
+    expect(await call(handle)).toMatchObject({ isError: true, content: expect.stringContaining('must be number') });
+    await handle.listTools();
+    expect(await call(handle)).toMatchObject({ content: '{"a":"x"}' });
+  });
+
+  it('listing an unchanged list again compiles no output schema anew (the SDK kept every compiled schema: 150 KB more per listing of 50 tools)', async () => {
+    const tools = Array.from({ length: 5 }, (_, i) => ({ name: `t${i}`, inputSchema: { type: 'object' }, outputSchema: { type: 'object', properties: { [`a${i}`]: { type: 'number' } } } }));
+    const compile = vi.spyOn(AjvJsonSchemaValidator.prototype, 'getValidator');
+    try {
+      const handle = await start({ MCP_RAW_TOOLS: JSON.stringify(tools) });
+      for (let i = 0; i < 20; i++) await handle.listTools();
+      expect(compile).toHaveBeenCalledTimes(5);
+    } finally {
+      compile.mockRestore();
+    }
   });
 });
