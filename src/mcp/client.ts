@@ -165,14 +165,20 @@ export async function mcpTools(server: McpServer, options: McpToolsOptions = {})
     const made: Tool[] = [];
     const refused: InvalidToolError[] = [];
     const valid: ListedTool[] = [];
+    const names = new Set<string>();
     // From here to rememberTools nothing awaits: a listing's output schemas are compiled together.
     connection.validators?.nextListing();
     for (const [index, entry] of listed.entries()) {
       try {
         const tool = listedTool(entry, index);
+        // A second tool of one name would make the agent's tool set refuse the whole listing.
+        if (names.has(tool.name)) {
+          throw new InvalidToolError(tool.name, 'the server lists this name more than once; the first tool of that name is kept');
+        }
         checkOutputSchema(client, tool);
         made.push(toTool(tool));
         valid.push(tool);
+        names.add(tool.name);
       } catch (error) {
         if (!InvalidToolError.isInstance(error)) throw error;
         refused.push(error);

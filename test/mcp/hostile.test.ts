@@ -7,8 +7,10 @@
 import { fileURLToPath } from 'node:url';
 import { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv-provider.js';
 import { afterEach, describe, expect, it, vi } from 'vitest';
+import { runAgent } from '../../src/index.js';
 import { mcpTools, type McpTools } from '../../src/mcp.js';
 import { runToolCalls } from '../../src/tools/run-tools.js';
+import { scriptedModel } from '../../src/testing.js';
 
 const RAW = fileURLToPath(new URL('./fixtures/raw-server.mjs', import.meta.url));
 const raw = (env: Record<string, string>) => ({ command: process.execPath, args: [RAW], env });
@@ -89,5 +91,18 @@ describe('output schemas', () => {
     } finally {
       compile.mockRestore();
     }
+  });
+});
+
+describe('a tool list that names a tool twice', () => {
+  it('the first is kept, the second skipped with the reason; runs with the handle as a tool source complete', async () => {
+    const echo = { name: 'echo', description: 'first', inputSchema: { type: 'object' } };
+    const handle = await start({ MCP_RAW_TOOLS: JSON.stringify([echo, { ...echo, description: 'second' }, { name: 'other', inputSchema: { type: 'object' } }]) });
+    expect(handle.tools.map((tool) => [tool.name, tool.description])).toEqual([['echo', 'first'], ['other', '']]);
+    expect(handle.skipped.map((error) => [error.toolName, error.message])).toEqual([['echo', expect.stringContaining('more than once')]]);
+    const model = scriptedModel([{ toolCalls: [{ id: 'c', name: 'echo', args: {} }] }, { text: 'done' }]);
+    const { outcome, messages } = await runAgent({ model, toolSources: [handle], prompt: 'go' });
+    expect(outcome).toEqual({ type: 'Completed', finalText: 'done' });
+    expect(messages.find((message) => message.role === 'tool')).toMatchObject({ content: 'called echo' });
   });
 });
