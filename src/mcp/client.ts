@@ -11,6 +11,7 @@ import type { ToolSource } from '../tools/tool-source.js';
 import type { ToolDefinition } from '../model.js';
 import { McpResultTooLargeError, McpServerError, McpServerStartError, McpToolError } from './errors.js';
 import { resultText, type CallResult } from './result-text.js';
+import { boundedFetch } from './http-limits.js';
 import { GroupStdioTransport, RESULT_TOO_LARGE_CODE } from './stdio-transport.js';
 
 /** A server started as a child process, spoken to over its stdin and stdout. */
@@ -36,8 +37,10 @@ export const McpToolsOptionsSchema = z.strictObject({
   /** Each tool's `timeoutMs` (see `defineTool`); default the runner's default. */
   toolTimeoutMs: z.union([z.number().int().positive(), z.literal(Number.POSITIVE_INFINITY)]).optional(),
   /**
-   * The longest message a stdio server may send, in bytes (default 10 MiB). A tool result over it
-   * is that call's `McpResultTooLargeError` (an error result for the model); the connection stays.
+   * The longest message a server may send, in bytes (default 10 MiB): a stdio line, an HTTP JSON
+   * answer or one event of an HTTP SSE stream. A tool result over it is that call's
+   * `McpResultTooLargeError` (an error result for the model), never held in memory; the
+   * connection stays. The body of an HTTP error status is cut to its first 4 KiB.
    */
   maxResultBytes: z.number().int().positive().optional(),
 });
@@ -84,8 +87,8 @@ const MAX_LIST_PAGES = 100;
  * Give `tools` for a fixed list, or the handle itself as a tool source to list the tools again
  * at the start of every run (a server whose tools change between runs). Call `close()` when
  * done: it ends the server; a process that exits without it ends its stdio servers too (each
- * runs in its own process group, killed as a whole). A stdio result over `maxResultBytes` fails
- * its call with `McpResultTooLargeError`; the connection stays.
+ * runs in its own process group, killed as a whole). A result over `maxResultBytes` (stdio or
+ * HTTP) fails its call with `McpResultTooLargeError`; the connection stays.
  *
  * @example
  * ```ts
@@ -130,8 +133,8 @@ export async function mcpTools(server: McpServer, options: McpToolsOptions = {})
       // An abort is the runner's own doing (timeout, cancel): it has already settled the call.
       if (signal.aborted) throw error;
       if (error instanceof McpError && error.code === RESULT_TOO_LARGE_CODE) {
-        const { bytes } = error.data as { bytes: number };
-        throw new McpResultTooLargeError(name, label, bytes, maxResultBytes);
+        const { bytes, atLeast } = error.data as { bytes: number; atLeast?: boolean };
+        throw new McpResultTooLargeError(name, label, bytes, maxResultBytes, atLeast === true);
       }
       throw new McpToolError(name, callFailure(label, connection, error), { cause: error });
     }
@@ -309,7 +312,7 @@ async function connect(server: z.output<typeof McpServerSchema>, limits: { timeo
     transport = stdio;
   } else {
     label = String(server.url);
-    transport = new StreamableHTTPClientTransport(new URL(String(server.url)));
+    transport = new StreamableHTTPClientTransport(new URL(String(server.url)), { fetch: boundedFetch(maxMessageBytes) });
   }
   client.onclose = () => {
     gone = true;

@@ -68,8 +68,9 @@ export class McpToolError extends LoopchartError {
 }
 
 /**
- * A tool result over `maxResultBytes` (see `mcpTools`): the call fails with this error (the model
- * reads its message), the result is never held in memory, and the connection stays usable.
+ * A tool result over `maxResultBytes` (see `mcpTools`), from a stdio or an HTTP server: the call
+ * fails with this error (the model reads its message), the result is never held in memory, and
+ * the connection stays usable.
  *
  * @example
  * ```ts
@@ -83,11 +84,18 @@ export class McpToolError extends LoopchartError {
  */
 export class McpResultTooLargeError extends LoopchartError {
   readonly toolName: string;
-  /** The size of the answer, in bytes. */
+  /**
+   * The size of the answer, in bytes. Over HTTP without a Content-Length it is what was read
+   * before the read stopped, a lower bound (`atLeast`).
+   */
   readonly bytes: number;
   readonly limit: number;
-  constructor(toolName: string, server: string, bytes: number, limit: number) {
-    super('McpResultTooLarge', `the MCP server ${server} answered tool "${toolName}" with ${bytes} bytes, over the limit of ${limit} (maxResultBytes); the result was dropped`);
+  /** `bytes` is a lower bound: the answer's read was stopped at the limit. */
+  readonly atLeast: boolean;
+  constructor(toolName: string, server: string, bytes: number, limit: number, atLeast = false) {
+    const size = atLeast ? `${bytes} bytes or more` : `${bytes} bytes`;
+    super('McpResultTooLarge', `the MCP server ${server} answered tool "${toolName}" with ${size}, over the limit of ${limit} (maxResultBytes); the result was dropped`);
+    this.atLeast = atLeast;
     this.toolName = toolName;
     this.bytes = bytes;
     this.limit = limit;
