@@ -10,7 +10,7 @@ import { InvalidToolError } from '../tools/errors.js';
 import type { ToolSource } from '../tools/tool-source.js';
 import type { ToolDefinition } from '../model.js';
 import { McpResultTooLargeError, McpServerError, McpServerStartError, McpToolError } from './errors.js';
-import { resultText, type CallResult } from './result-text.js';
+import { CallResultSchema, resultText, type CallResult } from './result-text.js';
 import { boundedFetch } from './http-limits.js';
 import { GroupStdioTransport, RESULT_TOO_LARGE_CODE } from './stdio-transport.js';
 
@@ -63,6 +63,9 @@ export interface McpTools extends ToolSource {
   /** Ends the connection and a stdio server's process group (stdin closed, then SIGTERM, then SIGKILL). Idempotent. */
   close(): Promise<void>;
 }
+
+/** `CallResultSchema` where the SDK takes its own result schema (typed as one of its two). */
+const LOOSE_RESULT = CallResultSchema as unknown as Parameters<Client['callTool']>[1];
 
 /** The `_meta` key of a tool call that carries its idempotency key (stable across retries and restores). */
 export const IDEMPOTENCY_KEY_META = 'loopchart/idempotencyKey';
@@ -128,10 +131,15 @@ export async function mcpTools(server: McpServer, options: McpToolsOptions = {})
     try {
       // The key goes along in `_meta`, for a server that deduplicates repeated calls.
       const params = { name, arguments: args, _meta: { [IDEMPOTENCY_KEY_META]: idempotencyKey } };
-      result = (await client.callTool(params, undefined, { signal, timeout: NO_SDK_TIMEOUT_MS })) as CallResult;
+      // Read with loopchart's own result schema: the SDK's refuses a whole result for one content
+      // block of a type it does not know. The SDK still checks structured content against the
+      // tool's output schema.
+      result = (await client.callTool(params, LOOSE_RESULT, { signal, timeout: NO_SDK_TIMEOUT_MS })) as CallResult;
     } catch (error) {
       // An abort is the runner's own doing (timeout, cancel): it has already settled the call.
       if (signal.aborted) throw error;
+      const issues = zodIssues(error);
+      if (issues) throw new McpToolError(name, `the MCP server ${label} answered with something that is not a tool result: ${issues}`, { cause: error });
       if (error instanceof McpError && error.code === RESULT_TOO_LARGE_CODE) {
         const { bytes, atLeast } = error.data as { bytes: number; atLeast?: boolean };
         throw new McpResultTooLargeError(name, label, bytes, maxResultBytes, atLeast === true);
@@ -393,6 +401,17 @@ function callFailure(label: string, connection: Connection, error: unknown): str
 }
 
 const stderrNote = (tail: string): string => (tail.trim() ? `; its stderr ends with:\n${tail.trim()}` : '');
+
+/** A schema error's issues on one line (`content: expected array, received string`), or undefined for any other error. */
+function zodIssues(error: unknown): string | undefined {
+  const issues = (error as { issues?: unknown } | null)?.issues;
+  if (!(error instanceof Error) || !Array.isArray(issues)) return undefined;
+  const text = (issues as { path?: unknown[]; message?: unknown }[])
+    .map(({ path = [], message }) => `${path.length ? `${path.map(String).join('.')}: ` : ''}${String(message)}`)
+    .join('; ')
+    .replace(/\s+/g, ' ');
+  return text.length > 500 ? `${text.slice(0, 500)}…` : text;
+}
 
 function messageOf(error: unknown): string {
   return error instanceof Error ? error.message : String(error);

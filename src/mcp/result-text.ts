@@ -4,7 +4,8 @@ import { z } from 'zod';
  * An MCP tool result as the text the model reads. Text blocks are the text; structured content
  * is serialized as JSON when no text block carries the result (the spec asks servers to repeat
  * structured results in a text block for readers of text, so that block wins when present);
- * images, audio and binary resources are noted with their type and size, never inlined.
+ * images, audio and binary resources are noted with their type and size, never inlined; a block
+ * of a type MCP does not define, or a malformed one, is noted by its type.
  */
 
 const TextBlock = z.object({ type: z.literal('text'), text: z.string() });
@@ -16,7 +17,11 @@ const ResourceBlock = z.object({
 const LinkBlock = z.object({ type: z.literal('resource_link'), uri: z.string(), mimeType: z.string().optional() });
 const Block = z.union([TextBlock, MediaBlock, ResourceBlock, LinkBlock]);
 
-export const CallResultSchema = z.object({
+/**
+ * A tools/call result as read from the server: each content block only needs a `type` (an
+ * unknown or malformed block is noted in the text, not a failed call).
+ */
+export const CallResultSchema = z.looseObject({
   content: z.array(z.looseObject({ type: z.string() })).default([]),
   structuredContent: z.record(z.string(), z.unknown()).optional(),
   isError: z.boolean().optional(),

@@ -106,3 +106,21 @@ describe('a tool list that names a tool twice', () => {
     expect(messages.find((message) => message.role === 'tool')).toMatchObject({ content: 'called echo' });
   });
 });
+
+describe('a tool result with content blocks the SDK does not know', () => {
+  const answering = (result: unknown) => ({ MCP_RAW_ANSWER: JSON.stringify({ jsonrpc: '2.0', id: '$ID', result }) });
+
+  it('a block of an unknown type, or a known type malformed, is noted in the text; the other blocks are read', async () => {
+    const content = [{ type: 'hologram', frames: 3 }, { type: 'text', text: 'the answer' }, { type: 'text', text: 5 }, { type: 'image', data: 'AAAA' }];
+    const handle = await start(answering({ content }));
+    expect(await call(handle)).toMatchObject({ content: '[hologram content]\nthe answer\n[text content]\n[image content]' });
+  });
+
+  it('a result that is no tool result fails the call with a short message naming the field', async () => {
+    const handle = await start(answering({ content: 'just a string' }));
+    const result = await call(handle);
+    expect(result).toMatchObject({ isError: true, content: expect.stringMatching(/^the MCP server .* answered with something that is not a tool result: content: /) });
+    expect(result.content).not.toContain('\n');
+    expect(result.content.length).toBeLessThan(1_000);
+  });
+});
