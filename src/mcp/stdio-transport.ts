@@ -75,6 +75,13 @@ export class GroupStdioTransport implements Transport {
     );
     child.stdout?.on('error', (error) => this.onerror?.(error));
     child.stdin?.on('error', (error) => this.onerror?.(error));
+    // A server that failed (an error code, a signal) is gone, even while a process it started
+    // holds its stdout open (the connection would look alive, and each call wait for its
+    // timeout): the rest of its group goes too, which closes the pipes. A server that exits
+    // with 0 may be a launcher whose child serves on the same pipes: left be.
+    child.on('exit', (code, signal) => {
+      if ((code !== 0 || signal !== null) && child.pid !== undefined) killGroup(child.pid, 'SIGKILL');
+    });
     child.on('close', () => {
       this.#release();
       this.#child = undefined;

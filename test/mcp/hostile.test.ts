@@ -11,6 +11,7 @@ import { runAgent } from '../../src/index.js';
 import { mcpTools, type McpTools } from '../../src/mcp.js';
 import { runToolCalls } from '../../src/tools/run-tools.js';
 import { scriptedModel } from '../../src/testing.js';
+import { eventually, running } from './support.js';
 
 const RAW = fileURLToPath(new URL('./fixtures/raw-server.mjs', import.meta.url));
 const raw = (env: Record<string, string>) => ({ command: process.execPath, args: [RAW], env });
@@ -122,5 +123,36 @@ describe('a tool result with content blocks the SDK does not know', () => {
     expect(result).toMatchObject({ isError: true, content: expect.stringMatching(/^the MCP server .* answered with something that is not a tool result: content: /) });
     expect(result.content).not.toContain('\n');
     expect(result.content.length).toBeLessThan(1_000);
+  });
+});
+
+describe('a server that dies while a process it started holds its stdout', () => {
+  // The server starts a helper that inherits its stdio (as a wrapper's child would), then exits
+  // with an error at the first call: the pipe stays open as long as the helper runs.
+  const script = `
+    const { spawn } = require('node:child_process');
+    const { createInterface } = require('node:readline');
+    const helper = spawn(process.execPath, ['-e', 'setInterval(() => {}, 1000)'], { stdio: 'inherit' });
+    const out = (o) => process.stdout.write(JSON.stringify(o) + '\\n');
+    createInterface({ input: process.stdin }).on('line', (line) => {
+      const m = JSON.parse(line);
+      if (m.method === 'initialize') out({ jsonrpc: '2.0', id: m.id, result: { protocolVersion: m.params.protocolVersion, capabilities: { tools: {} }, serverInfo: { name: 'g', version: '1' } } });
+      else if (m.method === 'tools/list') out({ jsonrpc: '2.0', id: m.id, result: { tools: [{ name: 'helper', inputSchema: { type: 'object' } }, { name: 'crash', inputSchema: { type: 'object' } }] } });
+      else if (m.method !== 'tools/call') return;
+      else if (m.params.name === 'helper') out({ jsonrpc: '2.0', id: m.id, result: { content: [{ type: 'text', text: String(helper.pid) }] } });
+      else process.exit(3);
+    });`;
+
+  it('the call fails at once as the server exiting during it; the helper is ended; the next call says the server is not running', async () => {
+    const handle = await mcpTools({ command: process.execPath, args: ['-e', script] }, { toolTimeoutMs: 20_000 });
+    open.push(handle);
+    const helper = Number((await call(handle, 'helper')).content);
+    expect(running(helper)).toBe(true);
+    const started = Date.now();
+    const crashed = await call(handle, 'crash');
+    expect(Date.now() - started).toBeLessThan(5_000);
+    expect(crashed).toMatchObject({ isError: true, content: expect.stringContaining('exited or closed the connection during the call') });
+    expect(await eventually(() => !running(helper), 5_000)).toBe(true);
+    expect(await call(handle, 'helper')).toMatchObject({ isError: true, content: expect.stringContaining('is not running') });
   });
 });

@@ -40,6 +40,16 @@ export function alive(pid: number): boolean {
   }
 }
 
+/** Running, and not a zombie waiting to be reaped (a killed process whose parent is gone may stay one a while). */
+export function running(pid: number): boolean {
+  if (!alive(pid)) return false;
+  try {
+    return !/^\d+ \(.*\) Z/.test(readFileSync(`/proc/${pid}/stat`, 'utf8'));
+  } catch {
+    return false;
+  }
+}
+
 /** Polls until `check` holds, at most `ms`. */
 export async function eventually(check: () => boolean, ms = 10_000): Promise<boolean> {
   const deadline = Date.now() + ms;
