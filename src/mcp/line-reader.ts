@@ -15,6 +15,18 @@ export function oversizedMessageId(line: OversizedLine): string | number | undef
   return found === undefined ? undefined : (JSON.parse(found) as string | number);
 }
 
+/** A message whose first keys (`jsonrpc`, `id`) lead to `method`: a request or a notification. */
+const METHOD_FIRST = /^\s*\{\s*(?:"(?:jsonrpc|id)"\s*:\s*(?:-?\d+|"(?:[^"\\]|\\.)*")\s*,\s*)*"method"\s*:/;
+
+/**
+ * Whether an oversized message is a request or a notification from the server (a log line, a
+ * progress report, a request to the client), as its start shows: it answers no request of ours,
+ * even when it carries an id.
+ */
+export function oversizedIsRequest(line: OversizedLine): boolean {
+  return METHOD_FIRST.test(line.head);
+}
+
 /** Bytes kept of each end of an oversized line. */
 const END_BYTES = 256;
 

@@ -4,7 +4,7 @@ import { getDefaultEnvironment } from '@modelcontextprotocol/sdk/client/stdio.js
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import { JSONRPCMessageSchema, type JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
 import { endOnExit, killGroup } from './child-exit.js';
-import { LineReader, oversizedMessageId, type OversizedLine } from './line-reader.js';
+import { LineReader, oversizedIsRequest, oversizedMessageId, type OversizedLine } from './line-reader.js';
 
 /*
  * The stdio transport loopchart starts MCP servers with, instead of the SDK's, for two things it
@@ -173,6 +173,8 @@ export class GroupStdioTransport implements Transport {
   }
 
   #answeredId(line: OversizedLine): RequestId | undefined {
+    // A log line or a request to the client is no answer: the call waiting goes on waiting for its own.
+    if (oversizedIsRequest(line)) return undefined;
     const id = oversizedMessageId(line);
     if (id !== undefined && this.#waiting.has(id)) return id;
     // Not where servers put it: with one request waiting, it can only be that one's answer.

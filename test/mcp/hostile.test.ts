@@ -156,3 +156,14 @@ describe('a server that dies while a process it started holds its stdout', () =>
     expect(await call(handle, 'helper')).toMatchObject({ isError: true, content: expect.stringContaining('is not running') });
   });
 });
+
+describe('a notification or request from the server over maxResultBytes while a call waits', () => {
+  const big = (message: object) => JSON.stringify({ jsonrpc: '2.0', ...message, params: { level: 'info', data: 'x'.repeat(100_000) } });
+  it.each([
+    ['a log notification', big({ method: 'notifications/message' })],
+    ['a request to the client whose id is the call\'s', big({ id: 2, method: 'sampling/createMessage' })],
+  ])('%s: dropped; the waiting call gets its own answer', async (_, line) => {
+    const handle = await start({ MCP_RAW_BEFORE: JSON.stringify([line]) }, { maxResultBytes: 50_000, toolTimeoutMs: 10_000 });
+    expect(await call(handle)).toMatchObject({ content: 'called echo' });
+  });
+});
