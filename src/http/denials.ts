@@ -109,7 +109,7 @@ export function claimAnswer(answers: Answers, call: ToolCall, result: ToolMessag
 export interface ShownApproval {
   id: string;
   approved: boolean;
-  reason?: string;
+  reason?: string | undefined;
 }
 
 export const shownApproval = (answer: Answer, id: string): ShownApproval => {
@@ -126,8 +126,8 @@ export type ShownIn = 'page' | 'replay';
 
 /** How a call ends on a page: the tool part's state and what goes with it. */
 export type CallEnd =
-  | { state: 'output-available'; output: unknown; approval?: ShownApproval }
-  | { state: 'output-error'; errorText: string; approval?: ShownApproval }
+  | { state: 'output-available'; output: unknown; approval?: ShownApproval | undefined }
+  | { state: 'output-error'; errorText: string; approval?: ShownApproval | undefined }
   | { state: 'output-denied'; approval: ShownApproval };
 
 /**

@@ -37,7 +37,7 @@ export type Audience = 'continuing' | 'replaying';
 export const ASKS = Symbol('asks');
 
 /** One UI message stream chunk (the `data:` of one server-sent event; symbol keys are not sent). */
-export type UIChunk = { type: string; [AUDIENCE]?: Audience; [ASKS]?: string } & Record<string, unknown>;
+export type UIChunk = { type: string; [AUDIENCE]?: Audience | undefined; [ASKS]?: string | undefined } & Record<string, unknown>;
 
 /** The chunks for one audience. */
 const tagged = (chunks: readonly UIChunk[], audience: Audience): UIChunk[] => chunks.map((chunk) => ({ ...chunk, [AUDIENCE]: audience }));

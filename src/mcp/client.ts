@@ -141,7 +141,7 @@ export async function mcpTools(server: McpServer, options: McpToolsOptions = {})
       const issues = zodIssues(error);
       if (issues) throw new McpToolError(name, `the MCP server ${label} answered with something that is not a tool result: ${issues}`, { cause: error });
       if (error instanceof McpError && error.code === RESULT_TOO_LARGE_CODE) {
-        const { bytes, atLeast } = error.data as { bytes: number; atLeast?: boolean };
+        const { bytes, atLeast } = error.data as { bytes: number; atLeast?: boolean | undefined };
         throw new McpResultTooLargeError(name, label, bytes, maxResultBytes, atLeast === true);
       }
       throw new McpToolError(name, callFailure(label, connection, error), { cause: error });
@@ -406,7 +406,7 @@ const stderrNote = (tail: string): string => (tail.trim() ? `; its stderr ends w
 function zodIssues(error: unknown): string | undefined {
   const issues = (error as { issues?: unknown } | null)?.issues;
   if (!(error instanceof Error) || !Array.isArray(issues)) return undefined;
-  const text = (issues as { path?: unknown[]; message?: unknown }[])
+  const text = (issues as { path?: unknown[] | undefined; message?: unknown }[])
     .map(({ path = [], message }) => `${path.length ? `${path.map(String).join('.')}: ` : ''}${String(message)}`)
     .join('; ')
     .replace(/\s+/g, ' ');

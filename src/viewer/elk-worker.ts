@@ -69,7 +69,7 @@ function start(): Running {
   const elk = createRequire(import.meta.url).resolve('elkjs/lib/elk.bundled.js');
   const thread = new Worker(WORKER, { eval: true, workerData: { elk } });
   const running: Running = { thread, ready: false };
-  thread.on('message', (message: { ready?: true; id?: number; laid?: ElkNode | undefined; error?: string | undefined }) => {
+  thread.on('message', (message: { ready?: true | undefined; id?: number | undefined; laid?: ElkNode | undefined; error?: string | undefined }) => {
     if (message.ready) {
       running.ready = true;
       return pump();

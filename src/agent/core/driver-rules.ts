@@ -62,7 +62,7 @@ export function endRun(
  */
 function heldReplySpent(agent: CompiledAgent, context: AgentContext): Partial<Pick<AgentContext, 'runUsage' | 'sessionUsage' | 'models'>> {
   const check = context.guard?.check;
-  const usage = check?.stage === 'output' ? (check.reply as { usage?: Usage } | undefined)?.usage : undefined;
+  const usage = check?.stage === 'output' ? (check.reply as { usage?: Usage | undefined } | undefined)?.usage : undefined;
   if (!usage) return {};
   return { runUsage: addUsage(context.runUsage, usage), sessionUsage: addUsage(context.sessionUsage, usage), ...agent.pricing.book?.(context, usage) };
 }

@@ -132,7 +132,7 @@ export function defaultPrompt(args: unknown): string {
 type Output = { outcome: unknown; usage: AgentOutput['usage'] } | null;
 
 /** What the relay reads of a child actor's snapshots: its run's usage so far. */
-type Subscribable = { subscribe?(observer: { next: (snapshot: { context?: { runUsage?: Usage } }) => void; error: () => void }): unknown };
+type Subscribable = { subscribe?(observer: { next: (snapshot: { context?: { runUsage?: Usage | undefined } | undefined }) => void; error: () => void }): unknown };
 
 /** One child run to its end: in its own durable session under a durable parent, else as a plain actor. */
 function runChild(agent: AgentMachine, session: { sessionId: string; scope: string | undefined }, prompt: string, scope: RunScope | undefined, signal: AbortSignal, depth: number): Promise<Output> {
