@@ -164,7 +164,7 @@ const chart = driver.createStateConfig({
           { guard: and(['hookInFlight', 'cancelWaits']), target: '.Cancelling', actions: ['abortIo', 'recordCancelGrace'] },
           { target: '.Start', actions: ['abortIo', 'cancelRun'] },
         ],
-        seal: { target: '.Start', actions: ['abortIo', 'sealRun'] },
+        seal: [{ guard: 'targetsChild', actions: 'forwardToChild' }, { target: '.Start', actions: ['abortIo', 'sealRun'] }],
         steer: [{ guard: 'steersChild', actions: 'forwardToChild' }, { actions: ['steerRun', 'noteSteer'] }],
         // A raise while the run goes: the limits it names hold for the rest of the run, the deadline of a side effect in flight included.
         'budget.raise': [{ guard: 'targetsChild', actions: 'forwardToChild' }, { guard: 'raiseRefused', actions: 'refuseRaise' }, { actions: ['raiseBudget', 'rearmDeadline'] }],

@@ -126,11 +126,13 @@ export function answerWaits(actor: AgentActor, unchecked: UnattendedOptions): ()
     }
   });
   const yielded = actor.on('operation.yielded', ({ operation, reason, payload, target }) => {
-    // A child's wait (its path in `target`) is the child's: its agent tool's timeout bounds it.
-    if (target !== undefined || !nobodyResumes(operation, payload)) return;
+    if (!nobodyResumes(operation, payload)) return;
+    // A child's wait (its path in `target`) can no more be resumed than the run's own: the seal goes
+    // down to that child, whose call then gets its Sealed outcome, and the parent goes on.
     send({
       type: 'seal',
       reason: `the '${operation}' operation yielded (${reason}) and runAgent cannot resume it: run the agent as an actor or a DurableSession to send operation.resume`,
+      ...(target !== undefined && { target }),
     });
   });
   return () => {

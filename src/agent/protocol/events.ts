@@ -57,7 +57,8 @@ export const ExternalEventSchemas = {
   cancel: z.object({ type: z.literal('cancel'), graceMs: z.number().int().nonnegative().max(60_000).optional() }),
   /** `target`: a child run's path (its parent call ids joined by '/'): the steer goes to that child. */
   steer: z.object({ type: z.literal('steer'), message, target: z.string().min(1).max(MAX_ID_LENGTH).optional() }),
-  seal: z.object({ type: z.literal('seal'), reason }),
+  /** Ends the run Sealed with `reason`. `target`: a child run's path: that child's run is sealed instead (its call gets its outcome). */
+  seal: z.object({ type: z.literal('seal'), reason, target: z.string().min(1).max(MAX_ID_LENGTH).optional() }),
   policy: z.object({ type: z.literal('policy'), policy: PolicySchema.partial() }),
   resume: z.object({ type: z.literal('resume') }),
   rewind: z.object({ type: z.literal('rewind'), len: z.number().int().nonnegative() }),

@@ -15,6 +15,7 @@ import type { Operation } from '../../../src/agent/operations/operation.js';
 import { agentTool } from '../../../src/agent/subagents/agent-tool.js';
 import { scriptedModel } from '../../../src/models/scripted.js';
 import { defineTool } from '../../../src/tools/define-tool.js';
+import { runAgent } from '../../../src/index.js';
 
 const noop = defineTool({ name: 'noop', description: 'x', input: z.object({}), execute: () => 'ok' });
 
@@ -83,5 +84,39 @@ describe("a child's wait for a person other than an approval", () => {
     expect(events.filter((e) => e.type === 'event.rejected').map((e) => (e as { event: string }).event)).toEqual(['budget.raise', 'operation.resume']);
     actor.send({ type: 'operation.resume', operation: 'budget', payload: { budget: { maxTokens: 10_000 } }, target: 'c1' });
     expect((await done).outcome).toMatchObject({ type: 'Completed', finalText: 'parent: child done' });
+  });
+});
+
+describe('under runAgent, which holds the only handle: nobody can resume a child', () => {
+  const within = <T>(promise: Promise<T>, ms: number) =>
+    Promise.race([promise, new Promise<never>((_, reject) => setTimeout(() => reject(new Error(`still running after ${ms} ms`)), ms))]);
+
+  it("a child's yielded operation seals the child (as runAgent seals its own run's), and the parent goes on at once", async () => {
+    const gate: Operation<{ open: boolean }, { open: boolean }> = {
+      name: 'gate',
+      state: { schema: z.object({ open: z.boolean() }), initial: { open: false } },
+      resume: { schema: z.object({ open: z.boolean() }), apply: ({ open }) => ({ state: { open } }) },
+      beforeTools: (_calls, ctx) => (ctx.state.open ? undefined : { yield: { reason: 'waiting for the gate' } }),
+    };
+    const child = createAgentMachine({ model: scriptedModel([{ toolCalls: [{ name: 'noop', args: {} }] }, { text: 'child done' }]), tools: [noop], operations: [gate] });
+    const kid = agentTool({ agent: child, name: 'kid', description: 'x', timeoutMs: 60_000 });
+    const model = scriptedModel([{ toolCalls: [{ id: 'c1', name: 'kid', args: { task: 'x' } }] }, (request) => ({ text: `parent: ${String(request.messages.at(-1)!.content)}` })]);
+    // Before: the parent's call waited for the agent tool's timeout (here 60 s, 10 minutes by default).
+    const result = await within(runAgent({ model, tools: [kid], prompt: 'go' }), 3_000);
+    expect(result.outcome.type).toBe('Completed');
+    expect(result.text).toContain("the 'gate' operation yielded (waiting for the gate) and runAgent cannot resume it");
+  });
+
+  it("a child paused by its budget is sealed the same way", async () => {
+    const child = createAgentMachine({
+      model: scriptedModel([{ toolCalls: [{ name: 'noop', args: {} }], usage: { inputTokens: 100, outputTokens: 100 } }, { text: 'child done' }]),
+      tools: [noop],
+      budget: { maxTokens: 10, pause: true },
+    });
+    const kid = agentTool({ agent: child, name: 'kid', description: 'x', timeoutMs: 60_000 });
+    const model = scriptedModel([{ toolCalls: [{ id: 'c1', name: 'kid', args: { task: 'x' } }] }, (request) => ({ text: `parent: ${String(request.messages.at(-1)!.content)}` })]);
+    const result = await within(runAgent({ model, tools: [kid], prompt: 'go' }), 3_000);
+    expect(result.outcome.type).toBe('Completed');
+    expect(result.text).toContain("the 'budget' operation yielded");
   });
 });
