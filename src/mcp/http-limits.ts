@@ -10,6 +10,9 @@ import { RESULT_TOO_LARGE_CODE } from './stdio-transport.js';
  * call); the connection stays. An error status's body is cut to its first few KiB.
  */
 
+/** The JSON-RPC error code of a request whose answer's event stream ended without the answer. */
+export const STREAM_ENDED_CODE = -32_092;
+
 /** Bytes of an error status's body kept for the error message. */
 export const ERROR_BODY_BYTES = 4096;
 
@@ -30,7 +33,7 @@ export function boundedFetch(maxMessageBytes: number, base: FetchLike = fetch): 
       const body = JSON.stringify(tooLarge(requestId, bytes, maxMessageBytes, bytes === read.bytes));
       return rebuilt(response, { chunks: [new TextEncoder().encode(body)], bytes: body.length, over: false });
     }
-    if (type === 'text/event-stream') return rebuilt(response, response.body.pipeThrough(boundedEvents(maxMessageBytes, requestId)));
+    if (type === 'text/event-stream') return rebuilt(response, boundedEvents(response.body, maxMessageBytes, requestId));
     return response;
   };
 }
@@ -101,28 +104,57 @@ const CR = 0x0d;
 /**
  * An SSE stream passed on event by event, each held until its blank line: an event over `limit`
  * bytes is skipped as it streams in and, on a POST's stream, replaced by the error answer to the
- * POST's request (on the standalone GET stream, which answers no request, it is dropped).
+ * POST's request (on the standalone GET stream, which answers no request, it is dropped). A
+ * POST's stream that ends, or breaks (the server died), before answering its request, and gave
+ * no event id to resume from, ends with an error answer: the SDK would wait for the call's timeout.
  */
-function boundedEvents(limit: number, requestId: RequestId | undefined): TransformStream<Uint8Array, Uint8Array> {
+function boundedEvents(source: ReadableStream<Uint8Array>, limit: number, requestId: RequestId | undefined): ReadableStream<Uint8Array> {
+  const reader = source.getReader();
+  const encoder = new TextEncoder();
   let held: Uint8Array[] = [];
   let heldBytes = 0;
   /** Bytes of the event being skipped, or -1 while none is. */
   let skipped = -1;
   let lineHasContent = false;
   let lastWasCr = false;
-  let answered = false;
+  let answered = requestId === undefined;
+  /** The server gave an event id: the SDK may resume the stream, and the answer come then. */
+  let resumable = false;
+  /** Chunks passed on so far. */
+  let passed = 0;
+  const pass = (controller: ReadableStreamDefaultController<Uint8Array>, chunk: Uint8Array) => {
+    passed++;
+    controller.enqueue(chunk);
+  };
 
-  const endEvent = (controller: TransformStreamDefaultController<Uint8Array>) => {
+  const answer = (controller: ReadableStreamDefaultController<Uint8Array>, error: object) => {
+    answered = true;
+    pass(controller, encoder.encode(`event: message\ndata: ${JSON.stringify({ jsonrpc: '2.0', id: requestId, error })}\n\n`));
+  };
+
+  /** Notes what a whole event says: an event id, the answer to the request. */
+  const read = (event: Uint8Array[]) => {
+    if (answered && resumable) return;
+    const lines = new TextDecoder().decode(concat(event)).split(/\r\n|\r|\n/);
+    if (lines.some((line) => /^id:/.test(line))) resumable = true;
+    const data = lines.filter((line) => line.startsWith('data:')).map((line) => line.slice(line.startsWith('data: ') ? 6 : 5));
+    if (answered || data.length === 0) return;
+    try {
+      const message = JSON.parse(data.join('\n')) as { id?: unknown; method?: unknown } | null;
+      if (message !== null && typeof message === 'object' && message.method === undefined && message.id === requestId) answered = true;
+    } catch {
+      // Not JSON: the SDK reports it.
+    }
+  };
+
+  const endEvent = (controller: ReadableStreamDefaultController<Uint8Array>) => {
     if (skipped >= 0) {
-      if (requestId !== undefined && !answered) {
-        answered = true;
-        const event = `event: message\ndata: ${JSON.stringify(tooLarge(requestId, skipped, limit, false))}\n\n`;
-        controller.enqueue(new TextEncoder().encode(event));
-      }
+      if (!answered) answer(controller, tooLarge(requestId!, skipped, limit, false).error);
       skipped = -1;
       return;
     }
-    for (const chunk of held) controller.enqueue(chunk);
+    read(held);
+    for (const chunk of held) pass(controller, chunk);
     held = [];
     heldBytes = 0;
   };
@@ -142,40 +174,74 @@ function boundedEvents(limit: number, requestId: RequestId | undefined): Transfo
     heldBytes += part.length;
   };
 
-  return new TransformStream({
-    transform(chunk, controller) {
-      let from = 0;
-      for (let i = 0; i < chunk.length; i++) {
-        const byte = chunk[i]!;
-        if (byte === LF && lastWasCr) {
-          // The LF of a CRLF whose CR ended a line (passed on with what follows).
-          lastWasCr = false;
-          continue;
-        }
-        lastWasCr = byte === CR;
-        if (byte !== LF && byte !== CR) {
-          lineHasContent = true;
-          continue;
-        }
-        if (lineHasContent) {
-          lineHasContent = false;
-          continue;
-        }
-        // A blank line: the event ends with this byte (and the LF of a CRLF in the same chunk).
-        const end = byte === CR && chunk[i + 1] === LF ? i + 2 : i + 1;
-        keep(chunk.subarray(from, end));
-        from = end;
-        if (end === i + 2) {
-          i++;
-          lastWasCr = false;
-        }
-        endEvent(controller);
+  const split = (chunk: Uint8Array, controller: ReadableStreamDefaultController<Uint8Array>) => {
+    let from = 0;
+    for (let i = 0; i < chunk.length; i++) {
+      const byte = chunk[i]!;
+      if (byte === LF && lastWasCr) {
+        // The LF of a CRLF whose CR ended a line (passed on with what follows).
+        lastWasCr = false;
+        continue;
       }
-      keep(chunk.subarray(from));
+      lastWasCr = byte === CR;
+      if (byte !== LF && byte !== CR) {
+        lineHasContent = true;
+        continue;
+      }
+      if (lineHasContent) {
+        lineHasContent = false;
+        continue;
+      }
+      // A blank line: the event ends with this byte (and the LF of a CRLF in the same chunk).
+      const end = byte === CR && chunk[i + 1] === LF ? i + 2 : i + 1;
+      keep(chunk.subarray(from, end));
+      from = end;
+      if (end === i + 2) {
+        i++;
+        lastWasCr = false;
+      }
+      endEvent(controller);
+    }
+    keep(chunk.subarray(from));
+  };
+
+  /** The stream is over: what is held goes on, and a request still unanswered is answered with an error. */
+  const finish = (controller: ReadableStreamDefaultController<Uint8Array>, how: string) => {
+    if (skipped >= 0) endEvent(controller);
+    else for (const chunk of held) pass(controller, chunk);
+    held = [];
+    if (!answered && !resumable) answer(controller, { code: STREAM_ENDED_CODE, message: `the MCP server ${how} the answer's event stream without answering` });
+    controller.close();
+  };
+
+  return new ReadableStream<Uint8Array>({
+    // Reads until something is passed on: a pull that enqueues nothing is not called again.
+    async pull(controller) {
+      const before = passed;
+      while (passed === before) {
+        let next: ReadableStreamReadResult<Uint8Array>;
+        try {
+          next = await reader.read();
+        } catch (error) {
+          // The transport's own abort (close) ends the stream as it would have.
+          if ((error as { name?: unknown })?.name === 'AbortError') return controller.error(error);
+          return finish(controller, 'broke off');
+        }
+        if (next.done) return finish(controller, 'ended');
+        split(next.value, controller);
+      }
     },
-    flush(controller) {
-      if (skipped >= 0) endEvent(controller);
-      else for (const chunk of held) controller.enqueue(chunk);
-    },
+    cancel: (reason) => reader.cancel(reason),
   });
+}
+
+function concat(chunks: Uint8Array[]): Uint8Array {
+  if (chunks.length === 1) return chunks[0]!;
+  const all = new Uint8Array(chunks.reduce((sum, chunk) => sum + chunk.length, 0));
+  let at = 0;
+  for (const chunk of chunks) {
+    all.set(chunk, at);
+    at += chunk.length;
+  }
+  return all;
 }

@@ -23,11 +23,17 @@ function reply(message: Message, res: ServerResponse): void {
   }
   if (method === 'tools/list') {
     const tool = (name: string) => ({ name, inputSchema: { type: 'object', properties: { bytes: { type: 'integer' } } } });
-    return void res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ jsonrpc: '2.0', id, result: { tools: ['json', 'sse', 'fail'].map(tool) } }));
+    return void res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ jsonrpc: '2.0', id, result: { tools: ['json', 'sse', 'fail', 'ended', 'crashed'].map(tool) } }));
   }
   const name = message.params?.name;
   const text = 'x'.repeat(message.params?.arguments?.bytes ?? 10);
   if (name === 'fail') return void res.writeHead(500, { 'content-type': 'text/html' }).end(`<html>${text}</html>`);
+  if (name === 'ended' || name === 'crashed') {
+    // The call's stream opens, then ends (or the connection drops, as when the server dies) without the answer.
+    res.writeHead(200, { 'content-type': 'text/event-stream' });
+    res.write(`event: message\ndata: ${JSON.stringify({ jsonrpc: '2.0', method: 'notifications/message', params: { level: 'info', data: 'working' } })}\n\n`);
+    return void setTimeout(() => (name === 'ended' ? res.end() : res.socket?.destroy()), 50);
+  }
   if (name === 'sse') {
     res.writeHead(200, { 'content-type': 'text/event-stream' });
     // A progress-like notification first, then the answer, each its own event.
@@ -51,7 +57,7 @@ beforeAll(async () => {
   });
   await new Promise<void>((resolve) => http.listen(0, '127.0.0.1', resolve));
   url = `http://127.0.0.1:${(http.address() as AddressInfo).port}/mcp`;
-  handle = await mcpTools({ url }, { maxResultBytes: 100_000 });
+  handle = await mcpTools({ url }, { maxResultBytes: 100_000, toolTimeoutMs: 20_000 });
 });
 afterAll(async () => {
   await handle?.close();
@@ -100,5 +106,15 @@ describe('an HTTP error status with a large body', () => {
       big.closeAllConnections();
       await new Promise((resolve) => big.close(resolve));
     }
+  });
+});
+
+describe("an HTTP call's SSE stream that ends without the answer", () => {
+  it.each(['ended', 'crashed'])('%s: the call fails at once (the stream had no event ids to resume from), not at its timeout', async (name) => {
+    const started = Date.now();
+    const result = await call(name, 0);
+    expect(Date.now() - started).toBeLessThan(5_000);
+    expect(result).toMatchObject({ isError: true, content: expect.stringContaining('without answering') });
+    expect((await call('json', 10)).content).toBe('x'.repeat(10));
   });
 });
