@@ -8,9 +8,11 @@ import type { Tool } from './define-tool.js';
  * runs, the tools of that listing. A listing that fails fails the run's model step. The listing
  * is a recorded step of the run (side effect kind `toolset` through the executor: journaled by
  * `DurableSession`, a durable step under Restate, kept in an `AgentStepper` snapshot), so a run
- * continued in another process offers and accepts the same tools. To run a call there, the
- * sources are listed again (not recorded) and the tool is found by name; a tool the source no
- * longer lists comes from `toolFor`, and without it the call is answered with an error result.
+ * continued in another process offers and accepts the same tools. The record says which source
+ * (by its index in `toolSources`) listed each tool. To run a call there, the sources are listed
+ * again (not recorded) and the tool is found on the source that listed it, never on another; a
+ * tool that source no longer lists (or whose listing fails) comes from its `toolFor`, and
+ * without it the call is answered with an error result.
  *
  * @example
  * ```ts
@@ -36,8 +38,10 @@ export interface ToolSource {
   listTools(signal: AbortSignal): Promise<readonly Tool[]>;
   /**
    * A runnable tool for a definition a run recorded from an earlier listing, when the source no
-   * longer lists it (`mcpTools` calls the server by the recorded name). Undefined: not this
-   * source's, and the call is answered with an error result.
+   * longer lists it (`mcpTools` calls the server by the recorded name). Asked only for the tools
+   * this source listed (in a session recorded before sources were recorded, for any tool no
+   * listing has, and used only when one source claims it). Undefined: the call is answered with
+   * an error result.
    */
   toolFor?(definition: ToolDefinition): Tool | undefined;
 }

@@ -22,6 +22,9 @@ const count = z.number().int().nonnegative();
 /** A tool as the model is offered it: plain JSON, as a `toolset` step records it. */
 export const ToolDefinitionSchema = z.object({ name: z.string().min(1), description: z.string(), inputSchema: z.record(z.string(), z.unknown()) });
 
+/** For each tool a `toolset` step recorded, the index of the tool source that listed it (in the agent's `toolSources`). */
+export const OfferedSourcesSchema = z.array(count);
+
 /**
  * The driver's context: everything a persisted agent snapshot holds. The brain is checked as a
  * whole by the brain's own restore (provider-valid history, pending consistent with the calls
@@ -71,9 +74,14 @@ export const AgentContextSchema = z.object({
   /**
    * What the run's tool sources listed (its `toolset` step): every later step of the run, in any
    * process, offers and accepts these. Null until listed (and for an agent without sources);
-   * absent in snapshots of older builds.
+   * absent in snapshots of older builds. `sources`: which source listed each definition, so a
+   * call goes only to that source (absent in snapshots of older builds: see `resolveOffered`).
    */
-  offered: z.object({ definitions: z.array(ToolDefinitionSchema) }).nullable().optional(),
+  offered: z
+    .object({ definitions: z.array(ToolDefinitionSchema), sources: OfferedSourcesSchema.optional() })
+    .refine(({ definitions, sources }) => !sources || sources.length === definitions.length, { message: 'sources must name one source per definition' })
+    .nullable()
+    .optional(),
   /**
    * The model call in flight and how many times it was made (retries and resumes): its text's
    * delivery ids. Absent in snapshots of older builds (the next call is attempt 1).

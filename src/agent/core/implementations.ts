@@ -74,8 +74,8 @@ export function requestModel(agent: CompiledAgent, context: AgentContext, event:
 
 // The run's first estimate counted the agent's own tools: the listed ones join the measure now.
 export function recordOffered(agent: CompiledAgent, context: AgentContext, event: AgentEvent): Partial<AgentContext> {
-  const { definitions } = as(event, 'io.listed').output;
-  return { offered: { definitions }, brain: withListedTools(context.brain, definitions) };
+  const { definitions, sources } = as(event, 'io.listed').output;
+  return { offered: { definitions, ...(sources && { sources }) }, brain: withListedTools(context.brain, definitions) };
 }
 
 /**
@@ -184,7 +184,7 @@ export function requestTools(agent: CompiledAgent, context: AgentContext, announ
     batch: pendingCalls(context.brain),
     conversation: conversation(context),
     announce,
-    offered: agent.hasSources && context.offered ? { key: toolsetKey(context), definitions: context.offered.definitions } : null,
+    offered: agent.hasSources && context.offered ? { key: toolsetKey(context), definitions: context.offered.definitions, sources: context.offered.sources } : null,
     doubt: context.doubt,
   };
 }

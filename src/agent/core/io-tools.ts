@@ -79,7 +79,7 @@ function executables({ deps }: IoScope): Scheduler['executables'] {
     if (!offered) return (resolving ??= listSources(deps.tools, deps.toolSources, signal).then(({ all }) => all));
     const cached = deps.listings.get(offered.key);
     if (cached) return cached;
-    return (resolving ??= resolveOffered(deps.tools, deps.toolSources, offered.definitions, signal).then((set) => {
+    return (resolving ??= resolveOffered(deps.tools, deps.toolSources, offered.definitions, signal, offered.sources).then((set) => {
       deps.listings.set(offered.key, set);
       return set;
     }));

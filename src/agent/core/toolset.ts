@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { listSources, plainDefinitions } from '../../tools/offered-tools.js';
 import { InvalidSnapshotError } from '../../errors.js';
-import { ToolDefinitionSchema } from './context.js';
+import { OfferedSourcesSchema, ToolDefinitionSchema } from './context.js';
 import type { SideEffectOutputs } from '../protocol/executor.js';
 import type { Handler, IoScope } from '../protocol/io-protocol.js';
 
@@ -14,9 +14,9 @@ export const toolsetHandler =
       const signal = controller.signal;
       try {
         const output = await execute({ key, kind: 'toolset', input: { sources: deps.toolSources.length }, signal }, async () => {
-          const { all, listed } = await listSources(deps.tools, deps.toolSources, signal);
+          const { all, listed, sources } = await listSources(deps.tools, deps.toolSources, signal);
           deps.listings.set(key, all);
-          return { definitions: plainDefinitions(listed) };
+          return { definitions: plainDefinitions(listed), sources };
         });
         finish(controller, key, { type: 'io.listed', key, output: checkedToolset(key, output) });
       } catch (error) {
@@ -24,7 +24,9 @@ export const toolsetHandler =
       }
     });
 
-const ToolsetOutputSchema = z.object({ definitions: z.array(ToolDefinitionSchema) });
+const ToolsetOutputSchema = z
+  .object({ definitions: z.array(ToolDefinitionSchema), sources: OfferedSourcesSchema.optional() })
+  .refine(({ definitions, sources }) => !sources || sources.length === definitions.length, { message: 'sources must name one source per definition' });
 
 /** A toolset step's output, checked: an executor may answer it from a journal written elsewhere. */
 function checkedToolset(key: string, output: unknown): SideEffectOutputs['toolset'] {

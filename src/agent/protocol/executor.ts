@@ -46,8 +46,11 @@ export interface SideEffectOutputs {
   guardrail: GuardrailVerdict;
   /** The hook's effects, checked; null when it declined. */
   operation: OperationOutput | null;
-  /** The definitions the sources listed: the run offers these (and the agent's own tools) to its end. */
-  toolset: { definitions: ToolDefinition[] };
+  /**
+   * The definitions the sources listed: the run offers these (and the agent's own tools) to its
+   * end. `sources`: the index of the source that listed each (absent in older journals).
+   */
+  toolset: { definitions: ToolDefinition[]; sources?: number[] | undefined };
 }
 
 export type SideEffectKind = keyof SideEffectInputs;

@@ -110,7 +110,7 @@ export type IoRequest =
       /** Report each call's start (`io.toolStarted`); false when the chart announced them itself. */
       announce: boolean;
       /** What the run's sources listed, by its `toolset` step's key; null without sources (or in an older snapshot). */
-      offered: { key: string; definitions: readonly ToolDefinition[] } | null;
+      offered: { key: string; definitions: readonly ToolDefinition[]; sources?: readonly number[] | undefined } | null;
       /** The batch's calls in doubt and their reruns (each rerun has keys of its own). */
       doubt?: DoubtState | undefined;
     }
