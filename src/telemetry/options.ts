@@ -55,6 +55,14 @@ export interface TelemetryOptions {
    * result recorded with `recordContent` is not a 5 MB span.
    */
   maxAttributeLength?: number | undefined;
+  /**
+   * How a run's session id is shown on its spans (`gen_ai.conversation.id`). Default: as it is. A
+   * session id often names the user (a chat keyed by user id, an MCP caller's tag): return a
+   * pseudonym (a keyed hash) to keep it out of the trace backend while spans of one conversation
+   * still group, or `undefined` to leave the attribute out. Asked once per run; one that throws
+   * leaves it out too.
+   */
+  conversationId?: ((sessionId: string) => string | undefined) | undefined;
 }
 
 /** The default of `TelemetryOptions.maxAttributeLength`: 16 KiB. */
@@ -70,4 +78,5 @@ export const TelemetryOptionsSchema = z.strictObject({
   recordContent: z.boolean().optional(),
   name: z.string().min(1).max(200).optional(),
   maxAttributeLength: z.number().int().positive().optional(),
+  conversationId: z.custom<(sessionId: string) => string | undefined>((value) => typeof value === 'function', { message: 'expected a function of the session id' }).optional(),
 });

@@ -44,7 +44,8 @@ export interface RunFacts {
 interface OpenRun {
   span: GuardedSpan;
   context: Context;
-  sessionId: string;
+  /** `gen_ai.conversation.id` as this run's spans show it (see `TelemetryOptions.conversationId`), or nothing. */
+  conversation: Attributes;
   /** Approval waits by tool-call id, with when they began. */
   waits: Map<string, { span: GuardedSpan; started: number }>;
 }
@@ -177,6 +178,7 @@ export class AgentTracing {
   private readonly agentName: string;
   private readonly maxAttributeLength: number;
   private readonly model: { provider: string; model: string };
+  private readonly conversationId: ((sessionId: string) => string | undefined) | undefined;
   /** Open runs by run key; effects match the longest key their own key starts with. */
   private readonly runs = new Map<string, OpenRun>();
   /** Open model-call spans by effect key, for the retry events the chart reports. */
@@ -190,6 +192,19 @@ export class AgentTracing {
     this.agentName = options.name ?? 'agent';
     this.maxAttributeLength = options.maxAttributeLength ?? DEFAULT_MAX_ATTRIBUTE_LENGTH;
     this.model = modelIdentity(modelName);
+    this.conversationId = options.conversationId;
+  }
+
+  /** The session id as the run's spans show it: the user's mapping, asked once per run; one that throws or gives no string shows nothing. */
+  private conversationOf(sessionId: string): Attributes {
+    if (!this.conversationId) return { 'gen_ai.conversation.id': sessionId };
+    try {
+      const shown = this.conversationId(sessionId);
+      return typeof shown === 'string' ? { 'gen_ai.conversation.id': shown } : {};
+    } catch (error) {
+      this.report(error);
+      return {};
+    }
   }
 
   /** Starts a span; a tracer that throws gives a span that records nothing (see `GuardedSpan`). */
@@ -222,6 +237,7 @@ export class AgentTracing {
     const parent = stored
       ? this.api.trace.setSpanContext(this.api.ROOT_CONTEXT, { ...stored, isRemote: true })
       : (effectContext.getStore() ?? this.api.context.active());
+    const conversation = this.conversationOf(facts.sessionId);
     const span = this.start(
       `invoke_agent ${this.agentName}`,
       {
@@ -229,7 +245,7 @@ export class AgentTracing {
         attributes: {
           'gen_ai.operation.name': 'invoke_agent',
           'gen_ai.agent.name': this.agentName,
-          'gen_ai.conversation.id': facts.sessionId,
+          ...conversation,
           'gen_ai.provider.name': this.model.provider,
           'gen_ai.request.model': this.model.model,
           'loopchart.run.index': facts.runIndex,
@@ -238,7 +254,7 @@ export class AgentTracing {
       },
       parent,
     );
-    this.runs.set(facts.runKey, { span, context: this.api.trace.setSpan(parent, span.raw), sessionId: facts.sessionId, waits: new Map() });
+    this.runs.set(facts.runKey, { span, context: this.api.trace.setSpan(parent, span.raw), conversation, waits: new Map() });
     const context = span.spanContext();
     return context && formatTraceparent(context);
   }
@@ -272,7 +288,7 @@ export class AgentTracing {
         {
           kind: SPAN_KIND_INTERNAL,
           attributes: {
-            'gen_ai.conversation.id': run.sessionId,
+            ...run.conversation,
             'loopchart.prune.messages': facts.pruned,
             'loopchart.prune.tokens_saved': facts.tokensSaved,
             'loopchart.tokens.before': facts.before,
@@ -294,7 +310,7 @@ export class AgentTracing {
         `await_approval ${call.name}`,
         {
           kind: SPAN_KIND_INTERNAL,
-          attributes: { 'gen_ai.conversation.id': run.sessionId, 'gen_ai.tool.name': call.name, 'gen_ai.tool.call.id': call.id },
+          attributes: { ...run.conversation, 'gen_ai.tool.name': call.name, 'gen_ai.tool.call.id': call.id },
         },
         run.context,
       );
@@ -384,7 +400,7 @@ export class AgentTracing {
   };
 
   private effectSpan(effect: SideEffect, run: OpenRun | undefined): [string, { kind: number; attributes: Attributes }] {
-    const conversation = run ? { 'gen_ai.conversation.id': run.sessionId } : {};
+    const conversation = run ? run.conversation : {};
     switch (effect.kind) {
       case 'model': {
         const { request, turn, model: name } = effect.input as SideEffect<'model'>['input'];

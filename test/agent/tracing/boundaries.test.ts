@@ -199,6 +199,48 @@ describe('content left out (recordContent false, the default)', () => {
   });
 });
 
+describe('the session id in spans (gen_ai.conversation.id)', () => {
+  // A session id often names the user (a chat keyed by user, an MCP caller's tag): the trace backend need not see it.
+  const spansOf = async (conversationId: ((sessionId: string) => string | undefined) | undefined) => {
+    const tracing = memoryTracing();
+    const approve = defineTool({ ...add, name: 'pay', needsApproval: true });
+    const machine = createAgentMachine({
+      model: scriptedModel([toolTurn, { toolCalls: [{ id: 'p1', name: 'pay', args: { a: 1, b: 2 } }] }, answer]),
+      tools: [add, approve],
+      retry: false,
+      telemetry: { tracer: tracing.tracer, conversationId },
+    });
+    const actor = createActor(machine, { input: { prompt: 'go', sessionId: 'user-ada@example.com' } });
+    actor.on('approval.requested', () => actor.send({ type: 'approve', toolCallId: 'p1' }));
+    expect((await runToCompletion(actor)).outcome.type).toBe('Completed');
+    const spans = tracing.spans();
+    expect(spans.map((span) => span.name)).toEqual(expect.arrayContaining(['invoke_agent agent', 'execute_tool add', 'await_approval pay']));
+    return { spans, recorded: JSON.stringify(spans.map((span) => ({ attributes: span.attributes, events: span.events }))) };
+  };
+
+  it('is recorded as it is by default', async () => {
+    const { spans } = await spansOf(undefined);
+    for (const span of spans) expect(span.attributes['gen_ai.conversation.id'], span.name).toBe('user-ada@example.com');
+  });
+
+  it('conversationId maps it (a pseudonym) on every span, or leaves it out when it returns undefined', async () => {
+    const mapped = await spansOf((id) => `conv-${id.length}`);
+    expect(mapped.recorded).not.toContain('ada@example.com');
+    for (const span of mapped.spans) expect(span.attributes['gen_ai.conversation.id'], span.name).toBe('conv-20');
+    const left = await spansOf(() => undefined);
+    expect(left.recorded).not.toContain('ada@example.com');
+    for (const span of left.spans) expect(span.attributes, span.name).not.toHaveProperty(['gen_ai.conversation.id']);
+  });
+
+  it('a conversationId that throws leaves the attribute out; the run goes on', async () => {
+    const { spans, recorded } = await spansOf(() => {
+      throw new Error('no key');
+    });
+    expect(recorded).not.toContain('ada@example.com');
+    for (const span of spans) expect(span.attributes, span.name).not.toHaveProperty(['gen_ai.conversation.id']);
+  });
+});
+
 describe("a subagent's spans", () => {
   // No context manager is registered (as in most of these tests): the link must not depend on one.
   const family = (tracing: ReturnType<typeof memoryTracing>) => {
