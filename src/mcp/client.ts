@@ -43,6 +43,18 @@ export const McpToolsOptionsSchema = z.strictObject({
    * connection stays. The body of an HTTP error status is cut to its first 4 KiB.
    */
   maxResultBytes: z.number().int().positive().optional(),
+  /**
+   * The most tools taken from one listing (default 128, what OpenAI accepts in one request): the
+   * first this many well-formed tools are kept, the others skipped (in `skipped`).
+   */
+  maxTools: z.number().int().positive().optional(),
+  /** The longest tool description taken, in characters (default 10,000): a longer one's tool is skipped. */
+  maxDescriptionChars: z.number().int().positive().optional(),
+  /**
+   * The largest input or output schema taken, in bytes of its JSON (default 64 KiB): a tool
+   * with a larger one is skipped.
+   */
+  maxSchemaBytes: z.number().int().positive().optional(),
 });
 export type McpToolsOptions = z.input<typeof McpToolsOptionsSchema>;
 
@@ -52,8 +64,8 @@ export interface McpTools extends ToolSource {
   readonly tools: readonly Tool[];
   /**
    * Tools the server offers that could not be made into loopchart tools (a name providers reject,
-   * an input schema that is malformed or uses what the validator cannot enforce), with the reason.
-   * The other tools work.
+   * an input schema that is malformed or uses what the validator cannot enforce, a description or
+   * schema over its bound, a tool past `maxTools`), with the reason. The other tools work.
    */
   readonly skipped: readonly InvalidToolError[];
   /** Lists the server's tools again (what an agent does at each run's start, see `ToolSource`). */
@@ -72,6 +84,9 @@ export const IDEMPOTENCY_KEY_META = 'loopchart/idempotencyKey';
 const DEFAULT_START_TIMEOUT_MS = 30_000;
 const DEFAULT_LIST_TIMEOUT_MS = 30_000;
 const DEFAULT_MAX_RESULT_BYTES = 10 * 1024 * 1024;
+const DEFAULT_MAX_TOOLS = 128;
+const DEFAULT_MAX_DESCRIPTION_CHARS = 10_000;
+const DEFAULT_MAX_SCHEMA_BYTES = 64 * 1024;
 /** setTimeout's longest delay: the SDK's own request timeout is left to the tool runner's. */
 const NO_SDK_TIMEOUT_MS = 2 ** 31 - 1;
 const STDERR_TAIL_CHARS = 4096;
@@ -118,7 +133,12 @@ export async function mcpTools(server: McpServer, options: McpToolsOptions = {})
     listTimeoutMs = DEFAULT_LIST_TIMEOUT_MS,
     toolTimeoutMs,
     maxResultBytes = DEFAULT_MAX_RESULT_BYTES,
+    maxTools = DEFAULT_MAX_TOOLS,
   } = settings;
+  const bounds: ListingBounds = {
+    descriptionChars: settings.maxDescriptionChars ?? DEFAULT_MAX_DESCRIPTION_CHARS,
+    schemaBytes: settings.maxSchemaBytes ?? DEFAULT_MAX_SCHEMA_BYTES,
+  };
 
   const connection = await connect(config, { timeoutMs: startTimeoutMs, maxMessageBytes: maxResultBytes });
   const { client, label } = connection;
@@ -181,7 +201,12 @@ export async function mcpTools(server: McpServer, options: McpToolsOptions = {})
     connection.validators?.nextListing();
     for (const [index, entry] of listed.entries()) {
       try {
+        // Past the count nothing is read but the name: a server listing 10,000 tools costs little.
+        if (made.length >= maxTools) {
+          throw new InvalidToolError(nameOf(entry, index), `the server lists more than maxTools (${maxTools}) tools; the first ${maxTools} are kept`);
+        }
         const tool = listedTool(entry, index);
+        checkBounds(tool, bounds);
         // A second tool of one name would make the agent's tool set refuse the whole listing.
         if (names.has(tool.name)) {
           throw new InvalidToolError(tool.name, 'the server lists this name more than once; the first tool of that name is kept');
@@ -252,11 +277,42 @@ async function listAll(client: Client, options: { signal?: AbortSignal | undefin
   throw new Error(`the tool list did not end after ${MAX_LIST_PAGES} pages`);
 }
 
+const nameOf = (entry: unknown, index: number): string =>
+  typeof (entry as { name?: unknown } | null)?.name === 'string' ? (entry as { name: string }).name.slice(0, 200) : `#${index}`;
+
+/** The bounds one listed tool is held to (see `McpToolsOptions`). */
+interface ListingBounds {
+  descriptionChars: number;
+  schemaBytes: number;
+}
+
+/**
+ * An `InvalidToolError` for a tool over a bound: every run offers its description and input
+ * schema to the model (and records them with the session), so one huge tool would fill the
+ * context window and fail each run.
+ */
+function checkBounds(tool: ListedTool, bounds: ListingBounds): void {
+  const description = tool.description ?? tool.title ?? '';
+  if (description.length > bounds.descriptionChars) {
+    throw new InvalidToolError(tool.name, `its description is ${description.length} characters, over maxDescriptionChars (${bounds.descriptionChars})`);
+  }
+  for (const [which, schema] of [
+    ['input', tool.inputSchema],
+    ['output', tool.outputSchema],
+  ] as const) {
+    if (schema === undefined) continue;
+    const bytes = Buffer.byteLength(JSON.stringify(schema) ?? '', 'utf8');
+    if (bytes > bounds.schemaBytes) {
+      throw new InvalidToolError(tool.name, `its ${which} schema is ${bytes} bytes of JSON, over maxSchemaBytes (${bounds.schemaBytes})`);
+    }
+  }
+}
+
 /** One listed tool as the MCP schema describes it, or an `InvalidToolError` saying where it is not. */
 function listedTool(entry: unknown, index: number): ListedTool {
   const parsed = ToolSchema.safeParse(entry);
   if (parsed.success) return parsed.data;
-  const name = typeof (entry as { name?: unknown } | null)?.name === 'string' ? (entry as { name: string }).name : `#${index}`;
+  const name = nameOf(entry, index);
   const problems = parsed.error.issues.map((issue) => `${['tool', ...issue.path.map(String)].join('.')}: ${issue.message}`);
   throw new InvalidToolError(name, `the server listed it in a form the MCP schema refuses: ${problems.join('; ')}`);
 }
