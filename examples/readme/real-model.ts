@@ -10,7 +10,8 @@ const http = openAICompatibleModel({ baseURL, apiKey: process.env.OPENAI_API_KEY
 
 // Any AI SDK provider (AI SDK 5, 6 or 7), here @ai-sdk/openai-compatible:
 const provider = createOpenAICompatible({ name: 'local', baseURL, apiKey: process.env.OPENAI_API_KEY, includeUsage: true });
-const sdk = aiSdkModel(provider.chatModel('gpt-4o-mini'));
+// The adapter is not told the key the provider sends: `secrets` names what no error may quote.
+const sdk = aiSdkModel(provider.chatModel('gpt-4o-mini'), { secrets: [process.env.OPENAI_API_KEY] });
 
 for (const model of [http, sdk]) {
   const { outcome, text, error } = await runAgent({ model, prompt: 'Say hello.', signal: AbortSignal.timeout(30_000) });

@@ -10,6 +10,7 @@ import { MalformedStreamError } from './errors.js';
 import { replyFinishReason } from './finish-reason.js';
 import { describeError, httpModelError, parseRetryAfter, providerMessage, redactUrlCredentials } from './http-status.js';
 import { checkKnownKeys, optionKeys } from '../known-keys.js';
+import { InvalidConfigError } from '../errors.js';
 import { redactError } from './redact.js';
 
 /*
@@ -46,11 +47,31 @@ export interface AiSdkModelOptions {
    * such a provider drops the schema and would be asked for JSON of no particular shape.
    */
   structuredOutputs?: boolean | undefined;
+  /**
+   * The credentials the provider sends (its API key, a signed token), to be replaced by `***`
+   * wherever an error quotes them. This adapter is never told the key its provider sends, so
+   * without them it finds a key only by its form (`sk-…`, `Authorization: …`, `?key=…`): a key of
+   * no known shape that a provider's 401 body quotes would reach logs and traces. Values shorter
+   * than 8 characters are ignored (a placeholder such as `ollama` is no secret), and so is `undefined`
+   * (`[process.env.OPENAI_API_KEY]` where the variable is not set).
+   */
+  secrets?: readonly (string | undefined)[] | undefined;
 }
 
-const OPTION_KEYS = optionKeys<AiSdkModelOptions>()({ readTimeoutMs: true, deadlineMs: true, structuredOutputs: true });
+const OPTION_KEYS = optionKeys<AiSdkModelOptions>()({ readTimeoutMs: true, deadlineMs: true, structuredOutputs: true, secrets: true });
 
 const DEFAULT_READ_TIMEOUT_MS = 60_000;
+
+/** `secrets` checked where it enters: a list of strings (a missing environment variable, undefined, is left out). */
+function secretsOption(given: unknown): string[] {
+  if (given === undefined) return [];
+  if (!Array.isArray(given)) throw new InvalidConfigError('aiSdkModel: secrets must be a list of strings');
+  return (given as unknown[]).filter((secret): secret is string => {
+    if (secret === undefined) return false;
+    if (typeof secret !== 'string') throw new InvalidConfigError('aiSdkModel: secrets must be a list of strings');
+    return true;
+  });
+}
 
 /**
  * A Model over any AI SDK provider model (`@ai-sdk/openai`, `@ai-sdk/anthropic`,
@@ -75,6 +96,7 @@ export function aiSdkModel(languageModel: AiSdkLanguageModel, options: AiSdkMode
   const readTimeoutMs = timeoutOption('readTimeoutMs', options.readTimeoutMs, DEFAULT_READ_TIMEOUT_MS);
   const deadlineMs = timeoutOption('deadlineMs', options.deadlineMs, DEFAULT_MODEL_DEADLINE_MS);
   const structuredOutputs = options.structuredOutputs ?? (languageModel as { supportsStructuredOutputs?: unknown }).supportsStructuredOutputs !== false;
+  const secrets = secretsOption(options.secrets);
   return {
     name: `${languageModel.provider}:${languageModel.modelId}`,
     ...(structuredOutputs && { supports: { responseFormat: RESPONSE_FORMAT_VERSION } }),
@@ -102,8 +124,8 @@ export function aiSdkModel(languageModel: AiSdkLanguageModel, options: AiSdkMode
         return await consume(streamOf(result), guard, request, languageModel, version);
       } catch (error) {
         // The one way out for a failure. The provider's error (kept as cause) carries the request URL, the
-        // response body and headers; the key itself is never told to this adapter, so it is found by its shape.
-        throw redactError(error);
+        // response body and headers; the key is found among `secrets` when given, else by its shape.
+        throw redactError(error, secrets);
       } finally {
         guard.dispose();
       }

@@ -288,6 +288,21 @@ describe.each(SDK_MAJORS)('aiSdkModel over @ai-sdk/openai-compatible %s: no key 
     expect((apiCallError as { responseBody: string }).responseBody).toContain('Incorrect API key provided: ***');
   });
 
+  it('a 401 echoing a key of no known shape: found only when the key is given as a secret', async () => {
+    const unknown = await failure(aiSdkModel(make({ name: 'p', baseURL: live, apiKey: KEY })).generate(request()));
+    expect(leaks(unknown, KEY)).not.toEqual([]);
+    const told = await failure(aiSdkModel(make({ name: 'p', baseURL: live, apiKey: KEY }), { secrets: [KEY] }).generate(request()));
+    expect(leaks(told, KEY)).toEqual([]);
+    expect(told).toMatchObject({ status: 401, retryable: false });
+    expect(String((told as Error).message)).toContain('Incorrect API key provided: ***');
+  });
+
+  it('secrets must be a list of strings (undefined entries, an unset variable, are left out)', () => {
+    expect(() => aiSdkModel(make({ name: 'p', baseURL: live }), { secrets: 'sk-x' as never })).toThrow(/secrets must be a list of strings/);
+    expect(() => aiSdkModel(make({ name: 'p', baseURL: live }), { secrets: [42 as never] })).toThrow(/secrets must be a list of strings/);
+    expect(() => aiSdkModel(make({ name: 'p', baseURL: live }), { secrets: [undefined] })).not.toThrow();
+  });
+
   it('a 429 echoing the key keeps retryAfterMs and the fallback trigger', async () => {
     behaviour = 'rateLimited';
     const error = await failure(aiSdkModel(make({ name: 'p', baseURL: live, apiKey: SK_KEY })).generate(request()));
