@@ -84,3 +84,44 @@ async function waiting(
   const found = await waiting(chat, childId, child, { ...id, toolCallId: route.rest }, childVia, contextOf);
   return found && { ofChild: true, digest: found.digest, kind: found.kind };
 }
+
+/**
+ * Why a page's resume of an operation cannot go to the subagent at `target` (the path of call
+ * ids down from the chat's run: `c1`, `c1/c2`), or null when that child waits on `operation`.
+ * Each step of the path is a call of the batch its session waits on, whose child session is
+ * named under the chat's own session id (see `childSessionId`), so a path reaches children of
+ * this chat only; the path is read as the agent routes it (up to the first '/', the call id of
+ * this level). Read only: a target that runs no child is refused here, never forwarded.
+ */
+export async function childWaitProblem(chatId: string, context: AgentContext, target: string, operation: string, contextOf: ContextOf): Promise<string | null> {
+  const shownTarget = target.slice(0, 200);
+  const none = `no subagent at '${shownTarget}' waits on an operation`;
+  let sessionId = chatId;
+  let session = context;
+  let via = '';
+  let rest = target;
+  for (;;) {
+    if (!runInFlight(session.brain)) return none;
+    const route = routeOf(rest);
+    const callId = route ? route.callId : rest;
+    if (!pendingCalls(session.brain).some((pending) => pending.call.id === callId)) return none;
+    let childId: string;
+    try {
+      childId = childSessionId(sessionId, innerKey(serviceKey(session, session.brain.context.turnsTaken, 'tools'), { kind: 'tool', call: callId, rerun: 0 }));
+    } catch {
+      return none;
+    }
+    via = via ? `${via}/${callId}` : callId;
+    const child = await contextOf(childId, via);
+    if (!child || !runInFlight(child.brain)) return none;
+    if (route) {
+      sessionId = childId;
+      session = child;
+      rest = route.rest;
+      continue;
+    }
+    const waiting = child.operations.waiting?.operation;
+    if (waiting === operation) return null;
+    return waiting ? `the subagent at '${shownTarget}' waits on operation '${waiting}', not '${operation.slice(0, 100)}'` : none;
+  }
+}

@@ -10,7 +10,7 @@ import { decideDoubtStored, type DoubtVerdict } from '../sessions/stored-doubt.j
 import { decodeRow } from '../sessions/session-row.js';
 import type { SessionStore } from '../stores/session-store.js';
 import { LiveLimitsSchema, type LiveStats, type SseStream } from '../viewer/sse.js';
-import { checkAnswers, type ContextOf, type ReadAnswer } from './answers.js';
+import { checkAnswers, childWaitProblem, type ContextOf, type ReadAnswer } from './answers.js';
 import { ChatAccess, type Admission, type ChatAuthorizer, type ChatKeyMapper, type ChatScopeMapper } from './chat-access.js';
 import type { ChatAction } from './route.js';
 import { ChatRun } from './chat-run.js';
@@ -152,8 +152,14 @@ interface ChatRef {
 const shown = (name: string): string => name.slice(0, 100);
 const notFound = (name: string): Response => json(404, 'ChatNotFound', `no chat '${shown(name)}'`);
 
-/** What a page sends to resume an operation: its name and the payload its resume schema checks. */
-const ResumeRequestSchema = z.strictObject({ operation: z.string().min(1).max(200), payload: z.unknown() });
+/**
+ * What a page sends to resume an operation: its name and the payload its resume schema checks;
+ * `target` for a subagent's, as its `data-operation-yielded` part named it (the path of calls down to it).
+ */
+const ResumeRequestSchema = z.strictObject({ operation: z.string().min(1).max(200), payload: z.unknown(), target: z.string().min(1).max(1000).optional() });
+
+/** How long a resume for a subagent waits for the child, opened again from the store, to be back at its wait. */
+const CHILD_BACK_MS = 10_000;
 
 /** What `#scopeOf` says of a chat that does not exist yet (a POST makes it with the caller's scope). */
 const NO_CHAT = Symbol('no chat');
@@ -410,22 +416,24 @@ class ChatSessions {
    */
   /**
    * The page's answer to an operation the run waits on (`operation.yielded`, shown as a
-   * `data-operation-yielded` part): `POST <api>/<id>/resume` with `{ operation, payload }`. The
-   * session checks the payload against the operation's resume schema; a refused one changes
-   * nothing (409 with the reason). Approvals and budgets are not resumed here: approvals have
-   * their own answers, bound to the calls shown, and a page does not raise its own budget.
+   * `data-operation-yielded` part): `POST <api>/<id>/resume` with `{ operation, payload }`, and
+   * `target` for a subagent's (see `#resumeChild`). The session checks the payload against the
+   * operation's resume schema; a refused one changes nothing (409 with the reason). Approvals and
+   * budgets are not resumed here: approvals have their own answers, bound to the calls shown,
+   * and a page does not raise its own budget.
    */
   async #resumeOperation(request: Request, { key: chatId, name }: ChatRef): Promise<Response> {
     const read = await readJsonBody(request, this.#settings.maxBodyBytes);
     if ('problem' in read) return json(read.tooLarge ? 413 : 400, read.tooLarge ? 'BodyTooLarge' : 'InvalidChatRequest', read.problem);
     const asked = ResumeRequestSchema.safeParse(read.body);
-    if (!asked.success) return json(400, 'InvalidChatRequest', `a resume is { operation, payload }: ${z.prettifyError(asked.error).slice(0, 300)}`);
-    const { operation, payload } = asked.data;
+    if (!asked.success) return json(400, 'InvalidChatRequest', `a resume is { operation, payload, target? }: ${z.prettifyError(asked.error).slice(0, 300)}`);
+    const { operation, payload, target } = asked.data;
     if (RESERVED_OPERATIONS.has(operation)) return json(400, 'InvalidChatRequest', `'${operation}' is not resumed through this route`);
     return this.#serial(chatId, async () => {
       const live = this.#live.get(chatId);
       const context = live ? live.session.actor.getSnapshot().context : await this.#stored(chatId);
       if (!context) return notFound(name);
+      if (target !== undefined) return this.#resumeChild(chatId, live, context, { operation, payload, target });
       const waiting = context.operations.waiting?.operation;
       if (waiting !== operation) {
         return json(409, 'NothingToResume', waiting ? `the run waits on operation '${waiting}', not '${operation.slice(0, 100)}'` : 'the run waits on no operation');
@@ -450,6 +458,49 @@ class ChatSessions {
       }
       return this.#stream(run, from, 'continuing');
     });
+  }
+
+  /**
+   * A resume for a subagent's operation (`target`, the path of calls down to it): checked first
+   * against the chat's run, walking down its calls in flight to the child (live here, else its
+   * stored session), which must wait on that operation (a 409 otherwise, nothing sent). At rest,
+   * the chat's session is opened again: its call runs again and opens the child from the store,
+   * back at its wait, and the resume goes to it then (down through each level's call, as a steer
+   * does). A payload the child's operation refuses is a 409 with its reason.
+   */
+  async #resumeChild(chatId: string, live: LiveChat | undefined, context: AgentContext, resume: { operation: string; payload: unknown; target: string }): Promise<Response> {
+    const { operation, payload, target } = resume;
+    const problem = await childWaitProblem(chatId, context, target, operation, this.#contextOf(live));
+    if (problem) return json(409, 'NothingToResume', problem);
+    const chat = live ?? (await this.#open(chatId, undefined, await readAnswers(this.#store, chatId, context.runIndex)));
+    const run = chat.run;
+    const tree = chat.tree;
+    const gone = (why: string) => {
+      this.#settle(chatId, chat);
+      return json(409, 'NothingToResume', why);
+    };
+    if (!run || run.ended || !tree) return gone('the run waits on no operation');
+    if (!(await tree.until(() => run.ended || tree.waitsOn(target, operation), CHILD_BACK_MS)) || run.ended) {
+      return gone(`the subagent at '${target.slice(0, 200)}' is not back at its wait on operation '${operation.slice(0, 100)}'`);
+    }
+    let refused: string | undefined;
+    // Refused by the parent (no call of its batch runs that child) or by the child (its operation's
+    // schema), which takes it a moment later (it goes down through each level's call).
+    const parent = chat.session.actor.on('event.rejected', (event) => event.event === 'operation.resume' && (refused = event.reason));
+    const child = tree.listen((via, event) => via === target && event.type === 'event.rejected' && event.event === 'operation.resume' && (refused = event.reason));
+    const from = run.length;
+    try {
+      chat.session.send({ type: 'operation.resume', operation, payload, target });
+      await tree.until(() => refused !== undefined || run.ended || !tree.waitsOn(target, operation), CHILD_BACK_MS);
+    } finally {
+      parent.unsubscribe();
+      child();
+    }
+    if (refused !== undefined) {
+      this.#settle(chatId, chat);
+      return json(409, 'ResumeRefused', refused);
+    }
+    return this.#stream(run, from, 'continuing');
   }
 
   async #cancel({ key: chatId, name }: ChatRef): Promise<Response> {
@@ -579,7 +630,7 @@ class ChatSessions {
       if (this.#live.get(chatId) !== chat) return;
       if (chat.run && !chat.run.ended) {
         if (!chat.tree?.waits()) return;
-        chat.run.close(null);
+        chat.run.close(null, chat.tree.pausedChildren());
       }
       await this.#letGo(chatId, chat, false);
     });
@@ -590,7 +641,7 @@ class ChatSessions {
     this.#live.delete(chatId);
     // A run that waits for someone ends its responses `waiting`; one that goes on is followed again by a reattach.
     if (ending && chat.run && !chat.run.ended) {
-      if (chat.tree?.waits()) chat.run.close(null);
+      if (chat.tree?.waits()) chat.run.close(null, chat.tree.pausedChildren());
       else chat.run.interrupt('the server closed this response; the run goes on');
     }
     await chat.session.close().catch(() => {});

@@ -96,11 +96,14 @@ export class ChatRun {
     this.#add(this.chunker.childEvent(via, event));
   }
 
-  /** Ends every response: the run finished (its output) or waits for someone (null). */
-  close(output: AgentOutput | null): void {
+  /**
+   * Ends every response: the run finished (its output) or waits for someone (null);
+   * `pausedChildren`: the subagents whose budget pause is all it waits on (see RunChunker.closing).
+   */
+  close(output: AgentOutput | null, pausedChildren: readonly string[] = []): void {
     if (this.#closing) return;
     this.#add(this.chunker.pause());
-    this.#end(Buffer.concat([sseEvent(this.chunker.closing(output)), DONE]));
+    this.#end(Buffer.concat([sseEvent(this.chunker.closing(output, pausedChildren)), DONE]));
   }
 
   /**

@@ -1,4 +1,4 @@
-import type { AnyActorRef, Subscription } from 'xstate';
+import { matchesState, type AnyActorRef, type StateValue, type Subscription } from 'xstate';
 import type { AgentActor } from '../../machines/agent.machine.js';
 import type { AgentContext } from '../agent/core/context.js';
 import type { AgentEmitted } from '../agent/protocol/actor-types.js';
@@ -54,6 +54,8 @@ export class SubagentTree {
   readonly #inspection: Subscription;
   /** The children's state subscriptions, each let go when its child stops. */
   readonly #subscriptions = new Set<Subscription>();
+  /** Told of each child's events and state changes (see `until`, `listen`). */
+  readonly #hearing = new Set<(via: string, event: AgentEmitted | null) => void>();
 
   /** Follows `root`'s children from now on; call before `root` starts, so a resumed child is heard. */
   constructor(chatId: string, root: AgentActor, listener: TreeListener) {
@@ -76,6 +78,65 @@ export class SubagentTree {
     return this.#nodes.get(via)?.actor.getSnapshot().context;
   }
 
+  /**
+   * Whether the child whose calls show under `via` is live here and waits on `operation` (it
+   * yielded it and takes `operation.resume` now): a child opened again from the store gets there
+   * once its parent's call runs again.
+   */
+  waitsOn(via: string, operation: string): boolean {
+    const snapshot = this.#nodes.get(via)?.actor.getSnapshot();
+    return !!snapshot && matchesState({ Running: 'AwaitingOperation' }, snapshot.value as StateValue) && snapshot.context.operations.waiting?.operation === operation;
+  }
+
+  /** Resolves true once `check` holds (looked at on each child's event and change, and every 25 ms), false after `ms`. */
+  until(check: () => boolean, ms: number): Promise<boolean> {
+    if (check()) return Promise.resolve(true);
+    return new Promise((resolve) => {
+      const done = (answer: boolean) => {
+        this.#hearing.delete(look);
+        clearInterval(poll);
+        clearTimeout(timer);
+        resolve(answer);
+      };
+      const look = () => check() && done(true);
+      this.#hearing.add(look);
+      const poll = setInterval(look, 25);
+      const timer = setTimeout(() => done(check()), ms);
+    });
+  }
+
+  /** Hears every child's events (`via`: the id the chat shows its calls under) until the returned function is called. */
+  listen(hear: (via: string, event: AgentEmitted) => void): () => void {
+    const listener = (via: string, event: AgentEmitted | null) => event && hear(via, event);
+    this.#hearing.add(listener);
+    return () => this.#hearing.delete(listener);
+  }
+
+  /**
+   * The children (by `via`) whose budget paused them, when those pauses are all the session
+   * waits on; empty when it waits on nothing or on something else too (an approval, a call in
+   * doubt, an operation: a page answers those). Read when the session waits (see `waits`).
+   */
+  pausedChildren(): string[] {
+    const paused: string[] = [];
+    const walk = (node: Node): boolean => {
+      const snapshot = node.actor.getSnapshot();
+      if (waitsForSomeone(snapshot)) {
+        if (node === this.#root || !matchesState({ Running: 'BudgetPaused' }, snapshot.value as StateValue)) return false;
+        paused.push(node.via);
+        return true;
+      }
+      for (const id of node.running) {
+        const child = this.#nodes.get(node.via ? `${node.via}/${id}` : id);
+        if (child && !walk(child)) return false;
+      }
+      const { approvals, doubt } = snapshot.context;
+      // A call that waits for the page's decision while others of its batch still ran.
+      return !approvals.waiting.some((id) => !Object.hasOwn(approvals.decisions, id)) && !(doubt?.waiting.length ?? 0);
+    };
+    return walk(this.#root) ? paused : [];
+  }
+
   /** Whether the session waits for someone: itself, or every call it runs is a child that waits. */
   waits(node: Node = this.#root): boolean {
     if (waitsForSomeone(node.actor.getSnapshot())) return true;
@@ -88,6 +149,7 @@ export class SubagentTree {
   }
 
   stop(): void {
+    this.#hearing.clear();
     this.#inspection.unsubscribe();
     for (const subscription of this.#subscriptions) subscription.unsubscribe();
     this.#subscriptions.clear();
@@ -104,6 +166,7 @@ export class SubagentTree {
       if (!node) return;
       track(node, event);
       this.#listener.event(node.via, event);
+      for (const hear of this.#hearing) hear(node.via, event);
     });
   }
 
@@ -118,7 +181,14 @@ export class SubagentTree {
       if (this.#nodes.get(via) === node) this.#nodes.delete(via);
       if (subscription) this.#subscriptions.delete(subscription);
     };
-    subscription = actor.subscribe({ next: () => this.#listener.changed(), error: gone, complete: gone });
+    subscription = actor.subscribe({
+      next: () => {
+        this.#listener.changed();
+        for (const hear of this.#hearing) hear(via, null);
+      },
+      error: gone,
+      complete: gone,
+    });
     this.#subscriptions.add(subscription);
     return node;
   }

@@ -61,6 +61,11 @@ export interface ChatMessageMetadata {
   outcome: string;
   /** Why a `Sealed` run was sealed (a budget's limit, the product's `seal`), or why a `paused` one paused, for the page to show. */
   reason?: string | undefined;
+  /**
+   * Of a `paused` run: the subagent whose budget paused it, by the path of calls down to it (`c1`,
+   * `c1/c2`); absent when the run's own budget paused it.
+   */
+  target?: string | undefined;
   /** The validated answer of a `Completed` run of an agent with an output schema (`outcome.output`). */
   output?: unknown;
   usage?: { inputTokens: number; outputTokens: number } | undefined;
@@ -136,6 +141,8 @@ export class RunChunker {
   #yields = 0;
   /** Why a budget paused the run, once it did: the response then ends `paused`. */
   #paused: string | null = null;
+  /** Why a budget paused each subagent that paused (by its `target`), for a response that ends on their pauses alone. */
+  readonly #childPauses = new Map<string, string>();
   /** The last `final_answer` call shown without its outcome: a rejection or the run's answer gives it one. */
   #answerCall: string | null = null;
   /** Per subagent (the id of the call that runs it): its text, where its open turn's text begins, when it was last sent. */
@@ -229,17 +236,21 @@ export class RunChunker {
       case 'output.rejected':
         return this.#answerOutcome({ type: 'tool-output-error', errorText: event.error.message });
       case 'budget.paused':
-        // A child run's pause (`target`) is not this run's: the page resumes only its own run.
+        // A child run's pause (`target`) is not this run's: kept apart, for a response that ends on it (see `closing`).
         if (event.target === undefined) this.#paused = event.reason;
+        else this.#childPauses.set(event.target, event.reason);
         return [];
       case 'approval.requested':
         return this.#approvalRequests(event.requests);
       // A call cut off by a restart that may or may not have run: the page asks "run it again?" as an
       // approval (approve: run it again; deny: fail it), with a data part saying why it asks.
-      // An operation yielded: the page shows what it asks (and resumes it with POST <api>/<id>/resume).
-      case 'operation.yielded':
-        if (RESERVED_OPERATIONS.has(event.operation) || event.target !== undefined) return [];
-        return [{ type: 'data-operation-yielded', id: `yield-${this.run}-${++this.#yields}`, data: { operation: event.operation, reason: event.reason, payload: event.payload } }];
+      // An operation yielded: the page shows what it asks (and resumes it with POST <api>/<id>/resume);
+      // a subagent's (`target`, the path of calls down to it) names that child, which the resume names too.
+      case 'operation.yielded': {
+        if (RESERVED_OPERATIONS.has(event.operation)) return [];
+        const data = { operation: event.operation, reason: event.reason, payload: event.payload, ...(event.target !== undefined && { target: event.target }) };
+        return [{ type: 'data-operation-yielded', id: `yield-${this.run}-${++this.#yields}`, data }];
+      }
       case 'tool.inDoubt':
         return event.requests.flatMap((request) => [...this.#inDoubt(request), ...this.#approvalRequests([request])]);
       case 'tool.finished':
@@ -274,11 +285,18 @@ export class RunChunker {
 
   /**
    * The last chunk of a response: the finished run's reason and usage, or, while the run waits
-   * for a decision (null), `tool-calls` with the outcome `waiting`.
+   * for someone (null), `tool-calls` with the outcome `waiting`; `paused` (with why) when a budget
+   * paused the run, or when all it waits on is the budget of subagents (`pausedChildren`, their
+   * targets: the first is named), which only the product raises, so the page has nothing to answer.
    */
-  closing(output: AgentOutput | null): UIChunk {
+  closing(output: AgentOutput | null, pausedChildren: readonly string[] = []): UIChunk {
     if (output === null) {
       if (this.#paused !== null) return { type: 'finish', finishReason: 'other', messageMetadata: { run: this.run, outcome: 'paused', reason: this.#paused } satisfies ChatMessageMetadata };
+      const target = pausedChildren[0];
+      if (target !== undefined) {
+        const reason = `subagent '${target}': ${this.#childPauses.get(target) ?? 'its budget paused it'}`;
+        return { type: 'finish', finishReason: 'other', messageMetadata: { run: this.run, outcome: 'paused', reason, target } satisfies ChatMessageMetadata };
+      }
       return { type: 'finish', finishReason: 'tool-calls', messageMetadata: { run: this.run, outcome: 'waiting' } satisfies ChatMessageMetadata };
     }
     const outcome = output.outcome;
