@@ -69,6 +69,8 @@ export const ERROR_CODES = [
   'InvalidFork',
   'ViewerListen',
   'InvalidViewerOptions',
+  // A chart's layout past its time budget (the viewer then draws it another way).
+  'LayoutBudget',
   // loopchart/http: a chat handler made with options out of range.
   'InvalidChatHandlerOptions',
   // loopchart/mcp-server: a server made with options it cannot serve (a duplicate tool name, a limit out of range).

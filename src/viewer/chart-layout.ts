@@ -4,7 +4,7 @@ import { chartViews, compoundsOf, foldChart, type FoldedChart } from './chart-fo
 import type { ChartLayout, InitialMarker, LaidOutEdge, LaidOutJump } from './chart-geometry.js';
 import { layoutPieces, type PieceMemo } from './chart-pieces.js';
 import { compoundFrame, edgeLabelBox, jumpLine, jumpSize, jumpText, labelLines, LAYOUT_OPTIONS, MARKER, PAD, pairsOf, pathOf, stateOf, stateSize, staysOf, toHub, transitionLabel } from './chart-text.js';
-import { elementsOf, elkLayout, LayoutBudgetError } from './elk-worker.js';
+import { elementsOf, elkLayout, isLayoutBudget } from './elk-worker.js';
 
 export { edgeLabelLines, edgeLines, internalLines, transitionLabel, LAYOUT_OPTIONS } from './chart-text.js';
 
@@ -187,7 +187,7 @@ export async function layoutChart(model: ChartModel, unfolded: readonly string[]
         const done = await elkLayout({ ...graph.elk, layoutOptions: LAYOUT_OPTIONS }, whole === 'always' ? 600_000 : WHOLE_TIMEOUT_MS);
         return wholeLayout(model, chart, graph, done, unfolded);
       } catch (error) {
-        if (whole === 'always' || !(error instanceof LayoutBudgetError)) throw error;
+        if (whole === 'always' || !isLayoutBudget(error)) throw error;
       }
     }
   }

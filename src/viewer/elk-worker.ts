@@ -1,6 +1,7 @@
 import { createRequire } from 'node:module';
 import { Worker } from 'node:worker_threads';
 import type { ElkNode } from 'elkjs/lib/elk-api.js';
+import { LoopchartError } from '../errors.js';
 
 /**
  * ELK in a worker thread, so no layout ever runs on the event loop of the process serving pages
@@ -9,7 +10,7 @@ import type { ElkNode } from 'elkjs/lib/elk-api.js';
  * pieces (see chart-pieces.ts) lets another chart's pieces in between its own. Each graph has a
  * budget of time counted from when the worker starts it (not from when it was queued, behind
  * others); a graph over its budget is ended by terminating the worker, the only way to stop ELK
- * (a fresh worker takes the next graph), and its promise rejects with `LayoutBudgetError`.
+ * (a fresh worker takes the next graph), and its promise rejects with a `LayoutBudget` error.
  */
 
 /** ELK's first layout in a thread takes seconds of CPU (1.6 MB of compiled Java warming up): the worker does it on a small graph before the first job, so no job's budget pays for it. */
@@ -28,12 +29,10 @@ elk.layout(warm).then(() => parentPort.postMessage({ ready: true }), () => paren
 `;
 
 /** A graph ELK did not lay out within its budget (the worker was terminated; the caller lays it out another way). */
-export class LayoutBudgetError extends Error {
-  constructor(budgetMs: number) {
-    super(`the layout took over ${budgetMs} ms`);
-    this.name = 'LayoutBudgetError';
-  }
-}
+export const layoutBudgetError = (budgetMs: number): LoopchartError => new LoopchartError('LayoutBudget', `the layout took over ${budgetMs} ms`);
+
+/** Whether `error` is a layout past its budget (see `layoutBudgetError`). */
+export const isLayoutBudget = (error: unknown): boolean => LoopchartError.isInstance(error) && error.code === 'LayoutBudget';
 
 interface Job {
   id: number;
@@ -120,7 +119,7 @@ function pump(): void {
     running.job = undefined;
     void running.thread.terminate();
     elkStats.overBudget++;
-    job.reject(new LayoutBudgetError(job.budgetMs));
+    job.reject(layoutBudgetError(job.budgetMs));
     pump();
   }, job.budgetMs);
   timer.unref();
@@ -135,7 +134,7 @@ function pump(): void {
 
 /**
  * Lays `graph` out in the worker, after the graphs asked for before it; rejects with
- * `LayoutBudgetError` when ELK takes longer than `budgetMs` on it.
+ * a `LayoutBudget` error (`isLayoutBudget`) when ELK takes longer than `budgetMs` on it.
  */
 export function elkLayout(graph: ElkNode, budgetMs: number): Promise<ElkNode> {
   return new Promise<ElkNode>((resolve, reject) => {
