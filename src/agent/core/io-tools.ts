@@ -51,6 +51,7 @@ export function toolScheduler(io: IoScope): ToolScheduler {
       if (!batch) {
         // One batch at a time: a new one means the chart is done with the others.
         state.batches.clear();
+        io.children.dropHeld();
         batch = { controller: io.run, started: new Set(), queue: [], next: 0, active: 0 };
         state.batches.set(request.key, batch);
       }
@@ -62,7 +63,10 @@ export function toolScheduler(io: IoScope): ToolScheduler {
       pump(state, batch, request);
     },
     busy: () => [...state.batches.values()].some((batch) => batch.active > 0 || batch.next < batch.queue.length),
-    clear: () => state.batches.clear(),
+    clear: () => {
+      state.batches.clear();
+      io.children.dropHeld();
+    },
   };
 }
 
@@ -98,11 +102,13 @@ function pump(state: Scheduler, batch: Batch, request: RequestOf<'tools'>): void
       (result) => {
         // Off the books before the chart hears it: the call is no longer in flight.
         batch.active--;
+        io.children.ended(call.id);
         if (result) io.send(controller, { type: 'io.toolFinished', key, call, result });
         pump(state, batch, request);
       },
       (error) => {
         batch.active--;
+        io.children.ended(call.id);
         // In doubt: the chart waits for a person; a decision to run it again hands it over anew.
         if (!isInDoubtSignal(error)) return io.fail(controller, key, 'tool', error);
         batch.started.delete(call.id);
@@ -137,8 +143,7 @@ async function runOne(state: Scheduler, batch: Batch, request: RequestOf<'tools'
       send(controller, { type: 'io.subagent', key, callId: call.id, report });
     },
     adopt(child: ChildHandle) {
-      children.set(call.id, child);
-      return () => children.get(call.id) === child && children.delete(call.id);
+      return children.adopt(call.id, child);
     },
     runsAgent,
     depth: depthOfIo(io.self),

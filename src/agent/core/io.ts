@@ -3,6 +3,7 @@ import { fromCallback, type AnyActorRef, type AnyEventObject } from 'xstate';
 import { conversationView } from './conversation-view.js';
 import { EFFECT_SPECIFICATION_VERSION } from '../protocol/executor.js';
 import { PARENT_STOPPED, trusted, type FeatureHandlerMap, type Handler, type IoDeps, type IoRequest, type IoScope } from '../protocol/io-protocol.js';
+import { ChildRoutes } from '../protocol/child-routes.js';
 import { modelHandler, retryingModels } from './io-model.js';
 import { toolScheduler, type ToolScheduler } from './io-tools.js';
 import { toolsetHandler } from './toolset.js';
@@ -83,7 +84,7 @@ function ioScope(deps: IoDeps, sendBack: (event: AnyEventObject) => void, self: 
     get run() {
       return run;
     },
-    children: new Map(),
+    children: new ChildRoutes(),
     start(key, work) {
       if (inFlight.has(key)) return;
       const controller = run;

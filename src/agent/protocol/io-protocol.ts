@@ -13,7 +13,7 @@ import type { OperationOutput, OperationPlan } from '../operations/operation-rul
 import type { PreparedRequest } from '../operations/operation.js';
 import type { DoubtState } from '../core/call-decisions.js';
 import type { SubagentReport } from './actor-types.js';
-import type { ChildHandle } from './call-scope.js';
+import type { ChildRoutes } from './child-routes.js';
 import type { GuardrailPlan, GuardrailStage, GuardrailVerdict } from '../guardrails/guardrails.js';
 import type { ToolPolicyPlan, ToolPolicyVerdict } from '../approvals/tool-policy.js';
 
@@ -199,8 +199,8 @@ export interface IoScope {
   readonly self: AnyActorRef;
   /** The controller of what the run has in flight now; aborting the run replaces it. */
   readonly run: AbortController;
-  /** Running children of this run's calls (an agent tool's child run), by call id: what a decision or a steer for one goes to. */
-  readonly children: Map<string, ChildHandle>;
+  /** The children of this run's calls (an agent tool's child run), by call id: what a decision or a steer for one goes to. */
+  readonly children: ChildRoutes;
   /**
    * Runs one request's work under the run's controller, once per key while it is in flight; work
    * begins a microtask later, after the chart's current step, so an event sent in the same

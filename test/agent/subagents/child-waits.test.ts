@@ -16,6 +16,8 @@ import { agentTool } from '../../../src/agent/subagents/agent-tool.js';
 import { scriptedModel } from '../../../src/models/scripted.js';
 import { defineTool } from '../../../src/tools/define-tool.js';
 import { runAgent } from '../../../src/index.js';
+import { DurableSession } from '../../../src/sessions/durable-session.js';
+import { MemorySessionStore } from '../../../src/stores/memory.js';
 
 const noop = defineTool({ name: 'noop', description: 'x', input: z.object({}), execute: () => 'ok' });
 
@@ -118,5 +120,31 @@ describe('under runAgent, which holds the only handle: nobody can resume a child
     const result = await within(runAgent({ model, tools: [kid], prompt: 'go' }), 3_000);
     expect(result.outcome.type).toBe('Completed');
     expect(result.text).toContain("the 'budget' operation yielded");
+  });
+});
+
+describe('a resume for a child sent as soon as its parent is reopened', () => {
+  it('waits for the call to have its child again, instead of going to no one', async () => {
+    const gate: Operation<{ open: boolean }, { open: boolean }> = {
+      name: 'gate',
+      state: { schema: z.object({ open: z.boolean() }), initial: { open: false } },
+      resume: { schema: z.object({ open: z.boolean() }), apply: ({ open }) => ({ state: { open } }) },
+      beforeTools: (_calls, ctx) => (ctx.state.open ? undefined : { yield: { reason: 'waiting for the gate' } }),
+    };
+    const child = createAgentMachine({ model: scriptedModel([{ toolCalls: [{ name: 'noop', args: {} }] }, { text: 'child done' }]), tools: [noop], operations: [gate] });
+    const machine = parentOf(child);
+    const store = new MemorySessionStore();
+    const first = await DurableSession.open({ machine, store, sessionId: 'boss' });
+    const yielded = new Promise((resolve) => first.actor.on('operation.yielded', resolve));
+    first.send({ type: 'input', message: 'go' });
+    await yielded;
+    await first.close();
+
+    const second = await DurableSession.open({ machine, store, sessionId: 'boss' });
+    // At once: the reopened parent's call has not started its child again yet.
+    second.send({ type: 'operation.resume', operation: 'gate', payload: { open: true }, target: 'c1' });
+    const output = await Promise.race([second.whenIdle(), new Promise<never>((_, reject) => setTimeout(() => reject(new Error('still waiting after 3 s')), 3_000))]);
+    await second.close();
+    expect(output!.outcome).toMatchObject({ type: 'Completed', finalText: 'parent: child done' });
   });
 });
