@@ -21,6 +21,26 @@ import { MemorySessionStore } from '../../../src/stores/memory.js';
 
 const noop = defineTool({ name: 'noop', description: 'x', input: z.object({}), execute: () => 'ok' });
 
+/** A child whose operation yields before its first tool batch, until a resume opens the gate. */
+function gatedChild() {
+  const gate: Operation<{ open: boolean }, { open: boolean }> = {
+    name: 'gate',
+    state: { schema: z.object({ open: z.boolean() }), initial: { open: false } },
+    resume: { schema: z.object({ open: z.boolean() }), apply: ({ open }) => ({ state: { open } }) },
+    beforeTools: (_calls, ctx) => (ctx.state.open ? undefined : { yield: { reason: 'waiting for the gate' } }),
+  };
+  return createAgentMachine({ model: scriptedModel([{ toolCalls: [{ name: 'noop', args: {} }] }, { text: 'child done' }]), tools: [noop], operations: [gate] });
+}
+
+/** A child whose first reply goes past its token budget, which pauses. */
+function pausingChild() {
+  return createAgentMachine({
+    model: scriptedModel([{ toolCalls: [{ name: 'noop', args: {} }], usage: { inputTokens: 100, outputTokens: 100 } }, { text: 'child done' }]),
+    tools: [noop],
+    budget: { maxTokens: 10, pause: true },
+  });
+}
+
 function parentOf(child: ReturnType<typeof createAgentMachine>) {
   return createAgentMachine({
     model: scriptedModel([{ toolCalls: [{ id: 'c1', name: 'kid', args: { task: 'x' } }] }, (request) => ({ text: `parent: ${String(request.messages.at(-1)!.content)}` })]),
@@ -45,11 +65,7 @@ async function until(check: () => boolean, ms = 2_000): Promise<void> {
 
 describe("a child's wait for a person other than an approval", () => {
   it('a child paused by its budget shows at the parent, and a raise sent to its call lifts it', async () => {
-    const child = createAgentMachine({
-      model: scriptedModel([{ toolCalls: [{ name: 'noop', args: {} }], usage: { inputTokens: 100, outputTokens: 100 } }, { text: 'child done' }]),
-      tools: [noop],
-      budget: { maxTokens: 10, pause: true },
-    });
+    const child = pausingChild();
     const { actor, events, done } = watch(parentOf(child));
     await until(() => events.some((e) => e.type === 'budget.paused'));
     expect(events.find((e) => e.type === 'budget.paused')).toMatchObject({ kind: 'tokens', target: 'c1' });
@@ -59,13 +75,7 @@ describe("a child's wait for a person other than an approval", () => {
   });
 
   it("a child's operation that yields shows at the parent, and operation.resume sent to its call resumes it", async () => {
-    const gate: Operation<{ open: boolean }, { open: boolean }> = {
-      name: 'gate',
-      state: { schema: z.object({ open: z.boolean() }), initial: { open: false } },
-      resume: { schema: z.object({ open: z.boolean() }), apply: ({ open }) => ({ state: { open } }) },
-      beforeTools: (_calls, ctx) => (ctx.state.open ? undefined : { yield: { reason: 'waiting for the gate' } }),
-    };
-    const child = createAgentMachine({ model: scriptedModel([{ toolCalls: [{ name: 'noop', args: {} }] }, { text: 'child done' }]), tools: [noop], operations: [gate] });
+    const child = gatedChild();
     const { actor, events, done } = watch(parentOf(child));
     await until(() => events.some((e) => e.type === 'operation.yielded'));
     expect(events.find((e) => e.type === 'operation.yielded')).toMatchObject({ operation: 'gate', reason: 'waiting for the gate', target: 'c1' });
@@ -74,11 +84,7 @@ describe("a child's wait for a person other than an approval", () => {
   });
 
   it('a raise or a resume sent to a call that runs no child is refused, and the parent is left as it was', async () => {
-    const child = createAgentMachine({
-      model: scriptedModel([{ toolCalls: [{ name: 'noop', args: {} }], usage: { inputTokens: 100, outputTokens: 100 } }, { text: 'child done' }]),
-      tools: [noop],
-      budget: { maxTokens: 10, pause: true },
-    });
+    const child = pausingChild();
     const { actor, events, done } = watch(parentOf(child));
     await until(() => events.some((e) => e.type === 'budget.paused'));
     actor.send({ type: 'budget.raise', budget: { maxTokens: 10_000 }, target: 'zz' });
@@ -92,32 +98,22 @@ describe("a child's wait for a person other than an approval", () => {
 describe('under runAgent, which holds the only handle: nobody can resume a child', () => {
   const within = <T>(promise: Promise<T>, ms: number) =>
     Promise.race([promise, new Promise<never>((_, reject) => setTimeout(() => reject(new Error(`still running after ${ms} ms`)), ms))]);
-
-  it("a child's yielded operation seals the child (as runAgent seals its own run's), and the parent goes on at once", async () => {
-    const gate: Operation<{ open: boolean }, { open: boolean }> = {
-      name: 'gate',
-      state: { schema: z.object({ open: z.boolean() }), initial: { open: false } },
-      resume: { schema: z.object({ open: z.boolean() }), apply: ({ open }) => ({ state: { open } }) },
-      beforeTools: (_calls, ctx) => (ctx.state.open ? undefined : { yield: { reason: 'waiting for the gate' } }),
-    };
-    const child = createAgentMachine({ model: scriptedModel([{ toolCalls: [{ name: 'noop', args: {} }] }, { text: 'child done' }]), tools: [noop], operations: [gate] });
+  /** The parent of parentOf run by runAgent, its agent tool's timeout 60 s. */
+  const runUnder = (child: ReturnType<typeof createAgentMachine>) => {
     const kid = agentTool({ agent: child, name: 'kid', description: 'x', timeoutMs: 60_000 });
     const model = scriptedModel([{ toolCalls: [{ id: 'c1', name: 'kid', args: { task: 'x' } }] }, (request) => ({ text: `parent: ${String(request.messages.at(-1)!.content)}` })]);
+    return runAgent({ model, tools: [kid], prompt: 'go' });
+  };
+
+  it("a child's yielded operation seals the child (as runAgent seals its own run's), and the parent goes on at once", async () => {
     // Before: the parent's call waited for the agent tool's timeout (here 60 s, 10 minutes by default).
-    const result = await within(runAgent({ model, tools: [kid], prompt: 'go' }), 3_000);
+    const result = await within(runUnder(gatedChild()), 3_000);
     expect(result.outcome.type).toBe('Completed');
     expect(result.text).toContain("the 'gate' operation yielded (waiting for the gate) and runAgent cannot resume it");
   });
 
   it("a child paused by its budget is sealed the same way", async () => {
-    const child = createAgentMachine({
-      model: scriptedModel([{ toolCalls: [{ name: 'noop', args: {} }], usage: { inputTokens: 100, outputTokens: 100 } }, { text: 'child done' }]),
-      tools: [noop],
-      budget: { maxTokens: 10, pause: true },
-    });
-    const kid = agentTool({ agent: child, name: 'kid', description: 'x', timeoutMs: 60_000 });
-    const model = scriptedModel([{ toolCalls: [{ id: 'c1', name: 'kid', args: { task: 'x' } }] }, (request) => ({ text: `parent: ${String(request.messages.at(-1)!.content)}` })]);
-    const result = await within(runAgent({ model, tools: [kid], prompt: 'go' }), 3_000);
+    const result = await within(runUnder(pausingChild()), 3_000);
     expect(result.outcome.type).toBe('Completed');
     expect(result.text).toContain("the 'budget' operation yielded");
   });
@@ -125,13 +121,7 @@ describe('under runAgent, which holds the only handle: nobody can resume a child
 
 describe('a resume for a child sent as soon as its parent is reopened', () => {
   it('waits for the call to have its child again, instead of going to no one', async () => {
-    const gate: Operation<{ open: boolean }, { open: boolean }> = {
-      name: 'gate',
-      state: { schema: z.object({ open: z.boolean() }), initial: { open: false } },
-      resume: { schema: z.object({ open: z.boolean() }), apply: ({ open }) => ({ state: { open } }) },
-      beforeTools: (_calls, ctx) => (ctx.state.open ? undefined : { yield: { reason: 'waiting for the gate' } }),
-    };
-    const child = createAgentMachine({ model: scriptedModel([{ toolCalls: [{ name: 'noop', args: {} }] }, { text: 'child done' }]), tools: [noop], operations: [gate] });
+    const child = gatedChild();
     const machine = parentOf(child);
     const store = new MemorySessionStore();
     const first = await DurableSession.open({ machine, store, sessionId: 'boss' });
