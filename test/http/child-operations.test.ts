@@ -13,7 +13,7 @@ import { z } from 'zod';
 import { createChatHandler, type ChatHandler } from '../../src/http.js';
 import { agentTool, createAgentMachine, defineTool, DurableSession, MemorySessionStore, type Operation } from '../../src/index.js';
 import { scriptedModel } from '../../src/testing.js';
-import { loadSdk, page, textOf, userMessage, type UIMessage } from './support.js';
+import { chunksOf, loadSdk, page, resumeRequest as resume, textOf, userMessage, type UIMessage } from './support.js';
 
 const handlers: ChatHandler[] = [];
 afterEach(async () => {
@@ -64,26 +64,7 @@ function setup(options: { budget?: boolean; depth?: 2 | 3; sibling?: boolean } =
   return { handler, store, ran, machine };
 }
 
-const resume = (handler: ChatHandler, chatId: string, body: unknown) =>
-  handler(new Request(`http://127.0.0.1/api/chat/${chatId}/resume`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) }));
 
-/** A UI message stream response's chunks, as the page's transport parses them. */
-function chunksOf(response: Response): ReadableStream<unknown> {
-  let buffer = '';
-  return response.body!.pipeThrough(new TextDecoderStream()).pipeThrough(
-    new TransformStream<string, unknown>({
-      transform(text, controller) {
-        buffer += text;
-        const events = buffer.split('\n\n');
-        buffer = events.pop()!;
-        for (const event of events) {
-          const data = event.split('\n').find((line) => line.startsWith('data: '))?.slice(6);
-          if (data && data !== '[DONE]') controller.enqueue(JSON.parse(data));
-        }
-      },
-    }),
-  );
-}
 
 const yieldsOf = (message: UIMessage) => message.parts.filter((part) => part.type === 'data-operation-yielded').map((part) => part.data);
 

@@ -10,7 +10,7 @@ import { z } from 'zod';
 import { createChatHandler, type ChatHandler } from '../../src/http.js';
 import { createAgentMachine, defineTool, MemorySessionStore, type Operation } from '../../src/index.js';
 import { scriptedModel } from '../../src/testing.js';
-import { loadSdk, page, textOf, userMessage, type UIMessage } from './support.js';
+import { chunksOf, loadSdk, page, resumeRequest as resume, textOf, userMessage, type UIMessage } from './support.js';
 
 const handlers: ChatHandler[] = [];
 afterEach(async () => {
@@ -35,26 +35,7 @@ function setup() {
   return { handler, store, sent };
 }
 
-const resume = (handler: ChatHandler, chatId: string, body: unknown, init: RequestInit = {}) =>
-  handler(new Request(`http://127.0.0.1/api/chat/${chatId}/resume`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body), ...init }));
 
-/** A UI message stream response's chunks, as the page's transport parses them (server-sent events of JSON). */
-function chunksOf(response: Response): ReadableStream<unknown> {
-  let buffer = '';
-  return response.body!.pipeThrough(new TextDecoderStream()).pipeThrough(
-    new TransformStream<string, unknown>({
-      transform(text, controller) {
-        buffer += text;
-        const events = buffer.split('\n\n');
-        buffer = events.pop()!;
-        for (const event of events) {
-          const data = event.split('\n').find((line) => line.startsWith('data: '))?.slice(6);
-          if (data && data !== '[DONE]') controller.enqueue(JSON.parse(data));
-        }
-      },
-    }),
-  );
-}
 
 async function waiting(env: ReturnType<typeof setup>) {
   const sdk = await loadSdk(6);

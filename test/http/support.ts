@@ -61,3 +61,25 @@ export const textOf = (message: UIMessage): string =>
     .filter((part) => part.type === 'text')
     .map((part) => part.text)
     .join('|');
+
+/** `POST <api>/<chatId>/resume` with `body` as JSON (the page's answer to an operation that yields). */
+export const resumeRequest = (handler: ChatHandler, chatId: string, body: unknown, init: RequestInit = {}) =>
+  handler(new Request(`http://127.0.0.1/api/chat/${chatId}/resume`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body), ...init }));
+
+/** A UI message stream response's chunks, as the page's transport parses them (server-sent events of JSON). */
+export function chunksOf(response: Response): ReadableStream<unknown> {
+  let buffer = '';
+  return response.body!.pipeThrough(new TextDecoderStream()).pipeThrough(
+    new TransformStream<string, unknown>({
+      transform(text, controller) {
+        buffer += text;
+        const events = buffer.split('\n\n');
+        buffer = events.pop()!;
+        for (const event of events) {
+          const data = event.split('\n').find((line) => line.startsWith('data: '))?.slice(6);
+          if (data && data !== '[DONE]') controller.enqueue(JSON.parse(data));
+        }
+      },
+    }),
+  );
+}
