@@ -160,7 +160,9 @@ describe.concurrent('a raise while a side effect is in flight moves its deadline
     const { outcome, ms, seen, rejected } = await raisedInFlight({ maxDurationMs: 300 }, { maxDurationMs: 600 });
     expect(outcome).toMatchObject({ type: 'Sealed', reason: expect.stringMatching(/^budget: \d+ ms elapsed, limit 600 ms$/) });
     expect(elapsedOf(outcome)).toBeGreaterThanOrEqual(600);
-    expect(ms).toBeGreaterThanOrEqual(600);
+    // Measured outside the agent by Date.now, which a timer can beat by a millisecond (CI saw 599):
+    // the point is that the call ran past the first limit, 300 ms, to the raised one.
+    expect(ms).toBeGreaterThanOrEqual(590);
     expect(seen).toEqual({ calls: 1, aborted: 1 });
     expect(rejected).toEqual([]);
   });
