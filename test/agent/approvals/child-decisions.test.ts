@@ -40,13 +40,19 @@ function team() {
   return { ran, parent };
 }
 
+/** The parent as an actor, started, with every event it emits. */
+function started(parent: ReturnType<typeof team>['parent']) {
+  const actor = createActor(parent);
+  const events: AgentEmitted[] = [];
+  actor.on('*', (event) => events.push(event));
+  actor.start();
+  return { actor, events };
+}
+
 describe("a decision for a child's call when no child of that call runs", () => {
   it('is refused after the run was cancelled; nothing runs', async () => {
     const { ran, parent } = team();
-    const actor = createActor(parent);
-    const events: AgentEmitted[] = [];
-    actor.on('*', (event) => events.push(event));
-    actor.start();
+    const { actor, events } = started(parent);
     actor.send({ type: 'input', message: 'go' });
     await until(() => events.some((e) => e.type === 'approval.requested'));
     const request = (events.find((e) => e.type === 'approval.requested') as Extract<AgentEmitted, { type: 'approval.requested' }>).requests[0]!;
@@ -62,10 +68,7 @@ describe("a decision for a child's call when no child of that call runs", () => 
 
   it('is refused once the call that ran the child has ended, while the run goes on', async () => {
     const { ran, parent } = team();
-    const actor = createActor(parent);
-    const events: AgentEmitted[] = [];
-    actor.on('*', (event) => events.push(event));
-    actor.start();
+    const { actor, events } = started(parent);
     // Call c1 runs a child whose call is approved; the child ends, and the run goes on with c2.
     actor.send({ type: 'input', message: 'go' });
     await until(() => events.some((e) => e.type === 'approval.requested'));

@@ -61,19 +61,24 @@ describe('a tracer that throws', () => {
 
 describe('the size of what a span holds', () => {
   const huge = 'x'.repeat(5_000_000);
-  const largest = (tracing: ReturnType<typeof memoryTracing>) =>
-    Math.max(...tracing.spans().map((span) => JSON.stringify({ attributes: span.attributes, events: span.events, status: span.status }).length));
-
-  it('a 5 MB tool result recorded with recordContent is cut to maxAttributeLength (default 16 KiB), saying so', async () => {
+  /** A run whose one tool returns 5 MB, traced with recordContent and `options`. */
+  const bigResultRun = async (options: { maxAttributeLength?: number }) => {
     const big = defineTool({ name: 'big', description: 'Big', input: z.object({}), execute: () => huge });
     const tracing = memoryTracing();
     const machine = createAgentMachine({
       model: scriptedModel([{ toolCalls: [{ name: 'big', args: {} }] }, answer]),
       tools: [big],
       retry: false,
-      telemetry: { tracer: tracing.tracer, recordContent: true },
+      telemetry: { tracer: tracing.tracer, recordContent: true, ...options },
     });
     await runToCompletion(createActor(machine, { input: { prompt: 'go', sessionId: 'big' } }));
+    return tracing;
+  };
+  const largest = (tracing: ReturnType<typeof memoryTracing>) =>
+    Math.max(...tracing.spans().map((span) => JSON.stringify({ attributes: span.attributes, events: span.events, status: span.status }).length));
+
+  it('a 5 MB tool result recorded with recordContent is cut to maxAttributeLength (default 16 KiB), saying so', async () => {
+    const tracing = await bigResultRun({});
     const [tool] = tracing.named('execute_tool');
     const result = tool!.attributes['gen_ai.tool.call.result'] as string;
     expect(result.length).toBeLessThan(16_384 + 100);
@@ -84,15 +89,7 @@ describe('the size of what a span holds', () => {
   });
 
   it('maxAttributeLength sets the bound; it must be a positive whole number', async () => {
-    const big = defineTool({ name: 'big', description: 'Big', input: z.object({}), execute: () => huge });
-    const tracing = memoryTracing();
-    const machine = createAgentMachine({
-      model: scriptedModel([{ toolCalls: [{ name: 'big', args: {} }] }, answer]),
-      tools: [big],
-      retry: false,
-      telemetry: { tracer: tracing.tracer, recordContent: true, maxAttributeLength: 1000 },
-    });
-    await runToCompletion(createActor(machine, { input: { prompt: 'go', sessionId: 'big' } }));
+    const tracing = await bigResultRun({ maxAttributeLength: 1000 });
     expect((tracing.named('execute_tool')[0]!.attributes['gen_ai.tool.call.result'] as string).length).toBeLessThan(1100);
     for (const maxAttributeLength of [0, -1, 1.5, Number.NaN, '100']) {
       expect(() => createAgentMachine({ model: scriptedModel([answer]), telemetry: { maxAttributeLength: maxAttributeLength as number } })).toThrow(/maxAttributeLength/);
