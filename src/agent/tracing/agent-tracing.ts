@@ -48,6 +48,8 @@ interface OpenRun {
   conversation: Attributes;
   /** Approval waits by tool-call id, with when they began. */
   waits: Map<string, { span: GuardedSpan; started: number }>;
+  /** Spans of the run's side effects still in flight, ended with the run if they outlive it (a call that ignores its abort may never return). */
+  effects: Set<GuardedSpan>;
 }
 
 /**
@@ -93,8 +95,11 @@ function boundedAttributes(attributes: Attributes, limit: number): Attributes {
  *   would put the actor in error; in the executor, fail the effect).
  * - every string it is given is cut to `maxAttributeLength` (`boundedText`): content, error
  *   messages and stacks can be megabytes, an exporter's batch should not be.
+ * - it ends once; what comes after (a call that returns after its run closed its span) is dropped.
  */
 class GuardedSpan {
+  private ended = false;
+
   constructor(
     readonly raw: Span,
     private readonly report: (error: unknown) => void,
@@ -114,6 +119,7 @@ class GuardedSpan {
   }
 
   private guard(work: (span: Span) => void): void {
+    if (this.ended) return;
     try {
       work(this.raw);
     } catch (error) {
@@ -162,6 +168,7 @@ class GuardedSpan {
 
   end(): void {
     this.guard((span) => span.end());
+    this.ended = true;
   }
 }
 
@@ -254,7 +261,7 @@ export class AgentTracing {
       },
       parent,
     );
-    this.runs.set(facts.runKey, { span, context: this.api.trace.setSpan(parent, span.raw), conversation, waits: new Map() });
+    this.runs.set(facts.runKey, { span, context: this.api.trace.setSpan(parent, span.raw), conversation, waits: new Map(), effects: new Set() });
     const context = span.spanContext();
     return context && formatTraceparent(context);
   }
@@ -378,6 +385,7 @@ export class AgentTracing {
       const run = this.runFor(effect.key);
       const parent = run?.context ?? this.api.context.active();
       const span = this.start(...this.effectSpan(effect, run), parent);
+      run?.effects.add(span);
       if (effect.kind === 'model') this.calls.set(effect.key, span);
       const within = this.api.trace.setSpan(parent, span.raw);
       try {
@@ -393,6 +401,7 @@ export class AgentTracing {
         throw error;
       } finally {
         if (this.calls.get(effect.key) === span) this.calls.delete(effect.key);
+        run?.effects.delete(span);
         span.end();
       }
     };
@@ -534,6 +543,12 @@ export class AgentTracing {
     for (const wait of run.waits.values()) {
       wait.span.setAttributes({ 'loopchart.approval.wait_ms': Math.round(performance.now() - wait.started), 'loopchart.cancelled': how.interrupted });
       wait.span.end();
+    }
+    // A side effect still in flight was abandoned (cancel, seal, deadline, the actor stopped) and
+    // may never return: its span ends with its run, so the trace is whole without it.
+    for (const effect of run.effects) {
+      effect.setAttribute('loopchart.cancelled', true);
+      effect.end();
     }
     run.span.end();
   }

@@ -290,3 +290,34 @@ describe('boundedText', () => {
     expect(boundedText(`${'a'.repeat(9)}😀😀`, 10)).toBe(`${'a'.repeat(9)}…[truncated 4 chars]`);
   });
 });
+
+describe('a side effect that ignores its abort', () => {
+  it("its span ends, cancelled, when its run ends without it (it may never return), and once only when it does return", async () => {
+    let release: (value: string) => void = () => {};
+    let markStarted: () => void = () => {};
+    const started = new Promise<void>((resolve) => (markStarted = resolve));
+    const stubborn = defineTool({
+      name: 'stubborn',
+      description: 'Ignores its abort signal',
+      input: z.object({}),
+      execute: () => {
+        markStarted();
+        return new Promise<string>((resolve) => (release = resolve));
+      },
+    });
+    const tracing = memoryTracing();
+    const machine = createAgentMachine({ model: scriptedModel([{ toolCalls: [{ name: 'stubborn', args: {} }] }, answer]), tools: [stubborn], retry: false, telemetry: { tracer: tracing.tracer } });
+    const actor = createActor(machine, { input: { prompt: 'go', sessionId: 'stubborn' } });
+    const done = runToCompletion(actor);
+    await started;
+    actor.send({ type: 'cancel' });
+    expect((await done).outcome.type).toBe('Cancelled');
+    const tool = tracing.named('execute_tool stubborn');
+    expect(tool).toHaveLength(1);
+    expect(tool[0]!.attributes).toMatchObject({ 'loopchart.cancelled': true });
+    expect(tracing.named('invoke_agent')).toHaveLength(1);
+    release('late');
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    expect(tracing.named('execute_tool stubborn')).toHaveLength(1);
+  });
+});
