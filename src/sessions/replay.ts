@@ -4,15 +4,17 @@ import { runInFlight } from '../agent/protocol/actor-types.js';
 import { logOf } from '../brain/message-log.js';
 import { finishBrain, startRun } from '../agent/core/run-rules.js';
 import { repetitionNote } from '../agent/repetition/repetition.js';
-import { interruptedResult } from '../tools/run-tools.js';
+import { INTERRUPTED_CONTENT, interruptedResult } from '../tools/run-tools.js';
 import { keyOf, parseKey, turnOf } from '../agent/protocol/keys.js';
 import { LoopchartError } from '../errors.js';
 import type { LoopEvent } from '../brain/loop-events.js';
-import { DEFAULT_POLICY, type Message, type Policy, type Step, type ToolMessage } from '../schemas.js';
+import { DEFAULT_POLICY, type Message, type Policy, type Step, type ToolCall, type ToolMessage } from '../schemas.js';
 import type { SessionStore } from '../stores/session-store.js';
 import { decodeRow } from './session-row.js';
 import { checkAgainstLog, checkAgainstPrompt, type ContentMismatch, type FedSinceModel } from './replay-content.js';
 import { answerAsText, settleHeldReply, shownResult } from './replay-guard.js';
+import { finalCallOutcome, finalCallRequestIn, finalReplyAsText, type ReplayedFinalCall } from './replay-final-call.js';
+import { finalCallPolicy } from '../agent/structured-output/structured-output.js';
 import { readSessionTrace, type ReadTraceEntry, type TraceEntry, type TraceEntryOf } from './trace.js';
 
 /**
@@ -142,6 +144,8 @@ class Replay {
   open: number | null = null;
   /** A reply that would complete the run, held (as the driver holds it) until its guardrail verdicts are read. */
   held: { event: LoopEvent; what: string; check: string | null; verdicts: TraceEntryOf<'guardrail'>[] } | null = null;
+  /** The run's final call for a structured answer, once it began (replay-final-call.ts). */
+  finalCall: ReplayedFinalCall | null = null;
 
   constructor(readonly sessionId: string) {}
 
@@ -184,33 +188,55 @@ class Replay {
     const { brain } = this;
     if (!brain) throw new Diverged(this.decisions.length + 1, recorded, 'no run had started');
     if (brain.value !== 'Terminal') this.feed({ type: 'setContextTokens', tokens: this.tokens }, recorded);
-    const decision = decide(this.brain!.value, this.brain!.context, this.policy);
+    const policy = this.decisionPolicy();
+    const decision = decide(this.brain!.value, this.brain!.context, policy);
     const step = decision.step(this.brain!.context);
     const got = describeStep(step);
     this.decisions.push(got);
     const mismatch = expected(step);
     if (mismatch !== null) throw new Diverged(this.decisions.length, mismatch, got);
     // As the driver's takeStep: a decision that moves nothing (a batch to run, the outcome) is not fed.
-    if (decision.target) this.feed({ type: 'next', policy: this.policy }, recorded);
+    if (decision.target) this.feed({ type: 'next', policy }, recorded);
     return step;
+  }
+
+  /** The policy the brain decides with, as the driver's `decisionPolicy`: the final call may take a turn past the limit. */
+  decisionPolicy(): Policy {
+    return this.finalCall ? finalCallPolicy(this.policy, { rejected: 0, finalCall: this.finalCall.state }) : this.policy;
+  }
+
+  /**
+   * The final call the model call's prompt shows began (see replay-final-call.ts), as the driver
+   * began it between two steps: the batch before it settled (cut by the time budget, for a budget's
+   * final call: its calls without a result interrupted), then the request joins the conversation.
+   */
+  beginFinalCall(request: NonNullable<ReturnType<typeof finalCallRequestIn>>, turn: number, prompt: readonly Message[]): void {
+    this.settleTools(prompt, request.outcome.type === 'Sealed');
+    const { brain } = this;
+    const why = request.outcome.type === 'Sealed' ? `its budget (${request.outcome.reason})` : 'the turn limit';
+    const expected = `a final call (turn ${turn}) asking for the answer at ${why}`;
+    if (!brain || brain.value !== 'Start') throw new Diverged(this.decisions.length + 1, expected, brain ? `the brain in ${brain.value}` : 'no run had started');
+    // Ending by maxTurns is the brain's own decision: it must be the one it takes here.
+    const ending = decide(brain.value, brain.context, this.policy);
+    if (request.outcome.type === 'MaxTurnsExceeded' && ending.action !== 'concludeMaxTurns') {
+      throw new Diverged(this.decisions.length + 1, expected, describeStep(ending.step(brain.context)));
+    }
+    this.feed({ type: 'inject', message: request.message }, "the final call's request");
+    this.finalCall = { state: { turn: brain.context.turnsTaken, outcome: request.outcome }, mode: request.mode };
   }
 
   /**
    * A tool batch ends when its results are fed: at the next decision after it. A call the trace
    * holds no result for (a tool policy denied it) takes the result the next model call was given.
    */
-  settleTools(prompt: readonly Message[] = []): void {
+  settleTools(prompt: readonly Message[] = [], cut = false): void {
     while (this.brain && this.brain.value === 'AwaitingTools') {
       this.decideAndCheck((step) => (step.type === 'CallTools' ? null : 'CallTools (a batch was in flight)'), 'CallTools');
-      const results = this.brain.context.pendingTools.map(
-        ({ call, preAnswered }) =>
-          this.batch.get(call.id) ??
-          preAnswered ??
-          shownResult(prompt, call.id) ?? { role: 'tool' as const, toolCallId: call.id, toolName: call.name, content: '(no result recorded: denied or not run)', isError: true },
-      );
-      for (const [id, result] of this.batch) this.fed.results.set(id, result);
+      const { messages, unfinished } = batchAsFed(this.brain.context.pendingTools, this.batch, prompt, cut);
+      // A cut batch's results are the ones the prompt shows, not the ones its calls recorded later.
+      if (!cut) for (const [id, result] of this.batch) this.fed.results.set(id, result);
       this.batch = new Map();
-      this.feed({ type: 'toolResults', messages: results }, 'the batch results');
+      this.feed({ type: 'toolResults', messages, ...(cut && { unfinished }) }, cut ? 'the batch the time budget cut' : 'the batch results');
     }
   }
 
@@ -251,13 +277,18 @@ const ENTRY_HANDLERS: { [K in TraceEntry['type']]?: (replay: Replay, entry: Trac
     replay.brain = startRun(brain ?? freshBrain(), { role: 'user', content: entry.prompt }, []);
     replay.batch = new Map();
     replay.fed = nothingFed();
+    replay.finalCall = null;
   },
   model(replay, entry) {
-    replay.settleTools(entry.promptDelta);
+    const request = replay.finalCall ? null : finalCallRequestIn(entry.promptDelta);
+    if (request) replay.beginFinalCall(request, entry.turn, entry.promptDelta);
+    else replay.settleTools(entry.promptDelta);
     const label = `CallLLM turn ${entry.turn}`;
     replay.decideAndCheck((step) => (step.type === 'CallLLM' && step.turn === entry.turn ? null : label), label);
     replay.checkContent(checkAgainstPrompt(replay.fed, entry.promptDelta));
-    const reply = entry.reply && answerAsText(entry.reply, entry.tools);
+    const { finalCall } = replay;
+    const reply = entry.reply && (finalCall ? finalReplyAsText(entry.reply, finalCall.mode) : answerAsText(entry.reply, entry.tools));
+    if (finalCall && reply) finalCall.answer = reply.message.content;
     replay.fed = { results: new Map(), ...(reply && { reply: { turn: entry.turn, message: reply.message } }) };
     if (!reply) {
       replay.feed({ type: 'fail', error: { type: 'ModelError', message: entry.error?.message ?? 'model call failed' } }, 'the model error');
@@ -278,7 +309,7 @@ const ENTRY_HANDLERS: { [K in TraceEntry['type']]?: (replay: Replay, entry: Trac
   tool(replay, entry) {
     const { brain } = replay;
     if (brain?.value !== 'AwaitingTools' || !brain.context.pendingTools.some((pending) => pending.call.id === entry.call.id)) {
-      const got = brain ? describeStep(decide(brain.value, brain.context, replay.policy).step(brain.context)) : 'no run';
+      const got = brain ? describeStep(decide(brain.value, brain.context, replay.decisionPolicy()).step(brain.context)) : 'no run';
       throw new Diverged(replay.decisions.length + 1, `CallTools turn ${entry.turn} with call ${entry.call.id}`, got);
     }
     if (entry.result) replay.batch.set(entry.call.id, entry.result);
@@ -317,8 +348,11 @@ const ENTRY_HANDLERS: { [K in TraceEntry['type']]?: (replay: Replay, entry: Trac
   finished(replay, entry) {
     // Cancel, seal and failures come from outside the brain: fed as recorded, then checked.
     const { outcome } = entry;
-    const { brain } = replay;
-    if (brain && brain.value !== 'Terminal') {
+    const { brain, finalCall } = replay;
+    // The final call's reply settled the run beyond the brain (an answer refused, a steer overruled): as recorded.
+    const settled = brain && finalCall && finalCallOutcome(finalCall, outcome, brain);
+    if (settled) replay.brain = { value: 'Terminal', context: { ...brain.context, outcome: settled } };
+    else if (brain && brain.value !== 'Terminal') {
       if (outcome.type === 'Cancelled') replay.feed({ type: 'cancel' }, 'the cancel');
       else if (outcome.type === 'Sealed') sealAsRecorded(replay, outcome.reason);
       else if (outcome.type === 'Failed' && outcome.error.type !== 'CompactionStalled') replay.feed({ type: 'fail', error: outcome.error }, 'the failure');
@@ -335,12 +369,37 @@ const ENTRY_HANDLERS: { [K in TraceEntry['type']]?: (replay: Replay, entry: Trac
 function sealAsRecorded(replay: Replay, reason: string): void {
   const { brain } = replay;
   if (brain?.value === 'AwaitingTools') {
-    const pending = brain.context.pendingTools;
-    const results = pending.map(({ call, preAnswered }) => replay.batch.get(call.id) ?? preAnswered ?? interruptedResult(call));
-    const unfinished = pending.flatMap(({ call, preAnswered }) => (replay.batch.has(call.id) || preAnswered ? [] : [call.id]));
-    replay.feed({ type: 'toolResults', messages: results, unfinished }, 'the sealed batch');
+    const { messages, unfinished } = batchAsFed(brain.context.pendingTools, replay.batch, [], true);
+    replay.feed({ type: 'toolResults', messages, unfinished }, 'the sealed batch');
   }
   replay.feed({ type: 'seal', reason }, 'the seal');
+}
+
+const noResultRecorded = (call: ToolCall): ToolMessage => ({ role: 'tool', toolCallId: call.id, toolName: call.name, content: '(no result recorded: denied or not run)', isError: true });
+
+/**
+ * A batch's results as the brain was fed them. A batch that ended: the recorded result, the one
+ * the brain answered itself, the one the next model call was given (a tool policy's denial), else
+ * none. A batch `cut` (a seal, the time budget before a final call): the one the next model call
+ * was given first (a call aborted by the cut records its result after the run went on), and a call
+ * with none is answered interrupted. `unfinished`: the calls answered interrupted, never run to
+ * the end (not counted as calls made).
+ */
+function batchAsFed(
+  pending: BrainState['context']['pendingTools'],
+  recorded: ReadonlyMap<string, ToolMessage>,
+  prompt: readonly Message[],
+  cut: boolean,
+): { messages: ToolMessage[]; unfinished: string[] } {
+  const unfinished: string[] = [];
+  const messages = pending.map(({ call, preAnswered }) => {
+    if (!cut) return recorded.get(call.id) ?? preAnswered ?? shownResult(prompt, call.id) ?? noResultRecorded(call);
+    if (preAnswered) return preAnswered;
+    const result = shownResult(prompt, call.id) ?? recorded.get(call.id) ?? interruptedResult(call);
+    if (result.isError && result.content === INTERRUPTED_CONTENT) unfinished.push(call.id);
+    return result;
+  });
+  return { messages, unfinished };
 }
 
 /** A host event that moves the brain, fed as it was sent (a policy change reaches replay through the recorded steps). */

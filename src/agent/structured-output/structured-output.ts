@@ -265,6 +265,47 @@ export function finalCallReason(
   return decide(brain.value, brain.context, policy).action === 'concludeMaxTurns' ? { type: 'MaxTurnsExceeded' } : null;
 }
 
+/** How each mode asks for the answer in the final call's request. */
+const FINAL_HOW = { tool: `by calling ${FINAL_ANSWER_TOOL}`, json: 'as JSON matching the required schema' } as const;
+
+/**
+ * The user message that asks for the answer in the final call: why the run is ending, and how to
+ * answer in the mode the agent uses.
+ *
+ * @example
+ * ```ts
+ * console.log(finalCallRequest('tool', { type: 'MaxTurnsExceeded' }).content); // This run has reached the turn limit. Do not call any other tools: ...
+ * ```
+ */
+export function finalCallRequest(mode: StructuredOutput['mode'], outcome: FinalCallOutcome): UserMessage {
+  const why = outcome.type === 'MaxTurnsExceeded' ? 'the turn limit' : `its budget (${outcome.reason})`;
+  return { role: 'user', content: `This run has reached ${why}. Do not call any other tools: give your final answer now, ${FINAL_HOW[mode]}, with what you have.` };
+}
+
+// Neither way of answering holds a character a regular expression reads specially.
+const FINAL_REQUEST = new RegExp(
+  `^This run has reached (?:the turn limit|its budget \\(([\\s\\S]*)\\))\\. Do not call any other tools: give your final answer now, (${FINAL_HOW.tool}|${FINAL_HOW.json}), with what you have\\.$`,
+);
+
+/**
+ * What a stored user message that `finalCallRequest` wrote asked for (its mode, and the outcome
+ * the run had reached), or null for any other message: replay reads a final call off the
+ * recorded prompt this way, the trace having no entry of its own for it.
+ *
+ * @example
+ * ```ts
+ * console.log(finalCallOf(finalCallRequest('json', { type: 'Sealed', reason: 'maxTokens' }))); // { mode: 'json', outcome: { type: 'Sealed', reason: 'maxTokens' } }
+ * ```
+ */
+export function finalCallOf(message: UserMessage): { mode: StructuredOutput['mode']; outcome: FinalCallOutcome } | null {
+  const match = FINAL_REQUEST.exec(message.content);
+  if (!match) return null;
+  const mode = match[2] === FINAL_HOW.tool ? 'tool' : 'json';
+  const outcome: FinalCallOutcome = match[1] === undefined ? { type: 'MaxTurnsExceeded' } : { type: 'Sealed', reason: match[1] };
+  // Written back, it must be the very text (a reason holding the sentence's own words parses one way only).
+  return finalCallRequest(mode, outcome).content === message.content ? { mode, outcome } : null;
+}
+
 /** The final call begins: the request for the answer joins the conversation, counted in the estimate. */
 export function beginFinalCall(
   structured: StructuredOutput,
@@ -272,9 +313,7 @@ export function beginFinalCall(
   state: OutputState | undefined,
   outcome: FinalCallOutcome,
 ): { brain: BrainState; outputState: OutputState } {
-  const why = outcome.type === 'MaxTurnsExceeded' ? 'the turn limit' : `its budget (${outcome.reason})`;
-  const how = structured.mode === 'tool' ? `by calling ${FINAL_ANSWER_TOOL}` : 'as JSON matching the required schema';
-  const message: UserMessage = { role: 'user', content: `This run has reached ${why}. Do not call any other tools: give your final answer now, ${how}, with what you have.` };
+  const message = finalCallRequest(structured.mode, outcome);
   const injected = feedBrain(brain, { type: 'inject', message });
   return {
     brain: feedBrain(injected, { type: 'setContextTokens', tokens: brain.context.contextTokens + estimateTokens([message]) }),
