@@ -8,7 +8,7 @@ import { INTERRUPTED_CONTENT, interruptedResult } from '../tools/run-tools.js';
 import { keyOf, parseKey, turnOf } from '../agent/protocol/keys.js';
 import { LoopchartError } from '../errors.js';
 import type { LoopEvent } from '../brain/loop-events.js';
-import { DEFAULT_POLICY, type Message, type Policy, type Step, type ToolCall, type ToolMessage } from '../schemas.js';
+import { DEFAULT_POLICY, type Message, type Policy, type StateName, type Step, type ToolCall, type ToolMessage } from '../schemas.js';
 import type { SessionStore } from '../stores/session-store.js';
 import { decodeRow } from './session-row.js';
 import { checkAgainstLog, checkAgainstPrompt, type ContentMismatch, type FedSinceModel } from './replay-content.js';
@@ -146,6 +146,13 @@ class Replay {
   held: { event: LoopEvent; what: string; check: string | null; verdicts: TraceEntryOf<'guardrail'>[] } | null = null;
   /** The run's final call for a structured answer, once it began (replay-final-call.ts). */
   finalCall: ReplayedFinalCall | null = null;
+  /** The brain's state as the last stored step recorded it: where the driver was when the entries after it happened. */
+  recordedState: StateName | null = null;
+  /**
+   * Host events sent while the driver waited in a state replay reaches only at a later entry (a
+   * model call, a compaction: replay ends a batch at the next decision), fed once it is there.
+   */
+  deferred: { until: StateName; entries: TraceEntryOf<'event'>[] } | null = null;
 
   constructor(readonly sessionId: string) {}
 
@@ -156,6 +163,7 @@ class Replay {
       return;
     }
     if (entry.type !== 'step') this.settleHeld(entry);
+    if (entry.type === 'finished' || entry.type === 'run') this.feedDeferred();
     const handle = ENTRY_HANDLERS[entry.type] as ((replay: Replay, entry: TraceEntry) => void) | undefined;
     handle?.(this, entry);
   }
@@ -163,6 +171,7 @@ class Replay {
   /** The trace is read: a held reply is settled, and a session at rest must be where replay ended. */
   end(final: BrainState | undefined): void {
     this.settleHeld(null);
+    this.feedDeferred();
     const { brain } = this;
     if (!final || !brain || !atRest(final)) return;
     if (this.open !== null) throw new Diverged(this.decisions.length + 1, `a finished entry for run ${this.open} (the session is at rest)`, 'the trace ends without one', 'finished');
@@ -197,7 +206,29 @@ class Replay {
     if (mismatch !== null) throw new Diverged(this.decisions.length, mismatch, got);
     // As the driver's takeStep: a decision that moves nothing (a batch to run, the outcome) is not fed.
     if (decision.target) this.feed({ type: 'next', policy }, recorded);
+    if (this.deferred && this.brain!.value === this.deferred.until) this.feedDeferred();
     return step;
+  }
+
+  /** A host event as the driver took it: held while the driver was where replay has not come yet (see `deferred`). */
+  hostEvent(entry: TraceEntryOf<'event'>): void {
+    const { brain, recordedState: until } = this;
+    if (!brain) return;
+    // A steer queued in that wait is delivered after it; fed now, it would join the conversation before.
+    const ahead = entry.event.type === 'steer' && (until === 'AwaitingModel' || until === 'AwaitingCompaction') && brain.value !== until;
+    if (this.deferred || ahead) {
+      (this.deferred ??= { until: until as StateName, entries: [] }).entries.push(entry);
+      return;
+    }
+    applyHostEvent(entry, this.feed);
+    if (entry.event.type === 'rewind') this.logMark = logOf(brain.context).length;
+  }
+
+  /** The held host events, fed in the order they were sent. */
+  feedDeferred(): void {
+    const entries = this.deferred?.entries ?? [];
+    this.deferred = null;
+    for (const entry of entries) this.hostEvent(entry);
   }
 
   /** The policy the brain decides with, as the driver's `decisionPolicy`: the final call may take a turn past the limit. */
@@ -256,6 +287,7 @@ const ENTRY_HANDLERS: { [K in TraceEntry['type']]?: (replay: Replay, entry: Trac
   step(replay, entry) {
     replay.tokens = entry.tokens;
     replay.policy = entry.policy;
+    replay.recordedState = entry.state;
   },
   resumed(replay, entry) {
     replay.tokens = entry.tokens;
@@ -341,9 +373,7 @@ const ENTRY_HANDLERS: { [K in TraceEntry['type']]?: (replay: Replay, entry: Trac
     for (const call of entry.calls) replay.batch.set(call.id, repetitionNote(call, entry.times));
   },
   event(replay, entry) {
-    if (!replay.brain) return;
-    applyHostEvent(entry, replay.feed);
-    if (entry.event.type === 'rewind') replay.logMark = logOf(replay.brain.context).length;
+    replay.hostEvent(entry);
   },
   finished(replay, entry) {
     // Cancel, seal and failures come from outside the brain: fed as recorded, then checked.

@@ -1,8 +1,9 @@
 /**
  * Replay of a run that made a structured-output final call: an agent with an output schema whose
  * run was about to end by maxTurns or a budget (also the time budget passing during a tool batch)
- * asked the model once more for its answer. Each session is made on a real SQLite file and replayed
- * from it: the unchanged recording replays with no divergence, a changed one still diverges.
+ * asked the model once more for its answer; and a steer sent during a model call (the final one
+ * too). Each session is made on a real SQLite file and replayed from it: the unchanged recording
+ * replays with no divergence, a changed one still diverges.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -157,6 +158,46 @@ describe('replay of a final call at a budget', () => {
     expect(stored.messages.find((m) => m.role === 'tool')?.content).toMatch(/interrupted/);
     expect(report.divergence).toBeNull();
     expect(report.decisions).toEqual(['CallLLM turn 1', expect.stringMatching(/^CallTools turn 1/), 'CallLLM turn 2', 'Done Completed']);
+  }, 30_000);
+});
+
+describe('replay of a steer sent while a model call was in flight', () => {
+  /** Sends `message` as a steer once `gate` opens (the model call it waits in has begun). */
+  const steerWhen = (gate: Promise<void>, message: string) => (session: DurableSession) => void gate.then(() => session.send({ type: 'steer', message }));
+
+  it('after a tool batch: the steer joins the conversation after the reply, as the driver delivered it; no divergence', async () => {
+    let asked!: () => void;
+    const secondCall = new Promise<void>((resolve) => (asked = resolve));
+    const model = scriptedModel([
+      { toolCalls: [{ name: 'lookup', args: {} }] },
+      async () => (asked(), await new Promise((resolve) => setTimeout(resolve, 50)), { text: 'Nothing found.' }),
+      { text: 'Still nothing.' },
+    ]);
+    const { path, outputs } = await record('steer-after-batch', createAgentMachine({ model, tools: [lookup] }), ['A city?'], steerWhen(secondCall, 'Try harder.'));
+    expect(outputs[0]?.outcome).toEqual({ type: 'Completed', finalText: 'Still nothing.' });
+    const { report, stored } = await replayFile(path, 'steer-after-batch');
+    expect(stored.messages.map((m) => m.content).slice(-3)).toEqual(['Nothing found.', 'Try harder.', 'Still nothing.']);
+    expect(report.divergence).toBeNull();
+    expect(report.decisions).toEqual(['CallLLM turn 1', expect.stringMatching(/^CallTools turn 1/), 'CallLLM turn 2', 'CallLLM turn 3', 'Done Completed']);
+  }, 30_000);
+
+  it('a steer that arrived during the final call (the valid answer still completes the run): no divergence', async () => {
+    let asked!: () => void;
+    const finalAsked = new Promise<void>((resolve) => (asked = resolve));
+    const model = scriptedModel(
+      Array.from({ length: 5 }, () => async (request: ModelRequest) => {
+        if (!asksForAnswer(request)) return { toolCalls: [{ name: 'lookup', args: {} }] };
+        asked();
+        await new Promise((resolve) => setTimeout(resolve, 50));
+        return answer({ city: 'Lyon', population: 3 });
+      }),
+    );
+    const machine = createAgentMachine({ model, tools: [lookup], output: City, policy: { maxTurns: 1 } });
+    const { path, outputs } = await record('turns-steered', machine, ['A city?'], steerWhen(finalAsked, 'and its river'));
+    expect(outputs[0]?.outcome).toMatchObject({ type: 'Completed', output: { city: 'Lyon', population: 3 } });
+    const { report, stored } = await replayFile(path, 'turns-steered');
+    expect(stored.messages.at(-1)).toEqual({ role: 'user', content: 'and its river' });
+    expect(report.divergence).toBeNull();
   }, 30_000);
 });
 
