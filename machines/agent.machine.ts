@@ -6,7 +6,7 @@
  * actions it names live with the loop every agent runs (`src/agent/core/implementations.ts`) and
  * with each feature (`src/agent/<feature>/implementations.ts`), one record each.
  */
-import { and, setup, type ActorRefFrom, type AnyStateMachine } from 'xstate';
+import { and, setup, stateIn, type ActorRefFrom, type AnyStateMachine } from 'xstate';
 import { configuredBy, inAgent, types, type ContextHook, type RefusalHook } from '../src/agent/core/bind.js';
 import { chartVariant } from '../src/agent/core/chart-variant.js';
 import { compileAgent, markTraced, type CompiledAgent } from '../src/agent/core/compile.js';
@@ -205,12 +205,17 @@ const chart = driver.createStateConfig({
               { guard: 'targetsChild', actions: 'forwardToChild' },
               { guard: 'usageLimited', target: 'AwaitingModel', actions: 'raiseBudget' },
               { guard: 'raiseRefused', actions: 'refuseRaise' },
+              // Paused mid-batch (the time limit passed while calls waited): back to the batch, its decisions kept, the calls approved meanwhile run.
+              { guard: and(['pausedMidBatch', 'needsApprovalCheck']), target: 'AwaitingTools.CheckingApprovals', actions: 'raiseBudget' },
+              { guard: 'pausedMidBatch', target: 'AwaitingTools.Working', actions: 'raiseBudget' },
               { target: 'Start', actions: 'raiseBudget' },
             ],
             'operation.resume': [
               { guard: 'targetsChild', actions: 'forwardToChild' },
               { guard: and(['budgetResume', 'usageLimited']), target: 'AwaitingModel', actions: 'raiseBudget' },
               { guard: and(['budgetResume', 'raiseRefused']), actions: 'refuseRaise' },
+              { guard: and(['budgetResume', 'pausedMidBatch', 'needsApprovalCheck']), target: 'AwaitingTools.CheckingApprovals', actions: 'raiseBudget' },
+              { guard: and(['budgetResume', 'pausedMidBatch']), target: 'AwaitingTools.Working', actions: 'raiseBudget' },
               { guard: 'budgetResume', target: 'Start', actions: 'raiseBudget' },
             ],
           },
@@ -304,12 +309,16 @@ const chart = driver.createStateConfig({
         },
         AwaitingTools: {
           initial: 'Routing',
-          // A batch in flight past the time budget is aborted and the run sealed; a pausing budget lets it finish (a tool's effect is not redone).
+          // A batch in flight past the time budget is aborted and the run sealed; a pausing budget lets
+          // the calls handed to the IO finish (a tool's effect is not redone) and starts no other.
           after: {
             budgetDeadline: [
               // With an output schema the run first asks for its answer, as a budget passed between steps does.
               { guard: 'answerAtDeadline', target: 'Start', actions: ['abortIo', 'cutForAnswer'] },
               { guard: 'deadlineSeals', target: 'Start', actions: ['abortIo', 'sealAtDeadline'] },
+              // Still asking which calls need a person: nothing runs yet; the check is asked again after the raise.
+              { guard: and(['deadlinePauses', stateIn('#agent.Running.AwaitingTools.CheckingApprovals')]), target: 'BudgetPaused', actions: 'abortIo' },
+              { guard: 'deadlinePauses', actions: 'holdBatch' },
             ],
           },
           always: [
@@ -317,6 +326,8 @@ const chart = driver.createStateConfig({
             { guard: and(['batchComplete', 'handsOff', 'handoffLimitReached']), target: 'Start', actions: 'refuseHandoff' },
             { guard: and(['batchComplete', 'handsOff']), target: 'HandingOff', actions: ['handOff', 'acceptToolResults'] },
             { guard: 'batchComplete', target: 'Start', actions: 'acceptToolResults' },
+            // Held at the time limit with calls waiting: once the calls in flight finished, the run pauses with the batch open.
+            { guard: 'heldBatchDone', target: 'BudgetPaused' },
           ],
           on: {
             'io.toolStarted': { guard: 'currentBatch', actions: 'emitToolStarted' },
@@ -341,7 +352,7 @@ const chart = driver.createStateConfig({
             Executing: {
               entry: ['announceBatch', { type: 'requestTools', params: false }],
               on: {
-                'io.attached': { actions: { type: 'requestTools', params: true } },
+                'io.attached': [{ guard: 'batchHeld', actions: 'requestHeldTools' }, { actions: { type: 'requestTools', params: true } }],
                 // A call found in doubt: the batch waits for a person beside the calls that run (see Working.Doubt).
                 'io.toolInDoubt': { guard: 'currentBatch', target: 'Working', actions: 'markInDoubt' },
               },
@@ -361,16 +372,22 @@ const chart = driver.createStateConfig({
             Working: {
               type: 'parallel',
               on: {
-                // A decision may make a call runnable while others still run: hand it over at once.
-                approve: {
-                  actions: ['recordDecision', 'forwardToChild', { type: 'trace', params: 'approval.decided' }, { type: 'requestTools', params: true }],
-                },
+                // A decision may make a call runnable while others still run: hand it over at once
+                // (a batch held at the time limit keeps the decision, and the call waits for the raise).
+                approve: [
+                  { guard: 'batchHeld', actions: ['recordDecision', 'forwardToChild', { type: 'trace', params: 'approval.decided' }] },
+                  { actions: ['recordDecision', 'forwardToChild', { type: 'trace', params: 'approval.decided' }, { type: 'requestTools', params: true }] },
+                ],
                 deny: { actions: ['recordDecision', 'forwardToChild', { type: 'trace', params: 'approval.decided' }] },
-                'operation.resume': {
-                  guard: 'approvalResume',
-                  actions: ['recordDecision', 'forwardToChild', { type: 'trace', params: 'approval.decided' }, { type: 'requestTools', params: true }],
-                },
-                'doubt.decide': [{ guard: 'decidesForChild', actions: 'forwardToChild' }, { actions: ['decideDoubt', { type: 'requestTools', params: true }] }],
+                'operation.resume': [
+                  { guard: and(['approvalResume', 'batchHeld']), actions: ['recordDecision', 'forwardToChild', { type: 'trace', params: 'approval.decided' }] },
+                  { guard: 'approvalResume', actions: ['recordDecision', 'forwardToChild', { type: 'trace', params: 'approval.decided' }, { type: 'requestTools', params: true }] },
+                ],
+                'doubt.decide': [
+                  { guard: 'decidesForChild', actions: 'forwardToChild' },
+                  { guard: 'batchHeld', actions: 'decideDoubt' },
+                  { actions: ['decideDoubt', { type: 'requestTools', params: true }] },
+                ],
               },
               states: {
                 Execution: {
@@ -379,7 +396,7 @@ const chart = driver.createStateConfig({
                     Executing: {
                       entry: { type: 'requestTools', params: true },
                       always: { guard: 'nothingRunnable', target: 'Paused' },
-                      on: { 'io.attached': { actions: { type: 'requestTools', params: true } } },
+                      on: { 'io.attached': [{ guard: 'batchHeld', actions: 'requestHeldTools' }, { actions: { type: 'requestTools', params: true } }] },
                     },
                     /** Nothing may run now; an approval makes a call runnable again. */
                     Paused: { always: { guard: 'callsRunnable', target: 'Executing' } },

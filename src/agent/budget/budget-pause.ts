@@ -21,6 +21,12 @@ export const BudgetPauseSchema = z.object({
   pausedMs: count,
   /** Waiting for a provider's usage limit (see usage-limit.ts): when the run goes on by itself, and why it waits. */
   usageLimit: z.object({ resumeAt: count, reason: z.string() }).optional(),
+  /**
+   * The time limit passed mid-batch while calls of it waited (for a person's decision, or in
+   * doubt): the calls already handed to the IO then, which may finish; no other call of the batch
+   * starts until a raise lifts the limit (see `heldAt`). Absent: the batch is not held.
+   */
+  held: z.array(z.string()).optional(),
 });
 export type BudgetPause = z.infer<typeof BudgetPauseSchema>;
 
@@ -81,7 +87,15 @@ export const pausedAt = (pause: BudgetPause | undefined, now: number): BudgetPau
   return state.pausedAt === null ? { ...state, pausedAt: now } : state;
 };
 
-/** The pause state after a raise at `now`: the limits raised, the paused time banked. */
+/**
+ * The pause state once a pausing time limit passes mid-batch at the calls `running`: those may
+ * finish (a tool's side effect cannot be taken back), no other call of the batch starts. A hold
+ * in progress is kept (the deadline fires again when a restored run re-arms it).
+ */
+export const heldAt = (pause: BudgetPause | undefined, running: readonly string[]): BudgetPause =>
+  pause?.held ? pause : { ...(pause ?? NO_BUDGET_PAUSE), held: [...running] };
+
+/** The pause state after a raise at `now`: the limits raised, the paused time banked (a hold and a usage limit's wait end with it). */
 export function raisedBy(pause: BudgetPause | undefined, change: BudgetLimits, now: number): BudgetPause {
   const state = pause ?? NO_BUDGET_PAUSE;
   const paused = state.pausedAt === null ? 0 : Math.max(0, now - state.pausedAt);

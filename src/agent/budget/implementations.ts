@@ -9,12 +9,14 @@ import { cancel, enqueueActions, raise, stateIn } from 'xstate';
 import { assigns, configured, configuredAction, delayOf, emits, rule, when, type Args, type ContextHook } from '../core/bind.js';
 import type { CompiledAgent } from '../core/compile.js';
 import type { AgentContext } from '../core/context.js';
-import { endRun } from '../core/driver-rules.js';
+import { endRun, runnable } from '../core/driver-rules.js';
 import type { Effect } from '../core/effects.js';
+import { requestTools } from '../core/implementations.js';
+import type { IoRequest } from '../protocol/io-protocol.js';
 import { totalCost } from '../fallback/fallback.js';
 import { as, type AgentEvent } from '../protocol/agent-event.js';
 import { budgetOverrun, type BudgetOverrun } from './budget.js';
-import { activeMs, BUDGET_OPERATION, limitsOf, pausedAt, pausesOn, raisedBy, raiseOf, raiseProblem } from './budget-pause.js';
+import { activeMs, BUDGET_OPERATION, heldAt, limitsOf, pausedAt, pausesOn, raisedBy, raiseOf, raiseProblem } from './budget-pause.js';
 import { DEADLINE_STATES, deadlineDelay, deadlineEventOf, deadlineOverrun, type DeadlineRun } from './deadline.js';
 import { limitedUntil, limitLifted, resumeDelay, usageLimitWait } from './usage-limit.js';
 
@@ -49,13 +51,54 @@ export const overBudget = (agent: CompiledAgent, context: AgentContext): string 
   return over && !pausesOn(agent.budget!, over.kind) ? over.reason : null;
 };
 
+/**
+ * The limit a paused run waits on: the first one passed between steps, or, paused mid-batch (the
+ * time limit passed while calls of the batch waited, see `holdBatch`), the time limit.
+ */
+export const pausedOn = (agent: CompiledAgent, context: AgentContext): BudgetOverrun | null =>
+  overrun(agent, context) ?? (pausedMidBatch(context) ? deadlinePassed(agent, context) : null);
+
+/** Paused with a tool batch open: the time limit passed while calls of it waited. */
+const pausedMidBatch = (context: AgentContext) => context.brain.value === 'AwaitingTools' && (context.budgetPause?.pausedAt ?? null) !== null;
+
 /** Why a raise is refused (malformed, or it does not lift the limit the run paused on), or null. */
 export const raiseRefusal = (agent: CompiledAgent, context: AgentContext, event: AgentEvent): string | null => {
   const change = raiseOf(event as never);
   if (!change) return `a raise needs { budget: { maxTokens?, maxCostUsd?, maxToolCalls?, maxDurationMs? } }`;
-  const over = overrun(agent, context);
+  const over = pausedOn(agent, context);
   return over && pausesOn(agent.budget!, over.kind) ? raiseProblem(over, change) : null;
 };
+
+/** The calls of a held batch that may still run: those handed to the IO before the hold (see `heldAt`). */
+const heldRunning = (agent: CompiledAgent, context: AgentContext) => {
+  const held = new Set(context.budgetPause?.held ?? []);
+  return runnable(agent, context).filter((call) => held.has(call.id));
+};
+
+/** The batch is held: the time limit passed while calls of it waited, and no raise lifted it yet. */
+const batchHeld = (context: AgentContext) => context.budgetPause?.held !== undefined && context.brain.value === 'AwaitingTools';
+
+/** A held batch's request to the IO (a restored run's, or a decision's): only the calls it had handed over, which the IO runs once each. */
+export function requestHeldTools(agent: CompiledAgent, context: AgentContext, _event: AgentEvent): IoRequest {
+  return { ...requestTools(agent, context, true), calls: heldRunning(agent, context) };
+}
+
+/**
+ * A raise: the limits it names hold from now, the paused time is banked. A batch held at the time
+ * limit stays held while the limit is still passed; released, the calls decided meanwhile start
+ * now (paused, they start when the run goes back to its batch, see the chart's `BudgetPaused`).
+ */
+export function raiseBudget(agent: CompiledAgent, context: AgentContext, event: AgentEvent): Effect[] {
+  const raised = raisedBy(context.budgetPause, raiseOf(event as never)!, agent.clock());
+  const held = context.budgetPause?.held;
+  if (!held || !batchHeld(context)) return [{ assign: { budgetPause: raised } }];
+  const stillPassed = deadlineOverrun(agent.budget, deadlineRun({ ...context, budgetPause: raised }), agent.clock())?.pauses === true;
+  if (stillPassed) return [{ assign: { budgetPause: { ...raised, held } } }];
+  const out: Effect[] = [{ assign: { budgetPause: raised } }];
+  // Still in the batch, the calls decided meanwhile are handed over now (the IO runs each once); paused, the batch entered again hands them over.
+  if (!pausedMidBatch(context)) out.push({ send: requestTools(agent, { ...context, budgetPause: raised }, true) });
+  return out;
+}
 
 export function sealOverBudget(agent: CompiledAgent, context: AgentContext, _event: AgentEvent): Partial<AgentContext> {
   return endRun(agent, context, { type: 'seal', reason: overBudget(agent, context)! });
@@ -70,7 +113,7 @@ export function emitBudgetPaused(agent: CompiledAgent, context: AgentContext, _e
   const out: Effect[] = [];
   const limited = context.budgetPause?.usageLimit;
   if (limited) return [...out, { emit: { type: 'operation.yielded', operation: BUDGET_OPERATION, reason: limited.reason, payload: { resumeAt: limited.resumeAt } } }];
-  const { kind, used, limit, reason } = overrun(agent, context)!;
+  const { kind, used, limit, reason } = pausedOn(agent, context)!;
   out.push({ emit: { type: 'budget.paused', kind, used, limit, reason } });
   out.push({ emit: { type: 'operation.yielded', operation: BUDGET_OPERATION, reason, payload: { kind, used, limit } } });
   return out;
@@ -90,6 +133,10 @@ export const budgetImplementations = {
     deadlineSeals: configured(hasBudget, ({ agent, context }) => deadlinePassed(agent, context)?.pauses === false),
     deadlinePauses: configured(hasBudget, ({ agent, context }) => deadlinePassed(agent, context)?.pauses === true),
     budgetPaused: configured(hasBudget, ({ agent, context }) => overrun(agent, context) !== null && overBudget(agent, context) === null),
+    batchHeld: configured(hasBudget, ({ context }) => batchHeld(context)),
+    /** Every call the held batch had handed to the IO has its result (or waits in doubt): the run pauses with the batch open. */
+    heldBatchDone: configured(hasBudget, ({ agent, context }) => batchHeld(context) && heldRunning(agent, context).length === 0),
+    pausedMidBatch: configured(hasBudget, ({ context }) => pausedMidBatch(context)),
     raiseRefused: when(({ agent, context, event }) => raiseRefusal(agent, context, event) !== null),
     usageLimitPauses: configured((agent) => agent.usageLimit !== null, ({ agent, event }) => usageLimitWait(agent.usageLimit, as(event, 'io.failed').error) !== null),
     usageLimited: ({ context }: Args) => !!context.budgetPause?.usageLimit,
@@ -100,7 +147,14 @@ export const budgetImplementations = {
     sealAtDeadline: rule.assign(sealAtDeadline),
     markPaused: assigns(({ agent, context }) => ({ budgetPause: pausedAt(context.budgetPause, agent.clock()) })),
     emitBudgetPaused: rule.effects(emitBudgetPaused),
-    raiseBudget: assigns(({ agent, context, event }) => ({ budgetPause: raisedBy(context.budgetPause, raiseOf(event as never)!, agent.clock()) })),
+    raiseBudget: rule.effects(raiseBudget),
+    /**
+     * The time limit passed with the batch in flight and a pausing budget: the calls handed to the
+     * IO finish, the others (waiting for a decision, in doubt) do not start; the run pauses once
+     * those finished (`heldBatchDone`), a decision given meanwhile kept.
+     */
+    holdBatch: assigns(({ agent, context }) => ({ budgetPause: heldAt(context.budgetPause, runnable(agent, context).map((call) => call.id)) })),
+    requestHeldTools: rule.send(requestHeldTools),
     /**
      * After a raise while a side effect waits under the deadline: its timer, armed when the state
      * was entered for the limit then in force, is armed again for the limit now (XState arms an

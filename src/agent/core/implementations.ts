@@ -13,7 +13,7 @@ import { as, fromTelemetry, type AgentEvent } from '../protocol/agent-event.js';
 import { deliveryIds, nextAttempt } from '../protocol/delivery.js';
 import { externalEventProblem } from '../protocol/events.js';
 import { agentOutcome, type FailureType } from '../protocol/failure.js';
-import { fromIo, type IoRequest } from '../protocol/io-protocol.js';
+import { fromIo, type IoRequest, type RequestOf } from '../protocol/io-protocol.js';
 import { inputRefused } from './actor-input.js';
 import { assign, assigns, configured, currentAgent, type ContextHook, type RefusalHook, effects, emit, emits, fromCurrent, rule, sendTo, sends, when, type Args } from './bind.js';
 import { feedBrain, firstPending, pendingCalls, stepTypeOf, takeStep } from './brain-state.js';
@@ -173,7 +173,7 @@ export function emitRunFinished(agent: CompiledAgent, context: AgentContext, eve
 }
 
 /** Hands the runnable calls to the IO; `announce`: the IO reports each start (else the chart did, see announceBatch). */
-export function requestTools(agent: CompiledAgent, context: AgentContext, announce: boolean): IoRequest {
+export function requestTools(agent: CompiledAgent, context: AgentContext, announce: boolean): RequestOf<'tools'> {
   return {
     type: 'tools',
     key: batchKey(context),
