@@ -13,6 +13,8 @@ export const ERROR_CODES = [
   'InvalidConfig',
   'InvalidTool',
   'DuplicateTool',
+  // A tool a restored run recorded, whose source this process cannot find (or tell apart): its calls are refused.
+  'UnresolvedTool',
   'InvalidScript',
   // Operations: a hook that failed, a stored slice its schema refuses.
   'OperationFailed',

@@ -7,7 +7,7 @@ import { z } from 'zod';
 import { parseOptions } from '../known-keys.js';
 import { defineTool, type Tool, type ToolContext } from '../tools/define-tool.js';
 import { InvalidToolError } from '../tools/errors.js';
-import type { ToolSource } from '../tools/tool-source.js';
+import { MAX_SOURCE_NAME_CHARS, type ToolSource } from '../tools/tool-source.js';
 import type { ToolDefinition } from '../model.js';
 import { McpResultTooLargeError, McpServerError, McpServerStartError, McpToolError } from './errors.js';
 import { CallResultSchema, resultText, type CallResult } from './result-text.js';
@@ -28,6 +28,13 @@ export const McpServerSchema = z.union([McpStdioServerSchema, McpHttpServerSchem
 export type McpServer = z.input<typeof McpServerSchema>;
 
 export const McpToolsOptionsSchema = z.strictObject({
+  /**
+   * The handle's `name` as a tool source: what a run records as the source of each tool, so a
+   * restored run calls it on this server wherever it stands in `toolSources`. Default: the name
+   * the server gives itself in the MCP handshake, with the prefix (`filesystem (prefix fs_)`).
+   * Give one when two handles would have the same default (one server twice, the same prefix).
+   */
+  name: z.string().min(1).max(MAX_SOURCE_NAME_CHARS).optional(),
   /** Put before every tool name (`fs_` makes `read_file` `fs_read_file`), to keep several servers apart. */
   prefix: z.string().optional(),
   /** Longest the start and the MCP handshake may take, in ms. Default 30 s. */
@@ -60,6 +67,12 @@ export type McpToolsOptions = z.input<typeof McpToolsOptionsSchema>;
 
 /** The tools of one MCP server, ready for an agent, and the way to stop the server. */
 export interface McpTools extends ToolSource {
+  /**
+   * What a run records as the source of this handle's tools (see `ToolSource`): the `name`
+   * option, else the server's own name from the handshake with the prefix; undefined when the
+   * server gives no usable name (then a run records the handle's position in `toolSources`).
+   */
+  readonly name: string | undefined;
   /** The tools of the last listing (the first one made by `mcpTools`). */
   readonly tools: readonly Tool[];
   /**
@@ -233,7 +246,9 @@ export async function mcpTools(server: McpServer, options: McpToolsOptions = {})
     throw error;
   }
 
+  const name = settings.name ?? defaultName(client.getServerVersion()?.name, prefix);
   return {
+    name,
     get tools() {
       return tools;
     },
@@ -257,6 +272,18 @@ export async function mcpTools(server: McpServer, options: McpToolsOptions = {})
 }
 
 type ListedTool = z.infer<typeof ToolSchema>;
+
+/**
+ * A handle's name when none is given: the server's name for itself (from the handshake), and the
+ * prefix, which sets apart two handles of one server. Stable across deploys where a command line
+ * is not (a path that moves, a token in an argument); undefined for a name that is empty, too
+ * long or holds control characters.
+ */
+function defaultName(serverName: string | undefined, prefix: string): string | undefined {
+  if (!serverName || /\p{Cc}/u.test(serverName)) return undefined;
+  const name = prefix ? `${serverName} (prefix ${prefix})` : serverName;
+  return name.length <= MAX_SOURCE_NAME_CHARS ? name : undefined;
+}
 
 /**
  * A tools/list page, each tool left unchecked: the SDK's `listTools` checks the whole page at

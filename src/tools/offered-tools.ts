@@ -1,7 +1,8 @@
 import type { ToolDefinition } from '../model.js';
 import { defineTool, hasApprovalRule, ToolSet, type Tool } from './define-tool.js';
+import { InvalidConfigError, LoopchartError } from '../errors.js';
 import { InvalidToolError } from './errors.js';
-import type { ToolSource } from './tool-source.js';
+import { MAX_SOURCE_NAME_CHARS, type ToolSource } from './tool-source.js';
 
 /**
  * The tool set a run was offered, as recorded by its `toolset` step, made runnable again in the
@@ -27,14 +28,47 @@ export class ListingCache {
 }
 
 /**
+ * How a `toolset` step records the source of a tool: its `name`, or the index in `toolSources`
+ * of a source without one (and in sessions recorded before names were).
+ */
+export type SourceRef = string | number;
+
+/**
+ * Each source's ref, checked: a name is a string of 1 to 100 characters, and unique among the
+ * sources, since a restored run finds each recorded tool's source by it. Called when the agent
+ * is built (an `InvalidConfigError` then) and at each listing.
+ */
+export function sourceRefs(sources: readonly ToolSource[]): SourceRef[] {
+  const seen = new Map<string, number>();
+  return sources.map((source, index) => {
+    const { name } = source;
+    if (name === undefined) return index;
+    if (typeof name !== 'string' || name.length === 0 || name.length > MAX_SOURCE_NAME_CHARS) {
+      throw new InvalidConfigError(`toolSources[${index}].name must be a string of 1 to ${MAX_SOURCE_NAME_CHARS} characters`);
+    }
+    const first = seen.get(name);
+    if (first !== undefined) {
+      throw new InvalidConfigError(
+        `toolSources[${first}] and toolSources[${index}] are both named '${name}', so a restored run could not tell which of them listed a tool: give each source a name of its own (mcpTools: its name option)`,
+      );
+    }
+    seen.set(name, index);
+    return name;
+  });
+}
+
+const describeSource = (ref: SourceRef): string => (typeof ref === 'string' ? `tool source '${ref}'` : `toolSources[${ref}] (no name)`);
+
+/**
  * The agent's own tools plus what its sources list now, as one set (a name given twice fails);
- * `sources` gives, for each listed tool, the index of the source that listed it (in `sources`).
+ * `sources` gives, for each listed tool, its source's ref.
  */
 export async function listSources(
   own: ToolSet,
   sources: readonly ToolSource[],
   signal: AbortSignal,
-): Promise<{ all: ToolSet; listed: Tool[]; sources: number[] }> {
+): Promise<{ all: ToolSet; listed: Tool[]; sources: SourceRef[] }> {
+  const refs = sourceRefs(sources);
   const listings = await Promise.all(sources.map((source) => source.listTools(signal)));
   const listed = listings.flat();
   for (const tool of listed) {
@@ -43,7 +77,7 @@ export async function listSources(
       throw new InvalidToolError(tool.name, 'a tool from a tool source cannot need approval; give it in `tools` instead');
     }
   }
-  return { all: new ToolSet([...own, ...listed]), listed, sources: listings.flatMap((tools, index) => tools.map(() => index)) };
+  return { all: new ToolSet([...own, ...listed]), listed, sources: listings.flatMap((tools, index) => tools.map(() => refs[index]!)) };
 }
 
 /** A listing's definitions as plain JSON, for the step's record. */
@@ -53,20 +87,30 @@ export const plainDefinitions = (tools: readonly Tool[]): ToolDefinition[] =>
 /**
  * Runnable tools for a recorded set, in a process that did not make the listing: the sources are
  * listed again (not journaled: the record already says what the run offers) and each recorded
- * tool is found on the source that listed it (`sourceOf`, the index recorded with the set): in
- * its listing now, else from its `toolFor`, else its calls are answered with an error saying so.
- * A tool is never taken from another source, and one source's failed listing touches only its
- * own tools. A set recorded before sources were recorded (`sourceOf` absent) finds each tool in
- * the one listing that has it now, else from the one source whose `toolFor` claims it; claimed by
- * several (a source without a prefix claims every name), its calls are answered with an error.
+ * tool is found on the source that listed it (`recorded`, its ref per definition), in its
+ * listing now, else from its `toolFor`, else its calls are refused (an `UnresolvedTool` error
+ * result saying why). A tool is never taken from another source, and one source's failed
+ * listing touches only its own tools.
+ *
+ * A source recorded by name is the source of that name now, wherever it stands in `sources`;
+ * none of that name: refused. A source recorded by position (one without a name, or a session
+ * of an older build) cannot be checked by name, so the position is used only where nothing
+ * contradicts it: the tool is found there when that source is the only one that lists it now
+ * (or, none listing it, the only one whose `toolFor` claims it); another source listing or
+ * claiming it means the sources may have been reordered, and the call is refused. A set recorded
+ * before sources were (`recorded` absent) finds each tool on the one source that lists it now,
+ * else the one that claims it; several: refused.
  */
 export async function resolveOffered(
   own: ToolSet,
   sources: readonly ToolSource[],
   offered: readonly ToolDefinition[],
   signal: AbortSignal,
-  sourceOf?: readonly number[] | undefined,
+  recorded?: readonly SourceRef[] | undefined,
 ): Promise<ToolSet> {
+  const refs = sourceRefs(sources);
+  const byName = new Map<string, number>();
+  for (const [index, ref] of refs.entries()) if (typeof ref === 'string') byName.set(ref, index);
   const listings = await Promise.all(
     sources.map(async (source): Promise<Listing> => {
       try {
@@ -78,14 +122,14 @@ export async function resolveOffered(
     }),
   );
   const resolved = offered.map((definition, index) => {
-    const recorded = sourceOf?.[index];
-    if (recorded !== undefined) {
-      const source = sources[recorded];
-      const listing = listings[recorded];
-      if (!source || !listing) return gone(definition, `the agent has no tool source #${recorded} (the run recorded it from that source)`);
-      return listing.tools.get(definition.name) ?? source.toolFor?.(definition) ?? gone(definition, notProvided(listing));
+    const ref = recorded?.[index];
+    if (typeof ref !== 'string') return unnamed(sources, refs, listings, definition, ref);
+    const at = byName.get(ref);
+    if (at === undefined) {
+      const names = refs.filter((other) => typeof other === 'string').map((name) => `'${name}'`);
+      return refused(definition, `the tool source named '${ref}' that listed it is not among this agent's (${names.length ? `its named sources: ${names.join(', ')}` : 'it has no named source'})`);
     }
-    return unrecorded(sources, listings, definition);
+    return listings[at]!.tools.get(definition.name) ?? sources[at]!.toolFor?.(definition) ?? refused(definition, notProvided(listings[at]!));
   });
   return new ToolSet([...own, ...resolved]);
 }
@@ -98,27 +142,41 @@ interface Listing {
 const notProvided = (listing: Listing): string =>
   'error' in listing ? `listing its source failed: ${(listing.error as Error)?.message ?? String(listing.error)}` : 'its source no longer provides it';
 
-/** A tool of a set recorded without its sources: found where only one source can have it. */
-function unrecorded(sources: readonly ToolSource[], listings: readonly Listing[], definition: ToolDefinition): Tool {
-  const listing = listings.find((candidate) => candidate.tools.has(definition.name));
-  if (listing) return listing.tools.get(definition.name)!;
-  const claimed = sources.map((source) => source.toolFor?.(definition)).filter((tool): tool is Tool => tool !== undefined);
-  if (claimed.length === 1) return claimed[0]!;
-  const failed = listings.filter((candidate) => 'error' in candidate);
-  if (claimed.length > 1) {
-    return gone(definition, `this run was recorded without the source of each tool, no source lists it now and ${claimed.length} sources could take it`);
+/**
+ * A tool recorded by its source's position (`position`), or with no source at all: found where
+ * exactly one source has it now, and that one at the position when one was recorded.
+ */
+function unnamed(sources: readonly ToolSource[], refs: readonly SourceRef[], listings: readonly Listing[], definition: ToolDefinition, position: number | undefined): Tool {
+  if (position !== undefined && !sources[position]) {
+    return refused(definition, `the run recorded it from toolSources[${position}], and this agent has ${sources.length} tool sources`);
   }
-  return gone(definition, failed.length ? notProvided(failed[0]!) : 'its source no longer provides it');
+  const listers = indexesOf(listings, (listing) => listing.tools.has(definition.name));
+  const claims = listers.length ? [] : sources.map((source) => source.toolFor?.(definition));
+  const found = listers.length ? listers : indexesOf(claims, (tool) => tool !== undefined);
+  const [only] = found;
+  if (only !== undefined && found.length === 1 && (position === undefined || only === position)) return listings[only]!.tools.get(definition.name) ?? claims[only]!;
+  const how = (count: number): string => (listers.length === 0 ? 'could take it' : count > 1 ? 'list it now' : 'lists it now');
+  if (position !== undefined) {
+    if (found.length === 0) return refused(definition, notProvided(listings[position]!));
+    const others = found.filter((index) => index !== position).map((index) => describeSource(refs[index]!));
+    const why = `the run recorded its source by position (toolSources[${position}]), and ${others.join(', ')} ${how(others.length)}`;
+    return refused(definition, `${why}: the sources may have been reordered since, so no source is called (give each source a name)`);
+  }
+  if (found.length > 1) return refused(definition, `this run was recorded without the source of each tool, and ${found.length} sources ${how(found.length)}`);
+  const failed = listings.find((listing) => 'error' in listing);
+  return refused(definition, failed ? notProvided(failed) : 'its source no longer provides it');
 }
 
-/** A recorded tool nothing provides now: its calls are accepted and answered with this error. */
-function gone(definition: ToolDefinition, why: string): Tool {
+const indexesOf = <T>(items: readonly T[], test: (item: T) => boolean): number[] => items.flatMap((item, index) => (test(item) ? [index] : []));
+
+/** A recorded tool this process cannot call on its source: its calls are accepted and answered with this error. */
+function refused(definition: ToolDefinition, why: string): Tool {
   return defineTool({
     name: definition.name,
     description: definition.description,
     inputSchema: definition.inputSchema,
     execute: () => {
-      throw new Error(`tool '${definition.name}' was offered to this run, but ${why}`);
+      throw new LoopchartError('UnresolvedTool', `tool '${definition.name}' was offered to this run, but ${why}`);
     },
   });
 }

@@ -3,7 +3,7 @@ import { objectSlot } from '../../object-slot.js';
 import { PolicySchema, type Message, type Policy, type PolicyInput } from '../../schemas.js';
 import { estimateMessageTokens } from '../../tokens.js';
 import { hasApprovalRule, ToolSet } from '../../tools/define-tool.js';
-import { ListingCache } from '../../tools/offered-tools.js';
+import { ListingCache, sourceRefs } from '../../tools/offered-tools.js';
 import { DEFAULT_TOOL_CONCURRENCY } from '../../tools/run-tools.js';
 import { AgentTracing } from '../tracing/agent-tracing.js';
 import { APPROVALS_OPERATION } from '../approvals/approval-events.js';
@@ -157,6 +157,8 @@ export function compileAgent(config: AgentConfig): CompiledAgent {
   if (gated) approvalsOrderProblem(plan);
   const usageLimit = usageLimitRule(config.pauseOnUsageLimit);
   if ((budget?.pause || usageLimit) && plan.byName.has(BUDGET_OPERATION)) throw new InvalidConfigError(`operation name '${BUDGET_OPERATION}' is taken by budgets that pause`);
+  // Two sources of one name: a restored run could not tell which listed a tool.
+  sourceRefs(config.toolSources ?? []);
   const { io, tracing } = ioDeps(config, { models, team, tools, plan, toolPolicy, guardrails, instructions, structured });
   return Object.freeze({
     config,

@@ -16,14 +16,18 @@ import { OutputStateSchema } from '../structured-output/structured-output.js';
 import { ActiveAgentSchema } from './speakers.js';
 import { ApprovalsSchema, DoubtStateSchema, NO_APPROVALS } from './call-decisions.js';
 import { ScopeSchema } from '../protocol/scope.js';
+import { MAX_SOURCE_NAME_CHARS } from '../../tools/tool-source.js';
 
 const count = z.number().int().nonnegative();
 
 /** A tool as the model is offered it: plain JSON, as a `toolset` step records it. */
 export const ToolDefinitionSchema = z.object({ name: z.string().min(1), description: z.string(), inputSchema: z.record(z.string(), z.unknown()) });
 
-/** For each tool a `toolset` step recorded, the index of the tool source that listed it (in the agent's `toolSources`). */
-export const OfferedSourcesSchema = z.array(count);
+/**
+ * For each tool a `toolset` step recorded, the source that listed it: its name, or the index in
+ * the agent's `toolSources` of a source without one (every source, in snapshots of older builds).
+ */
+export const OfferedSourcesSchema = z.array(z.union([z.string().min(1).max(MAX_SOURCE_NAME_CHARS), count]));
 
 /**
  * The driver's context: everything a persisted agent snapshot holds. The brain is checked as a
@@ -74,8 +78,9 @@ export const AgentContextSchema = z.object({
   /**
    * What the run's tool sources listed (its `toolset` step): every later step of the run, in any
    * process, offers and accepts these. Null until listed (and for an agent without sources);
-   * absent in snapshots of older builds. `sources`: which source listed each definition, so a
-   * call goes only to that source (absent in snapshots of older builds: see `resolveOffered`).
+   * absent in snapshots of older builds. `sources`: which source listed each definition (its name,
+   * else its index), so a call goes only to that source (absent in snapshots of older builds:
+   * see `resolveOffered`).
    */
   offered: z
     .object({ definitions: z.array(ToolDefinitionSchema), sources: OfferedSourcesSchema.optional() })

@@ -48,9 +48,10 @@ export interface SideEffectOutputs {
   operation: OperationOutput | null;
   /**
    * The definitions the sources listed: the run offers these (and the agent's own tools) to its
-   * end. `sources`: the index of the source that listed each (absent in older journals).
+   * end. `sources`: the source that listed each, its name or (a source without one, and in
+   * older journals) its index in `toolSources`; absent in still older journals.
    */
-  toolset: { definitions: ToolDefinition[]; sources?: number[] | undefined };
+  toolset: { definitions: ToolDefinition[]; sources?: (string | number)[] | undefined };
 }
 
 export type SideEffectKind = keyof SideEffectInputs;

@@ -6,7 +6,7 @@ import type { CompactionReason, Message, PendingToolCall, ToolCall, ToolMessage 
 import type { Compactor } from '../../compaction/contract.js';
 import type { ToolSet } from '../../tools/define-tool.js';
 import type { ToolSource } from '../../tools/tool-source.js';
-import type { ListingCache } from '../../tools/offered-tools.js';
+import type { ListingCache, SourceRef } from '../../tools/offered-tools.js';
 import type { Executor, SideEffect, SideEffectKind, SideEffectOutputs } from './executor.js';
 import type { OperationHook } from '../operations/operation-state.js';
 import type { OperationOutput, OperationPlan } from '../operations/operation-rules.js';
@@ -110,7 +110,7 @@ export type IoRequest =
       /** Report each call's start (`io.toolStarted`); false when the chart announced them itself. */
       announce: boolean;
       /** What the run's sources listed, by its `toolset` step's key; null without sources (or in an older snapshot). */
-      offered: { key: string; definitions: readonly ToolDefinition[]; sources?: readonly number[] | undefined } | null;
+      offered: { key: string; definitions: readonly ToolDefinition[]; sources?: readonly SourceRef[] | undefined } | null;
       /** The batch's calls in doubt and their reruns (each rerun has keys of its own). */
       doubt?: DoubtState | undefined;
     }
