@@ -1,10 +1,14 @@
 import { LoopchartError } from '../errors.js';
 
-/** Two tools share a name: the model could not tell them apart, so a tool set refuses it. */
+/**
+ * Two tools share a name: the model could not tell them apart, so a tool set refuses it. `givers`
+ * says who gives the name when it is known (a run's listing names the agent's own tools and
+ * each tool source).
+ */
 export class DuplicateToolError extends LoopchartError {
   readonly toolName: string;
-  constructor(toolName: string) {
-    super('DuplicateTool', `tool name "${toolName}" is used by more than one tool; tool names must be unique`);
+  constructor(toolName: string, givers?: string) {
+    super('DuplicateTool', `tool name "${toolName}" is used by more than one tool${givers ? `: ${givers}` : '; tool names must be unique'}`);
     this.toolName = toolName;
   }
 }

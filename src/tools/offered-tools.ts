@@ -1,7 +1,7 @@
 import type { ToolDefinition } from '../model.js';
 import { defineTool, hasApprovalRule, ToolSet, type Tool } from './define-tool.js';
 import { InvalidConfigError, LoopchartError } from '../errors.js';
-import { InvalidToolError } from './errors.js';
+import { DuplicateToolError, InvalidToolError } from './errors.js';
 import { MAX_SOURCE_NAME_CHARS, type ToolSource } from './tool-source.js';
 
 /**
@@ -60,8 +60,9 @@ export function sourceRefs(sources: readonly ToolSource[]): SourceRef[] {
 const describeSource = (ref: SourceRef): string => (typeof ref === 'string' ? `tool source '${ref}'` : `toolSources[${ref}] (no name)`);
 
 /**
- * The agent's own tools plus what its sources list now, as one set (a name given twice fails);
- * `sources` gives, for each listed tool, its source's ref.
+ * The agent's own tools plus what its sources list now, as one set; `sources` gives, for each
+ * listed tool, its source's ref. A name given twice fails with a `DuplicateToolError` naming
+ * who gives it (the agent's own tools, which source), not only the name.
  */
 export async function listSources(
   own: ToolSet,
@@ -70,13 +71,23 @@ export async function listSources(
 ): Promise<{ all: ToolSet; listed: Tool[]; sources: SourceRef[] }> {
   const refs = sourceRefs(sources);
   const listings = await Promise.all(sources.map((source) => source.listTools(signal)));
-  const listed = listings.flat();
-  for (const tool of listed) {
-    // The chart decides which calls need a human from the tools it was built with.
-    if (hasApprovalRule(tool)) {
-      throw new InvalidToolError(tool.name, 'a tool from a tool source cannot need approval; give it in `tools` instead');
+  const givers = new Map<string, string>([...own].map((tool) => [tool.name, "one of the agent's own tools"]));
+  for (const [index, tools] of listings.entries()) {
+    const here = `by ${describeSource(refs[index]!)}`;
+    for (const tool of tools) {
+      // The chart decides which calls need a human from the tools it was built with.
+      if (hasApprovalRule(tool)) {
+        throw new InvalidToolError(tool.name, 'a tool from a tool source cannot need approval; give it in `tools` instead');
+      }
+      const other = givers.get(tool.name);
+      if (other !== undefined) {
+        const who = other === here ? `listed ${here} twice` : `listed ${here} and ${other}`;
+        throw new DuplicateToolError(tool.name, `${who}; give the source's tools a prefix (mcpTools' prefix option)`);
+      }
+      givers.set(tool.name, here);
     }
   }
+  const listed = listings.flat();
   return { all: new ToolSet([...own, ...listed]), listed, sources: listings.flatMap((tools, index) => tools.map(() => refs[index]!)) };
 }
 
