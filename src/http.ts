@@ -17,4 +17,5 @@ export type { ChatAction } from './http/route.js';
 export type { ChatAccessRequest, ChatAuthorization, ChatAuthorizer, ChatKeyMapper, ChatScopeMapper } from './http/chat-access.js';
 export type { AiSdkVersion } from './http/ai-sdk-version.js';
 export type { ChatMessageMetadata } from './http/ui-chunks.js';
+export type { SubagentIncomplete } from './http/stored-subagents.js';
 export type { LiveStats } from './viewer/sse.js';

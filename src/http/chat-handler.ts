@@ -21,7 +21,8 @@ import { chatRoute, subagentSessionProblem } from './route.js';
 import { SubagentTree } from './subagent-tree.js';
 import { RESERVED_OPERATIONS, RunChunker, type Audience } from './ui-chunks.js';
 import { toUIMessages } from './ui-messages.js';
-import { NOT_RUN_AGAIN, readAnswers, type Answer, type Answers } from './denials.js';
+import { NOT_RUN_AGAIN, type Answer, type Answers } from './denials.js';
+import { readTraceFacts, StoredSubagents, type ChildrenOf } from './stored-subagents.js';
 import { checkKnownKeys, parseOptions } from '../known-keys.js';
 
 /** The options of `createChatHandler`, checked once when the handler is made. */
@@ -142,10 +143,24 @@ function answerOf({ kind, run, digest, approved, reason }: ReadAnswer): Answer {
   return { kind, run, digest, approved, reason: verdict.reason, by: verdict.by };
 }
 
-/** A chat as this handler works on it: its stored session id (`key`) and the id its page sent (`name`, the only one an answer shows). */
+/**
+ * A chat as this handler works on it: its stored session id (`key`) and the id its page sent
+ * (`name`, the only one an answer shows); `report` tells `onError` of an error the request
+ * survives (a subagent's session that could not be read: the page shows it could not).
+ */
 interface ChatRef {
   key: string;
   name: string;
+  report: (error: unknown) => void;
+}
+
+/**
+ * What the store says of a chat's run in flight, for its stream to show the run as its pages saw
+ * it: the answers its trace records, and its subagents' stored steps (by call ordinal).
+ */
+interface StoredRun {
+  answers: Answers;
+  children: ChildrenOf;
 }
 
 /** A chat id as an answer quotes it (at most 100 characters). */
@@ -252,16 +267,12 @@ class ChatSessions {
       if (route.action === 'post') return await this.#post(request);
       const admitted = await this.#admit(request, route.chatId, route.action);
       if (admitted instanceof Response) return admitted;
-      const chat: ChatRef = { key: admitted.key, name: route.chatId };
+      const chat: ChatRef = { key: admitted.key, name: route.chatId, report: this.#reporter(request) };
       if (route.action === 'cancel') return await this.#cancel(chat);
       if (route.action === 'resume') return await this.#resumeOperation(request, chat);
       return route.action === 'stream' ? await this.#resume(chat) : await this.#messages(chat);
     } catch (error) {
-      try {
-        this.#onError(error, request);
-      } catch {
-        // A reporter that throws does not change the answer.
-      }
+      this.#reporter(request)(error);
       return json(500, LoopchartError.isInstance(error) ? error.code : 'Internal', INTERNAL_MESSAGE);
     }
   }
@@ -319,7 +330,7 @@ class ChatSessions {
     const ask = { ...asked.ask, chatId: admitted.key };
     const name = asked.ask.chatId;
     return this.#serial(ask.chatId, async () => {
-      if (ask.type === 'approvals') return this.#answer({ key: ask.chatId, name }, ask.answers);
+      if (ask.type === 'approvals') return this.#answer({ key: ask.chatId, name, report: this.#reporter(request) }, ask.answers);
       let chat: LiveChat;
       try {
         // A new chat's session is made with the caller's scope; a stored one must have it.
@@ -345,7 +356,8 @@ class ChatSessions {
    * runs the child; at rest, in the child's stored session (decideStored walks down the tree), and
    * the parent, opened again, resumes the child with it.
    */
-  async #answer({ key: chatId, name }: ChatRef, answers: ApprovalAnswer[]): Promise<Response> {
+  async #answer(ref: ChatRef, answers: ApprovalAnswer[]): Promise<Response> {
+    const { key: chatId, name } = ref;
     const live = this.#live.get(chatId);
     const context = live ? live.session.actor.getSnapshot().context : await this.#stored(chatId);
     if (!context) return notFound(name);
@@ -364,7 +376,7 @@ class ChatSessions {
       }
       toSend = checked.answers.filter((a) => !a.ofChild);
     }
-    const chat = live ?? (await this.#open(chatId, undefined, await readAnswers(this.#store, chatId, context.runIndex)));
+    const chat = live ?? (await this.#open(chatId, undefined, await this.#storedRun(ref, context)));
     const again = toSend.length > 0 ? await checkAnswers(chatId, chat.session.actor.getSnapshot().context, toSend, this.#contextOf(chat)) : null;
     if ((again && 'problem' in again) || !chat.run) {
       this.#settle(chatId, chat);
@@ -391,16 +403,17 @@ class ChatSessions {
     return async (sessionId) => this.#stored(sessionId);
   }
 
-  async #resume({ key: chatId, name }: ChatRef): Promise<Response> {
+  async #resume(ref: ChatRef): Promise<Response> {
+    const { key: chatId, name } = ref;
     return this.#serial(chatId, async () => {
-      let answers: Answers | undefined;
+      let stored: StoredRun | undefined;
       if (!this.#live.has(chatId)) {
         const context = await this.#stored(chatId);
         if (!context) return notFound(name);
         if (!runInFlight(context.brain)) return new Response(null, { status: 204 });
-        answers = await readAnswers(this.#store, chatId, context.runIndex);
+        stored = await this.#storedRun(ref, context);
       }
-      const chat = await this.#open(chatId, undefined, answers);
+      const chat = await this.#open(chatId, undefined, stored);
       if (!chat.run || chat.run.ended) {
         this.#settle(chatId, chat);
         return new Response(null, { status: 204 });
@@ -422,7 +435,8 @@ class ChatSessions {
    * budgets are not resumed here: approvals have their own answers, bound to the calls shown,
    * and a page does not raise its own budget.
    */
-  async #resumeOperation(request: Request, { key: chatId, name }: ChatRef): Promise<Response> {
+  async #resumeOperation(request: Request, ref: ChatRef): Promise<Response> {
+    const { key: chatId, name } = ref;
     const read = await readJsonBody(request, this.#settings.maxBodyBytes);
     if ('problem' in read) return json(read.tooLarge ? 413 : 400, read.tooLarge ? 'BodyTooLarge' : 'InvalidChatRequest', read.problem);
     const asked = ResumeRequestSchema.safeParse(read.body);
@@ -433,12 +447,12 @@ class ChatSessions {
       const live = this.#live.get(chatId);
       const context = live ? live.session.actor.getSnapshot().context : await this.#stored(chatId);
       if (!context) return notFound(name);
-      if (target !== undefined) return this.#resumeChild(chatId, live, context, { operation, payload, target });
+      if (target !== undefined) return this.#resumeChild(ref, live, context, { operation, payload, target });
       const waiting = context.operations.waiting?.operation;
       if (waiting !== operation) {
         return json(409, 'NothingToResume', waiting ? `the run waits on operation '${waiting}', not '${operation.slice(0, 100)}'` : 'the run waits on no operation');
       }
-      const chat = live ?? (await this.#open(chatId, undefined, await readAnswers(this.#store, chatId, context.runIndex)));
+      const chat = live ?? (await this.#open(chatId, undefined, await this.#storedRun(ref, context)));
       const run = chat.run;
       if (!run || run.ended) {
         this.#settle(chatId, chat);
@@ -468,11 +482,12 @@ class ChatSessions {
    * back at its wait, and the resume goes to it then (down through each level's call, as a steer
    * does). A payload the child's operation refuses is a 409 with its reason.
    */
-  async #resumeChild(chatId: string, live: LiveChat | undefined, context: AgentContext, resume: { operation: string; payload: unknown; target: string }): Promise<Response> {
+  async #resumeChild(ref: ChatRef, live: LiveChat | undefined, context: AgentContext, resume: { operation: string; payload: unknown; target: string }): Promise<Response> {
+    const chatId = ref.key;
     const { operation, payload, target } = resume;
     const problem = await childWaitProblem(chatId, context, target, operation, this.#contextOf(live));
     if (problem) return json(409, 'NothingToResume', problem);
-    const chat = live ?? (await this.#open(chatId, undefined, await readAnswers(this.#store, chatId, context.runIndex)));
+    const chat = live ?? (await this.#open(chatId, undefined, await this.#storedRun(ref, context)));
     const run = chat.run;
     const tree = chat.tree;
     const gone = (why: string) => {
@@ -503,17 +518,18 @@ class ChatSessions {
     return this.#stream(run, from, 'continuing');
   }
 
-  async #cancel({ key: chatId, name }: ChatRef): Promise<Response> {
+  async #cancel(ref: ChatRef): Promise<Response> {
+    const { key: chatId, name } = ref;
     const noRun = () => json(409, 'NoRunInFlight', `chat '${shown(name)}' has no run in flight`);
     return this.#serial(chatId, async () => {
-      let answers: Answers | undefined;
+      let stored: StoredRun | undefined;
       if (!this.#live.has(chatId)) {
         const context = await this.#stored(chatId);
         if (!context) return notFound(name);
         if (!runInFlight(context.brain)) return noRun();
-        answers = await readAnswers(this.#store, chatId, context.runIndex);
+        stored = await this.#storedRun(ref, context);
       }
-      const chat = await this.#open(chatId, undefined, answers);
+      const chat = await this.#open(chatId, undefined, stored);
       if (!chat.run || chat.run.ended) {
         this.#settle(chatId, chat);
         return noRun();
@@ -523,7 +539,7 @@ class ChatSessions {
     });
   }
 
-  async #messages({ key: chatId, name }: ChatRef): Promise<Response> {
+  async #messages({ key: chatId, name, report }: ChatRef): Promise<Response> {
     const live = this.#live.get(chatId);
     const context = live ? live.session.actor.getSnapshot().context : await this.#stored(chatId);
     if (!context) return notFound(name);
@@ -531,9 +547,12 @@ class ChatSessions {
     // A live session's decisions reach the trace with its next stored step: stored first, so a
     // denial its history shows is read. A write that fails fails the run, whose streams say so.
     await live?.session.flush().catch(() => {});
-    const answers = await readAnswers(this.#store, chatId);
-    // The run in flight shows its user message; its reply is what its stream replays.
-    const messages = toUIMessages([...history, ...pending.slice(0, 1)], { version: this.#settings.aiSdk, chat: chatId, answers });
+    const facts = await readTraceFacts(this.#store, chatId);
+    // The run in flight shows its user message; its reply (its subagents' steps too) is what its stream replays.
+    const opened = runInFlight(context.brain) ? facts.opened.filter(({ run }) => run < context.runIndex) : facts.opened;
+    const children = await new StoredSubagents(this.#store, context.scope, report).childrenOf(chatId, history, { ...facts, opened });
+    const shownTo = { version: this.#settings.aiSdk, chat: chatId, answers: facts.answers, children };
+    const messages = toUIMessages([...history, ...pending.slice(0, 1)], shownTo);
     return new Response(JSON.stringify({ messages }), { headers: { 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-store' } });
   }
 
@@ -545,6 +564,29 @@ class ChatSessions {
     return new Response(sink.body, { status: 200, headers: STREAM_HEADERS });
   }
 
+  /** Tells `onError` of an error the request survives (what the reporter throws is ignored). */
+  #reporter(request: Request): (error: unknown) => void {
+    return (error) => {
+      try {
+        this.#onError(error, request);
+      } catch {
+        // A reporter that throws does not change the answer.
+      }
+    };
+  }
+
+  /**
+   * What the store says of the chat's run in flight (`context`, stored), read before the chat is
+   * opened from the store: the answers of the run's calls, the stored steps of their subagents.
+   */
+  async #storedRun({ key: chatId, report }: ChatRef, context: AgentContext): Promise<StoredRun> {
+    const facts = await readTraceFacts(this.#store, chatId, { run: context.runIndex });
+    const reader = new StoredSubagents(this.#store, context.scope, report);
+    // The run's replies after its user message: what its stream seeds (`#follow`), call for call.
+    const children = await reader.childrenOf(chatId, context.brain.context.pending.slice(1), facts, context);
+    return { answers: facts.answers, children };
+  }
+
   /** The stored session's context, or undefined when there is none. */
   async #stored(chatId: string): Promise<AgentContext | undefined> {
     const stored = await this.#store.load(chatId);
@@ -553,10 +595,10 @@ class ChatSessions {
 
   /**
    * The chat's live session, opened from the store (a run in flight there continues) when this
-   * process has none; `answers`: what the session's trace says of the run in flight's calls, for
-   * its stream to show them as their pages saw them.
+   * process has none; `stored`: what the store says of the run in flight (the answers of its
+   * calls, its subagents' steps), for its stream to show it as its pages saw it.
    */
-  async #open(chatId: string, scope?: string, answers?: Answers): Promise<LiveChat> {
+  async #open(chatId: string, scope?: string, stored?: StoredRun): Promise<LiveChat> {
     const existing = this.#live.get(chatId);
     if (existing) {
       if (scope !== undefined && existing.session.actor.getSnapshot().context.scope !== scope) throw new SessionScopeError(chatId);
@@ -568,7 +610,7 @@ class ChatSessions {
       store: this.#store,
       sessionId: chatId,
       ...(scope !== undefined && { scope }),
-      attach: (actor) => this.#follow(chatId, chat, actor, answers),
+      attach: (actor) => this.#follow(chatId, chat, actor, stored),
     });
     this.#live.set(chatId, chat);
     return chat;
@@ -578,7 +620,7 @@ class ChatSessions {
    * Listens to the session's actor before it starts: a run picked up from the store shows what it
    * stored first, the results its batch in progress has (a tool policy's denial among them) too.
    */
-  #follow(chatId: string, chat: LiveChat, actor: AgentActor, answers: Answers = new Map()): void {
+  #follow(chatId: string, chat: LiveChat, actor: AgentActor, stored?: StoredRun): void {
     const context = actor.getSnapshot().context;
     const tree = new SubagentTree(chatId, actor, {
       event: (via, event) => chat.run?.childEvent(via, event),
@@ -588,11 +630,11 @@ class ChatSessions {
     });
     chat.tree = tree;
     if (runInFlight(context.brain)) {
-      const run = this.#newRun(chatId, context.runIndex, answers);
+      const run = this.#newRun(chatId, context.runIndex, stored?.answers);
       const { pending, turnsTaken } = context.brain.context;
       // The batch's limit on calls is the agent's: a call past it shows no result until the batch ends.
       const batch = batchResults(context, Number.MAX_SAFE_INTEGER).flatMap(({ result }) => (result ? [result] : []));
-      run.seed(run.chunker.fromMessages([...pending.slice(1), ...batch], turnsTaken));
+      run.seed(run.chunker.fromMessages([...pending.slice(1), ...batch], turnsTaken, stored?.children));
       chat.run = run;
     }
     actor.on('*', (event: AgentEmitted) => {

@@ -2,7 +2,6 @@ import { z } from 'zod';
 import { deniedResult } from '../agent/core/call-decisions.js';
 import { digestOf } from '../agent/approvals/approval-binding.js';
 import { failedResult } from '../agent/in-doubt/in-doubt.js';
-import type { SessionStore } from '../stores/session-store.js';
 import type { ToolCall, ToolMessage } from '../schemas.js';
 import type { AiSdkVersion } from './ai-sdk-version.js';
 
@@ -49,8 +48,8 @@ const AnswerEntrySchema = z.discriminatedUnion('type', [
   z.object({ type: z.literal('doubt'), run: z.number(), toolCallId: z.string(), action: z.enum(['rerun', 'result', 'fail']), digest: z.string(), by: z.string().optional(), reason: z.string().optional() }),
 ]);
 
-/** Only decisions are parsed: the trace also holds every model call, with its prompt. */
-const isDecision = (entry: unknown): boolean => {
+/** Whether a trace entry is a person's decision (the entries `answerOfEntry` reads). */
+export const isDecision = (entry: unknown): boolean => {
   const type = (entry as { type?: unknown } | null)?.type;
   return type === 'approval' || type === 'doubt';
 };
@@ -62,19 +61,14 @@ export function addAnswer(answers: Answers, toolCallId: string, answer: Answer):
   else answers.set(toolCallId, [answer]);
 }
 
-/** The session's answers, from its trace (`run`: only that run's). */
-export async function readAnswers(store: SessionStore, sessionId: string, run?: number): Promise<Answers> {
-  const answers: Answers = new Map();
-  for (const { entry } of (await store.readTrace?.(sessionId)) ?? []) {
-    if (!isDecision(entry)) continue;
-    const parsed = AnswerEntrySchema.safeParse(entry);
-    if (!parsed.success || (run !== undefined && parsed.data.run !== run)) continue;
-    const { run: taken, toolCallId, digest, reason, by } = parsed.data;
-    // A call in doubt run again, or given its result by hand, was let through: approved.
-    const approved = parsed.data.type === 'approval' ? parsed.data.approved : parsed.data.action !== 'fail';
-    addAnswer(answers, toolCallId, { kind: parsed.data.type, run: taken, digest, approved, reason, by });
-  }
-  return answers;
+/** The answer a trace entry records (a person's decision, see `isDecision`), with its call, or null for any other entry. */
+export function answerOfEntry(entry: unknown): { toolCallId: string; answer: Answer } | null {
+  const parsed = AnswerEntrySchema.safeParse(entry);
+  if (!parsed.success) return null;
+  const { run, toolCallId, digest, reason, by } = parsed.data;
+  // A call in doubt run again, or given its result by hand, was let through: approved.
+  const approved = parsed.data.type === 'approval' ? parsed.data.approved : parsed.data.action !== 'fail';
+  return { toolCallId, answer: { kind: parsed.data.type, run, digest, approved, reason, by } };
 }
 
 /** The reason as the page's approval part keeps it: the handler's stand-in for none (NOT_RUN_AGAIN) was never on the page. */

@@ -1,13 +1,14 @@
 import { createHash } from 'node:crypto';
 import type { AgentEmitted, AgentOutput } from '../agent/protocol/actor-types.js';
-import type { ApprovalRequest } from '../agent/approvals/approval-binding.js';
+import { digestOf, type ApprovalRequest } from '../agent/approvals/approval-binding.js';
 import { APPROVALS_OPERATION } from '../agent/approvals/approval-events.js';
 import { BUDGET_OPERATION } from '../agent/budget/budget-pause.js';
 import { FINAL_ANSWER_TOOL } from '../agent/structured-output/structured-output.js';
 import { routeOf } from '../agent/subagents/subagents.js';
-import type { Message, ToolCall, ToolMessage } from '../schemas.js';
+import type { AssistantMessage, Message, ToolCall, ToolMessage } from '../schemas.js';
 import type { AiSdkVersion } from './ai-sdk-version.js';
 import { addAnswer, callEnd, claimAnswer, shownApproval, type Answer, type Answers, type CallEnd, type ShownIn } from './denials.js';
+import { incompleteOf, type ChildrenOf, type StoredChild, type SubagentIncomplete } from './stored-subagents.js';
 
 /**
  * The run of a chat session as AI SDK UI message stream chunks: one assistant UI message per
@@ -146,7 +147,7 @@ export class RunChunker {
   /** The last `final_answer` call shown without its outcome: a rejection or the run's answer gives it one. */
   #answerCall: string | null = null;
   /** Per subagent (the id of the call that runs it): its text, where its open turn's text begins, when it was last sent. */
-  readonly #children = new Map<string, { text: string; turnAt: number; turn: number; streamed: boolean; sentAt: number }>();
+  readonly #children = new Map<string, ChildProgress>();
 
   /** The chat's stored session id, which its approval ids are bound to. */
   readonly #chat: string;
@@ -198,21 +199,58 @@ export class RunChunker {
   /**
    * The chunks of what a run already stored (its replies and tool results after the message that
    * started it), as a page that reattaches needs them; `turnsTaken` is the run's turn count, so
-   * the next live turn opens a step of its own.
+   * the next live turn opens a step of its own. `children`: the stored subagents of its calls (by
+   * call ordinal), shown as the live stream showed them (see `#storedChild`).
    */
-  fromMessages(messages: readonly Message[], turnsTaken: number): UIChunk[] {
+  fromMessages(messages: readonly Message[], turnsTaken: number, children: ChildrenOf = new Map()): UIChunk[] {
     const out: UIChunk[] = [];
+    let ordinal = 0;
     for (const message of messages) {
       if (message.role === 'assistant') {
         out.push(...this.#step(this.#turn + 1));
         if (message.content) out.push(...this.#textDelta(message.content), ...this.#endText());
-        for (const call of message.toolCalls ?? []) out.push(...this.#toolInput(call));
+        const calls = message.toolCalls ?? [];
+        for (const call of calls) out.push(...this.#toolInput(call));
+        for (const call of calls) out.push(...this.#storedChild(call.id, call, children.get(ordinal++)));
       } else if (message.role === 'tool') {
         out.push(...this.#toolOutput(message, this.#calls.get(message.toolCallId)));
       }
     }
     this.#turn = Math.max(this.#turn, turnsTaken);
     return out;
+  }
+
+  /**
+   * What the live stream showed of the stored child of `call` (shown as `via`) up to now: its
+   * calls and their results (with the answers its trace records), its text as the call's
+   * preliminary output, its own children the same way, each where the live stream put it (after
+   * the calls of the turn that made them); or the marker of a child not shown whole. A child that
+   * goes on live (opened again from the store) adds to it through `childEvent`.
+   */
+  #storedChild(via: string, call: ToolCall, child: StoredChild | undefined): UIChunk[] {
+    // Read for this call (a session stored meanwhile by another process may have other calls at that place).
+    if (!child || child.callId !== call.id || child.digest !== digestOf(call)) return [];
+    const marker = incompleteOf(via, child);
+    if (child.kind === 'incomplete') return [incompleteChunk(marker!)];
+    for (const [id, answers] of child.answers) for (const answer of answers) addAnswer(this.#answers, `${via}/${id}`, answer);
+    const state = this.#childState(via);
+    const out: UIChunk[] = [];
+    const calls = new Map<string, ToolCall>();
+    let turn = 0;
+    let ordinal = 0;
+    for (const message of child.messages) {
+      if (message.role === 'assistant') {
+        out.push(...this.#childTurn(via, state, ++turn, message, 0));
+        for (const own of message.toolCalls ?? []) {
+          calls.set(own.id, own);
+          out.push(...this.#storedChild(`${via}/${own.id}`, own, child.children.get(ordinal++)));
+        }
+      } else if (message.role === 'tool') {
+        const own = calls.get(message.toolCallId);
+        if (own) out.push(...this.#childResult(via, own, message));
+      }
+    }
+    return marker ? [...out, incompleteChunk(marker)] : out;
   }
 
   /** The chunks one emitted event adds (none for events a page does not show). */
@@ -426,20 +464,11 @@ export class RunChunker {
    */
   childEvent(via: string, event: AgentEmitted, now = Date.now()): UIChunk[] {
     if (!this.#inputs.has(via)) return [];
-    let child = this.#children.get(via);
-    if (!child) this.#children.set(via, (child = { text: '', turnAt: 0, turn: 0, streamed: false, sentAt: 0 }));
-    const open = (turn: number) => {
-      if (turn === child.turn) return;
-      child.turn = turn;
-      child.streamed = false;
-      if (child.text) child.text += '\n\n';
-      child.turnAt = child.text.length;
-    };
-    const qualify = (call: ToolCall): ToolCall => ({ ...call, id: `${via}/${call.id}` });
+    const child = this.#childState(via);
     switch (event.type) {
       case 'text.delta':
         if (!event.delta) return [];
-        open(event.turn);
+        openTurn(child, event.turn);
         child.streamed = true;
         child.text += event.delta;
         return now - child.sentAt >= PROGRESS_EVERY_MS ? this.#progress(via, child, now) : [];
@@ -449,19 +478,34 @@ export class RunChunker {
         child.text = child.text.slice(0, child.turnAt);
         child.streamed = false;
         return [];
-      case 'turn.finished': {
-        open(event.turn);
-        if (!child.streamed && event.reply.message.content) child.text += event.reply.message.content;
-        const calls = (event.reply.message.toolCalls ?? []).flatMap((call) => this.#toolInput(qualify(call)));
-        return [...(child.text ? this.#progress(via, child, now) : []), ...calls];
-      }
+      case 'turn.finished':
+        return this.#childTurn(via, child, event.turn, event.reply.message, now);
       case 'tool.started':
-        return this.#toolInput(qualify(event.call));
+        return this.#toolInput(qualified(via, event.call));
       case 'tool.finished':
-        return this.#inputs.has(`${via}/${event.call.id}`) ? this.#toolOutput({ ...event.result, toolCallId: `${via}/${event.result.toolCallId}` }, qualify(event.call)) : [];
+        return this.#childResult(via, event.call, event.result);
       default:
         return [];
     }
+  }
+
+  #childState(via: string): ChildProgress {
+    let child = this.#children.get(via);
+    if (!child) this.#children.set(via, (child = { text: '', turnAt: 0, turn: 0, streamed: false, sentAt: 0 }));
+    return child;
+  }
+
+  /** A child's turn ended with `reply` (its text added whole unless it streamed): its text so far as its call's output, then its calls' tool parts. */
+  #childTurn(via: string, child: ChildProgress, turn: number, reply: AssistantMessage, now: number): UIChunk[] {
+    openTurn(child, turn);
+    if (!child.streamed && reply.content) child.text += reply.content;
+    const calls = (reply.toolCalls ?? []).flatMap((call) => this.#toolInput(qualified(via, call)));
+    return [...(child.text ? this.#progress(via, child, now) : []), ...calls];
+  }
+
+  /** A child's call ended: its result under the id the page shows it by. */
+  #childResult(via: string, call: ToolCall, result: ToolMessage): UIChunk[] {
+    return this.#inputs.has(`${via}/${call.id}`) ? this.#toolOutput({ ...result, toolCallId: `${via}/${result.toolCallId}` }, qualified(via, call)) : [];
   }
 
   #progress(via: string, child: { text: string; sentAt: number }, now: number): UIChunk[] {
@@ -488,6 +532,34 @@ export class RunChunker {
     return [...presented, ...tagged([continuing], 'continuing'), ...tagged([replaying], 'replaying')];
   }
 }
+
+/** What a running subagent's call shows as its preliminary output, per child (see `childEvent`). */
+interface ChildProgress {
+  /** Its text so far. */
+  text: string;
+  /** Where its open turn's text begins. */
+  turnAt: number;
+  turn: number;
+  /** Whether the open turn's text streamed (else its reply's text is added whole at its end). */
+  streamed: boolean;
+  /** When its progress was last sent. */
+  sentAt: number;
+}
+
+/** A child's turn `turn` begins (once): its text is set apart from the turn before by a blank line. */
+function openTurn(child: ChildProgress, turn: number): void {
+  if (turn === child.turn) return;
+  child.turn = turn;
+  child.streamed = false;
+  if (child.text) child.text += '\n\n';
+  child.turnAt = child.text.length;
+}
+
+/** A child's call as the page shows it: under the id of the call that runs the child (`c1/p1`). */
+const qualified = (via: string, call: ToolCall): ToolCall => ({ ...call, id: `${via}/${call.id}` });
+
+/** The data part that says a subagent's steps are not shown whole (see stored-subagents.ts). */
+const incompleteChunk = (data: SubagentIncomplete): UIChunk => ({ type: 'data-subagent-incomplete', id: `subagent-${data.toolCallId}`, data });
 
 /** The chunk that ends a call's tool part as `end` says (the approval, if any, is the page's already). */
 function endChunk(toolCallId: string, end: CallEnd): UIChunk {

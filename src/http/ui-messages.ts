@@ -1,7 +1,9 @@
 import { isGuardFeedback } from '../agent/guardrails/guardrails.js';
 import { isOutputFeedback } from '../agent/structured-output/structured-output.js';
-import type { Message, ToolCall } from '../schemas.js';
+import { digestOf } from '../agent/approvals/approval-binding.js';
+import type { Message, ToolCall, ToolMessage } from '../schemas.js';
 import { callEnd, claimAnswer, shownApproval, type Answers } from './denials.js';
+import { incompleteOf, type ChildrenOf, type StoredChild } from './stored-subagents.js';
 import type { AiSdkVersion } from './ai-sdk-version.js';
 import { approvalIdOf } from './ui-chunks.js';
 
@@ -13,7 +15,8 @@ import { approvalIdOf } from './ui-chunks.js';
  * loopchart wrote to the model (an output guardrail's feedback, an answer that did not match the
  * output schema): the page did not send them, and its live stream never showed them, so the
  * replies around one stay one assistant message, as they streamed. A call the page denied shows
- * as the stream showed it (see `ShownTo` and `callEnd`).
+ * as the stream showed it (see `ShownTo` and `callEnd`), and a subagent's calls, read back from
+ * its session, as the stream showed them (see `childParts`).
  */
 export interface UIMessageOut {
   id: string;
@@ -30,12 +33,15 @@ export interface ShownTo {
   version: AiSdkVersion;
   chat: string;
   answers: Answers;
+  /** The stored subagents of the messages' calls, by call ordinal (see stored-subagents.ts). */
+  children?: ChildrenOf | undefined;
 }
 
 export function toUIMessages(messages: readonly Message[], shownTo: ShownTo): UIMessageOut[] {
   const out: UIMessageOut[] = [];
   let assistant: UIMessageOut | undefined;
   const parts = new Map<string, { part: Record<string, unknown>; call: ToolCall }>();
+  let ordinal = 0;
   messages.forEach((message, index) => {
     if (message.role === 'system' || (message.role === 'user' && (isGuardFeedback(message) || isOutputFeedback(message)))) return;
     if (message.role === 'user') {
@@ -50,20 +56,63 @@ export function toUIMessages(messages: readonly Message[], shownTo: ShownTo): UI
     if (message.role === 'assistant') {
       assistant.parts.push({ type: 'step-start' });
       if (message.content) assistant.parts.push({ type: 'text', text: message.content, state: 'done' });
-      for (const call of message.toolCalls ?? []) {
+      const calls = message.toolCalls ?? [];
+      for (const call of calls) {
         const part: Record<string, unknown> = { type: `tool-${call.name}`, toolCallId: call.id, state: 'input-available', input: call.args };
         parts.set(call.id, { part, call });
         assistant.parts.push(part);
       }
+      // A subagent's calls come after the calls of the turn that started it, as the live stream sent them.
+      for (const call of calls) assistant.parts.push(...childParts(call.id, call, shownTo.children?.get(ordinal++), shownTo));
       return;
     }
     const shown = parts.get(message.toolCallId);
-    if (!shown) return;
-    const { part, call } = shown;
-    // A denial shows as the stream showed it to the page that answered (callEnd: one rule for both).
-    const denial = claimAnswer(shownTo.answers, call, message, { denials: true });
-    const approval = denial && shownApproval(denial, approvalIdOf({ run: denial.run, digest: denial.digest, toolCallId: call.id }, shownTo.chat));
-    Object.assign(part, callEnd(shownTo.version, 'page', message, approval));
+    if (shown) endPart(shown.part, shown.call, message, shownTo.answers, shownTo, true);
   });
   return out;
+}
+
+/**
+ * Gives a call's part its end: an answered call shows as the stream showed it to the page that
+ * answered (callEnd: one rule for both). `denials`: only a denial is taken, for calls of a chat's
+ * runs, which the answers cannot tell apart (a subagent's session has one run: its approvals are
+ * taken too).
+ */
+function endPart(part: Record<string, unknown>, call: ToolCall, result: ToolMessage, answers: Answers, shownTo: ShownTo, denials: boolean): void {
+  const answer = claimAnswer(answers, call, result, { denials });
+  const approval = answer && shownApproval(answer, approvalIdOf({ run: answer.run, digest: answer.digest, toolCallId: result.toolCallId }, shownTo.chat));
+  Object.assign(part, callEnd(shownTo.version, 'page', result, approval));
+}
+
+/**
+ * The parts of the stored child of `call` (shown as `via`), as the live stream left them: each of
+ * its calls a tool part under `<via>/<id>` with its end, its own children after the calls of the
+ * turn that started them; or the marker of a child not shown whole. Its text is not a part: the
+ * live stream showed it as the preliminary output of `call`, which its final output replaced.
+ */
+function childParts(via: string, call: ToolCall, child: StoredChild | undefined, shownTo: ShownTo): Array<Record<string, unknown>> {
+  // Read for this call (the log may have changed since).
+  if (!child || child.callId !== call.id || child.digest !== digestOf(call)) return [];
+  const marker = incompleteOf(via, child);
+  const markerPart = marker && { type: 'data-subagent-incomplete', id: `subagent-${via}`, data: marker };
+  if (child.kind === 'incomplete') return [markerPart!];
+  const out: Array<Record<string, unknown>> = [];
+  const parts = new Map<string, { part: Record<string, unknown>; call: ToolCall }>();
+  let ordinal = 0;
+  for (const message of child.messages) {
+    if (message.role === 'assistant') {
+      const calls = message.toolCalls ?? [];
+      for (const own of calls) {
+        const part: Record<string, unknown> = { type: `tool-${own.name}`, toolCallId: `${via}/${own.id}`, state: 'input-available', input: own.args };
+        parts.set(own.id, { part, call: own });
+        out.push(part);
+      }
+      for (const own of calls) out.push(...childParts(`${via}/${own.id}`, own, child.children.get(ordinal++), shownTo));
+    } else if (message.role === 'tool') {
+      const shown = parts.get(message.toolCallId);
+      // The child's answers name its calls by its own ids; the page's approval ids by the qualified one.
+      if (shown) endPart(shown.part, shown.call, { ...message, toolCallId: `${via}/${message.toolCallId}` }, child.answers, shownTo, false);
+    }
+  }
+  return markerPart ? [...out, markerPart] : out;
 }

@@ -558,7 +558,10 @@ export class DurableSession {
       const recorded = this.#replay.get(batchKey)?.get(call.id);
       if (recorded) return recorded as never;
       // An agent tool's child run is a session of its own on this store.
-      const result = await extendScope({ open: (options) => this.#openChild(options) }, () => this.#traced(effect, () => inner(effect, perform)));
+      // The child session the call opens (an agent tool's), for its trace entry: what a reader finds the child by.
+      let child: string | undefined;
+      const open = (options: OpenChildOptions) => ((child = options.sessionId), this.#openChild(options));
+      const result = await extendScope({ open }, () => this.#traced(effect, () => inner(effect, perform), () => child));
       if (!effect.signal.aborted) {
         this.#enqueue({ kind: 'journal', turnKey: batchKey, entry: result as ToolMessage });
       }
@@ -570,9 +573,10 @@ export class DurableSession {
    * Runs one effect and records it in the trace when it settles (before the driver sees the
    * result, so the entry is queued ahead of the step that uses it). Approval checks are not
    * recorded: the decision is, when it is sent. Nor is a run's toolset step: what it listed is
-   * journaled in the row (`offered`) by the step that takes it.
+   * journaled in the row (`offered`) by the step that takes it. `child`: the child session a
+   * tool call opened (an agent tool's), which its entry names.
    */
-  async #traced<T>(effect: SideEffect, work: () => Promise<T>): Promise<T> {
+  async #traced<T>(effect: SideEffect, work: () => Promise<T>, child: () => string | undefined = () => undefined): Promise<T> {
     if (!this.#store.appendTrace || effect.kind === 'approval') return work();
     const run = this.actor.getSnapshot().context.runIndex;
     const prompt = effect.kind === 'model' ? this.#prompts.next((effect as SideEffect<'model'>).input.request.messages) : undefined;
@@ -613,7 +617,16 @@ export class DurableSession {
           });
         } else if (effect.kind === 'tool') {
           const { input } = effect as SideEffect<'tool'>;
-          this.#record({ type: 'tool', ...common, turn: input.turn, call: input.call, ...(result !== undefined && { result: result as ToolMessage }), ...error });
+          const opened = child();
+          this.#record({
+            type: 'tool',
+            ...common,
+            turn: input.turn,
+            call: input.call,
+            ...(result !== undefined && { result: result as ToolMessage }),
+            ...error,
+            ...(opened !== undefined && { child: opened }),
+          });
           // Other calls of the batch may run on for long: the entry does not wait for the batch's step.
           this.#writeTrace();
         } else if (effect.kind === 'guardrail') {

@@ -83,6 +83,11 @@ export const TraceEntrySchema = z.discriminatedUnion('type', [
     call: ToolCallSchema,
     result: ToolMessageSchema.optional(),
     error: ErrorInfoSchema.optional(),
+    /**
+     * The session of the child run the call started (an agent tool's, `<session>/run-<r>:turn-<t>:<call id>`):
+     * a chat page reloaded shows that child's calls from it. Absent for other tools and in older traces.
+     */
+    child: z.string().optional(),
   }),
   z.object({
     type: z.literal('approval.requested'),

@@ -3,7 +3,7 @@ import { decodeJournalEntry, decodeSession } from './decode.js';
 import { CorruptSessionError } from './errors.js';
 import { InvalidConfigError } from '../errors.js';
 import type { SessionStore, SessionSummary, StepWrite, StoredSession, TraceRecord } from './session-store.js';
-import { checkSessionId, decodeTraceRow, encodeJournalEntry, encodeStep, encodeTraceEntries, planStep } from './step.js';
+import { checkSessionId, decodeTraceRow, encodeJournalEntry, encodeStep, encodeTraceEntries, planStep, traceLimit } from './step.js';
 
 /**
  * The in-memory store: for tests, examples and hosts that persist elsewhere.
@@ -148,9 +148,15 @@ export class MemorySessionStore implements SessionStore {
     this.pushTrace(sessionId, encodeTraceEntries(sessionId, entries));
   }
 
-  async readTrace(sessionId: string, afterSeq = 0): Promise<TraceRecord[]> {
+  async readTrace(sessionId: string, afterSeq = 0, limit?: number): Promise<TraceRecord[]> {
     checkSessionId(sessionId);
-    return (this.backing.trace.get(sessionId) ?? []).filter((row) => row.seq > afterSeq).map((row) => decodeTraceRow(sessionId, row.seq, row.json));
+    const most = traceLimit(limit) ?? Infinity;
+    const out: TraceRecord[] = [];
+    for (const row of this.backing.trace.get(sessionId) ?? []) {
+      if (out.length >= most) break;
+      if (row.seq > afterSeq) out.push(decodeTraceRow(sessionId, row.seq, row.json));
+    }
+    return out;
   }
 
   async close(): Promise<void> {}

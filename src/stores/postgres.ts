@@ -9,7 +9,7 @@ import { checkKnownKeys, optionKeys } from '../known-keys.js';
 import { CorruptSessionError, SessionBusyError, StoreCorruptError, StoreError, StoreFullError, StoreUnavailableError } from './errors.js';
 import { migratePostgres, quoteSchema } from './postgres-schema.js';
 import type { SessionStore, SessionSummary, StepWrite, StoredSession, TraceRecord } from './session-store.js';
-import { checkSessionId, decodeTraceRow, encodeJournalEntry, encodeStep, encodeTraceEntries, planStep } from './step.js';
+import { checkSessionId, decodeTraceRow, encodeJournalEntry, encodeStep, encodeTraceEntries, planStep, traceLimit } from './step.js';
 import type { EncodedStep } from './step.js';
 
 export interface PostgresStoreOptions {
@@ -253,15 +253,17 @@ export class PostgresSessionStore implements SessionStore {
     );
   }
 
-  async readTrace(sessionId: string, afterSeq = 0): Promise<TraceRecord[]> {
+  async readTrace(sessionId: string, afterSeq = 0, limit?: number): Promise<TraceRecord[]> {
     return this.guard(async () => {
       checkSessionId(sessionId);
+      const most = traceLimit(limit);
       await this.ready();
+      // LIMIT NULL is no limit in PostgreSQL.
       const result = await this.query<{ seq: string; entry: string }>(
         this.pool,
         'trace_read',
-        `SELECT seq, entry FROM ${this.s}.trace WHERE session_id = $1 AND seq > $2 ORDER BY seq`,
-        [sessionId, afterSeq],
+        `SELECT seq, entry FROM ${this.s}.trace WHERE session_id = $1 AND seq > $2 ORDER BY seq LIMIT $3`,
+        [sessionId, afterSeq, most],
       );
       return result.rows.map((row) => decodeTraceRow(sessionId, Number(row.seq), row.entry));
     });

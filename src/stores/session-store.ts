@@ -120,8 +120,12 @@ export interface SessionStore {
    */
   appendTrace?(sessionId: string, entries: readonly unknown[]): Promise<void>;
 
-  /** The trace entries with `seq` greater than `afterSeq` (default: all), in order. */
-  readTrace?(sessionId: string, afterSeq?: number): Promise<TraceRecord[]>;
+  /**
+   * The trace entries with `seq` greater than `afterSeq` (default: all), in order; with `limit` (a
+   * whole number from 1 to 2^31 - 1), only the first `limit` of them, so a reader that needs the
+   * start of a long trace does not read all of it.
+   */
+  readTrace?(sessionId: string, afterSeq?: number, limit?: number): Promise<TraceRecord[]>;
 
   /** Releases the connection(s). The store cannot be used afterwards. */
   close(): Promise<void>;

@@ -9,7 +9,7 @@ import { CorruptSessionError, StoreBusyError, StoreCorruptError, StoreError, Sto
 import type { SessionStore, SessionSummary, StepWrite, StoredSession, TraceRecord } from './session-store.js';
 import { migrateSqlite } from './sqlite-schema.js';
 import { openSqlite, sqliteFailure, type SqliteConnection, type SqliteDriverName } from './sqlite-driver.js';
-import { checkSessionId, decodeTraceRow, encodeJournalEntry, encodeStep, encodeTraceEntries, planStep } from './step.js';
+import { checkSessionId, decodeTraceRow, encodeJournalEntry, encodeStep, encodeTraceEntries, planStep, traceLimit } from './step.js';
 import type { EncodedStep } from './step.js';
 
 /** The embedded default: one file under the working directory. */
@@ -107,7 +107,8 @@ function prepareStatements(db: SqliteConnection) {
     journalClearTurn: db.prepare('DELETE FROM tool_journal WHERE session_id = ? AND turn_key = ?'),
     journalClearAll: db.prepare('DELETE FROM tool_journal WHERE session_id = ?'),
     traceInsert: db.prepare('INSERT INTO trace (session_id, entry) VALUES (?, ?)'),
-    traceRead: db.prepare('SELECT seq, entry FROM trace WHERE session_id = ? AND seq > ? ORDER BY seq'),
+    // LIMIT -1 is no limit in SQLite.
+    traceRead: db.prepare('SELECT seq, entry FROM trace WHERE session_id = ? AND seq > ? ORDER BY seq LIMIT ?'),
   };
 }
 
@@ -221,9 +222,10 @@ export class SqliteSessionStore implements SessionStore {
     this.guard(() => this.db.transaction('immediate', () => rows.forEach((json) => this.sql.traceInsert.run(sessionId, json))));
   }
 
-  async readTrace(sessionId: string, afterSeq = 0): Promise<TraceRecord[]> {
+  async readTrace(sessionId: string, afterSeq = 0, limit?: number): Promise<TraceRecord[]> {
     checkSessionId(sessionId);
-    const rows = this.guard(() => this.sql.traceRead.all(sessionId, afterSeq) as Array<{ seq: number; entry: string }>);
+    const most = traceLimit(limit) ?? -1;
+    const rows = this.guard(() => this.sql.traceRead.all(sessionId, afterSeq, most) as Array<{ seq: number; entry: string }>);
     return rows.map((row) => decodeTraceRow(sessionId, Number(row.seq), row.entry));
   }
 

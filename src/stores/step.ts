@@ -1,6 +1,6 @@
 import type { z } from 'zod';
 import { ToolMessageSchema } from '../schemas.js';
-import { InvalidSessionIdError, InvalidWriteError, MAX_SESSION_ID_LENGTH, SessionBusyError, SessionNotFoundError } from './errors.js';
+import { InvalidSessionIdError, InvalidWriteError, MAX_SESSION_ID_LENGTH, SessionBusyError, SessionNotFoundError, StoreError } from './errors.js';
 import { StepWriteSchema } from './session-store.js';
 import type { StepWrite } from './session-store.js';
 
@@ -163,6 +163,21 @@ export function encodeTraceEntries(sessionId: string, entries: readonly unknown[
       throw new InvalidWriteError(sessionId, `trace entry ${i} is not JSON-serializable: ${(error as Error).message}`);
     }
   });
+}
+
+/** The largest `limit` a trace read takes (SQLite's and PostgreSQL's LIMIT both take it). */
+const MAX_TRACE_LIMIT = 2 ** 31 - 1;
+
+/**
+ * A trace read's `limit` as the stores use it: null for none (every entry), else the whole number
+ * given, checked (a fraction, 0 or NaN is refused, not read as "all").
+ */
+export function traceLimit(limit: number | undefined): number | null {
+  if (limit === undefined) return null;
+  if (!Number.isInteger(limit) || limit < 1 || limit > MAX_TRACE_LIMIT) {
+    throw new StoreError('readTrace', `limit must be a whole number from 1 to ${MAX_TRACE_LIMIT}, got ${String(limit)}`);
+  }
+  return limit;
 }
 
 /** A stored trace row parsed back (the entry is validated by the reader of the trace). */

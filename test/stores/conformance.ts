@@ -10,6 +10,7 @@ import {
   MAX_SESSION_ID_LENGTH,
   SessionBusyError,
   SessionNotFoundError,
+  StoreError,
   StoreSchemaVersionError,
 } from '../../src/stores/errors.js';
 import type { SessionStore } from '../../src/stores/session-store.js';
@@ -510,6 +511,11 @@ export function describeSessionStoreConformance(name: string, harness: StoreHarn
         expect(all.map((r) => r.entry)).toEqual([{ type: 'x', n: 1 }, { type: 'x', n: 2 }, { type: 'x', n: 3, text: '<script>' }]);
         expect(all.map((r) => r.seq)).toEqual([...all.map((r) => r.seq)].sort((x, y) => x - y));
         expect((await store.readTrace!('a', all[1]!.seq)).map((r) => r.entry)).toEqual([{ type: 'x', n: 3, text: '<script>' }]);
+        // A limit reads the first entries only, after the cursor too; one that is no whole number >= 1 is refused.
+        expect((await store.readTrace!('a', 0, 2)).map((r) => r.entry)).toEqual([{ type: 'x', n: 1 }, { type: 'x', n: 2 }]);
+        expect((await store.readTrace!('a', all[0]!.seq, 1)).map((r) => r.entry)).toEqual([{ type: 'x', n: 2 }]);
+        expect(await store.readTrace!('a', 0, 10)).toHaveLength(3);
+        for (const bad of [0, 1.5, Number.NaN, -1]) expect(await rejection(store.readTrace!('a', 0, bad))).toBeInstanceOf(StoreError);
         expect((await store.readTrace!('b')).map((r) => r.entry)).toEqual([{ type: 'y' }]);
         expect(await store.readTrace!('none')).toEqual([]);
         // Another connection sees what this one wrote.
