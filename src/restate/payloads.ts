@@ -14,6 +14,13 @@ import { sessionIdProblem } from '../stores/step.js';
 const message = ExternalEventSchemas.input.shape.message;
 
 /**
+ * A handler's body as the agent event it posts, without its type: every field the in-process
+ * event takes (a child's `target`, say) and none other, so a handler drops nothing an actor's
+ * event would carry.
+ */
+const asEvent = <T extends z.ZodObject<{ type: z.ZodLiteral<string> }>>(schema: T) => schema.omit({ type: true }).strict();
+
+/**
  * A body that may be left out (null or no body at all, read as `{}`). Not a union with null: a
  * union's refusal is reported at the root ("Invalid input"), this names the field that is wrong.
  */
@@ -33,14 +40,19 @@ const decision = ExternalEventSchemas.approve.omit({ type: true });
 export const HandlerPayloads = {
   /** A user message; `scope`, the session's memory scope, is given when the session is made (another later is refused, none keeps it). */
   send: z.strictObject({ message, scope: ScopeSchema.optional() }),
-  steer: z.strictObject({ message }),
+  /** Steers the run; `target` (a child run's path of call ids, `c1` or `c1/e1`) steers that child instead. */
+  steer: asEvent(ExternalEventSchemas.steer),
   approve: decision.strict(),
   deny: decision.strict(),
-  seal: z.strictObject({ reason: ExternalEventSchemas.seal.shape.reason }),
-  /** Raises the run's budget (`budget.raise`): the limits it names hold for the rest of the run, a side effect in flight and a paused run included. */
-  raise: z.strictObject({ budget: ExternalEventSchemas['budget.raise'].shape.budget }),
-  /** Resumes the operation a run waits on; `payload` is checked by that operation's own schema. */
-  resumeOperation: ExternalEventSchemas['operation.resume'].omit({ type: true }).strict(),
+  /** Seals the run with `reason`; `target` (a child run's path) seals that child's run instead, its call getting the Sealed outcome. */
+  seal: asEvent(ExternalEventSchemas.seal),
+  /**
+   * Raises the run's budget (`budget.raise`): the limits it names hold for the rest of the run, a
+   * side effect in flight and a paused run included; `target` (a child run's path) raises that child's.
+   */
+  raise: asEvent(ExternalEventSchemas['budget.raise']),
+  /** Resumes the operation a run waits on; `payload` is checked by that operation's own schema; `target` resumes a child's. */
+  resumeOperation: asEvent(ExternalEventSchemas['operation.resume']),
   /** Decides a call in doubt (`tool.inDoubt` on the event stream): `{ toolCallId, action: 'rerun' | 'result' | 'fail', result?, digest?, run?, by?, reason? }`. */
   decideDoubt: z.strictObject(doubtFields).check(checkHandResult),
   cancel: optionalBody(z.strictObject({})),

@@ -140,7 +140,8 @@ const CONTROL_EVENTS = {
  *   one session are queued by Restate, one run after the other.
  * - `approve`, `deny`, `steer`, `cancel`, `seal` (shared): delivered to the running turn through
  *   the channel; the brain takes them at its next coherent point, as in-process. With no run in
- *   flight they have nothing to act on and are dropped when the next run starts.
+ *   flight they have nothing to act on and are dropped when the next run starts. A body holds the
+ *   agent event's own fields (payloads.ts): `target` on a steer, seal, raise or resume goes to that child run.
  * - `raise({ budget })` (shared): `budget.raise`, the limits it names holding for the rest of the
  *   run: a run paused by its budget goes on, and a side effect in flight gets the new deadline.
  * - `resumeOperation({ operation, payload })` (shared): resumes a run that an operation yielded

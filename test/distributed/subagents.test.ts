@@ -163,6 +163,62 @@ describe.skipIf(!SERVER_BINARY)('subagents on Restate (real server, two real wor
     expect(notes('halt').map((line) => line.line)).toEqual(['slow question/a']);
   });
 
+  it("a seal with a target from another client seals the child's run only: its call gets the Sealed outcome and the parent answers with it", async () => {
+    await restartKilled();
+    const invocation = await coordinator.enqueue('sealer', 'send', { message: 'slow question' });
+    const childSession = 'sealer/run-1:turn-1:r1';
+    await waitFor('the child mid-run', async () => modelCalls(childSession).find((line) => line.key.endsWith(':run-1:turn-2:model')));
+    await new IngressClient(server.ingressUrl, 'coordinatorSession').ok('sealer', 'seal', { reason: 'enough research', target: 'r1' });
+    const reply = await coordinator.attach<Summary>(invocation);
+    // The parent's run was not sealed: its model read the child's outcome and answered.
+    expect(reply.outcome).toMatchObject({ type: 'Completed', finalText: expect.stringContaining("subagent 'research' ended Sealed: enough research") });
+    // The child's model call in flight was its last step; the parent went on to its second call.
+    expect(modelCalls('sealer').map((line) => line.key)).toEqual(['sealer:run-1:turn-1:model', `${childSession}:run-1:turn-1:model`, `${childSession}:run-1:turn-2:model`, 'sealer:run-1:turn-2:model']);
+  });
+
+  it('a steer with a target reaches the child; a malformed target is a 400 naming it, one no call runs a child under is refused on the event stream', async () => {
+    await restartKilled();
+    const invocation = await coordinator.enqueue('steerer', 'send', { message: 'slow question' });
+    const childSession = 'steerer/run-1:turn-1:r1';
+    await waitFor('the child mid-run', async () => modelCalls(childSession).find((line) => line.key.endsWith(':run-1:turn-2:model')));
+    const other = new IngressClient(server.ingressUrl, 'coordinatorSession');
+    for (const [handler, body] of [
+      ['seal', { reason: 'x', target: '' }],
+      ['steer', { message: 'x', target: 5 }],
+      ['raise', { budget: { maxToolCalls: 9 }, target: 'r'.repeat(1_001) }],
+      ['resumeOperation', { operation: 'budget', payload: {}, target: ['r1'] }],
+    ] as const) {
+      const refused = await other.call('steerer', handler, body);
+      expect(refused.status, handler).toBe(400);
+      expect(JSON.stringify(refused.body)).toMatch(new RegExp(`${handler}: invalid payload: target: `));
+    }
+    await other.ok('steerer', 'steer', { message: 'nobody', target: 'zz' });
+    // The child of call r1 takes the steer as its new task (its model works on the last user message: two more notes).
+    await other.ok('steerer', 'steer', { message: 'also the river', target: 'r1' });
+    const reply = await coordinator.attach<Summary>(invocation);
+    expect(reply.outcome).toEqual({ type: 'Completed', finalText: 'coordinator: found: also the river (4 notes)' });
+    const page = await coordinator.ok<{ events: { event: { type: string; reason?: string } }[] }>('steerer', 'events', { cursor: 0, limit: 1000 });
+    expect(page.events.map((e) => e.event).filter((event) => event.type === 'event.rejected')).toEqual([
+      expect.objectContaining({ event: 'steer', reason: "no child run of call 'zz' is running to take it (target 'zz')" }),
+    ]);
+    // The parent's own conversation has no steer: it went down to the child.
+    expect((await coordinator.ok<Message[]>('steerer', 'transcript')).filter((m) => m.role === 'user').map((m) => m.content)).toEqual(['slow question']);
+  });
+
+  it("a raise with a target lifts a child's budget pause (shown at the parent with that target): the child goes on, the parent answers", async () => {
+    await restartKilled();
+    const budgeted = new IngressClient(server.ingressUrl, 'budgetedSession');
+    const invocation = await budgeted.enqueue('raiser', 'send', { message: 'budget question' });
+    const paused = await waitFor('budget.paused at the parent', async () => {
+      const page = await budgeted.ok<{ events: { event: { type: string; target?: string } }[] }>('raiser', 'events', { cursor: 0, limit: 1000 });
+      return page.events.find((e) => e.event.type === 'budget.paused')?.event;
+    });
+    expect(paused).toMatchObject({ kind: 'toolCalls', target: 'r1' });
+    await new IngressClient(server.ingressUrl, 'budgetedSession').ok('raiser', 'raise', { budget: { maxToolCalls: 5 }, target: 'r1' });
+    const reply = await budgeted.attach<Summary>(invocation);
+    expect(reply.outcome).toEqual({ type: 'Completed', finalText: 'coordinator: found: budget question (2 notes)' });
+  });
+
   it('a handoff restored on another worker goes on with the agent that has the conversation', async () => {
     await restartKilled();
     const invocation = await triage.enqueue('desk', 'send', { message: 'slow refund please' });

@@ -69,3 +69,24 @@ describe("a refused message says what is wrong with it (not the union's bare 'In
     expect(refusal('steer', { message: { role: 'user' } })).toMatch(/^steer: invalid payload: message\.content: /);
   });
 });
+
+describe("a child's target is taken by every handler whose in-process event takes one (steer, seal, raise, resumeOperation)", () => {
+  it.each([
+    ['steer', { message: 'also the river', target: 'c1/e1' }],
+    ['seal', { reason: 'enough', target: 'c1' }],
+    ['raise', { budget: { maxToolCalls: 5 }, target: 'c1' }],
+    ['resumeOperation', { operation: 'budget', payload: {}, target: 'c1' }],
+  ] as const)('%s %j passes it on', (handler, payload) => {
+    expect(checkPayload(handler, payload)).toEqual(payload);
+  });
+
+  it.each([
+    ['steer', ''],
+    ['seal', 5],
+    ['raise', 'c'.repeat(1_001)],
+    ['resumeOperation', ['c1']],
+  ] as const)('%s with target %j: refused, naming target', (handler, target) => {
+    const bodies = { steer: { message: 'x' }, seal: { reason: 'x' }, raise: { budget: { maxToolCalls: 5 } }, resumeOperation: { operation: 'budget', payload: {} } };
+    expect(refusal(handler, { ...bodies[handler], target })).toMatch(new RegExp(`^${handler}: invalid payload: target: `));
+  });
+});
