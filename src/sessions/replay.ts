@@ -136,6 +136,8 @@ class Replay {
   tokens = 0;
   /** Tool results of the batch in flight, by call id (a re-run after a crash overwrites). */
   batch = new Map<string, ToolMessage>();
+  /** Calls of the run answered interrupted when their batch was cut: an aborted call records its result after the run went on. */
+  interrupted = new Set<string>();
   /** Results and the reply fed since the run's previous model call, for the next prompt to confirm. */
   fed = nothingFed();
   /** Where the stored log was last rewritten (a compaction, a rewind): the log's tail from here is compared. */
@@ -264,6 +266,7 @@ class Replay {
     while (this.brain && this.brain.value === 'AwaitingTools') {
       this.decideAndCheck((step) => (step.type === 'CallTools' ? null : 'CallTools (a batch was in flight)'), 'CallTools');
       const { messages, unfinished } = batchAsFed(this.brain.context.pendingTools, this.batch, prompt, cut);
+      for (const id of unfinished) this.interrupted.add(id);
       // A cut batch's results are the ones the prompt shows, not the ones its calls recorded later.
       if (!cut) for (const [id, result] of this.batch) this.fed.results.set(id, result);
       this.batch = new Map();
@@ -310,6 +313,7 @@ const ENTRY_HANDLERS: { [K in TraceEntry['type']]?: (replay: Replay, entry: Trac
     replay.batch = new Map();
     replay.fed = nothingFed();
     replay.finalCall = null;
+    replay.interrupted = new Set();
   },
   model(replay, entry) {
     const request = replay.finalCall ? null : finalCallRequestIn(entry.promptDelta);
@@ -341,6 +345,7 @@ const ENTRY_HANDLERS: { [K in TraceEntry['type']]?: (replay: Replay, entry: Trac
   tool(replay, entry) {
     const { brain } = replay;
     if (brain?.value !== 'AwaitingTools' || !brain.context.pendingTools.some((pending) => pending.call.id === entry.call.id)) {
+      if (replay.interrupted.has(entry.call.id)) return;
       const got = brain ? describeStep(decide(brain.value, brain.context, replay.decisionPolicy()).step(brain.context)) : 'no run';
       throw new Diverged(replay.decisions.length + 1, `CallTools turn ${entry.turn} with call ${entry.call.id}`, got);
     }
@@ -383,8 +388,8 @@ const ENTRY_HANDLERS: { [K in TraceEntry['type']]?: (replay: Replay, entry: Trac
     const settled = brain && finalCall && finalCallOutcome(finalCall, outcome, brain);
     if (settled) replay.brain = { value: 'Terminal', context: { ...brain.context, outcome: settled } };
     else if (brain && brain.value !== 'Terminal') {
-      if (outcome.type === 'Cancelled') replay.feed({ type: 'cancel' }, 'the cancel');
-      else if (outcome.type === 'Sealed') sealAsRecorded(replay, outcome.reason);
+      if (outcome.type === 'Cancelled') endAsRecorded(replay, { type: 'cancel' }, 'the cancel');
+      else if (outcome.type === 'Sealed') endAsRecorded(replay, { type: 'seal', reason: outcome.reason }, 'the seal');
       else if (outcome.type === 'Failed' && outcome.error.type !== 'CompactionStalled') replay.feed({ type: 'fail', error: outcome.error }, 'the failure');
     }
     replay.settleTools();
@@ -395,14 +400,19 @@ const ENTRY_HANDLERS: { [K in TraceEntry['type']]?: (replay: Replay, entry: Trac
   },
 };
 
-/** As the driver seals: a batch in flight is fed first, its calls without a result interrupted (not counted as calls made). */
-function sealAsRecorded(replay: Replay, reason: string): void {
+/**
+ * As the driver ends a run mid-step (`endRun`) by a seal or a cancel: a batch in flight is fed
+ * first, its calls without a result interrupted (not counted as calls made), then the end itself.
+ */
+function endAsRecorded(replay: Replay, end: LoopEvent, what: string): void {
   const { brain } = replay;
   if (brain?.value === 'AwaitingTools') {
     const { messages, unfinished } = batchAsFed(brain.context.pendingTools, replay.batch, [], true);
-    replay.feed({ type: 'toolResults', messages, unfinished }, 'the sealed batch');
+    for (const id of unfinished) replay.interrupted.add(id);
+    replay.batch = new Map();
+    replay.feed({ type: 'toolResults', messages, unfinished }, `the batch ${what} cut`);
   }
-  replay.feed({ type: 'seal', reason }, 'the seal');
+  replay.feed(end, what);
 }
 
 const noResultRecorded = (call: ToolCall): ToolMessage => ({ role: 'tool', toolCallId: call.id, toolName: call.name, content: '(no result recorded: denied or not run)', isError: true });

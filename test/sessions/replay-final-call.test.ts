@@ -1,8 +1,8 @@
 /**
  * Replay of a run that made a structured-output final call: an agent with an output schema whose
  * run was about to end by maxTurns or a budget (also the time budget passing during a tool batch)
- * asked the model once more for its answer; and a steer sent during a model call (the final one
- * too). Each session is made on a real SQLite file and replayed from it: the unchanged recording
+ * asked the model once more for its answer; a steer sent during a model call (the final one
+ * too); a run a seal, a cancel or the time budget ended during a tool batch. Each session is made on a real SQLite file and replayed from it: the unchanged recording
  * replays with no divergence, a changed one still diverges.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -197,6 +197,45 @@ describe('replay of a steer sent while a model call was in flight', () => {
     expect(outputs[0]?.outcome).toMatchObject({ type: 'Completed', output: { city: 'Lyon', population: 3 } });
     const { report, stored } = await replayFile(path, 'turns-steered');
     expect(stored.messages.at(-1)).toEqual({ role: 'user', content: 'and its river' });
+    expect(report.divergence).toBeNull();
+  }, 30_000);
+});
+
+describe('replay of a run ended during a tool batch (its aborted call records its result after the end)', () => {
+  /** A tool that runs until it is aborted, opening `started` as it begins. */
+  const hanging = () => {
+    let begin!: () => void;
+    const started = new Promise<void>((resolve) => (begin = resolve));
+    const tool = defineTool({
+      name: 'slow',
+      description: 'Takes its time.',
+      input: z.object({}),
+      execute: (_args, { signal }) => (begin(), new Promise((resolve) => signal.addEventListener('abort', () => resolve('stopped'), { once: true }))),
+    });
+    return { tool, started };
+  };
+  const batch = (...names: string[]) => scriptedModel([{ toolCalls: names.map((name) => ({ name, args: {} })) }]);
+
+  it.each([
+    ['a seal', { type: 'seal', reason: 'enough' } as const, { type: 'Sealed', reason: 'enough' }],
+    ['a cancel', { type: 'cancel' } as const, { type: 'Cancelled' }],
+  ])('%s from the host: no divergence, the aborted call answered interrupted and not counted', async (name, end, outcome) => {
+    const { tool, started } = hanging();
+    const sessionId = `ended-by-${end.type}`;
+    const { path, outputs } = await record(sessionId, createAgentMachine({ model: batch('slow'), tools: [tool] }), ['A city?'], (session) => void started.then(() => session.send(end)));
+    expect(outputs[0]?.outcome).toEqual(outcome);
+    const { report, stored } = await replayFile(path, sessionId);
+    expect(stored.messages.filter((m) => m.role === 'tool').map((m) => m.content)).toEqual([expect.stringMatching(/^interrupted/)]);
+    expect(report.divergence).toBeNull();
+    expect(report.decisions.at(-1)).toBe(`Done ${outcome.type}`);
+  }, 30_000);
+
+  it('the time budget, without an output schema: no divergence', async () => {
+    const { tool } = hanging();
+    const { path, outputs } = await record('ended-by-deadline', createAgentMachine({ model: batch('lookup', 'slow'), tools: [lookup, tool], budget: { maxDurationMs: 300 } }), ['A city?']);
+    expect(outputs[0]?.outcome).toMatchObject({ type: 'Sealed', reason: expect.stringMatching(/^budget: \d+ ms elapsed, limit 300 ms$/) });
+    const { report, stored } = await replayFile(path, 'ended-by-deadline');
+    expect(stored.messages.filter((m) => m.role === 'tool').map((m) => m.content)).toEqual(['nothing yet', expect.stringMatching(/^interrupted/)]);
     expect(report.divergence).toBeNull();
   }, 30_000);
 });
