@@ -55,7 +55,8 @@ export const HandlerPayloads = {
   resumeOperation: asEvent(ExternalEventSchemas['operation.resume']),
   /** Decides a call in doubt (`tool.inDoubt` on the event stream): `{ toolCallId, action: 'rerun' | 'result' | 'fail', result?, digest?, run?, by?, reason? }`. */
   decideDoubt: z.strictObject(doubtFields).check(checkHandResult),
-  cancel: optionalBody(z.strictObject({})),
+  /** Cancels the run; `graceMs` gives a hook in flight that long to return what it received, as the in-process `cancel` does. */
+  cancel: optionalBody(asEvent(ExternalEventSchemas.cancel)),
   events: optionalBody(z.strictObject({ cursor: z.number().int().nonnegative().optional(), limit: z.number().int().min(1).max(1000).optional() })),
 } as const;
 

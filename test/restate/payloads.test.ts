@@ -51,6 +51,12 @@ describe('a refused payload names the field', () => {
     }
     expect(checkPayload('events', { cursor: 4, limit: 10 })).toEqual({ cursor: 4, limit: 10 });
   });
+
+  it("cancel takes the in-process event's graceMs, checked as it is there", () => {
+    expect(checkPayload('cancel', { graceMs: 500 })).toEqual({ graceMs: 500 });
+    expect(refusal('cancel', { graceMs: -1 })).toContain('graceMs');
+    expect(refusal('cancel', { graceMs: 600_000 })).toContain('graceMs');
+  });
 });
 
 describe("a refused message says what is wrong with it (not the union's bare 'Invalid input')", () => {
