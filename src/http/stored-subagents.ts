@@ -11,6 +11,7 @@ import { decodeRow } from '../sessions/session-row.js';
 import type { SessionStore } from '../stores/session-store.js';
 import type { Message, ToolCall, ToolMessage } from '../schemas.js';
 import { addAnswer, answerOfEntry, isDecision, type Answers } from './denials.js';
+import { runRecords } from './run-trace.js';
 
 /**
  * The subagents of a chat as the store keeps them, for a page that loads the chat (a reload) or
@@ -125,13 +126,15 @@ function childOf(sessionId: string, run: number, turn: number, callId: string): 
 }
 
 /**
- * The session's answers and opened children, from its trace (`run`: of that run only; `limit`: of
- * its first entries only). A store without a trace has none.
+ * The session's answers and opened children, from its trace (`run`: of that run only, read from
+ * the run's start, see run-trace.ts; `limit`: of its first entries only). A store without a trace
+ * has none.
  */
 export async function readTraceFacts(store: SessionStore, sessionId: string, { run, limit }: { run?: number | undefined; limit?: number | undefined } = {}): Promise<TraceFacts> {
   const facts: TraceFacts = { answers: new Map(), opened: [], cut: false };
   if (!store.readTrace) return facts;
-  const records = await store.readTrace(sessionId, 0, limit === undefined ? undefined : limit + 1);
+  const traced = { readTrace: store.readTrace.bind(store) };
+  const records = run !== undefined ? await runRecords(traced, sessionId, run) : await traced.readTrace(sessionId, 0, limit === undefined ? undefined : limit + 1);
   // A store that ignores the limit (one written before it) is read to it all the same.
   if (limit !== undefined && records.length > limit) facts.cut = true;
   for (const { entry } of limit === undefined ? records : records.slice(0, limit)) {
