@@ -11,6 +11,7 @@ import { configuredBy, inAgent, types, type ContextHook, type RefusalHook } from
 import { chartVariant } from '../src/agent/core/chart-variant.js';
 import { compileAgent, markTraced, type CompiledAgent } from '../src/agent/core/compile.js';
 import type { AgentConfig } from '../src/agent/core/config.js';
+import { registerPricing } from '../src/agent/core/pricing.js';
 import { initialContext, restoredContext } from '../src/agent/core/driver-rules.js';
 import { beginRunWith, coreImplementations, rejectEventWith } from '../src/agent/core/implementations.js';
 import { fromIo, ioLogic, type IoDeps } from '../src/agent/core/io.js';
@@ -628,10 +629,13 @@ function hardened<M extends AnyStateMachine>(machine: M, agent: CompiledAgent, i
       return hardened(forAgent(clocked, clocked.io, machine as unknown as ChartMachine) as unknown as M, clocked, clocked.io);
     },
   };
-  return new Proxy(machine, {
+  const hardenedMachine = new Proxy(machine, {
     get: (target, key, receiver) => (Object.hasOwn(wrapped, key) ? wrapped[key] : Reflect.get(target, key, receiver)),
     has: (target, key) => Object.hasOwn(wrapped, key) || Reflect.has(target, key),
   }) as WithExecutor<M>;
+  // A parent that runs this machine as a child (agentTool) books what it spends at these prices.
+  registerPricing(hardenedMachine, agent.pricing);
+  return hardenedMachine;
 }
 
 export type AgentMachine = ReturnType<typeof createAgentMachine>;

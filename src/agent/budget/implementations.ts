@@ -13,7 +13,6 @@ import { endRun, runnable } from '../core/driver-rules.js';
 import type { Effect } from '../core/effects.js';
 import { requestTools } from '../core/implementations.js';
 import type { IoRequest } from '../protocol/io-protocol.js';
-import { totalCost } from '../fallback/fallback.js';
 import { as, type AgentEvent } from '../protocol/agent-event.js';
 import { budgetOverrun, type BudgetOverrun } from './budget.js';
 import { activeMs, BUDGET_OPERATION, heldAt, limitsOf, pausedAt, pausesOn, raisedBy, raiseOf, raiseProblem } from './budget-pause.js';
@@ -27,7 +26,8 @@ export const overrun = (agent: CompiledAgent, context: AgentContext): BudgetOver
         usage: context.runUsage,
         toolCalls: context.brain.context.totalToolCalls,
         elapsedMs: activeMs(context.runStartedAt, agent.clock(), context.budgetPause),
-        ...(agent.models.listed && { costUsd: totalCost(agent.models, context.models?.run ?? []) }),
+        // By model, each at its own prices (a child's at the child's); one price list: the usage at `prices`.
+        costUsd: agent.pricing.run(context).costUsd,
       })
     : null;
 

@@ -29,7 +29,8 @@ import { repetitionLimit } from '../repetition/repetition.js';
 import type { AnswerRules } from './answer.js';
 import type { Pricing } from './pricing.js';
 import { flatPricing } from '../budget/pricing.js';
-import { listPricing } from '../fallback/list-pricing.js';
+import { modelPricing, type PricedModel } from '../budget/model-pricing.js';
+import { isAgentTool } from '../protocol/call-scope.js';
 import { answerRules, compileOutput, finalCallTools, type OutputState, type StructuredOutput } from '../structured-output/structured-output.js';
 import { planToolPolicies, type ToolPolicyPlan } from '../approvals/tool-policy.js';
 import { usageLimitRule, type UsageLimitRule } from '../budget/usage-limit.js';
@@ -57,7 +58,7 @@ export interface CompiledAgent {
   readonly defaultPolicy: Policy;
   readonly budget: Budget | undefined;
   readonly prices: Prices | undefined;
-  /** What its runs and its session cost (see pricing.ts): one price list, or each listed model at its own. */
+  /** What its runs and its session cost (see pricing.ts): one price list, or by model, each model at its own prices. */
   readonly pricing: Pricing;
   readonly models: ModelList;
   readonly maxCalls: number;
@@ -138,7 +139,6 @@ export function compileAgent(config: AgentConfig): CompiledAgent {
   const prices = config.prices && parseOptions(PricesSchema, config.prices, 'prices');
   if (config.retry) checkKnownKeys(config.retry, RETRY_KEYS, 'retry');
   const models = modelList(config.model, config.fallbackOn, prices);
-  if (budget?.maxCostUsd !== undefined && models.entries.some((entry) => !entry.prices)) throw new InvalidConfigError('budget.maxCostUsd needs prices');
   const maxCalls = config.maxToolCallsPerReply ?? DEFAULT_MAX_TOOL_CALLS_PER_REPLY;
   if (!Number.isInteger(maxCalls) || maxCalls < 1) throw new InvalidConfigError(`maxToolCallsPerReply must be a positive integer, got ${maxCalls}`);
   if (config.instructions !== undefined && typeof config.instructions !== 'string') throw new InvalidConfigError('instructions must be a string');
@@ -150,6 +150,13 @@ export function compileAgent(config: AgentConfig): CompiledAgent {
   const shared = [...operations.flatMap((op) => op.tools ?? []), ...(structured?.tool ? [structured.tool] : [])];
   const team = compileTeam({ handoffs: config.handoffs, instructions: config.instructions, own: config.tools ?? [], shared, models: models.entries.length });
   const tools = new ToolSet(team ? team.tools : [...(config.tools ?? []), ...shared]);
+  // The models the agent calls itself, by their index in the IO's list: its own, then its handoff agents' (at their prices, else the agent's).
+  const priced: PricedModel[] = [
+    ...models.entries.map((entry) => ({ name: entry.model.name, prices: entry.prices })),
+    ...(team?.models ?? []).map((own) => ({ name: own.model.name, prices: own.prices ?? prices })),
+  ];
+  if (budget?.maxCostUsd !== undefined && priced.some((model) => !model.prices)) throw new InvalidConfigError('budget.maxCostUsd needs prices');
+  const speakers = team && teamSpeakers(team);
   const toolPolicy = planToolPolicies(config);
   const guardrails = planGuardrails(config.guardrails);
   const gated = [...tools].some(hasApprovalRule) || toolPolicy !== null;
@@ -170,7 +177,7 @@ export function compileAgent(config: AgentConfig): CompiledAgent {
     defaultPolicy,
     budget,
     prices,
-    pricing: models.listed ? listPricing(models) : flatPricing(prices),
+    pricing: pricingFor(models, priced, speakers, tools),
     models,
     maxCalls,
     repetition,
@@ -178,7 +185,7 @@ export function compileAgent(config: AgentConfig): CompiledAgent {
     structured,
     answers: structured && answerRules(structured),
     team,
-    speakers: team && teamSpeakers(team),
+    speakers,
     tools,
     toolPolicy,
     guardrails,
@@ -192,6 +199,17 @@ export function compileAgent(config: AgentConfig): CompiledAgent {
   });
 }
 
+/**
+ * How the agent's runs are priced: by model when a run may use more than one (a list, a handoff
+ * agent's own model, a child agent's), each call under the model that made it; else one price list.
+ */
+function pricingFor(models: ModelList, priced: readonly PricedModel[], speakers: Speakers | null, tools: ToolSet): Pricing {
+  const byModel = models.listed || priced.length > models.entries.length || [...tools].some(isAgentTool);
+  if (!byModel) return flatPricing(priced[0]!.prices, priced[0]!.name);
+  // The speaking agent's own model, else the list's model in use.
+  return modelPricing(priced, (context) => speakers?.of(context.agent).model ?? context.models?.active.index ?? 0);
+}
+
 type IoParts = Pick<CompiledAgent, 'models' | 'team' | 'tools' | 'plan' | 'toolPolicy' | 'guardrails' | 'structured'> & { instructions: Message | undefined };
 
 /** The IO actor's dependencies, with the executor wrapped in the agent's spans when it traces. */
@@ -203,7 +221,7 @@ function ioDeps(config: AgentConfig, parts: IoParts): { io: IoDeps; tracing: Age
   const versionProblem = executorVersionProblem(executor);
   if (versionProblem) throw new InvalidConfigError(versionProblem);
   const io: IoDeps = {
-    models: [...parts.models.entries.map((entry) => entry.model), ...(parts.team?.models ?? [])],
+    models: [...parts.models.entries.map((entry) => entry.model), ...(parts.team?.models ?? []).map((own) => own.model)],
     retry: config.retry ?? {},
     tools: parts.tools,
     toolSources: config.toolSources ?? [],

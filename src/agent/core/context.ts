@@ -20,6 +20,9 @@ import { MAX_SOURCE_NAME_CHARS } from '../../tools/tool-source.js';
 
 const count = z.number().int().nonnegative();
 
+/** What one model used in a run, with its cost at that model's prices where known. */
+const ModelSpendSchema = z.object({ model: z.string(), usage: UsageSchema, costUsd: z.number().optional() });
+
 /** A tool as the model is offered it: plain JSON, as a `toolset` step records it. */
 export const ToolDefinitionSchema = z.object({ name: z.string().min(1), description: z.string(), inputSchema: z.record(z.string(), z.unknown()) });
 
@@ -57,7 +60,7 @@ export const AgentContextSchema = z.object({
       outcome: AgentOutcomeSchema,
       usage: UsageSchema,
       costUsd: z.number().optional(),
-      usageByModel: z.array(z.object({ model: z.string(), usage: UsageSchema, costUsd: z.number().optional() })).optional(),
+      usageByModel: z.array(ModelSpendSchema).optional(),
     })
     .nullable(),
   /** Tokens of the instructions and prompt parts counted in the brain's estimate. */
@@ -94,8 +97,11 @@ export const AgentContextSchema = z.object({
   attempt: ModelAttemptSchema.nullable().optional(),
   /** The run's raised budget limits and paused time (see budget-pause.ts); absent until a run pauses or is raised. */
   budgetPause: BudgetPauseSchema.optional(),
-  /** Child sessions (agent tools) of the current batch whose usage the run has counted: counted once. */
-  childUsage: z.record(z.string(), UsageSchema).optional(),
+  /**
+   * Child sessions (agent tools) of the current batch whose usage the run has counted: counted
+   * once, by model too (`models`, at the child's prices; absent in records of older builds).
+   */
+  childUsage: z.record(z.string(), UsageSchema.extend({ models: z.array(ModelSpendSchema).optional() })).optional(),
   /**
    * Calls of the current batch the tool policy has decided (its denials are decisions, its
    * needs-approval calls wait): a restore never asks it again. Absent without a policy.

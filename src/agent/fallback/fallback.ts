@@ -1,8 +1,7 @@
 import { z } from 'zod';
 import type { Model } from '../../model.js';
-import type { Usage } from '../../schemas.js';
 import { UsageSchema } from '../../schemas.js';
-import { PricesSchema, costUsd, type Prices } from '../budget/budget.js';
+import { PricesSchema, type Prices } from '../budget/budget.js';
 import { InvalidConfigError } from '../../errors.js';
 import { parseOptions } from '../../known-keys.js';
 
@@ -58,7 +57,7 @@ export interface ModelList {
   readonly on: ReadonlySet<FallbackTrigger>;
   /** The user's `fallbackOn` function, when one was given instead of a list of triggers. */
   readonly decide?: FallbackPredicate | undefined;
-  /** Whether a list was given: only then does the driver keep `context.models`. */
+  /** Whether a list was given: only then does a run fall back (the driver keeps `context.models` for it, and for an agent that books usage by model). */
   readonly listed: boolean;
 }
 
@@ -145,14 +144,25 @@ export function fallbackTrigger(error: unknown): FallbackTrigger | null {
   return null;
 }
 
-/** The model a run uses and what each model of the list used, in the run and the session. */
+/** What one model used. */
+const ModelUsageSchema = z.object({ model: z.string(), usage: UsageSchema });
+
+/**
+ * A row of the books: what one model used and what that cost, at the prices of the model that
+ * made each call (a child run's at its own, see budget/model-pricing.ts); null: unknown. Absent in
+ * rows stored before rows carried their cost: priced by the model's name (see `rowCost`).
+ */
+const BookedRowSchema = ModelUsageSchema.extend({ costUsd: z.number().nonnegative().nullable().optional() });
+
+/** The model a run uses and what each model used, in the run and the session. */
 export const ModelsStateSchema = z.object({
   active: z.object({ index: z.number().int().nonnegative(), name: z.string() }),
-  run: z.array(z.object({ model: z.string(), usage: UsageSchema })),
-  session: z.array(z.object({ model: z.string(), usage: UsageSchema })),
+  run: z.array(BookedRowSchema),
+  session: z.array(BookedRowSchema),
 });
 export type ModelsState = z.infer<typeof ModelsStateSchema>;
-export type ModelUsage = ModelsState['run'][number];
+export type ModelUsage = z.infer<typeof ModelUsageSchema>;
+export type BookedRow = ModelsState['run'][number];
 
 /** A new run starts on the first model again (the primary may be back), with nothing used yet. */
 export function startModels(list: ModelList, state: ModelsState | undefined): ModelsState {
@@ -189,38 +199,6 @@ export function fallbackAfter(list: ModelList, state: ModelsState | undefined, e
   if (list.decide) return predicateSays(list.decide, error) ? { index, name: list.entries[index]!.model.name, trigger: trigger ?? 'fallbackOn' } : null;
   if (trigger === null || !list.on.has(trigger)) return null;
   return { index, name: list.entries[index]!.model.name, trigger };
-}
-
-const addTo = (rows: readonly ModelUsage[], model: string, usage: Usage): ModelUsage[] => {
-  const found = rows.some((row) => row.model === model);
-  const added = (row: ModelUsage) => ({ model, usage: { inputTokens: row.usage.inputTokens + usage.inputTokens, outputTokens: row.usage.outputTokens + usage.outputTokens } });
-  return found ? rows.map((row) => (row.model === model ? added(row) : row)) : [...rows, { model, usage }];
-};
-
-/** A reply's usage, booked to the model that is active (the one that produced it). */
-export function bookUsage(state: ModelsState, usage: Usage | undefined): ModelsState {
-  if (!usage) return state;
-  return { ...state, run: addTo(state.run, state.active.name, usage), session: addTo(state.session, state.active.name, usage) };
-}
-
-/** What each model's usage cost, at its own prices (else the agent's); undefined where none are known. */
-export function usageCosts(list: ModelList, rows: readonly ModelUsage[]): { model: string; usage: Usage; costUsd?: number | undefined }[] {
-  return rows.map((row) => {
-    const prices = list.entries.find((entry) => entry.model.name === row.model)?.prices;
-    const cost = costUsd(row.usage, prices);
-    return cost === undefined ? { ...row } : { ...row, costUsd: cost };
-  });
-}
-
-/** The total cost of these rows, or undefined when a model that used tokens has no prices. */
-export function totalCost(list: ModelList, rows: readonly ModelUsage[]): number | undefined {
-  if (list.entries.every((entry) => entry.prices === undefined)) return undefined;
-  let total = 0;
-  for (const row of usageCosts(list, rows)) {
-    if (row.costUsd === undefined) return undefined;
-    total += row.costUsd;
-  }
-  return total;
 }
 
 /** Why a stored active model does not fit this agent's list (restored elsewhere with another list), or null. */

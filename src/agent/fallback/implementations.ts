@@ -25,8 +25,8 @@ export function fallBack(agent: CompiledAgent, context: AgentContext, event: Age
 export const fallbackImplementations = {
   // A stored active model must be one of this agent's list.
   restore: ((agent, context) => storedFits('context.models', activeModelProblem(agent.models, context.models))) satisfies ContextHook,
-  // Each run starts on the first model of a list again.
-  runStart: ((agent, context) => (agent.models.listed ? { models: startModels(agent.models, context.models) } : {})) satisfies ContextHook,
+  // Each run starts on the first model of a list again; an agent that books usage by model (see budget/model-pricing.ts) starts its run's books.
+  runStart: ((agent, context) => (agent.models.listed || agent.pricing.book ? { models: startModels(agent.models, context.models) } : {})) satisfies ContextHook,
   guards: {
     // A speaker with a model of its own (handoffs) keeps it: no list to fall back along.
     fallsBack: configured((agent) => agent.models.listed, ({ agent, context, event }) => ownModel(agent, context) === null && fallbackAfter(agent.models, context.models, as(event, 'io.failed').error) !== null),

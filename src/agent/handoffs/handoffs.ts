@@ -4,7 +4,8 @@ import type { Message, ToolCall, ToolMessage } from '../../schemas.js';
 import { estimateMessageTokens } from '../../tokens.js';
 import { defineTool, ToolSet, type Tool } from '../../tools/define-tool.js';
 import { InvalidConfigError } from '../../errors.js';
-import { checkKnownKeys, optionKeys } from '../../known-keys.js';
+import { checkKnownKeys, optionKeys, parseOptions } from '../../known-keys.js';
+import { PricesSchema, type Prices } from '../budget/budget.js';
 import type { ActiveAgent, Speaker as CoreSpeaker, Speakers } from '../core/speakers.js';
 
 /**
@@ -53,6 +54,11 @@ export interface HandoffAgent {
   tools?: readonly Tool[] | undefined;
   /** Default: the agent's own model (its list, with its fallback). */
   model?: Model | undefined;
+  /**
+   * What its own model's tokens cost (needs `model`): its replies are booked under that model in
+   * `usageByModel` and priced at these. Default the entry agent's `prices`.
+   */
+  prices?: Prices | undefined;
   /** Agents it may hand to, by name (the entry agent's too: cycles are fine). Default none. */
   handoffs?: readonly string[] | undefined;
   /** How it sees the conversation; default the team's `history`. */
@@ -123,12 +129,12 @@ export interface Team {
   speakers: ReadonlyMap<string, Speaker>;
   /** Every tool any agent may call, once each (the driver runs calls from this set). */
   tools: readonly Tool[];
-  /** The handoff agents' own models, appended to the driver's list. */
-  models: readonly Model[];
+  /** The handoff agents' own models, appended to the driver's list, each with its agent's `prices` (if given). */
+  models: readonly { readonly model: Model; readonly prices: Prices | undefined }[];
 }
 
 const HANDOFFS_KEYS = optionKeys<HandoffsConfig>()({ name: true, description: true, agents: true, to: true, history: true, maxHandoffs: true });
-const AGENT_KEYS = optionKeys<HandoffAgent>()({ name: true, description: true, instructions: true, tools: true, model: true, handoffs: true, history: true });
+const AGENT_KEYS = optionKeys<HandoffAgent>()({ name: true, description: true, instructions: true, tools: true, model: true, prices: true, handoffs: true, history: true });
 
 const NAME = /^[A-Za-z][A-Za-z0-9_-]{0,51}$/;
 const TRANSFER_PREFIX = 'transfer_to_';
@@ -197,7 +203,7 @@ export function compileTeam(input: {
   if (agents[0]!.to.length > 0) transfers.set(entry, transferTool(agents[0]!));
   const speakers = new Map<string, Speaker>();
   const all = new Set<Tool>();
-  const models: Model[] = [];
+  const models: { model: Model; prices: Prices | undefined }[] = [];
   for (const [i, agent] of agents.entries()) {
     const configured = i === 0 ? input.own : (handoffs.agents[i - 1]!.tools ?? []);
     const offered = [...configured, ...input.shared, ...agent.to.map((target) => transfers.get(target)!)];
@@ -206,7 +212,8 @@ export function compileTeam(input: {
     for (const tool of offered) all.add(tool);
     const own = i === 0 ? undefined : handoffs.agents[i - 1]!;
     const instructions = instructionsOf(i === 0 ? input.instructions : own!.instructions);
-    if (own?.model) models.push(own.model);
+    if (own?.prices !== undefined && !own.model) throw new InvalidConfigError(`handoffs.agents[${i - 1}].prices: agent '${agent.name}' has no model of its own to price (it speaks with the entry agent's)`);
+    if (own?.model) models.push({ model: own.model, prices: own.prices === undefined ? undefined : parseOptions(PricesSchema, own.prices, `handoffs.agents[${i - 1}].prices`) });
     speakers.set(agent.name, {
       name: agent.name,
       instructions,

@@ -7,6 +7,7 @@ import type { BrainState } from '../core/brain-state.js';
 import { logOf } from '../../brain/message-log.js';
 import type { BudgetKind } from '../budget/budget.js';
 import type { AgentContext } from '../core/context.js';
+import type { ModelSpend } from '../core/pricing.js';
 import type { DeliveryId } from './delivery.js';
 import type { AgentOutcome } from './failure.js';
 import type { FallbackCause, ModelUsage } from '../fallback/fallback.js';
@@ -117,5 +118,9 @@ export type SubagentReport =
   | { type: 'doubt.refused'; refused: Extract<AgentEmitted, { type: 'doubt.refused' }> }
   /** The child (or one of its own children) waits for a person: its budget paused, or an operation yielded (not approvals: see above). */
   | { type: 'waiting'; event: Extract<AgentEmitted, { type: 'budget.paused' | 'operation.yielded' }> }
-  /** The child's run so far (as it spends, and once more at its end): what it spent since the last report joins the parent's run, so each child is counted once. */
-  | { type: 'usage'; childId: string; usage: Usage };
+  /**
+   * The child's run so far (as it spends, and once more at its end): what it spent since the last
+   * report joins the parent's run, so each child is counted once. `models`: the same by model, at
+   * the child's own prices (see `Pricing.spent`), which the parent books under those models.
+   */
+  | { type: 'usage'; childId: string; usage: Usage; models?: readonly ModelSpend[] | undefined };

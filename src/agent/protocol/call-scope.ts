@@ -2,6 +2,7 @@ import { AsyncLocalStorage } from 'node:async_hooks';
 import type { AnyActorRef } from 'xstate';
 import type { Usage } from '../../schemas.js';
 import type { SubagentReport } from './actor-types.js';
+import type { AgentContext } from '../core/context.js';
 import type { Rewirable } from './executor.js';
 
 /**
@@ -20,7 +21,8 @@ export interface ChildHandle {
 
 /** A child's durable session, as the agent tool drives it. */
 export interface ChildSession {
-  readonly actor: { getSnapshot(): { context: { runIndex: number } } };
+  /** Its actor: the context says whether it has run, and what it spent (see `Pricing.spent`). */
+  readonly actor: { getSnapshot(): { context: AgentContext } };
   send(event: { type: string; [key: string]: unknown }): void;
   whenIdle(): Promise<{ outcome: unknown; usage: Usage } | null>;
   close(): Promise<void>;

@@ -10,6 +10,8 @@ import { isParentStopped } from '../protocol/io-protocol.js';
 import { currentScope, markAgentTool, markDepth, stopActor, type ChildHandle, type ChildSession, type RunScope } from '../protocol/call-scope.js';
 import type { SubagentReport } from '../protocol/actor-types.js';
 import type { Usage } from '../../schemas.js';
+import type { AgentContext } from '../core/context.js';
+import { pricingOf, type ModelSpend } from '../core/pricing.js';
 import { APPROVALS_OPERATION } from '../approvals/approval-events.js';
 
 /** The default input of an agent tool (and of an agent served over MCP): the task, in words. */
@@ -117,7 +119,7 @@ export function agentTool<S extends z.ZodType = typeof TaskInput>(options: Agent
       checkDepth(options.name, depth, maxDepth);
       const sessionId = childSessionId(scope?.sessionId ?? 'session', ctx.idempotencyKey);
       const output = await runChild(options.agent, { sessionId, scope: ctx.scope }, prompt(args), scope, ctx.signal, depth);
-      scope?.report({ type: 'usage', childId: sessionId, usage: output?.usage ?? { inputTokens: 0, outputTokens: 0 } });
+      scope?.report({ type: 'usage', childId: sessionId, usage: output?.usage ?? { inputTokens: 0, outputTokens: 0 }, ...(output?.models && { models: output.models }) });
       return childResult(options.name, output?.outcome as AgentOutput['outcome'] | undefined, options.output);
     },
   }));
@@ -129,10 +131,20 @@ export function defaultPrompt(args: unknown): string {
   return typeof task === 'string' ? task : JSON.stringify(args);
 }
 
-type Output = { outcome: unknown; usage: AgentOutput['usage'] } | null;
+/** A child run's end: its outcome, its usage, and the same by model at its own prices (see `Pricing.spent`). */
+type Output = { outcome: unknown; usage: AgentOutput['usage']; models?: ModelSpend[] | undefined } | null;
 
-/** What the relay reads of a child actor's snapshots: its run's usage so far. */
-type Subscribable = { subscribe?(observer: { next: (snapshot: { context?: { runUsage?: Usage | undefined } | undefined }) => void; error: () => void }): unknown };
+/** What the relay reads of a child actor's snapshots: its run so far. */
+type Subscribable = { subscribe?(observer: { next: (snapshot: { context?: AgentContext | undefined }) => void; error: () => void }): unknown };
+
+/** What a child run has spent by model, priced by its own agent (its machine's pricing), when known. */
+const spentBy = (agent: AgentMachine, context: AgentContext): { models: ModelSpend[] } | Record<string, never> => {
+  const pricing = pricingOf(agent);
+  return pricing ? { models: pricing.spent(context) } : {};
+};
+
+/** The child's output with what it spent by model, read from its context at its end. */
+const withSpent = (agent: AgentMachine, output: Output, context: AgentContext): Output => (output ? { ...output, ...spentBy(agent, context) } : output);
 
 /** One child run to its end: in its own durable session under a durable parent, else as a plain actor. */
 function runChild(agent: AgentMachine, session: { sessionId: string; scope: string | undefined }, prompt: string, scope: RunScope | undefined, signal: AbortSignal, depth: number): Promise<Output> {
@@ -145,10 +157,11 @@ function runChild(agent: AgentMachine, session: { sessionId: string; scope: stri
     let reported: Usage | undefined;
     (actor as unknown as Subscribable).subscribe?.({
       next: (snapshot) => {
-        const usage = snapshot.context?.runUsage;
+        const context = snapshot.context;
+        const usage = context?.runUsage;
         if (!usage || (reported && usage.inputTokens === reported.inputTokens && usage.outputTokens === reported.outputTokens)) return;
         reported = usage;
-        scope?.report({ type: 'usage', childId: sessionId, usage });
+        scope?.report({ type: 'usage', childId: sessionId, usage, ...spentBy(agent, context!) });
       },
       // The child's failure is heard where its run is awaited.
       error: () => {},
@@ -170,7 +183,7 @@ function runChild(agent: AgentMachine, session: { sessionId: string; scope: stri
       const child = await open({ machine: agent, sessionId, attach: relay, parent: scope.parent, scope: session.scope });
       // A child that has run is resumed (in flight) or finished: a finished child is never run again.
       if (child.actor.getSnapshot().context.runIndex === 0) child.send({ type: 'input', message: prompt });
-      return { child, done: child.whenIdle(), release: () => child.close() };
+      return { child, done: child.whenIdle().then((output) => withSpent(agent, output, child.actor.getSnapshot().context)), release: () => child.close() };
     });
   }
   // Under Restate the child's steps are journaled in the parent's invocation (see restate/steps.ts).
@@ -178,7 +191,9 @@ function runChild(agent: AgentMachine, session: { sessionId: string; scope: stri
   return drive(scope, signal, async () => {
     const actor = createActor(machine, { input: { sessionId, prompt, scope: session.scope }, ...(scope && { parent: scope.parent }) });
     relay(actor as never);
-    const done = new Promise<Output>((resolve, reject) => actor.subscribe({ complete: () => resolve(actor.getSnapshot().output ?? null), error: reject }));
+    const done = new Promise<Output>((resolve, reject) =>
+      actor.subscribe({ complete: () => resolve(withSpent(agent, actor.getSnapshot().output ?? null, actor.getSnapshot().context)), error: reject }),
+    );
     actor.start();
     return { child: { send: (event: { type: string }) => actor.send(event as never) }, done, release: async () => stopActor(actor) };
   });

@@ -34,11 +34,12 @@ export function acceptSubagentReport(agent: CompiledAgent, context: AgentContext
   const { callId, report } = as(event, 'io.subagent');
   switch (report.type) {
     case 'usage': {
-      const counted = childUsageCounted(context, report.childId, report.usage);
+      const counted = childUsageCounted(context, report.childId, report.usage, report.models);
       if (!counted) return [];
-      // Booked as the run's own replies are (with a model list, to the model in use): the run's
-      // cost, and so maxCostUsd, covers the tree at the parent's prices, whatever its pricing.
-      return [{ assign: { ...counted.assign, ...agent.pricing.book?.(context, counted.added) } }];
+      // Booked under the child's models at the child's prices (the run's cost, and so maxCostUsd,
+      // covers the tree); a child counted by an older build without models, as the run's own reply.
+      const books = counted.addedByModel ? agent.pricing.bookSpent?.(context, counted.addedByModel) : agent.pricing.book?.(context, counted.added);
+      return [{ assign: { ...counted.assign, ...books } }];
     }
     case 'approval.refused':
     case 'doubt.refused':

@@ -2,6 +2,7 @@ import { z } from 'zod';
 import type { ToolCall, ToolMessage, Usage } from '../../schemas.js';
 import { pendingCalls, type BrainState } from '../core/brain-state.js';
 import { addUsage } from '../core/run-rules.js';
+import type { ModelSpend } from '../core/pricing.js';
 import { sessionIdProblem } from '../../stores/step.js';
 import { InvalidSessionIdError } from '../../stores/errors.js';
 import type { AgentOutcome } from '../protocol/failure.js';
@@ -185,37 +186,79 @@ export function childResult(agent: string, outcome: AgentOutcome | undefined, ou
 export const qualifiedCalls = (parentCallId: string, calls: readonly ToolCall[]): ToolCall[] =>
   calls.map((call) => ({ ...call, id: qualifiedCallId(parentCallId, call.id) }));
 
+/** What a parent's run has counted of one child run: its usage, and by model (absent in records of builds that kept none). */
+export type CountedChild = Usage & { models?: ModelSpend[] | undefined };
+
 /**
  * A child's usage added to its parent's run and session. `usage` is the child's run so far (it
  * reports as it spends, and once more when it ends), so what is added is what it spent since the
  * last report: the whole tree is counted once, also when the parent's run ends (cancel, seal, the
  * time budget) while the child still runs and its last report comes too late, and a call repeated
- * after a crash finds its child counted. Null when nothing new was spent; else what to assign and
- * what was added (which the run books as its pricing does, see `acceptSubagentReport`).
+ * after a crash finds its child counted. `models`: the same by model, at the child's prices. Null
+ * when nothing new was spent; else what to assign and what was added, by model when known (which
+ * the run books under the child's models, see `acceptSubagentReport`).
  */
 export function childUsageCounted(
-  context: { runUsage: Usage; sessionUsage: Usage; childUsage?: Readonly<Record<string, Usage>> | undefined },
+  context: { runUsage: Usage; sessionUsage: Usage; childUsage?: Readonly<Record<string, CountedChild>> | undefined },
   childId: string,
   usage: Usage,
-): { assign: { runUsage: Usage; sessionUsage: Usage; childUsage: Record<string, Usage> }; added: Usage } | null {
-  const counted = countChildUsage(context.childUsage, childId, usage);
+  models?: readonly ModelSpend[] | undefined,
+): { assign: { runUsage: Usage; sessionUsage: Usage; childUsage: Record<string, CountedChild> }; added: Usage; addedByModel: ModelSpend[] | null } | null {
+  const counted = countChildUsage(context.childUsage, childId, usage, models);
   if (!counted) return null;
-  const { added } = counted;
-  return { assign: { runUsage: addUsage(context.runUsage, added), sessionUsage: addUsage(context.sessionUsage, added), childUsage: counted.counted }, added };
+  const { added, addedByModel } = counted;
+  return { assign: { runUsage: addUsage(context.runUsage, added), sessionUsage: addUsage(context.sessionUsage, added), childUsage: counted.counted }, added, addedByModel };
+}
+
+const NONE: Usage = { inputTokens: 0, outputTokens: 0 };
+const minus = (a: Usage, b: Usage): Usage => ({ inputTokens: Math.max(0, a.inputTokens - b.inputTokens), outputTokens: Math.max(0, a.outputTokens - b.outputTokens) });
+const most = (a: Usage, b: Usage): Usage => ({ inputTokens: Math.max(a.inputTokens, b.inputTokens), outputTokens: Math.max(a.outputTokens, b.outputTokens) });
+const isNone = (usage: Usage) => usage.inputTokens === 0 && usage.outputTokens === 0;
+
+/**
+ * What a child spent by model since `before` counted it (its report is its run so far): each
+ * model's new tokens, with their cost where both counts know it.
+ */
+function spentSince(before: readonly ModelSpend[], now: readonly ModelSpend[]): ModelSpend[] {
+  return now.flatMap((row) => {
+    const prior = before.find((known) => known.model === row.model);
+    const usage = minus(row.usage, prior?.usage ?? NONE);
+    if (isNone(usage)) return [];
+    const cost = row.costUsd !== undefined && (!prior || prior.costUsd !== undefined) ? Math.max(0, row.costUsd - (prior?.costUsd ?? 0)) : undefined;
+    return [{ model: row.model, usage, ...(cost !== undefined && { costUsd: cost }) }];
+  });
+}
+
+/** The record of a child's models after a report: each model at the most counted of it. */
+function mergedModels(before: readonly ModelSpend[], now: readonly ModelSpend[]): ModelSpend[] {
+  const rows = new Map(before.map((row) => [row.model, row]));
+  for (const row of now) {
+    const prior = rows.get(row.model);
+    const cost = prior && prior.costUsd !== undefined && row.costUsd !== undefined ? Math.max(prior.costUsd, row.costUsd) : prior ? undefined : row.costUsd;
+    rows.set(row.model, { model: row.model, usage: prior ? most(prior.usage, row.usage) : row.usage, ...(cost !== undefined && { costUsd: cost }) });
+  }
+  return [...rows.values()];
 }
 
 /**
  * A child's usage so far against what its parent's run counted of it (`counted`, by child
- * session, for the current batch): what to add, and the new record; null when nothing is new.
+ * session, for the current batch): what to add (by model when the report and the record both
+ * say), and the new record; null when nothing is new. A child counted by a build that kept no
+ * models adds its usage as before, unsplit (`addedByModel` null: the parent books it as its own).
  */
 export function countChildUsage(
-  counted: Readonly<Record<string, Usage>> | undefined,
+  counted: Readonly<Record<string, CountedChild>> | undefined,
   childId: string,
   usage: Usage,
-): { added: Usage; counted: Record<string, Usage> } | null {
-  const before = counted && Object.hasOwn(counted, childId) ? counted[childId]! : { inputTokens: 0, outputTokens: 0 };
-  const added = { inputTokens: Math.max(0, usage.inputTokens - before.inputTokens), outputTokens: Math.max(0, usage.outputTokens - before.outputTokens) };
-  if (added.inputTokens === 0 && added.outputTokens === 0 && counted && Object.hasOwn(counted, childId)) return null;
-  const now = { inputTokens: Math.max(before.inputTokens, usage.inputTokens), outputTokens: Math.max(before.outputTokens, usage.outputTokens) };
-  return { added, counted: { ...counted, [childId]: now } };
+  models?: readonly ModelSpend[] | undefined,
+): { added: Usage; addedByModel: ModelSpend[] | null; counted: Record<string, CountedChild> } | null {
+  const known = counted && Object.hasOwn(counted, childId) ? counted[childId]! : undefined;
+  const split = models !== undefined && (!known || known.models !== undefined);
+  const addedByModel = split ? spentSince(known?.models ?? [], models) : null;
+  // Split, the totals are the models' sum, so the run's usage and its books agree.
+  const added = addedByModel ? addedByModel.reduce((sum, row) => addUsage(sum, row.usage), NONE) : minus(usage, known ?? NONE);
+  if (isNone(added) && known) return null;
+  const total = most(known ?? NONE, usage);
+  const now: CountedChild = split ? { ...total, models: mergedModels(known?.models ?? [], models) } : total;
+  return { added, addedByModel, counted: { ...counted, [childId]: now } };
 }

@@ -206,7 +206,7 @@ describe('handoff rules', () => {
     const m: Model = { name: 'm', generate: () => Promise.reject(new Error('no')) };
     const t = compile({ agents: [billing, { name: 'x', description: 'X.', model: m }] })!;
     expect([speakerOf(t, undefined).model, speakerOf(t, { name: 'billing', from: 'main' }).model, speakerOf(t, { name: 'x', from: 'main' }).model]).toEqual([null, null, 1]);
-    expect(t.models).toEqual([m]);
+    expect(t.models).toEqual([{ model: m, prices: undefined }]);
   });
 
   it('the first successful transfer of a batch wins; a later one gets an error result; a failed one hands nothing', () => {

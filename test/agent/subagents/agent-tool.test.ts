@@ -207,11 +207,14 @@ describe('agentTool', () => {
     const model = scriptedModel([delegate('spend', 'a'), delegate('spend', 'b', 'c2'), { text: 'never', usage: usage(10) }], { name: 'boss-model' });
     const parent = createAgentMachine({ model: [{ model, prices: perToken }], tools: [tool], budget: { maxCostUsd: 50 } });
     const output = await run(parent).done;
-    // Its own reply ($20) and the child's ($100), at the parent's prices as with one price list.
+    // Its own reply ($20) and the child's ($100): a child without prices of its own at the parent's, under the child's model.
     expect(output.outcome).toMatchObject({ type: 'Sealed', reason: expect.stringMatching(/^budget: \$120\.0+ spent, limit \$50$/) });
     expect(output.usage).toEqual(usage(60));
     expect(output.costUsd).toBe(120);
-    expect(output.usageByModel).toEqual([{ model: 'boss-model', usage: usage(60), costUsd: 120 }]);
+    expect(output.usageByModel).toEqual([
+      { model: 'boss-model', usage: usage(10), costUsd: 20 },
+      { model: 'scripted', usage: usage(50), costUsd: 100 },
+    ]);
   });
 
   it('under a durable session the child is a session of its own beside its parent, and a finished child is never run again', async () => {

@@ -37,9 +37,25 @@ describe('subagent rules', () => {
     const zero = { inputTokens: 0, outputTokens: 0 };
     const used = { inputTokens: 3, outputTokens: 4 };
     const once = childUsageCounted({ runUsage: zero, sessionUsage: used }, 'p/c1', used)!;
-    expect(once).toEqual({ assign: { runUsage: used, sessionUsage: { inputTokens: 6, outputTokens: 8 }, childUsage: { 'p/c1': used } }, added: used });
+    expect(once).toEqual({ assign: { runUsage: used, sessionUsage: { inputTokens: 6, outputTokens: 8 }, childUsage: { 'p/c1': used } }, added: used, addedByModel: null });
     expect(childUsageCounted(once.assign, 'p/c1', used)).toBeNull();
     const more = childUsageCounted(once.assign, 'p/c1', { inputTokens: 5, outputTokens: 4 })!;
-    expect(more).toEqual({ assign: { runUsage: { inputTokens: 5, outputTokens: 4 }, sessionUsage: { inputTokens: 8, outputTokens: 8 }, childUsage: { 'p/c1': { inputTokens: 5, outputTokens: 4 } } }, added: { inputTokens: 2, outputTokens: 0 } });
+    expect(more).toEqual({ assign: { runUsage: { inputTokens: 5, outputTokens: 4 }, sessionUsage: { inputTokens: 8, outputTokens: 8 }, childUsage: { 'p/c1': { inputTokens: 5, outputTokens: 4 } } }, added: { inputTokens: 2, outputTokens: 0 }, addedByModel: null });
+  });
+
+  it("a child's report by model adds each model's new tokens at the child's cost; a child counted without models (an older build's record) adds unsplit", () => {
+    const zero = { inputTokens: 0, outputTokens: 0 };
+    const u = (n: number) => ({ inputTokens: n, outputTokens: n });
+    const first = childUsageCounted({ runUsage: zero, sessionUsage: zero }, 'p/c1', u(2), [{ model: 'child', usage: u(2), costUsd: 40 }])!;
+    expect(first.addedByModel).toEqual([{ model: 'child', usage: u(2), costUsd: 40 }]);
+    expect(first.assign.childUsage).toEqual({ 'p/c1': { ...u(2), models: [{ model: 'child', usage: u(2), costUsd: 40 }] } });
+    // Its grandchild spends next: only the new model's tokens are added, at the cost the child reported.
+    const later = childUsageCounted(first.assign, 'p/c1', u(5), [{ model: 'child', usage: u(2), costUsd: 40 }, { model: 'grandchild', usage: u(3), costUsd: 300 }])!;
+    expect(later.addedByModel).toEqual([{ model: 'grandchild', usage: u(3), costUsd: 300 }]);
+    expect(later.added).toEqual(u(3));
+    expect(childUsageCounted(later.assign, 'p/c1', u(5), [{ model: 'child', usage: u(2), costUsd: 40 }, { model: 'grandchild', usage: u(3), costUsd: 300 }])).toBeNull();
+    // Counted by a build that kept no models: what is new is added, not split (the parent books it as its own).
+    const legacy = childUsageCounted({ runUsage: u(2), sessionUsage: u(2), childUsage: { 'p/c1': u(2) } }, 'p/c1', u(3), [{ model: 'child', usage: u(3), costUsd: 60 }])!;
+    expect(legacy).toMatchObject({ added: u(1), addedByModel: null, assign: { childUsage: { 'p/c1': u(3) } } });
   });
 });
