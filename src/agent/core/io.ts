@@ -46,13 +46,18 @@ export function ioLogic(deps: IoDeps, features: FeatureHandlerMap) {
     receive((request) => {
       // A child run created with this actor as its parent reports its end here: its tool call hears it.
       if (request.type.startsWith('xstate.')) return;
-      received = true;
-      if (request.type !== 'abort' && request.type !== 'forward') lastKey = request.key;
+      // Only a request for work counts: an abort or an event forwarded to a child (a decision
+      // sent at once to a restored parent) starts nothing, and the work it waits for must still
+      // be asked for again.
+      if (request.type !== 'abort' && request.type !== 'forward') {
+        received = true;
+        lastKey = request.key;
+      }
       handlerOf(request.type)?.(request);
     });
-    // A restored agent waits for IO that no one started: when no request came with this actor's
-    // start (a fresh agent's first one is already in the mailbox), say so, and the chart re-issues
-    // what it waits for with the same keys.
+    // A restored agent waits for IO that no one started: when no request for work came with this
+    // actor's start (a fresh agent's first one is already in the mailbox), say so, and the chart
+    // re-issues what it waits for with the same keys.
     queueMicrotask(() => {
       if (!received) sendBack(trusted({ type: 'io.attached' }));
     });
