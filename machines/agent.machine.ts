@@ -31,7 +31,7 @@ import { tracingImplementations } from '../src/agent/tracing/implementations.js'
 import { resumeTrace } from '../src/agent/tracing/trace-marks.js';
 import { fromTelemetry } from '../src/agent/protocol/agent-event.js';
 import { outputOf, runInFlight, type AgentInput } from '../src/agent/protocol/actor-types.js';
-import { checkedExternal, externalEventTypes } from '../src/agent/protocol/events.js';
+import { checkedExternal, externalEventTypes, type ChildStatuses } from '../src/agent/protocol/events.js';
 import { composeExecutors, type Executor } from '../src/agent/protocol/executor.js';
 import type { FeatureHandlerMap, FeatureHandlers } from '../src/agent/protocol/io-protocol.js';
 
@@ -607,7 +607,9 @@ function hardened<M extends AnyStateMachine>(machine: M, agent: CompiledAgent, i
   // from this one (`provide`, `withExecutor`, `withClock`) keeps the snapshot check and these methods.
   const wrapped: Record<PropertyKey, unknown> = {
     // Every event from outside is read once, as data, and checked against its type before any guard sees it (see `checkedExternal`).
-    transition: ((snapshot, event, scope) => machine.transition(snapshot, fromIo(event) || fromTelemetry(event) ? event : checkedExternal(event), scope)) as M['transition'],
+    // A child's failure is taken only from XState, when that child has failed (see `childFailureProblem`).
+    transition: ((snapshot, event, scope) =>
+      machine.transition(snapshot, fromIo(event) || fromTelemetry(event) ? event : checkedExternal(event, (snapshot as { children?: ChildStatuses | undefined }).children ?? {}), scope)) as M['transition'],
     restoreSnapshot: ((snapshot, scope) => {
       const persisted = snapshot as { context?: unknown };
       const context = restoredContext(agent, persisted.context, restoreChecks);

@@ -147,7 +147,9 @@ const wellFormed = new WeakSet<object>();
  * `admitted` copy when its payload is what its type needs; else a stand-in of type
  * `event.malformed` that names the type it was sent as (`of`) and carries the reason, which one
  * root handler refuses (`event.rejected`, or `policy.rejected` for a policy). So no transition of
- * the chart asks whether its event is well formed.
+ * the chart asks whether its event is well formed. XState's own events pass as they are, but for
+ * a report of a child's failure when `children` (the agent's) shows no such failure (see
+ * `childFailureProblem`).
  *
  * @example
  * ```ts
@@ -155,19 +157,54 @@ const wellFormed = new WeakSet<object>();
  * console.log(event.type, externalEventProblem(event)); // "event.malformed" and why
  * ```
  */
-export function checkedExternal<E extends object>(event: E): E | MalformedEvent {
+export function checkedExternal<E extends object>(event: E, children?: ChildStatuses | undefined): E | MalformedEvent {
   if (wellFormed.has(event)) return event;
   const copy = admitted(event) as E & { type: string };
-  if (typeof made.get(copy) === 'string' || copy.type.startsWith('xstate.')) return copy;
+  if (typeof made.get(copy) === 'string') return copy;
+  if (copy.type.startsWith('xstate.')) {
+    const forged = children ? childFailureProblem(copy.type, children) : null;
+    return forged === null ? copy : malformedOf(copy.type, forged);
+  }
   const problem = externalEventProblem(copy);
   if (problem === null) {
     // A host that checked it (DurableSession.send) hands the same copy to the chart: parsed once.
     wellFormed.add(copy);
     return copy;
   }
-  const malformed: MalformedEvent = { type: MALFORMED, of: copy.type.slice(0, 100) };
+  return malformedOf(copy.type, problem);
+}
+
+function malformedOf(type: string, problem: string): MalformedEvent {
+  const malformed: MalformedEvent = { type: MALFORMED, of: type.slice(0, 100) };
   made.set(malformed, problem);
   return malformed;
+}
+
+/** The agent actor's children by id, as `snapshot.children` holds them: what `checkedExternal` reads of a child's failure. */
+export type ChildStatuses = Readonly<Record<string, { getSnapshot(): { status: string } } | undefined>>;
+
+const CHILD_FAILURE = 'xstate.error.actor.';
+
+/**
+ * Why an XState event reporting that the agent's child `<id>` failed (`xstate.error.actor.<id>`)
+ * cannot be XState's own, or null. XState sends it to the agent once the child's snapshot is in
+ * error; a copy sent from outside (by hand, or forwarded by a parent statechart with `sendTo`)
+ * names a child that has not failed, or none, and would end the agent with status 'error', since
+ * XState ends a machine on an error event no transition takes. Other `xstate.*` events pass: a
+ * host arms the chart's delayed events with them (see `AgentStepper`), and XState takes
+ * `xstate.stop` before any check (see docs/agent/hosts.md).
+ *
+ * @example
+ * ```ts
+ * childFailureProblem('xstate.error.actor.io', {}); // "… no child 'io' of the agent has failed …"
+ * ```
+ */
+export function childFailureProblem(type: string, children: ChildStatuses): string | null {
+  if (!type.startsWith(CHILD_FAILURE)) return null;
+  const id = type.slice(CHILD_FAILURE.length);
+  const child = new Map(Object.entries(children)).get(id);
+  if (child?.getSnapshot().status === 'error') return null;
+  return `XState's report of a failed child, but no child '${id.slice(0, 100)}' of the agent has failed: only XState sends these (one sent from outside would end the agent)`;
 }
 
 /** An event from outside whose payload does not fit its type, as the chart sees it (see `checkedExternal`). */

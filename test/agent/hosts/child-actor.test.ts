@@ -4,9 +4,10 @@
  * restores it with `createActor(parent, { snapshot })` and forwards events to it with `sendTo`.
  */
 import { describe, expect, it } from 'vitest';
-import { assign, createActor, sendTo, setup, waitFor, type AnyActorRef } from 'xstate';
+import { assign, createActor, fromCallback, sendTo, setup, waitFor, type AnyActorRef } from 'xstate';
 import { createAgentMachine } from '../../../machines/agent.machine.js';
-import type { AgentOutput } from '../../../src/agent/protocol/actor-types.js';
+import type { AgentEmitted, AgentOutput } from '../../../src/agent/protocol/actor-types.js';
+import { childFailureProblem } from '../../../src/agent/protocol/events.js';
 import { agentTool } from '../../../src/agent/subagents/agent-tool.js';
 import { scriptedModel } from '../../../src/models/scripted.js';
 import { WAIT_MS } from '../../support/driver.js';
@@ -68,5 +69,32 @@ describe('a parent restored while its agent calls a subagent', () => {
     // batch again: call c1 never ran and the parent waited for ever.
     const done = await waitFor(second, (s) => s.status === 'done', { timeout: WAIT_MS });
     expect(done.context.output?.outcome).toEqual({ type: 'Completed', finalText: 'parent: child done' });
+  });
+});
+
+describe('XState events a parent forwards to its agent', () => {
+  it("a forged report that the agent's child failed is refused: the agent runs on and the parent gets its output", async () => {
+    const parent = createActor(parentOf(createAgentMachine({ model: scriptedModel([{ text: 'answered', delayMs: 100 }]) }))).start();
+    const rejected: AgentEmitted[] = [];
+    helperOf(parent).on('event.rejected', (event: AgentEmitted) => rejected.push(event));
+    // What `sendTo` relays as it is: before, XState ended the agent with status 'error' (the
+    // parent's onError; a stand-alone actor without an error listener took the process down).
+    parent.send({ type: 'forward', event: { type: 'xstate.error.actor.io', error: 'forged' } });
+    parent.send({ type: 'forward', event: { type: 'xstate.error.actor.nobody', error: 'forged' } });
+    const done = await waitFor(parent, (s) => s.status === 'done', { timeout: WAIT_MS });
+    expect(done.context.output?.outcome).toEqual({ type: 'Completed', finalText: 'answered' });
+    expect(rejected.map((event) => (event as { event: string }).event)).toEqual(['xstate.error.actor.io', 'xstate.error.actor.nobody']);
+    expect((rejected[0] as { reason: string }).reason).toMatch(/no child 'io' of the agent has failed/);
+  });
+
+  it("XState's own report of a child that did fail still passes", () => {
+    const failing = createActor(fromCallback(() => {
+      throw new Error('broken');
+    }));
+    failing.subscribe({ error: () => {} });
+    failing.start();
+    expect(childFailureProblem('xstate.error.actor.io', { io: failing })).toBeNull();
+    expect(childFailureProblem('xstate.error.actor.io', { io: createActor(fromCallback(() => {})).start() })).toMatch(/has not failed|no child 'io'/);
+    expect(childFailureProblem('xstate.done.actor.io', {})).toBeNull();
   });
 });
