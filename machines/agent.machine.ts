@@ -276,7 +276,8 @@ const chart = driver.createStateConfig({
           entry: 'requestToolset',
           after: { budgetDeadline: { guard: 'deadlineSeals', target: 'Start', actions: ['abortIo', 'sealAtDeadline'] } },
           on: {
-            'io.attached': { actions: 'requestToolset' },
+            // Restored: the deadline armed again (XState does not carry timers in a snapshot); past it, nothing is listed again.
+            'io.attached': [{ guard: 'deadlineSeals', actions: 'rearmDeadline' }, { actions: ['requestToolset', 'rearmDeadline'] }],
             'io.listed': { guard: 'currentToolset', target: 'Start', actions: 'recordOffered' },
             'io.failed': { guard: 'currentToolset', target: 'Start', actions: { type: 'failWith', params: 'ModelError' } },
           },
@@ -291,7 +292,12 @@ const chart = driver.createStateConfig({
             ],
           },
           on: {
-            'io.attached': { actions: [{ type: 'startAttempt', params: 'resumed' }, 'requestModel'] },
+            // Restored: the call made again under the deadline armed again; past it, not made again (the deadline seals or pauses at once).
+            'io.attached': [
+              { guard: 'deadlineSeals', actions: 'rearmDeadline' },
+              { guard: 'deadlinePauses', actions: 'rearmDeadline' },
+              { actions: [{ type: 'startAttempt', params: 'resumed' }, 'requestModel', 'rearmDeadline'] },
+            ],
             // A reply that would complete the run is held for the output guardrails.
             'io.replied': [
               { guard: and(['currentModelCall', 'outputGuardDue']), target: 'Guarding', actions: 'holdReply' },
@@ -331,6 +337,8 @@ const chart = driver.createStateConfig({
             { guard: 'heldBatchDone', target: 'BudgetPaused' },
           ],
           on: {
+            // Restored while no call runs (all wait for a person, or in doubt): the deadline armed again all the same.
+            'io.attached': { actions: 'rearmDeadline' },
             'io.toolStarted': { guard: 'currentBatch', actions: 'emitToolStarted' },
             'io.toolFinished': [
               // The last result of the batch feeds it at once (what `batchComplete` below would do one microstep later).
@@ -353,7 +361,11 @@ const chart = driver.createStateConfig({
             Executing: {
               entry: ['announceBatch', { type: 'requestTools', params: false }],
               on: {
-                'io.attached': [{ guard: 'batchHeld', actions: 'requestHeldTools' }, { actions: { type: 'requestTools', params: true } }],
+                'io.attached': [
+                  { guard: 'deadlineSeals', actions: 'rearmDeadline' },
+                  { guard: 'batchHeld', actions: ['requestHeldTools', 'rearmDeadline'] },
+                  { actions: [{ type: 'requestTools', params: true }, 'rearmDeadline'] },
+                ],
                 // A call found in doubt: the batch waits for a person beside the calls that run (see Working.Doubt).
                 'io.toolInDoubt': { guard: 'currentBatch', target: 'Working', actions: 'markInDoubt' },
               },
@@ -361,7 +373,11 @@ const chart = driver.createStateConfig({
             CheckingApprovals: {
               entry: 'requestApprovals',
               on: {
-                'io.attached': { actions: 'requestApprovals' },
+                'io.attached': [
+                  { guard: 'deadlineSeals', actions: 'rearmDeadline' },
+                  { guard: 'deadlinePauses', actions: 'rearmDeadline' },
+                  { actions: ['requestApprovals', 'rearmDeadline'] },
+                ],
                 'io.approvalsChecked': { guard: 'currentApprovalCheck', target: 'Working', actions: 'awaitApproval' },
                 'io.failed': [
                   { guard: and(['currentApprovalCheck', 'policyFailure']), target: '#agent.Running.Start', actions: { type: 'failWith', params: 'ToolPolicyError' } },
@@ -397,7 +413,13 @@ const chart = driver.createStateConfig({
                     Executing: {
                       entry: { type: 'requestTools', params: true },
                       always: { guard: 'nothingRunnable', target: 'Paused' },
-                      on: { 'io.attached': [{ guard: 'batchHeld', actions: 'requestHeldTools' }, { actions: { type: 'requestTools', params: true } }] },
+                      on: {
+                        'io.attached': [
+                          { guard: 'deadlineSeals', actions: 'rearmDeadline' },
+                          { guard: 'batchHeld', actions: ['requestHeldTools', 'rearmDeadline'] },
+                          { actions: [{ type: 'requestTools', params: true }, 'rearmDeadline'] },
+                        ],
+                      },
                     },
                     /** Nothing may run now; an approval makes a call runnable again. */
                     Paused: { always: { guard: 'callsRunnable', target: 'Executing' } },
@@ -436,7 +458,7 @@ const chart = driver.createStateConfig({
           entry: 'requestCompaction',
           after: { budgetDeadline: { guard: 'deadlineSeals', target: 'Start', actions: ['abortIo', 'sealAtDeadline'] } },
           on: {
-            'io.attached': { actions: 'requestCompaction' },
+            'io.attached': [{ guard: 'deadlineSeals', actions: 'rearmDeadline' }, { actions: ['requestCompaction', 'rearmDeadline'] }],
             'io.compacted': { guard: 'currentCompaction', target: 'Start', actions: ['acceptCompaction', 'emitCompactionFinished'] },
             'io.failed': { guard: 'currentCompaction', target: 'Start', actions: { type: 'failWith', params: 'CompactionError' } },
           },

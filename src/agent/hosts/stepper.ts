@@ -1,4 +1,4 @@
-import { createActor, type AnyMachineSnapshot, type Snapshot } from 'xstate';
+import { createActor, type Snapshot } from 'xstate';
 import type { AgentMachine } from '../../../machines/agent.machine.js';
 import type { AgentEvent } from '../protocol/agent-event.js';
 import type { AgentInput } from '../protocol/actor-types.js';
@@ -187,15 +187,19 @@ export class AgentStepper {
     const actor = createActor(gated, {
       snapshot: session,
       inspect: (event) => {
-        if (event.type === '@xstate.event' && event.actorRef === actor && event.event.type.startsWith('io.') && event.event.type !== 'io.attached') {
-          effects.push(event.event as IoEvent);
-        }
+        if (event.type !== '@xstate.event' || event.actorRef !== actor) return;
+        const { type } = event.event;
+        if (type.startsWith('io.') && type !== 'io.attached') effects.push(event.event as IoEvent);
+        // The chart's delayed events (the time budget's deadline on the side effect in flight, see
+        // deadline.ts; the end of a provider's usage-limit wait), which the restored chart arms
+        // again for the time left as its IO attaches: one that passes during the step goes to the
+        // actor (which aborts the effect and seals or pauses the run, or makes the call again) and
+        // to the effects, so `apply` takes the same decision. Only the chart's own timer sends it.
+        else if (!closed && event.sourceRef === actor && isDelayedEvent(type)) effects.push({ type });
       },
     });
     const before = JSON.stringify(actor.getSnapshot().value);
-    const delayed = timersOf(actor.getSnapshot());
     let timer: ReturnType<typeof setTimeout> | undefined;
-    const delayTimers: ReturnType<typeof setTimeout>[] = [];
     try {
       await new Promise<void>((resolve, reject) => {
         timer = setTimeout(() => reject(new StepTimeoutError(this.#timeoutMs)), this.#timeoutMs);
@@ -209,26 +213,9 @@ export class AgentStepper {
           error: reject,
         });
         actor.start();
-        // The chart's delayed events (the time budget's deadline on the side effect in flight, see
-        // deadline.ts; the end of a provider's usage-limit wait) are armed as it enters a state,
-        // which a session restored from its snapshot does not carry. Armed again here for the time
-        // left; when one passes, the chart's own event goes to the actor (which aborts the effect
-        // and seals or pauses the run, or makes the call again) and to the effects, so `apply`
-        // takes the same decision.
-        for (const { event, delayMs } of delayed) {
-          if (closed) break;
-          delayTimers.push(
-            setTimeout(() => {
-              if (closed) return;
-              effects.push({ type: event });
-              actor.send({ type: event } as never);
-            }, delayMs),
-          );
-        }
       });
     } finally {
       clearTimeout(timer);
-      delayTimers.forEach(clearTimeout);
       closed = true;
       actor.stop();
     }
@@ -288,25 +275,14 @@ function stepOf(effect: SideEffect): string {
   }
 }
 
-/** The chart's delays a stepped session arms again when it is restored (a cancel's grace never spans a step: `finalize` cancels without one). */
-const RESTORED_DELAYS: ReadonlySet<string> = new Set(['budgetDeadline', 'usageLimitWait']);
-
 /**
- * The delayed events of the state a step starts in, as the chart would arm them on entering that
- * state: each `after` event and the time left (the chart's own delay, read from the context now).
- * A delay with no number (a run without a time budget) arms nothing.
+ * The chart's delays whose events a step takes as effects: those a restored chart arms again as
+ * its IO attaches (a cancel's grace never spans a step: `finalize` cancels without one).
  */
-function timersOf(snapshot: AnyMachineSnapshot): { event: DeadlineEvent['type']; delayMs: number }[] {
-  const delays = snapshot.machine.implementations.delays as Record<string, unknown>;
-  return snapshot._nodes.flatMap((node) =>
-    node.after.flatMap((after) => {
-      if (typeof after.delay !== 'string' || !RESTORED_DELAYS.has(after.delay)) return [];
-      const delay = delays[after.delay];
-      const delayMs = typeof delay === 'function' ? (delay as (args: { context: unknown }) => unknown)({ context: snapshot.context }) : delay;
-      return typeof delayMs === 'number' ? [{ event: after.eventType as DeadlineEvent['type'], delayMs }] : [];
-    }),
-  ).filter((timer, i, all) => all.findIndex((other) => other.event === timer.event) === i);
-}
+const STEPPED_DELAYS = ['budgetDeadline', 'usageLimitWait'] as const;
+
+/** Whether `type` is the event of one of those delays (`xstate.after.<delay>.<state id>`). */
+const isDelayedEvent = (type: string): type is DeadlineEvent['type'] => STEPPED_DELAYS.some((delay) => type.startsWith(`xstate.after.${delay}.`));
 
 /** An executor that never performs: the effect waits until the actor is stopped. */
 const park: Executor = () => new Promise<never>(() => {});

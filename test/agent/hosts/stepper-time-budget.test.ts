@@ -1,8 +1,8 @@
 /**
  * AgentStepper holds the time budget while a step runs, as the actor and DurableSession do
  * (docs/agent/budget.md): the deadline is an XState delayed event of the state that performs the
- * side effect, which a session restored from its snapshot does not carry, so `step()` arms it
- * again for the time the run has left. A model call that honours its signal and never answers
+ * side effect, which a session restored from its snapshot does not carry, so the restored chart
+ * arms it again for the time the run has left, and `step()` takes it as one of its effects. A model call that honours its signal and never answers
  * ends the step at `maxDurationMs` (aborted), and applying the step's effects ends the run
  * `Sealed` by the budget, or paused with `pause`, instead of holding the step until the
  * stepper's own `timeoutMs`.
