@@ -243,6 +243,8 @@ const chart = driver.createStateConfig({
             'io.failed': { guard: 'currentPoint', target: 'Start', actions: 'cancelRun' },
             // A second cancel does not wait.
             cancel: { target: 'Start', actions: 'cancelRun' },
+            // Restored from a snapshot during the grace: the hook ran in a process that is gone, nothing can return (and no timer survived).
+            'io.attached': { target: 'Start', actions: 'cancelRun' },
           },
         },
         /** An operation yielded: the run waits here for `operation.resume` (the context names the operation). */
