@@ -83,16 +83,18 @@ const resultOf = (denial: Answer, call: ToolCall): ToolMessage =>
 
 /**
  * The answer that decided `call`, which has this result, taken from `answers` (each stands for one
- * result), or undefined. It must name this call as shown (its digest); a denial must have written
+ * result), or undefined. It must name this call as shown (its digest), and `run`, the run the call
+ * was made in when it is known (answers of several runs, a reload's); a denial must have written
  * exactly this result: a call of another run with the same id and arguments that ran, or failed
- * on its own, is not it. `denials`: only a denial is taken (the reload, which cannot tell runs
- * apart, takes no approval: its result says nothing of it).
+ * on its own, is not it. `denials`: only a denial is taken (a reload's call whose run is not known
+ * takes no approval: its result says nothing of it).
  */
-export function claimAnswer(answers: Answers, call: ToolCall, result: ToolMessage, { denials = false } = {}): Answer | undefined {
+export function claimAnswer(answers: Answers, call: ToolCall, result: ToolMessage, { denials = false, run }: { denials?: boolean | undefined; run?: number | undefined } = {}): Answer | undefined {
   const list = answers.get(call.id);
   if (!list) return undefined;
   const at = list.findIndex((answer) => {
     if (answer.digest !== digestOf(call)) return false;
+    if (run !== undefined && answer.run !== run) return false;
     if (answer.approved) return !denials;
     return result.isError === true && resultOf(answer, call).content === result.content;
   });

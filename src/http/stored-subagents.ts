@@ -11,6 +11,7 @@ import { decodeRow } from '../sessions/session-row.js';
 import type { SessionStore } from '../stores/session-store.js';
 import type { Message, ToolCall, ToolMessage } from '../schemas.js';
 import { addAnswer, answerOfEntry, isDecision, type Answers } from './denials.js';
+import { mayBeReply, replyOfEntry, type TracedReply } from './reply-runs.js';
 import { runRecords } from './run-trace.js';
 
 /**
@@ -85,10 +86,12 @@ export type StoredChild = { callId: string; digest: string } & (
 /** Children by the ordinal of their call among the tool calls of a list of messages (0 for the first call). */
 export type ChildrenOf = ReadonlyMap<number, StoredChild>;
 
-/** What a session's trace says for a page: the answers people gave, and the calls that opened a child. */
+/** What a session's trace says for a page: the answers people gave, the calls that opened a child, the replies with calls. */
 export interface TraceFacts {
   answers: Answers;
   opened: Opened[];
+  /** The replies with calls, in order, with their runs (see reply-runs.ts). */
+  replies: TracedReply[];
   /** The read stopped at its limit: what the entries past it say is not known. */
   cut: boolean;
 }
@@ -110,10 +113,10 @@ const OpenedEntrySchema = z.object({
   child: z.string(),
 });
 
-/** Decisions and the calls that opened children are parsed: the trace also holds every model call, with its prompt. */
+/** Decisions, the calls that opened children and replies with calls are parsed: the trace also holds every model call's prompt. */
 const isRead = (entry: unknown): boolean => {
   const type = (entry as { type?: unknown } | null)?.type;
-  return type === 'tool' ? typeof (entry as { child?: unknown }).child === 'string' : isDecision(entry);
+  return type === 'tool' ? typeof (entry as { child?: unknown }).child === 'string' : isDecision(entry) || mayBeReply(entry);
 };
 
 /** The session of the child `call` opened in turn `turn` of run `run` of `sessionId`, or null when no valid id names it. */
@@ -131,7 +134,7 @@ function childOf(sessionId: string, run: number, turn: number, callId: string): 
  * has none.
  */
 export async function readTraceFacts(store: SessionStore, sessionId: string, { run, limit }: { run?: number | undefined; limit?: number | undefined } = {}): Promise<TraceFacts> {
-  const facts: TraceFacts = { answers: new Map(), opened: [], cut: false };
+  const facts: TraceFacts = { answers: new Map(), opened: [], replies: [], cut: false };
   if (!store.readTrace) return facts;
   const traced = { readTrace: store.readTrace.bind(store) };
   const records = run !== undefined ? await runRecords(traced, sessionId, run) : await traced.readTrace(sessionId, 0, limit === undefined ? undefined : limit + 1);
@@ -142,6 +145,11 @@ export async function readTraceFacts(store: SessionStore, sessionId: string, { r
     const answer = answerOfEntry(entry);
     if (answer) {
       if (run === undefined || answer.answer.run === run) addAnswer(facts.answers, answer.toolCallId, answer.answer);
+      continue;
+    }
+    const reply = replyOfEntry(entry);
+    if (reply) {
+      if (run === undefined || reply.run === run) facts.replies.push(reply);
       continue;
     }
     const opened = OpenedEntrySchema.safeParse(entry);

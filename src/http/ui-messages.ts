@@ -3,6 +3,7 @@ import { isOutputFeedback } from '../agent/structured-output/structured-output.j
 import { digestOf } from '../agent/approvals/approval-binding.js';
 import type { Message, ToolCall, ToolMessage } from '../schemas.js';
 import { callEnd, claimAnswer, shownApproval, type Answers } from './denials.js';
+import { runsOfReplies, type TracedReply } from './reply-runs.js';
 import { incompleteOf, type ChildrenOf, type StoredChild } from './stored-subagents.js';
 import type { AiSdkVersion } from './ai-sdk-version.js';
 import { approvalIdOf } from './ui-chunks.js';
@@ -26,13 +27,16 @@ export interface UIMessageOut {
 
 /**
  * Who the messages are for: the AI SDK version of the page, the chat's stored session id (its
- * approval ids are bound to it) and the calls the session's trace says were answered (see
- * denials.ts; a denial is claimed here, one result each).
+ * approval ids are bound to it), the calls the session's trace says were answered (see
+ * denials.ts; each answer is claimed here by one result) and the replies it recorded, which tell
+ * each call's run (see reply-runs.ts).
  */
 export interface ShownTo {
   version: AiSdkVersion;
   chat: string;
   answers: Answers;
+  /** The session's replies with calls, with their runs, as its trace recorded them. */
+  replies?: readonly TracedReply[] | undefined;
   /** The stored subagents of the messages' calls, by call ordinal (see stored-subagents.ts). */
   children?: ChildrenOf | undefined;
 }
@@ -40,7 +44,8 @@ export interface ShownTo {
 export function toUIMessages(messages: readonly Message[], shownTo: ShownTo): UIMessageOut[] {
   const out: UIMessageOut[] = [];
   let assistant: UIMessageOut | undefined;
-  const parts = new Map<string, { part: Record<string, unknown>; call: ToolCall }>();
+  const parts = new Map<string, { part: Record<string, unknown>; call: ToolCall; run: number | undefined }>();
+  const runs = runsOfReplies(messages, shownTo.replies ?? []);
   let ordinal = 0;
   messages.forEach((message, index) => {
     if (message.role === 'system' || (message.role === 'user' && (isGuardFeedback(message) || isOutputFeedback(message)))) return;
@@ -59,7 +64,7 @@ export function toUIMessages(messages: readonly Message[], shownTo: ShownTo): UI
       const calls = message.toolCalls ?? [];
       for (const call of calls) {
         const part: Record<string, unknown> = { type: `tool-${call.name}`, toolCallId: call.id, state: 'input-available', input: call.args };
-        parts.set(call.id, { part, call });
+        parts.set(call.id, { part, call, run: runs.get(index) });
         assistant.parts.push(part);
       }
       // A subagent's calls come after the calls of the turn that started it, as the live stream sent them.
@@ -67,19 +72,20 @@ export function toUIMessages(messages: readonly Message[], shownTo: ShownTo): UI
       return;
     }
     const shown = parts.get(message.toolCallId);
-    if (shown) endPart(shown.part, shown.call, message, shownTo.answers, shownTo, true);
+    // A call whose run the trace does not tell may be another run's with the same id and arguments: only a denial is taken.
+    if (shown) endPart(shown.part, shown.call, message, shownTo.answers, shownTo, { denials: shown.run === undefined, run: shown.run });
   });
   return out;
 }
 
 /**
  * Gives a call's part its end: an answered call shows as the stream showed it to the page that
- * answered (callEnd: one rule for both). `denials`: only a denial is taken, for calls of a chat's
- * runs, which the answers cannot tell apart (a subagent's session has one run: its approvals are
- * taken too).
+ * answered (callEnd: one rule for both). `run`: the run the call was made in, whose answer it
+ * takes; `denials`: only a denial is taken (a chat's call whose run is not known; a subagent's
+ * session has one run: its approvals are taken too).
  */
-function endPart(part: Record<string, unknown>, call: ToolCall, result: ToolMessage, answers: Answers, shownTo: ShownTo, denials: boolean): void {
-  const answer = claimAnswer(answers, call, result, { denials });
+function endPart(part: Record<string, unknown>, call: ToolCall, result: ToolMessage, answers: Answers, shownTo: ShownTo, claim: { denials: boolean; run?: number | undefined }): void {
+  const answer = claimAnswer(answers, call, result, claim);
   const approval = answer && shownApproval(answer, approvalIdOf({ run: answer.run, digest: answer.digest, toolCallId: result.toolCallId }, shownTo.chat));
   Object.assign(part, callEnd(shownTo.version, 'page', result, approval));
 }
@@ -111,7 +117,7 @@ function childParts(via: string, call: ToolCall, child: StoredChild | undefined,
     } else if (message.role === 'tool') {
       const shown = parts.get(message.toolCallId);
       // The child's answers name its calls by its own ids; the page's approval ids by the qualified one.
-      if (shown) endPart(shown.part, shown.call, { ...message, toolCallId: `${via}/${message.toolCallId}` }, child.answers, shownTo, false);
+      if (shown) endPart(shown.part, shown.call, { ...message, toolCallId: `${via}/${message.toolCallId}` }, child.answers, shownTo, { denials: false });
     }
   }
   return markerPart ? [...out, markerPart] : out;
