@@ -551,7 +551,7 @@ class ChatSessions {
     // The run in flight shows its user message; its reply (its subagents' steps too) is what its stream replays.
     const opened = runInFlight(context.brain) ? facts.opened.filter(({ run }) => run < context.runIndex) : facts.opened;
     const children = await new StoredSubagents(this.#store, context.scope, report).childrenOf(chatId, history, { ...facts, opened });
-    const shownTo = { version: this.#settings.aiSdk, chat: chatId, answers: facts.answers, replies: facts.replies, children };
+    const shownTo = { version: this.#settings.aiSdk, chat: chatId, answers: facts.answers, replies: facts.replies, asked: facts.asked, children };
     const messages = toUIMessages([...history, ...pending.slice(0, 1)], shownTo);
     return new Response(JSON.stringify({ messages }), { headers: { 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-store' } });
   }

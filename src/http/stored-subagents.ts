@@ -92,9 +92,25 @@ export interface TraceFacts {
   opened: Opened[];
   /** The replies with calls, in order, with their runs (see reply-runs.ts). */
   replies: TracedReply[];
+  /** The calls a person was asked about (the page was shown an approval request), in order. */
+  asked: AskedCall[];
   /** The read stopped at its limit: what the entries past it say is not known. */
   cut: boolean;
 }
+
+/** A call a person was asked about in run `run`: its id and the digest of the call as shown. */
+export interface AskedCall {
+  run: number;
+  toolCallId: string;
+  digest: string;
+}
+
+/** The fields read of a trace entry for approval requests (see `TraceEntrySchema`; older traces have no digests: not read). */
+const AskedEntrySchema = z.object({
+  type: z.literal('approval.requested'),
+  run: z.number().int().nonnegative(),
+  requests: z.array(z.object({ toolCallId: z.string().min(1), digest: z.string() })),
+});
 
 /** A call that opened a child session: its run, turn, id and digest. */
 interface Opened {
@@ -113,9 +129,10 @@ const OpenedEntrySchema = z.object({
   child: z.string(),
 });
 
-/** Decisions, the calls that opened children and replies with calls are parsed: the trace also holds every model call's prompt. */
+/** Decisions, requests, the calls that opened children and replies with calls are parsed: the trace also holds every model call's prompt. */
 const isRead = (entry: unknown): boolean => {
   const type = (entry as { type?: unknown } | null)?.type;
+  if (type === 'approval.requested') return true;
   return type === 'tool' ? typeof (entry as { child?: unknown }).child === 'string' : isDecision(entry) || mayBeReply(entry);
 };
 
@@ -134,7 +151,7 @@ function childOf(sessionId: string, run: number, turn: number, callId: string): 
  * has none.
  */
 export async function readTraceFacts(store: SessionStore, sessionId: string, { run, limit }: { run?: number | undefined; limit?: number | undefined } = {}): Promise<TraceFacts> {
-  const facts: TraceFacts = { answers: new Map(), opened: [], replies: [], cut: false };
+  const facts: TraceFacts = { answers: new Map(), opened: [], replies: [], asked: [], cut: false };
   if (!store.readTrace) return facts;
   const traced = { readTrace: store.readTrace.bind(store) };
   const records = run !== undefined ? await runRecords(traced, sessionId, run) : await traced.readTrace(sessionId, 0, limit === undefined ? undefined : limit + 1);
@@ -150,6 +167,11 @@ export async function readTraceFacts(store: SessionStore, sessionId: string, { r
     const reply = replyOfEntry(entry);
     if (reply) {
       if (run === undefined || reply.run === run) facts.replies.push(reply);
+      continue;
+    }
+    const asked = AskedEntrySchema.safeParse(entry);
+    if (asked.success) {
+      if (run === undefined || asked.data.run === run) facts.asked.push(...asked.data.requests.map((request) => ({ run: asked.data.run, ...request })));
       continue;
     }
     const opened = OpenedEntrySchema.safeParse(entry);

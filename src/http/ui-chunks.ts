@@ -96,6 +96,15 @@ export const chatDigest = (chat: string, digest: string): string => createHash('
 export const approvalIdOf = (request: Pick<ApprovalRequest, 'run' | 'digest' | 'toolCallId'>, chat: string): string =>
   `${request.run}:${chatDigest(chat, request.digest)}:${request.toolCallId}`;
 
+/**
+ * The data part that asks an AI SDK 5 page about a call (5 has no approval chunk): the stream's
+ * chunk, and the part a reload shows where the stream put it (ui-messages.ts).
+ */
+export function approvalRequestPart(request: Pick<ApprovalRequest, 'run' | 'digest' | 'toolCallId' | 'toolName' | 'args'>, chat: string): UIChunk {
+  const approvalId = approvalIdOf(request, chat);
+  return { type: 'data-approval-request', id: approvalId, data: { approvalId, toolCallId: request.toolCallId, toolName: request.toolName, input: request.args } };
+}
+
 /** What a running subagent shows as the preliminary output of the call that runs it. */
 export interface SubagentProgress {
   subagent: true;
@@ -420,10 +429,9 @@ export class RunChunker {
   /** A call's approval request: the page answers it (approve, deny; for a call in doubt: run it again or not). */
   #request(request: Pick<ApprovalRequest, 'run' | 'digest' | 'toolCallId' | 'toolName' | 'args'>): UIChunk {
     this.#asked.add(request.toolCallId);
-    const approvalId = approvalIdOf(request, this.#chat);
     // AI SDK 5 has no approval chunk: a data part the page renders and answers (README, Chat UI).
-    if (this.version === 5) return { type: 'data-approval-request', id: approvalId, data: { approvalId, toolCallId: request.toolCallId, toolName: request.toolName, input: request.args }, [ASKS]: request.toolCallId };
-    return { type: 'tool-approval-request', approvalId, toolCallId: request.toolCallId, [ASKS]: request.toolCallId };
+    if (this.version === 5) return { ...approvalRequestPart(request, this.#chat), [ASKS]: request.toolCallId };
+    return { type: 'tool-approval-request', approvalId: approvalIdOf(request, this.#chat), toolCallId: request.toolCallId, [ASKS]: request.toolCallId };
   }
 
   /** Why the page is asked about a call in doubt (it may or may not have run), once. */

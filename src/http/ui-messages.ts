@@ -4,9 +4,9 @@ import { digestOf } from '../agent/approvals/approval-binding.js';
 import type { Message, ToolCall, ToolMessage } from '../schemas.js';
 import { callEnd, claimAnswer, shownApproval, type Answers } from './denials.js';
 import { runsOfReplies, type TracedReply } from './reply-runs.js';
-import { incompleteOf, type ChildrenOf, type StoredChild } from './stored-subagents.js';
+import { incompleteOf, type AskedCall, type ChildrenOf, type StoredChild } from './stored-subagents.js';
 import type { AiSdkVersion } from './ai-sdk-version.js';
-import { approvalIdOf } from './ui-chunks.js';
+import { approvalIdOf, approvalRequestPart } from './ui-chunks.js';
 
 /**
  * A stored conversation as AI SDK UI messages, for a page that (re)loads a chat: each user
@@ -37,6 +37,8 @@ export interface ShownTo {
   answers: Answers;
   /** The session's replies with calls, with their runs, as its trace recorded them. */
   replies?: readonly TracedReply[] | undefined;
+  /** The calls the session asked a person about (its trace's requests), shown with the data parts the stream sent for them. */
+  asked?: readonly AskedCall[] | undefined;
   /** The stored subagents of the messages' calls, by call ordinal (see stored-subagents.ts). */
   children?: ChildrenOf | undefined;
 }
@@ -46,6 +48,8 @@ export function toUIMessages(messages: readonly Message[], shownTo: ShownTo): UI
   let assistant: UIMessageOut | undefined;
   const parts = new Map<string, { part: Record<string, unknown>; call: ToolCall; run: number | undefined }>();
   const runs = runsOfReplies(messages, shownTo.replies ?? []);
+  const asked = new Set((shownTo.asked ?? []).map(({ run, toolCallId, digest }) => askedKey(run, toolCallId, digest)));
+  let data = new DataParts([]);
   let ordinal = 0;
   messages.forEach((message, index) => {
     if (message.role === 'system' || (message.role === 'user' && (isGuardFeedback(message) || isOutputFeedback(message)))) return;
@@ -56,6 +60,7 @@ export function toUIMessages(messages: readonly Message[], shownTo: ShownTo): UI
     }
     if (!assistant) {
       assistant = { id: `m${index}`, role: 'assistant', parts: [] };
+      data = new DataParts(assistant.parts);
       out.push(assistant);
     }
     if (message.role === 'assistant') {
@@ -67,6 +72,11 @@ export function toUIMessages(messages: readonly Message[], shownTo: ShownTo): UI
         parts.set(call.id, { part, call, run: runs.get(index) });
         assistant.parts.push(part);
       }
+      // AI SDK 5 has no approval chunk: the requests of the turn's calls were data parts, sent as the batch began.
+      const run = runs.get(index);
+      if (shownTo.version === 5 && run !== undefined) {
+        for (const call of calls) if (asked.has(askedKey(run, call.id, digestOf(call)))) data.add(approvalRequestPart({ run, digest: digestOf(call), toolCallId: call.id, toolName: call.name, args: call.args }, shownTo.chat));
+      }
       // A subagent's calls come after the calls of the turn that started it, as the live stream sent them.
       for (const call of calls) assistant.parts.push(...childParts(call.id, call, shownTo.children?.get(ordinal++), shownTo));
       return;
@@ -76,6 +86,31 @@ export function toUIMessages(messages: readonly Message[], shownTo: ShownTo): UI
     if (shown) endPart(shown.part, shown.call, message, shownTo.answers, shownTo, { denials: shown.run === undefined, run: shown.run });
   });
   return out;
+}
+
+const askedKey = (run: number, toolCallId: string, digest: string): string => `${run}\u0000${toolCallId}\u0000${digest}`;
+
+/**
+ * The data parts of one message: one per id, where the first was sent, with the data of the last,
+ * as readUIMessageStream keeps a data part sent again under its id (a call asked about again).
+ */
+class DataParts {
+  readonly #parts: Array<Record<string, unknown>>;
+  readonly #byId = new Map<unknown, Record<string, unknown>>();
+
+  constructor(parts: Array<Record<string, unknown>>) {
+    this.#parts = parts;
+  }
+
+  add(part: Record<string, unknown>): void {
+    const earlier = this.#byId.get(part.id);
+    if (earlier) {
+      earlier.data = part.data;
+      return;
+    }
+    this.#byId.set(part.id, part);
+    this.#parts.push(part);
+  }
 }
 
 /**

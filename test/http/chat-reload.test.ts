@@ -143,7 +143,7 @@ const replayedIn6 = (parts: UIMessage['parts'], errors: Record<string, string>):
     return rest.state === 'output-denied' ? { ...rest, state: 'output-error', errorText: errors[rest.toolCallId!]! } : rest;
   });
 
-describe.each<5 | 6 | 7>([6, 7])('AI SDK %s: a chat of several runs on SQLite, reloaded by another handler', (version) => {
+describe.each([5, 6, 7] as const)('AI SDK %s: a chat of several runs on SQLite, reloaded by another handler', (version) => {
   const skip = version === 7 && nodeMajor < 22;
 
   it.skipIf(skip)('each run shows its own calls as the live page left them: approved and run, denied, failed, waiting', async () => {
