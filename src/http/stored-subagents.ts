@@ -98,16 +98,20 @@ export interface TraceFacts {
   cut: boolean;
 }
 
-/** A call a person was asked about in run `run`: its id and the digest of the call as shown. */
+/**
+ * A call a person was asked about in run `run`: its id and the digest of the call as shown;
+ * `kind`: an approval, or whether to run again a call in doubt after a restart.
+ */
 export interface AskedCall {
+  kind: 'approval' | 'doubt';
   run: number;
   toolCallId: string;
   digest: string;
 }
 
-/** The fields read of a trace entry for approval requests (see `TraceEntrySchema`; older traces have no digests: not read). */
+/** The fields read of a trace entry for requests (see `TraceEntrySchema`; older traces have no digests: not read). */
 const AskedEntrySchema = z.object({
-  type: z.literal('approval.requested'),
+  type: z.enum(['approval.requested', 'doubt.requested']),
   run: z.number().int().nonnegative(),
   requests: z.array(z.object({ toolCallId: z.string().min(1), digest: z.string() })),
 });
@@ -132,7 +136,7 @@ const OpenedEntrySchema = z.object({
 /** Decisions, requests, the calls that opened children and replies with calls are parsed: the trace also holds every model call's prompt. */
 const isRead = (entry: unknown): boolean => {
   const type = (entry as { type?: unknown } | null)?.type;
-  if (type === 'approval.requested') return true;
+  if (type === 'approval.requested' || type === 'doubt.requested') return true;
   return type === 'tool' ? typeof (entry as { child?: unknown }).child === 'string' : isDecision(entry) || mayBeReply(entry);
 };
 
@@ -171,7 +175,8 @@ export async function readTraceFacts(store: SessionStore, sessionId: string, { r
     }
     const asked = AskedEntrySchema.safeParse(entry);
     if (asked.success) {
-      if (run === undefined || asked.data.run === run) facts.asked.push(...asked.data.requests.map((request) => ({ run: asked.data.run, ...request })));
+      const kind = asked.data.type === 'approval.requested' ? 'approval' : 'doubt';
+      if (run === undefined || asked.data.run === run) facts.asked.push(...asked.data.requests.map((request) => ({ kind, run: asked.data.run, ...request }) as const));
       continue;
     }
     const opened = OpenedEntrySchema.safeParse(entry);

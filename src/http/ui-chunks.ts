@@ -105,6 +105,14 @@ export function approvalRequestPart(request: Pick<ApprovalRequest, 'run' | 'dige
   return { type: 'data-approval-request', id: approvalId, data: { approvalId, toolCallId: request.toolCallId, toolName: request.toolName, input: request.args } };
 }
 
+/**
+ * The data part that says why the page is asked about a call in doubt (it may or may not have
+ * run): the stream's chunk, and the part a reload shows where the stream put it (ui-messages.ts).
+ */
+export function inDoubtPart(request: Pick<ApprovalRequest, 'run' | 'digest' | 'toolCallId' | 'toolName'>, chat: string): UIChunk {
+  return { type: 'data-tool-in-doubt', id: `doubt-${request.toolCallId}`, data: { toolCallId: request.toolCallId, toolName: request.toolName, approvalId: approvalIdOf(request, chat) } };
+}
+
 /** What a running subagent shows as the preliminary output of the call that runs it. */
 export interface SubagentProgress {
   subagent: true;
@@ -438,7 +446,7 @@ export class RunChunker {
   #inDoubt(request: Pick<ApprovalRequest, 'run' | 'digest' | 'toolCallId' | 'toolName'>): UIChunk[] {
     if (this.#doubted.has(request.toolCallId)) return [];
     this.#doubted.add(request.toolCallId);
-    return [{ type: 'data-tool-in-doubt', id: `doubt-${request.toolCallId}`, data: { toolCallId: request.toolCallId, toolName: request.toolName, approvalId: approvalIdOf(request, this.#chat) } }];
+    return [inDoubtPart(request, this.#chat)];
   }
 
   /**

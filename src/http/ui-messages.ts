@@ -6,7 +6,7 @@ import { callEnd, claimAnswer, shownApproval, type Answers } from './denials.js'
 import { runsOfReplies, type TracedReply } from './reply-runs.js';
 import { incompleteOf, type AskedCall, type ChildrenOf, type StoredChild } from './stored-subagents.js';
 import type { AiSdkVersion } from './ai-sdk-version.js';
-import { approvalIdOf, approvalRequestPart } from './ui-chunks.js';
+import { approvalIdOf, approvalRequestPart, inDoubtPart } from './ui-chunks.js';
 
 /**
  * A stored conversation as AI SDK UI messages, for a page that (re)loads a chat: each user
@@ -48,7 +48,12 @@ export function toUIMessages(messages: readonly Message[], shownTo: ShownTo): UI
   let assistant: UIMessageOut | undefined;
   const parts = new Map<string, { part: Record<string, unknown>; call: ToolCall; run: number | undefined }>();
   const runs = runsOfReplies(messages, shownTo.replies ?? []);
-  const asked = new Set((shownTo.asked ?? []).map(({ run, toolCallId, digest }) => askedKey(run, toolCallId, digest)));
+  // What each call was asked (by run, id and digest): an approval, whether to run it again after a restart, or both.
+  const asked = new Map<string, Set<AskedCall['kind']>>();
+  for (const { kind, run, toolCallId, digest } of shownTo.asked ?? []) {
+    const key = askedKey(run, toolCallId, digest);
+    asked.set(key, (asked.get(key) ?? new Set()).add(kind));
+  }
   let data = new DataParts([]);
   let ordinal = 0;
   messages.forEach((message, index) => {
@@ -72,13 +77,22 @@ export function toUIMessages(messages: readonly Message[], shownTo: ShownTo): UI
         parts.set(call.id, { part, call, run: runs.get(index) });
         assistant.parts.push(part);
       }
-      // AI SDK 5 has no approval chunk: the requests of the turn's calls were data parts, sent as the batch began.
       const run = runs.get(index);
-      if (shownTo.version === 5 && run !== undefined) {
-        for (const call of calls) if (asked.has(askedKey(run, call.id, digestOf(call)))) data.add(approvalRequestPart({ run, digest: digestOf(call), toolCallId: call.id, toolName: call.name, args: call.args }, shownTo.chat));
+      const askedOf = (call: ToolCall) => (run === undefined ? undefined : asked.get(askedKey(run, call.id, digestOf(call))));
+      const request = (call: ToolCall) => ({ run: run!, digest: digestOf(call), toolCallId: call.id, toolName: call.name, args: call.args });
+      // AI SDK 5 has no approval chunk: the requests of the turn's calls were data parts, sent as the batch began.
+      if (shownTo.version === 5) {
+        for (const call of calls) if (askedOf(call)?.has('approval') && !askedOf(call)!.has('doubt')) data.add(approvalRequestPart(request(call), shownTo.chat));
       }
       // A subagent's calls come after the calls of the turn that started it, as the live stream sent them.
       for (const call of calls) assistant.parts.push(...childParts(call.id, call, shownTo.children?.get(ordinal++), shownTo));
+      // A call in doubt was asked about once the run was opened again after the restart: after the turn's stored steps,
+      // why it asks, then (AI SDK 5) its request, the page's message being the one the replay built.
+      for (const call of calls) {
+        if (!askedOf(call)?.has('doubt')) continue;
+        data.add(inDoubtPart(request(call), shownTo.chat));
+        if (shownTo.version === 5) data.add(approvalRequestPart(request(call), shownTo.chat));
+      }
       return;
     }
     const shown = parts.get(message.toolCallId);

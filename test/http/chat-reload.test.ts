@@ -1,8 +1,8 @@
 /**
  * A reload shows the chat's own tool calls as the live stream left them, part for part, across
  * several runs of one chat whose calls reuse their ids: a call approved then run (with the page's
- * `approval`), one denied (with its reason), one that failed, one still waiting for its approval.
- * The chat is driven over real HTTP
+ * `approval`), one denied (with its reason), one that failed, one still waiting for its approval,
+ * one in doubt after the server died in it (run again, or not). The chat is driven over real HTTP
  * (`toNodeListener` on 127.0.0.1) on a real SQLite file; the live message is what each AI SDK
  * version's own readUIMessageStream built from the responses, the reload (`GET <api>/<id>/messages`)
  * and the reattach from the store (`GET <api>/<id>/stream`) are read from a second handler on
@@ -196,5 +196,52 @@ describe.each([5, 6, 7] as const)('AI SDK %s: a chat of several runs on SQLite, 
     expect(plain(after[3]!.parts)).toEqual(plain(run2.parts));
     expect(plain(after[5]!.parts)).toEqual(plain(run3.parts));
     await expect(sdk.validateUIMessages({ messages: after })).resolves.toBeDefined();
+  });
+
+  it.skipIf(skip).each([
+    ['run again', false, { approved: true }],
+    ['not run again, with a reason', false, { approved: false, reason: 'It went through.' }],
+    ['not run again, without a reason', false, { approved: false }],
+  ] as const)('a call in doubt after the server died in it, %s: the reload is the live message', async (_, approvalFirst, given) => {
+    const sdk = await loadSdk(version);
+    const path = join(root, `chats-${files++}.db`);
+    const charges: number[] = [];
+    const charge = defineTool({
+      name: 'charge',
+      description: 'Charges the card.',
+      input: z.object({ amount: z.number() }),
+      inDoubt: 'ask',
+      needsApproval: approvalFirst,
+      execute: ({ amount }, ctx) => {
+        charges.push(amount);
+        // The first run never returns: the server dies in it.
+        if (charges.length === 1) return new Promise((_, reject) => ctx.signal.addEventListener('abort', () => reject(new Error('aborted')), { once: true }));
+        return `charged ${amount}`;
+      },
+    });
+    const script: ScriptEntry[] = [{ text: 'Earlier.', toolCalls: [{ id: 'c1', name: 'lookup', args: { who: 'bo' } }] }, { text: 'Found.' }, { text: 'Charging.', toolCalls: [{ id: 'c1', name: 'charge', args: { amount: 5 } }] }, { text: 'Done.' }];
+    const machine = createAgentMachine({ model: scriptedModel(script), retry: false, tools: [charge, ...bankTools().tools] });
+    const first = await serve(path, machine, version);
+    const [u1, u2] = [userMessage('Find Bo.', 'u1'), userMessage('Charge 5.', 'u2')];
+    const before = pageOf(sdk, first.api, 'pay');
+    const earlier = await before.send([u1]);
+    const cut = approvalFirst ? before.answer([u1, earlier, u2], await before.send([u1, earlier, u2]), { c1: { approved: true } }) : before.send([u1, earlier, u2]);
+    for (let i = 0; i < 400 && charges.length === 0; i++) await new Promise((resolve) => setTimeout(resolve, 5));
+    expect(charges).toEqual([5]);
+    await first.handler.close();
+    await cut;
+    // The page comes back to another server: it asks whether to run the call again.
+    const second = await serve(path, machine, version);
+    const chat = pageOf(sdk, second.api, 'pay');
+    const asked = (await chat.resume())!;
+    expect(asked.parts.some((p) => p.type === 'data-tool-in-doubt')).toBe(true);
+    const live = await chat.answer([u1, earlier, u2], asked, { c1: given });
+    expect([chat.errors, live.metadata?.outcome]).toEqual([[], 'Completed']);
+    expect(charges).toEqual(given.approved ? [5, 5] : [5]);
+    const stored = await reload((await serve(path, machine, version)).api, 'pay');
+    expect(stored.map((m) => m.role)).toEqual(['user', 'assistant', 'user', 'assistant']);
+    expect(plain(stored[1]!.parts)).toEqual(plain(earlier.parts));
+    expect(plain(stored[3]!.parts)).toEqual(plain(live.parts));
+    await expect(sdk.validateUIMessages({ messages: stored })).resolves.toBeDefined();
   });
 });

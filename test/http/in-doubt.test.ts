@@ -85,7 +85,7 @@ describe('a call in doubt in the chat page', () => {
   it.each([
     ['without a reason', undefined],
     ['with a reason', 'It went through already.'],
-  ])('denied %s: a reload shows the call as the stream did, output-denied with the page\'s answer', async (_, reason) => {
+  ])('denied %s: a reload shows the call as the stream did, output-denied with the page\'s answer, and why it asked', async (_, reason) => {
     const store = new MemorySessionStore();
     const agent = chargingAgent();
     await crashedChat(store, agent);
@@ -100,8 +100,8 @@ describe('a call in doubt in the chat page', () => {
     expect(live.parts.find((p) => p.type === 'tool-charge')).toMatchObject({ state: 'output-denied', approval: { approved: false } });
     const response = await handler(new Request('http://127.0.0.1/api/chat/pay/messages'));
     const { messages } = (await response.json()) as { messages: UIMessage[] };
-    // The data part saying why it asked is the live message's only: the rest is the same.
-    const parts = (message: UIMessage) => JSON.parse(JSON.stringify(message.parts.filter((p) => p.type !== 'data-tool-in-doubt'))) as unknown;
+    // The data part saying why it asked too, where the stream put it.
+    const parts = (message: UIMessage) => JSON.parse(JSON.stringify(message.parts)) as unknown;
     expect(parts(messages[1]!)).toEqual(parts(live));
   });
 
