@@ -34,11 +34,17 @@ import { incompleteOf, type ChildrenOf, type StoredChild, type SubagentIncomplet
 export const AUDIENCE = Symbol('audience');
 export type Audience = 'continuing' | 'replaying';
 
-/** On an approval request chunk: the call it asks about (a replay may leave it out once the call is answered, see `withholds`). */
+/** On an approval request chunk: the question it asks (`questionOf`; a replay may leave it out once it is answered, see `withholds`). */
 export const ASKS = Symbol('asks');
 
 /** One UI message stream chunk (the `data:` of one server-sent event; symbol keys are not sent). */
 export type UIChunk = { type: string; [AUDIENCE]?: Audience | undefined; [ASKS]?: string | undefined } & Record<string, unknown>;
+
+/**
+ * A question a page is asked about a call: approve it, or (`doubt`) run it again after a restart.
+ * One call may be asked both (approved, then cut off while it ran): each is answered on its own.
+ */
+const questionOf = (kind: Answer['kind'], toolCallId: string): string => `${kind}\u0000${toolCallId}`;
 
 /** The chunks for one audience. */
 const tagged = (chunks: readonly UIChunk[], audience: Audience): UIChunk[] => chunks.map((chunk) => ({ ...chunk, [AUDIENCE]: audience }));
@@ -151,8 +157,10 @@ export class RunChunker {
   readonly #inputs = new Set<string>();
   /** The calls shown, by id (what an answer's request is rebuilt from). */
   readonly #calls = new Map<string, ToolCall>();
-  /** Calls answered from the page: a request repeated by a resumed child is not shown again. */
+  /** Questions answered from the page (`questionOf`): a request repeated by a resumed child is not shown again. */
   readonly #answered = new Set<string>();
+  /** Questions answered, from the page or the trace (`questionOf`): what a replay on AI SDK 6 withholds. */
+  readonly #decided = new Set<string>();
   /** Whether the open turn's text streamed (else its reply's text is sent whole at its end). */
   #streamed = false;
   /** Operation yields shown so far in this run: each data part has an id of its own. */
@@ -176,6 +184,7 @@ export class RunChunker {
     this.#chat = chat;
     this.messageId = `run-${run}`;
     this.#answers = answers;
+    for (const [id, list] of answers) for (const { kind } of list) this.#decided.add(questionOf(kind, id));
   }
 
   start(): UIChunk[] {
@@ -188,27 +197,34 @@ export class RunChunker {
    * itself to a page that replays the run (see `#present`).
    */
   answer(toolCallId: string, answer: Answer): UIChunk[] {
-    this.answered(toolCallId);
-    addAnswer(this.#answers, toolCallId, answer);
+    this.answered(toolCallId, answer.kind);
+    this.#addAnswer(toolCallId, answer);
     return this.#present(toolCallId, answer);
   }
 
-  /**
-   * Whether a replay leaves out the call's approval request: AI SDK 6 has no chunk for the answer,
-   * so a replayed request would stay unanswered on the page (or, with its result, be a part the
-   * SDK refuses). The call shows as the model read it (`callEnd`).
-   */
-  withholds(toolCallId: string): boolean {
-    return this.version === 6 && this.#answers.has(toolCallId);
+  #addAnswer(toolCallId: string, answer: Answer): void {
+    addAnswer(this.#answers, toolCallId, answer);
+    this.#decided.add(questionOf(answer.kind, toolCallId));
   }
 
   /**
-   * A call the page answered (approved or denied): a repeat of its request shows nothing. The page
-   * has its tool part and those of the calls it runs under (`c1`, `c1/c2` for `c1/c2/p1`), so a
-   * run opened again from the store shows their progress and outputs without announcing them again.
+   * Whether a replay leaves out an approval request (`question`, its `ASKS`): AI SDK 6 has no
+   * chunk for the answer, so a replayed request would stay unanswered on the page (or, with its
+   * result, be a part the SDK refuses). The call shows as the model read it (`callEnd`). Only the
+   * question answered is left out: a call approved, then in doubt after a restart, is asked again.
    */
-  answered(toolCallId: string): void {
-    this.#answered.add(toolCallId);
+  withholds(question: string): boolean {
+    return this.version === 6 && this.#decided.has(question);
+  }
+
+  /**
+   * A call the page answered (approved or denied; `kind`: or whether to run it again): a repeat of
+   * that request shows nothing. The page has its tool part and those of the calls it runs under
+   * (`c1`, `c1/c2` for `c1/c2/p1`), so a run opened again from the store shows their progress and
+   * outputs without announcing them again.
+   */
+  answered(toolCallId: string, kind: Answer['kind'] = 'approval'): void {
+    this.#answered.add(questionOf(kind, toolCallId));
     for (let at = toolCallId.indexOf('/'); at > 0; at = toolCallId.indexOf('/', at + 1)) this.#inputs.add(toolCallId.slice(0, at));
     this.#inputs.add(toolCallId);
   }
@@ -249,7 +265,7 @@ export class RunChunker {
     if (!child || child.callId !== call.id || child.digest !== digestOf(call)) return [];
     const marker = incompleteOf(via, child);
     if (child.kind === 'incomplete') return [incompleteChunk(marker!)];
-    for (const [id, answers] of child.answers) for (const answer of answers) addAnswer(this.#answers, `${via}/${id}`, answer);
+    for (const [id, answers] of child.answers) for (const answer of answers) this.#addAnswer(`${via}/${id}`, answer);
     const state = this.#childState(via);
     const out: UIChunk[] = [];
     const calls = new Map<string, ToolCall>();
@@ -296,7 +312,7 @@ export class RunChunker {
         else this.#childPauses.set(event.target, event.reason);
         return [];
       case 'approval.requested':
-        return this.#approvalRequests(event.requests);
+        return this.#approvalRequests(event.requests, 'approval');
       // A call cut off by a restart that may or may not have run: the page asks "run it again?" as an
       // approval (approve: run it again; deny: fail it), with a data part saying why it asks.
       // An operation yielded: the page shows what it asks (and resumes it with POST <api>/<id>/resume);
@@ -307,7 +323,7 @@ export class RunChunker {
         return [{ type: 'data-operation-yielded', id: `yield-${this.run}-${++this.#yields}`, data }];
       }
       case 'tool.inDoubt':
-        return event.requests.flatMap((request) => [...this.#inDoubt(request), ...this.#approvalRequests([request])]);
+        return event.requests.flatMap((request) => [...this.#inDoubt(request), ...this.#approvalRequests([request], 'doubt')]);
       case 'tool.finished':
         return this.#toolOutput(event.result, event.call);
       case 'run.finished':
@@ -425,21 +441,22 @@ export class RunChunker {
   }
 
   /** A request the page already answered (repeated when a child resumes) shows nothing; a child's call gets its tool part first. */
-  #approvalRequests(requests: readonly ApprovalRequest[]): UIChunk[] {
+  #approvalRequests(requests: readonly ApprovalRequest[], kind: Answer['kind']): UIChunk[] {
     const out: UIChunk[] = [];
     for (const request of requests) {
-      if (this.#answered.has(request.toolCallId)) continue;
-      out.push(...this.#toolInput({ id: request.toolCallId, name: request.toolName, args: request.args } as ToolCall), this.#request(request));
+      if (this.#answered.has(questionOf(kind, request.toolCallId))) continue;
+      out.push(...this.#toolInput({ id: request.toolCallId, name: request.toolName, args: request.args } as ToolCall), this.#request(request, kind));
     }
     return out;
   }
 
   /** A call's approval request: the page answers it (approve, deny; for a call in doubt: run it again or not). */
-  #request(request: Pick<ApprovalRequest, 'run' | 'digest' | 'toolCallId' | 'toolName' | 'args'>): UIChunk {
+  #request(request: Pick<ApprovalRequest, 'run' | 'digest' | 'toolCallId' | 'toolName' | 'args'>, kind: Answer['kind']): UIChunk {
     this.#asked.add(request.toolCallId);
+    const question = questionOf(kind, request.toolCallId);
     // AI SDK 5 has no approval chunk: a data part the page renders and answers (README, Chat UI).
-    if (this.version === 5) return { ...approvalRequestPart(request, this.#chat), [ASKS]: request.toolCallId };
-    return { type: 'tool-approval-request', approvalId: approvalIdOf(request, this.#chat), toolCallId: request.toolCallId, [ASKS]: request.toolCallId };
+    if (this.version === 5) return { ...approvalRequestPart(request, this.#chat), [ASKS]: question };
+    return { type: 'tool-approval-request', approvalId: approvalIdOf(request, this.#chat), toolCallId: request.toolCallId, [ASKS]: question };
   }
 
   /** Why the page is asked about a call in doubt (it may or may not have run), once. */
@@ -463,7 +480,7 @@ export class RunChunker {
     this.#presented.add(toolCallId);
     const request = { run: answer.run, digest: answer.digest, toolCallId, toolName: call.name, args: call.args };
     const asked: UIChunk[] = [...(answer.kind === 'doubt' ? this.#inDoubt(request) : [])];
-    if (this.version !== 6 && !this.#asked.has(toolCallId)) asked.push(this.#request(request));
+    if (this.version !== 6 && !this.#asked.has(toolCallId)) asked.push(this.#request(request, answer.kind));
     const out = tagged(asked, 'replaying');
     if (this.version === 7) {
       const { id, approved, reason } = shownApproval(answer, approvalIdOf(request, this.#chat));

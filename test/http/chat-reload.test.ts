@@ -202,7 +202,8 @@ describe.each([5, 6, 7] as const)('AI SDK %s: a chat of several runs on SQLite, 
     ['run again', false, { approved: true }],
     ['not run again, with a reason', false, { approved: false, reason: 'It went through.' }],
     ['not run again, without a reason', false, { approved: false }],
-  ] as const)('a call in doubt after the server died in it, %s: the reload is the live message', async (_, approvalFirst, given) => {
+    ['approved first, then run again', true, { approved: true }],
+  ] as const)('a call in doubt after the server died in it, %s: the page that comes back is asked, the reload is the live message', async (_, approvalFirst, given) => {
     const sdk = await loadSdk(version);
     const path = join(root, `chats-${files++}.db`);
     const charges: number[] = [];
@@ -235,6 +236,8 @@ describe.each([5, 6, 7] as const)('AI SDK %s: a chat of several runs on SQLite, 
     const chat = pageOf(sdk, second.api, 'pay');
     const asked = (await chat.resume())!;
     expect(asked.parts.some((p) => p.type === 'data-tool-in-doubt')).toBe(true);
+    // Asked whether to run it again, also when the page approved it before (AI SDK 6 withholds only the question answered).
+    if (version !== 5) expect(asked.parts.find((p) => p.toolCallId === 'c1')).toMatchObject({ state: 'approval-requested' });
     const live = await chat.answer([u1, earlier, u2], asked, { c1: given });
     expect([chat.errors, live.metadata?.outcome]).toEqual([[], 'Completed']);
     expect(charges).toEqual(given.approved ? [5, 5] : [5]);
