@@ -92,13 +92,19 @@ const resultOf = (denial: Answer, call: ToolCall): ToolMessage =>
 export function claimAnswer(answers: Answers, call: ToolCall, result: ToolMessage, { denials = false, run }: { denials?: boolean | undefined; run?: number | undefined } = {}): Answer | undefined {
   const list = answers.get(call.id);
   if (!list) return undefined;
-  const at = list.findIndex((answer) => {
+  const decided = (answer: Answer): boolean => {
     if (answer.digest !== digestOf(call)) return false;
     if (run !== undefined && answer.run !== run) return false;
     if (answer.approved) return !denials;
     return result.isError === true && resultOf(answer, call).content === result.content;
-  });
-  return at < 0 ? undefined : list.splice(at, 1)[0];
+  };
+  const at = list.findIndex(decided);
+  if (at < 0) return undefined;
+  const [answer] = list.splice(at, 1);
+  // A call approved, then cut off while it ran, was asked again after the restart (in doubt): that
+  // later answer decided its result, and the approval stands for no result of its own.
+  const again = answer!.kind === 'approval' ? list.findIndex((later) => later.kind === 'doubt' && later.run === answer!.run && later.digest === answer!.digest) : -1;
+  return again >= 0 && decided(list[again]!) ? list.splice(again, 1)[0] : answer;
 }
 
 /** The answer as a page's tool part carries it (`addToolApprovalResponse` leaves it so): `id` is the approval id it answered. */

@@ -203,6 +203,7 @@ describe.each([5, 6, 7] as const)('AI SDK %s: a chat of several runs on SQLite, 
     ['not run again, with a reason', false, { approved: false, reason: 'It went through.' }],
     ['not run again, without a reason', false, { approved: false }],
     ['approved first, then run again', true, { approved: true }],
+    ['approved first, then not run again', true, { approved: false, reason: 'It went through.' }],
   ] as const)('a call in doubt after the server died in it, %s: the page that comes back is asked, the reload is the live message', async (_, approvalFirst, given) => {
     const sdk = await loadSdk(version);
     const path = join(root, `chats-${files++}.db`);
@@ -241,6 +242,8 @@ describe.each([5, 6, 7] as const)('AI SDK %s: a chat of several runs on SQLite, 
     const live = await chat.answer([u1, earlier, u2], asked, { c1: given });
     expect([chat.errors, live.metadata?.outcome]).toEqual([[], 'Completed']);
     expect(charges).toEqual(given.approved ? [5, 5] : [5]);
+    // Shown with the answer that decided its result, the last: not run again is a denial, whatever was approved before.
+    if (version !== 5 && !given.approved) expect(live.parts.find((p) => p.toolCallId === 'c1')).toMatchObject({ state: 'output-denied', approval: { approved: false } });
     const stored = await reload((await serve(path, machine, version)).api, 'pay');
     expect(stored.map((m) => m.role)).toEqual(['user', 'assistant', 'user', 'assistant']);
     expect(plain(stored[1]!.parts)).toEqual(plain(earlier.parts));
