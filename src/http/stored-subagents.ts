@@ -75,6 +75,8 @@ export type StoredChild = { callId: string; digest: string } & (
       messages: Message[];
       /** The calls a person answered, by the child's own call ids (see denials.ts). */
       answers: Answers;
+      /** The calls a person was asked about, by the child's own call ids. */
+      asked: AskedCall[];
       /** Its own children, by the ordinal of their call among the calls of `messages`. */
       children: ChildrenOf;
       /** Its trace was read to the bound only. */
@@ -282,7 +284,7 @@ export class StoredSubagents {
     // Its replies and results: its prompt, and the feedback loopchart wrote to its model, are no calls.
     const messages = [...history, ...pending, ...batch].filter((message) => message.role === 'assistant' || message.role === 'tool');
     const children = await this.childrenOf(sessionId, messages, facts, context);
-    return { kind: 'shown', messages, answers: facts.answers, children, cut: facts.cut };
+    return { kind: 'shown', messages, answers: facts.answers, asked: facts.asked, children, cut: facts.cut };
   }
 }
 

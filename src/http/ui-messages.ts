@@ -48,12 +48,7 @@ export function toUIMessages(messages: readonly Message[], shownTo: ShownTo): UI
   let assistant: UIMessageOut | undefined;
   const parts = new Map<string, { part: Record<string, unknown>; call: ToolCall; run: number | undefined }>();
   const runs = runsOfReplies(messages, shownTo.replies ?? []);
-  // What each call was asked (by run, id and digest): an approval, whether to run it again after a restart, or both.
-  const asked = new Map<string, Set<AskedCall['kind']>>();
-  for (const { kind, run, toolCallId, digest } of shownTo.asked ?? []) {
-    const key = askedKey(run, toolCallId, digest);
-    asked.set(key, (asked.get(key) ?? new Set()).add(kind));
-  }
+  const questions = new Questions(shownTo.asked ?? [], true);
   let data = new DataParts([]);
   let ordinal = 0;
   messages.forEach((message, index) => {
@@ -78,21 +73,11 @@ export function toUIMessages(messages: readonly Message[], shownTo: ShownTo): UI
         assistant.parts.push(part);
       }
       const run = runs.get(index);
-      const askedOf = (call: ToolCall) => (run === undefined ? undefined : asked.get(askedKey(run, call.id, digestOf(call))));
-      const request = (call: ToolCall) => ({ run: run!, digest: digestOf(call), toolCallId: call.id, toolName: call.name, args: call.args });
-      // AI SDK 5 has no approval chunk: the requests of the turn's calls were data parts, sent as the batch began.
-      if (shownTo.version === 5) {
-        for (const call of calls) if (askedOf(call)?.has('approval') && !askedOf(call)!.has('doubt')) data.add(approvalRequestPart(request(call), shownTo.chat));
-      }
+      const turn = { calls, questionsOf: (call: ToolCall) => (run === undefined ? undefined : questions.of(call, run)) };
+      askedFirst(turn, '', shownTo, data);
       // A subagent's calls come after the calls of the turn that started it, as the live stream sent them.
       for (const call of calls) assistant.parts.push(...childParts(call.id, call, shownTo.children?.get(ordinal++), shownTo));
-      // A call in doubt was asked about once the run was opened again after the restart: after the turn's stored steps,
-      // why it asks, then (AI SDK 5) its request, the page's message being the one the replay built.
-      for (const call of calls) {
-        if (!askedOf(call)?.has('doubt')) continue;
-        data.add(inDoubtPart(request(call), shownTo.chat));
-        if (shownTo.version === 5) data.add(approvalRequestPart(request(call), shownTo.chat));
-      }
+      askedAgain(turn, '', shownTo, data);
       return;
     }
     const shown = parts.get(message.toolCallId);
@@ -102,7 +87,63 @@ export function toUIMessages(messages: readonly Message[], shownTo: ShownTo): UI
   return out;
 }
 
-const askedKey = (run: number, toolCallId: string, digest: string): string => `${run}\u0000${toolCallId}\u0000${digest}`;
+/** What a session asked a person about each call: an approval, whether to run it again after a restart (`doubt`), or both. */
+class Questions {
+  readonly #byCall = new Map<string, { run: number; kinds: Set<AskedCall['kind']> }>();
+  readonly #byRun: boolean;
+
+  /** `byRun`: calls of several runs (a chat's) are told apart by their run; a subagent's session has one. */
+  constructor(asked: readonly AskedCall[], byRun: boolean) {
+    this.#byRun = byRun;
+    for (const { kind, run, toolCallId, digest } of asked) {
+      const key = this.#key(toolCallId, digest, run);
+      const known = this.#byCall.get(key);
+      if (known) known.kinds.add(kind);
+      else this.#byCall.set(key, { run, kinds: new Set([kind]) });
+    }
+  }
+
+  /** What `call` (of run `run`, for a chat's) was asked, with the run that asked it. */
+  of(call: ToolCall, run?: number | undefined): { run: number; kinds: ReadonlySet<AskedCall['kind']> } | undefined {
+    return this.#byCall.get(this.#key(call.id, digestOf(call), run));
+  }
+
+  #key(toolCallId: string, digest: string, run: number | undefined): string {
+    return JSON.stringify([toolCallId, digest, this.#byRun ? run : null]);
+  }
+}
+
+/** The calls of one turn and what each was asked (see `Questions`). */
+interface AskedTurn {
+  calls: readonly ToolCall[];
+  questionsOf: (call: ToolCall) => ReturnType<Questions['of']>;
+}
+
+/** The request a page was shown for `call`, under the id it shows the call by (`<via>/<id>` for a subagent's). */
+const requestOf = (call: ToolCall, run: number, via: string) => ({ run, digest: digestOf(call), toolCallId: via ? `${via}/${call.id}` : call.id, toolName: call.name, args: call.args });
+
+/** AI SDK 5 has no approval chunk: the requests of a turn's calls were data parts, sent as its batch began (before its subagents' steps). */
+function askedFirst({ calls, questionsOf }: AskedTurn, via: string, shownTo: ShownTo, data: DataParts): void {
+  if (shownTo.version !== 5) return;
+  for (const call of calls) {
+    const asked = questionsOf(call);
+    if (asked?.kinds.has('approval') && !asked.kinds.has('doubt')) data.add(approvalRequestPart(requestOf(call, asked.run, via), shownTo.chat));
+  }
+}
+
+/**
+ * A call in doubt was asked about once its run was opened again after the restart: after the
+ * turn's stored steps (its subagents' too), why it asks, then (AI SDK 5) its request, the page's
+ * message being the one that replay built.
+ */
+function askedAgain({ calls, questionsOf }: AskedTurn, via: string, shownTo: ShownTo, data: DataParts): void {
+  for (const call of calls) {
+    const asked = questionsOf(call);
+    if (!asked?.kinds.has('doubt')) continue;
+    data.add(inDoubtPart(requestOf(call, asked.run, via), shownTo.chat));
+    if (shownTo.version === 5) data.add(approvalRequestPart(requestOf(call, asked.run, via), shownTo.chat));
+  }
+}
 
 /**
  * The data parts of one message: one per id, where the first was sent, with the data of the last,
@@ -152,6 +193,8 @@ function childParts(via: string, call: ToolCall, child: StoredChild | undefined,
   const markerPart = marker && { type: 'data-subagent-incomplete', id: `subagent-${via}`, data: marker };
   if (child.kind === 'incomplete') return [markerPart!];
   const out: Array<Record<string, unknown>> = [];
+  const data = new DataParts(out);
+  const questions = new Questions(child.asked, false);
   const parts = new Map<string, { part: Record<string, unknown>; call: ToolCall }>();
   let ordinal = 0;
   for (const message of child.messages) {
@@ -162,7 +205,10 @@ function childParts(via: string, call: ToolCall, child: StoredChild | undefined,
         parts.set(own.id, { part, call: own });
         out.push(part);
       }
+      const turn = { calls, questionsOf: (own: ToolCall) => questions.of(own) };
+      askedFirst(turn, via, shownTo, data);
       for (const own of calls) out.push(...childParts(`${via}/${own.id}`, own, child.children.get(ordinal++), shownTo));
+      askedAgain(turn, via, shownTo, data);
     } else if (message.role === 'tool') {
       const shown = parts.get(message.toolCallId);
       // The child's answers name its calls by its own ids; the page's approval ids by the qualified one.
