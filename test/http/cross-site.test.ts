@@ -6,7 +6,9 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { createChatHandler, type ChatHandler } from '../../src/http.js';
-import { MemorySessionStore } from '../../src/index.js';
+import { z } from 'zod';
+import { agentTool, createAgentMachine, defineTool, MemorySessionStore } from '../../src/index.js';
+import { scriptedModel } from '../../src/testing.js';
 import { chatAgent } from './fixtures/chat-agent.js';
 import { teamAgent } from './fixtures/team-agent.js';
 import { loadSdk, page, userMessage } from './support.js';
@@ -109,6 +111,38 @@ describe('a subagent\'s session is no chat', () => {
     for (const request of requests) expect(await refusal(await handler(request)), `${request.method} ${request.url}`).toEqual([404, 'ChatNotFound']);
     expect(await store.load(child)).toEqual(stored);
     expect(team.transfers).toEqual([]);
+  });
+});
+
+describe("a subagent's session is no chat, whatever its call id holds", () => {
+  it('a child of a call whose id holds a slash (a model names its calls): every route is a 404, nothing of it is read or run', async () => {
+    const store = new MemorySessionStore();
+    const transfers: number[] = [];
+    const transfer = defineTool({ name: 'transfer', description: 'Moves money (asks first).', input: z.object({ amount: z.number() }), needsApproval: true, execute: ({ amount }) => (transfers.push(amount), `sent ${amount}`) });
+    const worker = createAgentMachine({ model: scriptedModel([{ toolCalls: [{ name: 'transfer', args: { amount: 5 } }] }, { text: 'Sent.' }]), tools: [transfer] });
+    const machine = createAgentMachine({
+      model: scriptedModel([{ toolCalls: [{ id: 'a/b', name: 'research', args: { task: 'send 5' } }] }, { text: 'Done.' }]),
+      tools: [agentTool({ agent: worker, name: 'research', description: 'Researches.' })],
+    });
+    const handler = createChatHandler({ machine, store });
+    handlers.push(handler);
+    const asked = await page(await loadSdk(6), handler, 'team').send([userMessage('Send 5 through research.')]);
+    expect(asked.metadata?.outcome).toBe('waiting');
+    const child = 'team/run-1:turn-1:a/b';
+    expect(await sessionIds(store)).toEqual(['team', child]);
+    const stored = await store.load(child);
+    const json = { 'content-type': 'application/json' };
+    const path = `http://127.0.0.1/api/chat/${encodeURIComponent(child)}`;
+    const requests = [
+      new Request('http://127.0.0.1/api/chat', { method: 'POST', headers: json, body: body(child) }),
+      new Request(`${path}/messages`),
+      new Request(`${path}/stream`),
+      new Request(`${path}/cancel`, { method: 'POST' }),
+      new Request(`${path}/resume`, { method: 'POST', headers: json, body: JSON.stringify({ operation: 'review', payload: {} }) }),
+    ];
+    for (const request of requests) expect(await refusal(await handler(request)), `${request.method} ${request.url}`).toEqual([404, 'ChatNotFound']);
+    expect(await store.load(child)).toEqual(stored);
+    expect(transfers).toEqual([]);
   });
 });
 

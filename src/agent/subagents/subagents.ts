@@ -32,11 +32,15 @@ export function childSessionId(parentSessionId: string, idempotencyKey: string):
   return id;
 }
 
-/** The end of a child session's id (see `childSessionId`): `/run-<r>:turn-<t>:<call id>`. */
-const CHILD_TAIL = /\/run-\d+:turn-\d+:[^/]+$/;
+/**
+ * The part of a child session's id after its parent's (see `childSessionId`):
+ * `/run-<r>:turn-<t>:<call id>`. The call id is the model's and may hold anything, a `/` too
+ * (`team/run-1:turn-1:a/b`), so the rest of the id is not looked into.
+ */
+const CHILD_PART = /\/run-\d+:turn-\d+:./s;
 
 /** Whether `sessionId` has the shape `childSessionId` gives: a session its parent's call makes and drives. */
-export const isChildSessionId = (sessionId: string): boolean => CHILD_TAIL.test(sessionId);
+export const isChildSessionId = (sessionId: string): boolean => CHILD_PART.test(sessionId);
 
 /** A child's call id as its parent shows it: the path of parent call ids down to it. */
 export const qualifiedCallId = (parentCallId: string, childCallId: string): string => `${parentCallId}${TREE_SEPARATOR}${childCallId}`;
