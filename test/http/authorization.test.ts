@@ -277,6 +277,46 @@ describe('two users', () => {
     const messages = (await (await as('alice')('http://127.0.0.1/api/chat/trip/messages')).json()) as { messages: unknown[] };
     expect(messages.messages).toHaveLength(1);
   });
+
+  it("a reload of another user's chat, a child-shaped id, odd characters: GET messages answers as stream, cancel and resume do; the owner reads an odd but valid id", async () => {
+    const { store, handler, as } = twoUsers({ scoped: false });
+    await alicesWaitingChat(handler, as);
+    const odd = 'trip ✈️ /?#%20 \\ "\'<>';
+    const owned = await as('alice')('http://127.0.0.1/api/chat', requestInit(requestFor('post', odd)));
+    expect(await owned.text()).toContain('"outcome":"waiting"');
+    const before = JSON.stringify(await Promise.all((await store.list()).map((row) => store.load(row.sessionId))));
+    // Path segments as a client may send them: encoded ids, and raw ones no decoder takes.
+    const segments: Array<[string, string, [number, string]]> = [
+      ["alice's chat", 'trip', [403, 'Forbidden']],
+      ["alice's odd chat", encodeURIComponent(odd), [403, 'Forbidden']],
+      ['a child of it', encodeURIComponent('trip/run-1:turn-1:call_1_0'), [404, 'ChatNotFound']],
+      ['a child whose call id holds a slash', encodeURIComponent('trip/run-1:turn-1:a/b'), [404, 'ChatNotFound']],
+      ['a control character', '%00trip', [400, 'InvalidChatRequest']],
+      ['a bidirectional control', '%E2%80%AEtrip', [400, 'InvalidChatRequest']],
+      ['a lone surrogate', 'trip%ED%A0%80', [400, 'InvalidChatRequest']],
+      ['bad percent-encoding', 'trip%ZZ', [400, 'InvalidChatRequest']],
+      ['too long', 'x'.repeat(257), [400, 'InvalidChatRequest']],
+      // The URL parser takes `%2E%2E` for `..`: the path then names the chat `chat`, which bob may not read either.
+      ['a dot segment', '%2E%2E', [403, 'Forbidden']],
+    ];
+    const routes: Array<[string, string, RequestInit]> = [
+      ['read', 'messages', {}],
+      ['stream', 'stream', {}],
+      ['cancel', 'cancel', { method: 'POST' }],
+      ['resume', 'resume', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ operation: 'review', payload: {} }) }],
+    ];
+    for (const [what, segment, expected] of segments) {
+      for (const [action, suffix, init] of routes) {
+        const response = await as('bob')(`http://127.0.0.1/api/chat/${segment}/${suffix}`, init);
+        expect((await refusal(response)).slice(0, 2), `${what}, ${action}`).toEqual(expected);
+      }
+    }
+    expect(JSON.stringify(await Promise.all((await store.list()).map((row) => store.load(row.sessionId))))).toBe(before);
+    // The owner reads it: the id round-trips through the path.
+    const mine = await as('alice')(`http://127.0.0.1/api/chat/${encodeURIComponent(odd)}/messages`);
+    expect(mine.status).toBe(200);
+    expect(((await mine.json()) as { messages: Array<{ role: string }> }).messages.map((m) => m.role)).toEqual(['user']);
+  });
 });
 
 describe('approvals are bound to their chat', () => {
