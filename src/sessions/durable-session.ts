@@ -310,6 +310,10 @@ export class DurableSession {
       if (key) {
         const journaled = await options.store.journaledToolResults(options.sessionId, key);
         replay.set(key, new Map(journaled.map((result) => [result.toolCallId, result])));
+        // The batch's finished calls are answered from the first step on (the actor keeps those of
+        // its batch, see restoredContext), not once the IO has replayed them: a cancel or a seal
+        // arriving first would answer them interrupted (and store that in the conversation).
+        context = { ...context, toolJournal: journaled };
         // The batch's start markers, by marker key: a call that has one and no result is in doubt.
         const markers = await options.store.journaledToolResults(options.sessionId, markerBatch(key));
         replay.set(markerBatch(key), new Map(markers.map((marker) => [marker.toolCallId, marker])));

@@ -3,10 +3,17 @@
  * driver's cancellation (its streams end with the Cancelled outcome, the session keeps what
  * arrived), whether this handler holds the session or it rests in the store waiting for a
  * decision; the next message continues the chat. Unknown chats, chats at rest and bad ids are refused.
+ * A call of the batch that had finished keeps its result when the run is cancelled from the store
+ * (before, it was stored "interrupted" beside the waiting call, and the next run read that).
  */
-import { afterEach, describe, expect, it } from 'vitest';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { createChatHandler, type ChatHandler } from '../../src/http.js';
-import { MemorySessionStore, type ModelRequest } from '../../src/index.js';
+import { MemorySessionStore, type Message, type ModelRequest, type SessionStore } from '../../src/index.js';
+import { SqliteSessionStore } from '../../src/stores/sqlite.js';
+import { INTERRUPTED_CONTENT } from '../../src/tools/run-tools.js';
 import { decodeRow } from '../../src/sessions/session-row.js';
 import { chatAgent } from './fixtures/chat-agent.js';
 import { loadSdk, page, textOf, userMessage } from './support.js';
@@ -18,8 +25,10 @@ afterEach(async () => {
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-function setup(script: Parameters<typeof chatAgent>[0]) {
-  const store = new MemorySessionStore();
+const root = mkdtempSync(join(tmpdir(), 'loopchart-chat-cancel-'));
+afterAll(() => rmSync(root, { recursive: true, force: true }));
+
+function setup(script: Parameters<typeof chatAgent>[0], store: SessionStore = new MemorySessionStore()) {
   const { machine, transfers } = chatAgent(script);
   const handler = createChatHandler({ machine, store });
   handlers.push(handler);
@@ -74,6 +83,33 @@ describe('stop', () => {
     while ((await lastRun('waiting')).lastRun?.outcome.type !== 'Cancelled' && Date.now() < deadline) await sleep(20);
     expect((await lastRun('waiting')).lastRun?.outcome.type).toBe('Cancelled');
     expect(transfers).toEqual([]);
+  });
+
+  it('a call of the batch that finished keeps its result when the run waiting in the store is cancelled; the next run reads it', async () => {
+    const store = new SqliteSessionStore({ path: join(root, 'finished-call.db') });
+    try {
+      const requests: ModelRequest[] = [];
+      const batch = { toolCalls: [{ id: 'c1', name: 'calculator', args: { expression: '1 + 2' } }, { id: 't1', name: 'transfer', args: { amount: 5 } }] };
+      const { handler, cancel, lastRun, transfers } = setup([batch, (request: ModelRequest) => (requests.push(request), { text: 'Back again.' })], store);
+      const chat = page(await loadSdk(6), handler, 'half');
+      const asked = await chat.send([userMessage('add, then send 5')]);
+      expect(asked.metadata?.outcome).toBe('waiting');
+      expect((await cancel('half')).status).toBe(202);
+      const deadline = Date.now() + 5000;
+      while ((await lastRun('half')).lastRun?.outcome.type !== 'Cancelled' && Date.now() < deadline) await sleep(20);
+      const results = (messages: readonly Message[]) => Object.fromEntries(messages.flatMap((m) => (m.role === 'tool' ? [[m.toolCallId, m.content]] : [])));
+      const answers = { c1: '3', t1: INTERRUPTED_CONTENT };
+      expect(results((await lastRun('half')).brain.context.history)).toEqual(answers);
+      expect(transfers).toEqual([]);
+
+      const next = await chat.send([userMessage('add, then send 5'), { id: 'a1', role: 'assistant', parts: [] }, userMessage('and now?', 'u-2')]);
+      expect(next.metadata?.outcome).toBe('Completed');
+      expect(results(requests[0]!.messages)).toEqual(answers);
+      expect(chat.errors).toEqual([]);
+    } finally {
+      await Promise.all(handlers.splice(0).map((handler) => handler.close()));
+      await store.close();
+    }
   });
 
   it('refuses an unknown chat (404), a chat at rest (409), a bad id (400), and GET on the cancel path (405)', async () => {

@@ -73,11 +73,31 @@ function heldReplySpent(agent: CompiledAgent, context: AgentContext): Partial<Pi
  * against its lists, approvals and calls in doubt against the batch).
  */
 export const restoredContext = (agent: CompiledAgent, value: unknown, features: readonly ContextHook[]): AgentContext => {
-  const context = parseAgentContext(value);
+  const parsed = parseAgentContext(value);
+  const context = { ...parsed, toolJournal: restoredJournal(agent, parsed) };
   const change: Partial<AgentContext> = {};
   for (const restore of features) Object.assign(change, restore(agent, context));
   return { ...context, ...change };
 };
+
+/**
+ * The results a restored batch already has (a `DurableSession` gives those of its tool journal):
+ * only calls of the batch that run (not answered without running), once each, in the batch's
+ * order, so the batch's count of results holds (see `batchComplete`). They are its calls'
+ * answers from the first step on: an end that comes before anything ran again (a cancel, a seal)
+ * keeps them instead of answering the calls interrupted, and the IO does not run them again.
+ */
+function restoredJournal(agent: CompiledAgent, context: AgentContext): readonly ToolMessage[] {
+  const given = context.toolJournal;
+  if (given.length === 0 || context.brain.value !== 'AwaitingTools') return given;
+  const byCall = new Map<string, ToolMessage>();
+  for (const result of given) if (!byCall.has(result.toolCallId)) byCall.set(result.toolCallId, result);
+  const kept = batchResults({ ...context, toolJournal: [] }, agent.maxCalls).flatMap(({ call, result }) => {
+    const found = result === undefined ? byCall.get(call.id) : undefined;
+    return found ? [found] : [];
+  });
+  return kept.length === given.length && kept.every((result, i) => result === given[i]) ? given : kept;
+}
 
 /** A `restore` hook's refusal: the stored `field` does not fit this agent (`InvalidSnapshotError` naming it); no change when it fits. */
 export const storedFits = (field: string, problem: string | null): Partial<AgentContext> => {
