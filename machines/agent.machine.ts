@@ -173,7 +173,7 @@ const chart = driver.createStateConfig({
         input: { actions: ['steerRun', 'noteSteer'] },
         approve: { actions: ['recordDecision', 'forwardToChild', { type: 'trace', params: 'approval.decided' }] },
         deny: { actions: ['recordDecision', 'forwardToChild', { type: 'trace', params: 'approval.decided' }] },
-        'doubt.decide': [{ guard: 'decidesForChild', actions: 'forwardToChild' }, { actions: 'decideDoubt' }],
+        'doubt.decide': [{ guard: 'doubtAmbiguous', actions: 'refuseAmbiguousDoubt' }, { guard: 'decidesForChild', actions: 'forwardToChild' }, { actions: 'decideDoubt' }],
         // The same decision as the approvals operation's resume: `{ operation: 'approvals', payload }`.
         'operation.resume': [
           // A resume for a child's wait (its budget, its operation) goes down to it.
@@ -403,6 +403,7 @@ const chart = driver.createStateConfig({
                   { guard: 'approvalResume', actions: ['recordDecision', 'forwardToChild', { type: 'trace', params: 'approval.decided' }, { type: 'requestTools', params: true }] },
                 ],
                 'doubt.decide': [
+                  { guard: 'doubtAmbiguous', actions: 'refuseAmbiguousDoubt' },
                   { guard: 'decidesForChild', actions: 'forwardToChild' },
                   { guard: 'batchHeld', actions: 'decideDoubt' },
                   { actions: ['decideDoubt', { type: 'requestTools', params: true }] },

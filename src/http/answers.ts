@@ -3,7 +3,7 @@ import { type AgentContext } from '../agent/core/context.js';
 import { digestOf } from '../agent/approvals/approval-binding.js';
 import { pendingCalls } from '../agent/core/brain-state.js';
 import { innerKey, serviceKey } from '../agent/protocol/keys.js';
-import { childSessionId, routeOf } from '../agent/subagents/subagents.js';
+import { childSessionId, isAmbiguous, routeAmong } from '../agent/subagents/subagents.js';
 import type { ApprovalAnswer } from './request.js';
 import { chatDigest, parseApprovalId } from './ui-chunks.js';
 
@@ -63,14 +63,16 @@ async function waiting(
 ): Promise<{ ofChild: boolean; digest: string; kind: ReadAnswer['kind'] } | null> {
   if (!runInFlight(context.brain)) return null;
   const calls = pendingCalls(context.brain);
-  const own = calls.find((pending) => pending.call.id === id.toolCallId)?.call;
+  // Routed as the agent routes it: by the calls of the batch (a model's call id may hold a '/').
+  const route = routeAmong(id.toolCallId, calls.map((pending) => pending.call.id));
+  if (isAmbiguous(route)) return null;
+  const own = route === null ? calls.find((pending) => pending.call.id === id.toolCallId)?.call : undefined;
   if (own) {
     if (id.run !== context.runIndex || chatDigest(chat, digestOf(own)) !== id.digest) return null;
     if (context.approvals.waiting.includes(id.toolCallId) && !Object.hasOwn(context.approvals.decisions, id.toolCallId)) return { ofChild: false, digest: digestOf(own), kind: 'approval' };
     const inDoubt = context.doubt?.waiting.includes(id.toolCallId) ?? false;
     return inDoubt ? { ofChild: false, digest: digestOf(own), kind: 'doubt' } : null;
   }
-  const route = routeOf(id.toolCallId);
   if (!route || !calls.some((pending) => pending.call.id === route.callId)) return null;
   let childId: string;
   try {
@@ -90,8 +92,8 @@ async function waiting(
  * ids down from the chat's run: `c1`, `c1/c2`), or null when that child waits on `operation`.
  * Each step of the path is a call of the batch its session waits on, whose child session is
  * named under the chat's own session id (see `childSessionId`), so a path reaches children of
- * this chat only; the path is read as the agent routes it (up to the first '/', the call id of
- * this level). Read only: a target that runs no child is refused here, never forwarded.
+ * this chat only; the path is read as the agent routes it (by the calls of each level's batch,
+ * see `routeAmong`: an ambiguous path reaches no one). Read only: a target that runs no child is refused here, never forwarded.
  */
 export async function childWaitProblem(chatId: string, context: AgentContext, target: string, operation: string, contextOf: ContextOf): Promise<string | null> {
   const shownTarget = target.slice(0, 200);
@@ -102,9 +104,11 @@ export async function childWaitProblem(chatId: string, context: AgentContext, ta
   let rest = target;
   for (;;) {
     if (!runInFlight(session.brain)) return none;
-    const route = routeOf(rest);
+    const calls = pendingCalls(session.brain).map((pending) => pending.call.id);
+    const route = routeAmong(rest, calls);
+    if (isAmbiguous(route)) return none;
     const callId = route ? route.callId : rest;
-    if (!pendingCalls(session.brain).some((pending) => pending.call.id === callId)) return none;
+    if (!calls.includes(callId)) return none;
     let childId: string;
     try {
       childId = childSessionId(sessionId, innerKey(serviceKey(session, session.brain.context.turnsTaken, 'tools'), { kind: 'tool', call: callId, rerun: 0 }));

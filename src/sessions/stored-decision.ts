@@ -2,7 +2,7 @@ import type { ApprovalRequest, RefusalReason } from '../agent/approvals/approval
 import { takeDecision, type Refusal } from '../agent/approvals/approvals.js';
 import { pendingCalls } from '../agent/core/brain-state.js';
 import { innerKey, serviceKey } from '../agent/protocol/keys.js';
-import { childSessionId, routeOf } from '../agent/subagents/subagents.js';
+import { ambiguityDetail, childSessionId, isAmbiguous, routeAmong, routeOf } from '../agent/subagents/subagents.js';
 import { LoopchartError } from '../errors.js';
 import { SessionNotFoundError } from '../stores/errors.js';
 import type { SessionStore } from '../stores/session-store.js';
@@ -109,11 +109,10 @@ export async function decidedDownTheTree(
   request: ShownRequest,
   decide: (childSessionId: string, request: ShownRequest) => Promise<void>,
 ): Promise<boolean> {
-  const route = routeOf(request.toolCallId);
-  const child = route && (await childOfCall(store, sessionId, route.callId, request.toolCallId));
-  if (!route || !child) return false;
+  const child = await childOfCall(store, sessionId, request.toolCallId);
+  if (!child) return false;
   try {
-    await decide(child, { ...request, toolCallId: route.rest });
+    await decide(child.sessionId, { ...request, toolCallId: child.rest });
     return true;
   } catch (error) {
     if (ApprovalRefusedError.isInstance(error)) throw new ApprovalRefusedError(request.toolCallId, { reason: error.reason, detail: error.detail });
@@ -122,18 +121,24 @@ export async function decidedDownTheTree(
 }
 
 /**
- * The child session that a call of `sessionId` runs, while the call is in flight (in the batch
- * of tools the row waits for, without a journaled result); else the decision is refused
- * (`unknown-call`, or `already-ran`): it names no call that waits. Null when `qualifiedId` is
- * a call of this session's own (a provider's id may hold the separator).
+ * The child session that holds the call `qualifiedId` names, and the id it knows it by: routed
+ * as the agent routes it, by the calls of the batch the row waits for (see `routeAmong`; a
+ * provider's id may hold the separator), while that call is in flight (without a journaled
+ * result); else the decision is refused (`unknown-call`, or `already-ran`): it names no call
+ * that waits, or reads as the call of more than one call of the batch. Null when `qualifiedId`
+ * is a call of this session's own.
  */
-async function childOfCall(store: SessionStore, sessionId: string, callId: string, qualifiedId: string): Promise<string | null> {
+async function childOfCall(store: SessionStore, sessionId: string, qualifiedId: string): Promise<{ sessionId: string; rest: string } | null> {
+  if (routeOf(qualifiedId) === null) return null;
   const refuse = (reason: RefusalReason, detail: string) => new ApprovalRefusedError(qualifiedId, { reason, detail });
   const stored = await store.load(sessionId);
   if (!stored) throw new SessionNotFoundError(sessionId);
   const context = decodeRow(sessionId, stored.state, stored.messages);
   const batchCalls = context.brain.value === 'AwaitingTools' ? pendingCalls(context.brain) : [];
-  if (batchCalls.some(({ call }) => call.id === qualifiedId)) return null;
+  const route = routeAmong(qualifiedId, batchCalls.map(({ call }) => call.id));
+  if (route === null) return null;
+  if (isAmbiguous(route)) throw refuse('unknown-call', ambiguityDetail(qualifiedId, route));
+  const { callId } = route;
   const inBatch = batchCalls.some(({ call }) => call.id === callId);
   if (!inBatch) throw refuse('unknown-call', `session '${sessionId}' has no call '${callId}' in flight`);
   const batch = serviceKey(context, context.brain.context.turnsTaken, 'tools');
@@ -141,5 +146,5 @@ async function childOfCall(store: SessionStore, sessionId: string, callId: strin
   if (journaled.some((result) => result.toolCallId === callId)) throw refuse('already-ran', `call '${callId}' of session '${sessionId}' has its result`);
   const child = childSessionId(sessionId, innerKey(batch, { kind: 'tool', call: callId, rerun: 0 }));
   if (!(await store.load(child))) throw refuse('unknown-call', `call '${callId}' of session '${sessionId}' runs no child session`);
-  return child;
+  return { sessionId: child, rest: route.rest };
 }

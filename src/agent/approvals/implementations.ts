@@ -20,7 +20,7 @@ import type { AgentEmitted } from '../protocol/actor-types.js';
 import { as, type AgentEvent } from '../protocol/agent-event.js';
 import type { IoRequest } from '../protocol/io-protocol.js';
 import { keyOf, turnAt } from '../protocol/keys.js';
-import { childMayRun, routedEvent, routeOf } from '../subagents/subagents.js';
+import { ambiguityDetail, callMayRunChild, isAmbiguous, routeIn } from '../subagents/subagents.js';
 import { requestFor } from './approval-binding.js';
 import { APPROVALS_OPERATION, approvalEventOf, approvalEvents, approvalResumeProblem } from './approval-events.js';
 import { decisionFor, deniedResult } from '../core/call-decisions.js';
@@ -86,27 +86,28 @@ export function emitApprovalYielded(agent: CompiledAgent, context: AgentContext,
 }
 
 /**
- * A call of a child (`c1/w1`), not one of this run's own: not this run's to judge, it goes down
- * (forwardToChild) and the child decides or refuses it.
+ * Why a decision on a call of a child (`c1/w1`, routed among the calls of the batch, see
+ * `routeAmong`) is refused here: its id reads as more than one call of the batch, or no child of
+ * its call runs; null when it goes down (forwardToChild) and the child decides or refuses it.
+ * Undefined for a call of this run's own.
  */
-const ofChild = (context: AgentContext, toolCallId: string) =>
-  routedEvent({ type: 'approve', toolCallId }) !== null && !pendingCalls(context.brain).some(({ call }) => call.id === toolCallId);
-
-/** A decision for a child's call whose child no longer runs (see `childMayRun`): refused as an unknown call is. */
-const noChildRefusal = (context: AgentContext, toolCallId: string): { reason: 'unknown-call'; detail: string } | null =>
-  childMayRun(context, toolCallId)
+function childRefusal(context: AgentContext, toolCallId: string): { reason: 'unknown-call'; detail: string } | null | undefined {
+  const route = routeIn(context, toolCallId);
+  if (route === null) return undefined;
+  if (isAmbiguous(route)) return { reason: 'unknown-call', detail: ambiguityDetail(toolCallId, route) };
+  return callMayRunChild(context, route.callId)
     ? null
-    : { reason: 'unknown-call', detail: `no call '${toolCallId}' waits in run ${context.runIndex}: no child run of call '${routeOf(toolCallId)!.callId}' is running` };
+    : { reason: 'unknown-call', detail: `no call '${toolCallId}' waits in run ${context.runIndex}: no child run of call '${route.callId}' is running` };
+}
 
 /** A person's decision, bound to the call as shown (a refused one changes nothing); a denial is its call's result. */
 export function recordDecision(_agent: CompiledAgent, context: AgentContext, event: AgentEvent): Effect[] {
   const out: Effect[] = [];
   const decision = approvalEventOf(event);
   if (!decision) return out;
-  const child = ofChild(context, decision.toolCallId);
-  const gone = child ? noChildRefusal(context, decision.toolCallId) : null;
+  const gone = childRefusal(context, decision.toolCallId);
   // A child's call goes down to its child (forwardToChild), which decides or refuses it.
-  if (child && !gone) return out;
+  if (gone === null) return out;
   const taken = gone ? { refusal: gone } : takeDecision(context, decision);
   const { toolCallId, by, reason, digest } = decision;
   const approved = decision.type === 'approve';

@@ -145,8 +145,8 @@ export type IoRequest =
     }
   /** Stops everything in flight: the run no longer needs it. */
   | { type: 'abort' }
-  /** A decision or a steer for a child run (an agent tool's): routed by the first part of its path. */
-  | { type: 'forward'; event: { type: string; toolCallId?: string | undefined; target?: string | undefined } };
+  /** A decision or a steer for a child run (an agent tool's): `event` as the child of call `callId` takes it (routed by the run's batch, see `routeAmong`). */
+  | { type: 'forward'; callId: string; event: { type: string; toolCallId?: string | undefined; target?: string | undefined } };
 
 /** What the IO reports. Only events the IO actor made are accepted (see `fromIo`). */
 export type IoEvent =

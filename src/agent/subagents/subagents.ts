@@ -46,23 +46,71 @@ export const isChildSessionId = (sessionId: string): boolean => CHILD_PART.test(
 export const qualifiedCallId = (parentCallId: string, childCallId: string): string => `${parentCallId}${TREE_SEPARATOR}${childCallId}`;
 
 /**
- * Where a qualified id points: the parent's call whose child holds it, and the id the child
- * knows it by (itself qualified further down a deeper tree); null for a plain id of this level.
+ * Where a qualified id points by its first separator: the parent's call whose child holds it, and
+ * the id the child knows it by; null for a plain id. A model's call id may hold the separator too
+ * (`a/b`), so this reading is only right where no call of the run does: route by the run's calls
+ * with `routeAmong`.
  */
-export function routeOf(id: string): { callId: string; rest: string } | null {
+export function routeOf(id: string): CallRoute | null {
   const at = id.indexOf(TREE_SEPARATOR);
   if (at <= 0 || at === id.length - 1) return null;
   return { callId: id.slice(0, at), rest: id.slice(at + 1) };
 }
 
+/** A qualified id routed: the call of this level whose child holds it, and the id that child knows it by. */
+export type CallRoute = { callId: string; rest: string };
+
+/** An id that reads as more than one call of the batch (`readings`: each call it may name or go down to): refused, never guessed. */
+export type AmbiguousRoute = { ambiguous: string[] };
+
+/**
+ * Where `id` points among the calls of the batch a run waits on (`callIds`, as the model named
+ * them, a `/` in them too): the one call whose id is `id` itself (null: a call of this level's
+ * own), or whose id and the separator begin it (the route down to its child). The model names
+ * the calls, so `a` and `a/b` may both be there, and `a/b/p1` may be call `b/p1` of the child of
+ * `a` as well as call `p1` of the child of `a/b`: when more than one call of the batch reads so,
+ * the id is ambiguous, refused by the caller rather than sent to either. No call of the batch
+ * reads so: the first separator's reading (`routeOf`), which names a call that runs no child
+ * and so is refused as such.
+ *
+ * @example
+ * ```ts
+ * routeAmong('a/b/p1', ['a/b', 'c']); // { callId: 'a/b', rest: 'p1' }
+ * routeAmong('a/b', ['a/b']); // null: the batch's own call a/b
+ * routeAmong('a/b/p1', ['a', 'a/b']); // { ambiguous: ['a', 'a/b'] }
+ * ```
+ */
+export function routeAmong(id: string, callIds: Iterable<string>): CallRoute | AmbiguousRoute | null {
+  const batch = new Set(callIds);
+  const readings = [...batch].filter((callId) => callId === id || (id.length > callId.length + 1 && id.startsWith(`${callId}${TREE_SEPARATOR}`)));
+  if (readings.length > 1) return { ambiguous: readings.sort() };
+  const [callId] = readings;
+  if (callId === undefined) return routeOf(id);
+  return callId === id ? null : { callId, rest: id.slice(callId.length + 1) };
+}
+
+/** Whether a route is an ambiguous id's (see `routeAmong`). */
+export const isAmbiguous = <T extends object>(route: T | AmbiguousRoute | null): route is AmbiguousRoute => route !== null && 'ambiguous' in route;
+
+/** The ids of the calls of the batch a run waits on: what its qualified ids are routed by. */
+export const batchCallIds = (brain: BrainState): string[] => pendingCalls(brain).map(({ call }) => call.id);
+
+/** Where `id` points in this run (see `routeAmong`): among the calls of the batch it waits on. */
+export const routeIn = (context: { brain: BrainState }, id: string): CallRoute | AmbiguousRoute | null => routeAmong(id, batchCallIds(context.brain));
+
+/** Why an ambiguous id is refused (`unknown-call`: it names no one call). */
+export const ambiguityDetail = (id: string, route: AmbiguousRoute): string =>
+  `'${id.slice(0, 200)}' may name a call of more than one call of the batch (${route.ambiguous.map((callId) => `'${callId.slice(0, 100)}'`).join(', ')}): it is refused, not guessed`;
+
 /**
  * Whether a child of the call a qualified id routes to (`c1` of `c1/p1`) may be running: that call
  * is one of the batch the run waits on, still without its result. When not (the run cancelled or
  * over, the call finished), no child is there to take a decision routed down: it is refused here.
+ * An ambiguous id (see `routeAmong`) has no such child.
  */
 export function childMayRun(context: { brain: BrainState; toolJournal: readonly ToolMessage[] }, toolCallId: string): boolean {
-  const route = routeOf(toolCallId);
-  return route !== null && callMayRunChild(context, route.callId);
+  const route = routeIn(context, toolCallId);
+  return route !== null && !isAmbiguous(route) && callMayRunChild(context, route.callId);
 }
 
 /** Whether call `callId` of this run may be running a child: one of the batch the run waits on, still without its result. */
@@ -73,20 +121,23 @@ export const callMayRunChild = (context: { brain: BrainState; toolJournal: reado
 export type RoutableEvent = { type: string; toolCallId?: string | undefined; target?: string | undefined };
 
 /**
- * Where a parent sends an event meant for a child, and the event as that child takes it: a
- * decision for `c1/c7` goes to the child of call `c1` as a decision for `c7`; a steer with target
- * `c1` goes to that child as a plain steer, with `c1/c7` as a steer targeting `c7`. Null for an
- * event of the parent's own.
+ * Where a parent sends an event meant for a child, and the event as that child takes it, routed
+ * among the calls of the batch (`callIds`, see `routeAmong`): a decision for `c1/c7` goes to the
+ * child of call `c1` as a decision for `c7`; a steer with target `c1` goes to that child as a
+ * plain steer, with `c1/c7` as a steer targeting `c7`. Null for an event of the parent's own;
+ * `ambiguous` for an id more than one call of the batch reads as its own (refused).
  */
-export function routedEvent(event: RoutableEvent): { callId: string; event: RoutableEvent } | null {
+export function routedEvent(event: RoutableEvent, callIds: Iterable<string>): { callId: string; event: RoutableEvent } | AmbiguousRoute | null {
   if (event.toolCallId !== undefined) {
-    const route = routeOf(event.toolCallId);
-    return route && { callId: route.callId, event: { ...event, toolCallId: route.rest } };
+    const route = routeAmong(event.toolCallId, callIds);
+    if (route === null || isAmbiguous(route)) return route;
+    return { callId: route.callId, event: { ...event, toolCallId: route.rest } };
   }
   if (event.target === undefined || event.target === '') return null;
   const { target, ...rest } = event;
-  const route = routeOf(target);
-  return route ? { callId: route.callId, event: { ...rest, target: route.rest } } : { callId: target, event: rest };
+  const route = routeAmong(target, callIds);
+  if (route === null) return { callId: target, event: rest };
+  return isAmbiguous(route) ? route : { callId: route.callId, event: { ...rest, target: route.rest } };
 }
 
 /**

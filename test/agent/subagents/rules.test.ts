@@ -1,7 +1,7 @@
 /** The pure rules of agents inside agents: child session ids, routing through the tree, child results, usage counted once. */
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { childResult, childSessionId, childUsageCounted, qualifiedCalls, routedEvent, SubagentError } from '../../../src/agent/subagents/subagents.js';
+import { childResult, childSessionId, childUsageCounted, qualifiedCalls, routeAmong, routedEvent, SubagentError } from '../../../src/agent/subagents/subagents.js';
 import { InvalidSessionIdError } from '../../../src/stores/errors.js';
 
 describe('subagent rules', () => {
@@ -12,14 +12,30 @@ describe('subagent rules', () => {
     expect(() => childSessionId('p'.repeat(250), `${'p'.repeat(250)}:run-1:turn-1:tools:c1`)).toThrow(/limit is 256/);
   });
 
-  it('a qualified id routes to the child of its first call id, with the rest as the id the child knows', () => {
-    expect(routedEvent({ type: 'approve', toolCallId: 'c1/e1/w1' })).toEqual({ callId: 'c1', event: { type: 'approve', toolCallId: 'e1/w1' } });
-    expect(routedEvent({ type: 'approve', toolCallId: 'w1' })).toBeNull();
-    expect(routedEvent({ type: 'approve', toolCallId: '/w1' })).toBeNull();
-    expect(routedEvent({ type: 'steer', target: 'c1' })).toEqual({ callId: 'c1', event: { type: 'steer' } });
-    expect(routedEvent({ type: 'steer', target: 'c1/e1' })).toEqual({ callId: 'c1', event: { type: 'steer', target: 'e1' } });
-    expect(routedEvent({ type: 'steer' })).toBeNull();
+  it('a qualified id routes to the child of the call of the batch it begins with, with the rest as the id the child knows', () => {
+    const batch = ['c1', 'w1'];
+    expect(routedEvent({ type: 'approve', toolCallId: 'c1/e1/w1' }, batch)).toEqual({ callId: 'c1', event: { type: 'approve', toolCallId: 'e1/w1' } });
+    expect(routedEvent({ type: 'approve', toolCallId: 'w1' }, batch)).toBeNull();
+    expect(routedEvent({ type: 'approve', toolCallId: '/w1' }, batch)).toBeNull();
+    expect(routedEvent({ type: 'steer', target: 'c1' }, batch)).toEqual({ callId: 'c1', event: { type: 'steer' } });
+    expect(routedEvent({ type: 'steer', target: 'c1/e1' }, batch)).toEqual({ callId: 'c1', event: { type: 'steer', target: 'e1' } });
+    expect(routedEvent({ type: 'steer' }, batch)).toBeNull();
+    // No call of the batch: read at the first separator (a call that runs no child, refused by the chart).
+    expect(routedEvent({ type: 'steer', target: 'zz/q1' }, batch)).toEqual({ callId: 'zz', event: { type: 'steer', target: 'q1' } });
     expect(qualifiedCalls('c1', [{ id: 'w1', name: 'write', args: {} }])).toEqual([{ id: 'c1/w1', name: 'write', args: {} }]);
+  });
+
+  it("a model's call id may hold the separator: routed by the calls of the batch, and an id that reads as two of them is ambiguous", () => {
+    expect(routeAmong('a/b/p1', ['a/b', 'c'])).toEqual({ callId: 'a/b', rest: 'p1' });
+    expect(routeAmong('a/b/x/y', ['a/b'])).toEqual({ callId: 'a/b', rest: 'x/y' });
+    expect(routeAmong('a/b', ['a/b', 'c'])).toBeNull();
+    expect(routeAmong('a/b/p1', ['a', 'a/b'])).toEqual({ ambiguous: ['a', 'a/b'] });
+    expect(routeAmong('a/b', ['a', 'a/b'])).toEqual({ ambiguous: ['a', 'a/b'] });
+    expect(routeAmong('a/c/p1', ['a', 'a/b'])).toEqual({ callId: 'a', rest: 'c/p1' });
+    expect(routeAmong('a/', ['a'])).toBeNull();
+    expect(routedEvent({ type: 'steer', target: 'a/b' }, ['a/b'])).toEqual({ callId: 'a/b', event: { type: 'steer' } });
+    expect(routedEvent({ type: 'steer', target: 'a/b/e1' }, ['a/b'])).toEqual({ callId: 'a/b', event: { type: 'steer', target: 'e1' } });
+    expect(routedEvent({ type: 'steer', target: 'a/b' }, ['a', 'a/b'])).toEqual({ ambiguous: ['a', 'a/b'] });
   });
 
   it("a child's result: its final text, its structured output, checked against the tool's schema; anything else is a SubagentError", () => {
