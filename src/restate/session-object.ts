@@ -1,5 +1,5 @@
 import * as restate from '@restatedev/restate-sdk';
-import { createActor } from 'xstate';
+import { createActor, transition } from 'xstate';
 import { type AgentMachine } from '../../machines/agent.machine.js';
 import { runInFlight, type AgentEmitted } from '../agent/protocol/actor-types.js';
 import { type AgentContext } from '../agent/core/context.js';
@@ -254,9 +254,9 @@ async function runTurn(
   let now = await ctx.date.now();
   const steps = new StepJournal(ctx, () => now);
   // The chart's delayed events are durable timers raced in the loop below (see timers.ts).
-  // A timer come due that the chart takes cuts the steps in flight (see StepJournal.cut); the loop below fires it.
+  // A timer come due whose transition leaves the state cuts the steps in flight (see StepJournal.cut); the loop below fires it.
   const timers = new TimerJournal(ctx, () => now, (timer, due) => {
-    if (steps.size > 0 && takesTimerAt(due)) steps.cut(timer);
+    if (steps.size > 0 && cutsAt(due)) steps.cut(timer);
   });
   const machine = options.machine.withClock(() => now).withExecutor((inner) => steps.executor(inner));
   const actor = createActor(machine, { input: stored ? { stored } : { sessionId, ...(scope !== undefined && { scope }) }, clock: timers.clock });
@@ -296,16 +296,24 @@ async function runTurn(
 
   /**
    * Whether the chart would take a delayed event of its current state at `due` (the clock moved
-   * there for the question only): the time budget's deadline seals or pauses a model call, but a
-   * pausing budget lets a tool batch finish, and cutting that step would only run the tool again
-   * in the attempt that follows.
+   * there for the question only) and leave that state, which ends the work it waited for: the
+   * time budget's deadline seals or pauses a model call. A transition that stays (a pausing
+   * budget holds a tool batch: no call of it starts past the limit, those in flight finish) must
+   * not cut: past the inactivity timeout the attempt suspends as soon as its cut step returns, and
+   * the step waited for again would run its tool a second time in the attempt that follows. Asked
+   * of XState's pure `transition`, which runs guards and executes nothing.
    */
-  const takesTimerAt = (due: number): boolean => {
+  const cutsAt = (due: number): boolean => {
     const saved = now;
     now = Math.max(now, due);
     try {
       const snapshot = actor.getSnapshot();
-      return snapshot._nodes.some((node) => node.after.some((after) => snapshot.can({ type: after.eventType } as never)));
+      return snapshot._nodes.some((node) =>
+        node.after.some((after) => {
+          const event = { type: after.eventType } as never;
+          return snapshot.can(event) && !transition(actor.logic, snapshot, event)[0]._nodes.includes(node);
+        }),
+      );
     } finally {
       now = saved;
     }

@@ -335,6 +335,27 @@ describe.skipIf(!SERVER_BINARY)('Restate session object (real server, real worke
     expect(toolLines('paced').map((line) => line.line)).toEqual(['slow starts', 'slow ends']);
   });
 
+  it('a pausing budget whose deadline comes while a tool runs and another call waits for approval: the approval given past the limit is kept, the call starts only after the raise (before: the run never paused)', async () => {
+    const heldClient = new IngressClient(server.ingressUrl, 'heldSession');
+    const started = Date.now();
+    const invocation = await heldClient.enqueue('held', 'send', { message: 'go slow, then ship' });
+    const requested = ((await firstEvent(heldClient, 'held', 'approval.requested', 10_000)).calls as { id: string; name: string }[])[0]!;
+    expect(requested.name).toBe('ship');
+    // Past the 800 ms limit, while `slow` still runs (1.5 s): the decision is kept, its call not started.
+    await new Promise((resolve) => setTimeout(resolve, Math.max(0, started + 1_000 - Date.now())));
+    await heldClient.ok('held', 'approve', { toolCallId: requested.id });
+    const paused = await firstEvent(heldClient, 'held', 'budget.paused', 15_000);
+    expect(paused).toMatchObject({ kind: 'duration', limit: 800 });
+    expect(toolLines('held').map((line) => line.line)).toEqual(['slow starts', 'slow ends']);
+    await heldClient.ok('held', 'raise', { budget: { maxDurationMs: 60_000 } });
+    const reply = await heldClient.attach<Summary>(invocation);
+    expect(reply.outcome).toEqual({ type: 'Completed', finalText: 'shipped after the raise' });
+    // Each call ran once; the approved one after the raise, without being asked again.
+    expect(toolLines('held').map((line) => line.line)).toEqual(['slow starts', 'slow ends', 'shipped']);
+    const page = await heldClient.ok<Streamed>('held', 'events', { cursor: 0, limit: 1000 });
+    expect(page.events.filter((entry) => entry.event.type === 'approval.requested')).toHaveLength(1);
+  });
+
   it('a raise posted while the model call hangs moves its deadline: sealed at the raised limit, not the first', async () => {
     const raised = new IngressClient(server.ingressUrl, 'raisedSession');
     const started = Date.now();
