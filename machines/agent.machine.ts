@@ -342,6 +342,8 @@ const chart = driver.createStateConfig({
             // Restored while no call runs (all wait for a person, or in doubt): the deadline armed again all the same.
             'io.attached': { actions: 'rearmDeadline' },
             'io.toolStarted': { guard: 'currentBatch', actions: 'emitToolStarted' },
+            // The IO's answer to a hold: the calls it had queued, not started, wait for the raise.
+            'io.toolsHeld': { guard: and(['currentBatch', 'batchHeld']), actions: 'holdQueued' },
             'io.toolFinished': [
               // The last result of the batch feeds it at once (what `batchComplete` below would do one microstep later).
               { guard: and(['currentBatch', 'completesBatch']), target: 'Start', actions: ['emitToolFinished', 'acceptLastResult'] },

@@ -22,9 +22,10 @@ export const BudgetPauseSchema = z.object({
   /** Waiting for a provider's usage limit (see usage-limit.ts): when the run goes on by itself, and why it waits. */
   usageLimit: z.object({ resumeAt: count, reason: z.string() }).optional(),
   /**
-   * The time limit passed mid-batch while calls of it waited (for a person's decision, or in
-   * doubt): the calls already handed to the IO then, which may finish; no other call of the batch
-   * starts until a raise lifts the limit (see `heldAt`). Absent: the batch is not held.
+   * The time limit passed mid-batch (a pausing budget): the calls started by then, which may
+   * finish; no other call of the batch (waiting for a person's decision, in doubt, or queued
+   * behind `toolConcurrency`) starts until a raise lifts the limit (see `heldAt`, `heldWithout`).
+   * Absent: the batch is not held.
    */
   held: z.array(z.string()).optional(),
 });
@@ -94,6 +95,14 @@ export const pausedAt = (pause: BudgetPause | undefined, now: number): BudgetPau
  */
 export const heldAt = (pause: BudgetPause | undefined, running: readonly string[]): BudgetPause =>
   pause?.held ? pause : { ...(pause ?? NO_BUDGET_PAUSE), held: [...running] };
+
+/**
+ * A held batch less the calls the IO reports it had not started (queued behind
+ * `toolConcurrency` when the hold came): like a call waiting for a decision, they start after
+ * the raise. A pause state without a hold is left as it is.
+ */
+export const heldWithout = (pause: BudgetPause, queued: readonly string[]): BudgetPause =>
+  pause.held ? { ...pause, held: pause.held.filter((id) => !queued.includes(id)) } : pause;
 
 /** The pause state after a raise at `now`: the limits raised, the paused time banked (a hold and a usage limit's wait end with it). */
 export function raisedBy(pause: BudgetPause | undefined, change: BudgetLimits, now: number): BudgetPause {

@@ -9,13 +9,13 @@ import { cancel, enqueueActions, raise, stateIn } from 'xstate';
 import { assigns, configured, configuredAction, delayOf, emits, rule, when, type Args, type ContextHook } from '../core/bind.js';
 import type { CompiledAgent } from '../core/compile.js';
 import type { AgentContext } from '../core/context.js';
-import { endRun, runnable } from '../core/driver-rules.js';
+import { batchKey, endRun, runnable } from '../core/driver-rules.js';
 import type { Effect } from '../core/effects.js';
 import { requestTools } from '../core/implementations.js';
 import type { IoRequest } from '../protocol/io-protocol.js';
 import { as, type AgentEvent } from '../protocol/agent-event.js';
 import { budgetOverrun, type BudgetOverrun } from './budget.js';
-import { activeMs, BUDGET_OPERATION, heldAt, limitsOf, pausedAt, pausesOn, raisedBy, raiseOf, raiseProblem } from './budget-pause.js';
+import { activeMs, BUDGET_OPERATION, heldAt, heldWithout, limitsOf, pausedAt, pausesOn, raisedBy, raiseOf, raiseProblem } from './budget-pause.js';
 import { DEADLINE_STATES, deadlineDelay, deadlineEventOf, deadlineOverrun, type DeadlineRun } from './deadline.js';
 import { limitedUntil, limitLifted, resumeDelay, usageLimitWait } from './usage-limit.js';
 
@@ -100,6 +100,20 @@ export function raiseBudget(agent: CompiledAgent, context: AgentContext, event: 
   return out;
 }
 
+/**
+ * The time limit passed with the batch in flight and a pausing budget: the calls handed to the
+ * IO may finish, the others (waiting for a decision, in doubt) do not start; the IO is told to
+ * start none other, and answers with the calls it still had queued behind `toolConcurrency`
+ * (`io.toolsHeld`, see `holdQueued`). The run pauses once the calls started finished
+ * (`heldBatchDone`), a decision given meanwhile kept.
+ */
+export function holdBatch(agent: CompiledAgent, context: AgentContext, _event: AgentEvent): Effect[] {
+  return [
+    { assign: { budgetPause: heldAt(context.budgetPause, runnable(agent, context).map((call) => call.id)) } },
+    { send: { type: 'holdTools', key: batchKey(context) } },
+  ];
+}
+
 export function sealOverBudget(agent: CompiledAgent, context: AgentContext, _event: AgentEvent): Partial<AgentContext> {
   return endRun(agent, context, { type: 'seal', reason: overBudget(agent, context)! });
 }
@@ -148,12 +162,9 @@ export const budgetImplementations = {
     markPaused: assigns(({ agent, context }) => ({ budgetPause: pausedAt(context.budgetPause, agent.clock()) })),
     emitBudgetPaused: rule.effects(emitBudgetPaused),
     raiseBudget: rule.effects(raiseBudget),
-    /**
-     * The time limit passed with the batch in flight and a pausing budget: the calls handed to the
-     * IO finish, the others (waiting for a decision, in doubt) do not start; the run pauses once
-     * those finished (`heldBatchDone`), a decision given meanwhile kept.
-     */
-    holdBatch: assigns(({ agent, context }) => ({ budgetPause: heldAt(context.budgetPause, runnable(agent, context).map((call) => call.id)) })),
+    holdBatch: rule.effects(holdBatch),
+    /** The calls the IO had queued, not started, when the batch was held: they wait for the raise with the others. */
+    holdQueued: assigns(({ context, event }) => ({ budgetPause: heldWithout(context.budgetPause!, as(event, 'io.toolsHeld').calls) })),
     requestHeldTools: rule.send(requestHeldTools),
     /**
      * After a raise while a side effect waits under the deadline: its timer, armed when the state

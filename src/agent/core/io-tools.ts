@@ -17,11 +17,15 @@ interface Batch {
   queue: { call: ToolCall; announce: boolean }[];
   next: number;
   active: number;
+  /** Calls taken off the queue by a hold (see `hold`), with whether the IO was to announce each: a later request runs them as first asked. */
+  held: Map<string, boolean>;
 }
 
 /** The tool calls of one IO actor: its `tools` handler and what the run's abort asks of them. */
 export interface ToolScheduler {
   tools: Handler<'tools'>;
+  /** Starts no other call of the batch: those queued are set aside until a request names them again. */
+  hold: Handler<'holdTools'>;
   /** Whether a batch still runs calls or has some queued. */
   busy(): boolean;
   /** Forgets the batches: the run no longer needs them. */
@@ -52,15 +56,27 @@ export function toolScheduler(io: IoScope): ToolScheduler {
         // One batch at a time: a new one means the chart is done with the others.
         state.batches.clear();
         io.children.dropHeld();
-        batch = { controller: io.run, started: new Set(), queue: [], next: 0, active: 0 };
+        batch = { controller: io.run, started: new Set(), queue: [], next: 0, active: 0, held: new Map() };
         state.batches.set(request.key, batch);
       }
       for (const call of request.calls) {
         if (batch.started.has(call.id)) continue;
         batch.started.add(call.id);
-        batch.queue.push({ call, announce: request.announce });
+        // A call held back keeps how it was first asked for: announced once, by the chart or by the IO.
+        batch.queue.push({ call, announce: batch.held.get(call.id) ?? request.announce });
+        batch.held.delete(call.id);
       }
       pump(state, batch, request);
+    },
+    hold: (request) => {
+      const batch = state.batches.get(request.key);
+      const queued = batch ? batch.queue.splice(batch.next) : [];
+      if (!batch || queued.length === 0) return;
+      for (const { call, announce } of queued) {
+        batch.started.delete(call.id);
+        batch.held.set(call.id, announce);
+      }
+      io.send(batch.controller, { type: 'io.toolsHeld', key: request.key, calls: queued.map(({ call }) => call.id) });
     },
     busy: () => [...state.batches.values()].some((batch) => batch.active > 0 || batch.next < batch.queue.length),
     clear: () => {

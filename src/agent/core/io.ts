@@ -30,6 +30,7 @@ export function ioLogic(deps: IoDeps, features: FeatureHandlerMap) {
       toolset: toolsetHandler(io),
       model: modelHandler(io, models),
       tools: scheduler.tools,
+      holdTools: scheduler.hold,
       compaction: compactionHandler(io, models),
     };
     // A Map: request types come from the chart, and `receive` hears other events too. A feature's
@@ -46,10 +47,10 @@ export function ioLogic(deps: IoDeps, features: FeatureHandlerMap) {
     receive((request) => {
       // A child run created with this actor as its parent reports its end here: its tool call hears it.
       if (request.type.startsWith('xstate.')) return;
-      // Only a request for work counts: an abort or an event forwarded to a child (a decision
-      // sent at once to a restored parent) starts nothing, and the work it waits for must still
-      // be asked for again.
-      if (request.type !== 'abort' && request.type !== 'forward') {
+      // Only a request for work counts: an abort, a hold or an event forwarded to a child (a
+      // decision sent at once to a restored parent) starts nothing, and the work it waits for
+      // must still be asked for again.
+      if (request.type !== 'abort' && request.type !== 'forward' && request.type !== 'holdTools') {
         received = true;
         lastKey = request.key;
       }

@@ -143,6 +143,12 @@ export type IoRequest =
       output?: unknown;
       conversation: ConversationRef;
     }
+  /**
+   * The time limit passed mid-batch (a pausing budget): the batch's calls already started run on,
+   * none other starts; the calls still queued (behind `toolConcurrency`) are set aside, reported
+   * (`io.toolsHeld`), and run as first asked when a later `tools` request names them (a raise).
+   */
+  | { type: 'holdTools'; key: string }
   /** Stops everything in flight: the run no longer needs it. */
   | { type: 'abort' }
   /** A decision or a steer for a child run (an agent tool's): `event` as the child of call `callId` takes it (routed by the run's batch, see `routeAmong`). */
@@ -161,6 +167,8 @@ export type IoEvent =
   | { type: 'io.toolFinished'; key: string; call: ToolCall; result: ToolMessage }
   /** The call's start was journaled by an earlier process and it has no result: the run asks a person (see in-doubt.ts). */
   | { type: 'io.toolInDoubt'; key: string; call: ToolCall }
+  /** Answers `holdTools`: the ids of the batch's calls that were queued, not started, and now wait for a raise. */
+  | { type: 'io.toolsHeld'; key: string; calls: string[] }
   /** `policy`: the tool policy's verdict for each call it was asked about, in order. */
   | { type: 'io.approvalsChecked'; key: string; waiting: string[]; policy: PolicyVerdicts }
   /** Operation `index` of the point's list returned (`output` null: it declined). */
