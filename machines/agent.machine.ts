@@ -208,7 +208,9 @@ const chart = driver.createStateConfig({
               { guard: 'raiseRefused', actions: 'refuseRaise' },
               // Paused mid-batch (the time limit passed while calls waited): back to the batch, its decisions kept, the calls approved meanwhile run.
               { guard: and(['pausedMidBatch', 'needsApprovalCheck']), target: 'AwaitingTools.CheckingApprovals', actions: 'raiseBudget' },
-              { guard: 'pausedMidBatch', target: 'AwaitingTools.Working', actions: 'raiseBudget' },
+              { guard: and(['pausedMidBatch', 'batchHeld']), target: 'AwaitingTools.Working', actions: 'raiseBudget' },
+              // Paused as the batch would start (the limit already passed): the batch starts as it would have.
+              { guard: 'pausedMidBatch', target: 'AwaitingTools', actions: 'raiseBudget' },
               { target: 'Start', actions: 'raiseBudget' },
             ],
             'operation.resume': [
@@ -216,7 +218,8 @@ const chart = driver.createStateConfig({
               { guard: and(['budgetResume', 'usageLimited']), target: 'AwaitingModel', actions: 'raiseBudget' },
               { guard: and(['budgetResume', 'raiseRefused']), actions: 'refuseRaise' },
               { guard: and(['budgetResume', 'pausedMidBatch', 'needsApprovalCheck']), target: 'AwaitingTools.CheckingApprovals', actions: 'raiseBudget' },
-              { guard: and(['budgetResume', 'pausedMidBatch']), target: 'AwaitingTools.Working', actions: 'raiseBudget' },
+              { guard: and(['budgetResume', 'pausedMidBatch', 'batchHeld']), target: 'AwaitingTools.Working', actions: 'raiseBudget' },
+              { guard: and(['budgetResume', 'pausedMidBatch']), target: 'AwaitingTools', actions: 'raiseBudget' },
               { guard: 'budgetResume', target: 'Start', actions: 'raiseBudget' },
             ],
           },

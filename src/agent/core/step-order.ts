@@ -49,10 +49,13 @@ export const callLLM = [
   { target: 'AwaitingModel', why: 'the call itself, once nothing has to precede it (its entry takes the brain\'s step)' },
 ] as const satisfies readonly Branch[];
 
-/** Before a tool batch: repetition, the operations' hooks, then the batch with or without approvals. */
+/** Before a tool batch: repetition, the operations' hooks, the time limit, then the batch with or without approvals. */
 export const callTools = [
   { guard: 'repeats', target: 'Start', reenter: true, actions: 'answerRepetition', why: 'the same batch again and again: noted instead of run; again after its note, sealed (before operations and approvals see it)' },
   { guard: 'beforeToolsDue', target: 'Operating', actions: { type: 'openPoint', params: 'beforeTools' }, why: "the operations' beforeTools hooks run before each batch" },
+  { guard: 'answerAtDeadline', target: 'Start', reenter: true, actions: 'cutForAnswer', why: 'the time limit passed before the batch starts (the reply came as it passed, or the hooks took the rest): no call of it starts; with an output schema the run asks for its answer' },
+  { guard: 'deadlineSeals', target: 'Start', reenter: true, actions: 'sealAtDeadline', why: '...else the run is sealed, its calls answered interrupted (what the deadline does to a batch in flight)' },
+  { guard: 'deadlinePauses', target: 'BudgetPaused', why: '...or, pausing, waits for a raise with the batch not started (after it the batch starts as it would have)' },
   { guard: 'straightToWork', target: 'AwaitingTools.Executing', why: 'without approvals configured, a batch goes straight to work (no approval region), unless a call of it is in doubt (a restored batch waits for its decision)' },
   { target: 'AwaitingTools', why: 'the batch, with its approval region' },
 ] as const satisfies readonly Branch[];
