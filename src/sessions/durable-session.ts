@@ -4,8 +4,9 @@ import { outputOf, runInFlight, type AgentOutput } from '../agent/protocol/actor
 import { type AgentContext } from '../agent/core/context.js';
 import { inputRefusal } from '../agent/core/actor-input.js';
 import { type AgentEvent } from '../agent/protocol/agent-event.js';
-import type { Executor, SideEffect, SideEffectOutputs } from '../agent/protocol/executor.js';
-import { keyOf, markerBatch, parseKey, serviceKey, turnOf } from '../agent/protocol/keys.js';
+import { EFFECT_SPECIFICATION_VERSION, type Executor, type SideEffect, type SideEffectOutputs } from '../agent/protocol/executor.js';
+import { innerKey, keyOf, markerBatch, parseKey, serviceKey, turnOf } from '../agent/protocol/keys.js';
+import { pendingCalls } from '../agent/core/brain-state.js';
 import { InvalidFeedError, LoopchartError } from '../errors.js';
 import { checkKnownKeys, optionKeys } from '../known-keys.js';
 import { feedProblem } from '../brain/feed-problems.js';
@@ -194,6 +195,8 @@ export class DurableSession {
    * replayed, not run again.
    */
   readonly #replay: Map<string, Map<string, ToolMessage>>;
+  /** The user's `wrapExecutor` (see `#replayRestored`). */
+  readonly #wrapExecutor: ((durable: Executor) => Executor) | undefined;
   /**
    * Trace entries recorded and not yet handed to a write, in order. The next write to run takes
    * them all: a step's own write (so a step and its entries are one transaction), or, for what
@@ -219,6 +222,7 @@ export class DurableSession {
     this.#closed = new Promise<never>((_, reject) => (this.#endWaiters = reject));
     this.#closed.catch(() => {});
     this.#replay = replay;
+    this.#wrapExecutor = options.wrapExecutor;
     const outer = options.wrapExecutor;
     const machine = options.machine.withExecutor((inner) => (outer ? outer(this.#durable(inner)) : this.#durable(inner)));
     this.actor = createActor(machine, {
@@ -333,8 +337,42 @@ export class DurableSession {
     session.actor.start();
     if (!stored) session.#persist(session.actor.getSnapshot().context);
     if (options.resume !== false) session.actor.send({ type: 'resume' });
+    if (context && options.resume !== false) session.#replayRestored(context);
     await session.flush();
     return session;
+  }
+
+  /**
+   * The results a reopened batch starts with (its journal's, given to the actor as answers: see
+   * `open`) pass through `wrapExecutor` as the replays they are, as the IO's would if it ran them
+   * again: the durable layer answers each from the journal, nothing runs, and a tracer outside
+   * durability sees every effect the run has, replayed ones included. What it returns is the
+   * actor's already; a wrapper that throws changes nothing.
+   */
+  #replayRestored(context: AgentContext): void {
+    const outer = this.#wrapExecutor;
+    const key = toolsKey(context);
+    const journaled = key === null ? undefined : this.#replay.get(key);
+    if (!outer || key === null || !journaled || journaled.size === 0) return;
+    const replayed = outer(this.#durable(async () => {
+      throw new LoopchartError('ReplayUnavailable', 'a restored result is answered by the journal, never run again');
+    }));
+    const turn = context.brain.context.turnsTaken;
+    const signal = new AbortController().signal;
+    for (const { call } of pendingCalls(context.brain)) {
+      const result = journaled.get(call.id);
+      if (!result) continue;
+      const effect: SideEffect<'tool'> = {
+        specificationVersion: EFFECT_SPECIFICATION_VERSION,
+        key: innerKey(key, { kind: 'tool', call: call.id, rerun: 0 }),
+        kind: 'tool',
+        input: { turn, call, batchKey: key },
+        signal,
+      };
+      void Promise.resolve()
+        .then(() => replayed(effect, async () => result))
+        .catch(() => {});
+    }
   }
 
   /**
