@@ -324,11 +324,13 @@ function bareBuiltins(code: string): string[] {
  * What the package may weigh: 1.55 MB packed / 6.0 MB unpacked / 229 files when it shipped 88
  * source maps (3.4 MB of them, pointing at src/, which is not published); about 0.65 / 2.6 MB /
  * 141 files without them then, and 0.90 / 3.59 MB after the waves of features since (at 29c3bf0,
- * over the first budget, 0.9 / 3.6 MB, by 273 bytes packed). The budget leaves room for new
- * features, not for the maps coming back.
+ * over the first budget, 0.9 / 3.6 MB, by 273 bytes packed), and 1.008 / 3.99 MB at 928da93
+ * (the chat's reload of subagents, held tool batches, prices by model: over the second budget by
+ * 7.5 KB packed). The budget leaves room for new features, not for the maps coming back (they
+ * alone were 3.4 MB).
  */
-const PACKED_BUDGET = 1_000_000;
-const UNPACKED_BUDGET = 4_000_000;
+const PACKED_BUDGET = 1_200_000;
+const UNPACKED_BUDGET = 4_800_000;
 
 describe('the published code', () => {
   it(`weighs under ${PACKED_BUDGET / 1e6} MB packed and ${UNPACKED_BUDGET / 1e6} MB unpacked, with no source maps`, () => {
