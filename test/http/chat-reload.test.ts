@@ -20,7 +20,7 @@ import { createAgentMachine, defineTool, type AgentMachine } from '../../src/ind
 import type { ScriptEntry } from '../../src/models/scripted.js';
 import { SqliteSessionStore } from '../../src/stores/sqlite.js';
 import { scriptedModel } from '../../src/testing.js';
-import { loadSdk, nodeMajor, userMessage, type Sdk, type UIMessage } from './support.js';
+import { loadSdk, nodeMajor, userMessage, type Sdk, type UIMessage, plainParts } from './support.js';
 
 const root = mkdtempSync(join(tmpdir(), 'loopchart-chat-reload-'));
 let files = 0;
@@ -100,9 +100,6 @@ async function reload(api: string, chatId: string): Promise<UIMessage[]> {
   return ((await response.json()) as { messages: UIMessage[] }).messages;
 }
 
-/** The parts as JSON carries them (a live part's undefined fields are not sent). */
-const plain = (parts: UIMessage['parts']): unknown => JSON.parse(JSON.stringify(parts));
-
 /** `transfer` asks first; `fail` always fails; `lookup` just answers. */
 function bankTools() {
   const transfers: number[] = [];
@@ -178,23 +175,23 @@ describe.each([5, 6, 7] as const)('AI SDK %s: a chat of several runs on SQLite, 
     const other = await serve(path, machine, version);
     const stored = await reload(other.api, 'bank');
     expect(stored.map((m) => m.role)).toEqual(['user', 'assistant', 'user', 'assistant', 'user']);
-    expect(plain(stored[1]!.parts)).toEqual(plain(run1.parts));
-    expect(plain(stored[3]!.parts)).toEqual(plain(run2.parts));
+    expect(plainParts(stored[1]!.parts)).toEqual(plainParts(run1.parts));
+    expect(plainParts(stored[3]!.parts)).toEqual(plainParts(run2.parts));
     await expect(sdk.validateUIMessages({ messages: stored })).resolves.toBeDefined();
     // The run in flight, reattached from the store: as the page was shown it (AI SDK 6 cannot replay the page's answer).
     const reattached = pageOf(sdk, other.api, 'bank');
     const replay = (await reattached.resume())!;
     expect(reattached.errors).toEqual([]);
     expect(replay.metadata?.outcome).toBe('waiting');
-    expect(plain(replay.parts)).toEqual(plain(version === 6 ? replayedIn6(waiting.parts, {}) : waiting.parts));
+    expect(plainParts(replay.parts)).toEqual(plainParts(version === 6 ? replayedIn6(waiting.parts, {}) : waiting.parts));
 
     const run3 = await chat.answer([u1, run1, u2, run2, u3], waiting, { c2: { approved: false, reason: 'Not twice.' } });
     expect([chat.errors, run3.metadata?.outcome]).toEqual([[], 'Completed']);
     const after = await reload((await serve(path, machine, version)).api, 'bank');
     expect(after.map((m) => m.role)).toEqual(['user', 'assistant', 'user', 'assistant', 'user', 'assistant']);
-    expect(plain(after[1]!.parts)).toEqual(plain(run1.parts));
-    expect(plain(after[3]!.parts)).toEqual(plain(run2.parts));
-    expect(plain(after[5]!.parts)).toEqual(plain(run3.parts));
+    expect(plainParts(after[1]!.parts)).toEqual(plainParts(run1.parts));
+    expect(plainParts(after[3]!.parts)).toEqual(plainParts(run2.parts));
+    expect(plainParts(after[5]!.parts)).toEqual(plainParts(run3.parts));
     await expect(sdk.validateUIMessages({ messages: after })).resolves.toBeDefined();
   });
 
@@ -246,8 +243,8 @@ describe.each([5, 6, 7] as const)('AI SDK %s: a chat of several runs on SQLite, 
     if (version !== 5 && !given.approved) expect(live.parts.find((p) => p.toolCallId === 'c1')).toMatchObject({ state: 'output-denied', approval: { approved: false } });
     const stored = await reload((await serve(path, machine, version)).api, 'pay');
     expect(stored.map((m) => m.role)).toEqual(['user', 'assistant', 'user', 'assistant']);
-    expect(plain(stored[1]!.parts)).toEqual(plain(earlier.parts));
-    expect(plain(stored[3]!.parts)).toEqual(plain(live.parts));
+    expect(plainParts(stored[1]!.parts)).toEqual(plainParts(earlier.parts));
+    expect(plainParts(stored[3]!.parts)).toEqual(plainParts(live.parts));
     await expect(sdk.validateUIMessages({ messages: stored })).resolves.toBeDefined();
   });
 });

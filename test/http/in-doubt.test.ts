@@ -12,7 +12,7 @@ import { createChatHandler, type ChatHandler } from '../../src/http.js';
 import { agentTool, createAgentMachine, defineTool, DurableSession, MemorySessionStore } from '../../src/index.js';
 import type { Message } from '../../src/schemas.js';
 import { scriptedModel } from '../../src/testing.js';
-import { loadSdk, page, type UIMessage } from './support.js';
+import { loadSdk, page, type UIMessage, answered } from './support.js';
 
 const handlers: ChatHandler[] = [];
 afterEach(async () => {
@@ -49,11 +49,6 @@ async function crashedChat(store: MemorySessionStore, agent: ReturnType<typeof c
   await session.flush();
   session.actor.stop();
 }
-
-const answered = (message: UIMessage, approved: boolean): UIMessage => ({
-  ...message,
-  parts: message.parts.map((part) => (part.state === 'approval-requested' ? { ...part, state: 'approval-responded', approval: { ...part.approval!, approved } } : part)),
-});
 
 describe('a call in doubt in the chat page', () => {
   it.each([

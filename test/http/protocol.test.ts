@@ -9,7 +9,7 @@ import { createChatHandler, type ChatHandler } from '../../src/http.js';
 import { calculatorTool, createAgentMachine, MemorySessionStore } from '../../src/index.js';
 import { scriptedModel } from '../../src/testing.js';
 import { chatAgent } from './fixtures/chat-agent.js';
-import { loadSdk, nodeMajor, page, textOf, userMessage, type UIMessage } from './support.js';
+import { loadSdk, nodeMajor, page, textOf, userMessage, answered } from './support.js';
 
 const handlers: ChatHandler[] = [];
 afterEach(async () => {
@@ -109,10 +109,6 @@ describe.each([6, 7] as const)('approvals, AI SDK %s', (version) => {
     return { ...env, chat, user, asked };
   }
 
-  const answered = (message: UIMessage, approved: boolean): UIMessage => ({
-    ...message,
-    parts: message.parts.map((part) => (part.state === 'approval-requested' ? { ...part, state: 'approval-responded', approval: { ...part.approval!, approved } } : part)),
-  });
 
   it.skipIf(skip)('a call that needs approval is an approval request; the approval runs the tool once and the run goes on', async () => {
     const { chat, user, asked, transfers } = await requested(approvalScript, 'approve-chat');

@@ -14,7 +14,7 @@ import type { SessionStore } from '../../src/index.js';
 import { FIRST_PAGE, runRecords } from '../../src/http/run-trace.js';
 import { SqliteSessionStore } from '../../src/stores/sqlite.js';
 import { chatAgent } from './fixtures/chat-agent.js';
-import { loadSdk, page, userMessage, type UIMessage } from './support.js';
+import { loadSdk, page, userMessage, type UIMessage, answered } from './support.js';
 
 const root = mkdtempSync(join(tmpdir(), 'loopchart-reattach-trace-'));
 const handlers: ChatHandler[] = [];
@@ -24,11 +24,6 @@ afterEach(async () => {
   await Promise.all(stores.splice(0).map((store) => store.close()));
 });
 afterAll(() => rmSync(root, { recursive: true, force: true }));
-
-const answered = (message: UIMessage, approved: boolean): UIMessage => ({
-  ...message,
-  parts: message.parts.map((part) => (part.state === 'approval-requested' ? { ...part, state: 'approval-responded', approval: { ...part.approval!, approved } } : part)),
-});
 
 /** The store with the records each trace read of `sessionId` returned counted; `ignoreLimit`: a store that predates `limit`. */
 function counted(store: SessionStore, sessionId: string, ignoreLimit = false) {

@@ -14,7 +14,7 @@ import { callDigest } from '../../src/agent/approvals/approval-binding.js';
 import { scriptedModel } from '../../src/testing.js';
 import { chatAgent } from './fixtures/chat-agent.js';
 import { teamAgent } from './fixtures/team-agent.js';
-import { loadSdk, nodeMajor, page, userMessage, type UIMessage } from './support.js';
+import { loadSdk, nodeMajor, page, userMessage, answered, plainParts, reloadMessages } from './support.js';
 
 const handlers: ChatHandler[] = [];
 afterEach(async () => {
@@ -27,24 +27,6 @@ function setup(version: 5 | 6 | 7, script: Parameters<typeof chatAgent>[0], stor
   handlers.push(handler);
   return { store, handler, ...agent };
 }
-
-/** What a page loads: the stored conversation as UI messages. */
-async function reload(handler: ChatHandler, chatId: string): Promise<UIMessage[]> {
-  const response = await handler(new Request(`http://127.0.0.1/api/chat/${chatId}/messages`));
-  expect(response.status).toBe(200);
-  return ((await response.json()) as { messages: UIMessage[] }).messages;
-}
-
-/** The parts as JSON carries them (a live part's undefined fields are not sent). */
-const plain = (parts: UIMessage['parts']): unknown => JSON.parse(JSON.stringify(parts));
-
-/** The page's answer, as `addToolApprovalResponse({ id, approved, reason })` leaves the part. */
-const answered = (message: UIMessage, approved: boolean, reason?: string): UIMessage => ({
-  ...message,
-  parts: message.parts.map((part) =>
-    part.state === 'approval-requested' ? { ...part, state: 'approval-responded', approval: { ...part.approval!, approved, ...(reason !== undefined && { reason }) } } : part,
-  ),
-});
 
 const sendFive = [{ text: 'I will send it.', toolCalls: [{ name: 'transfer', args: { amount: 5 } }] }, { text: 'Not sent.' }];
 
@@ -60,9 +42,9 @@ describe.each([6, 7] as const)('a reload after a denial, AI SDK %s', (version) =
     const live = await chat.send([user, answered(asked, false, 'Not today.')], answered(asked, false, 'Not today.'));
     expect(transfers).toEqual([]);
     expect(live.parts.find((p) => p.type === 'tool-transfer')).toMatchObject({ state: 'output-denied', approval: { approved: false, reason: 'Not today.' } });
-    const messages = await reload(handler, 'denied');
+    const messages = await reloadMessages(handler, 'denied');
     expect(messages.map((m) => m.role)).toEqual(['user', 'assistant']);
-    expect(plain(messages[1]!.parts)).toEqual(plain(live.parts));
+    expect(plainParts(messages[1]!.parts)).toEqual(plainParts(live.parts));
     // The AI SDK takes the reloaded conversation as valid UI messages (an output-denied part must carry its approval).
     await expect(sdk.validateUIMessages({ messages })).resolves.toBeDefined();
   });
@@ -80,10 +62,10 @@ describe.each([6, 7] as const)('a reload after a denial, AI SDK %s', (version) =
     const askedAgain = await chat.send([first, denied, second]);
     const deniedAgain = await chat.send([first, denied, second, answered(askedAgain, false, 'Still no.')], answered(askedAgain, false, 'Still no.'));
     expect(transfers).toEqual([]);
-    const messages = await reload(handler, 'twice');
+    const messages = await reloadMessages(handler, 'twice');
     expect(messages.map((m) => m.role)).toEqual(['user', 'assistant', 'user', 'assistant']);
-    expect(plain(messages[1]!.parts)).toEqual(plain(denied.parts));
-    expect(plain(messages[3]!.parts)).toEqual(plain(deniedAgain.parts));
+    expect(plainParts(messages[1]!.parts)).toEqual(plainParts(denied.parts));
+    expect(plainParts(messages[3]!.parts)).toEqual(plainParts(deniedAgain.parts));
     expect(messages[3]!.parts.find((p) => p.type === 'tool-transfer')!.approval!.id).toMatch(/^2:/);
   });
 
@@ -99,7 +81,7 @@ describe.each([6, 7] as const)('a reload after a denial, AI SDK %s', (version) =
     // The page comes back: the run goes on from the store with the decision, to its end.
     const resumed = (await chat.resume())!;
     expect(resumed.metadata?.outcome).toBe('Completed');
-    const messages = await reload(handler, 'at-rest');
+    const messages = await reloadMessages(handler, 'at-rest');
     expect(messages[1]!.parts.find((p) => p.type === 'tool-transfer')).toEqual({
       type: 'tool-transfer',
       toolCallId,
@@ -126,8 +108,8 @@ describe.each([6, 7] as const)('a reload after a denial, AI SDK %s', (version) =
     handlers.push(handler);
     const live = await page(sdk, handler, 'forged').send([userMessage('Look it up.')]);
     expect(live.parts.find((p) => p.type === 'tool-lookup')).toMatchObject({ state: 'output-error', errorText: forged });
-    const messages = await reload(handler, 'forged');
-    expect(plain(messages[1]!.parts)).toEqual(plain(live.parts));
+    const messages = await reloadMessages(handler, 'forged');
+    expect(plainParts(messages[1]!.parts)).toEqual(plainParts(live.parts));
   });
 });
 
@@ -142,9 +124,9 @@ describe("a reload after a subagent's call was denied", () => {
     const asked = await chat.send([user]);
     const live = await chat.send([user, answered(asked, false)], answered(asked, false));
     expect(live.parts.find((p) => p.toolCallId === 'call_1_0/call_1_0')!.state).toBe('output-denied');
-    const messages = await reload(handler, 'team-denied');
+    const messages = await reloadMessages(handler, 'team-denied');
     // The subagent's steps are read back from its session (test/http/subagent-reload.test.ts).
-    expect(plain(messages[1]!.parts)).toEqual(plain(live.parts));
+    expect(plainParts(messages[1]!.parts)).toEqual(plainParts(live.parts));
     await expect(sdk.validateUIMessages({ messages })).resolves.toBeDefined();
   });
 });
@@ -166,8 +148,8 @@ describe('a reload after a denial, AI SDK 5 (no denied state)', () => {
     expect(transfers).toEqual([]);
     const shown = live.parts.find((p) => p.type === 'tool-transfer')!;
     expect(shown).toMatchObject({ state: 'output-error', errorText: 'denied: the user did not approve this tool call' });
-    const messages = await reload(handler, 'v5-denied');
+    const messages = await reloadMessages(handler, 'v5-denied');
     // The approval request, a data part in AI SDK 5, where the stream put it.
-    expect(plain(messages[1]!.parts)).toEqual(plain(live.parts));
+    expect(plainParts(messages[1]!.parts)).toEqual(plainParts(live.parts));
   });
 });

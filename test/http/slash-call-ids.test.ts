@@ -14,7 +14,7 @@ import { createChatHandler, type ChatHandler } from '../../src/http.js';
 import { agentTool, createAgentMachine, defineTool, type ModelRequest } from '../../src/index.js';
 import { scriptedModel } from '../../src/testing.js';
 import { SqliteSessionStore } from '../../src/stores/sqlite.js';
-import { loadSdk, page, userMessage, type UIMessage } from './support.js';
+import { loadSdk, page, userMessage, answered } from './support.js';
 
 const root = mkdtempSync(join(tmpdir(), 'loopchart-slash-ids-'));
 const handlers: ChatHandler[] = [];
@@ -45,10 +45,6 @@ function team() {
   return { machine, transfers };
 }
 
-const answered = (message: UIMessage): UIMessage => ({
-  ...message,
-  parts: message.parts.map((part) => (part.state === 'approval-requested' ? { ...part, state: 'approval-responded', approval: { ...part.approval!, approved: true } } : part)),
-});
 
 const within = <T>(promise: Promise<T>, ms: number): Promise<T> =>
   Promise.race([promise, new Promise<T>((_, reject) => setTimeout(() => reject(new Error(`not settled within ${ms} ms`)), ms))]);
@@ -77,7 +73,7 @@ describe("a subagent's call under a call whose id holds '/'", () => {
       }
       const chat = page(sdk, answering, 'slash');
       // Before: the transport threw the 409 ApprovalNotFound ("no call 'a/b/p1' of run 1 as shown waits for a decision").
-      const after = await within(chat.send([user, answered(asked)], answered(asked)), 5000);
+      const after = await within(chat.send([user, answered(asked, true)], answered(asked, true)), 5000);
       expect(chat.errors).toEqual([]);
       expect(transfers).toEqual(['5']);
       expect(after.parts.find((p) => p.toolCallId === 'a/b/p1')).toMatchObject({ state: 'output-available', output: 'sent 5' });

@@ -18,7 +18,7 @@ import { agentTool, createAgentMachine, defineTool, type SessionStore } from '..
 import { MAX_CHILD_SESSIONS, MAX_CHILD_TRACE_ENTRIES } from '../../src/http/stored-subagents.js';
 import { SqliteSessionStore } from '../../src/stores/sqlite.js';
 import { scriptedModel } from '../../src/testing.js';
-import { loadSdk, nodeMajor, page, userMessage, type UIMessage } from './support.js';
+import { loadSdk, nodeMajor, page, userMessage, type UIMessage, answered, plainParts, reloadMessages } from './support.js';
 
 const root = mkdtempSync(join(tmpdir(), 'loopchart-subagent-reload-'));
 let files = 0;
@@ -76,23 +76,6 @@ function handlerOn(store: SessionStore, machine: ReturnType<typeof team>['machin
   return handler;
 }
 
-async function reload(handler: ChatHandler, chatId: string): Promise<UIMessage[]> {
-  const response = await handler(new Request(`http://127.0.0.1/api/chat/${chatId}/messages`));
-  expect(response.status).toBe(200);
-  return ((await response.json()) as { messages: UIMessage[] }).messages;
-}
-
-/** The parts as JSON carries them (a live part's undefined fields are not sent). */
-const plain = (parts: UIMessage['parts']): unknown => JSON.parse(JSON.stringify(parts));
-
-/** The page's answer to every request it shows, as `addToolApprovalResponse` leaves the part. */
-const answered = (message: UIMessage, approved: boolean, reason?: string): UIMessage => ({
-  ...message,
-  parts: message.parts.map((part) =>
-    part.state === 'approval-requested' ? { ...part, state: 'approval-responded', approval: { ...part.approval!, approved, ...(reason !== undefined && { reason }) } } : part,
-  ),
-});
-
 const within = <T>(promise: Promise<T>, ms = 10_000): Promise<T> =>
   Promise.race([promise, new Promise<T>((_, reject) => setTimeout(() => reject(new Error(`not settled within ${ms} ms`)), ms))]);
 
@@ -114,11 +97,11 @@ describe.each([5, 6, 7] as const)('AI SDK %s, on SQLite, read by a handler on an
     const reattached = page(sdk, other, `wait-${depth}`);
     const replay = (await within(reattached.resume()))!;
     expect(reattached.errors).toEqual([]);
-    expect(plain(replay.parts)).toEqual(plain(live.parts));
+    expect(plainParts(replay.parts)).toEqual(plainParts(live.parts));
     expect(replay.metadata?.outcome).toBe('waiting');
     if (version !== 5) expect(replay.parts.find((p) => p.toolCallId === deep(depth))).toMatchObject({ type: 'tool-transfer', state: 'approval-requested' });
     // Mid-run, the stored conversation shows the run's user message; its reply is the stream's.
-    expect((await reload(other, `wait-${depth}`)).map((m) => m.role)).toEqual(['user']);
+    expect((await reloadMessages(other, `wait-${depth}`)).map((m) => m.role)).toEqual(['user']);
   });
 
   it.skipIf(skip).each([
@@ -151,9 +134,9 @@ describe.each([5, 6, 7] as const)('AI SDK %s, on SQLite, read by a handler on an
     const denied = version === 5 ? { state: 'output-error', errorText: 'denied: Not today.' } : { state: 'output-denied', approval: { approved: false, reason: 'Not today.' } };
     expect(live.parts.find((p) => p.toolCallId === deep(depth))).toMatchObject(approved ? { state: 'output-available', output: 'sent 5' } : denied);
     if (version === 5) expect(live.parts.some((p) => p.type === 'data-approval-request' && (p.data as { toolCallId: string }).toolCallId === deep(depth))).toBe(true);
-    const messages = await reload(handlerOn(sqlite(path).store, machine, version), `done-${depth}-${approved}`);
+    const messages = await reloadMessages(handlerOn(sqlite(path).store, machine, version), `done-${depth}-${approved}`);
     expect(messages.map((m) => m.role)).toEqual(['user', 'assistant']);
-    expect(plain(messages[1]!.parts)).toEqual(plain(live.parts));
+    expect(plainParts(messages[1]!.parts)).toEqual(plainParts(live.parts));
     await expect(sdk.validateUIMessages({ messages })).resolves.toBeDefined();
   });
 });
@@ -171,13 +154,13 @@ async function brokenChild(change: (db: { prepare(sql: string): { run(...args: u
   change(db, 'broken/run-1:turn-1:call_1_0');
   db.close();
   const errors: unknown[] = [];
-  const messages = await reload(handlerOn(sqlite(path).store, machine, 6, (error) => errors.push(error)), 'broken');
+  const messages = await reloadMessages(handlerOn(sqlite(path).store, machine, 6, (error) => errors.push(error)), 'broken');
   await expect(sdk.validateUIMessages({ messages })).resolves.toBeDefined();
   return { live, parts: messages[1]!.parts, errors };
 }
 
 describe('a child session the store cannot give', () => {
-  const ofParent = (parts: UIMessage['parts']) => plain(parts.filter((p) => p.type.startsWith('tool-') && !p.toolCallId!.includes('/')));
+  const ofParent = (parts: UIMessage['parts']) => plainParts(parts.filter((p) => p.type.startsWith('tool-') && !p.toolCallId!.includes('/')));
 
   it('its row missing: the parent\'s page, with a marker under the call that ran it', async () => {
     const { live, parts, errors } = await brokenChild((db, child) => {
@@ -239,7 +222,7 @@ describe('what a reload reads of the children is bounded', () => {
     const live = await within(chat.send([user, answered(asked, false)], answered(asked, false)));
     expect(live.parts.find((p) => p.toolCallId === 'call_1_0/call_2_0')!.state).toBe('output-denied');
     const { spy, traces } = counted(sqlite(path).store);
-    const messages = await reload(handlerOn(spy, machine, 6), 'long');
+    const messages = await reloadMessages(handlerOn(spy, machine, 6), 'long');
     expect(traces.find((t) => t.sessionId === child)).toEqual({ sessionId: child, limit: MAX_CHILD_TRACE_ENTRIES + 1, read: MAX_CHILD_TRACE_ENTRIES + 1 });
     const parts = messages[1]!.parts;
     // Its calls show; the denial, recorded past the bound, shows as the error the model read; a marker says so.
@@ -263,7 +246,7 @@ describe('what a reload reads of the children is bounded', () => {
     const live = await within(page(await loadSdk(6), handlerOn(store, machine, 6), 'many').send([userMessage('Go.')]), 20_000);
     expect(live.metadata?.outcome).toBe('Completed');
     const { spy, loads } = counted(sqlite(path).store);
-    const parts = (await reload(handlerOn(spy, machine, 6), 'many'))[1]!.parts;
+    const parts = (await reloadMessages(handlerOn(spy, machine, 6), 'many'))[1]!.parts;
     expect(loads.filter((id) => id.startsWith('many/'))).toHaveLength(MAX_CHILD_SESSIONS);
     const marked = parts.filter((p) => p.type === 'data-subagent-incomplete');
     expect(marked.map((p) => (p.data as { toolCallId: string; reason: string }).reason)).toEqual(['bound', 'bound']);

@@ -10,7 +10,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { createChatHandler, type ChatHandler } from '../../src/http.js';
 import { MemorySessionStore } from '../../src/index.js';
 import { teamAgent } from './fixtures/team-agent.js';
-import { loadSdk, page, textOf, userMessage, type UIMessage } from './support.js';
+import { loadSdk, page, textOf, userMessage, type UIMessage, answered } from './support.js';
 
 const handlers: ChatHandler[] = [];
 afterEach(async () => {
@@ -24,11 +24,6 @@ function setup(depth: 2 | 3, version: 5 | 6 = 6, options: { streams?: boolean; s
   handlers.push(handler);
   return { store, handler, ...team };
 }
-
-const answered = (message: UIMessage, approved: boolean): UIMessage => ({
-  ...message,
-  parts: message.parts.map((part) => (part.state === 'approval-requested' ? { ...part, state: 'approval-responded', approval: { ...part.approval!, approved } } : part)),
-});
 
 const within = <T>(promise: Promise<T>, ms: number): Promise<T> =>
   Promise.race([promise, new Promise<T>((_, reject) => setTimeout(() => reject(new Error(`not settled within ${ms} ms`)), ms))]);

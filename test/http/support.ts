@@ -1,3 +1,4 @@
+import { expect } from 'vitest';
 import type { ChatHandler } from '../../src/http.js';
 
 /** What a test needs of one AI SDK version: its own transport (parsing and checking chunks) and readUIMessageStream. */
@@ -83,3 +84,21 @@ export function chunksOf(response: Response): ReadableStream<unknown> {
     }),
   );
 }
+
+/** What a page loads: the stored conversation as UI messages (`GET <api>/<id>/messages`, which must answer 200). */
+export async function reloadMessages(handler: ChatHandler, chatId: string): Promise<UIMessage[]> {
+  const response = await handler(new Request(`http://127.0.0.1/api/chat/${chatId}/messages`));
+  expect(response.status).toBe(200);
+  return ((await response.json()) as { messages: UIMessage[] }).messages;
+}
+
+/** The parts as JSON carries them (a live part's undefined fields are not sent). */
+export const plainParts = (parts: UIMessage['parts']): unknown => JSON.parse(JSON.stringify(parts));
+
+/** The page's answer to every request it shows, as `addToolApprovalResponse({ id, approved, reason })` leaves the part. */
+export const answered = (message: UIMessage, approved: boolean, reason?: string): UIMessage => ({
+  ...message,
+  parts: message.parts.map((part) =>
+    part.state === 'approval-requested' ? { ...part, state: 'approval-responded', approval: { ...part.approval!, approved, ...(reason !== undefined && { reason }) } } : part,
+  ),
+});
