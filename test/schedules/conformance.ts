@@ -6,7 +6,7 @@
  * sends its input only if the run it started is stored, and rows checked when read (one bad row
  * reported, the others listed and fired).
  */
-import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { createAgentMachine, DurableSession, type ModelRequest, type SessionStore } from '../../src/index.js';
 import {
   deleteSchedule,
@@ -89,29 +89,55 @@ async function runByHand(store: SessionStore, session: string, input: string): P
   }
 }
 
+/** What one test works with: its own store, and what it starts there, stopped and closed when it ends. */
+interface ScheduleBench {
+  /** The test's fresh store (one per test). */
+  open(): Promise<SessionStore>;
+  /** Another store over the test's storage. */
+  sibling(): Promise<SessionStore>;
+  /** Schedulers to stop when the test ends. */
+  started(...schedulers: Scheduler[]): void;
+  /** The test's fixture, once `open` made it. */
+  fixture(): ScheduleFixture;
+}
+
 export function describeScheduleConformance(name: string, harness: ScheduleHarness): void {
-  describe(`schedules on a ${name} store`, () => {
-    const schedulers: Scheduler[] = [];
-    const stores: SessionStore[] = [];
-    let fixture: ScheduleFixture;
-    afterEach(async () => {
-      await Promise.all(schedulers.splice(0).map((s) => s.stop()));
-      await Promise.all(stores.splice(0).map((s) => s.close()));
-    });
+  // Each test owns its store and schedulers (a fixture, not variables of the suite), so the tests
+  // that mostly wait on real time (runs of 0.3-1.5 s against 1 s intervals) run side by side.
+  const test = it.extend<{ bench: ScheduleBench }>({
+    // eslint-disable-next-line no-empty-pattern -- vitest reads a fixture's needs from this pattern
+    bench: async ({}, use) => {
+      const schedulers: Scheduler[] = [];
+      const stores: SessionStore[] = [];
+      let fixture: ScheduleFixture | undefined;
+      const made = () => {
+        if (!fixture) throw new Error('open() the store first');
+        return fixture;
+      };
+      await use({
+        async open() {
+          fixture = await harness.create();
+          stores.push(fixture.store);
+          return fixture.store;
+        },
+        async sibling() {
+          const store = await made().sibling();
+          stores.push(store);
+          return store;
+        },
+        started: (...more) => void schedulers.push(...more),
+        fixture: made,
+      });
+      await Promise.all(schedulers.map((s) => s.stop()));
+      await Promise.all(stores.map((s) => s.close()));
+    },
+  });
+
+  describe.concurrent(`schedules on a ${name} store`, () => {
     afterAll(async () => {
       await harness.cleanup?.();
     });
-    const open = async () => {
-      fixture = await harness.create();
-      stores.push(fixture.store);
-      return fixture.store;
-    };
-    const sibling = async () => {
-      const store = await fixture.sibling();
-      stores.push(store);
-      return store;
-    };
-    it('schedule, list, pause, resume and delete', async () => {
+    test('schedule, list, pause, resume and delete', async ({ bench: { open } }) => {
       const store = await open();
       const made = await schedule(store, { id: 'nightly', session: 'reports', agent: 'quick', input: 'Report.', cron: '0 2 * * *', timezone: 'Europe/Paris' });
       expect(made).toMatchObject({ id: 'nightly', session: 'reports', paused: false, runs: 0, lastOutcome: null, timing: { kind: 'cron', cron: '0 2 * * *' } });
@@ -129,7 +155,7 @@ export function describeScheduleConformance(name: string, harness: ScheduleHarne
       await expect(pauseSchedule(store, 'nope')).rejects.toThrow(ScheduleNotFoundError);
     });
 
-    it('bad input is a typed error and stores nothing', async () => {
+    test('bad input is a typed error and stores nothing', async ({ bench: { open } }) => {
       const store = await open();
       const base = { session: 's', agent: 'quick', input: 'Go.' };
       await expect(schedule(store, { ...base, cron: '61 * * * *' })).rejects.toThrow(InvalidCronError);
@@ -154,11 +180,11 @@ export function describeScheduleConformance(name: string, harness: ScheduleHarne
       expect((await listSchedules(store)).map((s) => s.id).sort()).toEqual(['last', 'x']);
     });
 
-    it('a one-off fires once: it starts the session, then continues it on the next schedule; onTick hears each', async () => {
+    test('a one-off fires once: it starts the session, then continues it on the next schedule; onTick hears each', async ({ bench: { open, started } }) => {
       const store = await open();
       const ticks: ScheduleTick[] = [];
       const scheduler = await startScheduler({ store, agents, maxIdleMs: 200, onTick: (tick) => ticks.push(tick) });
-      schedulers.push(scheduler);
+      started(scheduler);
       await schedule(store, { id: 'first', session: 'ticket-7', agent: 'quick', input: 'Check the ticket.', at: new Date() });
       scheduler.wake();
       expect(await until(async () => (await listSchedules(store))[0]?.lastOutcome === 'Completed')).toBe(true);
@@ -175,12 +201,12 @@ export function describeScheduleConformance(name: string, harness: ScheduleHarne
       ]);
     });
 
-    it("a missed tick (older than missedAfterMs): 'skip' does not run it, 'run-once' runs it once", async () => {
+    test("a missed tick (older than missedAfterMs): 'skip' does not run it, 'run-once' runs it once", async ({ bench: { open, started } }) => {
       const store = await open();
       const past = Date.now() - 60_000;
       await schedule(store, { id: 'skipped', session: 'a', agent: 'quick', input: 'Go.', at: past, missed: 'skip' });
       await schedule(store, { id: 'caught-up', session: 'b', agent: 'quick', input: 'Go.', at: past, missed: 'run-once' });
-      schedulers.push(await startScheduler({ store, agents, missedAfterMs: 5_000, maxIdleMs: 200 }));
+      started(await startScheduler({ store, agents, missedAfterMs: 5_000, maxIdleMs: 200 }));
       expect(await until(async () => (await listSchedules(store)).every((s) => s.lastOutcome !== null))).toBe(true);
       const byId = new Map((await listSchedules(store)).map((s) => [s.id, s]));
       const [skipped, caughtUp] = [byId.get('skipped'), byId.get('caught-up')];
@@ -190,12 +216,12 @@ export function describeScheduleConformance(name: string, harness: ScheduleHarne
       expect(await userMessages(store, 'b')).toBe(1);
     });
 
-    it("overlap 'skip': ticks due while the run goes are dropped; 'queue': one runs right after", async () => {
+    test("overlap 'skip': ticks due while the run goes are dropped; 'queue': one runs right after", async ({ bench: { open, started } }) => {
       const store = await open();
       await schedule(store, { id: 'drop', session: 'd', agent: 'slow', input: 'Go.', every: 1_000, overlap: 'skip' });
       await schedule(store, { id: 'queue', session: 'q', agent: 'slow', input: 'Go.', every: 1_000, overlap: 'queue' });
       const scheduler = await startScheduler({ store, agents, maxIdleMs: 200 });
-      schedulers.push(scheduler);
+      started(scheduler);
       // Each run takes 1.5 s against a 1 s interval: every tick after the first comes while a run goes.
       expect(await until(async () => (await listSchedules(store)).every((s) => s.runs >= 1), 8_000)).toBe(true);
       await scheduler.stop();
@@ -209,11 +235,11 @@ export function describeScheduleConformance(name: string, harness: ScheduleHarne
       expect(queue!.lastOutcome).toBe('Completed');
     }, 20_000);
 
-    it('a paused schedule does not fire; resumed, it fires', async () => {
+    test('a paused schedule does not fire; resumed, it fires', async ({ bench: { open, started } }) => {
       const store = await open();
       await schedule(store, { id: 'p', session: 'p', agent: 'quick', input: 'Go.', at: Date.now(), paused: true });
       const scheduler = await startScheduler({ store, agents, maxIdleMs: 100 });
-      schedulers.push(scheduler);
+      started(scheduler);
       await new Promise((resolve) => setTimeout(resolve, 300));
       expect((await listSchedules(store))[0]!.runs).toBe(0);
       await resumeSchedule(store, 'p');
@@ -221,18 +247,18 @@ export function describeScheduleConformance(name: string, harness: ScheduleHarne
       expect(await until(async () => (await listSchedules(store))[0]!.runs === 1)).toBe(true);
     });
 
-    it('a schedule for an agent the scheduler was not given is reported and left alone; the scheduler goes on', async () => {
+    test('a schedule for an agent the scheduler was not given is reported and left alone; the scheduler goes on', async ({ bench: { open, started } }) => {
       const store = await open();
       await schedule(store, { id: 'ghost', session: 'g', agent: 'ghost', input: 'Boo.', at: Date.now() });
       await schedule(store, { id: 'real', session: 'r', agent: 'quick', input: 'Go.', at: Date.now() });
       const errors: Error[] = [];
-      schedulers.push(await startScheduler({ store, agents, maxIdleMs: 100, onError: (error) => errors.push(error) }));
+      started(await startScheduler({ store, agents, maxIdleMs: 100, onError: (error) => errors.push(error) }));
       expect(await until(async () => (await listSchedules(store))[1]!.runs === 1)).toBe(true);
       expect(errors.some((error) => UnknownScheduleAgentError.isInstance(error) && error.agent === 'ghost')).toBe(true);
       expect((await listSchedules(store))[0]).toMatchObject({ runs: 0, firingBy: null });
     });
 
-    it('stop({ graceMs }) lets a run still going go: its lease given back at once, the next scheduler continues the run, the input sent once', async () => {
+    test('stop({ graceMs }) lets a run still going go: its lease given back at once, the next scheduler continues the run, the input sent once', async ({ bench: { open, sibling, started } }) => {
       const store = await open();
       const held = createAgentMachine({ model: scriptedModel([{ text: 'never', delayMs: 30_000 }]) });
       const ticks: ScheduleTick[] = [];
@@ -247,14 +273,14 @@ export function describeScheduleConformance(name: string, harness: ScheduleHarne
       expect((await listSchedules(store))[0]).toMatchObject({ firingBy: null, runs: 0, lastOutcome: null });
       const other = await sibling();
       const second = await startScheduler({ store: other, agents: { held: quick }, maxIdleMs: 100 });
-      schedulers.push(second);
+      started(second);
       expect(await until(async () => (await listSchedules(store))[0]!.lastOutcome === 'Completed')).toBe(true);
       expect((await listSchedules(store))[0]).toMatchObject({ runs: 1, nextAt: null });
       expect((await store.load('h'))!.messages.map((m) => `${m.role}: ${String(m.content)}`)).toEqual(['user: Take your time.', 'assistant: done #1']);
       await expect(second.stop({ grace: 1 } as never)).rejects.toThrow(/unknown option "grace" — did you mean "graceMs"\?/);
     });
 
-    it('a claim goes to one caller: two connections claiming the same due schedules at once never both take one', async () => {
+    test('a claim goes to one caller: two connections claiming the same due schedules at once never both take one', async ({ bench: { open, sibling } }) => {
       const store = await open();
       for (let i = 0; i < 12; i++) await schedule(store, { id: `due-${i}`, session: `s${i}`, agent: 'quick', input: 'Go.', at: Date.now() - 1_000 });
       const [a, b] = [scheduleBackend(store), scheduleBackend(await sibling())];
@@ -282,10 +308,10 @@ export function describeScheduleConformance(name: string, harness: ScheduleHarne
       }
     });
 
-    it('two schedules on one session take turns: each tick sends its input once, on a new session and on one that exists', async () => {
+    test('two schedules on one session take turns: each tick sends its input once, on a new session and on one that exists', async ({ bench: { open, started } }) => {
       const store = await open();
       const errors: Error[] = [];
-      schedulers.push(await startScheduler({ store, agents, maxIdleMs: 100, onError: (error) => errors.push(error) }));
+      started(await startScheduler({ store, agents, maxIdleMs: 100, onError: (error) => errors.push(error) }));
       const due = Date.now();
       await schedule(store, { id: 'one', session: 'reports', agent: 'paced', input: 'Report A.', at: due });
       await schedule(store, { id: 'two', session: 'reports', agent: 'paced', input: 'Report B.', at: due });
@@ -304,21 +330,20 @@ export function describeScheduleConformance(name: string, harness: ScheduleHarne
       expect(lines.slice(4).filter((line) => line.startsWith('user:')).sort()).toEqual(['user: Report C.', 'user: Report D.']);
     });
 
-    it('two schedulers on two connections, two schedules on one session: they take turns, each input sent once, no conflict', async () => {
+    test('two schedulers on two connections, two schedules on one session: they take turns, each input sent once, no conflict', async ({ bench: { open, sibling, started } }) => {
       const store = await open();
       const other = await sibling();
       const errors: Error[] = [];
       await schedule(store, { id: 'one', session: 'shared', agent: 'paced', input: 'Report A.', at: Date.now() });
       await schedule(store, { id: 'two', session: 'shared', agent: 'paced', input: 'Report B.', at: Date.now() });
-      const started = await Promise.all([store, other].map((on) => startScheduler({ store: on, agents, maxIdleMs: 100, onError: (error) => errors.push(error) })));
-      schedulers.push(...started);
+      started(...(await Promise.all([store, other].map((on) => startScheduler({ store: on, agents, maxIdleMs: 100, onError: (error) => errors.push(error) })))));
       expect(await until(() => allCompleted(store, ['one', 'two']))).toBe(true);
       expect(errors).toEqual([]);
       expect([...(await transcript(store, 'shared'))].filter((line) => line.startsWith('user:')).sort()).toEqual(['user: Report A.', 'user: Report B.']);
       expect(await transcript(store, 'shared')).toHaveLength(4);
     });
 
-    it('a tick taken over sends its input unless the run it started is stored: a run another writer started since does not count', async () => {
+    test('a tick taken over sends its input unless the run it started is stored: a run another writer started since does not count', async ({ bench: { open, started } }) => {
       const store = await open();
       await runByHand(store, 'reports', 'Hello.');
       await schedule(store, { id: 'two', session: 'reports', agent: 'quick', input: 'Report B.', at: Date.now() });
@@ -332,7 +357,7 @@ export function describeScheduleConformance(name: string, harness: ScheduleHarne
       }
       // Meanwhile run 2 is started by someone else: the run count moved, but not by this tick.
       await runByHand(store, 'reports', 'Something else.');
-      schedulers.push(await startScheduler({ store, agents, maxIdleMs: 100 }));
+      started(await startScheduler({ store, agents, maxIdleMs: 100 }));
       expect(await until(() => allCompleted(store, ['two']))).toBe(true);
       expect(await transcript(store, 'reports')).toEqual([
         'user: Hello.',
@@ -344,12 +369,12 @@ export function describeScheduleConformance(name: string, harness: ScheduleHarne
       ]);
     });
 
-    it('a tick whose session another writer moves on mid-run is given back and taken over at once (not when its lease ends), its input sent once', async () => {
+    test('a tick whose session another writer moves on mid-run is given back and taken over at once (not when its lease ends), its input sent once', async ({ bench: { open, started } }) => {
       const store = await open();
       const errors: Error[] = [];
       // One model call of 800 ms: the other writer steps in while it goes.
       const contested = createAgentMachine({ model: scriptedModel([{ text: 'done', delayMs: 800 }]) });
-      schedulers.push(await startScheduler({ store, agents: { contested }, maxIdleMs: 100, onError: (error) => errors.push(error) }));
+      started(await startScheduler({ store, agents: { contested }, maxIdleMs: 100, onError: (error) => errors.push(error) }));
       await schedule(store, { id: 'c', session: 'contested', agent: 'contested', input: 'Go.', at: Date.now() });
       expect(await until(async () => (await userMessages(store, 'contested')) === 1)).toBe(true);
       const stored = (await store.load('contested'))!;
@@ -363,14 +388,15 @@ export function describeScheduleConformance(name: string, harness: ScheduleHarne
       expect(await transcript(store, 'contested')).toEqual(['user: Go.', 'assistant: done']);
     });
 
-    it('one stored row this version does not read: the list gives the others and reports it; the scheduler reports it once and fires the others', async () => {
+    // Alone: it listens for the process's next warning.
+    test.sequential('one stored row this version does not read: the list gives the others and reports it; the scheduler reports it once and fires the others', async ({ bench: { open, started, fixture } }) => {
       const store = await open();
       await schedule(store, { id: 'broken', session: 'b', agent: 'quick', input: 'Go.', at: Date.now() - 5_000 });
       await schedule(store, { id: 'good', session: 'g', agent: 'quick', input: 'Go.', at: Date.now() - 1_000 });
       const backend = scheduleBackend(store);
       try {
         // As a newer version, or a hand edit, would leave it: a field this version does not know.
-        await fixture.raw.setRow('broken', { ...(await backend.get('broken')), note: 'edited by hand' });
+        await fixture().raw.setRow('broken', { ...(await backend.get('broken')), note: 'edited by hand' });
       } finally {
         await backend.close();
       }
@@ -380,7 +406,7 @@ export function describeScheduleConformance(name: string, harness: ScheduleHarne
       expect(StoreError.isInstance(unreadable[0])).toBe(true);
       expect(unreadable[0]!.message).toMatch(/the stored schedule 'broken' is not one this version reads: .*note/s);
       const errors: Error[] = [];
-      schedulers.push(await startScheduler({ store, agents, maxIdleMs: 50, onError: (error) => errors.push(error) }));
+      started(await startScheduler({ store, agents, maxIdleMs: 50, onError: (error) => errors.push(error) }));
       expect(await until(() => allCompleted(store, ['good']))).toBe(true);
       // Passes go on (every 50 ms at most); the bad row is told once.
       await new Promise((resolve) => setTimeout(resolve, 300));
@@ -394,14 +420,14 @@ export function describeScheduleConformance(name: string, harness: ScheduleHarne
       expect((await listSchedules(store)).map((s) => s.id)).toEqual(['good']);
     });
 
-    it('a stored row this version does not read is a StoreError when read by id; a table of another version a StoreSchemaVersionError', async (context) => {
+    test('a stored row this version does not read is a StoreError when read by id; a table of another version a StoreSchemaVersionError', async ({ bench: { open, sibling, fixture }, skip }) => {
       const store = await open();
       await schedule(store, { id: 'edited', session: 's', agent: 'quick', input: 'Go.', every: 60_000 });
-      await fixture.raw.setRow('edited', { id: 'edited', sessionId: 's', nextAt: 'soon' });
+      await fixture().raw.setRow('edited', { id: 'edited', sessionId: 's', nextAt: 'soon' });
       const error = await pauseSchedule(store, 'edited').catch((thrown: unknown) => thrown);
       expect(StoreError.isInstance(error) && (error as Error).message).toMatch(/the stored schedule 'edited' is not one this version reads/);
-      const tables = fixture.tables;
-      if (!tables) return context.skip();
+      const tables = fixture().tables;
+      if (!tables) return skip();
       await tables.setText('edited', '{not json');
       await expect(pauseSchedule(store, 'edited')).rejects.toThrow(/not JSON/);
       await tables.setSchemaVersion('99');
