@@ -265,7 +265,7 @@ describe('memory across sessions', () => {
 
   it('refuses scopes that cannot be keys, where they enter', async () => {
     const store = new MemorySessionStore();
-    for (const scope of ['', 'a\u0000b', 'x'.repeat(201), 42 as unknown as string]) {
+    for (const scope of ['', 'a\u0000b', 'a\ud800', 'x'.repeat(201), 42 as unknown as string]) {
       await expect(exportScope(store, scope)).rejects.toSatisfy((e: unknown) => InvalidScopeError.isInstance(e));
       await expect(deleteScope(store, scope)).rejects.toSatisfy((e: unknown) => InvalidScopeError.isInstance(e));
     }

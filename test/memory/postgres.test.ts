@@ -1,6 +1,11 @@
 import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
+import { createAgentMachine } from '../../machines/agent.machine.js';
+import { agentMemory } from '../../src/memory.js';
 import { memoryBackend } from '../../src/memory/memory-store.js';
+import type { ModelRequest } from '../../src/model.js';
+import { DurableSession } from '../../src/sessions/durable-session.js';
+import { scriptedModel } from '../../src/testing.js';
 import { StoreSchemaVersionError } from '../../src/stores/errors.js';
 import { PostgresSessionStore } from '../../src/stores/postgres.js';
 import { describeMemoryConformance } from './conformance.js';
@@ -66,6 +71,38 @@ describe.skipIf(!url)('postgres', () => {
       expect(vector.rows[0]?.data_type).toBe('ARRAY');
     } finally {
       await backend.close();
+      await store.close();
+    }
+  });
+
+  it('a scope with a lone surrogate is refused: it would share the memory of the scope its UTF-8 text is (U+FFFD in its place)', async () => {
+    const schema = nextSchema();
+    const store = open(schema);
+    const memory = agentMemory({ store });
+    try {
+      // Alice's scope holds U+FFFD; the other one, a lone surrogate there, is another user's key.
+      const alice = createAgentMachine({ model: scriptedModel([{ toolCalls: [{ name: 'memory_update', args: { memory: 'Card ends 4242.' } }] }, { text: 'Saved.' }]), operations: [memory] });
+      const first = await DurableSession.open({ machine: alice, store, sessionId: 'alice-1', scope: 'user:alice\ufffd' });
+      first.send({ type: 'input', message: 'My door code is zebra7.' });
+      expect((await first.whenIdle())?.outcome.type).toBe('Completed');
+      await first.close();
+      const sent: ModelRequest[] = [];
+      const other = createAgentMachine({ model: scriptedModel([(request) => (sent.push(request), { text: 'Hello.' })]), operations: [memory] });
+      const opened = await DurableSession.open({ machine: other, store, sessionId: 'other-1', scope: 'user:alice\ud800' }).then(
+        async (session) => {
+          session.send({ type: 'input', message: 'What is my door code, zebra7?' });
+          await session.whenIdle();
+          await session.close();
+          return 'opened';
+        },
+        (error: unknown) => (error as Error).message,
+      );
+      expect(JSON.stringify(sent)).not.toContain('4242');
+      expect(JSON.stringify(sent)).not.toContain('door code is');
+      expect(opened).toMatch(/input\.scope: .*lone surrogate/);
+      await expect(memoryBackend(store).exportScope('user:alice\ufffd')).resolves.toMatchObject({ working: { content: 'Card ends 4242.' } });
+    } finally {
+      await memory.close();
       await store.close();
     }
   });
