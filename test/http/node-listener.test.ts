@@ -182,7 +182,10 @@ describe('clients that leave', () => {
       return true;
     };
     const store = new MemorySessionStore();
-    const handler = createChatHandler({ machine: chatAgent([{ text: 'A long answer, streamed slowly.', delayMs: 3000 }]).machine, store, authorize });
+    // The run goes on until the checks are done (a model call held open, then let go).
+    let letGo = () => {};
+    const held = new Promise<void>((resolve) => (letGo = resolve));
+    const handler = createChatHandler({ machine: chatAgent([async () => (await held, { text: 'A long answer.' })]).machine, store, authorize });
     cleanup.push(() => handler.close());
     const { port } = await listen(toNodeListener(handler));
     const first = await fetch(`http://127.0.0.1:${port}/api/chat`, {
@@ -204,6 +207,7 @@ describe('clients that leave', () => {
     // Past authorize: before, each was attached to the run for nobody (clients 6), queueing its chunks until the run ended.
     await new Promise((resolve) => setTimeout(resolve, 600));
     expect(handler.stats().clients).toBe(1);
+    letGo();
     expect(await reading).toContain('"outcome":"Completed"');
   });
 });
