@@ -1,3 +1,4 @@
+import { callDigest } from '../agent/approvals/approval-binding.js';
 import type { SideEffectInputs, SideEffectOutputs } from '../agent/protocol/executor.js';
 import { ModelError } from '../model.js';
 import type { Message, ToolCall, ToolMessage } from '../schemas.js';
@@ -40,7 +41,8 @@ export class RecordedWorld {
   readonly #byCall = new Map<string, ToolMessage[]>();
   readonly #used = new Map<string, number>();
   readonly #replies = new Map<string, Extract<TraceEntry, { type: 'model' }>>();
-  readonly #approvals = new Map<string, { approved: boolean; reason?: string | undefined }>();
+  /** Decisions by call id, with the call they were given for (its key; its digest when the call is a child's, not in the replies). */
+  readonly #approvals = new Map<string, { key: string | undefined; digest: string | undefined; decision: { approved: boolean; reason?: string | undefined } }>();
   readonly #approvalsByCall = new Map<string, { approved: boolean; reason?: string | undefined }>();
   readonly #answers: NonNullable<EvalCase['toolResults']>;
   /** Each compaction with the conversation it left: the trace keeps no messages of its own, so they are read off the next model call's prompt. */
@@ -80,8 +82,8 @@ export class RecordedWorld {
       }
       if (entry.type === 'approval') {
         const decision = { approved: entry.approved, ...(entry.reason !== undefined && { reason: entry.reason }) };
-        this.#approvals.set(entry.toolCallId, decision);
         const call = calls.get(entry.toolCallId);
+        this.#approvals.set(entry.toolCallId, { key: call && callKey(call.name, call.args), digest: entry.digest, decision });
         if (call) this.#approvalsByCall.set(callKey(call.name, call.args), decision);
       }
     }
@@ -147,9 +149,16 @@ export class RecordedWorld {
     return entry.verdict;
   }
 
-  /** The recorded decision on a call that needed approval (by id, else by name + args). */
+  /**
+   * The recorded decision on a call that needed approval: by id when the recorded call of that id
+   * is this one (a live model numbers its calls alike: the same id may name another call), else
+   * by name + args.
+   */
   approval(call: { id: string; name: string; args: unknown }): { approved: boolean; reason?: string | undefined } | undefined {
-    return this.#approvals.get(call.id) ?? this.#approvalsByCall.get(callKey(call.name, call.args));
+    const key = callKey(call.name, call.args);
+    const byId = this.#approvals.get(call.id);
+    const same = byId && (byId.key !== undefined ? byId.key === key : byId.digest !== undefined && byId.digest === callDigest(call));
+    return (same ? byId.decision : undefined) ?? this.#approvalsByCall.get(key);
   }
 
   /** Tool names the recording ran. */

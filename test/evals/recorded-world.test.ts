@@ -1,0 +1,61 @@
+/**
+ * What a case's recording answers, and for which call: a recorded result or approval belongs to
+ * the call the recording made (its tool name and whole arguments), never to another call that
+ * happens to share its id or the first characters of its arguments.
+ */
+import { z } from 'zod';
+import { describe, expect, it } from 'vitest';
+import { createAgentMachine } from '../../machines/agent.machine.js';
+import type { AgentConfig } from '../../src/agent/core/config.js';
+import { recordCase } from '../../src/evals/record.js';
+import { runCase } from '../../src/evals/run-case.js';
+import { scriptedModel, type ScriptEntry } from '../../src/models/scripted.js';
+import { DurableSession } from '../../src/sessions/durable-session.js';
+import { MemorySessionStore } from '../../src/stores/memory.js';
+import { defineTool } from '../../src/tools/define-tool.js';
+
+/** Calls of the real refund: a quarantined run leaves it alone. */
+const ran: string[] = [];
+const refund = defineTool({
+  name: 'refund',
+  description: 'Refunds an order.',
+  input: z.object({ order: z.string() }),
+  needsApproval: true,
+  execute: ({ order }) => {
+    ran.push(order);
+    return `refunded ${order}`;
+  },
+});
+
+/** The model asks for one refund (id call_1_0, the scripted model's), then answers. */
+const refunding = (order: string): AgentConfig => ({ model: scriptedModel([{ toolCalls: [{ name: 'refund', args: { order } }] }, { text: 'done' }] as ScriptEntry[]), tools: [refund] });
+
+/** A session that refunded `order` with the host's approval, recorded as a case. */
+async function recordedRefund(order: string) {
+  const store = new MemorySessionStore();
+  const config = refunding(order);
+  const session = await DurableSession.open({ machine: createAgentMachine(config), store, sessionId: 'refund' });
+  session.actor.on('approval.requested', ({ requests }) => {
+    for (const request of requests) session.send({ type: 'approve', toolCallId: request.toolCallId, digest: request.digest, by: 'ana' });
+  });
+  session.send({ type: 'input', message: 'Refund my order.' });
+  await session.whenIdle();
+  await session.close();
+  return recordCase(store, 'refund');
+}
+
+describe('the recorded world of a case', () => {
+  it("a recorded approval decides only the call it was given for: a live model's other call under the same id is denied as unrecorded", async () => {
+    const evalCase = await recordedRefund('A1');
+    expect(evalCase.recording!.trace.find((entry) => entry.type === 'approval')).toMatchObject({ toolCallId: 'call_1_0', approved: true });
+    ran.length = 0;
+    const run = await runCase(evalCase, refunding('B2'));
+    expect(run.decisions.map((d) => d.what)).toContain('call tools refund({"order":"B2"})');
+    expect(run.decisions.find((d) => d.kind === 'approval' && d.what.startsWith('approval'))).toMatchObject({ what: 'approval denied', rule: expect.stringContaining('unrecorded approval') });
+    // The same call as recorded, under its recorded id, is still approved as it was.
+    const same = await runCase(evalCase, refunding('A1'));
+    expect(same.decisions.find((d) => d.kind === 'approval' && d.what.startsWith('approval'))).toMatchObject({ what: 'approval granted' });
+    expect(same.difference).toBeNull();
+    expect(ran).toEqual([]);
+  });
+});
