@@ -1,5 +1,6 @@
 import { runInFlight, type AgentOutput } from '../agent/protocol/actor-types.js';
 import type { ApprovalRequest } from '../agent/approvals/approval-binding.js';
+import { nobodyResumes } from '../agent/hosts/unattended.js';
 import { DurableSession } from '../sessions/durable-session.js';
 import { ApprovalRefusedError, type Verdict } from '../sessions/stored-decision.js';
 import type { SessionStore } from '../stores/session-store.js';
@@ -69,6 +70,19 @@ export async function runCall(plan: CallPlan, hooks: CallHooks): Promise<CallEnd
       actor.on('turn.finished', (event) => hooks.progress(event.turn));
       actor.on('approval.requested', ({ requests }) => {
         for (const request of requests) approvals = approvals.then(() => decide(request));
+      });
+      // A budget paused for a raise, an operation yielded for its resume (the run's, or a child's
+      // under `target`): no MCP client can send either, so the run is sealed, as runAgent does,
+      // rather than holding the call until its timeout and then cancelling it.
+      actor.on('operation.yielded', ({ operation, reason, payload, target }) => {
+        if (!nobodyResumes(operation, payload)) return;
+        const seal = { type: 'seal' as const, reason: `the '${operation}' operation yielded (${reason}) and an MCP client cannot resume it`, ...(target !== undefined && { target }) };
+        void whenOpen
+          .then((held) => {
+            if (!run.signal.aborted) held.send(seal);
+          })
+          // Not sealed (the session failed meanwhile): the call ends as that failure, or at its timeout.
+          .catch(() => {});
       });
     },
   });

@@ -87,9 +87,17 @@ async function decide(request: ApprovalRequest, options: UnattendedOptions, run:
 /**
  * Whether a yield leaves the run waiting for someone who is not there. Not an approval wait
  * (answered through `approval.requested`) nor a provider's usage limit (it resumes on its own at
- * its stored time).
+ * its stored time). A host that holds a run nobody else can resume (`runAgent`, an MCP call)
+ * seals it on such a yield instead of waiting for ever.
+ *
+ * @example
+ * ```ts
+ * actor.on('operation.yielded', ({ operation, payload }) => {
+ *   if (nobodyResumes(operation, payload)) actor.send({ type: 'seal', reason: 'nobody can resume it' });
+ * });
+ * ```
  */
-function nobodyResumes(operation: string, payload: unknown): boolean {
+export function nobodyResumes(operation: string, payload: unknown): boolean {
   if (operation === APPROVALS_OPERATION) return false;
   const resumeAt = (payload as { resumeAt?: unknown } | null | undefined)?.resumeAt;
   return !(operation === BUDGET_OPERATION && typeof resumeAt === 'number');
