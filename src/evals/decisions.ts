@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import type { Outcome } from '../schemas.js';
 import type { TraceEntry } from '../sessions/trace.js';
 import { lastOfEach } from './record.js';
@@ -32,7 +33,11 @@ export interface DecisionDifference {
   got: Decision | null;
 }
 
-/** Arguments as compact JSON with sorted keys, cut at 120 characters. */
+/**
+ * Arguments as compact JSON with sorted keys, for a person to read: cut at 120 characters, a cut
+ * one ending in a digest of the whole (`…#1a2b3c4d`), so two calls that differ past the cut read
+ * differently (decisions are compared by this text). Equality of arguments is `canonicalJson`'s.
+ */
 export function argsText(args: unknown): string {
   const sorted = (value: unknown): unknown =>
     Array.isArray(value)
@@ -41,7 +46,7 @@ export function argsText(args: unknown): string {
         ? Object.fromEntries(Object.keys(value).sort().map((key) => [key, sorted((value as Record<string, unknown>)[key])]))
         : value;
   const text = JSON.stringify(sorted(args)) ?? 'undefined';
-  return text.length > 120 ? `${text.slice(0, 120)}…` : text;
+  return text.length > 120 ? `${text.slice(0, 120)}…#${createHash('sha256').update(text).digest('hex').slice(0, 8)}` : text;
 }
 
 /** The brain's rule for a run's end (a guard of its decision order, or who ended it). */

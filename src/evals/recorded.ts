@@ -1,4 +1,4 @@
-import { callDigest } from '../agent/approvals/approval-binding.js';
+import { callDigest, canonicalJson } from '../agent/approvals/approval-binding.js';
 import type { SideEffectInputs, SideEffectOutputs } from '../agent/protocol/executor.js';
 import { ModelError } from '../model.js';
 import type { Message, ToolCall, ToolMessage } from '../schemas.js';
@@ -22,7 +22,8 @@ function leadingSystem(messages: readonly Message[]): number {
 /** Where a tool call's result came from in a case's run. */
 export type ToolSourceKind = 'recorded' | 'live' | 'unrecorded';
 
-const callKey = (name: string, args: unknown) => `${name}\u0000${argsText(args)}`;
+/** A call's identity: its tool and its whole arguments (key order aside). */
+const callKey = (name: string, args: unknown) => `${name}\u0000${canonicalJson(args)}`;
 
 /** The result a quarantined run gives a call the recording has no result for (decided: the run goes on, the model reads it). */
 export function unrecordedResult(call: ToolCall): ToolMessage {
@@ -108,7 +109,7 @@ export class RecordedWorld {
 
   /** A hand-written answer for the call: by name, and args when the answer gives them. */
   #answer(call: ToolCall): ToolMessage | undefined {
-    const answer = this.#answers.find((a) => a.name === call.name && (a.args === undefined || argsText(a.args) === argsText(call.args)));
+    const answer = this.#answers.find((a) => a.name === call.name && (a.args === undefined || canonicalJson(a.args) === canonicalJson(call.args)));
     return answer && { role: 'tool', toolCallId: call.id, toolName: call.name, content: answer.content, ...(answer.isError && { isError: true }) };
   }
 

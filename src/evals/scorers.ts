@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import type { EvalCase, Expectations } from './dataset.js';
+import { canonicalJson } from '../agent/approvals/approval-binding.js';
 import { argsText } from './decisions.js';
 import type { CaseRun } from './run-case.js';
 
@@ -105,9 +106,12 @@ export function outputValid(schema: z.ZodType, gate: Gate = {}): Scorer {
   }, gate);
 }
 
+/** Two JSON values alike, key order aside, whole (no answer is equal to no answer only). */
+const sameJson = (a: unknown, b: unknown): boolean => (a === undefined || b === undefined ? a === b : canonicalJson(a) === canonicalJson(b));
+
 /** The structured answer equals a JSON value (key order ignored). */
 export function outputEquals(value: unknown, gate: Gate = {}): Scorer {
-  return scorer('output equals', (_c, run) => verdict(argsText(run.output) === argsText(value), `output ${argsText(run.output)}`), gate);
+  return scorer('output equals', (_c, run) => verdict(sameJson(run.output, value), `output ${argsText(run.output)}`), gate);
 }
 
 /** A tool call a scorer looks for: the name, and the args when they matter. */
@@ -116,7 +120,7 @@ export interface ExpectedCall {
   args?: unknown;
 }
 
-const matches = (call: { name: string; args: unknown }, want: ExpectedCall) => call.name === want.name && (want.args === undefined || argsText(call.args) === argsText(want.args));
+const matches = (call: { name: string; args: unknown }, want: ExpectedCall) => call.name === want.name && (want.args === undefined || sameJson(call.args, want.args));
 
 /**
  * The tool calls made. `exact`: these and no others, in order; `inOrder`: these in this order,

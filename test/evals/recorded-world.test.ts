@@ -9,10 +9,13 @@ import { createAgentMachine } from '../../machines/agent.machine.js';
 import type { AgentConfig } from '../../src/agent/core/config.js';
 import { recordCase } from '../../src/evals/record.js';
 import { runCase } from '../../src/evals/run-case.js';
+import { scoreCase } from '../../src/evals/run-eval.js';
+import { outputEquals, toolCalls } from '../../src/evals/scorers.js';
 import { scriptedModel, type ScriptEntry } from '../../src/models/scripted.js';
 import { DurableSession } from '../../src/sessions/durable-session.js';
 import { MemorySessionStore } from '../../src/stores/memory.js';
 import { defineTool } from '../../src/tools/define-tool.js';
+import { calls, recordSession, supportAgent } from './support.js';
 
 /** Calls of the real refund: a quarantined run leaves it alone. */
 const ran: string[] = [];
@@ -57,5 +60,25 @@ describe('the recorded world of a case', () => {
     expect(same.decisions.find((d) => d.kind === 'approval' && d.what.startsWith('approval'))).toMatchObject({ what: 'approval granted' });
     expect(same.difference).toBeNull();
     expect(ran).toEqual([]);
+  });
+
+  it('a recorded result answers only a call with the same whole arguments, however long: two orders that share their first 120 characters are two calls', async () => {
+    const store = new MemorySessionStore();
+    const order = (last: string) => `${'0'.repeat(130)}${last}`;
+    const asking = (last: string) => supportAgent([{ toolCalls: [{ name: 'lookup', args: { order: order(last) } }] }, { text: 'done' }]);
+    await recordSession(store, 'long', asking('A'));
+    const evalCase = await recordCase(store, 'long');
+    calls.lookup = 0;
+    const other = await runCase(evalCase, asking('B'));
+    expect(other.toolCalls).toEqual([expect.objectContaining({ source: 'unrecorded', isError: true, args: { order: order('B') } })]);
+    // The decision diff and the scorers tell the two calls apart too.
+    expect(other.difference).toMatchObject({ step: 2, recorded: { kind: 'tools' }, got: { kind: 'tools' } });
+    expect(other.difference!.recorded!.what).not.toBe(other.difference!.got!.what);
+    const scores = await scoreCase(evalCase, { ...other, output: { order: order('B') } }, [toolCalls([{ name: 'lookup', args: { order: order('A') } }], 'any'), outputEquals({ order: order('A') })]);
+    expect(scores['tool calls (any)']!.score).toBe(0);
+    expect(scores['output equals']!.score).toBe(0);
+    const same = await runCase(evalCase, asking('A'));
+    expect(same.toolCalls).toEqual([expect.objectContaining({ source: 'recorded', isError: false, content: expect.stringContaining(order('A')) })]);
+    expect(calls.lookup).toBe(0);
   });
 });
