@@ -1,5 +1,6 @@
 import { createAgentMachine } from '../../machines/agent.machine.js';
 import type { AgentConfig } from '../agent/core/config.js';
+import { compileAgent } from '../agent/core/compile.js';
 import { inProcessExecutor } from '../agent/protocol/executor.js';
 import type { AgentOutput } from '../agent/protocol/actor-types.js';
 import type { AgentOutcome } from '../agent/protocol/failure.js';
@@ -92,10 +93,14 @@ export interface CaseRun {
 
 const DEFAULT_TIMEOUT_MS = 120_000;
 
-/** Calls the recording ran of tools the agent does not have (unknowable with tool sources: those are listed at run time). */
+/**
+ * Calls the recording ran of tools the agent does not have (unknowable with tool sources: those
+ * are listed at run time). The agent's tools are every tool its run may call, as the machine
+ * compiles them: its own, its handoff team's and their transfer tools, its operations'.
+ */
 function missingTools(config: AgentConfig, world: RecordedWorld): string[] {
   if (config.toolSources?.length) return [];
-  const have = new Set((config.tools ?? []).map((tool) => tool.name));
+  const have = compileAgent(config).tools;
   return [...world.toolNames()].filter((name) => !have.has(name)).sort();
 }
 
@@ -126,10 +131,6 @@ export async function runCase(evalCase: EvalCase, agent: EvalAgent, options: Run
     throw new EvalCaseError(caseId, 'agent', `the agent could not be had: ${messageOf(error)}`, { cause: error });
   }
   const world = new RecordedWorld(evalCase);
-  const missing = missingTools(config, world);
-  if (missing.length > 0 && !options.allowMissingTools) {
-    throw new EvalCaseError(caseId, 'tools', `the recording calls tools the agent no longer has: ${missing.join(', ')}`);
-  }
   let run = -1;
   const q = quarantine({ caseId, world, mode, liveTools: new Set(options.liveTools ?? []), inner: config.executor ?? inProcessExecutor, run: () => run });
   let machine;
@@ -137,6 +138,10 @@ export async function runCase(evalCase: EvalCase, agent: EvalAgent, options: Run
     machine = createAgentMachine({ ...config, executor: q.executor, ...(mode === 'recorded' && { retry: false as const }) });
   } catch (error) {
     throw new EvalCaseError(caseId, 'agent', `the agent's config is refused: ${messageOf(error)}`, { cause: error });
+  }
+  const missing = missingTools(config, world);
+  if (missing.length > 0 && !options.allowMissingTools) {
+    throw new EvalCaseError(caseId, 'tools', `the recording calls tools the agent no longer has: ${missing.join(', ')}`);
   }
   const store = options.store ?? new MemorySessionStore();
   const sessionId = options.sessionId ?? `eval-${caseId}`;

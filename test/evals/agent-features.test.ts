@@ -1,0 +1,61 @@
+/**
+ * A dry run of an unchanged agent decides as its recording did, whatever features the run used:
+ * record a session, record it as a case, run the case against the same config with the model
+ * answered from the recording. Nothing is called: the models count their calls, the tools theirs.
+ */
+import { z } from 'zod';
+import { describe, expect, it } from 'vitest';
+import { createAgentMachine } from '../../machines/agent.machine.js';
+import type { AgentConfig } from '../../src/agent/core/config.js';
+import { recordCase } from '../../src/evals/record.js';
+import { runCase } from '../../src/evals/run-case.js';
+import type { Model } from '../../src/model.js';
+import { scriptedModel, type ScriptEntry } from '../../src/models/scripted.js';
+import { DurableSession } from '../../src/sessions/durable-session.js';
+import { MemorySessionStore } from '../../src/stores/memory.js';
+import { defineTool } from '../../src/tools/define-tool.js';
+
+/** What the outside world saw: model calls and tool runs, by name. */
+type Seen = { models: string[]; tools: string[] };
+
+/** A scripted model that notes each call it takes. */
+const noted = (seen: Seen, name: string, script: ScriptEntry[]): Model => {
+  const model = scriptedModel(script, { name });
+  return { name, generate: (request) => (seen.models.push(name), model.generate(request)) };
+};
+
+const tool = (seen: Seen, name: string) =>
+  defineTool({ name, description: name, input: z.object({ order: z.string() }), execute: ({ order }) => (seen.tools.push(name), `${name} ${order}: done`) });
+
+/** Records one run of the config made with `make`, then dry-runs the case against a fresh one. */
+async function recordAndDryRun(make: (seen: Seen) => AgentConfig) {
+  const store = new MemorySessionStore();
+  const session = await DurableSession.open({ machine: createAgentMachine(make({ models: [], tools: [] })), store, sessionId: 'rec' });
+  session.send({ type: 'input', message: 'Refund order A1.' });
+  const recorded = await session.whenIdle();
+  await session.close();
+  const evalCase = await recordCase(store, 'rec');
+  const seen: Seen = { models: [], tools: [] };
+  const run = await runCase(evalCase, make(seen), { model: 'recorded', timeoutMs: 10_000 });
+  return { recorded: recorded!, run, seen };
+}
+
+describe('a dry run of the unchanged agent', () => {
+  it('of a run that handed off: the team\'s tools are the agent\'s, and it decides as recorded', async () => {
+    const { recorded, run, seen } = await recordAndDryRun((seen) => ({
+      model: noted(seen, 'triage-model', [{ toolCalls: [{ id: 't1', name: 'transfer_to_billing', args: {} }] }, { text: 'unused' }]),
+      instructions: 'You are triage.',
+      tools: [tool(seen, 'lookup')],
+      handoffs: {
+        name: 'triage',
+        agents: [{ name: 'billing', description: 'Refunds.', tools: [tool(seen, 'refund')], model: noted(seen, 'billing-model', [{ text: 'unused' }, { toolCalls: [{ id: 'r1', name: 'refund', args: { order: 'A1' } }] }, { text: 'Refunded A1.' }]) }],
+      },
+    }));
+    expect(recorded.outcome).toEqual({ type: 'Completed', finalText: 'Refunded A1.' });
+    expect(run.outcome).toEqual(recorded.outcome);
+    expect(run.difference).toBeNull();
+    expect(run.decisions.map((d) => d.kind)).toEqual(['model', 'tools', 'handoff', 'model', 'tools', 'model', 'done']);
+    expect(run.toolCalls.map((call) => [call.name, call.source])).toEqual([['transfer_to_billing', 'recorded'], ['refund', 'recorded']]);
+    expect(seen).toEqual({ models: [], tools: [] });
+  });
+});
