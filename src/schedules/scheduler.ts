@@ -3,13 +3,14 @@ import { hostname } from 'node:os';
 import { z } from 'zod';
 import { checkKnownKeys, parseOptions } from '../known-keys.js';
 import { type AgentMachine } from '../../machines/agent.machine.js';
-import { runInFlight } from '../agent/protocol/actor-types.js';
+import { runInFlight, type AgentOutput } from '../agent/protocol/actor-types.js';
 import { LoopchartError } from '../errors.js';
 import { DurableSession } from '../sessions/durable-session.js';
 import { SessionBusyError, type StoreError } from '../stores/errors.js';
 import type { SessionStore } from '../stores/session-store.js';
 import type { Claim, ScheduleBackend, ScheduleRow, TickEnd } from './row.js';
 import { nextAfter, scheduleBackend } from './schedules.js';
+import { runWaitsFor } from './run-wait.js';
 import { tickInputSent } from './tick-evidence.js';
 
 /**
@@ -96,7 +97,8 @@ export interface ScheduleTick {
   /** When the tick was due. */
   due: Date;
   /**
-   * How its run ended (`Completed`, `Failed`, `Cancelled`...), `Skipped` (overlap) or `Missed`;
+   * How its run ended (`Completed`, `Failed`, `Cancelled`...), `Waiting` (the run waits for
+   * someone: an approval, a budget raise...; `error` says what for), `Skipped` (overlap) or `Missed`;
    * or `Released`: the scheduler stopped before the run ended and gave its lease back, and the
    * next scheduler to claim it continues the run.
    */
@@ -171,6 +173,11 @@ export interface Scheduler {
 
 /** What a tick's wait for its run gives when `stop`'s grace is over. */
 const LET_GO = Symbol('let go');
+
+/** What a tick's wait for its run gives when the run stops to wait for someone outside it: what for. */
+interface RunWaits {
+  waits: string;
+}
 
 /** What the loop sleeps at least between looks that found nothing: never a busy loop. */
 const MIN_SLEEP_MS = 25;
@@ -378,27 +385,30 @@ class SchedulerLoop implements Scheduler {
         const sent = takenOver && row.tickBaseRun !== null && (await tickInputSent(this.#store, row.sessionId, row.tickBaseRun, row.input));
         if (!sent) {
           if (runInFlight(session.actor.getSnapshot().context.brain)) {
-            // The session's last run still goes (resumed here): this tick overlaps it.
-            if (row.overlap === 'skip') {
-              await this.#end(row, due, { nextAt: nextAfter(row.timing, row.timezone, Math.max(due, Date.now())), lastFiredAt: row.lastFiredAt, lastOutcome: 'Skipped', lastError: 'the last run was still going', ran: 0 });
+            // The session's last run still goes (resumed here): this tick overlaps it. A run that
+            // waits for someone ends only when they answer: a queued tick is skipped too, its
+            // input not put behind a question no one here answers.
+            const before = row.overlap === 'skip' ? { waits: runWaitsFor(session.actor.getSnapshot()) ?? 'the last run was still going' } : await this.#settle(session);
+            if (before !== null && 'waits' in before) {
+              await this.#end(row, due, { nextAt: nextAfter(row.timing, row.timezone, Math.max(due, Date.now())), lastFiredAt: row.lastFiredAt, lastOutcome: 'Skipped', lastError: before.waits, ran: 0 });
               return;
             }
-            await this.#settle(session);
           }
           if (!(await this.#backend.startTick(row.id, this.owner, due, session.actor.getSnapshot().context.runIndex))) return;
           session.send({ type: 'input', message: row.input });
           ran = 1;
         }
-        const output = await this.#settle(session);
+        const settled = await this.#settle(session);
         if (lost) return;
         const ended = Date.now();
-        const outcome = output?.outcome;
+        const waits = settled !== null && 'waits' in settled ? settled.waits : null;
+        const outcome = waits === null ? (settled as AgentOutput | null)?.outcome : undefined;
         const base = late ? started : row.overlap === 'skip' ? Math.max(due, ended) : due;
         let nextAt = nextAfter(row.timing, row.timezone, base);
         // A queued tick (due while the run went) fires once, now, not once per tick it missed.
         if (row.overlap === 'queue' && nextAt !== null && nextAt < ended) nextAt = ended;
-        const lastError = outcome?.type === 'Failed' ? `${outcome.error.type}: ${outcome.error.message}` : outcome?.type === 'Sealed' ? outcome.reason : null;
-        await this.#end(row, due, { nextAt, lastFiredAt: started, lastOutcome: outcome?.type ?? 'None', lastError, ran: sent ? 1 : ran });
+        const lastError = waits ?? (outcome?.type === 'Failed' ? `${outcome.error.type}: ${outcome.error.message}` : outcome?.type === 'Sealed' ? outcome.reason : null);
+        await this.#end(row, due, { nextAt, lastFiredAt: started, lastOutcome: waits !== null ? 'Waiting' : (outcome?.type ?? 'None'), lastError, ran: sent ? 1 : ran });
       } finally {
         await session.close();
       }
@@ -424,15 +434,32 @@ class SchedulerLoop implements Scheduler {
     }
   }
 
-  /** The run in flight to its end, cancelled past `runTimeoutMs`; throws `LET_GO` when `stop`'s grace is over first. */
-  async #settle(session: DurableSession) {
+  /**
+   * The run in flight to its end, cancelled past `runTimeoutMs`, or to the moment it waits for
+   * someone outside it (an approval, a call in doubt, a budget raise, an operation's resume):
+   * no one here answers, so the tick ends there and the run stays stored, waiting, for whoever
+   * answers through the session. Throws `LET_GO` when `stop`'s grace is over first.
+   */
+  async #settle(session: DurableSession): Promise<AgentOutput | null | RunWaits> {
     const timer = setTimeout(() => session.send({ type: 'cancel' }), this.#settings.runTimeoutMs);
+    let subscription: { unsubscribe(): void } | undefined;
+    const waiting = new Promise<RunWaits>((resolve) => {
+      const check = (snapshot: ReturnType<typeof session.actor.getSnapshot>) => {
+        const waits = runWaitsFor(snapshot);
+        if (waits !== null) resolve({ waits });
+      };
+      subscription = session.actor.subscribe(check);
+      check(session.actor.getSnapshot());
+    });
     try {
-      const ended = await Promise.race([session.whenIdle(), this.#letGo]);
+      const ended = await Promise.race([session.whenIdle(), waiting, this.#letGo]);
       if (ended === LET_GO) throw LET_GO;
+      // Stored where it waits before the lease is given back: the next holder reads it so.
+      if (ended !== null && 'waits' in ended) await session.flush();
       return ended;
     } finally {
       clearTimeout(timer);
+      subscription?.unsubscribe();
     }
   }
 

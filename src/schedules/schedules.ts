@@ -151,7 +151,7 @@ export const ScheduleInfoSchema = z.object({
   /** null once a one-off has fired. */
   nextAt: z.date().nullable(),
   lastFiredAt: z.date().nullable(),
-  /** How the last tick's run ended (`Completed`, `Failed`, `Cancelled`...), or `Skipped` / `Missed`. */
+  /** How the last tick's run ended (`Completed`, `Failed`, `Cancelled`...), `Waiting` (for someone: `lastError` says what for), or `Skipped` / `Missed`. */
   lastOutcome: z.string().nullable(),
   lastError: z.string().nullable(),
   /** Runs its ticks started. */
