@@ -57,7 +57,7 @@ export function quarantine(options: QuarantineOptions): Quarantine {
     if (mode === 'live' || RUN_AS_THEY_ARE.has(effect.kind)) return inner(effect, perform);
     switch (effect.kind) {
       case 'model':
-        return world.reply(run(), (effect as SideEffect<'model'>).input.turn) as SideEffectOutputs[K];
+        return world.reply(run(), (effect as SideEffect<'model'>).input.turn, (effect as SideEffect<'model'>).input.model) as SideEffectOutputs[K];
       case 'compaction': {
         const { input } = effect as SideEffect<'compaction'>;
         const answer = world.compaction(run(), input);

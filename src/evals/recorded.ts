@@ -19,6 +19,14 @@ function leadingSystem(messages: readonly Message[]): number {
   return first === -1 ? messages.length : first;
 }
 
+/** A status the fallback rules read as each trigger (`fallbackTrigger`); a predicate's own ('fallbackOn') has none. */
+const TRIGGER_STATUS = new Map<string, number>([
+  ['rate-limit', 429],
+  ['server-error', 503],
+  ['timeout', 408],
+  ['context-length', 413],
+]);
+
 /** Where a tool call's result came from in a case's run. */
 export type ToolSourceKind = 'recorded' | 'live' | 'unrecorded';
 
@@ -49,6 +57,8 @@ export class RecordedWorld {
   /** Each compaction with the conversation it left: the trace keeps no messages of its own, so they are read off the next model call's prompt. */
   readonly #compactions = new Map<string, { entry: TraceEntryOf<'compaction'>; prompt: Message[] | undefined }>();
   readonly #guardrails = new Map<string, TraceEntryOf<'guardrail'>>();
+  /** The model calls that failed over to the next model, by run, turn and the model that failed. */
+  readonly #fallbacks = new Map<string, TraceEntryOf<'fallback'>>();
 
   constructor(evalCase: EvalCase) {
     this.#answers = evalCase.toolResults ?? [];
@@ -67,6 +77,7 @@ export class RecordedWorld {
         this.#compactions.set(`${runs.get(entry.run) ?? 0}:${entry.turn}`, compaction);
         waiting.push(compaction);
       }
+      if (entry.type === 'fallback') this.#fallbacks.set(`${runs.get(entry.run) ?? 0}:${entry.turn}:${entry.from}`, entry);
       if (entry.type === 'guardrail') this.#guardrails.set(`${runs.get(entry.run) ?? 0}:${entry.turn}:${entry.stage}:${entry.name}`, entry);
       if (entry.type === 'model') {
         for (const compaction of waiting) if (compaction.entry.run === entry.run) compaction.prompt = prompts.get(entry);
@@ -113,8 +124,15 @@ export class RecordedWorld {
     return answer && { role: 'tool', toolCallId: call.id, toolName: call.name, content: answer.content, ...(answer.isError && { isError: true }) };
   }
 
-  /** The recorded reply of the run's turn (run: 0-based among the case's runs), as the model's answer; a recorded failure is thrown again. */
-  reply(run: number, turn: number): SideEffectOutputs['model'] {
+  /**
+   * The recorded reply of the run's turn (run: 0-based among the case's runs), as the model's
+   * answer; a recorded failure is thrown again. A call of a model whose failure made the run
+   * fall back (its trace entry dropped as the call's retry) fails again as the trigger recorded
+   * names it, so the run falls back as it did; the next model's call takes the reply.
+   */
+  reply(run: number, turn: number, model?: string | undefined): SideEffectOutputs['model'] {
+    const fallback = model === undefined ? undefined : this.#fallbacks.get(`${run}:${turn}:${model}`);
+    if (fallback) throw new ModelError(fallback.error, { status: TRIGGER_STATUS.get(fallback.trigger), retryable: false });
     const entry = this.#replies.get(`${run}:${turn}`);
     if (!entry) throw new ModelError(`unrecorded model call: the recording has no reply for run ${run + 1}, turn ${turn}`, { retryable: false });
     if (!entry.reply) throw new ModelError(`recorded failure: ${entry.error?.message ?? 'the model call failed'}`, { retryable: false });

@@ -58,4 +58,19 @@ describe('a dry run of the unchanged agent', () => {
     expect(run.toolCalls.map((call) => [call.name, call.source])).toEqual([['transfer_to_billing', 'recorded'], ['refund', 'recorded']]);
     expect(seen).toEqual({ models: [], tools: [] });
   });
+
+  it('of a run that fell back to its second model: the first model\'s recorded failure is served again, and the run falls back as it did', async () => {
+    const { recorded, run, seen } = await recordAndDryRun((seen) => ({
+      model: [noted(seen, 'primary', [{ error: { message: 'overloaded', status: 503, retryable: false } }, { text: 'unused' }]), noted(seen, 'backup', [{ text: 'From the backup.' }])],
+    }));
+    expect(recorded.outcome).toEqual({ type: 'Completed', finalText: 'From the backup.' });
+    expect(run.outcome).toEqual(recorded.outcome);
+    expect(run.decisions.map((d) => `${d.what} [${d.rule}]`)).toEqual([
+      'fall back from primary to backup [driver: fallbackOn server-error]',
+      'call the model (turn 1) offering [] [brain: CallLLM (no stop or compaction guard held); driver: the tools offered]',
+      'done: Completed [brain: the reply asked for no tool (the run completes)]',
+    ]);
+    expect(run.difference).toBeNull();
+    expect(seen).toEqual({ models: [], tools: [] });
+  });
 });
