@@ -7,7 +7,7 @@
  * request for the IO, or an ordered list of those (an `Effect` list); `bind` makes them XState's.
  */
 import { feedProblem } from '../../brain/feed-problems.js';
-import { PolicySchema, type Step, type UserMessage } from '../../schemas.js';
+import { PolicySchema, type Step, type ToolCall, type UserMessage } from '../../schemas.js';
 import { outputOf, runInFlight, type AgentEmitted } from '../protocol/actor-types.js';
 import { as, fromTelemetry, type AgentEvent } from '../protocol/agent-event.js';
 import { deliveryIds, nextAttempt } from '../protocol/delivery.js';
@@ -79,13 +79,18 @@ export function recordOffered(agent: CompiledAgent, context: AgentContext, event
 }
 
 /**
- * A new batch, on the common path: every call shows up in a UI's trace at once. Calls answered
- * up front (an unknown tool, past the per-reply limit) start and finish here; the others start,
- * handed to the IO in the same step.
+ * A new batch, on the common path: calls answered up front (an unknown tool, past the per-reply
+ * limit) start and finish here, and the calls the IO starts at once (`startsAtOnce`) start, handed
+ * to it in the same step, so a batch within `toolConcurrency` costs the chart no event per call.
+ * A call queued behind them is not running yet: the IO announces it as it starts it.
  */
 export function announceBatch(agent: CompiledAgent, context: AgentContext, event: AgentEvent): Effect[] {
-  return answeredCalls(context, batchResults(context, agent.maxCalls));
+  const atOnce = new Set(startsAtOnce(agent, runnable(agent, context)).map((call) => call.id));
+  return answeredCalls(context, batchResults(context, agent.maxCalls).filter(({ call, result }) => result !== undefined || atOnce.has(call.id)));
 }
+
+/** Of a new batch's runnable calls, those the IO starts as it gets them: the first `toolConcurrency` (none other of the batch is in flight). */
+const startsAtOnce = (agent: CompiledAgent, runnableCalls: readonly ToolCall[]) => runnableCalls.slice(0, agent.io.toolConcurrency);
 
 export function requestCompaction(agent: CompiledAgent, context: AgentContext, event: AgentEvent): IoRequest {
   return {
@@ -172,18 +177,23 @@ export function emitRunFinished(agent: CompiledAgent, context: AgentContext, eve
   };
 }
 
-/** Hands the runnable calls to the IO; `announce`: the IO reports each start (else the chart did, see announceBatch). */
+/**
+ * Hands the runnable calls to the IO. `announce`: the IO reports each call's start; false on a new
+ * batch whose calls that start at once the chart announced itself (see announceBatch), so the IO
+ * reports only the others', as each starts.
+ */
 export function requestTools(agent: CompiledAgent, context: AgentContext, announce: boolean): RequestOf<'tools'> {
+  const calls = runnable(agent, context);
   return {
     type: 'tools',
     key: batchKey(context),
     turn: context.brain.context.turnsTaken,
     sessionId: context.sessionId,
     scope: context.scope,
-    calls: runnable(agent, context),
+    calls,
     batch: pendingCalls(context.brain),
     conversation: conversation(context),
-    announce,
+    announced: announce ? [] : startsAtOnce(agent, calls).map((call) => call.id),
     offered: agent.hasSources && context.offered ? { key: toolsetKey(context), definitions: context.offered.definitions, sources: context.offered.sources } : null,
     doubt: context.doubt,
   };
@@ -271,7 +281,7 @@ export const coreImplementations = {
     requestModel: rule.send(requestModel),
     requestToolset: sendTo('io', ({ context }): IoRequest => ({ type: 'toolset', key: toolsetKey(context) })),
     recordOffered: rule.assign(recordOffered),
-    /** Hands the runnable calls to the IO; `announce`: the IO reports each start (else the chart did, see announceBatch). */
+    /** Hands the runnable calls to the IO; `announce`: the IO reports each start (else the chart did for those that start at once, see announceBatch). */
     requestTools: sends<boolean>(({ agent, context }, announce) => requestTools(agent, context, announce)),
     announceBatch: rule.effects(announceBatch),
     requestCompaction: rule.send(requestCompaction),

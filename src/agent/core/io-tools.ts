@@ -14,11 +14,10 @@ import { innerKey, startKeys } from '../protocol/keys.js';
 interface Batch {
   controller: AbortController;
   started: Set<string>;
+  /** `announce`: the IO reports the call's start as it starts it (unless the chart did, see `announced`). */
   queue: { call: ToolCall; announce: boolean }[];
   next: number;
   active: number;
-  /** Calls taken off the queue by a hold (see `hold`), with whether the IO was to announce each: a later request runs them as first asked. */
-  held: Map<string, boolean>;
 }
 
 /** The tool calls of one IO actor: its `tools` handler and what the run's abort asks of them. */
@@ -56,15 +55,14 @@ export function toolScheduler(io: IoScope): ToolScheduler {
         // One batch at a time: a new one means the chart is done with the others.
         state.batches.clear();
         io.children.dropHeld();
-        batch = { controller: io.run, started: new Set(), queue: [], next: 0, active: 0, held: new Map() };
+        batch = { controller: io.run, started: new Set(), queue: [], next: 0, active: 0 };
         state.batches.set(request.key, batch);
       }
+      const announced = new Set(request.announced);
       for (const call of request.calls) {
         if (batch.started.has(call.id)) continue;
         batch.started.add(call.id);
-        // A call held back keeps how it was first asked for: announced once, by the chart or by the IO.
-        batch.queue.push({ call, announce: batch.held.get(call.id) ?? request.announce });
-        batch.held.delete(call.id);
+        batch.queue.push({ call, announce: !announced.has(call.id) });
       }
       pump(state, batch, request);
     },
@@ -72,10 +70,8 @@ export function toolScheduler(io: IoScope): ToolScheduler {
       const batch = state.batches.get(request.key);
       const queued = batch ? batch.queue.splice(batch.next) : [];
       if (!batch || queued.length === 0) return;
-      for (const { call, announce } of queued) {
-        batch.started.delete(call.id);
-        batch.held.set(call.id, announce);
-      }
+      // Queued, so not announced yet: the later request that names them runs them, each announced as it starts.
+      for (const { call } of queued) batch.started.delete(call.id);
       io.send(batch.controller, { type: 'io.toolsHeld', key: request.key, calls: queued.map(({ call }) => call.id) });
     },
     busy: () => [...state.batches.values()].some((batch) => batch.active > 0 || batch.next < batch.queue.length),
@@ -135,7 +131,11 @@ function pump(state: Scheduler, batch: Batch, request: RequestOf<'tools'>): void
   }
 }
 
-/** Runs one call as its side effect (an 'ask' tool's start journaled first), in its child-run scope. */
+/**
+ * Runs one call as its side effect (an 'ask' tool's start journaled first), in its child-run
+ * scope. Its start is reported here, as it really starts (unless the chart reported it): a call
+ * queued behind `toolConcurrency` is not running while it waits its turn (see `pump`).
+ */
 async function runOne(state: Scheduler, batch: Batch, request: RequestOf<'tools'>, call: ToolCall, announce: boolean): Promise<ToolMessage | undefined> {
   const { io, starts } = state;
   const { deps, execute, send, children } = io;

@@ -107,8 +107,12 @@ export type IoRequest =
       calls: readonly ToolCall[];
       batch: readonly PendingToolCall[];
       conversation: ConversationRef;
-      /** Report each call's start (`io.toolStarted`); false when the chart announced them itself. */
-      announce: boolean;
+      /**
+       * Calls whose start the chart reported itself: a new batch's calls that start at once (the
+       * first `toolConcurrency`). The IO reports each other call's start (`io.toolStarted`) as it
+       * starts it: a call queued behind those is not running yet.
+       */
+      announced: readonly string[];
       /** What the run's sources listed, by its `toolset` step's key; null without sources (or in an older snapshot). */
       offered: { key: string; definitions: readonly ToolDefinition[]; sources?: readonly SourceRef[] | undefined } | null;
       /** The batch's calls in doubt and their reruns (each rerun has keys of its own). */
