@@ -15,6 +15,16 @@ import type { ServedAgent } from './agents.js';
 /** What a person answered through the client, or `gone`: nobody can be asked (the client left). */
 export type ApprovalAnswer = Verdict | 'gone';
 
+/**
+ * What the client is asked: whether a call that needs approval may run, or whether a call in
+ * doubt (cut off by a restart, its effect unknown) runs again. Yes to the second is `rerun`, no
+ * (or nobody able to answer) is `fail` with the reason: never run again on a guess.
+ */
+export type Question = 'approval' | 'doubt';
+
+/** Why a call in doubt fails when the client said no without a reason. */
+const NOT_RUN_AGAIN = 'the MCP client did not run it again after it was cut off';
+
 export interface CallPlan {
   served: ServedAgent;
   prompt: string;
@@ -39,7 +49,7 @@ export interface CallHooks {
   timeoutMs: number;
   /** Told once per finished turn. */
   progress(turn: number): void;
-  approve(request: ApprovalRequest, signal: AbortSignal): Promise<ApprovalAnswer>;
+  approve(request: ApprovalRequest, signal: AbortSignal, question: Question): Promise<ApprovalAnswer>;
 }
 
 /** How the call ended: the run's output, or why the call stopped waiting for it. */
@@ -69,7 +79,11 @@ export async function runCall(plan: CallPlan, hooks: CallHooks): Promise<CallEnd
     attach: (actor) => {
       actor.on('turn.finished', (event) => hooks.progress(event.turn));
       actor.on('approval.requested', ({ requests }) => {
-        for (const request of requests) approvals = approvals.then(() => decide(request));
+        for (const request of requests) approvals = approvals.then(() => decide(request, 'approval'));
+      });
+      // A call the process before this one died in: asked as an approval is, decided as the chat does.
+      actor.on('tool.inDoubt', ({ requests }) => {
+        for (const request of requests) approvals = approvals.then(() => decide(request, 'doubt'));
       });
       // A budget paused for a raise, an operation yielded for its resume (the run's, or a child's
       // under `target`): no MCP client can send either, so the run is sealed, as runAgent does,
@@ -89,13 +103,21 @@ export async function runCall(plan: CallPlan, hooks: CallHooks): Promise<CallEnd
   opened(session);
 
   // One request at a time, as a person answers: asked of the client, decided in the session.
-  async function decide(request: ApprovalRequest): Promise<void> {
+  async function decide(request: ApprovalRequest, question: Question): Promise<void> {
     const held = await whenOpen;
     if (run.signal.aborted) return;
-    const answer = await hooks.approve({ ...request }, run.signal);
+    const answer = await hooks.approve({ ...request }, run.signal, question);
     if (run.signal.aborted) return;
     // Nobody to ask: the call stays undecided in the store, for the client that attaches next.
     if (answer === 'gone') return abandon();
+    if (question === 'doubt') {
+      const { toolCallId, digest, run: runIndex } = request;
+      const by = answer.by !== undefined ? { by: answer.by } : {};
+      const verdict = answer.approved ? { action: 'rerun' as const } : { action: 'fail' as const, reason: answer.reason ?? NOT_RUN_AGAIN };
+      // A decision that no longer applies is refused by the run (doubt.refused): the session says how it went.
+      held.send({ type: 'doubt.decide', toolCallId, digest, run: runIndex, ...verdict, ...by });
+      return;
+    }
     await held.decide(request, answer).catch((error: unknown) => {
       // Decided elsewhere meanwhile (another process, a run that moved on): the session says how it went.
       if (!ApprovalRefusedError.isInstance(error)) throw error;

@@ -9,7 +9,7 @@ import { MemorySessionStore } from '../stores/memory.js';
 import type { SessionStore } from '../stores/session-store.js';
 import { decodeRow } from '../sessions/session-row.js';
 import { McpServerOptionsError, servedAgents, type McpAgent, type ServedAgent } from './agents.js';
-import { runCall, type ApprovalAnswer, type CallEnd, type CallPlan } from './call.js';
+import { runCall, type ApprovalAnswer, type CallEnd, type CallPlan, type Question } from './call.js';
 import { CallerSchema, CallerSessions, notThisCallers } from './caller-sessions.js';
 import { HeldSessions, within, type Hold } from './held-sessions.js';
 import { callResult, stillRunningResult } from './result.js';
@@ -268,7 +268,7 @@ class AgentServer implements AgentMcpServer {
           const params = { progressToken: extra.progressToken, progress: ++progress, message: `turn ${turn} finished` };
           notified = notified.then(() => extra.notify({ method: 'notifications/progress', params })).catch(() => {});
         },
-        approve: (request, signal) => this.#approve(server, request, signal, extra),
+        approve: (request, signal, question) => this.#approve(server, request, signal, question, extra),
       });
     } finally {
       taken.hold.release(end);
@@ -294,20 +294,29 @@ class AgentServer implements AgentMcpServer {
     }
   }
 
-  /** Asks the client, through a form elicitation, whether the call may run. */
-  async #approve(server: Server, request: ApprovalRequest, signal: AbortSignal, extra: { disconnected: () => boolean; requestId: string | number }): Promise<ApprovalAnswer> {
+  /**
+   * Asks the client, through a form elicitation, whether the call may run (an approval) or run
+   * again (a call in doubt); the same yes/no form for both.
+   */
+  async #approve(server: Server, request: ApprovalRequest, signal: AbortSignal, question: Question, extra: { disconnected: () => boolean; requestId: string | number }): Promise<ApprovalAnswer> {
     if (extra.disconnected()) return 'gone';
     const elicitation = server.getClientCapabilities()?.elicitation as { form?: object | undefined; url?: object | undefined } | undefined;
     if (!elicitation || (elicitation.url && !elicitation.form)) {
-      return { approved: false, reason: `the tool call '${request.toolName}' needs approval, and the MCP client cannot be asked (it does not support form elicitation): denied` };
+      const asked = question === 'approval' ? 'needs approval' : 'was cut off by a restart of the server (its effect is unknown)';
+      const answer = question === 'approval' ? 'denied' : 'not run again';
+      return { approved: false, reason: `the tool call '${request.toolName}' ${asked}, and the MCP client cannot be asked (it does not support form elicitation): ${answer}` };
     }
+    const args = truncate(JSON.stringify(request.args) ?? '', 2_000);
     const params = {
       mode: 'form' as const,
-      message: `Allow the agent to call ${request.toolName} with ${truncate(JSON.stringify(request.args) ?? '', 2_000)}?`,
+      message:
+        question === 'approval'
+          ? `Allow the agent to call ${request.toolName} with ${args}?`
+          : `The server stopped while the agent's call of ${request.toolName} with ${args} ran: it may or may not have taken effect. Run it again?`,
       requestedSchema: {
         type: 'object' as const,
         properties: {
-          approve: { type: 'boolean' as const, title: 'Approve', description: `Run ${request.toolName}` },
+          approve: { type: 'boolean' as const, title: 'Approve', description: question === 'approval' ? `Run ${request.toolName}` : `Run ${request.toolName} again` },
           reason: { type: 'string' as const, title: 'Reason', description: 'Why (the agent reads it when denied)' },
         },
         required: ['approve'],
@@ -319,7 +328,8 @@ class AgentServer implements AgentMcpServer {
         signal,
         timeout: this.#settings.approveTimeoutMs,
       });
-      if (answer.action !== 'accept') return { approved: false, reason: `the user ${answer.action === 'decline' ? 'declined' : 'dismissed'} the approval`, by: 'mcp-client' };
+      const what = question === 'approval' ? 'the approval' : 'running it again';
+      if (answer.action !== 'accept') return { approved: false, reason: `the user ${answer.action === 'decline' ? 'declined' : 'dismissed'} ${what}`, by: 'mcp-client' };
       const content = ElicitedApproval.safeParse(answer.content);
       if (!content.success) return { approved: false, reason: 'the client answered the approval without a yes or no', by: 'mcp-client' };
       return { approved: content.data.approve, ...(content.data.reason && { reason: content.data.reason }), by: 'mcp-client' };
