@@ -85,6 +85,10 @@ export function decisionsOf(trace: readonly TraceEntry[]): Decision[] {
     return runs.get(run)!;
   };
   const add = (run: number, kind: DecisionKind, what: string, rule: string) => decisions.push({ step: decisions.length + 1, run: runOf(run), kind, what, rule });
+  // The calls the session's own replies asked for: a subagent's approval surfaces in its parent's
+  // trace under the child's call id, but is the child's decision (in the child's session), taken
+  // inside the agent tool's call, which an evaluation answers from the recording.
+  const own = new Set<string>();
   for (const entry of lastOfEach(trace)) {
     switch (entry.type) {
       case 'run':
@@ -94,6 +98,7 @@ export function decisionsOf(trace: readonly TraceEntry[]): Decision[] {
         const offered = [...entry.tools].sort().join(', ');
         add(entry.run, 'model', `call the model (turn ${entry.turn}) offering [${offered}]`, 'brain: CallLLM (no stop or compaction guard held); driver: the tools offered');
         const calls = entry.reply?.message.toolCalls ?? [];
+        for (const call of calls) own.add(call.id);
         if (calls.length > 0) {
           add(entry.run, 'tools', `call tools ${calls.map((call) => `${call.name}(${argsText(call.args)})`).join(', ')}`, 'brain: CallTools (the reply asked for tools)');
         }
@@ -111,11 +116,13 @@ export function decisionsOf(trace: readonly TraceEntry[]): Decision[] {
       case 'guardrail':
         add(entry.run, 'guardrail', `guardrail ${entry.name} (${entry.stage}): ${entry.verdict?.type ?? `error ${entry.error?.name ?? ''}`.trim()}`, `guardrail '${entry.name}' on the ${entry.stage}`);
         break;
-      case 'approval.requested':
-        add(entry.run, 'approval', `ask approval for ${entry.calls.length} call(s)`, 'driver: the tool needs approval (needsApproval or a tool policy)');
+      case 'approval.requested': {
+        const asked = entry.calls.filter((id) => own.has(id));
+        if (asked.length > 0) add(entry.run, 'approval', `ask approval for ${asked.length} call(s)`, 'driver: the tool needs approval (needsApproval or a tool policy)');
         break;
+      }
       case 'approval':
-        add(entry.run, 'approval', `approval ${entry.approved ? 'granted' : 'denied'}`, `decided by ${entry.by ?? 'the host'}${entry.reason ? `: ${entry.reason}` : ''}`);
+        if (own.has(entry.toolCallId)) add(entry.run, 'approval', `approval ${entry.approved ? 'granted' : 'denied'}`, `decided by ${entry.by ?? 'the host'}${entry.reason ? `: ${entry.reason}` : ''}`);
         break;
       case 'repetition':
         add(entry.run, 'repetition', `answer a batch repeated ${entry.times} times with a note`, 'driver: repetition');

@@ -7,6 +7,7 @@ import { z } from 'zod';
 import { describe, expect, it } from 'vitest';
 import { createAgentMachine } from '../../machines/agent.machine.js';
 import type { AgentConfig } from '../../src/agent/core/config.js';
+import { agentTool } from '../../src/agent/subagents/agent-tool.js';
 import { recordCase } from '../../src/evals/record.js';
 import { runCase } from '../../src/evals/run-case.js';
 import type { Model } from '../../src/model.js';
@@ -27,10 +28,11 @@ const noted = (seen: Seen, name: string, script: ScriptEntry[]): Model => {
 const tool = (seen: Seen, name: string) =>
   defineTool({ name, description: name, input: z.object({ order: z.string() }), execute: ({ order }) => (seen.tools.push(name), `${name} ${order}: done`) });
 
-/** Records one run of the config made with `make`, then dry-runs the case against a fresh one. */
-async function recordAndDryRun(make: (seen: Seen) => AgentConfig) {
+/** Records one run of the config made with `make` (`host` answers what it waits for), then dry-runs the case against a fresh one. */
+async function recordAndDryRun(make: (seen: Seen) => AgentConfig, host?: (session: DurableSession) => void) {
   const store = new MemorySessionStore();
   const session = await DurableSession.open({ machine: createAgentMachine(make({ models: [], tools: [] })), store, sessionId: 'rec' });
+  host?.(session);
   session.send({ type: 'input', message: 'Refund order A1.' });
   const recorded = await session.whenIdle();
   await session.close();
@@ -71,6 +73,25 @@ describe('a dry run of the unchanged agent', () => {
       'done: Completed [brain: the reply asked for no tool (the run completes)]',
     ]);
     expect(run.difference).toBeNull();
+    expect(seen).toEqual({ models: [], tools: [] });
+  });
+
+  it("of a run whose subagent asked for an approval: the child's request is the child's decision, not the parent's, and the quarantined agent tool decides as recorded", async () => {
+    const { recorded, run, seen } = await recordAndDryRun((seen) => {
+      const refund = defineTool({ ...tool(seen, 'refund'), needsApproval: true });
+      const child = createAgentMachine({ model: noted(seen, 'child', [{ toolCalls: [{ id: 'p1', name: 'refund', args: { order: 'A1' } }] }, { text: 'Refunded A1.' }]), tools: [refund] });
+      return {
+        model: noted(seen, 'parent', [{ toolCalls: [{ id: 'a1', name: 'billing', args: { task: 'Refund order A1.' } }] }, { text: 'Billing refunded A1.' }]),
+        tools: [agentTool({ agent: child, name: 'billing', description: 'Refunds.' })],
+      };
+    }, (session) => session.actor.on('approval.requested', ({ requests }) => {
+      for (const request of requests) session.send({ type: 'approve', toolCallId: request.toolCallId, digest: request.digest });
+    }));
+    expect(recorded.outcome).toEqual({ type: 'Completed', finalText: 'Billing refunded A1.' });
+    expect(run.outcome).toEqual(recorded.outcome);
+    expect(run.difference).toBeNull();
+    expect(run.decisions.map((d) => d.kind)).toEqual(['model', 'tools', 'model', 'done']);
+    expect(run.toolCalls).toEqual([expect.objectContaining({ name: 'billing', source: 'recorded', content: 'Refunded A1.' })]);
     expect(seen).toEqual({ models: [], tools: [] });
   });
 });
