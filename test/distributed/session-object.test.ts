@@ -356,6 +356,19 @@ describe.skipIf(!SERVER_BINARY)('Restate session object (real server, real worke
     expect(page.events.filter((entry) => entry.event.type === 'approval.requested')).toHaveLength(1);
   });
 
+  it('an output schema under a sealing budget whose limit passed in the beforeTools hook: no call of the batch starts, it is answered interrupted, and the run asks for its answer', async () => {
+    const answer = new IngressClient(server.ingressUrl, 'answerSession');
+    const reply = await answer.ok<Summary>('answer', 'send', { message: 'A city?' }, 15_000);
+    expect(reply.outcome).toEqual({ type: 'Completed', finalText: '{"city":"Lyon","population":3}', output: { city: 'Lyon', population: 3 } });
+    // The hook ran once, the lookup never; the second model call was the final one, offered only the answer's tool.
+    expect(toolLines('answer').map((line) => line.line)).toEqual(['model asked, offered lookup,final_answer', 'hook starts', 'hook ends', 'model asked, offered final_answer']);
+    const transcript = await answer.ok<Message[]>('answer', 'transcript', {});
+    expect(transcript.find((message) => message.role === 'tool' && message.toolCallId === 'look')?.content).toMatch(/interrupted/);
+    expect(transcript.find((message) => message.role === 'user' && String(message.content).startsWith('This run has reached'))?.content).toMatch(/budget: \d+ ms elapsed, limit 800 ms/);
+    const page = await answer.ok<Streamed>('answer', 'events', { cursor: 0, limit: 1000 });
+    expect(page.events.filter((entry) => entry.event.type === 'tool.started')).toEqual([]);
+  });
+
   it('a raise posted while the model call hangs moves its deadline: sealed at the raised limit, not the first', async () => {
     const raised = new IngressClient(server.ingressUrl, 'raisedSession');
     const started = Date.now();
