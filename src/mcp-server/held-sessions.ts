@@ -12,17 +12,19 @@ export interface Hold {
  * on the same store do not see these holds.
  */
 export class HeldSessions {
-  readonly #held = new Map<string, Promise<CallEnd | null>>();
+  readonly #held = new Map<string, { scope: string; end: Promise<CallEnd | null> }>();
 
   /**
-   * Takes `sessionId` for a call, or answers the end of the call that holds it. Synchronous, so
-   * that of two waiters woken by one end, only the first takes the session.
+   * Takes `sessionId` for a call of the caller with `scope`, or answers the end of the call that
+   * holds it, or `foreign` when that call is another caller's (a session two callers named at
+   * once: the one that did not make it must not learn it runs). Synchronous, so that of two
+   * waiters woken by one end, only the first takes the session.
    */
-  take(sessionId: string): Hold | Promise<CallEnd | null> {
+  take(sessionId: string, scope: string): Hold | Promise<CallEnd | null> | 'foreign' {
     const held = this.#held.get(sessionId);
-    if (held) return held;
+    if (held) return held.scope === scope ? held.end : 'foreign';
     let settle!: (end: CallEnd | null) => void;
-    this.#held.set(sessionId, new Promise((resolve) => (settle = resolve)));
+    this.#held.set(sessionId, { scope, end: new Promise((resolve) => (settle = resolve)) });
     return {
       release: (end) => {
         // Gone before the end is told: a waiter that takes over finds the session free.

@@ -7,6 +7,7 @@ import type { ApprovalRequest } from '../agent/approvals/approval-binding.js';
 import { thrownMessage } from '../read-answer.js';
 import { MemorySessionStore } from '../stores/memory.js';
 import type { SessionStore } from '../stores/session-store.js';
+import { SessionScopeError } from '../sessions/durable-session.js';
 import { decodeRow } from '../sessions/session-row.js';
 import { McpServerOptionsError, servedAgents, type McpAgent, type ServedAgent } from './agents.js';
 import { runCall, type ApprovalAnswer, type CallEnd, type CallPlan, type Question } from './call.js';
@@ -250,7 +251,7 @@ class AgentServer implements AgentMcpServer {
     if (named && !(await ownedBy(store, sessionId, sessions.scope))) throw notThisCallers(served.name);
     const timeoutMs = this.#settings.callTimeoutMs;
     const remaining = () => started + timeoutMs - Date.now();
-    const taken = await this.#take(served, sessionId, repeat, remaining, extra.signal);
+    const taken = await this.#take(served, sessionId, sessions.scope, repeat, remaining, extra.signal);
     if ('answer' in taken) return taken.answer;
     let progress = 0;
     // Notifications in the order sent, all written before the result: a client drops progress that arrives after it.
@@ -270,6 +271,10 @@ class AgentServer implements AgentMcpServer {
         },
         approve: (request, signal, question) => this.#approve(server, request, signal, question, extra),
       });
+    } catch (error) {
+      // Made by another caller after this call's ownership check (here, or in another process on the store): nothing was opened.
+      if (SessionScopeError.isInstance(error)) throw notThisCallers(served.name);
+      throw error;
     } finally {
       taken.hold.release(end);
     }
@@ -283,9 +288,11 @@ class AgentServer implements AgentMcpServer {
    * call's timeout. A call that left its run (nobody to approve) or failed hands the session on to
    * the repeat, which drives it. Any other call on a held session is refused.
    */
-  async #take(served: ServedAgent, sessionId: string, repeat: boolean, remaining: () => number, signal: AbortSignal): Promise<{ hold: Hold } | { answer: CallToolResult }> {
+  async #take(served: ServedAgent, sessionId: string, scope: string, repeat: boolean, remaining: () => number, signal: AbortSignal): Promise<{ hold: Hold } | { answer: CallToolResult }> {
     for (;;) {
-      const taken = this.#held.take(sessionId);
+      const taken = this.#held.take(sessionId, scope);
+      // Another caller's call made it after this call's ownership check: answered as any session of another caller.
+      if (taken === 'foreign') throw notThisCallers(served.name);
       if (!(taken instanceof Promise)) return { hold: taken };
       if (!repeat) throw new McpError(ErrorCode.InvalidRequest, `session '${sessionId}' is running another call; wait for it to end`);
       const end = await within(taken, remaining(), signal);
