@@ -2,6 +2,7 @@ import { callDigest, canonicalJson } from '../agent/approvals/approval-binding.j
 import type { SideEffectInputs, SideEffectOutputs } from '../agent/protocol/executor.js';
 import { ModelError } from '../model.js';
 import type { Message, ToolCall, ToolMessage } from '../schemas.js';
+import { shownResult } from '../sessions/replay-guard.js';
 import { promptsOf, type TraceEntry, type TraceEntryOf } from '../sessions/trace.js';
 import type { EvalCase } from './dataset.js';
 import { argsText } from './decisions.js';
@@ -70,6 +71,8 @@ export class RecordedWorld {
     const rebuilt = promptsOf(models);
     const prompts = new Map<TraceEntry, Message[]>(models.map((entry, i) => [entry, rebuilt[i]!]));
     let waiting: { entry: TraceEntryOf<'compaction'>; prompt: Message[] | undefined }[] = [];
+    // Calls in doubt answered by hand (a result, a failure): the trace keeps the decision, not the result, which the next model call was shown.
+    let answeredInDoubt: TraceEntryOf<'doubt'>[] = [];
     for (const entry of trace) {
       if (entry.type === 'run' && !runs.has(entry.run)) runs.set(entry.run, runs.size);
       if (entry.type === 'compaction') {
@@ -79,19 +82,22 @@ export class RecordedWorld {
       }
       if (entry.type === 'fallback') this.#fallbacks.set(`${runs.get(entry.run) ?? 0}:${entry.turn}:${entry.from}`, entry);
       if (entry.type === 'guardrail') this.#guardrails.set(`${runs.get(entry.run) ?? 0}:${entry.turn}:${entry.stage}:${entry.name}`, entry);
+      if (entry.type === 'doubt' && entry.action !== 'rerun') answeredInDoubt.push(entry);
       if (entry.type === 'model') {
         for (const compaction of waiting) if (compaction.entry.run === entry.run) compaction.prompt = prompts.get(entry);
         waiting = [];
+        for (const doubt of answeredInDoubt) {
+          const call = calls.get(doubt.toolCallId);
+          const result = doubt.run === entry.run ? shownResult(prompts.get(entry) ?? [], doubt.toolCallId) : undefined;
+          if (call && result) this.#addResult(call, result);
+        }
+        answeredInDoubt = [];
       }
       if (entry.type === 'model') {
         this.#replies.set(`${runs.get(entry.run) ?? 0}:${entry.turn}`, entry);
         for (const call of entry.reply?.message.toolCalls ?? []) calls.set(call.id, call);
       }
-      if (entry.type === 'tool' && entry.result) {
-        const key = callKey(entry.call.name, entry.call.args);
-        this.#byId.set(entry.call.id, { key, result: entry.result });
-        this.#byCall.set(key, [...(this.#byCall.get(key) ?? []), entry.result]);
-      }
+      if (entry.type === 'tool' && entry.result) this.#addResult(entry.call, entry.result);
       if (entry.type === 'approval') {
         const decision = { approved: entry.approved, ...(entry.reason !== undefined && { reason: entry.reason }) };
         const call = calls.get(entry.toolCallId);
@@ -99,6 +105,13 @@ export class RecordedWorld {
         if (call) this.#approvalsByCall.set(callKey(call.name, call.args), decision);
       }
     }
+  }
+
+  /** A result the recording shows for a call: by its id, and after the others of the same call. */
+  #addResult(call: ToolCall, result: ToolMessage): void {
+    const key = callKey(call.name, call.args);
+    this.#byId.set(call.id, { key, result });
+    this.#byCall.set(key, [...(this.#byCall.get(key) ?? []), result]);
   }
 
   /** The recorded result for a call, under the call's own id; undefined when the recording has none. */

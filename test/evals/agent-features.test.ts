@@ -15,6 +15,7 @@ import { scriptedModel, type ScriptEntry } from '../../src/models/scripted.js';
 import { DurableSession } from '../../src/sessions/durable-session.js';
 import { MemorySessionStore } from '../../src/stores/memory.js';
 import { defineTool } from '../../src/tools/define-tool.js';
+import { callDigest } from '../../src/agent/approvals/approval-binding.js';
 
 /** What the outside world saw: model calls and tool runs, by name. */
 type Seen = { models: string[]; tools: string[] };
@@ -93,5 +94,51 @@ describe('a dry run of the unchanged agent', () => {
     expect(run.decisions.map((d) => d.kind)).toEqual(['model', 'tools', 'model', 'done']);
     expect(run.toolCalls).toEqual([expect.objectContaining({ name: 'billing', source: 'recorded', content: 'Refunded A1.' })]);
     expect(seen).toEqual({ models: [], tools: [] });
+  });
+
+  it.each([
+    ['a result given by hand', { action: 'result', result: { paid: true } }, '{"paid":true}'],
+    ['a failure', { action: 'fail', reason: 'the bank says no' }, 'failed: the bank says no'],
+  ] as const)('of a run whose call in doubt was answered with %s: the call takes that answer, not an unrecorded one', async (_what, decision, shown) => {
+    const store = new MemorySessionStore();
+    const paid: string[] = [];
+    const config = (stall: boolean): AgentConfig => ({
+      model: scriptedModel([{ toolCalls: [{ id: 'c1', name: 'pay', args: { amount: 3 } }] }, (request) => ({ text: `saw ${String(request.messages.at(-1)!.content)}` })]),
+      tools: [
+        defineTool({
+          name: 'pay',
+          description: 'Pays.',
+          input: z.object({ amount: z.number() }),
+          inDoubt: 'ask',
+          execute: async ({ amount }) => {
+            paid.push(String(amount));
+            // The recording's process "dies" here: the call stays started with no result.
+            if (stall) await new Promise((resolve) => setTimeout(resolve, 30_000));
+            return `paid ${amount}`;
+          },
+        }),
+      ],
+      retry: false,
+    });
+    const first = await DurableSession.open({ machine: createAgentMachine(config(true)), store, sessionId: 'rec' });
+    first.send({ type: 'input', message: 'Pay 3.' });
+    for (let i = 0; i < 200 && paid.length === 0; i++) await new Promise((resolve) => setTimeout(resolve, 5));
+    await first.flush();
+    first.actor.stop();
+    const second = await DurableSession.open({ machine: createAgentMachine(config(false)), store, sessionId: 'rec' });
+    for (let i = 0; i < 200 && !second.actor.getSnapshot().context.doubt?.waiting.length; i++) await new Promise((resolve) => setTimeout(resolve, 5));
+    second.send({ type: 'doubt.decide', toolCallId: 'c1', digest: callDigest({ name: 'pay', args: { amount: 3 } }), ...decision });
+    const recorded = await second.whenIdle();
+    await second.close();
+    expect(recorded!.outcome).toEqual({ type: 'Completed', finalText: `saw ${shown}` });
+    const evalCase = await recordCase(store, 'rec');
+    paid.length = 0;
+    for (const model of ['recorded', 'live'] as const) {
+      const run = await runCase(evalCase, config(false), { model, timeoutMs: 10_000 });
+      expect(run.toolCalls).toEqual([{ name: 'pay', args: { amount: 3 }, content: shown, isError: decision.action === 'fail', source: 'recorded' }]);
+      expect(run.outcome).toEqual(recorded!.outcome);
+      expect(run.difference).toBeNull();
+    }
+    expect(paid).toEqual([]);
   });
 });
