@@ -250,11 +250,12 @@ export function agentMemory(options: AgentMemoryOptions): AgentMemory {
       const indexed = recallConfig ? await indexNew(scope, ctx, undefined, ctx.signal) : { seen: ctx.state.seen, next: ctx.state.next, problems: [] };
       // Later calls of the run keep the prompt part the first one read: a stable prefix.
       if (ctx.turn !== 1) return { state: { ...ctx.state, seen: indexed.seen, next: indexed.next } };
-      const doc = working ? await open().readWorking(scope) : null;
+      const unreadable: string[] = [];
+      const doc = working ? await open().readWorking(scope, (problem) => unreadable.push(problem)) : null;
       const found = recallConfig && recallConfig.prompt > 0
         ? await findRecall(open(), scope, lastUserText(ctx.messages), { limit: recallConfig.prompt, excludeSession: ctx.sessionId }, embed, ctx.signal)
         : { hits: [], problems: [] };
-      const problems = [...indexed.problems, ...found.problems];
+      const problems = [...indexed.problems, ...unreadable, ...found.problems];
       return {
         state: {
           working: doc?.content ?? null,

@@ -59,20 +59,72 @@ export interface ScopeExport {
   entries: MemoryEntry[];
 }
 
+/** Told of a stored row a read left out because this version does not read it: what it is and what is wrong. */
+export type OnUnreadable = (problem: string) => void;
+
 /** What a search is given besides the scope: the words to look for (see `searchTerms`), how many hits, and a session to leave out. */
 export interface SearchOptions {
   limit: number;
   /** The session asking: its own messages are in its conversation already. */
   excludeSession?: string | undefined;
+  /** Told of each stored entry left out as unreadable (see `readEach`). */
+  onUnreadable?: OnUnreadable | undefined;
+}
+
+/** What a SQL backend's row says of where it is, to name a row it cannot read. */
+interface RowPlace {
+  session_id?: unknown;
+  position?: unknown;
+}
+
+/**
+ * Stored rows read one by one, each checked against `schema`: a row another version wrote, or one
+ * edited by hand (a role this version does not know, a text that is not JSON), is left out and
+ * told to `onUnreadable`, naming it. One such row costs its own recall, not every later run of
+ * the scope (the memory operation's state would refuse it, and the run would fail).
+ */
+export function readEach<Row extends RowPlace, T>(rows: readonly Row[], read: (row: Row) => unknown, schema: z.ZodType<T>, onUnreadable: OnUnreadable | undefined): T[] {
+  const readable: T[] = [];
+  for (const row of rows) {
+    let problem: string;
+    try {
+      const parsed = schema.safeParse(read(row));
+      if (parsed.success) {
+        readable.push(parsed.data);
+        continue;
+      }
+      problem = z.prettifyError(parsed.error).replaceAll('\n', ' ');
+    } catch (error) {
+      problem = error instanceof Error ? error.message : String(error);
+    }
+    const place = `session ${JSON.stringify(String(row.session_id).slice(0, 200))}, position ${String(row.position)}`;
+    onUnreadable?.(`a stored memory entry (${place}) is not one this version reads, left out: ${problem.slice(0, 300)}`);
+  }
+  return readable;
+}
+
+/** A working document as stored, checked: one this version does not read is told to `onUnreadable` and read as none. */
+export function readWorkingDoc(value: () => unknown, onUnreadable: OnUnreadable | undefined): WorkingDoc | null {
+  let problem: string;
+  try {
+    const parsed = WorkingDocSchema.safeParse(value());
+    if (parsed.success) return parsed.data;
+    problem = z.prettifyError(parsed.error).replaceAll('\n', ' ');
+  } catch (error) {
+    problem = error instanceof Error ? error.message : String(error);
+  }
+  onUnreadable?.(`the stored working memory is not one this version reads, shown as empty: ${problem.slice(0, 300)}`);
+  return null;
 }
 
 export interface MemoryBackend {
-  readWorking(scope: string): Promise<WorkingDoc | null>;
+  /** The scope's document, or null; one this version does not read is told to `onUnreadable` and given as null. */
+  readWorking(scope: string, onUnreadable?: OnUnreadable): Promise<WorkingDoc | null>;
   /** Replaces the scope's document (last write wins) and returns what is stored now. */
   writeWorking(scope: string, content: string, at: number): Promise<WorkingDoc>;
   /** Adds entries to the scope's index; an entry already indexed (same session and position) is kept as it was. */
   index(scope: string, entries: readonly MemoryEntry[]): Promise<void>;
-  /** Full-text search of the scope's entries for any of `terms` (plain words, already made safe). */
+  /** Full-text search of the scope's entries for any of `terms` (plain words, already made safe); an entry this version does not read is left out (`options.onUnreadable`). */
   search(scope: string, terms: readonly string[], options: SearchOptions): Promise<MemoryHit[]>;
   /** The scope's entries with a vector of this length, most similar (cosine) first. */
   similar(scope: string, vector: readonly number[], options: SearchOptions): Promise<MemoryHit[]>;

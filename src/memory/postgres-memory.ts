@@ -1,5 +1,5 @@
 import { postgresBeside, type BesideTransaction, type PostgresTables } from '../stores/beside-sessions.js';
-import type { MemoryBackend, MemoryEntry, MemoryHit, ScopeExport, ScopeSummary, SearchOptions, WorkingDoc } from './memory-backend.js';
+import { MemoryEntrySchema, MemoryHitSchema, readEach, readWorkingDoc, type MemoryBackend, type MemoryEntry, type MemoryHit, type OnUnreadable, type ScopeExport, type ScopeSummary, type SearchOptions, type WorkingDoc } from './memory-backend.js';
 import { isPlainTerm, wordsOf } from './search-terms.js';
 import { mostSimilar } from './similarity.js';
 
@@ -84,11 +84,9 @@ export class PostgresMemory implements MemoryBackend {
     this.#tx = postgresBeside(store, { feature: 'memory', metaKey: META_KEY, version: SCHEMA_VERSION, create: MEMORY_TABLES });
   }
 
-  async readWorking(scope: string): Promise<WorkingDoc | null> {
-    return this.#tx(async (client, s) => {
-      const found = await client.query<WorkingRow>(`SELECT content_json, version, updated_at FROM ${s}.memory_working WHERE scope = $1`, [scope]);
-      return found.rows[0] ? workingOf(found.rows[0]) : null;
-    });
+  async readWorking(scope: string, onUnreadable?: OnUnreadable): Promise<WorkingDoc | null> {
+    const found = await this.#tx(async (client, s) => (await client.query<WorkingRow>(`SELECT content_json, version, updated_at FROM ${s}.memory_working WHERE scope = $1`, [scope])).rows[0]);
+    return found ? readWorkingDoc(() => workingOf(found), onUnreadable) : null;
   }
 
   async writeWorking(scope: string, content: string, at: number): Promise<WorkingDoc> {
@@ -154,7 +152,7 @@ export class PostgresMemory implements MemoryBackend {
           ORDER BY score DESC, at DESC LIMIT $4`,
         [scope, weighted.map((w) => w.term).join(' | '), excluded, options.limit, ...weighted.flatMap((w) => [w.idf, w.term])],
       );
-      return found.rows.map((row) => ({ ...entryOf(row), score: row.score }));
+      return readEach(found.rows, (row) => ({ ...entryOf(row), score: row.score }), MemoryHitSchema, options.onUnreadable);
     });
   }
 
@@ -168,7 +166,7 @@ export class PostgresMemory implements MemoryBackend {
       );
       return found.rows;
     });
-    return mostSimilar(rows.map(entryOf), vector, options.limit);
+    return mostSimilar(readEach(rows, entryOf, MemoryEntrySchema, options.onUnreadable), vector, options.limit);
   }
 
   async listScopes(): Promise<ScopeSummary[]> {

@@ -82,12 +82,15 @@ const FUSION_K = 60;
  */
 export async function findRecall(backend: MemoryBackend, scope: string, query: string, options: SearchOptions, embed: EmbedConfig | undefined, signal: AbortSignal): Promise<{ hits: MemoryHit[]; problems: string[] }> {
   const problems: string[] = [];
+  // A stored entry this version does not read is left out, said in `problems` (once).
+  const onUnreadable = (problem: string) => void (problems.includes(problem) || problems.push(problem));
+  const searching: SearchOptions = { ...options, onUnreadable };
   const terms = searchTerms(query);
-  const textHits = terms.length > 0 ? await backend.search(scope, terms, options) : [];
+  const textHits = terms.length > 0 ? await backend.search(scope, terms, searching) : [];
   if (!embed || !query.trim()) return { hits: textHits, problems };
   const vector = await embedOrProblem(embed, query, signal, problems);
   if (!vector) return { hits: textHits, problems };
-  const similar = await backend.similar(scope, vector, options);
+  const similar = await backend.similar(scope, vector, searching);
   const fused = new Map<string, MemoryHit>();
   for (const list of [textHits, similar]) {
     list.forEach((hit, rank) => {

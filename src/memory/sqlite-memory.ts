@@ -1,6 +1,6 @@
 import { openSqliteBeside } from '../stores/beside-sessions.js';
 import type { SqliteConnection, SqliteDriverName, SqliteStatement } from '../stores/sqlite-driver.js';
-import type { MemoryBackend, MemoryEntry, MemoryHit, ScopeExport, ScopeSummary, SearchOptions, WorkingDoc } from './memory-backend.js';
+import { MemoryEntrySchema, MemoryHitSchema, readEach, readWorkingDoc, type MemoryBackend, type MemoryEntry, type MemoryHit, type OnUnreadable, type ScopeExport, type ScopeSummary, type SearchOptions, type WorkingDoc } from './memory-backend.js';
 import { isPlainTerm, wordsOf } from './search-terms.js';
 import { mostSimilar } from './similarity.js';
 
@@ -141,9 +141,9 @@ export class SqliteMemory implements MemoryBackend {
     };
   }
 
-  async readWorking(scope: string): Promise<WorkingDoc | null> {
+  async readWorking(scope: string, onUnreadable?: OnUnreadable): Promise<WorkingDoc | null> {
     const row = this.#sql.readWorking.get(scope) as WorkingRow | undefined;
-    return row ? workingOf(row) : null;
+    return row ? readWorkingDoc(() => workingOf(row), onUnreadable) : null;
   }
 
   async writeWorking(scope: string, content: string, at: number): Promise<WorkingDoc> {
@@ -167,12 +167,12 @@ export class SqliteMemory implements MemoryBackend {
     if (plain.length === 0) return [];
     const rows = this.#sql.search.all(plain.map(ftsString).join(' OR '), scope, options.excludeSession ?? null, options.limit) as (Omit<EntryRow, 'vector'> & { rank: number })[];
     // bm25() is lower for a better match; a hit's score is higher for one.
-    return rows.map((row) => ({ sessionId: row.session_id, position: row.position, role: row.role, text: row.text, at: row.at, score: -row.rank }));
+    return readEach(rows, (row) => ({ sessionId: row.session_id, position: row.position, role: row.role, text: row.text, at: row.at, score: -row.rank }), MemoryHitSchema, options.onUnreadable);
   }
 
   async similar(scope: string, vector: readonly number[], options: SearchOptions): Promise<MemoryHit[]> {
     const rows = this.#sql.vectors.all(scope, vector.length * 8, options.excludeSession ?? null) as EntryRow[];
-    return mostSimilar(rows.map(entryOf), vector, options.limit);
+    return mostSimilar(readEach(rows, entryOf, MemoryEntrySchema, options.onUnreadable), vector, options.limit);
   }
 
   async listScopes(): Promise<ScopeSummary[]> {

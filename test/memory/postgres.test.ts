@@ -9,6 +9,7 @@ import { scriptedModel } from '../../src/testing.js';
 import { StoreSchemaVersionError } from '../../src/stores/errors.js';
 import { PostgresSessionStore } from '../../src/stores/postgres.js';
 import { describeMemoryConformance } from './conformance.js';
+import { unreadableRowsCostOnlyThemselves } from './unreadable.js';
 
 /**
  * Runs against a real server when DATABASE_URL is set (`eval "$(bash .ci/postgres.sh)"` starts a
@@ -103,6 +104,19 @@ describe.skipIf(!url)('postgres', () => {
       await expect(memoryBackend(store).exportScope('user:alice\ufffd')).resolves.toMatchObject({ working: { content: 'Card ends 4242.' } });
     } finally {
       await memory.close();
+      await store.close();
+    }
+  });
+
+  it('a stored row this version does not read (a text that is not JSON, a document that is no text) costs its own recall, not the run', async () => {
+    const schema = nextSchema();
+    const store = open(schema);
+    try {
+      await unreadableRowsCostOnlyThemselves(store, async () => {
+        await admin.query(`UPDATE "${schema}".memory_entries SET text_json = 'not json' WHERE session_id = 'ada-1' AND position = 0`);
+        await admin.query(`UPDATE "${schema}".memory_working SET content_json = '{"a":1}' WHERE scope = 'user:ada'`);
+      });
+    } finally {
       await store.close();
     }
   });

@@ -13,6 +13,7 @@ import { StoreSchemaVersionError } from '../../src/stores/errors.js';
 import { openSqlite } from '../../src/stores/sqlite-driver.js';
 import { availableSqliteDrivers } from '../stores/fixtures/sqlite-drivers.js';
 import { describeMemoryConformance } from './conformance.js';
+import { unreadableRowsCostOnlyThemselves } from './unreadable.js';
 
 const root = mkdtempSync(join(tmpdir(), 'loopchart-memory-'));
 let files = 0;
@@ -129,6 +130,21 @@ describe('memory on SQLite', () => {
       expect(() => memoryBackend(store)).toThrow(/in-memory SQLite store \(:memory:\) cannot keep memory/);
     } finally {
       void store.close();
+    }
+  });
+
+  it('a stored row this version does not read (a role it does not know, a document that is no text) costs its own recall, not the run', async () => {
+    const path = nextPath();
+    const store = new SqliteSessionStore({ path });
+    try {
+      await unreadableRowsCostOnlyThemselves(store, async () =>
+        raw(path, (db) => {
+          db.prepare("UPDATE memory_entries SET role = 'system' WHERE session_id = 'ada-1' AND position = 0").run();
+          db.prepare("UPDATE memory_working SET content = x'00' WHERE scope = 'user:ada'").run();
+        }),
+      );
+    } finally {
+      await store.close();
     }
   });
 
