@@ -268,6 +268,26 @@ export async function schedule(store: SessionStore, options: ScheduleOptions): P
 }
 
 /**
+ * Refuses an id or agent name that cannot be a key, by the session ids' rule (no control or bidi
+ * character, no lone surrogate): a lone surrogate becomes U+FFFD on its way to PostgreSQL's text,
+ * so `nightly\ud800` would be stored as, and pause or delete, the schedule `nightly\ufffd`.
+ */
+export function checkScheduleKey(name: 'id' | 'agent', value: string): void {
+  const problem = sessionIdProblem(value);
+  if (problem) throw new InvalidScheduleError(`${name}: ${problem}`);
+}
+
+/**
+ * Refuses an id given to find a schedule (pause, resume, delete) that could name another one: a
+ * lone surrogate (see `checkScheduleKey`). Other ids no new schedule may have are looked up as
+ * they are, so a row an earlier version stored under one can still be paused or deleted.
+ */
+function checkScheduleLookup(id: string): void {
+  const surrogate = typeof id === 'string' ? /\p{Cs}/u.exec(id) : null;
+  if (surrogate) throw new InvalidScheduleError(`id: it holds a lone surrogate at index ${surrogate.index} (not well-formed Unicode), which would name another schedule`);
+}
+
+/**
  * The row of a new schedule made at `now` from its checked options: its session id, time zone and
  * cron checked (typed errors), its timing and first due time computed. Shared with the Restate
  * schedule object, which makes it at its journaled `now`.
@@ -275,6 +295,8 @@ export async function schedule(store: SessionStore, options: ScheduleOptions): P
 export function newScheduleRow(given: z.output<typeof ScheduleFieldsSchema>, id: string, now: number): ScheduleRow {
   const sessionProblem = sessionIdProblem(given.session);
   if (sessionProblem) throw new InvalidScheduleError(`session: ${sessionProblem}`);
+  checkScheduleKey('id', id);
+  checkScheduleKey('agent', given.agent);
   if (given.timezone !== undefined && given.cron === undefined) throw new InvalidScheduleError('timezone goes with cron (at and every are instants, in no zone)');
   const timezone = checkTimeZone(given.timezone ?? 'UTC');
   let timing: Timing;
@@ -401,6 +423,7 @@ export function nextAtOnPause(row: ScheduleRow, paused: boolean, now: number): n
 }
 
 async function setPaused(store: SessionStore, id: string, paused: boolean): Promise<ScheduleInfo> {
+  checkScheduleLookup(id);
   return withBackend(store, async (backend) => {
     const row = await backend.get(id);
     if (!row) throw new ScheduleNotFoundError(id);
@@ -422,7 +445,8 @@ async function setPaused(store: SessionStore, id: string, paused: boolean): Prom
  * await deleteSchedule(store, 'nightly-report');
  * ```
  */
-export function deleteSchedule(store: SessionStore, id: string): Promise<void> {
+export async function deleteSchedule(store: SessionStore, id: string): Promise<void> {
+  checkScheduleLookup(id);
   return withBackend(store, async (backend) => {
     if (!(await backend.delete(id))) throw new ScheduleNotFoundError(id);
   });

@@ -180,6 +180,26 @@ export function describeScheduleConformance(name: string, harness: ScheduleHarne
       expect((await listSchedules(store)).map((s) => s.id).sort()).toEqual(['last', 'x']);
     });
 
+    test('an id or agent name that cannot be a key (a lone surrogate, a control or bidi character) is refused: two ids never name one schedule', async ({ bench: { open } }) => {
+      const store = await open();
+      const base = { session: 's', agent: 'quick', input: 'Go.', every: 60_000 };
+      await schedule(store, { ...base, id: 'nightly\ufffd' });
+      // On PostgreSQL a lone surrogate is stored as U+FFFD: 'nightly\ud800' would be the schedule above.
+      for (const id of ['nightly\ud800', 'nightly\udbff', 'a\u001b[2J', 'c\u202egnp', 'd\nfake']) {
+        await expect(schedule(store, { ...base, id, session: 'other' })).rejects.toThrow(/invalid schedule: id: it holds/);
+        await expect(schedule(store, { ...base, id: 'fine', agent: id })).rejects.toThrow(/invalid schedule: agent: it holds/);
+      }
+      // Found by id: a lone surrogate is refused (it would name the schedule above); any other id
+      // is looked up as it is (a row an earlier version stored under it can still be deleted).
+      for (const id of ['nightly\ud800', 'nightly\udbff']) {
+        await expect(pauseSchedule(store, id)).rejects.toThrow(/invalid schedule: id: it holds a lone surrogate/);
+        await expect(resumeSchedule(store, id)).rejects.toThrow(/invalid schedule: id: it holds a lone surrogate/);
+        await expect(deleteSchedule(store, id)).rejects.toThrow(/invalid schedule: id: it holds a lone surrogate/);
+      }
+      await expect(deleteSchedule(store, 'a\u001b[2J')).rejects.toThrow(ScheduleNotFoundError);
+      expect((await listSchedules(store)).map((s) => [s.id, s.paused])).toEqual([['nightly\ufffd', false]]);
+    });
+
     test('a one-off fires once: it starts the session, then continues it on the next schedule; onTick hears each', async ({ bench: { open, started } }) => {
       const store = await open();
       const ticks: ScheduleTick[] = [];
