@@ -1,5 +1,5 @@
 import { guardFeedbackMessage, type GuardrailVerdict } from '../agent/guardrails/guardrails.js';
-import { FINAL_ANSWER_TOOL } from '../agent/structured-output/structured-output.js';
+import { FINAL_ANSWER_TOOL, isOutputFeedback } from '../agent/structured-output/structured-output.js';
 import type { AssistantMessage, Message, ToolMessage, UserMessage } from '../schemas.js';
 import type { TraceEntry, TraceEntryOf } from './trace.js';
 
@@ -49,3 +49,14 @@ export function settleHeldReply(checks: readonly TraceEntryOf<'guardrail'>[], ne
 /** The result a model call's prompt delta shows for a call (not pruned), or undefined. */
 export const shownResult = (prompt: readonly Message[], callId: string): ToolMessage | undefined =>
   prompt.find((message): message is ToolMessage => message.role === 'tool' && message.toolCallId === callId && !message.content.startsWith('[pruned: '));
+
+/**
+ * The feedback the driver sent back with an answer that did not match the output schema
+ * (structured-output.ts, `judgeAnswer`): it steers the feedback in, then feeds the reply, and
+ * the model answers again. Read off the next model call of the run, whose prompt shows it after
+ * the reply; undefined when that call shows none.
+ */
+export function outputFeedbackIn(next: TraceEntry | null, run: number): UserMessage | undefined {
+  if (next?.type !== 'model' || next.run !== run) return undefined;
+  return next.promptDelta.find((message): message is UserMessage => message.role === 'user' && isOutputFeedback(message));
+}

@@ -12,7 +12,7 @@ import { DEFAULT_POLICY, type Message, type Policy, type StateName, type Step, t
 import type { SessionStore } from '../stores/session-store.js';
 import { decodeRow } from './session-row.js';
 import { checkAgainstLog, checkAgainstPrompt, type ContentMismatch, type FedSinceModel } from './replay-content.js';
-import { answerAsText, settleHeldReply, shownResult } from './replay-guard.js';
+import { answerAsText, outputFeedbackIn, settleHeldReply, shownResult } from './replay-guard.js';
 import { finalCallOutcome, finalCallRequestIn, finalReplyAsText, type ReplayedFinalCall } from './replay-final-call.js';
 import { finalCallPolicy } from '../agent/structured-output/structured-output.js';
 import { readSessionTrace, type ReadTraceEntry, type TraceEntry, type TraceEntryOf } from './trace.js';
@@ -281,7 +281,13 @@ class Replay {
     this.held = null;
     const outcome = settleHeldReply(verdicts, next);
     if (outcome.type === 'feedback') this.feed({ type: 'steer', message: outcome.message }, 'the guardrail feedback');
+    // An answer the output schema refused goes back the same way: its feedback steered in first.
+    const refused = outcome.type === 'apply' ? outputFeedbackIn(next, this.run) : undefined;
+    if (refused) this.feed({ type: 'steer', message: refused }, 'the output schema feedback');
     if (outcome.type !== 'stopped') this.feed(event, what);
+    // Refused once more than `outputRetries` allow: the driver ends the run with the failure, not the answer (`settleAnswer`).
+    const failed = outcome.type === 'apply' && next?.type === 'finished' && next.outcome.type === 'Failed' && next.outcome.error.type === 'StructuredOutputError';
+    if (failed && this.brain) this.brain = { value: 'Terminal', context: { ...this.brain.context, outcome: next.outcome } };
   }
 }
 
