@@ -1,6 +1,6 @@
 import type { Readable, Writable } from 'node:stream';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
-import { ErrorCode, type JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
+import { ErrorCode, JSONRPCMessageSchema, RequestIdSchema, type JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
 import { LineReader, oversizedMessageId, type OversizedLine } from '../mcp/line-reader.js';
 import { McpServerOptionsError } from './agents.js';
@@ -68,14 +68,22 @@ class BoundedStdioTransport implements Transport {
 
   #received(line: string): void {
     if (line.trim() === '') return;
-    let message: JSONRPCMessage;
+    let message: unknown;
     try {
-      message = JSON.parse(line) as JSONRPCMessage;
+      message = JSON.parse(line);
     } catch {
       void this.send({ jsonrpc: '2.0', id: null, error: { code: ErrorCode.ParseError, message: 'the message is not JSON' } } as unknown as JSONRPCMessage);
       return;
     }
-    this.onmessage?.(message);
+    const checked = JSONRPCMessageSchema.safeParse(message);
+    if (checked.success) return this.onmessage?.(checked.data);
+    // The SDK drops a message it cannot read, request or not: a request whose id can be read is
+    // answered, or its client waits for its own timeout. Anything else (a malformed response, whose
+    // id is one of the client's own) is only reported.
+    const id = requestIdOf(message);
+    if (id === undefined) return this.onerror?.(new Error('a message that is not a valid JSON-RPC message was dropped'));
+    const error = { code: ErrorCode.InvalidRequest, message: `the request is not a valid JSON-RPC message: ${truncate(z.prettifyError(checked.error), 1_000)}` };
+    void this.send({ jsonrpc: '2.0', id, error } as unknown as JSONRPCMessage);
   }
 
   /** A request over the limit gets an error answer (when its id can be read from its ends); the stream goes on. */
@@ -85,6 +93,15 @@ class BoundedStdioTransport implements Transport {
     void this.send({ jsonrpc: '2.0', id: id ?? null, error } as unknown as JSONRPCMessage);
   }
 }
+
+/** The id of what reads as a request (an object with a method and a string or whole-number id), or undefined. */
+function requestIdOf(message: unknown): string | number | undefined {
+  if (typeof message !== 'object' || message === null || Array.isArray(message) || !('method' in message) || !('id' in message)) return undefined;
+  const id = RequestIdSchema.safeParse(message.id);
+  return id.success ? id.data : undefined;
+}
+
+const truncate = (text: string, max: number): string => (text.length > max ? `${text.slice(0, max)}…` : text);
 
 const StdioSettingsSchema = z.strictObject({
   /** The longest message the client may send, in bytes (default 4 MiB, the SDK's HTTP body limit). */
