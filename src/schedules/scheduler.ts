@@ -398,7 +398,9 @@ class SchedulerLoop implements Scheduler {
           session.send({ type: 'input', message: row.input });
           ran = 1;
         }
-        const settled = await this.#settle(session);
+        // Told whether the run was cancelled here past runTimeoutMs, not by someone else.
+        const timeout = { fired: false };
+        const settled = await this.#settle(session, timeout);
         if (lost) return;
         const ended = Date.now();
         const waits = settled !== null && 'waits' in settled ? settled.waits : null;
@@ -407,7 +409,8 @@ class SchedulerLoop implements Scheduler {
         let nextAt = nextAfter(row.timing, row.timezone, base);
         // A queued tick (due while the run went) fires once, now, not once per tick it missed.
         if (row.overlap === 'queue' && nextAt !== null && nextAt < ended) nextAt = ended;
-        const lastError = waits ?? (outcome?.type === 'Failed' ? `${outcome.error.type}: ${outcome.error.message}` : outcome?.type === 'Sealed' ? outcome.reason : null);
+        const cancelled = outcome?.type === 'Cancelled' && timeout.fired ? `the scheduler cancelled the run past runTimeoutMs (${this.#settings.runTimeoutMs} ms)` : null;
+        const lastError = waits ?? (outcome?.type === 'Failed' ? `${outcome.error.type}: ${outcome.error.message}` : outcome?.type === 'Sealed' ? outcome.reason : cancelled);
         await this.#end(row, due, { nextAt, lastFiredAt: started, lastOutcome: waits !== null ? 'Waiting' : (outcome?.type ?? 'None'), lastError, ran: sent ? 1 : ran });
       } finally {
         await session.close();
@@ -440,8 +443,11 @@ class SchedulerLoop implements Scheduler {
    * no one here answers, so the tick ends there and the run stays stored, waiting, for whoever
    * answers through the session. Throws `LET_GO` when `stop`'s grace is over first.
    */
-  async #settle(session: DurableSession): Promise<AgentOutput | null | RunWaits> {
-    const timer = setTimeout(() => session.send({ type: 'cancel' }), this.#settings.runTimeoutMs);
+  async #settle(session: DurableSession, timeout: { fired: boolean } = { fired: false }): Promise<AgentOutput | null | RunWaits> {
+    const timer = setTimeout(() => {
+      timeout.fired = true;
+      session.send({ type: 'cancel' });
+    }, this.#settings.runTimeoutMs);
     let subscription: { unsubscribe(): void } | undefined;
     const waiting = new Promise<RunWaits>((resolve) => {
       const check = (snapshot: ReturnType<typeof session.actor.getSnapshot>) => {
