@@ -45,12 +45,12 @@ export function quarantine(options: QuarantineOptions): Quarantine {
   const unrecorded = (what: string) => new EvalCaseError(caseId, 'unrecorded', `unrecorded ${what}: a dry run calls nothing, and the recording has no answer for it`);
   const executor: Executor = async <K extends SideEffectKind>(effect: SideEffect<K>, perform: () => Promise<SideEffectOutputs[K]>): Promise<SideEffectOutputs[K]> => {
     if (effect.kind === 'tool') {
-      const { call } = (effect as SideEffect<'tool'>).input;
+      const { call, turn } = (effect as SideEffect<'tool'>).input;
       if (liveTools.has(call.name)) {
         sources.set(call.id, 'live');
         return inner(effect, perform);
       }
-      const recorded = world.toolResult(call);
+      const recorded = world.toolResult(call, run(), turn);
       sources.set(call.id, recorded ? 'recorded' : 'unrecorded');
       return (recorded ?? unrecordedResult(call)) as SideEffectOutputs[K];
     }

@@ -45,15 +45,41 @@ export function unrecordedResult(call: ToolCall): ToolMessage {
   };
 }
 
-export class RecordedWorld {
-  /** Results by call id (a dry run asks with the recorded ids), and by name + args, in order, for a live model's new ids. */
-  readonly #byId = new Map<string, { key: string; result: ToolMessage }>();
-  readonly #byCall = new Map<string, ToolMessage[]>();
+/**
+ * Where a call was made: its run (0-based among the case's runs), its turn and its id. Some models
+ * number their calls per reply (c0 each time): an id alone names a call only within its turn.
+ * A subagent's call, which no reply of the recording shows, has no known turn (`?`).
+ */
+const placeOf = (run: number, turn: number | undefined, id: string) => `${run}:${turn ?? '?'}:${id}`;
+
+type Decision = { approved: boolean; reason?: string | undefined };
+
+/** What the recording gave each time a call was made, by the call's key: the same call again takes the next, the last once they run out. */
+class InOrder<T> {
+  readonly #items = new Map<string, T[]>();
   readonly #used = new Map<string, number>();
+
+  add(key: string, item: T): void {
+    this.#items.set(key, [...(this.#items.get(key) ?? []), item]);
+  }
+
+  next(key: string): T | undefined {
+    const items = this.#items.get(key);
+    if (!items) return undefined;
+    const used = this.#used.get(key) ?? 0;
+    this.#used.set(key, used + 1);
+    return items[Math.min(used, items.length - 1)];
+  }
+}
+
+export class RecordedWorld {
+  /** Results by where the call was made (a dry run asks with the recorded ids), and by name + args, in order, for a live model's new ids. */
+  readonly #byPlace = new Map<string, { key: string; result: ToolMessage }>();
+  readonly #byCall = new InOrder<ToolMessage>();
   readonly #replies = new Map<string, Extract<TraceEntry, { type: 'model' }>>();
-  /** Decisions by call id, with the call they were given for (its key; its digest when the call is a child's, not in the replies). */
-  readonly #approvals = new Map<string, { key: string | undefined; digest: string | undefined; decision: { approved: boolean; reason?: string | undefined } }>();
-  readonly #approvalsByCall = new Map<string, { approved: boolean; reason?: string | undefined }>();
+  /** Decisions by where the call was made, with the call they were given for (its key; its digest when the call is a child's, not in the replies). */
+  readonly #approvals = new Map<string, { key: string | undefined; digest: string | undefined; decision: Decision }>();
+  readonly #approvalsByCall = new InOrder<Decision>();
   readonly #answers: NonNullable<EvalCase['toolResults']>;
   /** Each compaction with the conversation it left: the trace keeps no messages of its own, so they are read off the next model call's prompt. */
   readonly #compactions = new Map<string, { entry: TraceEntryOf<'compaction'>; prompt: Message[] | undefined }>();
@@ -65,7 +91,8 @@ export class RecordedWorld {
     this.#answers = evalCase.toolResults ?? [];
     const trace = evalCase.recording ? lastOfEach(evalCase.recording.trace) : [];
     const runs = new Map<number, number>();
-    const calls = new Map<string, ToolCall>();
+    /** The call each id names at this point of the trace, and the turn that asked for it. */
+    const calls = new Map<string, { call: ToolCall; turn: number }>();
     // Prompts are deltas on the call recorded before, retries included: rebuilt from the whole trace.
     const models = (evalCase.recording?.trace ?? []).filter((entry) => entry.type === 'model');
     const rebuilt = promptsOf(models);
@@ -87,47 +114,45 @@ export class RecordedWorld {
         for (const compaction of waiting) if (compaction.entry.run === entry.run) compaction.prompt = prompts.get(entry);
         waiting = [];
         for (const doubt of answeredInDoubt) {
-          const call = calls.get(doubt.toolCallId);
+          const made = calls.get(doubt.toolCallId);
           const result = doubt.run === entry.run ? shownResult(prompts.get(entry) ?? [], doubt.toolCallId) : undefined;
-          if (call && result) this.#addResult(call, result);
+          if (made && result) this.#addResult(placeOf(runs.get(entry.run) ?? 0, made.turn, made.call.id), made.call, result);
         }
         answeredInDoubt = [];
       }
       if (entry.type === 'model') {
         this.#replies.set(`${runs.get(entry.run) ?? 0}:${entry.turn}`, entry);
-        for (const call of entry.reply?.message.toolCalls ?? []) calls.set(call.id, call);
+        for (const call of entry.reply?.message.toolCalls ?? []) calls.set(call.id, { call, turn: entry.turn });
       }
-      if (entry.type === 'tool' && entry.result) this.#addResult(entry.call, entry.result);
+      if (entry.type === 'tool' && entry.result) this.#addResult(placeOf(runs.get(entry.run) ?? 0, entry.turn, entry.call.id), entry.call, entry.result);
       if (entry.type === 'approval') {
         const decision = { approved: entry.approved, ...(entry.reason !== undefined && { reason: entry.reason }) };
-        const call = calls.get(entry.toolCallId);
-        this.#approvals.set(entry.toolCallId, { key: call && callKey(call.name, call.args), digest: entry.digest, decision });
-        if (call) this.#approvalsByCall.set(callKey(call.name, call.args), decision);
+        const made = calls.get(entry.toolCallId);
+        const key = made && callKey(made.call.name, made.call.args);
+        this.#approvals.set(placeOf(runs.get(entry.run) ?? 0, made?.turn, entry.toolCallId), { key, digest: entry.digest, decision });
+        if (key) this.#approvalsByCall.add(key, decision);
       }
     }
   }
 
-  /** A result the recording shows for a call: by its id, and after the others of the same call. */
-  #addResult(call: ToolCall, result: ToolMessage): void {
+  /** A result the recording shows for a call: where it was made, and after the others of the same call. */
+  #addResult(place: string, call: ToolCall, result: ToolMessage): void {
     const key = callKey(call.name, call.args);
-    this.#byId.set(call.id, { key, result });
-    this.#byCall.set(key, [...(this.#byCall.get(key) ?? []), result]);
+    this.#byPlace.set(place, { key, result });
+    this.#byCall.add(key, result);
   }
 
-  /** The recorded result for a call, under the call's own id; undefined when the recording has none. */
-  toolResult(call: ToolCall): ToolMessage | undefined {
+  /**
+   * The recorded result for a call made in the case's run `run` (0-based) at `turn`, under the
+   * call's own id; undefined when the recording has none.
+   */
+  toolResult(call: ToolCall, run: number, turn: number): ToolMessage | undefined {
     const key = callKey(call.name, call.args);
     // A dry run asks with the recorded ids; the same id for another call (a live model numbers its calls alike) does not count.
-    const byId = this.#byId.get(call.id);
-    let result = byId?.key === key ? byId.result : undefined;
-    if (!result) {
-      // The same call made again takes the next recorded result, the last one once they run out.
-      const results = this.#byCall.get(key);
-      if (!results) return this.#answer(call);
-      const used = this.#used.get(key) ?? 0;
-      result = results[Math.min(used, results.length - 1)]!;
-      this.#used.set(key, used + 1);
-    }
+    const recorded = this.#byPlace.get(placeOf(run, turn, call.id));
+    // The same call made again takes the next recorded result, the last one once they run out.
+    const result = (recorded?.key === key ? recorded.result : undefined) ?? this.#byCall.next(key);
+    if (!result) return this.#answer(call);
     return { ...result, toolCallId: call.id, toolName: call.name };
   }
 
@@ -182,19 +207,20 @@ export class RecordedWorld {
   }
 
   /**
-   * The recorded decision on a call that needed approval: by id when the recorded call of that id
-   * is this one (a live model numbers its calls alike: the same id may name another call), else
-   * by name + args.
+   * The recorded decision on a call that needed approval, made in the case's run `run` (0-based)
+   * at `turn`: by id when the recorded call of that id there is this one (a live model numbers its
+   * calls alike: the same id may name another call), else the next decision on the same name +
+   * args, the last once they run out.
    */
-  approval(call: { id: string; name: string; args: unknown }): { approved: boolean; reason?: string | undefined } | undefined {
+  approval(call: { id: string; name: string; args: unknown }, run: number, turn: number): Decision | undefined {
     const key = callKey(call.name, call.args);
-    const byId = this.#approvals.get(call.id);
-    const same = byId && (byId.key !== undefined ? byId.key === key : byId.digest !== undefined && byId.digest === callDigest(call));
-    return (same ? byId.decision : undefined) ?? this.#approvalsByCall.get(key);
+    const recorded = this.#approvals.get(placeOf(run, turn, call.id)) ?? this.#approvals.get(placeOf(run, undefined, call.id));
+    const same = recorded && (recorded.key !== undefined ? recorded.key === key : recorded.digest !== undefined && recorded.digest === callDigest(call));
+    return (same ? recorded.decision : undefined) ?? this.#approvalsByCall.next(key);
   }
 
   /** Tool names the recording ran. */
   toolNames(): Set<string> {
-    return new Set([...this.#byId.values()].map(({ result }) => result.toolName));
+    return new Set([...this.#byPlace.values()].map(({ result }) => result.toolName));
   }
 }

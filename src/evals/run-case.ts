@@ -154,7 +154,12 @@ export async function runCase(evalCase: EvalCase, agent: EvalAgent, options: Run
     if (options.store && (await store.load(sessionId))) throw new EvalCaseError(caseId, 'run', `session '${sessionId}' already exists in the store: a new run needs a new session id`);
     session = await DurableSession.open({ machine, store, sessionId, ...(evalCase.history && { history: evalCase.history }) });
     stopAnswering = answerWaits(session.actor, {
-      approve: (request) => world.approval({ id: request.toolCallId, name: request.toolName, args: request.args }) ?? { approved: false, reason: 'unrecorded approval: the recording has no decision for this call' },
+      // The request names the session's run from 1: the case's runs are this session's.
+      approve: (request) =>
+        world.approval({ id: request.toolCallId, name: request.toolName, args: request.args }, request.run - 1, request.turn) ?? {
+          approved: false,
+          reason: 'unrecorded approval: the recording has no decision for this call',
+        },
     });
     const deadline = performance.now() + (options.timeoutMs ?? DEFAULT_TIMEOUT_MS);
     for (const prompt of evalCase.input) {

@@ -11,6 +11,7 @@ import { recordCase } from '../../src/evals/record.js';
 import { runCase } from '../../src/evals/run-case.js';
 import { scoreCase } from '../../src/evals/run-eval.js';
 import { outputEquals, toolCalls } from '../../src/evals/scorers.js';
+import type { Model } from '../../src/model.js';
 import { scriptedModel, type ScriptEntry } from '../../src/models/scripted.js';
 import { DurableSession } from '../../src/sessions/durable-session.js';
 import { MemorySessionStore } from '../../src/stores/memory.js';
@@ -80,5 +81,40 @@ describe('the recorded world of a case', () => {
     const same = await runCase(evalCase, asking('A'));
     expect(same.toolCalls).toEqual([expect.objectContaining({ source: 'recorded', isError: false, content: expect.stringContaining(order('A')) })]);
     expect(calls.lookup).toBe(0);
+  });
+
+  it('a model that numbers its calls per reply (c0 each time): each call takes the result and the approval recorded for it, in its own run and turn', async () => {
+    const store = new MemorySessionStore();
+    /** Refunds A1 at the start of every run, always as call c0, then says what it read. */
+    const perReply: Model = {
+      name: 'per-reply-ids',
+      async generate(request) {
+        const sinceUser = request.messages.slice(request.messages.findLastIndex((m) => m.role === 'user'));
+        const read = request.messages.filter((m) => m.role === 'tool').map((m) => m.content);
+        if (!sinceUser.some((m) => m.role === 'tool')) return { message: { role: 'assistant', content: '', toolCalls: [{ id: 'c0', name: 'refund', args: { order: 'A1' } }] }, finishReason: 'tool-calls' };
+        return { message: { role: 'assistant', content: `read ${read.join(' / ')}` }, finishReason: 'stop' };
+      },
+    };
+    let runs = 0;
+    const counting = defineTool({ name: 'refund', description: 'Refunds an order.', input: z.object({ order: z.string() }), needsApproval: true, execute: ({ order }) => `refund ${++runs} of ${order}` });
+    const config = (): AgentConfig => ({ model: perReply, tools: [counting] });
+    const session = await DurableSession.open({ machine: createAgentMachine(config()), store, sessionId: 'twice' });
+    // The first two runs' refunds are approved, the third run's (the same call, the same id each time) denied.
+    let asked = 0;
+    session.actor.on('approval.requested', ({ requests }) => {
+      for (const request of requests) session.send({ type: ++asked < 3 ? 'approve' : 'deny', toolCallId: request.toolCallId, digest: request.digest });
+    });
+    for (const prompt of ['Refund A1.', 'Refund A1 again.', 'And once more.']) {
+      session.send({ type: 'input', message: prompt });
+      await session.whenIdle();
+    }
+    await session.close();
+    const evalCase = await recordCase(store, 'twice');
+    runs = 0;
+    const run = await runCase(evalCase, config(), { model: 'recorded' });
+    expect(run.difference).toBeNull();
+    expect(run.decisions.filter((d) => d.kind === 'approval' && d.what.startsWith('approval')).map((d) => d.what)).toEqual(['approval granted', 'approval granted', 'approval denied']);
+    expect(run.toolCalls.map((call) => call.content)).toEqual(['refund 1 of A1', 'refund 2 of A1']);
+    expect(runs).toBe(0);
   });
 });
