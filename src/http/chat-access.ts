@@ -77,7 +77,7 @@ export type ChatKeyMapper = (request: Request, chatId: string) => string | Promi
  * belongs to, see `agentMemory` in `loopchart/memory`), for example the signed-in user's id. A new
  * chat's session is stored with it; every later request's is checked against the chat's, and a
  * chat of another scope answers as one that does not exist (404). It must return a scope (1 to 200
- * characters, no control characters); sync or async, within `authorizeTimeoutMs`.
+ * characters, no control characters, no lone surrogate); sync or async, within `authorizeTimeoutMs`.
  *
  * @example
  * ```ts

@@ -14,6 +14,7 @@ import { runCall, type ApprovalAnswer, type CallEnd, type CallPlan, type Questio
 import { CallerSchema, CallerSessions, notThisCallers } from './caller-sessions.js';
 import { HeldSessions, within, type Hold } from './held-sessions.js';
 import { callResult, stillRunningResult } from './result.js';
+import { quoted, visibleText } from './shown.js';
 
 /** The JSON-RPC error code of a call refused because the server runs as many calls as it may. */
 export const SERVER_BUSY_CODE = -32_091;
@@ -85,7 +86,7 @@ export interface McpServerOptions extends McpServerSettings {
  * ```
  */
 export interface McpConnectOptions {
-  /** 1 to 200 characters, no control characters. */
+  /** 1 to 200 characters, no control characters, no lone surrogate (the memory scope's rule). */
   caller?: string | undefined;
 }
 
@@ -234,12 +235,12 @@ class AgentServer implements AgentMcpServer {
     const started = Date.now();
     const params = parseParams(given);
     const served = this.#agents.get(params.name);
-    if (!served) throw new McpError(ErrorCode.InvalidParams, `unknown tool '${params.name}': this server has ${[...this.#agents.keys()].join(', ')}`);
+    if (!served) throw new McpError(ErrorCode.InvalidParams, `unknown tool ${quoted(params.name, 100)}: this server has ${[...this.#agents.keys()].join(', ')}`);
     const args = params.arguments ?? {};
     const bytes = Buffer.byteLength(JSON.stringify(args));
     if (bytes > this.#settings.maxArgumentBytes) throw new McpError(ErrorCode.InvalidParams, `the arguments are ${bytes} bytes of JSON, over the limit of ${this.#settings.maxArgumentBytes}`);
     const checked = served.input.safeParse(args);
-    if (!checked.success) throw new McpError(ErrorCode.InvalidParams, `the arguments do not match the input schema of '${served.name}': ${z.prettifyError(checked.error)}`);
+    if (!checked.success) throw new McpError(ErrorCode.InvalidParams, `the arguments do not match the input schema of '${served.name}': ${visibleText(z.prettifyError(checked.error), 2_000)}`);
     const prompt = promptOf(served, checked.data);
     const { sessionId, repeat, named } = sessions.sessionOf(served.name, params._meta);
     // Before any wait: this call is already counted in #calls once it waits.
