@@ -31,8 +31,9 @@ options:
                     (nothing is called)
   --live-tools A,B  these tools run for real; every other call is answered from the recording
   --concurrency N   cases run at once (default 4)
-  --results FILE    each finished case is appended here; a rerun skips the cases it holds
-                    that ran, and runs the others again (default DATASET/.results.jsonl;
+  --results FILE    each finished case is appended here, so an interrupted evaluation
+                    resumes: a rerun skips the cases it holds that ran; after one that ran
+                    to its end the file starts over (default DATASET/.results.jsonl;
                     --fresh starts over)
   --format F        table (default), json or junit
   -o, --out FILE    write the report there (the table still goes to stdout)

@@ -1,8 +1,9 @@
-import { appendFile, mkdir, readFile } from 'node:fs/promises';
+import { createHash } from 'node:crypto';
+import { appendFile, mkdir, readFile, writeFile } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { z } from 'zod';
 import { LoopchartError } from '../errors.js';
-import { loadDataset, type Dataset, type EvalCase } from './dataset.js';
+import { caseJson, loadDataset, type Dataset, type EvalCase } from './dataset.js';
 import { DatasetError, EvalCaseError, ScorerError } from './errors.js';
 import { RunEvalOptionsSchema, checkOptions } from './options.js';
 import { runCase, type CaseRun, type EvalAgent, type RunCaseOptions } from './run-case.js';
@@ -66,9 +67,11 @@ export interface RunEvalOptions extends Omit<RunCaseOptions, 'allowMissingTools'
   /** Cases run at once (default 4). */
   concurrency?: number | undefined;
   /**
-   * A JSONL file each finished case is appended to as it finishes; cases that ran and are in it
-   * are not run again (an interrupted evaluation resumes), a case stored as not run (its typed
-   * error) runs again. Delete it to start over.
+   * A JSONL file each finished case is appended to as it finishes, so an interrupted evaluation
+   * resumes: the cases that ran and are in it are not run again, unless their case file changed
+   * since; a case stored as not run (its typed error) runs again. An evaluation that runs to its
+   * end says so on the file's last line, and the next one starts the file over (its agent may
+   * have changed: the stored runs are not its). Delete it to start over.
    */
   resultsFile?: string | undefined;
   /** Cases that may fail before the gate fails (default 0). */
@@ -84,8 +87,21 @@ export interface RunEvalOptions extends Omit<RunCaseOptions, 'allowMissingTools'
 
 const DEFAULT_SCORER_TIMEOUT_MS = 30_000;
 
-/** A results-file line, read back loosely: only what a resumed evaluation needs is checked. */
-const StoredResultSchema = z.looseObject({ caseId: z.string(), scores: z.record(z.string(), z.looseObject({ score: z.number().nullable(), pass: z.boolean() })) });
+/**
+ * A results-file line, read back loosely: only what a resumed evaluation needs is checked, and
+ * the digest of the case file it was run from (a case changed since runs again).
+ */
+const StoredResultSchema = z.looseObject({
+  caseId: z.string(),
+  caseDigest: z.string(),
+  scores: z.record(z.string(), z.looseObject({ score: z.number().nullable(), pass: z.boolean() })),
+});
+
+/** The last line of a results file whose evaluation ran to its end: the next evaluation starts the file over. */
+const FinishedLineSchema = z.object({ finished: z.literal(true) });
+
+/** What a case's result was run from: its file's content, as `saveCases` writes it. */
+const caseDigest = (evalCase: EvalCase): string => createHash('sha256').update(caseJson(evalCase)).digest('hex');
 
 /**
  * Runs every case of a dataset against an agent (see `runCase`: a new session per case, tools
@@ -113,14 +129,14 @@ export async function runEval(options: RunEvalOptions): Promise<EvalReport> {
     if (names.has(s.name)) throw new ScorerError('(all)', s.name, 'two scorers have this name: give one another name');
     names.add(s.name);
   }
-  const previous = options.resultsFile ? await readResults(options.resultsFile) : new Map<string, CaseResult>();
+  const previous = options.resultsFile ? await readResults(options.resultsFile) : new Map<string, StoredResult>();
   const total = dataset.cases.length + dataset.problems.length;
   let done = 0;
   const progress = (caseId: string, status: EvalProgress['status'], ms: number) => options.onProgress?.({ done: ++done, total, caseId, status, ms });
-  const record = async (result: CaseResult) => {
+  const record = async (result: CaseResult, evalCase: EvalCase) => {
     if (!options.resultsFile) return;
     await mkdir(dirname(options.resultsFile), { recursive: true });
-    await appendFile(options.resultsFile, `${JSON.stringify(result)}\n`);
+    await appendFile(options.resultsFile, `${JSON.stringify({ ...result, caseDigest: caseDigest(evalCase) })}\n`);
   };
 
   const results = new Map<string, CaseResult>();
@@ -132,18 +148,20 @@ export async function runEval(options: RunEvalOptions): Promise<EvalReport> {
     results.set(caseId, failed(caseId, problem, 'dataset', scorers));
     progress(caseId, 'error', 0);
   }
-  // A stored case that did not run runs again: what stopped it (an agent, a tool, a deadline) may be fixed since.
-  const kept = (caseId: string) => {
-    const stored = previous.get(caseId);
-    return stored && !stored.error ? stored : undefined;
+  // A stored case that did not run runs again: what stopped it (an agent, a tool, a deadline) may
+  // be fixed since; so does one whose file changed since it ran.
+  const kept = (evalCase: EvalCase): CaseResult | undefined => {
+    const stored = previous.get(evalCase.id);
+    if (!stored || stored.result.error || stored.caseDigest !== caseDigest(evalCase)) return undefined;
+    return stored.result;
   };
   const queue = dataset.cases.filter((evalCase) => {
-    const stored = kept(evalCase.id);
+    const stored = kept(evalCase);
     if (!stored) return true;
     results.set(evalCase.id, stored);
+    progress(evalCase.id, 'skipped', 0);
     return false;
   });
-  for (const evalCase of dataset.cases) if (kept(evalCase.id)) progress(evalCase.id, 'skipped', 0);
   // Scores of stored cases for scorers added since: computed from the stored run.
   for (const [caseId, result] of results) {
     const evalCase = dataset.cases.find((c) => c.id === caseId);
@@ -164,11 +182,12 @@ export async function runEval(options: RunEvalOptions): Promise<EvalReport> {
         result = failed(evalCase.id, error, 'run', scorers);
       }
       results.set(evalCase.id, result);
-      await record(result);
+      await record(result, evalCase);
       progress(evalCase.id, result.error ? 'error' : 'ok', performance.now() - t0);
     }
   };
   await Promise.all(Array.from({ length: Math.max(1, Math.min(options.concurrency ?? 4, queue.length)) }, worker));
+  if (options.resultsFile) await appendFile(options.resultsFile, `${JSON.stringify({ finished: true })}\n`);
 
   const ordered = [...dataset.problems.map(problemKey), ...dataset.cases.map((c) => c.id)].map((id) => results.get(id)!);
   return summarizeReport(ordered, scorers, options.maxFailedCases ?? 0, performance.now() - started);
@@ -252,8 +271,19 @@ export function summarizeReport(cases: CaseResult[], scorers: readonly Scorer[],
   return { cases, scorers: summaries, failedCases, gateFailures, passed: gateFailures.length === 0, ms };
 }
 
-/** The results file of an earlier, interrupted evaluation: finished cases by id (a torn last line is ignored). */
-async function readResults(file: string): Promise<Map<string, CaseResult>> {
+/** A case's stored result and the digest of the case file it was run from. */
+interface StoredResult {
+  result: CaseResult;
+  caseDigest: string;
+}
+
+/**
+ * The results file of an earlier, interrupted evaluation: finished cases by id (a torn last line
+ * is ignored). One whose evaluation ran to its end (its last line says so) is started over, empty:
+ * the agent, its model or its prompts may have changed since, and its runs would be reported as
+ * the new agent's.
+ */
+async function readResults(file: string): Promise<Map<string, StoredResult>> {
   let text: string;
   try {
     text = await readFile(file, 'utf8');
@@ -261,15 +291,27 @@ async function readResults(file: string): Promise<Map<string, CaseResult>> {
     if ((error as { code?: unknown }).code === 'ENOENT') return new Map();
     throw error;
   }
-  const results = new Map<string, CaseResult>();
-  for (const line of text.split('\n')) {
-    if (!line.trim()) continue;
-    try {
-      const parsed = StoredResultSchema.safeParse(JSON.parse(line));
-      if (parsed.success) results.set(parsed.data.caseId, parsed.data as unknown as CaseResult);
-    } catch {
-      // A line cut by the interruption: that case runs again.
-    }
+  const lines = text.split('\n').filter((line) => line.trim());
+  if (lines.length > 0 && FinishedLineSchema.safeParse(parsedLine(lines.at(-1)!)).success) {
+    await writeFile(file, '');
+    return new Map();
+  }
+  const results = new Map<string, StoredResult>();
+  for (const line of lines) {
+    // A line cut by the interruption (not JSON) or of another shape: that case runs again.
+    const parsed = StoredResultSchema.safeParse(parsedLine(line));
+    if (!parsed.success) continue;
+    const { caseDigest: digest, ...result } = parsed.data;
+    results.set(parsed.data.caseId, { result: result as unknown as CaseResult, caseDigest: digest });
   }
   return results;
+}
+
+/** A line's JSON, or undefined when it is not JSON. */
+function parsedLine(line: string): unknown {
+  try {
+    return JSON.parse(line);
+  } catch {
+    return undefined;
+  }
 }

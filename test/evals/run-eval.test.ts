@@ -69,7 +69,9 @@ describe('runEval', () => {
     expect(most).toBe(2);
     expect(first.cases.find((c) => c.caseId === 'hand')!.run!.toolCalls).toEqual([{ name: 'lookup', args: { order: 'A1' }, content: '{"status":"lost"}', isError: false, source: 'recorded' }]);
     expect(progress).toHaveLength(6);
-    expect(readFileSync(resultsFile, 'utf8').trim().split('\n')).toHaveLength(5);
+    // A line per case that ran, then the line that says the evaluation ran to its end.
+    expect(readFileSync(resultsFile, 'utf8').trim().split('\n')).toHaveLength(6);
+    expect(readFileSync(resultsFile, 'utf8').trim().split('\n').at(-1)).toBe('{"finished":true}');
     // Interrupted after three cases: keep only the first three lines, and a torn fourth.
     const lines = readFileSync(resultsFile, 'utf8').trim().split('\n');
     writeFileSync(resultsFile, `${lines.slice(0, 3).join('\n')}\n${lines[3]!.slice(0, 20)}`);
