@@ -66,9 +66,16 @@ const EVAL_ARGS = {
 
 const parse = (argv: string[]) => parseCommandArgs(argv, EVAL_ARGS);
 
-const wholeNumber = (name: string, text: string | undefined, fallback: number, min = 0): number => {
+/** The longest delay a Node timer keeps (a longer one fires at once): the most `--timeout` may be. */
+const MAX_TIMEOUT_MS = 2_147_483_647;
+
+/**
+ * A flag's whole number from `min` to `max`; anything else is bad usage (exit 2), never an
+ * option error from the evaluation (exit 1, which reads as a failed gate).
+ */
+const wholeNumber = (name: string, text: string | undefined, fallback: number, min = 0, max = Number.MAX_SAFE_INTEGER, unit = ''): number => {
   if (text === undefined) return fallback;
-  if (!/^\d+$/.test(text) || Number(text) < min) throw new UsageError(`${name} must be a whole number${min ? ` from ${min}` : ''}, got '${text}'`);
+  if (!/^\d+$/.test(text) || Number(text) < min || Number(text) > max) throw new UsageError(`${name} must be a whole number from ${min} to ${max}${unit}, got '${text}'`);
   return Number(text);
 };
 
@@ -101,7 +108,7 @@ export async function evalCommand(argv: string[], io: Io): Promise<number> {
       model: values['dry-run'] ? 'recorded' : 'live',
       liveTools: values['live-tools'] ? values['live-tools'].split(',').map((name) => name.trim()).filter(Boolean) : [],
       concurrency: wholeNumber('--concurrency', values.concurrency, 4, 1),
-      timeoutMs: wholeNumber('--timeout', values.timeout, 120_000, 1),
+      timeoutMs: wholeNumber('--timeout', values.timeout, 120_000, 1, MAX_TIMEOUT_MS, ' (ms)'),
       maxFailedCases: wholeNumber('--max-failed', values['max-failed'], 0),
       resultsFile,
       onProgress: ({ done, total, caseId, status, ms }) => io.err(`[${done}/${total}] ${escapeLine(caseId)} ${status}${status === 'skipped' ? ' (in the results file)' : ` ${Math.round(ms)} ms`}`),

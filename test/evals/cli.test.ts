@@ -39,4 +39,16 @@ describe('loopchart eval', () => {
     expect(text).not.toMatch(UNSAFE);
     expect(err.join('\n')).not.toMatch(UNSAFE);
   });
+
+  it.each([
+    ['--timeout', '3000000000', "--timeout must be a whole number from 1 to 2147483647 (ms), got '3000000000'"],
+    ['--concurrency', '99999999999999999999', "--concurrency must be a whole number from 1 to 9007199254740991, got '99999999999999999999'"],
+    ['--max-failed', '99999999999999999999', "--max-failed must be a whole number from 0 to 9007199254740991, got '99999999999999999999'"],
+  ])('a flag out of range (%s %s) is bad usage, exit 2, before any case runs: not a failed gate', async (flag, value, message) => {
+    const err: string[] = [];
+    const out: string[] = [];
+    const code = await main(['eval', join(dir, 'none'), '--agent', join(dir, 'agent.ts'), flag, value], { out: (line) => out.push(line), err: (line) => err.push(line) });
+    expect(err.join('\n')).toContain(message);
+    expect(code).toBe(2);
+  });
 });
