@@ -18,7 +18,7 @@ import { AllowedOriginSchema, contentTypeProblem, crossSiteProblem } from './cro
 import { FetchSink } from './fetch-sink.js';
 import { chatAsk, readJsonBody, type ApprovalAnswer } from './request.js';
 import { chatRoute, subagentSessionProblem } from './route.js';
-import { SubagentTree } from './subagent-tree.js';
+import { SubagentTree } from '../agent/hosts/subagent-tree.js';
 import { RESERVED_OPERATIONS, RunChunker, type Audience } from './ui-chunks.js';
 import { toUIMessages } from './ui-messages.js';
 import { NOT_RUN_AGAIN, type Answer, type Answers } from './denials.js';

@@ -10,7 +10,7 @@ import { SessionBusyError, type StoreError } from '../stores/errors.js';
 import type { SessionStore } from '../stores/session-store.js';
 import type { Claim, ScheduleBackend, ScheduleRow, TickEnd } from './row.js';
 import { nextAfter, scheduleBackend } from './schedules.js';
-import { runWaitsFor } from './run-wait.js';
+import { RunWatch } from './run-wait.js';
 import { tickInputSent } from './tick-evidence.js';
 
 /**
@@ -378,7 +378,8 @@ class SchedulerLoop implements Scheduler {
         await this.#end(row, due, { nextAt: nextAfter(row.timing, row.timezone, started), lastFiredAt: row.lastFiredAt, lastOutcome: 'Missed', lastError: null, ran: 0 });
         return;
       }
-      const session = await DurableSession.open({ machine: this.#agents.get(row.agent)!, store: this.#store, sessionId: row.sessionId });
+      const watch = new RunWatch(row.sessionId);
+      const session = await DurableSession.open({ machine: this.#agents.get(row.agent)!, store: this.#store, sessionId: row.sessionId, attach: watch.attach });
       try {
         let ran = 0;
         // A tick taken over (its scheduler died, or gave it back): its input was sent if the run it started is in the session.
@@ -388,7 +389,7 @@ class SchedulerLoop implements Scheduler {
             // The session's last run still goes (resumed here): this tick overlaps it. A run that
             // waits for someone ends only when they answer: a queued tick is skipped too, its
             // input not put behind a question no one here answers.
-            const before = row.overlap === 'skip' ? { waits: runWaitsFor(session.actor.getSnapshot()) ?? 'the last run was still going' } : await this.#settle(session);
+            const before = row.overlap === 'skip' ? { waits: watch.waits() ?? 'the last run was still going' } : await this.#settle(session, watch);
             if (before !== null && 'waits' in before) {
               await this.#end(row, due, { nextAt: nextAfter(row.timing, row.timezone, Math.max(due, Date.now())), lastFiredAt: row.lastFiredAt, lastOutcome: 'Skipped', lastError: before.waits, ran: 0 });
               return;
@@ -400,7 +401,7 @@ class SchedulerLoop implements Scheduler {
         }
         // Told whether the run was cancelled here past runTimeoutMs, not by someone else.
         const timeout = { fired: false };
-        const settled = await this.#settle(session, timeout);
+        const settled = await this.#settle(session, watch, timeout);
         if (lost) return;
         const ended = Date.now();
         const waits = settled !== null && 'waits' in settled ? settled.waits : null;
@@ -413,6 +414,7 @@ class SchedulerLoop implements Scheduler {
         const lastError = waits ?? (outcome?.type === 'Failed' ? `${outcome.error.type}: ${outcome.error.message}` : outcome?.type === 'Sealed' ? outcome.reason : cancelled);
         await this.#end(row, due, { nextAt, lastFiredAt: started, lastOutcome: waits !== null ? 'Waiting' : (outcome?.type ?? 'None'), lastError, ran: sent ? 1 : ran });
       } finally {
+        watch.stop();
         await session.close();
       }
     } catch (error) {
@@ -439,33 +441,26 @@ class SchedulerLoop implements Scheduler {
 
   /**
    * The run in flight to its end, cancelled past `runTimeoutMs`, or to the moment it waits for
-   * someone outside it (an approval, a call in doubt, a budget raise, an operation's resume):
+   * someone outside it, itself or the subagents its calls wait on (an approval, a call in doubt,
+   * a budget raise, an operation's resume):
    * no one here answers, so the tick ends there and the run stays stored, waiting, for whoever
    * answers through the session. Throws `LET_GO` when `stop`'s grace is over first.
    */
-  async #settle(session: DurableSession, timeout: { fired: boolean } = { fired: false }): Promise<AgentOutput | null | RunWaits> {
+  async #settle(session: DurableSession, watch: RunWatch, timeout: { fired: boolean } = { fired: false }): Promise<AgentOutput | null | RunWaits> {
     const timer = setTimeout(() => {
       timeout.fired = true;
       session.send({ type: 'cancel' });
     }, this.#settings.runTimeoutMs);
-    let subscription: { unsubscribe(): void } | undefined;
-    const waiting = new Promise<RunWaits>((resolve) => {
-      const check = (snapshot: ReturnType<typeof session.actor.getSnapshot>) => {
-        const waits = runWaitsFor(snapshot);
-        if (waits !== null) resolve({ waits });
-      };
-      subscription = session.actor.subscribe(check);
-      check(session.actor.getSnapshot());
-    });
+    const waiting = watch.until();
     try {
-      const ended = await Promise.race([session.whenIdle(), waiting, this.#letGo]);
+      const ended = await Promise.race([session.whenIdle(), waiting.waiting.then((waits) => ({ waits })), this.#letGo]);
       if (ended === LET_GO) throw LET_GO;
       // Stored where it waits before the lease is given back: the next holder reads it so.
       if (ended !== null && 'waits' in ended) await session.flush();
       return ended;
     } finally {
       clearTimeout(timer);
-      subscription?.unsubscribe();
+      waiting.stop();
     }
   }
 

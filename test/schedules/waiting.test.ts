@@ -1,5 +1,5 @@
 /**
- * A scheduled run that stops to wait for someone (an approval, a budget raise) on a real SQLite
+ * A scheduled run that stops to wait for someone (an approval, its subagent's, a budget raise) on a real SQLite
  * file: the tick ends there (`Waiting`, what it waits for in `lastError`), its session stored
  * where it is and its lease given back; the next ticks do not pile input onto the waiting run;
  * the answer is given later through a `DurableSession`, and the schedule goes on.
@@ -11,6 +11,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { createAgentMachine } from '../../machines/agent.machine.js';
 import type { ApprovalRequest } from '../../src/agent/approvals/approval-binding.js';
+import { agentTool } from '../../src/agent/subagents/agent-tool.js';
 import { scriptedModel } from '../../src/models/scripted.js';
 import { listSchedules, schedule, startScheduler, type ScheduleTick } from '../../src/schedules.js';
 import { DurableSession } from '../../src/sessions/durable-session.js';
@@ -82,6 +83,42 @@ describe('a scheduled run that waits for someone', () => {
       expect((await store.load('ops'))!.messages.at(-1)!.content).toBe('Nothing to refund.');
     } finally {
       await next.stop();
+      await store.close();
+    }
+  }, 30_000);
+
+  it("whose subagent waits for an approval: the tick ends Waiting too; the approval is given later through the parent's session", async () => {
+    const store = new SqliteSessionStore({ path: join(root, 'subagent.db') });
+    let published = 0;
+    const publish = defineTool({ name: 'publish', description: 'publishes', input: z.object({ text: z.string() }), needsApproval: true, execute: ({ text }) => (published++, `published: ${text}`) });
+    const coordinator = () => {
+      const writer = createAgentMachine({ model: scriptedModel([{ toolCalls: [{ id: 'p1', name: 'publish', args: { text: 'Tea at 4.' } }] }, { text: 'Published.' }]), tools: [publish] });
+      return createAgentMachine({
+        model: scriptedModel([{ toolCalls: [{ id: 'c1', name: 'writer', args: { task: 'Announce tea.' } }] }, { text: 'The writer published it.' }]),
+        tools: [agentTool({ agent: writer, name: 'writer', description: 'Writes and publishes notes.' })],
+      });
+    };
+    const ticks: ScheduleTick[] = [];
+    const scheduler = await startScheduler({ store, agents: { coordinator: coordinator() }, leaseMs: 1_000, onTick: (tick) => ticks.push(tick) });
+    try {
+      await schedule(store, { id: 'tea', session: 'team', agent: 'coordinator', input: 'Tell everyone about tea.', at: Date.now() });
+      scheduler.wake();
+      expect(await tickWhere(ticks, () => true)).toMatchObject({ outcome: 'Waiting', error: expect.stringMatching(/subagent of call c1: the run waits for an approval of call\(s\) p1/) });
+      expect((await listSchedules(store))[0]).toMatchObject({ lastOutcome: 'Waiting', runs: 1, firingBy: null });
+    } finally {
+      await scheduler.stop({ graceMs: 200 });
+    }
+    let ask!: (request: ApprovalRequest) => void;
+    const asked = new Promise<ApprovalRequest>((resolve) => (ask = resolve));
+    const session = await DurableSession.open({ machine: coordinator(), store, sessionId: 'team', attach: (actor) => void actor.on('approval.requested', (e) => ask(e.requests[0]!)) });
+    try {
+      const request = await asked;
+      expect(request.toolCallId).toBe('c1/p1');
+      await session.decide(request, { approved: true, by: 'ana' });
+      expect((await session.whenIdle())?.outcome).toEqual({ type: 'Completed', finalText: 'The writer published it.' });
+      expect(published).toBe(1);
+    } finally {
+      await session.close();
       await store.close();
     }
   }, 30_000);

@@ -1,17 +1,17 @@
 import { matchesState, type AnyActorRef, type StateValue, type Subscription } from 'xstate';
-import type { AgentActor } from '../../machines/agent.machine.js';
-import type { AgentContext } from '../agent/core/context.js';
-import type { AgentEmitted } from '../agent/protocol/actor-types.js';
-import { waitsForSomeone } from '../agent/hosts/waiting.js';
+import type { AgentActor } from '../../../machines/agent.machine.js';
+import type { AgentContext } from '../core/context.js';
+import type { AgentEmitted } from '../protocol/actor-types.js';
+import { waitsForSomeone } from './waiting.js';
 
 /**
- * The subagents of one chat's session as the chat handler follows them: every child run an agent
- * tool starts (and their own children) joins its parent's actor system, so the system's
- * inspection names each new actor; an agent's actor is known by its session id
+ * The subagents of one session as a host follows them (the chat handler, a scheduler's tick):
+ * every child run an agent tool starts (and their own children) joins its parent's actor system,
+ * so the system's inspection names each new actor; an agent's actor is known by its session id
  * (`<chat>/run-1:turn-1:c1/run-1:turn-2:c2`), which gives the id its parent shows its calls
- * under (`c1/c2`). The tree tells which calls of each session run, so the handler knows when
- * every running call is a child that waits for someone: then the response ends, as it does
- * when the parent itself waits.
+ * under (`c1/c2`). The tree tells which calls of each session run, so the host knows when
+ * every running call is a child that waits for someone: then a chat's response ends, and a
+ * scheduler's tick, as they do when the parent itself waits.
  */
 
 interface Node {
@@ -135,6 +135,22 @@ export class SubagentTree {
       return !approvals.waiting.some((id) => !Object.hasOwn(approvals.decisions, id)) && !(doubt?.waiting.length ?? 0);
     };
     return walk(this.#root) ? paused : [];
+  }
+
+  /**
+   * The sessions that wait for someone when the session does (see `waits`): itself, or each child
+   * (by the id its calls show under) its running calls wait on. Empty when it does not wait.
+   */
+  waiting(): { via: string; snapshot: { value: unknown; context: AgentContext } }[] {
+    if (!this.waits()) return [];
+    const found: { via: string; snapshot: { value: unknown; context: AgentContext } }[] = [];
+    const walk = (node: Node) => {
+      const snapshot = node.actor.getSnapshot();
+      if (waitsForSomeone(snapshot)) return void found.push({ via: node.via, snapshot });
+      for (const id of node.running) walk(this.#nodes.get(node.via ? `${node.via}/${id}` : id)!);
+    };
+    walk(this.#root);
+    return found;
   }
 
   /** Whether the session waits for someone: itself, or every call it runs is a child that waits. */
