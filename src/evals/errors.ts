@@ -32,9 +32,9 @@ export type EvalCaseProblem =
   /** The agent (its module, or the function giving the case's config) could not be had. */
   | 'agent'
   /**
-   * A dry run met an effect the recording has no answer for: a compaction or guardrail it does
-   * not record (this fails the run, whose decisions still diff), or a tool source listing or
-   * operation hook, which no recording holds (this fails the case).
+   * A dry run met an effect the recording has no answer for, a compaction or guardrail it does
+   * not record: the run fails with this error (its outcome names it) and its decisions still diff.
+   * A tool source's listing and an operation hook, which no recording holds, run as they are.
    */
   | 'unrecorded'
   /** The run itself broke (its session failed, or it did not finish within the case's time). */

@@ -44,8 +44,8 @@ export async function expectToPass(evalCase: EvalCase, run: CaseRun, scorers: re
  * fed through the new config's brain and driver (its tools quarantined, its model, compactions
  * and guardrails answered from the recording: nothing is called), and the first decision that
  * differs, with the rule on each side. A tool the agent no longer has shows as a difference (what
- * it is offered), not an error; an agent with tool sources or operation hooks, which no recording
- * answers, is an `EvalCaseError` (problem `unrecorded`).
+ * it is offered), not an error. A tool source's listing and an operation hook, which no recording
+ * holds, run as they are (the agent's own code; the listed tools' calls are quarantined).
  *
  * @example
  * ```ts

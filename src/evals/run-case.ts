@@ -29,8 +29,9 @@ export interface RunCaseOptions {
    * (see `quarantine`): each model call answered with the recording's reply of the same run and
    * turn (a call it has none for fails the run with a ModelError saying so), each compaction and
    * guardrail with the recorded one (none recorded: the run fails with an `unrecorded …` error
-   * naming it); an agent with tool sources or operation hooks cannot be dry-run (`EvalCaseError`,
-   * problem `unrecorded`). The agent's tool policies and approval rules run: they are its decisions.
+   * naming it). The agent's tool policies and approval rules run: they are its decisions; so do a
+   * tool source's listing and an operation hook, which no recording holds (the listing's calls are
+   * still answered from the recording).
    */
   model?: 'live' | 'recorded' | undefined;
   /** Tools that run for real; every other call is answered from the recording (quarantined). */
