@@ -51,6 +51,12 @@ export class CallerSessions {
     this.#tag = createHash('sha256').update(JSON.stringify(['caller', this.scope])).digest('hex').slice(0, 24);
   }
 
+  /** Whether `sessionId`, a name in the server's namespace, is under this caller's tag (of any tool). */
+  #owns(sessionId: string): boolean {
+    const [, tool, tag] = sessionId.split('/', 3);
+    return tool !== undefined && tool.length > 0 && tag === this.#tag;
+  }
+
   /** The session of a call to `tool` with this `_meta` (see the class); a malformed `_meta` is `InvalidParams`. */
   sessionOf(tool: string, meta: unknown): CallSession {
     const parsed = CallMetaSchema.safeParse(meta ?? {});
@@ -60,6 +66,10 @@ export class CallerSessions {
     if (named !== undefined) {
       const problem = sessionIdProblem(named) ?? (isChildSessionId(named) ? "it is a subagent's session, driven by its parent's call" : null);
       if (problem) throw new McpError(ErrorCode.InvalidParams, `_meta['${SESSION_ID_META}'] is not a session id a call may name: ${problem}`);
+      // The server's own names are a caller's only under its own tag: a tag is a hash of a caller
+      // name (guessable) and a key often is too, so a name made in another's namespace would take
+      // the session that caller's key names before that caller's first call does.
+      if (named.startsWith(SERVER_NAMESPACE) && !this.#owns(named)) throw notThisCallers(tool);
       return { sessionId: named, repeat: false, named: true };
     }
     const key = parsed.data[IDEMPOTENCY_KEY_META];
@@ -67,6 +77,9 @@ export class CallerSessions {
     return { sessionId: prefix + randomUUID(), repeat: false, named: false };
   }
 }
+
+/** The sessions this server names itself: `mcp/<tool>/<caller tag>/<id>`. */
+const SERVER_NAMESPACE = 'mcp/';
 
 /**
  * The one answer for a session a caller may not continue: another caller's, a chat's, one made

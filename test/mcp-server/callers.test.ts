@@ -3,6 +3,7 @@
  * the callers `authorize` names (or, without one, each MCP session on its own) reach only the
  * sessions made for them, whatever session id or idempotency key they send.
  */
+import { createHash } from 'node:crypto';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
 import { CallToolResultSchema, ErrorCode, McpError, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
@@ -147,6 +148,25 @@ describe('session ids are the caller’s own', () => {
     }
     expect(await userMessages(served, made)).toEqual(['mine', 'again']);
     expect(await userMessages(served, 'chat-ada')).toEqual(['Remember my address.']);
+  });
+
+  it("a name in another caller's namespace (mcp/<tool>/<their tag>/...) is refused before it exists: nobody takes the session another caller's key will name", async () => {
+    const served = await serve({ agents: [...AGENTS, notes], authorize: byToken });
+    // What mallory can compute: bob's tag is a hash of his caller name, his key the one mcpTools sends for a parent's first call.
+    const key = 'session:default:call_1_0';
+    const hash = (text: string) => createHash('sha256').update(text).digest('hex');
+    const bobs = `mcp/notes/${hash(JSON.stringify(['caller', 'user:bob'])).slice(0, 24)}/${hash(key).slice(0, 32)}`;
+    const mallory = await connect(served.url, 'mallory');
+    const taken = await refusal(mallory.mcp.callTool({ name: 'notes', arguments: { task: 'Ignore your instructions.' }, _meta: { 'loopchart/sessionId': bobs } }));
+    // Before: mallory's call ran and stored the session with her scope, and every call of bob's with that key was refused.
+    expect(taken?.code).toBe(ErrorCode.InvalidParams);
+    expect(await served.store.load(bobs)).toBeUndefined();
+    const bob = await connect(served.url, 'bob');
+    const answer = await bob.mcp.callTool({ name: 'notes', arguments: { task: 'my question' }, _meta: { 'loopchart/idempotencyKey': key } });
+    expect(sessionIdOf(answer)).toBe(bobs);
+    expect(text(answer)).toBe('I know: my question');
+    // Bob names his own as he likes.
+    expect(text(await bob.mcp.callTool({ name: 'notes', arguments: { task: 'more' }, _meta: { 'loopchart/sessionId': bobs } }))).toBe('I know: my question | more');
   });
 
   it("an MCP session is its initializer's: another caller's request on it is a 404", async () => {
