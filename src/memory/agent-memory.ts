@@ -252,8 +252,10 @@ export function agentMemory(options: AgentMemoryOptions): AgentMemory {
       if (ctx.turn !== 1) return { state: { ...ctx.state, seen: indexed.seen, next: indexed.next } };
       const unreadable: string[] = [];
       const doc = working ? await open().readWorking(scope, (problem) => unreadable.push(problem)) : null;
+      // The message as its entry keeps it (its first MAX_ENTRY_CHARS): what `embed` is given as a query too, never a whole pasted document.
+      const query = lastUserText(ctx.messages).slice(0, MAX_ENTRY_CHARS);
       const found = recallConfig && recallConfig.prompt > 0
-        ? await findRecall(open(), scope, lastUserText(ctx.messages), { limit: recallConfig.prompt, excludeSession: ctx.sessionId }, embed, ctx.signal)
+        ? await findRecall(open(), scope, query, { limit: recallConfig.prompt, excludeSession: ctx.sessionId }, embed, ctx.signal)
         : { hits: [], problems: [] };
       const problems = [...indexed.problems, ...unreadable, ...found.problems];
       return {

@@ -227,6 +227,18 @@ describe('memory across sessions', () => {
     expect(hits.map((hit) => hit.session)).toContain('ada-1');
   });
 
+  it('bounds what it gives embed: a 100,000-character message is embedded as its first 4,000 characters, as a query and as an entry', async () => {
+    const store = new MemorySessionStore();
+    const lengths: number[] = [];
+    const embed = async (text: string) => (lengths.push(text.length), [1, text.length % 7, 1]);
+    await converse(store, recordingModel(() => ({ text: 'Noted.' })), 'ada-1', 'user:ada', 'The Lovelace engine.', { recall: { embed } });
+    const huge = `Which engine? ${'lovelace '.repeat(11_200)}`.slice(0, 100_000);
+    const model = recordingModel(() => ({ text: 'Lovelace.' }));
+    const { output } = await converse(store, model, 'ada-2', 'user:ada', huge, { recall: { embed } });
+    expect(output?.outcome.type).toBe('Completed');
+    expect(Math.max(...lengths)).toBe(4_000);
+  });
+
   it.each([
     ['throws', async () => Promise.reject(new Error('embedding service down')), 'it threw: embedding service down'],
     ['hangs', (_text: string, { signal }: { signal: AbortSignal }) => new Promise<number[]>((_, reject) => signal.addEventListener('abort', () => reject(signal.reason))), 'no answer within 50 ms'],
