@@ -379,7 +379,15 @@ function parseParams(given: unknown): z.output<typeof CallParamsSchema> {
   return parsed.data;
 }
 
-const ElicitedApproval = z.object({ approve: z.boolean(), reason: z.string().max(2_000).optional() });
+/** A client's yes or no decides; its reason (what the model reads with a no) is cut short, or left out when it is no text, never the reason to refuse the answer. */
+const ElicitedApproval = z.object({
+  approve: z.boolean(),
+  reason: z
+    .string()
+    .transform((reason) => truncate(reason, 2_000))
+    .optional()
+    .catch(undefined),
+});
 
 function promptOf(served: ServedAgent, args: unknown): string {
   let prompt: unknown;

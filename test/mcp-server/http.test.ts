@@ -57,6 +57,20 @@ describe('the SDK client over Streamable HTTP', () => {
     }
   });
 
+  it("a yes with a long reason is a yes: the reason is cut short, the call runs", async () => {
+    const { url } = await serve();
+    const { client: mcp, asked } = client(() => ({ action: 'accept', content: { approve: true, reason: 'Checked with the team. '.repeat(200) } }));
+    await mcp.connect(new StreamableHTTPClientTransport(url));
+    try {
+      const guarded = (await mcp.callTool({ name: 'guarded', arguments: { task: 'tidy' } })) as CallToolResult;
+      expect(asked).toHaveLength(1);
+      // Before: 'result: denied: the client answered the approval without a yes or no' (a reason over 2,000 characters failed the answer's schema).
+      expect(text(guarded)).toBe('result: deleted notes.txt');
+    } finally {
+      await mcp.close();
+    }
+  });
+
   it('a loopchart agent uses a loopchart agent through mcpTools over HTTP', async () => {
     const { url } = await serve();
     const served = await mcpTools({ url });
