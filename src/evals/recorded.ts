@@ -52,7 +52,7 @@ export function unrecordedResult(call: ToolCall): ToolMessage {
  */
 const placeOf = (run: number, turn: number | undefined, id: string) => `${run}:${turn ?? '?'}:${id}`;
 
-type Decision = { approved: boolean; reason?: string | undefined };
+type Decision = { approved: boolean; reason?: string | undefined; always?: true | undefined };
 
 /** What the recording gave each time a call was made, by the call's key: the same call again takes the next, the last once they run out. */
 class InOrder<T> {
@@ -126,7 +126,7 @@ export class RecordedWorld {
       }
       if (entry.type === 'tool' && entry.result) this.#addResult(placeOf(runs.get(entry.run) ?? 0, entry.turn, entry.call.id), entry.call, entry.result);
       if (entry.type === 'approval') {
-        const decision = { approved: entry.approved, ...(entry.reason !== undefined && { reason: entry.reason }) };
+        const decision = { approved: entry.approved, ...(entry.reason !== undefined && { reason: entry.reason }), ...(entry.always && { always: entry.always }) };
         const made = calls.get(entry.toolCallId);
         const key = made && callKey(made.call.name, made.call.args);
         this.#approvals.set(placeOf(runs.get(entry.run) ?? 0, made?.turn, entry.toolCallId), { key, digest: entry.digest, decision });

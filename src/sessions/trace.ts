@@ -107,6 +107,8 @@ export const TraceEntrySchema = z.discriminatedUnion('type', [
     by: z.string().optional(),
     reason: z.string().optional(),
     digest: z.string().optional(),
+    /** The decision stands for the rest of the run: the tool's later calls are not asked again (absent in older traces). */
+    always: z.literal(true).optional(),
   }),
   /** A decision the run refused (`refusal` says why): it decided nothing. */
   z.object({

@@ -141,4 +141,21 @@ describe('a dry run of the unchanged agent', () => {
     }
     expect(paid).toEqual([]);
   });
+
+  it('of a run whose host approved a call with always: the later calls of the tool are not asked again, as recorded', async () => {
+    const { recorded, run, seen } = await recordAndDryRun(
+      (seen) => ({
+        model: noted(seen, 'model', [{ toolCalls: [{ name: 'refund', args: { order: 'A1' } }] }, { toolCalls: [{ name: 'refund', args: { order: 'B2' } }] }, { text: 'Both refunded.' }]),
+        tools: [defineTool({ ...tool(seen, 'refund'), needsApproval: true })],
+      }),
+      (session) => session.actor.on('approval.requested', ({ requests }) => {
+        for (const request of requests) session.send({ type: 'approve', toolCallId: request.toolCallId, digest: request.digest, always: true });
+      }),
+    );
+    expect(recorded.outcome).toEqual({ type: 'Completed', finalText: 'Both refunded.' });
+    expect(run.difference).toBeNull();
+    expect(run.decisions.filter((d) => d.kind === 'approval').map((d) => d.what)).toEqual(['ask approval for 1 call(s)', 'approval granted']);
+    expect(run.toolCalls.map((call) => [call.args, call.source])).toEqual([[{ order: 'A1' }, 'recorded'], [{ order: 'B2' }, 'recorded']]);
+    expect(seen).toEqual({ models: [], tools: [] });
+  });
 });

@@ -121,7 +121,9 @@ export function recordDecision(_agent: CompiledAgent, context: AgentContext, eve
   const calls = pendingCalls(context.brain);
   out.push({ assign: { approvals } });
   const made = approvals.decisions[toolCallId]!;
-  out.push({ emit: { type: 'approval.decided', run: context.runIndex, toolCallId, digest: made.digest!, approved, ...(by !== undefined && { by }), ...(reason !== undefined && { reason }) } });
+  out.push({
+    emit: { type: 'approval.decided', run: context.runIndex, toolCallId, digest: made.digest!, approved, ...(by !== undefined && { by }), ...(reason !== undefined && { reason }), ...(decision.always && { always: true }) },
+  });
   // A denial is the call's result: listeners see it like any other.
   const finished = new Set(context.toolJournal.map((result) => result.toolCallId));
   const denied = calls.flatMap(({ call, preAnswered }) => {

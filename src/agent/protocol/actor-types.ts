@@ -72,7 +72,7 @@ export type AgentEmitted =
   /** Calls wait for a person: decide each by its request (call id, digest, run). */
   | { type: 'approval.requested'; calls: ToolCall[]; requests: ApprovalRequest[] }
   /** A decision was taken for this call. */
-  | { type: 'approval.decided'; run: number; toolCallId: string; digest: string; approved: boolean; by?: string | undefined; reason?: string | undefined }
+  | { type: 'approval.decided'; run: number; toolCallId: string; digest: string; approved: boolean; by?: string | undefined; reason?: string | undefined; always?: true | undefined }
   /** A decision was refused: it changed nothing (an unknown, decided, finished, other run's or changed call). */
   | { type: 'approval.refused'; run: number; toolCallId: string; approved: boolean; refusal: RefusalReason; detail: string; by?: string | undefined; digest?: string | undefined }
   /** The run went past a limit that pauses: it waits for a raise of that limit (or a seal). */
