@@ -6,7 +6,8 @@ import { type AgentMachine } from '../../machines/agent.machine.js';
 import { runInFlight, type AgentOutput } from '../agent/protocol/actor-types.js';
 import { LoopchartError } from '../errors.js';
 import { DurableSession } from '../sessions/durable-session.js';
-import { SessionBusyError, type StoreError } from '../stores/errors.js';
+import { SessionRowError } from '../sessions/session-row.js';
+import { CorruptSessionError, SessionBusyError, type StoreError } from '../stores/errors.js';
 import type { SessionStore } from '../stores/session-store.js';
 import type { Claim, ScheduleBackend, ScheduleRow, TickEnd } from './row.js';
 import { nextAfter, scheduleBackend } from './schedules.js';
@@ -379,7 +380,18 @@ class SchedulerLoop implements Scheduler {
         return;
       }
       const watch = new RunWatch(row.sessionId);
-      const session = await DurableSession.open({ machine: this.#agents.get(row.agent)!, store: this.#store, sessionId: row.sessionId, attach: watch.attach });
+      let session: DurableSession;
+      try {
+        session = await DurableSession.open({ machine: this.#agents.get(row.agent)!, store: this.#store, sessionId: row.sessionId, attach: watch.attach });
+      } catch (error) {
+        if (!SessionRowError.isInstance(error) && !CorruptSessionError.isInstance(error)) throw error;
+        // Its stored session is one this version does not read: no retry changes that. Left to
+        // its lease, the tick would be claimed again every leaseMs for ever, nothing recorded.
+        this.#report(error);
+        const lastError = `the session could not be opened: ${error.message}`;
+        await this.#end(row, due, { nextAt: nextAfter(row.timing, row.timezone, Math.max(due, Date.now())), lastFiredAt: row.lastFiredAt, lastOutcome: 'Failed', lastError, ran: 0 });
+        return;
+      }
       try {
         let ran = 0;
         // A tick taken over (its scheduler died, or gave it back): its input was sent if the run it started is in the session.
