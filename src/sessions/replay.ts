@@ -4,7 +4,7 @@ import { runInFlight } from '../agent/protocol/actor-types.js';
 import { logOf } from '../brain/message-log.js';
 import { finishBrain, startRun } from '../agent/core/run-rules.js';
 import { repetitionNote } from '../agent/repetition/repetition.js';
-import { INTERRUPTED_CONTENT, interruptedResult } from '../tools/run-tools.js';
+import { interruptedResult, isInterruptedResult, type RunStop } from '../tools/run-tools.js';
 import { keyOf, parseKey, turnOf } from '../agent/protocol/keys.js';
 import { LoopchartError } from '../errors.js';
 import type { LoopEvent } from '../brain/loop-events.js';
@@ -413,7 +413,8 @@ const ENTRY_HANDLERS: { [K in TraceEntry['type']]?: (replay: Replay, entry: Trac
 function endAsRecorded(replay: Replay, end: LoopEvent, what: string): void {
   const { brain } = replay;
   if (brain?.value === 'AwaitingTools') {
-    const { messages, unfinished } = batchAsFed(brain.context.pendingTools, replay.batch, [], true);
+    const stop: RunStop = end.type === 'seal' ? { type: 'stopped', reason: end.reason } : { type: 'cancelled' };
+    const { messages, unfinished } = batchAsFed(brain.context.pendingTools, replay.batch, [], true, stop);
     for (const id of unfinished) replay.interrupted.add(id);
     replay.batch = new Map();
     replay.feed({ type: 'toolResults', messages, unfinished }, `the batch ${what} cut`);
@@ -436,13 +437,15 @@ function batchAsFed(
   recorded: ReadonlyMap<string, ToolMessage>,
   prompt: readonly Message[],
   cut: boolean,
+  stop: RunStop = { type: 'cancelled' },
 ): { messages: ToolMessage[]; unfinished: string[] } {
   const unfinished: string[] = [];
   const messages = pending.map(({ call, preAnswered }) => {
     if (!cut) return recorded.get(call.id) ?? preAnswered ?? shownResult(prompt, call.id) ?? noResultRecorded(call);
     if (preAnswered) return preAnswered;
-    const result = shownResult(prompt, call.id) ?? recorded.get(call.id) ?? interruptedResult(call);
-    if (result.isError && result.content === INTERRUPTED_CONTENT) unfinished.push(call.id);
+    // A call with no result recorded had not started, as far as the trace tells (a call aborted by the cut records its end later).
+    const result = shownResult(prompt, call.id) ?? recorded.get(call.id) ?? interruptedResult(call, stop, false);
+    if (isInterruptedResult(result)) unfinished.push(call.id);
     return result;
   });
   return { messages, unfinished };

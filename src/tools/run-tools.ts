@@ -42,18 +42,74 @@ export const DEFAULT_TOOL_CONCURRENCY = 4;
 export const DEFAULT_TOOL_TIMEOUT_MS = 5 * 60_000;
 /** setTimeout's longest delay; a longer timeout is no timeout at all. */
 const MAX_TIMER_MS = 2 ** 31 - 1;
+/**
+ * What a call that was running gets when the run is cancelled: the tool was started and may have
+ * partly run. `interruptedContent` words the other ends the same way.
+ */
 export const INTERRUPTED_CONTENT = 'interrupted: the run was cancelled before this tool call finished';
+
+/** The longest end reason an interrupted answer quotes (a host's seal reason is free text). */
+const MAX_REASON_CHARS = 200;
+
+/**
+ * Why a run stopped before a call's end, as its interrupted answer words it: cancelled (by the
+ * user or the host), stopped with the seal's reason (a budget's says so: "budget: ..."), failed,
+ * or its batch cut by the time budget before the run's final call.
+ */
+export type RunStop = { type: 'cancelled' } | { type: 'stopped'; reason: string } | { type: 'failed'; reason: string } | { type: 'timeUp'; reason: string };
+
+const quotedReason = (reason: string) => (reason.length > MAX_REASON_CHARS ? `${reason.slice(0, MAX_REASON_CHARS)}…` : reason);
+
+function stopText(stop: RunStop): string {
+  if (stop.type === 'cancelled') return 'the run was cancelled';
+  if (stop.type === 'stopped') return `the run was stopped (${quotedReason(stop.reason)})`;
+  if (stop.type === 'failed') return `the run failed (${quotedReason(stop.reason)})`;
+  return `the time budget ran out (${quotedReason(stop.reason)})`;
+}
+
+/**
+ * The answer a call without a result gets when the run stops: what stopped it and whether the
+ * call had started (it may have partly run) or never did (queued behind `toolConcurrency`,
+ * waiting for a decision, or its batch cut before it started). The model reads it in the next
+ * run, so it says only what happened; the text is stable (the same stop and start give the same
+ * words). A cancelled call that ran reads `INTERRUPTED_CONTENT`.
+ *
+ * @example
+ * ```ts
+ * console.log(interruptedContent({ type: 'stopped', reason: 'budget: 2 tool calls made, limit 1' }, false));
+ * // interrupted: the run was stopped (budget: 2 tool calls made, limit 1) before this tool call started; it did not run
+ * ```
+ */
+export function interruptedContent(stop: RunStop, started: boolean): string {
+  return `interrupted: ${stopText(stop)} before this tool call ${started ? 'finished' : 'started; it did not run'}`;
+}
+
+const INTERRUPTED_PATTERN = /^interrupted: the (run was cancelled|run was stopped \(.*\)|run failed \(.*\)|time budget ran out \(.*\)) before this tool call (finished|started; it did not run)$/s;
+
+/**
+ * Whether a tool result is an interrupted answer (any wording `interruptedContent` gives), not a
+ * result of the tool's own.
+ *
+ * @example
+ * ```ts
+ * console.log(isInterruptedResult(interruptedResult({ id: 'c1', name: 'search', args: {} }))); // true
+ * ```
+ */
+export const isInterruptedResult = (result: ToolMessage): boolean => result.isError === true && INTERRUPTED_PATTERN.test(result.content);
 
 /**
  * The result a call gets when the run stops before it finished (a cancel, a seal, a batch never
- * reached): every call keeps its answer, so the history stays coherent.
+ * reached): every call keeps its answer, so the history stays coherent. Without `stop`, a call
+ * cancelled while it ran.
  *
  * @example
  * ```ts
  * console.log(interruptedResult({ id: 'c1', name: 'search', args: {} }).content); // interrupted: the run was cancelled before this tool call finished
+ * console.log(interruptedResult({ id: 'c2', name: 'pay', args: {} }, { type: 'cancelled' }, false).content); // interrupted: the run was cancelled before this tool call started; it did not run
  * ```
  */
-export const interruptedResult = (call: ToolCall): ToolMessage => errorResult(call, INTERRUPTED_CONTENT);
+export const interruptedResult = (call: ToolCall, stop?: RunStop | undefined, started = true): ToolMessage =>
+  errorResult(call, stop ? interruptedContent(stop, started) : INTERRUPTED_CONTENT);
 
 /** What one call is run with (see `runToolCall`): the batch's options, its idempotency key given. */
 export type RunToolCallOptions = Pick<RunToolCallsOptions, 'signal' | 'defaultTimeoutMs' | 'session'> & {

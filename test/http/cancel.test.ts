@@ -13,7 +13,7 @@ import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { createChatHandler, type ChatHandler } from '../../src/http.js';
 import { MemorySessionStore, type Message, type ModelRequest, type SessionStore } from '../../src/index.js';
 import { SqliteSessionStore } from '../../src/stores/sqlite.js';
-import { INTERRUPTED_CONTENT } from '../../src/tools/run-tools.js';
+import { interruptedContent } from '../../src/tools/run-tools.js';
 import { decodeRow } from '../../src/sessions/session-row.js';
 import { chatAgent } from './fixtures/chat-agent.js';
 import { loadSdk, page, textOf, userMessage } from './support.js';
@@ -23,6 +23,7 @@ afterEach(async () => {
   await Promise.all(handlers.splice(0).map((handler) => handler.close()));
 });
 
+const NOT_STARTED = interruptedContent({ type: 'cancelled' }, false);
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 const root = mkdtempSync(join(tmpdir(), 'loopchart-chat-cancel-'));
@@ -98,7 +99,8 @@ describe('stop', () => {
       const deadline = Date.now() + 5000;
       while ((await lastRun('half')).lastRun?.outcome.type !== 'Cancelled' && Date.now() < deadline) await sleep(20);
       const results = (messages: readonly Message[]) => Object.fromEntries(messages.flatMap((m) => (m.role === 'tool' ? [[m.toolCallId, m.content]] : [])));
-      const answers = { c1: '3', t1: INTERRUPTED_CONTENT };
+      // t1 waited for its approval: it never started.
+      const answers = { c1: '3', t1: NOT_STARTED };
       expect(results((await lastRun('half')).brain.context.history)).toEqual(answers);
       expect(transfers).toEqual([]);
 

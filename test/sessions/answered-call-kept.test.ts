@@ -21,7 +21,7 @@ import { scriptedModel } from '../../src/models/scripted.js';
 import type { Message } from '../../src/schemas.js';
 import { DurableSession } from '../../src/sessions/durable-session.js';
 import { SqliteSessionStore } from '../../src/stores/sqlite.js';
-import { INTERRUPTED_CONTENT } from '../../src/tools/run-tools.js';
+import { interruptedContent } from '../../src/tools/run-tools.js';
 import { defineTool } from '../../src/tools/define-tool.js';
 
 const root = mkdtempSync(join(tmpdir(), 'loopchart-answered-kept-'));
@@ -91,7 +91,8 @@ async function scenario(end: End, where: Where) {
     // The next run reads what the first one left.
     session.send({ type: 'input', message: 'and now?' });
     const next = await within(session.whenIdle(), 'next run');
-    return { outcome, stored: toolResults(stored.messages), next: toolResults(requests[0]?.messages ?? []), nextOutcome: next?.outcome, looked, wrote };
+    const outcomeReason = output?.outcome.type === 'Sealed' ? output.outcome.reason : undefined;
+    return { outcome, outcomeReason, stored: toolResults(stored.messages), next: toolResults(requests[0]?.messages ?? []), nextOutcome: next?.outcome, looked, wrote };
   } finally {
     await session.close();
     if (session !== first) await first.close();
@@ -101,19 +102,24 @@ async function scenario(end: End, where: Where) {
 }
 
 const expected = { cancel: 'Cancelled', seal: 'Sealed', budget: 'Sealed' } as const;
+/** What the waiting call is answered: never started, and why the run ended (the budget's reason is the outcome's). */
+const notStarted = (end: End, reason: string | undefined) =>
+  interruptedContent(end === 'cancel' ? { type: 'cancelled' } : { type: 'stopped', reason: end === 'seal' ? 'enough' : reason! }, false);
 
 describe('an answered call keeps its answer whatever ends the run, however the session was opened', () => {
   for (const end of ['cancel', 'seal', 'budget'] as const) {
     for (const where of ['live', 'reopened', 'reopened, not resumed'] as const) {
       it(`${end}, ${where}: lookup keeps "found ana", write is interrupted, in the store and in the next run's request`, async () => {
         const result = await scenario(end, where);
-        const answers = { l1: 'found ana', w1: INTERRUPTED_CONTENT };
+        // write waited for its approval: it never started, and its answer says what ended the run.
+        const answers = { l1: 'found ana', w1: notStarted(end, result.outcomeReason) };
         expect(result.outcome).toBe(expected[end]);
         expect(result.stored).toEqual(answers);
         expect(result.next).toEqual(answers);
         expect(result.nextOutcome).toEqual({ type: 'Completed', finalText: 'next run answered' });
         // lookup ran once (replayed, not run again), write never.
         expect(result).toMatchObject({ looked: 1, wrote: 0 });
+        if (end === 'budget') expect(result.outcomeReason).toMatch(/^budget: \d+ ms elapsed, limit 300 ms$/);
       });
     }
   }
@@ -141,7 +147,7 @@ describe('the results a restored batch brings are checked against it', () => {
       expect(context.approvals.waiting).toEqual(['w1']);
       restored.send({ type: 'cancel' });
       const done = await waitFor(restored, (s) => s.status === 'done', { timeout: 3_000 });
-      expect(toolResults(done.output!.messages)).toEqual({ l1: 'found ana', w1: INTERRUPTED_CONTENT });
+      expect(toolResults(done.output!.messages)).toEqual({ l1: 'found ana', w1: interruptedContent({ type: 'cancelled' }, false) });
     } finally {
       restored.stop();
     }

@@ -15,10 +15,12 @@ import { createAgentMachine } from '../../machines/agent.machine.js';
 import { decodeRow } from '../../src/sessions/session-row.js';
 import { DurableSession } from '../../src/sessions/durable-session.js';
 import { SqliteSessionStore } from '../../src/stores/sqlite.js';
-import { INTERRUPTED_CONTENT } from '../../src/tools/run-tools.js';
+import { INTERRUPTED_CONTENT, interruptedContent } from '../../src/tools/run-tools.js';
 import { agent as slowAgent, SLOW_TOOL_RUNNING } from './fixtures/slow-tool-agent.js';
 import { bundledCommand, tsxCommand, type NodeCommand } from './fixtures/processes.js';
 
+/** What a call that waited for its approval is answered when the run is cancelled. */
+const NOT_STARTED = interruptedContent({ type: 'cancelled' }, false);
 const REPO = fileURLToPath(new URL('../../', import.meta.url));
 const DEMO = join(REPO, 'examples', 'demo.ts');
 const CLI = join(REPO, 'src', 'cli.ts');
@@ -205,7 +207,8 @@ describe('Ctrl-C interrupts a run and keeps the session; send / --resume continu
     expect(demo.stdout()).toContain(`continue it: npm start -- --resume ${id} --approve --out ${out}`);
     const cancelled = await stored(id);
     expect(cancelled.lastRun?.outcome.type).toBe('Cancelled');
-    expect(cancelled.brain.context.history.at(-1)).toMatchObject({ role: 'tool', toolName: 'write_file', content: INTERRUPTED_CONTENT });
+    // write_file waited for its approval: it never started.
+    expect(cancelled.brain.context.history.at(-1)).toMatchObject({ role: 'tool', toolName: 'write_file', content: NOT_STARTED });
     expect(existsSync(join(out, 'report.md'))).toBe(false);
 
     // Before issue 24 this printed the header and exited 130 without running anything.
@@ -213,7 +216,7 @@ describe('Ctrl-C interrupts a run and keeps the session; send / --resume continu
     const again = await resumed.done;
     expect(again.code, resumed.stderr()).toBe(0);
     expect(resumed.stdout()).toContain('the last run is over; the next one starts with: Please go on where you stopped.');
-    expect(resumed.stdout()).toContain(`I did not write report.md (${INTERRUPTED_CONTENT}).`);
+    expect(resumed.stdout()).toContain(`I did not write report.md (${NOT_STARTED}).`);
     expect(resumed.stdout()).toMatch(/✓ Completed/);
     const after = await stored(id);
     expect(after.runIndex).toBe(2);

@@ -122,6 +122,12 @@ export const AgentContextSchema = z.object({
   guard: GuardStateSchema.optional(),
   /** Calls of the current batch in doubt after a restart, their decisions and reruns (see in-doubt.ts). Absent when none was. */
   doubt: DoubtStateSchema.optional(),
+  /**
+   * Calls of the current batch the IO has started (their `tool.started`): a call the run stops
+   * without a result is answered as cut while running, any other as never started. Not in a
+   * `DurableSession`'s row (no write per start): a reopened batch's calls start again, or are in doubt.
+   */
+  startedCalls: z.array(z.string()).optional(),
 });
 
 export type AgentContext = Omit<z.infer<typeof AgentContextSchema>, 'brain' | 'toolJournal'> & {

@@ -5,6 +5,7 @@
  * in each `implementations.ts` call them, so each can be read and tested without the machine.
  */
 import { InvalidSnapshotError } from '../../errors.js';
+import type { RunStop } from '../../tools/run-tools.js';
 import { PolicySchema, type Message, type Outcome, type PolicyInput, type ToolCall, type ToolMessage, type Usage } from '../../schemas.js';
 import { judgeReply, type AnswerStep } from './answer.js';
 import { conversationOf, feedBrain, keepSteering } from './brain-state.js';
@@ -40,7 +41,7 @@ export function endRun(
   end: RunEnd,
   { results, slices }: { results?: readonly ToolMessage[] | undefined; slices?: Slices | undefined } = {},
 ): Pick<AgentContext, 'brain' | 'operations'> & ReturnType<typeof resetBatch> {
-  const batch = () => (results ? applyToolResults({ ...context, toolJournal: results }, agent.maxCalls) : interruptBatch(context, agent.maxCalls));
+  const batch = () => (results ? applyToolResults({ ...context, toolJournal: results }, agent.maxCalls) : interruptBatch(context, agent.maxCalls, stopOf(end)));
   const concluded = context.brain.value === 'Terminal';
   const brain =
     end.type === 'seal'
@@ -54,6 +55,10 @@ export function endRun(
     ...heldReplySpent(agent, context),
   };
 }
+
+/** What an end says to the calls it answers interrupted (see `interruptedContent`). */
+const stopOf = (end: RunEnd): RunStop =>
+  end.type === 'seal' ? { type: 'stopped', reason: end.reason } : end.type === 'Cancelled' ? { type: 'cancelled' } : { type: 'failed', reason: end.error.type };
 
 /**
  * A reply held for the output guardrails when the run ends before their verdict (a cancel, a
@@ -74,7 +79,7 @@ function heldReplySpent(agent: CompiledAgent, context: AgentContext): Partial<Pi
  */
 export const restoredContext = (agent: CompiledAgent, value: unknown, features: readonly ContextHook[]): AgentContext => {
   const parsed = parseAgentContext(value);
-  const context = { ...parsed, toolJournal: restoredJournal(agent, parsed) };
+  const context = { ...parsed, toolJournal: restoredJournal(agent, parsed), ...restoredStarts(agent, parsed) };
   const change: Partial<AgentContext> = {};
   for (const restore of features) Object.assign(change, restore(agent, context));
   return { ...context, ...change };
@@ -97,6 +102,20 @@ function restoredJournal(agent: CompiledAgent, context: AgentContext): readonly 
     return found ? [found] : [];
   });
   return kept.length === given.length && kept.every((result, i) => result === given[i]) ? given : kept;
+}
+
+/**
+ * A stored batch that does not say which calls started (a `DurableSession`'s row keeps none):
+ * each call without a result that was not waiting for a decision may have started in the process
+ * that stored it, so it is taken as started (answered "before this tool call finished" should the
+ * run stop), never said not to have run.
+ */
+function restoredStarts(agent: CompiledAgent, context: AgentContext): Pick<AgentContext, 'startedCalls'> | undefined {
+  if (context.startedCalls !== undefined || context.brain.value !== 'AwaitingTools') return undefined;
+  const started = batchResults(context, agent.maxCalls).flatMap(({ call, result }) =>
+    result === undefined && (decisionFor(context.approvals, call) !== undefined || !isWaiting(context.approvals, call)) ? [call.id] : [],
+  );
+  return { startedCalls: started };
 }
 
 /** A `restore` hook's refusal: the stored `field` does not fit this agent (`InvalidSnapshotError` naming it); no change when it fits. */
@@ -250,6 +269,7 @@ export const resetBatch = (agent: CompiledAgent, context: AgentContext) => ({
   // A run stopped mid-check (cancel, seal, failure) leaves no check open.
   ...(context.guard?.check && { guard: { ...context.guard, check: null } }),
   doubt: undefined,
+  startedCalls: undefined,
 });
 
 

@@ -86,7 +86,15 @@ export function recordOffered(agent: CompiledAgent, context: AgentContext, event
  */
 export function announceBatch(agent: CompiledAgent, context: AgentContext, event: AgentEvent): Effect[] {
   const atOnce = new Set(startsAtOnce(agent, runnable(agent, context)).map((call) => call.id));
-  return answeredCalls(context, batchResults(context, agent.maxCalls).filter(({ call, result }) => result !== undefined || atOnce.has(call.id)));
+  const announced = answeredCalls(context, batchResults(context, agent.maxCalls).filter(({ call, result }) => result !== undefined || atOnce.has(call.id)));
+  return atOnce.size > 0 ? [{ assign: { startedCalls: [...atOnce] } }, ...announced] : announced;
+}
+
+/** A call the IO started as it started it (queued, approved, or restored): announced, and known started should the run stop before its end. */
+export function callStarted(agent: CompiledAgent, context: AgentContext, event: AgentEvent): Effect[] {
+  const { call } = as(event, 'io.toolStarted');
+  const started = context.startedCalls ?? [];
+  return [...(started.includes(call.id) ? [] : [{ assign: { startedCalls: [...started, call.id] } }]), { emit: toolStarted(context, call) }];
 }
 
 /** Of a new batch's runnable calls, those the IO starts as it gets them: the first `toolConcurrency` (none other of the batch is in flight). */
@@ -290,7 +298,7 @@ export const coreImplementations = {
     acceptReply: assigns(({ agent, context, event }) => afterReply(agent, context, answerOf(agent, context, event))),
     emitTurnFinished: rule.emit(emitTurnFinished),
     journalToolResult: assign({ toolJournal: ({ context, event }) => withResult(context, event).toolJournal }),
-    emitToolStarted: emit(({ context, event }) => toolStarted(context, as(event, 'io.toolStarted').call)),
+    emitToolStarted: rule.effects(callStarted),
     emitToolFinished: rule.emit(emitToolFinished),
     acceptToolResults: assigns(({ agent, context }) => ({ brain: applyToolResults(context, agent.maxCalls), ...resetBatch(agent, context) })),
     // The result that completes its batch: journaled and the batch fed in one change (one snapshot, one microstep).

@@ -1,8 +1,8 @@
-import { decisionFor, deniedResult, isWaiting, type Approvals } from './call-decisions.js';
+import { decisionFor, deniedResult, isInDoubt, isWaiting, type Approvals, type DoubtState } from './call-decisions.js';
 import { conversationOf, feedBrain, feedOrFail, pendingCalls, restingBrain, type BrainState } from './brain-state.js';
 import { logOf } from '../../brain/message-log.js';
 import { objectSlot } from '../../object-slot.js';
-import { interruptedResult } from '../../tools/run-tools.js';
+import { interruptedResult, type RunStop } from '../../tools/run-tools.js';
 import type { ModelReply, ToolDefinition, Usage } from '../../model.js';
 import type { Message, Outcome, Policy, ToolCall, ToolMessage, UserMessage } from '../../schemas.js';
 import { estimateTokens, estimateToolTokens } from '../../tokens.js';
@@ -167,11 +167,17 @@ export function applyToolResults(state: RunState, maxCalls: number): BrainState 
   return feedBrain(brain, { type: 'setContextTokens', tokens: state.brain.context.contextTokens + messagesTokens(results) });
 }
 
-/** Feeds what the batch has so far when the run stops mid-batch: calls without a result are interrupted. */
-export function interruptBatch(state: RunState, maxCalls: number): BrainState {
+/**
+ * Feeds what the batch has so far when the run stops mid-batch: calls without a result are
+ * answered interrupted, saying what stopped the run and whether the call had started (the IO
+ * started it, or it is in doubt after a restart) or never did (queued, waiting for a decision,
+ * its batch not started).
+ */
+export function interruptBatch(state: RunState & { startedCalls?: readonly string[] | undefined; doubt?: DoubtState | undefined }, maxCalls: number, stop: RunStop): BrainState {
   if (state.brain.value !== 'AwaitingTools') return state.brain;
   const batch = batchResults(state, maxCalls);
-  const results = batch.map(({ call, result }) => result ?? interruptedResult(call));
+  const started = new Set(state.startedCalls);
+  const results = batch.map(({ call, result }) => result ?? interruptedResult(call, stop, started.has(call.id) || isInDoubt(state.doubt, call.id)));
   const unfinished = batch.flatMap(({ call, result }) => (result ? [] : [call.id]));
   return feedBrain(state.brain, { type: 'toolResults', messages: results, unfinished });
 }

@@ -47,7 +47,7 @@ export const answerAtDeadline = (agent: CompiledAgent, context: AgentContext): b
 
 /** The batch cut by the deadline before the final call: its calls answered as far as they got, the rest interrupted. */
 export const cutForAnswer = (agent: CompiledAgent, context: AgentContext): Partial<AgentContext> => ({
-  brain: interruptBatch(context, agent.maxCalls),
+  brain: interruptBatch(context, agent.maxCalls, { type: 'timeUp', reason: deadlinePassed(agent, context)?.reason ?? 'the time budget' }),
   ...resetBatch(agent, context),
 });
 

@@ -8,7 +8,6 @@ import { createActor, waitFor, type InspectionEvent } from 'xstate';
 import { createAgentMachine, type AgentActor } from '../../../machines/agent.machine.js';
 import { scriptedModel } from '../../../src/models/scripted.js';
 import { callDigest } from '../../../src/agent/approvals/approval-binding.js';
-import { INTERRUPTED_CONTENT } from '../../../src/tools/run-tools.js';
 import { runFinished, runToCompletion, tick } from '../../support/driver.js';
 import {
   ask,
@@ -385,7 +384,8 @@ describe('leaving a batch that waits', () => {
     expect(providerValid(output.messages)).toBe(true);
     const results = resultsById(output.messages);
     expect(results.get('call_1_0')?.content).toBe('value of k');
-    expect(results.get('call_1_1')).toMatchObject({ isError: true, content: INTERRUPTED_CONTENT });
+    // It waited for its approval: it never started.
+    expect(results.get('call_1_1')).toMatchObject({ isError: true, content: 'interrupted: the run was cancelled before this tool call started; it did not run' });
     // The next run does not inherit the stale batch's waiting list.
     expect(actor.getSnapshot().context.approvals.waiting).toEqual([]);
   });

@@ -109,7 +109,9 @@ describe('onCancel', () => {
     expect(done.context.operations.slices).toEqual({ keeper: { results: ['got it', "tool 'missing' is not available"] } });
     const results = toolResults(done.context.brain.context.history);
     expect(results.map((r) => r.toolCallId)).toEqual(['fast', 'slow', 'queued', 'gated', 'nobody']);
-    for (const id of ['slow', 'queued', 'gated']) expect(results.find((r) => r.toolCallId === id)?.content).toBe(INTERRUPTED_CONTENT);
+    // slow ran; queued (behind toolConcurrency) and gated (waiting for an approval) never started.
+    expect(results.find((r) => r.toolCallId === 'slow')?.content).toBe(INTERRUPTED_CONTENT);
+    for (const id of ['queued', 'gated']) expect(results.find((r) => r.toolCallId === id)?.content).toBe('interrupted: the run was cancelled before this tool call started; it did not run');
     expect(providerValid(done.context.brain.context.history)).toBe(true);
   });
 

@@ -185,7 +185,7 @@ describe('seal', () => {
     const warn = vi.spyOn(console, 'warn').mockImplementation(() => {});
     const output = await runToCompletion(actor).finally(() => tick(10).then(() => warn.mockRestore()));
     expect(output.outcome).toEqual({ type: 'Sealed', reason: 'budget spent' });
-    expect(output.messages).toEqual([user('go'), a, echoResult('call_1_0', 'fast'), interrupted('call_1_1', 'wait')]);
+    expect(output.messages).toEqual([user('go'), a, echoResult('call_1_0', 'fast'), { ...interrupted('call_1_1', 'wait'), content: 'interrupted: the run was stopped (budget spent) before this tool call finished' }]);
     expect(providerValid(output.messages)).toBe(true);
     await tick(10);
     expect(stats.signals.get('call_1_1')?.aborted).toBe(true);

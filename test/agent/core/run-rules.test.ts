@@ -125,8 +125,16 @@ describe('a tool batch', () => {
   });
 
   it('interrupted mid-batch: finished calls keep their results, the rest are interrupted', () => {
-    const brain = interruptBatch({ ...awaitingTools(['a', 'b']), toolJournal: [result('a')] }, 10);
+    const brain = interruptBatch({ ...awaitingTools(['a', 'b']), toolJournal: [result('a')], startedCalls: ['a', 'b'] }, 10, { type: 'cancelled' });
     expect(brain.context.pending.slice(-2)).toEqual([result('a'), { ...result('b', INTERRUPTED_CONTENT), isError: true }]);
+  });
+
+  it('interrupted mid-batch: a call that never started says so, and why the run stopped', () => {
+    const brain = interruptBatch({ ...awaitingTools(['a', 'b']), startedCalls: ['a'] }, 10, { type: 'stopped', reason: 'budget: 2 tool calls made, limit 1' });
+    expect(brain.context.pending.slice(-2).map((m) => m.content)).toEqual([
+      'interrupted: the run was stopped (budget: 2 tool calls made, limit 1) before this tool call finished',
+      'interrupted: the run was stopped (budget: 2 tool calls made, limit 1) before this tool call started; it did not run',
+    ]);
   });
 
   it('journals a result once', () => {
