@@ -1,6 +1,7 @@
 import { createAgentMachine } from '../../machines/agent.machine.js';
 import type { AgentConfig } from '../agent/core/config.js';
-import { compileAgent } from '../agent/core/compile.js';
+import { compileAgent, type CompiledAgent } from '../agent/core/compile.js';
+import { transferToolName } from '../agent/handoffs/handoffs.js';
 import { inProcessExecutor } from '../agent/protocol/executor.js';
 import type { AgentOutput } from '../agent/protocol/actor-types.js';
 import type { AgentOutcome } from '../agent/protocol/failure.js';
@@ -17,7 +18,7 @@ import { decisionsOf, firstDifference, type Decision, type DecisionDifference } 
 import { EvalCaseError } from './errors.js';
 import { lastOfEach } from './record.js';
 import { RunCaseOptionsSchema, checkOptions } from './options.js';
-import { quarantine } from './quarantine.js';
+import { quarantine, type Quarantine } from './quarantine.js';
 import { RecordedWorld, type ToolSourceKind } from './recorded.js';
 
 /** The agent a case runs against: a config, or a function giving one per case (a throw fails that case only). */
@@ -99,16 +100,21 @@ const DEFAULT_TIMEOUT_MS = 120_000;
  * are listed at run time). The agent's tools are every tool its run may call, as the machine
  * compiles them: its own, its handoff team's and their transfer tools, its operations'.
  */
-function missingTools(config: AgentConfig, world: RecordedWorld): string[] {
+function missingTools(config: AgentConfig, have: CompiledAgent['tools'], world: RecordedWorld): string[] {
   if (config.toolSources?.length) return [];
-  const have = compileAgent(config).tools;
   return [...world.toolNames()].filter((name) => !have.has(name)).sort();
+}
+
+/** The team's transfer tools: they hand the conversation over and touch nothing outside, so a case's run runs them as they are. */
+function transferTools(agent: CompiledAgent): Set<string> {
+  return new Set([...(agent.team?.speakers.keys() ?? [])].map(transferToolName).filter((name) => agent.tools.has(name)));
 }
 
 /**
  * Runs one case against an agent in a session of its own (in memory, with a trace), its tools
  * quarantined: each call answered from the recording (or the case's `toolResults`), a call with
- * no answer given an `unrecorded call` error result, only `liveTools` run. Approvals are decided
+ * no answer given an `unrecorded call` error result, only `liveTools` run (and a handoff team's
+ * transfer tools, which touch nothing outside). Approvals are decided
  * as recorded (not recorded: denied), an operation that yields is sealed. Throws `EvalCaseError`,
  * or `EvalOptionsError` for an option out of range.
  *
@@ -133,14 +139,17 @@ export async function runCase(evalCase: EvalCase, agent: EvalAgent, options: Run
   }
   const world = new RecordedWorld(evalCase);
   let run = -1;
-  const q = quarantine({ caseId, world, mode, liveTools: new Set(options.liveTools ?? []), inner: config.executor ?? inProcessExecutor, run: () => run });
-  let machine;
+  let compiled: CompiledAgent;
+  let q: Quarantine;
+  let machine: ReturnType<typeof createAgentMachine>;
   try {
+    compiled = compileAgent(config);
+    q = quarantine({ caseId, world, mode, liveTools: new Set([...(options.liveTools ?? []), ...transferTools(compiled)]), inner: config.executor ?? inProcessExecutor, run: () => run });
     machine = createAgentMachine({ ...config, executor: q.executor, ...(mode === 'recorded' && { retry: false as const }) });
   } catch (error) {
     throw new EvalCaseError(caseId, 'agent', `the agent's config is refused: ${messageOf(error)}`, { cause: error });
   }
-  const missing = missingTools(config, world);
+  const missing = missingTools(config, compiled.tools, world);
   if (missing.length > 0 && !options.allowMissingTools) {
     throw new EvalCaseError(caseId, 'tools', `the recording calls tools the agent no longer has: ${missing.join(', ')}`);
   }

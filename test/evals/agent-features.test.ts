@@ -58,7 +58,7 @@ describe('a dry run of the unchanged agent', () => {
     expect(run.outcome).toEqual(recorded.outcome);
     expect(run.difference).toBeNull();
     expect(run.decisions.map((d) => d.kind)).toEqual(['model', 'tools', 'handoff', 'model', 'tools', 'model', 'done']);
-    expect(run.toolCalls.map((call) => [call.name, call.source])).toEqual([['transfer_to_billing', 'recorded'], ['refund', 'recorded']]);
+    expect(run.toolCalls.map((call) => [call.name, call.source])).toEqual([['transfer_to_billing', 'live'], ['refund', 'recorded']]);
     expect(seen).toEqual({ models: [], tools: [] });
   });
 
@@ -157,5 +157,19 @@ describe('a dry run of the unchanged agent', () => {
     expect(run.decisions.filter((d) => d.kind === 'approval').map((d) => d.what)).toEqual(['ask approval for 1 call(s)', 'approval granted']);
     expect(run.toolCalls.map((call) => [call.args, call.source])).toEqual([[{ order: 'A1' }, 'recorded'], [{ order: 'B2' }, 'recorded']]);
     expect(seen).toEqual({ models: [], tools: [] });
+  });
+
+  it('a live run of a team hands off where its model asks to: a transfer tool moves the conversation and touches nothing outside, so it runs as it is', async () => {
+    const seen: Seen = { models: [], tools: [] };
+    const team: AgentConfig = {
+      model: noted(seen, 'triage-model', [{ toolCalls: [{ id: 't1', name: 'transfer_to_billing', args: {} }] }, { text: 'Still triage.' }]),
+      instructions: 'You are triage.',
+      handoffs: { name: 'triage', agents: [{ name: 'billing', description: 'Refunds.', tools: [tool(seen, 'refund')], model: noted(seen, 'billing-model', [{ text: 'unused' }, { text: 'Billing here.' }]) }] },
+    };
+    const run = await runCase({ format: 1, id: 'hand', input: ['Refund order A1.'] }, team);
+    expect(run.decisions.map((d) => d.what)).toContain('hand off from triage to billing');
+    expect(run.outcome).toEqual({ type: 'Completed', finalText: 'Billing here.' });
+    expect(run.toolCalls).toEqual([{ name: 'transfer_to_billing', args: {}, content: 'Transferred to billing.', isError: false, source: 'live' }]);
+    expect(seen).toEqual({ models: ['triage-model', 'billing-model'], tools: [] });
   });
 });
