@@ -272,7 +272,7 @@ export async function schedule(store: SessionStore, options: ScheduleOptions): P
  * character, no lone surrogate): a lone surrogate becomes U+FFFD on its way to PostgreSQL's text,
  * so `nightly\ud800` would be stored as, and pause or delete, the schedule `nightly\ufffd`.
  */
-export function checkScheduleKey(name: 'id' | 'agent', value: string): void {
+function checkScheduleKey(name: 'id' | 'agent', value: string): void {
   const problem = sessionIdProblem(value);
   if (problem) throw new InvalidScheduleError(`${name}: ${problem}`);
 }
