@@ -1,3 +1,4 @@
+import { isChildSessionId } from '../agent/subagents/subagents.js';
 import { LoopchartError } from '../errors.js';
 import type { Message } from '../schemas.js';
 import { decodeRow } from '../sessions/session-row.js';
@@ -91,7 +92,9 @@ function forkedPrefix(caseId: string, trace: readonly TraceEntry[], log: readonl
 
 /**
  * The sessions of a store a selection names, as cases (see `recordCase`), most recently updated
- * first; a session that cannot be recorded is in `problems`, the others are recorded.
+ * first; a session that cannot be recorded is in `problems`, the others are recorded. A
+ * subagent's session (`<parent>/run-<r>:turn-<t>:<call id>`) is part of its parent's case and is
+ * left out, unless `ids` names it.
  *
  * @example
  * ```ts
@@ -101,8 +104,13 @@ function forkedPrefix(caseId: string, trace: readonly TraceEntry[], log: readonl
  */
 export async function recordCases(store: SessionStore, selection: SessionSelection): Promise<{ cases: EvalCase[]; problems: EvalCaseError[] }> {
   const ids = selection.ids ? new Set(selection.ids) : null;
+  // A subagent's session is a part of its parent's run (the agent tool's call, whose result the
+  // parent's case holds), run by the agent tool's agent: only an id names it as a case of its own.
   const chosen = (await store.list()).filter(
-    (summary) => (!ids || ids.has(summary.sessionId)) && (selection.prefix === undefined || summary.sessionId.startsWith(selection.prefix)) && (!selection.filter || selection.filter(summary)),
+    (summary) =>
+      (ids ? ids.has(summary.sessionId) : !isChildSessionId(summary.sessionId)) &&
+      (selection.prefix === undefined || summary.sessionId.startsWith(selection.prefix)) &&
+      (!selection.filter || selection.filter(summary)),
   );
   const cases: EvalCase[] = [];
   const problems: EvalCaseError[] = [];
