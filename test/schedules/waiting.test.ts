@@ -49,7 +49,8 @@ describe('a scheduled run that waits for someone', () => {
     // The default run timeout (30 minutes): a tick that waited on the run would hold its lease that long.
     const scheduler = await startScheduler({ store, agents: { ops: machine() }, leaseMs: 1_000, onTick: (tick) => ticks.push(tick) });
     try {
-      await schedule(store, { id: 'refunds', session: 'ops', agent: 'ops', input: 'Do the refunds.', every: 1_000 });
+      // Every 2 s: the checks right after the first tick are done long before the second claims it.
+      await schedule(store, { id: 'refunds', session: 'ops', agent: 'ops', input: 'Do the refunds.', every: 2_000 });
       scheduler.wake();
       const first = await tickWhere(ticks, () => true);
       expect(first).toMatchObject({ outcome: 'Waiting', error: expect.stringMatching(/approval of call\(s\) r1/) });
