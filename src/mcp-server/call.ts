@@ -67,6 +67,11 @@ export async function runCall(plan: CallPlan, hooks: CallHooks): Promise<CallEnd
   let opened!: (session: DurableSession) => void;
   const whenOpen = new Promise<DurableSession>((resolve) => (opened = resolve));
   let approvals = Promise.resolve();
+  // A decision that could not be stored (the store failed or was locked past its timeout) ends the
+  // call with that error; left in the chain it would be an unhandled rejection, which ends the process.
+  let failDecision!: (error: unknown) => void;
+  const decisionFailed = new Promise<never>((_, reject) => (failDecision = reject));
+  decisionFailed.catch(() => {});
   let abandon!: () => void;
   const abandoned = new Promise<'left'>((resolve) => (abandon = () => resolve('left')));
 
@@ -79,11 +84,11 @@ export async function runCall(plan: CallPlan, hooks: CallHooks): Promise<CallEnd
     attach: (actor) => {
       actor.on('turn.finished', (event) => hooks.progress(event.turn));
       actor.on('approval.requested', ({ requests }) => {
-        for (const request of requests) approvals = approvals.then(() => decide(request, 'approval'));
+        for (const request of requests) approvals = approvals.then(() => decide(request, 'approval')).catch(failDecision);
       });
       // A call the process before this one died in: asked as an approval is, decided as the chat does.
       actor.on('tool.inDoubt', ({ requests }) => {
-        for (const request of requests) approvals = approvals.then(() => decide(request, 'doubt'));
+        for (const request of requests) approvals = approvals.then(() => decide(request, 'doubt')).catch(failDecision);
       });
       // A budget paused for a raise, an operation yielded for its resume (the run's, or a child's
       // under `target`): no MCP client can send either, so the run is sealed, as runAgent does,
@@ -152,7 +157,7 @@ export async function runCall(plan: CallPlan, hooks: CallHooks): Promise<CallEnd
     const attached = inFlight || (plan.repeat && runIndex > 0);
     if (!attached) session.send({ type: 'input', message: plan.prompt });
     if (hooks.signal.aborted) onAbort();
-    const ended = await Promise.race([session.whenIdle(), abandoned, stopped]);
+    const ended = await Promise.race([session.whenIdle(), abandoned, stopped, decisionFailed]);
     if (ended === 'left') return { type: 'left' };
     if (ended === 'stuck') return { type: 'timeout', output: null };
     return timedOut ? { type: 'timeout', output: ended } : { type: 'output', output: ended, attached };
