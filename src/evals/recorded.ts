@@ -1,5 +1,7 @@
 import { callDigest, canonicalJson } from '../agent/approvals/approval-binding.js';
 import type { SideEffectInputs, SideEffectOutputs } from '../agent/protocol/executor.js';
+import { ExternalEventSchemas } from '../agent/protocol/events.js';
+import type { AgentEvent } from '../agent/protocol/agent-event.js';
 import { ModelError } from '../model.js';
 import type { Message, ToolCall, ToolMessage } from '../schemas.js';
 import { shownResult } from '../sessions/replay-guard.js';
@@ -54,6 +56,9 @@ const placeOf = (run: number, turn: number | undefined, id: string) => `${run}:$
 
 type Decision = { approved: boolean; reason?: string | undefined; always?: true | undefined };
 
+/** A host's budget raise, as the session takes it. */
+export type BudgetRaise = Extract<AgentEvent, { type: 'budget.raise' }>;
+
 /** What the recording gave each time a call was made, by the call's key: the same call again takes the next, the last once they run out. */
 class InOrder<T> {
   readonly #items = new Map<string, T[]>();
@@ -86,6 +91,8 @@ export class RecordedWorld {
   readonly #guardrails = new Map<string, TraceEntryOf<'guardrail'>>();
   /** The model calls that failed over to the next model, by run, turn and the model that failed. */
   readonly #fallbacks = new Map<string, TraceEntryOf<'fallback'>>();
+  /** The budget raises the host sent each run (its own, not a child's), in order, as events the chart reads. */
+  readonly #raises = new Map<number, BudgetRaise[]>();
 
   constructor(evalCase: EvalCase) {
     this.#answers = evalCase.toolResults ?? [];
@@ -107,6 +114,7 @@ export class RecordedWorld {
         this.#compactions.set(`${runs.get(entry.run) ?? 0}:${entry.turn}`, compaction);
         waiting.push(compaction);
       }
+      if (entry.type === 'event') this.#addRaise(runs.get(entry.run) ?? 0, entry.event);
       if (entry.type === 'fallback') this.#fallbacks.set(`${runs.get(entry.run) ?? 0}:${entry.turn}:${entry.from}`, entry);
       if (entry.type === 'guardrail') this.#guardrails.set(`${runs.get(entry.run) ?? 0}:${entry.turn}:${entry.stage}:${entry.name}`, entry);
       if (entry.type === 'doubt' && entry.action !== 'rerun') answeredInDoubt.push(entry);
@@ -133,6 +141,18 @@ export class RecordedWorld {
         if (key) this.#approvalsByCall.add(key, decision);
       }
     }
+  }
+
+  /** A host's budget raise of the run, when the event is one the chart takes (a recording is outside input). */
+  #addRaise(run: number, event: Record<string, unknown>): void {
+    const raise = ExternalEventSchemas['budget.raise'].safeParse(event);
+    if (!raise.success || raise.data.target !== undefined) return;
+    this.#raises.set(run, [...(this.#raises.get(run) ?? []), { type: 'budget.raise', budget: raise.data.budget }]);
+  }
+
+  /** The next budget raise the host sent in the run (0-based), to answer its budget's pause; undefined when none is left. */
+  raise(run: number): BudgetRaise | undefined {
+    return this.#raises.get(run)?.shift();
   }
 
   /** A result the recording shows for a call: where it was made, and after the others of the same call. */

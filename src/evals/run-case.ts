@@ -6,6 +6,7 @@ import { inProcessExecutor } from '../agent/protocol/executor.js';
 import type { AgentOutput } from '../agent/protocol/actor-types.js';
 import type { AgentOutcome } from '../agent/protocol/failure.js';
 import { answerWaits } from '../agent/hosts/unattended.js';
+import { BUDGET_OPERATION } from '../agent/budget/budget-pause.js';
 import { LoopchartError } from '../errors.js';
 import type { Usage } from '../model.js';
 import type { Message } from '../schemas.js';
@@ -170,7 +171,15 @@ export async function runCase(evalCase: EvalCase, agent: EvalAgent, options: Run
           approved: false,
           reason: 'unrecorded approval: the recording has no decision for this call',
         },
-    });
+      },
+      // A budget's pause the host raised in the recording is raised alike (through the session, so
+      // the new trace records it too); any other yield, or a pause with no raise left, is sealed.
+      ({ operation, target }) => {
+        const raise = operation === BUDGET_OPERATION && target === undefined ? world.raise(run) : undefined;
+        if (raise) queueMicrotask(() => session?.send(raise));
+        return raise !== undefined;
+      },
+    );
     const deadline = performance.now() + (options.timeoutMs ?? DEFAULT_TIMEOUT_MS);
     for (const prompt of evalCase.input) {
       run++;

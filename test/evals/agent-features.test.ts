@@ -172,4 +172,19 @@ describe('a dry run of the unchanged agent', () => {
     expect(run.toolCalls).toEqual([{ name: 'transfer_to_billing', args: {}, content: 'Transferred to billing.', isError: false, source: 'live' }]);
     expect(seen).toEqual({ models: ['triage-model', 'billing-model'], tools: [] });
   });
+
+  it('of a run whose budget paused and the host raised it: the recorded raise answers the pause, and the run goes on as it did', async () => {
+    const { recorded, run, seen } = await recordAndDryRun(
+      (seen) => ({
+        model: noted(seen, 'model', [{ toolCalls: [{ name: 'lookup', args: { order: 'A1' } }] }, { toolCalls: [{ name: 'lookup', args: { order: 'B2' } }] }, { text: 'Both found.' }]),
+        tools: [tool(seen, 'lookup')],
+        budget: { maxToolCalls: 1, pause: true },
+      }),
+      (session) => session.actor.on('budget.paused', () => queueMicrotask(() => session.send({ type: 'budget.raise', budget: { maxToolCalls: 10 } }))),
+    );
+    expect(recorded.outcome).toEqual({ type: 'Completed', finalText: 'Both found.' });
+    expect(run.outcome).toEqual(recorded.outcome);
+    expect(run.difference).toBeNull();
+    expect(seen).toEqual({ models: [], tools: [] });
+  });
 });

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import type { AgentActor } from '../../../machines/agent.machine.js';
+import type { AgentEmitted } from '../protocol/actor-types.js';
 import { parseOptions } from '../../known-keys.js';
 import { readAnswer, thrownMessage } from '../../read-answer.js';
 import { decisionEvent, type ApprovalRequest } from '../approvals/approval-binding.js';
@@ -61,6 +62,17 @@ const OptionsSchema = z.object({
   approveTimeoutMs: z.number().positive({ error: 'approveTimeoutMs must be a positive number of ms' }).optional(),
 });
 
+/**
+ * Answers a yield nobody else resumes before it is sealed: true when it took it (an evaluation
+ * sends the raise its recording holds for a budget's pause), false to seal it.
+ *
+ * @example
+ * ```ts
+ * const raiseOnce: AnswerYield = ({ operation }) => operation === 'budget';
+ * ```
+ */
+export type AnswerYield = (yielded: Extract<AgentEmitted, { type: 'operation.yielded' }>) => boolean;
+
 /** How `runAgent` answers the run's waits. */
 export type UnattendedOptions = z.input<typeof OptionsSchema>;
 
@@ -105,7 +117,8 @@ export function nobodyResumes(operation: string, payload: unknown): boolean {
 
 /**
  * Answers the waits of a run only this caller can reach; returns the function that stops it
- * (call it when the run ends: a decision still pending sees its signal abort).
+ * (call it when the run ends: a decision still pending sees its signal abort). A yield nobody
+ * resumes is sealed, unless `answerYield` takes it.
  *
  * @example
  * ```ts
@@ -115,7 +128,7 @@ export function nobodyResumes(operation: string, payload: unknown): boolean {
  * stop();
  * ```
  */
-export function answerWaits(actor: AgentActor, unchecked: UnattendedOptions): () => void {
+export function answerWaits(actor: AgentActor, unchecked: UnattendedOptions, answerYield?: AnswerYield): () => void {
   const options = parseOptions(OptionsSchema, unchecked, 'answerWaits');
   // Made on the first request: most runs ask nobody.
   let run: AbortController | undefined;
@@ -133,8 +146,9 @@ export function answerWaits(actor: AgentActor, unchecked: UnattendedOptions): ()
       });
     }
   });
-  const yielded = actor.on('operation.yielded', ({ operation, reason, payload, target }) => {
-    if (!nobodyResumes(operation, payload)) return;
+  const yielded = actor.on('operation.yielded', (event) => {
+    const { operation, reason, payload, target } = event;
+    if (!nobodyResumes(operation, payload) || answerYield?.(event)) return;
     // A child's wait (its path in `target`) can no more be resumed than the run's own: the seal goes
     // down to that child, whose call then gets its Sealed outcome, and the parent goes on.
     send({
