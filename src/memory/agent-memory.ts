@@ -85,7 +85,7 @@ const MemoryStateSchema = z.strictObject({
   working: z.string().nullable(),
   /** What the run's first message recalled from the scope's other sessions. */
   recalled: z.array(MemoryHitSchema),
-  /** Messages of the conversation already indexed, and the next entry's number in this session. */
+  /** Messages of the conversation already indexed (0: none yet, see `firstUnindexed`), and the next entry's number in this session. */
   seen: z.number().int().nonnegative(),
   next: z.number().int().nonnegative(),
   /** Why recall went without something this run (an embed that failed), for the trace. */
@@ -122,6 +122,20 @@ function entryText(message: Message): { role: 'user' | 'assistant'; text: string
 
 const sameMessage = (a: Message | undefined, b: Message): boolean => a !== undefined && JSON.stringify(a) === JSON.stringify(b);
 
+/**
+ * Where indexing of the conversation goes on from. Once the memory has indexed in this session,
+ * from what it saw last (a compaction that rewrote the log kept what was indexed before). The
+ * first time (nothing seen: a new session, a fork, a session the agent had no memory or no recall
+ * in), from this run's own message at its first call, else from what comes next: what the log
+ * held before was said without this memory. A fork's copied prefix is its original's, indexed
+ * there; and a scope's deleted memory, which its sessions' logs still hold, is never indexed again.
+ */
+function firstUnindexed(state: MemoryState, messages: readonly Message[], turn: number): number {
+  if (state.seen > 0) return Math.min(state.seen, messages.length);
+  const input = turn === 1 ? messages.findLastIndex((message) => message.role === 'user') : -1;
+  return input === -1 ? messages.length : input;
+}
+
 /** The text a run's recall looks for: its last user message. */
 function lastUserText(messages: readonly Message[]): string {
   for (let i = messages.length - 1; i >= 0; i--) {
@@ -157,7 +171,8 @@ const DEFAULT_WORKING_INSTRUCTIONS =
  *   shown to the model as a prompt part and rewritten through the `<name>_update` tool. An update
  *   past `working.maxChars` is refused (`MemoryTooLargeError`, which the model reads as the tool's
  *   result); the stored document is unchanged.
- * - **Recall:** the scope's sessions are indexed as they go (user and assistant turns). At a run's
+ * - **Recall:** the scope's sessions are indexed as they go (user and assistant turns), each from
+ *   the run in which the memory first runs in it (never a log's earlier past). At a run's
  *   first model call the run's message is searched for in the scope's other sessions and the top
  *   `recall.prompt` matches join the prompt part; the `<name>_search` tool searches on demand.
  *   With `recall.embed`, similar entries are found beside the full-text matches. An `embed` that
@@ -195,8 +210,7 @@ export function agentMemory(options: AgentMemoryOptions): AgentMemory {
   async function indexNew(scope: string, ctx: OperationContext<MemoryState>, reply: ModelReply | undefined, signal: AbortSignal): Promise<{ seen: number; next: number; problems: string[] }> {
     const state = ctx.state;
     const messages = ctx.messages;
-    // A compaction rewrote the log: what it kept was indexed before.
-    const from = Math.min(state.seen, messages.length);
+    const from = firstUnindexed(state, messages, ctx.turn);
     const fresh = messages.slice(from).map(entryText);
     // After a reply the brain may hold it already, as the conversation's last message.
     const pending = reply !== undefined && messages.at(-1) !== reply.message && !sameMessage(messages.at(-1), reply.message);

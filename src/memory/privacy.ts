@@ -55,7 +55,8 @@ export async function exportScope(store: SessionStore, scope: string): Promise<S
 /**
  * Forgets a scope: its working memory and every indexed entry, search indexes included (a search
  * of the scope finds nothing afterwards). The sessions themselves stay: delete those with the
- * store. Returns how many entries went. Throws `InvalidScopeError` for a scope that cannot be one.
+ * store. What they held is not indexed again (a fork of one, or one continued by an agent newly
+ * given memory, indexes only what is said in it from then on). Returns how many entries went. Throws `InvalidScopeError` for a scope that cannot be one.
  *
  * @example
  * ```ts

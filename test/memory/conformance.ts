@@ -1,4 +1,9 @@
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { createAgentMachine } from '../../machines/agent.machine.js';
+import { agentMemory, deleteScope, exportScope } from '../../src/memory.js';
+import type { Model, ModelRequest } from '../../src/model.js';
+import { DurableSession } from '../../src/sessions/durable-session.js';
+import { forkSession } from '../../src/sessions/fork.js';
 import { MemoryHitSchema, type MemoryBackend, type MemoryEntry, type MemoryHit } from '../../src/memory/memory-backend.js';
 import { memoryBackend } from '../../src/memory/memory-store.js';
 import { searchTerms } from '../../src/memory/search-terms.js';
@@ -30,6 +35,29 @@ const entry = (sessionId: string, position: number, text: string, extra: Partial
   ...extra,
 });
 
+/**
+ * One run of a session: `memory` says whether the agent has memory. Returns the system text of
+ * its first request (where recall shows).
+ */
+async function talk(store: SessionStore, sessionId: string, scope: string | undefined, message: string, memory: boolean): Promise<string> {
+  const sent: ModelRequest[] = [];
+  const operation = agentMemory({ store });
+  const model: Model = {
+    name: 'notes',
+    generate: async (request) => (sent.push(request), { message: { role: 'assistant', content: `Noted: ${message.length} characters.` }, finishReason: 'stop' }),
+  };
+  const machine = createAgentMachine({ model, operations: memory ? [operation] : [] });
+  const session = await DurableSession.open({ machine, store, sessionId, ...(scope !== undefined && { scope }) });
+  try {
+    session.send({ type: 'input', message });
+    expect((await session.whenIdle())?.outcome.type).toBe('Completed');
+  } finally {
+    await session.close();
+    await operation.close();
+  }
+  return sent[0]!.messages.filter((m) => m.role === 'system').map((m) => m.content).join('\n');
+}
+
 const keys = (hits: readonly MemoryHit[]): string[] => hits.map((hit) => `${hit.sessionId}:${hit.position}`);
 const search = (backend: MemoryBackend, scope: string, query: string, limit = 10, excludeSession?: string) =>
   backend.search(scope, searchTerms(query), { limit, excludeSession });
@@ -38,12 +66,13 @@ export function describeMemoryConformance(name: string, harness: MemoryHarness):
   describe(`memory backend conformance: ${name}`, () => {
     const open: { close(): Promise<void> }[] = [];
 
-    async function fresh(): Promise<{ backend: MemoryBackend; again: () => Promise<MemoryBackend> }> {
+    async function fresh(): Promise<{ store: SessionStore; backend: MemoryBackend; again: () => Promise<MemoryBackend> }> {
       const fixture = await harness.create();
       open.push(fixture.store);
       const backend = memoryBackend(fixture.store);
       open.push(backend);
       return {
+        store: fixture.store,
         backend,
         async again() {
           const store = await fixture.sibling();
@@ -254,6 +283,46 @@ export function describeMemoryConformance(name: string, harness: MemoryHarness):
       expect((await other.exportScope('s')).entries[0]!.text).toBe(text);
       expect((await other.readWorking('s'))?.content).toBe(text);
       expect((await other.listScopes())[0]!.workingChars).toBe(text.length);
+    });
+
+    it("a deleted scope's memory never comes back: a fork, or an old session given memory, indexes only what is said from then on; another scope keeps its own", async () => {
+      const { store } = await fresh();
+      await talk(store, 'ada-1', 'user:ada', 'My door code is zebra7.', true);
+      // A session of Ada's the agent had no memory in yet: never indexed.
+      await talk(store, 'ada-old', 'user:ada', 'My bank pin is walrus42.', false);
+      await talk(store, 'bob-1', 'user:bob', 'My bike is a zanzibar cruiser.', true);
+      expect(await deleteScope(store, 'user:ada')).toBe(2);
+
+      // Ada's sessions still hold what she said; what they say from now on is hers to keep.
+      const fork = await forkSession(store, 'ada-1', { at: 2, as: 'ada-1-fork' });
+      expect(fork.messages).toBe(2);
+      await talk(store, fork.sessionId, undefined, 'Hello again.', true);
+      await talk(store, 'ada-old', undefined, 'Anything new today?', true);
+      const asked = await talk(store, 'ada-new', 'user:ada', 'What are my door code and bank pin, zebra7 walrus42?', true);
+      expect(asked).not.toContain('door code is');
+      expect(asked).not.toContain('pin is walrus42');
+      const kept = (await exportScope(store, 'user:ada')).entries;
+      expect(kept.map((e) => `${e.sessionId}: ${e.text}`)).toEqual([
+        'ada-1-fork: Hello again.',
+        'ada-1-fork: Noted: 12 characters.',
+        'ada-old: Anything new today?',
+        'ada-old: Noted: 19 characters.',
+        'ada-new: What are my door code and bank pin, zebra7 walrus42?',
+        'ada-new: Noted: 52 characters.',
+      ]);
+
+      // Bob's memory is whole, and a fork of his session goes on indexing what is said in it.
+      const bobFork = await forkSession(store, 'bob-1', { at: 2, as: 'bob-1-fork' });
+      await talk(store, bobFork.sessionId, undefined, 'Is it blue?', true);
+      expect(await talk(store, 'bob-2', 'user:bob', 'Which zanzibar bike do I ride?', true)).toContain('My bike is a zanzibar cruiser.');
+      expect((await exportScope(store, 'user:bob')).entries.map((e) => `${e.sessionId}: ${e.text}`)).toEqual([
+        'bob-1: My bike is a zanzibar cruiser.',
+        'bob-1: Noted: 30 characters.',
+        'bob-1-fork: Is it blue?',
+        'bob-1-fork: Noted: 11 characters.',
+        'bob-2: Which zanzibar bike do I ride?',
+        'bob-2: Noted: 30 characters.',
+      ]);
     });
   });
 }
