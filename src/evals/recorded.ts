@@ -89,8 +89,11 @@ export class RecordedWorld {
   /** Each compaction with the conversation it left: the trace keeps no messages of its own, so they are read off the next model call's prompt. */
   readonly #compactions = new Map<string, { entry: TraceEntryOf<'compaction'>; prompt: Message[] | undefined }>();
   readonly #guardrails = new Map<string, TraceEntryOf<'guardrail'>>();
-  /** The model calls that failed over to the next model, by run, turn and the model that failed. */
-  readonly #fallbacks = new Map<string, TraceEntryOf<'fallback'>>();
+  /**
+   * The model calls that failed over to the next model, by run, turn and the model that failed, in
+   * order: two models of one name (two keys of one provider) each fail once, as recorded.
+   */
+  readonly #fallbacks = new Map<string, TraceEntryOf<'fallback'>[]>();
   /** The budget raises the host sent each run (its own, not a child's), in order, as events the chart reads. */
   readonly #raises = new Map<number, BudgetRaise[]>();
 
@@ -115,7 +118,10 @@ export class RecordedWorld {
         waiting.push(compaction);
       }
       if (entry.type === 'event') this.#addRaise(runs.get(entry.run) ?? 0, entry.event);
-      if (entry.type === 'fallback') this.#fallbacks.set(`${runs.get(entry.run) ?? 0}:${entry.turn}:${entry.from}`, entry);
+      if (entry.type === 'fallback') {
+        const key = `${runs.get(entry.run) ?? 0}:${entry.turn}:${entry.from}`;
+        this.#fallbacks.set(key, [...(this.#fallbacks.get(key) ?? []), entry]);
+      }
       if (entry.type === 'guardrail') this.#guardrails.set(`${runs.get(entry.run) ?? 0}:${entry.turn}:${entry.stage}:${entry.name}`, entry);
       if (entry.type === 'doubt' && entry.action !== 'rerun') answeredInDoubt.push(entry);
       if (entry.type === 'model') {
@@ -189,7 +195,7 @@ export class RecordedWorld {
    * names it, so the run falls back as it did; the next model's call takes the reply.
    */
   reply(run: number, turn: number, model?: string | undefined): SideEffectOutputs['model'] {
-    const fallback = model === undefined ? undefined : this.#fallbacks.get(`${run}:${turn}:${model}`);
+    const fallback = model === undefined ? undefined : this.#fallbacks.get(`${run}:${turn}:${model}`)?.shift();
     if (fallback) throw new ModelError(fallback.error, { status: TRIGGER_STATUS.get(fallback.trigger), retryable: false });
     const entry = this.#replies.get(`${run}:${turn}`);
     if (!entry) throw new ModelError(`unrecorded model call: the recording has no reply for run ${run + 1}, turn ${turn}`, { retryable: false });

@@ -187,4 +187,14 @@ describe('a dry run of the unchanged agent', () => {
     expect(run.difference).toBeNull();
     expect(seen).toEqual({ models: [], tools: [] });
   });
+
+  it('of a run that fell back between two models of one name (two keys of one provider): the failure is served once, and the second takes the reply', async () => {
+    const { recorded, run, seen } = await recordAndDryRun((seen) => ({
+      model: [noted(seen, 'openai:gpt', [{ error: { message: 'rate limited', status: 429, retryable: false } }, { text: 'unused' }]), noted(seen, 'openai:gpt', [{ text: 'From the second key.' }])],
+    }));
+    expect(recorded.outcome).toEqual({ type: 'Completed', finalText: 'From the second key.' });
+    expect(run.outcome).toEqual(recorded.outcome);
+    expect(run.difference).toBeNull();
+    expect(seen).toEqual({ models: [], tools: [] });
+  });
 });
