@@ -57,6 +57,12 @@ export interface ScopeExport {
   scope: string;
   working: WorkingDoc | null;
   entries: MemoryEntry[];
+  /**
+   * Stored rows this version does not read (another version wrote them, or they were edited by
+   * hand), left out of `working` and `entries` and named here, each with what is wrong, as
+   * recall names them. Absent when every row was read.
+   */
+  problems?: string[] | undefined;
 }
 
 /** Told of a stored row a read left out because this version does not read it: what it is and what is wrong. */
@@ -103,6 +109,14 @@ export function readEach<Row extends RowPlace, T>(rows: readonly Row[], read: (r
   return readable;
 }
 
+/** What `exportScope` gives: the rows read, and `problems` only when some were left out. */
+export const exported = (scope: string, working: WorkingDoc | null, entries: MemoryEntry[], problems: readonly string[]): ScopeExport => ({
+  scope,
+  working,
+  entries,
+  ...(problems.length > 0 && { problems: [...problems] }),
+});
+
 /** A working document as stored, checked: one this version does not read is told to `onUnreadable` and read as none. */
 export function readWorkingDoc(value: () => unknown, onUnreadable: OnUnreadable | undefined): WorkingDoc | null {
   let problem: string;
@@ -129,6 +143,7 @@ export interface MemoryBackend {
   /** The scope's entries with a vector of this length, most similar (cosine) first. */
   similar(scope: string, vector: readonly number[], options: SearchOptions): Promise<MemoryHit[]>;
   listScopes(): Promise<ScopeSummary[]>;
+  /** Every row of the scope, each checked as it is read: one this version does not read is left out and named in `problems`. */
   exportScope(scope: string): Promise<ScopeExport>;
   /** Removes the scope's document and every entry (search indexes included); returns how many entries went. */
   deleteScope(scope: string): Promise<number>;

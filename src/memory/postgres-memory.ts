@@ -1,5 +1,5 @@
 import { postgresBeside, type BesideTransaction, type PostgresTables } from '../stores/beside-sessions.js';
-import { MemoryEntrySchema, MemoryHitSchema, readEach, readWorkingDoc, type MemoryBackend, type MemoryEntry, type MemoryHit, type OnUnreadable, type ScopeExport, type ScopeSummary, type SearchOptions, type WorkingDoc } from './memory-backend.js';
+import { exported, MemoryEntrySchema, MemoryHitSchema, readEach, readWorkingDoc, type MemoryBackend, type MemoryEntry, type MemoryHit, type OnUnreadable, type ScopeExport, type ScopeSummary, type SearchOptions, type WorkingDoc } from './memory-backend.js';
 import { isPlainTerm, wordsOf } from './search-terms.js';
 import { mostSimilar } from './similarity.js';
 
@@ -189,13 +189,17 @@ export class PostgresMemory implements MemoryBackend {
   }
 
   async exportScope(scope: string): Promise<ScopeExport> {
-    return this.#tx(async (client, s) => {
+    const { working, rows } = await this.#tx(async (client, s) => {
       // One snapshot: the document and the entries as they were at one moment.
       await client.query('SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY');
-      const working = await client.query<WorkingRow>(`SELECT content_json, version, updated_at FROM ${s}.memory_working WHERE scope = $1`, [scope]);
+      const document = await client.query<WorkingRow>(`SELECT content_json, version, updated_at FROM ${s}.memory_working WHERE scope = $1`, [scope]);
       const entries = await client.query<EntryRow>(`SELECT session_id, position, role, text_json, at, vector FROM ${s}.memory_entries WHERE scope = $1 ORDER BY id`, [scope]);
-      return { scope, working: working.rows[0] ? workingOf(working.rows[0]) : null, entries: entries.rows.map(entryOf) };
+      return { working: document.rows[0], rows: entries.rows };
     });
+    // Each row checked as recall checks it: a text that is not JSON, or a role this version does not read, is left out and named.
+    const problems: string[] = [];
+    const onUnreadable = (problem: string) => void problems.push(problem);
+    return exported(scope, working ? readWorkingDoc(() => workingOf(working), onUnreadable) : null, readEach(rows, entryOf, MemoryEntrySchema, onUnreadable), problems);
   }
 
   async deleteScope(scope: string): Promise<number> {

@@ -37,14 +37,16 @@ export async function listScopes(store: SessionStore): Promise<ScopeSummary[]> {
 
 /**
  * Everything the memory holds for one scope (its working memory and every indexed entry), for a
- * user who asks for their data. A scope with nothing gives `{ working: null, entries: [] }`.
- * Throws `InvalidScopeError` for a scope that cannot be one.
+ * user who asks for their data. A scope with nothing gives `{ working: null, entries: [] }`. A
+ * stored row this version does not read is left out and named in `problems` (as recall does), so
+ * one such row never withholds the rest. Throws `InvalidScopeError` for a scope that cannot be one.
  *
  * @example
  * ```ts
  * import { exportScope } from 'loopchart/memory';
  * const data = await exportScope(store, 'user:42');
  * console.log(JSON.stringify(data, null, 2));
+ * for (const problem of data.problems ?? []) console.error(problem); // a row left out, and why
  * ```
  */
 export async function exportScope(store: SessionStore, scope: string): Promise<ScopeExport> {

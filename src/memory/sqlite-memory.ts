@@ -1,6 +1,6 @@
 import { openSqliteBeside } from '../stores/beside-sessions.js';
 import type { SqliteConnection, SqliteDriverName, SqliteStatement } from '../stores/sqlite-driver.js';
-import { MemoryEntrySchema, MemoryHitSchema, readEach, readWorkingDoc, type MemoryBackend, type MemoryEntry, type MemoryHit, type OnUnreadable, type ScopeExport, type ScopeSummary, type SearchOptions, type WorkingDoc } from './memory-backend.js';
+import { exported, MemoryEntrySchema, MemoryHitSchema, readEach, readWorkingDoc, type MemoryBackend, type MemoryEntry, type MemoryHit, type OnUnreadable, type ScopeExport, type ScopeSummary, type SearchOptions, type WorkingDoc } from './memory-backend.js';
 import { isPlainTerm, wordsOf } from './search-terms.js';
 import { mostSimilar } from './similarity.js';
 
@@ -182,10 +182,14 @@ export class SqliteMemory implements MemoryBackend {
 
   async exportScope(scope: string): Promise<ScopeExport> {
     // One snapshot: the document and the entries as they were at one moment.
-    return this.#db.transaction('deferred', () => {
-      const working = this.#sql.readWorking.get(scope) as WorkingRow | undefined;
-      return { scope, working: working ? workingOf(working) : null, entries: (this.#sql.entries.all(scope) as EntryRow[]).map(entryOf) };
-    });
+    const { working, rows } = this.#db.transaction('deferred', () => ({
+      working: this.#sql.readWorking.get(scope) as WorkingRow | undefined,
+      rows: this.#sql.entries.all(scope) as EntryRow[],
+    }));
+    // Each row checked as recall checks it: a role or a column this version does not read is left out and named.
+    const problems: string[] = [];
+    const onUnreadable = (problem: string) => void problems.push(problem);
+    return exported(scope, working ? readWorkingDoc(() => workingOf(working), onUnreadable) : null, readEach(rows, entryOf, MemoryEntrySchema, onUnreadable), problems);
   }
 
   async deleteScope(scope: string): Promise<number> {

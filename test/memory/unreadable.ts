@@ -1,6 +1,6 @@
 import { expect } from 'vitest';
 import { createAgentMachine } from '../../machines/agent.machine.js';
-import { agentMemory } from '../../src/memory.js';
+import { agentMemory, exportScope } from '../../src/memory.js';
 import type { MemoryState } from '../../src/memory/agent-memory.js';
 import type { ModelRequest } from '../../src/model.js';
 import { DurableSession } from '../../src/sessions/durable-session.js';
@@ -11,7 +11,8 @@ import { scriptedModel } from '../../src/testing.js';
  * Stored memory rows this version does not read (another version wrote them, or they were edited
  * by hand: `spoil` does it to Ada's first entry, ada-1 position 0, and to her working memory),
  * shared by the SQLite and PostgreSQL suites: the next run of the scope goes on without them,
- * each named in the memory's `problems`, and recalls the rows it does read.
+ * each named in the memory's `problems`, and recalls the rows it does read; `exportScope` gives
+ * the rows it reads and names the others in its `problems`, as recall does.
  */
 export async function unreadableRowsCostOnlyThemselves(store: SessionStore, spoil: () => Promise<void>): Promise<void> {
   const memory = agentMemory({ store });
@@ -45,6 +46,19 @@ export async function unreadableRowsCostOnlyThemselves(store: SessionStore, spoi
     } finally {
       await second.close();
     }
+
+    // The export: every row it reads, the spoilt ones left out and named; no row returned unchecked.
+    const exported = await exportScope(store, 'user:ada');
+    expect(exported.working).toBeNull();
+    expect(exported.entries.map((entry) => `${entry.sessionId}:${entry.position} ${entry.role}: ${entry.text}`)).toEqual([
+      'ada-1:1 assistant: The zanzibar lighthouse, noted.',
+      'ada-2:0 user: What colour is the zanzibar lighthouse?',
+      'ada-2:1 assistant: Blue, I think.',
+    ]);
+    expect(exported.problems).toEqual([
+      expect.stringMatching(/^the stored working memory is not one this version reads, shown as empty: /),
+      expect.stringMatching(/^a stored memory entry \(session "ada-1", position 0\) is not one this version reads, left out: /),
+    ]);
   } finally {
     await memory.close();
   }
