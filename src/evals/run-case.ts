@@ -180,11 +180,12 @@ export async function runCase(evalCase: EvalCase, agent: EvalAgent, options: Run
         return raise !== undefined;
       },
     );
-    const deadline = performance.now() + (options.timeoutMs ?? DEFAULT_TIMEOUT_MS);
+    const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+    const deadline = performance.now() + timeoutMs;
     for (const prompt of evalCase.input) {
       run++;
       session.send({ type: 'input', message: prompt });
-      last = await within(session, deadline - performance.now(), caseId);
+      last = await within(session, deadline - performance.now(), timeoutMs, caseId);
     }
   } catch (error) {
     if (EvalCaseError.isInstance(error)) throw error;
@@ -199,15 +200,18 @@ export async function runCase(evalCase: EvalCase, agent: EvalAgent, options: Run
   return options.store ? { ...summary, sessionId } : summary;
 }
 
-/** Waits for the session to be idle and gives the run's output, cancelling the run past the deadline (then the case fails). */
-async function within(session: DurableSession, ms: number, caseId: string): Promise<AgentOutput | null> {
+/**
+ * Waits for the session to be idle and gives the run's output, cancelling the run once `ms` (what
+ * is left of the case's `timeoutMs`) has passed: then the case fails, naming its timeout.
+ */
+async function within(session: DurableSession, ms: number, timeoutMs: number, caseId: string): Promise<AgentOutput | null> {
   let timer: NodeJS.Timeout | undefined;
   const timedOut = new Promise<'timeout'>((resolve) => (timer = setTimeout(() => resolve('timeout'), Math.max(0, ms))));
   try {
     const idle = await Promise.race([session.whenIdle(), timedOut]);
     if (idle !== 'timeout') return idle;
     session.send({ type: 'cancel' });
-    throw new EvalCaseError(caseId, 'run', `the run did not finish within its time (${Math.round(ms)} ms left of the case's timeoutMs): cancelled`);
+    throw new EvalCaseError(caseId, 'run', `the run did not finish within the case's timeoutMs (${timeoutMs} ms): cancelled`);
   } finally {
     clearTimeout(timer);
   }

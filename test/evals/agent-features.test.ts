@@ -197,4 +197,12 @@ describe('a dry run of the unchanged agent', () => {
     expect(run.difference).toBeNull();
     expect(seen).toEqual({ models: [], tools: [] });
   });
+
+  it("a run past the case's timeoutMs is cancelled and the case fails, naming the timeout it was given", async () => {
+    const evalCase = { format: 1 as const, id: 'slow', input: ['Hello?'] };
+    const hung: Model = { name: 'hung', generate: () => new Promise(() => {}) };
+    const started = performance.now();
+    await expect(runCase(evalCase, { model: hung }, { timeoutMs: 300 })).rejects.toThrow("case 'slow': the run did not finish within the case's timeoutMs (300 ms): cancelled");
+    expect(performance.now() - started).toBeLessThan(5_000);
+  });
 });
