@@ -154,9 +154,19 @@ export async function runCall(plan: CallPlan, hooks: CallHooks): Promise<CallEnd
   try {
     const { runIndex, brain } = session.actor.getSnapshot().context;
     const inFlight = runInFlight(brain);
-    const attached = inFlight || (plan.repeat && runIndex > 0);
-    if (!attached) session.send({ type: 'input', message: plan.prompt });
+    // A repeat's answer is the run its first call made. Any other call on a run nobody drives (its
+    // process died, or its client left) drives that run to its end first and then asks its own
+    // question: answering it with the earlier run's end would answer another question.
+    const attached = plan.repeat && (inFlight || runIndex > 0);
     if (hooks.signal.aborted) onAbort();
+    if (inFlight && !attached) {
+      const earlier = await Promise.race([session.whenIdle(), abandoned, stopped, decisionFailed]);
+      if (earlier === 'left') return { type: 'left' };
+      if (earlier === 'stuck') return { type: 'timeout', output: null };
+      // Cancelled meanwhile (the client's cancel, the call's timeout): its own question is not asked.
+      if (grace) return timedOut ? { type: 'timeout', output: earlier } : { type: 'output', output: earlier, attached: true };
+    }
+    if (!attached) session.send({ type: 'input', message: plan.prompt });
     const ended = await Promise.race([session.whenIdle(), abandoned, stopped, decisionFailed]);
     if (ended === 'left') return { type: 'left' };
     if (ended === 'stuck') return { type: 'timeout', output: null };

@@ -169,14 +169,17 @@ describe('long runs and runs that wait for a person', () => {
     expect(await call).toBe('gone');
     const stored = await store.load(waiting);
     expect(stored?.messages.filter((m) => m.role === 'tool')).toEqual([]);
-    // The next client attaches by the session id: it is asked, approves, and gets the run's end.
+    // The next client names the session: it is asked, approves, the run ends, and then its own question runs.
     const { client: next, asked: questions } = client(() => ({ action: 'accept', content: { approve: true } }));
     await next.connect(new StreamableHTTPClientTransport(url));
     try {
-      const result = (await next.callTool({ name: 'guarded', arguments: { task: 'ignored: the run in flight is attached' }, _meta: { 'loopchart/sessionId': waiting } })) as CallToolResult;
+      const result = (await next.callTool({ name: 'guarded', arguments: { task: 'and the backups?' }, _meta: { 'loopchart/sessionId': waiting } })) as CallToolResult;
       expect(questions).toHaveLength(1);
-      expect(text(result)).toBe('result: deleted notes.txt');
-      expect((await store.load(waiting))!.messages.filter((m) => m.role === 'user')).toHaveLength(1);
+      // Before: 'result: deleted notes.txt', the earlier run's answer, and its own question was dropped.
+      expect(text(result)).toBe('noted: and the backups?');
+      const messages = (await store.load(waiting))!.messages;
+      expect(messages.filter((m) => m.role === 'tool').map((m) => m.content)).toEqual(['deleted notes.txt']);
+      expect(messages.filter((m) => m.role === 'user').map((m) => m.content)).toEqual(['tidy', 'and the backups?']);
     } finally {
       await next.close();
     }
