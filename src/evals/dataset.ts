@@ -56,6 +56,26 @@ export const RecordingSchema = z.strictObject({
 });
 export type Recording = z.infer<typeof RecordingSchema>;
 
+/**
+ * The deepest a case's JSON may nest (objects and arrays). A case nests a few levels, and tool
+ * arguments or answers a few more; far deeper is a broken or hostile file, and it would overflow
+ * the stack of what reads it recursively (arguments compared, a case written back), failing the
+ * case's run as if the agent's tool had.
+ */
+export const MAX_CASE_DEPTH = 256;
+
+/** Whether a parsed JSON value nests deeper than `max` (walked without recursion). */
+function nestsDeeperThan(value: unknown, max: number): boolean {
+  const stack: { value: unknown; depth: number }[] = [{ value, depth: 0 }];
+  while (stack.length > 0) {
+    const { value: at, depth } = stack.pop()!;
+    if (at === null || typeof at !== 'object') continue;
+    if (depth + 1 > max) return true;
+    for (const child of Array.isArray(at) ? at : Object.values(at)) stack.push({ value: child, depth: depth + 1 });
+  }
+  return false;
+}
+
 /** A case id is its file name: letters, digits, `.`, `_`, `-`. */
 export const CASE_ID = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
 
@@ -118,6 +138,7 @@ export async function saveCases(folder: string, cases: readonly EvalCaseInput[])
   for (const input of cases) {
     const parsed = EvalCaseSchema.safeParse(input);
     const id = typeof (input as { id?: unknown })?.id === 'string' ? (input as { id: string }).id : undefined;
+    if (nestsDeeperThan(input, MAX_CASE_DEPTH)) throw new DatasetError(`${id ?? '(no id)'}.json`, `JSON nested deeper than ${MAX_CASE_DEPTH} levels`, id ? { caseId: id } : {});
     if (!parsed.success) throw new DatasetError(`${id ?? '(no id)'}.json`, z.prettifyError(parsed.error), id ? { caseId: id } : {});
     const file = join(folder, `${parsed.data.id}.json`);
     await writeFile(`${file}.tmp`, caseJson(parsed.data));
@@ -173,6 +194,7 @@ export function parseCase(text: string, file: string): EvalCase {
     throw new DatasetError(file, `not JSON: ${(error as Error).message}`, { caseId: fromName, ...(line !== undefined && { line }) });
   }
   const id = typeof (json as { id?: unknown })?.id === 'string' ? (json as { id: string }).id : fromName;
+  if (nestsDeeperThan(json, MAX_CASE_DEPTH)) throw new DatasetError(file, `JSON nested deeper than ${MAX_CASE_DEPTH} levels`, { caseId: id });
   const format = (json as { format?: unknown })?.format;
   if (format !== CASE_FORMAT) {
     throw new DatasetError(file, `case format ${JSON.stringify(format)}: this build reads format ${CASE_FORMAT}`, { caseId: id });
