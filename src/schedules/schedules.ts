@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
+import { isChildSessionId } from '../agent/subagents/subagents.js';
 import { parseOptions } from '../known-keys.js';
 import { LoopchartError } from '../errors.js';
 import { MemorySessionStore } from '../stores/memory.js';
@@ -278,6 +279,16 @@ function checkScheduleKey(name: 'id' | 'agent', value: string): void {
 }
 
 /**
+ * Why `session` names a subagent's own session, or null. Its parent's tool call makes and drives
+ * it (its id is the parent's, `/`, and the call: `childSessionId`): a tick would run the
+ * schedule's agent inside it, a turn its parent never asked for, as the chat handler and the MCP
+ * server refuse to. Any other id with a `/` is a session of its own.
+ */
+function subagentSessionProblem(session: string): string | null {
+  return isChildSessionId(session) ? "it is a subagent's session, driven by its parent's tool call: schedule the parent's session" : null;
+}
+
+/**
  * Refuses an id given to find a schedule (pause, resume, delete) that could name another one: a
  * lone surrogate (see `checkScheduleKey`). Other ids no new schedule may have are looked up as
  * they are, so a row an earlier version stored under one can still be paused or deleted.
@@ -293,7 +304,7 @@ function checkScheduleLookup(id: string): void {
  * schedule object, which makes it at its journaled `now`.
  */
 export function newScheduleRow(given: z.output<typeof ScheduleFieldsSchema>, id: string, now: number): ScheduleRow {
-  const sessionProblem = sessionIdProblem(given.session);
+  const sessionProblem = sessionIdProblem(given.session) ?? subagentSessionProblem(given.session);
   if (sessionProblem) throw new InvalidScheduleError(`session: ${sessionProblem}`);
   checkScheduleKey('id', id);
   checkScheduleKey('agent', given.agent);

@@ -7,7 +7,7 @@
  * reported, the others listed and fired).
  */
 import { afterAll, describe, expect, it } from 'vitest';
-import { createAgentMachine, DurableSession, type ModelRequest, type SessionStore } from '../../src/index.js';
+import { agentTool, createAgentMachine, DurableSession, type ModelRequest, type SessionStore } from '../../src/index.js';
 import {
   deleteSchedule,
   InvalidCronError,
@@ -198,6 +198,34 @@ export function describeScheduleConformance(name: string, harness: ScheduleHarne
       }
       await expect(deleteSchedule(store, 'a\u001b[2J')).rejects.toThrow(ScheduleNotFoundError);
       expect((await listSchedules(store)).map((s) => [s.id, s.paused])).toEqual([['nightly\ufffd', false]]);
+    });
+
+    test("a subagent's own session is refused as a schedule's session, and nothing is stored: a tick would run another agent inside it", async ({ bench: { open } }) => {
+      const store = await open();
+      const researcher = createAgentMachine({ model: scriptedModel([{ text: 'In China.' }]) });
+      const coordinator = createAgentMachine({
+        model: scriptedModel([{ toolCalls: [{ name: 'research', args: { task: 'Where was tea first drunk?' } }] }, { text: 'In China, it says.' }]),
+        tools: [agentTool({ agent: researcher, name: 'research', description: 'Researches one question.' })],
+      });
+      const team = await DurableSession.open({ machine: coordinator, store, sessionId: 'team' });
+      team.send({ type: 'input', message: 'Where was tea first drunk?' });
+      expect((await team.whenIdle())?.outcome.type).toBe('Completed');
+      await team.close();
+      const child = (await store.list()).map((session) => session.sessionId).find((id) => id !== 'team');
+      expect(child).toBe('team/run-1:turn-1:call_1_0');
+      const base = { agent: 'quick', input: 'Report.', every: 60_000 };
+      await expect(schedule(store, { ...base, id: 'child', session: child! })).rejects.toSatisfy((error: unknown) => InvalidScheduleError.isInstance(error));
+      await expect(schedule(store, { ...base, id: 'child', session: child! })).rejects.toThrow(
+        "invalid schedule: session: it is a subagent's session, driven by its parent's tool call: schedule the parent's session",
+      );
+      // The shape is what counts, a child of a session never run as well (a tick would make it).
+      await expect(schedule(store, { ...base, id: 'deeper', session: 'team/run-1:turn-1:call_1_0/run-2:turn-1:a/b' })).rejects.toThrow(/subagent's session/);
+      expect(await listSchedules(store)).toEqual([]);
+      expect((await store.load(child!))?.messages.map((m) => m.role)).toEqual(['user', 'assistant']);
+      // The parent's session, and an id with a '/' that is no child's, are sessions of their own.
+      await schedule(store, { ...base, id: 'parent', session: 'team' });
+      await schedule(store, { ...base, id: 'slashed', session: 'team/reports' });
+      expect((await listSchedules(store)).map((s) => s.session).sort()).toEqual(['team', 'team/reports']);
     });
 
     test('a one-off fires once: it starts the session, then continues it on the next schedule; onTick hears each', async ({ bench: { open, started } }) => {
