@@ -163,9 +163,15 @@ const chart = driver.createStateConfig({
         cancel: [
           // A hook in flight gets its grace (its signal aborts at once) to return what it received.
           { guard: and(['hookInFlight', 'cancelWaits']), target: '.Cancelling', actions: ['abortIo', 'recordCancelGrace'] },
+          // Tool calls running: a result already on its way is kept (see Ending).
+          { guard: and([stateIn('#agent.Running.AwaitingTools'), 'callsRunning', 'cancelWaits']), target: '.Ending', actions: 'beginEnding' },
           { target: '.Start', actions: ['abortIo', 'cancelRun'] },
         ],
-        seal: [{ guard: 'targetsChild', actions: 'forwardToChild' }, { target: '.Start', actions: ['abortIo', 'sealRun'] }],
+        seal: [
+          { guard: 'targetsChild', actions: 'forwardToChild' },
+          { guard: and([stateIn('#agent.Running.AwaitingTools'), 'callsRunning']), target: '.Ending', actions: 'beginEnding' },
+          { target: '.Start', actions: ['abortIo', 'sealRun'] },
+        ],
         steer: [{ guard: 'steersChild', actions: 'forwardToChild' }, { actions: ['steerRun', 'noteSteer'] }],
         // A raise while the run goes: the limits it names hold for the rest of the run, the deadline of a side effect in flight included.
         'budget.raise': [{ guard: 'targetsChild', actions: 'forwardToChild' }, { guard: 'raiseRefused', actions: 'refuseRaise' }, { actions: ['raiseBudget', 'rearmDeadline'] }],
@@ -248,6 +254,26 @@ const chart = driver.createStateConfig({
             cancel: { target: 'Start', actions: 'cancelRun' },
             // Restored from a snapshot during the grace: the hook ran in a process that is gone, nothing can return (and no timer survived).
             'io.attached': { target: 'Start', actions: 'cancelRun' },
+          },
+        },
+        /**
+         * Cancelled or sealed while tool calls ran: their signals are aborted at once and no other
+         * call starts, but a result that existed by then and had not reached the chart yet (a tool
+         * that resolved in the same tick as the end, a result the IO or the executor was still
+         * handing on) is taken as it arrives, for one macrotask; then (or once no started call
+         * lacks its result) the run ends as asked, the calls still without a result answered interrupted.
+         */
+        Ending: {
+          always: { guard: 'noCallRunning', target: 'Start', actions: ['abortIo', 'endAsAsked'] },
+          after: { endingWait: { target: 'Start', actions: ['abortIo', 'endAsAsked'] } },
+          on: {
+            'io.toolFinished': { guard: 'currentBatch', actions: ['journalToolResult', 'emitToolFinished'] },
+            'io.toolStarted': { guard: 'currentBatch', actions: 'emitToolStarted' },
+            // A second end does not wait.
+            cancel: { target: 'Start', actions: ['abortIo', 'cancelRun'] },
+            seal: [{ guard: 'targetsChild', actions: 'forwardToChild' }, { target: 'Start', actions: ['abortIo', 'sealRun'] }],
+            // Restored from a snapshot while it waited: nothing of the old process can arrive.
+            'io.attached': { target: 'Start', actions: ['abortIo', 'endAsAsked'] },
           },
         },
         /** An operation yielded: the run waits here for `operation.resume` (the context names the operation). */

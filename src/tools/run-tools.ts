@@ -250,8 +250,14 @@ class CallInFlight {
     this.resolve(result);
   }
 
+  /**
+   * The abort: the tool's signal fires at once, and the call is answered interrupted unless its
+   * value came first. The answer is settled a microtask later, queued before the signal fires: a
+   * value the tool's promise had when the abort came is ahead of it in the queue and wins (its
+   * result exists), one the tool gives in answer to the signal comes after it and is dropped.
+   */
   interrupt(reason: unknown): void {
-    this.settle(errorResult(this.call, INTERRUPTED_CONTENT));
+    queueMicrotask(() => this.settle(errorResult(this.call, INTERRUPTED_CONTENT)));
     this.controller.abort(reason);
   }
 
@@ -288,8 +294,15 @@ async function runOne(
   return new Promise<ToolMessage>((resolve) => {
     const running = new CallInFlight(call, outer, inFlight, resolve);
     running.arm(tool.timeoutMs ?? defaultTimeoutMs, tool.name);
-    // The executor form also catches a tool that throws synchronously.
-    new Promise<unknown>((run) => run(tool.execute(parsed.data, toolContext(running.controller, call.id, idempotencyKey, session)))).then(
+    let returned: unknown;
+    try {
+      returned = tool.execute(parsed.data, toolContext(running.controller, call.id, idempotencyKey, session));
+    } catch (error) {
+      return running.settle(errorResult(call, errorText(error)));
+    }
+    // Its value's reaction is attached to the tool's own promise (no wrapper in between), so it is
+    // queued the moment that promise settles: ahead of an abort that comes later (see `interrupt`).
+    Promise.resolve(returned).then(
       (value) => running.settle(valueResult(call, value)),
       (error: unknown) => running.settle(errorResult(call, errorText(error))),
     );

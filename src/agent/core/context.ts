@@ -128,6 +128,11 @@ export const AgentContextSchema = z.object({
    * `DurableSession`'s row (no write per start): a reopened batch's calls start again, or are in doubt.
    */
   startedCalls: z.array(z.string()).optional(),
+  /**
+   * A cancel or a seal that came while tool calls ran: the run ends so once the results already on
+   * their way are in (see the chart's `Ending`). Not in a `DurableSession`'s row.
+   */
+  ending: z.union([z.object({ type: z.literal('cancel') }), z.object({ type: z.literal('seal'), reason: z.string() })]).optional(),
 });
 
 export type AgentContext = Omit<z.infer<typeof AgentContextSchema>, 'brain' | 'toolJournal'> & {

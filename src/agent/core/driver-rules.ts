@@ -270,6 +270,7 @@ export const resetBatch = (agent: CompiledAgent, context: AgentContext) => ({
   ...(context.guard?.check && { guard: { ...context.guard, check: null } }),
   doubt: undefined,
   startedCalls: undefined,
+  ending: undefined,
 });
 
 

@@ -1,12 +1,12 @@
 import type { ToolCall, ToolMessage } from '../../schemas.js';
-import { runToolCall } from '../../tools/run-tools.js';
+import { INTERRUPTED_CONTENT, runToolCall } from '../../tools/run-tools.js';
 import { inDoubtPolicy, ToolSet } from '../../tools/define-tool.js';
 import { listSources, resolveOffered } from '../../tools/offered-tools.js';
 import { rerunsOf } from './call-decisions.js';
 import { madeHere, startToken } from '../protocol/start-marker.js';
 import { depthOfIo, inScope, isAgentTool, type ChildHandle } from '../protocol/call-scope.js';
 import type { SubagentReport } from '../protocol/actor-types.js';
-import type { Handler, IoScope, RequestOf } from '../protocol/io-protocol.js';
+import type { Handler, IoEvent, IoScope, RequestOf } from '../protocol/io-protocol.js';
 import { ToolInDoubtError, isInDoubtSignal } from '../protocol/failure.js';
 import { innerKey, startKeys } from '../protocol/keys.js';
 
@@ -18,6 +18,8 @@ interface Batch {
   queue: { call: ToolCall; announce: boolean }[];
   next: number;
   active: number;
+  /** The run is ending (`endTools`): no call of the batch starts any more, and a result that existed at the abort is still reported. */
+  ending?: boolean | undefined;
 }
 
 /** The tool calls of one IO actor: its `tools` handler and what the run's abort asks of them. */
@@ -25,6 +27,8 @@ export interface ToolScheduler {
   tools: Handler<'tools'>;
   /** Starts no other call of the batch: those queued are set aside until a request names them again. */
   hold: Handler<'holdTools'>;
+  /** Starts no other call of the batch, one taken off the queue but not started yet included: the run ends. */
+  end: Handler<'endTools'>;
   /** Whether a batch still runs calls or has some queued. */
   busy(): boolean;
   /** Forgets the batches: the run no longer needs them. */
@@ -74,6 +78,12 @@ export function toolScheduler(io: IoScope): ToolScheduler {
       for (const { call } of queued) batch.started.delete(call.id);
       io.send(batch.controller, { type: 'io.toolsHeld', key: request.key, calls: queued.map(({ call }) => call.id) });
     },
+    end: (request) => {
+      const batch = state.batches.get(request.key);
+      if (!batch) return;
+      batch.ending = true;
+      batch.queue.splice(batch.next);
+    },
     busy: () => [...state.batches.values()].some((batch) => batch.active > 0 || batch.next < batch.queue.length),
     clear: () => {
       state.batches.clear();
@@ -115,7 +125,7 @@ function pump(state: Scheduler, batch: Batch, request: RequestOf<'tools'>): void
         // Off the books before the chart hears it: the call is no longer in flight.
         batch.active--;
         io.children.ended(call.id);
-        if (result) io.send(controller, { type: 'io.toolFinished', key, call, result });
+        if (result) finished(io, batch, controller, { type: 'io.toolFinished', key, call, result });
         pump(state, batch, request);
       },
       (error) => {
@@ -132,6 +142,17 @@ function pump(state: Scheduler, batch: Batch, request: RequestOf<'tools'>): void
 }
 
 /**
+ * Reports a call's result. Once the run was aborted only a batch that is ending reports one, and
+ * only a result the tool gave (it existed when the abort came, see `CallInFlight.interrupt`), not
+ * the interrupted answer: the chart, waiting in `Ending`, keeps it.
+ */
+function finished(io: IoScope, batch: Batch, controller: AbortController, event: Extract<IoEvent, { type: 'io.toolFinished' }>): void {
+  if (!controller.signal.aborted) return io.send(controller, event);
+  const { result } = event;
+  if (batch.ending && !(result.isError === true && result.content === INTERRUPTED_CONTENT)) io.report(event);
+}
+
+/**
  * Runs one call as its side effect (an 'ask' tool's start journaled first), in its child-run
  * scope. Its start is reported here, as it really starts (unless the chart reported it): a call
  * queued behind `toolConcurrency` is not running while it waits its turn (see `pump`).
@@ -142,7 +163,7 @@ async function runOne(state: Scheduler, batch: Batch, request: RequestOf<'tools'
   const { controller } = batch;
   const { key, turn } = request;
   await null; // after the chart's current step, as every request (see `start`)
-  if (controller.signal.aborted) return undefined;
+  if (controller.signal.aborted || batch.ending) return undefined;
   if (announce) send(controller, { type: 'io.toolStarted', key, call });
   // The tool's idempotency key is the call's own, whichever rerun this is.
   const callKey = innerKey(key, { kind: 'tool', call: call.id, rerun: 0 });

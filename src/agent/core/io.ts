@@ -31,6 +31,7 @@ export function ioLogic(deps: IoDeps, features: FeatureHandlerMap) {
       model: modelHandler(io, models),
       tools: scheduler.tools,
       holdTools: scheduler.hold,
+      endTools: scheduler.end,
       compaction: compactionHandler(io, models),
     };
     // A Map: request types come from the chart, and `receive` hears other events too. A feature's
@@ -50,7 +51,7 @@ export function ioLogic(deps: IoDeps, features: FeatureHandlerMap) {
       // Only a request for work counts: an abort, a hold or an event forwarded to a child (a
       // decision sent at once to a restored parent) starts nothing, and the work it waits for
       // must still be asked for again.
-      if (request.type !== 'abort' && request.type !== 'forward' && request.type !== 'holdTools') {
+      if (request.type !== 'abort' && request.type !== 'forward' && request.type !== 'holdTools' && request.type !== 'endTools') {
         received = true;
         lastKey = request.key;
       }

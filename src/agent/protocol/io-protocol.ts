@@ -153,6 +153,12 @@ export type IoRequest =
    * (`io.toolsHeld`), and run as first asked when a later `tools` request names them (a raise).
    */
   | { type: 'holdTools'; key: string }
+  /**
+   * A cancel or a seal while the batch's calls run (the chart's `Ending`), just before its `abort`:
+   * no other call starts, not even one already taken off the queue, and a result a call had when
+   * the abort came is still reported (`io.toolFinished`), not the interrupted answer.
+   */
+  | { type: 'endTools'; key: string }
   /** Stops everything in flight: the run no longer needs it. */
   | { type: 'abort' }
   /** A decision or a steer for a child run (an agent tool's): `event` as the child of call `callId` takes it (routed by the run's batch, see `routeAmong`). */

@@ -101,7 +101,9 @@ describe('step / apply / finalize', () => {
     const hanging = () => {
       const { agent } = config();
       const never = defineTool({ name: 'add', description: 'never', input: z.object({ a: z.number(), b: z.number() }), execute: () => new Promise<string>(() => {}) });
-      return { ...agent, tools: [never, echoTool, deployTool], operations: [] };
+      // echo hangs too: a result that exists when the cancel comes is kept (see test/agent/cancel/result-on-its-way.test.ts).
+      const neverEcho = defineTool({ name: 'echo', description: 'never', input: z.object({ text: z.string() }), execute: () => new Promise<string>(() => {}) });
+      return { ...agent, tools: [never, neverEcho, deployTool], operations: [] };
     };
     const actor = createActor(createAgentMachine(hanging()), { input: { prompt: PROMPT, sessionId: 'p' } }).start();
     await waitFor(actor, (s) => s.context.brain.value === 'AwaitingTools', { timeout: WAIT_MS });
