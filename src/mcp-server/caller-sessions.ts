@@ -9,15 +9,17 @@ import { SESSION_ID_META } from './result.js';
 
 /**
  * Which stored sessions one caller's calls run in, and whose they are. Every session a call runs
- * in is stored with its caller's scope: the caller the product named (an HTTP `authorize` answer,
- * a stdio or `connect` caller), or, for a connection without one, a scope of that connection's
- * own. A call continues a session by its id (the one a result gave, or a name the client chose,
- * stored as given) only when that session is new or has the caller's scope: another caller's
- * session, a chat's, one made without a scope, answers as one this caller cannot continue, and
- * nothing is run or read in it. An idempotency key names a session in the caller's own namespace
- * (`mcp/<tool>/<caller tag>/<hash of the key>`), so two callers' equal keys are two sessions. The
- * tag and the scope are computed here from who the product says is calling, never read from the
- * client, so a client cannot claim another caller's.
+ * in is made in the namespace of its tool and caller, `mcp/<tool>/<caller tag>/<id>`, and stored
+ * with its caller's scope: the caller the product named (an HTTP `authorize` answer, a stdio or
+ * `connect` caller), or, for a connection without one, a scope of that connection's own. The
+ * namespace is what records that a session is this tool's, made by this server for this caller:
+ * a chat's session and another tool's have the same scope and another name. A call continues a
+ * session by its id (the one a result gave) only under its own tool and tag; a name the client
+ * chose is its session `mcp/<tool>/<tag>/name-<hash of the name>`, and a name that is a session
+ * of another surface (stored as named) is refused. An idempotency key names
+ * `mcp/<tool>/<tag>/<hash of the key>`, so two callers' equal keys are two sessions. The tag and
+ * the scope are computed here from who the product says is calling, never read from the client,
+ * so a client cannot claim another caller's.
  */
 
 /** Who calls, as the product authenticated them (an HTTP `authorize` answer, a stdio `caller`): also the sessions' memory scope. */
@@ -37,6 +39,8 @@ export interface CallSession {
   sessionId: string;
   repeat: boolean;
   named: boolean;
+  /** A name the client chose (not in the server's namespace), stored as `sessionId`: a session stored under this name is another surface's. */
+  chosen?: string | undefined;
 }
 
 /** One connection's caller: the sessions it may name, and the scope its sessions are stored with. */
@@ -51,11 +55,6 @@ export class CallerSessions {
     this.#tag = createHash('sha256').update(JSON.stringify(['caller', this.scope])).digest('hex').slice(0, 24);
   }
 
-  /** Whether `sessionId`, a name in the server's namespace, is under this caller's tag (of any tool). */
-  #owns(sessionId: string): boolean {
-    const [, tool, tag] = sessionId.split('/', 3);
-    return tool !== undefined && tool.length > 0 && tag === this.#tag;
-  }
 
   /** The session of a call to `tool` with this `_meta` (see the class); a malformed `_meta` is `InvalidParams`. */
   sessionOf(tool: string, meta: unknown): CallSession {
@@ -66,11 +65,16 @@ export class CallerSessions {
     if (named !== undefined) {
       const problem = sessionIdProblem(named) ?? (isChildSessionId(named) ? "it is a subagent's session, driven by its parent's call" : null);
       if (problem) throw new McpError(ErrorCode.InvalidParams, `_meta['${SESSION_ID_META}'] is not a session id a call may name: ${problem}`);
-      // The server's own names are a caller's only under its own tag: a tag is a hash of a caller
-      // name (guessable) and a key often is too, so a name made in another's namespace would take
-      // the session that caller's key names before that caller's first call does.
-      if (named.startsWith(SERVER_NAMESPACE) && !this.#owns(named)) throw notThisCallers(tool);
-      return { sessionId: named, repeat: false, named: true };
+      if (named.startsWith(SERVER_NAMESPACE)) {
+        // The server's own names are a caller's only under its own tool and tag: a tag is a hash of
+        // a caller name (guessable) and a key often is too, so a name made in another's namespace
+        // would take the session that caller's key names before that caller's first call does; and
+        // another tool's session is another agent's conversation.
+        if (!named.startsWith(prefix)) throw notThisCallers(tool);
+        return { sessionId: named, repeat: false, named: true };
+      }
+      // Kept in the namespace, so the name of a chat's session (or any other surface's) never reaches it.
+      return { sessionId: `${prefix}name-${createHash('sha256').update(named).digest('hex').slice(0, 32)}`, repeat: false, named: true, chosen: named };
     }
     const key = parsed.data[IDEMPOTENCY_KEY_META];
     if (key !== undefined) return { sessionId: prefix + createHash('sha256').update(key).digest('hex').slice(0, 32), repeat: true, named: false };
@@ -82,8 +86,8 @@ export class CallerSessions {
 const SERVER_NAMESPACE = 'mcp/';
 
 /**
- * The one answer for a session a caller may not continue: another caller's, a chat's, one made
- * without a scope. It does not say whose it is.
+ * The one answer for a session a caller may not continue: another caller's, another tool's, a
+ * chat's or any other surface's. It does not say whose it is.
  */
 export const notThisCallers = (tool: string): McpError =>
   new McpError(ErrorCode.InvalidParams, `_meta['${SESSION_ID_META}'] names a session of '${tool}' this caller cannot continue`);

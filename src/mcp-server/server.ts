@@ -65,8 +65,8 @@ export interface McpServerOptions extends McpServerSettings {
 
 /**
  * Who is on the other end of one connection. Calls continue (by session id) and repeat (by
- * idempotency key) only sessions made for the same caller; another caller's session answers as one
- * that does not exist. Give `caller` from what authenticated the connection (a user id, never
+ * idempotency key) only sessions made for the same caller by the same tool; another caller's
+ * session, another tool's or a chat's answers as one this caller cannot continue. Give `caller` from what authenticated the connection (a user id, never
  * something the client chose); it is also the memory scope of the sessions made for it (see
  * `agentMemory`). Without it, the connection is its own caller: what its calls make can be
  * continued and repeated on that connection only.
@@ -242,14 +242,14 @@ class AgentServer implements AgentMcpServer {
     const checked = served.input.safeParse(args);
     if (!checked.success) throw new McpError(ErrorCode.InvalidParams, `the arguments do not match the input schema of '${served.name}': ${visibleText(z.prettifyError(checked.error), 2_000)}`);
     const prompt = promptOf(served, checked.data);
-    const { sessionId, repeat, named } = sessions.sessionOf(served.name, params._meta);
+    const { sessionId, repeat, named, chosen } = sessions.sessionOf(served.name, params._meta);
     // Before any wait: this call is already counted in #calls once it waits.
     if (this.#calls.size >= this.#settings.maxConcurrentCalls) {
       throw new McpError(SERVER_BUSY_CODE, `the server runs ${this.#settings.maxConcurrentCalls} calls already (maxConcurrentCalls); try again later`);
     }
     const store = this.#store ?? new MemorySessionStore();
     // Before the session is waited for or opened: another caller's session is not even said to be busy.
-    if (named && !(await ownedBy(store, sessionId, sessions.scope))) throw notThisCallers(served.name);
+    if (named && !(await ownedBy(store, sessionId, sessions.scope, chosen))) throw notThisCallers(served.name);
     const timeoutMs = this.#settings.callTimeoutMs;
     const remaining = () => started + timeoutMs - Date.now();
     const taken = await this.#take(served, sessionId, sessions.scope, repeat, remaining, extra.signal);
@@ -352,10 +352,16 @@ class AgentServer implements AgentMcpServer {
 const PROGRESS_FLUSH_MS = 1_000;
 const delay = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms).unref());
 
-/** Whether a call of the caller with `scope` may run in `sessionId`: it does not exist yet (the call makes it, with that scope), or it has that scope. */
-async function ownedBy(store: SessionStore, sessionId: string, scope: string): Promise<boolean> {
+/**
+ * Whether a call of the caller with `scope` may run in `sessionId`: it has that scope, or it does
+ * not exist yet (the call makes it, with that scope) and the name the client `chosen` for it is
+ * no session either. A session stored under that name was made by another surface (a chat, the
+ * CLI) or by a version that stored names as given, which nothing tells apart from a chat's.
+ */
+async function ownedBy(store: SessionStore, sessionId: string, scope: string, chosen: string | undefined): Promise<boolean> {
   const stored = await store.load(sessionId);
-  return stored === undefined || decodeRow(sessionId, stored.state, stored.messages).scope === scope;
+  if (stored) return decodeRow(sessionId, stored.state, stored.messages).scope === scope;
+  return chosen === undefined || (await store.load(chosen)) === undefined;
 }
 
 /**

@@ -13,7 +13,7 @@ import { mcpTools } from '../../src/mcp.js';
 import { createMcpServer, McpServerOptionsError, serveStdio, type McpHandlerOptions } from '../../src/mcp-server.js';
 import { scriptedModel } from '../../src/testing.js';
 import { AGENTS } from './fixtures/agents.js';
-import { client, newSessionOf, serveHttp, type ServedHttp } from './support.js';
+import { client, namedSessionId, newSessionOf, serveHttp, type ServedHttp } from './support.js';
 
 const open: ServedHttp[] = [];
 async function serve(options: Partial<McpHandlerOptions> = {}): Promise<ServedHttp> {
@@ -98,7 +98,7 @@ describe('idempotency keys are the caller’s own', () => {
 });
 
 describe('session ids are the caller’s own', () => {
-  it("a session of another caller, or a user's chat: the same InvalidParams answer, nothing run or read in it; a name of the client's own is its session, stored as named", async () => {
+  it("a session of another caller, or a user's chat: the same InvalidParams answer, nothing run or read in it; a name of the client's own is its session, in the server's namespace", async () => {
     const served = await serve({ agents: [...AGENTS, notes], authorize: byToken });
     const chat = createAgentMachine({ model: scriptedModel([{ text: 'Noted: passport P1234567.' }]) });
     const ada = await DurableSession.open({ machine: chat, store: served.store, sessionId: 'chat-ada', scope: 'user:ada' });
@@ -119,11 +119,14 @@ describe('session ids are the caller’s own', () => {
     }
     expect(await userMessages(served, hers)).toEqual(['secret plan']);
     expect(await userMessages(served, 'chat-ada')).toEqual(['My passport is P1234567.']);
-    // A name bob chose is his conversation, stored under that name, and his to continue.
-    expect(sessionIdOf(await named('bobs-trip'))).toBe('bobs-trip');
+    // A name bob chose is his conversation, kept in his namespace, and his to continue.
+    const bobsTrip = namedSessionId('notes', 'user:bob', 'bobs-trip');
+    expect(sessionIdOf(await named('bobs-trip'))).toBe(bobsTrip);
     expect(text(await named('bobs-trip', 'again'))).toBe('I know: tell me everything | again');
-    expect((await served.store.load('bobs-trip'))?.state).toMatchObject({ scope: 'user:bob' });
-    expect((await refusal(alice.mcp.callTool({ name: 'notes', arguments: { task: 'x' }, _meta: { 'loopchart/sessionId': 'bobs-trip' } })))?.code).toBe(ErrorCode.InvalidParams);
+    expect((await served.store.load(bobsTrip))?.state).toMatchObject({ scope: 'user:bob' });
+    // The same name from alice is a conversation of hers: nothing of bob's in it.
+    expect(text(await alice.mcp.callTool({ name: 'notes', arguments: { task: 'x' }, _meta: { 'loopchart/sessionId': 'bobs-trip' } }))).toBe('I know: x');
+    expect((await refusal(alice.mcp.callTool({ name: 'notes', arguments: { task: 'x' }, _meta: { 'loopchart/sessionId': bobsTrip } })))?.code).toBe(ErrorCode.InvalidParams);
     // Alice herself continues hers from a new connection.
     const aliceAgain = await connect(served.url, 'alice');
     expect(text(await aliceAgain.mcp.callTool({ name: 'notes', arguments: { task: 'more' }, _meta: { 'loopchart/sessionId': hers } }))).toBe('I know: secret plan | more');

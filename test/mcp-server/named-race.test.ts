@@ -1,37 +1,16 @@
 /**
  * Two callers that name the same new session at once, over Streamable HTTP on 127.0.0.1 with the
- * SDK's own client: the one whose ownership check ran before the other's session existed must
- * still get the one answer for another caller's session (InvalidParams, the same message), not a
- * busy signal or an error that says the session exists.
+ * SDK's own client. A name is kept in its caller's namespace, so the two get a session each, and
+ * neither reads the other's; before, the one whose ownership check ran before the other's session
+ * existed was told the session was busy (InvalidRequest) or, once it had ended, 'belongs to
+ * another scope' (InternalError), and after the first fix InvalidParams: a refusal either way.
  */
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { ErrorCode, type McpError } from '@modelcontextprotocol/sdk/types.js';
+import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { afterEach, describe, expect, it } from 'vitest';
-import { createAgentMachine, MemorySessionStore, type ModelRequest, type StoredSession } from '../../src/index.js';
+import { createAgentMachine, MemorySessionStore, type ModelRequest } from '../../src/index.js';
 import { scriptedModel } from '../../src/testing.js';
-import { client, serveHttp, until, type ServedHttp } from './support.js';
-
-/**
- * A store (in memory) whose next load of one session reads it at once and hands the read back only
- * when the test says: what a slow database does to a check that reads, then acts on what it read.
- */
-class HeldLoadStore extends MemorySessionStore {
-  #gate: { sessionId: string; open: Promise<void> } | undefined;
-  holdNextLoad(sessionId: string): { taken: () => boolean; release: () => void } {
-    let release!: () => void;
-    this.#gate = { sessionId, open: new Promise((resolve) => (release = resolve)) };
-    return { taken: () => this.#gate === undefined, release };
-  }
-  override async load(sessionId: string): Promise<StoredSession | undefined> {
-    const read = await super.load(sessionId);
-    const gate = this.#gate;
-    if (gate?.sessionId === sessionId) {
-      this.#gate = undefined;
-      await gate.open;
-    }
-    return read;
-  }
-}
+import { client, namedSessionId, serveHttp, until, type ServedHttp } from './support.js';
 
 const heard = (request: ModelRequest) => request.messages.filter((m) => m.role === 'user').map((m) => m.content).join(' | ');
 const notes = () => ({
@@ -58,42 +37,21 @@ async function connect(served: ServedHttp, user: string) {
   return mcp;
 }
 const named = (task: string) => ({ name: 'notes', arguments: { task }, _meta: { 'loopchart/sessionId': 'trip' } });
-const refusal = (call: Promise<unknown>) => call.then(() => null, (error: unknown) => error as McpError);
+const text = (result: unknown) => ((result as CallToolResult).content[0] as { text: string }).text;
+const sessionIdOf = (result: unknown) => (result as CallToolResult)._meta?.['loopchart/sessionId'] as string;
 
-describe("a session two callers name at once is the first one's", () => {
-  it("the other's check passed before the session existed, and the first call still runs in it: InvalidParams, as for any session of another caller", async () => {
-    process.env.NOTES_MS = '1000';
-    const store = new HeldLoadStore();
+describe('a name two callers send at once is a session of each', () => {
+  it("while the first call still runs: each call runs in its caller's own session and answers its own question", async () => {
+    process.env.NOTES_MS = '500';
+    const store = new MemorySessionStore();
     const served = await serve(store);
     const [ann, bob] = [await connect(served, 'ann'), await connect(served, 'bob')];
-    const held = store.holdNextLoad('trip');
-    const bobs = refusal(bob.callTool(named('what do you know?')));
-    expect(await until(held.taken)).toBe(true);
     const anns = ann.callTool(named('my passport is P1234567'));
-    anns.catch(() => {});
-    expect(await until(async () => (await store.load('trip')) !== undefined)).toBe(true);
-    held.release();
-    const answer = await bobs;
-    // Before: InvalidRequest, "session 'trip' is running another call; wait for it to end".
-    expect(answer?.code).toBe(ErrorCode.InvalidParams);
-    expect(answer?.message).toBe((await refusal(bob.callTool(named('again'))))?.message);
-    await anns;
-    expect((await store.load('trip'))?.messages.filter((m) => m.role === 'user').map((m) => m.content)).toEqual(['my passport is P1234567']);
-  });
-
-  it("the other's check passed before the session existed, and the first call has ended: InvalidParams, nothing of it read", async () => {
-    const store = new HeldLoadStore();
-    const served = await serve(store);
-    const [ann, bob] = [await connect(served, 'ann'), await connect(served, 'bob')];
-    const held = store.holdNextLoad('trip');
-    const bobs = refusal(bob.callTool(named('what do you know?')));
-    expect(await until(held.taken)).toBe(true);
-    await ann.callTool(named('my passport is P1234567'));
-    held.release();
-    const answer = await bobs;
-    // Before: InternalError, "session 'trip' belongs to another scope".
-    expect(answer?.code).toBe(ErrorCode.InvalidParams);
-    expect(answer?.message).toBe((await refusal(bob.callTool(named('again'))))?.message);
-    expect((await store.load('trip'))?.messages.map((m) => m.content)).toEqual(['my passport is P1234567', 'I know: my passport is P1234567']);
+    expect(await until(async () => (await store.load(namedSessionId('notes', 'user:ann', 'trip'))) !== undefined)).toBe(true);
+    const bobs = bob.callTool(named('what do you know?'));
+    expect(text(await bobs)).toBe('I know: what do you know?');
+    expect(text(await anns)).toBe('I know: my passport is P1234567');
+    expect(sessionIdOf(await anns)).not.toBe(sessionIdOf(await bobs));
+    expect(await store.load('trip')).toBeUndefined();
   });
 });

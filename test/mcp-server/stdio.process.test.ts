@@ -13,7 +13,7 @@ import { mcpTools } from '../../src/mcp.js';
 import { SqliteSessionStore } from '../../src/sqlite.js';
 import { scriptedModel } from '../../src/testing.js';
 import { bundledCommand, type NodeCommand } from '../sessions/fixtures/processes.js';
-import { client, newSessionOf, scratchDir, sessionIds, STDIO_SERVER, until } from './support.js';
+import { client, namedSessionId, newSessionOf, scratchDir, sessionIds, STDIO_SERVER, until } from './support.js';
 
 const scratch = scratchDir();
 const db = join(scratch.dir, 'mcp.db');
@@ -107,8 +107,8 @@ describe('an MCP client over stdio', () => {
 
   it("the client's cancel ends the run Cancelled, stored as such", async () => {
     const controller = new AbortController();
-    const sessionId = 'cancel-me';
-    const call = mcp.callTool({ name: 'slow', arguments: { task: 'wait' }, _meta: { 'loopchart/sessionId': sessionId } }, undefined, { signal: controller.signal });
+    const call = mcp.callTool({ name: 'slow', arguments: { task: 'wait' }, _meta: { 'loopchart/sessionId': 'cancel-me' } }, undefined, { signal: controller.signal });
+    const sessionId = namedSessionId('slow', 'local', 'cancel-me');
     const store = new SqliteSessionStore({ path: db });
     try {
       expect(await until(async () => (await store.load(sessionId)) !== undefined)).toBe(true);

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -84,3 +85,9 @@ export async function newSessionOf(store: SessionStore, tool: string, known: Rea
 }
 
 export const sessionIds = async (store: SessionStore): Promise<Set<string>> => new Set((await store.list()).map((s) => s.sessionId));
+
+const sha256 = (text: string) => createHash('sha256').update(text).digest('hex');
+
+/** The session a call of `caller` to `tool` naming `name` runs in: the server keeps client names in its namespace. */
+export const namedSessionId = (tool: string, caller: string, name: string): string =>
+  `mcp/${tool}/${sha256(JSON.stringify(['caller', caller])).slice(0, 24)}/name-${sha256(name).slice(0, 32)}`;
