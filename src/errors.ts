@@ -95,6 +95,8 @@ export const ERROR_CODES = [
   'StructuredOutput',
   // loopchart/evals: a dataset file, a case that could not run, a scorer that failed.
   'InvalidDataset',
+  // A results-file line an evaluation does not read back (its case runs again).
+  'InvalidResultsFile',
   'EvalCaseFailed',
   'ScorerFailed',
   // loopchart/memory: a scope that is no key, an update past the bound, an embed that failed.

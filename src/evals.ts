@@ -43,4 +43,4 @@ export { judge, type JudgeOptions } from './evals/judge.js';
 export { runEval, scoreCase, type RunEvalOptions, type EvalReport, type CaseResult, type CaseScore, type ScorerSummary, type EvalProgress } from './evals/run-eval.js';
 export { formatTable, formatJson, formatJUnit, comparePath, type TableOptions } from './evals/report.js';
 export { evalCases, expectToPass, replayAgainst } from './evals/helpers.js';
-export { DatasetError, EvalCaseError, EvalOptionsError, ScorerError, type EvalCaseProblem } from './evals/errors.js';
+export { DatasetError, EvalCaseError, EvalOptionsError, ResultsFileError, ScorerError, type EvalCaseProblem } from './evals/errors.js';

@@ -111,6 +111,7 @@ export async function evalCommand(argv: string[], io: Io): Promise<number> {
       timeoutMs: wholeNumber('--timeout', values.timeout, 120_000, 1, MAX_TIMEOUT_MS, ' (ms)'),
       maxFailedCases: wholeNumber('--max-failed', values['max-failed'], 0),
       resultsFile,
+      onUnreadable: (error) => io.err(`warning: ${escapeLine(error.message)}`),
       onProgress: ({ done, total, caseId, status, ms }) => io.err(`[${done}/${total}] ${escapeLine(caseId)} ${status}${status === 'skipped' ? ' (in the results file)' : ` ${Math.round(ms)} ms`}`),
     });
     const table = formatTable(report, { viewerUrl: `http://${VIEWER_HOST}:${DEFAULT_VIEWER_PORT}` });

@@ -65,7 +65,7 @@ export type Recording = z.infer<typeof RecordingSchema>;
 export const MAX_CASE_DEPTH = 256;
 
 /** Whether a parsed JSON value nests deeper than `max` (walked without recursion). */
-function nestsDeeperThan(value: unknown, max: number): boolean {
+export function nestsDeeperThan(value: unknown, max: number): boolean {
   const stack: { value: unknown; depth: number }[] = [{ value, depth: 0 }];
   while (stack.length > 0) {
     const { value: at, depth } = stack.pop()!;

@@ -23,6 +23,29 @@ export class DatasetError extends LoopchartError {
   }
 }
 
+/**
+ * A line of a results file (`runEval`'s `resultsFile`) this version does not read: not JSON (but
+ * the last, which an interruption may cut), nested past the bound, or not a stored result (a run,
+ * scores or an error of another shape). It is not reused: its case runs again. Told to
+ * `onUnreadable` once per line; names the file, the line and, when the line says, the case.
+ *
+ * @example
+ * ```ts
+ * const report = await runEval({ dataset: 'evals/support', agent: config, resultsFile: 'evals/support/.results.jsonl', onUnreadable: (error) => console.error(`${error.file}:${error.line}`, error.message) });
+ * ```
+ */
+export class ResultsFileError extends LoopchartError {
+  readonly file: string;
+  readonly line: number;
+  readonly caseId: string | undefined;
+  constructor(file: string, line: number, problem: string, options: { caseId?: string | undefined; cause?: unknown } = {}) {
+    super('InvalidResultsFile', `results file ${file}:${line}${options.caseId ? ` (case '${options.caseId}')` : ''}: ${problem}`, { cause: options.cause });
+    this.file = file;
+    this.line = line;
+    this.caseId = options.caseId;
+  }
+}
+
 /** Why one case could not be run: the others still run, and the report names it. */
 export type EvalCaseProblem =
   /** The recording cannot be used (a trace entry or row this build does not read, no run in it). */

@@ -29,6 +29,7 @@ export const RunEvalOptionsSchema = RunCaseOptionsSchema.extend({
   scorers: z.array(z.looseObject({ name: z.string().min(1), passAt: unit.optional(), threshold: unit.optional(), timeoutMs: ms.optional(), score: z.custom<unknown>((v) => typeof v === 'function', 'a function') })).optional(),
   concurrency: z.number().int().min(1).optional(),
   resultsFile: z.string().min(1).optional(),
+  onUnreadable: z.custom<unknown>((value) => typeof value === 'function', 'a function').optional(),
   maxFailedCases: z.number().int().nonnegative().optional(),
   runId: z.string().regex(/^[A-Za-z0-9._-]+$/, 'letters, digits, ".", "_" or "-"').optional(),
 });

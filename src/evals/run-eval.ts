@@ -1,11 +1,12 @@
 import { createHash } from 'node:crypto';
-import { appendFile, mkdir, readFile, writeFile } from 'node:fs/promises';
+import { appendFile, mkdir } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { z } from 'zod';
 import { LoopchartError } from '../errors.js';
 import { caseJson, loadDataset, type Dataset, type EvalCase } from './dataset.js';
-import { DatasetError, EvalCaseError, ScorerError } from './errors.js';
+import { DatasetError, EvalCaseError, ScorerError, type ResultsFileError } from './errors.js';
 import { RunEvalOptionsSchema, checkOptions } from './options.js';
+import { readResults, warnUnreadable, type StoredResult } from './results-file.js';
 import { runCase, type CaseRun, type EvalAgent, type RunCaseOptions } from './run-case.js';
 import { ScoreValueSchema, expectations, sameDecisions, type Scorer } from './scorers.js';
 
@@ -74,6 +75,13 @@ export interface RunEvalOptions extends Omit<RunCaseOptions, 'allowMissingTools'
    * have changed: the stored runs are not its). Delete it to start over.
    */
   resultsFile?: string | undefined;
+  /**
+   * Told of each line of `resultsFile` this version does not read (a run, scores or an error of
+   * another shape: edited by hand, written by another version), once: a `ResultsFileError` naming
+   * the file, the line and the case. Its case runs again. Default: a process warning
+   * (`process.emitWarning`), on one line with its control characters escaped.
+   */
+  onUnreadable?: ((error: ResultsFileError) => void) | undefined;
   /** Cases that may fail before the gate fails (default 0). */
   maxFailedCases?: number | undefined;
   onProgress?: ((progress: EvalProgress) => void) | undefined;
@@ -86,19 +94,6 @@ export interface RunEvalOptions extends Omit<RunCaseOptions, 'allowMissingTools'
 }
 
 const DEFAULT_SCORER_TIMEOUT_MS = 30_000;
-
-/**
- * A results-file line, read back loosely: only what a resumed evaluation needs is checked, and
- * the digest of the case file it was run from (a case changed since runs again).
- */
-const StoredResultSchema = z.looseObject({
-  caseId: z.string(),
-  caseDigest: z.string(),
-  scores: z.record(z.string(), z.looseObject({ score: z.number().nullable(), pass: z.boolean() })),
-});
-
-/** The last line of a results file whose evaluation ran to its end: the next evaluation starts the file over. */
-const FinishedLineSchema = z.object({ finished: z.literal(true) });
 
 /** What a case's result was run from: its file's content, as `saveCases` writes it. */
 const caseDigest = (evalCase: EvalCase): string => createHash('sha256').update(caseJson(evalCase)).digest('hex');
@@ -129,7 +124,7 @@ export async function runEval(options: RunEvalOptions): Promise<EvalReport> {
     if (names.has(s.name)) throw new ScorerError('(all)', s.name, 'two scorers have this name: give one another name');
     names.add(s.name);
   }
-  const previous = options.resultsFile ? await readResults(options.resultsFile) : new Map<string, StoredResult>();
+  const previous = options.resultsFile ? await readResults(options.resultsFile, options.onUnreadable ?? warnUnreadable) : new Map<string, StoredResult>();
   const total = dataset.cases.length + dataset.problems.length;
   let done = 0;
   const progress = (caseId: string, status: EvalProgress['status'], ms: number) => options.onProgress?.({ done: ++done, total, caseId, status, ms });
@@ -165,7 +160,7 @@ export async function runEval(options: RunEvalOptions): Promise<EvalReport> {
   // Scores of stored cases for scorers added since: computed from the stored run.
   for (const [caseId, result] of results) {
     const evalCase = dataset.cases.find((c) => c.id === caseId);
-    if (evalCase && result.run) Object.assign(result.scores, await scoreCase(evalCase, result.run, scorers.filter((s) => !(s.name in result.scores))));
+    if (evalCase && result.run) Object.assign(result.scores, await scoreCase(evalCase, result.run, scorers.filter((s) => !Object.hasOwn(result.scores, s.name))));
   }
 
   const runId = options.runId ?? `${new Date().toISOString().replace(/[-:]|\.\d+Z$/g, '')}-${Math.random().toString(16).slice(2, 6).padEnd(4, '0')}`;
@@ -269,49 +264,4 @@ export function summarizeReport(cases: CaseResult[], scorers: readonly Scorer[],
     ...(failedCases > maxFailedCases ? [`${failedCases} case(s) could not run (at most ${maxFailedCases} may)`] : []),
   ];
   return { cases, scorers: summaries, failedCases, gateFailures, passed: gateFailures.length === 0, ms };
-}
-
-/** A case's stored result and the digest of the case file it was run from. */
-interface StoredResult {
-  result: CaseResult;
-  caseDigest: string;
-}
-
-/**
- * The results file of an earlier, interrupted evaluation: finished cases by id (a torn last line
- * is ignored). One whose evaluation ran to its end (its last line says so) is started over, empty:
- * the agent, its model or its prompts may have changed since, and its runs would be reported as
- * the new agent's.
- */
-async function readResults(file: string): Promise<Map<string, StoredResult>> {
-  let text: string;
-  try {
-    text = await readFile(file, 'utf8');
-  } catch (error) {
-    if ((error as { code?: unknown }).code === 'ENOENT') return new Map();
-    throw error;
-  }
-  const lines = text.split('\n').filter((line) => line.trim());
-  if (lines.length > 0 && FinishedLineSchema.safeParse(parsedLine(lines.at(-1)!)).success) {
-    await writeFile(file, '');
-    return new Map();
-  }
-  const results = new Map<string, StoredResult>();
-  for (const line of lines) {
-    // A line cut by the interruption (not JSON) or of another shape: that case runs again.
-    const parsed = StoredResultSchema.safeParse(parsedLine(line));
-    if (!parsed.success) continue;
-    const { caseDigest: digest, ...result } = parsed.data;
-    results.set(parsed.data.caseId, { result: result as unknown as CaseResult, caseDigest: digest });
-  }
-  return results;
-}
-
-/** A line's JSON, or undefined when it is not JSON. */
-function parsedLine(line: string): unknown {
-  try {
-    return JSON.parse(line);
-  } catch {
-    return undefined;
-  }
 }

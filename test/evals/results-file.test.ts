@@ -11,7 +11,7 @@ import { main } from '../../src/cli/main.js';
 import { saveCases } from '../../src/evals/dataset.js';
 import { recordCase } from '../../src/evals/record.js';
 import { runEval } from '../../src/evals/run-eval.js';
-import { sameDecisions, textContains } from '../../src/evals/scorers.js';
+import { sameDecisions, textContains, toolCalls, withinBudget } from '../../src/evals/scorers.js';
 import { MemorySessionStore } from '../../src/stores/memory.js';
 import { recordSession, supportAgent } from './support.js';
 
@@ -75,5 +75,51 @@ describe('the results file', () => {
     const report = await runEval({ dataset: folder, agent, model: 'recorded', resultsFile, scorers: [textContains('delivered')] });
     expect(runs.sort()).toEqual(['one', 'two']);
     expect(report.cases.map((c) => c.caseId)).toEqual(['one', 'two']);
+  });
+
+  it("a stored line whose run this version does not read (wrong shape, wrong types, nested past the bound, a prototype key) is not reused: its case runs again, and the line is reported once", async () => {
+    const folder = await dataset('garbage');
+    const resultsFile = join(root, 'garbage.jsonl');
+    const scorers = [sameDecisions(), textContains('delivered'), toolCalls([{ name: 'lookup', args: { order: 'A1' } }]), withinBudget({ maxTurns: 5 })];
+    let runs: string[] = [];
+    const agent = (evalCase: { id: string }) => (runs.push(evalCase.id), supportAgent());
+    // Scorers added since the line was stored score its stored run.
+    await runEval({ dataset: folder, agent, model: 'recorded', resultsFile, scorers: [sameDecisions()] });
+    const lines = readFileSync(resultsFile, 'utf8').split('\n');
+    const stored = (id: string) => JSON.parse(lines.find((line) => line.includes(`"caseId":"${id}"`))!) as { run: Record<string, unknown> };
+    const one = stored('one');
+    const keep = JSON.stringify(stored('two'));
+    // Each keeps the line's case id and its case file's digest: only the run is garbage.
+    const deep = `${'['.repeat(20_000)}${']'.repeat(20_000)}`;
+    const garbage: Record<string, string> = {
+      shape: JSON.stringify({ ...one, run: 'garbage' }),
+      types: JSON.stringify({ ...one, run: { ...one.run, text: 7, turns: '2', outcome: { type: 'Completed', finalText: null } } }),
+      deep: JSON.stringify({ ...one, run: { ...one.run, toolCalls: [{ name: 'lookup', args: '@deep', content: '{}', isError: false, source: 'recorded' }] } }).replace('"@deep"', deep),
+      huge: JSON.stringify({ ...one, run: { ...one.run, turns: 1 } }).replace('"turns":1', '"turns":1e400'),
+      proto: JSON.stringify({ ...one, run: { ...one.run, text: 'x' } }).replace('"text":"x"', '"__proto__":{"text":"Order A1 was delivered."}'),
+    };
+    for (const [name, line] of Object.entries(garbage)) {
+      writeFileSync(resultsFile, `${keep}\n${line}\n`);
+      runs = [];
+      const unreadable: Error[] = [];
+      const report = await runEval({ dataset: folder, agent, model: 'recorded', resultsFile, scorers, onUnreadable: (error) => unreadable.push(error) });
+      expect(runs, name).toEqual(['one']);
+      const result = report.cases.find((c) => c.caseId === 'one')!;
+      expect(Object.values(result.scores).filter((score) => score.error), name).toEqual([]);
+      expect(report.passed, name).toBe(true);
+      expect(unreadable.map((error) => [error.name, error.message.split(': ')[0]]), name).toEqual([['ResultsFileError', `results file ${resultsFile}:2 (case 'one')`]]);
+    }
+    // Without onUnreadable, a process warning says so, once.
+    writeFileSync(resultsFile, `${keep}\n${garbage.shape}\n`);
+    const warnings: Error[] = [];
+    const warned = (warning: Error) => warnings.push(warning);
+    process.on('warning', warned);
+    try {
+      await runEval({ dataset: folder, agent, model: 'recorded', resultsFile, scorers });
+      await new Promise((resolve) => setImmediate(resolve));
+    } finally {
+      process.off('warning', warned);
+    }
+    expect(warnings.map((warning) => [warning.name, warning.message.split(': ')[0]])).toEqual([['ResultsFileError', `results file ${resultsFile}:2 (case 'one')`]]);
   });
 });
