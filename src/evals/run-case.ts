@@ -96,6 +96,10 @@ export interface CaseRun {
 
 const DEFAULT_TIMEOUT_MS = 120_000;
 
+/** The seal's reason for a yield nobody in an evaluation answers: what a case's run sends, and nothing more. */
+const unansweredYield = (operation: string, reason: string): string =>
+  `the '${operation}' operation yielded (${reason}) and nobody answers it in an evaluation: a case's run sends only its prompts, and the budget raises its recording holds`;
+
 /**
  * Calls the recording ran of tools the agent does not have (unknowable with tool sources: those
  * are listed at run time). The agent's tools are every tool its run may call, as the machine
@@ -173,11 +177,13 @@ export async function runCase(evalCase: EvalCase, agent: EvalAgent, options: Run
         },
       },
       // A budget's pause the host raised in the recording is raised alike (through the session, so
-      // the new trace records it too); any other yield, or a pause with no raise left, is sealed.
-      ({ operation, target }) => {
+      // the new trace records it too); any other yield, or a pause with no raise left, is sealed,
+      // here rather than by answerWaits, whose reason tells a runAgent caller what to do instead.
+      ({ operation, reason, target }) => {
         const raise = operation === BUDGET_OPERATION && target === undefined ? world.raise(run) : undefined;
         if (raise) queueMicrotask(() => session?.send(raise));
-        return raise !== undefined;
+        else session?.actor.send({ type: 'seal', reason: unansweredYield(operation, reason), ...(target !== undefined && { target }) });
+        return true;
       },
     );
     const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;

@@ -9,13 +9,14 @@ import { createAgentMachine } from '../../machines/agent.machine.js';
 import type { AgentConfig } from '../../src/agent/core/config.js';
 import { agentTool } from '../../src/agent/subagents/agent-tool.js';
 import { recordCase } from '../../src/evals/record.js';
-import { runCase } from '../../src/evals/run-case.js';
+import { runCase, type CaseRun } from '../../src/evals/run-case.js';
 import type { Model } from '../../src/model.js';
 import { scriptedModel, type ScriptEntry } from '../../src/models/scripted.js';
 import { DurableSession } from '../../src/sessions/durable-session.js';
 import { MemorySessionStore } from '../../src/stores/memory.js';
 import { defineTool } from '../../src/tools/define-tool.js';
 import { callDigest } from '../../src/agent/approvals/approval-binding.js';
+import type { Operation } from '../../src/agent/operations/operation.js';
 
 /** What the outside world saw: model calls and tool runs, by name. */
 type Seen = { models: string[]; tools: string[] };
@@ -204,5 +205,35 @@ describe('a dry run of the unchanged agent', () => {
     const started = performance.now();
     await expect(runCase(evalCase, { model: hung }, { timeoutMs: 300 })).rejects.toThrow("case 'slow': the run did not finish within the case's timeoutMs (300 ms): cancelled");
     expect(performance.now() - started).toBeLessThan(5_000);
+  });
+});
+
+describe("a case's run that waits for someone", () => {
+  it("a yield nobody in an evaluation answers (an operation's, a budget pause the recording holds no raise for, a subagent's) is sealed with a reason in the evaluation's words, not runAgent's", async () => {
+    const gate: Operation<{ open: boolean }, { open: boolean }> = {
+      name: 'gate',
+      state: { schema: z.object({ open: z.boolean() }), initial: { open: false } },
+      resume: { schema: z.object({ open: z.boolean() }), apply: ({ open }) => ({ state: { open } }) },
+      beforeTools: () => ({ yield: { reason: 'waiting for a person' } }),
+    };
+    const seen: Seen = { models: [], tools: [] };
+    const twoLookups = () => noted(seen, 'm', [{ toolCalls: [{ name: 'lookup', args: { order: 'A1' } }] }, { toolCalls: [{ name: 'lookup', args: { order: 'B2' } }] }, { text: 'Both found.' }]);
+    const evalCase = { format: 1 as const, id: 'waits', input: ['Look A1 and B2 up.'], toolResults: [{ name: 'lookup', content: 'found' }] };
+    const reasonOf = (outcome: CaseRun['outcome']) => (outcome.type === 'Sealed' ? outcome.reason : `not sealed: ${outcome.type}`);
+
+    const yielded = await runCase(evalCase, { model: twoLookups(), tools: [tool(seen, 'lookup')], operations: [gate] }, { timeoutMs: 10_000 });
+    expect(reasonOf(yielded.outcome)).toBe("the 'gate' operation yielded (waiting for a person) and nobody answers it in an evaluation: a case's run sends only its prompts, and the budget raises its recording holds");
+
+    const paused = await runCase(evalCase, { model: twoLookups(), tools: [tool(seen, 'lookup')], budget: { maxToolCalls: 1, pause: true } }, { timeoutMs: 10_000 });
+    expect(reasonOf(paused.outcome)).toMatch(/^the 'budget' operation yielded \(.+\) and nobody answers it in an evaluation: a case's run sends only its prompts, and the budget raises its recording holds$/);
+
+    // A subagent's yield seals the child alike; the parent reads the child's reason in the agent tool's result.
+    const child = createAgentMachine({ model: scriptedModel([{ toolCalls: [{ name: 'lookup', args: { order: 'A1' } }] }, { text: 'child done' }]), tools: [tool(seen, 'lookup')], operations: [gate] });
+    const parent: AgentConfig = { model: noted(seen, 'parent', [{ toolCalls: [{ name: 'helper', args: { task: 'Look A1 up.' } }] }, { text: 'Parent done.' }]), tools: [agentTool({ agent: child, name: 'helper', description: 'Helps.' })] };
+    const nested = await runCase(evalCase, parent, { timeoutMs: 10_000, liveTools: ['helper'] });
+    expect(nested.outcome).toEqual({ type: 'Completed', finalText: 'Parent done.' });
+    expect(nested.toolCalls[0]!.content).toContain("the 'gate' operation yielded (waiting for a person) and nobody answers it in an evaluation");
+    for (const run of [yielded, paused, nested]) expect(JSON.stringify(run)).not.toContain('runAgent');
+    expect(seen.tools).toEqual([]);
   });
 });
