@@ -10,16 +10,41 @@ export const OUTCOME_META = 'loopchart/outcome';
 
 const errorResult = (text: string, meta: Record<string, unknown>): CallToolResult => ({ content: [{ type: 'text', text }], isError: true, _meta: meta });
 
+/** What bounds a result: the call's timeout (to say it), the longest text sent. */
+interface ResultLimits {
+  callTimeoutMs: number;
+  maxResultChars: number;
+}
+
+/**
+ * `text` as sent: at most `max` of its characters, then a marker saying it was cut and how long it
+ * was, so neither the client nor the model reading it takes the part for the whole. Never cut
+ * inside a surrogate pair.
+ */
+function boundedText(text: string, max: number): string {
+  if (text.length <= max) return text;
+  const end = /[\ud800-\udbff]/.test(text.charAt(max - 1)) ? max - 1 : max;
+  return `${text.slice(0, end)}\n\n[… cut by the MCP server: the text is ${text.length} characters, the first ${end} are sent (maxResultChars)]`;
+}
+
 /**
  * A call's end as the tool's result: a Completed run's final text, or its answer as JSON text and
  * as `structuredContent` when the tool has an output schema (checked against it first). Any other
  * end is a result with `isError` saying how the run ended: a tool error the calling model reads,
- * not a protocol error.
+ * not a protocol error. A text over `maxResultChars` is cut with a marker; a structured answer
+ * over it (JSON that cannot be cut) is an error result saying so: the whole answer stays in the session.
  */
-export function callResult(served: ServedAgent, sessionId: string, end: CallEnd, timeoutMs: number): CallToolResult {
+export function callResult(served: ServedAgent, sessionId: string, end: CallEnd, limits: ResultLimits): CallToolResult {
   if (end.type === 'left') return errorResult('the client left; the run is kept in its session', { [SESSION_ID_META]: sessionId });
-  if (end.type === 'timeout') return errorResult(`the agent's run took longer than ${timeoutMs} ms and was cancelled`, { [SESSION_ID_META]: sessionId, [OUTCOME_META]: 'Cancelled' });
-  return outputResult(served, sessionId, end.output);
+  if (end.type === 'timeout') return errorResult(`the agent's run took longer than ${limits.callTimeoutMs} ms and was cancelled`, { [SESSION_ID_META]: sessionId, [OUTCOME_META]: 'Cancelled' });
+  const result = outputResult(served, sessionId, end.output);
+  const [content] = result.content as [{ type: 'text'; text: string }];
+  if (content.text.length <= limits.maxResultChars) return result;
+  if (result.structuredContent !== undefined) {
+    const why = `the agent's structured answer is ${content.text.length} characters of JSON, over the server's maxResultChars of ${limits.maxResultChars}; it is kept in the session`;
+    return errorResult(why, result._meta as Record<string, unknown>);
+  }
+  return { ...result, content: [{ type: 'text', text: boundedText(content.text, limits.maxResultChars) }] };
 }
 
 /**

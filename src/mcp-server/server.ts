@@ -33,6 +33,12 @@ export const McpServerSettingsSchema = z.strictObject({
   /** Largest arguments of one call, in bytes of JSON. Default 1 MiB. */
   maxArgumentBytes: z.number().int().min(64).max(2 ** 30).default(1 << 20),
   /**
+   * Longest text of a result the server sends, in characters (UTF-16 code units); a longer one is
+   * cut there with a marker that says so, a longer structured answer is an error result. The
+   * session keeps the whole answer. Default 100,000 (some 25,000 tokens).
+   */
+  maxResultChars: z.number().int().min(1_000).max(2 ** 30).default(100_000),
+  /**
    * What a run does when its client's connection closes: `cancel` it, or `continue` it in the store
    * (a repeat of the call by the same caller under the same idempotency key attaches to it: see
    * `McpConnectOptions.caller`). Default `continue` with a store, `cancel` without one (nobody could
@@ -280,7 +286,7 @@ class AgentServer implements AgentMcpServer {
       taken.hold.release(end);
     }
     await Promise.race([notified, delay(PROGRESS_FLUSH_MS)]);
-    return callResult(served, sessionId, end, timeoutMs);
+    return callResult(served, sessionId, end, this.#settings);
   }
 
   /**
@@ -298,7 +304,7 @@ class AgentServer implements AgentMcpServer {
       if (!repeat) throw new McpError(ErrorCode.InvalidRequest, `session '${sessionId}' is running another call; wait for it to end`);
       const end = await within(taken, remaining(), signal);
       if (end === 'gave-up') return { answer: stillRunningResult(sessionId, this.#settings.callTimeoutMs) };
-      if (end && end.type !== 'left') return { answer: callResult(served, sessionId, end, this.#settings.callTimeoutMs) };
+      if (end && end.type !== 'left') return { answer: callResult(served, sessionId, end, this.#settings) };
     }
   }
 
