@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { askAuthorization, AuthorizationSchema, forbidden as forbid, timed, type AuthorizationRefusal } from '../authorization.js';
 import { sessionIdProblem } from '../stores/step.js';
-import { subagentSessionProblem, type ChatAction } from './route.js';
+import { otherSurfaceProblem, type ChatAction } from './route.js';
 import { ScopeSchema } from '../agent/protocol/scope.js';
 
 /**
@@ -159,7 +159,7 @@ function scopeOf(value: unknown): string | null {
 /** Why a key from `chatKey` is not a chat's session id, or null. */
 function keyProblem(key: unknown): string | null {
   try {
-    return sessionIdProblem(key) ?? subagentSessionProblem(key as string);
+    return sessionIdProblem(key) ?? otherSurfaceProblem(key as string);
   } catch {
     return 'it cannot be read';
   }

@@ -1,4 +1,5 @@
 import { isChildSessionId } from '../agent/subagents/subagents.js';
+import { isMcpServerSessionId } from '../sessions/surface-ids.js';
 import { sessionIdProblem } from '../stores/step.js';
 
 /**
@@ -36,13 +37,16 @@ const SUFFIXES = new Map<string, { action: 'read' | 'stream' | 'cancel' | 'resum
 ]);
 
 /**
- * Why `id` names a subagent's session rather than a chat, or null. A child session is driven by
- * its parent's tool call: a message posted to it would run the chat's agent inside the child's
- * session, a cancel would end the child under its parent. Its progress and approvals reach the
- * page through the parent's chat.
+ * Why `id` names another surface's session rather than a chat, or null. A subagent's session is
+ * driven by its parent's tool call: a message posted to it would run the chat's agent inside the
+ * child's session, a cancel would end the child under its parent; its progress and approvals
+ * reach the page through the parent's chat. The MCP server's sessions (`mcp/...`) are a served
+ * tool's conversations with its callers: a chat made there would be continued by that tool's agent.
  */
-export function subagentSessionProblem(id: string): string | null {
-  return isChildSessionId(id) ? 'it is a subagent\'s session, reached through its parent\'s chat' : null;
+export function otherSurfaceProblem(id: string): string | null {
+  if (isChildSessionId(id)) return "it is a subagent's session, reached through its parent's chat";
+  if (isMcpServerSessionId(id)) return "it is in the MCP server's namespace (mcp/), a served tool's session";
+  return null;
 }
 
 /**
@@ -82,7 +86,7 @@ export function chatRoute(method: string, url: string): ChatRoute {
   }
   const problem = chatIdProblem(chatId);
   if (problem) return { refusal: { status: 400, code: 'InvalidChatRequest', message: problem } };
-  const child = subagentSessionProblem(chatId);
-  if (child) return { refusal: { status: 404, code: 'ChatNotFound', message: `no chat '${chatId.slice(0, 100)}': ${child}` } };
+  const other = otherSurfaceProblem(chatId);
+  if (other) return { refusal: { status: 404, code: 'ChatNotFound', message: `no chat '${chatId.slice(0, 100)}': ${other}` } };
   return { action: suffix.action, chatId };
 }

@@ -4,6 +4,7 @@ import { z } from 'zod';
 import { ScopeSchema } from '../agent/protocol/scope.js';
 import { isChildSessionId } from '../agent/subagents/subagents.js';
 import { IDEMPOTENCY_KEY_META } from '../mcp/client.js';
+import { isMcpServerSessionId, MCP_SERVER_NAMESPACE } from '../sessions/surface-ids.js';
 import { sessionIdProblem } from '../stores/step.js';
 import { SESSION_ID_META } from './result.js';
 
@@ -60,12 +61,12 @@ export class CallerSessions {
   sessionOf(tool: string, meta: unknown): CallSession {
     const parsed = CallMetaSchema.safeParse(meta ?? {});
     if (!parsed.success) throw new McpError(ErrorCode.InvalidParams, `the call's _meta is malformed: ${z.prettifyError(parsed.error)}`);
-    const prefix = `mcp/${tool}/${this.#tag}/`;
+    const prefix = `${MCP_SERVER_NAMESPACE}${tool}/${this.#tag}/`;
     const named = parsed.data[SESSION_ID_META];
     if (named !== undefined) {
       const problem = sessionIdProblem(named) ?? (isChildSessionId(named) ? "it is a subagent's session, driven by its parent's call" : null);
       if (problem) throw new McpError(ErrorCode.InvalidParams, `_meta['${SESSION_ID_META}'] is not a session id a call may name: ${problem}`);
-      if (named.startsWith(SERVER_NAMESPACE)) {
+      if (isMcpServerSessionId(named)) {
         // The server's own names are a caller's only under its own tool and tag: a tag is a hash of
         // a caller name (guessable) and a key often is too, so a name made in another's namespace
         // would take the session that caller's key names before that caller's first call does; and
@@ -81,9 +82,6 @@ export class CallerSessions {
     return { sessionId: prefix + randomUUID(), repeat: false, named: false };
   }
 }
-
-/** The sessions this server names itself: `mcp/<tool>/<caller tag>/<id>`. */
-const SERVER_NAMESPACE = 'mcp/';
 
 /**
  * The one answer for a session a caller may not continue: another caller's, another tool's, a

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
 import { isChildSessionId } from '../agent/subagents/subagents.js';
+import { isMcpServerSessionId } from '../sessions/surface-ids.js';
 import { parseOptions } from '../known-keys.js';
 import { LoopchartError } from '../errors.js';
 import { MemorySessionStore } from '../stores/memory.js';
@@ -279,13 +280,16 @@ function checkScheduleKey(name: 'id' | 'agent', value: string): void {
 }
 
 /**
- * Why `session` names a subagent's own session, or null. Its parent's tool call makes and drives
- * it (its id is the parent's, `/`, and the call: `childSessionId`): a tick would run the
- * schedule's agent inside it, a turn its parent never asked for, as the chat handler and the MCP
- * server refuse to. Any other id with a `/` is a session of its own.
+ * Why `session` is another surface's session, or null. A subagent's own session is made and
+ * driven by its parent's tool call (its id is the parent's, `/`, and the call: `childSessionId`):
+ * a tick would run the schedule's agent inside it, a turn its parent never asked for, as the chat
+ * handler and the MCP server refuse to. The MCP server's (`mcp/...`) are a served tool's
+ * conversations with its callers. Any other id with a `/` is a session of its own.
  */
-function subagentSessionProblem(session: string): string | null {
-  return isChildSessionId(session) ? "it is a subagent's session, driven by its parent's tool call: schedule the parent's session" : null;
+function otherSurfaceProblem(session: string): string | null {
+  if (isChildSessionId(session)) return "it is a subagent's session, driven by its parent's tool call: schedule the parent's session";
+  if (isMcpServerSessionId(session)) return "it is in the MCP server's namespace (mcp/), a served tool's session with one of its callers";
+  return null;
 }
 
 /**
@@ -304,7 +308,7 @@ function checkScheduleLookup(id: string): void {
  * schedule object, which makes it at its journaled `now`.
  */
 export function newScheduleRow(given: z.output<typeof ScheduleFieldsSchema>, id: string, now: number): ScheduleRow {
-  const sessionProblem = sessionIdProblem(given.session) ?? subagentSessionProblem(given.session);
+  const sessionProblem = sessionIdProblem(given.session) ?? otherSurfaceProblem(given.session);
   if (sessionProblem) throw new InvalidScheduleError(`session: ${sessionProblem}`);
   checkScheduleKey('id', id);
   checkScheduleKey('agent', given.agent);

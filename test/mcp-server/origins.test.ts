@@ -58,10 +58,13 @@ async function serve() {
     cleanups.push(() => made.close());
     return made;
   };
-  const chatPost = async (user: string, chatId: string, text: string) =>
-    (await chat(new Request('http://127.0.0.1/api/chat', { method: 'POST', headers: { 'content-type': 'application/json', 'x-user': user }, body: JSON.stringify({ id: chatId, messages: [userMessage(text)] }) }))).text();
+  const chatRequest = (user: string, chatId: string, text: string) =>
+    chat(new Request('http://127.0.0.1/api/chat', { method: 'POST', headers: { 'content-type': 'application/json', 'x-user': user }, body: JSON.stringify({ id: chatId, messages: [userMessage(text)] }) }));
+  const chatPost = async (user: string, chatId: string, text: string) => (await chatRequest(user, chatId, text)).text();
+  const chatRead = (user: string, chatId: string, route: 'messages' | 'stream') =>
+    chat(new Request(`http://127.0.0.1/api/chat/${encodeURIComponent(chatId)}/${route}`, { headers: { 'x-user': user } }));
   const userMessages = async (sessionId: string) => (await store.load(sessionId))?.messages.filter((m) => m.role === 'user').map((m) => m.content);
-  return { store, connect, chatPost, userMessages };
+  return { store, connect, chatPost, chatRequest, chatRead, userMessages };
 }
 
 const call = (tool: string, task: string, sessionId: string) => ({ name: tool, arguments: { task }, _meta: { 'loopchart/sessionId': sessionId } });
@@ -98,6 +101,22 @@ describe('a session is the surface’s and the tool’s that made it', () => {
     expect(await userMessages(notes)).toEqual(['buy milk']);
     // Its own tool continues it.
     expect(text(await ada.callTool(call('notes', 'and eggs', notes)))).toBe('notes knows: buy milk | and eggs');
+  });
+
+  it("a served tool's session, named by the same user's chat page (a post, a read, a reattach): 404, no chat; nothing runs in it, and its tool still continues it", async () => {
+    const { connect, chatRequest, chatRead, userMessages } = await serve();
+    const ada = await connect('ada');
+    const notes = sessionIdOf(await ada.callTool({ name: 'notes', arguments: { task: 'my passport is P1234567' } }));
+    // Before: the post ran the chat's agent in it (200) and the tool then continued the chat as its own.
+    const posted = await chatRequest('ada', notes, 'what did I tell the notes?');
+    expect(posted.status).toBe(404);
+    expect(await posted.json()).toMatchObject({ error: { code: 'ChatNotFound' } });
+    for (const route of ['messages', 'stream'] as const) expect((await chatRead('ada', notes, route)).status).toBe(404);
+    // A chat id that only begins like one is refused too: nobody can make a chat in that namespace.
+    expect((await chatRequest('ada', 'mcp/notes/new', 'hello')).status).toBe(404);
+    expect(await userMessages('mcp/notes/new')).toBeUndefined();
+    expect(await userMessages(notes)).toEqual(['my passport is P1234567']);
+    expect(text(await ada.callTool(call('notes', 'and my visa', notes)))).toBe('notes knows: my passport is P1234567 | and my visa');
   });
 
   it("a name the client chooses is a session of that tool and caller, continued by the name or the id its result gives; the same name on another tool is another session", async () => {

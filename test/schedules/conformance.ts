@@ -220,6 +220,8 @@ export function describeScheduleConformance(name: string, harness: ScheduleHarne
       );
       // The shape is what counts, a child of a session never run as well (a tick would make it).
       await expect(schedule(store, { ...base, id: 'deeper', session: 'team/run-1:turn-1:call_1_0/run-2:turn-1:a/b' })).rejects.toThrow(/subagent's session/);
+      // The MCP server's own sessions (a served tool's conversation with one caller) likewise.
+      await expect(schedule(store, { ...base, id: 'served', session: 'mcp/notes/0123456789abcdef01234567/name-x' })).rejects.toThrow(/MCP server's namespace/);
       expect(await listSchedules(store)).toEqual([]);
       expect((await store.load(child!))?.messages.map((m) => m.role)).toEqual(['user', 'assistant']);
       // The parent's session, and an id with a '/' that is no child's, are sessions of their own.
