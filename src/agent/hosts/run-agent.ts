@@ -136,11 +136,18 @@ function resultOf(output: AgentOutput, thrown: unknown): RunAgentResult {
   return { ...result, error };
 }
 
-/** Settles with the actor's output, or rejects with what stopped it (an actor error). */
-function outputOf(actor: AgentActor): Promise<AgentOutput> {
+/**
+ * Settles with the actor's output, or null once it is stopped before its end (a stream's consumer
+ * that left: its cancel may still be taking the calls' results when the stream stops the actor),
+ * or rejects with what stopped it (an actor error).
+ */
+function outputOf(actor: AgentActor): Promise<AgentOutput | null> {
   return new Promise((resolve, reject) => {
     actor.subscribe({
-      complete: () => resolve(actor.getSnapshot().output as AgentOutput),
+      complete: () => {
+        const snapshot = actor.getSnapshot();
+        resolve(snapshot.status === 'done' ? (snapshot.output as AgentOutput) : null);
+      },
       error: reject,
     });
   });
@@ -181,7 +188,8 @@ export async function runAgent<S extends OutputSchema | undefined = undefined>(o
   actor.start();
   const detach = cancelOnAbort(actor, options.signal);
   try {
-    return resultOf(await output, lastFailure()) as RunAgentResult<OutputOf<S>>;
+    // Never null here: only the `finally` below stops the actor.
+    return resultOf((await output)!, lastFailure()) as RunAgentResult<OutputOf<S>>;
   } finally {
     detach();
     stopAnswering();
@@ -224,7 +232,7 @@ export async function* streamAgent<S extends OutputSchema | undefined = undefine
   });
   outputOf(actor).then(
     (output) => {
-      queue.push({ type: 'done', result: resultOf(output, lastFailure()) as RunAgentResult<OutputOf<S>> });
+      if (output) queue.push({ type: 'done', result: resultOf(output, lastFailure()) as RunAgentResult<OutputOf<S>> });
       finished = true;
       notify();
     },

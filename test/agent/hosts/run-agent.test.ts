@@ -151,13 +151,24 @@ describe('streamAgent', () => {
     expect(done.result).toMatchObject({ text: 'It is 5.', outcome: { type: 'Completed' } });
   });
 
-  it('leaving the loop early cancels the run and aborts the tool call', async () => {
+  it('leaving the loop early cancels the run and aborts the tool call, and nothing is left to reject', async () => {
     const seen = { aborted: false };
     const model = scriptedModel([{ toolCalls: [{ name: 'wait', args: {} }] }]);
-    for await (const event of streamAgent({ model, tools: [waitingTool(seen)], prompt: 'wait' })) {
-      if (event.type === 'tool.started') break;
+    const unhandled: unknown[] = [];
+    const note = (reason: unknown) => unhandled.push(reason);
+    process.on('unhandledRejection', note);
+    try {
+      for await (const event of streamAgent({ model, tools: [waitingTool(seen)], prompt: 'wait' })) {
+        if (event.type === 'tool.started') break;
+      }
+      expect(seen.aborted).toBe(true);
+      // The run is stopped while its cancel still takes the calls' results (see Ending): before,
+      // the stopped actor's missing output was read as a result, an unhandled TypeError.
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      expect(unhandled).toEqual([]);
+    } finally {
+      process.off('unhandledRejection', note);
     }
-    expect(seen.aborted).toBe(true);
   });
 
   it('an abort signal ends the stream with a Cancelled result', async () => {
