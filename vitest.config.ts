@@ -13,14 +13,16 @@ import { SlowFirstSequencer } from './test/support/sequencer.js';
  *   tarball in fresh consumers, long races, whole-program compiles, property tests at full size:
  *   `fast` runs a smaller twin of each).
  * - `browser`: `*.browser.test.ts`, pages in Debian's chromium (skipped without /usr/bin/chromium).
- * - `mcp`: `test/mcp/`, real MCP servers as child processes and over HTTP.
+ * - `mcp`: `test/mcp/` and `test/mcp-server/`, both sides of MCP over its real transports: the
+ *   client against real servers (child processes over stdio, HTTP), and the agent served to the
+ *   SDK's own client (HTTP on 127.0.0.1, stdio child processes).
  * - `distributed`: `test/distributed/`, against a real Restate server (`npm run setup:restate`).
  * `npm test` and CI run them all.
  */
 const spawning = ['test/**/*.process.test.ts'];
 const slow = ['test/**/*.crash.test.ts', 'test/**/*.slow.test.ts'];
 const browser = ['test/**/*.browser.test.ts'];
-const mcp = ['test/mcp/**/*.test.ts'];
+const mcp = ['test/mcp/**/*.test.ts', 'test/mcp-server/**/*.test.ts'];
 const distributed = ['test/distributed/**/*.test.ts'];
 /** The two server folders keep their own projects whatever a file's suffix. */
 const servers = [...mcp, ...distributed];
