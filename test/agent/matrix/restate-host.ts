@@ -78,13 +78,17 @@ export function restateHost(link: RestateWorkerLink, scenario: FeatureId): HostD
   let ended = false;
   let probe: Probe | undefined;
   let worker = 0;
+  let cancelled = false;
 
   /** `local` follows the worker's probe: reached when the worker's latch is, released into it while that worker lives. */
   const follow = (local: Probe) => {
     const mine = ++worker;
     probe = local;
     probes.reached(scenario, stop.signal).then(() => local.reach(), () => {});
-    void local.released.then(() => (mine === worker && !stop.signal.aborted ? probes.release(scenario) : undefined)).catch(fail);
+    // After a cancel the worker's latch ends by its abort alone: this host's cancel travels (posted
+    // to the object, taken by the run's invocation), and a latch released meanwhile could finish
+    // first, its result then kept as one that exists when the run ends (docs/agent/cancel.md).
+    void local.released.then(() => (mine === worker && !stop.signal.aborted && !cancelled ? probes.release(scenario) : undefined)).catch(fail);
   };
 
   /** Reads the event stream from the start, answering each wait it announces with the script's answer. */
@@ -114,6 +118,7 @@ export function restateHost(link: RestateWorkerLink, scenario: FeatureId): HostD
       await client.ok(sessionId, 'steer', { message });
     },
     async cancel() {
+      cancelled = true;
       await client.ok(sessionId, 'cancel', {});
     },
     async crash(_config, local) {
