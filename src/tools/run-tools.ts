@@ -111,6 +111,9 @@ export const isInterruptedResult = (result: ToolMessage): boolean => result.isEr
 export const interruptedResult = (call: ToolCall, stop?: RunStop | undefined, started = true): ToolMessage =>
   errorResult(call, stop ? interruptedContent(stop, started) : INTERRUPTED_CONTENT);
 
+/** What a call the cancel reached before its `execute` began reads: it did not run. */
+const notRun = (call: ToolCall): ToolMessage => interruptedResult(call, { type: 'cancelled' }, false);
+
 /** What one call is run with (see `runToolCall`): the batch's options, its idempotency key given. */
 export type RunToolCallOptions = Pick<RunToolCallsOptions, 'signal' | 'defaultTimeoutMs' | 'session'> & {
   /** The call's idempotency key (see `ToolContext.idempotencyKey`). */
@@ -131,7 +134,7 @@ export type RunToolCallOptions = Pick<RunToolCallsOptions, 'signal' | 'defaultTi
  */
 export async function runToolCall(call: ToolCall, tools: ToolSet, options: RunToolCallOptions): Promise<ToolMessage> {
   const defaultTimeoutMs = checkedTimeout(options.defaultTimeoutMs);
-  if (options.signal?.aborted) return interruptedResult(call);
+  if (options.signal?.aborted) return notRun(call);
   return runOne(call, tools, options.idempotencyKey, options.signal, null, defaultTimeoutMs, options.session);
 }
 
@@ -202,9 +205,9 @@ export async function runToolCalls(
     signal?.removeEventListener('abort', onAbort);
   }
 
-  // Calls never reached because the batch was cancelled.
+  // Calls never reached because the batch was cancelled: they did not run.
   for (const { index, call } of toRun) {
-    if (!results[index]) finish(index, call, interruptedResult(call));
+    if (!results[index]) finish(index, call, notRun(call));
   }
   if (hookError) throw hookError.error;
   return results as ToolMessage[];
@@ -288,8 +291,8 @@ async function runOne(
     return errorResult(call, `tool "${tool.name}" failed validating its arguments: ${errorText(error)}`);
   }
   if (!parsed.success) return errorResult(call, invalidArguments(tool.name, parsed.issues));
-  // An onStart hook may have cancelled the batch.
-  if (outer?.aborted) return interruptedResult(call);
+  // An onStart hook may have cancelled the batch: its execute never began.
+  if (outer?.aborted) return notRun(call);
 
   return new Promise<ToolMessage>((resolve) => {
     const running = new CallInFlight(call, outer, inFlight, resolve);

@@ -5,6 +5,9 @@ import type { PendingToolCall, ToolCall, ToolMessage } from '../../src/schemas.j
 import { defineTool, ToolSet, type Tool, type ToolContext } from '../../src/tools/define-tool.js';
 import { INTERRUPTED_CONTENT, runToolCall, runToolCalls } from '../../src/tools/run-tools.js';
 
+/** What a call the cancel reached before its execute began reads. */
+const NOT_RUN = 'interrupted: the run was cancelled before this tool call started; it did not run';
+
 const key = (call: ToolCall) => `run1:${call.id}`;
 const pending = (id: string, name: string, args: unknown): PendingToolCall => ({ call: { id, name, args } });
 
@@ -286,9 +289,9 @@ describe('runToolCalls', () => {
     expect(results.map((r) => r.toolCallId)).toEqual(['c0', 'c1', 'c2', 'c3', 'c4']);
     expect(results[0]).toMatchObject({ content: 'L0:done' });
     expect(results[0]!.isError).toBeUndefined();
-    for (const result of results.slice(1)) {
-      expect(result).toMatchObject({ isError: true, content: INTERRUPTED_CONTENT });
-    }
+    // c1 and c2 were running (they may have partly run); c3 and c4 never started.
+    for (const result of results.slice(1, 3)) expect(result).toMatchObject({ isError: true, content: INTERRUPTED_CONTENT });
+    for (const result of results.slice(3)) expect(result).toMatchObject({ isError: true, content: NOT_RUN });
     expect(started).toEqual(['c0', 'c1', 'c2']);
     // onFinish fired once per result, at once for the ones that existed before the abort.
     expect(finished.map(([id]) => id).sort()).toEqual(['c0', 'c1', 'c2', 'c3', 'c4']);
@@ -329,7 +332,7 @@ describe('runToolCalls', () => {
     });
     expect(gated.started).toEqual([]);
     expect(results).toEqual([
-      { role: 'tool', toolCallId: '1', toolName: 'gated', isError: true, content: INTERRUPTED_CONTENT },
+      { role: 'tool', toolCallId: '1', toolName: 'gated', isError: true, content: NOT_RUN },
     ]);
   });
 
@@ -421,7 +424,7 @@ describe('runToolCall: one call, as the agent IO runs each', () => {
     const never = defineTool({ name: 'never', description: 'Never answers.', input: z.object({}), timeoutMs: 20, execute: () => ((ran = true), new Promise(() => {})) });
     const set = new ToolSet([never]);
     const stopped = AbortSignal.abort();
-    expect((await runToolCall({ id: 'c1', name: 'never', args: {} }, set, { idempotencyKey: 'k', signal: stopped })).content).toBe(INTERRUPTED_CONTENT);
+    expect((await runToolCall({ id: 'c1', name: 'never', args: {} }, set, { idempotencyKey: 'k', signal: stopped })).content).toBe(NOT_RUN);
     expect(ran).toBe(false);
     expect((await runToolCall({ id: 'c2', name: 'never', args: {} }, set, { idempotencyKey: 'k' })).content).toBe('tool "never" timed out after 20 ms');
     await expect(runToolCall({ id: 'c3', name: 'never', args: {} }, set, { idempotencyKey: 'k', defaultTimeoutMs: -1 })).rejects.toThrow(RangeError);
