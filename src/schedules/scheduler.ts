@@ -10,7 +10,7 @@ import { SessionRowError } from '../sessions/session-row.js';
 import { CorruptSessionError, SessionBusyError, type StoreError } from '../stores/errors.js';
 import type { SessionStore } from '../stores/session-store.js';
 import type { Claim, ScheduleBackend, ScheduleRow, TickEnd } from './row.js';
-import { nextAfter, scheduleBackend } from './schedules.js';
+import { InvalidScheduleError, nextAfter, otherSurfaceProblem, scheduleBackend } from './schedules.js';
 import { RunWatch } from './run-wait.js';
 import { tickInputSent } from './tick-evidence.js';
 
@@ -377,6 +377,15 @@ class SchedulerLoop implements Scheduler {
       const late = !takenOver && started - due > missedAfterMs;
       if (late && row.missed === 'skip') {
         await this.#end(row, due, { nextAt: nextAfter(row.timing, row.timezone, started), lastFiredAt: row.lastFiredAt, lastOutcome: 'Missed', lastError: null, ran: 0 });
+        return;
+      }
+      // A row stored before schedule() refused another surface's session (or written by hand):
+      // a tick would run this agent inside a subagent's or a served tool's conversation.
+      const foreign = otherSurfaceProblem(row.sessionId);
+      if (foreign) {
+        const refused = new InvalidScheduleError(`session: ${foreign}`);
+        this.#report(refused);
+        await this.#end(row, due, { nextAt: nextAfter(row.timing, row.timezone, Math.max(due, Date.now())), lastFiredAt: row.lastFiredAt, lastOutcome: 'Failed', lastError: refused.message, ran: 0 });
         return;
       }
       const watch = new RunWatch(row.sessionId);

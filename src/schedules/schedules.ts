@@ -286,7 +286,7 @@ function checkScheduleKey(name: 'id' | 'agent', value: string): void {
  * handler and the MCP server refuse to. The MCP server's (`mcp/...`) are a served tool's
  * conversations with its callers. Any other id with a `/` is a session of its own.
  */
-function otherSurfaceProblem(session: string): string | null {
+export function otherSurfaceProblem(session: string): string | null {
   if (isChildSessionId(session)) return "it is a subagent's session, driven by its parent's tool call: schedule the parent's session";
   if (isMcpServerSessionId(session)) return "it is in the MCP server's namespace (mcp/), a served tool's session with one of its callers";
   return null;

@@ -200,7 +200,7 @@ export function describeScheduleConformance(name: string, harness: ScheduleHarne
       expect((await listSchedules(store)).map((s) => [s.id, s.paused])).toEqual([['nightly\ufffd', false]]);
     });
 
-    test("a subagent's own session is refused as a schedule's session, and nothing is stored: a tick would run another agent inside it", async ({ bench: { open } }) => {
+    test("a subagent's own session is refused as a schedule's session, and nothing is stored: a tick would run another agent inside it", async ({ bench: { open, started, fixture } }) => {
       const store = await open();
       const researcher = createAgentMachine({ model: scriptedModel([{ text: 'In China.' }]) });
       const coordinator = createAgentMachine({
@@ -228,6 +228,21 @@ export function describeScheduleConformance(name: string, harness: ScheduleHarne
       await schedule(store, { ...base, id: 'parent', session: 'team' });
       await schedule(store, { ...base, id: 'slashed', session: 'team/reports' });
       expect((await listSchedules(store)).map((s) => s.session).sort()).toEqual(['team', 'team/reports']);
+      // A row stored before this rule (or by hand) that names the child: its tick fails, saying why, and runs nothing there.
+      await schedule(store, { ...base, id: 'stored-child', session: 'placeholder', every: undefined, at: Date.now() });
+      const backend = scheduleBackend(store);
+      try {
+        await fixture().raw.setRow('stored-child', { ...(await backend.get('stored-child')), sessionId: child });
+      } finally {
+        await backend.close();
+      }
+      const ticks: ScheduleTick[] = [];
+      const errors: Error[] = [];
+      started(await startScheduler({ store, agents, maxIdleMs: 100, onTick: (tick) => ticks.push(tick), onError: (error) => errors.push(error) }));
+      expect(await until(async () => ticks.some((tick) => tick.scheduleId === 'stored-child'))).toBe(true);
+      expect(ticks.find((tick) => tick.scheduleId === 'stored-child')).toMatchObject({ outcome: 'Failed', error: expect.stringMatching(/subagent's session/), nextAt: null });
+      expect(errors.some((error) => InvalidScheduleError.isInstance(error))).toBe(true);
+      expect((await store.load(child!))?.messages.map((m) => m.role)).toEqual(['user', 'assistant']);
     });
 
     test('a one-off fires once: it starts the session, then continues it on the next schedule; onTick hears each', async ({ bench: { open, started } }) => {
