@@ -42,12 +42,6 @@ export const DEFAULT_TOOL_CONCURRENCY = 4;
 export const DEFAULT_TOOL_TIMEOUT_MS = 5 * 60_000;
 /** setTimeout's longest delay; a longer timeout is no timeout at all. */
 const MAX_TIMER_MS = 2 ** 31 - 1;
-/**
- * What a call that was running gets when the run is cancelled: the tool was started and may have
- * partly run. `interruptedContent` words the other ends the same way.
- */
-export const INTERRUPTED_CONTENT = 'interrupted: the run was cancelled before this tool call finished';
-
 /** The longest end reason an interrupted answer quotes (a host's seal reason is free text). */
 const MAX_REASON_CHARS = 200;
 
@@ -84,6 +78,12 @@ export function interruptedContent(stop: RunStop, started: boolean): string {
   return `interrupted: ${stopText(stop)} before this tool call ${started ? 'finished' : 'started; it did not run'}`;
 }
 
+/**
+ * What a call that was running gets when the run is cancelled: the tool was started and may have
+ * partly run (`interruptedContent`'s words for a cancel, kept as a constant for matching).
+ */
+export const INTERRUPTED_CONTENT = interruptedContent({ type: 'cancelled' }, true);
+
 const INTERRUPTED_PATTERN = /^interrupted: the (run was cancelled|run was stopped \(.*\)|run failed \(.*\)|time budget ran out \(.*\)) before this tool call (finished|started; it did not run)$/s;
 
 /**
@@ -108,8 +108,8 @@ export const isInterruptedResult = (result: ToolMessage): boolean => result.isEr
  * console.log(interruptedResult({ id: 'c2', name: 'pay', args: {} }, { type: 'cancelled' }, false).content); // interrupted: the run was cancelled before this tool call started; it did not run
  * ```
  */
-export const interruptedResult = (call: ToolCall, stop?: RunStop | undefined, started = true): ToolMessage =>
-  errorResult(call, stop ? interruptedContent(stop, started) : INTERRUPTED_CONTENT);
+export const interruptedResult = (call: ToolCall, stop: RunStop = { type: 'cancelled' }, started = true): ToolMessage =>
+  errorResult(call, interruptedContent(stop, started));
 
 /** What a call the cancel reached before its `execute` began reads: it did not run. */
 const notRun = (call: ToolCall): ToolMessage => interruptedResult(call, { type: 'cancelled' }, false);
