@@ -203,7 +203,13 @@ const chart = driver.createStateConfig({
         BudgetPaused: {
           entry: ['markPaused', 'emitBudgetPaused'],
           // A provider's usage limit: the same model call again at the stored time.
-          after: { usageLimitWait: { guard: 'usageLimited', target: 'AwaitingModel', actions: 'liftUsageLimit' } },
+          after: {
+            usageLimitWait: [
+              { guard: 'usageLimitDue', target: 'AwaitingModel', actions: 'liftUsageLimit' },
+              // Fired before the stored time by the run's clock: armed again for the time left.
+              { guard: 'usageLimited', actions: 'rearmUsageLimit' },
+            ],
+          },
           on: {
             // Restored while waiting for that time: the timer is armed again from the stored time.
             'io.attached': { guard: 'usageLimited', target: 'BudgetPaused', reenter: true },
@@ -305,7 +311,7 @@ const chart = driver.createStateConfig({
         /** Lists the run's tool sources once; the run offers and accepts what this step records. */
         ListingTools: {
           entry: 'requestToolset',
-          after: { budgetDeadline: { guard: 'deadlineSeals', target: 'Start', actions: ['abortIo', 'sealAtDeadline'] } },
+          after: { budgetDeadline: [{ guard: 'deadlineSeals', target: 'Start', actions: ['abortIo', 'sealAtDeadline'] }, { guard: 'deadlineAhead', actions: 'rearmDeadline' }] },
           on: {
             // Restored: the deadline armed again (XState does not carry timers in a snapshot); past it, nothing is listed again.
             'io.attached': [{ guard: 'deadlineSeals', actions: 'rearmDeadline' }, { actions: ['requestToolset', 'rearmDeadline'] }],
@@ -320,6 +326,8 @@ const chart = driver.createStateConfig({
             budgetDeadline: [
               { guard: 'deadlineSeals', target: 'Start', actions: ['abortIo', 'sealAtDeadline'] },
               { guard: 'deadlinePauses', target: 'BudgetPaused', actions: 'abortIo' },
+              // Fired before the limit by the run's clock (see `deadlineAhead`): armed again for the time left.
+              { guard: 'deadlineAhead', actions: 'rearmDeadline' },
             ],
           },
           on: {
@@ -357,6 +365,7 @@ const chart = driver.createStateConfig({
               // Still asking which calls need a person: nothing runs yet; the check is asked again after the raise.
               { guard: and(['deadlinePauses', stateIn('#agent.Running.AwaitingTools.CheckingApprovals')]), target: 'BudgetPaused', actions: 'abortIo' },
               { guard: 'deadlinePauses', actions: 'holdBatch' },
+              { guard: 'deadlineAhead', actions: 'rearmDeadline' },
             ],
           },
           always: [
@@ -490,7 +499,7 @@ const chart = driver.createStateConfig({
         HandingOff: { entry: 'emitHandoff', always: { target: 'Start' } },
         AwaitingCompaction: {
           entry: 'requestCompaction',
-          after: { budgetDeadline: { guard: 'deadlineSeals', target: 'Start', actions: ['abortIo', 'sealAtDeadline'] } },
+          after: { budgetDeadline: [{ guard: 'deadlineSeals', target: 'Start', actions: ['abortIo', 'sealAtDeadline'] }, { guard: 'deadlineAhead', actions: 'rearmDeadline' }] },
           on: {
             'io.attached': [{ guard: 'deadlineSeals', actions: 'rearmDeadline' }, { actions: ['requestCompaction', 'rearmDeadline'] }],
             'io.compacted': { guard: 'currentCompaction', target: 'Start', actions: ['acceptCompaction', 'emitCompactionFinished'] },

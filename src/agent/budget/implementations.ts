@@ -133,6 +133,9 @@ export function emitBudgetPaused(agent: CompiledAgent, context: AgentContext, _e
   return out;
 }
 
+/** The event XState raises when the usage limit's wait in `Running.BudgetPaused` ends, its timer's id too. */
+const USAGE_LIMIT_EVENT = 'xstate.after.usageLimitWait.agent.Running.BudgetPaused';
+
 /** The guards, actions and delays the chart names for budgets. */
 export const budgetImplementations = {
   // A run's time budget counts from its start; a pause is the run's own.
@@ -146,6 +149,13 @@ export const budgetImplementations = {
     runOverBudget: configured(hasBudget, ({ agent, context }) => overBudget(agent, context) !== null),
     deadlineSeals: configured(hasBudget, ({ agent, context }) => deadlinePassed(agent, context)?.pauses === false),
     deadlinePauses: configured(hasBudget, ({ agent, context }) => deadlinePassed(agent, context)?.pauses === true),
+    /**
+     * The deadline's timer fired while the run's clock says its time is not up: a timer counts on
+     * the process's monotonic clock, the budget on `clock` (wall time by default), and the two
+     * part by a rounding ms or by a step of the wall clock. The timer is armed again for the time
+     * left, instead of leaving the side effect in flight with no deadline at all.
+     */
+    deadlineAhead: configured(hasBudget, ({ agent, context }) => deadlineDelay(agent.budget, deadlineRun(context), agent.clock()) !== undefined && deadlinePassed(agent, context) === null),
     budgetPaused: configured(hasBudget, ({ agent, context }) => overrun(agent, context) !== null && overBudget(agent, context) === null),
     batchHeld: configured(hasBudget, ({ context }) => batchHeld(context)),
     /** Every call the held batch had handed to the IO has its result (or waits in doubt): the run pauses with the batch open. */
@@ -154,6 +164,8 @@ export const budgetImplementations = {
     raiseRefused: when(({ agent, context, event }) => raiseRefusal(agent, context, event) !== null),
     usageLimitPauses: configured((agent) => agent.usageLimit !== null, ({ agent, event }) => usageLimitWait(agent.usageLimit, as(event, 'io.failed').error) !== null),
     usageLimited: ({ context }: Args) => !!context.budgetPause?.usageLimit,
+    /** The stored time to resume has come by the run's clock (the wait's timer may fire a little before it, see `deadlineAhead`). */
+    usageLimitDue: when(({ agent, context }) => !!context.budgetPause?.usageLimit && resumeDelay(context.budgetPause, agent.clock()) === 0),
     budgetResume: ({ event }: Args) => event.type === 'operation.resume' && event.operation === BUDGET_OPERATION,
   },
   actions: {
@@ -184,6 +196,10 @@ export const budgetImplementations = {
           enqueue(raise({ type } as never, { id: type, delay: 'budgetDeadline' }));
         }
       }),
+    ),
+    /** The usage limit's wait fired before its time (by the run's clock, or at a timer's bound): armed again for the time left. */
+    rearmUsageLimit: enqueueActions<AgentContext, AgentEvent, undefined, AgentEvent, never, never, never, 'usageLimitWait', never>(({ enqueue }) =>
+      enqueue(raise({ type: USAGE_LIMIT_EVENT } as never, { id: USAGE_LIMIT_EVENT, delay: 'usageLimitWait' })),
     ),
     pauseOnUsageLimit: assigns(({ agent, context, event }) => {
       const { error } = as(event, 'io.failed');

@@ -130,6 +130,30 @@ describe('a time budget is a deadline on the side effect in flight', () => {
     }
   });
 
+  // A timer counts on the process's monotonic clock, the budget on the run's `clock` (wall time by
+  // default): a wall clock stepped back (NTP), or the ms both round, makes the timer fire while the
+  // run's time is not up. Before, no branch took that event and the call went on with no deadline.
+  it('a deadline that fires before the run\'s clock says the time is up is armed again for the time left', async () => {
+    const { wait } = waitingTool();
+    const cases = [
+      { name: 'model call', model: stuckModel().model, tools: [] },
+      { name: 'tool batch', model: scriptedModel([{ toolCalls: [{ name: 'wait', args: {} }] }, { text: 'never' }]), tools: [wait] },
+    ];
+    for (const { name, model, tools } of cases) {
+      let offset = 0;
+      const clock = () => Date.now() + offset;
+      const actor = createActor(createAgentMachine({ model, tools, clock, budget: { maxDurationMs: 300 } }), { input: { prompt: 'Hi.' } });
+      const started = Date.now();
+      actor.start();
+      await until(() => actor.getSnapshot().matches({ Running: name === 'model call' ? 'AwaitingModel' : 'AwaitingTools' }));
+      offset = -200;
+      const output = await within(3_000, toPromise(actor)).catch((error: Error) => (actor.stop(), Promise.reject(new Error(`${name}: ${error.message}`))));
+      expect(output.outcome, name).toMatchObject({ type: 'Sealed', reason: expect.stringMatching(budgetReason) });
+      // Held to the run's clock: 300 ms of it, which the wall saw as some 500 ms.
+      expect(Date.now() - started, name).toBeGreaterThanOrEqual(480);
+    }
+  });
+
   it('a run inside its time budget is not touched by the deadline', async () => {
     const result = await within(3_000, runAgent({ model: scriptedModel([{ text: 'quick' }]), prompt: 'Hi.', budget: { maxDurationMs: 60_000 } }));
     expect(result.outcome).toMatchObject({ type: 'Completed', finalText: 'quick' });

@@ -34,7 +34,7 @@ describe('the deadline timers', () => {
   it('an agent with a time budget arms one per side effect in flight (none fires within the budget)', async () => {
     const machine = createAgentMachine({ model: replies(), tools: [echo], budget: { maxDurationMs: 60_000 } });
     const armed = (machine.root.states.Running!.states.AwaitingModel!.after ?? []).map((t) => String(t.delay));
-    expect(armed).toEqual(['budgetDeadline', 'budgetDeadline']);
+    expect(armed).toEqual(['budgetDeadline', 'budgetDeadline', 'budgetDeadline']);
     expect(await deadlineEvents({ maxDurationMs: 60_000 })).toEqual([]);
   });
 

@@ -111,6 +111,22 @@ describe('pauseOnUsageLimit against the local server', () => {
     expect(server.requests).toHaveLength(2);
   });
 
+  it('resumes no earlier than the stored time by the run\'s clock, though the timer fires before it', async () => {
+    server.enqueue(limited('300'), { type: 'reply', text: ['on time'] });
+    let offset = 0;
+    const clock = () => Date.now() + offset;
+    const actor = createActor(createAgentMachine({ model: model(), retry: false, pauseOnUsageLimit: true, clock }), { input: { prompt: 'hi' } }).start();
+    await waitFor(actor, (s) => s.matches(PAUSED), { timeout: WAIT_MS });
+    const resumeAt = actor.getSnapshot().context.budgetPause!.usageLimit!.resumeAt;
+    // The wall clock steps back 200 ms (NTP): the timer, on the monotonic clock, fires first.
+    offset = -200;
+    let resumedAt = 0;
+    actor.subscribe((s) => void (resumedAt ||= s.matches({ Running: 'AwaitingModel' }) ? clock() : 0));
+    expect((await runToCompletion(actor)).outcome).toEqual({ type: 'Completed', finalText: 'on time' });
+    expect(resumedAt).toBeGreaterThanOrEqual(resumeAt);
+    expect(server.requests).toHaveLength(2);
+  });
+
   it('a restored snapshot waiting in the pause resumes at the stored time', async () => {
     server.enqueue(limited('400'), { type: 'reply', text: ['restored'] });
     const machine = agent(true);
