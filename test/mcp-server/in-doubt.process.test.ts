@@ -5,31 +5,16 @@
  */
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import type { CallToolResult, ElicitResult } from '@modelcontextprotocol/sdk/types.js';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { bundledCommand, type NodeCommand } from '../sessions/fixtures/processes.js';
-import { client, scratchDir, until } from './support.js';
+import { describe, expect, it } from 'vitest';
+import { until, useStdioServer } from './support.js';
 
-const SERVER = fileURLToPath(new URL('./fixtures/in-doubt-server.ts', import.meta.url));
-const scratch = scratchDir();
-let server: NodeCommand;
-beforeAll(async () => {
-  server = await bundledCommand(SERVER);
-});
-afterAll(() => {
-  server?.dispose();
-  scratch.remove();
-});
+const server = useStdioServer(fileURLToPath(new URL('./fixtures/in-doubt-server.ts', import.meta.url)));
 
 /** A server process on `db` and a client to it; `starts` counts the tool's starts in this process. */
 async function start(db: string, answer?: (message: string) => ElicitResult) {
-  const made = client(answer);
-  const transport = new StdioClientTransport({ command: process.execPath, args: [...server.args, db], env: { PATH: process.env.PATH ?? '', CHARGE_MS: '300' }, stderr: 'pipe' });
-  let stderr = '';
-  transport.stderr?.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-  await made.client.connect(transport);
-  return { ...made, pid: transport.pid!, starts: () => stderr.split('charge started').length - 1 };
+  const started = await server.start(db, { CHARGE_MS: '300' }, answer);
+  return { ...started, starts: () => started.stderr().split('charge started').length - 1 };
 }
 
 const key = (name: string) => ({ 'loopchart/idempotencyKey': name });
@@ -37,21 +22,17 @@ const text = (result: CallToolResult) => (result.content[0] as { text: string })
 
 /** The first process starts the charge and is killed during it (CHARGE_MS is long there: it never answers). */
 async function killedDuringTheCharge(db: string, name: string): Promise<void> {
-  const first = client();
-  const transport = new StdioClientTransport({ command: process.execPath, args: [...server.args, db], env: { PATH: process.env.PATH ?? '' }, stderr: 'pipe' });
-  let stderr = '';
-  transport.stderr?.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-  await first.client.connect(transport);
+  const first = await server.start(db);
   const call = first.client.callTool({ name: 'cashier', arguments: { task: 'charge the order' }, _meta: key(name) }).catch(() => 'gone');
-  expect(await until(() => stderr.includes('charge started'), 20_000)).toBe(true);
-  process.kill(transport.pid!, 'SIGKILL');
+  expect(await until(() => first.stderr().includes('charge started'), 20_000)).toBe(true);
+  process.kill(first.pid, 'SIGKILL');
   expect(await call).toBe('gone');
   await first.client.close();
 }
 
 describe('a call in doubt after the server restarted', () => {
   it('the repeat asks its client whether to run the call again; yes runs it again and answers its result', async () => {
-    const db = join(scratch.dir, 'rerun.db');
+    const db = join(server.dir, 'rerun.db');
     await killedDuringTheCharge(db, 'order-1');
     const second = await start(db, () => ({ action: 'accept', content: { approve: true } }));
     try {
@@ -70,7 +51,7 @@ describe('a call in doubt after the server restarted', () => {
   }, 60_000);
 
   it('no runs nothing again: the model reads that the call failed, with the reason given', async () => {
-    const db = join(scratch.dir, 'fail.db');
+    const db = join(server.dir, 'fail.db');
     await killedDuringTheCharge(db, 'order-2');
     const second = await start(db, () => ({ action: 'accept', content: { approve: false, reason: 'I see the charge on my statement' } }));
     try {
@@ -84,7 +65,7 @@ describe('a call in doubt after the server restarted', () => {
   }, 60_000);
 
   it('a client that cannot be asked (no elicitation): the call is not run again, and the reason says why', async () => {
-    const db = join(scratch.dir, 'unasked.db');
+    const db = join(server.dir, 'unasked.db');
     await killedDuringTheCharge(db, 'order-3');
     const second = await start(db);
     try {

@@ -5,32 +5,17 @@
  */
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { SqliteSessionStore } from '../../src/sqlite.js';
-import { bundledCommand, type NodeCommand } from '../sessions/fixtures/processes.js';
-import { client, scratchDir, until } from './support.js';
+import { until, useStdioServer } from './support.js';
 
-const SERVER = fileURLToPath(new URL('./fixtures/restart-server.ts', import.meta.url));
-const scratch = scratchDir();
-let server: NodeCommand;
-beforeAll(async () => {
-  server = await bundledCommand(SERVER);
-});
-afterAll(() => {
-  server?.dispose();
-  scratch.remove();
-});
+const server = useStdioServer(fileURLToPath(new URL('./fixtures/restart-server.ts', import.meta.url)));
 
 /** A server process on `db` (answers after `answerMs`) and a client to it; `modelCalls` counts this process's model calls. */
 async function start(db: string, answerMs: number) {
-  const made = client();
-  const transport = new StdioClientTransport({ command: process.execPath, args: [...server.args, db], env: { PATH: process.env.PATH ?? '', ANSWER_MS: String(answerMs) }, stderr: 'pipe' });
-  let stderr = '';
-  transport.stderr?.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-  await made.client.connect(transport);
-  return { client: made.client, pid: transport.pid!, modelCalls: () => stderr.split('model called').length - 1 };
+  const started = await server.start(db, { ANSWER_MS: String(answerMs) });
+  return { ...started, modelCalls: () => started.stderr().split('model called').length - 1 };
 }
 
 const ask = (question: string, sessionId: string) => ({ name: 'oracle', arguments: { task: question }, _meta: { 'loopchart/sessionId': sessionId } });
@@ -38,7 +23,7 @@ const text = (result: CallToolResult) => (result.content[0] as { text: string })
 
 describe('a new call in a session whose run a dead server left in flight', () => {
   it('drives that run to its end, then runs its own question and answers it (never the earlier question\'s answer)', async () => {
-    const db = join(scratch.dir, 'restart.db');
+    const db = join(server.dir, 'restart.db');
     const first = await start(db, 60_000);
     const killed = first.client.callTool(ask('what is the capital of France?', 'trip')).catch(() => 'gone');
     expect(await until(() => first.modelCalls() === 1, 20_000)).toBe(true);

@@ -6,10 +6,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { ElicitRequestSchema, type ElicitResult } from '@modelcontextprotocol/sdk/types.js';
 import { MemorySessionStore, type SessionStore } from '../../src/index.js';
 import { toNodeListener } from '../../src/http.js';
 import { createMcpHandler, type McpHandler, type McpHandlerOptions } from '../../src/mcp-server.js';
+import { afterAll, beforeAll } from 'vitest';
+import { bundledCommand, type NodeCommand } from '../sessions/fixtures/processes.js';
 import { AGENTS } from './fixtures/agents.js';
 
 export const STDIO_SERVER = fileURLToPath(new URL('./fixtures/stdio-server.ts', import.meta.url));
@@ -58,6 +61,45 @@ export function client(answer?: (message: string) => ElicitResult): { client: Cl
     });
   }
   return { client: made, asked };
+}
+
+/** A fixture server's process on a SQLite file, with a client connected to it over stdio. */
+export interface StdioServerProcess {
+  client: Client;
+  /** The questions the client was asked (with an `answer`: see `client`). */
+  asked: string[];
+  pid: number;
+  /** What the process wrote to stderr so far (the fixtures log what they did there). */
+  stderr(): string;
+}
+
+/**
+ * For a test file whose tests kill and restart a fixture server (`fixture`, a module path): the
+ * fixture is bundled once for the file and disposed of after it, with a scratch folder for the
+ * SQLite files; `start` runs a process of it on `db` with `env` and connects a client.
+ */
+export function useStdioServer(fixture: string) {
+  const scratch = scratchDir();
+  let server: NodeCommand | undefined;
+  beforeAll(async () => {
+    server = await bundledCommand(fixture);
+  });
+  afterAll(() => {
+    server?.dispose();
+    scratch.remove();
+  });
+  return {
+    /** Where the file's databases go: `join(dir, 'name.db')`. */
+    dir: scratch.dir,
+    async start(db: string, env: Record<string, string> = {}, answer?: (message: string) => ElicitResult): Promise<StdioServerProcess> {
+      const made = client(answer);
+      const transport = new StdioClientTransport({ command: process.execPath, args: [...server!.args, db], env: { PATH: process.env.PATH ?? '', ...env }, stderr: 'pipe' });
+      let stderr = '';
+      transport.stderr?.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+      await made.client.connect(transport);
+      return { ...made, pid: transport.pid!, stderr: () => stderr };
+    },
+  };
 }
 
 /** Waits until `check` holds, polling every 20 ms, at most `ms`. */
