@@ -11,7 +11,7 @@ export const SCHEDULES_USAGE = `usage: loopchart schedules <command> [options]
 
   list                       every schedule: next and last run, last outcome, runs
   add --session ID --agent NAME --input TEXT (--at ISO | --every MS | --cron EXPR [--timezone ZONE])
-      [--id ID] [--missed run-once|skip] [--overlap skip|queue] [--paused]
+      [--id ID] [--scope SCOPE] [--missed run-once|skip] [--overlap skip|queue] [--paused]
                              store a schedule (a scheduler fires it: loopchart scheduler, or startScheduler)
   pause ID | resume ID | delete ID
 
@@ -35,6 +35,7 @@ const ADD_ARGS = {
   missed: { type: 'string' },
   overlap: { type: 'string' },
   paused: { type: 'boolean' },
+  scope: { type: 'string' },
   restate: { type: 'string' },
 } as const;
 
@@ -97,7 +98,8 @@ const timingOf = (info: ScheduleInfo) =>
 function line(info: ScheduleInfo): string {
   const state = info.paused ? 'paused' : info.firingBy ? 'firing' : 'active';
   const last = info.lastOutcome ? `${info.lastOutcome}${info.lastError ? ` (${escapeLine(info.lastError).slice(0, 120)})` : ''}` : '-';
-  return `${escapeLine(info.id)}  ${state}  ${escapeLine(info.agent)} -> ${escapeLine(info.session)}  ${escapeLine(timingOf(info))}  next ${when(info.nextAt)}  last ${when(info.lastFiredAt)} ${last}  runs ${info.runs}`;
+  const scope = info.scope === undefined ? '' : ` (scope ${escapeLine(info.scope)})`;
+  return `${escapeLine(info.id)}  ${state}  ${escapeLine(info.agent)} -> ${escapeLine(info.session)}${scope}  ${escapeLine(timingOf(info))}  next ${when(info.nextAt)}  last ${when(info.lastFiredAt)} ${last}  runs ${info.runs}`;
 }
 
 /** `loopchart schedules …`: list, add, pause, resume and delete the schedules of a store, or of Restate (`--restate URL`). */
@@ -138,6 +140,7 @@ export async function schedulesCommand(argv: string[], io: Io): Promise<number> 
         ...(values.missed !== undefined && { missed: values.missed }),
         ...(values.overlap !== undefined && { overlap: values.overlap }),
         ...(values.paused !== undefined && { paused: values.paused }),
+        ...(values.scope !== undefined && { scope: values.scope }),
       } as ScheduleOptions;
       io.out(line(await target.add(given)));
       return 0;

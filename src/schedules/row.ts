@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { ScopeSchema } from '../agent/protocol/scope.js';
 import { StoreError } from '../stores/errors.js';
 
 /**
@@ -34,6 +35,12 @@ export const ScheduleRowSchema = z.strictObject({
   /** A tick due while the schedule's last run still goes: skip it, or run it once that run ends. */
   overlap: z.enum(['skip', 'queue']),
   paused: z.boolean(),
+  /**
+   * The memory scope each tick opens the session with. Optional: a row stored before schedules
+   * had one reads as a schedule without (its ticks open the session as they did). Checked as
+   * every scope is: a hand-edited one with a lone surrogate would read another user's memory on PostgreSQL.
+   */
+  scope: ScopeSchema.optional(),
   /** When it fires next; null once a one-off has fired (or a cron never matches again). */
   nextAt: InstantSchema.nullable(),
   lastFiredAt: InstantSchema.nullable(),

@@ -5,7 +5,7 @@ import { checkKnownKeys, parseOptions } from '../known-keys.js';
 import { type AgentMachine } from '../../machines/agent.machine.js';
 import { runInFlight, type AgentOutput } from '../agent/protocol/actor-types.js';
 import { LoopchartError } from '../errors.js';
-import { DurableSession } from '../sessions/durable-session.js';
+import { DurableSession, SessionScopeError } from '../sessions/durable-session.js';
 import { SessionRowError } from '../sessions/session-row.js';
 import { CorruptSessionError, SessionBusyError, type StoreError } from '../stores/errors.js';
 import type { SessionStore } from '../stores/session-store.js';
@@ -391,11 +391,13 @@ class SchedulerLoop implements Scheduler {
       const watch = new RunWatch(row.sessionId);
       let session: DurableSession;
       try {
-        session = await DurableSession.open({ machine: this.#agents.get(row.agent)!, store: this.#store, sessionId: row.sessionId, attach: watch.attach });
+        // Under the schedule's scope: a new session is made with it, a stored one of another scope refused.
+        session = await DurableSession.open({ machine: this.#agents.get(row.agent)!, store: this.#store, sessionId: row.sessionId, scope: row.scope, attach: watch.attach });
       } catch (error) {
-        if (!SessionRowError.isInstance(error) && !CorruptSessionError.isInstance(error)) throw error;
-        // Its stored session is one this version does not read: no retry changes that. Left to
-        // its lease, the tick would be claimed again every leaseMs for ever, nothing recorded.
+        if (!SessionRowError.isInstance(error) && !CorruptSessionError.isInstance(error) && !SessionScopeError.isInstance(error)) throw error;
+        // Its stored session is one this version does not read, or another scope's (its
+        // conversation is not this schedule's to continue): no retry changes that. Left to its
+        // lease, the tick would be claimed again every leaseMs for ever, nothing recorded.
         this.#report(error);
         const lastError = `the session could not be opened: ${error.message}`;
         await this.#end(row, due, { nextAt: nextAfter(row.timing, row.timezone, Math.max(due, Date.now())), lastFiredAt: row.lastFiredAt, lastOutcome: 'Failed', lastError, ran: 0 });

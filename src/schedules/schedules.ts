@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
+import { ScopeSchema } from '../agent/protocol/scope.js';
 import { isChildSessionId } from '../agent/subagents/subagents.js';
 import { isMcpServerSessionId } from '../sessions/surface-ids.js';
 import { parseOptions } from '../known-keys.js';
@@ -94,6 +95,12 @@ export const ScheduleFieldsSchema = z.strictObject({
   overlap: z.enum(['skip', 'queue']).default('skip'),
   /** Made paused (default false). */
   paused: z.boolean().default(false),
+  /**
+   * The memory scope each tick's session is opened with (`DurableSession.open({ scope })`): whose
+   * memory the scheduled runs read and write. Checked as every scope is (`ScopeSchema`). Left out,
+   * a new session has no memory and a stored one keeps its own.
+   */
+  scope: ScopeSchema.optional(),
 });
 
 /** Exactly one of `at`, `every`, `cron`: the refinement every schedule's options get. */
@@ -150,6 +157,8 @@ export const ScheduleInfoSchema = z.object({
   missed: z.enum(['run-once', 'skip']),
   overlap: z.enum(['skip', 'queue']),
   paused: z.boolean(),
+  /** The memory scope its ticks open the session with, if it has one. */
+  scope: z.string().optional(),
   /** null once a one-off has fired. */
   nextAt: z.date().nullable(),
   lastFiredAt: z.date().nullable(),
@@ -226,6 +235,7 @@ export function infoOf(row: ScheduleRow): ScheduleInfo {
     missed: row.missed,
     overlap: row.overlap,
     paused: row.paused,
+    ...(row.scope !== undefined && { scope: row.scope }),
     nextAt: date(row.nextAt),
     lastFiredAt: date(row.lastFiredAt),
     lastOutcome: row.lastOutcome,
@@ -336,6 +346,7 @@ export function newScheduleRow(given: z.output<typeof ScheduleFieldsSchema>, id:
     missed: given.missed,
     overlap: given.overlap,
     paused: given.paused,
+    ...(given.scope !== undefined && { scope: given.scope }),
     nextAt,
     lastFiredAt: null,
     lastOutcome: null,

@@ -32,6 +32,17 @@ describe('loopchart schedules', () => {
     expect((await cli('schedules', 'list', '--store', store)).out.split('\n')).toHaveLength(1);
   });
 
+  it('--scope gives each tick\'s session its memory scope: listed with the schedule; a scope no session could have is refused', async () => {
+    const added = await cli('schedules', 'add', '--store', store, '--id', 'digest', '--session', 'ada-digest', '--agent', 'digest', '--input', 'Digest.', '--every', '60000', '--scope', 'user:ada');
+    expect(added).toMatchObject({ code: 0, err: '' });
+    expect(added.out).toMatch(/^digest {2}active {2}digest -> ada-digest \(scope user:ada\) {2}every 60000 ms/);
+    const bad = await cli('schedules', 'add', '--store', store, '--id', 'bad-scope', '--session', 's', '--agent', 'a', '--input', 'x', '--every', '60000', '--scope', 'user:\u0007ada');
+    expect(bad.code).toBe(1);
+    expect(bad.err).toMatch(/invalid schedule: scope: must not contain control characters/);
+    expect((await cli('schedules', 'list', '--store', store)).out).not.toContain('bad-scope');
+    expect((await cli('schedules', 'delete', 'digest', '--store', store)).out).toBe('deleted digest');
+  });
+
   it('bad input: one line on stderr, exit 1 (or 2 for usage), nothing stored', async () => {
     const cron = await cli('schedules', 'add', '--store', store, '--session', 's', '--agent', 'a', '--input', 'x', '--cron', '61 * * * *');
     expect(cron).toMatchObject({ code: 1 });

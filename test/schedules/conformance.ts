@@ -23,6 +23,8 @@ import {
   type Scheduler,
   type ScheduleTick,
 } from '../../src/schedules.js';
+import { agentMemory } from '../../src/memory.js';
+import { SessionScopeError } from '../../src/sessions/durable-session.js';
 import { scheduleBackend } from '../../src/schedules/schedules.js';
 import { StoreError, StoreSchemaVersionError } from '../../src/stores/errors.js';
 import { scriptedModel } from '../../src/testing.js';
@@ -243,6 +245,78 @@ export function describeScheduleConformance(name: string, harness: ScheduleHarne
       expect(ticks.find((tick) => tick.scheduleId === 'stored-child')).toMatchObject({ outcome: 'Failed', error: expect.stringMatching(/subagent's session/), nextAt: null });
       expect(errors.some((error) => InvalidScheduleError.isInstance(error))).toBe(true);
       expect((await store.load(child!))?.messages.map((m) => m.role)).toEqual(['user', 'assistant']);
+    });
+
+    test("a schedule's scope is its ticks' memory scope: the scheduled run recalls what the scope's other session kept; a session stored under another scope is not run", async ({ bench: { open, started, fixture } }) => {
+      const store = await open();
+      const memory = agentMemory({ store });
+      try {
+        // Monday, Ada talks to the agent in a session of her own: it keeps what it learnt.
+        const monday = await DurableSession.open({
+          machine: createAgentMachine({
+            model: scriptedModel([{ toolCalls: [{ name: 'memory_update', args: { memory: 'Ada works on the Lovelace engine.' } }] }, { text: 'Noted.' }]),
+            operations: [memory],
+          }),
+          store,
+          sessionId: 'ada-monday',
+          scope: 'user:ada',
+        });
+        monday.send({ type: 'input', message: 'My passport number is P1234567.' });
+        expect((await monday.whenIdle())?.outcome.type).toBe('Completed');
+        await monday.close();
+        // Bob's digest session exists already, under his scope.
+        await runByHand(store, 'bob-digest', 'Hello.');
+        const bobs = await DurableSession.open({ machine: quick, store, sessionId: 'bob-scoped', scope: 'user:bob' });
+        bobs.send({ type: 'input', message: 'Hello, I am Bob.' });
+        await bobs.whenIdle();
+        await bobs.close();
+
+        const systems: string[] = [];
+        const digest = createAgentMachine({
+          model: scriptedModel(Array.from({ length: 4 }, () => (request: ModelRequest) => {
+            systems.push(request.messages.filter((m) => m.role === 'system').map((m) => m.content).join('\n'));
+            return { text: 'Your digest.' };
+          })),
+          operations: [memory],
+        });
+        // The scope is checked where it enters, as every scope is.
+        for (const scope of ['', 'x'.repeat(201), 'user:a\ud800', 'user:\u001bada']) {
+          await expect(schedule(store, { id: 'bad', session: 's', agent: 'digest', input: 'Go.', every: 60_000, scope })).rejects.toSatisfy((error: unknown) => InvalidScheduleError.isInstance(error) && /scope: /.test((error as Error).message));
+        }
+        const made = await schedule(store, { id: 'ada-nightly', session: 'ada-digest', agent: 'digest', input: 'What is my passport number?', at: Date.now(), scope: 'user:ada' });
+        expect(made.scope).toBe('user:ada');
+        // A schedule of Ada's on Bob's stored session: its tick is refused like a session it cannot open.
+        await schedule(store, { id: 'on-bobs', session: 'bob-scoped', agent: 'digest', input: 'What is my passport number?', at: Date.now(), scope: 'user:ada' });
+        // A row stored before schedules had a scope (no such field) is still read, and fires as before.
+        await schedule(store, { id: 'unscoped', session: 'bob-digest', agent: 'quick', input: 'Again.', at: Date.now() });
+        const backend = scheduleBackend(store);
+        try {
+          const stored = await backend.get('unscoped');
+          expect(stored && 'scope' in stored).toBe(false);
+          await fixture().raw.setRow('unscoped', stored);
+        } finally {
+          await backend.close();
+        }
+        const ticks: ScheduleTick[] = [];
+        const errors: Error[] = [];
+        started(await startScheduler({ store, agents: { ...agents, digest }, maxIdleMs: 100, onTick: (tick) => ticks.push(tick), onError: (error) => errors.push(error) }));
+        expect(await until(async () => ['ada-nightly', 'on-bobs', 'unscoped'].every((id) => ticks.some((tick) => tick.scheduleId === id)))).toBe(true);
+        const tickOf = (id: string) => ticks.find((tick) => tick.scheduleId === id);
+        expect(tickOf('ada-nightly')).toMatchObject({ outcome: 'Completed' });
+        expect(tickOf('unscoped')).toMatchObject({ outcome: 'Completed' });
+        // The scheduled run read Ada's memory, kept by another session: her working memory, and the recalled turn.
+        expect(systems).toHaveLength(1);
+        expect(systems[0]).toContain('Ada works on the Lovelace engine.');
+        expect(systems[0]).toContain('My passport number is P1234567.');
+        expect((await store.load('ada-digest'))?.state).toMatchObject({ scope: 'user:ada' });
+        // Bob's session was not run: the tick Failed, saying it is another scope's without saying whose.
+        expect(tickOf('on-bobs')).toMatchObject({ outcome: 'Failed', error: "the session could not be opened: session 'bob-scoped' belongs to another scope", nextAt: null });
+        expect(errors.some((error) => SessionScopeError.isInstance(error))).toBe(true);
+        expect(await transcript(store, 'bob-scoped')).toEqual(['user: Hello, I am Bob.', 'assistant: done #1']);
+        expect((await listSchedules(store)).find((s) => s.id === 'on-bobs')).toMatchObject({ lastOutcome: 'Failed', runs: 0, nextAt: null });
+      } finally {
+        await memory.close();
+      }
     });
 
     test('a one-off fires once: it starts the session, then continues it on the next schedule; onTick hears each', async ({ bench: { open, started } }) => {
