@@ -37,14 +37,23 @@ function limitOf(budget: Budget | undefined, run: DeadlineRun): number | undefin
 }
 
 /**
+ * The longest a timer can wait (setTimeout's bound, 24.8 days). Node cuts a longer delay to 1 ms:
+ * the deadline's timer would fire at once, find time left, be armed again for the same delay, and
+ * so on every ms for as long as the call runs.
+ */
+const MAX_TIMER_MS = 2 ** 31 - 1;
+
+/**
  * How long from `now` the side effect just started may run before the budget ends it, in ms;
  * undefined without a time budget (XState then arms no timer). One ms past the limit, since the
- * limit is "more than maxDurationMs elapsed".
+ * limit is "more than maxDurationMs elapsed". At most a timer's bound: a deadline further away
+ * (a budget of weeks, or a run's clock stepped back that far) is looked at again then, and the
+ * timer armed again for the time left (see `deadlineAhead`).
  */
 export function deadlineDelay(budget: Budget | undefined, run: DeadlineRun, now: number): number | undefined {
   const limit = limitOf(budget, run);
   if (limit === undefined) return undefined;
-  return Math.max(0, limit - activeMs(run.runStartedAt, now, run.budgetPause)) + 1;
+  return Math.min(MAX_TIMER_MS, Math.max(0, limit - activeMs(run.runStartedAt, now, run.budgetPause)) + 1);
 }
 
 /** The time budget passed while a side effect ran, with whether its kind pauses, or null (raised meanwhile, no budget). */

@@ -154,6 +154,51 @@ describe('a time budget is a deadline on the side effect in flight', () => {
     }
   });
 
+  // setTimeout holds at most 2^31 - 1 ms (24.8 days): a longer delay is cut to 1 ms, with a
+  // TimeoutOverflowWarning. The deadline's delay is the time the run has left, which passes that
+  // bound for a budget of weeks, or once the run's clock stepped back that far: before, the timer
+  // fired after 1 ms, was armed again for the same delay, and fired again, ~200 times in 300 ms.
+  it('a deadline further away than a timer can wait is armed at the timer\'s bound, not fired again every ms', async () => {
+    const DAY_MS = 24 * 3_600_000;
+    const cases = [
+      { name: 'a budget of 40 days', maxDurationMs: 40 * DAY_MS, stepBack: 0 },
+      { name: 'a clock stepped back 30 days', maxDurationMs: 300, stepBack: 30 * DAY_MS },
+    ];
+    const overflows: string[] = [];
+    const onWarning = (warning: Error) => void (warning.name === 'TimeoutOverflowWarning' && overflows.push(warning.message));
+    process.on('warning', onWarning);
+    try {
+      for (const { name, maxDurationMs, stepBack } of cases) {
+        let offset = 0;
+        const clock = () => Date.now() + offset;
+        let fired = 0;
+        const { model, seen } = stuckModel();
+        const actor = createActor(createAgentMachine({ model, clock, budget: { maxDurationMs } }), {
+          input: { prompt: 'Hi.' },
+          inspect: (event) => void (event.type === '@xstate.event' && event.event.type.startsWith('xstate.after.budgetDeadline') && fired++),
+        });
+        actor.start();
+        try {
+          await until(() => seen.calls === 1);
+          offset = -stepBack;
+          // The first timer (armed for 300 ms) fires while the stepped clock says 30 days are left.
+          if (stepBack > 0) await until(() => fired >= 1);
+          await new Promise((resolve) => setTimeout(resolve, 300));
+          expect(fired, name).toBe(stepBack > 0 ? 1 : 0);
+          expect(actor.getSnapshot().matches({ Running: 'AwaitingModel' }), name).toBe(true);
+          expect(seen.aborted, name).toBe(0);
+        } finally {
+          actor.stop();
+        }
+      }
+      // Warnings are emitted on a later tick: one more turn of the loop before they are read.
+      await new Promise((resolve) => setImmediate(resolve));
+      expect(overflows).toEqual([]);
+    } finally {
+      process.off('warning', onWarning);
+    }
+  });
+
   it('a run inside its time budget is not touched by the deadline', async () => {
     const result = await within(3_000, runAgent({ model: scriptedModel([{ text: 'quick' }]), prompt: 'Hi.', budget: { maxDurationMs: 60_000 } }));
     expect(result.outcome).toMatchObject({ type: 'Completed', finalText: 'quick' });
