@@ -87,12 +87,13 @@ describe('the SDK client over Streamable HTTP', () => {
   });
 
   it('calls past maxConcurrentCalls are refused with SERVER_BUSY_CODE while the others run', async () => {
-    const { url } = await serve({ maxConcurrentCalls: 1 });
+    const { url, store } = await serve({ maxConcurrentCalls: 1 });
     const { client: mcp } = client();
     await mcp.connect(new StreamableHTTPClientTransport(url));
     try {
       const running = mcp.callTool({ name: 'slow', arguments: { task: 'a' } });
-      await new Promise((resolve) => setTimeout(resolve, 200));
+      // Its session stored: the call is running (counted before its session is made), not just sent.
+      await newSessionOf(store, 'slow');
       const refused = await mcp.callTool({ name: 'echo', arguments: { task: 'b' } }).catch((error: unknown) => error);
       expect((refused as McpError).code).toBe(SERVER_BUSY_CODE);
       expect(text((await running) as CallToolResult)).toBe('finally done');
