@@ -80,11 +80,20 @@ for (const version of [5, 6, 7] as const) {
     });
 
     it('a second tab (or a reload) reattaches to the run in flight and gets the whole message once', async () => {
-      const { handler } = setup(version, [{ text: 'First.', toolCalls: [{ name: 'calculator', args: { expression: '2+2' } }] }, { text: ANSWER, delayMs: 400 }]);
+      // The second answer waits until the second tab follows the run: a fixed sleep before the
+      // reattach missed the run on a loaded machine (it had ended, or not reached the answer yet).
+      let asked = false;
+      let release!: () => void;
+      const released = new Promise<void>((resolve) => (release = resolve));
+      const answer = async () => ((asked = true), await released, { text: ANSWER, delayMs: 100 });
+      const { handler } = setup(version, [{ text: 'First.', toolCalls: [{ name: 'calculator', args: { expression: '2+2' } }] }, answer]);
       const first = page(sdk!, handler, 'two-tabs');
       const done = first.send([userMessage('Go.')]);
-      await new Promise((resolve) => setTimeout(resolve, 250));
-      const second = await page(sdk!, handler, 'two-tabs').resume();
+      await expect.poll(() => asked, { timeout: 5_000 }).toBe(true);
+      const reattached = page(sdk!, handler, 'two-tabs').resume();
+      await expect.poll(() => handler.stats().clients, { timeout: 5_000 }).toBe(2);
+      release();
+      const second = await reattached;
       const whole = await done;
       expect(second).not.toBeNull();
       expect(textOf(second!)).toBe(textOf(whole));
