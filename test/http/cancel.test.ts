@@ -55,7 +55,8 @@ describe('stop', () => {
     const chat = page(await loadSdk(6), handler, 'stopme');
     const started = Date.now();
     const first = chat.send([userMessage('one')]);
-    await sleep(300);
+    // The run in flight: its model was asked (a fixed sleep could end before the request started it).
+    await expect.poll(() => seen.length, { timeout: 5_000 }).toBe(1);
     const response = await cancel('stopme');
     expect(response.status).toBe(202);
     const cancelled = await first;
