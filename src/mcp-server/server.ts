@@ -238,7 +238,8 @@ class AgentServer implements AgentMcpServer {
       notify: (notification: { method: string; params: Record<string, unknown> }) => Promise<void>;
     },
   ): Promise<CallToolResult> {
-    const started = Date.now();
+    // The monotonic clock: a wall clock that steps (NTP, a VM resumed) must not cut the call's time short or stretch it.
+    const started = performance.now();
     const params = parseParams(given);
     const served = this.#agents.get(params.name);
     if (!served) throw new McpError(ErrorCode.InvalidParams, `unknown tool ${quoted(params.name, 100)}: this server has ${[...this.#agents.keys()].join(', ')}`);
@@ -257,7 +258,7 @@ class AgentServer implements AgentMcpServer {
     // Before the session is waited for or opened: another caller's session is not even said to be busy.
     if (named && !(await ownedBy(store, sessionId, sessions.scope, chosen))) throw notThisCallers(served.name);
     const timeoutMs = this.#settings.callTimeoutMs;
-    const remaining = () => started + timeoutMs - Date.now();
+    const remaining = () => started + timeoutMs - performance.now();
     const taken = await this.#take(served, sessionId, sessions.scope, repeat, remaining, extra.signal);
     if ('answer' in taken) return taken.answer;
     let progress = 0;
