@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
 import { InvalidFeedError } from '../../errors.js';
 import { parseHistory } from '../../brain/history.js';
@@ -50,7 +51,11 @@ function checked<T>(field: string, check: () => T): T {
 export function freshContext(agent: CompiledAgent, input: AgentInput | void): AgentContext {
   try {
     if (input !== undefined && (typeof input !== 'object' || input === null || Array.isArray(input))) throw new InvalidFeedError('input', 'must be an object');
-    const sessionId = checked('sessionId', () => SessionIdSchema.parse(input?.sessionId)) ?? 'session';
+    // Without one, an id of this actor's own: the idempotency keys the run hands out (the model
+    // call's `Idempotency-Key`, a tool's `ctx.idempotencyKey`) are built from it, and two actors
+    // sharing one (each user's agent embedded in a product's statechart) sent the same keys, so an
+    // API that deduplicates answered the second user with the first one's result.
+    const sessionId = checked('sessionId', () => SessionIdSchema.parse(input?.sessionId)) ?? `actor-${randomUUID()}`;
     const scope = checked('scope', () => InputScopeSchema.parse(input?.scope));
     const prompt: string | UserMessage | undefined = checked('prompt', () => {
       if (!PromptSchema.safeParse(input?.prompt).success) throw new Error("must be a string or a user message { role: 'user', content: string }");

@@ -16,6 +16,10 @@ import type { DoubtEmitted } from '../in-doubt/in-doubt.js';
 import type { OperationError } from '../operations/operation.js';
 
 export interface AgentInput {
+  /**
+   * The session's id, the first part of every idempotency key the run hands out. Without one the
+   * actor makes its own (`actor-<uuid>`, kept in its snapshot), so no two actors share keys.
+   */
   sessionId?: string | undefined;
   /**
    * Whose session this is (a user, a resource, a team): the memory scope its operations and tools

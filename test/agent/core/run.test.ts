@@ -1,6 +1,6 @@
 /** End-to-end runs of the driver with the scripted model and real tools: replies, tools, events, limits. */
 import { describe, expect, it } from 'vitest';
-import { createActor } from 'xstate';
+import { createActor, waitFor } from 'xstate';
 import { z } from 'zod';
 import { createAgentMachine } from '../../../machines/agent.machine.js';
 import { type AgentEmitted } from '../../../src/agent/protocol/actor-types.js';
@@ -128,15 +128,37 @@ describe('a completed run with tools', () => {
     expect(run.type === 'run.finished' && run.output).toEqual(output);
   });
 
-  it('uses the default session id in idempotency keys and continues from input history', async () => {
+  it('an actor given no session id has one of its own: its keys are never another actor\'s, and a restore keeps them', async () => {
+    const model = recording(scriptedModel([{ text: 'one' }, { text: 'two' }, { text: 'three' }]));
+    const machine = createAgentMachine({ model });
+    const ranOnce = async (actor: ReturnType<typeof createActor<typeof machine>>, message: string, runIndex: number) => {
+      actor.send({ type: 'input', message });
+      await waitFor(actor, (s) => s.matches('Idle') && s.context.runIndex === runIndex, { timeout: 2_000 });
+    };
+    const alice = createActor(machine).start();
+    const bob = createActor(machine).start();
+    await ranOnce(alice, 'Alice: charge my card', 1);
+    await ranOnce(bob, 'Bob: charge my card', 1);
+    const [aliceKey, bobKey] = model.seen.map((r) => r.idempotencyKey);
+    // Before: both were 'session:run-1:turn-1:model', so an API that deduplicates answered Bob with Alice's result.
+    expect(aliceKey).toMatch(/^actor-[0-9a-f-]{36}:run-1:turn-1:model$/);
+    expect(bobKey).toMatch(/^actor-[0-9a-f-]{36}:run-1:turn-1:model$/);
+    expect(bobKey).not.toBe(aliceKey);
+    const restored = createActor(machine, { snapshot: JSON.parse(JSON.stringify(bob.getPersistedSnapshot())) }).start();
+    await ranOnce(restored, 'again', 2);
+    expect(model.seen[2]!.idempotencyKey).toBe(bobKey!.replace('run-1', 'run-2'));
+    for (const actor of [alice, bob, restored]) actor.stop();
+  });
+
+  it('uses the given session id in idempotency keys and continues from input history', async () => {
     // The scripted model picks its entry by the assistant messages sent: one in history → entry 2.
     const model = recording(scriptedModel([{ text: 'not this one' }, { text: 'ok' }]));
     const history: Message[] = [{ role: 'system', content: 'be terse' }, user('earlier'), { role: 'assistant', content: 'noted' }];
     const output = await runToCompletion(
-      createActor(createAgentMachine({ model }), { input: { prompt: { role: 'user', content: 'again' }, history } }),
+      createActor(createAgentMachine({ model }), { input: { sessionId: 'trip', prompt: { role: 'user', content: 'again' }, history } }),
     );
     expect(model.seen.map((r) => r.messages)).toEqual([[...history, user('again')]]);
-    expect(model.seen.map((r) => r.idempotencyKey)).toEqual(['session:run-1:turn-1:model']);
+    expect(model.seen.map((r) => r.idempotencyKey)).toEqual(['trip:run-1:turn-1:model']);
     expect(model.seen[0]!.toolNames).toEqual([]);
     expect(output.outcome).toEqual({ type: 'Completed', finalText: 'ok' });
     expect(output.messages).toEqual([...history, user('again'), { role: 'assistant', content: 'ok' }]);
