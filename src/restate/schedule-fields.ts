@@ -9,5 +9,4 @@ import { ScheduleFieldsSchema } from '../schedules/schedules.js';
 export const REGISTRY_KEY = 'all';
 
 /** What `create` takes: `schedule`'s options without the agent (the session object runs it) and the missed policy (a delayed call is never missed). The id is the object's key. */
-// No scope yet: the schedule object's tick does not send one (a scope taken and not used would be a promise broken).
-export const RestateScheduleFieldsSchema = ScheduleFieldsSchema.omit({ agent: true, missed: true, id: true, scope: true });
+export const RestateScheduleFieldsSchema = ScheduleFieldsSchema.omit({ agent: true, missed: true, id: true });

@@ -3,7 +3,9 @@ import { z } from 'zod';
 import { LoopchartError } from '../errors.js';
 import { parseOptions } from '../known-keys.js';
 import { ScheduleRowSchema, type ScheduleRow } from '../schedules/row.js';
-import { InvalidScheduleError, exactlyOneTiming, newScheduleRow, nextAfter, nextAtOnPause } from '../schedules/schedules.js';
+import { InvalidScheduleError, exactlyOneTiming, newScheduleRow, nextAfter, nextAtOnPause, otherSurfaceProblem } from '../schedules/schedules.js';
+import { SessionScopeError } from '../sessions/durable-session.js';
+import { sessionIdProblem } from '../stores/step.js';
 import type { restateSession } from './session-object.js';
 import { REGISTRY_KEY, RestateScheduleFieldsSchema } from './schedule-fields.js';
 
@@ -51,9 +53,12 @@ async function loadRow(ctx: restate.ObjectSharedContext): Promise<ScheduleRow | 
  * - `create(options)`: stores the schedule and sends itself a delayed `fire` for its first due time.
  * - `fire({ due })`: the tick. Does nothing unless the schedule exists, is not paused and is due
  *   at `due` (so a duplicate call, or one left pending by a pause or a delete, is a no-op); else
- *   sends the input to the session object (`send`, one-way), or, with `overlap: 'skip'`, skips the
- *   tick when the session's `state` says a run is in flight; then sends the next delayed `fire`
- *   (`every`, `cron`). A tick delivered late runs once, and the next is counted from now.
+ *   sends the input to the session object (`send`, one-way, with the schedule's scope), or does
+ *   not, by `startScheduler`'s rules for the same row: `Failed` for another surface's session or a
+ *   session stored under another scope, `Skipped` when the session's `state` says its run waits
+ *   for someone (either overlap) or, with `overlap: 'skip'`, that a run is in flight; then sends
+ *   the next delayed `fire` (`every`, `cron`). A tick delivered late runs once, and the next is
+ *   counted from now.
  * - `pause()`, `resume()` (from the next time after now), `delete()`, `get()` (shared).
  *
  * @example
@@ -131,21 +136,32 @@ export function restateSchedules(options: RestateSchedulesOptions = {}) {
         // Deleted, paused, or not the tick this call was sent for (a duplicate, or left by a pause).
         if (!row || row.paused || row.nextAt !== due) return { fired: false };
         const now = await ctx.date.now();
-        const busy = row.overlap === 'skip' && (await ctx.objectClient(sessionApi, row.sessionId).state()).running;
-        // overlap 'queue': Restate queues the send behind the run in flight (one run per tick).
-        if (!busy) ctx.objectSendClient(sessionApi, row.sessionId).send({ message: row.input });
         const nextAt = nextAfter(row.timing, row.timezone, Math.max(due, now));
-        ctx.set(ROW, {
-          ...row,
-          nextAt,
-          lastFiredAt: busy ? row.lastFiredAt : now,
-          lastOutcome: busy ? 'Skipped' : 'Sent',
-          lastError: busy ? 'the last run was still going' : null,
-          runs: row.runs + (busy ? 0 : 1),
-          updatedAt: now,
-        } satisfies ScheduleRow);
-        if (nextAt !== null) arm(ctx, nextAt, now);
-        return { fired: !busy };
+        /** The tick ends: sent, or not (Skipped, Failed, with why), and the next one armed. */
+        const end = (lastOutcome: 'Sent' | 'Skipped' | 'Failed', lastError: string | null): { fired: boolean } => {
+          const sent = lastOutcome === 'Sent';
+          ctx.set(ROW, { ...row, nextAt, lastFiredAt: sent ? now : row.lastFiredAt, lastOutcome, lastError, runs: row.runs + (sent ? 1 : 0), updatedAt: now } satisfies ScheduleRow);
+          if (nextAt !== null) arm(ctx, nextAt, now);
+          return { fired: sent };
+        };
+        // As startScheduler: a row stored before create refused another surface's session (or
+        // edited by hand) is not fired, so this agent never runs inside a subagent's or a served
+        // tool's conversation.
+        const foreign = sessionIdProblem(row.sessionId) ?? otherSurfaceProblem(row.sessionId);
+        if (foreign) return end('Failed', new InvalidScheduleError(`session: ${foreign}`).message);
+        const state = await ctx.objectClient(sessionApi, row.sessionId).state();
+        // A session stored under another scope is not this schedule's to continue (the session
+        // object would refuse the send, unseen by a one-way call): failed here, naming no scope.
+        if (row.scope !== undefined && state.scope !== null && state.scope !== row.scope) {
+          return end('Failed', `the session could not be opened: ${new SessionScopeError(row.sessionId).message}`);
+        }
+        // A run that waits for someone ends only when they answer: its tick is skipped with either
+        // overlap, its input not queued behind a question no one here answers.
+        if (state.waits !== null) return end('Skipped', state.waits);
+        if (row.overlap === 'skip' && state.running) return end('Skipped', 'the last run was still going');
+        // overlap 'queue': Restate queues the send behind the run in flight (one run per tick).
+        ctx.objectSendClient(sessionApi, row.sessionId).send({ message: row.input, ...(row.scope !== undefined && { scope: row.scope }) });
+        return end('Sent', null);
       },
       pause: setPaused(true),
       resume: setPaused(false),

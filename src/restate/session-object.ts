@@ -11,6 +11,7 @@ import type { Usage } from '../model.js';
 import { channelObject, type ChannelTake, type StreamedEvent } from './channel.js';
 import { loadLog, loadSession, persistSession, writtenOf, type KvWritten } from './kv-state.js';
 import { SessionScopeError } from '../sessions/durable-session.js';
+import { runWaitsFor } from '../schedules/run-wait.js';
 import { checkPayload, checkSessionKey, type HandlerName } from './payloads.js';
 import { StepJournal, type StepOutcome } from './steps.js';
 import { TimerJournal } from './timers.js';
@@ -52,12 +53,33 @@ export interface SessionSummaryReply {
   usage: Usage | null;
   /** The session's memory scope (see `send`), or null. */
   scope: string | null;
+  /**
+   * What the run in flight waits for from someone outside it (an approval, a decision on a call
+   * in doubt, a budget raise, an operation's resume), as a scheduler reads it; null when it does
+   * not wait (no run, or one that goes on by itself). A schedule's tick skips such a run.
+   */
+  waits: string | null;
 }
 
 /** The events published to clients: text deltas and retries are live-only (see `ingressUrl`). */
 const LIVE_ONLY = new Set(['text.delta', 'text.retracted', 'model.retry']);
 
-function summary(sessionId: string, context: AgentContext | undefined, running: boolean): SessionSummaryReply {
+/**
+ * What a stored run waits for, or null: the agent's snapshot of it (an actor made, never started)
+ * taken through its `resume` by the pure `transition`, which runs nothing (its actions are
+ * returned, not executed), to the state the run stands in, read as the scheduler reads a live one
+ * (`runWaitsFor`). A state the agent does not restore waits for no one here.
+ */
+function waitsOf(machine: AgentMachine, context: AgentContext): string | null {
+  try {
+    const [resumed] = transition(machine, createActor(machine, { input: { stored: context } }).getSnapshot(), { type: 'resume' });
+    return resumed.status === 'active' ? runWaitsFor(resumed) : null;
+  } catch {
+    return null;
+  }
+}
+
+function summary(sessionId: string, context: AgentContext | undefined, running: boolean, waits: string | null = null): SessionSummaryReply {
   return {
     sessionId,
     state: context?.brain.value ?? 'Start',
@@ -67,6 +89,7 @@ function summary(sessionId: string, context: AgentContext | undefined, running: 
     outcome: context?.lastRun?.outcome ?? null,
     usage: context?.lastRun?.usage ?? null,
     scope: context?.scope ?? null,
+    waits,
   };
 }
 
@@ -215,7 +238,8 @@ export function restateSession(options: RestateSessionOptions) {
         const sessionId = checkSessionKey(ctx.key);
         return bounded(ctx, 'state', async () => {
           const context = await loadSession(ctx, sessionId).catch(terminal);
-          return summary(sessionId, context, context !== undefined && runInFlight(context.brain));
+          const running = context !== undefined && runInFlight(context.brain);
+          return summary(sessionId, context, running, running ? waitsOf(options.machine, context) : null);
         });
       }),
       transcript: restate.handlers.object.shared(async (ctx: restate.ObjectSharedContext): Promise<Message[]> => {

@@ -10,7 +10,7 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Message } from '../../src/index.js';
 import { restateScheduleClient, type RestateScheduleClient } from '../../src/restate.js';
-import { ScheduleNotFoundError } from '../../src/schedules.js';
+import { InvalidScheduleError, ScheduleNotFoundError } from '../../src/schedules.js';
 import { main } from '../../src/cli/main.js';
 import { MemorySessionStore } from '../../src/stores/memory.js';
 import { startViewer } from '../../src/viewer.js';
@@ -115,6 +115,68 @@ describe.skipIf(!SERVER_BINARY)('schedules on Restate (real server, real worker)
     await sessions.attach(run);
     await waitFor('the queued run', async () => ((await inputsOf('busy-session')).length === 2 ? true : undefined), 10_000, 100);
     expect(await inputsOf('busy-session')).toEqual(['slow run', 'tick queued']);
+  });
+
+  it("a schedule's scope is each tick's session scope; a session stored under another scope is not sent to (Failed); a bad scope is refused", async () => {
+    // The scope is checked where it enters: by the client, and by the object when called through the ingress.
+    for (const scope of ['', 'user:\u001bada', 'x'.repeat(201)]) {
+      await expect(schedules.schedule({ id: 'bad-scope', session: 's', input: 'x', every: 60_000, scope })).rejects.toSatisfy((error: unknown) => InvalidScheduleError.isInstance(error));
+    }
+    const refused = await scheduleObject.call('bad-scope', 'create', { session: 's', input: 'x', every: 60_000, scope: 'user:a\ud800' });
+    expect(refused.status).toBe(400);
+    expect(JSON.stringify(refused.body)).toMatch(/scope: must not contain a lone surrogate/);
+    expect(await schedules.get('bad-scope')).toBeUndefined();
+
+    // Bob's session exists, under his scope.
+    expect(await sessions.ok<{ scope: string | null }>('bob-digest', 'send', { message: 'hello', scope: 'user:bob' })).toMatchObject({ scope: 'user:bob' });
+    const made = await schedules.schedule({ id: 'ada-nightly', session: 'ada-digest', input: 'digest for ada', at: Date.now() + 200, scope: 'user:ada' });
+    expect(made.scope).toBe('user:ada');
+    await schedules.schedule({ id: 'on-bobs', session: 'bob-digest', input: 'digest for ada', at: Date.now() + 200, scope: 'user:ada' });
+    const ticked = (id: string) => waitFor(`the tick of ${id}`, async () => ((await schedules.get(id))?.lastOutcome ? schedules.get(id) : undefined), 10_000, 100);
+    expect(await ticked('ada-nightly')).toMatchObject({ lastOutcome: 'Sent', runs: 1 });
+    await waitFor('the run', async () => ((await sessions.ok<{ turnsTaken: number }>('ada-digest', 'state')).turnsTaken === 3 ? true : undefined), 10_000, 100);
+    // The run was Ada's: the session holds her scope, and every tool call was told it.
+    expect(await sessions.ok<{ scope: string | null }>('ada-digest', 'state')).toMatchObject({ scope: 'user:ada' });
+    const lines = existsSync(toolLog) ? readFileSync(toolLog, 'utf8').trim().split('\n').map((line) => JSON.parse(line) as { key: string; scope?: string }).filter((line) => line.key.startsWith('ada-digest:')) : [];
+    expect(lines).toHaveLength(3);
+    expect(lines.map((line) => line.scope)).toEqual(['user:ada', 'user:ada', 'user:ada']);
+    // Bob's session got nothing: the tick failed, naming no scope.
+    expect(await ticked('on-bobs')).toMatchObject({ lastOutcome: 'Failed', lastError: "the session could not be opened: session 'bob-digest' belongs to another scope", runs: 0, nextAt: null });
+    expect(await inputsOf('bob-digest')).toEqual(['hello']);
+  });
+
+  it("a stored row naming another surface's session (a subagent's, the MCP server's) is not fired there: Failed, saying why", async () => {
+    // Made paused (no tick pending), then edited behind the object's back, as an older version could have stored it.
+    const at = Date.now();
+    const made = await schedules.schedule({ id: 'stored-child', session: 'placeholder', input: 'tick into the child', at, paused: true });
+    expect(made.paused).toBe(true);
+    const child = 'team/run-1:turn-1:call_1_0';
+    const row = { ...(await scheduleObject.ok<Record<string, unknown>>('stored-child', 'get')), sessionId: child, paused: false };
+    const response = await fetch(`${server.adminUrl}/services/loopchartSchedule/state`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ object_key: 'stored-child', new_state: { schedule: [...Buffer.from(JSON.stringify(row))] } }),
+    });
+    expect(response.status).toBeLessThan(300);
+    await waitFor('the edited row', async () => ((await schedules.get('stored-child'))?.session === child ? true : undefined), 5_000, 100);
+    expect(await scheduleObject.ok('stored-child', 'fire', { due: at })).toEqual({ fired: false });
+    expect(await schedules.get('stored-child')).toMatchObject({ lastOutcome: 'Failed', lastError: expect.stringMatching(/^invalid schedule: session: it is a subagent's session/), runs: 0, nextAt: null });
+    await sleep(300);
+    expect(await sessions.ok<{ messageCount: number }>(child, 'state')).toMatchObject({ messageCount: 0 });
+  });
+
+  it("a tick finds the session's run waiting for an approval: Skipped with 'queue' too, saying what for, its input not queued behind the question", async () => {
+    const run = await sessions.enqueue('deploy-session', 'send', { message: 'please deploy' });
+    const waits = await waitFor('the run to wait', async () => (await sessions.ok<{ waits: string | null }>('deploy-session', 'state')).waits ?? undefined, 10_000, 100);
+    expect(waits).toMatch(/the run waits for an approval of call\(s\) t2/);
+    await schedules.schedule({ id: 'queued-on-wait', session: 'deploy-session', input: 'tick while waiting', at: Date.now() + 100, overlap: 'queue' });
+    const info = await waitFor('the tick', async () => ((await schedules.get('queued-on-wait'))?.lastOutcome ? schedules.get('queued-on-wait') : undefined), 10_000, 100);
+    expect(info).toMatchObject({ lastOutcome: 'Skipped', lastError: waits, runs: 0, nextAt: null });
+    await sessions.ok('deploy-session', 'deny', { toolCallId: 't2', reason: 'not now' });
+    await sessions.attach(run);
+    await sleep(500);
+    expect(await inputsOf('deploy-session')).toEqual(['please deploy']);
+    expect((await sessions.ok<{ running: boolean }>('deploy-session', 'state')).running).toBe(false);
   });
 
   it('a worker killed (SIGKILL) before the due time: the tick fires once after a new worker starts', async () => {
