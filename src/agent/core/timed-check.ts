@@ -1,4 +1,15 @@
 /**
+ * setTimeout's longest delay (about 24.8 days). Node cuts a longer one to 1 ms, which would time a
+ * check out at once: a longer timeout is no timeout at all, as a tool's is (see run-tools.ts).
+ *
+ * @example
+ * ```ts
+ * const timed = (ms: number) => Number.isFinite(ms) && ms <= MAX_TIMER_MS;
+ * ```
+ */
+export const MAX_TIMER_MS = 2 ** 31 - 1;
+
+/**
  * Runs one user check (a guardrail, a tool policy, runAgent's approve) with its own signal,
  * aborted when the run's signal aborts or the timeout passes. A check that returns at once is not
  * timed; one that returns a promise races its timeout and the run: a check that never settles
@@ -26,7 +37,7 @@ export async function timedCheck<T>(
     const cut = new Promise<never>((_, reject) => {
       stop = reject;
       if (run.aborted) reject(run.reason);
-      if (!Number.isFinite(timeoutMs)) return;
+      if (!Number.isFinite(timeoutMs) || timeoutMs > MAX_TIMER_MS) return;
       timer = setTimeout(() => {
         const error = onTimeout();
         controller.abort(error);

@@ -5,6 +5,7 @@ import { checkOutput, messageOf, type OperationOutput } from './operation-rules.
 import { contextFor } from './operation-context.js';
 import type { Handler, IoScope } from '../protocol/io-protocol.js';
 import { innerKey } from '../protocol/keys.js';
+import { MAX_TIMER_MS } from '../core/timed-check.js';
 
 /**
  * The `operation` request: runs the operations of a hook point in list order from `from`, each
@@ -80,7 +81,8 @@ async function runHook(
     if (value && typeof (value as { then?: unknown }).then === 'function') {
       const ms = op.timeoutMs ?? DEFAULT_OPERATION_TIMEOUT_MS;
       const timeout = new Promise<never>((_, reject) => {
-        if (!Number.isFinite(ms)) return;
+        // Past setTimeout's bound a timeout is none (a longer delay would fire at once).
+        if (!Number.isFinite(ms) || ms > MAX_TIMER_MS) return;
         timer = setTimeout(() => {
           const error = new OperationError(op.name, hook, `timed out after ${ms} ms`);
           controller.abort(error);

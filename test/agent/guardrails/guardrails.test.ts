@@ -169,6 +169,15 @@ describe('broken guardrails and bad config', () => {
     actor.stop();
   });
 
+  // setTimeout holds at most 2^31 - 1 ms (24.8 days) and cuts a longer delay to 1 ms: before, a
+  // guardrail given 40 days timed out at once ('timed out after 3456000000 ms'), as did a tool
+  // policy and runAgent's approve. A timeout past that bound is no timeout, as a tool's is.
+  it('a timeout longer than a timer can wait is no timeout: the check that answers in 50 ms passes', async () => {
+    const patient: Guardrail = { name: 'patient', timeoutMs: 40 * 24 * 3_600_000, check: () => new Promise((resolve) => setTimeout(() => resolve({ type: 'pass' }), 50)) };
+    const result = await runAgent({ model: scriptedModel([{ text: 'checked' }]), prompt: 'p', guardrails: { input: [patient], output: [patient] } });
+    expect(result.outcome).toEqual({ type: 'Completed', finalText: 'checked' });
+  });
+
   it('runAgent gives the GuardrailError itself', async () => {
     const result = await runAgent({ model: scriptedModel([{ text: 'x' }]), prompt: 'p', guardrails: { output: [{ name: 'boom', check: () => { throw new Error('kaput'); } }] } });
     expect(GuardrailError.isInstance(result.error)).toBe(true);

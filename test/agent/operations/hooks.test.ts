@@ -120,6 +120,16 @@ describe('async hooks at every point, in the order a turn reaches them', () => {
     expect(OperationError.isInstance(failed.error) && failed.error.code).toBe('OperationFailed');
   });
 
+  // setTimeout cuts a delay past 2^31 - 1 ms (24.8 days) to 1 ms: before, a hook given 40 days
+  // failed the run at once ('timed out after 3456000000 ms'). Past that bound a timeout is none.
+  it.each(OPERATION_HOOKS)('%s: a timeout longer than a timer can wait is no timeout: the hook that returns in 50 ms is awaited', async (hook) => {
+    let returned = false;
+    const op = opAt(hook, 'patient', () => new Promise<void>((resolve) => setTimeout(() => ((returned = true), resolve()), 50)), { timeoutMs: 40 * 24 * 3_600_000 });
+    const output = await runToCompletion(createActor(createAgentMachine({ model: script(), tools: [echoTool], operations: [op] }), { input: { prompt: 'go' } }));
+    expect(output.outcome).toEqual({ type: 'Completed', finalText: 'done' });
+    expect(returned).toBe(true);
+  });
+
   it.each(OPERATION_HOOKS)('%s: a hook that throws (async) fails the run with OperationError naming it; the session actor lives on', async (hook) => {
     const op = opAt(hook, 'broken', async () => {
       await null;
