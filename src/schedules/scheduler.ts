@@ -385,7 +385,7 @@ class SchedulerLoop implements Scheduler {
       if (foreign) {
         const refused = new InvalidScheduleError(`session: ${foreign}`);
         this.#report(refused);
-        await this.#end(row, due, { nextAt: nextAfter(row.timing, row.timezone, Math.max(due, Date.now())), lastFiredAt: row.lastFiredAt, lastOutcome: 'Failed', lastError: refused.message, ran: 0 });
+        await this.#endWithoutRun(row, due, 'Failed', refused.message);
         return;
       }
       const watch = new RunWatch(row.sessionId);
@@ -399,8 +399,7 @@ class SchedulerLoop implements Scheduler {
         // conversation is not this schedule's to continue): no retry changes that. Left to its
         // lease, the tick would be claimed again every leaseMs for ever, nothing recorded.
         this.#report(error);
-        const lastError = `the session could not be opened: ${error.message}`;
-        await this.#end(row, due, { nextAt: nextAfter(row.timing, row.timezone, Math.max(due, Date.now())), lastFiredAt: row.lastFiredAt, lastOutcome: 'Failed', lastError, ran: 0 });
+        await this.#endWithoutRun(row, due, 'Failed', `the session could not be opened: ${error.message}`);
         return;
       }
       try {
@@ -414,7 +413,7 @@ class SchedulerLoop implements Scheduler {
             // input not put behind a question no one here answers.
             const before = row.overlap === 'skip' ? { waits: watch.waits() ?? 'the last run was still going' } : await this.#settle(session, watch);
             if (before !== null && 'waits' in before) {
-              await this.#end(row, due, { nextAt: nextAfter(row.timing, row.timezone, Math.max(due, Date.now())), lastFiredAt: row.lastFiredAt, lastOutcome: 'Skipped', lastError: before.waits, ran: 0 });
+              await this.#endWithoutRun(row, due, 'Skipped', before.waits);
               return;
             }
           }
@@ -485,6 +484,14 @@ class SchedulerLoop implements Scheduler {
       clearTimeout(timer);
       waiting.stop();
     }
+  }
+
+  /**
+   * Ends a tick that runs nothing (refused, or skipped): the schedule moves to its next time after
+   * the tick's due time, or after now when that is later, and its last fire stays as it was.
+   */
+  #endWithoutRun(row: ScheduleRow, due: number, lastOutcome: 'Failed' | 'Skipped', lastError: string): Promise<void> {
+    return this.#end(row, due, { nextAt: nextAfter(row.timing, row.timezone, Math.max(due, Date.now())), lastFiredAt: row.lastFiredAt, lastOutcome, lastError, ran: 0 });
   }
 
   async #end(row: ScheduleRow, due: number, end: TickEnd): Promise<void> {
