@@ -6,7 +6,8 @@
  *   at run time (runAgent seals a pause), the suite runs the scenario and checks the refusal;
  * - `elsewhere`: not run by this suite, run by the test named;
  * - `open`: a gap found and not closed, with the reason.
- * The in-process hosts run in test/agent/matrix/matrix.test.ts, the Restate session object (a
+ * The in-process hosts (the MCP server and schedules among them) run in
+ * test/agent/matrix/matrix.test.ts, the Restate session object (a
  * real server) in test/distributed/matrix.test.ts: each runs the cells this declaration says it
  * runs. docs/matrix.md is generated from this declaration and the in-process suite's results
  * (`LOOPCHART_WRITE_MATRIX=1 npx vitest run test/agent/matrix`), and matrix-doc.test.ts checks
@@ -26,6 +27,8 @@ export const HOSTS = [
   { id: 'restate', title: 'Restate session object', runs: 'distributed' },
   { id: 'chat', title: 'chat handler', runs: 'fast' },
   { id: 'cli', title: 'CLI', runs: 'fast' },
+  { id: 'mcp', title: 'MCP server', runs: 'fast' },
+  { id: 'schedules', title: 'schedules', runs: 'fast' },
 ] as const;
 export type HostId = (typeof HOSTS)[number]['id'];
 
@@ -96,9 +99,58 @@ const CLI: Partial<Record<FeatureId, Cell>> = {
   },
 };
 
+const MCP_SEALS = (what: string) =>
+  `an MCP client can send no ${what}: the server seals the run at once, the reason naming the pause and saying an MCP client cannot resume it (checked), as \`runAgent\` does, instead of holding the call until its timeout`;
+const sealedForMcp = (operation: string) => (result: RunResult) => {
+  expect(result.outcome.type).toBe('Sealed');
+  expect(result.outcome.reason).toContain(`the '${operation}' operation yielded`);
+  expect(result.outcome.reason).toContain('an MCP client cannot resume it');
+};
+
+/** The MCP server column: the agent served by `createMcpServer`, called by the SDK's `Client` (test/agent/matrix/mcp-host.ts). */
+const MCP: Partial<Record<FeatureId, Cell>> = {
+  'in-doubt': {
+    status: 'elsewhere',
+    test: 'test/mcp-server/in-doubt.process.test.ts: a call in doubt after the server restarted (a real server process on a SQLite file): the repeat asks its client whether to run the call again; yes runs it again, no fails it with the reason … (the client’s form answers yes or no: a result written by hand, this scenario’s answer, is not one of them)',
+  },
+  'budget-pause': { status: 'refused', reason: MCP_SEALS('raise'), verify: sealedForMcp('budget') },
+  steering: {
+    status: 'refused',
+    reason:
+      'MCP has no message into a running call: a second call naming the running session (`_meta[\'loopchart/sessionId\']`) is refused, `InvalidRequest` ‘session … is running another call; wait for it to end’, and the run ends without it (checked); the next call on the session is the next run',
+    verify: (result) => {
+      expect(result.refusals).toHaveLength(1);
+      expect(result.refusals![0]).toMatch(/is running another call; wait for it to end/);
+      expect(result.outcome).toMatchObject({ type: 'Completed', finalText: 'Saw: Start.' });
+    },
+  },
+  operations: { status: 'refused', reason: MCP_SEALS('resume'), verify: sealedForMcp('ci-gate') },
+  delivery: { status: 'refused', reason: 'the client gets a progress notification per turn and the tool’s result, not agent events' },
+};
+
+/** The schedules column: a one-shot schedule fired by `startScheduler` on a SQLite file (test/agent/matrix/schedules-host.ts). */
+const SCHEDULES: Partial<Record<FeatureId, Cell>> = {
+  steering: {
+    status: 'refused',
+    reason: 'a tick sends its one input and the run goes in the scheduler, which takes no message while it runs; the next tick’s input (or a `DurableSession` on the session once the tick ended) is the next run',
+  },
+  cancel: {
+    status: 'elsewhere',
+    test: 'test/schedules/run-timeout.test.ts: a scheduled run past runTimeoutMs is Cancelled with the timeout as its lastError (only the scheduler holds a tick’s run while it goes: that is its cancel)',
+  },
+  delivery: {
+    status: 'refused',
+    reason: '`onTick` tells each tick’s end (its outcome, what a wait is for), not agent events; the session’s events go to whoever opens it as a `DurableSession`',
+  },
+};
+
+/** The columns declared by a table of their own, by host. */
+const COLUMNS: Partial<Record<HostId, Partial<Record<FeatureId, Cell>>>> = { cli: CLI, mcp: MCP, schedules: SCHEDULES };
+
 /** The cell of a feature on a host. */
 export function cellOf(feature: FeatureId, host: HostId): Cell {
-  return (host === 'cli' ? CLI[feature] : DECLARED[feature]?.[host]) ?? { status: 'tested' };
+  const column = COLUMNS[host];
+  return (column ? column[feature] : DECLARED[feature]?.[host]) ?? { status: 'tested' };
 }
 
 export const FEATURE_TITLES: Record<FeatureId, string> = {
@@ -166,6 +218,14 @@ export function renderMatrix(results: ReadonlyMap<string, CellResult> = new Map(
     'a crash leaves: the start journaled, no result) and open the session again in the same process; the CLI’s takes a copy of its',
     'store at that moment for the next command. The SIGKILL series of a real child process on SQLite and PostgreSQL is',
     '`test/agent/in-doubt/in-doubt.crash.test.ts`.',
+    '',
+    'The MCP server runs there too: the scenario’s agent served by `createMcpServer` on a memory store, called by the MCP SDK’s',
+    'own `Client` over the SDK’s in-memory transport, its approvals answered through the client’s form elicitation, its cancel the',
+    'client’s (`notifications/cancelled`); the result is read from the session the call ran in, and the tool result the client got',
+    'must say the same. So do schedules: a one-shot schedule whose tick sends the prompt, fired by `startScheduler` on the SQLite',
+    'file; a run that waits for someone ends the tick `Waiting` and is answered through a `DurableSession` on the same store, as',
+    '`docs/schedules.md` says. Their in-doubt cell lets the scheduler go mid-tick (`stop({ graceMs: 0 })`: the session closed where',
+    'it is stored, the lease given back) and another scheduler takes the tick over.',
     '',
     'The Restate column runs in `test/distributed/matrix.test.ts` (the distributed project: a real server and one worker process that',
     'builds each scenario’s agent from the scenario itself and serves it as a session object of its own), through the ingress as any',

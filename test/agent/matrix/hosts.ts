@@ -79,7 +79,7 @@ export function failureSink(): { failed: Promise<never>; fail: (error: unknown) 
 }
 
 /** Listens to an actor's waits and answers them through `send` (after the current event is taken); a script that throws fails the run. */
-function answerFrom(actor: AgentActor, onWait: OnWait, send: (event: AgentEvent) => void, fail: (error: unknown) => void): void {
+export function answerFrom(actor: AgentActor, onWait: OnWait, send: (event: AgentEvent) => void, fail: (error: unknown) => void): void {
   const later = (wait: Wait) =>
     void Promise.resolve()
       .then(() => send(eventFor(wait, onWait(wait))))
@@ -95,7 +95,7 @@ function answerFrom(actor: AgentActor, onWait: OnWait, send: (event: AgentEvent)
 }
 
 /** Emitted events as the matrix compares them. */
-function recordEvents(actor: AgentActor, into: { type: string; id?: string | undefined }[]): void {
+export function recordEvents(actor: AgentActor, into: { type: string; id?: string | undefined }[]): void {
   actor.on('*', (event) => into.push({ type: event.type, ...('id' in event && typeof event.id === 'string' && { id: event.id }) }));
 }
 
@@ -360,14 +360,14 @@ function chatHost(): HostDriver {
 }
 
 /** A session as its store holds it (what a host that shows no output of its own is judged by). */
-async function storedContext(store: SessionStore, sessionId: string): Promise<AgentContext> {
+export async function storedContext(store: SessionStore, sessionId: string): Promise<AgentContext> {
   const stored = await store.load(sessionId);
   if (!stored) throw new Error(`no session ${sessionId} stored`);
   return decodeRow(sessionId, stored.state, stored.messages);
 }
 
 /** The stored session's last run, normalized as the other hosts' outputs are. */
-function storedResult(context: AgentContext): RunResult {
+export function storedResult(context: AgentContext): RunResult {
   if (!context.lastRun) throw new Error('no run stored');
   return normalize({ outcome: context.lastRun.outcome, messages: context.brain.context.history }, null);
 }

@@ -2,7 +2,8 @@
  * The conformance matrix, in process (issue 41): every feature scenario × every host that runs
  * in this process (the actor, runAgent, streamAgent, DurableSession on memory, a real SQLite file
  * and, with DATABASE_URL, PostgreSQL, AgentStepper, the chat handler through its Fetch handler,
- * the CLI through its `main`).
+ * the CLI through its `main`, the MCP server through the SDK's own client, schedules through
+ * `startScheduler` on the SQLite file).
  * A cell declared tested runs the scenario and checks its result; a cell refused at run time
  * runs it and checks the refusal. With LOOPCHART_WRITE_MATRIX=1 the results are written to
  * docs/matrix.md (matrix-doc.test.ts checks that file against the declaration).
@@ -16,7 +17,9 @@ import { MemorySessionStore } from '../../../src/stores/memory.js';
 import type { SessionStore } from '../../../src/stores/session-store.js';
 import { HOSTS, cellOf, renderMatrix, type CellResult, type HostId } from './cells.js';
 import { cliHost, durableHost, inProcessHosts, type HostDriver } from './hosts.js';
+import { mcpHost } from './mcp-host.js';
 import { runCell } from './run-cell.js';
+import { schedulesHost } from './schedules-host.js';
 import { SCENARIOS } from './scenarios.js';
 
 const DATABASE_URL = process.env.DATABASE_URL;
@@ -48,6 +51,8 @@ const drivers: Partial<Record<HostId, () => Promise<HostDriver>>> = {
     const store = await sqlite();
     return durableHost(() => store, 'sqlite');
   },
+  mcp: async () => mcpHost(),
+  schedules: async () => schedulesHost(await sqlite()),
   ...(DATABASE_URL && {
     'durable-postgres': async () => {
       const store = await postgres();

@@ -68,6 +68,8 @@ export interface RunResult {
   messages: Message[];
   /** The agent's emitted events, for hosts that expose them (null where the host has none). */
   events: { type: string; id?: string | undefined }[] | null;
+  /** What the host refused while the run went (a steer it has no way for), in its own words. */
+  refusals?: string[] | undefined;
 }
 
 /** Counters the scenario's tools and models keep, and the latch a scenario's run stops at. */
