@@ -37,10 +37,13 @@ export const McpToolsOptionsSchema = z.strictObject({
   name: z.string().min(1).max(MAX_SOURCE_NAME_CHARS).optional(),
   /** Put before every tool name (`fs_` makes `read_file` `fs_read_file`), to keep several servers apart. */
   prefix: z.string().optional(),
-  /** Longest the start and the MCP handshake may take, in ms. Default 30 s. */
-  startTimeoutMs: z.number().int().positive().optional(),
-  /** Longest a tools/list request may take, in ms. Default 30 s. */
-  listTimeoutMs: z.number().int().positive().optional(),
+  /**
+   * Longest the start and the MCP handshake may take, in ms. Default 30 s. At most 2^31 - 1 (24.8
+   * days, setTimeout's bound: a longer delay would fire at once).
+   */
+  startTimeoutMs: z.number().int().positive().max(2 ** 31 - 1).optional(),
+  /** Longest a tools/list request may take, in ms. Default 30 s. At most 2^31 - 1, as `startTimeoutMs`. */
+  listTimeoutMs: z.number().int().positive().max(2 ** 31 - 1).optional(),
   /** Each tool's `timeoutMs` (see `defineTool`); default the runner's default. */
   toolTimeoutMs: z.union([z.number().int().positive(), z.literal(Number.POSITIVE_INFINITY)]).optional(),
   /**

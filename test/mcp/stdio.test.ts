@@ -152,6 +152,14 @@ describe('mcpTools over stdio', () => {
     await expect(mcpTools({ command: 'x', url: 'http://127.0.0.1:1' } as never)).rejects.toThrow(InvalidConfigError);
     await expect(mcpTools(fixtureServer(), { startTimeout: 5 } as never)).rejects.toThrow(InvalidConfigError);
   });
+
+  // setTimeout cuts a delay past 2^31 - 1 ms (24.8 days) to 1 ms: before, a startTimeoutMs of
+  // 3,000,000,000 failed every start ('no answer to the MCP handshake within 3000000000 ms').
+  it.each(['startTimeoutMs', 'listTimeoutMs'])('refuses a %s longer than a timer can wait, before starting the server', async (option) => {
+    const error = await mcpTools(fixtureServer(), { [option]: 3_000_000_000 }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(InvalidConfigError);
+    expect((error as Error).message).toContain(option);
+  });
 });
 
 describe('a server that fails', () => {
