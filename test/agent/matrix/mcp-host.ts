@@ -11,6 +11,8 @@
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
 import { ElicitRequestSchema, McpError, type CallToolResult, type ElicitResult } from '@modelcontextprotocol/sdk/types.js';
+import { expect } from 'vitest';
+import { z } from 'zod';
 import { createAgentMachine } from '../../../machines/agent.machine.js';
 import type { ApprovalRequest } from '../../../src/agent/approvals/approval-binding.js';
 import { createMcpServer, OUTCOME_META, SESSION_ID_META, type AgentMcpServer } from '../../../src/mcp-server.js';
@@ -44,15 +46,18 @@ export function mcpHost(): HostDriver {
   const name = freshSessionId('mcp');
   const abort = new AbortController();
   const refusals: string[] = [];
+  const progress: string[] = [];
   const { failed, fail } = failureSink();
   let server: AgentMcpServer | undefined;
   let client: Client | undefined;
   let call: Promise<CallToolResult> | undefined;
   const callTool = (task: string, signal?: AbortSignal) =>
-    client!.callTool({ name: TOOL, arguments: { task }, _meta: { [SESSION_ID_META]: name } }, undefined, { timeout: 20_000, onprogress: () => {}, ...(signal && { signal }) }) as Promise<CallToolResult>;
+    client!.callTool({ name: TOOL, arguments: { task }, _meta: { [SESSION_ID_META]: name } }, undefined, { timeout: 20_000, onprogress: (p) => progress.push(p.message ?? ''), ...(signal && { signal }) }) as Promise<CallToolResult>;
   return {
     async start(config, prompt, onWait) {
-      server = createMcpServer({ agents: [{ agent: createAgentMachine(config), name: TOOL, description: 'The scenario’s agent.' }], store });
+      // An agent with an answer's schema is served with it as the tool's outputSchema, as an application would.
+      const output = config.output instanceof z.ZodType ? { output: config.output } : {};
+      server = createMcpServer({ agents: [{ agent: createAgentMachine(config), name: TOOL, description: 'The scenario’s agent.', ...output }], store });
       const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
       await server.connect(serverSide);
       client = new Client({ name: 'matrix', version: '1' }, { capabilities: { elicitation: { form: {} } } });
@@ -93,6 +98,10 @@ export function mcpHost(): HostDriver {
         throw new Error(`the client got ${JSON.stringify(tool._meta)}, the store holds ${sessionId} ended ${outcome}`);
       }
       if ((tool.isError === true) !== (outcome !== 'Completed')) throw new Error(`the client got isError ${tool.isError} for a run that ended ${outcome}`);
+      // One progress notification per turn the run took, in order.
+      const turns = (await storedContext(store, sessionId)).brain.context.turnsTaken;
+      expect(progress).toEqual(Array.from({ length: turns }, (_, i) => `turn ${i + 1} finished`));
+      if (result.outcome.output !== undefined) expect(tool.structuredContent).toEqual(result.outcome.output);
       // What the client reads as the answer.
       return outcome === 'Completed' ? { ...result, text: (tool.content[0] as { text: string }).text } : result;
     },

@@ -62,7 +62,8 @@ export function schedulesHost(store: SessionStore): HostDriver {
         if (tick.outcome !== result.outcome.type) throw new Error(`the tick ended ${tick.outcome}, the store says ${result.outcome.type}`);
         return result;
       }
-      // The run waits for someone (tick.error says what for): answered through the session, where it goes on.
+      // The run waits for someone, as the tick says: answered through the session, where it goes on.
+      if (!/^the run (waits for|is paused by its budget)/.test(tick.error ?? '')) throw new Error(`the tick ended Waiting with '${tick.error}'`);
       let opened!: (session: DurableSession) => void;
       const ready = new Promise<DurableSession>((resolve) => (opened = resolve));
       // A wait the resumed run asks again as it starts is answered once the session is open.
