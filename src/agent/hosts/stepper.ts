@@ -184,9 +184,22 @@ export class AgentStepper {
         performed++;
       }
     });
+    // A delayed event of the chart being taken, with the snapshot it met (see below).
+    let delayed: { type: DeadlineEvent['type']; before: Snapshot<unknown> } | undefined;
     const actor = createActor(gated, {
       snapshot: session,
       inspect: (event) => {
+        // Only while a delayed event is taken: the actor is inspected before `createActor` returns it.
+        if (event.type === '@xstate.snapshot' && delayed) {
+          if (event.actorRef !== actor) return;
+          // Only a delayed event the chart acted on is an effect. One whose timer fired before the
+          // run's clock said its time had come (a timer counts on the monotonic clock, the run on
+          // `clock`) only arms the timer again: handed to `apply`, later by that clock, it would
+          // seal the run whose reply this step took.
+          if (event.event.type === delayed.type && changedBy(delayed.before, event.snapshot)) effects.push({ type: delayed.type });
+          delayed = undefined;
+          return;
+        }
         if (event.type !== '@xstate.event' || event.actorRef !== actor) return;
         const { type } = event.event;
         if (type.startsWith('io.') && type !== 'io.attached') effects.push(event.event as IoEvent);
@@ -195,7 +208,7 @@ export class AgentStepper {
         // again for the time left as its IO attaches: one that passes during the step goes to the
         // actor (which aborts the effect and seals or pauses the run, or makes the call again) and
         // to the effects, so `apply` takes the same decision. Only the chart's own timer sends it.
-        else if (!closed && event.sourceRef === actor && isDelayedEvent(type)) effects.push({ type });
+        else if (!closed && event.sourceRef === actor && isDelayedEvent(type)) delayed = { type, before: actor.getSnapshot() };
       },
     });
     const before = JSON.stringify(actor.getSnapshot().value);
@@ -283,6 +296,12 @@ const STEPPED_DELAYS = ['budgetDeadline', 'usageLimitWait'] as const;
 
 /** Whether `type` is the event of one of those delays (`xstate.after.<delay>.<state id>`). */
 const isDelayedEvent = (type: string): type is DeadlineEvent['type'] => STEPPED_DELAYS.some((delay) => type.startsWith(`xstate.after.${delay}.`));
+
+/** Whether an event moved the chart: its state, its context (an assign) or its status; a transition that only arms a timer again does none. */
+function changedBy(before: Snapshot<unknown>, after: Snapshot<unknown>): boolean {
+  const read = (snapshot: Snapshot<unknown>) => snapshot as unknown as { value: unknown; context: unknown };
+  return after.status !== before.status || read(after).context !== read(before).context || JSON.stringify(read(after).value) !== JSON.stringify(read(before).value);
+}
 
 /** An executor that never performs: the effect waits until the actor is stopped. */
 const park: Executor = () => new Promise<never>(() => {});

@@ -99,6 +99,34 @@ describe('AgentStepper and the time budget', () => {
   });
 });
 
+describe('AgentStepper and a deadline timer that fires before the run\'s clock says the time is up', () => {
+  // A timer counts on the monotonic clock, the budget on the run's `clock` (wall time by default):
+  // after a step back of the wall clock (or by a rounding ms) the deadline's timer fires while the
+  // run has time left, and the chart arms it again (0a95198). Before, the step still handed that
+  // event on as an effect: the step's actor took the model's reply, but `apply`, later by the
+  // clock, took the stale deadline first and sealed the run, the reply dropped.
+  it('an early fire the chart armed again is no effect: apply takes the reply as the step did', async () => {
+    let offset = 0;
+    const clock = () => Date.now() + offset;
+    const model: Model = {
+      name: 'late',
+      generate: async () => {
+        // The wall clock steps back 300 ms while the call runs: the deadline's timer (300 ms) fires with 300 ms left by the run's clock.
+        offset = -300;
+        await new Promise((resolve) => setTimeout(resolve, 400));
+        return { message: { role: 'assistant', content: 'Answered.' }, finishReason: 'stop' };
+      },
+    };
+    const stepper = new AgentStepper(createAgentMachine({ model, retry: false, clock, budget: { maxDurationMs: 300 } }), { input: { prompt: 'Hi.' } }, { timeoutMs: 3_000 });
+    const { effects } = await stepper.step();
+    expect(effects.map((effect) => effect.type)).toEqual(['io.replied']);
+    // Applied once the clock has stepped forward again, past the deadline.
+    offset = 0;
+    stepper.apply(effects);
+    expect(outcomeOf(stepper.session)).toMatchObject({ type: 'Completed', finalText: 'Answered.' });
+  });
+});
+
 describe('AgentStepper and a provider usage limit', () => {
   it("a run paused on a usage limit makes the same call again at the stored time, not a StepTimeoutError", async () => {
     let calls = 0;
