@@ -73,9 +73,10 @@ function storeTarget(values: { store?: string | undefined; schema?: string | und
 }
 
 /** The schedules Restate keeps, through its ingress at `url` (the client is loaded only here, and needs no Restate SDK). */
-async function restateTarget(url: string, values: { store?: string | undefined; agent?: string | undefined; missed?: string | undefined }): Promise<ScheduleTarget> {
+async function restateTarget(url: string, values: { store?: string | undefined; agent?: string | undefined; missed?: string | undefined }, io: Io): Promise<ScheduleTarget> {
   if (values.store !== undefined) throw new UsageError('--restate and --store name two places: give one');
-  const client = await restateSchedules(url);
+  // As for a store: an unreadable row is reported through io, whose escaping covers the id it names.
+  const client = await restateSchedules(url, (error) => io.err(`warning: ${error.message}`));
   return {
     label: client.label,
     list: () => client.list(),
@@ -110,7 +111,7 @@ export async function schedulesCommand(argv: string[], io: Io): Promise<number> 
     io.out(SCHEDULES_USAGE);
     return 0;
   }
-  const target = values.restate !== undefined ? await restateTarget(values.restate, values) : storeTarget(values, io);
+  const target = values.restate !== undefined ? await restateTarget(values.restate, values, io) : storeTarget(values, io);
   const one = async (work: (id: string) => Promise<ScheduleInfo | void>, done: string) => {
     if (rest.length !== 1) throw new UsageError(`usage: loopchart schedules ${command} ID`);
     const info = await work(rest[0]!);

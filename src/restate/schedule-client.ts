@@ -2,15 +2,21 @@ import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
 import { parseOptions } from '../known-keys.js';
 import { ScheduleRowSchema } from '../schedules/row.js';
-import { exactlyOneTiming, infoOf, InvalidScheduleError, newScheduleRow, ScheduleFieldsSchema, ScheduleNotFoundError, type ScheduleInfo } from '../schedules/schedules.js';
+import { exactlyOneTiming, infoOf, InvalidScheduleError, newScheduleRow, ScheduleFieldsSchema, ScheduleNotFoundError, warnEscaped, type ScheduleInfo } from '../schedules/schedules.js';
 import { StoreError } from '../stores/errors.js';
-import { REGISTRY_KEY, RestateScheduleFieldsSchema } from './schedule-fields.js';
+import { REGISTRY_KEY, RegistryListSchema, RestateScheduleFieldsSchema } from './schedule-fields.js';
 
 const ClientOptionsSchema = z.strictObject({
   /** The schedule object's name, as given to `restateSchedules` (default `loopchartSchedule`). */
   name: z.string().min(1).optional(),
   /** How long one call to the ingress may take (default 30 s). */
   timeoutMs: z.number().int().positive().max(600_000).optional(),
+  /**
+   * Told of each schedule `list` leaves out because this version does not read its stored row
+   * (another version wrote it, or it was edited): a `StoreError` naming it. Default: a process
+   * warning on one line, as `listSchedules` does.
+   */
+  onUnreadable: z.custom<(error: StoreError) => void>((value) => typeof value === 'function', { error: 'onUnreadable must be a function' }).optional(),
 });
 
 /** What `restateScheduleClient` takes besides the ingress URL. */
@@ -93,6 +99,7 @@ export function restateScheduleClient(ingressUrl: string, options: RestateSchedu
   const base = ingressBase(ingressUrl);
   const name = given.name ?? 'loopchartSchedule';
   const timeoutMs = given.timeoutMs ?? 30_000;
+  const onUnreadable = given.onUnreadable ?? warnEscaped;
   const where = `Restate at ${base}`;
 
   const call = async (object: string, key: string, handler: string, body: unknown = null): Promise<unknown> => {
@@ -149,9 +156,23 @@ export function restateScheduleClient(ingressUrl: string, options: RestateSchedu
       return value === null ? undefined : info(value);
     },
     async list() {
-      const value = await call(`${name}Registry`, REGISTRY_KEY, 'list');
-      if (!Array.isArray(value)) throw new StoreError(where, 'list: the reply is not a list');
-      return value.map(info);
+      const reply = RegistryListSchema.safeParse(await call(`${name}Registry`, REGISTRY_KEY, 'list'));
+      if (!reply.success) throw new StoreError(where, 'list: the reply is not a list of schedules');
+      // Each row on its own, as listSchedules: one this version does not read is reported, the others listed.
+      const listed: ScheduleInfo[] = [];
+      for (const row of reply.data.rows) {
+        try {
+          listed.push(info(row));
+        } catch (error) {
+          onUnreadable(error as StoreError);
+        }
+      }
+      for (const { id, message } of reply.data.unreadable) {
+        // The object's refusal names the schedule already; anything else the registry caught is named here.
+        const named = message.startsWith(`schedule '${id}'`) ? message : `schedule '${id.slice(0, 200)}': ${message}`;
+        onUnreadable(new StoreError(where, named.slice(0, 2000)));
+      }
+      return listed;
     },
     pause: async (id) => info(await call(name, id, 'pause')),
     resume: async (id) => info(await call(name, id, 'resume')),

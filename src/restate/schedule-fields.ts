@@ -1,3 +1,5 @@
+import { z } from 'zod';
+import type { ScheduleRow } from '../schedules/row.js';
 import { ScheduleFieldsSchema } from '../schedules/schedules.js';
 
 /**
@@ -10,3 +12,17 @@ export const REGISTRY_KEY = 'all';
 
 /** What `create` takes: `schedule`'s options without the agent (the session object runs it) and the missed policy (a delayed call is never missed). The id is the object's key. */
 export const RestateScheduleFieldsSchema = ScheduleFieldsSchema.omit({ agent: true, missed: true, id: true });
+
+/**
+ * What the registry's `list` answers: the rows it read, and each schedule whose row its own object
+ * refused (another version wrote it, or it was edited), by id with the refusal's message.
+ */
+export const RegistryListSchema = z.strictObject({
+  rows: z.array(z.unknown()),
+  unreadable: z.array(z.strictObject({ id: z.string(), message: z.string() })),
+});
+/** The registry's answer as the object writes it (the client reads it through `RegistryListSchema`, a row at a time). */
+export interface RegistryList {
+  rows: ScheduleRow[];
+  unreadable: z.infer<typeof RegistryListSchema>['unreadable'];
+}

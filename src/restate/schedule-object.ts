@@ -7,7 +7,7 @@ import { InvalidScheduleError, exactlyOneTiming, newScheduleRow, nextAfter, next
 import { SessionScopeError } from '../sessions/durable-session.js';
 import { sessionIdProblem } from '../stores/step.js';
 import type { restateSession } from './session-object.js';
-import { REGISTRY_KEY, RestateScheduleFieldsSchema } from './schedule-fields.js';
+import { REGISTRY_KEY, RestateScheduleFieldsSchema, type RegistryList } from './schedule-fields.js';
 
 /**
  * Schedules on Restate: a virtual object per schedule (keyed by its id) holding the schedule's row
@@ -166,7 +166,8 @@ export function restateSchedules(options: RestateSchedulesOptions = {}) {
       pause: setPaused(true),
       resume: setPaused(false),
       delete: async (ctx: restate.ObjectContext): Promise<void> => {
-        if (!(await loadRow(ctx))) throw notFound(ctx.key);
+        // Not decoded, as deleteSchedule does not: a row this version does not read can be removed.
+        if ((await ctx.get<unknown>(ROW)) === null) throw notFound(ctx.key);
         // The pending `fire` finds no schedule and does nothing.
         ctx.clearAll();
         await register(ctx, 'remove', { id: ctx.key });
@@ -203,13 +204,23 @@ function scheduleRegistry(name: string, registryName: string) {
       remove: async (ctx: restate.ObjectContext, payload: unknown): Promise<void> => {
         ctx.clear(`id:${entry(payload).id}`);
       },
-      /** Every schedule, oldest first: each read from its own object (shared handlers, no lock taken). */
-      list: restate.handlers.object.shared(async (ctx: restate.ObjectSharedContext): Promise<ScheduleRow[]> => {
+      /**
+       * Every schedule, oldest first: each read from its own object (shared handlers, no lock
+       * taken), each on its own: a row this version does not read (its `get` refuses it) is named
+       * in `unreadable`, and the others are listed all the same.
+       */
+      list: restate.handlers.object.shared(async (ctx: restate.ObjectSharedContext): Promise<RegistryList> => {
         const ids = (await ctx.stateKeys()).filter((key) => key.startsWith('id:')).map((key) => key.slice('id:'.length));
-        const rows = await restate.RestatePromise.all(
+        const read = await restate.RestatePromise.allSettled(
           ids.map((id) => ctx.genericCall<null, ScheduleRow | null>({ service: name, method: 'get', key: id, parameter: null, inputSerde: json, outputSerde: json })),
         );
-        return rows.filter((row): row is ScheduleRow => row !== null).sort((a, b) => a.createdAt - b.createdAt || a.id.localeCompare(b.id));
+        const rows: ScheduleRow[] = [];
+        const unreadable: RegistryList['unreadable'] = [];
+        read.forEach((result, i) => {
+          if (result.status === 'rejected') unreadable.push({ id: ids[i]!, message: result.reason instanceof Error ? result.reason.message : String(result.reason) });
+          else if (result.value !== null) rows.push(result.value);
+        });
+        return { rows: rows.sort((a, b) => a.createdAt - b.createdAt || a.id.localeCompare(b.id)), unreadable };
       }),
     },
   });

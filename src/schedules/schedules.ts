@@ -386,7 +386,7 @@ export type ListSchedulesOptions = z.input<typeof ListOptionsSchema>;
  * The default report of an unreadable row: a process warning on one line, its control characters
  * escaped (`\u001b`), since the message quotes the stored row's id and the warning goes to a terminal.
  */
-function warnEscaped(error: StoreError): void {
+export function warnEscaped(error: StoreError): void {
   const escaped = error.message.replace(/[\u0000-\u001f\u007f-\u009f]/g, (char) => `\\u${char.charCodeAt(0).toString(16).padStart(4, '0')}`);
   process.emitWarning(escaped, { type: 'StoreError', code: error.code });
 }

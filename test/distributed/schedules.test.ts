@@ -13,6 +13,7 @@ import { restateScheduleClient, type RestateScheduleClient } from '../../src/res
 import { InvalidScheduleError, ScheduleNotFoundError } from '../../src/schedules.js';
 import { main } from '../../src/cli/main.js';
 import { MemorySessionStore } from '../../src/stores/memory.js';
+import { StoreError } from '../../src/stores/errors.js';
 import { startViewer } from '../../src/viewer.js';
 import { IngressClient } from './support/ingress.js';
 import { RestateServer, freePort, waitFor } from './support/server.js';
@@ -177,6 +178,38 @@ describe.skipIf(!SERVER_BINARY)('schedules on Restate (real server, real worker)
     await sleep(500);
     expect(await inputsOf('deploy-session')).toEqual(['please deploy']);
     expect((await sessions.ok<{ running: boolean }>('deploy-session', 'state')).running).toBe(false);
+  });
+
+  it('a stored row this version does not read stops only itself: the list gives the others and reports it; delete removes it', async () => {
+    await schedules.schedule({ id: 'readable', session: 'r-session', input: 'x', every: 3_600_000 });
+    await schedules.schedule({ id: 'garbled', session: 'g-session', input: 'x', every: 3_600_000, paused: true });
+    // Edited behind the object's back (another version, a hand edit): no `timing`, an unknown key.
+    const response = await fetch(`${server.adminUrl}/services/loopchartSchedule/state`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ object_key: 'garbled', new_state: { schedule: [...Buffer.from(JSON.stringify({ id: 'garbled', sessionId: 'g-session', junk: true }))] } }),
+    });
+    expect(response.status).toBeLessThan(300);
+    const reported: Error[] = [];
+    const reporting = restateScheduleClient(server.ingressUrl, { onUnreadable: (error) => reported.push(error) });
+    const listed = await waitFor('the edited row to be reported', async () => {
+      reported.length = 0;
+      const all = await reporting.list();
+      return reported.length > 0 ? all : undefined;
+    }, 5_000, 100);
+    expect(listed.map((s) => s.id)).toContain('readable');
+    expect(listed.map((s) => s.id)).not.toContain('garbled');
+    expect(reported).toHaveLength(1);
+    expect(StoreError.isInstance(reported[0])).toBe(true);
+    expect(reported[0]!.message).toMatch(/schedule 'garbled': the stored row is not one this version reads/);
+    // Read by id it is the StoreError; deleted without being read.
+    await expect(schedules.get('garbled')).rejects.toSatisfy((error: unknown) => StoreError.isInstance(error));
+    await schedules.delete('garbled');
+    expect(await schedules.get('garbled')).toBeUndefined();
+    reported.length = 0;
+    expect((await reporting.list()).map((s) => s.id)).toContain('readable');
+    expect(reported).toEqual([]);
+    await schedules.delete('readable');
   });
 
   it('a worker killed (SIGKILL) before the due time: the tick fires once after a new worker starts', async () => {
