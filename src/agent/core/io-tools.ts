@@ -1,5 +1,5 @@
 import type { ToolCall, ToolMessage } from '../../schemas.js';
-import { INTERRUPTED_CONTENT, runToolCall } from '../../tools/run-tools.js';
+import { isInterruptedResult, runToolCall } from '../../tools/run-tools.js';
 import { inDoubtPolicy, ToolSet } from '../../tools/define-tool.js';
 import { listSources, resolveOffered } from '../../tools/offered-tools.js';
 import { rerunsOf } from './call-decisions.js';
@@ -144,12 +144,14 @@ function pump(state: Scheduler, batch: Batch, request: RequestOf<'tools'>): void
 /**
  * Reports a call's result. Once the run was aborted only a batch that is ending reports one, and
  * only a result the tool gave (it existed when the abort came, see `CallInFlight.interrupt`), not
- * the interrupted answer: the chart, waiting in `Ending`, keeps it.
+ * an interrupted answer in either wording: the chart, waiting in `Ending`, keeps the tool's result
+ * and words the others itself. It knows which calls started, here or in a process before this one
+ * (a call of a reopened batch); run-tools only knows that its own attempt never began, and its
+ * "it did not run" would tell the model a call the process before ran had not.
  */
 function finished(io: IoScope, batch: Batch, controller: AbortController, event: Extract<IoEvent, { type: 'io.toolFinished' }>): void {
   if (!controller.signal.aborted) return io.send(controller, event);
-  const { result } = event;
-  if (batch.ending && !(result.isError === true && result.content === INTERRUPTED_CONTENT)) io.report(event);
+  if (batch.ending && !isInterruptedResult(event.result)) io.report(event);
 }
 
 /**

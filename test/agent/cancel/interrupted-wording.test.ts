@@ -160,4 +160,33 @@ describe('what a call without a result is answered when the run stops', () => {
       await second.close();
     }
   });
+
+  it('a DurableSession reopened after a crash while a call ran, cancelled once it has resumed (the IO on its way to run the call again): the call may have run, so it is not said not to have', async () => {
+    // Found by the matrix's schedules column: a person cancelling a scheduled run through a DurableSession on its store.
+    const path = join(root, 'resumed.db');
+    const store = new SqliteSessionStore({ path });
+    let slowRuns!: () => void;
+    const running = new Promise<void>((resolve) => (slowRuns = resolve));
+    const first = tools((what) => what === 'slow 1' && slowRuns());
+    const agent = (list: ReturnType<typeof tools>['list']) => createAgentMachine({ model: scriptedModel([batch(['s1', 'slow', { n: 1 }]), { text: 'never' }]), tools: list });
+    const session = await DurableSession.open({ machine: agent(first.list), store, sessionId: 's' });
+    session.send({ type: 'input', message: 'go' });
+    await within(running, 'slow running');
+    // As a killed process leaves it: what was stored stays, nothing more is written.
+    await session.flush();
+    session.actor.stop();
+    const again = tools();
+    const reopened = await DurableSession.open({ machine: agent(again.list), store, sessionId: 's' });
+    try {
+      reopened.send({ type: 'cancel' });
+      const output = await within(reopened.whenIdle(), 'cancelled');
+      expect(output?.outcome.type).toBe('Cancelled');
+      expect(again.ran).toEqual([]);
+      // Before: 'interrupted: the run was cancelled before this tool call started; it did not run' (the IO's words for its own attempt, though the process before had run it).
+      expect(results((await store.load('s'))!.messages)).toEqual({ s1: INTERRUPTED_CONTENT });
+    } finally {
+      await reopened.close();
+      await store.close();
+    }
+  });
 });
