@@ -150,9 +150,11 @@ export function restateSchedules(options: RestateSchedulesOptions = {}) {
         const foreign = sessionIdProblem(row.sessionId) ?? otherSurfaceProblem(row.sessionId);
         if (foreign) return end('Failed', new InvalidScheduleError(`session: ${foreign}`).message);
         const state = await ctx.objectClient(sessionApi, row.sessionId).state();
-        // A session stored under another scope is not this schedule's to continue (the session
-        // object would refuse the send, unseen by a one-way call): failed here, naming no scope.
-        if (row.scope !== undefined && state.scope !== null && state.scope !== row.scope) {
+        // A session stored under another scope, or without one, is not this schedule's to continue
+        // (the session object would refuse the send, unseen by a one-way call): failed here, naming
+        // no scope. A session is stored from its first run's input on: one with no message is new.
+        const stored = state.messageCount > 0 || state.state !== 'Start';
+        if (row.scope !== undefined && stored && state.scope !== row.scope) {
           return end('Failed', `the session could not be opened: ${new SessionScopeError(row.sessionId).message}`);
         }
         // A run that waits for someone ends only when they answer: its tick is skipped with either

@@ -133,6 +133,9 @@ describe.skipIf(!SERVER_BINARY)('schedules on Restate (real server, real worker)
     const made = await schedules.schedule({ id: 'ada-nightly', session: 'ada-digest', input: 'digest for ada', at: Date.now() + 200, scope: 'user:ada' });
     expect(made.scope).toBe('user:ada');
     await schedules.schedule({ id: 'on-bobs', session: 'bob-digest', input: 'digest for ada', at: Date.now() + 200, scope: 'user:ada' });
+    // A session made without a scope stays without one: not this schedule's either.
+    await sessions.ok('no-scope-digest', 'send', { message: 'hello' });
+    await schedules.schedule({ id: 'on-unscoped', session: 'no-scope-digest', input: 'digest for ada', at: Date.now() + 200, scope: 'user:ada' });
     const ticked = (id: string) => waitFor(`the tick of ${id}`, async () => ((await schedules.get(id))?.lastOutcome ? schedules.get(id) : undefined), 10_000, 100);
     expect(await ticked('ada-nightly')).toMatchObject({ lastOutcome: 'Sent', runs: 1 });
     await waitFor('the run', async () => ((await sessions.ok<{ turnsTaken: number }>('ada-digest', 'state')).turnsTaken === 3 ? true : undefined), 10_000, 100);
@@ -144,6 +147,8 @@ describe.skipIf(!SERVER_BINARY)('schedules on Restate (real server, real worker)
     // Bob's session got nothing: the tick failed, naming no scope.
     expect(await ticked('on-bobs')).toMatchObject({ lastOutcome: 'Failed', lastError: "the session could not be opened: session 'bob-digest' belongs to another scope", runs: 0, nextAt: null });
     expect(await inputsOf('bob-digest')).toEqual(['hello']);
+    expect(await ticked('on-unscoped')).toMatchObject({ lastOutcome: 'Failed', lastError: "the session could not be opened: session 'no-scope-digest' belongs to another scope", runs: 0 });
+    expect(await inputsOf('no-scope-digest')).toEqual(['hello']);
   });
 
   it("a stored row naming another surface's session (a subagent's, the MCP server's) is not fired there: Failed, saying why", async () => {

@@ -287,6 +287,8 @@ export function describeScheduleConformance(name: string, harness: ScheduleHarne
         expect(made.scope).toBe('user:ada');
         // A schedule of Ada's on Bob's stored session: its tick is refused like a session it cannot open.
         await schedule(store, { id: 'on-bobs', session: 'bob-scoped', agent: 'digest', input: 'What is my passport number?', at: Date.now(), scope: 'user:ada' });
+        // Nor on a session stored without a scope (it stays without one).
+        await schedule(store, { id: 'on-unscoped', session: 'bob-digest', agent: 'digest', input: 'What is my passport number?', at: Date.now(), scope: 'user:ada' });
         // A row stored before schedules had a scope (no such field) is still read, and fires as before.
         await schedule(store, { id: 'unscoped', session: 'bob-digest', agent: 'quick', input: 'Again.', at: Date.now() });
         const backend = scheduleBackend(store);
@@ -300,7 +302,7 @@ export function describeScheduleConformance(name: string, harness: ScheduleHarne
         const ticks: ScheduleTick[] = [];
         const errors: Error[] = [];
         started(await startScheduler({ store, agents: { ...agents, digest }, maxIdleMs: 100, onTick: (tick) => ticks.push(tick), onError: (error) => errors.push(error) }));
-        expect(await until(async () => ['ada-nightly', 'on-bobs', 'unscoped'].every((id) => ticks.some((tick) => tick.scheduleId === id)))).toBe(true);
+        expect(await until(async () => ['ada-nightly', 'on-bobs', 'on-unscoped', 'unscoped'].every((id) => ticks.some((tick) => tick.scheduleId === id)))).toBe(true);
         const tickOf = (id: string) => ticks.find((tick) => tick.scheduleId === id);
         expect(tickOf('ada-nightly')).toMatchObject({ outcome: 'Completed' });
         expect(tickOf('unscoped')).toMatchObject({ outcome: 'Completed' });
@@ -314,6 +316,7 @@ export function describeScheduleConformance(name: string, harness: ScheduleHarne
         expect(errors.some((error) => SessionScopeError.isInstance(error))).toBe(true);
         expect(await transcript(store, 'bob-scoped')).toEqual(['user: Hello, I am Bob.', 'assistant: done #1']);
         expect((await listSchedules(store)).find((s) => s.id === 'on-bobs')).toMatchObject({ lastOutcome: 'Failed', runs: 0, nextAt: null });
+        expect(tickOf('on-unscoped')).toMatchObject({ outcome: 'Failed', error: "the session could not be opened: session 'bob-digest' belongs to another scope" });
       } finally {
         await memory.close();
       }
