@@ -159,7 +159,8 @@ export function restateSchedules(options: RestateSchedulesOptions = {}) {
         }
         // A run that waits for someone ends only when they answer: its tick is skipped with either
         // overlap, its input not queued behind a question no one here answers.
-        if (state.waits !== null) return end('Skipped', state.waits);
+        // A session object of a version before `waits` answers without it: no wait it can tell.
+        if (typeof state.waits === 'string') return end('Skipped', state.waits);
         if (row.overlap === 'skip' && state.running) return end('Skipped', 'the last run was still going');
         // overlap 'queue': Restate queues the send behind the run in flight (one run per tick).
         ctx.objectSendClient(sessionApi, row.sessionId).send({ message: row.input, ...(row.scope !== undefined && { scope: row.scope }) });

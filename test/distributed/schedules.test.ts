@@ -185,6 +185,18 @@ describe.skipIf(!SERVER_BINARY)('schedules on Restate (real server, real worker)
     expect((await sessions.ok<{ running: boolean }>('deploy-session', 'state')).running).toBe(false);
   });
 
+  it("a session object of an earlier version (its state has no 'waits') still gets the tick: Sent, the row still read", async () => {
+    const legacy = restateScheduleClient(server.ingressUrl, { name: 'legacySchedule' });
+    await legacy.schedule({ id: 'legacy-tick', session: 'old-session', input: 'tick for an old worker', at: Date.now() + 100, overlap: 'queue' });
+    const info = await waitFor('the tick', async () => ((await legacy.get('legacy-tick'))?.lastOutcome ? legacy.get('legacy-tick') : undefined), 10_000, 100);
+    expect(info).toMatchObject({ lastOutcome: 'Sent', lastError: null, runs: 1 });
+    const sent = await waitFor('the send', async () => {
+      const got = await new IngressClient(server.ingressUrl, 'legacySession').ok<unknown[]>('old-session', 'sent');
+      return got.length > 0 ? got : undefined;
+    }, 5_000, 100);
+    expect(sent).toEqual([{ message: 'tick for an old worker' }]);
+  });
+
   it('a stored row this version does not read stops only itself: the list gives the others and reports it; delete removes it', async () => {
     await schedules.schedule({ id: 'readable', session: 'r-session', input: 'x', every: 3_600_000 });
     await schedules.schedule({ id: 'garbled', session: 'g-session', input: 'x', every: 3_600_000, paused: true });
