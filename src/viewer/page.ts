@@ -147,7 +147,7 @@ export function schedulesPage(schedules: readonly ScheduleInfo[] | null, storeLa
       return `<tr${s.lastOutcome === 'Failed' ? ' class="unreadable"' : ''}>
 <td class="id">${escapeHtml(s.id)}</td>
 <td>${escapeHtml(s.agent)}</td>
-<td class="id"><a href="${escapeHtml(sessionPath(s.session))}">${escapeHtml(s.session)}</a></td>
+<td class="id"><a href="${escapeHtml(sessionPath(s.session))}">${escapeHtml(s.session)}</a>${s.scope === undefined ? '' : ` <span class="scope">(scope ${escapeHtml(s.scope)})</span>`}</td>
 <td>${escapeHtml(timingText(s))}</td>
 <td>${escapeHtml(state)}</td>
 <td class="next">${date(s.nextAt)}</td>

@@ -34,6 +34,7 @@ describe('the viewer lists schedules', () => {
       await schedule(store, { id: 'nightly', session: 'reports', agent: 'reporter', input: 'Report.', cron: '0 2 * * *', timezone: 'Europe/Paris' });
       await schedule(store, { id: 'now', session: 'ticket-7', agent: 'reporter', input: 'Check the ticket.', at: Date.now() });
       await schedule(store, { id: '<b>bold</b>', session: 'x', agent: 'reporter', input: 'Go.', every: 60_000, paused: true });
+      await schedule(store, { id: 'digest', session: 'ada-digest', agent: 'reporter', input: 'Digest.', every: 60_000, paused: true, scope: 'user:<ada>' });
       const scheduler = await startScheduler({ store, agents: { reporter: createAgentMachine({ model: scriptedModel([{ text: 'Done.' }]) }) }, maxIdleMs: 100 });
       // By id: the list is in creation order, and three schedules made in the same millisecond
       // come in id order ('<b>bold</b>' first).
@@ -55,6 +56,9 @@ describe('the viewer lists schedules', () => {
       // Stored text is escaped: the id shows as text, never as markup.
       expect(row(page.body, '&lt;b&gt;bold&lt;/b&gt;')).toEqual(expect.arrayContaining(['paused', 'every 60 s']));
       expect(page.body).not.toContain('<b>bold</b>');
+      // A schedule's memory scope is shown beside its session (escaped); one without has none.
+      expect(row(page.body, 'digest')[2]).toBe('ada-digest (scope user:&lt;ada&gt;)');
+      expect(row(page.body, 'nightly')[2]).toBe('reports');
       // Read only: nothing on the page acts, and the list is routed by the path alone.
       expect(page.body).not.toMatch(/<form|<button|<script>/);
       expect((await get(viewer.port, '/schedules?id=nightly')).status).toBe(200);
