@@ -61,10 +61,13 @@ export function backoffDelay(attempt: number, settings: BackoffSettings, random:
   return Math.floor(random() * ceiling);
 }
 
-/** The provider's `retry-after` is a floor (asking sooner earns another 429), but never beyond the cap. */
+/** setTimeout's longest delay (about 24.8 days): Node cuts a longer one to 1 ms, which would ask again at once. */
+const MAX_TIMER_MS = 2 ** 31 - 1;
+
+/** The provider's `retry-after` is a floor (asking sooner earns another 429), but never beyond the cap, nor a timer's bound. */
 function retryDelay(attempt: number, error: unknown, settings: BackoffSettings, random: () => number): number {
   const retryAfterMs = error instanceof ModelError ? (error.retryAfterMs ?? 0) : 0;
-  return Math.min(settings.maxDelayMs, Math.max(retryAfterMs, backoffDelay(attempt, settings, random)));
+  return Math.min(MAX_TIMER_MS, settings.maxDelayMs, Math.max(retryAfterMs, backoffDelay(attempt, settings, random)));
 }
 
 /**

@@ -52,6 +52,21 @@ describe('withRetry', () => {
     expect(delays).toEqual([2_000, 10_000, 1_000]);
   });
 
+  // setTimeout cuts a delay past 2^31 - 1 ms (24.8 days) to 1 ms: before, a retry-after of 35
+  // days under a maxDelayMs that allowed it asked the provider again after 1 ms.
+  it('a wait longer than a timer can hold is held to the timer\'s bound, not cut to 1 ms', async () => {
+    const model = flaky([rateLimited(3_000_000_000)]);
+    const controller = new AbortController();
+    const delays: number[] = [];
+    const pending = withRetry(model, { maxDelayMs: 4_000_000_000, onRetry: (a) => delays.push(a.delayMs) }).generate(request(controller.signal));
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    // Still waiting: the provider was not asked again.
+    expect(model.keys).toHaveLength(1);
+    controller.abort();
+    await expect(pending).rejects.toMatchObject({ name: 'AbortError' });
+    expect(delays).toEqual([2 ** 31 - 1]);
+  });
+
   it('fails fast on a non-retryable error, passing it through untouched', async () => {
     const badRequest = new ModelError('the provider rejected the request (400 Bad Request)', { status: 400, retryable: false });
     const model = flaky([badRequest]);
