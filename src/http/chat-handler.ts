@@ -151,6 +151,8 @@ function answerOf({ kind, run, digest, approved, reason }: ReadAnswer): Answer {
 interface ChatRef {
   key: string;
   name: string;
+  /** The caller's scope, when the handler maps one: the chat read must be of it (see `#read`). */
+  scope?: string | undefined;
   report: (error: unknown) => void;
 }
 
@@ -267,7 +269,7 @@ class ChatSessions {
       if (route.action === 'post') return await this.#post(request);
       const admitted = await this.#admit(request, route.chatId, route.action);
       if (admitted instanceof Response) return admitted;
-      const chat: ChatRef = { key: admitted.key, name: route.chatId, report: this.#reporter(request) };
+      const chat: ChatRef = { key: admitted.key, name: route.chatId, scope: admitted.scope, report: this.#reporter(request) };
       if (route.action === 'cancel') return await this.#cancel(chat);
       if (route.action === 'resume') return await this.#resumeOperation(request, chat);
       return route.action === 'stream' ? await this.#resume(chat) : await this.#messages(chat);
@@ -330,7 +332,7 @@ class ChatSessions {
     const ask = { ...asked.ask, chatId: admitted.key };
     const name = asked.ask.chatId;
     return this.#serial(ask.chatId, async () => {
-      if (ask.type === 'approvals') return this.#answer({ key: ask.chatId, name, report: this.#reporter(request) }, ask.answers);
+      if (ask.type === 'approvals') return this.#answer({ key: ask.chatId, name, scope: admitted.scope, report: this.#reporter(request) }, ask.answers);
       let chat: LiveChat;
       try {
         // A new chat's session is made with the caller's scope; a stored one must have it.
@@ -358,9 +360,9 @@ class ChatSessions {
    */
   async #answer(ref: ChatRef, answers: ApprovalAnswer[]): Promise<Response> {
     const { key: chatId, name } = ref;
-    const live = this.#live.get(chatId);
-    const context = live ? live.session.actor.getSnapshot().context : await this.#stored(chatId);
-    if (!context) return notFound(name);
+    const read = await this.#read(ref);
+    if (!read) return notFound(name);
+    const { live, context } = read;
     const checked = await checkAnswers(chatId, context, answers, this.#contextOf(live));
     if ('problem' in checked) return json(409, 'ApprovalNotFound', checked.problem);
     let toSend = checked.answers;
@@ -406,12 +408,12 @@ class ChatSessions {
   async #resume(ref: ChatRef): Promise<Response> {
     const { key: chatId, name } = ref;
     return this.#serial(chatId, async () => {
+      const read = await this.#read(ref);
+      if (!read) return notFound(name);
       let stored: StoredRun | undefined;
-      if (!this.#live.has(chatId)) {
-        const context = await this.#stored(chatId);
-        if (!context) return notFound(name);
-        if (!runInFlight(context.brain)) return new Response(null, { status: 204 });
-        stored = await this.#storedRun(ref, context);
+      if (!read.live) {
+        if (!runInFlight(read.context.brain)) return new Response(null, { status: 204 });
+        stored = await this.#storedRun(ref, read.context);
       }
       const chat = await this.#open(chatId, undefined, stored);
       if (!chat.run || chat.run.ended) {
@@ -444,9 +446,9 @@ class ChatSessions {
     const { operation, payload, target } = asked.data;
     if (RESERVED_OPERATIONS.has(operation)) return json(400, 'InvalidChatRequest', `'${operation}' is not resumed through this route`);
     return this.#serial(chatId, async () => {
-      const live = this.#live.get(chatId);
-      const context = live ? live.session.actor.getSnapshot().context : await this.#stored(chatId);
-      if (!context) return notFound(name);
+      const read = await this.#read(ref);
+      if (!read) return notFound(name);
+      const { live, context } = read;
       if (target !== undefined) return this.#resumeChild(ref, live, context, { operation, payload, target });
       const waiting = context.operations.waiting?.operation;
       if (waiting !== operation) {
@@ -522,12 +524,12 @@ class ChatSessions {
     const { key: chatId, name } = ref;
     const noRun = () => json(409, 'NoRunInFlight', `chat '${shown(name)}' has no run in flight`);
     return this.#serial(chatId, async () => {
+      const read = await this.#read(ref);
+      if (!read) return notFound(name);
       let stored: StoredRun | undefined;
-      if (!this.#live.has(chatId)) {
-        const context = await this.#stored(chatId);
-        if (!context) return notFound(name);
-        if (!runInFlight(context.brain)) return noRun();
-        stored = await this.#storedRun(ref, context);
+      if (!read.live) {
+        if (!runInFlight(read.context.brain)) return noRun();
+        stored = await this.#storedRun(ref, read.context);
       }
       const chat = await this.#open(chatId, undefined, stored);
       if (!chat.run || chat.run.ended) {
@@ -539,10 +541,11 @@ class ChatSessions {
     });
   }
 
-  async #messages({ key: chatId, name, report }: ChatRef): Promise<Response> {
-    const live = this.#live.get(chatId);
-    const context = live ? live.session.actor.getSnapshot().context : await this.#stored(chatId);
-    if (!context) return notFound(name);
+  async #messages(ref: ChatRef): Promise<Response> {
+    const { key: chatId, name, report } = ref;
+    const read = await this.#read(ref);
+    if (!read) return notFound(name);
+    const { live, context } = read;
     const { history, pending } = context.brain.context;
     // A live session's decisions reach the trace with its next stored step: stored first, so a
     // denial its history shows is read. A write that fails fails the run, whose streams say so.
@@ -585,6 +588,20 @@ class ChatSessions {
     // The run's replies after its user message: what its stream seeds (`#follow`), call for call.
     const children = await reader.childrenOf(chatId, context.brain.context.pending.slice(1), facts, context);
     return { answers: facts.answers, children };
+  }
+
+  /**
+   * The chat as this request reads it: its live session (when this process holds it) and its
+   * context; undefined when there is no chat, or it is not of the caller's scope. `#admit` found
+   * the chat of that scope or none at all, but the chat may have been made since (another
+   * caller's POST of the same id while the admission's read was under way): the scope is
+   * checked again on the very context the request reads or acts on.
+   */
+  async #read(ref: ChatRef): Promise<{ live: LiveChat | undefined; context: AgentContext } | undefined> {
+    const live = this.#live.get(ref.key);
+    const context = live ? live.session.actor.getSnapshot().context : await this.#stored(ref.key);
+    if (!context || (ref.scope !== undefined && context.scope !== ref.scope)) return undefined;
+    return { live, context };
   }
 
   /** The stored session's context, or undefined when there is none. */
