@@ -143,8 +143,9 @@ export class SseStream {
    * page's catch-up waits on it between its events, so they never pile up past the bound.
    */
   async drained(): Promise<boolean> {
-    const until = Date.now() + this.#limits.dropGraceMs;
-    while (this.#state === 'open' && this.#res.writableLength > 0 && Date.now() < until) await new Promise((resolve) => setTimeout(resolve, 2));
+    // The monotonic clock: a wall clock stepped back must not keep this loop polling for as long.
+    const until = performance.now() + this.#limits.dropGraceMs;
+    while (this.#state === 'open' && this.#res.writableLength > 0 && performance.now() < until) await new Promise((resolve) => setTimeout(resolve, 2));
     return this.#state === 'open';
   }
 
