@@ -101,8 +101,11 @@ export class SessionFeed {
   #work: Promise<void> = Promise.resolve();
   #timer: NodeJS.Timeout | undefined;
   #stopped = false;
-  /** When the feed last had a page (or was opened): it stops once it had none for a grace period. */
-  #lastWatched = Date.now();
+  /**
+   * When the feed last had a page (or was opened), on the monotonic clock: it stops once it had
+   * none for a grace period (a wall clock stepped back must not keep it for as long).
+   */
+  #lastWatched = performance.now();
 
   private constructor(store: SessionStore, sessionId: string, seq: number, io: string, head: SessionHead, readTrace: TraceReader) {
     this.#store = store;
@@ -143,8 +146,8 @@ export class SessionFeed {
   poll(everyMs: number, onIdle: () => void, graceMs = 0): void {
     const loop = async () => {
       if (this.#stopped) return;
-      if (this.#clients.size > 0) this.#lastWatched = Date.now();
-      else if (Date.now() - this.#lastWatched >= graceMs) {
+      if (this.#clients.size > 0) this.#lastWatched = performance.now();
+      else if (performance.now() - this.#lastWatched >= graceMs) {
         this.stop();
         onIdle();
         return;
