@@ -203,7 +203,8 @@ async function readStream(response: Response, guard: CallGuard, assembler: ChatC
       if (received > limits.maxBytes) throw tooLarge(limits.maxBytes);
       if (!sawEvent) head.keep(result.value);
       parser.push(result.value);
-      if (graceEndsAt === undefined && assembler.finished) graceEndsAt = Date.now() + limits.finishGraceMs;
+      // On the monotonic clock: a wall clock stepped back must not stretch the grace by as much.
+      if (graceEndsAt === undefined && assembler.finished) graceEndsAt = performance.now() + limits.finishGraceMs;
     }
   } finally {
     // After [DONE], the grace or an error there may be bytes left: cancel so the socket is released now.
@@ -238,7 +239,7 @@ async function readChunk(
   graceEndsAt: number | undefined,
 ): Promise<Awaited<ReturnType<ReadableStreamDefaultReader<Uint8Array>['read']>> | undefined> {
   try {
-    return graceEndsAt === undefined ? await reader.read() : await within(reader.read(), graceEndsAt - Date.now());
+    return graceEndsAt === undefined ? await reader.read() : await within(reader.read(), graceEndsAt - performance.now());
   } catch (error) {
     const stopped = guard.stopReason();
     if (stopped) throw stopped;

@@ -3,7 +3,7 @@
  * server: a stream of [DONE] alone, a finish reason followed by silence, a JSON error body sent
  * under the stream's content type, a delta whose content is not text.
  */
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import type { ModelRequest } from '../../src/model.js';
 import { ModelError } from '../../src/model.js';
 import { MalformedStreamError } from '../../src/models/errors.js';
@@ -41,6 +41,30 @@ describe('openAICompatibleModel: how a stream ends', () => {
     expect(reply).toEqual({ message: { role: 'assistant', content: 'complete answer' }, finishReason: 'stop', usage: { inputTokens: 5, outputTokens: 2 } });
     expect(Date.now() - started).toBeLessThan(2_500);
     await expect.poll(() => server.requests[0]?.clientClosedEarly).toBe(true);
+  });
+
+  // The grace counts on the monotonic clock. Before, each read after the finish reason waited
+  // graceEndsAt - Date.now(): a wall clock stepped back an hour during the grace stretched it by
+  // the hour, so a server (or proxy) that keeps the stream alive with comments held the complete
+  // reply until it stopped sending them (8 s here; for ever, up to the call's deadline, for one that never does).
+  it('a wall clock stepped back during the grace does not stretch it past a server\'s keep-alive comments', async () => {
+    const frame = (choice: Record<string, unknown>) => `data: ${JSON.stringify({ id: 'chatcmpl-grace', object: 'chat.completion.chunk', created: 1, model: TEST_MODEL, choices: [{ index: 0, logprobs: null, ...choice }] })}\n\n`;
+    const keepAlive = Array.from({ length: 80 }, () => ': keep-alive\n\n');
+    server.enqueue({ type: 'frames', delayMs: 100, frames: [frame({ delta: { role: 'assistant', content: '' }, finish_reason: null }), frame({ delta: { content: 'complete answer' }, finish_reason: 'stop' }), ...keepAlive] });
+    const realNow = Date.now.bind(Date);
+    let offset = 0;
+    const spy = vi.spyOn(Date, 'now').mockImplementation(() => realNow() + offset);
+    try {
+      const started = performance.now();
+      // Stepped back once the chunk with the finish reason is read (the grace's end already taken from the clock).
+      const reply = await model().generate({ ...request(), onTextDelta: () => void setImmediate(() => (offset = -3_600_000)) });
+      expect(offset).toBeLessThan(0);
+      expect(reply.message.content).toBe('complete answer');
+      // The grace is 1 s; the keep-alive comments go on for 8 s.
+      expect(performance.now() - started).toBeLessThan(4_000);
+    } finally {
+      spy.mockRestore();
+    }
   });
 
   it('the grace ends before a short read timeout would', async () => {
