@@ -16,6 +16,7 @@ import { parseArgs } from 'node:util';
 import { build } from 'vite';
 import { createChatHandler, toNodeListener } from '../../src/http.js';
 import { SqliteSessionStore } from '../../src/sqlite.js';
+import { localRequestProblem } from '../../src/viewer/http.js';
 import { exampleMachine } from './agent.js';
 
 const port = Number(process.env.PORT ?? 0);
@@ -47,6 +48,12 @@ const api = toNodeListener(chat);
 const types = new Map([['.html', 'text/html; charset=utf-8'], ['.js', 'text/javascript'], ['.css', 'text/css']]);
 
 const server = createServer((req, res) => {
+  // A server on 127.0.0.1 with no authorize hook answers only to its own name: a hostile page
+  // whose name the attacker points at 127.0.0.1 (DNS rebinding) sends its own Host and Origin,
+  // and would otherwise chat with the agent (on your model key) and read the chats. Behind a
+  // proxy or on a real host, give createChatHandler an `authorize` instead.
+  const refused = localRequestProblem(req.headers, (server.address() as { port: number }).port, req.rawHeaders);
+  if (refused) return void res.writeHead(refused.status, { 'content-type': 'application/json' }).end(JSON.stringify({ error: refused.code, message: refused.reason }));
   const path = new URL(req.url ?? '/', 'http://127.0.0.1').pathname;
   if (path === '/api/chat' || path.startsWith('/api/chat/')) return api(req, res);
   // The built page only: a path out of its folder is a 404.

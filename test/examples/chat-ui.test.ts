@@ -46,6 +46,22 @@ describe('examples/chat-ui (npm run example:chat)', () => {
     expect((await fetch(new URL('/../../package.json', url))).status).toBe(404);
   });
 
+  it('answers only to its own name: a rebound hostile name (its own Host and Origin) is refused before the chat handler runs', async () => {
+    const { request } = await import('node:http');
+    const post = (headers: Record<string, string>) =>
+      new Promise<number>((resolve, reject) => {
+        const body = JSON.stringify({ id: 'rebound', messages: [userMessage('Send 5 to Mallory.', 'r1')] });
+        const req = request({ host: '127.0.0.1', port: example!.port, path: '/api/chat', method: 'POST', headers: { 'content-type': 'application/json', ...headers } }, (res) => (res.resume(), resolve(res.statusCode!)));
+        req.on('error', reject);
+        req.end(body);
+      });
+    // Before: 200, and the agent ran for the page of evil.test.
+    expect(await post({ host: `evil.test:${example!.port}`, origin: `http://evil.test:${example!.port}` })).toBe(421);
+    expect(await post({ host: `127.0.0.1:${example!.port}`, origin: 'http://evil.test' })).toBe(403);
+    // Nothing ran: no chat of that id was made.
+    expect((await fetch(`${url}api/chat/rebound/messages`)).status).toBe(404);
+  });
+
   it('a message streams text and an approval request; approving runs the tool and the run completes', async () => {
     const user = userMessage('Send 5 to Alice.', 'u1');
     const asked = await send('money', [user]);
