@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { parseOptions } from '../known-keys.js';
 import { ModelError, type Model, type ModelReply, type ModelRequest } from '../model.js';
 import { isAbortError } from './errors.js';
 import { sleep as abortableSleep } from './sleep.js';
@@ -26,6 +27,20 @@ export interface RetryOptions extends z.input<typeof RetrySettingsSchema> {
   sleep?: ((ms: number, signal: AbortSignal) => Promise<void>) | undefined;
   /** Before each wait, for a UI line like "rate limited, retrying in 2 s". */
   onRetry?: ((attempt: RetryAttempt) => void) | undefined;
+}
+
+const fn = (name: string) => z.custom<(...args: never[]) => unknown>((value) => typeof value === 'function', { error: `${name} must be a function` }).optional();
+/** What `withRetry` and an agent's `retry` option take: the settings, and the hooks beside them. */
+const RetryOptionsSchema = z.object({ ...RetrySettingsSchema.shape, random: fn('random'), sleep: fn('sleep'), onRetry: fn('onRetry') } satisfies Record<keyof RetryOptions, z.ZodType>);
+
+/**
+ * The settings of retry options, checked where they enter (an agent's config, `withRetry`):
+ * a misspelt key, a negative count, a function that is none is an `InvalidConfigError` naming
+ * `where`, never a zod error thrown later from inside a run.
+ */
+export function retrySettings(options: unknown, where = 'retry'): RetrySettings {
+  const { maxRetries, baseDelayMs, maxDelayMs } = parseOptions(RetryOptionsSchema, options, where);
+  return { maxRetries, baseDelayMs, maxDelayMs };
 }
 
 /** Connection-level failures: the request may never have reached the provider, so trying again is safe. */
@@ -76,7 +91,7 @@ function retryDelay(attempt: number, error: unknown, settings: BackoffSettings, 
  * The request (and so its idempotency key) is the same on every attempt.
  */
 export function withRetry(model: Model, options: RetryOptions = {}): Model {
-  const settings = RetrySettingsSchema.parse(options);
+  const settings = retrySettings(options, 'withRetry');
   const random = options.random ?? Math.random;
   const sleep = options.sleep ?? abortableSleep;
   return {

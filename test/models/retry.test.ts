@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { ModelError, type Model, type ModelReply, type ModelRequest } from '../../src/model.js';
 import { backoffDelay, isRetryable, withRetry } from '../../src/models/retry.js';
+import { InvalidConfigError } from '../../src/errors.js';
 
 const reply: ModelReply = { message: { role: 'assistant', content: 'hello' }, finishReason: 'stop' };
 
@@ -32,6 +33,14 @@ function recordingSleep() {
 }
 
 describe('withRetry', () => {
+  it('refuses bad settings with InvalidConfigError naming them, not a ZodError', () => {
+    const model = flaky([]);
+    expect(() => withRetry(model, { maxRetries: -1 })).toThrow(InvalidConfigError);
+    expect(() => withRetry(model, { maxRetries: -1 })).toThrow(/withRetry: maxRetries: Too small/);
+    expect(() => withRetry(model, { baseDelayMs: 'x' } as never)).toThrow(/withRetry: baseDelayMs/);
+    expect(() => withRetry(model, { retries: 2 } as never)).toThrow(/withRetry: .*retries/);
+  });
+
   it('retries 429 twice with growing, jittered backoff and then answers, with the same idempotency key', async () => {
     const model = flaky([rateLimited(), rateLimited()]);
     const { delays, sleep } = recordingSleep();

@@ -10,8 +10,8 @@ import { APPROVALS_OPERATION } from '../approvals/approval-events.js';
 import { BudgetSchema, PricesSchema, type Budget, type Prices } from '../budget/budget.js';
 import { BUDGET_OPERATION } from '../budget/budget-pause.js';
 import { AGENT_CONFIG_KEYS, type AgentConfig } from './config.js';
-import { checkKnownKeys, optionKeys, parseOptions } from '../../known-keys.js';
-import type { RetryOptions } from '../../models/retry.js';
+import { checkKnownKeys, parseOptions } from '../../known-keys.js';
+import { retrySettings } from '../../models/retry.js';
 import { composeExecutors, executorVersionProblem, inProcessExecutor, type Executor } from '../protocol/executor.js';
 import { modelList, type ModelList } from '../fallback/fallback.js';
 import { planGuardrails, type GuardrailPlan } from '../guardrails/guardrails.js';
@@ -38,7 +38,6 @@ import { usageLimitRule, type UsageLimitRule } from '../budget/usage-limit.js';
 /** Tool calls one reply may ask for by default; the excess gets error results instead of running. */
 export const DEFAULT_MAX_TOOL_CALLS_PER_REPLY = 128;
 
-const RETRY_KEYS = optionKeys<RetryOptions>()({ maxRetries: true, baseDelayMs: true, maxDelayMs: true, random: true, sleep: true, onRetry: true });
 
 /** The tools a model call offers (see offered.ts). */
 export type { Offered };
@@ -137,7 +136,8 @@ export function compileAgent(config: AgentConfig): CompiledAgent {
   const defaultPolicy = checkedPolicy(config.policy, pruning);
   const budget = config.budget && parseOptions(BudgetSchema, config.budget, 'budget');
   const prices = config.prices && parseOptions(PricesSchema, config.prices, 'prices');
-  if (config.retry) checkKnownKeys(config.retry, RETRY_KEYS, 'retry');
+  // Checked here, not when the IO wraps the models: a bad setting there threw from inside XState's start, which ended the process.
+  if (config.retry !== undefined && config.retry !== false) retrySettings(config.retry);
   const models = modelList(config.model, config.fallbackOn, prices);
   const maxCalls = config.maxToolCallsPerReply ?? DEFAULT_MAX_TOOL_CALLS_PER_REPLY;
   if (!Number.isInteger(maxCalls) || maxCalls < 1) throw new InvalidConfigError(`maxToolCallsPerReply must be a positive integer, got ${maxCalls}`);

@@ -2,6 +2,8 @@
 import { describe, expect, it } from 'vitest';
 import { createActor } from 'xstate';
 import { createAgentMachine } from '../../../machines/agent.machine.js';
+import { InvalidConfigError } from '../../../src/errors.js';
+import { runAgent } from '../../../src/agent/hosts/run-agent.js';
 import { ModelError, type Model } from '../../../src/model.js';
 import { scriptedModel } from '../../../src/models/scripted.js';
 import type { Message } from '../../../src/schemas.js';
@@ -96,6 +98,22 @@ describe('retries', () => {
       messages: [],
       usage: { inputTokens: 0, outputTokens: 0 },
     });
+  });
+
+  it('bad retry settings are refused when the agent is made, as InvalidConfigError naming the setting', async () => {
+    const model = () => scriptedModel([{ text: 'never' }]);
+    // Before: accepted here, then thrown as a ZodError from inside XState's start when the IO
+    // wrapped the models, which ended the Node process (runAgent's promise never settled).
+    for (const [retry, problem] of [
+      [{ maxRetries: -1 }, /retry: maxRetries: Too small/],
+      [{ baseDelayMs: '5' }, /retry: baseDelayMs: .*expected number/],
+      [{ maxDelay: 5 }, /retry: .*maxDelay.*maxDelayMs/],
+      [{ onRetry: 'log' }, /retry: onRetry: onRetry must be a function/],
+    ] as const) {
+      expect(() => createAgentMachine({ model: model(), retry: retry as never })).toThrow(InvalidConfigError);
+      expect(() => createAgentMachine({ model: model(), retry: retry as never })).toThrow(problem);
+      await expect(runAgent({ model: model(), prompt: 'hi', retry: retry as never })).rejects.toThrow(InvalidConfigError);
+    }
   });
 
   it('retry: false fails at the first retryable error', async () => {
