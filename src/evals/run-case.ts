@@ -12,6 +12,7 @@ import type { Usage } from '../model.js';
 import type { Message } from '../schemas.js';
 import { DurableSession } from '../sessions/durable-session.js';
 import { readSessionTrace, type TraceEntry } from '../sessions/trace.js';
+import { SessionBusyError } from '../stores/errors.js';
 import { MemorySessionStore } from '../stores/memory.js';
 import type { SessionStore } from '../stores/session-store.js';
 import type { EvalCase } from './dataset.js';
@@ -165,9 +166,15 @@ export async function runCase(evalCase: EvalCase, agent: EvalAgent, options: Run
   let stopAnswering = () => {};
   let last: AgentOutput | null = null;
   try {
-    // Opening a stored session would resume it: a new run gets a session of its own or none.
-    if (options.store && (await store.load(sessionId))) throw new EvalCaseError(caseId, 'run', `session '${sessionId}' already exists in the store: a new run needs a new session id`);
-    session = await DurableSession.open({ machine, store, sessionId, ...(evalCase.history && { history: evalCase.history }) });
+    // Opening a stored session would resume it: a new run gets a session of its own or none. Asked
+    // of the open itself (create): a look at the store first would miss a session another writer
+    // makes before the open reads it, and the run would go on in that conversation.
+    try {
+      session = await DurableSession.open({ machine, store, sessionId, create: true, ...(evalCase.history && { history: evalCase.history }) });
+    } catch (error) {
+      if (!SessionBusyError.isInstance(error)) throw error;
+      throw new EvalCaseError(caseId, 'run', `session '${sessionId}' already exists in the store: a new run needs a new session id`, { cause: error });
+    }
     stopAnswering = answerWaits(session.actor, {
       // The request names the session's run from 1: the case's runs are this session's.
       approve: (request) =>

@@ -12,6 +12,7 @@ import { checkKnownKeys, optionKeys } from '../known-keys.js';
 import { feedProblem } from '../brain/feed-problems.js';
 import type { Message, ToolMessage } from '../schemas.js';
 import type { SessionStore } from '../stores/session-store.js';
+import { SessionBusyError } from '../stores/errors.js';
 import { checkedExternal, externalEventProblem } from '../agent/protocol/events.js';
 import { extendScope, stopActor, type ChildSession, type OpenChildOptions } from '../agent/protocol/call-scope.js';
 import { EMPTY_LOG, logEffect } from './log-delta.js';
@@ -31,6 +32,13 @@ export interface OpenSessionOptions {
   sessionId: string;
   /** Conversation to start a new session from (ignored when the session exists). */
   history?: Message[] | undefined;
+  /**
+   * Only make a new session (default false): a stored one is refused with `SessionBusyError`
+   * (as the store refuses a second create), nothing written. Decided by the open's own read and
+   * by its creating write, which fails if another writer made the session meanwhile: never by a
+   * look at the store before the open, which another writer can overtake.
+   */
+  create?: boolean | undefined;
   /**
    * Whose session this is (a user, a resource, a team): its memory scope, stored with the session
    * when it is created, told to every operation and tool of its runs and inherited by its child
@@ -131,6 +139,7 @@ export class SessionScopeError extends LoopchartError {
 
 const OPEN_OPTION_KEYS = optionKeys<OpenSessionOptions>()({
   scope: true,
+  create: true,
   machine: true,
   store: true,
   sessionId: true,
@@ -306,6 +315,7 @@ export class DurableSession {
     const stored = await options.store.load(options.sessionId);
     let context: AgentContext | undefined;
     const replay = new Map<string, Map<string, ToolMessage>>();
+    if (stored && options.create === true) throw new SessionBusyError(options.sessionId, 0, stored.version);
     if (stored) {
       context = decodeRow(options.sessionId, stored.state, stored.messages);
       // A session made without a scope stays without one: a scope is given when a session is made.

@@ -1,5 +1,9 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { z } from 'zod';
 import { beforeAll, describe, expect, it } from 'vitest';
+import { createAgentMachine } from '../../machines/agent.machine.js';
 import { scoreCase } from '../../src/evals/run-eval.js';
 import { outputEquals } from '../../src/evals/scorers.js';
 import { scriptedModel } from '../../src/models/scripted.js';
@@ -8,6 +12,9 @@ import { runCase } from '../../src/evals/run-case.js';
 import { EvalCaseError, EvalOptionsError } from '../../src/evals/errors.js';
 import type { EvalCase } from '../../src/evals/dataset.js';
 import { MemorySessionStore } from '../../src/stores/memory.js';
+import { SqliteSessionStore } from '../../src/stores/sqlite.js';
+import type { StoredSession } from '../../src/stores/session-store.js';
+import { DurableSession } from '../../src/sessions/durable-session.js';
 import { calls, lookup, recordSession, supportAgent } from './support.js';
 
 const store = new MemorySessionStore();
@@ -98,4 +105,50 @@ describe('runCase', () => {
     expect(EvalOptionsError.isInstance(error)).toBe(true);
     expect(error).toMatchObject({ code: 'InvalidConfig', option: 'timeoutMs', message: expect.stringMatching(/^runCase option 'timeoutMs': .*got NaN$/) });
   });
+
+  it("a session made by another writer while the run opens its own is refused, never continued", async () => {
+    // A SQLite file whose first load of the eval's session answers late (held until released, at
+    // most 5 s), as a busy store does: it finds no session, and another writer makes one meanwhile.
+    const dir = mkdtempSync(join(tmpdir(), 'eval-race-'));
+    let release!: () => void;
+    let reached!: () => void;
+    const held = new Promise<void>((resolve) => (reached = resolve));
+    const released = Promise.race([new Promise<void>((resolve) => (release = resolve)), new Promise<void>((resolve) => setTimeout(resolve, 5_000))]);
+    let armed = true;
+    class LateStore extends SqliteSessionStore {
+      override async load(sessionId: string): Promise<StoredSession | undefined> {
+        const row = await super.load(sessionId);
+        if (armed && sessionId === 'eval-race') {
+          armed = false;
+          reached();
+          await released;
+        }
+        return row;
+      }
+    }
+    const file = new LateStore({ path: join(dir, 'runs.db') });
+    try {
+      const running = runCase(recorded, supportAgent([]), { model: 'recorded', store: file, sessionId: 'eval-race' }).catch((e: unknown) => e);
+      await held;
+      const other = await DurableSession.open({ machine: createAgentMachine({ model: scriptedModel([{ text: 'Your card ends in 4242.' }]) }), store: file, sessionId: 'eval-race' });
+      other.send({ type: 'input', message: 'Which card did I use?' });
+      await other.whenIdle();
+      await other.close();
+      const before = await file.load('eval-race');
+      release();
+      const error = await running;
+      // Before: the run opened the other writer's session and sent its prompt into it (its history
+      // then held 'Where is order A1?' after the other conversation), as if it were the run's own.
+      expect(EvalCaseError.isInstance(error)).toBe(true);
+      expect(error).toMatchObject({ message: expect.stringContaining("session 'eval-race' already exists in the store") });
+      const after = await file.load('eval-race');
+      expect(after!.version).toBe(before!.version);
+      expect(after!.messages.map((m) => m.content)).toEqual(['Which card did I use?', 'Your card ends in 4242.']);
+    } finally {
+      release();
+      await file.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
 });
+
