@@ -8,6 +8,7 @@ import { DurableSession, SessionScopeError } from '../sessions/durable-session.j
 import { ApprovalRefusedError, decideStored } from '../sessions/stored-decision.js';
 import { decideDoubtStored, type DoubtVerdict } from '../sessions/stored-doubt.js';
 import { decodeRow } from '../sessions/session-row.js';
+import { SessionBusyError } from '../stores/errors.js';
 import type { SessionStore } from '../stores/session-store.js';
 import { LiveLimitsSchema, type LiveStats, type SseStream } from '../viewer/sse.js';
 import { checkAnswers, childWaitProblem, type ContextOf, type ReadAnswer } from './answers.js';
@@ -339,6 +340,9 @@ class ChatSessions {
         chat = await this.#open(ask.chatId, admitted.scope);
       } catch (error) {
         if (SessionScopeError.isInstance(error)) return notFound(name);
+        // Another writer (a second process on the store) made or moved the chat between this
+        // open's read and its first write: nothing of this message was stored. Not a fault of ours.
+        if (SessionBusyError.isInstance(error)) return json(409, 'ChatBusy', `chat '${shown(name)}' was changed by another writer meanwhile: load it and send again`);
         throw error;
       }
       if (chat.run && !chat.run.ended) {
