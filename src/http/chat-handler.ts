@@ -17,7 +17,7 @@ import type { ChatAction } from './route.js';
 import { ChatRun } from './chat-run.js';
 import { AllowedOriginSchema, contentTypeProblem, crossSiteProblem } from './cross-site.js';
 import { FetchSink } from './fetch-sink.js';
-import { chatAsk, readJsonBody, type ApprovalAnswer } from './request.js';
+import { chatAsk, readJsonBody, type ApprovalAnswer, type BodyProblem } from './request.js';
 import { chatRoute, otherSurfaceProblem } from './route.js';
 import { SubagentTree } from '../agent/hosts/subagent-tree.js';
 import { RESERVED_OPERATIONS, RunChunker, type Audience } from './ui-chunks.js';
@@ -41,6 +41,8 @@ export const ChatHandlerOptionsSchema = z.strictObject({
   allowedOrigins: z.array(AllowedOriginSchema).max(1000).default([]),
   /** How long `authorize` and `chatKey` each may take before the request is refused (ms). Default 5 s. */
   authorizeTimeoutMs: z.number().int().min(1).max(120_000).default(5000),
+  /** How long a request body may take to arrive once its headers have (ms); then a 408. Default 30 s. */
+  bodyTimeoutMs: z.number().int().min(1).max(600_000).default(30_000),
 });
 export type ChatHandlerSettings = z.input<typeof ChatHandlerOptionsSchema>;
 
@@ -81,6 +83,10 @@ export interface ChatHandlerOptions extends ChatHandlerSettings {
  * ```
  */
 export type ChatErrorReporter = (error: unknown, request: Request) => void;
+
+/** A body that cannot be taken, as its answer. */
+const bodyRefusal = ({ problem, status }: BodyProblem): Response =>
+  json(status, status === 413 ? 'BodyTooLarge' : status === 408 ? 'BodyTimeout' : 'InvalidChatRequest', problem);
 
 /** What the page reads of a 500: a fixed sentence (the error's own message stays on the server). */
 const INTERNAL_MESSAGE = 'the chat handler failed; the server reported the error';
@@ -322,8 +328,8 @@ class ChatSessions {
   }
 
   async #post(request: Request): Promise<Response> {
-    const read = await readJsonBody(request, this.#settings.maxBodyBytes);
-    if ('problem' in read) return json(read.tooLarge ? 413 : 400, read.tooLarge ? 'BodyTooLarge' : 'InvalidChatRequest', read.problem);
+    const read = await readJsonBody(request, this.#settings.maxBodyBytes, this.#settings.bodyTimeoutMs);
+    if ('problem' in read) return bodyRefusal(read);
     const asked = chatAsk(read.body);
     if ('problem' in asked) return json(400, 'InvalidChatRequest', asked.problem);
     const other = otherSurfaceProblem(asked.ask.chatId);
@@ -443,8 +449,8 @@ class ChatSessions {
    */
   async #resumeOperation(request: Request, ref: ChatRef): Promise<Response> {
     const { key: chatId, name } = ref;
-    const read = await readJsonBody(request, this.#settings.maxBodyBytes);
-    if ('problem' in read) return json(read.tooLarge ? 413 : 400, read.tooLarge ? 'BodyTooLarge' : 'InvalidChatRequest', read.problem);
+    const read = await readJsonBody(request, this.#settings.maxBodyBytes, this.#settings.bodyTimeoutMs);
+    if ('problem' in read) return bodyRefusal(read);
     const asked = ResumeRequestSchema.safeParse(read.body);
     if (!asked.success) return json(400, 'InvalidChatRequest', `a resume is { operation, payload, target? }: ${z.prettifyError(asked.error).slice(0, 300)}`);
     const { operation, payload, target } = asked.data;

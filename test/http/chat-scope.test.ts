@@ -62,8 +62,13 @@ const systemOf = (request: ModelRequest) => request.messages.filter((m) => m.rol
 describe('chatScope', () => {
   it("remembers per user across chats, and one user's memory never reaches another's requests", async () => {
     const { handler, model } = setup();
-    expect((await handler(post('ada', 'monday', 'Remember: I am Ada, I work on the Lovelace engine.'))).status).toBe(200);
-    await (await handler(post('ada', 'monday', 'Thanks.'))).text();
+    // Each reply read to its end, as a page does: the next message waits for the run before it.
+    const remembered = await handler(post('ada', 'monday', 'Remember: I am Ada, I work on the Lovelace engine.'));
+    expect(remembered.status).toBe(200);
+    await remembered.text();
+    const thanked = await handler(post('ada', 'monday', 'Thanks.'));
+    expect(thanked.status).toBe(200);
+    await thanked.text();
     const first = model.requests.length;
     await (await handler(post('ada', 'friday', 'Which engine was it?'))).text();
     expect(systemOf(model.requests[first]!)).toContain('Remember: I am Ada, I work on the Lovelace engine.');
