@@ -4,13 +4,12 @@
  * as the runtime let the socket live (Node's requestTimeout, 300 s by default; under a framework
  * that has none, for ever), holding the request's slot. Now it answers 408 after `bodyTimeoutMs`.
  */
-import { once } from 'node:events';
-import { createServer } from 'node:http';
 import { connect } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
-import { ChatHandlerOptionsError, createChatHandler, toNodeListener } from '../../src/http.js';
+import { ChatHandlerOptionsError, createChatHandler } from '../../src/http.js';
 import { createAgentMachine, MemorySessionStore } from '../../src/index.js';
 import { scriptedModel } from '../../src/testing.js';
+import { listenOn } from './support.js';
 
 const cleanup: Array<() => Promise<unknown> | void> = [];
 afterEach(async () => {
@@ -22,14 +21,9 @@ const reported: unknown[] = [];
 async function serve(bodyTimeoutMs?: number) {
   const store = new MemorySessionStore();
   const handler = createChatHandler({ machine: createAgentMachine({ model: scriptedModel([{ text: 'hi' }]) }), store, onError: (error) => void reported.push(error), ...(bodyTimeoutMs !== undefined && { bodyTimeoutMs }) });
-  const server = createServer(toNodeListener(handler)).listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  cleanup.push(() => {
-    server.closeAllConnections();
-    return new Promise((resolve) => server.close(resolve));
-  });
-  cleanup.push(() => handler.close());
-  return { port: (server.address() as { port: number }).port, store };
+  const served = await listenOn(handler);
+  cleanup.push(() => served.close());
+  return { port: served.port, store };
 }
 
 /** Sends `path`'s headers and the first half of a JSON body, then waits; resolves with the status line, or 'none' after `ms`. */

@@ -7,44 +7,16 @@
  * her run, cancelled it or was told it had a run (PostgreSQL, 40 rounds of a page polling a chat
  * id while its owner made it: 34 streams and 7 transcripts of hers read, 39 of her runs cancelled).
  */
-import { once } from 'node:events';
-import { createServer } from 'node:http';
 import { afterEach, describe, expect, it } from 'vitest';
-import { createChatHandler, toNodeListener, type ChatAction } from '../../src/http.js';
-import { createAgentMachine, MemorySessionStore, type StoredSession } from '../../src/index.js';
+import { createChatHandler, type ChatAction } from '../../src/http.js';
+import { createAgentMachine } from '../../src/index.js';
 import type { Model } from '../../src/model.js';
-import { userMessage } from './support.js';
+import { LateStore, listenOn, userMessage } from './support.js';
 
 const cleanup: Array<() => Promise<unknown> | void> = [];
 afterEach(async () => {
   for (const step of cleanup.splice(0).reverse()) await step();
 });
-
-/** A memory store whose next `load` of one session, once armed, answers only when released (at most 5 s). */
-class LateStore extends MemorySessionStore {
-  #armed: { sessionId: string; reached: () => void; release: Promise<void> } | null = null;
-
-  /** Holds the next load of `sessionId` after it read the row; `reached` settles once one is held. */
-  arm(sessionId: string): { reached: Promise<void>; release: () => void } {
-    let release!: () => void;
-    let reached!: () => void;
-    const released = new Promise<void>((resolve) => (release = resolve));
-    const reachedOnce = new Promise<void>((resolve) => (reached = resolve));
-    this.#armed = { sessionId, reached, release: Promise.race([released, new Promise<void>((resolve) => setTimeout(resolve, 5_000))]) };
-    return { reached: reachedOnce, release };
-  }
-
-  override async load(sessionId: string): Promise<StoredSession | undefined> {
-    const row = await super.load(sessionId);
-    const armed = this.#armed;
-    if (armed?.sessionId === sessionId) {
-      this.#armed = null;
-      armed.reached();
-      await armed.release;
-    }
-    return row;
-  }
-}
 
 /** Answers once released (at most 5 s), so ada's run is in flight while bob asks. */
 function heldModel(): Model & { release: () => void } {
@@ -64,16 +36,9 @@ async function scopedServer() {
   const store = new LateStore();
   const model = heldModel();
   const handler = createChatHandler({ machine: createAgentMachine({ model }), store, chatScope: (request) => `user:${request.headers.get('x-user')}` });
-  const server = createServer(toNodeListener(handler)).listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  cleanup.push(() => {
-    model.release();
-    server.closeAllConnections();
-    return new Promise((resolve) => server.close(resolve));
-  });
-  cleanup.push(() => handler.close());
-  const api = `http://127.0.0.1:${(server.address() as { port: number }).port}/api/chat`;
-  return { store, model, api };
+  const served = await listenOn(handler);
+  cleanup.push(() => (model.release(), served.close()));
+  return { store, model, api: served.api };
 }
 
 function ask(api: string, action: Exclude<ChatAction, 'post'>, user: string, chatId: string): Promise<Response> {

@@ -1,5 +1,8 @@
+import { once } from 'node:events';
+import { createServer } from 'node:http';
 import { expect } from 'vitest';
-import type { ChatHandler } from '../../src/http.js';
+import { toNodeListener, type ChatHandler } from '../../src/http.js';
+import { MemorySessionStore, type StoredSession } from '../../src/index.js';
 
 /** What a test needs of one AI SDK version: its own transport (parsing and checking chunks) and readUIMessageStream. */
 export interface Sdk {
@@ -102,3 +105,50 @@ export const answered = (message: UIMessage, approved: boolean, reason?: string)
     part.state === 'approval-requested' ? { ...part, state: 'approval-responded', approval: { ...part.approval!, approved, ...(reason !== undefined && { reason }) } } : part,
   ),
 });
+
+/**
+ * A memory store whose next `load` of one session, once armed, answers only when released (at
+ * most 5 s): a race between two requests made the same every run (the read finds what was there
+ * before, the other request writes meanwhile, then the answer arrives), as PostgreSQL's round trip
+ * makes it now and then.
+ */
+export class LateStore extends MemorySessionStore {
+  #armed: { sessionId: string; reached: () => void; release: Promise<void> } | null = null;
+
+  /** Holds the next load of `sessionId` after it read the row; `reached` settles once one is held. */
+  arm(sessionId: string): { reached: Promise<void>; release: () => void } {
+    let release!: () => void;
+    let reached!: () => void;
+    const released = new Promise<void>((resolve) => (release = resolve));
+    const reachedOnce = new Promise<void>((resolve) => (reached = resolve));
+    this.#armed = { sessionId, reached, release: Promise.race([released, new Promise<void>((resolve) => setTimeout(resolve, 5_000))]) };
+    return { reached: reachedOnce, release };
+  }
+
+  override async load(sessionId: string): Promise<StoredSession | undefined> {
+    const row = await super.load(sessionId);
+    const armed = this.#armed;
+    if (armed?.sessionId === sessionId) {
+      this.#armed = null;
+      armed.reached();
+      await armed.release;
+    }
+    return row;
+  }
+}
+
+/** `handler` on a `node:http` server of 127.0.0.1; `close` ends its connections, the server and the handler. */
+export async function listenOn(handler: ChatHandler): Promise<{ port: number; api: string; close: () => Promise<void> }> {
+  const server = createServer(toNodeListener(handler)).listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  const port = (server.address() as { port: number }).port;
+  return {
+    port,
+    api: `http://127.0.0.1:${port}/api/chat`,
+    async close() {
+      server.closeAllConnections();
+      await new Promise((resolve) => server.close(resolve));
+      await handler.close();
+    },
+  };
+}

@@ -6,54 +6,22 @@
  * "internal error", told to onError as a bug); it is a 409 saying another writer has the chat,
  * and the first handler's run is untouched.
  */
-import { once } from 'node:events';
-import { createServer } from 'node:http';
 import { afterEach, describe, expect, it } from 'vitest';
-import { createChatHandler, toNodeListener } from '../../src/http.js';
-import { createAgentMachine, MemorySessionStore, type StoredSession } from '../../src/index.js';
+import { createChatHandler } from '../../src/http.js';
+import { createAgentMachine } from '../../src/index.js';
 import { scriptedModel } from '../../src/testing.js';
-import { userMessage } from './support.js';
+import { LateStore, listenOn, userMessage } from './support.js';
 
 const cleanup: Array<() => Promise<unknown> | void> = [];
 afterEach(async () => {
   for (const step of cleanup.splice(0).reverse()) await step();
 });
 
-/** A memory store whose next `load` of one session, once armed, answers only when released (at most 5 s). */
-class LateStore extends MemorySessionStore {
-  #armed: { sessionId: string; reached: () => void; release: Promise<void> } | null = null;
-
-  arm(sessionId: string): { reached: Promise<void>; release: () => void } {
-    let release!: () => void;
-    let reached!: () => void;
-    const released = new Promise<void>((resolve) => (release = resolve));
-    const reachedOnce = new Promise<void>((resolve) => (reached = resolve));
-    this.#armed = { sessionId, reached, release: Promise.race([released, new Promise<void>((resolve) => setTimeout(resolve, 5_000))]) };
-    return { reached: reachedOnce, release };
-  }
-
-  override async load(sessionId: string): Promise<StoredSession | undefined> {
-    const row = await super.load(sessionId);
-    const armed = this.#armed;
-    if (armed?.sessionId === sessionId) {
-      this.#armed = null;
-      armed.reached();
-      await armed.release;
-    }
-    return row;
-  }
-}
-
-async function serve(store: MemorySessionStore, reply: string, errors: unknown[]) {
+async function serve(store: LateStore, reply: string, errors: unknown[]) {
   const handler = createChatHandler({ machine: createAgentMachine({ model: scriptedModel([{ text: reply }]) }), store, onError: (error) => void errors.push(error) });
-  const server = createServer(toNodeListener(handler)).listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  cleanup.push(() => {
-    server.closeAllConnections();
-    return new Promise((resolve) => server.close(resolve));
-  });
-  cleanup.push(() => handler.close());
-  return `http://127.0.0.1:${(server.address() as { port: number }).port}/api/chat`;
+  const served = await listenOn(handler);
+  cleanup.push(() => served.close());
+  return served.api;
 }
 
 const post = (api: string, text: string) =>
