@@ -7,7 +7,7 @@ import { type AgentEvent } from '../agent/protocol/agent-event.js';
 import { EFFECT_SPECIFICATION_VERSION, type Executor, type SideEffect, type SideEffectOutputs } from '../agent/protocol/executor.js';
 import { innerKey, keyOf, markerBatch, parseKey, serviceKey, turnOf } from '../agent/protocol/keys.js';
 import { pendingCalls } from '../agent/core/brain-state.js';
-import { InvalidFeedError, LoopchartError } from '../errors.js';
+import { InvalidConfigError, InvalidFeedError, LoopchartError } from '../errors.js';
 import { checkKnownKeys, optionKeys } from '../known-keys.js';
 import { feedProblem } from '../brain/feed-problems.js';
 import type { Message, ToolMessage } from '../schemas.js';
@@ -312,6 +312,11 @@ export class DurableSession {
   /** Loads the session, or creates it, and starts its actor; a run in flight continues at once (unless `resume: false`). */
   static async open(options: OpenSessionOptions): Promise<DurableSession> {
     checkKnownKeys(options, OPEN_OPTION_KEYS, 'DurableSession.open');
+    // A switch given as anything but a boolean ('yes', 1) would be read as its default: refused instead.
+    for (const name of ['create', 'resume'] as const) {
+      const value = options[name];
+      if (value !== undefined && typeof value !== 'boolean') throw new InvalidConfigError(`DurableSession.open: ${name} must be true or false, not ${JSON.stringify(value)?.slice(0, 40) ?? typeof value}`);
+    }
     const stored = await options.store.load(options.sessionId);
     let context: AgentContext | undefined;
     const replay = new Map<string, Map<string, ToolMessage>>();

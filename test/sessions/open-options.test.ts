@@ -1,0 +1,31 @@
+/**
+ * `DurableSession.open`'s switches are checked where they enter: `create` and `resume` given as
+ * anything but a boolean are refused with InvalidConfigError, nothing read or written. Before, a
+ * `create: 'yes'` was read as false (the open continued a stored session it was told to refuse)
+ * and a `resume: 'no'` as true (a stored run in flight went on).
+ */
+import { describe, expect, it } from 'vitest';
+import { createAgentMachine, DurableSession, InvalidConfigError, MemorySessionStore } from '../../src/index.js';
+import { scriptedModel } from '../../src/testing.js';
+
+describe('DurableSession.open options', () => {
+  it('refuses a create or resume that is no boolean, and touches nothing', async () => {
+    const store = new MemorySessionStore();
+    const machine = createAgentMachine({ model: scriptedModel([{ text: 'Hello.' }, { text: 'Again.' }]) });
+    const first = await DurableSession.open({ machine, store, sessionId: 'kept' });
+    first.send({ type: 'input', message: 'hi' });
+    await first.whenIdle();
+    await first.close();
+    const version = (await store.load('kept'))!.version;
+    for (const [name, value] of [['create', 'yes'], ['create', 1], ['resume', 'no'], ['resume', null]] as const) {
+      const opened = DurableSession.open({ machine, store, sessionId: 'kept', [name]: value } as never);
+      await expect(opened).rejects.toThrow(InvalidConfigError);
+      await expect(DurableSession.open({ machine, store, sessionId: 'kept', [name]: value } as never)).rejects.toThrow(`DurableSession.open: ${name} must be true or false`);
+    }
+    expect((await store.load('kept'))!.version).toBe(version);
+    // The booleans still do what they say.
+    await expect(DurableSession.open({ machine, store, sessionId: 'kept', create: true })).rejects.toThrow(/already exists/);
+    const again = await DurableSession.open({ machine, store, sessionId: 'kept', create: false, resume: false });
+    await again.close();
+  });
+});
