@@ -141,6 +141,9 @@ export function compileAgent(config: AgentConfig): CompiledAgent {
   const models = modelList(config.model, config.fallbackOn, prices);
   const maxCalls = config.maxToolCallsPerReply ?? DEFAULT_MAX_TOOL_CALLS_PER_REPLY;
   if (!Number.isInteger(maxCalls) || maxCalls < 1) throw new InvalidConfigError(`maxToolCallsPerReply must be a positive integer, got ${maxCalls}`);
+  // Checked here: 0 or less left every tool call queued (the run never settled), NaN threw from setMaxListeners in the IO's start.
+  const concurrency = config.toolConcurrency ?? DEFAULT_TOOL_CONCURRENCY;
+  if (!Number.isInteger(concurrency) || concurrency < 1) throw new InvalidConfigError(`toolConcurrency must be a positive integer, got ${String(concurrency)}`);
   if (config.instructions !== undefined && typeof config.instructions !== 'string') throw new InvalidConfigError('instructions must be a string');
   const repetition = repetitionLimit(config.repetition);
   const instructions: Message | undefined = config.instructions ? { role: 'system', content: config.instructions } : undefined;

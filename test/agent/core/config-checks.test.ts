@@ -1,0 +1,25 @@
+/** Agent settings with a wrong type or out of range: refused when the agent is made, never inside a run. */
+import { describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { createAgentMachine } from '../../../machines/agent.machine.js';
+import { InvalidConfigError } from '../../../src/errors.js';
+import { runAgent } from '../../../src/agent/hosts/run-agent.js';
+import { scriptedModel } from '../../../src/models/scripted.js';
+import { defineTool } from '../../../src/tools/define-tool.js';
+
+const echo = defineTool({ name: 'echo', description: 'Echoes x.', input: z.object({ x: z.string() }), execute: async ({ x }) => x });
+const model = () => scriptedModel([{ toolCalls: [{ name: 'echo', args: { x: 'a' } }] }, { text: 'done' }]);
+
+describe('agent settings checked when the agent is made', () => {
+  it('toolConcurrency that is no positive integer is an InvalidConfigError naming it', async () => {
+    // Before: 0 and -1 were accepted and every tool call stayed queued (runAgent never settled);
+    // NaN threw a RangeError from setMaxListeners as the IO started; 1.5 and '2' ran as if valid.
+    for (const toolConcurrency of [0, -1, 1.5, Number.NaN, '2']) {
+      expect(() => createAgentMachine({ model: model(), tools: [echo], toolConcurrency: toolConcurrency as never })).toThrow(InvalidConfigError);
+      expect(() => createAgentMachine({ model: model(), tools: [echo], toolConcurrency: toolConcurrency as never })).toThrow(/toolConcurrency must be a positive integer/);
+      await expect(runAgent({ model: model(), tools: [echo], prompt: 'hi', toolConcurrency: toolConcurrency as never })).rejects.toThrow(InvalidConfigError);
+    }
+    const result = await runAgent({ model: model(), tools: [echo], prompt: 'hi', toolConcurrency: 1 });
+    expect(result.outcome.type).toBe('Completed');
+  }, 10_000);
+});
