@@ -144,6 +144,8 @@ export function compileAgent(config: AgentConfig): CompiledAgent {
   // Checked here: 0 or less left every tool call queued (the run never settled), NaN threw from setMaxListeners in the IO's start.
   const concurrency = config.toolConcurrency ?? DEFAULT_TOOL_CONCURRENCY;
   if (!Number.isInteger(concurrency) || concurrency < 1) throw new InvalidConfigError(`toolConcurrency must be a positive integer, got ${String(concurrency)}`);
+  // Checked here: one that is no function threw a TypeError as the run started.
+  if (config.clock !== undefined && typeof config.clock !== 'function') throw new InvalidConfigError(`clock must be a function returning ms since the epoch, got ${typeof config.clock}`);
   if (config.instructions !== undefined && typeof config.instructions !== 'string') throw new InvalidConfigError('instructions must be a string');
   const repetition = repetitionLimit(config.repetition);
   const instructions: Message | undefined = config.instructions ? { role: 'system', content: config.instructions } : undefined;

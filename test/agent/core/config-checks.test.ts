@@ -22,4 +22,13 @@ describe('agent settings checked when the agent is made', () => {
     const result = await runAgent({ model: model(), tools: [echo], prompt: 'hi', toolConcurrency: 1 });
     expect(result.outcome.type).toBe('Completed');
   }, 10_000);
+
+  it('a clock that is no function is an InvalidConfigError naming it', async () => {
+    // Before: accepted, then runAgent failed with a raw TypeError 'agent.clock is not a function' as the run started.
+    for (const clock of ['now', 5, {}]) {
+      expect(() => createAgentMachine({ model: model(), clock: clock as never })).toThrow(InvalidConfigError);
+      expect(() => createAgentMachine({ model: model(), clock: clock as never })).toThrow(/clock must be a function/);
+      await expect(runAgent({ model: model(), tools: [echo], prompt: 'hi', clock: clock as never })).rejects.toThrow(InvalidConfigError);
+    }
+  });
 });
