@@ -153,6 +153,7 @@ export function compileAgent(config: AgentConfig): CompiledAgent {
   const structured = compileOutput(config, [...models.entries.map((entry) => entry.model), ...handoffModels(config.handoffs)]);
   // A tool name contributed twice (config, operations, the answer's tool) fails here, loudly.
   const shared = [...operations.flatMap((op) => op.tools ?? []), ...(structured?.tool ? [structured.tool] : [])];
+  checkToolList(config.tools);
   const team = compileTeam({ handoffs: config.handoffs, instructions: config.instructions, own: config.tools ?? [], shared, models: models.entries.length });
   const tools = new ToolSet(team ? team.tools : [...(config.tools ?? []), ...shared]);
   // The models the agent calls itself, by their index in the IO's list: its own, then its handoff agents' (at their prices, else the agent's).
@@ -262,6 +263,19 @@ export function checkedPolicy(
   const problem = pruneLineProblem(pruning, resolved);
   if (problem) throw make(problem);
   return resolved;
+}
+
+/**
+ * The agent's own tools are a list of tools (what defineTool makes): a string or a list holding
+ * something else passed here and failed as a raw TypeError ("reading 'name'") when a run started.
+ */
+function checkToolList(tools: unknown): void {
+  if (tools === undefined) return;
+  if (!Array.isArray(tools)) throw new InvalidConfigError(`tools must be a list of tools (defineTool), got ${typeof tools}`);
+  tools.forEach((tool: unknown, index) => {
+    const { name, execute } = (typeof tool === 'object' && tool !== null ? tool : {}) as { name?: unknown; execute?: unknown };
+    if (typeof name !== 'string' || typeof execute !== 'function') throw new InvalidConfigError(`tools[${index}] must be a tool (defineTool) with a name and execute`);
+  });
 }
 
 /**

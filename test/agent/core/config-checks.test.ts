@@ -31,4 +31,18 @@ describe('agent settings checked when the agent is made', () => {
       await expect(runAgent({ model: model(), tools: [echo], prompt: 'hi', clock: clock as never })).rejects.toThrow(InvalidConfigError);
     }
   });
+
+  it('tools that are no list of tools are an InvalidConfigError naming them', async () => {
+    // Before: accepted, then runAgent failed with a raw TypeError "Cannot read properties of undefined (reading 'name')".
+    for (const [tools, problem] of [
+      ['echo', /tools must be a list of tools/],
+      [[5], /tools\[0\] must be a tool/],
+      [[echo, {}], /tools\[1\] must be a tool/],
+      [[{ name: 'x' }], /tools\[0\] must be a tool/],
+    ] as const) {
+      expect(() => createAgentMachine({ model: model(), tools: tools as never })).toThrow(InvalidConfigError);
+      expect(() => createAgentMachine({ model: model(), tools: tools as never })).toThrow(problem);
+      await expect(runAgent({ model: model(), prompt: 'hi', tools: tools as never })).rejects.toThrow(InvalidConfigError);
+    }
+  });
 });
