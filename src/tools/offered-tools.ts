@@ -39,8 +39,13 @@ export type SourceRef = string | number;
  * is built (an `InvalidConfigError` then) and at each listing.
  */
 export function sourceRefs(sources: readonly ToolSource[]): SourceRef[] {
+  // Checked here, as the agent is made: a string threw a raw TypeError, a list holding no source failed each run.
+  if (!Array.isArray(sources)) throw new InvalidConfigError(`toolSources must be a list of tool sources (mcpTools), got ${typeof sources}`);
   const seen = new Map<string, number>();
   return sources.map((source, index) => {
+    if (typeof source !== 'object' || source === null || typeof source.listTools !== 'function') {
+      throw new InvalidConfigError(`toolSources[${index}] must be a tool source (mcpTools) with listTools()`);
+    }
     const { name } = source;
     if (name === undefined) return index;
     if (typeof name !== 'string' || name.length === 0 || name.length > MAX_SOURCE_NAME_CHARS) {

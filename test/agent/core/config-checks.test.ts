@@ -45,4 +45,17 @@ describe('agent settings checked when the agent is made', () => {
       await expect(runAgent({ model: model(), prompt: 'hi', tools: tools as never })).rejects.toThrow(InvalidConfigError);
     }
   });
+
+  it('toolSources that are no list of sources are an InvalidConfigError naming them', async () => {
+    // Before: a string threw a raw TypeError 'sources.map is not a function' at creation; [5] was accepted and each run Failed.
+    for (const [toolSources, problem] of [
+      ['mcp', /toolSources must be a list of tool sources/],
+      [[5], /toolSources\[0\] must be a tool source/],
+      [[{ name: 'docs' }], /toolSources\[0\] must be a tool source/],
+    ] as const) {
+      expect(() => createAgentMachine({ model: model(), toolSources: toolSources as never })).toThrow(InvalidConfigError);
+      expect(() => createAgentMachine({ model: model(), toolSources: toolSources as never })).toThrow(problem);
+      await expect(runAgent({ model: model(), prompt: 'hi', toolSources: toolSources as never })).rejects.toThrow(InvalidConfigError);
+    }
+  });
 });
