@@ -150,6 +150,12 @@ export function defineTool(spec: ToolSpec<z.ZodType> | JsonSchemaToolSpec): Tool
   if (unknown) throw new InvalidToolError(String(spec.name), unknown);
   const meta = ToolMetaSchema.safeParse(spec);
   if (!meta.success) throw new InvalidToolError(String(spec.name), z.prettifyError(meta.error));
+  // Checked here: a needsApproval of 'yes' was accepted and failed every run that called the tool.
+  if (typeof spec.execute !== 'function') throw new InvalidToolError(spec.name, 'execute must be a function');
+  const approval: unknown = spec.needsApproval;
+  if (approval !== undefined && typeof approval !== 'boolean' && typeof approval !== 'function') {
+    throw new InvalidToolError(spec.name, `needsApproval must be a boolean or a function, got ${typeof approval}`);
+  }
   const { input, inputSchema } = toolInput(spec);
   // zod never enforces a `__proto__` argument: the guard does, so one it cannot place fails here.
   const ownKeys = protoKeys(spec.name, inputSchema);

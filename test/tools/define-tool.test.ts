@@ -54,6 +54,19 @@ describe('defineTool', () => {
     );
   });
 
+  it('refuses a needsApproval that is no boolean or function, and an execute that is no function', () => {
+    // Before: needsApproval 'yes' was accepted and every run that called the tool Failed; execute 'x' was accepted too.
+    for (const needsApproval of ['yes', 1, {}]) {
+      const bad = () => defineTool({ name: 'x', description: '', input: z.object({}), needsApproval: needsApproval as never, execute: () => '' });
+      expect(bad).toThrow(InvalidToolError);
+      expect(bad).toThrow(/needsApproval must be a boolean or a function/);
+    }
+    const noRun = () => defineTool({ name: 'x', description: '', input: z.object({}), execute: 'x' as never });
+    expect(noRun).toThrow(InvalidToolError);
+    expect(noRun).toThrow(/execute must be a function/);
+    expect(defineTool({ name: 'x', description: '', input: z.object({}), needsApproval: false, execute: () => '' }).needsApproval).toBe(false);
+  });
+
   it('refuses arguments that are not an object', () => {
     expect(() => defineTool({ name: 'x', description: '', input: z.string(), execute: () => '' })).toThrow(
       /must describe an object/,
