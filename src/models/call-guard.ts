@@ -1,3 +1,4 @@
+import { InvalidConfigError } from '../errors.js';
 import { abortError, ModelDeadlineError, ReadTimeoutError } from './errors.js';
 
 /** setTimeout's longest delay (about 24.8 days); a longer timeout is no timeout at all. */
@@ -8,12 +9,12 @@ export const DEFAULT_MODEL_DEADLINE_MS = 10 * 60_000;
 
 /**
  * Checks a timeout option: a positive number of ms, or `Infinity` to turn the timeout off.
- * Throws a RangeError at construction so a typo does not silently mean "no timeout".
+ * Throws an InvalidConfigError at construction so a typo does not silently mean "no timeout".
  */
 export function timeoutOption(name: string, value: number | undefined, fallback: number): number {
   if (value === undefined) return fallback;
   if (typeof value !== 'number' || Number.isNaN(value) || value <= 0) {
-    throw new RangeError(`${name} must be a positive number of milliseconds (or Infinity for none), got ${String(value)}`);
+    throw new InvalidConfigError(`${name} must be a positive number of milliseconds (or Infinity for none), got ${String(value)}`);
   }
   return value;
 }

@@ -100,7 +100,7 @@ export function openAICompatibleModel(options: OpenAICompatibleOptions): Model {
   const finishGraceMs = Math.min(FINISH_GRACE_MS, readTimeoutMs / 2);
   const maxResponseBytes = options.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES;
   if (!Number.isInteger(maxResponseBytes) || maxResponseBytes <= 0) {
-    throw new RangeError(`maxResponseBytes must be a positive integer, got ${String(maxResponseBytes)}`);
+    throw new InvalidConfigError(`openAICompatibleModel: maxResponseBytes must be a positive integer, got ${String(maxResponseBytes)}`);
   }
   const doFetch = options.fetch ?? globalThis.fetch;
   const baseHeaders: Record<string, string> = {

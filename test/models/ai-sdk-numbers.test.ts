@@ -3,6 +3,7 @@ import type { LanguageModelV3StreamPart } from 'ai-sdk-provider-v3';
 import { convertArrayToReadableStream, MockLanguageModelV2 } from 'ai/test';
 import { beforeAll, describe, expect, it } from 'vitest';
 import type { ModelRequest, ToolDefinition } from '../../src/model.js';
+import { InvalidConfigError } from '../../src/errors.js';
 import { ModelError } from '../../src/model.js';
 import { aiSdkModel, type AiSdkModelOptions } from '../../src/models/ai-sdk.js';
 import type { AiSdkLanguageModel } from '../../src/models/ai-sdk-spec.js';
@@ -176,8 +177,8 @@ describe.each(PROVIDER_MAJORS)('aiSdkModel through $name against a real HTTP ser
   });
 
   it('a nonsense read timeout or deadline is refused when the model is made, not read as "none"', () => {
-    expect(() => model({ readTimeoutMs: 0 })).toThrow(RangeError);
-    expect(() => model({ deadlineMs: -1 })).toThrow(RangeError);
+    expect(() => model({ readTimeoutMs: 0 })).toThrow(InvalidConfigError);
+    expect(() => model({ deadlineMs: -1 })).toThrow(InvalidConfigError);
     expect(() => model({ readTimeoutMs: Infinity, deadlineMs: Infinity })).not.toThrow();
   });
 

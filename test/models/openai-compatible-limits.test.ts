@@ -3,6 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { gzipSync } from 'node:zlib';
 import { describe, expect, it } from 'vitest';
 import type { ModelRequest } from '../../src/model.js';
+import { InvalidConfigError } from '../../src/errors.js';
 import { ModelError } from '../../src/model.js';
 import { MalformedStreamError, ModelDeadlineError } from '../../src/models/errors.js';
 import { openAICompatibleModel, type OpenAICompatibleOptions } from '../../src/models/openai-compatible.js';
@@ -104,12 +105,16 @@ describe('openAICompatibleModel: an overall deadline besides the read timeout', 
   });
 
   it('a nonsense deadline or read timeout is refused when the model is made; Infinity turns it off', () => {
-    expect(() => model({ deadlineMs: 0 })).toThrow(RangeError);
-    expect(() => model({ deadlineMs: Number.NaN })).toThrow(RangeError);
+    expect(() => model({ deadlineMs: 0 })).toThrow(InvalidConfigError);
+    expect(() => model({ deadlineMs: Number.NaN })).toThrow(InvalidConfigError);
     expect(() => model({ deadlineMs: Infinity })).not.toThrow();
-    expect(() => model({ readTimeoutMs: 0 })).toThrow(RangeError);
-    expect(() => model({ readTimeoutMs: -5 })).toThrow(RangeError);
+    expect(() => model({ readTimeoutMs: 0 })).toThrow(InvalidConfigError);
+    expect(() => model({ readTimeoutMs: -5 })).toThrow(InvalidConfigError);
     expect(() => model({ readTimeoutMs: Infinity })).not.toThrow();
+    // Before: a raw RangeError, not the LoopchartError every other bad option is.
+    expect(() => model({ readTimeoutMs: '5' as never })).toThrow(/readTimeoutMs must be a positive number/);
+    expect(() => model({ maxResponseBytes: -1 })).toThrow(InvalidConfigError);
+    expect(() => model({ maxResponseBytes: 1.5 })).toThrow(/maxResponseBytes must be a positive integer/);
   });
 });
 
