@@ -102,6 +102,7 @@ export function openAICompatibleModel(options: OpenAICompatibleOptions): Model {
   if (!Number.isInteger(maxResponseBytes) || maxResponseBytes <= 0) {
     throw new InvalidConfigError(`openAICompatibleModel: maxResponseBytes must be a positive integer, got ${String(maxResponseBytes)}`);
   }
+  optionTypes(options);
   const doFetch = options.fetch ?? globalThis.fetch;
   const baseHeaders: Record<string, string> = {
     'content-type': 'application/json',
@@ -110,6 +111,12 @@ export function openAICompatibleModel(options: OpenAICompatibleOptions): Model {
     // Lower-cased so a user's `Authorization` replaces ours instead of being joined to it by fetch.
     ...Object.fromEntries(Object.entries(options.headers ?? {}).map(([k, v]) => [k.toLowerCase(), v])),
   };
+  // Headers fetch would refuse (a newline in a value, a space in a name) failed every call; named here without their values (credentials).
+  try {
+    new Headers(baseHeaders);
+  } catch {
+    throw new InvalidConfigError(`openAICompatibleModel: headers (or apiKey) hold a name or value HTTP does not allow: ${Object.keys(baseHeaders).join(', ')}`);
+  }
   // What this model sends as credentials: no error it throws may carry them (see redactError).
   const secrets = [...(options.apiKey ? [options.apiKey] : []), ...headerSecrets(baseHeaders)];
 
@@ -289,6 +296,21 @@ class BodyHead {
  * Credentials in the URL: fetch refuses them, and every error quoting the URL would leak them.
  * The message names the problem without repeating the URL.
  */
+/**
+ * The options' types, checked when the model is made: a wrong one (apiKey 5, headers 'x', fetch
+ * 'x', structuredOutputs 'yes') was accepted and failed, or was quietly misread, at every call.
+ */
+function optionTypes(options: OpenAICompatibleOptions): void {
+  const problem = (key: string, what: string) => new InvalidConfigError(`openAICompatibleModel: ${key} must be ${what}`);
+  const { apiKey, headers, fetch, structuredOutputs }: Record<string, unknown> = { ...options };
+  if (apiKey !== undefined && typeof apiKey !== 'string') throw problem('apiKey', 'a string');
+  if (headers !== undefined && (typeof headers !== 'object' || headers === null || Array.isArray(headers) || Object.values(headers).some((v) => typeof v !== 'string'))) {
+    throw problem('headers', 'an object of string values');
+  }
+  if (fetch !== undefined && typeof fetch !== 'function') throw problem('fetch', 'a function');
+  if (structuredOutputs !== undefined && typeof structuredOutputs !== 'boolean') throw problem('structuredOutputs', 'a boolean');
+}
+
 function refuseCredentials(baseURL: string): void {
   let parsed: URL;
   try {

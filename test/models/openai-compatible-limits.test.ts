@@ -116,6 +116,23 @@ describe('openAICompatibleModel: an overall deadline besides the read timeout', 
     expect(() => model({ maxResponseBytes: -1 })).toThrow(InvalidConfigError);
     expect(() => model({ maxResponseBytes: 1.5 })).toThrow(/maxResponseBytes must be a positive integer/);
   });
+
+  it('options of the wrong type are refused when the model is made, naming the option and no header value', () => {
+    // Before: each was accepted, and every call then failed (a ModelError) or read it wrongly.
+    for (const [options, problem] of [
+      [{ apiKey: 5 }, /apiKey must be a string/],
+      [{ headers: 'x' }, /headers must be an object of string values/],
+      [{ headers: { 'x-team': 5 } }, /headers must be an object of string values/],
+      [{ fetch: 'x' }, /fetch must be a function/],
+      [{ structuredOutputs: 'yes' }, /structuredOutputs must be a boolean/],
+      [{ headers: { 'x-team': 'a\nsecret' } }, /headers \(or apiKey\) hold a name or value HTTP does not allow: .*x-team/],
+      [{ apiKey: 'sk-\nsecret' }, /headers \(or apiKey\) hold a name or value/],
+    ] as const) {
+      expect(() => model(options as never)).toThrow(InvalidConfigError);
+      expect(() => model(options as never)).toThrow(problem);
+      expect(() => model(options as never)).not.toThrow(/secret/);
+    }
+  });
 });
 
 describe('openAICompatibleModel: the whole response is bounded, not only each line', () => {
