@@ -1,4 +1,4 @@
-import { MissingPackageError } from '../errors.js';
+import { InvalidConfigError, MissingPackageError } from '../errors.js';
 import { isMissingPackage } from '../missing-package.js';
 import type { SessionStore } from './session-store.js';
 
@@ -19,6 +19,10 @@ import type { SessionStore } from './session-store.js';
  * ```
  */
 export async function openSessionStore(location?: string, options: { schema?: string | undefined } = {}): Promise<SessionStore> {
+  // Checked here: a number threw a raw TypeError ('startsWith is not a function'), a schema of 5 was dropped.
+  if (location !== undefined && typeof location !== 'string') throw new InvalidConfigError(`openSessionStore: the location must be a string, got ${typeof location}`);
+  if (typeof options !== 'object' || options === null) throw new InvalidConfigError('openSessionStore: options must be an object { schema? }');
+  if (options.schema !== undefined && typeof options.schema !== 'string') throw new InvalidConfigError(`openSessionStore: schema must be a string, got ${typeof options.schema}`);
   if (location === 'memory:') {
     const { MemorySessionStore } = await import('./memory.js');
     return new MemorySessionStore();
