@@ -77,6 +77,23 @@ const VIEWER_OPTION_KEYS = optionKeys<ViewerOptions>()({
 /** The options besides the store's and the port's, checked once the keys are: the hook, its timeout, the schedule source. */
 const CheckedOptionsSchema = ViewerAccessOptionsSchema.extend({ schedules: ScheduleSourceSchema.optional() });
 
+/** setTimeout's longest delay: a longer pollMs would poll every millisecond. */
+const MAX_POLL_MS = 2 ** 31 - 1;
+
+/**
+ * The store, port, poll interval and label, checked before anything listens. Before, a port of
+ * 'x' listened on a socket file named x, a pollMs of 0, -1 or 1e12 polled every millisecond, and
+ * a store or label of the wrong type failed every page.
+ */
+function viewerSettingsProblem(options: ViewerOptions): void {
+  const bad = (message: string) => new ViewerOptionsError(`startViewer: ${message}`);
+  const { store, port, pollMs, storeLabel }: Record<string, unknown> = { ...options };
+  if (typeof store !== 'object' || store === null || typeof (store as { load?: unknown }).load !== 'function') throw bad('store must be a session store (openSessionStore)');
+  if (port !== undefined && (!Number.isInteger(port) || (port as number) < 0 || (port as number) > 65_535)) throw bad(`port must be a whole number from 0 to 65535, got ${String(port)}`);
+  if (pollMs !== undefined && (!Number.isInteger(pollMs) || (pollMs as number) < 1 || (pollMs as number) > MAX_POLL_MS)) throw bad(`pollMs must be a whole number of ms from 1 to ${MAX_POLL_MS}, got ${String(pollMs)}`);
+  if (storeLabel !== undefined && typeof storeLabel !== 'string') throw bad(`storeLabel must be a string, got ${typeof storeLabel}`);
+}
+
 export interface RunningViewer {
   url: string;
   port: number;
@@ -160,6 +177,7 @@ export async function sessionHtml(view: SessionView): Promise<string> {
  */
 export async function startViewer(options: ViewerOptions): Promise<RunningViewer> {
   checkKnownKeys(options, VIEWER_OPTION_KEYS, 'startViewer', (message) => new ViewerOptionsError(message));
+  viewerSettingsProblem(options);
   const { store } = options;
   const checked = parseOptions(CheckedOptionsSchema, { authorize: options.authorize, authorizeTimeoutMs: options.authorizeTimeoutMs, schedules: options.schedules }, 'startViewer', (message) => new ViewerOptionsError(message));
   const access = new ViewerAccess(checked);
