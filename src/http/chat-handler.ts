@@ -227,6 +227,9 @@ export function createChatHandler(options: ChatHandlerOptions): ChatHandler {
   for (const [name, value] of [['authorize', authorize], ['chatKey', chatKey], ['chatScope', chatScope], ['onError', onError]] as const) {
     if (value !== undefined && typeof value !== 'function') throw new ChatHandlerOptionsError(`${name} must be a function, not ${typeof value}`);
   }
+  // Checked here: either of the wrong type was accepted, and the mistake showed only when a message came.
+  if (typeof machine !== 'object' || machine === null || typeof (machine as { withExecutor?: unknown }).withExecutor !== 'function') throw refuse('machine must be an agent (createAgentMachine)');
+  if (typeof store !== 'object' || store === null || typeof (store as { load?: unknown }).load !== 'function') throw refuse('store must be a session store (openSessionStore)');
   const access = new ChatAccess(authorize, chatKey, chatScope, checked.authorizeTimeoutMs);
   const chats = new ChatSessions(machine, store, checked, access, onError ?? ((error) => console.error('loopchart chat handler:', error)));
   const handler = (request: Request) => chats.handle(request);

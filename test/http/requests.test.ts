@@ -109,6 +109,22 @@ describe('bad requests', () => {
   });
 });
 
+describe('the handler is made', () => {
+  it('with a machine that is no agent, or a store that is no session store: a ChatHandlerOptionsError naming it', () => {
+    // Before: both were accepted; the mistake showed only when a message came.
+    const machine = chatAgent([]).machine;
+    for (const [options, problem] of [
+      [{ machine: 'x', store: new MemorySessionStore() }, /machine must be an agent/],
+      [{ machine: {}, store: new MemorySessionStore() }, /machine must be an agent/],
+      [{ machine, store: 'x' }, /store must be a session store/],
+      [{ machine, store: {} }, /store must be a session store/],
+    ] as const) {
+      expect(() => createChatHandler(options as never)).toThrow(ChatHandlerOptionsError);
+      expect(() => createChatHandler(options as never)).toThrow(problem);
+    }
+  });
+});
+
 describe('what an answer tells the page', () => {
   it('a 500 names no internal detail: the store\'s error goes to onError, the page gets its code and a fixed sentence', async () => {
     const store = new MemorySessionStore();
