@@ -152,6 +152,22 @@ const OPEN_OPTION_KEYS = optionKeys<OpenSessionOptions>()({
 });
 
 /**
+ * The store, machine and hooks, checked before anything is read: one of the wrong type threw a
+ * raw TypeError from inside open ('options.store.load is not a function', 'outer is not a function').
+ */
+function openPartsProblem(options: OpenSessionOptions): void {
+  const bad = (message: string) => new InvalidConfigError(`DurableSession.open: ${message}`);
+  const { store, machine, inspect, wrapExecutor, attach, parent }: Record<string, unknown> = { ...options };
+  if (typeof store !== 'object' || store === null || typeof (store as { load?: unknown }).load !== 'function') throw bad('store must be a session store (openSessionStore)');
+  if (typeof machine !== 'object' || machine === null || typeof (machine as { withExecutor?: unknown }).withExecutor !== 'function') throw bad('machine must be an agent (createAgentMachine)');
+  if (inspect !== undefined && typeof inspect !== 'function' && (typeof inspect !== 'object' || inspect === null)) throw bad('inspect must be a function or an observer');
+  for (const [name, value] of [['wrapExecutor', wrapExecutor], ['attach', attach]] as const) {
+    if (value !== undefined && typeof value !== 'function') throw bad(`${name} must be a function, not ${typeof value}`);
+  }
+  if (parent !== undefined && (typeof parent !== 'object' || parent === null)) throw bad('parent must be an actor');
+}
+
+/**
  * An agent session persisted step by step (seed 003: the application owns the state; the
  * store is its session loader and effect handler). Every change of the driver's context is one
  * transaction with an optimistic version check. Its guarantees go through the agent's executor
@@ -317,6 +333,7 @@ export class DurableSession {
       const value = options[name];
       if (value !== undefined && typeof value !== 'boolean') throw new InvalidConfigError(`DurableSession.open: ${name} must be true or false, not ${JSON.stringify(value)?.slice(0, 40) ?? typeof value}`);
     }
+    openPartsProblem(options);
     const stored = await options.store.load(options.sessionId);
     let context: AgentContext | undefined;
     const replay = new Map<string, Map<string, ToolMessage>>();

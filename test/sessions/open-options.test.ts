@@ -28,4 +28,23 @@ describe('DurableSession.open options', () => {
     const again = await DurableSession.open({ machine, store, sessionId: 'kept', create: false, resume: false });
     await again.close();
   });
+
+  it('refuses a store, machine or hook of the wrong type with an InvalidConfigError naming it', async () => {
+    // Before: each threw a raw TypeError from inside open ('options.store.load is not a function', 'outer is not a function', ...).
+    const store = new MemorySessionStore();
+    const machine = createAgentMachine({ model: scriptedModel([{ text: 'Hello.' }]) });
+    for (const [options, problem] of [
+      [{ store: 'x' }, /store must be a session store/],
+      [{ machine: 'x' }, /machine must be an agent/],
+      [{ inspect: 'x' }, /inspect must be a function or an observer/],
+      [{ wrapExecutor: 'x' }, /wrapExecutor must be a function/],
+      [{ attach: 'x' }, /attach must be a function/],
+      [{ parent: 'x' }, /parent must be an actor/],
+    ] as const) {
+      const given = (): never => Object.assign({ machine, store, sessionId: 'parts' }, options) as never;
+      await expect(DurableSession.open(given())).rejects.toThrow(InvalidConfigError);
+      await expect(DurableSession.open(given())).rejects.toThrow(problem);
+    }
+    expect(await store.load('parts')).toBeUndefined();
+  });
 });
