@@ -106,6 +106,11 @@ export function agentTool<S extends z.ZodType = typeof TaskInput>(options: Agent
   const input = (options.input ?? TaskInput) as z.ZodType;
   const prompt = (options.prompt ?? defaultPrompt) as (args: unknown) => string;
   const maxDepth = options.maxDepth ?? DEFAULT_MAX_SUBAGENT_DEPTH;
+  // Checked here: an agent or prompt of the wrong type was accepted, to fail only when the tool was called.
+  // An agent still undefined is allowed: one that calls itself is set on the options after it is made.
+  const agent: unknown = options.agent;
+  if (agent !== undefined && (typeof agent !== 'object' || agent === null || typeof (agent as { withExecutor?: unknown }).withExecutor !== 'function')) throw new InvalidConfigError(`agentTool '${String(options.name)}': agent must be an agent (createAgentMachine)`);
+  if (typeof prompt !== 'function') throw new InvalidConfigError(`agentTool '${String(options.name)}': prompt must be a function (args) => string`);
   if (!Number.isInteger(maxDepth) || maxDepth < 1) throw new InvalidConfigError(`agentTool '${String(options.name)}': maxDepth must be a whole number >= 1, got ${String(maxDepth)}`);
   return markAgentTool(defineTool({
     name: options.name,

@@ -76,4 +76,12 @@ describe('subagent depth', () => {
     const { machine } = selfCalling();
     expect(() => agentTool({ name: 'self', description: 'x', agent: machine, maxDepth: 0 })).toThrow(/maxDepth must be a whole number >= 1/);
   });
+
+  it('an agent that is no agent, or a prompt that is no function, is refused when the tool is made', () => {
+    // Before: both were accepted when the tool was made.
+    const { machine } = selfCalling();
+    expect(() => agentTool({ name: 'sub', description: 'x', agent: 'x' as never })).toThrow(/agent must be an agent/);
+    expect(() => agentTool({ name: 'sub', description: 'x', agent: {} as never })).toThrow(/agent must be an agent/);
+    expect(() => agentTool({ name: 'sub', description: 'x', agent: machine, prompt: 'x' as never })).toThrow(/prompt must be a function/);
+  });
 });
