@@ -146,6 +146,10 @@ export function compileAgent(config: AgentConfig): CompiledAgent {
   if (!Number.isInteger(concurrency) || concurrency < 1) throw new InvalidConfigError(`toolConcurrency must be a positive integer, got ${String(concurrency)}`);
   // Checked here: one that is no function threw a TypeError as the run started.
   if (config.clock !== undefined && typeof config.clock !== 'function') throw new InvalidConfigError(`clock must be a function returning ms since the epoch, got ${typeof config.clock}`);
+  // A compactor or pruner of another type was never called (silently no compaction), an executor failed every run.
+  for (const name of ['compactor', 'pruner', 'executor'] as const) {
+    if (config[name] !== undefined && typeof config[name] !== 'function') throw new InvalidConfigError(`${name} must be a function, got ${typeof config[name]}`);
+  }
   if (config.instructions !== undefined && typeof config.instructions !== 'string') throw new InvalidConfigError('instructions must be a string');
   const repetition = repetitionLimit(config.repetition);
   const instructions: Message | undefined = config.instructions ? { role: 'system', content: config.instructions } : undefined;

@@ -58,4 +58,12 @@ describe('agent settings checked when the agent is made', () => {
       await expect(runAgent({ model: model(), prompt: 'hi', toolSources: toolSources as never })).rejects.toThrow(InvalidConfigError);
     }
   });
+
+  it('a compactor, pruner or executor that is no function is an InvalidConfigError naming it', async () => {
+    // Before: compactor 'x' and pruner 'x' were accepted and never called (no compaction, silently); executor 'x' failed every run.
+    for (const name of ['compactor', 'pruner', 'executor']) {
+      expect(() => createAgentMachine({ model: model(), [name]: 'x' } as never)).toThrow(new RegExp(`${name} must be a function`));
+      await expect(runAgent({ model: model(), tools: [echo], prompt: 'hi', [name]: 'x' } as never)).rejects.toThrow(InvalidConfigError);
+    }
+  });
 });
