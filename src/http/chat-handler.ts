@@ -9,7 +9,8 @@ import { ApprovalRefusedError, decideStored } from '../sessions/stored-decision.
 import { decideDoubtStored, type DoubtVerdict } from '../sessions/stored-doubt.js';
 import { decodeRow } from '../sessions/session-row.js';
 import { SessionBusyError } from '../stores/errors.js';
-import type { SessionStore } from '../stores/session-store.js';
+import { isSessionStore, type SessionStore } from '../stores/session-store.js';
+import { isRewirableMachine } from '../agent/protocol/executor.js';
 import { LiveLimitsSchema, type LiveStats, type SseStream } from '../viewer/sse.js';
 import { checkAnswers, childWaitProblem, type ContextOf, type ReadAnswer } from './answers.js';
 import { ChatAccess, type Admission, type ChatAuthorizer, type ChatKeyMapper, type ChatScopeMapper } from './chat-access.js';
@@ -228,8 +229,8 @@ export function createChatHandler(options: ChatHandlerOptions): ChatHandler {
     if (value !== undefined && typeof value !== 'function') throw new ChatHandlerOptionsError(`${name} must be a function, not ${typeof value}`);
   }
   // Checked here: either of the wrong type was accepted, and the mistake showed only when a message came.
-  if (typeof machine !== 'object' || machine === null || typeof (machine as { withExecutor?: unknown }).withExecutor !== 'function') throw refuse('machine must be an agent (createAgentMachine)');
-  if (typeof store !== 'object' || store === null || typeof (store as { load?: unknown }).load !== 'function') throw refuse('store must be a session store (openSessionStore)');
+  if (!isRewirableMachine(machine)) throw refuse('machine must be an agent (createAgentMachine)');
+  if (!isSessionStore(store)) throw refuse('store must be a session store (openSessionStore)');
   const access = new ChatAccess(authorize, chatKey, chatScope, checked.authorizeTimeoutMs);
   const chats = new ChatSessions(machine, store, checked, access, onError ?? ((error) => console.error('loopchart chat handler:', error)));
   const handler = (request: Request) => chats.handle(request);

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import type { AgentMachine } from '../../machines/agent.machine.js';
+import { isRewirableMachine } from '../agent/protocol/executor.js';
 import { defaultPrompt, TaskInput } from '../agent/subagents/agent-tool.js';
 import { LoopchartError } from '../errors.js';
 import { parseOptions } from '../known-keys.js';
@@ -76,7 +77,7 @@ export interface ServedAgent {
 }
 
 const EntrySchema = z.strictObject({
-  agent: z.custom<AgentMachine>((value) => typeof value === 'object' && value !== null && 'transition' in value, { error: 'agent must be an agent machine (createAgentMachine)' }),
+  agent: z.custom<AgentMachine>(isRewirableMachine, { error: 'agent must be an agent machine (createAgentMachine)' }),
   name: z.string(),
   description: z.string(),
   input: z.custom<z.ZodType>((value) => value instanceof z.ZodType, { error: 'input must be a zod 4 schema' }).optional(),

@@ -3,7 +3,7 @@ import { parseOptions } from '../known-keys.js';
 import type { Operation, OperationContext, HookContext } from '../agent/operations/operation.js';
 import type { ModelReply } from '../model.js';
 import type { Message } from '../schemas.js';
-import type { SessionStore } from '../stores/session-store.js';
+import { isSessionStore, type SessionStore } from '../stores/session-store.js';
 import { defineTool, type Tool, type ToolContext } from '../tools/define-tool.js';
 import { MemoryTooLargeError } from './errors.js';
 import { MemoryHitSchema, type MemoryBackend, type MemoryEntry, type MemoryHit } from './memory-backend.js';
@@ -24,7 +24,7 @@ const isZodType = (value: unknown): value is z.ZodType => value instanceof z.Zod
 
 const MemoryOptionsSchema = z.strictObject({
   /** The store whose sessions the memory sits beside (a memory, SQLite or PostgreSQL store). */
-  store: z.custom<SessionStore>((value) => typeof value === 'object' && value !== null && typeof (value as SessionStore).load === 'function', 'must be a SessionStore'),
+  store: z.custom<SessionStore>(isSessionStore, 'must be a SessionStore'),
   /** The operation's name, and the prefix of its tools' names (default `memory`). */
   name: z.string().regex(/^[a-zA-Z][a-zA-Z0-9_-]{0,31}$/, 'must be a letter then up to 31 letters, digits, _ or -').default('memory'),
   /** Working memory: a small document per scope the agent reads and rewrites. `false` turns it off. */

@@ -4,14 +4,14 @@ import { outputOf, runInFlight, type AgentOutput } from '../agent/protocol/actor
 import { type AgentContext } from '../agent/core/context.js';
 import { inputRefusal } from '../agent/core/actor-input.js';
 import { type AgentEvent } from '../agent/protocol/agent-event.js';
-import { EFFECT_SPECIFICATION_VERSION, type Executor, type SideEffect, type SideEffectOutputs } from '../agent/protocol/executor.js';
+import { EFFECT_SPECIFICATION_VERSION, isRewirableMachine, type Executor, type SideEffect, type SideEffectOutputs } from '../agent/protocol/executor.js';
 import { innerKey, keyOf, markerBatch, parseKey, serviceKey, turnOf } from '../agent/protocol/keys.js';
 import { pendingCalls } from '../agent/core/brain-state.js';
 import { InvalidConfigError, InvalidFeedError, LoopchartError } from '../errors.js';
 import { checkKnownKeys, optionKeys } from '../known-keys.js';
 import { feedProblem } from '../brain/feed-problems.js';
 import type { Message, ToolMessage } from '../schemas.js';
-import type { SessionStore } from '../stores/session-store.js';
+import { isSessionStore, type SessionStore } from '../stores/session-store.js';
 import { SessionBusyError } from '../stores/errors.js';
 import { checkedExternal, externalEventProblem } from '../agent/protocol/events.js';
 import { extendScope, stopActor, type ChildSession, type OpenChildOptions } from '../agent/protocol/call-scope.js';
@@ -152,14 +152,19 @@ const OPEN_OPTION_KEYS = optionKeys<OpenSessionOptions>()({
 });
 
 /**
- * The store, machine and hooks, checked before anything is read: one of the wrong type threw a
- * raw TypeError from inside open ('options.store.load is not a function', 'outer is not a function').
+ * The options' values, checked before anything is read: a store, machine or hook of the wrong
+ * type threw a raw TypeError from inside open ('options.store.load is not a function', 'outer is
+ * not a function'), and a switch given as anything but a boolean ('yes', 1) was read as its default.
  */
-function openPartsProblem(options: OpenSessionOptions): void {
+function checkOpenOptions(options: OpenSessionOptions): void {
   const bad = (message: string) => new InvalidConfigError(`DurableSession.open: ${message}`);
   const { store, machine, inspect, wrapExecutor, attach, parent }: Record<string, unknown> = { ...options };
-  if (typeof store !== 'object' || store === null || typeof (store as { load?: unknown }).load !== 'function') throw bad('store must be a session store (openSessionStore)');
-  if (typeof machine !== 'object' || machine === null || typeof (machine as { withExecutor?: unknown }).withExecutor !== 'function') throw bad('machine must be an agent (createAgentMachine)');
+  for (const name of ['create', 'resume'] as const) {
+    const value: unknown = options[name];
+    if (value !== undefined && typeof value !== 'boolean') throw bad(`${name} must be true or false, not ${JSON.stringify(value)?.slice(0, 40) ?? typeof value}`);
+  }
+  if (!isSessionStore(store)) throw bad('store must be a session store (openSessionStore)');
+  if (!isRewirableMachine(machine)) throw bad('machine must be an agent (createAgentMachine)');
   if (inspect !== undefined && typeof inspect !== 'function' && (typeof inspect !== 'object' || inspect === null)) throw bad('inspect must be a function or an observer');
   for (const [name, value] of [['wrapExecutor', wrapExecutor], ['attach', attach]] as const) {
     if (value !== undefined && typeof value !== 'function') throw bad(`${name} must be a function, not ${typeof value}`);
@@ -328,12 +333,7 @@ export class DurableSession {
   /** Loads the session, or creates it, and starts its actor; a run in flight continues at once (unless `resume: false`). */
   static async open(options: OpenSessionOptions): Promise<DurableSession> {
     checkKnownKeys(options, OPEN_OPTION_KEYS, 'DurableSession.open');
-    // A switch given as anything but a boolean ('yes', 1) would be read as its default: refused instead.
-    for (const name of ['create', 'resume'] as const) {
-      const value = options[name];
-      if (value !== undefined && typeof value !== 'boolean') throw new InvalidConfigError(`DurableSession.open: ${name} must be true or false, not ${JSON.stringify(value)?.slice(0, 40) ?? typeof value}`);
-    }
-    openPartsProblem(options);
+    checkOpenOptions(options);
     const stored = await options.store.load(options.sessionId);
     let context: AgentContext | undefined;
     const replay = new Map<string, Map<string, ToolMessage>>();

@@ -11,6 +11,18 @@ import type { Message, ToolMessage } from '../schemas.js';
  * conversation; only `load` and the rare `replaceLog` touch the whole log.
  */
 
+/**
+ * Whether an option meant to be a session store is one (it reads sessions: `load`), for the
+ * factories that take a store to refuse anything else where it enters.
+ *
+ * @example
+ * ```ts
+ * if (!isSessionStore(options.store)) throw new InvalidConfigError('store must be a session store (openSessionStore)');
+ * ```
+ */
+export const isSessionStore = (value: unknown): value is SessionStore =>
+  typeof value === 'object' && value !== null && typeof (value as { load?: unknown }).load === 'function';
+
 /** One committed session as read back: the caller validates `state` against its own schema. */
 export interface StoredSession {
   sessionId: string;

@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { wholeChart } from '../../machines/agent.machine.js';
 import { LoopchartError } from '../errors.js';
 import { readSessionTrace } from '../sessions/trace.js';
-import type { SessionStore } from '../stores/session-store.js';
+import { isSessionStore, type SessionStore } from '../stores/session-store.js';
 import { sessionIdProblem } from '../stores/step.js';
 import { clientScript } from './asset.js';
 import { SessionFeeds, liveCursor } from './feed.js';
@@ -88,7 +88,7 @@ const MAX_POLL_MS = 2 ** 31 - 1;
 function viewerSettingsProblem(options: ViewerOptions): void {
   const bad = (message: string) => new ViewerOptionsError(`startViewer: ${message}`);
   const { store, port, pollMs, storeLabel }: Record<string, unknown> = { ...options };
-  if (typeof store !== 'object' || store === null || typeof (store as { load?: unknown }).load !== 'function') throw bad('store must be a session store (openSessionStore)');
+  if (!isSessionStore(store)) throw bad('store must be a session store (openSessionStore)');
   if (port !== undefined && (!Number.isInteger(port) || (port as number) < 0 || (port as number) > 65_535)) throw bad(`port must be a whole number from 0 to 65535, got ${String(port)}`);
   if (pollMs !== undefined && (!Number.isInteger(pollMs) || (pollMs as number) < 1 || (pollMs as number) > MAX_POLL_MS)) throw bad(`pollMs must be a whole number of ms from 1 to ${MAX_POLL_MS}, got ${String(pollMs)}`);
   if (storeLabel !== undefined && typeof storeLabel !== 'string') throw bad(`storeLabel must be a string, got ${typeof storeLabel}`);

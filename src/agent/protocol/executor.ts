@@ -151,6 +151,19 @@ export interface Rewirable<Self> {
 }
 
 /**
+ * Whether an option meant to be an agent machine is one a host can run (what `createAgentMachine`
+ * makes: its executor can be rewired), for the factories that take one to refuse anything else
+ * where it enters.
+ *
+ * @example
+ * ```ts
+ * if (!isRewirableMachine(options.machine)) throw new InvalidConfigError('machine must be an agent (createAgentMachine)');
+ * ```
+ */
+export const isRewirableMachine = (value: unknown): boolean =>
+  typeof value === 'object' && value !== null && typeof (value as { withExecutor?: unknown }).withExecutor === 'function';
+
+/**
  * Wraps an executor: `wrap(inner)` sees every effect first and passes it on (or not).
  * The outermost wrapper is applied last: `composeExecutors(durable, traced)` traces around
  * durability.

@@ -6,6 +6,7 @@ import { defineTool, type Tool, type ToolContext } from '../../tools/define-tool
 import { checkDepth, childResult, childSessionId, DEFAULT_MAX_SUBAGENT_DEPTH } from './subagents.js';
 import { InvalidConfigError } from '../../errors.js';
 import { checkKnownKeys, optionKeys } from '../../known-keys.js';
+import { isRewirableMachine } from '../protocol/executor.js';
 import { isParentStopped } from '../protocol/io-protocol.js';
 import { currentScope, markAgentTool, markDepth, stopActor, type ChildHandle, type ChildSession, type RunScope } from '../protocol/call-scope.js';
 import type { SubagentReport } from '../protocol/actor-types.js';
@@ -109,7 +110,7 @@ export function agentTool<S extends z.ZodType = typeof TaskInput>(options: Agent
   // Checked here: an agent or prompt of the wrong type was accepted, to fail only when the tool was called.
   // An agent still undefined is allowed: one that calls itself is set on the options after it is made.
   const agent: unknown = options.agent;
-  if (agent !== undefined && (typeof agent !== 'object' || agent === null || typeof (agent as { withExecutor?: unknown }).withExecutor !== 'function')) throw new InvalidConfigError(`agentTool '${String(options.name)}': agent must be an agent (createAgentMachine)`);
+  if (agent !== undefined && !isRewirableMachine(agent)) throw new InvalidConfigError(`agentTool '${String(options.name)}': agent must be an agent (createAgentMachine)`);
   if (typeof prompt !== 'function') throw new InvalidConfigError(`agentTool '${String(options.name)}': prompt must be a function (args) => string`);
   if (!Number.isInteger(maxDepth) || maxDepth < 1) throw new InvalidConfigError(`agentTool '${String(options.name)}': maxDepth must be a whole number >= 1, got ${String(maxDepth)}`);
   return markAgentTool(defineTool({
