@@ -14,6 +14,7 @@ import { CliError, UsageError } from './errors.js';
 import { escapeLine } from './escape.js';
 import { noStore, withStore, type Io } from './sessions.js';
 import { parseCommandArgs, storeCommandOptions } from './args.js';
+import { MAX_TIMER_MS } from '../timer-bound.js';
 
 export const EVAL_USAGE = `usage: loopchart eval DATASET --agent MODULE [options]
        loopchart eval record DATASET [--store LOCATION] [--session ID ...] [--prefix P]
@@ -67,7 +68,7 @@ const EVAL_ARGS = {
 const parse = (argv: string[]) => parseCommandArgs(argv, EVAL_ARGS);
 
 /** The longest delay a Node timer keeps (a longer one fires at once): the most `--timeout` may be. */
-const MAX_TIMEOUT_MS = 2_147_483_647;
+const MAX_TIMEOUT_MS = MAX_TIMER_MS;
 
 /**
  * A flag's whole number from `min` to `max`; anything else is bad usage (exit 2), never an

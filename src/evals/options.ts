@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { EvalOptionsError } from './errors.js';
+import { MAX_TIMER_MS } from '../timer-bound.js';
 
 /*
  * The plain-data options of `runCase` and `runEval`, checked once at the entry: a value out of
@@ -7,8 +8,6 @@ import { EvalOptionsError } from './errors.js';
  * never a TypeError from deep in the run or a timer that fires at once.
  */
 
-/** The longest delay a Node timer keeps: a longer one fires at once. */
-const MAX_TIMER_MS = 2_147_483_647;
 
 const ms = z.number().positive().max(MAX_TIMER_MS);
 const unit = z.number().min(0).max(1);

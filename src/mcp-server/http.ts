@@ -6,6 +6,7 @@ import { McpServerOptionsError } from './agents.js';
 import { CallerSchema } from './caller-sessions.js';
 import { createMcpServer, MCP_SERVER_KEYS, type AgentMcpServer, type McpServerOptions } from './server.js';
 import { checkKnownKeys, parseOptions } from '../known-keys.js';
+import { MAX_TIMER_MS } from '../timer-bound.js';
 
 /**
  * What `authorize` answers for one request: `{ caller }` lets it through as that caller (who the
@@ -58,7 +59,7 @@ const HttpSettingsSchema = z.strictObject({
   /** MCP sessions (connections) held at once; a new one past it is a 503. Default 100. */
   maxSessions: z.number().int().min(1).max(100_000).default(100),
   /** A session with no request for this long is closed, in ms. Default 30 minutes. */
-  sessionIdleMs: z.number().int().positive().max(2 ** 31 - 1).default(30 * 60_000),
+  sessionIdleMs: z.number().int().positive().max(MAX_TIMER_MS).default(30 * 60_000),
 });
 
 /**

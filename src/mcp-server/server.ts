@@ -15,6 +15,7 @@ import { CallerSchema, CallerSessions, notThisCallers } from './caller-sessions.
 import { HeldSessions, within, type Hold } from './held-sessions.js';
 import { callResult, stillRunningResult } from './result.js';
 import { quoted, visibleText } from './shown.js';
+import { MAX_TIMER_MS } from '../timer-bound.js';
 
 /** The JSON-RPC error code of a call refused because the server runs as many calls as it may. */
 export const SERVER_BUSY_CODE = -32_091;
@@ -27,9 +28,9 @@ export const McpServerSettingsSchema = z.strictObject({
   /** Calls run at once across every connection; one more is refused (`SERVER_BUSY_CODE`). Default 8. */
   maxConcurrentCalls: z.number().int().min(1).max(10_000).default(8),
   /** Longest a call's run may take, in ms; then it is cancelled and the call answers an error result. Default 10 minutes. */
-  callTimeoutMs: z.number().int().positive().max(2 ** 31 - 1).default(10 * 60_000),
+  callTimeoutMs: z.number().int().positive().max(MAX_TIMER_MS).default(10 * 60_000),
   /** Longest the client may take to answer one approval (elicitation), in ms; then the call is denied. Default 10 minutes. */
-  approveTimeoutMs: z.number().int().positive().max(2 ** 31 - 1).default(10 * 60_000),
+  approveTimeoutMs: z.number().int().positive().max(MAX_TIMER_MS).default(10 * 60_000),
   /** Largest arguments of one call, in bytes of JSON. Default 1 MiB. */
   maxArgumentBytes: z.number().int().min(64).max(2 ** 30).default(1 << 20),
   /**

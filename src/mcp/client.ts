@@ -13,6 +13,7 @@ import { McpResultTooLargeError, McpServerError, McpServerStartError, McpToolErr
 import { CallResultSchema, resultText, type CallResult } from './result-text.js';
 import { boundedFetch } from './http-limits.js';
 import { GroupStdioTransport, RESULT_TOO_LARGE_CODE } from './stdio-transport.js';
+import { MAX_TIMER_MS } from '../timer-bound.js';
 
 /** A server started as a child process, spoken to over its stdin and stdout. */
 export const McpStdioServerSchema = z.strictObject({
@@ -41,9 +42,9 @@ export const McpToolsOptionsSchema = z.strictObject({
    * Longest the start and the MCP handshake may take, in ms. Default 30 s. At most 2^31 - 1 (24.8
    * days, setTimeout's bound: a longer delay would fire at once).
    */
-  startTimeoutMs: z.number().int().positive().max(2 ** 31 - 1).optional(),
+  startTimeoutMs: z.number().int().positive().max(MAX_TIMER_MS).optional(),
   /** Longest a tools/list request may take, in ms. Default 30 s. At most 2^31 - 1, as `startTimeoutMs`. */
-  listTimeoutMs: z.number().int().positive().max(2 ** 31 - 1).optional(),
+  listTimeoutMs: z.number().int().positive().max(MAX_TIMER_MS).optional(),
   /** Each tool's `timeoutMs` (see `defineTool`); default the runner's default. */
   toolTimeoutMs: z.union([z.number().int().positive(), z.literal(Number.POSITIVE_INFINITY)]).optional(),
   /**
@@ -104,7 +105,7 @@ const DEFAULT_MAX_TOOLS = 128;
 const DEFAULT_MAX_DESCRIPTION_CHARS = 10_000;
 const DEFAULT_MAX_SCHEMA_BYTES = 64 * 1024;
 /** setTimeout's longest delay: the SDK's own request timeout is left to the tool runner's. */
-const NO_SDK_TIMEOUT_MS = 2 ** 31 - 1;
+const NO_SDK_TIMEOUT_MS = MAX_TIMER_MS;
 const STDERR_TAIL_CHARS = 4096;
 /** A server that pages its tool list forever is refused, not followed. */
 const MAX_LIST_PAGES = 100;

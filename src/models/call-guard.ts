@@ -1,8 +1,7 @@
 import { InvalidConfigError } from '../errors.js';
 import { abortError, ModelDeadlineError, ReadTimeoutError } from './errors.js';
+import { MAX_TIMER_MS } from '../timer-bound.js';
 
-/** setTimeout's longest delay (about 24.8 days); a longer timeout is no timeout at all. */
-const MAX_TIMER_MS = 2 ** 31 - 1;
 
 /** Default overall deadline of one model call, stream included (see ModelDeadlineError). */
 export const DEFAULT_MODEL_DEADLINE_MS = 10 * 60_000;

@@ -3,6 +3,7 @@ import { parseOptions } from '../known-keys.js';
 import { ModelError, type Model, type ModelReply, type ModelRequest } from '../model.js';
 import { isAbortError } from './errors.js';
 import { sleep as abortableSleep } from './sleep.js';
+import { MAX_TIMER_MS } from '../timer-bound.js';
 
 export const RetrySettingsSchema = z.object({
   /** Retries after the first attempt; 0 turns retrying off. */
@@ -76,8 +77,6 @@ export function backoffDelay(attempt: number, settings: BackoffSettings, random:
   return Math.floor(random() * ceiling);
 }
 
-/** setTimeout's longest delay (about 24.8 days): Node cuts a longer one to 1 ms, which would ask again at once. */
-const MAX_TIMER_MS = 2 ** 31 - 1;
 
 /** The provider's `retry-after` is a floor (asking sooner earns another 429), but never beyond the cap, nor a timer's bound. */
 function retryDelay(attempt: number, error: unknown, settings: BackoffSettings, random: () => number): number {

@@ -13,6 +13,7 @@ import type { Claim, ScheduleBackend, ScheduleRow, TickEnd } from './row.js';
 import { InvalidScheduleError, nextAfter, otherSurfaceProblem, scheduleBackend } from './schedules.js';
 import { RunWatch } from './run-wait.js';
 import { tickInputSent } from './tick-evidence.js';
+import { MAX_TIMER_MS } from '../timer-bound.js';
 
 /**
  * A schedule names an agent this scheduler was not given: it leaves the schedule to a scheduler
@@ -69,7 +70,7 @@ const SchedulerSettingsSchema = z.strictObject({
   /** A tick found this much later than due is missed (its schedule's `missed` policy applies), in ms. Default 60 s. */
   missedAfterMs: z.number().int().min(0).max(366 * 86_400_000).default(60_000),
   /** Longest one tick's run may take, in ms; then it is cancelled. Default 30 minutes. */
-  runTimeoutMs: z.number().int().positive().max(2 ** 31 - 1).default(30 * 60_000),
+  runTimeoutMs: z.number().int().positive().max(MAX_TIMER_MS).default(30 * 60_000),
   /** Ticks this scheduler runs at once. Default 4. */
   maxConcurrentRuns: z.number().int().min(1).max(1_000).default(4),
   /** This scheduler's name in the leases it takes (default host, pid and a random part). */
@@ -115,7 +116,7 @@ const StopOptionsSchema = z.strictObject({
    * closed where it is (stored), its lease given back, so another scheduler continues it at once.
    * Default: wait for them (each bounded by `runTimeoutMs`).
    */
-  graceMs: z.number().int().min(0).max(2 ** 31 - 1).optional(),
+  graceMs: z.number().int().min(0).max(MAX_TIMER_MS).optional(),
 });
 
 /**

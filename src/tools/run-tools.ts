@@ -1,6 +1,7 @@
 import type { PendingToolCall, ToolCall, ToolMessage } from '../schemas.js';
 import { ToolSet, type Tool, type ToolContext } from './define-tool.js';
 import { parseToolArguments, type ArgumentIssue, type ParsedArguments } from './own-arguments.js';
+import { MAX_TIMER_MS } from '../timer-bound.js';
 
 export interface RunToolCallsOptions {
   /** How many tools may run at once. Default 4. */
@@ -40,8 +41,6 @@ export const DEFAULT_TOOL_CONCURRENCY = 4;
  * ```
  */
 export const DEFAULT_TOOL_TIMEOUT_MS = 5 * 60_000;
-/** setTimeout's longest delay; a longer timeout is no timeout at all. */
-const MAX_TIMER_MS = 2 ** 31 - 1;
 /** The longest end reason an interrupted answer quotes (a host's seal reason is free text). */
 const MAX_REASON_CHARS = 200;
 

@@ -4,6 +4,7 @@ import { wholeChart } from '../../machines/agent.machine.js';
 import { LoopchartError } from '../errors.js';
 import { readSessionTrace } from '../sessions/trace.js';
 import { isSessionStore, type SessionStore } from '../stores/session-store.js';
+import { MAX_TIMER_MS } from '../timer-bound.js';
 import { sessionIdProblem } from '../stores/step.js';
 import { clientScript } from './asset.js';
 import { SessionFeeds, liveCursor } from './feed.js';
@@ -77,8 +78,8 @@ const VIEWER_OPTION_KEYS = optionKeys<ViewerOptions>()({
 /** The options besides the store's and the port's, checked once the keys are: the hook, its timeout, the schedule source. */
 const CheckedOptionsSchema = ViewerAccessOptionsSchema.extend({ schedules: ScheduleSourceSchema.optional() });
 
-/** setTimeout's longest delay: a longer pollMs would poll every millisecond. */
-const MAX_POLL_MS = 2 ** 31 - 1;
+/** A longer pollMs would poll every millisecond (Node cuts such a delay to 1 ms). */
+const MAX_POLL_MS = MAX_TIMER_MS;
 
 /**
  * The store, port, poll interval and label, checked before anything listens. Before, a port of

@@ -1,5 +1,6 @@
 import type { Budget, BudgetOverrun } from './budget.js';
 import { activeMs, limitsOf, pausesOn, type BudgetPause } from './budget-pause.js';
+import { MAX_TIMER_MS } from '../../timer-bound.js';
 
 /**
  * The time budget as a deadline on the side effect in flight. The other limits are checked
@@ -36,12 +37,6 @@ function limitOf(budget: Budget | undefined, run: DeadlineRun): number | undefin
   return limitsOf(budget, run.budgetPause).maxDurationMs;
 }
 
-/**
- * The longest a timer can wait (setTimeout's bound, 24.8 days). Node cuts a longer delay to 1 ms:
- * the deadline's timer would fire at once, find time left, be armed again for the same delay, and
- * so on every ms for as long as the call runs.
- */
-const MAX_TIMER_MS = 2 ** 31 - 1;
 
 /**
  * How long from `now` the side effect just started may run before the budget ends it, in ms;
@@ -53,6 +48,8 @@ const MAX_TIMER_MS = 2 ** 31 - 1;
 export function deadlineDelay(budget: Budget | undefined, run: DeadlineRun, now: number): number | undefined {
   const limit = limitOf(budget, run);
   if (limit === undefined) return undefined;
+  // At most the timer's bound: past it Node fires at once, the deadline finds time left and arms
+  // the same delay again, every ms for as long as the call runs. At the bound it is looked at again.
   return Math.min(MAX_TIMER_MS, Math.max(0, limit - activeMs(run.runStartedAt, now, run.budgetPause)) + 1);
 }
 

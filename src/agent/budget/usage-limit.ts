@@ -3,6 +3,7 @@ import { ModelError } from '../../model.js';
 import { raisedBy, type BudgetPause, NO_BUDGET_PAUSE } from './budget-pause.js';
 import { InvalidConfigError } from '../../errors.js';
 import { parseOptions } from '../../known-keys.js';
+import { MAX_TIMER_MS } from '../../timer-bound.js';
 
 /**
  * Pausing on a provider's usage limit (issue 26): a model call that finally fails (after its own
@@ -13,8 +14,6 @@ import { parseOptions } from '../../known-keys.js';
 
 /** Longest a run waits for a provider's limit unless `maxWaitMs` says otherwise (15 minutes). */
 export const DEFAULT_USAGE_LIMIT_MAX_WAIT_MS = 15 * 60_000;
-/** The longest a timer can wait (setTimeout's bound); longer waits are refused at config time. */
-const MAX_TIMER_MS = 2 ** 31 - 1;
 
 const UsageLimitOptionSchema = z.union([
   z.boolean(),

@@ -1,13 +1,4 @@
-/**
- * setTimeout's longest delay (about 24.8 days). Node cuts a longer one to 1 ms, which would time a
- * check out at once: a longer timeout is no timeout at all, as a tool's is (see run-tools.ts).
- *
- * @example
- * ```ts
- * const timed = (ms: number) => Number.isFinite(ms) && ms <= MAX_TIMER_MS;
- * ```
- */
-export const MAX_TIMER_MS = 2 ** 31 - 1;
+import { MAX_TIMER_MS } from '../../timer-bound.js';
 
 /**
  * Runs one user check (a guardrail, a tool policy, runAgent's approve) with its own signal,

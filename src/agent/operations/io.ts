@@ -5,7 +5,7 @@ import { checkOutput, messageOf, type OperationOutput } from './operation-rules.
 import { contextFor } from './operation-context.js';
 import type { Handler, IoScope } from '../protocol/io-protocol.js';
 import { innerKey } from '../protocol/keys.js';
-import { MAX_TIMER_MS } from '../core/timed-check.js';
+import { MAX_TIMER_MS } from '../../timer-bound.js';
 
 /**
  * The `operation` request: runs the operations of a hook point in list order from `from`, each
