@@ -17,6 +17,7 @@ import type { Message, ToolMessage } from '../schemas.js';
  *
  * @example
  * ```ts
+ * declare const options: { store: unknown };
  * if (!isSessionStore(options.store)) throw new InvalidConfigError('store must be a session store (openSessionStore)');
  * ```
  */

@@ -157,6 +157,7 @@ export interface Rewirable<Self> {
  *
  * @example
  * ```ts
+ * declare const options: { machine: unknown };
  * if (!isRewirableMachine(options.machine)) throw new InvalidConfigError('machine must be an agent (createAgentMachine)');
  * ```
  */
