@@ -299,6 +299,36 @@ describe.concurrent('a raise in flight on a DurableSession over SQLite', () => {
     }
   });
 
+  // The early-fire rule through a session: its actor is stepped and its steps stored, so a timer
+  // the chart only arms again must not reach the store or seal the run (see the actor's test above).
+  it('a deadline that fires before the run\'s clock says the time is up is armed again, and the run is sealed on the run\'s clock', async () => {
+    const { wait } = waitingTool();
+    const cases = [
+      { name: 'model call', model: stuckModel().model, tools: [] },
+      { name: 'tool batch', model: scriptedModel([{ toolCalls: [{ name: 'wait', args: {} }] }, { text: 'never' }]), tools: [wait] },
+    ];
+    for (const [index, { name, model, tools }] of cases.entries()) {
+      let offset = 0;
+      const clock = () => Date.now() + offset;
+      const store = new SqliteSessionStore({ path: join(root, `stepped-${index}.db`) });
+      const session = await DurableSession.open({ machine: createAgentMachine({ model, tools, clock, budget: { maxDurationMs: 300 } }), store, sessionId: 's' });
+      try {
+        const started = Date.now();
+        session.send({ type: 'input', message: 'Hi.' });
+        await until(() => session.actor.getSnapshot().matches({ Running: name === 'model call' ? 'AwaitingModel' : 'AwaitingTools' }));
+        offset = -200;
+        const output = (await within(3_000, session.whenIdle()).catch((error: Error) => Promise.reject(new Error(`${name}: ${error.message}`))))!;
+        expect(output.outcome, name).toMatchObject({ type: 'Sealed', reason: expect.stringMatching(budgetReason) });
+        expect(Date.now() - started, name).toBeGreaterThanOrEqual(500);
+        // What is stored is the sealed run, as the actor ended it.
+        expect((await store.load('s'))?.state, name).toMatchObject({ lastRun: { outcome: { type: 'Sealed', reason: expect.stringMatching(budgetReason) } } });
+      } finally {
+        await session.close();
+        await store.close();
+      }
+    }
+  });
+
   it('is stored with the run: after a restart past the old limit, the call made again is held to the raised one', async () => {
     const path = join(root, 'raised.db');
     const first = stuckModel();
