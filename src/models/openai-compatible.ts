@@ -11,12 +11,15 @@ import { checkKnownKeys, optionKeys } from '../known-keys.js';
 import { InvalidConfigError } from '../errors.js';
 
 export interface OpenAICompatibleOptions {
-  /** e.g. https://api.openai.com/v1, http://localhost:11434/v1 (Ollama), http://localhost:8000/v1 (vLLM). */
+  /**
+   * e.g. https://api.openai.com/v1, http://localhost:11434/v1 (Ollama), http://localhost:8000/v1 (vLLM):
+   * an http(s) URL, without credentials or a #fragment (refused when the model is made).
+   */
   baseURL: string;
   /** Sent as `Authorization: Bearer …`; local servers usually need none. */
   apiKey?: string | undefined;
   model: string;
-  /** Extra headers on every request (e.g. OpenRouter's HTTP-Referer). */
+  /** Extra headers on every request (e.g. OpenRouter's HTTP-Referer): a plain object (not a Headers or a Map). */
   headers?: Record<string, string> | undefined;
   /**
    * Longest silence tolerated between bytes (and before the response headers). Default 60 000 ms;
@@ -93,12 +96,12 @@ export function openAICompatibleModel(options: OpenAICompatibleOptions): Model {
   for (const key of ['baseURL', 'model'] as const) {
     if (typeof options?.[key] !== 'string' || options[key] === '') throw new InvalidConfigError(`openAICompatibleModel: ${key} must be a non-empty string`);
   }
-  refuseCredentials(options.baseURL);
+  checkBaseURL(options.baseURL);
   const url = `${options.baseURL.replace(/\/+$/, '')}/chat/completions`;
   const readTimeoutMs = timeoutOption('readTimeoutMs', options.readTimeoutMs, DEFAULT_READ_TIMEOUT_MS);
   const deadlineMs = timeoutOption('deadlineMs', options.deadlineMs, DEFAULT_MODEL_DEADLINE_MS);
   const finishGraceMs = Math.min(FINISH_GRACE_MS, readTimeoutMs / 2);
-  const maxResponseBytes = options.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES;
+  const maxResponseBytes = options.maxResponseBytes === undefined ? DEFAULT_MAX_RESPONSE_BYTES : options.maxResponseBytes;
   if (!Number.isInteger(maxResponseBytes) || maxResponseBytes <= 0) {
     throw new InvalidConfigError(`openAICompatibleModel: maxResponseBytes must be a positive integer, got ${String(maxResponseBytes)}`);
   }
@@ -292,10 +295,13 @@ class BodyHead {
   }
 }
 
-/**
- * Credentials in the URL: fetch refuses them, and every error quoting the URL would leak them.
- * The message names the problem without repeating the URL.
- */
+/** A `{ ... }` object (its prototype Object's or none): what `headers` is read as. */
+function isPlainObject(value: unknown): value is Record<string, unknown> {
+  if (typeof value !== 'object' || value === null) return false;
+  const prototype = Object.getPrototypeOf(value) as unknown;
+  return prototype === Object.prototype || prototype === null;
+}
+
 /**
  * The options' types, checked when the model is made: a wrong one (apiKey 5, headers 'x', fetch
  * 'x', structuredOutputs 'yes') was accepted and failed, or was quietly misread, at every call.
@@ -304,26 +310,35 @@ function optionTypes(options: OpenAICompatibleOptions): void {
   const problem = (key: string, what: string) => new InvalidConfigError(`openAICompatibleModel: ${key} must be ${what}`);
   const { apiKey, headers, fetch, structuredOutputs }: Record<string, unknown> = { ...options };
   if (apiKey !== undefined && typeof apiKey !== 'string') throw problem('apiKey', 'a string');
-  if (headers !== undefined && (typeof headers !== 'object' || headers === null || Array.isArray(headers) || Object.values(headers).some((v) => typeof v !== 'string'))) {
+  // A plain object only: a Headers or a Map has no own entries, so its headers were silently not sent.
+  if (headers !== undefined && (!isPlainObject(headers) || Object.values(headers).some((v) => typeof v !== 'string'))) {
     throw problem('headers', 'an object of string values');
   }
   if (fetch !== undefined && typeof fetch !== 'function') throw problem('fetch', 'a function');
   if (structuredOutputs !== undefined && typeof structuredOutputs !== 'boolean') throw problem('structuredOutputs', 'a boolean');
 }
 
-function refuseCredentials(baseURL: string): void {
+/**
+ * The base URL, checked when the model is made: an http(s) URL, without credentials (fetch
+ * refuses them, and every error quoting the URL would leak them) nor a fragment. The messages
+ * name the problem without repeating the URL.
+ */
+function checkBaseURL(baseURL: string): void {
+  const problem = (what: string) => new InvalidConfigError(`openAICompatibleModel: ${what}`);
   let parsed: URL;
   try {
     parsed = new URL(baseURL);
   } catch {
-    // Unparsable: the first call reports it (could not reach …), with any user info redacted.
-    return;
+    // Not quoted: a mistyped URL may hold a key.
+    throw problem('baseURL must be an http(s) URL such as http://localhost:11434/v1; the text given does not parse as a URL');
   }
+  // Any other scheme (ftp:, file:, a bare host:port read as a scheme) failed every call ('could not reach').
+  if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') throw problem(`baseURL must be an http(s) URL such as http://localhost:11434/v1, got a ${parsed.protocol} URL`);
   if (parsed.username !== '' || parsed.password !== '') {
-    throw new InvalidConfigError(
-      'openAICompatibleModel: baseURL must not contain credentials (user:password@); pass the key as apiKey or in an authorization header',
-    );
+    throw problem('baseURL must not contain credentials (user:password@); pass the key as apiKey or in an authorization header');
   }
+  // The path is added after it (`…#part/chat/completions`), and fetch sends no fragment: every call went to the bare base.
+  if (parsed.hash !== '') throw problem('baseURL must not have a #fragment: it is never sent, and the path /chat/completions would land in it');
 }
 
 function parseChunk(data: string): unknown {

@@ -1,0 +1,49 @@
+/**
+ * openAICompatibleModel's options are checked when the model is made (InvalidConfigError naming
+ * the option), not at the first call: a baseURL that is no http(s) URL, headers that are no plain
+ * object, a maxResponseBytes of null.
+ */
+import { describe, expect, it } from 'vitest';
+import { InvalidConfigError } from '../../src/errors.js';
+import { openAICompatibleModel, type OpenAICompatibleOptions } from '../../src/models/openai-compatible.js';
+
+const made = (extra: Partial<OpenAICompatibleOptions>) => () => openAICompatibleModel({ baseURL: 'http://127.0.0.1:1/v1', model: 'm', ...extra });
+
+describe('openAICompatibleModel: options refused when the model is made', () => {
+  it.each([
+    ['ftp://host/v1', /baseURL must be an http\(s\) URL .*ftp:/],
+    ['file:///etc/passwd', /baseURL must be an http\(s\) URL .*file:/],
+    ['javascript:alert(1)', /baseURL must be an http\(s\) URL/],
+    ['not a url', /baseURL must be an http\(s\) URL .*does not parse/],
+    ['localhost:11434/v1', /baseURL must be an http\(s\) URL/],
+    ['   ', /baseURL must be an http\(s\) URL .*does not parse/],
+    ['http://host/v1#part', /baseURL must not have a #fragment/],
+  ])('a baseURL %j (before: accepted, every call then failed)', (baseURL, problem) => {
+    expect(made({ baseURL })).toThrow(InvalidConfigError);
+    expect(made({ baseURL })).toThrow(problem);
+  });
+
+  it('an unparsable baseURL is not quoted (it may hold a key)', () => {
+    expect(made({ baseURL: 'sk-SECRET-123 not a url' })).not.toThrow(/SECRET/);
+  });
+
+  it.each([
+    ['a Headers object', new Headers({ 'x-team': 'a' })],
+    ['a Map', new Map([['x-team', 'a']])],
+  ])('headers as %s (before: accepted and silently not sent)', (_, headers) => {
+    expect(made({ headers: headers as never })).toThrow(InvalidConfigError);
+    expect(made({ headers: headers as never })).toThrow(/headers must be an object of string values/);
+  });
+
+  it('maxResponseBytes: null (before: read as the default)', () => {
+    expect(made({ maxResponseBytes: null as never })).toThrow(/maxResponseBytes must be a positive integer/);
+  });
+
+  it('valid values still make a model', () => {
+    for (const baseURL of ['http://localhost:11434/v1', 'https://api.openai.com/v1/', 'HTTPS://API.example.com:8443/openai/v1']) {
+      expect(made({ baseURL })().name).toBe('openai-compatible:m');
+    }
+    expect(made({ headers: Object.assign(Object.create(null) as Record<string, string>, { 'x-team': 'a' }) })).not.toThrow();
+    expect(made({ maxResponseBytes: 1e300 })).not.toThrow();
+  });
+});
