@@ -91,7 +91,11 @@ function secretsOption(given: unknown): string[] {
  * ```
  */
 export function aiSdkModel(languageModel: AiSdkLanguageModel, options: AiSdkModelOptions = {}): Model {
+  // null threw a raw TypeError below; a string, a list or a function were read as no options at all.
+  if (typeof options !== 'object' || options === null || Array.isArray(options)) throw new InvalidConfigError('aiSdkModel: options must be an object { readTimeoutMs?, deadlineMs?, structuredOutputs?, secrets? }');
   checkKnownKeys(options, OPTION_KEYS, 'aiSdkModel');
+  // 'yes', 'false' or 1 were read by their truthiness.
+  if (options.structuredOutputs !== undefined && typeof options.structuredOutputs !== 'boolean') throw new InvalidConfigError('aiSdkModel: structuredOutputs must be a boolean');
   const version = specificationVersionOf(languageModel);
   const readTimeoutMs = timeoutOption('readTimeoutMs', options.readTimeoutMs, DEFAULT_READ_TIMEOUT_MS);
   const deadlineMs = timeoutOption('deadlineMs', options.deadlineMs, DEFAULT_MODEL_DEADLINE_MS);
