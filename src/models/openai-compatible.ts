@@ -13,7 +13,8 @@ import { InvalidConfigError } from '../errors.js';
 export interface OpenAICompatibleOptions {
   /**
    * e.g. https://api.openai.com/v1, http://localhost:11434/v1 (Ollama), http://localhost:8000/v1 (vLLM):
-   * an http(s) URL, without credentials or a #fragment (refused when the model is made).
+   * an http(s) URL, without credentials or a #fragment (refused when the model is made). A query
+   * (`?api-version=…`) stays after the path: calls go to `<path>/chat/completions?<query>`.
    */
   baseURL: string;
   /** Sent as `Authorization: Bearer …`; local servers usually need none. */
@@ -96,8 +97,7 @@ export function openAICompatibleModel(options: OpenAICompatibleOptions): Model {
   for (const key of ['baseURL', 'model'] as const) {
     if (typeof options?.[key] !== 'string' || options[key] === '') throw new InvalidConfigError(`openAICompatibleModel: ${key} must be a non-empty string`);
   }
-  checkBaseURL(options.baseURL);
-  const url = `${options.baseURL.replace(/\/+$/, '')}/chat/completions`;
+  const url = chatCompletionsUrl(options.baseURL);
   const readTimeoutMs = timeoutOption('readTimeoutMs', options.readTimeoutMs, DEFAULT_READ_TIMEOUT_MS);
   const deadlineMs = timeoutOption('deadlineMs', options.deadlineMs, DEFAULT_MODEL_DEADLINE_MS);
   const finishGraceMs = Math.min(FINISH_GRACE_MS, readTimeoutMs / 2);
@@ -319,11 +319,11 @@ function optionTypes(options: OpenAICompatibleOptions): void {
 }
 
 /**
- * The base URL, checked when the model is made: an http(s) URL, without credentials (fetch
- * refuses them, and every error quoting the URL would leak them) nor a fragment. The messages
- * name the problem without repeating the URL.
+ * The endpoint under the base URL, checked when the model is made: an http(s) URL, without
+ * credentials (fetch refuses them, and every error quoting the URL would leak them) nor a
+ * fragment. The messages name the problem without repeating the URL.
  */
-function checkBaseURL(baseURL: string): void {
+function chatCompletionsUrl(baseURL: string): string {
   const problem = (what: string) => new InvalidConfigError(`openAICompatibleModel: ${what}`);
   let parsed: URL;
   try {
@@ -339,6 +339,9 @@ function checkBaseURL(baseURL: string): void {
   }
   // The path is added after it (`…#part/chat/completions`), and fetch sends no fragment: every call went to the bare base.
   if (parsed.hash !== '') throw problem('baseURL must not have a #fragment: it is never sent, and the path /chat/completions would land in it');
+  // The path goes before a query (Azure's `?api-version=`): appended to the text, it landed in the query.
+  parsed.pathname = `${parsed.pathname.replace(/\/+$/, '')}/chat/completions`;
+  return parsed.href;
 }
 
 function parseChunk(data: string): unknown {

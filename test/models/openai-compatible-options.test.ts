@@ -3,9 +3,13 @@
  * the option), not at the first call: a baseURL that is no http(s) URL, headers that are no plain
  * object, a maxResponseBytes of null.
  */
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { describe, expect, it } from 'vitest';
 import { InvalidConfigError } from '../../src/errors.js';
 import { openAICompatibleModel, type OpenAICompatibleOptions } from '../../src/models/openai-compatible.js';
+
+const request = () => ({ messages: [{ role: 'user' as const, content: 'hi' }], tools: [], signal: AbortSignal.timeout(5_000), idempotencyKey: 'k' });
 
 const made = (extra: Partial<OpenAICompatibleOptions>) => () => openAICompatibleModel({ baseURL: 'http://127.0.0.1:1/v1', model: 'm', ...extra });
 
@@ -45,5 +49,25 @@ describe('openAICompatibleModel: options refused when the model is made', () => 
     }
     expect(made({ headers: Object.assign(Object.create(null) as Record<string, string>, { 'x-team': 'a' }) })).not.toThrow();
     expect(made({ maxResponseBytes: 1e300 })).not.toThrow();
+  });
+});
+
+describe('openAICompatibleModel: a baseURL with a query', () => {
+  it('keeps the query after the path (before: /chat/completions was appended to the query, the call went to the bare base)', async () => {
+    const paths: string[] = [];
+    const server = createServer((req, res) => {
+      paths.push(req.url ?? '');
+      res.writeHead(400, { 'content-type': 'application/json' }).end('{"error":{"message":"recorded"}}');
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    try {
+      const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+      for (const baseURL of [`${base}/openai/deployments/d?api-version=2024-10-21`, `${base}/v1/?api-version=1`]) {
+        await openAICompatibleModel({ baseURL, model: 'm' }).generate(request()).catch(() => undefined);
+      }
+      expect(paths).toEqual(['/openai/deployments/d/chat/completions?api-version=2024-10-21', '/v1/chat/completions?api-version=1']);
+    } finally {
+      await new Promise((resolve) => server.close(resolve));
+    }
   });
 });
