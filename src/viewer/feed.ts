@@ -1,6 +1,7 @@
 import type { Message } from '../schemas.js';
 import { readSessionTrace, type ReadTraceEntry } from '../sessions/trace.js';
 import type { SessionStore } from '../stores/session-store.js';
+import { failureText, reportFailure } from './failure.js';
 import { cursorParam } from './http.js';
 import { lastIo, loadSessionHead, type SessionHead, type TraceReader } from './load.js';
 import type { SessionView } from './page-model.js';
@@ -101,6 +102,8 @@ export class SessionFeed {
   #work: Promise<void> = Promise.resolve();
   #timer: NodeJS.Timeout | undefined;
   #stopped = false;
+  /** The reference of the store failure the last polls met (reported once), until a poll reads again. */
+  #failure: string | undefined;
   /**
    * When the feed last had a page (or was opened), on the monotonic clock: it stops once it had
    * none for a grace period (a wall clock stepped back must not keep it for as long).
@@ -185,14 +188,16 @@ export class SessionFeed {
       let head: SessionHead | undefined;
       try {
         entries = await readSessionTrace(this.#store, this.sessionId, this.#seq);
-        if (entries.length === 0) return;
-        head = await loadSessionHead(this.#store, this.sessionId, lastIo(entries) || this.#io);
+        if (entries.length > 0) head = await loadSessionHead(this.#store, this.sessionId, lastIo(entries) || this.#io);
       } catch (error) {
-        const failure = sseEvent({ message: (error as Error).message }, { event: 'failure' });
+        // The pages get a reference, never the store's error; it is reported once per outage, not at every poll.
+        this.#failure ??= reportFailure(`following session '${this.sessionId}'`, error);
+        const failure = sseEvent({ message: failureText(this.#failure) }, { event: 'failure' });
         for (const stream of this.#clients.keys()) stream.send(failure);
         return;
       }
-      if (!head) return;
+      this.#failure = undefined;
+      if (entries.length === 0 || !head) return;
       const before: LiveCursor = { seq: this.#seq, log: this.#head.messages.length };
       const from = firstChange(this.#head.messages, head.messages);
       this.#seq = entries.at(-1)!.seq;

@@ -1,18 +1,11 @@
 import { runInFlight } from '../agent/protocol/actor-types.js';
-import { LoopchartError } from '../errors.js';
 import type { Outcome } from '../schemas.js';
 import { decodeRow } from '../sessions/session-row.js';
 import { readSessionTrace, type ReadTraceEntry } from '../sessions/trace.js';
 import type { SessionStore, SessionSummary, StoredSession } from '../stores/session-store.js';
+import { errorView, type ErrorView } from './failure.js';
 import type { SessionView } from './page-model.js';
 import { waitingIn } from './row-kinds.js';
-
-/** An error as the page shows it: its class, stable code and message (never a stack). */
-export function errorView(error: unknown): { name: string; code: string; message: string } {
-  if (LoopchartError.isInstance(error)) return { name: error.name, code: error.code, message: error.message };
-  const e = error as { name?: unknown; message?: unknown; code?: unknown } | null;
-  return { name: typeof e?.name === 'string' ? e.name : 'Error', code: typeof e?.code === 'string' ? e.code : 'Unexpected', message: typeof e?.message === 'string' ? e.message : String(error) };
-}
 
 export const describeOutcome = (outcome: Outcome): string =>
   outcome.type === 'Failed' ? `Failed (${outcome.error.type})` : outcome.type === 'Sealed' ? `Sealed: ${outcome.reason}` : outcome.type;
@@ -32,7 +25,8 @@ export type TraceReader = (sessionId: string, afterSeq?: number) => Promise<Read
 /**
  * Everything the session page shows, or undefined for a session that does not exist. A row
  * this build cannot read (corrupt, from a newer loopchart) is not a failure of the page: the
- * view carries its typed error, and the log and trace when they can be read.
+ * view carries its typed error, and the log and trace when they can be read. A store that fails
+ * (its database, its driver) is shown as a reference only: `errorView` reports its error on the server.
  */
 export async function loadSessionView(store: SessionStore, sessionId: string, readTrace: TraceReader = (id) => readSessionTrace(store, id)): Promise<SessionView | undefined> {
   let trace: ReadTraceEntry[] = [];
@@ -46,7 +40,7 @@ export async function loadSessionView(store: SessionStore, sessionId: string, re
   const head = await loadSessionHead(store, sessionId, lastIo(trace), summaries.find((s) => s.sessionId === sessionId));
   if (!head) return undefined;
   const children = summaries.map((s) => s.sessionId).filter((id) => id.startsWith(`${sessionId}/`));
-  return { ...head, error: head.error ?? (traceError === undefined ? null : errorView(traceError)), trace, ...(children.length > 0 && { children }) };
+  return { ...head, error: head.error ?? (traceError === undefined ? null : errorView(traceError, `reading the trace of session '${sessionId}'`)), trace, ...(children.length > 0 && { children }) };
 }
 
 /** A session page's head: the row's state and the log, without the trace. */
@@ -61,15 +55,15 @@ export async function loadSessionHead(store: SessionStore, sessionId: string, io
   try {
     stored = await loadStored(store, sessionId, listed);
   } catch (error) {
-    // A corrupt log or row: the store's typed error, shown on the page.
-    return { sessionId, version: 0, messageCount: 0, updatedAt: null, error: errorView(error), state: null, messages: [] };
+    // A corrupt log or row: its typed error, shown on the page; a failing store: a reference to its error, reported here.
+    return { sessionId, version: 0, messageCount: 0, updatedAt: null, error: errorView(error, `reading session '${sessionId}'`), state: null, messages: [] };
   }
   if (!stored) return undefined;
   const base = { sessionId, version: stored.version, messageCount: stored.messages.length, updatedAt: null, messages: stored.messages };
   try {
     return { ...base, error: null, state: { ...decodedState(store, sessionId, stored), io } };
   } catch (error) {
-    return { ...base, error: errorView(error), state: null };
+    return { ...base, error: errorView(error, `decoding session '${sessionId}'`), state: null };
   }
 }
 
@@ -148,12 +142,12 @@ export interface SessionListing {
   outcome: string;
   tokens: number | null;
   costUsd: number | null;
-  error: { name: string; code: string; message: string } | null;
+  error: ErrorView | null;
 }
 
 /**
  * The home page's list: each session's summary from its row, and its cost from the trace's
- * finished runs. A session whose row cannot be read is listed with its error.
+ * finished runs. A session whose row cannot be read is listed with its error (as `errorView` shows it).
  */
 export async function listSessionViews(store: SessionStore): Promise<SessionListing[]> {
   const summaries: SessionSummary[] = await store.list();
@@ -185,7 +179,7 @@ export async function listSessionViews(store: SessionStore): Promise<SessionList
           error: null,
         };
       } catch (error) {
-        return { ...listing, runs: null, outcome: 'unreadable', tokens: null, costUsd: null, error: errorView(error) };
+        return { ...listing, runs: null, outcome: 'unreadable', tokens: null, costUsd: null, error: errorView(error, `listing session '${summary.sessionId}'`) };
       }
     }),
   );

@@ -9,7 +9,10 @@ export interface SessionView {
   version: number;
   messageCount: number;
   updatedAt: string | null;
-  /** The typed error of a row this build cannot read; the rest of the page still shows what can be. */
+  /**
+   * The typed error of a row this build cannot read, or a reference to a store failure reported on
+   * the server (see `errorView`); the rest of the page still shows what can be.
+   */
   error: { name: string; code: string; message: string } | null;
   state: {
     brain: StateName;

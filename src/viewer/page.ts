@@ -200,6 +200,13 @@ ${rows}
   );
 }
 
+/**
+ * The 500 page of a request that failed: a reference, never the error, whose message may hold a
+ * connection string, a path or another session's data (see `reportFailure`, which logs it).
+ */
+export const failurePage = (reference: string): string =>
+  messagePage('Internal error', `The viewer could not answer this request (reference ${reference}); the error is in the server's log under that reference.`);
+
 /** A plain page for 404s and errors. */
 export function messagePage(title: string, text: string): string {
   return document(`loopchart · ${title}`, `<nav><a href="/">all sessions</a></nav><main class="home"><h1>${escapeHtml(title)}</h1><p id="message">${escapeHtml(text)}</p></main>`);

@@ -7,13 +7,14 @@ import { isSessionStore, type SessionStore } from '../stores/session-store.js';
 import { MAX_TIMER_MS } from '../timer-bound.js';
 import { sessionIdProblem } from '../stores/step.js';
 import { clientScript } from './asset.js';
+import { reportFailure } from './failure.js';
 import { SessionFeeds, liveCursor } from './feed.js';
 import { localRequestProblem, pagePath, refuse, requestTarget, sendHtml as send } from './http.js';
 import { brainChart, chartOf, type ChartModel } from './chart.js';
 import { cachedViews } from './chart-layout.js';
 import { comparePage, comparePaths } from './compare.js';
 import { listSessionViews, loadSessionView } from './load.js';
-import { homePage, messagePage, SCHEDULES_PATH, schedulesPage, sessionPage, sessionPath } from './page.js';
+import { failurePage, homePage, messagePage, SCHEDULES_PATH, schedulesPage, sessionPage, sessionPath } from './page.js';
 import type { PageData, SessionView } from './page-model.js';
 import { ScheduleSourceSchema, sourcedSchedules, storedSchedules } from './schedules.js';
 import { refusalPage, ViewerAccess, ViewerAccessOptionsSchema, type ViewerAuthorizer } from './access.js';
@@ -252,7 +253,8 @@ export async function startViewer(options: ViewerOptions): Promise<RunningViewer
   // A request with no Host is answered here (a JSON 400), not by Node's plain one.
   const server: Server = createServer({ requireHostHeader: false }, (request, response) => {
     handle(request, response).catch((error) => {
-      if (!response.headersSent) send(response, 500, messagePage('Error', (error as Error).message ?? String(error)));
+      const reference = reportFailure(`${request.method} ${request.url?.slice(0, 200)}`, error);
+      if (!response.headersSent) send(response, 500, failurePage(reference));
       else response.end();
     });
   });

@@ -99,12 +99,18 @@ describe('the viewer lists schedules', () => {
       expect(page.status).toBe(200);
       expect(page.body).toContain('<h1>Schedules in the cluster</h1>');
       expect(row(page.body, 'remote')).toEqual(['remote', 'loopchartSession', 'far', 'every 60 s', 'active', '2030-01-01 00:00:00Z', '—', '—', '0']);
-      // A source that answers something else is an error page naming it, not a page drawn from it.
+      // A source that answers something else is an error page, not a page drawn from it; the
+      // server's report (under the page's reference) names the source.
       listed = [{ ...elsewhere, nextAt: '<script>alert(1)</script>' }];
+      const reported = vi.spyOn(console, 'error').mockImplementation(() => {});
       const bad = await get(viewer.port, '/schedules');
+      const report = reported.mock.calls.map(([text, error]) => `${String(text)} ${(error as Error).message}`).join('\n');
+      reported.mockRestore();
       expect(bad.status).toBe(500);
-      expect(bad.body).toContain('the schedules of the cluster cannot be read');
+      expect(bad.body).toContain('Internal error');
       expect(bad.body).not.toContain('<script>alert(1)</script>');
+      const reference = /reference ([0-9a-f]{8})/.exec(bad.body)![1]!;
+      expect(report).toMatch(new RegExp(`reference ${reference}.*the schedules of the cluster cannot be read`));
       expect((await get(viewer.port, '/')).status).toBe(200);
     } finally {
       await viewer.close();
