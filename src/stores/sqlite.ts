@@ -3,7 +3,8 @@ import { basename, dirname, join, resolve } from 'node:path';
 import type { ToolMessage } from '../schemas.js';
 import { decodeJournalEntry, decodeSession } from './decode.js';
 import type { LogRow } from './decode.js';
-import { LoopchartError } from '../errors.js';
+import { InvalidConfigError, LoopchartError } from '../errors.js';
+import { MAX_TIMER_MS } from '../timer-bound.js';
 import { checkKnownKeys, optionKeys } from '../known-keys.js';
 import { CorruptSessionError, StoreBusyError, StoreCorruptError, StoreError, StoreFullError, StoreUnavailableError } from './errors.js';
 import type { SessionStore, SessionSummary, StepWrite, StoredSession, TraceRecord } from './session-store.js';
@@ -27,7 +28,7 @@ export interface SqliteStoreOptions {
    * per step is noise there, while a rolled-back step is a repeated tool side effect.
    */
   synchronous?: 'FULL' | 'NORMAL' | undefined;
-  /** How long a writer waits for another connection's write lock before StoreBusyError. Default 5000. */
+  /** How long a writer waits for another connection's write lock before StoreBusyError, in ms: an integer from 0 to 2^31 - 1. Default 5000. */
   busyTimeoutMs?: number | undefined;
   /**
    * The SQLite binding. Default: the built-in `node:sqlite` on Node 22.5+ (22.13+ without a
@@ -132,6 +133,31 @@ function ignoreInGit(created: string | undefined, folder: string): void {
 }
 
 const SQLITE_OPTION_KEYS = optionKeys<SqliteStoreOptions>()({ path: true, synchronous: true, busyTimeoutMs: true, driver: true });
+const SQLITE_DRIVERS: readonly unknown[] = ['node:sqlite', 'better-sqlite3'] satisfies SqliteDriverName[];
+
+/**
+ * The options, checked before anything is opened. Before, a string (`new SqliteSessionStore('my.db')`)
+ * opened the default file instead, a `synchronous` other than NORMAL was FULL and an unknown driver
+ * better-sqlite3 without a word, and a bad path or busyTimeoutMs was a raw TypeError or RangeError
+ * from `path.resolve` or the driver.
+ */
+function checkOptions(options: SqliteStoreOptions): void {
+  const problem = (what: string) => new InvalidConfigError(`SqliteSessionStore: ${what}`);
+  if (typeof options !== 'object' || options === null || Array.isArray(options)) {
+    throw problem("options must be an object { path?, synchronous?, busyTimeoutMs?, driver? } (a path goes as { path: 'my.db' })");
+  }
+  checkKnownKeys(options, SQLITE_OPTION_KEYS, 'SqliteSessionStore');
+  const { path, synchronous, busyTimeoutMs, driver }: Record<string, unknown> = { ...options };
+  if (path !== undefined && (typeof path !== 'string' || path === '')) throw problem(`path must be a non-empty file path (or ':memory:'), got ${path === '' ? 'an empty string' : typeof path}`);
+  // SQLite cuts the name at a NUL: another file than the one named would be opened.
+  if (typeof path === 'string' && path.includes('\0')) throw problem('path must not hold a NUL character');
+  if (synchronous !== undefined && synchronous !== 'FULL' && synchronous !== 'NORMAL') throw problem("synchronous must be 'FULL' or 'NORMAL'");
+  // The drivers' own bound: better-sqlite3 refuses more, and SQLite keeps the busy timeout in an int.
+  if (busyTimeoutMs !== undefined && (typeof busyTimeoutMs !== 'number' || !Number.isInteger(busyTimeoutMs) || busyTimeoutMs < 0 || busyTimeoutMs > MAX_TIMER_MS)) {
+    throw problem(`busyTimeoutMs must be an integer from 0 to ${MAX_TIMER_MS} (ms), got ${typeof busyTimeoutMs === 'number' ? String(busyTimeoutMs) : typeof busyTimeoutMs}`);
+  }
+  if (driver !== undefined && !SQLITE_DRIVERS.includes(driver)) throw problem("driver must be 'node:sqlite' or 'better-sqlite3'");
+}
 
 /**
  * The embedded session store: one SQLite file (WAL), safe for several processes on one machine.
@@ -154,7 +180,7 @@ export class SqliteSessionStore implements SessionStore {
   private readonly loadTxn: (sessionId: string) => StoredSession | undefined;
 
   constructor(options: SqliteStoreOptions = {}) {
-    checkKnownKeys(options, SQLITE_OPTION_KEYS, 'SqliteSessionStore');
+    checkOptions(options);
     const path = options.path ?? DEFAULT_SQLITE_PATH;
     this.path = path === ':memory:' ? path : resolve(path);
     if (this.path !== ':memory:') ignoreInGit(mkdirSync(dirname(this.path), { recursive: true }), dirname(this.path));
