@@ -4,6 +4,7 @@ import { z } from 'zod';
 import { checkKnownKeys, parseOptions } from '../known-keys.js';
 import { type AgentMachine } from '../../machines/agent.machine.js';
 import { runInFlight, type AgentOutput } from '../agent/protocol/actor-types.js';
+import { isRewirableMachine } from '../agent/protocol/executor.js';
 import { LoopchartError } from '../errors.js';
 import { DurableSession, SessionScopeError } from '../sessions/durable-session.js';
 import { SessionRowError } from '../sessions/session-row.js';
@@ -228,17 +229,32 @@ export async function startScheduler(options: SchedulerOptions): Promise<Schedul
   checkKnownKeys(options, [...Object.keys(SchedulerSettingsSchema.shape), 'store', 'agents'], '', refuse);
   const { store, agents, ...rest } = options;
   const settings = parseOptions(SchedulerSettingsSchema, rest, '', refuse);
-  const machines = new Map<string, AgentMachine>(agents instanceof Map ? agents : Object.entries((agents ?? {}) as Record<string, AgentMachine>));
-  if (machines.size === 0) throw new InvalidSchedulerOptionsError('agents must name at least one agent');
-  for (const [name, machine] of machines) {
-    if (typeof machine !== 'object' || machine === null || !('transition' in machine)) throw new InvalidSchedulerOptionsError(`agents.${name} is not an agent machine`);
-  }
+  const machines = agentsByName(agents);
   if (typeof store !== 'object' || store === null || typeof store.apply !== 'function') throw new InvalidSchedulerOptionsError('store must be a SessionStore');
   const backend = scheduleBackend(store);
   const loop = new SchedulerLoop(store, backend, machines, { ...settings, owner: settings.owner ?? `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}` });
   await loop.reportUnknownAgents();
   loop.start();
   return loop;
+}
+
+/**
+ * The agents option as a Map by name, checked: before, a list was read as agents named '0', '1'…,
+ * a string as its characters, and a Map key that is no string (or an empty name) matched no
+ * schedule; a machine that was no agent passed ('transition' in it) and every tick then failed.
+ */
+function agentsByName(agents: unknown): Map<string, AgentMachine> {
+  const isMap = agents instanceof Map;
+  if (!isMap && (typeof agents !== 'object' || agents === null || Array.isArray(agents))) {
+    throw new InvalidSchedulerOptionsError('agents must be an object of agent machines by name, or a Map');
+  }
+  const machines = new Map<unknown, unknown>(isMap ? (agents as Map<unknown, unknown>) : Object.entries(agents as object));
+  if (machines.size === 0) throw new InvalidSchedulerOptionsError('agents must name at least one agent');
+  for (const [name, machine] of machines) {
+    if (typeof name !== 'string' || name === '') throw new InvalidSchedulerOptionsError(`agents: a name must be a non-empty string, got ${typeof name === 'string' ? 'an empty one' : typeof name}`);
+    if (!isRewirableMachine(machine)) throw new InvalidSchedulerOptionsError(`agents.${name} is not an agent machine (createAgentMachine)`);
+  }
+  return machines as Map<string, AgentMachine>;
 }
 
 type Settings = z.output<typeof SchedulerSettingsSchema> & { owner: string };

@@ -204,6 +204,9 @@ export function nextAfter(timing: Timing, timeZone: string, after: number): numb
  * `SqliteSessionStore`'s file, or a table in a `PostgresSessionStore`'s schema. The caller closes it.
  */
 export function scheduleBackend(store: SessionStore): ScheduleBackend {
+  const kinds = 'schedules are kept in a MemorySessionStore, a SqliteSessionStore or a PostgresSessionStore';
+  // null or undefined threw a raw TypeError from the hook's lookup below.
+  if (typeof store !== 'object' || store === null) throw new InvalidScheduleError(kinds);
   if (store instanceof MemorySessionStore) return new MemoryScheduleBackend(store.backing);
   if (store instanceof SqliteSessionStore) {
     if (store.path === ':memory:') throw new InvalidScheduleError('an in-memory SQLite store (:memory:) cannot be shared with a scheduler: use a file');
@@ -211,7 +214,7 @@ export function scheduleBackend(store: SessionStore): ScheduleBackend {
   }
   // Told by its hook, not by its class: importing PostgresSessionStore here would load pg for every store.
   if (isPostgresTables(store)) return new PostgresScheduleBackend(store);
-  throw new InvalidScheduleError('schedules are kept in a MemorySessionStore, a SqliteSessionStore or a PostgresSessionStore');
+  throw new InvalidScheduleError(kinds);
 }
 
 async function withBackend<T>(store: SessionStore, work: (backend: ScheduleBackend) => Promise<T>): Promise<T> {
