@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { parseOptions } from '../known-keys.js';
+import { InvalidConfigError } from '../errors.js';
 import type { Operation, OperationContext, HookContext } from '../agent/operations/operation.js';
 import type { ModelReply } from '../model.js';
 import type { Message } from '../schemas.js';
@@ -7,7 +8,7 @@ import { isSessionStore, type SessionStore } from '../stores/session-store.js';
 import { defineTool, type Tool, type ToolContext } from '../tools/define-tool.js';
 import { MemoryTooLargeError } from './errors.js';
 import { MemoryHitSchema, type MemoryBackend, type MemoryEntry, type MemoryHit } from './memory-backend.js';
-import { memoryBackend } from './memory-store.js';
+import { memoryBackend, memoryStoreProblem } from './memory-store.js';
 import { embedOrProblem, findRecall, type Embed, type EmbedConfig } from './recall.js';
 
 /** How long a working-memory document may be unless the memory says otherwise (characters). */
@@ -199,6 +200,8 @@ const DEFAULT_WORKING_INSTRUCTIONS =
  */
 export function agentMemory(options: AgentMemoryOptions): AgentMemory {
   const config = parseOptions(MemoryOptionsSchema, options, 'agentMemory');
+  const storeProblem = memoryStoreProblem(config.store);
+  if (storeProblem !== null) throw new InvalidConfigError(`agentMemory: store: ${storeProblem}`);
   let backend: MemoryBackend | undefined;
   const open = (): MemoryBackend => (backend ??= memoryBackend(config.store));
   const { name, working, recall: recallConfig } = config;

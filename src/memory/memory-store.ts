@@ -9,6 +9,18 @@ import { PostgresMemory } from './postgres-memory.js';
 import { SqliteMemory } from './sqlite-memory.js';
 
 /**
+ * Why `store` cannot keep memory beside its sessions, or null: asked by `agentMemory` when it is
+ * made, so such a store is refused there and not at every run's first model call.
+ */
+export function memoryStoreProblem(store: SessionStore): string | null {
+  // Memory is opened on a connection of its own: a second connection to ':memory:' is another, empty database.
+  if (store instanceof SqliteSessionStore && store.path === ':memory:') return 'an in-memory SQLite store (:memory:) cannot keep memory beside its sessions: use a file';
+  // Told by its hook, not by its class: importing PostgresSessionStore here would load pg for every store.
+  if (store instanceof MemorySessionStore || store instanceof SqliteSessionStore || isPostgresTables(store)) return null;
+  return 'memory is kept beside the sessions of a MemorySessionStore, a SqliteSessionStore or a PostgresSessionStore';
+}
+
+/**
  * Where a store's memory lives, beside its sessions: a `MemorySessionStore`'s backing (searched
  * in process), tables in a `SqliteSessionStore`'s file (FTS5, on a connection of their own), or
  * tables in a `PostgresSessionStore`'s schema (tsvector and GIN, on the store's pool). Similarity
@@ -16,12 +28,7 @@ import { SqliteMemory } from './sqlite-memory.js';
  */
 export function memoryBackend(store: SessionStore): MemoryBackend {
   if (store instanceof MemorySessionStore) return new BackingMemory(store.backing);
-  if (store instanceof SqliteSessionStore) {
-    // Memory is opened on a connection of its own: a second connection to ':memory:' is another, empty database.
-    if (store.path === ':memory:') throw new InvalidConfigError('an in-memory SQLite store (:memory:) cannot keep memory beside its sessions: use a file');
-    return new SqliteMemory(store.path, store.driver);
-  }
-  // Told by its hook, not by its class: importing PostgresSessionStore here would load pg for every store.
+  if (store instanceof SqliteSessionStore && store.path !== ':memory:') return new SqliteMemory(store.path, store.driver);
   if (isPostgresTables(store)) return new PostgresMemory(store);
-  throw new InvalidConfigError('memory is kept beside the sessions of a MemorySessionStore, a SqliteSessionStore or a PostgresSessionStore');
+  throw new InvalidConfigError(memoryStoreProblem(store) ?? 'memory cannot be kept beside this store');
 }

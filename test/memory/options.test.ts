@@ -1,0 +1,54 @@
+/**
+ * agentMemory refuses, when it is made, a store its memory cannot sit beside: an in-memory SQLite
+ * store (another connection to it is another database) or a store of the user's own. Before, both
+ * were accepted and every run of an agent using the memory Failed at its first model call.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { InvalidConfigError } from '../../src/errors.js';
+import { MemorySessionStore, type SessionStore } from '../../src/index.js';
+import { agentMemory } from '../../src/memory.js';
+import { SqliteSessionStore } from '../../src/sqlite.js';
+
+function foreignStore(): SessionStore {
+  const inner = new MemorySessionStore();
+  return {
+    load: (id) => inner.load(id),
+    apply: (id, write) => inner.apply(id, write),
+    list: () => inner.list(),
+    journalToolResult: (id, turn, result) => inner.journalToolResult(id, turn, result),
+    journaledToolResults: (id, turn) => inner.journaledToolResults(id, turn),
+    close: () => inner.close(),
+  };
+}
+
+describe('agentMemory: a store that cannot keep memory', () => {
+  it('an in-memory SQLite store is refused when the memory is made', async () => {
+    const store = new SqliteSessionStore({ path: ':memory:' });
+    try {
+      expect(() => agentMemory({ store })).toThrow(InvalidConfigError);
+      expect(() => agentMemory({ store })).toThrow(/agentMemory: store: an in-memory SQLite store \(:memory:\) cannot keep memory beside its sessions: use a file/);
+    } finally {
+      await store.close();
+    }
+  });
+
+  it('a store of the user’s own is refused when the memory is made', () => {
+    expect(() => agentMemory({ store: foreignStore() })).toThrow(InvalidConfigError);
+    expect(() => agentMemory({ store: foreignStore() })).toThrow(/agentMemory: store: memory is kept beside the sessions of a MemorySessionStore, a SqliteSessionStore or a PostgresSessionStore/);
+  });
+
+  it('a memory or SQLite file store is still taken', async () => {
+    expect(agentMemory({ store: new MemorySessionStore() }).name).toBe('memory');
+    const dir = mkdtempSync(join(tmpdir(), 'loopchart-memory-options-'));
+    const store = new SqliteSessionStore({ path: join(dir, 'sessions.db') });
+    try {
+      expect(agentMemory({ store }).name).toBe('memory');
+    } finally {
+      await store.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
