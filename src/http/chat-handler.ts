@@ -18,7 +18,8 @@ import type { ChatAction } from './route.js';
 import { ChatRun } from './chat-run.js';
 import { AllowedOriginSchema, contentTypeProblem, crossSiteProblem } from './cross-site.js';
 import { FetchSink } from './fetch-sink.js';
-import { chatAsk, readJsonBody, type ApprovalAnswer, type BodyProblem } from './request.js';
+import { chatAsk, readJsonBody, type ApprovalAnswer } from './request.js';
+import { DEFAULT_BODY_TIMEOUT_MS, MAX_BODY_TIMEOUT_MS, type BodyProblem } from '../read-body.js';
 import { chatRoute, otherSurfaceProblem } from './route.js';
 import { SubagentTree } from '../agent/hosts/subagent-tree.js';
 import { RESERVED_OPERATIONS, RunChunker, type Audience } from './ui-chunks.js';
@@ -43,7 +44,7 @@ export const ChatHandlerOptionsSchema = z.strictObject({
   /** How long `authorize` and `chatKey` each may take before the request is refused (ms). Default 5 s. */
   authorizeTimeoutMs: z.number().int().min(1).max(120_000).default(5000),
   /** How long a request body may take to arrive once its headers have (ms); then a 408. Default 30 s. */
-  bodyTimeoutMs: z.number().int().min(1).max(600_000).default(30_000),
+  bodyTimeoutMs: z.number().int().min(1).max(MAX_BODY_TIMEOUT_MS).default(DEFAULT_BODY_TIMEOUT_MS),
 });
 export type ChatHandlerSettings = z.input<typeof ChatHandlerOptionsSchema>;
 

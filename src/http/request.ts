@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { MAX_REASON_LENGTH } from '../agent/protocol/events.js';
+import { readBody, type BodyProblem } from '../read-body.js';
 import { chatIdProblem } from './route.js';
 
 /**
@@ -75,48 +76,16 @@ export function chatAsk(body: unknown): { ask: ChatAsk } | { problem: string } {
   return { ask: { type: 'input', chatId, text } };
 }
 
-/** Why a body cannot be taken, with its status: 413 too large, 408 too slow, 400 anything else. */
-export interface BodyProblem {
-  problem: string;
-  status: 400 | 408 | 413;
-}
-
 /**
- * The body as JSON, read up to `maxBytes` (a larger one is refused before it is all read) and
- * within `timeoutMs` (a client that stops sending mid-body is let go, on any runtime: Node's own
- * `requestTimeout` is not there under every framework), or why it cannot be taken.
+ * The body as JSON, read as `readBody` reads it (up to `maxBytes`, within `timeoutMs`), or why it
+ * cannot be taken.
  */
 export async function readJsonBody(request: Request, maxBytes: number, timeoutMs: number): Promise<{ body: unknown } | BodyProblem> {
-  const declared = Number(request.headers.get('content-length') ?? NaN);
-  if (declared > maxBytes) return { problem: `the body is ${declared} bytes; the limit is ${maxBytes}`, status: 413 };
   if (!request.body) return { problem: 'the request has no body', status: 400 };
-  const reader = request.body.getReader();
-  const parts: Uint8Array[] = [];
-  let size = 0;
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  const late = new Promise<'late'>((resolve) => (timer = setTimeout(() => resolve('late'), timeoutMs)));
+  const read = await readBody(request, maxBytes, timeoutMs);
+  if ('problem' in read) return read;
   try {
-    for (;;) {
-      // A client that goes away mid-body rejects the read: its request is over, no fault of ours.
-      const read = await Promise.race([reader.read(), late]).catch(() => 'cut' as const);
-      if (read === 'cut') return { problem: 'the body was cut off before its end', status: 400 };
-      if (read === 'late') {
-        await reader.cancel().catch(() => {});
-        return { problem: `the body did not arrive within ${timeoutMs} ms`, status: 408 };
-      }
-      if (read.done) break;
-      size += read.value.byteLength;
-      if (size > maxBytes) {
-        await reader.cancel().catch(() => {});
-        return { problem: `the body is over the limit of ${maxBytes} bytes`, status: 413 };
-      }
-      parts.push(read.value);
-    }
-  } finally {
-    clearTimeout(timer);
-  }
-  try {
-    return { body: JSON.parse(Buffer.concat(parts).toString('utf8')) };
+    return { body: JSON.parse(Buffer.from(read.bytes).toString('utf8')) };
   } catch {
     return { problem: 'the body is not JSON', status: 400 };
   }

@@ -7,6 +7,7 @@ import { CallerSchema } from './caller-sessions.js';
 import { createMcpServer, MCP_SERVER_KEYS, type AgentMcpServer, type McpServerOptions } from './server.js';
 import { checkKnownKeys, parseOptions } from '../known-keys.js';
 import { MAX_TIMER_MS } from '../timer-bound.js';
+import { DEFAULT_BODY_TIMEOUT_MS, MAX_BODY_TIMEOUT_MS, readBody } from '../read-body.js';
 
 /**
  * What `authorize` answers for one request: `{ caller }` lets it through as that caller (who the
@@ -54,8 +55,10 @@ const HttpSettingsSchema = z.strictObject({
    * neither. Default none.
    */
   allowedOrigins: z.array(z.string().regex(/^https?:\/\/[^/]+$/, 'must be an origin: scheme://host[:port]')).default([]),
-  /** Largest request body, in bytes (the transport answers a larger one 413). Default 4 MiB. */
+  /** Largest request body, in bytes; a larger one is a 413. Default 4 MiB. */
   maxBodyBytes: z.number().int().min(1024).max(2 ** 30).default(4 << 20),
+  /** How long a POST's body may take to arrive once its headers have, in ms; then a 408. Default 30 s. */
+  bodyTimeoutMs: z.number().int().min(1).max(MAX_BODY_TIMEOUT_MS).default(DEFAULT_BODY_TIMEOUT_MS),
   /** MCP sessions (connections) held at once; a new one past it is a 503. Default 100. */
   maxSessions: z.number().int().min(1).max(100_000).default(100),
   /** A session with no request for this long is closed, in ms. Default 30 minutes. */
@@ -113,7 +116,8 @@ interface HttpSession {
  * `node:http` with `toNodeListener` from `loopchart/http`, or in Hono, Bun, Deno, a Next.js route).
  * A request goes through, in order: its path (only `path`, never the `Host` header, decides), its
  * `Origin` (a browser request from an origin not in `allowedOrigins` is a 403), `authorize`
- * (timed; it fails closed; its `{ caller }` says who calls), then the MCP session it names
+ * (timed; it fails closed; its `{ caller }` says who calls), a POST's body (within
+ * `bodyTimeoutMs`, else a 408, and `maxBodyBytes`, else a 413), then the MCP session it names
  * (`mcp-session-id`; an unknown one, or one of another caller, is a 404, a new one past
  * `maxSessions` a 503). Each session is a connection of one `createMcpServer` server for its
  * caller, so the call limit holds across them; an idle one is closed after `sessionIdleMs`.
@@ -141,8 +145,8 @@ export function createMcpHandler(options: McpHandlerOptions): McpHandler {
   if (typeof options !== 'object' || options === null) throw new McpServerOptionsError('options must be an object');
   const refuse = (message: string) => new McpServerOptionsError(message);
   checkKnownKeys(options, [...Object.keys(HttpSettingsSchema.shape), ...MCP_SERVER_KEYS], '', refuse);
-  const { path, authorize, authorizeTimeoutMs, allowedOrigins, maxBodyBytes, maxSessions, sessionIdleMs, ...serverOptions } = options;
-  const settings = parseOptions(HttpSettingsSchema, { path, authorize, authorizeTimeoutMs, allowedOrigins, maxBodyBytes, maxSessions, sessionIdleMs }, '', refuse);
+  const { path, authorize, authorizeTimeoutMs, allowedOrigins, maxBodyBytes, bodyTimeoutMs, maxSessions, sessionIdleMs, ...serverOptions } = options;
+  const settings = parseOptions(HttpSettingsSchema, { path, authorize, authorizeTimeoutMs, allowedOrigins, maxBodyBytes, bodyTimeoutMs, maxSessions, sessionIdleMs }, '', refuse);
   const origins = new Set(settings.allowedOrigins.map((origin) => origin.toLowerCase()));
   const server = createMcpServer(serverOptions);
   const sessions = new Map<string, HttpSession>();
@@ -189,12 +193,17 @@ export function createMcpHandler(options: McpHandlerOptions): McpHandler {
     const admitted = await authorized(request, settings.authorize, settings.authorizeTimeoutMs);
     if ('refusal' in admitted) return admitted.refusal;
     const id = request.headers.get('mcp-session-id');
-    if (id === null) return request.method === 'POST' ? open(request, admitted.caller) : refusal(400, 'a request without an mcp-session-id header must be an initialize POST');
+    if (id === null && request.method !== 'POST') return refusal(400, 'a request without an mcp-session-id header must be an initialize POST');
+    const read = request.method === 'POST' ? await withBody(request, settings.maxBodyBytes, settings.bodyTimeoutMs) : request;
+    if (read instanceof Response) return read;
+    // Looked at again once the body is in: the server may have begun closing, the session ended, meanwhile.
+    if (closing) return refusal(503, 'the server is closing');
+    if (id === null) return open(read, admitted.caller);
     const session = sessions.get(id);
     // Another caller's session answers as one that does not exist: its id is no key to it.
     if (!session || session.caller !== admitted.caller) return refusal(404, 'no such MCP session (it ended, or the server restarted): initialize a new one');
     touch(id, session);
-    return session.transport.handleRequest(request);
+    return session.transport.handleRequest(read);
   };
 
   return Object.assign(handler, {
@@ -207,6 +216,19 @@ export function createMcpHandler(options: McpHandlerOptions): McpHandler {
       sessions.clear();
     },
   });
+}
+
+/**
+ * A POST with its body read within `timeoutMs` and `maxBytes`, as a request whose body the
+ * transport then reads at once; or the refusal (408, 413, 400). Before, the transport waited on
+ * the body for as long as the runtime let the socket live: a client that sent its headers and then
+ * nothing held the request open for Node's 300 s `requestTimeout`, for ever under a framework
+ * with none. Read after `authorize`: a caller it refuses never has its body read.
+ */
+async function withBody(request: Request, maxBytes: number, timeoutMs: number): Promise<Request | Response> {
+  const read = await readBody(request, maxBytes, timeoutMs);
+  if ('problem' in read) return refusal(read.status, read.problem);
+  return request.body ? new Request(request, { body: read.bytes }) : request;
 }
 
 /** Why a browser request from another origin is refused, or null. Non-browser clients send no `Origin`. */
