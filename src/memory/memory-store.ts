@@ -13,11 +13,14 @@ import { SqliteMemory } from './sqlite-memory.js';
  * made, so such a store is refused there and not at every run's first model call.
  */
 export function memoryStoreProblem(store: SessionStore): string | null {
+  const kinds = 'memory is kept beside the sessions of a MemorySessionStore, a SqliteSessionStore or a PostgresSessionStore';
+  // null or undefined (exportScope(undefined, …)) threw a raw TypeError from the hook's lookup below.
+  if (typeof store !== 'object' || store === null) return kinds;
   // Memory is opened on a connection of its own: a second connection to ':memory:' is another, empty database.
   if (store instanceof SqliteSessionStore && store.path === ':memory:') return 'an in-memory SQLite store (:memory:) cannot keep memory beside its sessions: use a file';
   // Told by its hook, not by its class: importing PostgresSessionStore here would load pg for every store.
   if (store instanceof MemorySessionStore || store instanceof SqliteSessionStore || isPostgresTables(store)) return null;
-  return 'memory is kept beside the sessions of a MemorySessionStore, a SqliteSessionStore or a PostgresSessionStore';
+  return kinds;
 }
 
 /**
@@ -29,6 +32,6 @@ export function memoryStoreProblem(store: SessionStore): string | null {
 export function memoryBackend(store: SessionStore): MemoryBackend {
   if (store instanceof MemorySessionStore) return new BackingMemory(store.backing);
   if (store instanceof SqliteSessionStore && store.path !== ':memory:') return new SqliteMemory(store.path, store.driver);
-  if (isPostgresTables(store)) return new PostgresMemory(store);
+  if (typeof store === 'object' && store !== null && isPostgresTables(store)) return new PostgresMemory(store);
   throw new InvalidConfigError(memoryStoreProblem(store) ?? 'memory cannot be kept beside this store');
 }

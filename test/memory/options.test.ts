@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { InvalidConfigError } from '../../src/errors.js';
 import { MemorySessionStore, type SessionStore } from '../../src/index.js';
-import { agentMemory } from '../../src/memory.js';
+import { agentMemory, deleteScope, exportScope, listScopes } from '../../src/memory.js';
 import { SqliteSessionStore } from '../../src/sqlite.js';
 
 function foreignStore(): SessionStore {
@@ -49,6 +49,16 @@ describe('agentMemory: a store that cannot keep memory', () => {
     } finally {
       await store.close();
       rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('the privacy calls: a store that is no object', () => {
+  it.each([['null', null], ['undefined', undefined]])('%s is an InvalidConfigError (before: a raw TypeError reading besideSessions)', async (_, store) => {
+    for (const call of [() => exportScope(store as never, 'user:ada'), () => listScopes(store as never), () => deleteScope(store as never, 'user:ada')]) {
+      const error = await call().then(() => undefined, (e: unknown) => e);
+      expect(error).toBeInstanceOf(InvalidConfigError);
+      expect((error as Error).message).toMatch(/memory is kept beside the sessions of a MemorySessionStore/);
     }
   });
 });
