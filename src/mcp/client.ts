@@ -36,8 +36,15 @@ export const McpToolsOptionsSchema = z.strictObject({
    * Give one when two handles would have the same default (one server twice, the same prefix).
    */
   name: z.string().min(1).max(MAX_SOURCE_NAME_CHARS).optional(),
-  /** Put before every tool name (`fs_` makes `read_file` `fs_read_file`), to keep several servers apart. */
-  prefix: z.string().optional(),
+  /**
+   * Put before every tool name (`fs_` makes `read_file` `fs_read_file`), to keep several servers
+   * apart. Up to 63 characters of a-z, A-Z, 0-9, _ or -: the tool names it starts are held to that
+   * rule (1-64 of them), so any other prefix would leave every tool skipped.
+   */
+  prefix: z
+    .string()
+    .regex(/^[a-zA-Z0-9_-]{0,63}$/, 'must be up to 63 characters of a-z, A-Z, 0-9, _ or - (it starts every tool name, which providers hold to 1-64 of them)')
+    .optional(),
   /**
    * Longest the start and the MCP handshake may take, in ms. Default 30 s. At most 2^31 - 1 (24.8
    * days, setTimeout's bound: a longer delay would fire at once).
