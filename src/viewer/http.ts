@@ -1,4 +1,4 @@
-import type { IncomingHttpHeaders, ServerResponse } from 'node:http';
+import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
 
 /** Writes a whole HTML page: never cached, never sniffed as anything but HTML. */
 export function sendHtml(res: ServerResponse, status: number, html: string): void {
@@ -106,4 +106,16 @@ export function refuse(res: ServerResponse, status: number, code: string, reason
   const body = Buffer.from(`${JSON.stringify({ error: { code, message: reason } })}\n`);
   res.writeHead(status, { 'content-type': 'application/json; charset=utf-8', 'content-length': body.length, 'cache-control': 'no-store', 'x-content-type-options': 'nosniff', connection: 'close' });
   res.end(body);
+}
+
+/**
+ * The viewer and the inspector read no request body. A request that comes with one (a POST, a GET
+ * with a `Content-Length`) is answered as any other, and the answer closes the connection: the
+ * rest of the body is never waited for, so a client that trickles a body, or never ends it, holds
+ * no socket. Before, Node kept the socket open for the rest of the body until its
+ * `requestTimeout` (300 s by default).
+ */
+export function closeAfterAnswer(req: IncomingMessage, res: ServerResponse): void {
+  const length = req.headers['content-length'];
+  if (req.headers['transfer-encoding'] !== undefined || (length !== undefined && length !== '0')) res.setHeader('connection', 'close');
 }

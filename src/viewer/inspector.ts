@@ -5,7 +5,7 @@ import type { AnyStateMachine, InspectionEvent } from 'xstate';
 import { statePath } from '../sessions/trace.js';
 import { clientScript } from './asset.js';
 import { reportFailure } from './failure.js';
-import { cursorParam, localRequestProblem, pagePath, refuse, requestTarget, sendHtml as html } from './http.js';
+import { closeAfterAnswer, cursorParam, localRequestProblem, pagePath, refuse, requestTarget, sendHtml as html } from './http.js';
 import { brainChart, chartOf, type ChartModel } from './chart.js';
 import { actorPath, failurePage, homePage, messagePage, sessionPage } from './page.js';
 import type { PageData, Row, SessionView } from './page-model.js';
@@ -219,6 +219,7 @@ export function viewerInspector(options: ViewerInspectorOptions = {}): ViewerIns
   };
 
   const handle = async (req: IncomingMessage, res: ServerResponse, port: number) => {
+    closeAfterAnswer(req, res);
     const refused = localRequestProblem(req.headers, port, req.rawHeaders);
     if (refused) return refuse(res, refused.status, refused.code, refused.reason);
     const url = requestTarget(req.url);

@@ -9,7 +9,7 @@ import { sessionIdProblem } from '../stores/step.js';
 import { clientScript } from './asset.js';
 import { reportFailure } from './failure.js';
 import { SessionFeeds, liveCursor } from './feed.js';
-import { localRequestProblem, pagePath, refuse, requestTarget, sendHtml as send } from './http.js';
+import { closeAfterAnswer, localRequestProblem, pagePath, refuse, requestTarget, sendHtml as send } from './http.js';
 import { brainChart, chartOf, type ChartModel } from './chart.js';
 import { cachedViews } from './chart-layout.js';
 import { comparePage, comparePaths } from './compare.js';
@@ -208,6 +208,7 @@ export async function startViewer(options: ViewerOptions): Promise<RunningViewer
   };
 
   const handle = async (req: IncomingMessage, res: ServerResponse) => {
+    closeAfterAnswer(req, res);
     const refused = localRequestProblem(req.headers, port, req.rawHeaders);
     if (refused) return refuse(res, refused.status, refused.code, refused.reason);
     const url = requestTarget(req.url);
