@@ -235,8 +235,10 @@ export const afterReply = (agent: CompiledAgent, context: AgentContext, answer: 
   const next = replyApplied(agent, context, answer);
   // The afterReply point opens with the reply it is given (kept until it is done).
   const key = keyOf({ kind: 'point', hook: 'afterReply', ...turnAt(context, next.brain.context.turnsTaken) });
-  if (next.brain.context.outcome?.type === 'Failed') return { ...next, compactionPasses: 0 };
-  return { ...next, compactionPasses: 0, ...(agent.points && { operations: agent.points.afterReply(context.operations, key, answer.reply) }) };
+  // The reply's fields hold no compactionPasses: the key first keeps this object's shape one V8 has
+  // seen (a literal that starts with a spread gets a map of its own per call when a key follows).
+  if (next.brain.context.outcome?.type === 'Failed') return { compactionPasses: 0, ...next };
+  return { compactionPasses: 0, ...next, ...(agent.points && { operations: agent.points.afterReply(context.operations, key, answer.reply) }) };
 };
 
 /** The agent.tools the run offers, in any process: the agent's own plus what its `toolset` step recorded (see ToolSource). */

@@ -208,12 +208,13 @@ export function requestTools(agent: CompiledAgent, context: AgentContext, announ
 }
 
 /** A model call starts: its attempt is counted (stored before it runs); a later one voids the text before it. */
-export function startAttempt(_agent: CompiledAgent, context: AgentContext, reason: 'retry' | 'resumed', change: Partial<AgentContext> = {}): Effect[] {
+export function startAttempt(_agent: CompiledAgent, context: AgentContext, reason: 'retry' | 'resumed', change: Partial<Omit<AgentContext, 'attempt'>> = {}): Effect[] {
   const attempt = nextAttempt(context.attempt, modelKey(context));
-  if (attempt.attempt === 1) return [{ assign: { ...change, attempt } }];
+  // `attempt` first: a literal that starts with a spread gets a map of its own per call in V8 when a key follows it.
+  if (attempt.attempt === 1) return [{ assign: { attempt, ...change } }];
   const turn = context.brain.context.turnsTaken + 1;
   const voided = attempt.attempt - 1;
-  return [{ assign: { ...change, attempt } }, { emit: { type: 'text.retracted', id: deliveryIds.retracted(context.runIndex, turn, voided), turn, attempt: voided, reason } }];
+  return [{ assign: { attempt, ...change } }, { emit: { type: 'text.retracted', id: deliveryIds.retracted(context.runIndex, turn, voided), turn, attempt: voided, reason } }];
 }
 
 /**

@@ -100,7 +100,8 @@ function ioScope(deps: IoDeps, sendBack: (event: AnyEventObject) => void, self: 
       void later(controller, () => work(controller)).finally(() => inFlight.get(key) === token && inFlight.delete(key));
     },
     execute(effect, perform) {
-      return deps.executor({ ...effect, specificationVersion: EFFECT_SPECIFICATION_VERSION }, perform);
+      // The version first: a literal that starts with a spread gets a V8 map of its own per call when a key follows it.
+      return deps.executor({ specificationVersion: EFFECT_SPECIFICATION_VERSION, ...effect }, perform);
     },
     send(controller, event) {
       if (!controller.signal.aborted) sendBack(trusted(event));
