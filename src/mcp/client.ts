@@ -23,8 +23,20 @@ export const McpStdioServerSchema = z.strictObject({
   env: z.record(z.string(), z.string()).optional(),
   cwd: z.string().optional(),
 });
-/** A server reached over Streamable HTTP. */
-export const McpHttpServerSchema = z.strictObject({ url: z.union([z.url({ protocol: /^https?$/ }), z.instanceof(URL)]) });
+/**
+ * A server reached over Streamable HTTP. Its url, a text or a URL object, is held to http(s) (a
+ * URL object of another scheme passed and failed the start) and to no user info: fetch cannot send
+ * it, and the start error naming the server quoted it. The messages do not repeat the url.
+ */
+export const McpHttpServerSchema = z.strictObject({
+  url: z
+    .union([z.url({ protocol: /^https?$/ }), z.instanceof(URL)])
+    // Zod runs these on a text the union refused too: that one is left to the union's own message.
+    .refine((url) => !URL.canParse(String(url)) || /^https?:$/.test(new URL(String(url)).protocol), { error: 'must be an http(s) URL' })
+    .refine((url) => !URL.canParse(String(url)) || (new URL(String(url)).username === '' && new URL(String(url)).password === ''), {
+      error: 'must not contain credentials (user:password@): fetch cannot send them, and an error naming the server would show them',
+    }),
+});
 export const McpServerSchema = z.union([McpStdioServerSchema, McpHttpServerSchema]);
 export type McpServer = z.input<typeof McpServerSchema>;
 

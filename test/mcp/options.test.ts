@@ -33,3 +33,26 @@ describe('mcpTools: prefix', () => {
     expect(handle.tools.map((tool) => tool.name)).toContain('fs_echo');
   });
 });
+
+describe('mcpTools: an HTTP server url', () => {
+  const SECRET = 'sk-SECRET-123';
+  it.each([
+    ['with credentials (before: the start error quoted them)', `http://user:${SECRET}@127.0.0.1:1/mcp`, /MCP server: url: must not contain credentials/],
+    ['a URL object with credentials', new URL(`https://user:${SECRET}@127.0.0.1:1/mcp`), /MCP server: url: must not contain credentials/],
+    ['a URL object that is no http(s) (before: accepted, the start failed: fetch failed)', new URL('ftp://127.0.0.1/mcp'), /MCP server: url: must be an http\(s\) URL/],
+    ['a file: URL object', new URL('file:///etc/passwd'), /MCP server: url: must be an http\(s\) URL/],
+    ['a text that is no URL (its own message kept; a refinement parsing it must not throw)', 'not a url', /MCP server: url: Invalid URL/],
+    ['an empty text', '', /MCP server: url: Invalid URL/],
+  ])('%s is an InvalidConfigError that does not quote it', async (_, url, problem) => {
+    const error = await mcpTools({ url }).then(
+      (handle) => {
+        handles.push(handle);
+        return 'accepted';
+      },
+      (e: unknown) => e,
+    );
+    expect(error).toBeInstanceOf(InvalidConfigError);
+    expect((error as Error).message).toMatch(problem);
+    expect((error as Error).message).not.toContain(SECRET);
+  });
+});
