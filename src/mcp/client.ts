@@ -3,7 +3,9 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import { McpError, ToolSchema } from '@modelcontextprotocol/sdk/types.js';
 import type { JsonSchemaType, JsonSchemaValidator, jsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/types.js';
+import { statSync } from 'node:fs';
 import { z } from 'zod';
+import { InvalidConfigError } from '../errors.js';
 import { parseOptions } from '../known-keys.js';
 import { defineTool, type Tool, type ToolContext } from '../tools/define-tool.js';
 import { InvalidToolError } from '../tools/errors.js';
@@ -163,6 +165,7 @@ export async function mcpTools(server: McpServer, options: McpToolsOptions = {})
   const isHttp = typeof server === 'object' && server !== null && 'url' in server;
   const config: z.output<typeof McpServerSchema> = parseOptions(isHttp ? McpHttpServerSchema : McpStdioServerSchema, server, 'MCP server');
   const settings = parseOptions(McpToolsOptionsSchema, options, 'MCP options');
+  if ('cwd' in config && config.cwd) checkFolder(config.cwd);
   const {
     prefix = '',
     startTimeoutMs = DEFAULT_START_TIMEOUT_MS,
@@ -491,6 +494,20 @@ class ListingValidators implements jsonSchemaValidator {
     this.#current.set(key, validator);
     return validator as JsonSchemaValidator<T>;
   }
+}
+
+/**
+ * A stdio server's `cwd` is a folder, checked before it starts: spawn reports a missing one as
+ * ENOENT, which read as 'the command was not found' (the command was there).
+ */
+function checkFolder(cwd: string): void {
+  let folder = false;
+  try {
+    folder = statSync(cwd).isDirectory();
+  } catch {
+    // Not there, or not readable: no folder to start in either way.
+  }
+  if (!folder) throw new InvalidConfigError(`MCP server: cwd: no folder at ${cwd}`);
 }
 
 function startFailure(error: unknown, timeoutMs: number): string {

@@ -3,6 +3,8 @@
  * 0-9, _ or -: a prefix outside that rule is refused before the server is started. Before, it
  * was accepted, the server started, and every tool it listed was skipped (a handle with no tools).
  */
+import { tmpdir } from 'node:os';
+import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
 import { InvalidConfigError } from '../../src/errors.js';
 import { mcpTools, type McpTools } from '../../src/mcp.js';
@@ -54,5 +56,28 @@ describe('mcpTools: an HTTP server url', () => {
     expect(error).toBeInstanceOf(InvalidConfigError);
     expect((error as Error).message).toMatch(problem);
     expect((error as Error).message).not.toContain(SECRET);
+  });
+});
+
+describe('mcpTools: a stdio server cwd', () => {
+  it.each([
+    ['a folder that does not exist', '/nonexistent/loopchart-mcp-cwd'],
+    ['a file', fileURLToPath(import.meta.url)],
+  ])('%s is an InvalidConfigError naming cwd, before anything starts (before: "the command was not found (spawn … ENOENT)")', async (_, cwd) => {
+    const error = await mcpTools({ ...fixtureServer(), cwd }).then(
+      (handle) => {
+        handles.push(handle);
+        return 'accepted';
+      },
+      (e: unknown) => e,
+    );
+    expect(error).toBeInstanceOf(InvalidConfigError);
+    expect((error as Error).message).toMatch(/MCP server: cwd: no folder at /);
+  });
+
+  it('an existing folder still starts the server there', async () => {
+    const handle = await mcpTools({ ...fixtureServer(), cwd: tmpdir() });
+    handles.push(handle);
+    expect(handle.tools.length).toBeGreaterThan(0);
   });
 });
