@@ -17,13 +17,23 @@ import { boundedFetch } from './http-limits.js';
 import { GroupStdioTransport, RESULT_TOO_LARGE_CODE } from './stdio-transport.js';
 import { MAX_TIMER_MS } from '../timer-bound.js';
 
+/** A text spawn can pass: a NUL failed the start as if the handshake had ('did not complete the MCP handshake'). */
+const SpawnText = z.string().refine((text) => !text.includes('\0'), { error: 'must not hold a NUL character' });
+
 /** A server started as a child process, spoken to over its stdin and stdout. */
 export const McpStdioServerSchema = z.strictObject({
-  command: z.string().min(1),
-  args: z.array(z.string()).optional(),
-  /** Added to the few variables the SDK passes on by default (PATH, HOME, USER, SHELL, TERM, LOGNAME). */
-  env: z.record(z.string(), z.string()).optional(),
-  cwd: z.string().optional(),
+  command: SpawnText.pipe(z.string().min(1)),
+  args: z.array(SpawnText).optional(),
+  /**
+   * Added to the few variables the SDK passes on by default (PATH, HOME, USER, SHELL, TERM, LOGNAME).
+   * A name with `=` (or none) would set another variable: `{ 'A=B': 'x' }` is the entry `A=B=x`.
+   */
+  env: z
+    .record(z.string(), SpawnText)
+    // On the record, not its keys: zod words a refused key as no more than 'Invalid key in record'.
+    .refine((env) => Object.keys(env).every((name) => /^[^=\0]+$/.test(name)), { error: 'a variable name must be non-empty, without = or NUL' })
+    .optional(),
+  cwd: SpawnText.optional(),
 });
 /**
  * A server reached over Streamable HTTP. Its url, a text or a URL object, is held to http(s) (a

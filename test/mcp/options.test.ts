@@ -81,3 +81,24 @@ describe('mcpTools: a stdio server cwd', () => {
     expect(handle.tools.length).toBeGreaterThan(0);
   });
 });
+
+describe('mcpTools: a stdio server command line and environment', () => {
+  it.each([
+    ['a NUL in the command (before: McpServerStartError "did not complete the MCP handshake")', { command: 'no\0de' }, /MCP server: command: must not hold a NUL character/],
+    ['a NUL in an argument (same)', { args: ['a\0b'] }, /MCP server: args\.0: must not hold a NUL character/],
+    ['a NUL in an environment value (same)', { env: { TEAM: 'a\0b' } }, /MCP server: env\.TEAM: must not hold a NUL character/],
+    ['a NUL in cwd (same)', { cwd: '/tmp\0x' }, /MCP server: cwd: must not hold a NUL character/],
+    ['an environment name with = (before: accepted, spawn got the entry A=B=x)', { env: { 'A=B': 'x' } }, /MCP server: env: .*a variable name must be non-empty, without = or NUL/],
+    ['an empty environment name (before: accepted)', { env: { '': 'x' } }, /MCP server: env: .*a variable name must be non-empty, without = or NUL/],
+  ])('%s is an InvalidConfigError naming it', async (_, fields, problem) => {
+    const error = await mcpTools({ ...fixtureServer(), ...fields }).then(
+      (handle) => {
+        handles.push(handle);
+        return 'accepted';
+      },
+      (e: unknown) => e,
+    );
+    expect(error).toBeInstanceOf(InvalidConfigError);
+    expect((error as Error).message).toMatch(problem);
+  });
+});
