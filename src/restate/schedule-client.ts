@@ -4,6 +4,7 @@ import { parseOptions } from '../known-keys.js';
 import { ScheduleRowSchema } from '../schedules/row.js';
 import { exactlyOneTiming, infoOf, InvalidScheduleError, newScheduleRow, ScheduleFieldsSchema, ScheduleNotFoundError, warnEscaped, type ScheduleInfo } from '../schedules/schedules.js';
 import { StoreError } from '../stores/errors.js';
+import { ingressUrlProblem } from './ingress-url.js';
 import { REGISTRY_KEY, RegistryListSchema, RestateScheduleFieldsSchema } from './schedule-fields.js';
 
 const ClientOptionsSchema = z.strictObject({
@@ -69,16 +70,9 @@ export interface RestateScheduleClient {
 
 /** The ingress URL without its trailing slash; anything but an `http(s)://` URL is an `InvalidScheduleError` (it comes from a config or a command line). */
 function ingressBase(ingressUrl: unknown): string {
-  const url = typeof ingressUrl === 'string' && URL.canParse(ingressUrl) ? new URL(ingressUrl) : null;
-  // Not quoted: the text may hold a credential (the label and every StoreError would then show it).
-  const refuse = (what: string) => new InvalidScheduleError(`restateScheduleClient takes the ingress URL (http://host:port): ${what}`);
-  if (url === null) throw refuse(typeof ingressUrl === 'string' ? 'the text given does not parse as a URL' : `got ${typeof ingressUrl}`);
-  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw refuse(`got a ${url.protocol} URL`);
-  // fetch refuses them: every call failed, with a StoreError quoting them.
-  if (url.username !== '' || url.password !== '') throw refuse('the ingress URL must not contain credentials (user:password@)');
-  // Each call appends /<object>/<key>/<handler>: after a query or a fragment it was no path.
-  if (url.search !== '' || url.hash !== '') throw refuse('the ingress URL must not have a query or a #fragment');
-  return url.href.replace(/\/$/, '');
+  const problem = ingressUrlProblem(ingressUrl);
+  if (problem !== null) throw new InvalidScheduleError(`restateScheduleClient takes the ingress URL (http://host:port): ${problem}`);
+  return new URL(ingressUrl as string).href.replace(/\/$/, '');
 }
 
 /**

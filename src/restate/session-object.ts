@@ -1,11 +1,14 @@
 import * as restate from '@restatedev/restate-sdk';
 import { createActor, transition } from 'xstate';
+import { z } from 'zod';
 import { type AgentMachine } from '../../machines/agent.machine.js';
 import { runInFlight, type AgentEmitted } from '../agent/protocol/actor-types.js';
 import { type AgentContext } from '../agent/core/context.js';
 import { logOf } from '../brain/message-log.js';
 import { externalEventProblem, type ExternalEvent } from '../agent/protocol/events.js';
 import { LoopchartError } from '../errors.js';
+import { parseOptions } from '../known-keys.js';
+import { isRewirableMachine } from '../agent/protocol/executor.js';
 import type { Message, Outcome } from '../schemas.js';
 import type { Usage } from '../model.js';
 import { channelObject, type ChannelTake, type StreamedEvent } from './channel.js';
@@ -16,6 +19,7 @@ import { checkPayload, checkSessionKey, type HandlerName } from './payloads.js';
 import { StepJournal, type StepOutcome } from './steps.js';
 import { TimerJournal } from './timers.js';
 import { liveDeltas, type LiveDeltas } from './live-deltas.js';
+import { ingressUrlProblem } from './ingress-url.js';
 import { boundedRetry, failedRun, isRestateOwn, UNEXPECTED_ERROR_TYPE } from './unexpected.js';
 
 export interface RestateSessionOptions {
@@ -38,6 +42,17 @@ export interface RestateSessionOptions {
    */
   inactivityTimeoutMs?: number | undefined;
 }
+
+/**
+ * The options, checked when the objects are made: before, none was (a machine that is none failed
+ * each turn, a bad ingressUrl lost every live delta silently, a misspelt key was ignored).
+ */
+const RestateSessionOptionsSchema = z.strictObject({
+  machine: z.custom<AgentMachine>(isRewirableMachine, { error: 'must be an agent machine (createAgentMachine)' }),
+  name: z.string().min(1).optional(),
+  ingressUrl: z.custom<string>((value) => value === undefined || ingressUrlProblem(value) === null, { error: (issue) => ingressUrlProblem(issue.input) ?? 'must be an ingress URL' }).optional(),
+  inactivityTimeoutMs: z.number().int().positive().optional(),
+} satisfies Record<keyof RestateSessionOptions, z.ZodType>);
 
 /** What `send` returns once the turn is over, and `state` reports at any time. */
 export interface SessionSummaryReply {
@@ -189,7 +204,8 @@ const CONTROL_EVENTS = {
  * // then: curl 127.0.0.1:8080/loopchartSession/support-42/send --json '{"message":"Hi"}'
  * ```
  */
-export function restateSession(options: RestateSessionOptions) {
+export function restateSession(given: RestateSessionOptions) {
+  const options = parseOptions(RestateSessionOptionsSchema, given, 'restateSession');
   const name = options.name ?? 'loopchartSession';
   const channel = channelObject(`${name}Channel`);
   const channelApi = { name: channel.name } as typeof channel;
