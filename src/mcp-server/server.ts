@@ -13,6 +13,7 @@ import { McpServerOptionsError, servedAgents, type McpAgent, type ServedAgent } 
 import { runCall, type ApprovalAnswer, type CallEnd, type CallPlan, type Question } from './call.js';
 import { CallerSchema, CallerSessions, notThisCallers } from './caller-sessions.js';
 import { HeldSessions, within, type Hold } from './held-sessions.js';
+import { answeredError, internalError } from './internal-error.js';
 import { callResult, stillRunningResult } from './result.js';
 import { quoted, visibleText } from './shown.js';
 import { MAX_TIMER_MS } from '../timer-bound.js';
@@ -210,6 +211,9 @@ class AgentServer implements AgentMcpServer {
         progressToken: extra._meta?.progressToken,
         requestId: extra.requestId,
         notify: (notification) => extra.sendNotification(notification as never),
+      }).catch((error: unknown) => {
+        // The SDK answers a thrown error with its message: a store's or a hook's stays on the server.
+        throw answeredError(`tools/call of ${toolNameOf(request.params)}`, error);
       });
       this.#calls.add(call);
       void call.then(
@@ -387,6 +391,12 @@ const CallParamsSchema = z.looseObject({
   _meta: z.record(z.string(), z.unknown()).optional(),
 });
 
+/** The tool a call names, as the server's log shows it (cut short, its controls escaped: it is the client's text). */
+function toolNameOf(given: unknown): string {
+  const name = typeof given === 'object' && given !== null ? (given as { name?: unknown }).name : undefined;
+  return typeof name === 'string' ? quoted(name, 100) : 'a tool';
+}
+
 function parseParams(given: unknown): z.output<typeof CallParamsSchema> {
   const parsed = CallParamsSchema.safeParse(given);
   if (!parsed.success) throw new McpError(ErrorCode.InvalidParams, `the tools/call params are malformed: ${z.prettifyError(parsed.error)}`);
@@ -408,7 +418,7 @@ function promptOf(served: ServedAgent, args: unknown): string {
   try {
     prompt = served.prompt(args);
   } catch (error) {
-    throw new McpError(ErrorCode.InternalError, `the prompt function of '${served.name}' failed: ${thrownMessage(error)}`);
+    throw internalError(`the prompt function of '${served.name}'`, error);
   }
   if (typeof prompt !== 'string' || prompt.length === 0) throw new McpError(ErrorCode.InternalError, `the prompt function of '${served.name}' returned no text`);
   return prompt;

@@ -1,5 +1,5 @@
-import { randomBytes } from 'node:crypto';
 import { LoopchartError, type LoopchartErrorCode } from '../errors.js';
+import { reportFailure as reportOnServer } from '../failure-report.js';
 
 /**
  * What the viewer tells a client of a failure, and what stays on the server. A store's error can
@@ -22,9 +22,6 @@ export interface ErrorView {
  */
 const SESSION_OWN_CODES: ReadonlySet<LoopchartErrorCode> = new Set(['CorruptSession', 'SessionRow', 'InvalidSessionId']);
 
-/** A new reference: 8 hex digits, enough to find one failure in a log, and nothing about it. */
-const newReference = (): string => randomBytes(4).toString('hex');
-
 /**
  * Writes `error` to the server's stderr under a new reference, and returns the reference (the
  * text a client is given instead of the error).
@@ -37,9 +34,7 @@ const newReference = (): string => randomBytes(4).toString('hex');
  * ```
  */
 export function reportFailure(what: string, error: unknown): string {
-  const reference = newReference();
-  console.error(`loopchart viewer: ${what} failed (reference ${reference}):`, error);
-  return reference;
+  return reportOnServer(`viewer: ${what}`, error);
 }
 
 /** The sentence a client reads for a failure reported under `reference`. */

@@ -3,7 +3,8 @@
  * on a SQLite file) asks its client to approve a call, and the client, before it answers, has
  * another connection hold the file's write lock past the server's busy timeout (what a second
  * process mid-write, or a backup, does). The decision cannot be stored: the call answers an
- * error, and the server process stays up for the next call.
+ * error (a reference, not the store's error, which names the file: that is on the server's
+ * stderr under the reference), and the server process stays up for the next call.
  */
 import { join } from 'node:path';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
@@ -52,10 +53,17 @@ describe('the store fails as a decision is written', () => {
       release();
       expect(asked).toHaveLength(1);
       expect(answer).toBeInstanceOf(McpError);
-      expect((answer as McpError).message).toMatch(/stayed locked by another writer/);
+      // The store's error names the database file: the client reads a reference to it, the server's stderr the error.
+      const { message } = answer as McpError;
+      expect(message).not.toContain(db);
+      const reference = /\(reference ([0-9a-f]{8})\)/.exec(message)?.[1];
+      expect(reference).toBeDefined();
+      expect(await until(() => stderr.includes(`reference ${reference}`), 5_000)).toBe(true);
+      expect(stderr).toMatch(/stayed locked by another writer/);
       // Before: the decision's failed write was an unhandled rejection, and the server process died of it (StoreBusyError on its stderr) just after answering.
       expect(await until(() => exited, 1_000)).toBe(false);
-      expect(stderr).not.toMatch(/StoreBusyError/);
+      // Reported once, under the reference, by the call that failed: not by an unhandled rejection.
+      expect(stderr.match(/StoreBusyError/g)).toHaveLength(1);
       const next = (await mcp.callTool({ name: 'echo', arguments: { task: 'still here' } }, undefined, { timeout: 10_000 })) as CallToolResult;
       expect((next.content[0] as { text: string }).text).toBe('echo: still here (still here is a word)');
     } finally {

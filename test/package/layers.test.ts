@@ -10,8 +10,8 @@ import { describe, expect, it } from 'vitest';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 
-/** The files every layer may use: the data shapes, typed errors, the model contract and how an `authorize` hook is asked, how a request body is read, the longest delay a timer can take. */
-const FOUNDATION = new Set(['src/authorization.ts', 'src/errors.ts', 'src/known-keys.ts', 'src/missing-package.ts', 'src/schemas.ts', 'src/model.ts', 'src/tokens.ts', 'src/json-value.ts', 'src/object-slot.ts', 'src/read-answer.ts', 'src/read-body.ts', 'src/timer-bound.ts']);
+/** The files every layer may use: the data shapes, typed errors, the model contract and how an `authorize` hook is asked, how a request body is read, the longest delay a timer can take, how a failure a client must not read is reported on the server. */
+const FOUNDATION = new Set(['src/authorization.ts', 'src/errors.ts', 'src/known-keys.ts', 'src/missing-package.ts', 'src/schemas.ts', 'src/model.ts', 'src/tokens.ts', 'src/json-value.ts', 'src/object-slot.ts', 'src/read-answer.ts', 'src/read-body.ts', 'src/timer-bound.ts', 'src/failure-report.ts']);
 
 /** Layers from the bottom up; a file may import its own layer or any layer with a lower rank. */
 const RANKS = new Map<string, number>([
