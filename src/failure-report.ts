@@ -17,7 +17,6 @@ const newReference = (): string => randomBytes(4).toString('hex');
  *
  * @example
  * ```ts
- * import { reportFailure } from './failure-report.js';
  * const reference = reportFailure('viewer: GET /', new Error('connect ECONNREFUSED'));
  * console.log(`Internal error (reference ${reference})`);
  * ```

@@ -28,7 +28,6 @@ const SESSION_OWN_CODES: ReadonlySet<LoopchartErrorCode> = new Set(['CorruptSess
  *
  * @example
  * ```ts
- * import { reportFailure } from './failure.js';
  * const reference = reportFailure('GET /', new Error('connect ECONNREFUSED'));
  * console.log(`Internal error (reference ${reference})`);
  * ```
@@ -47,7 +46,6 @@ export const failureText = (reference: string): string => `the viewer could not 
  *
  * @example
  * ```ts
- * import { errorView } from './failure.js';
  * const shown = errorView(new Error('password authentication failed for user "admin"'));
  * console.log(shown.code, shown.message.includes('admin')); // Internal false
  * ```
