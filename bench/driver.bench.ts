@@ -10,9 +10,11 @@
  * 2. Peak heap growth during one 5,000-turn run, floor and agent.
  * 3. Heap per idle session actor with 1,000 sessions alive, each after one short completed run,
  *    against 1,000 plain objects holding copies of the same messages.
- * 4. XState's work per turn, counted (no clock, so no noise): the microsteps and the events the
- *    actor itself took, per turn of a 100-turn run, floor and agent (a minimal agent, and one
- *    with a budget and an operation hook, whose chart keeps those features' branches).
+ * 4. Work per turn, counted (no clock, so no noise): the microsteps and the events the actor
+ *    itself took, per turn of a 100-turn run, floor and agent (a minimal agent, and one with a
+ *    budget and an operation hook, whose chart keeps those features' branches), and the V8 hidden
+ *    classes the process made per turn (`node --log-maps` in a child, `driver-maps.ts`). Alone:
+ *    `BENCH_ONLY=counted`.
  * 5. Only with `BENCH_ONLY=promoted`: what the peak of (2) is made of. V8's sampling heap profiler
  *    keeps the samples of objects that survived the young generation and died in a full
  *    collection (objects promoted, then garbage), by where they were allocated.
@@ -24,7 +26,9 @@
 import { Session } from 'node:inspector/promises';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
-import { mkdtempSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createActor, setup, toPromise, type AnyActorLogic, type InspectionEvent } from 'xstate';
@@ -76,7 +80,7 @@ function toolReply(turn: number): ModelReply {
 const textReply = (): ModelReply => ({ message: { role: 'assistant', content: 'done' }, finishReason: 'stop', usage: USAGE });
 
 /** Answers with a tool call until turn `turns`, then with text. `reset` starts a new run; `onTurn` watches each call. */
-function instantModel(): Model & { reset(turns: number): void; onTurn?: (turn: number) => void } {
+export function instantModel(): Model & { reset(turns: number): void; onTurn?: (turn: number) => void } {
   let turn = 0;
   let turns = 0;
   const model: Model & { reset(turns: number): void; onTurn?: (turn: number) => void } = {
@@ -284,7 +288,6 @@ async function perTurn(): Promise<void> {
   );
 }
 
-/** Peak heap growth while one long run goes, sampled every few turns (after a GC before it starts). */
 /**
  * Peak heap growth during one long run: the heap is read every 10 turns from inside the model
  * call (a run of instant calls never yields to timers, so a sampling timer would see nothing).
@@ -463,10 +466,9 @@ async function stepsOf(logic: AnyActorLogic, model: ReturnType<typeof instantMod
   return { microsteps, events };
 }
 
-async function stepsPerTurn(): Promise<void> {
-  const turns = 100;
-  const model = instantModel();
-  const actors: [string, AnyActorLogic][] = [
+/** The actors whose work per turn is counted (`stepsPerTurn`; `driver-maps.ts` runs one by its index). */
+export function countedActors(model: ReturnType<typeof instantModel>): [string, AnyActorLogic][] {
+  return [
     ['floor (minimal XState actor)', floorMachine(model, [echo])],
     ['agent actor (no budget, no operation)', createAgentMachine({ model, tools: [echo], policy: { maxTurns: 1_000_000 } })],
     [
@@ -474,17 +476,47 @@ async function stepsPerTurn(): Promise<void> {
       createAgentMachine({ model, tools: [echo], policy: { maxTurns: 1_000_000 }, budget: { maxToolCalls: 1_000_000 }, operations: [{ name: 'count', beforeModelCall: () => {} }] }),
     ],
   ];
-  const rows: (string | number)[][] = [];
-  for (const [name, logic] of actors) {
-    const { microsteps, events } = await stepsOf(logic, model, turns);
-    rows.push([name, (microsteps / turns).toFixed(2), (events / turns).toFixed(2)]);
+}
+
+/**
+ * V8 hidden classes (maps) a process made during one run of `turns` turns of counted actor
+ * `index`, read from `node --log-maps`. Maps and their descriptors live in the old generation: a
+ * turn that makes maps (an object literal that starts with a spread and adds a key, a literal with
+ * a getter) leaves them there, with what they point to, until a full collection.
+ */
+function mapsMade(index: number, turns: number): number {
+  const dir = mkdtempSync(join(tmpdir(), 'loopchart-maps-'));
+  try {
+    const log = join(dir, 'v8.log');
+    const child = fileURLToPath(new URL('./driver-maps.ts', import.meta.url));
+    execFileSync(process.execPath, ['--log-maps', `--logfile=${log}`, '--no-logfile-per-isolate', '--import', 'tsx', child, String(index), String(turns)], { timeout: 120_000 });
+    return readFileSync(log, 'utf8').split('\n').filter((line) => line.startsWith('map-create,')).length;
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
   }
-  printTable(`driver: XState's work per turn, counted over one ${turns}-turn run (the actor's own microsteps and events)`, ['actor', 'microsteps per turn', 'events per turn'], rows);
+}
+
+async function stepsPerTurn(): Promise<void> {
+  const turns = 100;
+  const model = instantModel();
+  const rows: (string | number)[][] = [];
+  for (const [index, [name, logic]] of countedActors(model).entries()) {
+    const { microsteps, events } = await stepsOf(logic, model, turns);
+    // The same process setup either way: the difference is what the 3,000 more turns made.
+    const maps = (mapsMade(index, 3_030) - mapsMade(index, 30)) / 3_000;
+    rows.push([name, (microsteps / turns).toFixed(2), (events / turns).toFixed(2), maps.toFixed(2)]);
+  }
+  printTable(
+    `driver: work per turn, counted (no clock, so no noise): the actor's own microsteps and events over one ${turns}-turn run, and the V8 hidden classes the process made per turn (node --log-maps, a 3,030-turn run against a 30-turn one)`,
+    ['actor', 'microsteps per turn', 'events per turn', 'hidden classes made per turn'],
+    rows,
+  );
 }
 
 export async function run(): Promise<void> {
   if (process.env.BENCH_ONLY === 'heap') return peakHeap();
   if (process.env.BENCH_ONLY === 'promoted') return promotedGarbage();
+  if (process.env.BENCH_ONLY === 'counted') return stepsPerTurn();
   await stepsPerTurn();
   await perTurn();
   if (process.env.BENCH_TURNS) return; // the quick look: per-turn table only

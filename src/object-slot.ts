@@ -63,3 +63,33 @@ class Stamp {
     return target;
   }
 }
+
+/**
+ * An own, enumerable property read through one getter shared by every object that has it, its
+ * value computed on each read from a source kept in a slot on the object. What an object literal's
+ * getter gives (a field computed when read, seen by spreading and `Object.keys`), without its
+ * cost: a getter written in a literal is a new function per object, and V8 answers each such
+ * object with a dictionary of its own instead of a shared hidden class.
+ *
+ * @example
+ * ```ts
+ * const withSignal = lazyField('signal', (controller: AbortController) => controller.signal);
+ * const context = withSignal({ toolCallId: 'c1' }, new AbortController());
+ * Object.keys(context); // ['toolCallId', 'signal']: the signal is made when first read
+ * ```
+ */
+export function lazyField<S extends object, V, N extends string>(name: N, read: (source: S) => V) {
+  const sources = objectSlot<object, S>();
+  const field: PropertyDescriptor = {
+    get(this: object): V {
+      return read(sources.get(this)!);
+    },
+    enumerable: true,
+    configurable: true,
+  };
+  return <T extends object>(target: T, source: S): T & { readonly [K in N]: V } => {
+    Object.defineProperty(target, name, field);
+    sources.set(target, source);
+    return target as T & { readonly [K in N]: V };
+  };
+}

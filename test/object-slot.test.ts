@@ -1,6 +1,6 @@
 import { inspect } from 'node:util';
 import { describe, expect, it } from 'vitest';
-import { objectSlot } from '../src/object-slot.js';
+import { lazyField, objectSlot } from '../src/object-slot.js';
 
 describe('objectSlot', () => {
   it('keeps a value per object, like a WeakMap keyed by it (null is a value, a cleared slot has none)', () => {
@@ -63,5 +63,30 @@ describe('objectSlot', () => {
     slot.set(later, 3);
     Object.freeze(later);
     expect(slot.get(later)).toBe(3);
+  });
+});
+
+describe('lazyField', () => {
+  it('is an own, enumerable field computed from each object\'s own source when read, by one getter for all', () => {
+    let reads = 0;
+    const withLength = lazyField('length', (source: string[]) => (reads++, source.length));
+    const a = withLength({ name: 'a' }, ['x']);
+    const b = withLength({ name: 'b' }, ['x', 'y']);
+    expect(reads).toBe(0);
+    expect([a.length, b.length]).toEqual([1, 2]);
+    expect(reads).toBe(2);
+    expect(Object.keys(a)).toEqual(['name', 'length']);
+    expect({ ...b }).toEqual({ name: 'b', length: 2 });
+    expect(JSON.stringify(a)).toBe('{"name":"a","length":1}');
+    // One getter for every object: V8 keeps them on one hidden class.
+    expect(Object.getOwnPropertyDescriptor(a, 'length')!.get).toBe(Object.getOwnPropertyDescriptor(b, 'length')!.get);
+  });
+
+  it('reads the source each time: a source that changes is seen', () => {
+    const withFirst = lazyField('first', (source: string[]) => source[0]);
+    const source = ['x'];
+    const target = withFirst({}, source);
+    source[0] = 'y';
+    expect(target.first).toBe('y');
   });
 });

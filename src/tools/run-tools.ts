@@ -2,7 +2,7 @@ import type { PendingToolCall, ToolCall, ToolMessage } from '../schemas.js';
 import { ToolSet, type Tool, type ToolContext } from './define-tool.js';
 import { parseToolArguments, type ArgumentIssue, type ParsedArguments } from './own-arguments.js';
 import { MAX_TIMER_MS } from '../timer-bound.js';
-import { objectSlot } from '../object-slot.js';
+import { lazyField } from '../object-slot.js';
 
 export interface RunToolCallsOptions {
   /** How many tools may run at once. Default 4. */
@@ -312,21 +312,8 @@ async function runOne(
   });
 }
 
-/** The controller whose signal each tool context hands out. */
-const controllerOf = objectSlot<ToolContext, AbortController>();
-
-/**
- * The `signal` of every tool context: one getter for all of them. A getter written in the context's
- * literal is a new function per context, which V8 answers by giving each context a dictionary of
- * its own; a shared one keeps every context on one hidden class.
- */
-const signalField: PropertyDescriptor = {
-  get(this: ToolContext): AbortSignal {
-    return controllerOf.get(this)!.signal;
-  },
-  enumerable: true,
-  configurable: true,
-};
+/** A tool context's `signal`: own, enumerable, and made on first read (see `toolContext`). */
+const withSignal = lazyField('signal', (controller: AbortController) => controller.signal);
 
 /**
  * What a tool's `execute` is given. The signal is made on first read: Node builds a controller's
@@ -334,12 +321,11 @@ const signalField: PropertyDescriptor = {
  * own and enumerable, so destructuring or spreading the context reads the signal as before.
  */
 function toolContext(controller: AbortController, toolCallId: string, idempotencyKey: string, session: RunToolCallsOptions['session']): ToolContext {
-  const context = Object.defineProperty({}, 'signal', signalField) as { -readonly [K in keyof ToolContext]: ToolContext[K] };
+  const context: { -readonly [K in keyof ToolContext]: ToolContext[K] } = withSignal({} as ToolContext, controller);
   context.toolCallId = toolCallId;
   context.idempotencyKey = idempotencyKey;
   if (session) context.sessionId = session.sessionId;
   if (session?.scope !== undefined) context.scope = session.scope;
-  controllerOf.set(context, controller);
   return context;
 }
 

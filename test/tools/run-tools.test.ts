@@ -263,6 +263,19 @@ describe('runToolCalls', () => {
     expect(spread).toMatchObject({ toolCallId: '1', idempotencyKey: 'run1:1' });
   });
 
+  // A getter written in the context's literal was a new function per call, and V8 gave every
+  // context a dictionary of its own (a hidden class made per call, in the old generation).
+  it('gives every context the same signal getter, and makes no signal the tool does not read', async () => {
+    const contexts: ToolContext[] = [];
+    const keep = defineTool({ name: 'keep', description: 'Keeps its context.', input: z.object({}), execute: (_, ctx) => void contexts.push(ctx) });
+    await runToolCalls([pending('1', 'keep', {}), pending('2', 'keep', {})], [keep], { idempotencyKey: key });
+    const [first, second] = contexts.map((ctx) => Object.getOwnPropertyDescriptor(ctx, 'signal')!);
+    expect(first!.enumerable).toBe(true);
+    expect(first!.get).toBeTypeOf('function');
+    expect(first!.get).toBe(second!.get);
+    expect(contexts[0]!.signal).not.toBe(contexts[1]!.signal);
+  });
+
   it('on abort mid-batch: aborts in-flight tools, interrupts every unanswered call, still resolves', async () => {
     const gated = gatedTool();
     const controller = new AbortController();

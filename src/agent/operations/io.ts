@@ -3,9 +3,10 @@ import { DEFAULT_OPERATION_TIMEOUT_MS, OperationError, type HookContext, type Op
 import type { OperationHook } from './operation-state.js';
 import { checkOutput, messageOf, type OperationOutput } from './operation-rules.js';
 import { contextFor } from './operation-context.js';
-import type { Handler, IoScope } from '../protocol/io-protocol.js';
+import { requestContext, type Handler, type IoScope, type RequestContext, type Slices } from '../protocol/io-protocol.js';
 import { innerKey } from '../protocol/keys.js';
 import { MAX_TIMER_MS } from '../../timer-bound.js';
+import { lazyField } from '../../object-slot.js';
 
 /**
  * The `operation` request: runs the operations of a hook point in list order from `from`, each
@@ -15,19 +16,11 @@ export const operationHandler =
   ({ deps, start, execute, send, report, finish, fail, view }: IoScope): Handler<'operation'> =>
   (request) =>
     start(request.key, async (controller) => {
-      const { key, hook, turn, sessionId, scope, reply, batch } = request;
+      const { key, hook, turn, reply, batch } = request;
       const list = deps.operations.at[hook];
-      const ctx = {
-        sessionId,
-        scope,
-        turn,
-        get messages() {
-          return view(request.conversation);
-        },
-      };
+      const ctx = requestContext(request, () => view(request.conversation));
       for (let index = request.from; index < list.length; index++) {
         const op = list[index]!;
-        const hookCtx = (signal: AbortSignal): HookContext => Object.assign(contextFor(op, ctx, request.slices), { signal });
         let output: OperationOutput | null;
         try {
           output = await execute(
@@ -37,12 +30,12 @@ export const operationHandler =
                 op,
                 hook,
                 controller.signal,
-                (signal) =>
+                (own) =>
                   hook === 'beforeModelCall'
-                    ? op.beforeModelCall!(hookCtx(signal))
+                    ? op.beforeModelCall!(hookContext(op, ctx, request.slices, own))
                     : hook === 'afterReply'
-                      ? op.afterReply!(reply!, hookCtx(signal))
-                      : op.beforeTools!(batch, hookCtx(signal)),
+                      ? op.afterReply!(reply!, hookContext(op, ctx, request.slices, own))
+                      : op.beforeTools!(batch, hookContext(op, ctx, request.slices, own)),
                 batch,
               ),
           );
@@ -69,15 +62,21 @@ async function runHook(
   op: Operation,
   hook: OperationHook,
   run: AbortSignal,
-  call: (signal: AbortSignal) => unknown,
+  call: (own: AbortController) => unknown,
   batch: readonly PendingToolCall[],
 ): Promise<OperationOutput | null> {
   const controller = new AbortController();
-  const onAbort = () => controller.abort(run.reason);
+  // A listener object with a method, not a named arrow: under `keepNames` (tsup, tsx) a named
+  // closure made per call is renamed per call, which gives it a dictionary of its own in V8.
+  const onAbort = {
+    handleEvent() {
+      controller.abort(run.reason);
+    },
+  };
   run.addEventListener('abort', onAbort, { once: true });
   let timer: ReturnType<typeof setTimeout> | undefined;
   try {
-    let value = call(controller.signal);
+    let value = call(controller);
     if (value && typeof (value as { then?: unknown }).then === 'function') {
       const ms = op.timeoutMs ?? DEFAULT_OPERATION_TIMEOUT_MS;
       const timeout = new Promise<never>((_, reject) => {
@@ -100,3 +99,10 @@ async function runHook(
     run.removeEventListener('abort', onAbort);
   }
 }
+
+/** A hook's own signal: made when the hook first reads it (Node builds a controller's signal lazily, and most hooks never look). */
+const withSignal = lazyField('signal', (controller: AbortController) => controller.signal);
+
+/** What one hook is given: its operation's context and its own signal. */
+const hookContext = (op: Operation, ctx: RequestContext, slices: Slices, own: AbortController): HookContext =>
+  withSignal(contextFor(op, ctx, slices), own);

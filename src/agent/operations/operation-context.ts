@@ -1,18 +1,18 @@
 import type { Message } from '../../schemas.js';
 import { OperationError, type Operation, type OperationContext } from './operation.js';
 import { messageOf } from './operation-rules.js';
+import { lazyField } from '../../object-slot.js';
 import type { PreparedRequest, RequestPreparer, Slices } from '../protocol/io-protocol.js';
 
+/** An operation context's `messages`: the call's, read when the operation first reads them. */
+const withMessages = lazyField('messages', (ctx: Omit<OperationContext, 'state'>) => ctx.messages);
+
 /** The context one operation is given: the shared part and its own slice. */
-export const contextFor = (op: Operation, ctx: Omit<OperationContext, 'state'>, slices: Slices): OperationContext => ({
-  sessionId: ctx.sessionId,
-  scope: ctx.scope,
-  turn: ctx.turn,
-  get messages() {
-    return ctx.messages;
-  },
-  state: Object.hasOwn(slices, op.name) ? slices[op.name] : op.state?.initial,
-});
+export const contextFor = (op: Operation, ctx: Omit<OperationContext, 'state'>, slices: Slices): OperationContext => {
+  const context: { -readonly [K in keyof OperationContext]: OperationContext[K] } = withMessages({ sessionId: ctx.sessionId, scope: ctx.scope, turn: ctx.turn } as OperationContext, ctx);
+  context.state = Object.hasOwn(slices, op.name) ? slices[op.name] : op.state?.initial;
+  return context;
+};
 
 /**
  * The operations' prompt parts for this call: sent before the conversation, never stored. A

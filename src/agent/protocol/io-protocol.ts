@@ -1,4 +1,5 @@
 import type { AnyActorRef } from 'xstate';
+import { lazyField } from '../../object-slot.js';
 import type { MessageLog } from '../../brain/message-log.js';
 import type { Model, ModelReply, ResponseFormat, ToolDefinition } from '../../model.js';
 import type { RetryAttempt, RetryOptions } from '../../models/retry.js';
@@ -32,6 +33,16 @@ export interface RequestContext {
   readonly turn: number;
   readonly messages: readonly Message[];
 }
+
+/** A request context's `messages`, read when first asked for (see `requestContext`). */
+const withMessages = lazyField('messages', (read: () => readonly Message[]) => read());
+
+/**
+ * A call's request context, its messages cut from the conversation (by `read`) only if someone
+ * reads them; every such context has one hidden class (see `lazyField`).
+ */
+export const requestContext = (call: { sessionId: string; scope?: string | undefined; turn: number }, read: () => readonly Message[]): RequestContext =>
+  withMessages({ sessionId: call.sessionId, scope: call.scope, turn: call.turn }, read);
 
 /**
  * How the IO prepares a model call's request besides the instructions and the conversation (the

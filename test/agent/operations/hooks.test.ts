@@ -153,6 +153,26 @@ describe('async hooks at every point, in the order a turn reaches them', () => {
     expect(output.outcome.type).toBe('Failed');
     expect((output.outcome as { error: { message: string } }).error.message).toMatch(/^operation 'legacy' beforeModelCall: returned something that is not effects/);
   });
+
+  // Getters written in a literal were new functions per hook call, and V8 gave every context a
+  // dictionary of its own (a hidden class made per call, in the old generation).
+  it("a hook's context has its messages and signal as own, enumerable fields, read through getters every context shares", async () => {
+    const seen: HookContext[] = [];
+    const op = opAt('beforeModelCall', 'watch', (ctx) => void seen.push(ctx));
+    const model = scriptedModel([{ toolCalls: [{ name: 'echo', args: { text: 'a' } }] }, { text: 'done' }]);
+    const output = await runToCompletion(createActor(createAgentMachine({ model, tools: [echoTool], operations: [op] }), { input: { prompt: 'go' } }));
+    expect(output.outcome.type).toBe('Completed');
+    expect(seen).toHaveLength(2);
+    const [first, second] = seen.map((ctx) => Object.getOwnPropertyDescriptors(ctx));
+    expect(Object.keys(seen[0]!)).toEqual(['sessionId', 'scope', 'turn', 'messages', 'state', 'signal']);
+    for (const field of ['messages', 'signal'] as const) {
+      expect(first![field]!.enumerable, field).toBe(true);
+      expect(first![field]!.get, field).toBe(second![field]!.get);
+    }
+    // Read late, each still sees its own call's conversation.
+    expect(seen.map((ctx) => ctx.messages.length)).toEqual([1, 3]);
+    expect(seen[0]!.signal).not.toBe(seen[1]!.signal);
+  });
 });
 
 describe('state slices', () => {
