@@ -506,6 +506,9 @@ async function stepsPerTurn(): Promise<void> {
     const maps = (mapsMade(index, 3_030) - mapsMade(index, 30)) / 3_000;
     rows.push([name, (microsteps / turns).toFixed(2), (events / turns).toFixed(2), maps.toFixed(2)]);
   }
+  // The minimal agent again, stepped and stored by a DurableSession (the memory store): the host's own per-step work.
+  const durable = countedActors(model).length;
+  rows.push(['the agent actor in a DurableSession (memory store)', '', '', ((mapsMade(durable, 3_030) - mapsMade(durable, 30)) / 3_000).toFixed(2)]);
   printTable(
     `driver: work per turn, counted (no clock, so no noise): the actor's own microsteps and events over one ${turns}-turn run, and the V8 hidden classes the process made per turn (node --log-maps, a 3,030-turn run against a 30-turn one)`,
     ['actor', 'microsteps per turn', 'events per turn', 'hidden classes made per turn'],

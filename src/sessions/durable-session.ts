@@ -895,7 +895,8 @@ export class DurableSession {
     // The step's trace entries (its run's start, the effects that led to it, the step itself) go in its transaction.
     const trace = this.#takeTrace();
     try {
-      await this.#store.apply(this.sessionId, { ...write.write, ...(trace && { trace }) });
+      // The trace first: a literal that starts with a spread gets a V8 map of its own per step when a key follows it.
+      await this.#store.apply(this.sessionId, trace ? { trace, ...write.write } : write.write);
     } catch (error) {
       // A refused step (another process won the session) leaves the results it held where they
       // would have been without it: in the journal.
