@@ -137,14 +137,14 @@ const SQLITE_DRIVERS: readonly unknown[] = ['node:sqlite', 'better-sqlite3'] sat
 
 /**
  * The options, checked before anything is opened. Before, a string (`new SqliteSessionStore('my.db')`)
- * opened the default file instead, a `synchronous` other than NORMAL was FULL and an unknown driver
+ * opened the default file instead (a string is now the path, as better-sqlite3 and node:sqlite take it), a `synchronous` other than NORMAL was FULL and an unknown driver
  * better-sqlite3 without a word, and a bad path or busyTimeoutMs was a raw TypeError or RangeError
  * from `path.resolve` or the driver.
  */
 function checkOptions(options: SqliteStoreOptions): void {
   const problem = (what: string) => new InvalidConfigError(`SqliteSessionStore: ${what}`);
   if (typeof options !== 'object' || options === null || Array.isArray(options)) {
-    throw problem("options must be an object { path?, synchronous?, busyTimeoutMs?, driver? } (a path goes as { path: 'my.db' })");
+    throw problem("options must be a file path or an object { path?, synchronous?, busyTimeoutMs?, driver? }");
   }
   checkKnownKeys(options, SQLITE_OPTION_KEYS, 'SqliteSessionStore');
   const { path, synchronous, busyTimeoutMs, driver }: Record<string, unknown> = { ...options };
@@ -167,6 +167,7 @@ function checkOptions(options: SqliteStoreOptions): void {
  * import { SqliteSessionStore } from 'loopchart/sqlite';
  *
  * const store = new SqliteSessionStore({ path: '.loopchart/loopchart.db' }); // driver: node:sqlite or better-sqlite3
+ * const same = new SqliteSessionStore('.loopchart/loopchart.db'); // a path alone: the other options at their defaults
  * const session = await DurableSession.open({ machine, store, sessionId: 'ticket-42' });
  * ```
  */
@@ -179,7 +180,8 @@ export class SqliteSessionStore implements SessionStore {
   private readonly applyTxn: (sessionId: string, step: EncodedStep) => number;
   private readonly loadTxn: (sessionId: string) => StoredSession | undefined;
 
-  constructor(options: SqliteStoreOptions = {}) {
+  constructor(given: SqliteStoreOptions | string = {}) {
+    const options = typeof given === 'string' ? { path: given } : given;
     checkOptions(options);
     const path = options.path ?? DEFAULT_SQLITE_PATH;
     this.path = path === ':memory:' ? path : resolve(path);

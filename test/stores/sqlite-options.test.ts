@@ -17,9 +17,10 @@ const nextPath = () => join(dir, `s${files++}.db`);
 
 describe('SqliteSessionStore: options refused before anything is opened', () => {
   it.each([
-    ['options null (before: a raw TypeError)', null, /SqliteSessionStore: options must be an object/],
-    ["options 'my.db' (before: the default .loopchart/loopchart.db was opened instead)", 'my.db', /SqliteSessionStore: options must be an object \{ path\?/],
-    ['options [] (before: the default file was opened)', [], /SqliteSessionStore: options must be an object/],
+    ['options null (before: a raw TypeError)', null, /SqliteSessionStore: options must be a file path or an object/],
+    ["options '' (a path, and an empty one)", '', /SqliteSessionStore: path must be a non-empty file path/],
+    ['options 5', 5, /SqliteSessionStore: options must be a file path or an object \{ path\?/],
+    ['options [] (before: the default file was opened)', [], /SqliteSessionStore: options must be a file path or an object/],
     ['path 5 (before: a raw TypeError from path.resolve)', { path: 5 }, /SqliteSessionStore: path must be a non-empty file path/],
     ["path '' (before: the working directory was opened as a database)", { path: '' }, /SqliteSessionStore: path must be a non-empty file path/],
     ['path with a NUL (before: the file cut at the NUL was opened)', { path: join(dir, 'a\0b.db') }, /SqliteSessionStore: path must not hold a NUL character/],
@@ -52,5 +53,15 @@ describe('SqliteSessionStore: options refused before anything is opened', () => 
     }
     const memory = new SqliteSessionStore({ path: ':memory:' });
     await memory.close();
+  });
+
+  // Before, a string was taken for an options object with no path: the default
+  // .loopchart/loopchart.db under the working directory was opened instead of the file named.
+  it('a string is the path, as the drivers take it', async () => {
+    const path = nextPath();
+    const store = new SqliteSessionStore(path);
+    expect(store.path).toBe(path);
+    await store.close();
+    expect(existsSync(path)).toBe(true);
   });
 });
