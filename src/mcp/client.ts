@@ -438,7 +438,10 @@ async function connect(server: z.output<typeof McpServerSchema>, limits: { timeo
     });
     transport = stdio;
   } else {
-    label = String(server.url);
+    // Its origin and path only: a query may hold a key (`?key=…`), and the label is in every error,
+    // a tool's included, which the model reads and the session stores.
+    const url = new URL(String(server.url));
+    label = `${url.origin}${url.pathname}`;
     transport = new StreamableHTTPClientTransport(new URL(String(server.url)), { fetch: boundedFetch(maxMessageBytes) });
   }
   client.onclose = () => {

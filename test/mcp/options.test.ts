@@ -59,6 +59,21 @@ describe('mcpTools: an HTTP server url', () => {
   });
 });
 
+describe('mcpTools: an HTTP server url with a key in its query', () => {
+  // Before, the whole URL was the server's label, in the start error and in every tool error the
+  // model reads: 'MCP server http://127.0.0.1:1/mcp?key=sk-SECRET-123 failed to start: …'.
+  it('is used, and no error quotes the query', async () => {
+    const SECRET = 'sk-SECRET-123';
+    const error = await mcpTools({ url: `http://127.0.0.1:1/mcp?key=${SECRET}` }, { startTimeoutMs: 2_000 }).then(
+      (handle) => (handles.push(handle), null),
+      (e: unknown) => e as Error,
+    );
+    expect(error).toBeInstanceOf(Error);
+    expect(error!.message).toContain('http://127.0.0.1:1/mcp');
+    expect(error!.message).not.toContain(SECRET);
+  });
+});
+
 describe('mcpTools: a stdio server cwd', () => {
   it.each([
     ['a folder that does not exist', '/nonexistent/loopchart-mcp-cwd'],
