@@ -75,6 +75,11 @@ describe('loopchart schedules --restate, without a server (the commands against 
     const view = await cli('view', '--restate', 'not a url', '--store', store);
     expect(view).toMatchObject({ code: 2 });
     expect(view.err).toMatch(/--restate takes the ingress URL/);
+    // Why, not what: before, the refusal repeated the URL, a credential in it included.
+    const withKey = await cli('schedules', 'list', '--restate', 'http://admin:sk-SECRET-9@127.0.0.1:9');
+    expect(withKey).toMatchObject({ code: 2 });
+    expect(withKey.err).toMatch(/--restate takes the ingress URL \(http:\/\/host:port\): the ingress URL must not contain credentials/);
+    expect(withKey.err).not.toContain('sk-SECRET-9');
     expect((await cli('sessions', 'list', '--restate', 'http://127.0.0.1:9', '--store', store)).code).toBe(2);
   });
 });
