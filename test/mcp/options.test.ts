@@ -15,15 +15,19 @@ afterEach(async () => {
   await Promise.all(handles.splice(0).map((handle) => handle.close()));
 });
 
+/** What `mcpTools` failed with, or what it started (kept, to be closed) when it did not fail. */
+const startError = (...args: Parameters<typeof mcpTools>): Promise<unknown> =>
+  mcpTools(...args).then(
+    (handle) => {
+      handles.push(handle);
+      return `accepted: ${handle.tools.length} tools, ${handle.skipped.length} skipped`;
+    },
+    (e: unknown) => e,
+  );
+
 describe('mcpTools: prefix', () => {
   it.each([['fs.'], ['my tools_'], ['fs/'], ['x'.repeat(64)]])('%j is refused before the server starts', async (prefix) => {
-    const error = await mcpTools(fixtureServer(), { prefix }).then(
-      (handle) => {
-        handles.push(handle);
-        return `accepted: ${handle.tools.length} tools, ${handle.skipped.length} skipped`;
-      },
-      (e: unknown) => e,
-    );
+    const error = await startError(fixtureServer(), { prefix });
     expect(error).toBeInstanceOf(InvalidConfigError);
     expect((error as Error).message).toMatch(/MCP options: prefix: must be up to 63 characters of a-z, A-Z, 0-9, _ or -/);
   });
@@ -46,13 +50,7 @@ describe('mcpTools: an HTTP server url', () => {
     ['a text that is no URL (its own message kept; a refinement parsing it must not throw)', 'not a url', /MCP server: url: Invalid URL/],
     ['an empty text', '', /MCP server: url: Invalid URL/],
   ])('%s is an InvalidConfigError that does not quote it', async (_, url, problem) => {
-    const error = await mcpTools({ url }).then(
-      (handle) => {
-        handles.push(handle);
-        return 'accepted';
-      },
-      (e: unknown) => e,
-    );
+    const error = await startError({ url });
     expect(error).toBeInstanceOf(InvalidConfigError);
     expect((error as Error).message).toMatch(problem);
     expect((error as Error).message).not.toContain(SECRET);
@@ -64,13 +62,10 @@ describe('mcpTools: an HTTP server url with a key in its query', () => {
   // model reads: 'MCP server http://127.0.0.1:1/mcp?key=sk-SECRET-123 failed to start: …'.
   it('is used, and no error quotes the query', async () => {
     const SECRET = 'sk-SECRET-123';
-    const error = await mcpTools({ url: `http://127.0.0.1:1/mcp?key=${SECRET}` }, { startTimeoutMs: 2_000 }).then(
-      (handle) => (handles.push(handle), null),
-      (e: unknown) => e as Error,
-    );
+    const error = await startError({ url: `http://127.0.0.1:1/mcp?key=${SECRET}` }, { startTimeoutMs: 2_000 });
     expect(error).toBeInstanceOf(Error);
-    expect(error!.message).toContain('http://127.0.0.1:1/mcp');
-    expect(error!.message).not.toContain(SECRET);
+    expect((error as Error).message).toContain('http://127.0.0.1:1/mcp');
+    expect((error as Error).message).not.toContain(SECRET);
   });
 });
 
@@ -79,13 +74,7 @@ describe('mcpTools: a stdio server cwd', () => {
     ['a folder that does not exist', '/nonexistent/loopchart-mcp-cwd'],
     ['a file', fileURLToPath(import.meta.url)],
   ])('%s is an InvalidConfigError naming cwd, before anything starts (before: "the command was not found (spawn … ENOENT)")', async (_, cwd) => {
-    const error = await mcpTools({ ...fixtureServer(), cwd }).then(
-      (handle) => {
-        handles.push(handle);
-        return 'accepted';
-      },
-      (e: unknown) => e,
-    );
+    const error = await startError({ ...fixtureServer(), cwd });
     expect(error).toBeInstanceOf(InvalidConfigError);
     expect((error as Error).message).toMatch(/MCP server: cwd: no folder at /);
   });
@@ -106,13 +95,7 @@ describe('mcpTools: a stdio server command line and environment', () => {
     ['an environment name with = (before: accepted, spawn got the entry A=B=x)', { env: { 'A=B': 'x' } }, /MCP server: env: .*a variable name must be non-empty, without = or NUL/],
     ['an empty environment name (before: accepted)', { env: { '': 'x' } }, /MCP server: env: .*a variable name must be non-empty, without = or NUL/],
   ])('%s is an InvalidConfigError naming it', async (_, fields, problem) => {
-    const error = await mcpTools({ ...fixtureServer(), ...fields }).then(
-      (handle) => {
-        handles.push(handle);
-        return 'accepted';
-      },
-      (e: unknown) => e,
-    );
+    const error = await startError({ ...fixtureServer(), ...fields });
     expect(error).toBeInstanceOf(InvalidConfigError);
     expect((error as Error).message).toMatch(problem);
   });

@@ -8,21 +8,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { InvalidConfigError } from '../../src/errors.js';
-import { MemorySessionStore, type SessionStore } from '../../src/index.js';
+import { MemorySessionStore } from '../../src/index.js';
+import { foreignStore } from '../support/stores.js';
 import { agentMemory, deleteScope, exportScope, listScopes } from '../../src/memory.js';
 import { SqliteSessionStore } from '../../src/sqlite.js';
-
-function foreignStore(): SessionStore {
-  const inner = new MemorySessionStore();
-  return {
-    load: (id) => inner.load(id),
-    apply: (id, write) => inner.apply(id, write),
-    list: () => inner.list(),
-    journalToolResult: (id, turn, result) => inner.journalToolResult(id, turn, result),
-    journaledToolResults: (id, turn) => inner.journaledToolResults(id, turn),
-    close: () => inner.close(),
-  };
-}
 
 describe('agentMemory: a store that cannot keep memory', () => {
   it('an in-memory SQLite store is refused when the memory is made', async () => {

@@ -1,8 +1,9 @@
 /** startScheduler's own checks, before any store is read (the behaviour is in conformance.ts, per store). */
 import { describe, expect, it } from 'vitest';
-import { createAgentMachine, MemorySessionStore, type SessionStore } from '../../src/index.js';
+import { createAgentMachine, MemorySessionStore } from '../../src/index.js';
 import { InvalidSchedulerOptionsError, schedule, startScheduler } from '../../src/schedules.js';
 import { SqliteSessionStore } from '../../src/sqlite.js';
+import { foreignStore } from '../support/stores.js';
 import { scriptedModel } from '../../src/testing.js';
 
 const agents = { quick: createAgentMachine({ model: scriptedModel([{ text: 'done' }]) }) };
@@ -18,15 +19,7 @@ describe('startScheduler options', () => {
 
   it('a store that cannot hold schedules is refused by name', async () => {
     // A store of the user's own, behind the SessionStore contract only.
-    const inner = new MemorySessionStore();
-    const foreign: SessionStore = {
-      load: (id) => inner.load(id),
-      apply: (id, write) => inner.apply(id, write),
-      list: () => inner.list(),
-      journalToolResult: (id, turn, result) => inner.journalToolResult(id, turn, result),
-      journaledToolResults: (id, turn) => inner.journaledToolResults(id, turn),
-      close: () => inner.close(),
-    };
+    const foreign = foreignStore();
     await expect(schedule(foreign, { session: 's', agent: 'quick', input: 'Go.', every: 1_000 })).rejects.toThrow(/MemorySessionStore, a SqliteSessionStore or a PostgresSessionStore/);
   });
 });
