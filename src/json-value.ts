@@ -5,6 +5,22 @@
  */
 export const MAX_JSON_DEPTH = 64;
 
+/**
+ * A `{ … }` object: its prototype is Object's or none, so no array, no class instance (a `Map`, a
+ * `Headers`, a `Date`), which would look empty to `Object.keys` and to JSON.
+ *
+ * @example
+ * ```ts
+ * isPlainObject({ a: 1 }); // true
+ * isPlainObject(new Map([['a', 1]])); // false
+ * ```
+ */
+export function isPlainObject(value: unknown): value is Record<string, unknown> {
+  if (typeof value !== 'object' || value === null) return false;
+  const prototype: unknown = Object.getPrototypeOf(value);
+  return prototype === Object.prototype || prototype === null;
+}
+
 export interface JsonValueLimits {
   /** Deepest nesting allowed; a scalar is depth 0, `[1]` is depth 1. Default `MAX_JSON_DEPTH`. */
   maxDepth?: number | undefined;

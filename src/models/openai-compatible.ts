@@ -9,6 +9,7 @@ import { toWireMessages, toWireResponseFormat, toWireTools } from './openai-wire
 import { SseParser, type SseEvent } from './sse.js';
 import { checkKnownKeys, optionKeys } from '../known-keys.js';
 import { InvalidConfigError } from '../errors.js';
+import { isPlainObject } from '../json-value.js';
 
 export interface OpenAICompatibleOptions {
   /**
@@ -293,13 +294,6 @@ class BodyHead {
     const text = this.text === undefined ? undefined : (this.text + this.decoder.decode()).trim();
     return text?.startsWith('{') ? text : undefined;
   }
-}
-
-/** A `{ ... }` object (its prototype Object's or none): what `headers` is read as. */
-function isPlainObject(value: unknown): value is Record<string, unknown> {
-  if (typeof value !== 'object' || value === null) return false;
-  const prototype = Object.getPrototypeOf(value) as unknown;
-  return prototype === Object.prototype || prototype === null;
 }
 
 /**

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { InvalidToolError } from './errors.js';
 import type { JsonSchema } from './json-schema.js';
+import { isPlainObject } from '../json-value.js';
 
 /*
  * Tool arguments are read as own properties only. zod (4.6.7) reads an object's members, so an
@@ -130,12 +131,6 @@ export function parseToolArguments(tool: Validated, args: unknown): ParsedArgume
     if (target && !Object.isFrozen(target)) own(target, PROTO, withPrototypes(value.data, copies));
   }
   return issues.length > 0 ? { success: false, issues } : { success: true, data };
-}
-
-function isPlainObject(value: unknown): value is Record<string, unknown> {
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) return false;
-  const prototype: unknown = Object.getPrototypeOf(value);
-  return prototype === Object.prototype || prototype === null;
 }
 
 /** Plain objects and arrays copied with own enumerable keys only, into null-prototype objects. */
