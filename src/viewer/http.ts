@@ -1,4 +1,6 @@
 import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
+import { reportFailure } from './failure.js';
+import { failurePage } from './page.js';
 
 /** Writes a whole HTML page: never cached, never sniffed as anything but HTML. */
 export function sendHtml(res: ServerResponse, status: number, html: string): void {
@@ -118,4 +120,15 @@ export function refuse(res: ServerResponse, status: number, code: string, reason
 export function closeAfterAnswer(req: IncomingMessage, res: ServerResponse): void {
   const length = req.headers['content-length'];
   if (req.headers['transfer-encoding'] !== undefined || (length !== undefined && length !== '0')) res.setHeader('connection', 'close');
+}
+
+/**
+ * A request whose handling threw: the error goes to the server's log under a reference, and the
+ * client gets the page with that reference only (the error may hold a path, a connection string,
+ * an actor's context), or the end of an answer already begun.
+ */
+export function answerFailure(req: IncomingMessage, res: ServerResponse, error: unknown): void {
+  const reference = reportFailure(`${req.method} ${req.url?.slice(0, 200)}`, error);
+  if (!res.headersSent) sendHtml(res, 500, failurePage(reference));
+  else res.end();
 }

@@ -4,10 +4,9 @@ import type { AddressInfo } from 'node:net';
 import type { AnyStateMachine, InspectionEvent } from 'xstate';
 import { statePath } from '../sessions/trace.js';
 import { clientScript } from './asset.js';
-import { reportFailure } from './failure.js';
-import { closeAfterAnswer, cursorParam, localRequestProblem, pagePath, refuse, requestTarget, sendHtml as html } from './http.js';
+import { answerFailure, closeAfterAnswer, cursorParam, localRequestProblem, pagePath, refuse, requestTarget, sendHtml as html } from './http.js';
 import { brainChart, chartOf, type ChartModel } from './chart.js';
-import { actorPath, failurePage, homePage, messagePage, sessionPage } from './page.js';
+import { actorPath, homePage, messagePage, sessionPage } from './page.js';
 import type { PageData, Row, SessionView } from './page-model.js';
 import { describeOutcome } from './load.js';
 import { agentChart, chartLayouts, VIEWER_HOST, ViewerListenError } from './server.js';
@@ -252,12 +251,7 @@ export function viewerInspector(options: ViewerInspectorOptions = {}): ViewerIns
 
   // A request with no Host is answered here (a JSON 400), not by Node's plain one.
   const server = createServer({ requireHostHeader: false }, (req, res) => {
-    handle(req, res, (server.address() as AddressInfo).port).catch((error) => {
-      // A reference only: the error (an actor's context, a path) stays in the server's log.
-      const reference = reportFailure(`${req.method} ${req.url?.slice(0, 200)}`, error);
-      if (!res.headersSent) html(res, 500, failurePage(reference));
-      else res.end();
-    });
+    handle(req, res, (server.address() as AddressInfo).port).catch((error: unknown) => answerFailure(req, res, error));
   });
   const port = options.port ?? 0;
   const ready = new Promise<string>((resolve, reject) => {

@@ -7,14 +7,13 @@ import { isSessionStore, type SessionStore } from '../stores/session-store.js';
 import { MAX_TIMER_MS } from '../timer-bound.js';
 import { sessionIdProblem } from '../stores/step.js';
 import { clientScript } from './asset.js';
-import { reportFailure } from './failure.js';
 import { SessionFeeds, liveCursor } from './feed.js';
-import { closeAfterAnswer, localRequestProblem, pagePath, refuse, requestTarget, sendHtml as send } from './http.js';
+import { answerFailure, closeAfterAnswer, localRequestProblem, pagePath, refuse, requestTarget, sendHtml as send } from './http.js';
 import { brainChart, chartOf, type ChartModel } from './chart.js';
 import { cachedViews } from './chart-layout.js';
 import { comparePage, comparePaths } from './compare.js';
 import { listSessionViews, loadSessionView } from './load.js';
-import { failurePage, homePage, messagePage, SCHEDULES_PATH, schedulesPage, sessionPage, sessionPath } from './page.js';
+import { homePage, messagePage, SCHEDULES_PATH, schedulesPage, sessionPage, sessionPath } from './page.js';
 import type { PageData, SessionView } from './page-model.js';
 import { ScheduleSourceSchema, sourcedSchedules, storedSchedules } from './schedules.js';
 import { refusalPage, ViewerAccess, ViewerAccessOptionsSchema, type ViewerAuthorizer } from './access.js';
@@ -87,7 +86,7 @@ const MAX_POLL_MS = MAX_TIMER_MS;
  * 'x' listened on a socket file named x, a pollMs of 0, -1 or 1e12 polled every millisecond, and
  * a store or label of the wrong type failed every page.
  */
-function viewerSettingsProblem(options: ViewerOptions): void {
+function checkViewerSettings(options: ViewerOptions): void {
   const bad = (message: string) => new ViewerOptionsError(`startViewer: ${message}`);
   const { store, port, pollMs, storeLabel }: Record<string, unknown> = { ...options };
   if (!isSessionStore(store)) throw bad('store must be a session store (openSessionStore)');
@@ -179,7 +178,7 @@ export async function sessionHtml(view: SessionView): Promise<string> {
  */
 export async function startViewer(options: ViewerOptions): Promise<RunningViewer> {
   checkKnownKeys(options, VIEWER_OPTION_KEYS, 'startViewer', (message) => new ViewerOptionsError(message));
-  viewerSettingsProblem(options);
+  checkViewerSettings(options);
   const { store } = options;
   const checked = parseOptions(CheckedOptionsSchema, { authorize: options.authorize, authorizeTimeoutMs: options.authorizeTimeoutMs, schedules: options.schedules }, 'startViewer', (message) => new ViewerOptionsError(message));
   const access = new ViewerAccess(checked);
@@ -253,11 +252,7 @@ export async function startViewer(options: ViewerOptions): Promise<RunningViewer
 
   // A request with no Host is answered here (a JSON 400), not by Node's plain one.
   const server: Server = createServer({ requireHostHeader: false }, (request, response) => {
-    handle(request, response).catch((error) => {
-      const reference = reportFailure(`${request.method} ${request.url?.slice(0, 200)}`, error);
-      if (!response.headersSent) send(response, 500, failurePage(reference));
-      else response.end();
-    });
+    handle(request, response).catch((error: unknown) => answerFailure(request, response, error));
   });
   const wanted = options.port ?? DEFAULT_VIEWER_PORT;
   await new Promise<void>((resolve, reject) => {
