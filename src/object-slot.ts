@@ -73,9 +73,9 @@ class Stamp {
  *
  * @example
  * ```ts
- * const withSignal = lazyField('signal', (controller: AbortController) => controller.signal);
- * const context = withSignal({ toolCallId: 'c1' }, new AbortController());
- * Object.keys(context); // ['toolCallId', 'signal']: the signal is made when first read
+ * const withLength = lazyField('length', (list: string[]) => list.length);
+ * const summary = withLength({ name: 'tags' }, ['a', 'b']);
+ * Object.keys(summary); // ['name', 'length']: the length is read when first asked for
  * ```
  */
 export function lazyField<S extends object, V, N extends string>(name: N, read: (source: S) => V) {
@@ -93,3 +93,15 @@ export function lazyField<S extends object, V, N extends string>(name: N, read: 
     return target as T & { readonly [K in N]: V };
   };
 }
+
+/**
+ * A context's `signal` (a tool call's, an operation hook's), made when first read: Node builds an
+ * AbortController's signal lazily (an EventTarget, a few µs), and most tools and hooks never look.
+ *
+ * @example
+ * ```ts
+ * const context = withSignal({ toolCallId: 'c1' }, new AbortController());
+ * context.signal.aborted; // false: the signal is made here
+ * ```
+ */
+export const withSignal = lazyField('signal', (controller: AbortController) => controller.signal);

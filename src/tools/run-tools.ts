@@ -2,7 +2,7 @@ import type { PendingToolCall, ToolCall, ToolMessage } from '../schemas.js';
 import { ToolSet, type Tool, type ToolContext } from './define-tool.js';
 import { parseToolArguments, type ArgumentIssue, type ParsedArguments } from './own-arguments.js';
 import { MAX_TIMER_MS } from '../timer-bound.js';
-import { lazyField } from '../object-slot.js';
+import { withSignal } from '../object-slot.js';
 
 export interface RunToolCallsOptions {
   /** How many tools may run at once. Default 4. */
@@ -311,9 +311,6 @@ async function runOne(
     );
   });
 }
-
-/** A tool context's `signal`: own, enumerable, and made on first read (see `toolContext`). */
-const withSignal = lazyField('signal', (controller: AbortController) => controller.signal);
 
 /**
  * What a tool's `execute` is given. The signal is made on first read: Node builds a controller's

@@ -6,7 +6,7 @@ import { contextFor } from './operation-context.js';
 import { requestContext, type Handler, type IoScope, type RequestContext, type Slices } from '../protocol/io-protocol.js';
 import { innerKey } from '../protocol/keys.js';
 import { MAX_TIMER_MS } from '../../timer-bound.js';
-import { lazyField } from '../../object-slot.js';
+import { withSignal } from '../../object-slot.js';
 
 /**
  * The `operation` request: runs the operations of a hook point in list order from `from`, each
@@ -99,9 +99,6 @@ async function runHook(
     run.removeEventListener('abort', onAbort);
   }
 }
-
-/** A hook's own signal: made when the hook first reads it (Node builds a controller's signal lazily, and most hooks never look). */
-const withSignal = lazyField('signal', (controller: AbortController) => controller.signal);
 
 /** What one hook is given: its operation's context and its own signal. */
 const hookContext = (op: Operation, ctx: RequestContext, slices: Slices, own: AbortController): HookContext =>
