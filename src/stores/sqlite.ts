@@ -137,9 +137,10 @@ const SQLITE_DRIVERS: readonly unknown[] = ['node:sqlite', 'better-sqlite3'] sat
 
 /**
  * The options, checked before anything is opened. Before, a string (`new SqliteSessionStore('my.db')`)
- * opened the default file instead (a string is now the path, as better-sqlite3 and node:sqlite take it), a `synchronous` other than NORMAL was FULL and an unknown driver
- * better-sqlite3 without a word, and a bad path or busyTimeoutMs was a raw TypeError or RangeError
- * from `path.resolve` or the driver.
+ * opened the default file instead (a string is now the path, as better-sqlite3 and node:sqlite
+ * take it), a `synchronous` other than NORMAL was FULL and an unknown driver better-sqlite3
+ * without a word, and a bad path or busyTimeoutMs was a raw TypeError or RangeError from
+ * `path.resolve` or the driver.
  */
 function checkOptions(options: SqliteStoreOptions): void {
   const problem = (what: string) => new InvalidConfigError(`SqliteSessionStore: ${what}`);
