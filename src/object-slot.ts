@@ -104,4 +104,7 @@ export function lazyField<S extends object, V, N extends string>(name: N, read: 
  * context.signal.aborted; // false: the signal is made here
  * ```
  */
-export const withSignal = lazyField('signal', (controller: AbortController) => controller.signal);
+export const withSignal: <T extends object>(target: T, controller: AbortController) => T & { readonly signal: AbortSignal } = lazyField(
+  'signal',
+  (controller: AbortController) => controller.signal,
+);
