@@ -7,6 +7,9 @@ import { SlowFirstSequencer } from './test/support/sequencer.js';
  * right project by its name alone (`npm run test:<project>` runs one):
  * - `fast`: plain `*.test.ts`, in-process suites (ms to a few s each), what a developer runs while
  *   iterating (`npm run test:fast`; one feature: `npx vitest run --project fast test/agent/guardrails`).
+ * - `timed`: `*.timed.test.ts`, in-process suites that spend seconds waiting on the wall clock
+ *   (a schedule's 1 s shortest interval, a lease taken over mid-run), little CPU: apart, so
+ *   `test:fast` does not sit through them.
  * - `processes`: `*.process.test.ts`, suites built on real child processes in the fast project's
  *   time range (a few to 30 s each): the README's commands, the CLI, Ctrl-C and SIGKILL of a session.
  * - `slow`: `*.crash.test.ts` (SIGKILL series, minutes each) and `*.slow.test.ts` (the packed
@@ -20,6 +23,7 @@ import { SlowFirstSequencer } from './test/support/sequencer.js';
  * `npm test` and CI run them all.
  */
 const spawning = ['test/**/*.process.test.ts'];
+const timed = ['test/**/*.timed.test.ts'];
 const slow = ['test/**/*.crash.test.ts', 'test/**/*.slow.test.ts'];
 const browser = ['test/**/*.browser.test.ts'];
 const mcp = ['test/mcp/**/*.test.ts', 'test/mcp-server/**/*.test.ts'];
@@ -44,8 +48,9 @@ export default defineConfig({
       // state behind (mocks restored, env and cwd put back).
       {
         extends: true,
-        test: { name: 'fast', include: ['test/**/*.test.ts'], exclude: [...spawning, ...slow, ...browser, ...servers], isolate: false },
+        test: { name: 'fast', include: ['test/**/*.test.ts'], exclude: [...spawning, ...timed, ...slow, ...browser, ...servers], isolate: false },
       },
+      { extends: true, test: { name: 'timed', include: timed, exclude: servers, isolate: false } },
       { extends: true, test: { name: 'processes', include: spawning, exclude: servers } },
       { extends: true, test: { name: 'browser', include: browser, exclude: servers, testTimeout: 60_000, hookTimeout: 120_000 } },
       { extends: true, test: { name: 'mcp', include: mcp } },

@@ -1,7 +1,7 @@
 /**
  * One suite every store that holds schedules passes (memory, a SQLite file, PostgreSQL), shared by
- * test/schedules/{memory,sqlite,postgres}.test.ts as test/stores/conformance.ts is by the store
- * suites: the API, bad input, the missed-tick and overlap policies, a claim that goes to one
+ * test/schedules/{memory,sqlite,postgres}.test.ts (and their `.timed` twins, for the scenarios
+ * that wait on the wall clock) as test/stores/conformance.ts is by the store suites: the API, bad input, the missed-tick and overlap policies, a claim that goes to one
  * caller across connections, ticks of schedules on one session in turn, a taken-over tick that
  * sends its input only if the run it started is stored, and rows checked when read (one bad row
  * reported, the others listed and fired).
@@ -103,10 +103,12 @@ interface ScheduleBench {
   fixture(): ScheduleFixture;
 }
 
-export function describeScheduleConformance(name: string, harness: ScheduleHarness): void {
-  // Each test owns its store and schedulers (a fixture, not variables of the suite), so the tests
-  // that mostly wait on real time (runs of 0.3-1.5 s against 1 s intervals) run side by side.
-  const test = it.extend<{ bench: ScheduleBench }>({
+/**
+ * `it` with the test's own store and schedulers (a fixture, not variables of the suite), so tests
+ * that mostly wait on real time run side by side.
+ */
+function benchTest(harness: ScheduleHarness) {
+  return it.extend<{ bench: ScheduleBench }>({
     // eslint-disable-next-line no-empty-pattern -- vitest reads a fixture's needs from this pattern
     bench: async ({}, use) => {
       const schedulers: Scheduler[] = [];
@@ -134,7 +136,11 @@ export function describeScheduleConformance(name: string, harness: ScheduleHarne
       await Promise.all(stores.map((s) => s.close()));
     },
   });
+}
 
+/** The suite, but for the scenarios {@link describeScheduleTimingConformance} holds. */
+export function describeScheduleConformance(name: string, harness: ScheduleHarness): void {
+  const test = benchTest(harness);
   describe.concurrent(`schedules on a ${name} store`, () => {
     afterAll(async () => {
       await harness.cleanup?.();
@@ -358,25 +364,6 @@ export function describeScheduleConformance(name: string, harness: ScheduleHarne
       expect(await userMessages(store, 'b')).toBe(1);
     });
 
-    test("overlap 'skip': ticks due while the run goes are dropped; 'queue': one runs right after", async ({ bench: { open, started } }) => {
-      const store = await open();
-      await schedule(store, { id: 'drop', session: 'd', agent: 'slow', input: 'Go.', every: 1_000, overlap: 'skip' });
-      await schedule(store, { id: 'queue', session: 'q', agent: 'slow', input: 'Go.', every: 1_000, overlap: 'queue' });
-      const scheduler = await startScheduler({ store, agents, maxIdleMs: 200 });
-      started(scheduler);
-      // Each run takes 1.5 s against a 1 s interval: every tick after the first comes while a run goes.
-      expect(await until(async () => (await listSchedules(store)).every((s) => s.runs >= 1), 8_000)).toBe(true);
-      await scheduler.stop();
-      const [drop, queue] = await listSchedules(store);
-      const anchor = (info: typeof drop) => (info!.timing as { anchor: number }).anchor;
-      // skip: the next tick is the first one on the interval's grid after the run ended (the one during it was dropped).
-      expect((drop!.nextAt!.getTime() - anchor(drop)) % 1_000).toBe(0);
-      expect(drop!.nextAt!.getTime() - drop!.lastFiredAt!.getTime()).toBeGreaterThanOrEqual(1_500);
-      // queue: the tick due during the run fires as it ends, off the grid.
-      expect((queue!.nextAt!.getTime() - anchor(queue)) % 1_000).not.toBe(0);
-      expect(queue!.lastOutcome).toBe('Completed');
-    }, 20_000);
-
     test('a paused schedule does not fire; resumed, it fires', async ({ bench: { open, started } }) => {
       const store = await open();
       await schedule(store, { id: 'p', session: 'p', agent: 'quick', input: 'Go.', at: Date.now(), paused: true });
@@ -450,41 +437,6 @@ export function describeScheduleConformance(name: string, harness: ScheduleHarne
       }
     });
 
-    test('two schedules on one session take turns: each tick sends its input once, on a new session and on one that exists', async ({ bench: { open, started } }) => {
-      const store = await open();
-      const errors: Error[] = [];
-      started(await startScheduler({ store, agents, maxIdleMs: 100, onError: (error) => errors.push(error) }));
-      const due = Date.now();
-      await schedule(store, { id: 'one', session: 'reports', agent: 'paced', input: 'Report A.', at: due });
-      await schedule(store, { id: 'two', session: 'reports', agent: 'paced', input: 'Report B.', at: due });
-      expect(await until(() => allCompleted(store, ['one', 'two']))).toBe(true);
-      const later = Date.now();
-      await schedule(store, { id: 'three', session: 'reports', agent: 'paced', input: 'Report C.', at: later });
-      await schedule(store, { id: 'four', session: 'reports', agent: 'paced', input: 'Report D.', at: later });
-      expect(await until(() => allCompleted(store, ['three', 'four']))).toBe(true);
-      expect(errors).toEqual([]);
-      expect((await listSchedules(store)).map((s) => s.runs)).toEqual([1, 1, 1, 1]);
-      // Each run whole before the next input; two made together are taken in the order made, or the
-      // other (the scheduler may take the first before the second is made).
-      const lines = await transcript(store, 'reports');
-      expect(lines.filter((_, i) => i % 2 === 1)).toEqual(['assistant: done #1', 'assistant: done #2', 'assistant: done #3', 'assistant: done #4']);
-      expect(lines.slice(0, 4).filter((line) => line.startsWith('user:')).sort()).toEqual(['user: Report A.', 'user: Report B.']);
-      expect(lines.slice(4).filter((line) => line.startsWith('user:')).sort()).toEqual(['user: Report C.', 'user: Report D.']);
-    });
-
-    test('two schedulers on two connections, two schedules on one session: they take turns, each input sent once, no conflict', async ({ bench: { open, sibling, started } }) => {
-      const store = await open();
-      const other = await sibling();
-      const errors: Error[] = [];
-      await schedule(store, { id: 'one', session: 'shared', agent: 'paced', input: 'Report A.', at: Date.now() });
-      await schedule(store, { id: 'two', session: 'shared', agent: 'paced', input: 'Report B.', at: Date.now() });
-      started(...(await Promise.all([store, other].map((on) => startScheduler({ store: on, agents, maxIdleMs: 100, onError: (error) => errors.push(error) })))));
-      expect(await until(() => allCompleted(store, ['one', 'two']))).toBe(true);
-      expect(errors).toEqual([]);
-      expect([...(await transcript(store, 'shared'))].filter((line) => line.startsWith('user:')).sort()).toEqual(['user: Report A.', 'user: Report B.']);
-      expect(await transcript(store, 'shared')).toHaveLength(4);
-    });
-
     test('a tick taken over sends its input unless the run it started is stored: a run another writer started since does not count', async ({ bench: { open, started } }) => {
       const store = await open();
       await runByHand(store, 'reports', 'Hello.');
@@ -509,25 +461,6 @@ export function describeScheduleConformance(name: string, harness: ScheduleHarne
         'user: Report B.',
         'assistant: done #3',
       ]);
-    });
-
-    test('a tick whose session another writer moves on mid-run is given back and taken over at once (not when its lease ends), its input sent once', async ({ bench: { open, started } }) => {
-      const store = await open();
-      const errors: Error[] = [];
-      // One model call of 800 ms: the other writer steps in while it goes.
-      const contested = createAgentMachine({ model: scriptedModel([{ text: 'done', delayMs: 800 }]) });
-      started(await startScheduler({ store, agents: { contested }, maxIdleMs: 100, onError: (error) => errors.push(error) }));
-      await schedule(store, { id: 'c', session: 'contested', agent: 'contested', input: 'Go.', at: Date.now() });
-      expect(await until(async () => (await userMessages(store, 'contested')) === 1)).toBe(true);
-      const stored = (await store.load('contested'))!;
-      await store.apply('contested', { expectedVersion: stored.version, state: stored.state });
-      const moved = Date.now();
-      // The default lease is 30 s: a tick left to it would not be done in 10.
-      expect(await until(() => allCompleted(store, ['c']))).toBe(true);
-      expect(Date.now() - moved).toBeLessThan(10_000);
-      expect(errors.map((error) => error.name)).toContain('SessionBusyError');
-      expect((await listSchedules(store))[0]).toMatchObject({ runs: 1, firingBy: null });
-      expect(await transcript(store, 'contested')).toEqual(['user: Go.', 'assistant: done']);
     });
 
     // Alone: it listens for the process's next warning.
@@ -574,6 +507,92 @@ export function describeScheduleConformance(name: string, harness: ScheduleHarne
       await expect(pauseSchedule(store, 'edited')).rejects.toThrow(/not JSON/);
       await tables.setSchemaVersion('99');
       await expect(listSchedules(await sibling())).rejects.toThrow(StoreSchemaVersionError);
+    });
+  });
+}
+
+/**
+ * The scenarios that spend seconds waiting on the wall clock: runs of 0.3-1.5 s against the 1 s
+ * shortest interval, and a lease taken over mid-run. Files that call this are `*.timed.test.ts`,
+ * in their own project, so `npm run test:fast` does not sit through them.
+ */
+export function describeScheduleTimingConformance(name: string, harness: ScheduleHarness): void {
+  const test = benchTest(harness);
+  describe.concurrent(`schedules on a ${name} store, on the wall clock`, () => {
+    afterAll(async () => {
+      await harness.cleanup?.();
+    });
+    test("overlap 'skip': ticks due while the run goes are dropped; 'queue': one runs right after", async ({ bench: { open, started } }) => {
+      const store = await open();
+      await schedule(store, { id: 'drop', session: 'd', agent: 'slow', input: 'Go.', every: 1_000, overlap: 'skip' });
+      await schedule(store, { id: 'queue', session: 'q', agent: 'slow', input: 'Go.', every: 1_000, overlap: 'queue' });
+      const scheduler = await startScheduler({ store, agents, maxIdleMs: 200 });
+      started(scheduler);
+      // Each run takes 1.5 s against a 1 s interval: every tick after the first comes while a run goes.
+      expect(await until(async () => (await listSchedules(store)).every((s) => s.runs >= 1), 8_000)).toBe(true);
+      await scheduler.stop();
+      const [drop, queue] = await listSchedules(store);
+      const anchor = (info: typeof drop) => (info!.timing as { anchor: number }).anchor;
+      // skip: the next tick is the first one on the interval's grid after the run ended (the one during it was dropped).
+      expect((drop!.nextAt!.getTime() - anchor(drop)) % 1_000).toBe(0);
+      expect(drop!.nextAt!.getTime() - drop!.lastFiredAt!.getTime()).toBeGreaterThanOrEqual(1_500);
+      // queue: the tick due during the run fires as it ends, off the grid.
+      expect((queue!.nextAt!.getTime() - anchor(queue)) % 1_000).not.toBe(0);
+      expect(queue!.lastOutcome).toBe('Completed');
+    }, 20_000);
+
+    test('two schedules on one session take turns: each tick sends its input once, on a new session and on one that exists', async ({ bench: { open, started } }) => {
+      const store = await open();
+      const errors: Error[] = [];
+      started(await startScheduler({ store, agents, maxIdleMs: 100, onError: (error) => errors.push(error) }));
+      const due = Date.now();
+      await schedule(store, { id: 'one', session: 'reports', agent: 'paced', input: 'Report A.', at: due });
+      await schedule(store, { id: 'two', session: 'reports', agent: 'paced', input: 'Report B.', at: due });
+      expect(await until(() => allCompleted(store, ['one', 'two']))).toBe(true);
+      const later = Date.now();
+      await schedule(store, { id: 'three', session: 'reports', agent: 'paced', input: 'Report C.', at: later });
+      await schedule(store, { id: 'four', session: 'reports', agent: 'paced', input: 'Report D.', at: later });
+      expect(await until(() => allCompleted(store, ['three', 'four']))).toBe(true);
+      expect(errors).toEqual([]);
+      expect((await listSchedules(store)).map((s) => s.runs)).toEqual([1, 1, 1, 1]);
+      // Each run whole before the next input; two made together are taken in the order made, or the
+      // other (the scheduler may take the first before the second is made).
+      const lines = await transcript(store, 'reports');
+      expect(lines.filter((_, i) => i % 2 === 1)).toEqual(['assistant: done #1', 'assistant: done #2', 'assistant: done #3', 'assistant: done #4']);
+      expect(lines.slice(0, 4).filter((line) => line.startsWith('user:')).sort()).toEqual(['user: Report A.', 'user: Report B.']);
+      expect(lines.slice(4).filter((line) => line.startsWith('user:')).sort()).toEqual(['user: Report C.', 'user: Report D.']);
+    });
+
+    test('two schedulers on two connections, two schedules on one session: they take turns, each input sent once, no conflict', async ({ bench: { open, sibling, started } }) => {
+      const store = await open();
+      const other = await sibling();
+      const errors: Error[] = [];
+      await schedule(store, { id: 'one', session: 'shared', agent: 'paced', input: 'Report A.', at: Date.now() });
+      await schedule(store, { id: 'two', session: 'shared', agent: 'paced', input: 'Report B.', at: Date.now() });
+      started(...(await Promise.all([store, other].map((on) => startScheduler({ store: on, agents, maxIdleMs: 100, onError: (error) => errors.push(error) })))));
+      expect(await until(() => allCompleted(store, ['one', 'two']))).toBe(true);
+      expect(errors).toEqual([]);
+      expect([...(await transcript(store, 'shared'))].filter((line) => line.startsWith('user:')).sort()).toEqual(['user: Report A.', 'user: Report B.']);
+      expect(await transcript(store, 'shared')).toHaveLength(4);
+    });
+
+    test('a tick whose session another writer moves on mid-run is given back and taken over at once (not when its lease ends), its input sent once', async ({ bench: { open, started } }) => {
+      const store = await open();
+      const errors: Error[] = [];
+      // One model call of 800 ms: the other writer steps in while it goes.
+      const contested = createAgentMachine({ model: scriptedModel([{ text: 'done', delayMs: 800 }]) });
+      started(await startScheduler({ store, agents: { contested }, maxIdleMs: 100, onError: (error) => errors.push(error) }));
+      await schedule(store, { id: 'c', session: 'contested', agent: 'contested', input: 'Go.', at: Date.now() });
+      expect(await until(async () => (await userMessages(store, 'contested')) === 1)).toBe(true);
+      const stored = (await store.load('contested'))!;
+      await store.apply('contested', { expectedVersion: stored.version, state: stored.state });
+      const moved = Date.now();
+      // The default lease is 30 s: a tick left to it would not be done in 10.
+      expect(await until(() => allCompleted(store, ['c']))).toBe(true);
+      expect(Date.now() - moved).toBeLessThan(10_000);
+      expect(errors.map((error) => error.name)).toContain('SessionBusyError');
+      expect((await listSchedules(store))[0]).toMatchObject({ runs: 1, firingBy: null });
+      expect(await transcript(store, 'contested')).toEqual(['user: Go.', 'assistant: done']);
     });
   });
 }

@@ -4,8 +4,8 @@
  * start late and run alone at the end. Here the long files go first and the short ones fill the
  * gaps, so both workers end at about the same time:
  *   slow (the SIGKILL series and the packed tarball, minutes each), then processes (files that
- *   mostly wait on child processes), the distributed files spread among those two, then browser,
- *   mcp, and the fast project's many short files last.
+ *   mostly wait on child processes), the distributed files spread among those two, then timed
+ *   (files that wait on the wall clock), browser, mcp, and the fast project's many short files last.
  * A distributed file runs only while no other one does (test/distributed/support/one-at-a-time.ts):
  * spread out among long files, one rarely waits for another.
  * Within a project vitest's order stands (longest last run first, else largest file first).
@@ -13,7 +13,7 @@
 import { BaseSequencer, type TestSpecification } from 'vitest/node';
 
 /** The projects in the order they start; the distributed files go among the slow and processes ones. */
-const ORDER = ['slow', 'processes', 'browser', 'mcp', 'fast'];
+const ORDER = ['slow', 'processes', 'timed', 'browser', 'mcp', 'fast'];
 
 export class SlowFirstSequencer extends BaseSequencer {
   override async sort(files: TestSpecification[]): Promise<TestSpecification[]> {

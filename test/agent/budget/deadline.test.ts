@@ -65,7 +65,8 @@ function waitingTool() {
 const budgetReason = /^budget: \d+ ms elapsed, limit 300 ms$/;
 const elapsedOf = (outcome: { type: string; reason?: string }) => Number(/(\d+) ms elapsed/.exec(outcome.reason ?? '')?.[1]);
 
-describe('a time budget is a deadline on the side effect in flight', () => {
+// Concurrent: each test waits out its budget on its own actor (only the first uses the server).
+describe.concurrent('a time budget is a deadline on the side effect in flight', () => {
   // A server that takes the request and never answers (nor closes): the socket stays open.
   let server: Server;
   let baseURL: string;

@@ -1,0 +1,4 @@
+import { describeScheduleTimingConformance } from './conformance.js';
+import { memoryHarness } from './harnesses.js';
+
+describeScheduleTimingConformance('memory', memoryHarness());
