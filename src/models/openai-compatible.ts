@@ -20,6 +20,11 @@ export interface OpenAICompatibleOptions {
   baseURL: string;
   /** Sent as `Authorization: Bearer …`; local servers usually need none. */
   apiKey?: string | undefined;
+  /**
+   * The model id the server knows (`gpt-4o`, `org/model:tag`, `llama3.1:8b`), sent as it is.
+   * Empty, whitespace-only or holding a control character (a newline, a tab) is refused when the
+   * model is made.
+   */
   model: string;
   /** Extra headers on every request (e.g. OpenRouter's HTTP-Referer): a plain object (not a Headers or a Map). */
   headers?: Record<string, string> | undefined;
@@ -98,6 +103,7 @@ export function openAICompatibleModel(options: OpenAICompatibleOptions): Model {
   for (const key of ['baseURL', 'model'] as const) {
     if (typeof options?.[key] !== 'string' || options[key] === '') throw new InvalidConfigError(`openAICompatibleModel: ${key} must be a non-empty string`);
   }
+  checkModelId(options.model);
   const url = chatCompletionsUrl(options.baseURL);
   const readTimeoutMs = timeoutOption('readTimeoutMs', options.readTimeoutMs, DEFAULT_READ_TIMEOUT_MS);
   const deadlineMs = timeoutOption('deadlineMs', options.deadlineMs, DEFAULT_MODEL_DEADLINE_MS);
@@ -310,6 +316,22 @@ function optionTypes(options: OpenAICompatibleOptions): void {
   }
   if (fetch !== undefined && typeof fetch !== 'function') throw problem('fetch', 'a function');
   if (structuredOutputs !== undefined && typeof structuredOutputs !== 'boolean') throw problem('structuredOutputs', 'a boolean');
+}
+
+/**
+ * The model id, checked when the model is made: one that is only whitespace or holds a control
+ * character (a newline from a file or an env var read whole, a tab) can name no model, and
+ * every call was sent with it and failed at the server. Any other text is left to the server:
+ * ids take many forms (`gpt-4o`, `org/model:tag`, `llama3.1:8b`).
+ */
+function checkModelId(model: string): void {
+  if (model.trim() === '') throw new InvalidConfigError('openAICompatibleModel: model must name a model, got only whitespace');
+  // \p{Cc}: C0 controls (newline, tab, NUL), DEL and C1 controls. Named by code point, not quoted: the id may be long.
+  const control = /\p{Cc}/u.exec(model);
+  if (control) {
+    const codePoint = `U+${control[0].charCodeAt(0).toString(16).toUpperCase().padStart(4, '0')}`;
+    throw new InvalidConfigError(`openAICompatibleModel: model must not contain control characters (a newline, a tab), got ${codePoint} at index ${control.index}`);
+  }
 }
 
 /**

@@ -1,7 +1,7 @@
 /**
  * openAICompatibleModel's options are checked when the model is made (InvalidConfigError naming
  * the option), not at the first call: a baseURL that is no http(s) URL, headers that are no plain
- * object, a maxResponseBytes of null.
+ * object, a maxResponseBytes of null, a model id that is only whitespace or holds a control character.
  */
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -41,6 +41,40 @@ describe('openAICompatibleModel: options refused when the model is made', () => 
 
   it('maxResponseBytes: null (before: read as the default)', () => {
     expect(made({ maxResponseBytes: null as never })).toThrow(/maxResponseBytes must be a positive integer/);
+  });
+
+  it.each([
+    ['whitespace only', '   ', /model must name a model, got only whitespace/],
+    ['a tab and a newline only', '\t\n', /model must name a model, got only whitespace/],
+    ['a trailing newline (an env file read whole)', 'gpt-4o\n', /model must not contain control characters .*U\+000A at index 6/],
+    ['a newline inside', 'gpt\n4o', /model must not contain control characters .*U\+000A at index 3/],
+    ['a NUL', 'gpt-4o\u0000', /model must not contain control characters .*U\+0000/],
+    ['a DEL', 'gpt\u007f4o', /model must not contain control characters .*U\+007F/],
+    ['a C1 control', 'gpt\u00854o', /model must not contain control characters .*U\+0085/],
+  ])('a model id of %s (before: accepted, every call then failed at the server)', (_, model, problem) => {
+    expect(made({ model })).toThrow(InvalidConfigError);
+    expect(made({ model })).toThrow(problem);
+  });
+
+  it('model ids of the usual forms are sent as given', async () => {
+    const sent: unknown[] = [];
+    const server = createServer((req, res) => {
+      let body = '';
+      req.on('data', (chunk: Buffer) => (body += chunk.toString()));
+      req.on('end', () => {
+        sent.push((JSON.parse(body) as { model: unknown }).model);
+        res.writeHead(400, { 'content-type': 'application/json' }).end('{"error":{"message":"recorded"}}');
+      });
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    try {
+      const baseURL = `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`;
+      const ids = ['gpt-4o', 'org/model:tag', 'llama3.1:8b', 'meta-llama/Llama-3.1-8B-Instruct', 'models/gemini-2.0-flash', 'café modèle', 'deployment@2024'];
+      for (const model of ids) await openAICompatibleModel({ baseURL, model }).generate(request()).catch(() => undefined);
+      expect(sent).toEqual(ids);
+    } finally {
+      await new Promise((resolve) => server.close(resolve));
+    }
   });
 
   it('valid values still make a model', () => {
