@@ -110,129 +110,145 @@ const CR = 0x0d;
  */
 function boundedEvents(source: ReadableStream<Uint8Array>, limit: number, requestId: RequestId | undefined): ReadableStream<Uint8Array> {
   const reader = source.getReader();
-  const encoder = new TextEncoder();
-  let held: Uint8Array[] = [];
-  let heldBytes = 0;
-  /** Bytes of the event being skipped, or -1 while none is. */
-  let skipped = -1;
-  let lineHasContent = false;
-  let lastWasCr = false;
-  let answered = requestId === undefined;
-  /** The server gave an event id: the SDK may resume the stream, and the answer come then. */
-  let resumable = false;
-  /** Chunks passed on so far. */
-  let passed = 0;
-  const pass = (controller: ReadableStreamDefaultController<Uint8Array>, chunk: Uint8Array) => {
-    passed++;
-    controller.enqueue(chunk);
-  };
-
-  const answer = (controller: ReadableStreamDefaultController<Uint8Array>, error: object) => {
-    answered = true;
-    pass(controller, encoder.encode(`event: message\ndata: ${JSON.stringify({ jsonrpc: '2.0', id: requestId, error })}\n\n`));
-  };
-
-  /** Notes what a whole event says: an event id, the answer to the request. */
-  const read = (event: Uint8Array[]) => {
-    if (answered && resumable) return;
-    const lines = new TextDecoder().decode(concat(event)).split(/\r\n|\r|\n/);
-    if (lines.some((line) => /^id:/.test(line))) resumable = true;
-    const data = lines.filter((line) => line.startsWith('data:')).map((line) => line.slice(line.startsWith('data: ') ? 6 : 5));
-    if (answered || data.length === 0) return;
-    try {
-      const message = JSON.parse(data.join('\n')) as { id?: unknown; method?: unknown } | null;
-      if (message !== null && typeof message === 'object' && message.method === undefined && message.id === requestId) answered = true;
-    } catch {
-      // Not JSON: the SDK reports it.
-    }
-  };
-
-  const endEvent = (controller: ReadableStreamDefaultController<Uint8Array>) => {
-    if (skipped >= 0) {
-      if (!answered) answer(controller, tooLarge(requestId!, skipped, limit, false).error);
-      skipped = -1;
-      return;
-    }
-    read(held);
-    for (const chunk of held) pass(controller, chunk);
-    held = [];
-    heldBytes = 0;
-  };
-
-  const keep = (part: Uint8Array) => {
-    if (part.length === 0) return;
-    if (skipped < 0 && heldBytes + part.length > limit) {
-      skipped = heldBytes;
-      held = [];
-      heldBytes = 0;
-    }
-    if (skipped >= 0) {
-      skipped += part.length;
-      return;
-    }
-    held.push(part);
-    heldBytes += part.length;
-  };
-
-  const split = (chunk: Uint8Array, controller: ReadableStreamDefaultController<Uint8Array>) => {
-    let from = 0;
-    for (let i = 0; i < chunk.length; i++) {
-      const byte = chunk[i]!;
-      if (byte === LF && lastWasCr) {
-        // The LF of a CRLF whose CR ended a line (passed on with what follows).
-        lastWasCr = false;
-        continue;
-      }
-      lastWasCr = byte === CR;
-      if (byte !== LF && byte !== CR) {
-        lineHasContent = true;
-        continue;
-      }
-      if (lineHasContent) {
-        lineHasContent = false;
-        continue;
-      }
-      // A blank line: the event ends with this byte (and the LF of a CRLF in the same chunk).
-      const end = byte === CR && chunk[i + 1] === LF ? i + 2 : i + 1;
-      keep(chunk.subarray(from, end));
-      from = end;
-      if (end === i + 2) {
-        i++;
-        lastWasCr = false;
-      }
-      endEvent(controller);
-    }
-    keep(chunk.subarray(from));
-  };
-
-  /** The stream is over: what is held goes on, and a request still unanswered is answered with an error. */
-  const finish = (controller: ReadableStreamDefaultController<Uint8Array>, how: string) => {
-    if (skipped >= 0) endEvent(controller);
-    else for (const chunk of held) pass(controller, chunk);
-    held = [];
-    if (!answered && !resumable) answer(controller, { code: STREAM_ENDED_CODE, message: `the MCP server ${how} the answer's event stream without answering` });
-    controller.close();
-  };
-
+  const events = new EventSplitter(limit, requestId);
   return new ReadableStream<Uint8Array>({
     // Reads until something is passed on: a pull that enqueues nothing is not called again.
     async pull(controller) {
-      const before = passed;
-      while (passed === before) {
+      const before = events.passed;
+      while (events.passed === before) {
         let next: ReadableStreamReadResult<Uint8Array>;
         try {
           next = await reader.read();
         } catch (error) {
           // The transport's own abort (close) ends the stream as it would have.
           if ((error as { name?: unknown })?.name === 'AbortError') return controller.error(error);
-          return finish(controller, 'broke off');
+          return events.finish(controller, 'broke off');
         }
-        if (next.done) return finish(controller, 'ended');
-        split(next.value, controller);
+        if (next.done) return events.finish(controller, 'ended');
+        events.split(next.value, controller);
       }
     },
     cancel: (reason) => reader.cancel(reason),
   });
+}
+
+type Out = ReadableStreamDefaultController<Uint8Array>;
+
+/** Where `boundedEvents` is in its stream: the event being held or skipped, the line being read, and whether the request is answered. */
+class EventSplitter {
+  /** Chunks passed on so far. */
+  passed = 0;
+  readonly #limit: number;
+  readonly #requestId: RequestId | undefined;
+  #held: Uint8Array[] = [];
+  #heldBytes = 0;
+  /** Bytes of the event being skipped, or -1 while none is. */
+  #skipped = -1;
+  #lineHasContent = false;
+  #lastWasCr = false;
+  #answered: boolean;
+  /** The server gave an event id: the SDK may resume the stream, and the answer come then. */
+  #resumable = false;
+  readonly #encoder = new TextEncoder();
+
+  constructor(limit: number, requestId: RequestId | undefined) {
+    this.#limit = limit;
+    this.#requestId = requestId;
+    this.#answered = requestId === undefined;
+  }
+
+  /** Passes on the events `chunk` completes, holds the one it starts. */
+  split(chunk: Uint8Array, out: Out): void {
+    let from = 0;
+    for (let i = 0; i < chunk.length; i++) {
+      const byte = chunk[i]!;
+      if (byte === LF && this.#lastWasCr) {
+        // The LF of a CRLF whose CR ended a line (passed on with what follows).
+        this.#lastWasCr = false;
+        continue;
+      }
+      this.#lastWasCr = byte === CR;
+      if (byte !== LF && byte !== CR) {
+        this.#lineHasContent = true;
+        continue;
+      }
+      if (this.#lineHasContent) {
+        this.#lineHasContent = false;
+        continue;
+      }
+      // A blank line: the event ends with this byte (and the LF of a CRLF in the same chunk).
+      const end = byte === CR && chunk[i + 1] === LF ? i + 2 : i + 1;
+      this.#keep(chunk.subarray(from, end));
+      from = end;
+      if (end === i + 2) {
+        i++;
+        this.#lastWasCr = false;
+      }
+      this.#endEvent(out);
+    }
+    this.#keep(chunk.subarray(from));
+  }
+
+  /** The stream is over: what is held goes on, and a request still unanswered is answered with an error. */
+  finish(out: Out, how: string): void {
+    if (this.#skipped >= 0) this.#endEvent(out);
+    else for (const chunk of this.#held) this.#pass(out, chunk);
+    this.#held = [];
+    if (!this.#answered && !this.#resumable) this.#answer(out, { code: STREAM_ENDED_CODE, message: `the MCP server ${how} the answer's event stream without answering` });
+    out.close();
+  }
+
+  #pass(out: Out, chunk: Uint8Array): void {
+    this.passed++;
+    out.enqueue(chunk);
+  }
+
+  #answer(out: Out, error: object): void {
+    this.#answered = true;
+    this.#pass(out, this.#encoder.encode(`event: message\ndata: ${JSON.stringify({ jsonrpc: '2.0', id: this.#requestId, error })}\n\n`));
+  }
+
+  /** Notes what a whole event says: an event id, the answer to the request. */
+  #read(event: Uint8Array[]): void {
+    if (this.#answered && this.#resumable) return;
+    const lines = new TextDecoder().decode(concat(event)).split(/\r\n|\r|\n/);
+    if (lines.some((line) => /^id:/.test(line))) this.#resumable = true;
+    const data = lines.filter((line) => line.startsWith('data:')).map((line) => line.slice(line.startsWith('data: ') ? 6 : 5));
+    if (this.#answered || data.length === 0) return;
+    try {
+      const message = JSON.parse(data.join('\n')) as { id?: unknown; method?: unknown } | null;
+      if (message !== null && typeof message === 'object' && message.method === undefined && message.id === this.#requestId) this.#answered = true;
+    } catch {
+      // Not JSON: the SDK reports it.
+    }
+  }
+
+  #endEvent(out: Out): void {
+    if (this.#skipped >= 0) {
+      if (!this.#answered) this.#answer(out, tooLarge(this.#requestId!, this.#skipped, this.#limit, false).error);
+      this.#skipped = -1;
+      return;
+    }
+    this.#read(this.#held);
+    for (const chunk of this.#held) this.#pass(out, chunk);
+    this.#held = [];
+    this.#heldBytes = 0;
+  }
+
+  #keep(part: Uint8Array): void {
+    if (part.length === 0) return;
+    if (this.#skipped < 0 && this.#heldBytes + part.length > this.#limit) {
+      this.#skipped = this.#heldBytes;
+      this.#held = [];
+      this.#heldBytes = 0;
+    }
+    if (this.#skipped >= 0) {
+      this.#skipped += part.length;
+      return;
+    }
+    this.#held.push(part);
+    this.#heldBytes += part.length;
+  }
 }
 
 function concat(chunks: Uint8Array[]): Uint8Array {
