@@ -242,33 +242,9 @@ export async function mcpTools(server: McpServer, options: McpToolsOptions = {})
       if (signal?.aborted) throw error;
       throw new McpServerError(label, `listing its tools failed: ${messageOf(error)}`, { cause: error });
     }
-    const made: Tool[] = [];
-    const refused: InvalidToolError[] = [];
-    const valid: ListedTool[] = [];
-    const names = new Set<string>();
     // From here to rememberTools nothing awaits: a listing's output schemas are compiled together.
     connection.validators?.nextListing();
-    for (const [index, entry] of listed.entries()) {
-      try {
-        // Past the count nothing is read but the name: a server listing 10,000 tools costs little.
-        if (made.length >= maxTools) {
-          throw new InvalidToolError(nameOf(entry, index), `the server lists more than maxTools (${maxTools}) tools; the first ${maxTools} are kept`);
-        }
-        const tool = listedTool(entry, index);
-        checkBounds(tool, bounds);
-        // A second tool of one name would make the agent's tool set refuse the whole listing.
-        if (names.has(tool.name)) {
-          throw new InvalidToolError(tool.name, 'the server lists this name more than once; the first tool of that name is kept');
-        }
-        checkOutputSchema(client, tool);
-        made.push(toTool(tool));
-        valid.push(tool);
-        names.add(tool.name);
-      } catch (error) {
-        if (!InvalidToolError.isInstance(error)) throw error;
-        refused.push(error);
-      }
-    }
+    const { made, valid, refused } = takeListing(client, listed, { maxTools, bounds, toTool });
     rememberTools(client, valid);
     tools = Object.freeze(made);
     skipped = Object.freeze(refused);
@@ -308,6 +284,44 @@ export async function mcpTools(server: McpServer, options: McpToolsOptions = {})
 }
 
 type ListedTool = z.infer<typeof ToolSchema>;
+
+/**
+ * The tools of a listing this process takes, in the listing's order, and those it refuses, each
+ * with why: past `maxTools`, over the listing bounds, a name listed twice, an output schema that
+ * does not compile.
+ */
+function takeListing(
+  client: Client,
+  listed: readonly unknown[],
+  { maxTools, bounds, toTool }: { maxTools: number; bounds: ListingBounds; toTool: (listed: ListedTool) => Tool },
+): { made: Tool[]; valid: ListedTool[]; refused: InvalidToolError[] } {
+  const made: Tool[] = [];
+  const refused: InvalidToolError[] = [];
+  const valid: ListedTool[] = [];
+  const names = new Set<string>();
+  for (const [index, entry] of listed.entries()) {
+    try {
+      // Past the count nothing is read but the name: a server listing 10,000 tools costs little.
+      if (made.length >= maxTools) {
+        throw new InvalidToolError(nameOf(entry, index), `the server lists more than maxTools (${maxTools}) tools; the first ${maxTools} are kept`);
+      }
+      const tool = listedTool(entry, index);
+      checkBounds(tool, bounds);
+      // A second tool of one name would make the agent's tool set refuse the whole listing.
+      if (names.has(tool.name)) {
+        throw new InvalidToolError(tool.name, 'the server lists this name more than once; the first tool of that name is kept');
+      }
+      checkOutputSchema(client, tool);
+      made.push(toTool(tool));
+      valid.push(tool);
+      names.add(tool.name);
+    } catch (error) {
+      if (!InvalidToolError.isInstance(error)) throw error;
+      refused.push(error);
+    }
+  }
+  return { made, valid, refused };
+}
 
 /**
  * A handle's name when none is given: the server's name for itself (from the handshake), and the
