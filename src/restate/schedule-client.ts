@@ -4,12 +4,12 @@ import { parseOptions } from '../known-keys.js';
 import { ScheduleRowSchema } from '../schedules/row.js';
 import { exactlyOneTiming, infoOf, InvalidScheduleError, newScheduleRow, ScheduleFieldsSchema, ScheduleNotFoundError, warnEscaped, type ScheduleInfo } from '../schedules/schedules.js';
 import { StoreError } from '../stores/errors.js';
-import { ingressUrlProblem } from './ingress-url.js';
+import { ingressUrlProblem, ObjectNameSchema } from './ingress-url.js';
 import { REGISTRY_KEY, RegistryListSchema, RestateScheduleFieldsSchema } from './schedule-fields.js';
 
 const ClientOptionsSchema = z.strictObject({
-  /** The schedule object's name, as given to `restateSchedules` (default `loopchartSchedule`). */
-  name: z.string().min(1).optional(),
+  /** The schedule object's name, as given to `restateSchedules` (default `loopchartSchedule`); one Restate registers, as there (else an `InvalidScheduleError`). */
+  name: ObjectNameSchema.optional(),
   /** How long one call to the ingress may take (default 30 s). */
   timeoutMs: z.number().int().positive().max(600_000).optional(),
   /**
@@ -105,6 +105,7 @@ export function restateScheduleClient(ingressUrl: string, options: RestateSchedu
     let response: Response;
     let text: string;
     try {
+      // `object` is a checked name (ObjectNameSchema), one path segment as it is; the key is the caller's.
       response = await fetch(`${base}/${object}/${encodeURIComponent(key)}/${handler}`, {
         method: 'POST',
         headers: { 'content-type': 'application/json' },

@@ -7,6 +7,7 @@ import { InvalidScheduleError, exactlyOneTiming, newScheduleRow, nextAfter, next
 import { SessionScopeError } from '../sessions/durable-session.js';
 import { sessionIdProblem } from '../stores/step.js';
 import type { restateSession } from './session-object.js';
+import { ObjectNameSchema } from './ingress-url.js';
 import { REGISTRY_KEY, RestateScheduleFieldsSchema, type RegistryList } from './schedule-fields.js';
 
 /**
@@ -20,7 +21,11 @@ import { REGISTRY_KEY, RestateScheduleFieldsSchema, type RegistryList } from './
 export interface RestateSchedulesOptions {
   /** The session object's name the ticks send to (default `loopchartSession`, `restateSession`'s default). */
   session?: string | undefined;
-  /** The schedule object's name (default `loopchartSchedule`); its registry is `<name>Registry`. */
+  /**
+   * The schedule object's name (default `loopchartSchedule`); its registry is `<name>Registry`.
+   * Both are names Restate registers (a letter, or `_` and a letter or digit, then letters,
+   * digits, `.`, `_` or `-`; none starting `restate`, nor `openapi`): another is an `InvalidScheduleError`.
+   */
   name?: string | undefined;
 }
 
@@ -74,7 +79,7 @@ async function loadRow(ctx: restate.ObjectSharedContext): Promise<ScheduleRow | 
  * ```
  */
 export function restateSchedules(options: RestateSchedulesOptions = {}) {
-  const given = parseOptions(z.strictObject({ session: z.string().min(1).optional(), name: z.string().min(1).optional() }), options, 'restateSchedules', (message) => new InvalidScheduleError(message));
+  const given = parseOptions(z.strictObject({ session: ObjectNameSchema.optional(), name: ObjectNameSchema.optional() }), options, 'restateSchedules', (message) => new InvalidScheduleError(message));
   const name = given.name ?? 'loopchartSchedule';
   const sessionName = given.session ?? 'loopchartSession';
   const registryName = `${name}Registry`;

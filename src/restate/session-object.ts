@@ -19,13 +19,17 @@ import { checkPayload, checkSessionKey, type HandlerName } from './payloads.js';
 import { StepJournal, type StepOutcome } from './steps.js';
 import { TimerJournal } from './timers.js';
 import { liveDeltas, type LiveDeltas } from './live-deltas.js';
-import { ingressUrlProblem } from './ingress-url.js';
+import { ingressUrlProblem, ObjectNameSchema } from './ingress-url.js';
 import { boundedRetry, failedRun, isRestateOwn, UNEXPECTED_ERROR_TYPE } from './unexpected.js';
 
 export interface RestateSessionOptions {
   /** The agent every session of this object runs (built with `createAgentMachine`). */
   machine: AgentMachine;
-  /** The virtual object's name (default `loopchartSession`); its channel is `<name>Channel`. */
+  /**
+   * The virtual object's name (default `loopchartSession`); its channel is `<name>Channel`. A name
+   * Restate registers (a letter, or `_` and a letter or digit, then letters, digits, `.`, `_` or
+   * `-`; none starting `restate`, nor `openapi`): another is an `InvalidConfigError`.
+   */
   name?: string | undefined;
   /**
    * Restate's ingress URL as this worker reaches it (say `http://127.0.0.1:8080`). When given,
@@ -49,7 +53,7 @@ export interface RestateSessionOptions {
  */
 const RestateSessionOptionsSchema = z.strictObject({
   machine: z.custom<AgentMachine>(isRewirableMachine, { error: 'must be an agent machine (createAgentMachine)' }),
-  name: z.string().min(1).optional(),
+  name: ObjectNameSchema.optional(),
   ingressUrl: z.custom<string>((value) => value === undefined || ingressUrlProblem(value) === null, { error: (issue) => ingressUrlProblem(issue.input) ?? 'must be an ingress URL' }).optional(),
   inactivityTimeoutMs: z.number().int().positive().optional(),
 } satisfies Record<keyof RestateSessionOptions, z.ZodType>);
