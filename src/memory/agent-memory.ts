@@ -53,14 +53,27 @@ const MemoryOptionsSchema = z.strictObject({
         prompt: z.number().int().min(0).max(20).default(DEFAULT_RECALL_IN_PROMPT),
         /** Semantic recall: turns a text into a vector (your embedding model); searched beside the full text. */
         embed: z.custom<Embed>((value) => typeof value === 'function', 'must be a function (text, { signal }) => Promise<number[]>').optional(),
-        /** The length of `embed`'s vectors; default the length of its first answer. */
+        /** The length of `embed`'s vectors; default the length of its first answer. Only with `embed`. */
         dimensions: z.number().int().min(1).max(65_536).optional(),
-        /** How long one `embed` call may take (ms, default 10 s). */
-        embedTimeoutMs: z.number().int().positive().max(600_000).default(DEFAULT_EMBED_TIMEOUT_MS),
-      }),
+        /** How long one `embed` call may take (ms, default 10 s). Only with `embed`. */
+        embedTimeoutMs: z.number().int().positive().max(600_000).optional(),
+      }).superRefine(embedSettingsNeedEmbed),
     ])
-    .default({ tool: true, prompt: DEFAULT_RECALL_IN_PROMPT, embedTimeoutMs: DEFAULT_EMBED_TIMEOUT_MS }),
+    .default({ tool: true, prompt: DEFAULT_RECALL_IN_PROMPT }),
 });
+
+/**
+ * `dimensions` and `embedTimeoutMs` tune the `embed` calls and nothing else: given without
+ * `embed` they were accepted and silently unused, so a memory the user meant to be semantic
+ * (the `embed` left out, misplaced or undefined from an unset variable) ran on full text alone.
+ */
+function embedSettingsNeedEmbed(recall: { embed?: Embed | undefined; dimensions?: number | undefined; embedTimeoutMs?: number | undefined }, ctx: z.RefinementCtx): void {
+  if (recall.embed !== undefined) return;
+  for (const key of ['dimensions', 'embedTimeoutMs'] as const) {
+    if (recall[key] === undefined) continue;
+    ctx.addIssue({ code: 'custom', path: [key], message: 'applies to semantic recall only, and recall.embed is not given: give the embed function beside it, or leave it out' });
+  }
+}
 
 /**
  * What `agentMemory` takes: the store, and how working memory and recall behave.
@@ -207,7 +220,9 @@ export function agentMemory(options: AgentMemoryOptions): AgentMemory {
   const { name, working, recall: recallConfig } = config;
   const updateName = `${name}_update`;
   const searchName = `${name}_search`;
-  const embed: EmbedConfig | undefined = recallConfig && recallConfig.embed ? { fn: recallConfig.embed, timeoutMs: recallConfig.embedTimeoutMs, dimensions: recallConfig.dimensions } : undefined;
+  const embed: EmbedConfig | undefined = recallConfig && recallConfig.embed
+    ? { fn: recallConfig.embed, timeoutMs: recallConfig.embedTimeoutMs ?? DEFAULT_EMBED_TIMEOUT_MS, dimensions: recallConfig.dimensions }
+    : undefined;
 
   /** Indexes the conversation's messages not indexed yet (and a reply not yet in it). */
   async function indexNew(scope: string, ctx: OperationContext<MemoryState>, reply: ModelReply | undefined, signal: AbortSignal): Promise<{ seen: number; next: number; problems: string[] }> {

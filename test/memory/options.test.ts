@@ -1,7 +1,8 @@
 /**
  * agentMemory refuses, when it is made, a store its memory cannot sit beside: an in-memory SQLite
  * store (another connection to it is another database) or a store of the user's own. Before, both
- * were accepted and every run of an agent using the memory Failed at its first model call.
+ * were accepted and every run of an agent using the memory Failed at its first model call. And
+ * the embedding settings (recall.dimensions, recall.embedTimeoutMs) given without recall.embed.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -39,6 +40,28 @@ describe('agentMemory: a store that cannot keep memory', () => {
       await store.close();
       rmSync(dir, { recursive: true, force: true });
     }
+  });
+});
+
+describe('agentMemory: embedding settings without an embed', () => {
+  const store = new MemorySessionStore();
+  const embed = async () => [1, 0, 0];
+
+  it.each([
+    ['recall.dimensions', { dimensions: 3 }],
+    ['recall.embedTimeoutMs', { embedTimeoutMs: 5_000 }],
+    ['recall.dimensions', { dimensions: 3, embedTimeoutMs: 5_000 }],
+    ['recall.embedTimeoutMs', { embed: undefined, embedTimeoutMs: 5_000, prompt: 5 }],
+  ])('%s, in recall %j, is refused when the memory is made (before: accepted and silently unused, recall ran on full text alone)', (key, recall) => {
+    expect(() => agentMemory({ store, recall })).toThrow(InvalidConfigError);
+    expect(() => agentMemory({ store, recall })).toThrow(`agentMemory: ${key}: applies to semantic recall only, and recall.embed is not given`);
+  });
+
+  it('is still taken beside an embed, and recall without them still works', () => {
+    expect(agentMemory({ store, recall: { embed, dimensions: 3, embedTimeoutMs: 5_000 } }).name).toBe('memory');
+    expect(agentMemory({ store, recall: { embed } }).name).toBe('memory');
+    expect(agentMemory({ store, recall: { prompt: 0, tool: false } }).name).toBe('memory');
+    expect(agentMemory({ store, recall: {} }).name).toBe('memory');
   });
 });
 
