@@ -50,5 +50,22 @@ export function objectNameProblem(value: unknown): string | null {
   return null;
 }
 
+/**
+ * Why `key` cannot be an object's key in an ingress path, or null. Percent-encoded, any other key
+ * is one segment of the path; `.` and `..` are not, as a URL resolves them away (percent-encoded
+ * too: `/loopchartSchedule/../get` is `/get`), and no URL carries a lone surrogate.
+ *
+ * @example
+ * ```ts
+ * const problem = ingressKeyProblem('..'); // "'..' cannot be a key in an ingress path ..."
+ * ```
+ */
+export function ingressKeyProblem(key: string): string | null {
+  if (key === '.' || key === '..') return `'${key}' cannot be a key in an ingress path: a URL resolves it away, percent-encoded too`;
+  const surrogate = /\p{Cs}/u.exec(key);
+  if (surrogate) return `it holds a lone surrogate at index ${surrogate.index} (not well-formed Unicode), which no URL carries`;
+  return null;
+}
+
 /** An object's name in an options schema: refused with `objectNameProblem`'s reason. */
 export const ObjectNameSchema = z.custom<string>((value) => objectNameProblem(value) === null, { error: (issue) => objectNameProblem(issue.input) ?? 'must be a Restate service name' });

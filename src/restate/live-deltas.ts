@@ -1,3 +1,5 @@
+import { ingressKeyProblem } from './ingress-url.js';
+
 /**
  * Text deltas as the model streams them, published to the session's channel through Restate's
  * ingress, outside the journal: they exist only while a step runs live (a replayed step has no
@@ -16,6 +18,8 @@ export interface LiveDeltas {
 const FLUSH_EVERY_MS = 50;
 
 export function liveDeltas(ingressUrl: string, channelName: string, sessionId: string): LiveDeltas {
+  // A session no ingress path can name (`..` would publish to `<ingress>/publish/send`) has no live deltas.
+  if (ingressKeyProblem(sessionId) !== null) return { push: () => {}, flush: () => {}, close: () => {} };
   const url = `${ingressUrl.replace(/\/$/, '')}/${encodeURIComponent(channelName)}/${encodeURIComponent(sessionId)}/publish/send`;
   let buffer: (Record<string, unknown> & { type: string })[] = [];
   const flush = () => {

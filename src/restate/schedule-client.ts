@@ -4,7 +4,7 @@ import { parseOptions } from '../known-keys.js';
 import { ScheduleRowSchema } from '../schedules/row.js';
 import { exactlyOneTiming, infoOf, InvalidScheduleError, newScheduleRow, ScheduleFieldsSchema, ScheduleNotFoundError, warnEscaped, type ScheduleInfo } from '../schedules/schedules.js';
 import { StoreError } from '../stores/errors.js';
-import { ingressUrlProblem, ObjectNameSchema } from './ingress-url.js';
+import { ingressKeyProblem, ingressUrlProblem, ObjectNameSchema } from './ingress-url.js';
 import { REGISTRY_KEY, RegistryListSchema, RestateScheduleFieldsSchema } from './schedule-fields.js';
 
 const ClientOptionsSchema = z.strictObject({
@@ -102,10 +102,12 @@ export function restateScheduleClient(ingressUrl: string, options: RestateSchedu
   const where = `Restate at ${base}`;
 
   const call = async (object: string, key: string, handler: string, body: unknown = null): Promise<unknown> => {
+    const keyProblem = ingressKeyProblem(key);
+    if (keyProblem !== null) throw new InvalidScheduleError(`id: ${keyProblem}`);
     let response: Response;
     let text: string;
     try {
-      // `object` is a checked name (ObjectNameSchema), one path segment as it is; the key is the caller's.
+      // `object` is a checked name (ObjectNameSchema), one path segment as it is; the key, checked above, one once encoded.
       response = await fetch(`${base}/${object}/${encodeURIComponent(key)}/${handler}`, {
         method: 'POST',
         headers: { 'content-type': 'application/json' },
