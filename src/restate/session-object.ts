@@ -18,6 +18,7 @@ import { runWaitsFor } from '../schedules/run-wait.js';
 import { checkPayload, checkSessionKey, type HandlerName } from './payloads.js';
 import { StepJournal, type StepOutcome } from './steps.js';
 import { TimerJournal } from './timers.js';
+import { JournalClock, leavesStateAt, TimerFiring } from './turn-clock.js';
 import { liveDeltas, type LiveDeltas } from './live-deltas.js';
 import { ingressUrlProblem, ObjectNameSchema } from './ingress-url.js';
 import { boundedRetry, failedRun, isRestateOwn, UNEXPECTED_ERROR_TYPE } from './unexpected.js';
@@ -293,16 +294,14 @@ async function runTurn(
   stored: AgentContext | undefined,
   start: ExternalEvent,
 ): Promise<SessionSummaryReply> {
-  // The agent's clock is the journal's: the invocation's start, then each step's end (or a timer's
-  // due time), so a replay reads the same times (a run's start, budgets) and decides the same.
-  let now = await ctx.date.now();
-  const steps = new StepJournal(ctx, () => now);
+  const clock = new JournalClock(await ctx.date.now());
+  const steps = new StepJournal(ctx, () => clock.now);
   // The chart's delayed events are durable timers raced in the loop below (see timers.ts).
   // A timer come due whose transition leaves the state cuts the steps in flight (see StepJournal.cut); the loop below fires it.
-  const timers = new TimerJournal(ctx, () => now, (timer, due) => {
-    if (steps.size > 0 && cutsAt(due)) steps.cut(timer);
+  const timers = new TimerJournal(ctx, () => clock.now, (timer, due) => {
+    if (steps.size > 0 && leavesStateAt(actor, clock, due)) steps.cut(timer);
   });
-  const machine = options.machine.withClock(() => now).withExecutor((inner) => steps.executor(inner));
+  const machine = options.machine.withClock(() => clock.now).withExecutor((inner) => steps.executor(inner));
   const actor = createActor(machine, { input: stored ? { stored } : { sessionId, ...(scope !== undefined && { scope }) }, clock: timers.clock });
   // The loop reads a chart error from the snapshot; unobserved, XState would rethrow it
   // asynchronously and take the whole worker down with it.
@@ -329,7 +328,7 @@ async function runTurn(
     const wake = ctx.awakeable<number>();
     const taken: ChannelTake = await channel.take({ cursor, arm: wake.id });
     cursor = taken.next;
-    now = Math.max(now, taken.at);
+    clock.advance(taken.at);
     for (const event of taken.events) {
       // Posted through our own handlers, checked there; checked again, it came back from storage.
       if (externalEventProblem(event) === null) actor.send(event);
@@ -338,49 +337,7 @@ async function runTurn(
     return { promise: wake.promise };
   };
 
-  /**
-   * Whether the chart would take a delayed event of its current state at `due` (the clock moved
-   * there for the question only) and leave that state, which ends the work it waited for: the
-   * time budget's deadline seals or pauses a model call. A transition that stays (a pausing
-   * budget holds a tool batch: no call of it starts past the limit, those in flight finish) must
-   * not cut: past the inactivity timeout the attempt suspends as soon as its cut step returns, and
-   * the step waited for again would run its tool a second time in the attempt that follows. Asked
-   * of XState's pure `transition`, which runs guards and executes nothing.
-   */
-  const cutsAt = (due: number): boolean => {
-    const saved = now;
-    now = Math.max(now, due);
-    try {
-      const snapshot = actor.getSnapshot();
-      return snapshot._nodes.some((node) =>
-        node.after.some((after) => {
-          const event = { type: after.eventType } as never;
-          return snapshot.can(event) && !transition(actor.logic, snapshot, event)[0]._nodes.includes(node);
-        }),
-      );
-    } finally {
-      now = saved;
-    }
-  };
-  /** Whether each timer fired so far changed the chart (its transition was taken), by timer. */
-  const taken = new Map<number, boolean>();
-  /**
-   * Fires a chart timer once, from its journaled sleep or a step it cut, whichever the loop sees
-   * first: the clock moves to its due time, so the chart's guard sees the time passed (the time
-   * budget's deadline, say). Returns whether the chart took it, undefined for a timer cleared
-   * before it fired (the chart left the state that armed it, or armed it again).
-   */
-  const fire = (id: number): boolean | undefined => {
-    const timer = timers.take(id);
-    if (timer) {
-      now = Math.max(now, timer.due);
-      const before = actor.getSnapshot();
-      timer.fire();
-      // XState hands back the same snapshot for an event no transition took.
-      taken.set(id, actor.getSnapshot() !== before);
-    }
-    return taken.get(id);
-  };
+  const firing = new TimerFiring(actor, timers, clock);
   try {
     actor.start();
     let wake = await arm();
@@ -393,22 +350,22 @@ async function runTurn(
       // Not terminal: retried a bounded number of times, then the run in flight is failed (see `bounded`).
       if (snapshot.status === 'error') throw new Error(`session '${sessionId}': the agent stopped: ${String(snapshot.error)}`);
       flush();
-      if (snapshot.value === 'Idle' && steps.size === 0) break;
+      if (snapshot.matches('Idle') && steps.size === 0) break;
       const next: { step: number; outcome: StepOutcome } | { timer: number } | { wake: true } = await restate.RestatePromise.race([
         ...steps.racers(),
         ...timers.racers(),
         wake.promise.map(() => ({ wake: true as const })),
       ]);
       if ('wake' in next) wake = await arm();
-      else if ('timer' in next) fire(next.timer);
+      else if ('timer' in next) firing.fire(next.timer);
       else if ('cut' in next.outcome) {
         // A step cut when a timer came due: the timer first, then the step is forgotten if the
         // chart's transition ended it (its work was aborted with it); else it is waited for again
         // (the chart changed since the cut: a raise, say, cleared that timer for a later one).
-        if (fire(next.outcome.cut) === true) steps.drop(next.step);
+        if (firing.fire(next.outcome.cut) === true) steps.drop(next.step);
         else steps.resume(next.step);
       } else {
-        now = Math.max(now, next.outcome.at);
+        clock.advance(next.outcome.at);
         steps.deliver(next.step, next.outcome);
       }
     }
