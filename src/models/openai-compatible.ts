@@ -4,6 +4,7 @@ import { CallGuard, DEFAULT_MODEL_DEADLINE_MS, timeoutOption } from './call-guar
 import { ChatChunkAssembler, preview } from './chat-chunks.js';
 import { MalformedStreamError } from './errors.js';
 import { describeError, httpModelError, parseRetryAfter, providerMessage, redactUrlCredentials } from './http-status.js';
+import { apiKeyOption, checkHeaderValues, CONTROL_CHARACTER, controlCharacterAt } from './credentials.js';
 import { headerSecrets, redactError } from './redact.js';
 import { toWireMessages, toWireResponseFormat, toWireTools } from './openai-wire.js';
 import { SseParser, type SseEvent } from './sse.js';
@@ -18,7 +19,11 @@ export interface OpenAICompatibleOptions {
    * (`?api-version=…`) stays after the path: calls go to `<path>/chat/completions?<query>`.
    */
   baseURL: string;
-  /** Sent as `Authorization: Bearer …`; local servers usually need none. */
+  /**
+   * Sent as `Authorization: Bearer …`; local servers usually need none (`''` sends none, as
+   * leaving it out does). Whitespace around the key is dropped; one that is only whitespace or
+   * holds a control character is refused when the model is made.
+   */
   apiKey?: string | undefined;
   /**
    * The model id the server knows (`gpt-4o`, `org/model:tag`, `llama3.1:8b`), sent as it is.
@@ -26,7 +31,11 @@ export interface OpenAICompatibleOptions {
    * model is made.
    */
   model: string;
-  /** Extra headers on every request (e.g. OpenRouter's HTTP-Referer): a plain object (not a Headers or a Map). */
+  /**
+   * Extra headers on every request (e.g. OpenRouter's HTTP-Referer): a plain object (not a Headers
+   * or a Map). One named like a credential (`authorization`, `x-api-key`) that is only whitespace
+   * or a scheme alone (`Bearer `), or any value fetch would refuse, is refused when the model is made.
+   */
   headers?: Record<string, string> | undefined;
   /**
    * Longest silence tolerated between bytes (and before the response headers). Default 60 000 ms;
@@ -113,11 +122,13 @@ export function openAICompatibleModel(options: OpenAICompatibleOptions): Model {
     throw new InvalidConfigError(`openAICompatibleModel: maxResponseBytes must be a positive integer, got ${String(maxResponseBytes)}`);
   }
   optionTypes(options);
+  const apiKey = apiKeyOption(options.apiKey);
+  checkHeaderValues(options.headers ?? {});
   const doFetch = options.fetch ?? globalThis.fetch;
   const baseHeaders: Record<string, string> = {
     'content-type': 'application/json',
     accept: 'text/event-stream',
-    ...(options.apiKey ? { authorization: `Bearer ${options.apiKey}` } : {}),
+    ...(apiKey !== undefined && { authorization: `Bearer ${apiKey}` }),
     // Lower-cased so a user's `Authorization` replaces ours instead of being joined to it by fetch.
     ...Object.fromEntries(Object.entries(options.headers ?? {}).map(([k, v]) => [k.toLowerCase(), v])),
   };
@@ -128,7 +139,7 @@ export function openAICompatibleModel(options: OpenAICompatibleOptions): Model {
     throw new InvalidConfigError(`openAICompatibleModel: headers (or apiKey) hold a name or value HTTP does not allow: ${Object.keys(baseHeaders).join(', ')}`);
   }
   // What this model sends as credentials: no error it throws may carry them (see redactError).
-  const secrets = [...(options.apiKey ? [options.apiKey] : []), ...headerSecrets(baseHeaders)];
+  const secrets = [...(apiKey !== undefined ? [apiKey] : []), ...headerSecrets(baseHeaders)];
 
   const structuredOutputs = options.structuredOutputs ?? true;
   return {
@@ -326,12 +337,9 @@ function optionTypes(options: OpenAICompatibleOptions): void {
  */
 function checkModelId(model: string): void {
   if (model.trim() === '') throw new InvalidConfigError('openAICompatibleModel: model must name a model, got only whitespace');
-  // \p{Cc}: C0 controls (newline, tab, NUL), DEL and C1 controls. Named by code point, not quoted: the id may be long.
-  const control = /\p{Cc}/u.exec(model);
-  if (control) {
-    const codePoint = `U+${control[0].charCodeAt(0).toString(16).toUpperCase().padStart(4, '0')}`;
-    throw new InvalidConfigError(`openAICompatibleModel: model must not contain control characters (a newline, a tab), got ${codePoint} at index ${control.index}`);
-  }
+  // Named by code point, not quoted: the id may be long.
+  const control = controlCharacterAt(model, CONTROL_CHARACTER);
+  if (control) throw new InvalidConfigError(`openAICompatibleModel: model must not contain control characters (a newline, a tab), got ${control}`);
 }
 
 /**

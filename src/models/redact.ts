@@ -25,7 +25,7 @@ const MAX_NAME_LENGTH = 64;
  */
 const SENSITIVE_NAME = /(?:key|token|secret|passw(?:or)?d|pwd|credentials?|signature|sig|auth|authori[sz]ation|cookie)$/i;
 
-const isSensitiveName = (name: string): boolean => name.length <= MAX_NAME_LENGTH && SENSITIVE_NAME.test(name);
+export const isSensitiveName = (name: string): boolean => name.length <= MAX_NAME_LENGTH && SENSITIVE_NAME.test(name);
 
 /**
  * A field or header name in text (`Authorization:`, `"x-api-key":`) that holds a credential: a

@@ -125,8 +125,10 @@ describe('openAICompatibleModel: an overall deadline besides the read timeout', 
       [{ headers: { 'x-team': 5 } }, /headers must be an object of string values/],
       [{ fetch: 'x' }, /fetch must be a function/],
       [{ structuredOutputs: 'yes' }, /structuredOutputs must be a boolean/],
-      [{ headers: { 'x-team': 'a\nsecret' } }, /headers \(or apiKey\) hold a name or value HTTP does not allow: .*x-team/],
-      [{ apiKey: 'sk-\nsecret' }, /headers \(or apiKey\) hold a name or value/],
+      [{ headers: { 'x-team': 'a\nsecret' } }, /headers\.x-team must not contain control characters .*U\+000A at index 1/],
+      [{ apiKey: 'sk-\nsecret' }, /apiKey must not contain control characters .*U\+000A at index 3/],
+      [{ apiKey: 'sk-…secret' }, /headers \(or apiKey\) hold a name or value HTTP does not allow: .*authorization/],
+      [{ headers: { 'x team': 'secret' } }, /headers \(or apiKey\) hold a name or value HTTP does not allow: .*x team/],
     ] as const) {
       expect(() => model(options as never)).toThrow(InvalidConfigError);
       expect(() => model(options as never)).toThrow(problem);

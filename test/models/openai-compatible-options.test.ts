@@ -1,7 +1,8 @@
 /**
  * openAICompatibleModel's options are checked when the model is made (InvalidConfigError naming
  * the option), not at the first call: a baseURL that is no http(s) URL, headers that are no plain
- * object, a maxResponseBytes of null, a model id that is only whitespace or holds a control character.
+ * object, a maxResponseBytes of null, a model id that is only whitespace or holds a control character,
+ * an apiKey or a credential header that carries no credential or holds a control character.
  */
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -83,6 +84,69 @@ describe('openAICompatibleModel: options refused when the model is made', () => 
     }
     expect(made({ headers: Object.assign(Object.create(null) as Record<string, string>, { 'x-team': 'a' }) })).not.toThrow();
     expect(made({ maxResponseBytes: 1e300 })).not.toThrow();
+  });
+});
+
+/** The headers one call sent to a real server on 127.0.0.1 (it answers 400; the call's failure is not the point). */
+async function sentHeaders(extra: Partial<OpenAICompatibleOptions>): Promise<Record<string, string | string[] | undefined>> {
+  const seen: Record<string, string | string[] | undefined>[] = [];
+  const server = createServer((req, res) => {
+    seen.push(req.headers);
+    res.writeHead(400, { 'content-type': 'application/json' }).end('{"error":{"message":"recorded"}}');
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  try {
+    const baseURL = `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`;
+    await openAICompatibleModel({ baseURL, model: 'm', ...extra }).generate(request()).catch(() => undefined);
+    expect(seen).toHaveLength(1);
+    return seen[0]!;
+  } finally {
+    await new Promise((resolve) => server.close(resolve));
+  }
+}
+
+describe('openAICompatibleModel: the apiKey and credential headers', () => {
+  it.each([
+    ['only spaces', '   ', /apiKey is only whitespace/],
+    ['a tab and a newline only', '\t\n', /apiKey is only whitespace/],
+    ['a control character inside (fetch refused it at every call)', 'sk-SECRET\u0001abc', /apiKey must not contain control characters .*U\+0001 at index 9/],
+    ['a DEL inside', 'sk-SECRET\u007fabc', /apiKey must not contain control characters .*U\+007F/],
+    ['a tab inside (sent, then a 401)', 'sk-SECRET\tabc', /apiKey must not contain control characters .*U\+0009 at index 9/],
+    ['a C1 control inside (sent as a byte, then a 401)', ' sk-SECRET\u0085abc', /apiKey must not contain control characters .*U\+0085 at index 10/],
+  ])('an apiKey of %s is refused without quoting it (before: accepted, "Authorization: Bearer" went without a key or fetch refused each call)', (_, apiKey, problem) => {
+    expect(made({ apiKey })).toThrow(InvalidConfigError);
+    expect(made({ apiKey })).toThrow(problem);
+    expect(made({ apiKey })).not.toThrow(/SECRET/);
+  });
+
+  it.each([
+    ['a bare Bearer', { Authorization: 'Bearer ' }, /headers\.Authorization holds the scheme "Bearer" and no credential/],
+    ['a bare Basic', { authorization: 'basic' }, /headers\.authorization holds the scheme "basic" and no credential/],
+    ['a blank x-api-key', { 'x-api-key': '  ' }, /headers\.x-api-key is only whitespace/],
+    ['a control character fetch refuses at every call', { 'x-team': 'SECRET\u0001' }, /headers\.x-team must not contain control characters .*U\+0001 at index 6/],
+    ['a control character inside a token', { authorization: 'Bearer SECRET\u0085x' }, /headers\.authorization must not contain control characters .*U\+0085 at index 13/],
+  ])('a credential header with %s is refused without quoting it (before: accepted)', (_, headers, problem) => {
+    expect(made({ headers })).toThrow(InvalidConfigError);
+    expect(made({ headers })).toThrow(problem);
+    expect(made({ headers })).not.toThrow(/SECRET/);
+  });
+
+  it('an apiKey of "" sends no key, as leaving it out does (a local server such as Ollama needs none)', async () => {
+    expect((await sentHeaders({ apiKey: '' })).authorization).toBeUndefined();
+  });
+
+  it('whitespace around a key is not sent (before: " sk-abc" went as "Bearer  sk-abc"); a trailing newline still works', async () => {
+    expect((await sentHeaders({ apiKey: '  sk-abc\t' })).authorization).toBe('Bearer sk-abc');
+    expect((await sentHeaders({ apiKey: 'sk-abc\n' })).authorization).toBe('Bearer sk-abc');
+    expect((await sentHeaders({ apiKey: '\ufeffsk-abc\r\n' })).authorization).toBe('Bearer sk-abc');
+  });
+
+  it('headers accepted before are sent as before', async () => {
+    const sent = await sentHeaders({ apiKey: 'sk-abc', headers: { 'x-api-key': '', 'x-team': 'a\tb', 'X-Title': 'Caf\u00e9' } });
+    expect(sent.authorization).toBe('Bearer sk-abc');
+    expect(sent['x-api-key']).toBe('');
+    expect(sent['x-team']).toBe('a\tb');
+    expect((await sentHeaders({ headers: { Authorization: 'Token abc' } })).authorization).toBe('Token abc');
   });
 });
 
