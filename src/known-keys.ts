@@ -124,9 +124,57 @@ export function parseOptions<S extends z.ZodType>(schema: S, value: unknown, whe
   if (known) checkKnownKeys(value, known, where, make);
   const parsed = schema.safeParse(value);
   if (parsed.success) return parsed.data;
-  const issue = parsed.error.issues[0]!;
-  const message = issueMessage(issue, knownKeysAt(schema, issue.path));
+  const message = optionIssueMessage(schema, value, parsed.error.issues[0]!, []);
   throw make(where ? `${where}: ${message}` : message);
+}
+
+/**
+ * What a value is, for a message saying what was expected instead (`…, got true`): a boolean,
+ * null or undefined as itself, else its kind (`number`, `string`, `an array`), never the value (it
+ * may be long, or a key).
+ */
+export function kindOf(value: unknown): string {
+  if (value === null || value === undefined || typeof value === 'boolean') return String(value);
+  return Array.isArray(value) ? 'an array' : typeof value;
+}
+
+/** A branch of a union that refused the value for its type (`false` for `true`, an object for `5`), not for something inside it. */
+const refusedByType = (branch: readonly z.core.$ZodIssue[]): boolean => branch.some((inner) => inner.path.length === 0 && (inner.code === 'invalid_type' || inner.code === 'invalid_value'));
+
+/**
+ * An options issue as one line. zod says only "Invalid input" for a union (`working: false` or an
+ * object): it is told by the one branch of the value's own type, down to what is wrong in it (with
+ * the closest key for a misspelt one), or, when the value is of no branch's type, as what the
+ * branches expect and what it is (`recall: expected false or an object ({ tool, prompt, … }), got true`).
+ */
+function optionIssueMessage(schema: z.ZodType, value: unknown, issue: z.core.$ZodIssue, base: readonly PropertyKey[]): string {
+  const path = [...base, ...issue.path];
+  if (issue.code !== 'invalid_union' || issue.errors.length === 0) return issueMessage({ ...issue, path }, knownKeysAt(schema, path));
+  const ofItsType = issue.errors.filter((branch) => branch.length > 0 && !refusedByType(branch));
+  if (ofItsType.length === 1) return optionIssueMessage(schema, value, ofItsType[0]![0]!, path);
+  // Several branches of its type (two kinds of object): which one was meant is not known.
+  if (ofItsType.length > 1) return issueMessage({ ...issue, path });
+  const expected = issue.errors.map((branch) => expectedOf(branch.find((inner) => inner.path.length === 0)!, knownKeysAt(schema, path)));
+  const at = path.length > 0 ? `${path.map(String).join('.')}: ` : '';
+  return `${at}expected ${[...new Set(expected)].join(' or ')}, got ${kindOf(valueAt(value, path))}`;
+}
+
+/** What a union's branch takes, from the issue with which it refused a value of another type. */
+function expectedOf(issue: z.core.$ZodIssue, keys: readonly string[] | undefined): string {
+  // String(), not JSON: JSON writes Infinity as null and throws on a bigint.
+  if (issue.code === 'invalid_value') return issue.values.map((allowed) => (typeof allowed === 'string' ? JSON.stringify(allowed) : String(allowed))).join(' or ');
+  if (issue.code !== 'invalid_type') return issue.message;
+  if (issue.expected === 'object') return keys ? `an object ({ ${keys.join(', ')} })` : 'an object';
+  if (issue.expected === 'array') return 'a list';
+  if (issue.expected === 'null' || issue.expected === 'undefined') return issue.expected;
+  return /^[aeiou]/.test(issue.expected) ? `an ${issue.expected}` : `a ${issue.expected}`;
+}
+
+/** The part of an options value an issue's path points at. */
+function valueAt(value: unknown, path: readonly PropertyKey[]): unknown {
+  let at = value;
+  for (const step of path) at = typeof at === 'object' && at !== null && Object.hasOwn(at, step) ? (at as Record<PropertyKey, unknown>)[step] : undefined;
+  return at;
 }
 
 /** A schema's own keys, listed once per schema: an options check runs on every run, and `allowedSet` keys its set by the list. */
@@ -154,13 +202,29 @@ function unwrapped(node: unknown): unknown {
   return inner;
 }
 
-/** The keys an object schema knows at `path` (through nested objects and arrays), for `issueMessage`. */
+type SchemaNode = { shape?: Record<string, unknown> | undefined; element?: unknown; options?: unknown } | undefined;
+
+const hasShape = (node: SchemaNode): boolean => typeof node?.shape === 'object' && node.shape !== null;
+
+/**
+ * The schema to read keys from at a node: the node unwrapped, or a union's one object branch
+ * (`working: false` or an object), so a misspelt key inside it is named with the closest one.
+ * A union of several objects has no one set of keys.
+ */
+function keyedNode(node: unknown): SchemaNode {
+  const inner = unwrapped(node) as SchemaNode;
+  if (!Array.isArray(inner?.options)) return inner;
+  const objects = (inner.options as unknown[]).map((option) => unwrapped(option) as SchemaNode).filter(hasShape);
+  return objects.length === 1 ? objects[0] : inner;
+}
+
+/** The keys an object schema knows at `path` (through nested objects, arrays and a union's one object), for `issueMessage`. */
 export function knownKeysAt(schema: z.ZodType, path: readonly PropertyKey[]): readonly string[] | undefined {
   let node: unknown = schema;
   for (const step of path) {
-    const at = unwrapped(node) as { shape?: Record<string, unknown> | undefined; element?: unknown } | undefined;
+    const at = keyedNode(node);
     node = typeof step === 'number' ? at?.element : at?.shape?.[String(step)];
   }
-  const shape = (unwrapped(node) as { shape?: Record<string, unknown> | undefined } | undefined)?.shape;
-  return shape && typeof shape === 'object' ? Object.keys(shape) : undefined;
+  const at = keyedNode(node);
+  return hasShape(at) ? Object.keys(at!.shape!) : undefined;
 }

@@ -16,7 +16,7 @@ import { mcpTools } from '../src/mcp/client.js';
 import { aiSdkModel } from '../src/models/ai-sdk.js';
 import { openAICompatibleModel } from '../src/models/openai-compatible.js';
 import { scriptedModel } from '../src/models/scripted.js';
-import { closestName, unknownOptionMessage } from '../src/known-keys.js';
+import { closestName, parseOptions, unknownOptionMessage } from '../src/known-keys.js';
 import { DurableSession } from '../src/sessions/durable-session.js';
 import { MemorySessionStore } from '../src/stores/memory.js';
 import { PostgresSessionStore } from '../src/stores/postgres.js';
@@ -55,6 +55,27 @@ describe('the closest known name', () => {
     // Bounded: a huge key is not compared (and is cut in the message).
     expect(closestName('x'.repeat(100_000), ['model'])).toBeUndefined();
     expect(unknownOptionMessage('x'.repeat(100_000), ['model']).length).toBeLessThan(200);
+  });
+});
+
+describe('a union in options says what it expected (parseOptions)', () => {
+  const schema = z.strictObject({
+    mode: z.union([z.literal(false), z.strictObject({ limit: z.number().optional() })]).optional(),
+    wait: z.union([z.number().int().positive(), z.literal(Number.POSITIVE_INFINITY)]).optional(),
+    server: z.union([z.strictObject({ command: z.string() }), z.strictObject({ url: z.string() })]).optional(),
+  });
+
+  it.each([
+    [{ mode: true }, 'mode: expected false or an object ({ limit }), got true'],
+    [{ mode: { limt: 1 } }, 'mode: unknown option "limt" — did you mean "limit"?'],
+    [{ mode: { limit: 'x' } }, 'mode.limit: Invalid input: expected number, received string'],
+    [{ wait: 'soon' }, 'wait: expected a number or Infinity, got string'],
+    [{ wait: -1 }, 'wait: Too small: expected number to be >0'],
+    // Two branches of the value's type: which one was meant is not known, so zod's word stays.
+    [{ server: { cmd: 'x' } }, 'server: Invalid input'],
+  ])('%j (before: "Invalid input", or "Unrecognized key" with no suggestion)', (value, message) => {
+    expect(() => parseOptions(schema, value, 'demo')).toThrow(InvalidConfigError);
+    expect(() => parseOptions(schema, value, 'demo')).toThrow(`demo: ${message}`);
   });
 });
 

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { parseOptions } from '../known-keys.js';
+import { kindOf, parseOptions } from '../known-keys.js';
 import { InvalidConfigError } from '../errors.js';
 import type { Operation, OperationContext, HookContext } from '../agent/operations/operation.js';
 import type { ModelReply } from '../model.js';
@@ -34,7 +34,7 @@ const MemoryOptionsSchema = z.strictObject({
       z.literal(false),
       z.strictObject({
         /** The document's shape (its updates must pass it); default free text. */
-        schema: z.custom<z.ZodType>(isZodType, 'must be a zod schema').optional(),
+        schema: z.custom<z.ZodType>(isZodType, { error: (issue) => `expected a zod schema, got ${kindOf(issue.input)}` }).optional(),
         /** Its bound in characters (its JSON text for a schema'd one); default 4,000. */
         maxChars: z.number().int().min(100).max(100_000).default(DEFAULT_WORKING_MAX_CHARS),
         /** What the agent is told about it, before the document (a default says to keep it current). */
@@ -52,7 +52,7 @@ const MemoryOptionsSchema = z.strictObject({
         /** How many entries matching the run's first message the prompt part shows (default 3; 0: none). */
         prompt: z.number().int().min(0).max(20).default(DEFAULT_RECALL_IN_PROMPT),
         /** Semantic recall: turns a text into a vector (your embedding model); searched beside the full text. */
-        embed: z.custom<Embed>((value) => typeof value === 'function', 'must be a function (text, { signal }) => Promise<number[]>').optional(),
+        embed: z.custom<Embed>((value) => typeof value === 'function', { error: (issue) => `expected a function (text, { signal }) => Promise<number[]>, got ${kindOf(issue.input)}` }).optional(),
         /** The length of `embed`'s vectors; default the length of its first answer. Only with `embed`. */
         dimensions: z.number().int().min(1).max(65_536).optional(),
         /** How long one `embed` call may take (ms, default 10 s). Only with `embed`. */

@@ -2,12 +2,14 @@
  * agentMemory refuses, when it is made, a store its memory cannot sit beside: an in-memory SQLite
  * store (another connection to it is another database) or a store of the user's own. Before, both
  * were accepted and every run of an agent using the memory Failed at its first model call. And
- * the embedding settings (recall.dimensions, recall.embedTimeoutMs) given without recall.embed.
+ * the embedding settings (recall.dimensions, recall.embedTimeoutMs) given without recall.embed. A
+ * wrong `working` or `recall` says what was expected, and a misspelt key in them the closest one.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { z } from 'zod';
 import { InvalidConfigError } from '../../src/errors.js';
 import { MemorySessionStore } from '../../src/index.js';
 import { foreignStore } from '../support/stores.js';
@@ -62,6 +64,49 @@ describe('agentMemory: embedding settings without an embed', () => {
     expect(agentMemory({ store, recall: { embed } }).name).toBe('memory');
     expect(agentMemory({ store, recall: { prompt: 0, tool: false } }).name).toBe('memory');
     expect(agentMemory({ store, recall: {} }).name).toBe('memory');
+  });
+});
+
+describe('agentMemory: working and recall say what they expected', () => {
+  const store = new MemorySessionStore();
+  const refusal = (options: object): string => {
+    try {
+      agentMemory({ store, ...options } as never);
+    } catch (error) {
+      expect(error).toBeInstanceOf(InvalidConfigError);
+      return (error as Error).message;
+    }
+    throw new Error('expected agentMemory to refuse');
+  };
+
+  it.each([
+    [{ recall: true }, 'recall: expected false or an object ({ tool, prompt, embed, dimensions, embedTimeoutMs }), got true'],
+    [{ working: true }, 'working: expected false or an object ({ schema, maxChars, instructions }), got true'],
+    [{ recall: null }, 'recall: expected false or an object ({ tool, prompt, embed, dimensions, embedTimeoutMs }), got null'],
+    [{ working: 'notes' }, 'working: expected false or an object ({ schema, maxChars, instructions }), got string'],
+    [{ recall: [] }, 'recall: expected false or an object ({ tool, prompt, embed, dimensions, embedTimeoutMs }), got an array'],
+    [{ recall: { embed: 5 } }, 'recall.embed: expected a function (text, { signal }) => Promise<number[]>, got number'],
+    [{ recall: { tool: 'yes' } }, 'recall.tool: Invalid input: expected boolean, received string'],
+    [{ recall: { prompt: '3' } }, 'recall.prompt: Invalid input: expected number, received string'],
+    [{ working: { schema: 5 } }, 'working.schema: expected a zod schema, got number'],
+    [{ working: { instructions: 5 } }, 'working.instructions: Invalid input: expected string, received number'],
+  ])('%j is refused saying what was expected (before: "Invalid input" alone)', (options, message) => {
+    expect(refusal(options)).toBe(`invalid agent configuration: agentMemory: ${message}`);
+  });
+
+  it.each([
+    [{ recall: { promt: 3 } }, 'recall: unknown option "promt" — did you mean "prompt"?'],
+    [{ recall: { embedTimeout: 5_000 } }, 'recall: unknown option "embedTimeout" — did you mean "embedTimeoutMs"?'],
+    [{ working: { maxChar: 500 } }, 'working: unknown option "maxChar" — did you mean "maxChars"?'],
+    [{ working: { colour: 'red' } }, 'working: unknown option "colour" (known: schema, maxChars, instructions)'],
+  ])('a misspelt key in %j names the closest known one (before: "Unrecognized key" alone)', (options, message) => {
+    expect(refusal(options)).toBe(`invalid agent configuration: agentMemory: ${message}`);
+  });
+
+  it('what was taken before is still taken', () => {
+    for (const options of [{}, { recall: false as const }, { working: false as const }, { recall: undefined, working: undefined }, { working: {} }, { working: { schema: z.object({ name: z.string() }), maxChars: 500, instructions: 'Keep it short.' } }, { recall: { tool: false, prompt: 0 } }]) {
+      expect(agentMemory({ store, ...options }).name).toBe('memory');
+    }
   });
 });
 
