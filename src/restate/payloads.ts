@@ -3,6 +3,7 @@ import * as restate from '@restatedev/restate-sdk';
 import { ExternalEventSchemas, checkHandResult, doubtFields } from '../agent/protocol/events.js';
 import { ScopeSchema } from '../agent/protocol/scope.js';
 import { sessionIdProblem } from '../stores/step.js';
+import { ingressKeyProblem } from './ingress-url.js';
 
 /**
  * What each handler of a session object accepts, as zod schemas: everything a client sends is
@@ -112,7 +113,8 @@ function typeName(value: unknown): string {
 
 /** The object key is the session id: it obeys the stores' one id rule. */
 export function checkSessionKey(key: string): string {
-  const problem = sessionIdProblem(key);
+  // A key no ingress path can hold ('..') could only come from a call inside Restate: refused too.
+  const problem = sessionIdProblem(key) ?? ingressKeyProblem(key);
   if (problem) throw new restate.TerminalError(`invalid session id: ${problem}`, { errorCode: 400 });
   return key;
 }

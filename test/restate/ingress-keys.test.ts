@@ -5,13 +5,15 @@
  * `get('..')` called `/get`, `get('.')` `/loopchartSchedule/get` and `schedule({ id: '..' })`
  * `/create`; `pause('a\ud800')` was a StoreError 'URI malformed', as if the ingress had failed; live deltas of the session `..` went to
  * `/publish/send`. Now the client refuses such an id (InvalidScheduleError) before any call, and
- * such a session publishes no live deltas. A local HTTP server on 127.0.0.1 stands in for the
+ * such a session publishes no live deltas. A schedule's session is such a key too (the session
+ * object's), refused when the schedule is made, and the session object refuses it as its key. A local HTTP server on 127.0.0.1 stands in for the
  * ingress only to record the paths called.
  */
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { liveDeltas } from '../../src/restate/live-deltas.js';
+import { checkSessionKey } from '../../src/restate/payloads.js';
 import { restateScheduleClient } from '../../src/restate/schedule-client.js';
 import { InvalidScheduleError } from '../../src/schedules.js';
 
@@ -58,6 +60,18 @@ describe('Restate object keys in the ingress path', () => {
     const error = await outcome(() => restateScheduleClient(base).schedule({ id: '..', session: 'reports', input: 'Write the report.', every: 60_000 }));
     expect(paths).toEqual([]);
     expect(InvalidScheduleError.isInstance(error), String(error)).toBe(true);
+  });
+
+  it.each(['..', '.'])("a schedule's session %j is an InvalidScheduleError, and nothing is called (before: created, its ticks ran a session no client could reach)", async (session) => {
+    const error = await outcome(() => restateScheduleClient(base).schedule({ id: 'nightly', session, input: 'Write the report.', every: 60_000 }));
+    expect(paths).toEqual([]);
+    expect(InvalidScheduleError.isInstance(error), String(error)).toBe(true);
+    expect((error as Error).message).toMatch(/session: .* cannot be a key in an ingress path/);
+  });
+
+  it.each(['..', '.'])('the session object refuses the key %j with a 400, as a call inside Restate could bring it', (key) => {
+    expect(() => checkSessionKey(key)).toThrow(expect.objectContaining({ code: 400, message: expect.stringMatching(/^invalid session id: .* cannot be a key in an ingress path/) }));
+    expect(checkSessionKey('...')).toBe('...');
   });
 
   it.each(['...', '.a', 'a/b', 'a b', '%2e', '?#', 'nightly'])('the id %j is one segment of the path, percent-encoded', async (id) => {
