@@ -9,31 +9,16 @@
  * object's), refused when the schedule is made, and the session object refuses it as its key. A local HTTP server on 127.0.0.1 stands in for the
  * ingress only to record the paths called.
  */
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { afterAll, beforeEach, describe, expect, it } from 'vitest';
 import { liveDeltas } from '../../src/restate/live-deltas.js';
 import { checkSessionKey } from '../../src/restate/payloads.js';
 import { restateScheduleClient } from '../../src/restate/schedule-client.js';
 import { InvalidScheduleError } from '../../src/schedules.js';
+import { startRecordingIngress } from './recording-ingress.js';
 
-let server: Server;
-let base: string;
-/** Every path the stand-in ingress was asked for, in order. */
-const paths: string[] = [];
-
-beforeAll(async () => {
-  server = createServer((request, response) => {
-    paths.push(request.url ?? '');
-    request.resume();
-    response.writeHead(200, { 'content-type': 'application/json' }).end('null');
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-});
-afterAll(async () => {
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-});
+const ingress = await startRecordingIngress();
+const { base, paths } = ingress;
+afterAll(() => ingress.close());
 beforeEach(() => {
   paths.length = 0;
 });

@@ -8,9 +8,7 @@
  * is bound), and a name Restate refuses at registration was taken too. A local HTTP server on
  * 127.0.0.1 stands in for the ingress only to record the paths the client calls.
  */
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { InvalidConfigError } from '../../src/errors.js';
 import { createAgentMachine } from '../../src/index.js';
 import { restateScheduleClient } from '../../src/restate/schedule-client.js';
@@ -18,6 +16,7 @@ import { restateSchedules } from '../../src/restate/schedule-object.js';
 import { restateSession } from '../../src/restate/session-object.js';
 import { InvalidScheduleError } from '../../src/schedules.js';
 import { scriptedModel } from '../../src/testing.js';
+import { startRecordingIngress } from './recording-ingress.js';
 
 const machine = createAgentMachine({ model: scriptedModel([{ text: 'Hello!' }]) });
 
@@ -26,23 +25,9 @@ const REFUSED = ['a/b', 'a b', '1abc', '_', '-a', '.a', 'é', 'a%2Fb', 'a?b', 'r
 /** Names Restate registers, each one path segment as it is. */
 const TAKEN = ['loopchartSession', 'support', 'my.Sessions', 'a-b_c', '_1x', 'Restat'];
 
-let server: Server;
-let base: string;
-/** Every path the stand-in ingress was asked for, in order. */
-const paths: string[] = [];
-
-beforeAll(async () => {
-  server = createServer((request, response) => {
-    paths.push(request.url ?? '');
-    request.resume();
-    response.writeHead(200, { 'content-type': 'application/json' }).end('null');
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-});
-afterAll(async () => {
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-});
+const ingress = await startRecordingIngress();
+const { base, paths } = ingress;
+afterAll(() => ingress.close());
 
 describe('Restate object names: refused where they enter', () => {
   it("restateScheduleClient({ name: 'a/b' }) is an InvalidScheduleError, and no call reaches the ingress (before: get went to /a/b/nightly/get)", async () => {
