@@ -60,14 +60,17 @@ export type ChatAuthorizer = (access: ChatAccessRequest) => ChatAuthorization | 
 
 /**
  * The `chatKey` option of `createChatHandler`: the stored session id of the chat id a page sent,
- * for this caller (for example `${userId}:${chatId}`), so one user's chat id never reaches another
- * user's session. It must return a valid session id that is not a subagent's (none with
- * `/run-<n>:turn-<n>:<call>` at its end); sync or async, within `authorizeTimeoutMs`.
+ * for this caller, so one user's chat id never reaches another user's session. No two pairs of
+ * user and chat id may give one key: `${userId}.${chatId}` would make user `al`'s chat `ice.trip`
+ * and user `al.ice`'s chat `trip` one session, so join them so that they can be told apart
+ * (`JSON.stringify([userId, chatId])`, or a user id that holds no separator). It must return a
+ * valid session id that is not a subagent's (none with `/run-<n>:turn-<n>:<call>` at its end);
+ * sync or async, within `authorizeTimeoutMs`.
  *
  * @example
  * ```ts
  * import type { ChatKeyMapper } from 'loopchart/http';
- * const perUser: ChatKeyMapper = (request, chatId) => `${request.headers.get('x-user-id')}.${chatId}`;
+ * const perUser: ChatKeyMapper = (request, chatId) => JSON.stringify([request.headers.get('x-user-id'), chatId]);
  * ```
  */
 export type ChatKeyMapper = (request: Request, chatId: string) => string | PromiseLike<string>;
