@@ -2,6 +2,7 @@ import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { UsageError } from './errors.js';
 import type { CommandOptions, Io } from './sessions.js';
 import { parseLocation } from './store.js';
+import { closestCommand } from './suggest.js';
 
 /** The options every command group on a store takes: where the store is, and the help. */
 const STORE_ARGS = {
@@ -20,8 +21,23 @@ export function parseCommandArgs<const O extends ArgOptions>(argv: string[], opt
   try {
     return parseArgs({ args: argv, allowPositionals: true, strict: true, options: { ...STORE_ARGS, ...options } as typeof STORE_ARGS & O });
   } catch (error) {
-    throw new UsageError((error as Error).message);
+    throw argumentError(error, { ...STORE_ARGS, ...options });
   }
+}
+
+/**
+ * What `parseArgs` refused, as a `UsageError`. An unknown option is named with the closest option
+ * the command has, when one is close (`--dryrun`: did you mean `--dry-run`?): Node's own text
+ * goes on about putting a positional argument after `--`, which misleads someone who mistyped an
+ * option or guessed one from the API (`--model`).
+ */
+export function argumentError(error: unknown, options: ArgOptions): UsageError {
+  const message = (error as Error).message;
+  const unknown = (error as { code?: unknown }).code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION' ? /^Unknown option '(-[^']*)'/.exec(message) : null;
+  if (!unknown) return new UsageError(message);
+  const flag = unknown[1]!;
+  const closest = flag.startsWith('--') ? closestCommand(flag.slice(2), Object.keys(options)) : undefined;
+  return new UsageError(`unknown option '${flag}'${closest ? `; did you mean '--${closest}'?` : ''}`);
 }
 
 /** The store a command names: `--store`, else `$LOOPCHART_STORE` (else none: `parseLocation` gives the default file). */

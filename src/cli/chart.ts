@@ -1,6 +1,7 @@
 import { parseArgs } from 'node:util';
 import { decisionOrder } from '../../machines/loop.machine.js';
 import { stepOrder, type Branch } from '../agent/core/step-order.js';
+import { argumentError } from './args.js';
 import { UsageError } from './errors.js';
 import type { Io } from './sessions.js';
 
@@ -113,16 +114,18 @@ export function chartMermaid(): string {
   ].join('\n');
 }
 
+const CHART_ARGS = { json: { type: 'boolean' }, mermaid: { type: 'boolean' }, brain: { type: 'boolean' }, svg: { type: 'string' }, help: { type: 'boolean', short: 'h' } } as const;
+
 function parse(argv: string[]) {
   try {
     return parseArgs({
       args: argv,
       allowPositionals: true,
       strict: true,
-      options: { json: { type: 'boolean' }, mermaid: { type: 'boolean' }, brain: { type: 'boolean' }, svg: { type: 'string' }, help: { type: 'boolean', short: 'h' } },
+      options: CHART_ARGS,
     });
   } catch (error) {
-    throw new UsageError((error as Error).message);
+    throw argumentError(error, CHART_ARGS);
   }
 }
 

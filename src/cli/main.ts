@@ -88,9 +88,16 @@ ${OPTIONS}
 
 ${EXIT_CODES}`;
 
-/** The help of the command group the arguments name (the whole usage outside a group). */
-function usageFor(argv: readonly string[]): string {
+/**
+ * The help of the command group the arguments name (the whole usage outside a group). The groups
+ * with a module of their own are asked for theirs: it is loaded already, since their command ran.
+ */
+async function usageFor(argv: readonly string[]): Promise<string> {
   const group = argv.find((arg) => !arg.startsWith('-'));
+  if (group === 'eval') return (await import('./eval.js')).EVAL_USAGE;
+  if (group === 'schedules') return (await import('./schedules.js')).SCHEDULES_USAGE;
+  if (group === 'scheduler') return (await import('./scheduler.js')).SCHEDULER_USAGE;
+  if (group === 'memory') return (await import('./memory.js')).MEMORY_USAGE;
   return group === 'sessions' ? SESSIONS_USAGE : group === 'view' ? VIEW_USAGE : group === 'chart' ? CHART_USAGE : USAGE;
 }
 
@@ -139,7 +146,7 @@ export async function main(argv: string[], terminal: Io): Promise<number> {
     return await run(argv, io);
   } catch (error) {
     io.err(`loopchart: ${escapeLine(describeFailure(error, argv))}`);
-    if (error instanceof UsageError && !(error instanceof UnknownCommandError)) io.err(usageFor(argv));
+    if (error instanceof UsageError && !(error instanceof UnknownCommandError)) io.err(await usageFor(argv));
     if (process.env.LOOPCHART_DEBUG && !(error instanceof CliError) && !LoopchartError.isInstance(error)) {
       io.err(String((error as Error)?.stack ?? error));
     }
@@ -162,7 +169,7 @@ async function run(argv: string[], io: Io): Promise<number> {
   const [group, command, ...rest] = positionals;
   // `loopchart`, `loopchart sessions`, `loopchart <group> --help`: the help asked for.
   if (values.help || group === undefined || (group === 'sessions' && command === undefined)) {
-    io.out(usageFor(argv));
+    io.out(await usageFor(argv));
     return 0;
   }
   if (group === 'view') return view(command, rest, values, io);

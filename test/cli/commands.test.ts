@@ -59,6 +59,25 @@ describe('an unknown command', () => {
   });
 });
 
+describe('an unknown option', () => {
+  it.each([
+    [['eval', 'evals/dataset', '--agent', 'a.ts', '--model', 'recorded'], "loopchart: unknown option '--model'", 'usage: loopchart eval DATASET'],
+    [['eval', 'evals/dataset', '--agent', 'a.ts', '--dryrun'], "loopchart: unknown option '--dryrun'; did you mean '--dry-run'?", 'usage: loopchart eval DATASET'],
+    [['schedules', 'add', '--sesion', 's'], "loopchart: unknown option '--sesion'; did you mean '--session'?", 'usage: loopchart schedules'],
+    [['scheduler', '--agent', 'a.ts'], "loopchart: unknown option '--agent'; did you mean '--agents'?", 'usage: loopchart scheduler'],
+    [['memory', 'delete', 'user:1', '--force'], "loopchart: unknown option '--force'", 'usage: loopchart memory'],
+    [['chart', '--svgs', 'brain'], "loopchart: unknown option '--svgs'; did you mean '--svg'?", 'usage: loopchart chart'],
+    [['sessions', 'list', '--ful'], "loopchart: unknown option '--ful'; did you mean '--full'?", 'usage: loopchart sessions'],
+  ])('%j: one line naming it (the closest option when one is close), then the usage of its own command, exit 2', async (argv, line, usage) => {
+    const { code, out, err } = await cli(...argv);
+    expect(code).toBe(2);
+    expect(out).toBe('');
+    const [first, ...rest] = err.split('\n');
+    expect(first).toBe(line);
+    expect(rest.join('\n').startsWith(usage), rest[0]).toBe(true);
+  });
+});
+
 describe('hints are written one way: npx loopchart …', () => {
   const options = { location: parseLocation(undefined), full: false, io: { out() {}, err() {} } };
 
