@@ -76,7 +76,11 @@ async function demoAgentMachine(): Promise<AgentMachine> {
  * Imports the agent module. A TypeScript module runs where Node strips types itself (23.6+,
  * 22.18+) or through tsx when it is installed; otherwise the error says which of those to do.
  */
-export async function importAgentModule(modulePath: string): Promise<Record<string, unknown>> {
+export function importAgentModule(modulePath: string): Promise<Record<string, unknown>> {
+  return unlessStuck(importModule(modulePath), modulePath);
+}
+
+async function importModule(modulePath: string): Promise<Record<string, unknown>> {
   const url = pathToFileURL(resolve(modulePath)).href;
   try {
     return (await import(url)) as Record<string, unknown>;
@@ -85,6 +89,20 @@ export async function importAgentModule(modulePath: string): Promise<Record<stri
     if (code === 'ERR_UNKNOWN_FILE_EXTENSION' && TYPESCRIPT.has(extname(modulePath))) return importWithTsx(modulePath, url, error);
     throw new CliError(`cannot load the agent module ${modulePath}: ${firstLine(error)}`, { cause: error });
   }
+}
+
+/**
+ * The import, or a `CliError` once nothing is left that could finish it: a module whose top-level
+ * await waits on a promise nothing settles lets the event loop empty mid-import, and the process
+ * ended with status 0, having printed nothing and run nothing. `beforeExit` is that moment.
+ */
+function unlessStuck<T>(loading: Promise<T>, modulePath: string): Promise<T> {
+  let onEmpty = () => {};
+  const stuck = new Promise<never>((_, reject) => {
+    onEmpty = () => reject(new CliError(`the agent module ${modulePath} never finished loading: its top-level await waits on something that never settles`));
+  });
+  process.once('beforeExit', onEmpty);
+  return Promise.race([loading, stuck]).finally(() => process.off('beforeExit', onEmpty));
 }
 
 async function importWithTsx(modulePath: string, url: string, original: unknown): Promise<Record<string, unknown>> {

@@ -1,0 +1,52 @@
+/**
+ * The CLI as a shell or a CI script runs it, with what goes wrong outside it: an `--agent` module
+ * that never finishes loading, a stdout that cannot be written. Each ends with one line on stderr
+ * and a non-zero status, never a silent 0 or a stack.
+ */
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createAgentMachine } from '../../machines/agent.machine.js';
+import { scriptedModel } from '../../src/models/scripted.js';
+import { DurableSession } from '../../src/sessions/durable-session.js';
+import { SqliteSessionStore } from '../../src/stores/sqlite.js';
+import { bundledCommand, REPO, runNode, type NodeCommand } from '../sessions/fixtures/processes.js';
+
+const dir = mkdtempSync(join(tmpdir(), 'loopchart-cli-outside-'));
+const db = join(dir, 'sessions.db');
+let cli: NodeCommand;
+beforeAll(async () => {
+  cli = await bundledCommand(join(REPO, 'src/cli.ts'));
+  const store = new SqliteSessionStore({ path: db });
+  const session = await DurableSession.open({ machine: createAgentMachine({ model: scriptedModel([{ text: 'Done.' }]) }), store, sessionId: 'at-rest' });
+  session.send({ type: 'input', message: 'Hello.' });
+  await session.whenIdle();
+  await session.close();
+  await store.close();
+});
+afterAll(() => {
+  cli?.dispose();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+const loopchart = (args: string[]) => runNode([...cli.args, ...args], { cwd: dir, timeoutMs: 20_000 });
+
+describe('an --agent module that never finishes loading', () => {
+  // Its top-level await waits on a promise nothing settles: the event loop empties mid-import.
+  const stuck = join(dir, 'stuck.mjs');
+  beforeAll(() => writeFileSync(stuck, 'await new Promise(() => {});\nexport const agent = {};\nexport const agents = {};\n'));
+
+  it('sessions send says so and exits 1 (it exited 0 having printed nothing)', async () => {
+    const run = await loopchart(['sessions', 'send', 'at-rest', 'Go on.', '--agent', stuck, '--store', db]);
+    expect(run.lines).toEqual([]);
+    expect(run.stderr).toBe(`loopchart: the agent module ${stuck} never finished loading: its top-level await waits on something that never settles\n`);
+    expect(run.code).toBe(1);
+  });
+
+  it('the scheduler says so and exits 1', async () => {
+    const run = await loopchart(['scheduler', '--agents', stuck, '--store', db]);
+    expect(run.stderr).toMatch(/^loopchart: the agent module .*stuck\.mjs never finished loading/);
+    expect(run.code).toBe(1);
+  });
+});
