@@ -73,6 +73,11 @@ describe('README and docs snippets', () => {
     }
   });
 
+  it('no block imports by a path out of its own folder (`../../src/evals.js`): a reader copies it into a project that has the package, not this repository', () => {
+    const outside = blocks.flatMap(({ page, block }) => [...block.matchAll(/from '(\.\.\/[^']*)'/g)].map((m) => `${page}: ${pathOf(block)}: ${m[1]}`));
+    expect(outside).toEqual([]);
+  });
+
   it('code is fenced as ts, so none escapes the check (no typescript, tsx, js, javascript, mjs or mts fences)', () => {
     for (const page of pages) expect(page.text.match(/^```(typescript|tsx|jsx?|javascript|[mc][jt]s)\b.*$/gm) ?? [], page.path).toEqual([]);
   });
