@@ -1,6 +1,8 @@
 import { existsSync } from 'node:fs';
+import { maskedAddress } from '../stores/masked-address.js';
 import { openSessionStore } from '../stores/open.js';
 import type { SessionStore } from '../stores/session-store.js';
+import { UsageError } from './errors.js';
 import { escapeLine } from './escape.js';
 
 /** Where `--store` points, parsed the way `openSessionStore` reads it. */
@@ -18,8 +20,11 @@ export const DEFAULT_SQLITE_PATH = '.loopchart/loopchart.db';
  */
 export function parseLocation(location: string | undefined): StoreLocation {
   if (location === 'memory:') return { kind: 'memory', label: 'memory:' };
-  if (location !== undefined && /^postgres(ql)?:\/\//.test(location)) {
-    return { kind: 'postgres', url: location, label: escapeLine(location.replace(/^(postgres(?:ql)?:\/\/[^:/@]*):[^@]*@/, '$1:***@')) };
+  if (location !== undefined && /^postgres(ql)?:\/\//.test(location)) return { kind: 'postgres', url: location, label: escapeLine(maskedAddress(location)) };
+  // Any other URL was taken for a file path: `postgress://u:pw@host/db` made a SQLite file under
+  // ./postgress:/u:pw@host/, `sqlite://data.db` one at /data.db, and the command went on.
+  if (location !== undefined && /^[a-z][a-z0-9+.-]*:\/\//i.test(location)) {
+    throw new UsageError(`the store ${escapeLine(maskedAddress(location))} (--store or $LOOPCHART_STORE) is no store location: postgres:// or postgresql:// for PostgreSQL, a file path or sqlite:PATH for SQLite, or memory:`);
   }
   const path = (location?.startsWith('sqlite:') ? location.slice('sqlite:'.length) : location) || DEFAULT_SQLITE_PATH;
   return { kind: 'sqlite', path, label: escapeLine(path) };

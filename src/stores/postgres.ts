@@ -7,6 +7,7 @@ import type { LogRow } from './decode.js';
 import { LoopchartError } from '../errors.js';
 import { checkKnownKeys, optionKeys } from '../known-keys.js';
 import { CorruptSessionError, SessionBusyError, StoreCorruptError, StoreError, StoreFullError, StoreUnavailableError } from './errors.js';
+import { maskedAddress } from './masked-address.js';
 import { migratePostgres, quoteSchema } from './postgres-schema.js';
 import type { SessionStore, SessionSummary, StepWrite, StoredSession, TraceRecord } from './session-store.js';
 import { checkSessionId, decodeTraceRow, encodeJournalEntry, encodeStep, encodeTraceEntries, planStep, traceLimit } from './step.js';
@@ -76,17 +77,6 @@ function positiveMs(name: string, value: number): number {
   return value;
 }
 
-/** The connection string for messages: the password masked, so an error can be printed or logged. */
-function maskedAddress(connectionString: string | undefined): string {
-  try {
-    const url = new URL(connectionString ?? '');
-    if (url.password) url.password = '***';
-    return url.toString();
-  } catch {
-    return 'PostgreSQL (connection string not shown)';
-  }
-}
-
 /** A unique violation on the log's primary key: only rows past message_count can collide. */
 function strayRowError(sessionId: string, error: unknown): unknown {
   if ((error as { code?: string | undefined }).code !== '23505') return error;
@@ -128,7 +118,7 @@ export class PostgresSessionStore implements SessionStore {
     checkKnownKeys(options, POSTGRES_OPTION_KEYS, 'PostgresSessionStore');
     this.schema = options.schema ?? 'loopchart';
     this.s = quoteSchema(this.schema);
-    this.where = options.pool ? `the given pool (schema ${this.schema})` : maskedAddress(options.connectionString);
+    this.where = options.pool ? `the given pool (schema ${this.schema})` : (options.connectionString ? maskedAddress(options.connectionString) : 'PostgreSQL (connection string not shown)');
     this.tag = `lc_${createHash('sha1').update(this.schema).digest('hex').slice(0, 10)}_`;
     if (options.pool) {
       this.pool = options.pool;

@@ -125,6 +125,15 @@ describe('PostgreSQL', () => {
     await store.close();
   });
 
+  it('a password in the query string (?password=, ?sslpassword=) is masked too; it was printed as given', async () => {
+    const port = await closedPort();
+    const store = new PostgresSessionStore({ connectionString: `postgresql://app@127.0.0.1:${port}/db?sslmode=disable&password=s3cret&sslpassword=k3y`, schema: 'lc_unreachable' });
+    const error = await failure(() => store.list());
+    expectStoreError(error, StoreUnavailableError, 'StoreUnavailable', `cannot reach the database at postgresql://app@127.0.0.1:${port}/db?sslmode=disable&password=***&sslpassword=***: `);
+    expect((error as Error).message).not.toMatch(/s3cret|k3y/);
+    await store.close();
+  });
+
   const url = process.env.DATABASE_URL;
   it.skipIf(!url)('a server error that is not the store contract is a StoreError with the SQLSTATE; a closed store says so', async () => {
     const store = new PostgresSessionStore({ connectionString: url!, schema: `lc_errors_${process.pid}` });

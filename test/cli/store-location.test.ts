@@ -1,0 +1,42 @@
+/**
+ * `--store` as the user types it (in process): what a message or the viewer prints of it never
+ * holds a password, and a URL whose scheme is no store's is refused (it was a SQLite file path).
+ */
+import { describe, expect, it } from 'vitest';
+import { main } from '../../src/cli/main.js';
+import { parseLocation } from '../../src/cli/store.js';
+
+async function cli(...argv: string[]) {
+  const out: string[] = [];
+  const err: string[] = [];
+  const code = await main(argv, { out: (line) => out.push(line), err: (line) => err.push(line) });
+  return { code, out: out.join('\n'), err: err.join('\n') };
+}
+
+describe('the label of a PostgreSQL URL', () => {
+  it.each([
+    ['postgres://user:hunter2@127.0.0.1:1/db', 'postgres://user:***@127.0.0.1:1/db'],
+    ['postgresql://127.0.0.1:1/db?password=hunter2', 'postgresql://127.0.0.1:1/db?password=***'],
+    ['postgres://u@h/db?sslmode=require&sslpassword=hunter2&application_name=x', 'postgres://u@h/db?sslmode=require&sslpassword=***&application_name=x'],
+    ['postgres://u:hun@ter2@h/db', 'postgres://u:***@h/db'],
+  ])('%s is shown as %s', (location, label) => {
+    expect(parseLocation(location).label).toBe(label);
+  });
+
+  it('an unreachable server is reported without the password of the query string', async () => {
+    const { code, err } = await cli('sessions', 'list', '--store', 'postgresql://127.0.0.1:1/db?password=hunter2');
+    expect(code).toBe(1);
+    expect(err).toMatch(/^loopchart: cannot reach the database at postgresql:\/\/127\.0\.0\.1:1\/db\?password=\*\*\*: /);
+    expect(err).not.toContain('hunter2');
+  });
+});
+
+describe('a URL that names no store', () => {
+  it.each(['postgress://u:hunter2@host/db', 'mysql://host/db', 'pg://host/db', 'sqlite://data.db'])('%s is bad usage, its password hidden', async (location) => {
+    const { code, out, err } = await cli('sessions', 'list', '--store', location);
+    expect(code).toBe(2);
+    expect(out).toBe('');
+    expect(err.split('\n')[0]).toMatch(/^loopchart: the store .* \(--store or \$LOOPCHART_STORE\) is no store location: postgres:\/\/ or postgresql:\/\/ for PostgreSQL, a file path or sqlite:PATH for SQLite, or memory:$/);
+    expect(err).not.toContain('hunter2');
+  });
+});
