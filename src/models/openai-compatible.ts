@@ -167,7 +167,7 @@ export function openAICompatibleModel(options: OpenAICompatibleOptions): Model {
             signal: guard.signal,
           });
         } catch (error) {
-          throw guard.stopReason() ?? new ModelError(redactUrlCredentials(`could not reach ${url}: ${describeError(error)}. Check that the server is running and the baseURL`), { retryable: true, cause: error });
+          throw guard.stopReason() ?? new ModelError(redactUrlCredentials(`could not reach ${url}: ${describeError(error)}. Check that the server is running and that the baseURL is right`), { retryable: true, cause: error });
         }
         guard.touch();
         if (!response.ok) throw await failedResponse(response, guard, options.model, url);

@@ -292,6 +292,8 @@ describe('openAICompatibleModel: HTTP errors', () => {
     expect(error).toBeInstanceOf(ModelError);
     expect(error).toMatchObject({ status: undefined, retryable: true });
     expect((error as Error).message).toContain('could not reach');
+    // The last sentence says what to do, whole.
+    expect((error as Error).message).toMatch(/\. Check that the server is running and that the baseURL is right$/);
   });
 });
 
