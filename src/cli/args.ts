@@ -18,10 +18,24 @@ type ArgOptions = NonNullable<ParseArgsConfig['options']>;
  * `--schema` and `--help`; what `parseArgs` refuses is a `UsageError` (exit 2).
  */
 export function parseCommandArgs<const O extends ArgOptions>(argv: string[], options: O): ReturnType<typeof parseArgs<{ args: string[]; allowPositionals: true; strict: true; options: typeof STORE_ARGS & O }>> {
+  let parsed;
   try {
-    return parseArgs({ args: argv, allowPositionals: true, strict: true, options: { ...STORE_ARGS, ...options } as typeof STORE_ARGS & O });
+    parsed = parseArgs({ args: argv, allowPositionals: true, strict: true, options: { ...STORE_ARGS, ...options } as typeof STORE_ARGS & O });
   } catch (error) {
     throw argumentError(error, { ...STORE_ARGS, ...options });
+  }
+  refuseEmptyValues(parsed.values);
+  return parsed;
+}
+
+/**
+ * An option given an empty value (`--store ""`, `--store=`) is bad usage: read as left out, a
+ * script's unset variable (`--store "$STORE"`) sent the command to the default store, and
+ * `--agent "$AGENT"` ran a demo session with the demo's agent.
+ */
+function refuseEmptyValues(values: Record<string, unknown>): void {
+  for (const [name, value] of Object.entries(values)) {
+    if (value === '' || (Array.isArray(value) && value.includes(''))) throw new UsageError(`--${name} is empty: give it a value, or leave it out`);
   }
 }
 
