@@ -8,12 +8,22 @@ import { main } from './cli/main.js';
 
 // A reader that went away (`loopchart sessions list | head -1`) is how a pipeline ends, not an
 // error: stop at once, quietly, with status 0, as a Unix tool killed by SIGPIPE would stop.
-const endOnClosedPipe = (error: NodeJS.ErrnoException) => {
+// Any other failed write (ENOSPC: `> out.txt` on a full disk, EIO) is an error: one line and
+// status 1; it was thrown again, a stack trace. When stderr is what fails, the status is all.
+const endOnFailedWrite = (stream: 'stdout' | 'stderr') => (error: NodeJS.ErrnoException) => {
   if (error.code === 'EPIPE') process.exit(0);
-  throw error;
+  if (stream === 'stdout') {
+    const reason = /^[A-Z]+: (.+?), \w+$/.exec(error.message)?.[1] ?? error.message;
+    try {
+      process.stderr.write(`loopchart: cannot write to stdout: ${reason}${error.code ? ` (${error.code})` : ''}\n`);
+    } catch {
+      // stderr is gone too: the status still says it.
+    }
+  }
+  process.exit(1);
 };
-process.stdout.on('error', endOnClosedPipe);
-process.stderr.on('error', endOnClosedPipe);
+process.stdout.on('error', endOnFailedWrite('stdout'));
+process.stderr.on('error', endOnFailedWrite('stderr'));
 
 const write = (stream: NodeJS.WriteStream) => (line: string) => void stream.write(`${line}\n`);
 

@@ -1,9 +1,10 @@
 /**
  * The CLI as a shell or a CI script runs it, with what goes wrong outside it: an `--agent` module
- * that never finishes loading, a stdout that cannot be written. Each ends with one line on stderr
+ * that never finishes loading, a stdout that cannot be written (a full disk). Each ends with one line on stderr
  * and a non-zero status, never a silent 0 or a stack.
  */
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { closeSync, existsSync, mkdtempSync, openSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -48,5 +49,19 @@ describe('an --agent module that never finishes loading', () => {
     const run = await loopchart(['scheduler', '--agents', stuck, '--store', db]);
     expect(run.stderr).toMatch(/^loopchart: the agent module .*stuck\.mjs never finished loading/);
     expect(run.code).toBe(1);
+  });
+});
+
+describe('a stdout that cannot be written', () => {
+  // /dev/full refuses every write with ENOSPC: a redirect to a file on a full disk.
+  it.skipIf(!existsSync('/dev/full'))('is one line on stderr naming it, exit 1 (it was a stack trace)', () => {
+    const full = openSync('/dev/full', 'w');
+    try {
+      const run = spawnSync(process.execPath, [...cli.args, 'sessions', 'list', '--store', db], { cwd: dir, stdio: ['ignore', full, 'pipe'], encoding: 'utf8', timeout: 20_000 });
+      expect(run.stderr).toBe('loopchart: cannot write to stdout: no space left on device (ENOSPC)\n');
+      expect(run.status).toBe(1);
+    } finally {
+      closeSync(full);
+    }
   });
 });
