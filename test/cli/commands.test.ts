@@ -11,6 +11,7 @@ import { sendHint } from '../../src/cli/continue.js';
 import { main } from '../../src/cli/main.js';
 import { parseLocation } from '../../src/cli/store.js';
 import { closestCommand } from '../../src/cli/suggest.js';
+import { userMarkdown } from '../docs/markdown.js';
 import { REPO } from '../sessions/fixtures/processes.js';
 
 async function cli(...argv: string[]) {
@@ -99,6 +100,18 @@ describe('hints are written one way: npx loopchart …', () => {
           if (/^\s*(\/\/|\*|\/\*\*)/.test(line) || /usage: loopchart|^\s+loopchart (sessions|view|eval) /.test(line)) return;
           if (/(?<!npx |usage: |\w)loopchart (sessions (list|show|resume|send|rewind|doubt|replay|fork)|view export)\b/.test(line) && /[`'"]/.test(line)) bare.push(`${file.slice(REPO.length)}:${i + 1}: ${line.trim()}`);
         });
+    }
+    expect(bare).toEqual([]);
+  });
+
+  it('no command in a code block of the README or a guide is a bare `loopchart …`: in a project the package is not on PATH', () => {
+    const bare: string[] = [];
+    for (const page of userMarkdown()) {
+      let fenced = false;
+      page.text.split('\n').forEach((line, i) => {
+        if (line.trimStart().startsWith('```')) fenced = !fenced;
+        else if (fenced && /^\s*(\$ )?loopchart (sessions|view|eval|schedules|scheduler|memory|chart)\b/.test(line)) bare.push(`${page.path}:${i + 1}: ${line.trim()}`);
+      });
     }
     expect(bare).toEqual([]);
   });
