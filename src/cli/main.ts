@@ -122,6 +122,13 @@ function describeFailure(error: unknown, argv: string[]): string {
   if (code?.startsWith('SQLITE_') || code === 'ERR_SQLITE_ERROR' || (code && /^(28|3D|53|57|08)/.test(code))) {
     return `the store at ${store} failed: ${message}${code.startsWith('SQLITE_') || /^\w{5}$/.test(code) ? ` (${code})` : ''}`;
   }
+  // A file or folder the command was told to use (`-o FILE`, `--results`, a dataset): Node's
+  // message already names the path; said plainly, it is no "unexpected error".
+  const file = error as { syscall?: unknown; path?: unknown } | null;
+  if (code && typeof file?.syscall === 'string' && typeof file.path === 'string') {
+    const reason = /^[A-Z]+: (.+?), \w+(?: '.*')?$/.exec(message)?.[1] ?? message;
+    return `cannot ${file.syscall} ${file.path}: ${reason} (${code})`;
+  }
   const name = typeof e?.name === 'string' ? e.name : 'Error';
   return `unexpected error: ${name}: ${message} (LOOPCHART_DEBUG=1 prints the stack)`;
 }
