@@ -48,10 +48,16 @@ export async function loadAgentMachine(
 
 /**
  * An agent a module exports: an AgentConfig, or a function returning one (called here). Anything
- * else is a `CliError` that starts with `what` (which module, which export).
+ * else is a `CliError` that starts with `what` (which module, which export); so is a function that
+ * throws, named with `what` too: it was "unexpected error: Error: …", naming no module.
  */
 export async function agentConfigOf(exported: unknown, what: string): Promise<AgentConfig> {
-  const config = typeof exported === 'function' ? await (exported as () => unknown)() : exported;
+  let config: unknown;
+  try {
+    config = typeof exported === 'function' ? await (exported as () => unknown)() : exported;
+  } catch (error) {
+    throw new CliError(`${what}: an AgentConfig or a function returning one, and the function threw: ${firstLine(error)}`, { cause: error });
+  }
   if (!config || typeof config !== 'object' || !('model' in config)) throw new CliError(`${what}: an AgentConfig ({ model, tools, ... }) or a function returning one`);
   return config as AgentConfig;
 }
