@@ -1,4 +1,5 @@
 import { parseArgs, type ParseArgsConfig } from 'node:util';
+import { SCHEMA_NAME } from '../stores/postgres-schema.js';
 import { UsageError } from './errors.js';
 import type { CommandOptions, Io } from './sessions.js';
 import { parseLocation } from './store.js';
@@ -25,6 +26,11 @@ export function parseCommandArgs<const O extends ArgOptions>(argv: string[], opt
     throw argumentError(error, { ...STORE_ARGS, ...options });
   }
   refuseEmptyValues(parsed.values);
+  // Checked here, not by the store: its TypeError read "unexpected error", exit 1.
+  const { schema } = parsed.values as { schema?: string | undefined };
+  if (schema !== undefined && !SCHEMA_NAME.test(schema)) {
+    throw new UsageError(`--schema ${JSON.stringify(schema)} is no schema name: lower-case letters, digits and _, not starting with a digit, at most 63`);
+  }
   return parsed;
 }
 

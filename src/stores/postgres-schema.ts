@@ -7,9 +7,12 @@ import { StoreSchemaVersionError } from './errors.js';
  * tables and a test can get a private copy by naming a fresh schema.
  */
 
+/** The schema names the store takes: an unquoted lower-case identifier PostgreSQL keeps as is. */
+export const SCHEMA_NAME = /^[a-z_][a-z0-9_]{0,62}$/;
+
 /** Quoted identifier for a schema name we validated ourselves (no user SQL reaches the server). */
 export function quoteSchema(schema: string): string {
-  if (!/^[a-z_][a-z0-9_]{0,62}$/.test(schema)) {
+  if (!SCHEMA_NAME.test(schema)) {
     throw new TypeError(`schema name ${JSON.stringify(schema)} must match [a-z_][a-z0-9_]* (at most 63 characters)`);
   }
   return `"${schema}"`;

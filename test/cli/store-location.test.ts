@@ -1,6 +1,7 @@
 /**
  * `--store` as the user types it (in process): what a message or the viewer prints of it never
  * holds a password, and a URL whose scheme is no store's is refused (it was a SQLite file path).
+ * `--schema` that no PostgreSQL schema name can be is bad usage too.
  */
 import { describe, expect, it } from 'vitest';
 import { main } from '../../src/cli/main.js';
@@ -38,5 +39,16 @@ describe('a URL that names no store', () => {
     expect(out).toBe('');
     expect(err.split('\n')[0]).toMatch(/^loopchart: the store .* \(--store or \$LOOPCHART_STORE\) is no store location: postgres:\/\/ or postgresql:\/\/ for PostgreSQL, a file path or sqlite:PATH for SQLite, or memory:$/);
     expect(err).not.toContain('hunter2');
+  });
+});
+
+describe('a --schema no schema can be named', () => {
+  it.each(['x"; drop table y; --', 'Upper', 'a'.repeat(64), 'a\u001b[2J', '9lives'])('%j is bad usage, exit 2, before any store is opened', async (schema) => {
+    // Port 1: nothing listens, so an attempt to connect would say "cannot reach".
+    const { code, out, err } = await cli('sessions', 'list', '--store', 'postgres://127.0.0.1:1/db', '--schema', schema);
+    expect(out).toBe('');
+    expect(err.split('\n')[0]).toMatch(/^loopchart: --schema ".*" is no schema name: lower-case letters, digits and _, not starting with a digit, at most 63$/);
+    expect(err).not.toContain('\u001b');
+    expect(code).toBe(2);
   });
 });
