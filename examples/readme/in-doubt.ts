@@ -1,6 +1,6 @@
 // examples/readme/in-doubt.ts
 import { z } from 'zod';
-import { createAgentMachine, decideDoubtStored, defineTool, DurableSession, openSessionStore, type ApprovalRequest } from 'loopchart';
+import { createAgentMachine, decideDoubtStored, defineTool, DurableSession, MemorySessionStore, type ApprovalRequest } from 'loopchart';
 import { scriptedModel } from 'loopchart/testing';
 
 let calls = 0;
@@ -19,7 +19,7 @@ const machine = () =>
     model: scriptedModel([{ toolCalls: [{ id: 'c1', name: 'charge_card', args: { cents: 500 } }] }, (request) => ({ text: `Result: ${request.messages.at(-1)!.content}` })]),
     tools: [charge],
   });
-const store = await openSessionStore('.loopchart/in-doubt.db');
+const store = new MemorySessionStore(); // each process below opens the same store: in production a SQLite file or PostgreSQL
 const first = await DurableSession.open({ machine: machine(), store, sessionId: 'order-7' });
 first.send({ type: 'input', message: 'Charge the order.' });
 while (calls === 0) await new Promise((resolve) => setTimeout(resolve, 10));

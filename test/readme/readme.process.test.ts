@@ -40,11 +40,11 @@ afterAll(() => {
 /** The file a block shows: one under examples/ (examples/readme/ holds the guides' own, run below; others run in their own tests). */
 const pathOf = (block: string) => /^\/\/ (examples\/[\w/-]+\.tsx?)\n/.exec(block)?.[1];
 
-function run(file: string, env: Record<string, string>): Promise<{ code: number | null; stdout: string; stderr: string }> {
+function run(file: string, env: Record<string, string>, dir = cwd): Promise<{ code: number | null; stdout: string; stderr: string }> {
   const base: NodeJS.ProcessEnv = { ...process.env, TSX_TSCONFIG_PATH: join(REPO, 'tsconfig.json'), ...env };
   for (const name of ['OPENAI_API_KEY', 'LOOPCHART_STORE', ...(env.OPENAI_BASE_URL ? [] : ['OPENAI_BASE_URL'])]) delete base[name];
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, commands.get(file)!.args, { cwd, env: base, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, commands.get(file)!.args, { cwd: dir, env: base, stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString('utf8')));
@@ -106,6 +106,26 @@ describe('README and docs snippets', () => {
       }
     } finally {
       await server?.close();
+    }
+  });
+});
+
+/** The snippets that keep what they store in a file of the folder they run in (a reader runs them again there). */
+const storing = snippets.filter((file) => /^(?!\s*\/\/).*openSessionStore\((?!'memory:')/m.test(readFileSync(join(REPO, file), 'utf8')));
+
+describe('README and docs snippets, run again', () => {
+  it.each(storing)('%s ends a second run in the same folder, and prints what its comments say again', { timeout: 90_000 }, async (file) => {
+    expect(storing.length).toBeGreaterThanOrEqual(1);
+    const dir = mkdtempSync(join(tmpdir(), 'loopchart-readme-again-'));
+    try {
+      const promised = [...readFileSync(join(REPO, file), 'utf8').matchAll(/console\.log\(.*\); \/\/ (.+)$/gm)].map((m) => m[1]!);
+      for (const attempt of [1, 2]) {
+        const result = await run(file, {}, dir);
+        expect(result.code, `run ${attempt}: ${result.stdout}\n${result.stderr}`).toBe(0);
+        for (const text of promised) expect(result.stdout, `run ${attempt}`).toContain(text);
+      }
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
     }
   });
 });
