@@ -6,7 +6,8 @@ import { mcpTools } from 'loopchart/mcp';
 import { scriptedModel } from 'loopchart/testing';
 
 // Any MCP server: a command started over stdio (here the official filesystem server, allowed to
-// read one folder), or { url: 'http://…/mcp' } for Streamable HTTP.
+// read one folder), or { url: 'http://…/mcp' } for Streamable HTTP. The folder is this repository's
+// examples/fixtures: in your project, name a folder of yours (the listing is then its own).
 const folder = fileURLToPath(new URL('../fixtures', import.meta.url));
 const server = createRequire(import.meta.url).resolve('@modelcontextprotocol/server-filesystem/dist/index.js');
 const fs = await mcpTools({ command: process.execPath, args: [server, folder] }, { prefix: 'fs_' });
