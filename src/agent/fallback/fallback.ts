@@ -83,6 +83,10 @@ const describe = (value: unknown): string =>
  */
 export function modelList(option: unknown, fallbackOn: unknown, prices: Prices | undefined): ModelList {
   if (!Array.isArray(option)) {
+    // Left out is the first mistake of a first agent: say what to give, not "got a undefined".
+    if (option === undefined) {
+      throw new InvalidConfigError('model is missing: give a model (openAICompatibleModel(...), aiSdkModel(...), scriptedModel(...) from loopchart/testing) or a list of them');
+    }
     if (!isModel(option)) throw new InvalidConfigError(`model must be a model (with a name and generate()) or a list of them, got ${describe(option)}`);
     if (fallbackOn !== undefined) throw new InvalidConfigError('fallbackOn needs a list of models to fall back to (model: [primary, backup])');
     return { entries: [{ model: option, prices }], on: new Set(), listed: false };

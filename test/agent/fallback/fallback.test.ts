@@ -81,6 +81,13 @@ describe('fallback triggers (pure)', () => {
     expect(() => createAgentMachine({ model: m, fallbackOn: ['timeout'] })).toThrow(/needs a list of models/);
     expect(modelList([m, { model: m }], undefined, undefined).on.size).toBe(4);
   });
+
+  it('no model at all says that the option is missing and what to give, in words', () => {
+    expect(() => createAgentMachine({} as never)).toThrow(
+      'invalid agent configuration: model is missing: give a model (openAICompatibleModel(...), aiSdkModel(...), scriptedModel(...) from loopchart/testing) or a list of them',
+    );
+    expect(() => createAgentMachine({ model: 42 as never })).toThrow('model must be a model (with a name and generate()) or a list of them, got a number');
+  });
 });
 
 describe('a run falls back to the next model', () => {
