@@ -4,6 +4,7 @@
  * on the default store (SQLite at .loopchart/loopchart.db) or the one `--store` names.
  * From a checkout: `npx tsx src/cli.ts sessions list`.
  */
+import { escapeLine, escapeText } from './cli/escape.js';
 import { main } from './cli/main.js';
 
 // A reader that went away (`loopchart sessions list | head -1`) is how a pipeline ends, not an
@@ -24,6 +25,18 @@ const endOnFailedWrite = (stream: 'stdout' | 'stderr') => (error: NodeJS.ErrnoEx
 };
 process.stdout.on('error', endOnFailedWrite('stdout'));
 process.stderr.on('error', endOnFailedWrite('stderr'));
+
+// An error nothing caught (a timer in an agent's tool or model that throws, a promise it left
+// rejected) ends the command as Node would, status 1, but in one line like every other failure:
+// Node printed the stack and the source line. What a run committed stays stored.
+const endOnUncaught = (error: unknown) => {
+  const described = error instanceof Error ? `${error.name}: ${error.message.split('\n')[0]}` : String(error);
+  process.stderr.write(`loopchart: uncaught error (in the agent's code?): ${escapeLine(described)} (LOOPCHART_DEBUG=1 prints the stack)\n`);
+  if (process.env.LOOPCHART_DEBUG) process.stderr.write(`${escapeText(String((error as Error)?.stack ?? error))}\n`);
+  process.exit(1);
+};
+process.on('uncaughtException', endOnUncaught);
+process.on('unhandledRejection', endOnUncaught);
 
 const write = (stream: NodeJS.WriteStream) => (line: string) => void stream.write(`${line}\n`);
 

@@ -65,3 +65,23 @@ describe('a stdout that cannot be written', () => {
     }
   });
 });
+
+describe('an error the agent\'s code throws where nothing catches it', () => {
+  // A timer the model starts throws after the call returned: Node's default printed its stack.
+  const late = join(dir, 'late.mjs');
+  beforeAll(() =>
+    writeFileSync(
+      late,
+      "export const agent = { model: { name: 'late', generate: async () => { setTimeout(() => { throw new Error('late throw from a timer'); }, 0); return { message: { role: 'assistant', content: 'ok' } }; } } };\n",
+    ),
+  );
+
+  it('is one line without a stack, exit 1; the stack with LOOPCHART_DEBUG=1', async () => {
+    const run = await loopchart(['sessions', 'send', 'at-rest', 'Go on.', '--agent', late, '--store', db]);
+    expect(run.stderr).toBe('loopchart: uncaught error (in the agent\'s code?): Error: late throw from a timer (LOOPCHART_DEBUG=1 prints the stack)\n');
+    expect(run.code).toBe(1);
+    const debug = await runNode([...cli.args, 'sessions', 'send', 'at-rest', 'Go on.', '--agent', late, '--store', db], { cwd: dir, timeoutMs: 20_000, env: { LOOPCHART_DEBUG: '1' } });
+    expect(debug.stderr).toMatch(/^loopchart: uncaught error .*\nError: late throw from a timer\n {4}at /);
+    expect(debug.code).toBe(1);
+  });
+});
