@@ -3,7 +3,7 @@ import type { ToolDefinition } from '../model.js';
 import { DuplicateToolError, InvalidToolError } from './errors.js';
 import { jsonSchemaValidator, type JsonSchema } from './json-schema.js';
 import { protoKeys, rememberProtoKeys } from './own-arguments.js';
-import { optionKeys, unknownKeyProblem } from '../known-keys.js';
+import { issueMessage, optionKeys, unknownKeyProblem } from '../known-keys.js';
 
 /** What a running tool gets besides its arguments. */
 export interface ToolContext {
@@ -149,7 +149,8 @@ export function defineTool(spec: ToolSpec<z.ZodType> | JsonSchemaToolSpec): Tool
   const unknown = unknownKeyProblem(own, TOOL_KEYS, TOOL_KEY_ALIASES);
   if (unknown) throw new InvalidToolError(String(spec.name), unknown);
   const meta = ToolMetaSchema.safeParse(spec);
-  if (!meta.success) throw new InvalidToolError(String(spec.name), z.prettifyError(meta.error));
+  // One line naming each option, as the other refusals here (zod's pretty print is two lines per issue).
+  if (!meta.success) throw new InvalidToolError(String(spec.name), meta.error.issues.map((issue) => issueMessage(issue)).join('; '));
   // Checked here: a needsApproval of 'yes' was accepted and failed every run that called the tool.
   if (typeof spec.execute !== 'function') throw new InvalidToolError(spec.name, 'execute must be a function');
   const approval: unknown = spec.needsApproval;

@@ -46,6 +46,10 @@ describe('defineTool', () => {
     const bad = () => defineTool({ name: 'read file', description: '', input: z.object({}), execute: () => '' });
     expect(bad).toThrow(InvalidToolError);
     expect(bad).toThrow(/read file.*a-z/s);
+    // One line naming the option, as every other refusal of the spec (before: zod's "✖ must be …\n  → at name").
+    expect(bad).toThrow(new InvalidToolError('read file', 'name: must be 1-64 characters of a-z, A-Z, 0-9, _ or -'));
+    const both = () => defineTool({ name: 'a.b', description: 3 as never, input: z.object({}), execute: () => '' });
+    expect(both).toThrow(/^tool "a\.b": name: must be 1-64 characters of a-z, A-Z, 0-9, _ or -; description: Invalid input: expected string, received number$/);
   });
 
   it('refuses a non-positive timeout', () => {
