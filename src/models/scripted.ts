@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { LoopchartError } from '../errors.js';
+import { kindOf, parseOptions } from '../known-keys.js';
 import {
   argumentsProblem,
   MAX_REPORTED_TOKENS,
@@ -188,10 +189,20 @@ function toTurns(script: readonly ScriptEntry[]): ScriptedTurn[] {
   return turns;
 }
 
+const REPLY_KEYS = Object.keys(ScriptedReplySchema.shape).join(', ');
+const FAILURE_KEYS = Object.keys(ScriptedFailureSchema.shape).join(', ');
+
+/**
+ * A script entry checked as a reply or, when it has an `error` key, as a failure: each schema
+ * alone, so the refusal is one line naming what is wrong inside it (a misspelt key with the
+ * closest one), where the union of the two said only "Invalid input".
+ */
 function parseOutcome(value: unknown, where: string): ScriptedOutcome {
-  const parsed = ScriptedOutcomeSchema.safeParse(value);
-  if (!parsed.success) throw new InvalidScriptError(where, z.prettifyError(parsed.error));
-  return parsed.data;
+  const refuse = (message: string) => new InvalidScriptError(where, message);
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+    throw refuse(`expected a reply ({ ${REPLY_KEYS} }), a failure ({ ${FAILURE_KEYS} }) or a function of the request, got ${kindOf(value)}`);
+  }
+  return 'error' in value ? parseOptions(ScriptedFailureSchema, value, '', refuse) : parseOptions(ScriptedReplySchema, value, '', refuse);
 }
 
 function countAssistantMessages(messages: readonly Message[]): number {

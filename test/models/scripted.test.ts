@@ -143,6 +143,19 @@ describe('scriptedModel', () => {
     expect(() => scriptedModel(bad)).toThrow(/script entry 1/);
   });
 
+  it.each([
+    [{ txt: 'hi' }, /^script entry 0: unknown option "txt" — did you mean "text"\?$/],
+    [{ text: 5 }, /^script entry 0: text: Invalid input: expected string, received number$/],
+    [{ text: 'a', toolCalls: [{ nme: 'x' }] }, /^script entry 0: toolCalls\.0\.name: Invalid input: expected string, received undefined$/],
+    [{ error: 5 }, /^script entry 0: error: expected an? Error or an object \(\{ message, status, retryable, retryAfterMs \}\), got number$/],
+    ['hi', /^script entry 0: expected a reply \(\{ text, toolCalls, finishReason, usage, delayMs \}\), a failure \(\{ error, delayMs \}\) or a function of the request, got string$/],
+  ])('a malformed entry %j says in one line what is wrong in it, a misspelt key with the closest one', (entry, message) => {
+    // Before: "✖ Unrecognized key: \"txt\"" (no suggestion), and "✖ Invalid input" for the others
+    // ({ error: 5 }: "✖ Unrecognized key: \"error\"", read against the reply's keys).
+    expect(() => scriptedModel([entry as never])).toThrow(InvalidScriptError);
+    expect(() => scriptedModel([entry as never])).toThrow(message);
+  });
+
   it('rejects a malformed function result when it is called', async () => {
     const model = scriptedModel([(() => ({ text: 42 })) as unknown as ScriptEntry]);
     await expect(model.generate(request([user]))).rejects.toThrow(/script function for turn 1/);
