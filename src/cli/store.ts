@@ -1,8 +1,9 @@
-import { existsSync } from 'node:fs';
+import { existsSync, statSync } from 'node:fs';
+import { join } from 'node:path';
 import { maskedAddress } from '../stores/masked-address.js';
 import { openSessionStore } from '../stores/open.js';
 import type { SessionStore } from '../stores/session-store.js';
-import { UsageError } from './errors.js';
+import { CliError, UsageError } from './errors.js';
 import { escapeLine } from './escape.js';
 
 /** Where `--store` points, parsed the way `openSessionStore` reads it. */
@@ -27,7 +28,18 @@ export function parseLocation(location: string | undefined): StoreLocation {
     throw new UsageError(`the store ${escapeLine(maskedAddress(location))} (--store or $LOOPCHART_STORE) is no store location: postgres:// or postgresql:// for PostgreSQL, a file path or sqlite:PATH for SQLite, or memory:`);
   }
   const path = (location?.startsWith('sqlite:') ? location.slice('sqlite:'.length) : location) || DEFAULT_SQLITE_PATH;
+  // SQLite said only "cannot reach the database …: unable to open database file".
+  if (isFolder(path)) throw new CliError(`the store ${escapeLine(path)} is a folder, not a SQLite file: name the file (--store ${escapeLine(join(path, 'loopchart.db'))})`);
   return { kind: 'sqlite', path, label: escapeLine(path) };
+}
+
+/** True for a folder; anything else, or a path that cannot be looked at, is left to SQLite to open or refuse. */
+function isFolder(path: string): boolean {
+  try {
+    return statSync(path, { throwIfNoEntry: false })?.isDirectory() ?? false;
+  } catch {
+    return false;
+  }
 }
 
 /**

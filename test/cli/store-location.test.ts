@@ -3,7 +3,10 @@
  * holds a password, and a URL whose scheme is no store's is refused (it was a SQLite file path).
  * `--schema` that no PostgreSQL schema name can be is bad usage too.
  */
-import { describe, expect, it } from 'vitest';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
 import { main } from '../../src/cli/main.js';
 import { parseLocation } from '../../src/cli/store.js';
 
@@ -50,5 +53,21 @@ describe('a --schema no schema can be named', () => {
     expect(err.split('\n')[0]).toMatch(/^loopchart: --schema ".*" is no schema name: lower-case letters, digits and _, not starting with a digit, at most 63$/);
     expect(err).not.toContain('\u001b');
     expect(code).toBe(2);
+  });
+});
+
+describe('a --store that is a folder', () => {
+  const folder = mkdtempSync(join(tmpdir(), 'loopchart-store-folder-'));
+  afterAll(() => rmSync(folder, { recursive: true, force: true }));
+
+  it.each([
+    [['sessions', 'list']],
+    [['schedules', 'add', '--session', 's', '--agent', 'a', '--input', 'Hi.', '--every', '60000']],
+    [['memory', 'list']],
+  ])('%j says it is a folder and which file to name, exit 1', async (argv) => {
+    const { code, out, err } = await cli(...argv, '--store', folder);
+    expect(out).toBe('');
+    expect(err).toBe(`loopchart: the store ${folder} is a folder, not a SQLite file: name the file (--store ${join(folder, 'loopchart.db')})`);
+    expect(code).toBe(1);
   });
 });
