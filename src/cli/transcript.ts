@@ -13,11 +13,14 @@ export interface TranscriptOptions {
 
 const ROLE_WIDTH = 'assistant'.length;
 
+/** What a cut may leave at the end: part of an escape `escapeLine` wrote (`\x9`, `\u20`), or the first half of a surrogate pair. */
+const PARTIAL_END = /\\(?:x[0-9a-f]?|u[0-9a-f]{0,3})?$|[\ud800-\udbff]$/;
+
 /** One line of at most `max` characters: newlines shown as ⏎, controls escaped, the rest cut with its length. */
 export function preview(text: string, max: number | undefined): string {
   const line = escapeLine(text.replace(/\r?\n/g, '⏎'));
   if (max === undefined || line.length <= max) return line;
-  return `${line.slice(0, max)}… [${text.length} chars]`;
+  return `${line.slice(0, max).replace(PARTIAL_END, '')}… [${text.length} chars]`;
 }
 
 const indentRest = (text: string, indent: string) => text.replace(/\n/g, `\n${indent}`);
