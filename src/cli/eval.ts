@@ -12,6 +12,7 @@ import { DEFAULT_VIEWER_PORT, VIEWER_HOST } from '../viewer/server.js';
 import { importAgentModule } from './agent.js';
 import { CliError, UsageError } from './errors.js';
 import { escapeLine } from './escape.js';
+import { refuseDatabaseAsOutput } from './output-file.js';
 import { noStore, withStore, type Io } from './sessions.js';
 import { parseCommandArgs, storeCommandOptions } from './args.js';
 import { MAX_TIMER_MS } from '../timer-bound.js';
@@ -97,6 +98,8 @@ export async function evalCommand(argv: string[], io: Io): Promise<number> {
   if (!['table', 'json', 'junit'].includes(format)) throw new UsageError(`--format must be table, json or junit, got '${format}'`);
   const dataset = positionals[0]!;
   const resultsFile = values.results ?? `${dataset}/.results.jsonl`;
+  refuseDatabaseAsOutput(resultsFile, '--results');
+  if (values.out) refuseDatabaseAsOutput(values.out, '-o');
   if (values.fresh) await writeFile(resultsFile, '').catch(() => {});
   const scorers = values.scorers ? await loadScorers(values.scorers) : undefined;
   const agentModule = values.agent;

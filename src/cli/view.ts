@@ -3,6 +3,7 @@ import { DEFAULT_VIEWER_PORT, sessionHtml, startViewer } from '../viewer/server.
 import { loadSessionView } from '../viewer/load.js';
 import { CliError, UsageError } from './errors.js';
 import { escapeLine } from './escape.js';
+import { refuseDatabaseAsOutput } from './output-file.js';
 import { noStore, withStore, type CommandOptions } from './sessions.js';
 import { restateSchedules } from './restate-schedules.js';
 
@@ -41,6 +42,7 @@ export async function serveCommand(port: string | undefined, options: CommandOpt
 export async function exportCommand(sessionId: string, out: string | undefined, options: CommandOptions): Promise<number> {
   const { io, location } = options;
   if (!out) throw new UsageError('usage: loopchart view export ID -o FILE');
+  refuseDatabaseAsOutput(out, '-o');
   return withStore(
     options,
     async (store) => {
