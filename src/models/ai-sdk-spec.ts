@@ -43,6 +43,17 @@ export interface AiSdkLanguageModel {
   readonly specificationVersion: AiSdkSpecificationVersion;
   readonly provider: string;
   readonly modelId: string;
+  /**
+   * What it takes is left open (`never`): each major names its own call options, and where a
+   * project sets `exactOptionalPropertyTypes` (as `tsc --init` does) no one type fits them all,
+   * since their optional fields refuse `undefined`. The adapter calls it with
+   * `AiSdkStreamOptions`, the fields every version shares (see `AiSdkDriven`).
+   */
+  doStream(options: never): PromiseLike<{ stream: ReadableStream<unknown> }>;
+}
+
+/** A model as the adapter calls it, once `specificationVersionOf` has checked it. */
+export interface AiSdkDriven extends Omit<AiSdkLanguageModel, 'doStream'> {
   doStream(options: AiSdkStreamOptions): PromiseLike<{ stream: ReadableStream<unknown> }>;
 }
 

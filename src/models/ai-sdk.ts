@@ -3,7 +3,7 @@ import type { ToolCall } from '../schemas.js';
 import type { Model, ModelReply, ModelRequest } from '../model.js';
 import { ModelError, parseModelReply, RESPONSE_FORMAT_VERSION, type ResponseFormat } from '../model.js';
 import { toLanguageModelPrompt, toLanguageModelTools } from './ai-sdk-prompt.js';
-import { isUnfinished, readFinishPart, specificationVersionOf, type AiSdkLanguageModel, type AiSdkSpecificationVersion, type AiSdkStreamOptions, type FinishPart } from './ai-sdk-spec.js';
+import { isUnfinished, readFinishPart, specificationVersionOf, type AiSdkDriven, type AiSdkLanguageModel, type AiSdkSpecificationVersion, type AiSdkStreamOptions, type FinishPart } from './ai-sdk-spec.js';
 import { CallGuard, DEFAULT_MODEL_DEADLINE_MS, timeoutOption } from './call-guard.js';
 import { parseArguments, streamedError } from './chat-chunks.js';
 import { MalformedStreamError } from './errors.js';
@@ -97,6 +97,8 @@ export function aiSdkModel(languageModel: AiSdkLanguageModel, options: AiSdkMode
   // 'yes', 'false' or 1 were read by their truthiness.
   if (options.structuredOutputs !== undefined && typeof options.structuredOutputs !== 'boolean') throw new InvalidConfigError('aiSdkModel: structuredOutputs must be a boolean');
   const version = specificationVersionOf(languageModel);
+  // Checked: an object with doStream, of a version whose call options take `AiSdkStreamOptions`.
+  const driven = languageModel as AiSdkDriven;
   const readTimeoutMs = timeoutOption('readTimeoutMs', options.readTimeoutMs, DEFAULT_READ_TIMEOUT_MS);
   const deadlineMs = timeoutOption('deadlineMs', options.deadlineMs, DEFAULT_MODEL_DEADLINE_MS);
   const structuredOutputs = options.structuredOutputs ?? (languageModel as { supportsStructuredOutputs?: unknown }).supportsStructuredOutputs !== false;
@@ -112,7 +114,7 @@ export function aiSdkModel(languageModel: AiSdkLanguageModel, options: AiSdkMode
         let result: unknown;
         try {
           result = await guard.race(
-            languageModel.doStream({
+            driven.doStream({
               prompt: toLanguageModelPrompt(request.messages),
               ...(hasTools ? { tools: toLanguageModelTools(request.tools), toolChoice: { type: 'auto' } } : {}),
               ...(request.responseFormat && structuredOutputs && { responseFormat: aiSdkResponseFormat(request.responseFormat) }),
