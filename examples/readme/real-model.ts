@@ -8,8 +8,10 @@ const baseURL = process.env.OPENAI_BASE_URL ?? 'http://localhost:11434/v1';
 // Dependency-free, Chat Completions over fetch with SSE streaming:
 const http = openAICompatibleModel({ baseURL, apiKey: process.env.OPENAI_API_KEY, model: 'gpt-4o-mini' });
 
-// Any AI SDK provider (AI SDK 5, 6 or 7), here @ai-sdk/openai-compatible:
-const provider = createOpenAICompatible({ name: 'local', baseURL, apiKey: process.env.OPENAI_API_KEY, includeUsage: true });
+// Any AI SDK provider (AI SDK 5, 6 or 7), here @ai-sdk/openai-compatible (its settings refuse an
+// apiKey of undefined under exactOptionalPropertyTypes, so the key is given only when set):
+const apiKey = process.env.OPENAI_API_KEY;
+const provider = createOpenAICompatible({ name: 'local', baseURL, ...(apiKey && { apiKey }), includeUsage: true });
 // The adapter is not told the key the provider sends: `secrets` names what no error may quote.
 const sdk = aiSdkModel(provider.chatModel('gpt-4o-mini'), { secrets: [process.env.OPENAI_API_KEY] });
 
