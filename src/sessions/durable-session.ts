@@ -12,7 +12,7 @@ import { checkKnownKeys, optionKeys } from '../known-keys.js';
 import { feedProblem } from '../brain/feed-problems.js';
 import type { Message, ToolMessage } from '../schemas.js';
 import { isSessionStore, type SessionStore } from '../stores/session-store.js';
-import { SessionBusyError } from '../stores/errors.js';
+import { InvalidSessionIdError, SessionBusyError } from '../stores/errors.js';
 import { checkedExternal, externalEventProblem } from '../agent/protocol/events.js';
 import { extendScope, stopActor, type ChildSession, type OpenChildOptions } from '../agent/protocol/call-scope.js';
 import { EMPTY_LOG, logEffect } from './log-delta.js';
@@ -158,7 +158,12 @@ const OPEN_OPTION_KEYS = optionKeys<OpenSessionOptions>()({
  */
 function checkOpenOptions(options: OpenSessionOptions): void {
   const bad = (message: string) => new InvalidConfigError(`DurableSession.open: ${message}`);
-  const { store, machine, inspect, wrapExecutor, attach, parent }: Record<string, unknown> = { ...options };
+  const { store, machine, inspect, wrapExecutor, attach, parent, sessionId }: Record<string, unknown> = { ...options };
+  // A missing id is a missing option, not a bad id: the store's own check would say only
+  // 'a session id must be a string'. Any other id is left to that check (the one rule of every store).
+  if (sessionId === undefined) {
+    throw new InvalidSessionIdError(sessionId, "DurableSession.open: sessionId is required: a string naming the conversation (say sessionId: 'ticket-42'); the same id opens it again");
+  }
   for (const name of ['create', 'resume'] as const) {
     const value: unknown = options[name];
     if (value !== undefined && typeof value !== 'boolean') throw bad(`${name} must be true or false, not ${JSON.stringify(value)?.slice(0, 40) ?? typeof value}`);

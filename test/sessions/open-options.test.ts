@@ -6,6 +6,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { createAgentMachine, DurableSession, InvalidConfigError, MemorySessionStore } from '../../src/index.js';
+import { InvalidSessionIdError } from '../../src/stores/errors.js';
 import { scriptedModel } from '../../src/testing.js';
 
 describe('DurableSession.open options', () => {
@@ -46,5 +47,16 @@ describe('DurableSession.open options', () => {
       await expect(DurableSession.open(given())).rejects.toThrow(problem);
     }
     expect(await store.load('parts')).toBeUndefined();
+  });
+
+  it('a missing sessionId says the option is required and what to give', async () => {
+    // Before: 'invalid session id of type undefined: a session id must be a string' (the store's id check), which names no option.
+    const store = new MemorySessionStore();
+    const machine = createAgentMachine({ model: scriptedModel([{ text: 'Hello.' }]) });
+    const opened = DurableSession.open({ machine, store } as never);
+    await expect(opened).rejects.toThrow(InvalidSessionIdError);
+    await expect(DurableSession.open({ machine, store } as never)).rejects.toThrow(/DurableSession\.open: sessionId is required: a string naming the conversation/);
+    await expect(DurableSession.open({ machine, store, sessionId: undefined } as never)).rejects.toThrow(/sessionId is required/);
+    expect(await store.list()).toEqual([]);
   });
 });
