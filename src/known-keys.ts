@@ -167,7 +167,17 @@ function expectedOf(issue: z.core.$ZodIssue, keys: readonly string[] | undefined
   if (issue.expected === 'object') return keys ? `an object ({ ${keys.join(', ')} })` : 'an object';
   if (issue.expected === 'array') return 'a list';
   if (issue.expected === 'null' || issue.expected === 'undefined') return issue.expected;
-  return /^[aeiou]/.test(issue.expected) ? `an ${issue.expected}` : `a ${issue.expected}`;
+  return withArticle(issue.expected);
+}
+
+/**
+ * "a" or "an" by the sound that starts the name, not its letter's case: zod's type names
+ * (`an object`, `a string`) and class names (`an Error`, `an AbortSignal`, `a Uint8Array`), and a
+ * capital read letter by letter before another capital (`a URL`, `an HTMLElement`).
+ */
+function withArticle(name: string): string {
+  // A capital U is read "you" (Uint8Array, URL): a consonant sound, so it is left out.
+  return `${/^(?:[aeiouAEIO]|[FHLMNRSX][A-Z])/.test(name) ? 'an' : 'a'} ${name}`;
 }
 
 /** The part of an options value an issue's path points at. */

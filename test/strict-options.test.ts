@@ -63,6 +63,8 @@ describe('a union in options says what it expected (parseOptions)', () => {
     mode: z.union([z.literal(false), z.strictObject({ limit: z.number().optional() })]).optional(),
     wait: z.union([z.number().int().positive(), z.literal(Number.POSITIVE_INFINITY)]).optional(),
     server: z.union([z.strictObject({ command: z.string() }), z.strictObject({ url: z.string() })]).optional(),
+    failure: z.union([z.string(), z.instanceof(Error)]).optional(),
+    endpoint: z.union([z.string(), z.instanceof(URL)]).optional(),
   });
 
   it.each([
@@ -73,6 +75,9 @@ describe('a union in options says what it expected (parseOptions)', () => {
     [{ wait: -1 }, 'wait: Too small: expected number to be >0'],
     // Two branches of the value's type: which one was meant is not known, so zod's word stays.
     [{ server: { cmd: 'x' } }, 'server: Invalid input'],
+    // The article goes by the sound, whatever the case: before, 'expected a string or a Error'.
+    [{ failure: 1 }, 'failure: expected a string or an Error, got number'],
+    [{ endpoint: 1 }, 'endpoint: expected a string or a URL, got number'],
   ])('%j (before: "Invalid input", or "Unrecognized key" with no suggestion)', (value, message) => {
     expect(() => parseOptions(schema, value, 'demo')).toThrow(InvalidConfigError);
     expect(() => parseOptions(schema, value, 'demo')).toThrow(`demo: ${message}`);
