@@ -9,7 +9,7 @@ import { loadAgentMachine } from './agent.js';
 import { CliError, UsageError } from './errors.js';
 import { escapeLine } from './escape.js';
 import { cliHint } from './hint.js';
-import { INTERRUPTED_EXIT_CODE, watchInterrupt } from './interrupt.js';
+import { watchInterrupt } from './interrupt.js';
 import { liveTranscript } from './live-transcript.js';
 import { loadSession, noStore, withStore, type CommandOptions } from './sessions.js';
 import { DEFAULT_SQLITE_PATH } from './store.js';
@@ -86,7 +86,7 @@ async function refuseStall(session: DurableSession, sessionId: string, why: Stal
 /**
  * Drives the session's run to its end, printing its messages as they come (`start` begins the
  * run once the printer listens), then how it ended. Ctrl-C cancels it (the session stays, at
- * rest) and prints how to go on; exit 130 then, 1 for Failed.
+ * rest) and prints how to go on; exit 130 then (143 for SIGTERM), 1 for Failed.
  */
 async function driveRun(session: DurableSession, sessionId: string, committedBefore: number, options: CommandOptions, start?: () => void): Promise<number> {
   const { io } = options;
@@ -112,7 +112,7 @@ async function driveRun(session: DurableSession, sessionId: string, committedBef
   io.out(`outcome: ${outcome ? describeOutcome(outcome) : 'unknown'}`);
   if (outcome?.type === 'Cancelled') {
     io.out(`the session is kept; continue it: ${sendHint(sessionId, options)}`);
-    return interrupt.pressed ? INTERRUPTED_EXIT_CODE : 1;
+    return interrupt.pressed ? interrupt.exitCode : 1;
   }
   if (outcome?.type !== 'Failed') return 0;
   // Scripts read stderr: the cause and what to check, in one line.

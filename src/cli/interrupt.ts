@@ -1,24 +1,38 @@
 /**
- * Ctrl-C while a run goes, for the CLI and the demo: the first press cancels the run (the driver
- * sends `cancel`: in-flight calls are aborted and answered as interrupted, the session keeps its
- * coherent history), the second exits at once with 130, whatever is still running (a tool that
- * ignores its abort signal keeps the process alive otherwise).
+ * Ctrl-C (SIGINT) or SIGTERM while a run goes, for the CLI and the demo: the first signal cancels
+ * the run (the driver sends `cancel`: in-flight calls are aborted and answered as interrupted, the
+ * session keeps its coherent history), the second exits at once, whatever is still running (a tool
+ * that ignores its abort signal keeps the process alive otherwise). SIGTERM is how Docker,
+ * Kubernetes and systemd stop a process: it takes the same path, with its own exit status.
  */
 
 /** The exit code of a process stopped by Ctrl-C (128 + SIGINT). */
 export const INTERRUPTED_EXIT_CODE = 130;
 
+/** The exit code of a process stopped by SIGTERM (128 + SIGTERM). */
+export const TERMINATED_EXIT_CODE = 143;
+
+/** The signals that stop a run, each with its exit code and the line saying what happens. */
+const STOPS = {
+  SIGINT: { exitCode: INTERRUPTED_EXIT_CODE, line: 'interrupted: cancelling the run, the session is kept (Ctrl-C again quits at once)' },
+  SIGTERM: { exitCode: TERMINATED_EXIT_CODE, line: 'terminated (SIGTERM): cancelling the run, the session is kept (a second signal quits at once)' },
+} as const;
+
+type StopSignal = keyof typeof STOPS;
+
 export interface InterruptWatch {
-  /** True once Ctrl-C was pressed. */
+  /** True once Ctrl-C was pressed or SIGTERM came. */
   readonly pressed: boolean;
+  /** The exit code for the signal that came first: 130 (Ctrl-C) or 143 (SIGTERM); 130 before any. */
+  readonly exitCode: number;
   /** What a Ctrl-C does, for a source of its own (readline takes Ctrl-C from a terminal it reads). */
   press(): void;
-  /** Stops listening, unless Ctrl-C was pressed: then a second press still exits at once. */
+  /** Stops listening, unless a signal came: then a second one still exits at once. */
   detach(): void;
 }
 
 /**
- * Listens for SIGINT until `detach()`; `say` prints the one line telling the user what happens.
+ * Listens for SIGINT and SIGTERM until `detach()`; `say` prints the one line telling the user what happens.
  *
  * @example
  * ```ts
@@ -28,21 +42,29 @@ export interface InterruptWatch {
  * ```
  */
 export function watchInterrupt(cancel: () => void, say: (line: string) => void): InterruptWatch {
-  let pressed = false;
-  const onSigint = () => {
-    if (pressed) process.exit(INTERRUPTED_EXIT_CODE);
-    pressed = true;
-    say('interrupted: cancelling the run, the session is kept (Ctrl-C again quits at once)');
+  let first: StopSignal | undefined;
+  const onSignal = (signal: StopSignal) => {
+    if (first) process.exit(STOPS[signal].exitCode);
+    first = signal;
+    say(STOPS[signal].line);
     cancel();
   };
+  const onSigint = () => onSignal('SIGINT');
+  const onSigterm = () => onSignal('SIGTERM');
   process.on('SIGINT', onSigint);
+  process.on('SIGTERM', onSigterm);
   return {
     get pressed() {
-      return pressed;
+      return first !== undefined;
+    },
+    get exitCode() {
+      return STOPS[first ?? 'SIGINT'].exitCode;
     },
     press: onSigint,
     detach: () => {
-      if (!pressed) process.off('SIGINT', onSigint);
+      if (first) return;
+      process.off('SIGINT', onSigint);
+      process.off('SIGTERM', onSigterm);
     },
   };
 }

@@ -54,7 +54,7 @@ const OPTIONS = `options:
 
 const EXIT_CODES = `exit codes: 0 done, 1 error (unknown or corrupt session, busy, an unreachable or unreadable store, a run
             that failed), 2 bad usage (a resume or send without --agent of a session the demo did not
-            make), 130 a run interrupted by Ctrl-C (the session is kept: send continues it)`;
+            make), 130 a run interrupted by Ctrl-C, 143 by SIGTERM (the session is kept: send continues it)`;
 
 export const SESSIONS_USAGE = `usage: loopchart sessions <command> [options]
 

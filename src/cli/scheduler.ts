@@ -7,6 +7,7 @@ import { escapeLine } from './escape.js';
 import type { Io } from './sessions.js';
 import { parseLocation } from './store.js';
 import { parseCommandArgs, storeArgument } from './args.js';
+import { watchStopSignals, type StopSignals } from './stop-signals.js';
 
 export const SCHEDULER_USAGE = `usage: loopchart scheduler --agents MODULE [options]
 
@@ -68,24 +69,6 @@ function tickLine(tick: ScheduleTick): string {
   return `${when(new Date())}  ${escapeLine(tick.scheduleId)} -> ${escapeLine(tick.session)}  due ${when(tick.due)}  ${escapeLine(tick.outcome)}${error}  next ${when(tick.nextAt)}`;
 }
 
-/** The next SIGINT or SIGTERM (`next`), listened for until it comes or `off()`. */
-function watchSignals(): { next: Promise<NodeJS.Signals>; off(): void } {
-  let on: (signal: NodeJS.Signals) => void = () => {};
-  const off = () => {
-    process.off('SIGINT', on);
-    process.off('SIGTERM', on);
-  };
-  const next = new Promise<NodeJS.Signals>((resolve) => {
-    on = (signal) => {
-      off();
-      resolve(signal);
-    };
-  });
-  process.on('SIGINT', on);
-  process.on('SIGTERM', on);
-  return { next, off };
-}
-
 /** `loopchart scheduler …` (argv after `scheduler`): runs until a signal, then stops cleanly. */
 export async function schedulerCommand(argv: string[], io: Io): Promise<number> {
   const { values, positionals } = parseCommandArgs(argv, SCHEDULER_ARGS);
@@ -100,8 +83,8 @@ export async function schedulerCommand(argv: string[], io: Io): Promise<number> 
   const maxConcurrentRuns = wholeNumber('max-concurrent', values['max-concurrent']);
   const maxIdleMs = wholeNumber('max-idle-ms', values['max-idle-ms']);
   // Listening before anything slow: a signal while the module loads stops the command, not the process.
-  const first = watchSignals();
-  let second: ReturnType<typeof watchSignals> | undefined;
+  const first = watchStopSignals();
+  let second: StopSignals | undefined;
   try {
     const agents = await loadAgents(values.agents);
     const location = parseLocation(storeArgument(values));
@@ -119,7 +102,7 @@ export async function schedulerCommand(argv: string[], io: Io): Promise<number> 
       });
       io.out(`loopchart scheduler: ${escapeLine(scheduler.owner)} fires the schedules of ${location.label} for ${[...agents.keys()].map(escapeLine).join(', ')} (SIGINT or SIGTERM stops)`);
       io.err(`loopchart scheduler: ${await first.next}: no more claims; the runs in flight have ${graceMs} ms to end (a second signal lets them go now)`);
-      second = watchSignals();
+      second = watchStopSignals();
       void second.next.then(() => scheduler.stop({ graceMs: 0 }));
       await scheduler.stop({ graceMs });
       io.err('loopchart scheduler: stopped');

@@ -6,6 +6,7 @@ import { escapeLine } from './escape.js';
 import { refuseDatabaseAsOutput } from './output-file.js';
 import { noStore, withStore, type CommandOptions } from './sessions.js';
 import { restateSchedules } from './restate-schedules.js';
+import { watchStopSignals } from './stop-signals.js';
 
 function parsePort(text: string | undefined): number {
   if (text === undefined) return DEFAULT_VIEWER_PORT;
@@ -13,29 +14,28 @@ function parsePort(text: string | undefined): number {
   return Number(text);
 }
 
-/** Resolves at Ctrl+C or SIGTERM: the server runs until then. */
-const untilStopped = () =>
-  new Promise<void>((resolve) => {
-    process.once('SIGINT', resolve);
-    process.once('SIGTERM', resolve);
-  });
-
 /** `loopchart view [--store] [--port N] [--restate URL]`: serves the viewer on 127.0.0.1 until stopped; `/schedules` lists Restate's with `--restate`. */
 export async function serveCommand(port: string | undefined, options: CommandOptions, restate?: string): Promise<number> {
   const { io, location } = options;
   const chosen = parsePort(port);
-  const schedules = restate === undefined ? undefined : await restateSchedules(restate);
-  return withStore(
-    options,
-    async (store) => {
-      const viewer = await startViewer({ store, port: chosen, storeLabel: location.label, schedules });
-      io.out(`loopchart view: ${escapeLine(location.label)} at ${viewer.url} (127.0.0.1 only; Ctrl+C stops)`);
-      await untilStopped();
-      await viewer.close();
-      return 0;
-    },
-    noStore(location),
-  );
+  // Listening before anything slow: SIGTERM while the store opens stops the command, exit 0, as Ctrl-C does.
+  const stop = watchStopSignals();
+  try {
+    const schedules = restate === undefined ? undefined : await restateSchedules(restate);
+    return await withStore(
+      options,
+      async (store) => {
+        const viewer = await startViewer({ store, port: chosen, storeLabel: location.label, schedules });
+        io.out(`loopchart view: ${escapeLine(location.label)} at ${viewer.url} (127.0.0.1 only; Ctrl+C or SIGTERM stops)`);
+        await stop.next;
+        await viewer.close();
+        return 0;
+      },
+      noStore(location),
+    );
+  } finally {
+    stop.off();
+  }
 }
 
 /** `loopchart view export ID -o FILE`: one self-contained HTML file. */
