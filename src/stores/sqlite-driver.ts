@@ -27,7 +27,7 @@ export interface SqliteConnection {
  * What a driver error means to the store, whichever binding raised it; 'other' is any other
  * SQLite error, and null is an error that did not come from SQLite at all.
  */
-export type SqliteFailure = 'busy' | 'primary-key' | 'corrupt' | 'full' | 'cantopen' | 'other';
+export type SqliteFailure = 'busy' | 'primary-key' | 'corrupt' | 'full' | 'cantopen' | 'readonly' | 'other';
 
 /** No usable SQLite binding: Node is older than 22.13 and better-sqlite3 is not installed (or not built). */
 export class SqliteDriverUnavailableError extends LoopchartError {
@@ -42,6 +42,7 @@ export class SqliteDriverUnavailableError extends LoopchartError {
 const SQLITE_CONSTRAINT_PRIMARYKEY = 1555;
 const PRIMARY_CODES: ReadonlyMap<number, SqliteFailure> = new Map([
   [5, 'busy'], // SQLITE_BUSY
+  [8, 'readonly'], // SQLITE_READONLY
   [11, 'corrupt'], // SQLITE_CORRUPT
   [26, 'corrupt'], // SQLITE_NOTADB
   [13, 'full'], // SQLITE_FULL
@@ -49,6 +50,7 @@ const PRIMARY_CODES: ReadonlyMap<number, SqliteFailure> = new Map([
 ]);
 const SYMBOLIC_CODES: ReadonlyMap<string, SqliteFailure> = new Map([
   ['SQLITE_BUSY', 'busy'],
+  ['SQLITE_READONLY', 'readonly'],
   ['SQLITE_CORRUPT', 'corrupt'],
   ['SQLITE_NOTADB', 'corrupt'],
   ['SQLITE_FULL', 'full'],
@@ -82,7 +84,7 @@ interface NodeSqliteModule {
   };
 }
 
-type BetterSqliteConstructor = new (path: string, options?: { timeout?: number | undefined }) => {
+type BetterSqliteConstructor = new (path: string, options?: { timeout?: number | undefined; readonly?: boolean | undefined }) => {
   exec(sql: string): void;
   prepare(sql: string): SqliteStatement;
   close(): void;
@@ -118,8 +120,11 @@ export function defaultSqliteDriver(): SqliteDriverName {
   return loadNodeSqlite() ? 'node:sqlite' : 'better-sqlite3';
 }
 
-/** Opens `path` with the named driver (default: `defaultSqliteDriver()`). */
-export function openSqlite(path: string, options: { driver?: SqliteDriverName | undefined; busyTimeoutMs: number }): SqliteConnection {
+/**
+ * Opens `path` with the named driver (default: `defaultSqliteDriver()`); `readOnly` opens an
+ * existing file for reading only (SQLite refuses every write on that connection).
+ */
+export function openSqlite(path: string, options: { driver?: SqliteDriverName | undefined; busyTimeoutMs: number; readOnly?: boolean | undefined }): SqliteConnection {
   const driver = options.driver ?? defaultSqliteDriver();
   if (driver === 'node:sqlite') {
     const module = loadNodeSqlite();
@@ -129,7 +134,7 @@ export function openSqlite(path: string, options: { driver?: SqliteDriverName | 
         `this Node (${process.version}) has no node:sqlite; it needs Node 22.13 or later. Use driver 'better-sqlite3' instead`,
       );
     }
-    const db = new module.DatabaseSync(path);
+    const db = new module.DatabaseSync(path, { readOnly: options.readOnly === true });
     try {
       // Set by pragma, not the constructor's `timeout` option, which older 22.x lack.
       db.exec(`PRAGMA busy_timeout = ${Math.trunc(options.busyTimeoutMs)}`);
@@ -140,7 +145,7 @@ export function openSqlite(path: string, options: { driver?: SqliteDriverName | 
     return connection(driver, db);
   }
   const Database = loadBetterSqlite();
-  return connection(driver, new Database(path, { timeout: options.busyTimeoutMs }));
+  return connection(driver, new Database(path, { timeout: options.busyTimeoutMs, readonly: options.readOnly === true }));
 }
 
 function connection(driver: SqliteDriverName, db: { exec(sql: string): void; prepare(sql: string): SqliteStatement; close(): void }): SqliteConnection {

@@ -1,5 +1,5 @@
 import type { SqliteConnection } from './sqlite-driver.js';
-import { StoreSchemaVersionError } from './errors.js';
+import { StoreError, StoreSchemaVersionError } from './errors.js';
 
 /**
  * The SQLite layout and its migrations. `meta.schema_version` says which layout a file has;
@@ -75,4 +75,25 @@ export function migrateSqlite(db: SqliteConnection, where: string): void {
       );
     }
   });
+}
+
+/**
+ * The schema check of a file opened read-only: it reads the version and writes nothing. A file of
+ * an older layout is refused rather than read half-migrated: migrating is a write, so a writer
+ * must open it once first.
+ */
+export function checkSqliteSchemaReadOnly(db: SqliteConnection, where: string): void {
+  const hasMeta = db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'meta'").get() !== undefined;
+  const row = hasMeta ? (db.prepare("SELECT value FROM meta WHERE key = 'schema_version'").get() as { value: string } | undefined) : undefined;
+  const found = row === undefined ? 0 : Number(row.value);
+  if (!Number.isInteger(found) || found < 0 || found > SQLITE_SCHEMA_VERSION) {
+    throw new StoreSchemaVersionError(where, String(row?.value), SQLITE_SCHEMA_VERSION);
+  }
+  if (found < SQLITE_SCHEMA_VERSION) {
+    throw new StoreError(
+      where,
+      `the file is read-only and holds store schema version ${found}, older than this loopchart's ${SQLITE_SCHEMA_VERSION}: ` +
+        'it needs upgrading, which is a write; open it once with write access (any loopchart command that opens the store does it), then read it',
+    );
+  }
 }

@@ -1,4 +1,4 @@
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { accessSync, constants, existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
 import type { ToolMessage } from '../schemas.js';
 import { decodeJournalEntry, decodeSession } from './decode.js';
@@ -8,7 +8,7 @@ import { MAX_TIMER_MS } from '../timer-bound.js';
 import { checkKnownKeys, optionKeys } from '../known-keys.js';
 import { CorruptSessionError, StoreBusyError, StoreCorruptError, StoreError, StoreFullError, StoreUnavailableError } from './errors.js';
 import type { SessionStore, SessionSummary, StepWrite, StoredSession, TraceRecord } from './session-store.js';
-import { migrateSqlite } from './sqlite-schema.js';
+import { checkSqliteSchemaReadOnly, migrateSqlite } from './sqlite-schema.js';
 import { openSqlite, sqliteFailure, type SqliteConnection, type SqliteDriverName } from './sqlite-driver.js';
 import { checkSessionId, decodeTraceRow, encodeJournalEntry, encodeStep, encodeTraceEntries, planStep, traceLimit } from './step.js';
 import type { EncodedStep } from './step.js';
@@ -68,8 +68,45 @@ function storeError(where: string, error: unknown): unknown {
       return new StoreFullError(where, detail, { cause: error });
     case 'cantopen':
       return new StoreUnavailableError(where, detail, { cause: error });
+    case 'readonly':
+      return readOnlyError(where, { cause: error });
     default:
       return new StoreError(where, detail, { cause: error });
+  }
+}
+
+/** A write refused because the file may only be read (its mode, its owner, a read-only mount). */
+function readOnlyError(where: string, options?: { cause?: unknown }): StoreError {
+  return new StoreError(where, 'the file is read-only: it can be listed and loaded, not written; nothing was written', options);
+}
+
+/**
+ * A read-only file SQLite cannot open: one in write-ahead-log mode whose folder takes no `-shm`
+ * file (a read-only mount) cannot be read without it (SQLite's own rule), which its driver
+ * reports only as 'unable to open database file'.
+ */
+function readOnlyOpenError(where: string, error: unknown): unknown {
+  if (sqliteFailure(error) !== 'cantopen') return storeError(where, error);
+  const detail =
+    `${(error as Error).message}: the file is read-only and in write-ahead-log mode, and SQLite needs its -shm file beside it to read it, ` +
+    'which this folder does not take; copy the file to a folder you may write, or back it up with VACUUM INTO (no write-ahead log)';
+  return new StoreUnavailableError(where, detail, { cause: error });
+}
+
+/**
+ * Whether `path` is a file this process may read and not write: a backup, a shared file of mode
+ * 0444, a read-only mount, an immutable file. Asked of the file system before SQLite opens it,
+ * because SQLite would run its write-ahead-log switch and the migrations (writes) first and fail
+ * before the first read. A file that does not exist yet is not read-only: the store creates it.
+ */
+function readOnlyFile(path: string): boolean {
+  if (path === ':memory:' || !existsSync(path)) return false;
+  try {
+    accessSync(path, constants.W_OK);
+    return false;
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    return code === 'EACCES' || code === 'EPERM' || code === 'EROFS';
   }
 }
 
@@ -162,6 +199,8 @@ function checkOptions(options: SqliteStoreOptions): void {
 
 /**
  * The embedded session store: one SQLite file (WAL), safe for several processes on one machine.
+ * A file this process may only read (a backup, mode 0444, a read-only mount) opens for reading,
+ * unchanged: its writes are refused with a `StoreError` saying the file is read-only.
  * @example
  * ```ts
  * import { DurableSession } from 'loopchart';
@@ -180,6 +219,8 @@ export class SqliteSessionStore implements SessionStore {
   private readonly sql: ReturnType<typeof prepareStatements>;
   private readonly applyTxn: (sessionId: string, step: EncodedStep) => number;
   private readonly loadTxn: (sessionId: string) => StoredSession | undefined;
+  /** Opened for reading only (see `readOnlyFile`): every write is refused before it reaches SQLite. */
+  private readonly readOnly: boolean;
 
   constructor(given: SqliteStoreOptions | string = {}) {
     const options = typeof given === 'string' ? { path: given } : given;
@@ -188,22 +229,28 @@ export class SqliteSessionStore implements SessionStore {
     this.path = path === ':memory:' ? path : resolve(path);
     if (this.path !== ':memory:') ignoreInGit(mkdirSync(dirname(this.path), { recursive: true }), dirname(this.path));
     const where = `SQLite store ${this.path}`;
+    this.readOnly = readOnlyFile(this.path);
     try {
-      this.db = openSqlite(this.path, { busyTimeoutMs: options.busyTimeoutMs ?? 5000, ...(options.driver && { driver: options.driver }) });
+      this.db = openSqlite(this.path, { busyTimeoutMs: options.busyTimeoutMs ?? 5000, readOnly: this.readOnly, ...(options.driver && { driver: options.driver }) });
     } catch (error) {
-      throw storeError(where, error);
+      throw this.readOnly ? readOnlyOpenError(where, error) : storeError(where, error);
     }
     this.driver = this.db.driver;
     try {
-      // WAL: readers never block the writer and a commit appends to one file; it is also what
-      // makes the NORMAL/FULL trade-off above hold.
-      this.db.exec('PRAGMA journal_mode = WAL');
-      this.db.exec(`PRAGMA synchronous = ${options.synchronous === 'NORMAL' ? 'NORMAL' : 'FULL'}`);
-      migrateSqlite(this.db, `SQLite store ${this.path}`);
+      if (this.readOnly) {
+        // Nothing is switched or migrated: those are writes. The file is read as its writer left it.
+        checkSqliteSchemaReadOnly(this.db, where);
+      } else {
+        // WAL: readers never block the writer and a commit appends to one file; it is also what
+        // makes the NORMAL/FULL trade-off above hold.
+        this.db.exec('PRAGMA journal_mode = WAL');
+        this.db.exec(`PRAGMA synchronous = ${options.synchronous === 'NORMAL' ? 'NORMAL' : 'FULL'}`);
+        migrateSqlite(this.db, where);
+      }
       this.sql = prepareStatements(this.db);
     } catch (error) {
       this.db.close();
-      throw storeError(where, error);
+      throw this.readOnly ? readOnlyOpenError(where, error) : storeError(where, error);
     }
     this.applyTxn = (sessionId, step) => this.db.transaction('immediate', () => this.applyLocked(sessionId, step));
     // A deferred read transaction: the head row and the log come from one snapshot even if
@@ -218,6 +265,7 @@ export class SqliteSessionStore implements SessionStore {
 
   async apply(sessionId: string, write: StepWrite): Promise<number> {
     const step = encodeStep(sessionId, write);
+    this.refuseIfReadOnly();
     // BEGIN IMMEDIATE takes the file's write lock before the version is read, so the check
     // and the write are one critical section across processes, not just connections.
     return this.guard(() => this.applyTxn(sessionId, step));
@@ -236,6 +284,7 @@ export class SqliteSessionStore implements SessionStore {
 
   async journalToolResult(sessionId: string, turnKey: string, result: ToolMessage): Promise<void> {
     const entry = encodeJournalEntry(sessionId, turnKey, result);
+    this.refuseIfReadOnly();
     this.guard(() => this.sql.journalInsert.run(sessionId, turnKey, entry.toolCallId, entry.json, Date.now()));
   }
 
@@ -248,6 +297,7 @@ export class SqliteSessionStore implements SessionStore {
   async appendTrace(sessionId: string, entries: readonly unknown[]): Promise<void> {
     const rows = encodeTraceEntries(sessionId, entries);
     if (rows.length === 0) return;
+    this.refuseIfReadOnly();
     this.guard(() => this.db.transaction('immediate', () => rows.forEach((json) => this.sql.traceInsert.run(sessionId, json))));
   }
 
@@ -294,6 +344,10 @@ export class SqliteSessionStore implements SessionStore {
     else for (const turnKey of step.clearJournal ?? []) this.sql.journalClearTurn.run(sessionId, turnKey);
     for (const json of step.traceRows) this.sql.traceInsert.run(sessionId, json);
     return plan.version;
+  }
+
+  private refuseIfReadOnly(): void {
+    if (this.readOnly) throw readOnlyError(`SQLite store ${this.path}`);
   }
 
   private guard<T>(work: () => T): T {
