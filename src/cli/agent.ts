@@ -42,8 +42,27 @@ export async function loadAgentMachine(
     return { machine: await demoAgentMachine(), name: 'the demo folder agent (examples/folder-agent.ts)' };
   }
   const module = await importAgentModule(modulePath);
-  const config = await agentConfigOf(module.agent ?? module.default, `${modulePath} must export \`agent\``);
+  const config = await agentConfigOf(exportOf(module, 'agent') ?? module.default, `${modulePath} must export \`agent\``);
   return { machine: createAgentMachine(config), name: modulePath };
+}
+
+/**
+ * A module's export `name`: its own, else the property `name` of its CommonJS exports object.
+ * Node's `import()` of a CommonJS module (a .cjs file, a .js outside a "type": "module" package)
+ * gives `module.exports` as `default`, and as named exports only the names it finds by reading
+ * the source: `module.exports = { agent: build() }` or `= build()` have none. An ES module's own
+ * export is read first, so which of its exports wins does not change.
+ *
+ * @example
+ * ```ts
+ * const module = await importAgentModule('./agent.cjs');
+ * const agent = exportOf(module, 'agent') ?? module.default;
+ * ```
+ */
+export function exportOf(module: Record<string, unknown>, name: string): unknown {
+  if (module[name] !== undefined) return module[name];
+  const exports = module.default;
+  return exports !== null && typeof exports === 'object' && Object.hasOwn(exports, name) ? (exports as Record<string, unknown>)[name] : undefined;
 }
 
 /**

@@ -9,7 +9,7 @@ import type { EvalAgent } from '../evals/run-case.js';
 import type { Scorer } from '../evals/scorers.js';
 import type { SessionStore } from '../stores/session-store.js';
 import { DEFAULT_VIEWER_PORT, VIEWER_HOST } from '../viewer/server.js';
-import { importAgentModule } from './agent.js';
+import { exportOf, importAgentModule } from './agent.js';
 import { CliError, UsageError } from './errors.js';
 import { escapeLine } from './escape.js';
 import { refuseDatabaseAsOutput } from './output-file.js';
@@ -139,7 +139,7 @@ export async function evalCommand(argv: string[], io: Io): Promise<number> {
 function agentOf(modulePath: string): EvalAgent {
   let loaded: Promise<unknown> | undefined;
   return async (evalCase: EvalCase) => {
-    loaded ??= importAgentModule(modulePath).then((module) => module.agent ?? module.default);
+    loaded ??= importAgentModule(modulePath).then((module) => exportOf(module, 'agent') ?? module.default);
     const agent = await loaded;
     const config = typeof agent === 'function' ? await (agent as (c: EvalCase) => unknown)(evalCase) : agent;
     if (!config || typeof config !== 'object' || !('model' in config)) throw new Error(`${modulePath} must export \`agent\`: an AgentConfig or a function (case) => AgentConfig`);
@@ -149,7 +149,7 @@ function agentOf(modulePath: string): EvalAgent {
 
 async function loadScorers(modulePath: string): Promise<Scorer[]> {
   const module = await importAgentModule(modulePath);
-  const scorers = module.scorers ?? module.default;
+  const scorers = exportOf(module, 'scorers') ?? module.default;
   if (!Array.isArray(scorers) || !scorers.every((s) => s && typeof s.name === 'string' && typeof s.score === 'function')) {
     throw new CliError(`${modulePath} must export \`scorers\`: an array of scorers ({ name, score(case, run) })`);
   }

@@ -2,7 +2,7 @@ import { replayAgainst } from '../evals/helpers.js';
 import type { EvalAgent } from '../evals/run-case.js';
 import { forkSession } from '../sessions/fork.js';
 import { replaySession } from '../sessions/replay.js';
-import { DEMO_SESSION_PREFIX, importAgentModule } from './agent.js';
+import { DEMO_SESSION_PREFIX, exportOf, importAgentModule } from './agent.js';
 import { sendHint } from './continue.js';
 import { CliError, UsageError } from './errors.js';
 import { escapeLine } from './escape.js';
@@ -60,7 +60,7 @@ export async function forkCommand(sessionId: string, at: string, as: string | un
 export async function replayAgainstCommand(sessionId: string, modulePath: string, options: CommandOptions): Promise<number> {
   const { io, location } = options;
   const module = await importAgentModule(modulePath);
-  const agent = module.agent ?? module.default;
+  const agent = exportOf(module, 'agent') ?? module.default;
   if (!agent || (typeof agent !== 'function' && (typeof agent !== 'object' || !('model' in agent)))) {
     throw new CliError(`${modulePath} must export \`agent\`: an AgentConfig, or a function returning one`);
   }

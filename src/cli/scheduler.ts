@@ -1,7 +1,7 @@
 import { createAgentMachine, type AgentMachine } from '../../machines/agent.machine.js';
 import { startScheduler, type ScheduleTick } from '../schedules/scheduler.js';
 import { openSessionStore } from '../stores/open.js';
-import { agentConfigOf, importAgentModule } from './agent.js';
+import { agentConfigOf, exportOf, importAgentModule } from './agent.js';
 import { CliError, UsageError } from './errors.js';
 import { escapeLine } from './escape.js';
 import type { Io } from './sessions.js';
@@ -50,7 +50,7 @@ function wholeNumber(name: string, text: string | undefined): number | undefined
 /** The module's `agents` as machines by name. */
 async function loadAgents(modulePath: string): Promise<Map<string, AgentMachine>> {
   const module = await importAgentModule(modulePath);
-  const exported = module.agents;
+  const exported = exportOf(module, 'agents');
   if (typeof exported !== 'object' || exported === null || Array.isArray(exported) || Object.keys(exported).length === 0) {
     throw new CliError(`${modulePath} must export \`agents\`: an object of agents by name ({ reporter: AgentConfig, ... }), not empty`);
   }
