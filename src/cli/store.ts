@@ -1,5 +1,5 @@
 import { existsSync, statSync } from 'node:fs';
-import { join } from 'node:path';
+import { join, sep } from 'node:path';
 import { maskedAddress } from '../stores/masked-address.js';
 import { openSessionStore } from '../stores/open.js';
 import type { SessionStore } from '../stores/session-store.js';
@@ -29,16 +29,30 @@ export function parseLocation(location: string | undefined): StoreLocation {
   }
   const path = (location?.startsWith('sqlite:') ? location.slice('sqlite:'.length) : location) || DEFAULT_SQLITE_PATH;
   // SQLite said only "cannot reach the database …: unable to open database file".
-  if (isFolder(path)) throw new CliError(`the store ${escapeLine(path)} is a folder, not a SQLite file: name the file (--store ${escapeLine(join(path, 'loopchart.db'))})`);
+  if (lookAt(path) === 'folder') throw new CliError(`the store ${escapeLine(path)} is a folder, not a SQLite file: name the file (--store ${escapeLine(join(path, 'loopchart.db'))})`);
+  // Reading commands said "no sessions: s.db/ does not exist", exit 0, while `schedules add` wrote to s.db.
+  // On Windows '\\' separates folders too; elsewhere it is a character of a file name.
+  const separators = sep === '\\' ? /[\\/]+$/ : /\/+$/;
+  if (separators.test(path)) {
+    throw new CliError(`the store ${escapeLine(path)} ends in '${path.at(-1)}', which names a folder, not a SQLite file: name the file (--store ${escapeLine(path.replace(separators, ''))})`);
+  }
   return { kind: 'sqlite', path, label: escapeLine(path) };
 }
 
-/** True for a folder; anything else, or a path that cannot be looked at, is left to SQLite to open or refuse. */
-function isFolder(path: string): boolean {
+/** Longest part of a too-long path a message shows. */
+const SHOWN_CHARS = 80;
+
+/**
+ * A folder, or anything else SQLite is left to open or refuse; a path the file system cannot
+ * hold is a `CliError` (reading commands said "no sessions: … does not exist", exit 0).
+ */
+function lookAt(path: string): 'folder' | 'other' {
   try {
-    return statSync(path, { throwIfNoEntry: false })?.isDirectory() ?? false;
-  } catch {
-    return false;
+    return statSync(path, { throwIfNoEntry: false })?.isDirectory() ? 'folder' : 'other';
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'ENAMETOOLONG') return 'other';
+    const shown = path.length > SHOWN_CHARS ? `${escapeLine(path.slice(0, SHOWN_CHARS))}… (${path.length} characters)` : escapeLine(path);
+    throw new CliError(`the store ${shown} is a path too long for the file system (ENAMETOOLONG): a shorter path, or a name of at most 255 bytes in each folder`, { cause: error });
   }
 }
 

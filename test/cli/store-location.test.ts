@@ -71,3 +71,30 @@ describe('a --store that is a folder', () => {
     expect(code).toBe(1);
   });
 });
+
+describe('a --store path that cannot name a SQLite file', () => {
+  const folder = mkdtempSync(join(tmpdir(), 'loopchart-store-path-'));
+  afterAll(() => rmSync(folder, { recursive: true, force: true }));
+
+  it.each([
+    [['sessions', 'list']],
+    [['schedules', 'add', '--session', 's', '--agent', 'a', '--input', 'Hi.', '--every', '60000']],
+  ])('%j with a path ending in / says it names a folder, exit 1 (it said "no sessions: … does not exist", exit 0)', async (argv) => {
+    const store = join(folder, 's.db') + '/';
+    const { code, out, err } = await cli(...argv, '--store', store);
+    expect(out).toBe('');
+    expect(err).toBe(`loopchart: the store ${store} ends in '/', which names a folder, not a SQLite file: name the file (--store ${join(folder, 's.db')})`);
+    expect(code).toBe(1);
+  });
+
+  it.each([
+    ['a name longer than the file system allows', () => join(folder, `${'n'.repeat(300)}.db`)],
+    ['a path longer than the file system allows', () => join(folder, ...Array.from({ length: 40 }, () => 'd'.repeat(200)), 's.db')],
+  ])('%s is ENAMETOOLONG, exit 1 (it said "no sessions: … does not exist", exit 0)', async (_what, path) => {
+    const store = path();
+    const { code, out, err } = await cli('sessions', 'list', '--store', store);
+    expect(out).toBe('');
+    expect(err).toMatch(/^loopchart: the store .{1,120}… \(\d+ characters\) is a path too long for the file system \(ENAMETOOLONG\): a shorter path, or a name of at most 255 bytes in each folder$/);
+    expect(code).toBe(1);
+  });
+});
