@@ -1,4 +1,4 @@
-import { openSqliteBeside } from '../stores/beside-sessions.js';
+import { openSqliteBeside, type BesideConnection } from '../stores/beside-sessions.js';
 import type { SqliteConnection, SqliteDriverName, SqliteStatement } from '../stores/sqlite-driver.js';
 import { exported, MemoryEntrySchema, MemoryHitSchema, readEach, readWorkingDoc, type MemoryBackend, type MemoryEntry, type MemoryHit, type OnUnreadable, type ScopeExport, type ScopeSummary, type SearchOptions, type WorkingDoc } from './memory-backend.js';
 import { isPlainTerm, wordsOf } from './search-terms.js';
@@ -64,9 +64,9 @@ function entryOf(row: EntryRow): MemoryEntry {
 /** A term as an FTS5 string: quoted, so no word is read as an operator (NEAR, OR, AND, NOT). */
 const ftsString = (term: string): string => `"${term.replaceAll('"', '""')}"`;
 
-/** The memory's tables in the store's file. */
-const MEMORY_TABLES = `
-  CREATE TABLE memory_working (
+/** The memory's tables in the store's file (`main`), or their empty stand-ins for a read-only file (`temp`). */
+const memoryTables = (schema: 'main' | 'temp') => `
+  CREATE TABLE ${schema}.memory_working (
     scope      TEXT PRIMARY KEY,
     content    TEXT NOT NULL,
     -- content.length as JavaScript counts it, for listScopes without reading the document.
@@ -74,7 +74,7 @@ const MEMORY_TABLES = `
     version    INTEGER NOT NULL,
     updated_at INTEGER NOT NULL
   );
-  CREATE TABLE memory_entries (
+  CREATE TABLE ${schema}.memory_entries (
     id         INTEGER PRIMARY KEY,
     scope      TEXT NOT NULL,
     session_id TEXT NOT NULL,
@@ -85,15 +85,19 @@ const MEMORY_TABLES = `
     vector     BLOB,
     UNIQUE (scope, session_id, position)
   );
-  CREATE VIRTUAL TABLE memory_fts USING fts5(words, content = '', contentless_delete = 1, tokenize = 'unicode61 remove_diacritics 0');
+  CREATE VIRTUAL TABLE ${schema}.memory_fts USING fts5(words, content = '', contentless_delete = 1, tokenize = 'unicode61 remove_diacritics 0');
 `;
 
 export class SqliteMemory implements MemoryBackend {
   readonly #db: SqliteConnection;
+  /** Refuses a write to a file this process may only read, before it reaches SQLite. */
+  readonly #refuseIfReadOnly: BesideConnection['refuseIfReadOnly'];
   readonly #sql: Record<'readWorking' | 'writeWorking' | 'insertEntry' | 'insertWords' | 'search' | 'vectors' | 'scopes' | 'entries' | 'deleteWords' | 'deleteEntries' | 'deleteWorking', SqliteStatement>;
 
   constructor(path: string, driver: SqliteDriverName) {
-    this.#db = openSqliteBeside(path, { feature: 'memory', metaKey: META_KEY, version: SCHEMA_VERSION, create: MEMORY_TABLES, driver });
+    const opened = openSqliteBeside(path, { feature: 'memory', metaKey: META_KEY, version: SCHEMA_VERSION, create: memoryTables, driver });
+    this.#db = opened.db;
+    this.#refuseIfReadOnly = opened.refuseIfReadOnly;
     try {
       this.#sql = this.#prepare();
     } catch (error) {
@@ -147,11 +151,13 @@ export class SqliteMemory implements MemoryBackend {
   }
 
   async writeWorking(scope: string, content: string, at: number): Promise<WorkingDoc> {
+    this.#refuseIfReadOnly();
     return workingOf(this.#sql.writeWorking.get(scope, content, content.length, at) as WorkingRow);
   }
 
   async index(scope: string, entries: readonly MemoryEntry[]): Promise<void> {
     if (entries.length === 0) return;
+    this.#refuseIfReadOnly();
     // One transaction: an entry and its words are in the index together, or neither is.
     this.#db.transaction('immediate', () => {
       for (const entry of entries) {
@@ -193,6 +199,7 @@ export class SqliteMemory implements MemoryBackend {
   }
 
   async deleteScope(scope: string): Promise<number> {
+    this.#refuseIfReadOnly();
     return this.#db.transaction('immediate', () => {
       // The words first, found through the entries they index.
       this.#sql.deleteWords.run(scope);

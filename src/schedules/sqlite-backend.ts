@@ -1,4 +1,4 @@
-import { openSqliteBeside } from '../stores/beside-sessions.js';
+import { openSqliteBeside, type BesideConnection } from '../stores/beside-sessions.js';
 import type { SqliteConnection } from '../stores/sqlite-driver.js';
 import { planClaim, type StoredText } from './claim.js';
 import { decodeScheduleRow, decodeScheduleRows, endedTick, releasedLease, type Claim, type RowsRead, type ScheduleBackend, type ScheduleRow, type TickEnd } from './row.js';
@@ -14,9 +14,9 @@ import { decodeScheduleRow, decodeScheduleRows, endedTick, releasedLease, type C
 const SCHEMA_VERSION = 1;
 const META_KEY = 'schedules_schema_version';
 
-/** The schedules' table in the store's file. */
-const SCHEDULE_TABLES = `
-  CREATE TABLE schedules (
+/** The schedules' table in the store's file (`main`), or its empty stand-in for a read-only file (`temp`). */
+const scheduleTables = (schema: 'main' | 'temp') => `
+  CREATE TABLE ${schema}.schedules (
     id          TEXT PRIMARY KEY,
     agent       TEXT NOT NULL,
     paused      INTEGER NOT NULL,
@@ -27,16 +27,20 @@ const SCHEDULE_TABLES = `
     row         TEXT NOT NULL
   );
   -- The idle loop's question (what is due next) and the claim's scan read this index only.
-  CREATE INDEX schedules_due ON schedules (next_at) WHERE paused = 0;
+  CREATE INDEX ${schema}.schedules_due ON schedules (next_at) WHERE paused = 0;
 `;
 
 export class SqliteScheduleBackend implements ScheduleBackend {
   readonly #db: SqliteConnection;
   readonly #where: string;
+  /** Refuses a write to a file this process may only read, before it reaches SQLite. */
+  readonly #refuseIfReadOnly: BesideConnection['refuseIfReadOnly'];
 
   constructor(path: string) {
     this.#where = `SQLite store ${path} (schedules)`;
-    this.#db = openSqliteBeside(path, { feature: 'schedules', metaKey: META_KEY, version: SCHEMA_VERSION, create: SCHEDULE_TABLES });
+    const opened = openSqliteBeside(path, { feature: 'schedules', metaKey: META_KEY, version: SCHEMA_VERSION, create: scheduleTables });
+    this.#db = opened.db;
+    this.#refuseIfReadOnly = opened.refuseIfReadOnly;
   }
 
   #write(row: ScheduleRow): void {
@@ -51,6 +55,7 @@ export class SqliteScheduleBackend implements ScheduleBackend {
   }
 
   async insert(row: ScheduleRow): Promise<boolean> {
+    this.#refuseIfReadOnly();
     const result = this.#db
       .prepare('INSERT INTO schedules (id, agent, paused, next_at, lease_owner, lease_until, created_at, row) VALUES (?, ?, ?, ?, NULL, NULL, ?, ?) ON CONFLICT (id) DO NOTHING')
       .run(row.id, row.agent, row.paused ? 1 : 0, row.nextAt, row.createdAt, JSON.stringify(row));
@@ -68,6 +73,7 @@ export class SqliteScheduleBackend implements ScheduleBackend {
 
   /** Reads, changes and writes one row in one write transaction, if `change` gives a new row. */
   #update(id: string, change: (row: ScheduleRow) => ScheduleRow | undefined): boolean {
+    this.#refuseIfReadOnly();
     return this.#db.transaction('immediate', () => {
       const row = this.#read(id);
       const next = row && change(row);
@@ -82,10 +88,12 @@ export class SqliteScheduleBackend implements ScheduleBackend {
   }
 
   async delete(id: string): Promise<boolean> {
+    this.#refuseIfReadOnly();
     return Number(this.#db.prepare('DELETE FROM schedules WHERE id = ?').run(id).changes) === 1;
   }
 
   async claim(owner: string, now: number, leaseMs: number, agents: readonly string[], limit: number): Promise<Claim> {
+    this.#refuseIfReadOnly();
     if (agents.length === 0) return { claimed: [], unreadable: [], waiting: 0 };
     return this.#db.transaction('immediate', () => {
       // No LIMIT: rows passed over (unreadable, or their session held) must not hide the ones after them.

@@ -1,6 +1,7 @@
 import type { PoolClient } from 'pg';
 import { StoreSchemaVersionError } from './errors.js';
 import { openSqlite, type SqliteConnection, type SqliteDriverName } from './sqlite-driver.js';
+import { readOnlyError, readOnlyFile } from './sqlite-read-only.js';
 
 /**
  * Tables a feature keeps beside a store's sessions (schedules, memory), in the same SQLite file or
@@ -15,28 +16,59 @@ export interface BesideTables {
   version: number;
 }
 
+/** A feature's connection to a SQLite store's file, and whether this process may only read the file. */
+export interface BesideConnection {
+  readonly db: SqliteConnection;
+  /** The file may only be read (see `readOnlyFile`): the connection reads and nothing more. */
+  readonly readOnly: boolean;
+  /** Throws the store's `StoreError` saying the file is read-only when it is; called before every write. */
+  refuseIfReadOnly(): void;
+}
+
 /**
  * A connection of its own to a SQLite store's file (the store's is its own business), in WAL mode
- * with the store's busy timeout, the tables made (`create`, DDL) or their version checked in one
- * IMMEDIATE transaction: across processes on the file, one makes them.
+ * with the store's busy timeout, the tables made (`create('main')`, DDL) or their version checked
+ * in one IMMEDIATE transaction: across processes on the file, one makes them.
+ *
+ * A file this process may only read (a backup, mode 0444, a read-only mount) is opened read-only
+ * and left as it is: no WAL switch, no tables made (writes). Tables it does not hold yet (no
+ * schedule or memory was ever kept in it) are stood in for by empty ones in the connection's own
+ * TEMP schema (`create('temp')`), so a read finds nothing rather than failing; every write is
+ * refused (`refuseIfReadOnly`) before it could reach those stand-ins.
  */
-export function openSqliteBeside(path: string, tables: BesideTables & { create: string; driver?: SqliteDriverName | undefined }): SqliteConnection {
-  const db = openSqlite(path, { busyTimeoutMs: 5_000, ...(tables.driver && { driver: tables.driver }) });
+export function openSqliteBeside(path: string, tables: BesideTables & { create: (schema: 'main' | 'temp') => string; driver?: SqliteDriverName | undefined }): BesideConnection {
+  const readOnly = readOnlyFile(path);
+  const where = `SQLite store ${path} (${tables.feature})`;
+  const db = openSqlite(path, { busyTimeoutMs: 5_000, readOnly, ...(tables.driver && { driver: tables.driver }) });
+  const versionOf = (): string | undefined => {
+    const found = db.prepare('SELECT value FROM meta WHERE key = ?').get(tables.metaKey) as { value: string } | undefined;
+    if (found && found.value !== String(tables.version)) throw new StoreSchemaVersionError(where, found.value, tables.version);
+    return found?.value;
+  };
   try {
-    db.exec('PRAGMA journal_mode = WAL');
-    db.transaction('immediate', () => {
-      db.exec('CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)');
-      const found = db.prepare('SELECT value FROM meta WHERE key = ?').get(tables.metaKey) as { value: string } | undefined;
-      if (found && found.value !== String(tables.version)) throw new StoreSchemaVersionError(`SQLite store ${path} (${tables.feature})`, found.value, tables.version);
-      if (found) return;
-      db.exec(tables.create);
-      db.prepare('INSERT INTO meta (key, value) VALUES (?, ?)').run(tables.metaKey, String(tables.version));
-    });
-    return db;
+    if (readOnly) {
+      const hasMeta = db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'meta'").get() !== undefined;
+      if (!hasMeta || versionOf() === undefined) db.exec(tables.create('temp'));
+    } else {
+      db.exec('PRAGMA journal_mode = WAL');
+      db.transaction('immediate', () => {
+        db.exec('CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)');
+        if (versionOf() !== undefined) return;
+        db.exec(tables.create('main'));
+        db.prepare('INSERT INTO meta (key, value) VALUES (?, ?)').run(tables.metaKey, String(tables.version));
+      });
+    }
   } catch (error) {
     db.close();
     throw error;
   }
+  return {
+    db,
+    readOnly,
+    refuseIfReadOnly() {
+      if (readOnly) throw readOnlyError(where);
+    },
+  };
 }
 
 /** What a feature needs of a PostgreSQL store: `PostgresSessionStore.besideSessions` (typed here, so `pg` is not loaded for other stores). */

@@ -1,4 +1,4 @@
-import { accessSync, constants, existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
 import type { ToolMessage } from '../schemas.js';
 import { decodeJournalEntry, decodeSession } from './decode.js';
@@ -9,6 +9,7 @@ import { checkKnownKeys, optionKeys } from '../known-keys.js';
 import { CorruptSessionError, StoreBusyError, StoreCorruptError, StoreError, StoreFullError, StoreUnavailableError } from './errors.js';
 import type { SessionStore, SessionSummary, StepWrite, StoredSession, TraceRecord } from './session-store.js';
 import { checkSqliteSchemaReadOnly, migrateSqlite } from './sqlite-schema.js';
+import { readOnlyError, readOnlyFile } from './sqlite-read-only.js';
 import { openSqlite, sqliteFailure, type SqliteConnection, type SqliteDriverName } from './sqlite-driver.js';
 import { checkSessionId, decodeTraceRow, encodeJournalEntry, encodeStep, encodeTraceEntries, planStep, traceLimit } from './step.js';
 import type { EncodedStep } from './step.js';
@@ -75,11 +76,6 @@ function storeError(where: string, error: unknown): unknown {
   }
 }
 
-/** A write refused because the file may only be read (its mode, its owner, a read-only mount). */
-function readOnlyError(where: string, options?: { cause?: unknown }): StoreError {
-  return new StoreError(where, 'the file is read-only: it can be listed and loaded, not written; nothing was written', options);
-}
-
 /**
  * A read-only file SQLite cannot open: one in write-ahead-log mode whose folder takes no `-shm`
  * file (a read-only mount) cannot be read without it (SQLite's own rule), which its driver
@@ -91,23 +87,6 @@ function readOnlyOpenError(where: string, error: unknown): unknown {
     `${(error as Error).message}: the file is read-only and in write-ahead-log mode, and SQLite needs its -shm file beside it to read it, ` +
     'which this folder does not take; copy the file to a folder you may write, or back it up with VACUUM INTO (no write-ahead log)';
   return new StoreUnavailableError(where, detail, { cause: error });
-}
-
-/**
- * Whether `path` is a file this process may read and not write: a backup, a shared file of mode
- * 0444, a read-only mount, an immutable file. Asked of the file system before SQLite opens it,
- * because SQLite would run its write-ahead-log switch and the migrations (writes) first and fail
- * before the first read. A file that does not exist yet is not read-only: the store creates it.
- */
-function readOnlyFile(path: string): boolean {
-  if (path === ':memory:' || !existsSync(path)) return false;
-  try {
-    accessSync(path, constants.W_OK);
-    return false;
-  } catch (error) {
-    const code = (error as NodeJS.ErrnoException).code;
-    return code === 'EACCES' || code === 'EPERM' || code === 'EROFS';
-  }
 }
 
 /**

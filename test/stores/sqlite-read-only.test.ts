@@ -5,11 +5,10 @@
  * the migrations (writes) first: 'attempt to write a readonly database' before any read. A file of
  * an older layout is refused with a StoreError saying a writer must upgrade it, never migrated.
  *
- * The read-only condition is real: chmod 0444 as a normal user; as root, whom a mode does not
- * stop, an immutable file (chattr +i), checked to refuse a write before the test relies on it.
+ * The read-only condition is real (fixtures/read-only-file.ts): chmod 0444 as a normal user; as
+ * root, whom a mode does not stop, an immutable file (chattr +i), checked to refuse a write first.
  */
-import { execFileSync } from 'node:child_process';
-import { chmodSync, closeSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -17,51 +16,15 @@ import { StoreError, StoreUnavailableError } from '../../src/stores/errors.js';
 import { SqliteSessionStore } from '../../src/stores/sqlite.js';
 import { openSqlite } from '../../src/stores/sqlite-driver.js';
 import { main } from '../../src/cli/main.js';
+import { readOnlyFiles } from './fixtures/read-only-file.js';
 
 const root = mkdtempSync(join(tmpdir(), 'loopchart-read-only-'));
-const immutable: string[] = [];
-const lockedFolders: string[] = [];
+const files = readOnlyFiles();
+const makeReadOnly = files.makeReadOnly;
 afterAll(() => {
-  for (const path of immutable.reverse()) execFileSync('chattr', ['-i', path]);
-  for (const folder of lockedFolders) chmodSync(folder, 0o755);
+  files.undo();
   rmSync(root, { recursive: true, force: true });
 });
-
-/**
- * Makes `file` (and, with `folder`, the folder it is in) really read-only for this process, or
- * says why it cannot (then the test skips): a check that a write is refused comes first.
- */
-function makeReadOnly(file: string, folder?: string): string | null {
-  if (process.getuid?.() !== 0) {
-    chmodSync(file, 0o444);
-    if (folder) {
-      chmodSync(folder, 0o555);
-      lockedFolders.push(folder);
-    }
-  } else {
-    try {
-      for (const path of folder ? [file, folder] : [file]) {
-        execFileSync('chattr', ['+i', path], { stdio: 'pipe' });
-        immutable.push(path);
-      }
-    } catch (error) {
-      return `running as root, where chmod 0444 does not stop writes, and chattr +i failed (${(error as Error).message.split('\n')[0]})`;
-    }
-  }
-  try {
-    closeSync(openSync(file, 'r+'));
-    return 'the file still opens for writing';
-  } catch {
-    // Refused: the condition is real.
-  }
-  if (!folder) return null;
-  try {
-    closeSync(openSync(join(folder, 'probe'), 'wx'));
-    return 'the folder still takes a new file';
-  } catch {
-    return null;
-  }
-}
 
 /** A copy of a store as a backup tool leaves it (VACUUM INTO: a rollback-journal file, not WAL). */
 async function backup(into: string): Promise<void> {
