@@ -14,9 +14,8 @@ import { deleteScope, exportScope, listScopes } from '../../src/memory.js';
 import { memoryBackend } from '../../src/memory/memory-store.js';
 import { StoreError } from '../../src/stores/errors.js';
 import { SqliteSessionStore } from '../../src/stores/sqlite.js';
-import { openSqlite } from '../../src/stores/sqlite-driver.js';
 import { main } from '../../src/cli/main.js';
-import { readOnlyFiles } from '../stores/fixtures/read-only-file.js';
+import { readOnlyFiles, sqliteBackup } from '../stores/fixtures/read-only-file.js';
 
 const root = mkdtempSync(join(tmpdir(), 'loopchart-memory-read-only-'));
 const files = readOnlyFiles();
@@ -27,23 +26,15 @@ afterAll(() => {
 
 const entry = { sessionId: 's1', position: 0, role: 'user' as const, text: 'the invoice is overdue', at: 1_000, vector: [1, 0] };
 
-/** A store file with memory kept (or none), as a backup tool leaves it (VACUUM INTO: no write-ahead log). */
-async function backupWith(name: string, kept: boolean): Promise<string> {
-  const live = join(root, `live-${name}`);
-  const writer = new SqliteSessionStore({ path: live });
-  if (kept) {
+/** A store file with memory kept (or none), as a backup tool leaves it (see `sqliteBackup`). */
+const backupWith = (name: string, kept: boolean) =>
+  sqliteBackup(join(root, `live-${name}`), join(root, name), async (writer) => {
+    if (!kept) return;
     const backend = memoryBackend(writer);
     await backend.writeWorking('user:1', 'likes tea', 2_000);
     await backend.index('user:1', [entry]);
     await backend.close();
-  }
-  await writer.close();
-  const file = join(root, name);
-  const db = openSqlite(live, { busyTimeoutMs: 1000 });
-  db.prepare('VACUUM INTO ?').run(file);
-  db.close();
-  return file;
-}
+  });
 
 describe('memory in a read-only SQLite store file', () => {
   it('is listed, exported and searched; a change is refused with a StoreError naming the read-only file, nothing changed', async (context) => {

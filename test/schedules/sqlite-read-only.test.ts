@@ -12,9 +12,8 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { deleteSchedule, listSchedules, pauseSchedule, schedule } from '../../src/schedules.js';
 import { StoreError } from '../../src/stores/errors.js';
 import { SqliteSessionStore } from '../../src/stores/sqlite.js';
-import { openSqlite } from '../../src/stores/sqlite-driver.js';
 import { main } from '../../src/cli/main.js';
-import { readOnlyFiles } from '../stores/fixtures/read-only-file.js';
+import { readOnlyFiles, sqliteBackup } from '../stores/fixtures/read-only-file.js';
 
 const root = mkdtempSync(join(tmpdir(), 'loopchart-schedules-read-only-'));
 const files = readOnlyFiles();
@@ -25,18 +24,9 @@ afterAll(() => {
 
 const nightly = { id: 'nightly', session: 'reports', agent: 'reporter', input: 'report', cron: '0 2 * * *', timezone: 'UTC' };
 
-/** A store file with `made` schedules, as a backup tool leaves it (VACUUM INTO: no write-ahead log). */
-async function backupWith(name: string, made: boolean): Promise<string> {
-  const live = join(root, `live-${name}`);
-  const writer = new SqliteSessionStore({ path: live });
-  if (made) await schedule(writer, nightly);
-  await writer.close();
-  const file = join(root, name);
-  const db = openSqlite(live, { busyTimeoutMs: 1000 });
-  db.prepare('VACUUM INTO ?').run(file);
-  db.close();
-  return file;
-}
+/** A store file with `made` schedules, as a backup tool leaves it (see `sqliteBackup`). */
+const backupWith = (name: string, made: boolean) =>
+  sqliteBackup(join(root, `live-${name}`), join(root, name), async (writer) => made && schedule(writer, nightly));
 
 describe('schedules in a read-only SQLite store file', () => {
   it('are listed; adding, pausing and deleting one is refused with a StoreError naming the read-only file, nothing changed', async (context) => {

@@ -16,7 +16,7 @@ import { StoreError, StoreUnavailableError } from '../../src/stores/errors.js';
 import { SqliteSessionStore } from '../../src/stores/sqlite.js';
 import { openSqlite } from '../../src/stores/sqlite-driver.js';
 import { main } from '../../src/cli/main.js';
-import { readOnlyFiles } from './fixtures/read-only-file.js';
+import { readOnlyFiles, sqliteBackup } from './fixtures/read-only-file.js';
 
 const root = mkdtempSync(join(tmpdir(), 'loopchart-read-only-'));
 const files = readOnlyFiles();
@@ -26,15 +26,9 @@ afterAll(() => {
   rmSync(root, { recursive: true, force: true });
 });
 
-/** A copy of a store as a backup tool leaves it (VACUUM INTO: a rollback-journal file, not WAL). */
-async function backup(into: string): Promise<void> {
-  const writer = new SqliteSessionStore({ path: join(root, `live-${basename(into)}`) });
-  await writer.apply('kept', { expectedVersion: 0, state: { n: 1 }, append: [{ role: 'user', content: 'hi' }] });
-  await writer.close();
-  const db = openSqlite(join(root, `live-${basename(into)}`), { busyTimeoutMs: 1000 });
-  db.prepare('VACUUM INTO ?').run(into);
-  db.close();
-}
+/** A copy of a store holding one session, as a backup tool leaves it (see `sqliteBackup`). */
+const backup = (into: string) =>
+  sqliteBackup(join(root, `live-${basename(into)}`), into, (writer) => writer.apply('kept', { expectedVersion: 0, state: { n: 1 }, append: [{ role: 'user', content: 'hi' }] }));
 
 /** A file laid out as loopchart's first schema version left it (no trace table yet). */
 async function writeOldLayout(file: string): Promise<void> {
