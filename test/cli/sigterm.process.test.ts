@@ -9,12 +9,12 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createAgentMachine } from '../../machines/agent.machine.js';
-import { decodeRow } from '../../src/sessions/session-row.js';
 import { DurableSession } from '../../src/sessions/durable-session.js';
 import { SqliteSessionStore } from '../../src/stores/sqlite.js';
 import { INTERRUPTED_CONTENT } from '../../src/tools/run-tools.js';
 import { agent as slowAgent, SLOW_TOOL_RUNNING } from '../sessions/fixtures/slow-tool-agent.js';
 import { bundledCommand, REPO, startNode, tsxCommand, type NodeCommand } from '../sessions/fixtures/processes.js';
+import { storedSession } from '../support/stores.js';
 
 const SLOW_AGENT = fileURLToPath(new URL('../sessions/fixtures/slow-tool-agent.ts', import.meta.url));
 const CLI = join(REPO, 'src/cli.ts');
@@ -37,15 +37,7 @@ async function freshSession(sessionId: string): Promise<void> {
   await store.close();
 }
 
-async function stored(sessionId: string) {
-  const store = new SqliteSessionStore({ path: db });
-  try {
-    const row = (await store.load(sessionId))!;
-    return decodeRow(sessionId, row.state, row.messages);
-  } finally {
-    await store.close();
-  }
-}
+const stored = (sessionId: string) => storedSession(db, sessionId);
 
 /** `sessions send ID` with the slow tool; SIGTERM once the tool runs. */
 function sendAndTerminate(sessionId: string, env: Record<string, string> = {}) {

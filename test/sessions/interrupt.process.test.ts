@@ -12,12 +12,12 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createAgentMachine } from '../../machines/agent.machine.js';
-import { decodeRow } from '../../src/sessions/session-row.js';
 import { DurableSession } from '../../src/sessions/durable-session.js';
 import { SqliteSessionStore } from '../../src/stores/sqlite.js';
 import { INTERRUPTED_CONTENT, interruptedContent } from '../../src/tools/run-tools.js';
 import { agent as slowAgent, SLOW_TOOL_RUNNING } from './fixtures/slow-tool-agent.js';
 import { bundledCommand, tsxCommand, type NodeCommand } from './fixtures/processes.js';
+import { storedSession } from '../support/stores.js';
 
 /** What a call that waited for its approval is answered when the run is cancelled. */
 const NOT_STARTED = interruptedContent({ type: 'cancelled' }, false);
@@ -111,15 +111,7 @@ const cli = (...args: string[]) => run(cliBundle, args);
 const cliWithAgent = (...args: string[]) => run(cliTsx, args);
 const idOf = (stdout: string) => /^session: +(demo-\d{14}-[0-9a-f]{6}) /m.exec(stdout)![1]!;
 
-async function stored(sessionId: string) {
-  const store = new SqliteSessionStore({ path: db });
-  try {
-    const row = (await store.load(sessionId))!;
-    return decodeRow(sessionId, row.state, row.messages);
-  } finally {
-    await store.close();
-  }
-}
+const stored = (sessionId: string) => storedSession(db, sessionId);
 
 /** The demo session the first test interrupted, for the fork test. */
 let interruptedDemo: string | undefined;
