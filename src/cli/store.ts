@@ -42,17 +42,26 @@ export function parseLocation(location: string | undefined): StoreLocation {
 /** Longest part of a too-long path a message shows. */
 const SHOWN_CHARS = 80;
 
+/** Why the file system will not look up a store path, by its error code: a path that is there or not would say neither. */
+const UNREACHABLE = new Map([
+  ['ENAMETOOLONG', 'is a path too long for the file system (ENAMETOOLONG): a shorter path, or a name of at most 255 bytes in each folder'],
+  ['ELOOP', 'goes round a loop of symbolic links (ELOOP): point it at the file itself'],
+  ['EACCES', 'is in a folder this user may not search (EACCES): check the folders\' permissions'],
+  ['ENOTDIR', 'goes through a file as if it were a folder (ENOTDIR): check the path'],
+]);
+
 /**
- * A folder, or anything else SQLite is left to open or refuse; a path the file system cannot
- * hold is a `CliError` (reading commands said "no sessions: … does not exist", exit 0).
+ * A folder, or anything else SQLite is left to open or refuse; a path the file system will not
+ * look up is a `CliError` (reading commands said "no sessions: … does not exist", exit 0).
  */
 function lookAt(path: string): 'folder' | 'other' {
   try {
     return statSync(path, { throwIfNoEntry: false })?.isDirectory() ? 'folder' : 'other';
   } catch (error) {
-    if ((error as NodeJS.ErrnoException).code !== 'ENAMETOOLONG') return 'other';
+    const why = UNREACHABLE.get(String((error as NodeJS.ErrnoException).code));
+    if (why === undefined) return 'other';
     const shown = path.length > SHOWN_CHARS ? `${escapeLine(path.slice(0, SHOWN_CHARS))}… (${path.length} characters)` : escapeLine(path);
-    throw new CliError(`the store ${shown} is a path too long for the file system (ENAMETOOLONG): a shorter path, or a name of at most 255 bytes in each folder`, { cause: error });
+    throw new CliError(`the store ${shown} ${why}`, { cause: error });
   }
 }
 

@@ -3,7 +3,7 @@
  * holds a password, and a URL whose scheme is no store's is refused (it was a SQLite file path).
  * `--schema` that no PostgreSQL schema name can be is bad usage too.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
+import { chmodSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -96,5 +96,31 @@ describe('a --store path that cannot name a SQLite file', () => {
     expect(out).toBe('');
     expect(err).toMatch(/^loopchart: the store .{1,120}… \(\d+ characters\) is a path too long for the file system \(ENAMETOOLONG\): a shorter path, or a name of at most 255 bytes in each folder$/);
     expect(code).toBe(1);
+  });
+
+  it('a loop of symbolic links, or a path through a file, says so, exit 1 (it said "no sessions: … does not exist", exit 0)', async () => {
+    symlinkSync(join(folder, 'loop-b.db'), join(folder, 'loop-a.db'));
+    symlinkSync(join(folder, 'loop-a.db'), join(folder, 'loop-b.db'));
+    writeFileSync(join(folder, 'notes.txt'), 'not a folder');
+    for (const [store, why] of [
+      [join(folder, 'loop-a.db'), 'goes round a loop of symbolic links (ELOOP): point it at the file itself'],
+      [join(folder, 'notes.txt', 's.db'), 'goes through a file as if it were a folder (ENOTDIR): check the path'],
+    ] as const) {
+      const { code, out, err } = await cli('sessions', 'list', '--store', store);
+      expect({ code, out, err }).toEqual({ code: 1, out: '', err: `loopchart: the store ${store} ${why}` });
+    }
+  });
+
+  // Root searches any folder whatever its mode: the condition is real only for another user.
+  it.skipIf(process.getuid?.() === 0)('a path through a folder this user may not search says so, exit 1', async () => {
+    const shut = join(folder, 'shut');
+    mkdirSync(shut, { mode: 0o000 });
+    try {
+      const store = join(shut, 's.db');
+      const { code, out, err } = await cli('sessions', 'list', '--store', store);
+      expect({ code, out, err }).toEqual({ code: 1, out: '', err: `loopchart: the store ${store} is in a folder this user may not search (EACCES): check the folders' permissions` });
+    } finally {
+      chmodSync(shut, 0o755);
+    }
   });
 });
